@@ -1,0 +1,206 @@
+#pragma once
+// Every training mode the planner knows, each an enum class with its one string table.
+
+#include <array>
+#include <string_view>
+#include <utility>
+
+#include "trainplan/core/enum_table.hpp"
+
+namespace trainplan {
+
+enum class Method { full, lora, qlora };
+enum class Precision { fp32, fp16_mixed, bf16_mixed, fp16_true, bf16_true };
+enum class Optimizer { adamw, adam, sgd, sgd_momentum, adamw_8bit, paged_adamw_8bit, adafactor };
+enum class Strategy { single, ddp, zero1, zero2, zero3, fsdp_full, fsdp_grad_op, fsdp_hybrid };
+enum class Checkpointing { none, selective, full };
+enum class Attention { flash, sdpa, eager };
+enum class Offload { none, optimizer, optimizer_params };
+enum class Quant { nf4, nf4_dq, fp4, int8 };
+enum class FsdpWrap { block, none };
+enum class Framework { pytorch, deepspeed, megatron };
+
+template <>
+struct EnumTable<Method> {
+  static constexpr std::string_view kWhat = "method";
+  static constexpr std::array kEntries{std::pair{Method::full, std::string_view{"full"}},
+                                       std::pair{Method::lora, std::string_view{"lora"}},
+                                       std::pair{Method::qlora, std::string_view{"qlora"}}};
+};
+template <>
+struct EnumTable<Precision> {
+  static constexpr std::string_view kWhat = "precision";
+  static constexpr std::array kEntries{
+      std::pair{Precision::fp32, std::string_view{"fp32"}},
+      std::pair{Precision::fp16_mixed, std::string_view{"fp16-mixed"}},
+      std::pair{Precision::bf16_mixed, std::string_view{"bf16-mixed"}},
+      std::pair{Precision::fp16_true, std::string_view{"fp16-true"}},
+      std::pair{Precision::bf16_true, std::string_view{"bf16-true"}}};
+};
+template <>
+struct EnumTable<Optimizer> {
+  static constexpr std::string_view kWhat = "optimizer";
+  static constexpr std::array kEntries{
+      std::pair{Optimizer::adamw, std::string_view{"adamw"}},
+      std::pair{Optimizer::adam, std::string_view{"adam"}},
+      std::pair{Optimizer::sgd, std::string_view{"sgd"}},
+      std::pair{Optimizer::sgd_momentum, std::string_view{"sgd-momentum"}},
+      std::pair{Optimizer::adamw_8bit, std::string_view{"adamw-8bit"}},
+      std::pair{Optimizer::paged_adamw_8bit, std::string_view{"paged-adamw-8bit"}},
+      std::pair{Optimizer::adafactor, std::string_view{"adafactor"}}};
+};
+template <>
+struct EnumTable<Strategy> {
+  static constexpr std::string_view kWhat = "strategy";
+  static constexpr std::array kEntries{
+      std::pair{Strategy::single, std::string_view{"single"}},
+      std::pair{Strategy::ddp, std::string_view{"ddp"}},
+      std::pair{Strategy::zero1, std::string_view{"zero1"}},
+      std::pair{Strategy::zero2, std::string_view{"zero2"}},
+      std::pair{Strategy::zero3, std::string_view{"zero3"}},
+      std::pair{Strategy::fsdp_full, std::string_view{"fsdp-full"}},
+      std::pair{Strategy::fsdp_grad_op, std::string_view{"fsdp-grad-op"}},
+      std::pair{Strategy::fsdp_hybrid, std::string_view{"fsdp-hybrid"}}};
+};
+template <>
+struct EnumTable<Checkpointing> {
+  static constexpr std::string_view kWhat = "checkpointing";
+  static constexpr std::array kEntries{
+      std::pair{Checkpointing::none, std::string_view{"none"}},
+      std::pair{Checkpointing::selective, std::string_view{"selective"}},
+      std::pair{Checkpointing::full, std::string_view{"full"}}};
+};
+template <>
+struct EnumTable<Attention> {
+  static constexpr std::string_view kWhat = "attention";
+  static constexpr std::array kEntries{std::pair{Attention::flash, std::string_view{"flash"}},
+                                       std::pair{Attention::sdpa, std::string_view{"sdpa"}},
+                                       std::pair{Attention::eager, std::string_view{"eager"}}};
+};
+template <>
+struct EnumTable<Offload> {
+  static constexpr std::string_view kWhat = "offload";
+  static constexpr std::array kEntries{
+      std::pair{Offload::none, std::string_view{"none"}},
+      std::pair{Offload::optimizer, std::string_view{"optimizer"}},
+      std::pair{Offload::optimizer_params, std::string_view{"optimizer+params"}}};
+};
+template <>
+struct EnumTable<Quant> {
+  static constexpr std::string_view kWhat = "quantization";
+  static constexpr std::array kEntries{std::pair{Quant::nf4, std::string_view{"nf4"}},
+                                       std::pair{Quant::nf4_dq, std::string_view{"nf4-dq"}},
+                                       std::pair{Quant::fp4, std::string_view{"fp4"}},
+                                       std::pair{Quant::int8, std::string_view{"int8"}}};
+};
+template <>
+struct EnumTable<FsdpWrap> {
+  static constexpr std::string_view kWhat = "FSDP wrap policy";
+  static constexpr std::array kEntries{std::pair{FsdpWrap::block, std::string_view{"block"}},
+                                       std::pair{FsdpWrap::none, std::string_view{"none"}}};
+};
+template <>
+struct EnumTable<Framework> {
+  static constexpr std::string_view kWhat = "framework";
+  static constexpr std::array kEntries{
+      std::pair{Framework::pytorch, std::string_view{"pytorch"}},
+      std::pair{Framework::deepspeed, std::string_view{"deepspeed"}},
+      std::pair{Framework::megatron, std::string_view{"megatron"}}};
+};
+
+// Properties of the modes, one exhaustive switch each.
+[[nodiscard]] constexpr bool is_mixed(Precision p) {
+  switch (p) {
+    case Precision::fp16_mixed:
+    case Precision::bf16_mixed: return true;
+    case Precision::fp32:
+    case Precision::fp16_true:
+    case Precision::bf16_true: return false;
+  }
+  return false;
+}
+
+// Bytes of the dtype the matrix multiplies run in.
+[[nodiscard]] constexpr double compute_bytes(Precision p) {
+  switch (p) {
+    case Precision::fp32: return 4.0;
+    case Precision::fp16_mixed:
+    case Precision::bf16_mixed:
+    case Precision::fp16_true:
+    case Precision::bf16_true: return 2.0;
+  }
+  return 4.0;
+}
+
+// Bytes of the stored (master) parameters: fp32 unless the whole model is 16-bit.
+[[nodiscard]] constexpr double param_bytes(Precision p) {
+  switch (p) {
+    case Precision::fp32:
+    case Precision::fp16_mixed:
+    case Precision::bf16_mixed: return 4.0;
+    case Precision::fp16_true:
+    case Precision::bf16_true: return 2.0;
+  }
+  return 4.0;
+}
+
+[[nodiscard]] constexpr bool shards_parameters(Strategy s) {
+  switch (s) {
+    case Strategy::zero3:
+    case Strategy::fsdp_full:
+    case Strategy::fsdp_hybrid: return true;
+    case Strategy::single:
+    case Strategy::ddp:
+    case Strategy::zero1:
+    case Strategy::zero2:
+    case Strategy::fsdp_grad_op: return false;
+  }
+  return false;
+}
+
+[[nodiscard]] constexpr bool shards_gradients(Strategy s) {
+  switch (s) {
+    case Strategy::zero2:
+    case Strategy::zero3:
+    case Strategy::fsdp_full:
+    case Strategy::fsdp_grad_op:
+    case Strategy::fsdp_hybrid: return true;
+    case Strategy::single:
+    case Strategy::ddp:
+    case Strategy::zero1: return false;
+  }
+  return false;
+}
+
+[[nodiscard]] constexpr bool shards_optimizer(Strategy s) {
+  switch (s) {
+    case Strategy::single:
+    case Strategy::ddp: return false;
+    case Strategy::zero1:
+    case Strategy::zero2:
+    case Strategy::zero3:
+    case Strategy::fsdp_full:
+    case Strategy::fsdp_grad_op:
+    case Strategy::fsdp_hybrid: return true;
+  }
+  return false;
+}
+
+[[nodiscard]] constexpr bool is_fsdp(Strategy s) {
+  switch (s) {
+    case Strategy::fsdp_full:
+    case Strategy::fsdp_grad_op:
+    case Strategy::fsdp_hybrid: return true;
+    case Strategy::single:
+    case Strategy::ddp:
+    case Strategy::zero1:
+    case Strategy::zero2:
+    case Strategy::zero3: return false;
+  }
+  return false;
+}
+
+[[nodiscard]] constexpr bool is_quantized(Method m) { return m == Method::qlora; }
+[[nodiscard]] constexpr bool is_adapter(Method m) { return m != Method::full; }
+
+}  // namespace trainplan
