@@ -1,0 +1,98 @@
+#include "cmd_fit.hpp"
+
+#include <fmt/format.h>
+
+#include <iostream>
+#include <memory>
+
+#include "format.hpp"
+#include "options.hpp"
+#include "trainplan/io/result_json.hpp"
+#include "trainplan/model/lora.hpp"
+#include "trainplan/model/parameters.hpp"
+
+namespace trainplan::cli {
+namespace {
+
+std::string plan_words(const model::Training& t) {
+  std::string s = strategy_label(t.strategy);
+  if (t.tp > 1) s += fmt::format(" + TP{}", t.tp);
+  if (t.pp > 1) s += fmt::format(" + PP{}", t.pp);
+  if (t.checkpointing != Checkpointing::none) s += fmt::format(" + {} checkpointing", to_string(t.checkpointing));
+  if (t.offload != Offload::none) s += fmt::format(" + {} offload", to_string(t.offload));
+  return s;
+}
+
+std::string verdict(const Resolved& r, const model::ParameterCounts& n, const planner::FitResult& f) {
+  const hardware::Cluster& c = r.cluster.cluster;
+  const std::string where = c.world() == 1 ? fmt::format("1x {}", c.gpu.name)
+                                           : fmt::format("{}x {}", c.world(), c.gpu.name);
+  const std::string what = fmt::format("{} ({} params, {})", r.model.arch.name, count_text(n.total),
+                                       to_string(r.request.base.method));
+  if (f.recommended) {
+    const planner::Candidate& k = f.candidates[*f.recommended];
+    std::string mb = r.request.micro_batch_pinned
+                         ? fmt::format("micro-batch {} (up to {})", k.training.micro_batch, k.max_micro_batch)
+                         : fmt::format("micro-batch up to {}", k.max_micro_batch);
+    return fmt::format("Yes — {} fits on {} with {}: {} of {} GiB per GPU; {}", what, where, plan_words(k.training),
+                       gib_text(k.memory.device_total), gib_text(f.usable), mb);
+  }
+  if (f.candidates.empty()) return fmt::format("No — {} has no valid configuration on {}", what, where);
+  const planner::Candidate* best = &f.candidates.front();
+  for (const auto& k : f.candidates)
+    if (k.memory.device_total < best->memory.device_total) best = &k;
+  return fmt::format("No — {} does not fit on {}: the leanest candidate ({}) needs {} GiB per GPU of {} usable",
+                     what, where, plan_words(best->training), gib_text(best->memory.device_total),
+                     gib_text(f.usable));
+}
+
+void run_fit(const io::Catalog& catalog, const TrainingOptions& o) {
+  const Resolved r = resolve(catalog, o);
+  const model::Architecture& a = r.model.arch;
+  const model::ParameterCounts n = model::count_parameters(a);
+  const planner::FitResult f = planner::fit(a, n, r.request, r.cluster.cluster);
+  const std::string summary = verdict(r, n, f);
+  const std::int64_t trainable =
+      r.request.base.method == Method::full ? n.total : model::lora_parameters(a, r.request.base.lora);
+  if (o.json) {
+    io::Json j = io::fit_json(a, n, r.cluster.cluster, f, summary);
+    j["model"]["trainable_parameters"] = trainable;
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  std::cout << summary << "\n";
+  for (const auto& note : r.cluster.notes) std::cout << "  note: " << note << "\n";
+  if (!r.model.note.empty()) std::cout << "  note: " << r.model.note << "\n";
+  std::cout << fmt::format("  model: {} parameters, {} trainable; seq {}, micro-batch {}, {}, {}\n\n",
+                           thousands(n.total), thousands(trainable), r.request.base.seq,
+                           r.request.base.micro_batch, to_string(r.request.base.precision),
+                           to_string(r.request.base.optimizer));
+  Table t({"strategy", "checkpointing", "offload", "fits", "GiB/GPU", "weights", "grads", "optim", "activ",
+           "buffers", "overhead", "max micro-batch"});
+  for (std::size_t i = 0; i < f.candidates.size(); ++i) {
+    const auto& k = f.candidates[i];
+    const auto& m = k.memory;
+    t.add({strategy_label(k.training.strategy) + (f.recommended == i ? " *" : ""),
+           std::string(to_string(k.training.checkpointing)), std::string(to_string(k.training.offload)),
+           k.fits ? "yes" : "no", gib_text(m.device_total), gib_text(m.weights), gib_text(m.gradients),
+           gib_text(m.optimizer), gib_text(m.activations), gib_text(m.buffers), gib_text(m.overhead),
+           std::to_string(k.max_micro_batch)});
+  }
+  std::cout << t.render();
+  std::cout << fmt::format(
+      "\nGiB = 2^30 bytes. GiB/GPU = peak allocated (weights+grads+optim+activ+buffers, what "
+      "torch.cuda.max_memory_allocated shows) + overhead (CUDA context, NCCL, allocator cache), against {} GiB "
+      "usable on a {}. * = recommended.\n",
+      gib_text(f.usable), r.cluster.cluster.gpu.name);
+}
+
+}  // namespace
+
+void setup_fit(CLI::App& app, const io::Catalog& catalog) {
+  auto opts = std::make_shared<TrainingOptions>();
+  CLI::App* cmd = app.add_subcommand("fit", "will it fit? memory per GPU over strategies");
+  add_training_options(*cmd, *opts);
+  cmd->callback([&catalog, opts] { run_fit(catalog, *opts); });
+}
+
+}  // namespace trainplan::cli

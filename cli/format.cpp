@@ -1,0 +1,64 @@
+#include "format.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace trainplan::cli {
+
+std::string strategy_label(Strategy s) {
+  switch (s) {
+    case Strategy::single: return "single GPU";
+    case Strategy::ddp: return "DDP";
+    case Strategy::zero1: return "ZeRO-1";
+    case Strategy::zero2: return "ZeRO-2";
+    case Strategy::zero3: return "ZeRO-3";
+    case Strategy::fsdp_full: return "FSDP full-shard";
+    case Strategy::fsdp_grad_op: return "FSDP grad-op";
+    case Strategy::fsdp_hybrid: return "FSDP hybrid";
+  }
+  return "?";
+}
+
+std::string gib_text(Bytes b) { return fmt::format("{:.1f}", to_gib(b)); }
+
+std::string count_text(std::int64_t n) {
+  const double v = static_cast<double>(n);
+  if (v >= 1e9) return fmt::format("{:.1f}B", v / 1e9);
+  if (v >= 1e6) return fmt::format("{:.1f}M", v / 1e6);
+  if (v >= 1e3) return fmt::format("{:.1f}K", v / 1e3);
+  return fmt::format("{}", n);
+}
+
+std::string thousands(std::int64_t n) {
+  std::string s = std::to_string(n < 0 ? -n : n);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<std::size_t>(i), ",");
+  return n < 0 ? "-" + s : s;
+}
+
+std::string Table::render() const {
+  std::vector<std::size_t> w(header_.size(), 0);
+  auto widen = [&](const std::vector<std::string>& r) {
+    for (std::size_t i = 0; i < r.size() && i < w.size(); ++i) w[i] = std::max(w[i], r[i].size());
+  };
+  widen(header_);
+  for (const auto& r : rows_) widen(r);
+  auto line = [&](const std::vector<std::string>& r) {
+    std::string out;
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      const std::string cell = i < r.size() ? r[i] : "";
+      const std::string pad(w[i] - cell.size(), ' ');
+      out += (i ? "  " : "") + (i == 0 ? cell + pad : pad + cell);
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out + "\n";
+  };
+  std::string out = line(header_);
+  std::size_t total = 0;
+  for (auto x : w) total += x + 2;
+  out += std::string(total > 2 ? total - 2 : 0, '-') + "\n";
+  for (const auto& r : rows_) out += line(r);
+  return out;
+}
+
+}  // namespace trainplan::cli

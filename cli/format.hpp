@@ -1,0 +1,29 @@
+#pragma once
+// Display formatting only: names for people, fixed-width tables, GiB with one decimal.
+
+#include <string>
+#include <vector>
+
+#include "trainplan/core/modes.hpp"
+#include "trainplan/core/units.hpp"
+
+namespace trainplan::cli {
+
+[[nodiscard]] std::string strategy_label(Strategy s);
+[[nodiscard]] std::string gib_text(Bytes b);                  // "52.3"
+[[nodiscard]] std::string count_text(std::int64_t n);         // "13.0B", "124.4M"
+[[nodiscard]] std::string thousands(std::int64_t n);          // "13,015,864,320"
+
+// Left-aligned first column, right-aligned others, two spaces between columns.
+class Table {
+ public:
+  explicit Table(std::vector<std::string> header) : header_(std::move(header)) {}
+  void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  [[nodiscard]] std::string render() const;
+
+ private:
+  std::vector<std::string> header_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+}  // namespace trainplan::cli

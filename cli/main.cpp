@@ -1,0 +1,56 @@
+// trainplan: memory, throughput and communication of LLM training, answered from analytic models.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "cmd_catalog.hpp"
+#include "cmd_fit.hpp"
+#include "trainplan/core/error.hpp"
+#include "trainplan/io/catalog.hpp"
+#ifdef TRAINPLAN_HAVE_CALIBRATE
+#include "cmd_calibrate.hpp"
+#endif
+#ifdef TRAINPLAN_HAVE_CMD_ESTIMATE
+#include "cmd_estimate.hpp"
+#endif
+#ifdef TRAINPLAN_HAVE_CMD_PLAN
+#include "cmd_plan.hpp"
+#endif
+#ifdef TRAINPLAN_HAVE_CMD_VALIDATE
+#include "cmd_validate.hpp"
+#endif
+
+int main(int argc, char** argv) {
+  try {
+    const trainplan::io::Catalog catalog = trainplan::io::Catalog::builtin();
+    CLI::App app{"trainplan: will this model train on this hardware, how, and how fast"};
+    app.require_subcommand(1);
+    app.set_version_flag("--version", "trainplan 0.1.0");
+    trainplan::cli::setup_fit(app, catalog);
+#ifdef TRAINPLAN_HAVE_CMD_ESTIMATE
+    trainplan::cli::setup_estimate(app, catalog);
+#endif
+#ifdef TRAINPLAN_HAVE_CMD_PLAN
+    trainplan::cli::setup_plan(app, catalog);
+#endif
+    trainplan::cli::setup_catalog(app, catalog);
+#ifdef TRAINPLAN_HAVE_CALIBRATE
+    trainplan::cli::setup_calibrate(app);
+#endif
+#ifdef TRAINPLAN_HAVE_CMD_VALIDATE
+    trainplan::cli::setup_validate(app, catalog);
+#endif
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+      return app.exit(e);
+    }
+    return 0;
+  } catch (const trainplan::InputError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "internal error: " << e.what() << "\n";
+    return 3;
+  }
+}

@@ -1,0 +1,91 @@
+#include "options.hpp"
+
+#include <algorithm>
+
+#include "trainplan/core/error.hpp"
+#include "trainplan/model/lora.hpp"
+
+namespace trainplan::cli {
+namespace {
+
+template <class E>
+E option_enum(const std::string& flag, const std::string& value) {
+  try {
+    return parse_enum<E>(value);
+  } catch (const InputError& e) {
+    throw InputError(flag + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+void add_training_options(CLI::App& cmd, TrainingOptions& o) {
+  cmd.add_option("model", o.model, "catalogue name, Hugging Face id, size alias (13b) or config.json path")->required();
+  cmd.add_option("cluster", o.cluster, "4xA100-80GB, A100-80GB, 2x8xH100-80GB, a family (A100) or a cluster JSON")
+      ->required();
+  auto g = [&](const char* name, auto& field, const char* help) { return cmd.add_option(name, field, help); };
+  g("--method", o.method, "full | lora | qlora (default full)");
+  g("--precision", o.precision, "fp32 | fp16-mixed | bf16-mixed | fp16-true | bf16-true (default bf16-mixed)");
+  g("--optimizer", o.optimizer, "adamw | adam | sgd | sgd-momentum | adamw-8bit | paged-adamw-8bit | adafactor");
+  g("--strategy", o.strategy, "single | ddp | zero1 | zero2 | zero3 | fsdp-full | fsdp-grad-op | fsdp-hybrid");
+  g("--tp", o.tp, "tensor-parallel degree (default 1)");
+  g("--pp", o.pp, "pipeline-parallel degree (default 1)");
+  g("--pp-virtual", o.pp_virtual, "interleaved pipeline chunks per stage (default 1)");
+  cmd.add_flag("--sequence-parallel", o.sequence_parallel, "shard norms and dropout along the sequence (with --tp)");
+  g("--micro-batch", o.micro_batch, "sequences per GPU per step (default 1)");
+  g("--grad-accum", o.grad_accum, "micro-batches per optimizer step (default 1)");
+  g("--seq", o.seq, "sequence length in tokens (default min(2048, model maximum))");
+  g("--checkpointing", o.checkpointing, "none | selective | full");
+  g("--attention", o.attention, "flash | sdpa | eager (default flash)");
+  g("--offload", o.offload, "none | optimizer | optimizer+params");
+  g("--lora-rank", o.lora_rank, "LoRA rank r (default 16)");
+  g("--lora-alpha", o.lora_alpha, "LoRA alpha (default 32)");
+  g("--lora-dropout", o.lora_dropout, "LoRA dropout (default 0.05)");
+  g("--lora-targets", o.lora_targets, "q,v | all-linear | module names (default q,v)");
+  g("--quant", o.quant, "QLoRA base quantization: nf4 | nf4-dq | fp4 | int8 (default nf4)");
+  g("--fsdp-wrap", o.fsdp_wrap, "block (one unit per transformer block) | none (whole model, default block)");
+  g("--framework", o.framework, "pytorch | deepspeed | megatron accounting conventions (default pytorch)");
+  g("--inter-node", o.inter_node, "NICs per node x rate, e.g. 8x200Gbps");
+  cmd.add_flag("--json", o.json, "print JSON instead of tables");
+}
+
+Resolved resolve(const io::Catalog& catalog, const TrainingOptions& o) {
+  Resolved r{catalog.resolve_model(o.model), catalog.resolve_cluster(o.cluster, o.inter_node), {}};
+  const model::Architecture& a = r.model.arch;
+  model::Training& t = r.request.base;
+  if (o.method) t.method = option_enum<Method>("--method", *o.method);
+  if (o.precision) t.precision = option_enum<Precision>("--precision", *o.precision);
+  if (o.optimizer) t.optimizer = option_enum<Optimizer>("--optimizer", *o.optimizer);
+  if (o.attention) t.attention = option_enum<Attention>("--attention", *o.attention);
+  if (o.quant) t.quant = option_enum<Quant>("--quant", *o.quant);
+  if (o.fsdp_wrap) t.fsdp_wrap = option_enum<FsdpWrap>("--fsdp-wrap", *o.fsdp_wrap);
+  if (o.framework) t.framework = option_enum<Framework>("--framework", *o.framework);
+  if (o.strategy) r.request.strategy = option_enum<Strategy>("--strategy", *o.strategy);
+  if (o.checkpointing) r.request.checkpointing = option_enum<Checkpointing>("--checkpointing", *o.checkpointing);
+  if (o.offload) r.request.offload = option_enum<Offload>("--offload", *o.offload);
+  if (o.quant && t.method != Method::qlora) throw InputError("--quant applies to --method qlora only");
+  t.tp = o.tp.value_or(1);
+  t.pp = o.pp.value_or(1);
+  t.pp_virtual = o.pp_virtual.value_or(1);
+  t.sequence_parallel = o.sequence_parallel;
+  t.micro_batch = o.micro_batch.value_or(1);
+  r.request.micro_batch_pinned = o.micro_batch.has_value();
+  t.grad_accum = o.grad_accum.value_or(1);
+  t.seq = o.seq.value_or(std::min<std::int64_t>(2048, a.max_seq));
+  if (o.lora_rank) t.lora.rank = *o.lora_rank;
+  if (o.lora_alpha) t.lora.alpha = *o.lora_alpha;
+  if (o.lora_dropout) {
+    if (*o.lora_dropout < 0 || *o.lora_dropout >= 1) throw InputError("--lora-dropout must be in [0, 1)");
+    t.lora.dropout = *o.lora_dropout;
+  }
+  if (o.lora_targets) t.lora.targets = model::split_targets(*o.lora_targets);
+  if ((o.lora_rank || o.lora_alpha || o.lora_targets) && t.method == Method::full)
+    throw InputError("--lora-rank/--lora-alpha/--lora-targets need --method lora or qlora");
+  if (t.lora.rank < 1) throw InputError("--lora-rank must be at least 1 (got " + std::to_string(t.lora.rank) + ")");
+  if (t.method != Method::full) (void)model::lora_parameters(a, t.lora);  // validates the targets
+  if (t.method == Method::qlora && is_mixed(t.precision) == false && t.precision == Precision::fp32)
+    throw InputError("--method qlora computes in 16-bit: use a bf16 or fp16 precision");
+  return r;
+}
+
+}  // namespace trainplan::cli

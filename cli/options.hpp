@@ -1,0 +1,37 @@
+#pragma once
+// The training options shared by fit, estimate and plan: one struct, one setup function.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "trainplan/io/catalog.hpp"
+#include "trainplan/planner/fit.hpp"
+
+namespace trainplan::cli {
+
+struct TrainingOptions {
+  std::string model;
+  std::string cluster;
+  std::optional<std::string> method, precision, optimizer, strategy, checkpointing, attention, offload,
+      quant, fsdp_wrap, framework, lora_targets, inter_node;
+  std::optional<int> tp, pp, pp_virtual;
+  bool sequence_parallel = false;
+  std::optional<std::int64_t> micro_batch, grad_accum, seq, lora_rank;
+  std::optional<double> lora_alpha, lora_dropout;
+  bool json = false;
+};
+
+void add_training_options(CLI::App& cmd, TrainingOptions& o);
+
+// Model, cluster and request with every default applied; throws InputError naming the bad option.
+struct Resolved {
+  io::ResolvedModel model;
+  io::ResolvedCluster cluster;
+  planner::FitRequest request;
+};
+[[nodiscard]] Resolved resolve(const io::Catalog& catalog, const TrainingOptions& o);
+
+}  // namespace trainplan::cli

@@ -1,0 +1,48 @@
+#pragma once
+// Strict reading of our own JSON: every key is expected, typed and range-checked, and an unknown
+// key is an error that names it and the file.
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace trainplan::io {
+
+using Json = nlohmann::json;
+
+// Parses text, throwing InputError "<what>: invalid JSON at line L, column C: ..." on failure.
+[[nodiscard]] Json parse_json(std::string_view text, const std::string& what);
+
+class ObjectReader {
+ public:
+  // `what` names the object in messages, e.g. "GPU file data/gpus/a100.json".
+  ObjectReader(const Json& j, std::string what);
+
+  [[nodiscard]] bool has(const std::string& key) const;
+  [[nodiscard]] const Json& raw(const std::string& key);
+  [[nodiscard]] std::string string(const std::string& key);
+  [[nodiscard]] std::optional<std::string> optional_string(const std::string& key);
+  [[nodiscard]] double number(const std::string& key);
+  [[nodiscard]] std::optional<double> optional_number(const std::string& key);  // absent or null
+  [[nodiscard]] std::int64_t integer(const std::string& key, std::int64_t min_value);
+  [[nodiscard]] std::optional<std::int64_t> optional_integer(const std::string& key, std::int64_t min_value);
+  [[nodiscard]] bool boolean(const std::string& key);
+  [[nodiscard]] std::optional<bool> optional_boolean(const std::string& key);
+  // Marks keys as read without interpreting them (free-text provenance, comments).
+  void ignore(std::initializer_list<std::string_view> keys);
+  // Throws naming the first key that was never read.
+  void reject_unknown() const;
+  [[nodiscard]] const std::string& what() const { return what_; }
+
+ private:
+  [[noreturn]] void fail(const std::string& key, const std::string& problem) const;
+  const Json& j_;
+  std::string what_;
+  std::set<std::string, std::less<>> seen_;
+};
+
+}  // namespace trainplan::io

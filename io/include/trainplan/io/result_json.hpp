@@ -1,0 +1,24 @@
+#pragma once
+// JSON renderings of results, per DESIGN.md's contract (schema-versioned; keys may be added, never
+// renamed). Byte counts are integers in bytes.
+
+#include <string>
+
+#include "trainplan/hardware/gpu.hpp"
+#include "trainplan/io/json_util.hpp"
+#include "trainplan/model/architecture.hpp"
+#include "trainplan/model/parameters.hpp"
+#include "trainplan/planner/fit.hpp"
+
+namespace trainplan::io {
+
+[[nodiscard]] Json model_json(const model::Architecture& a, const model::ParameterCounts& n,
+                              std::int64_t trainable);
+[[nodiscard]] Json cluster_json(const hardware::Cluster& c);
+[[nodiscard]] Json memory_json(const planner::MemoryBreakdown& m);
+[[nodiscard]] Json candidate_json(const planner::Candidate& c);
+[[nodiscard]] Json fit_json(const model::Architecture& a, const model::ParameterCounts& n,
+                            const hardware::Cluster& c, const planner::FitResult& r,
+                            const std::string& summary);
+
+}  // namespace trainplan::io

@@ -1,0 +1,79 @@
+#include "trainplan/io/result_json.hpp"
+
+#include <cmath>
+
+namespace trainplan::io {
+namespace {
+
+std::int64_t bytes(Bytes b) { return static_cast<std::int64_t>(std::llround(b.value())); }
+
+}  // namespace
+
+Json model_json(const model::Architecture& a, const model::ParameterCounts& n, std::int64_t trainable) {
+  return Json{{"name", a.name},
+              {"family", a.family},
+              {"parameters", n.total},
+              {"active_parameters", n.active},
+              {"trainable_parameters", trainable}};
+}
+
+Json cluster_json(const hardware::Cluster& c) {
+  return Json{{"gpu", c.gpu.name},
+              {"gpus", c.world()},
+              {"nodes", c.nodes},
+              {"gpus_per_node", c.gpus_per_node},
+              {"gpu_memory_bytes", bytes(c.gpu.memory)},
+              {"usable_memory_bytes", bytes(c.gpu.usable_memory)}};
+}
+
+Json memory_json(const planner::MemoryBreakdown& m) {
+  return Json{{"peak_allocated_bytes", bytes(m.peak_allocated)},
+              {"device_total_bytes", bytes(m.device_total)},
+              {"host_bytes", bytes(m.host)},
+              {"peak_phase", std::string(m.peak_phase)},
+              {"breakdown",
+               {{"weights", bytes(m.weights)},
+                {"gradients", bytes(m.gradients)},
+                {"optimizer", bytes(m.optimizer)},
+                {"activations", bytes(m.activations)},
+                {"buffers", bytes(m.buffers)},
+                {"overhead", bytes(m.overhead)}}}};
+}
+
+Json candidate_json(const planner::Candidate& c) {
+  const model::Training& t = c.training;
+  return Json{{"strategy", std::string(to_string(t.strategy))},
+              {"tp", t.tp},
+              {"pp", t.pp},
+              {"dp", c.layout.dp},
+              {"method", std::string(to_string(t.method))},
+              {"precision", std::string(to_string(t.precision))},
+              {"optimizer", std::string(to_string(t.optimizer))},
+              {"checkpointing", std::string(to_string(t.checkpointing))},
+              {"offload", std::string(to_string(t.offload))},
+              {"framework", std::string(to_string(t.framework))},
+              {"micro_batch", t.micro_batch},
+              {"seq", t.seq},
+              {"fits", c.fits},
+              {"max_micro_batch", c.max_micro_batch},
+              {"memory", memory_json(c.memory)}};
+}
+
+Json fit_json(const model::Architecture& a, const model::ParameterCounts& n, const hardware::Cluster& c,
+              const planner::FitResult& r, const std::string& summary) {
+  Json cands = Json::array();
+  for (const auto& k : r.candidates) cands.push_back(candidate_json(k));
+  const std::int64_t trainable = r.candidates.empty() ? n.total : r.candidates.front().memory.states.trainable *
+                                                                      r.candidates.front().layout.tp;
+  Json j{{"schema", "trainplan.fit/1"},
+         {"model", model_json(a, n, trainable)},
+         {"cluster", cluster_json(c)},
+         {"verdict",
+          {{"fits", r.recommended.has_value()},
+           {"recommended", r.recommended ? Json(*r.recommended) : Json(nullptr)},
+           {"summary", summary}}},
+         {"candidates", cands}};
+  return j;
+}
+
+}  // namespace trainplan::io

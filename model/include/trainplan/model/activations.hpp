@@ -1,0 +1,58 @@
+#pragma once
+// Activation memory: the bytes autograd keeps for backward, per transformer block and for the
+// embedding and head, for one micro-batch on one GPU.
+//
+// Two accountings, chosen by the framework:
+//  * megatron: Korthikanti et al. 2022 (arXiv:2205.05198), Table 2 and Sec. 4, generalised to any
+//    MLP width, gated MLPs and grouped-query attention;
+//  * pytorch / deepspeed (Hugging Face models): the tensors the Hugging Face implementation saves,
+//    enumerated op by op (docs/formulas.md, "Activations"), checked against the PyTorch oracle.
+
+#include <string_view>
+#include <vector>
+
+#include "trainplan/core/units.hpp"
+#include "trainplan/model/architecture.hpp"
+#include "trainplan/model/training.hpp"
+
+namespace trainplan::model {
+
+struct ActivationTerm {
+  std::string_view name;
+  Bytes bytes;
+};
+
+struct BlockActivations {
+  Bytes saved;      // kept from forward to backward by one block (no checkpointing)
+  Bytes attention;  // of which the attention core (scores, softmax, dropout; dropped by selective)
+  std::vector<ActivationTerm> terms;
+};
+
+// One block of the given stack, without checkpointing (selective and full are applied by
+// activation_memory), for t = seq * micro_batch tokens, sharded by TP (and SP).
+[[nodiscard]] BlockActivations block_activations(const Architecture& a, const Training& tr, Stack stack);
+
+// What full checkpointing keeps per block: its input.
+[[nodiscard]] Bytes checkpoint_bytes(const Architecture& a, const Training& tr);
+
+// Embedding output (+ dropout mask) kept for backward by the first stage.
+[[nodiscard]] Bytes embedding_activations(const Architecture& a, const Training& tr);
+
+// Final norm, LM head input, logits and the loss's fp32 upcast, plus the logits gradient that
+// exists when backward starts: the last stage's head.
+[[nodiscard]] Bytes head_activations(const Architecture& a, const Training& tr);
+
+struct ActivationMemory {
+  Bytes per_block;       // saved per block after checkpointing policy (one micro-batch)
+  Bytes blocks;          // all blocks of the most loaded stage, times micro-batches in flight
+  Bytes recompute_peak;  // full checkpointing: one block's activations rebuilt during its backward
+  Bytes embedding;
+  Bytes head;
+  double in_flight = 1;  // micro-batches whose activations are alive at once (pipeline schedules)
+  [[nodiscard]] Bytes total() const { return blocks + recompute_peak + embedding + head; }
+};
+
+// The activation memory of the most loaded pipeline stage (the first, under 1F1B).
+[[nodiscard]] ActivationMemory activation_memory(const Architecture& a, const Training& tr);
+
+}  // namespace trainplan::model

@@ -1,0 +1,100 @@
+#pragma once
+// The architecture of a transformer, as plain values: what a Hugging Face config.json says, normalised
+// across families. Everything the memory, FLOP and parameter models need is here and nothing else.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trainplan/core/enum_table.hpp"
+
+namespace trainplan::model {
+
+enum class MlpKind { gated, plain };  // gated: gate, up, down (SwiGLU/GeGLU); plain: up, down
+enum class NormKind { rmsnorm, layernorm, layernorm_no_bias };
+enum class PositionKind { rotary, learned, alibi, relative };
+// gelu_new is Hugging Face's composite tanh GELU (several saved intermediates); the others are one op.
+enum class Activation { silu, gelu, gelu_tanh, gelu_new, relu };
+
+// The logical role of a linear layer; fused projections (query_key_value, c_attn, Wqkv) are split into
+// their q, k, v parts so that counts and LoRA targets are uniform across families.
+enum class Role { q, k, v, o, gate, up, down, router, lm_head };
+enum class Stack { decoder, encoder, cross };  // encoder/cross only for encoder-decoder models
+
+struct Architecture {
+  std::string name;    // catalogue name or the file it came from
+  std::string family;  // Hugging Face model_type
+  std::int64_t hidden = 0;
+  std::int64_t layers = 0;          // decoder layers (encoder layers for encoder-decoder: see below)
+  std::int64_t decoder_layers = 0;  // encoder-decoder only: layers of the decoder stack; 0 otherwise
+  std::int64_t heads = 0;
+  std::int64_t kv_heads = 0;
+  std::int64_t head_dim = 0;
+  std::int64_t intermediate = 0;
+  std::int64_t vocab = 0;
+  std::int64_t max_seq = 0;
+  std::int64_t experts = 1;            // MoE: routed experts per layer
+  std::int64_t experts_per_token = 1;  // MoE: top-k
+  std::int64_t relative_buckets = 0;   // T5 relative attention bias buckets
+  MlpKind mlp = MlpKind::gated;
+  Activation activation = Activation::silu;
+  NormKind norm = NormKind::rmsnorm;
+  PositionKind position = PositionKind::rotary;
+  bool tie_embeddings = false;
+  bool qkv_bias = false;
+  bool out_bias = false;
+  bool mlp_bias = false;
+  bool lm_head_bias = false;
+  bool parallel_residual = false;  // attention and MLP read the same input (GPT-J/NeoX/Falcon/Phi)
+  int norms_per_layer = 2;         // 1 when attention and MLP share one norm (Falcon-7B, Phi)
+  bool embedding_norm = false;     // BLOOM's word_embeddings_layernorm
+  bool final_norm = true;
+  bool encoder_decoder = false;
+  double attention_dropout = 0.0;
+  double hidden_dropout = 0.0;
+  std::string fused_qkv_name;  // HF name of a fused q/k/v projection, "" when separate
+
+  [[nodiscard]] bool is_moe() const { return experts > 1; }
+  [[nodiscard]] std::int64_t q_dim() const { return heads * head_dim; }
+  [[nodiscard]] std::int64_t kv_dim() const { return kv_heads * head_dim; }
+  [[nodiscard]] std::int64_t total_layers() const { return layers + decoder_layers; }
+};
+
+// One linear layer of a block: its role, the name the Hugging Face implementation gives it, its shape,
+// and how many copies a block holds (experts).
+struct Linear {
+  Role role;
+  Stack stack;
+  std::string hf_name;
+  std::int64_t in = 0;
+  std::int64_t out = 0;
+  bool bias = false;
+  std::int64_t copies = 1;
+  [[nodiscard]] std::int64_t parameters() const { return copies * (in * out + (bias ? out : 0)); }
+};
+
+// Throws InputError naming the architecture and the offending value when sizes are nonsense
+// (zero/negative, heads not dividing hidden where the family requires it, kv heads not dividing heads).
+void validate(const Architecture& a);
+
+// The linear layers of one block of the given stack, in execution order.
+[[nodiscard]] std::vector<Linear> block_linears(const Architecture& a, Stack stack);
+
+}  // namespace trainplan::model
+
+namespace trainplan {
+template <>
+struct EnumTable<model::Role> {
+  static constexpr std::string_view kWhat = "module role";
+  static constexpr std::array kEntries{
+      std::pair{model::Role::q, std::string_view{"q"}},
+      std::pair{model::Role::k, std::string_view{"k"}},
+      std::pair{model::Role::v, std::string_view{"v"}},
+      std::pair{model::Role::o, std::string_view{"o"}},
+      std::pair{model::Role::gate, std::string_view{"gate"}},
+      std::pair{model::Role::up, std::string_view{"up"}},
+      std::pair{model::Role::down, std::string_view{"down"}},
+      std::pair{model::Role::router, std::string_view{"router"}},
+      std::pair{model::Role::lm_head, std::string_view{"lm_head"}}};
+};
+}  // namespace trainplan

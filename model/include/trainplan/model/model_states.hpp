@@ -1,0 +1,44 @@
+#pragma once
+// Bytes per parameter of the model states (weights, gradients, optimizer), by framework convention.
+// The anchors disagree on accounting (reference: ZeRO paper 2+2+12, DeepSpeed's estimator 18/N,
+// Megatron 18 or 6+12/d, PyTorch autocast 4+4+8); each convention is one row here.
+
+#include <cstdint>
+
+#include "trainplan/core/modes.hpp"
+#include "trainplan/model/architecture.hpp"
+#include "trainplan/model/training.hpp"
+
+namespace trainplan::model {
+
+// Bytes per trainable parameter, split by which ZeRO stage shards them.
+struct StateBytes {
+  double weights = 0;     // working weights held by the model (sharded by ZeRO-3 / FSDP full)
+  double grads = 0;       // gradients produced by backward (sharded by ZeRO-2 and up)
+  double opt_grads = 0;   // fp32 gradient partition owned by the optimizer (sharded by ZeRO-1 and up)
+  double master = 0;      // fp32 master weights owned by the optimizer (sharded by ZeRO-1 and up)
+  double optimizer = 0;   // optimizer moments (sharded by ZeRO-1 and up)
+  [[nodiscard]] double total() const { return weights + grads + opt_grads + master + optimizer; }
+};
+
+// Optimizer moments per trainable parameter. Adafactor's factored moments depend on the shapes:
+// pass the per-parameter average from adafactor_state_elements.
+[[nodiscard]] double optimizer_state_bytes(Optimizer o, Precision p, double adafactor_elements_per_param);
+
+// Whether the optimizer's states live in CUDA unified (paged) memory, evicted under pressure and not
+// counted by torch.cuda.max_memory_allocated (QLoRA paper, arXiv:2305.14314, Sec. 3).
+[[nodiscard]] bool is_paged(Optimizer o);
+
+[[nodiscard]] StateBytes state_bytes(Framework f, Precision p, double optimizer_bytes);
+
+// Stored bytes per quantized weight, scaling constants included (QLoRA, arXiv:2305.14314, Sec. 3:
+// NF4 with one fp32 absmax per 64 weights = 4.5 bits; double quantization stores that absmax in
+// 8 bits with one fp32 constant per 256 blocks = 4.127 bits). LLM.int8 (arXiv:2208.07339): one
+// byte plus one fp32 scale per output row of a Linear(in, out).
+[[nodiscard]] double quantized_bytes_per_param(Quant q, std::int64_t in_features);
+
+// Elements of Adafactor's state (Shazeer & Stern 2018, arXiv:1804.04235): a row and a column vector
+// per trainable matrix, a full vector per 1-D parameter; no first moment (HF default beta1=None).
+[[nodiscard]] std::int64_t adafactor_state_elements(const Architecture& a, const Training& tr);
+
+}  // namespace trainplan::model

@@ -1,0 +1,37 @@
+#pragma once
+// One fully specified training configuration: what runs on every GPU. Defaults follow PyTorch and
+// Hugging Face practice (bf16 autocast with fp32 master weights, torch AdamW, FSDP wrapped per block).
+
+#include <cstdint>
+
+#include "trainplan/core/modes.hpp"
+#include "trainplan/model/lora.hpp"
+
+namespace trainplan::model {
+
+struct Training {
+  Method method = Method::full;
+  Precision precision = Precision::bf16_mixed;
+  Optimizer optimizer = Optimizer::adamw;
+  Strategy strategy = Strategy::single;
+  int tp = 1;
+  int pp = 1;
+  int pp_virtual = 1;  // interleaved 1F1B model chunks per stage
+  bool sequence_parallel = false;
+  std::int64_t micro_batch = 1;
+  std::int64_t grad_accum = 1;
+  std::int64_t seq = 2048;
+  Checkpointing checkpointing = Checkpointing::none;
+  Attention attention = Attention::flash;
+  Offload offload = Offload::none;
+  LoraConfig lora;
+  Quant quant = Quant::nf4;
+  FsdpWrap fsdp_wrap = FsdpWrap::block;
+  Framework framework = Framework::pytorch;
+  bool zero_init = true;        // DeepSpeed zero.Init: ZeRO-3 never materialises the full model on CPU
+  bool fused_optimizer = false;  // torch AdamW(fused=True) avoids the foreach step temporary
+
+  [[nodiscard]] std::int64_t tokens_per_micro_batch() const { return seq * micro_batch; }
+};
+
+}  // namespace trainplan::model

@@ -1,0 +1,283 @@
+#include "trainplan/model/activations.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace trainplan::model {
+namespace {
+
+constexpr double kMaskBytes = 1.0;  // dropout masks are bool tensors
+constexpr double kFp32 = 4.0;
+
+// Shapes shared by both accountings, for one micro-batch on one GPU.
+struct Shape {
+  double t;    // tokens in the micro-batch (s * b)
+  double s;    // sequence length
+  double b;    // micro-batch
+  double h;    // hidden
+  double qd;   // query width a*d
+  double kd;   // key/value width k*d
+  double I;    // MLP intermediate
+  double a;    // attention heads
+  double tp;   // tensor-parallel degree
+  double rep;  // divisor of replicated (non-TP) terms: tp with sequence parallelism, else 1
+};
+
+Shape shape_of(const Architecture& a, const Training& tr) {
+  const double s = static_cast<double>(tr.seq);
+  const double b = static_cast<double>(tr.micro_batch);
+  const double tp = static_cast<double>(tr.tp);
+  return {s * b,
+          s,
+          b,
+          static_cast<double>(a.hidden),
+          static_cast<double>(a.q_dim()),
+          static_cast<double>(a.kv_dim()),
+          static_cast<double>(a.intermediate),
+          static_cast<double>(a.heads),
+          tp,
+          tr.sequence_parallel ? tp : 1.0};
+}
+
+// Experts a token's activations pass through (MoE: top-k copies of the MLP intermediates).
+double mlp_copies(const Architecture& a) { return static_cast<double>(a.experts_per_token); }
+
+// Korthikanti et al. 2022 (arXiv:2205.05198), Table 2, generalised: replicated 10sbh (two norm
+// inputs, QKV and MLP inputs, two dropout masks), TP-sharded Q, K, V, attention output and the MLP
+// intermediates, and the attention core 5as^2b (softmax, its dropout mask and output).
+BlockActivations megatron_block(const Architecture& a, const Training& tr) {
+  const Shape x = shape_of(a, tr);
+  const double sbh = x.t * x.h;
+  const bool dropout = true;  // Megatron's GPT keeps attention and hidden dropout on
+  const double replicated = (4.0 + 2.0 + 2.0 + (dropout ? 2.0 : 0.0)) * sbh / x.rep;
+  const double qkv = 2.0 * x.t * (x.qd + 2.0 * x.kd) / x.tp;
+  const double attn_out = 2.0 * x.t * x.qd / x.tp;
+  const double mlp_tensors = a.mlp == MlpKind::gated ? 3.0 : 2.0;
+  const double mlp = mlp_copies(a) * mlp_tensors * 2.0 * x.t * x.I / x.tp;
+  double core = 0.0;
+  switch (tr.attention) {
+    case Attention::eager: core = 5.0 * x.a * x.s * x.s * x.b / x.tp; break;
+    case Attention::flash:
+    case Attention::sdpa: core = kFp32 * x.a * x.t / x.tp; break;  // log-sum-exp per row
+  }
+  BlockActivations out;
+  out.terms = {{"norm, projection inputs and dropout masks", Bytes(replicated)},
+               {"q, k, v", Bytes(qkv)},
+               {"attention output", Bytes(attn_out)},
+               {"mlp intermediates", Bytes(mlp)},
+               {"attention core", Bytes(core)}};
+  out.attention = Bytes(core);
+  out.saved = Bytes(replicated + qkv + attn_out + mlp + core);
+  return out;
+}
+
+// The tensors a Hugging Face block saves for backward (docs/formulas.md, "Activations").
+BlockActivations hf_block(const Architecture& a, const Training& tr, Stack stack) {
+  const Shape x = shape_of(a, tr);
+  const double c = compute_bytes(tr.precision);  // dtype of matmul outputs
+  const double r = param_bytes(tr.precision);    // dtype of the residual stream (the parameters')
+  const bool mixed = is_mixed(tr.precision);
+  const bool full = tr.method == Method::full;
+  auto trainable = [&](Role role) { return full || lora_adapts(a, tr.lora, role); };
+  BlockActivations out;
+  double total = 0.0;
+  auto add = [&](std::string_view name, double bytes) {
+    if (bytes <= 0.0) return;
+    out.terms.push_back({name, Bytes(bytes)});
+    total += bytes;
+  };
+
+  // A norm saves what its backward needs; its output is saved by the linears that consume it, under
+  // autocast as one 16-bit cast copy per consuming linear.
+  auto norm = [&](int consumers_saving) {
+    const double th = x.t * x.h / x.rep;
+    switch (a.norm) {
+      case NormKind::rmsnorm:
+        add("norm fp32 input", kFp32 * th);
+        add("norm statistics", kFp32 * x.t / x.rep);
+        if (full) add("norm normalised input", r * th);
+        break;
+      case NormKind::layernorm:
+      case NormKind::layernorm_no_bias:
+        add("norm input", (mixed ? kFp32 : r) * th);
+        add("norm statistics", 2.0 * kFp32 * x.t / x.rep);
+        break;
+    }
+    if (consumers_saving > 0) add("norm output (linear input)", (mixed ? consumers_saving * c : r) * th);
+  };
+  // Linears that keep their input: trainable weights need it for their gradient; an adapter with
+  // dropout keeps its dropped-out copy instead (counted by lora_dropout below).
+  auto saving = [&](std::initializer_list<Role> roles) {
+    if (!full && tr.lora.dropout > 0.0) return 0;
+    int n = 0;
+    for (Role role : roles) n += trainable(role) ? 1 : 0;
+    return n;
+  };
+  const bool fused = !a.fused_qkv_name.empty();
+  const int attn_consumers = fused ? (saving({Role::q, Role::k, Role::v}) > 0 ? 1 : 0)
+                                   : saving({Role::q, Role::k, Role::v});
+  const int mlp_consumers = saving({Role::gate, Role::up});
+  // LoRA's dropout keeps, per adapted linear, the dropped-out input and its mask.
+  auto lora_dropout = [&](std::initializer_list<Role> roles, double width) {
+    if (full || tr.lora.dropout <= 0.0) return;
+    int adapted = 0;
+    for (Role role : roles) adapted += lora_adapts(a, tr.lora, role) ? 1 : 0;
+    if (fused && adapted > 0 && *roles.begin() == Role::q) adapted = 1;
+    add("LoRA dropout input and mask", adapted * (c + kMaskBytes) * x.t * width / x.rep);
+  };
+
+  // Attention.
+  norm(attn_consumers);
+  lora_dropout({Role::q, Role::k, Role::v}, x.h);
+  const bool rotary = a.position == PositionKind::rotary;
+  const double q = c * x.t * x.qd / x.tp;
+  const double kv = c * x.t * x.kd / x.tp;
+  const bool repeat = a.heads != a.kv_heads && tr.attention != Attention::flash;
+  const double k_used = repeat ? q : kv;
+  // Without rotary embeddings q, k, v are views of the projection output; a fused projection keeps
+  // its whole output alive through v.
+  if (fused && !repeat) {
+    add("q, k, v projection output", c * x.t * (x.qd + 2.0 * x.kd) / x.tp);
+    if (rotary) add("rotary q, k", q + kv);
+  } else {
+    add("q", q);
+    add("k", k_used);
+    add("v", k_used);
+  }
+  const double scores = x.a * x.s * x.s * x.b / x.tp;
+  double core = 0.0;
+  switch (tr.attention) {
+    case Attention::eager:
+      core += kFp32 * scores;                       // softmax output in fp32
+      if (c < kFp32) core += c * scores;            // probabilities cast back for the PV matmul
+      if (a.attention_dropout > 0.0) core += (kMaskBytes + c) * scores;
+      add("attention scores", core);
+      add("attention output", q);
+      break;
+    case Attention::flash:
+    case Attention::sdpa:
+      core = kFp32 * x.a * x.t / x.tp;  // log-sum-exp per row
+      add("attention log-sum-exp", core);
+      add("attention output", q);
+      break;
+  }
+  lora_dropout({Role::o}, x.qd / x.tp);
+  if (a.hidden_dropout > 0.0) add("attention dropout mask", kMaskBytes * x.t * x.h / x.rep);
+  if (stack == Stack::decoder && a.encoder_decoder) {
+    norm(saving({Role::q}));
+    add("cross-attention q, k, v and output", 3.0 * q + kv);
+    if (tr.attention == Attention::eager) add("cross-attention scores", core);
+  }
+
+  // MLP.
+  if (a.norms_per_layer > 1) norm(mlp_consumers);
+  lora_dropout({Role::gate, Role::up}, x.h);
+  const double tI = mlp_copies(a) * x.t * x.I / x.tp;
+  const double act_saved = a.activation == Activation::gelu_new ? 4.0 : 1.0;
+  if (a.mlp == MlpKind::gated) {
+    add("gate projection output", act_saved * c * tI);
+    add("activation output", c * tI);
+    add("up projection output", c * tI);
+    if (trainable(Role::down)) add("down projection input", c * tI);
+  } else {
+    add("up projection output", act_saved * c * tI);
+    if (trainable(Role::down)) add("down projection input", c * tI);
+  }
+  lora_dropout({Role::down}, x.I / x.tp);
+  if (a.hidden_dropout > 0.0) add("mlp dropout mask", kMaskBytes * x.t * x.h / x.rep);
+  if (a.is_moe()) add("router logits", kFp32 * x.t * static_cast<double>(a.experts));
+
+  out.attention = Bytes(tr.attention == Attention::eager ? core : 0.0);
+  out.saved = Bytes(total);
+  return out;
+}
+
+}  // namespace
+
+BlockActivations block_activations(const Architecture& a, const Training& tr, Stack stack) {
+  switch (tr.framework) {
+    case Framework::megatron: return megatron_block(a, tr);
+    case Framework::pytorch:
+    case Framework::deepspeed: return hf_block(a, tr, stack);
+  }
+  return {};
+}
+
+Bytes checkpoint_bytes(const Architecture& a, const Training& tr) {
+  const double r = tr.framework == Framework::megatron ? 2.0 : param_bytes(tr.precision);
+  const double rep = tr.sequence_parallel ? static_cast<double>(tr.tp) : 1.0;
+  return Bytes(r * static_cast<double>(tr.tokens_per_micro_batch() * a.hidden) / rep);
+}
+
+Bytes embedding_activations(const Architecture& a, const Training& tr) {
+  // Korthikanti Sec. 4.3: the embedding dropout mask, s*b*h per first stage.
+  const double th = static_cast<double>(tr.tokens_per_micro_batch() * a.hidden);
+  const double rep = tr.sequence_parallel ? static_cast<double>(tr.tp) : 1.0;
+  if (tr.framework == Framework::megatron) return Bytes(th / rep);
+  return Bytes(a.hidden_dropout > 0.0 ? kMaskBytes * th / rep : 0.0);
+}
+
+Bytes head_activations(const Architecture& a, const Training& tr) {
+  const double t = static_cast<double>(tr.tokens_per_micro_batch());
+  const double h = static_cast<double>(a.hidden);
+  const double V = static_cast<double>(a.vocab);
+  const double tp = static_cast<double>(tr.tp);
+  if (tr.framework == Framework::megatron) {
+    // Korthikanti Sec. 4.3: final norm and output-layer input, fp32 logits for the loss.
+    return Bytes(4.0 * t * h / tp * (1.0 + V / h));
+  }
+  // Final norm (fp32 input) and LM-head input, the logits, their fp32 upcast kept by the loss, and the
+  // fp32 logits gradient that exists as backward starts.
+  const double c = compute_bytes(tr.precision);
+  const double norm = (kFp32 + c) * t * h;
+  const double logits = (c + kFp32 + kFp32) * t * V / tp;
+  return Bytes(norm + logits);
+}
+
+ActivationMemory activation_memory(const Architecture& a, const Training& tr) {
+  ActivationMemory m;
+  // Per-stack saved bytes and layer counts (an encoder-decoder has two stacks).
+  struct StackPart {
+    BlockActivations blk;
+    double layers;
+  };
+  std::vector<StackPart> parts;
+  if (a.encoder_decoder) {
+    parts.push_back({block_activations(a, tr, Stack::encoder), static_cast<double>(a.layers)});
+    parts.push_back({block_activations(a, tr, Stack::decoder), static_cast<double>(a.decoder_layers)});
+  } else {
+    parts.push_back({block_activations(a, tr, Stack::decoder), static_cast<double>(a.layers)});
+  }
+  const double all_layers = static_cast<double>(a.total_layers());
+  const double p = static_cast<double>(tr.pp);
+  const double layers_on_stage = std::ceil(all_layers / p);
+
+  Bytes kept;        // per micro-batch, all blocks of the stage
+  Bytes largest;     // one block's full activations (rebuilt in backward under full checkpointing)
+  for (const auto& part : parts) {
+    const double share = part.layers / all_layers * layers_on_stage;
+    Bytes per_block;
+    switch (tr.checkpointing) {
+      case Checkpointing::none: per_block = part.blk.saved; break;
+      case Checkpointing::selective: per_block = part.blk.saved - part.blk.attention; break;
+      case Checkpointing::full: per_block = checkpoint_bytes(a, tr); break;
+    }
+    kept += per_block * share;
+    largest = std::max(largest, part.blk.saved);
+  }
+  m.per_block = kept / layers_on_stage;
+  if (tr.checkpointing == Checkpointing::full) m.recompute_peak = largest;
+
+  // 1F1B: the first stage holds min(p, m) micro-batches; interleaving with v chunks adds
+  // (p-1)/(p*v) (Narayanan et al. 2021, arXiv:2104.04473; Korthikanti Sec. 4.2.3).
+  const double micro_batches = static_cast<double>(tr.grad_accum);
+  m.in_flight = tr.pp > 1 ? std::min(p, micro_batches) : 1.0;
+  if (tr.pp > 1 && tr.pp_virtual > 1)
+    m.in_flight *= 1.0 + (p - 1.0) / (p * static_cast<double>(tr.pp_virtual));
+  m.blocks = kept * m.in_flight;
+  m.embedding = embedding_activations(a, tr) * m.in_flight;
+  m.head = tr.pp == 1 ? head_activations(a, tr) : Bytes(0.0);
+  return m;
+}
+
+}  // namespace trainplan::model

@@ -1,0 +1,94 @@
+#include "trainplan/model/architecture.hpp"
+
+#include <string>
+
+#include "trainplan/core/error.hpp"
+
+namespace trainplan::model {
+namespace {
+
+struct HfNames {
+  const char* q;
+  const char* k;
+  const char* v;
+  const char* o;
+  const char* gate;
+  const char* up;
+  const char* down;
+};
+
+// The module names of each family's Hugging Face implementation (what PEFT's target_modules match).
+HfNames hf_names(const Architecture& a) {
+  const std::string& f = a.family;
+  if (f == "gpt2") return {"c_attn", "c_attn", "c_attn", "c_proj", "", "c_fc", "c_proj"};
+  if (f == "bloom" || f == "falcon" || f == "gpt_neox")
+    return {"query_key_value", "query_key_value", "query_key_value", "dense", "",
+            "dense_h_to_4h", "dense_4h_to_h"};
+  if (f == "mpt") return {"Wqkv", "Wqkv", "Wqkv", "out_proj", "", "up_proj", "down_proj"};
+  if (f == "phi") return {"q_proj", "k_proj", "v_proj", "dense", "", "fc1", "fc2"};
+  if (f == "t5" || f == "mt5") {
+    if (a.mlp == MlpKind::gated) return {"q", "k", "v", "o", "wi_0", "wi_1", "wo"};
+    return {"q", "k", "v", "o", "", "wi", "wo"};
+  }
+  if (f == "mixtral") return {"q_proj", "k_proj", "v_proj", "o_proj", "w1", "w3", "w2"};
+  return {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+}
+
+void require_positive(const Architecture& a, std::int64_t v, const char* what) {
+  if (v <= 0)
+    throw InputError("model '" + a.name + "': " + what + " must be positive (got " +
+                     std::to_string(v) + ")");
+}
+
+void append_attention(const Architecture& a, const HfNames& n, Stack stack,
+                      std::vector<Linear>& out) {
+  out.push_back({Role::q, stack, n.q, a.hidden, a.q_dim(), a.qkv_bias, 1});
+  out.push_back({Role::k, stack, n.k, a.hidden, a.kv_dim(), a.qkv_bias, 1});
+  out.push_back({Role::v, stack, n.v, a.hidden, a.kv_dim(), a.qkv_bias, 1});
+  out.push_back({Role::o, stack, n.o, a.q_dim(), a.hidden, a.out_bias, 1});
+}
+
+void append_mlp(const Architecture& a, const HfNames& n, Stack stack, std::vector<Linear>& out) {
+  const std::int64_t e = a.experts;
+  if (a.is_moe()) out.push_back({Role::router, stack, "gate", a.hidden, e, false, 1});
+  if (a.mlp == MlpKind::gated)
+    out.push_back({Role::gate, stack, n.gate, a.hidden, a.intermediate, a.mlp_bias, e});
+  out.push_back({Role::up, stack, n.up, a.hidden, a.intermediate, a.mlp_bias, e});
+  out.push_back({Role::down, stack, n.down, a.intermediate, a.hidden, a.mlp_bias, e});
+}
+
+}  // namespace
+
+void validate(const Architecture& a) {
+  require_positive(a, a.hidden, "hidden size");
+  require_positive(a, a.layers, "number of layers");
+  require_positive(a, a.heads, "number of attention heads");
+  require_positive(a, a.kv_heads, "number of key/value heads");
+  require_positive(a, a.head_dim, "head dimension");
+  require_positive(a, a.intermediate, "intermediate (MLP) size");
+  require_positive(a, a.vocab, "vocabulary size");
+  require_positive(a, a.max_seq, "maximum sequence length");
+  require_positive(a, a.experts, "number of experts");
+  require_positive(a, a.experts_per_token, "experts per token");
+  if (a.decoder_layers < 0) require_positive(a, a.decoder_layers, "number of decoder layers");
+  if (a.heads % a.kv_heads != 0)
+    throw InputError("model '" + a.name + "': " + std::to_string(a.heads) +
+                     " attention heads are not divisible by " + std::to_string(a.kv_heads) +
+                     " key/value heads");
+  if (a.experts_per_token > a.experts)
+    throw InputError("model '" + a.name + "': experts per token (" +
+                     std::to_string(a.experts_per_token) + ") exceed the number of experts (" +
+                     std::to_string(a.experts) + ")");
+}
+
+std::vector<Linear> block_linears(const Architecture& a, Stack stack) {
+  const HfNames n = hf_names(a);
+  std::vector<Linear> out;
+  out.reserve(10);
+  append_attention(a, n, stack == Stack::cross ? Stack::decoder : stack, out);
+  if (stack == Stack::decoder && a.encoder_decoder) append_attention(a, n, Stack::cross, out);
+  append_mlp(a, n, stack == Stack::cross ? Stack::decoder : stack, out);
+  return out;
+}
+
+}  // namespace trainplan::model

@@ -1,0 +1,107 @@
+#include "trainplan/model/lora.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "trainplan/core/error.hpp"
+
+namespace trainplan::model {
+namespace {
+
+bool is_fused_part(const Architecture& a, const Linear& l) {
+  return !a.fused_qkv_name.empty() && l.hf_name == a.fused_qkv_name;
+}
+
+std::string valid_names(const Architecture& a) {
+  std::set<std::string> names{"all-linear", "q", "k", "v", "o", "up", "down", "lm_head"};
+  if (a.mlp == MlpKind::gated) names.insert("gate");
+  if (a.is_moe()) names.insert("router");
+  for (const Linear& l : block_linears(a, a.encoder_decoder ? Stack::encoder : Stack::decoder))
+    names.insert(l.hf_name);
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+void check_known(const Architecture& a, const std::string& t) {
+  if (t == "all-linear" || t == "lm_head") return;
+  if (try_parse<Role>(t)) return;
+  for (const Linear& l : block_linears(a, Stack::decoder))
+    if (l.hf_name == t) return;
+  throw InputError("unknown LoRA target '" + t + "' for model '" + a.name +
+                   "' (valid: " + valid_names(a) + ")");
+}
+
+}  // namespace
+
+std::vector<std::string> split_targets(const std::string& csv) {
+  std::vector<std::string> out;
+  std::string cur;
+  auto flush = [&] {
+    const auto b = cur.find_first_not_of(" \t");
+    const auto e = cur.find_last_not_of(" \t");
+    if (b != std::string::npos) out.push_back(cur.substr(b, e - b + 1));
+    cur.clear();
+  };
+  for (char ch : csv) {
+    if (ch == ',') flush();
+    else cur += ch;
+  }
+  flush();
+  if (out.empty()) throw InputError("--lora-targets: empty list of target modules");
+  return out;
+}
+
+std::vector<LoraAdapter> lora_block_adapters(const Architecture& a, const LoraConfig& c,
+                                             Stack stack) {
+  for (const auto& t : c.targets) check_known(a, t);
+  const bool all = std::find(c.targets.begin(), c.targets.end(), "all-linear") != c.targets.end();
+  auto named = [&](const std::string& n) {
+    return std::find(c.targets.begin(), c.targets.end(), n) != c.targets.end();
+  };
+  std::vector<LoraAdapter> out;
+  bool fused_done = false;
+  for (const Linear& l : block_linears(a, stack)) {
+    if (l.role == Role::lm_head) continue;
+    const Stack s = l.stack;
+    if (is_fused_part(a, l) && (all || named(l.hf_name))) {
+      // PEFT on the fused projection: one adapter on the whole Linear(h, q + 2 kv).
+      if (!fused_done) out.push_back({s, a.hidden, a.q_dim() + 2 * a.kv_dim(), 1});
+      fused_done = true;
+      continue;
+    }
+    if (all || named(std::string(to_string(l.role))) || (!is_fused_part(a, l) && named(l.hf_name)))
+      out.push_back({s, l.in, l.out, l.copies});
+  }
+  return out;
+}
+
+bool lora_adapts(const Architecture& a, const LoraConfig& c, Role role) {
+  auto named = [&](std::string_view n) {
+    return std::find(c.targets.begin(), c.targets.end(), n) != c.targets.end();
+  };
+  if (named("all-linear") && role != Role::lm_head) return true;
+  if (named(to_string(role))) return true;
+  for (const Linear& l : block_linears(a, Stack::decoder))
+    if (l.role == role && named(l.hf_name)) return true;
+  return false;
+}
+
+bool lora_targets_lm_head(const Architecture& a, const LoraConfig& c) {
+  for (const auto& t : c.targets) check_known(a, t);
+  return std::find(c.targets.begin(), c.targets.end(), "lm_head") != c.targets.end();
+}
+
+std::int64_t lora_parameters(const Architecture& a, const LoraConfig& c) {
+  if (c.rank <= 0) throw InputError("--lora-rank must be positive (got " + std::to_string(c.rank) + ")");
+  std::int64_t p = 0;
+  const Stack main_stack = a.encoder_decoder ? Stack::encoder : Stack::decoder;
+  for (const auto& ad : lora_block_adapters(a, c, main_stack)) p += a.layers * ad.parameters(c.rank);
+  if (a.encoder_decoder)
+    for (const auto& ad : lora_block_adapters(a, c, Stack::decoder))
+      p += a.decoder_layers * ad.parameters(c.rank);
+  if (lora_targets_lm_head(a, c)) p += c.rank * (a.hidden + a.vocab);
+  return p;
+}
+
+}  // namespace trainplan::model

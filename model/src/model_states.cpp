@@ -1,0 +1,119 @@
+#include "trainplan/model/model_states.hpp"
+
+#include "trainplan/model/lora.hpp"
+#include "trainplan/model/parameters.hpp"
+
+namespace trainplan::model {
+namespace {
+
+// bitsandbytes' 8-bit optimizers: two 1-byte moments plus one fp32 absmax per 2048-element block
+// (Dettmers et al. 2022, arXiv:2110.02861, Sec. 2).
+constexpr double kEightBitBlock = 2048.0;
+// bitsandbytes 4-bit: blocks of 64 weights; double quantization groups 256 absmax values.
+constexpr double kQuantBlock = 64.0;
+constexpr double kDoubleQuantBlock = 256.0;
+
+}  // namespace
+
+double optimizer_state_bytes(Optimizer o, Precision p, double adafactor_elements_per_param) {
+  const double state = param_bytes(p);  // torch keeps moments in the parameter dtype
+  switch (o) {
+    case Optimizer::adamw:
+    case Optimizer::adam: return 2.0 * state;
+    case Optimizer::sgd: return 0.0;
+    case Optimizer::sgd_momentum: return state;
+    case Optimizer::adamw_8bit:
+    case Optimizer::paged_adamw_8bit: return 2.0 * (1.0 + 4.0 / kEightBitBlock);
+    case Optimizer::adafactor: return 4.0 * adafactor_elements_per_param;
+  }
+  return 0.0;
+}
+
+bool is_paged(Optimizer o) {
+  switch (o) {
+    case Optimizer::paged_adamw_8bit: return true;
+    case Optimizer::adamw:
+    case Optimizer::adam:
+    case Optimizer::sgd:
+    case Optimizer::sgd_momentum:
+    case Optimizer::adamw_8bit:
+    case Optimizer::adafactor: return false;
+  }
+  return false;
+}
+
+StateBytes state_bytes(Framework f, Precision p, double optimizer_bytes) {
+  const double w = param_bytes(p);
+  switch (f) {
+    case Framework::pytorch:
+      // The model holds its parameters (fp32 under autocast) and gradients of the same dtype.
+      return {w, w, 0.0, 0.0, optimizer_bytes};
+    case Framework::deepspeed:
+      // 16-bit model weights and gradients, fp32 gradient partition, master weights and moments:
+      // DeepSpeed stage_1_and_2.py "2_grads_16bit + 4_grads_32bit + 4_params_32bit + 8_optimizer".
+      if (is_mixed(p)) return {2.0, 2.0, 4.0, 4.0, optimizer_bytes};
+      return {w, w, 0.0, 0.0, optimizer_bytes};
+    case Framework::megatron:
+      // Megatron-LM docs/user-guide/features/dist_optimizer.md: bf16 params with fp32 main grads
+      // (18, 6 + 12/d), fp16 params and grads (20, 4 + 16/d), fp32 (16, 8 + 8/d).
+      switch (p) {
+        case Precision::bf16_mixed: return {2.0, 4.0, 0.0, 4.0, optimizer_bytes};
+        case Precision::fp16_mixed: return {2.0, 2.0, 4.0, 4.0, optimizer_bytes};
+        case Precision::fp32:
+        case Precision::bf16_true:
+        case Precision::fp16_true: return {w, w, 0.0, 0.0, optimizer_bytes};
+      }
+  }
+  return {};
+}
+
+double quantized_bytes_per_param(Quant q, std::int64_t in_features) {
+  switch (q) {
+    case Quant::nf4:
+    case Quant::fp4: return (4.0 + 32.0 / kQuantBlock) / 8.0;
+    case Quant::nf4_dq: return (4.0 + 8.0 / kQuantBlock + 32.0 / (kQuantBlock * kDoubleQuantBlock)) / 8.0;
+    case Quant::int8: return 1.0 + 4.0 / static_cast<double>(in_features);
+  }
+  return 2.0;
+}
+
+std::int64_t adafactor_state_elements(const Architecture& a, const Training& tr) {
+  std::int64_t n = 0;
+  auto matrix = [&](std::int64_t rows, std::int64_t cols, std::int64_t copies) {
+    n += copies * (rows + cols);
+  };
+  if (tr.method != Method::full) {
+    const std::int64_t r = tr.lora.rank;
+    auto stack_adapters = [&](Stack s, std::int64_t layers) {
+      for (const auto& ad : lora_block_adapters(a, tr.lora, s)) {
+        matrix(r, ad.in, layers * ad.copies);   // A: r x in
+        matrix(ad.out, r, layers * ad.copies);  // B: out x r
+      }
+    };
+    stack_adapters(a.encoder_decoder ? Stack::encoder : Stack::decoder, a.layers);
+    if (a.encoder_decoder) stack_adapters(Stack::decoder, a.decoder_layers);
+    if (lora_targets_lm_head(a, tr.lora)) {
+      matrix(r, a.hidden, 1);
+      matrix(a.vocab, r, 1);
+    }
+    return n;
+  }
+  const ParameterCounts c = count_parameters(a);
+  matrix(a.vocab, a.hidden, 1);
+  if (a.position == PositionKind::learned) matrix(a.max_seq, a.hidden, 1);
+  if (!a.tie_embeddings) matrix(a.vocab, a.hidden, 1);
+  std::int64_t matrices = a.vocab * a.hidden * (a.tie_embeddings ? 1 : 2) +
+                          (a.position == PositionKind::learned ? a.max_seq * a.hidden : 0);
+  auto stack_linears = [&](Stack s, std::int64_t layers) {
+    for (const Linear& l : block_linears(a, s)) {
+      matrix(l.out, l.in, layers * l.copies);
+      matrices += layers * l.copies * l.in * l.out;
+    }
+  };
+  stack_linears(a.encoder_decoder ? Stack::encoder : Stack::decoder, a.layers);
+  if (a.encoder_decoder) stack_linears(Stack::decoder, a.decoder_layers);
+  // Every remaining parameter (biases, norms, relative position bias) is a vector: kept in full.
+  return n + (c.total - matrices);
+}
+
+}  // namespace trainplan::model

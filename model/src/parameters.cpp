@@ -1,0 +1,59 @@
+#include "trainplan/model/parameters.hpp"
+
+#include <algorithm>
+
+namespace trainplan::model {
+
+std::int64_t norm_parameters(const Architecture& a) {
+  switch (a.norm) {
+    case NormKind::rmsnorm:
+    case NormKind::layernorm_no_bias: return a.hidden;
+    case NormKind::layernorm: return 2 * a.hidden;
+  }
+  return 0;
+}
+
+// One block: its linears plus its norms (an encoder-decoder's decoder block has a third norm in
+// front of cross-attention).
+std::int64_t block_parameters(const Architecture& a, Stack stack) {
+  std::int64_t p = 0;
+  for (const Linear& l : block_linears(a, stack)) p += l.parameters();
+  const std::int64_t norms = a.norms_per_layer + (a.encoder_decoder && stack == Stack::decoder ? 1 : 0);
+  return p + norms * norm_parameters(a);
+}
+
+ParameterCounts count_parameters(const Architecture& a) {
+  ParameterCounts c;
+  const std::int64_t tokens = a.vocab * a.hidden;
+  const std::int64_t positions = a.position == PositionKind::learned ? a.max_seq * a.hidden : 0;
+  c.embedding = tokens + positions + (a.embedding_norm ? norm_parameters(a) : 0);
+  c.lm_head = a.tie_embeddings ? 0 : tokens + (a.lm_head_bias ? a.vocab : 0);
+
+  const Stack main_stack = a.encoder_decoder ? Stack::encoder : Stack::decoder;
+  std::int64_t expert_params_per_block = 0;
+  std::int64_t largest = std::max({tokens, positions, c.lm_head});
+  for (const Linear& l : block_linears(a, main_stack)) {
+    largest = std::max(largest, l.in * l.out + (l.bias ? l.out : 0));
+    if (l.copies > 1) expert_params_per_block += l.parameters();
+  }
+  c.blocks = a.layers * block_parameters(a, main_stack);
+  for (const Linear& l : block_linears(a, main_stack)) c.block_linears += a.layers * l.parameters();
+  if (a.encoder_decoder) {
+    c.blocks += a.decoder_layers * block_parameters(a, Stack::decoder);
+    for (const Linear& l : block_linears(a, Stack::decoder))
+      c.block_linears += a.decoder_layers * l.parameters();
+  }
+  // T5: the relative position bias lives in the first block of each stack.
+  const std::int64_t relative = a.relative_buckets * a.heads * (a.encoder_decoder ? 2 : 1);
+  const std::int64_t finals = a.final_norm ? norm_parameters(a) * (a.encoder_decoder ? 2 : 1) : 0;
+
+  c.total = c.embedding + c.blocks + relative + finals + c.lm_head;
+  const std::int64_t inactive_experts =
+      a.is_moe() ? a.layers * expert_params_per_block / a.experts * (a.experts - a.experts_per_token)
+                 : 0;
+  c.active = c.total - inactive_experts;
+  c.largest_module = largest;
+  return c;
+}
+
+}  // namespace trainplan::model

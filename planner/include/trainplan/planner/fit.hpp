@@ -1,0 +1,51 @@
+#pragma once
+// "Will it fit?": every strategy that makes sense for the cluster, with and without checkpointing and
+// optimizer offload (unless pinned), each with its memory and the largest micro-batch that fits.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trainplan/hardware/gpu.hpp"
+#include "trainplan/planner/memory.hpp"
+
+namespace trainplan::planner {
+
+// The user's options: `base` holds defaults and pinned values; an unset optional is searched.
+struct FitRequest {
+  model::Training base;
+  std::optional<Strategy> strategy;
+  std::optional<Checkpointing> checkpointing;
+  std::optional<Offload> offload;
+  bool micro_batch_pinned = false;
+};
+
+struct Candidate {
+  model::Training training;
+  Layout layout;
+  MemoryBreakdown memory;
+  bool fits = false;
+  std::int64_t max_micro_batch = 0;  // 0: not even one sequence fits
+};
+
+struct FitResult {
+  std::vector<Candidate> candidates;
+  std::optional<std::size_t> recommended;  // index into candidates
+  Bytes usable;                            // usable memory per GPU
+};
+
+// The strategies worth trying for this framework and cluster, simplest first.
+[[nodiscard]] std::vector<Strategy> candidate_strategies(Framework f, const hardware::Cluster& c);
+
+// The largest micro-batch (up to `limit`) whose device total fits; 0 when none does.
+[[nodiscard]] std::int64_t max_micro_batch(const model::Architecture& a, const model::ParameterCounts& n,
+                                           model::Training tr, const Layout& l, Bytes usable,
+                                           const MemoryConventions& mc, std::int64_t limit = 4096);
+
+// Throws InputError when a pinned option is impossible on this cluster (e.g. --tp not dividing it).
+[[nodiscard]] FitResult fit(const model::Architecture& a, const model::ParameterCounts& n,
+                            const FitRequest& req, const hardware::Cluster& c,
+                            const MemoryConventions& mc = {});
+
+}  // namespace trainplan::planner

@@ -1,0 +1,95 @@
+#include "trainplan/planner/fit.hpp"
+
+#include "trainplan/core/error.hpp"
+
+namespace trainplan::planner {
+namespace {
+
+bool fits(const MemoryBreakdown& m, Bytes usable) { return m.device_total <= usable; }
+
+}  // namespace
+
+std::vector<Strategy> candidate_strategies(Framework f, const hardware::Cluster& c) {
+  if (c.world() == 1) return {Strategy::single};
+  switch (f) {
+    case Framework::pytorch:
+      if (c.nodes > 1)
+        return {Strategy::ddp, Strategy::fsdp_grad_op, Strategy::fsdp_hybrid, Strategy::fsdp_full};
+      return {Strategy::ddp, Strategy::fsdp_grad_op, Strategy::fsdp_full};
+    case Framework::deepspeed: return {Strategy::zero1, Strategy::zero2, Strategy::zero3};
+    case Framework::megatron: return {Strategy::ddp, Strategy::zero1};
+  }
+  return {Strategy::single};
+}
+
+std::int64_t max_micro_batch(const model::Architecture& a, const model::ParameterCounts& n,
+                             model::Training tr, const Layout& l, Bytes usable,
+                             const MemoryConventions& mc, std::int64_t limit) {
+  auto ok = [&](std::int64_t b) {
+    tr.micro_batch = b;
+    return fits(memory(a, n, tr, l, mc), usable);
+  };
+  if (!ok(1)) return 0;
+  // Memory grows with the micro-batch: double until it no longer fits, then bisect.
+  std::int64_t lo = 1;
+  std::int64_t hi = 2;
+  while (hi <= limit && ok(hi)) {
+    lo = hi;
+    hi *= 2;
+  }
+  if (hi > limit) return lo;
+  while (hi - lo > 1) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    (ok(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+FitResult fit(const model::Architecture& a, const model::ParameterCounts& n, const FitRequest& req,
+              const hardware::Cluster& c, const MemoryConventions& mc) {
+  FitResult out;
+  out.usable = c.gpu.usable_memory;
+  const std::vector<Strategy> strategies =
+      req.strategy ? std::vector<Strategy>{*req.strategy} : candidate_strategies(req.base.framework, c);
+  const std::vector<Checkpointing> ckpts =
+      req.checkpointing ? std::vector<Checkpointing>{*req.checkpointing}
+                        : std::vector<Checkpointing>{Checkpointing::none, Checkpointing::full};
+  const std::vector<Offload> offloads = req.offload ? std::vector<Offload>{*req.offload}
+                                                    : std::vector<Offload>{Offload::none, Offload::optimizer};
+  const bool all_pinned = req.strategy && req.checkpointing && req.offload;
+  for (Strategy s : strategies) {
+    for (Checkpointing ck : ckpts) {
+      for (Offload off : offloads) {
+        model::Training tr = req.base;
+        tr.strategy = s;
+        tr.checkpointing = ck;
+        tr.offload = off;
+        Layout l;
+        try {
+          l = make_layout(a, tr, c);
+        } catch (const InputError&) {
+          if (all_pinned || req.strategy) throw;  // the user's own choice is impossible: say why
+          continue;
+        }
+        Candidate cand{tr, l, memory(a, n, tr, l, mc), false, 0};
+        cand.fits = fits(cand.memory, out.usable);
+        cand.max_micro_batch = max_micro_batch(a, n, tr, l, out.usable, mc);
+        out.candidates.push_back(std::move(cand));
+      }
+    }
+  }
+  // Recommend the cheapest-to-run plan that fits: no offload before offload, no recomputation before
+  // checkpointing, less sharding communication before more (candidate order within those).
+  auto cost = [](const Candidate& k) {
+    return (k.training.offload != Offload::none ? 2 : 0) +
+           (k.training.checkpointing != Checkpointing::none ? 1 : 0);
+  };
+  for (std::size_t i = 0; i < out.candidates.size(); ++i) {
+    const Candidate& k = out.candidates[i];
+    if (!k.fits) continue;
+    if (!out.recommended || cost(k) < cost(out.candidates[*out.recommended])) out.recommended = i;
+  }
+  return out;
+}
+
+}  // namespace trainplan::planner

@@ -1,0 +1,299 @@
+#include "trainplan/planner/memory.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "trainplan/core/error.hpp"
+#include "trainplan/model/lora.hpp"
+#include "trainplan/model/model_states.hpp"
+
+namespace trainplan::planner {
+namespace {
+
+using model::Architecture;
+using model::Training;
+
+std::string str(std::int64_t v) { return std::to_string(v); }
+
+bool framework_supports(Framework f, Strategy s) {
+  switch (f) {
+    case Framework::pytorch:
+    case Framework::deepspeed: return true;
+    case Framework::megatron:
+      switch (s) {
+        case Strategy::single:
+        case Strategy::ddp:
+        case Strategy::zero1: return true;  // zero1 = Megatron's distributed optimizer
+        case Strategy::zero2:
+        case Strategy::zero3:
+        case Strategy::fsdp_full:
+        case Strategy::fsdp_grad_op:
+        case Strategy::fsdp_hybrid: return false;
+      }
+  }
+  return false;
+}
+
+// Parameters on the most loaded pipeline stage of one tensor-parallel rank: the first stage holds
+// the embedding and its share of blocks (and the head when there is one stage). Linear and
+// embedding weights split over TP; norms are replicated.
+struct StageParams {
+  double all = 0;          // every parameter on this rank
+  double block_linear = 0; // of which linear weights inside blocks (quantizable)
+  double head = 0;         // LM head (untied) on this rank
+  double largest_unit = 0; // one block (the FSDP wrap unit)
+  double root = 0;         // what is outside the blocks: embeddings, final norm, head
+};
+
+StageParams stage_params(const Architecture& a, const model::ParameterCounts& n, const Layout& l) {
+  const double tp = l.tp;
+  const double total_layers = static_cast<double>(a.total_layers());
+  const double share = std::ceil(total_layers / l.pp) / total_layers;
+  const double block_linear = static_cast<double>(n.block_linears);
+  const double block_other = static_cast<double>(n.blocks - n.block_linears);
+  StageParams s;
+  s.block_linear = block_linear * share / tp;
+  s.head = l.pp == 1 ? static_cast<double>(n.lm_head) / tp : 0.0;
+  const double rest = static_cast<double>(n.total - n.blocks - n.embedding - n.lm_head);  // finals
+  s.root = static_cast<double>(n.embedding) / tp + s.head + (l.pp == 1 ? rest : 0.0);
+  s.all = s.block_linear + block_other * share + s.root;
+  s.largest_unit = static_cast<double>(n.blocks) / total_layers / tp;
+  return s;
+}
+
+// Trainable parameters on this rank (LoRA adapters split with their host layers).
+double stage_trainable(const Architecture& a, const Training& tr, const model::ParameterCounts& n,
+                       const Layout& l, const StageParams& s) {
+  if (tr.method == Method::full) return s.all;
+  const double total_layers = static_cast<double>(a.total_layers());
+  const double share = std::ceil(total_layers / l.pp) / total_layers;
+  model::LoraConfig no_head = tr.lora;
+  std::erase(no_head.targets, std::string("lm_head"));
+  double adapters = static_cast<double>(model::lora_parameters(a, no_head)) * share / l.tp;
+  if (l.pp == 1 && model::lora_targets_lm_head(a, tr.lora))
+    adapters += static_cast<double>(tr.lora.rank * (a.hidden + a.vocab)) / l.tp;
+  (void)n;
+  return adapters;
+}
+
+}  // namespace
+
+Layout make_layout(const Architecture& a, const Training& tr, const hardware::Cluster& c) {
+  Layout l;
+  l.world = c.world();
+  l.nodes = c.nodes;
+  l.gpus_per_node = c.gpus_per_node;
+  l.tp = tr.tp;
+  l.pp = tr.pp;
+  if (tr.tp < 1) throw InputError("--tp must be at least 1 (got " + str(tr.tp) + ")");
+  if (tr.pp < 1) throw InputError("--pp must be at least 1 (got " + str(tr.pp) + ")");
+  if (tr.pp_virtual < 1)
+    throw InputError("--pp-virtual must be at least 1 (got " + str(tr.pp_virtual) + ")");
+  if (tr.micro_batch < 1)
+    throw InputError("--micro-batch must be at least 1 (got " + str(tr.micro_batch) + ")");
+  if (tr.grad_accum < 1)
+    throw InputError("--grad-accum must be at least 1 (got " + str(tr.grad_accum) + ")");
+  if (tr.seq < 1) throw InputError("--seq must be at least 1 (got " + str(tr.seq) + ")");
+  if (a.position == model::PositionKind::learned && tr.seq > a.max_seq)
+    throw InputError("--seq " + str(tr.seq) + " exceeds the " + str(a.max_seq) +
+                     " learned positions of model '" + a.name + "'");
+  if (l.world % (tr.tp * tr.pp) != 0)
+    throw InputError("tensor x pipeline parallel degree " + str(tr.tp) + "x" + str(tr.pp) +
+                     " does not divide the " + str(l.world) + " GPUs of " + c.description);
+  if (a.heads % tr.tp != 0)
+    throw InputError("--tp " + str(tr.tp) + " does not divide the " + str(a.heads) +
+                     " attention heads of model '" + a.name + "'");
+  if (tr.pp > a.total_layers())
+    throw InputError("--pp " + str(tr.pp) + " exceeds the " + str(a.total_layers()) +
+                     " layers of model '" + a.name + "'");
+  if (tr.pp_virtual > 1 && (tr.pp == 1 || a.total_layers() % (tr.pp * tr.pp_virtual) != 0))
+    throw InputError("--pp-virtual " + str(tr.pp_virtual) + " needs --pp > 1 and " +
+                     str(a.total_layers()) + " layers divisible by pp x pp-virtual");
+  if (!framework_supports(tr.framework, tr.strategy))
+    throw InputError("strategy '" + std::string(to_string(tr.strategy)) +
+                     "' does not exist in the megatron framework (use ddp, or zero1 for the "
+                     "distributed optimizer)");
+  l.dp = l.world / (tr.tp * tr.pp);
+  if (tr.strategy == Strategy::single && l.world > 1 && l.dp > 1)
+    throw InputError("strategy 'single' on " + str(l.world) +
+                     " GPUs: choose a data-parallel strategy (ddp, zero1-3, fsdp-*) or --tp/--pp");
+  l.shard = l.dp;
+  if (tr.strategy == Strategy::fsdp_hybrid)
+    l.shard = std::clamp(c.gpus_per_node / (tr.tp * tr.pp), 1, l.dp);
+  return l;
+}
+
+ModelStates model_states(const Architecture& a, const model::ParameterCounts& n, const Training& tr,
+                         const Layout& l, const MemoryConventions& mc) {
+  const StageParams sp = stage_params(a, n, l);
+  const double trainable = stage_trainable(a, tr, n, l, sp);
+  const double N = l.shard;
+  const Strategy st = tr.strategy;
+  // Under PyTorch FSDP every variant keeps parameters sharded at rest (SHARD_GRAD_OP only gathers
+  // them from forward to backward); the gathered copies are phase buffers (memory()).
+  const bool fsdp_rest = tr.framework == Framework::pytorch &&
+                         (is_fsdp(st) || st == Strategy::zero2 || st == Strategy::zero3);
+  const double w_shard = shards_parameters(st) || fsdp_rest ? N : 1.0;
+  const double g_shard = shards_gradients(st) ? N : 1.0;
+  const double o_shard = shards_optimizer(st) ? N : 1.0;
+
+  const double ada_elements = tr.optimizer == Optimizer::adafactor
+                                  ? static_cast<double>(model::adafactor_state_elements(a, tr)) /
+                                        std::max(1.0, static_cast<double>(tr.method == Method::full
+                                                                              ? n.total
+                                                                              : model::lora_parameters(a, tr.lora)))
+                                  : 0.0;
+  const double opt_bytes = model::optimizer_state_bytes(tr.optimizer, tr.precision, ada_elements);
+  const model::StateBytes sb = model::state_bytes(tr.framework, tr.precision, opt_bytes);
+
+  // Frozen base of an adapter method: the model's dtype, block linears quantized under QLoRA.
+  double frozen = 0.0;
+  if (tr.method != Method::full) {
+    const double base = param_bytes(tr.precision);
+    const double linear_bytes =
+        tr.method == Method::qlora ? model::quantized_bytes_per_param(tr.quant, a.hidden) : base;
+    frozen = sp.block_linear * linear_bytes + (sp.all - sp.block_linear) * base;
+  }
+
+  ModelStates ms;
+  ms.trainable = static_cast<std::int64_t>(trainable);
+  ms.local_params = static_cast<std::int64_t>(sp.all);
+  const bool offload_params = tr.offload == Offload::optimizer_params;
+  const bool offload_opt = tr.offload != Offload::none;
+  const bool paged = model::is_paged(tr.optimizer);
+
+  const Bytes weights((sb.weights * trainable + frozen) / w_shard);
+  const Bytes grads(sb.grads * trainable / g_shard);
+  const Bytes opt_side((sb.opt_grads + sb.master) * trainable / o_shard);
+  const Bytes moments(sb.optimizer * trainable / o_shard);
+
+  ms.weights = offload_params ? Bytes(0.0) : weights;
+  ms.gradients = grads;
+  ms.optimizer = (offload_opt ? Bytes(0.0) : opt_side) + (offload_opt || paged ? Bytes(0.0) : moments);
+  ms.host = (offload_params ? weights : Bytes(0.0)) + (offload_opt ? opt_side + moments : Bytes(0.0)) +
+            (paged && !offload_opt ? moments : Bytes(0.0));
+
+  // Parameters in flight while sharded weights are gathered.
+  switch (tr.framework) {
+    case Framework::deepspeed:
+      // stage3.py estimator: 4 x largest layer (its 16-bit params and gradients) for ZeRO-3; the
+      // ZeRO-1/2 reduce bucket of reduce_bucket_size 16-bit elements.
+      if (st == Strategy::zero3 || st == Strategy::fsdp_full || st == Strategy::fsdp_hybrid)
+        ms.gather_buffers = Bytes(4.0 * static_cast<double>(n.largest_module));
+      else if (st == Strategy::zero1 || st == Strategy::zero2)
+        ms.gather_buffers = Bytes(2.0 * std::min(mc.deepspeed_reduce_bucket_elements, trainable));
+      if (offload_opt && st != Strategy::zero3) ms.gather_buffers = Bytes(0.0);
+      break;
+    case Framework::pytorch:
+    case Framework::megatron: break;  // FSDP's gathered units are phase buffers, see memory()
+  }
+
+  // DeepSpeed's estimator also charges the host for materialising the model at load time.
+  if (tr.framework == Framework::deepspeed) {
+    const double P = static_cast<double>(n.total);
+    const double f = mc.deepspeed_host_buffer_factor;
+    const double gpn = l.gpus_per_node;
+    const double per_node_factor = 1.0 / l.nodes;
+    double host_node = 0.0;
+    if (st == Strategy::zero3) {
+      if (offload_params)
+        host_node = tr.zero_init ? P * 18.0 * per_node_factor * f
+                                 : P * std::max(4.0 * gpn, 18.0 * per_node_factor) * f;
+      else if (offload_opt)
+        host_node = tr.zero_init ? P * 16.0 * per_node_factor * f
+                                 : P * std::max(4.0 * gpn, 16.0 * per_node_factor) * f;
+      else
+        host_node = tr.zero_init ? static_cast<double>(n.largest_module) * 4.0 * gpn * f
+                                 : P * 4.0 * gpn * f;
+    } else if (offload_opt) {
+      host_node = P * std::max(4.0 * l.world, 16.0) * f;
+    } else {
+      host_node = P * 4.0 * gpn * f;
+    }
+    ms.host = Bytes(host_node / gpn);
+  }
+  return ms;
+}
+
+MemoryBreakdown memory(const Architecture& a, const model::ParameterCounts& n, const Training& tr,
+                       const Layout& l, const MemoryConventions& mc) {
+  MemoryBreakdown m;
+  m.states = model_states(a, n, tr, l, mc);
+  const ModelStates& ms = m.states;
+  m.activation_detail = model::activation_memory(a, tr);
+  const Bytes A = m.activation_detail.total();
+  const StageParams sp = stage_params(a, n, l);
+  const double c = compute_bytes(tr.precision);
+  const double trainable = static_cast<double>(ms.trainable);
+  const double grad_bytes = ms.gradients.value() / std::max(1.0, trainable) *
+                            (shards_gradients(tr.strategy) ? l.shard : 1.0);
+
+  // Buffers alive through forward and backward.
+  Bytes fwd_bwd;
+  Bytes persistent;
+  if (tr.framework == Framework::pytorch) {
+    if (is_fsdp(tr.strategy) || tr.strategy == Strategy::zero3 || tr.strategy == Strategy::zero2) {
+      // FSDP gathers each unit in the compute dtype; the root (embeddings, head) is not resharded
+      // after forward, and the next unit is prefetched. Without a wrap policy, or with
+      // SHARD_GRAD_OP, every unit stays gathered from forward to backward (torch FSDP _post_forward).
+      const bool all_gathered = tr.fsdp_wrap == FsdpWrap::none || tr.strategy == Strategy::fsdp_grad_op ||
+                                tr.strategy == Strategy::zero2;
+      const double units = all_gathered ? sp.all : 2.0 * sp.largest_unit + sp.root;
+      // Unsharded gradients of the unit being reduced.
+      const double unit_grads = (tr.fsdp_wrap == FsdpWrap::none ? sp.all : sp.largest_unit) *
+                                (tr.method == Method::full ? 1.0 : 0.0);
+      fwd_bwd = Bytes(c * (units + unit_grads));
+    } else if (is_mixed(tr.precision)) {
+      // Autocast keeps a 16-bit copy of every linear weight it casts, saved for backward.
+      fwd_bwd = Bytes(c * (sp.block_linear + sp.head));
+      if (tr.method == Method::qlora) fwd_bwd = Bytes(c * sp.head);
+    }
+    if (tr.strategy == Strategy::ddp && l.dp > 1)  // DDP buckets: gradient_as_bucket_view=False
+      persistent = ms.gradients;
+  }
+  persistent += ms.gather_buffers;
+
+  // First gradients of backward: the LM head's (when trainable and on this stage).
+  const Bytes g_start(tr.method == Method::full ? grad_bytes * sp.head : 0.0);
+  // Gradients persist across micro-batches under accumulation, and in Megatron's contiguous buffer.
+  const bool grads_persist = tr.grad_accum > 1 || tr.framework == Framework::megatron;
+  const Bytes G = ms.gradients;
+  const Bytes base = ms.weights + ms.optimizer;
+
+  const Bytes bwd_grads = grads_persist ? G : (A + g_start > G ? g_start : G);
+  const Bytes bwd_act = grads_persist ? A : (A + g_start > G ? A : Bytes(0.0));
+  const Bytes peak_bwd = base + fwd_bwd + persistent + bwd_grads + bwd_act;
+
+  // torch's foreach AdamW allocates sqrt(exp_avg_sq) for every parameter it steps (torch/optim/
+  // adamw.py _multi_tensor_adamw); fused, 8-bit, offloaded and framework-fused optimizers do not.
+  Bytes step_tmp;
+  const bool foreach_adam = tr.framework == Framework::pytorch && !tr.fused_optimizer &&
+                            tr.offload == Offload::none &&
+                            (tr.optimizer == Optimizer::adamw || tr.optimizer == Optimizer::adam);
+  if (foreach_adam) step_tmp = Bytes(param_bytes(tr.precision) * trainable /
+                                     (shards_optimizer(tr.strategy) ? l.shard : 1.0));
+  const Bytes peak_step = base + G + step_tmp + persistent;
+
+  m.weights = ms.weights;
+  m.optimizer = ms.optimizer;
+  if (peak_bwd >= peak_step) {
+    m.peak_phase = "backward";
+    m.gradients = bwd_grads;
+    m.activations = bwd_act;
+    m.buffers = fwd_bwd + persistent;
+  } else {
+    m.peak_phase = "optimizer step";
+    m.gradients = G;
+    m.activations = Bytes(0.0);
+    m.buffers = step_tmp + persistent;
+  }
+  m.peak_allocated = m.weights + m.gradients + m.optimizer + m.activations + m.buffers;
+  m.overhead = mc.cuda_context + (l.world > 1 ? mc.nccl : Bytes(0.0)) +
+               m.peak_allocated * mc.allocator_reserve;
+  m.device_total = m.peak_allocated + m.overhead;
+  m.host = ms.host * static_cast<double>(std::min(l.gpus_per_node, l.world));
+  return m;
+}
+
+}  // namespace trainplan::planner
