@@ -1,0 +1,24 @@
+#pragma once
+// The hardware profile file (docs/calibration.md, "Profile"): {"schema": "trainplan.profile/1",
+// "name", "gpu", "provenance", "collectives", "gemm", "attention", "memory", "cpu_adam_params_per_s"};
+// every section may be absent. The reader rejects unknown keys and names them.
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "trainplan/hardware/profile.hpp"
+
+namespace trainplan::io {
+
+inline constexpr std::string_view kProfileSchema = "trainplan.profile/1";
+
+[[nodiscard]] std::string profile_to_json(const hardware::HardwareProfile& p);
+[[nodiscard]] hardware::HardwareProfile parse_profile_json(std::string_view text,
+                                                           std::string_view source);
+// `--profile FILE` for every command.
+[[nodiscard]] hardware::HardwareProfile read_profile(const std::filesystem::path& path);
+// Through a temporary file and a rename: a failed write leaves no partial profile.
+void write_profile(const std::filesystem::path& path, const hardware::HardwareProfile& p);
+
+}  // namespace trainplan::io
