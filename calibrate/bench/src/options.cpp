@@ -1,0 +1,100 @@
+#include "options.hpp"
+
+#include <stdexcept>
+
+namespace trainplan::calibrate::bench {
+
+void setup_options(CLI::App& app, Options& o) {
+  app.description(
+      "GPU microbenchmarks for trainplan: NCCL collectives, cuBLASLt GEMMs, attention, memory "
+      "bandwidth and CPU AdamW. Appends to RUN_DIR/measurements.jsonl as it measures.");
+  app.add_option("-o,--output", o.run_dir, "Run directory (created if missing)")
+      ->required()
+      ->type_name("RUN_DIR");
+  app.add_flag("--quick", o.quick,
+               "Small sweep (~2 min on one node): all_reduce/all_gather/reduce_scatter up to 1 GiB, "
+               "a few GEMMs, attention at 2 sequence lengths, memory bandwidth");
+  app.add_flag("--comm", o.comm, "Run the NCCL collective sweeps");
+  app.add_flag("--gemm", o.gemm, "Run the cuBLASLt GEMM sweeps");
+  app.add_flag("--attention", o.attention, "Run the attention forward/backward sweeps");
+  app.add_flag("--membw", o.membw, "Run device copy and host<->device bandwidth");
+  app.add_flag("--cpu-adam", o.cpu_adam, "Run the CPU AdamW throughput benchmark");
+  app.add_option("--iters", o.iters, "Timed iterations per point")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--warmup", o.warmup, "Warm-up iterations before every point")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--min-bytes", o.min_bytes_text, "Smallest collective size (K/M/G = KiB/MiB/GiB)")
+      ->capture_default_str();
+  app.add_option("--max-bytes", o.max_bytes_text,
+                 "Largest collective size (default 4G, 1G with --quick)");
+  app.add_option("--step-factor", o.step_factor, "Multiplicative step between collective sizes")
+      ->capture_default_str();
+  app.add_option("--dtype", o.dtype_texts, "Collective datatypes: float, bf16, half")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--collectives", o.collective_texts,
+                 "Collectives: all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, "
+                 "send_recv (default all; --quick: the first three)")
+      ->delimiter(',');
+  app.add_option("--gemm-dtype", o.gemm_dtype_texts,
+                 "GEMM datatypes: bf16, fp16, tf32, fp8 (default all; fp8 on sm_89+ only; "
+                 "--quick: bf16)")
+      ->delimiter(',');
+  app.add_option("--model-shapes", o.model_shapes_text,
+                 "GEMM shapes of a model: h,I,heads,kv_heads,vocab,tokens "
+                 "(default 4096,11008,32,32,32000,4096, Llama-2-7B at 4096 tokens)");
+  app.add_option("--tp", o.tp, "Tensor-parallel degree applied to --model-shapes")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--timeout", o.timeout_s,
+                 "Seconds a collective may hang before the communicators are aborted")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_flag("--resume", o.resume,
+               "Keep RUN_DIR/measurements.jsonl and skip the points already in it");
+}
+
+void finalize_options(const CLI::App& app, Options& o) {
+  const bool any_suite = o.comm || o.gemm || o.attention || o.membw || o.cpu_adam;
+  if (!any_suite) {
+    o.comm = o.gemm = o.attention = o.membw = true;
+    o.cpu_adam = !o.quick;
+  }
+  o.min_bytes = parse_size(o.min_bytes_text);
+  o.max_bytes = app.count("--max-bytes") > 0 ? parse_size(o.max_bytes_text)
+                                              : (o.quick ? kGiB : 4 * kGiB);
+  // Validates the range once here so that a bad one fails before anything is measured.
+  (void)sweep_sizes(o.min_bytes, o.max_bytes, o.step_factor);
+
+  o.dtypes.clear();
+  for (const auto& t : o.dtype_texts) o.dtypes.push_back(parse_in(kCollDtypeNames, t, "--dtype"));
+  o.collectives.clear();
+  for (const auto& t : o.collective_texts) {
+    o.collectives.push_back(parse_in(kCollectiveNames, t, "--collectives"));
+  }
+  if (o.collectives.empty()) {
+    if (o.quick) {
+      o.collectives = {Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter};
+    } else {
+      for (const auto& entry : kCollectiveNames) o.collectives.push_back(entry.first);
+    }
+  }
+  o.gemm_dtypes.clear();
+  for (const auto& t : o.gemm_dtype_texts) {
+    o.gemm_dtypes.push_back(parse_in(kGemmDtypeNames, t, "--gemm-dtype"));
+  }
+  if (o.gemm_dtypes.empty()) {
+    if (o.quick) {
+      o.gemm_dtypes = {GemmDtype::kBf16};
+    } else {
+      for (const auto& entry : kGemmDtypeNames) o.gemm_dtypes.push_back(entry.first);
+    }
+  }
+  if (!o.model_shapes_text.empty()) o.model = parse_model_shapes(o.model_shapes_text);
+  // Validates --tp against the model before any GPU work.
+  (void)model_gemm_shapes(o.model, o.tp);
+}
+
+}  // namespace trainplan::calibrate::bench

@@ -1,0 +1,287 @@
+#include "runner.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "attention.hpp"
+#include "comm.hpp"
+#include "cpu_adam.hpp"
+#include "gemm.hpp"
+#include "gpu_error.hpp"
+#include "measurement.hpp"
+#include "membw.hpp"
+#include "progress.hpp"
+#include "provenance.hpp"
+#include "system_info.hpp"
+
+namespace trainplan::calibrate::bench {
+namespace {
+
+struct ComputePlan {
+  std::vector<std::pair<GemmDtype, GemmShape>> gemms;
+  std::vector<AttentionShape> attention;
+  std::vector<std::int64_t> d2d_bytes;
+  std::vector<std::int64_t> host_bytes;
+  std::vector<std::int64_t> adam_params;
+
+  [[nodiscard]] std::size_t points() const {
+    std::size_t attention_points = 0;
+    for (const auto& a : attention) attention_points += a.causal ? 2 : 4;  // cuDNN: no causal
+    return gemms.size() + attention_points + d2d_bytes.size() + 2 * host_bytes.size() +
+           adam_params.size();
+  }
+};
+
+ComputePlan plan_compute(const Options& o, bool fp8_supported, const Progress& progress) {
+  ComputePlan p;
+  if (o.gemm) {
+    std::vector<GemmShape> shapes = model_gemm_shapes(o.model, o.tp);
+    const std::vector<GemmShape> generic = generic_gemm_shapes(o.quick);
+    shapes.insert(shapes.end(), generic.begin(), generic.end());
+    for (const GemmDtype dt : o.gemm_dtypes) {
+      if (dt == GemmDtype::kFp8 && !fp8_supported) {
+        progress.note("fp8 GEMMs skipped: the device is older than compute capability 8.9");
+        continue;
+      }
+      for (const auto& s : shapes) p.gemms.emplace_back(dt, s);
+    }
+  }
+  if (o.attention) p.attention = attention_shapes(o.quick);
+  if (o.membw) {
+    p.d2d_bytes = o.quick ? std::vector<std::int64_t>{kGiB}
+                          : std::vector<std::int64_t>{64 * kMiB, 256 * kMiB, kGiB};
+    p.host_bytes = o.quick ? std::vector<std::int64_t>{256 * kMiB}
+                           : std::vector<std::int64_t>{64 * kMiB, 256 * kMiB, kGiB};
+  }
+  if (o.cpu_adam) {
+    p.adam_params = o.quick ? std::vector<std::int64_t>{10'000'000}
+                            : std::vector<std::int64_t>{10'000'000, 100'000'000};
+  }
+  return p;
+}
+
+std::string shape_text(const GemmShape& g) { return fmt::format("{}x{}x{}", g.m, g.n, g.k); }
+
+std::string shape_text(const AttentionShape& a) {
+  return fmt::format("b{} h{}/{} d{} s{}{}", a.batch, a.heads, a.kv_heads, a.head_dim, a.seq,
+                     a.causal ? " causal" : "");
+}
+
+// Skips a point already in the log (--resume) or measures and logs it; `measure` returns the
+// finished line, or nullopt with `skipped` saying why no line was written.
+template <class Measure>
+void point(MeasurementLog& log, Progress& progress, const Json& params, const std::string& what,
+           Measure&& measure) {
+  if (log.contains(params)) {
+    progress.skip(1);
+    return;
+  }
+  std::string summary;
+  const std::optional<Json> line = measure(summary);
+  if (line) log.append(*line);
+  progress.step(fmt::format("{}  {}", what, summary));
+}
+
+void run_gemm(const ComputePlan& plan, const Options& o, int device, MeasurementLog& log,
+              Progress& progress) {
+  if (plan.gemms.empty()) return;
+  GemmBench bench(device);
+  for (const auto& [dt, shape] : plan.gemms) {
+    const Json params = gemm_params(dt, shape);
+    point(log, progress, params,
+          fmt::format("gemm {} {} {}", to_string(dt), to_string(shape.label), shape_text(shape)),
+          [&](std::string& summary) -> std::optional<Json> {
+            try {
+              const double t = bench.time_us(shape, dt, o.warmup, o.iters);
+              Json line = with_gemm_result(params, shape, t);
+              summary = fmt::format("{:.1f} TFLOP/s", line["tflops"].get<double>());
+              return line;
+            } catch (const Unsupported& e) {
+              summary = fmt::format("skipped: {}", e.what());
+              return std::nullopt;
+            }
+          });
+  }
+}
+
+void run_attention(const ComputePlan& plan, const Options& o, int device, MeasurementLog& log,
+                   Progress& progress) {
+  if (plan.attention.empty()) return;
+  AttentionBench bench(device);
+  for (const AttentionShape& shape : plan.attention) {
+    bool prepared = false;
+    const auto prepare = [&] {
+      if (!prepared) bench.set_shape(shape);
+      prepared = true;
+    };
+    for (const AttentionImpl impl : {AttentionImpl::kCudnn, AttentionImpl::kUnfused}) {
+      if (impl == AttentionImpl::kCudnn && shape.causal) continue;
+      for (const AttentionPass pass : {AttentionPass::kFwd, AttentionPass::kBwd}) {
+        const Json params = attention_params(pass, impl, shape);
+        point(log, progress, params,
+              fmt::format("attention {} {} {}", to_string(pass), to_string(impl), shape_text(shape)),
+              [&](std::string& summary) -> std::optional<Json> {
+                prepare();
+                std::optional<double> t;
+                if (impl == AttentionImpl::kCudnn) {
+                  std::string why_not;
+                  t = bench.cudnn_us(pass, o.warmup, o.iters, why_not);
+                  if (!t) summary = "skipped: " + why_not;
+                } else if (bench.unfused_fits()) {
+                  t = bench.unfused_us(pass, o.warmup, o.iters);
+                } else {
+                  summary = "skipped: the s x s score buffers do not fit in device memory";
+                }
+                if (!t) return std::nullopt;
+                Json line = with_attention_result(params, shape, pass, *t);
+                summary = fmt::format("{:.1f} TFLOP/s", line["tflops"].get<double>());
+                return line;
+              });
+      }
+    }
+  }
+}
+
+void run_membw(const ComputePlan& plan, const Options& o, int device, MeasurementLog& log,
+               Progress& progress) {
+  if (plan.d2d_bytes.empty() && plan.host_bytes.empty()) return;
+  MemoryBench bench(device);
+  for (const std::int64_t bytes : plan.d2d_bytes) {
+    const Json params = memory_params(MemDirection::kD2D, bytes);
+    point(log, progress, params, fmt::format("membw d2d {}", format_bytes(bytes)),
+          [&](std::string& summary) -> std::optional<Json> {
+            const auto t = bench.d2d_us(static_cast<std::size_t>(bytes), o.warmup, o.iters);
+            // A copy reads and writes every byte; the faster of the two paths is recorded.
+            const double traffic = 2.0 * static_cast<double>(bytes);
+            Json line = with_memory_result(params, traffic, std::min(t.memcpy_us, t.kernel_us));
+            summary = fmt::format("{:.1f} GB/s (copy engine {:.1f}, copy kernel {:.1f})",
+                                  line["GBps"].get<double>(), traffic / t.memcpy_us * 1e-3,
+                                  traffic / t.kernel_us * 1e-3);
+            return line;
+          });
+  }
+  for (const std::int64_t bytes : plan.host_bytes) {
+    for (const MemDirection dir : {MemDirection::kH2D, MemDirection::kD2H}) {
+      const Json params = memory_params(dir, bytes);
+      point(log, progress, params,
+            fmt::format("membw {} pinned {}", to_string(dir), format_bytes(bytes)),
+            [&](std::string& summary) -> std::optional<Json> {
+              const auto n = static_cast<std::size_t>(bytes);
+              const double t = dir == MemDirection::kH2D ? bench.h2d_us(n, o.warmup, o.iters)
+                                                         : bench.d2h_us(n, o.warmup, o.iters);
+              Json line = with_memory_result(params, static_cast<double>(bytes), t);
+              summary = fmt::format("{:.1f} GB/s", line["GBps"].get<double>());
+              return line;
+            });
+    }
+  }
+}
+
+void run_cpu_adam(const ComputePlan& plan, const Options& o, MeasurementLog& log,
+                  Progress& progress) {
+  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (const std::int64_t n : plan.adam_params) {
+    const Json params = cpu_adam_params(n);
+    point(log, progress, params, fmt::format("cpu_adam {} params, {} threads", n, threads),
+          [&](std::string& summary) -> std::optional<Json> {
+            const double t = time_cpu_adam_us(n, std::min(o.warmup, 2), o.iters, threads);
+            Json line = with_cpu_adam_result(params, n, t);
+            summary = fmt::format("{:.3g} params/s", line["params_per_s"].get<double>());
+            return line;
+          });
+  }
+}
+
+std::string this_host() {
+  std::array<char, 256> name{};
+  gethostname(name.data(), name.size() - 1);
+  return name.data();
+}
+
+}  // namespace
+
+int require_cuda_device() {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    throw NoCudaDevice(
+        fmt::format("no CUDA device found (cudaGetDeviceCount: {})", cudaGetErrorString(status)));
+  }
+  if (count == 0) throw NoCudaDevice("no CUDA device found (cudaGetDeviceCount: 0 devices)");
+  return count;
+}
+
+void run_calibrate(const Options& o, Bootstrap& boot, const std::string& command) {
+  const bool rank0 = boot.is_rank0();
+  const int device = boot.devices().at(0);
+
+  // NCCL also serves the host list of a multi-process job, even when --comm is not selected.
+  std::unique_ptr<CommSuite> comm;
+  if (o.comm || static_cast<int>(boot.devices().size()) < boot.world_size()) {
+    comm = std::make_unique<CommSuite>(boot, o.timeout_s);
+  }
+
+  const std::filesystem::path dir = o.run_dir;
+  std::unique_ptr<MeasurementLog> log;
+  Provenance prov;
+  if (rank0) {
+    std::filesystem::create_directories(dir);
+    const SoftwareVersions v = query_versions();
+    prov.gpu = gpu_name(device);
+    prov.gpu_count = boot.world_size();
+    prov.hosts = comm ? comm->hosts() : std::vector<std::string>{this_host()};
+    prov.nodes = comm ? comm->nodes() : 1;
+    prov.ranks = boot.world_size();
+    prov.driver = v.driver;
+    prov.cuda = v.cuda;
+    prov.nccl = v.nccl;
+    prov.cublas = v.cublas;
+    prov.cudnn = v.cudnn;
+    prov.command = command;
+    prov.date = iso8601_utc_now();
+    write_file_atomically(dir / "provenance.json", to_json(prov).dump(2) + "\n");
+    write_file_atomically(dir / "topology.txt", topology_text());
+    log = std::make_unique<MeasurementLog>(dir / "measurements.jsonl", o.resume);
+  }
+
+  Progress planning(0, rank0);
+  std::vector<CommPoint> comm_points;
+  if (comm && o.comm) comm_points = comm->plan(o, planning);
+  ComputePlan compute;
+  if (rank0) {
+    int major = 0;
+    int minor = 0;
+    TP_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    TP_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+    compute = plan_compute(o, major * 10 + minor >= 89, planning);
+  }
+  Progress progress(comm_points.size() + compute.points(), rank0);
+  if (rank0 && o.resume) {
+    progress.note(fmt::format("--resume: {} points already in {}", log->resumed_count(),
+                              (dir / "measurements.jsonl").string()));
+  }
+
+  if (comm) {
+    comm->run(comm_points, o, log.get(), progress);
+    comm->shutdown();
+  }
+  if (!rank0) return;
+  run_membw(compute, o, device, *log, progress);
+  run_gemm(compute, o, device, *log, progress);
+  run_attention(compute, o, device, *log, progress);
+  run_cpu_adam(compute, o, *log, progress);
+
+  write_file_atomically(dir / "provenance.json", to_json(prov).dump(2) + "\n");
+  progress.note(fmt::format("{} points measured; results in {}", progress.done(),
+                            (dir / "measurements.jsonl").string()));
+}
+
+}  // namespace trainplan::calibrate::bench
