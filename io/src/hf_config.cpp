@@ -110,6 +110,10 @@ void read_llama_like(const HfReader& r, Architecture& a, bool tie_default) {
   a.qkv_bias = a.family == "qwen2" ? true : attention_bias;
   a.out_bias = a.family == "qwen2" ? false : attention_bias;
   a.mlp_bias = r.flag_or({"mlp_bias"}, false);
+  if (a.family == "mistral" || a.family == "mixtral" || a.family == "qwen2") {
+    const bool qwen_window = a.family != "qwen2" || r.flag_or({"use_sliding_window"}, false);
+    if (qwen_window) a.sliding_window = r.integer_or({"sliding_window"}, 0);
+  }
   if (a.family == "mixtral") {
     a.experts = r.integer({"num_local_experts"});
     a.experts_per_token = r.integer({"num_experts_per_tok"});

@@ -89,17 +89,19 @@ BlockActivations hf_block(const Architecture& a, const Training& tr, Stack stack
 
   // A norm saves what its backward needs; its output is saved by the linears that consume it, under
   // autocast as one 16-bit cast copy per consuming linear.
-  auto norm = [&](int consumers_saving) {
+  // A second norm reading the same input as the first (parallel residual) saves no new input.
+  auto norm = [&](int consumers_saving, bool shares_input) {
     const double th = x.t * x.h / x.rep;
     switch (a.norm) {
       case NormKind::rmsnorm:
-        add("norm fp32 input", kFp32 * th);
+        if (!shares_input) add("norm fp32 input", kFp32 * th);
         add("norm statistics", kFp32 * x.t / x.rep);
-        if (full) add("norm normalised input", r * th);
+        // Gemma scales by (1 + weight) in fp32, so its normalised input stays fp32.
+        if (full) add("norm normalised input", (a.family == "gemma" ? kFp32 : r) * th);
         break;
       case NormKind::layernorm:
       case NormKind::layernorm_no_bias:
-        add("norm input", (mixed ? kFp32 : r) * th);
+        if (!shares_input) add("norm input", (mixed ? kFp32 : r) * th);
         add("norm statistics", 2.0 * kFp32 * x.t / x.rep);
         break;
     }
@@ -126,17 +128,46 @@ BlockActivations hf_block(const Architecture& a, const Training& tr, Stack stack
     add("LoRA dropout input and mask", adapted * (c + kMaskBytes) * x.t * width / x.rep);
   };
 
+  // LoRA: each adapter's A output (t x r) is saved by its B.
+  auto lora_a_outputs = [&](std::initializer_list<Role> roles) {
+    if (full) return;
+    int adapted = 0;
+    for (Role role : roles) adapted += lora_adapts(a, tr.lora, role) ? 1 : 0;
+    if (fused && adapted > 0 && *roles.begin() == Role::q && lora_adapts(a, tr.lora, Role::q) &&
+        !lora_adapts(a, tr.lora, Role::o) && adapted == 3)
+      adapted = 1;
+    add("LoRA A outputs", adapted * c * x.t * static_cast<double>(tr.lora.rank) / x.tp);
+  };
+
   // Attention.
-  norm(attn_consumers);
+  norm(attn_consumers, false);
+  lora_a_outputs({Role::q, Role::k, Role::v, Role::o});
   lora_dropout({Role::q, Role::k, Role::v}, x.h);
   const bool rotary = a.position == PositionKind::rotary;
   const double q = c * x.t * x.qd / x.tp;
   const double kv = c * x.t * x.kd / x.tp;
-  const bool repeat = a.heads != a.kv_heads && tr.attention != Attention::flash;
+  // Grouped K/V are expanded to every head by eager attention (repeat_kv) and by Falcon's new
+  // decoder everywhere; SDPA and flash kernels take them grouped (enable_gqa).
+  // (A single K/V head broadcasts without a copy; a sliding-window mask makes SDPA expand too.)
+  const bool windowed = a.sliding_window > 0 && a.sliding_window < tr.seq;
+  const bool repeat = a.heads != a.kv_heads &&
+                      (a.family == "falcon" ||
+                       (a.kv_heads > 1 && (tr.attention == Attention::eager ||
+                                           (tr.attention == Attention::sdpa && windowed))));
   const double k_used = repeat ? q : kv;
   // Without rotary embeddings q, k, v are views of the projection output; a fused projection keeps
-  // its whole output alive through v.
-  if (fused && !repeat) {
+  // its whole output alive through them. SDPA takes contiguous q, k, v: of a fused projection it
+  // copies the views (GPT-2: q and v, k stays a view; rotary models: v) and its output.
+  const bool sdpa_fused = tr.attention == Attention::sdpa && fused && !repeat;
+  // GPT-NeoX splits its fused projection into contiguous q, k, v.
+  const bool neox = a.family == "gpt_neox";
+  if ((sdpa_fused || neox) && rotary) {
+    add("rotary q, k", q + kv);
+    add("v (contiguous copy)", kv);
+  } else if (sdpa_fused) {
+    add("q, k, v projection output", c * x.t * (x.qd + 2.0 * x.kd) / x.tp);
+    add("q, v (contiguous copies)", q + kv);
+  } else if (fused && !repeat) {
     add("q, k, v projection output", c * x.t * (x.qd + 2.0 * x.kd) / x.tp);
     if (rotary) add("rotary q, k", q + kv);
   } else {
@@ -148,30 +179,39 @@ BlockActivations hf_block(const Architecture& a, const Training& tr, Stack stack
   double core = 0.0;
   switch (tr.attention) {
     case Attention::eager:
-      core += kFp32 * scores;                       // softmax output in fp32
-      if (c < kFp32) core += c * scores;            // probabilities cast back for the PV matmul
+      if (a.family == "t5") {
+        core += c * scores;  // T5 takes the softmax in the model dtype
+      } else {
+        core += kFp32 * scores;             // softmax output in fp32
+        if (c < kFp32) core += c * scores;  // probabilities cast back for the PV matmul
+      }
       if (a.attention_dropout > 0.0) core += (kMaskBytes + c) * scores;
       add("attention scores", core);
-      add("attention output", q);
+      if (trainable(Role::o)) add("attention output (o input)", q);
       break;
     case Attention::flash:
     case Attention::sdpa:
       core = kFp32 * x.a * x.t / x.tp;  // log-sum-exp per row
       add("attention log-sum-exp", core);
-      add("attention output", q);
+      add("attention output", q);  // the kernel's backward needs it
+      if (sdpa_fused && trainable(Role::o)) add("o input (contiguous copy)", q);
+      // Falcon hands SDPA an explicit b x 1 x s x s mask in the model dtype.
+      if (tr.attention == Attention::sdpa && (a.family == "falcon" || windowed))
+        add("attention mask", c * x.b * x.s * x.s);
       break;
   }
   lora_dropout({Role::o}, x.qd / x.tp);
   if (a.hidden_dropout > 0.0) add("attention dropout mask", kMaskBytes * x.t * x.h / x.rep);
   if (stack == Stack::decoder && a.encoder_decoder) {
-    norm(saving({Role::q}));
+    norm(saving({Role::q}), false);
     add("cross-attention q, k, v and output", 3.0 * q + kv);
     if (tr.attention == Attention::eager) add("cross-attention scores", core);
   }
 
   // MLP.
-  if (a.norms_per_layer > 1) norm(mlp_consumers);
+  if (a.norms_per_layer > 1) norm(mlp_consumers, a.parallel_residual);
   lora_dropout({Role::gate, Role::up}, x.h);
+  lora_a_outputs({Role::gate, Role::up, Role::down});
   const double tI = mlp_copies(a) * x.t * x.I / x.tp;
   const double act_saved = a.activation == Activation::gelu_new ? 4.0 : 1.0;
   if (a.mlp == MlpKind::gated) {
@@ -182,10 +222,19 @@ BlockActivations hf_block(const Architecture& a, const Training& tr, Stack stack
   } else {
     add("up projection output", act_saved * c * tI);
     if (trainable(Role::down)) add("down projection input", c * tI);
+    // T5 drops out inside the feed-forward, between its two matrices.
+    if (a.family == "t5" && a.hidden_dropout > 0.0) add("feed-forward dropout mask", kMaskBytes * tI);
   }
   lora_dropout({Role::down}, x.I / x.tp);
   if (a.hidden_dropout > 0.0) add("mlp dropout mask", kMaskBytes * x.t * x.h / x.rep);
-  if (a.is_moe()) add("router logits", kFp32 * x.t * static_cast<double>(a.experts));
+  if (a.is_moe()) {
+    // Routing: fp32 router logits, top-k indices (int64) and weights; per routed token the gathered
+    // input, the expert output and its weighted copy.
+    const double k = static_cast<double>(a.experts_per_token);
+    // (transformers' default grouped_mm experts; its per-expert loop keeps one more copy.)
+    add("router logits and routing", x.t * (kFp32 * static_cast<double>(a.experts) + k * (3.0 * 8.0 + kFp32)));
+    add("expert input and output copies", 2.0 * c * x.t * k * x.h / x.tp);
+  }
 
   out.attention = Bytes(tr.attention == Attention::eager ? core : 0.0);
   out.saved = Bytes(total);
@@ -211,27 +260,46 @@ Bytes checkpoint_bytes(const Architecture& a, const Training& tr) {
 
 Bytes embedding_activations(const Architecture& a, const Training& tr) {
   // Korthikanti Sec. 4.3: the embedding dropout mask, s*b*h per first stage.
-  const double th = static_cast<double>(tr.tokens_per_micro_batch() * a.hidden);
+  const double t = static_cast<double>(tr.tokens_per_micro_batch());
+  const double th = t * static_cast<double>(a.hidden);
   const double rep = tr.sequence_parallel ? static_cast<double>(tr.tp) : 1.0;
   if (tr.framework == Framework::megatron) return Bytes(th / rep);
-  return Bytes(a.hidden_dropout > 0.0 ? kMaskBytes * th / rep : 0.0);
+  // The token ids (int64) for the embedding's gradient, and the embedding dropout mask.
+  const double ids = tr.method == Method::full ? 8.0 * t : 0.0;
+  return Bytes(ids + (a.hidden_dropout > 0.0 ? kMaskBytes * th / rep : 0.0));
 }
 
-Bytes head_activations(const Architecture& a, const Training& tr) {
+HeadActivations head_activations(const Architecture& a, const Training& tr) {
   const double t = static_cast<double>(tr.tokens_per_micro_batch());
   const double h = static_cast<double>(a.hidden);
   const double V = static_cast<double>(a.vocab);
   const double tp = static_cast<double>(tr.tp);
   if (tr.framework == Framework::megatron) {
     // Korthikanti Sec. 4.3: final norm and output-layer input, fp32 logits for the loss.
-    return Bytes(4.0 * t * h / tp * (1.0 + V / h));
+    return {Bytes(4.0 * t * h / tp * (1.0 + V / h)), Bytes(0.0)};
   }
-  // Final norm (fp32 input) and LM-head input, the logits, their fp32 upcast kept by the loss, and the
-  // fp32 logits gradient that exists as backward starts.
   const double c = compute_bytes(tr.precision);
-  const double norm = (kFp32 + c) * t * h;
-  const double logits = (c + kFp32 + kFp32) * t * V / tp;
-  return Bytes(norm + logits);
+  const double r = param_bytes(tr.precision);
+  const bool mixed = is_mixed(tr.precision);
+  const bool full = tr.method == Method::full;
+  const bool head_trainable = full || lora_targets_lm_head(a, tr.lora);
+  // Final norm as in a block, then the LM head's input.
+  double norm = 0.0;
+  switch (a.norm) {
+    case NormKind::rmsnorm:
+      norm = kFp32 * t * h + kFp32 * t + (full ? (a.family == "gemma" ? kFp32 : r) * t * h : 0.0);
+      break;
+    case NormKind::layernorm:
+    case NormKind::layernorm_no_bias: norm = (mixed ? kFp32 : r) * t * h + 2.0 * kFp32 * t; break;
+  }
+  if (head_trainable) norm += (mixed ? c : r) * t * h;
+  // The loss: causal LMs upcast the logits and keep the fp32 log-softmax (T5 stays in the model
+  // dtype), plus the int64 labels. At the start of backward the logits themselves (held by the
+  // model output) and the gradient of the log-softmax input exist too.
+  const double loss_bytes = a.family == "t5" ? c : kFp32;
+  const double saved = norm + loss_bytes * t * V / tp + 8.0 * t;
+  const double transient = (c + loss_bytes) * t * V / tp;
+  return {Bytes(saved), Bytes(transient)};
 }
 
 ActivationMemory activation_memory(const Architecture& a, const Training& tr) {
@@ -276,7 +344,7 @@ ActivationMemory activation_memory(const Architecture& a, const Training& tr) {
     m.in_flight *= 1.0 + (p - 1.0) / (p * static_cast<double>(tr.pp_virtual));
   m.blocks = kept * m.in_flight;
   m.embedding = embedding_activations(a, tr) * m.in_flight;
-  m.head = tr.pp == 1 ? head_activations(a, tr) : Bytes(0.0);
+  m.head = tr.pp == 1 ? head_activations(a, tr).total() : Bytes(0.0);
   return m;
 }
 

@@ -38,9 +38,14 @@ struct BlockActivations {
 // Embedding output (+ dropout mask) kept for backward by the first stage.
 [[nodiscard]] Bytes embedding_activations(const Architecture& a, const Training& tr);
 
-// Final norm, LM head input, logits and the loss's fp32 upcast, plus the logits gradient that
-// exists when backward starts: the last stage's head.
-[[nodiscard]] Bytes head_activations(const Architecture& a, const Training& tr);
+// The last stage's head: final norm, LM-head input, the loss's log-softmax and labels (saved), and
+// the logits and their gradient that exist as backward starts (transient).
+struct HeadActivations {
+  Bytes saved;
+  Bytes transient;
+  [[nodiscard]] Bytes total() const { return saved + transient; }
+};
+[[nodiscard]] HeadActivations head_activations(const Architecture& a, const Training& tr);
 
 struct ActivationMemory {
   Bytes per_block;       // saved per block after checkpointing policy (one micro-batch)

@@ -36,6 +36,7 @@ struct Architecture {
   std::int64_t experts = 1;            // MoE: routed experts per layer
   std::int64_t experts_per_token = 1;  // MoE: top-k
   std::int64_t relative_buckets = 0;   // T5 relative attention bias buckets
+  std::int64_t sliding_window = 0;     // Mistral: attention window, 0 = full causal
   MlpKind mlp = MlpKind::gated;
   Activation activation = Activation::silu;
   NormKind norm = NormKind::rmsnorm;
