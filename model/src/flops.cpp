@@ -50,14 +50,37 @@ StepFlops micro_batch_flops(const Architecture& a, const Training& tr) {
   const double fwd = t * (linear + attention + head + adapters);
   f.forward = Flops(fwd);
   f.attention_forward = Flops(t * attention);
-  // Backward: activation gradients (1x) for everything, weight gradients (1x) for trainable weights;
-  // attention has no weights, its backward is 2x its forward.
+  // Backward: activation gradients (1x) for everything, weight gradients (1x) for trainable weights.
+  // Attention has no weights: its backward is 2x its forward unfused, 2.5x in fused kernels that
+  // recompute the scores (Dao et al. 2022, arXiv:2205.14135, Sec. 3.1; torch.utils.flop_counter).
   const double weight_grads = full ? t * (linear + head) : t * adapters;
-  f.backward = Flops(t * (linear + head + adapters) + weight_grads + 2.0 * t * attention);
+  const double attention_backward = tr.attention == Attention::eager ? 2.0 : 2.5;
+  // With frozen embeddings (LoRA) the first block's input needs no gradient: the projections that
+  // read it (q, k, v; with a parallel residual the MLP's input side too) skip their input-gradient
+  // GEMMs, in each stack of an encoder-decoder.
+  double first_block_inputs = 0.0;
+  if (!full) {
+    for (const Linear& l : block_linears(a, main)) {
+      const bool reads_input = l.role == Role::q || l.role == Role::k || l.role == Role::v ||
+                               (a.parallel_residual && (l.role == Role::gate || l.role == Role::up));
+      if (reads_input) first_block_inputs += 2.0 * static_cast<double>(l.in * l.out);
+    }
+    if (a.encoder_decoder) first_block_inputs *= 2.0;
+  }
+  f.backward = Flops(t * (linear + head + adapters - first_block_inputs) + weight_grads +
+                     attention_backward * t * attention);
+  // Non-reentrant checkpointing stops recomputing once every saved tensor is rebuilt: the blocks'
+  // final down projections are not re-run (unless a dropout after them must be rebuilt).
+  double down = 0.0;
+  for (const Linear& l : block_linears(a, main))
+    if (l.role == Role::down && a.hidden_dropout <= 0.0)
+      down += 2.0 * static_cast<double>(l.in * l.out) *
+              (l.copies > 1 ? static_cast<double>(a.experts_per_token) : 1.0);
+  const double all_layers = static_cast<double>(a.total_layers());
   switch (tr.checkpointing) {
     case Checkpointing::none: f.recompute = Flops(0.0); break;
     case Checkpointing::selective: f.recompute = Flops(t * attention); break;
-    case Checkpointing::full: f.recompute = Flops(fwd - t * head); break;
+    case Checkpointing::full: f.recompute = Flops(fwd - t * head - t * all_layers * down); break;
   }
   return f;
 }
