@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include <fmt/format.h>
@@ -322,6 +323,35 @@ double AttentionBench::unfused_us(AttentionPass pass, int warmup, int iters) {
     bwd.d_query->run(b.d_scores.get(), b.k.get(), b.d_q.get(), ws, st);
     bwd.d_key->run(b.d_scores.get(), b.q.get(), b.d_k.get(), ws, st);
   });
+}
+
+std::vector<float> AttentionBench::to_host(Tensor t) {
+  const DeviceGuard guard(device_);
+  const DeviceBuffer* src = &buf_->o;
+  switch (t) {
+    case Tensor::kQ:
+      src = &buf_->q;
+      break;
+    case Tensor::kK:
+      src = &buf_->k;
+      break;
+    case Tensor::kV:
+      src = &buf_->v;
+      break;
+    case Tensor::kO:
+      src = &buf_->o;
+      break;
+  }
+  std::vector<std::uint16_t> bits(src->bytes() / kBf16Bytes);
+  TP_CUDA(cudaMemcpyAsync(bits.data(), src->get(), src->bytes(), cudaMemcpyDeviceToHost,
+                          stream_.get()));
+  TP_CUDA(cudaStreamSynchronize(stream_.get()));
+  std::vector<float> out(bits.size());
+  for (std::size_t i = 0; i < bits.size(); ++i) {
+    const std::uint32_t word = static_cast<std::uint32_t>(bits[i]) << 16;  // bf16 = top half of fp32
+    std::memcpy(&out[i], &word, sizeof word);
+  }
+  return out;
 }
 
 std::optional<double> AttentionBench::cudnn_us(AttentionPass pass, int warmup, int iters,

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "device.hpp"
 #include "names.hpp"
@@ -31,6 +32,11 @@ class AttentionBench {
   // nullopt when cuDNN offers no engine for this shape and pass; `why_not` then says why.
   [[nodiscard]] std::optional<double> cudnn_us(AttentionPass pass, int warmup, int iters,
                                                std::string& why_not);
+
+  // A tensor of the current shape as floats, for correctness checks; O holds the output of the
+  // last forward run.
+  enum class Tensor { kQ, kK, kV, kO };
+  [[nodiscard]] std::vector<float> to_host(Tensor t);
 
   struct Buffers;  // device tensors of the current shape (attention.cpp)
 

@@ -1,0 +1,41 @@
+# End to end on a GPU: trainplan-calibrate --quick on memory bandwidth and GEMMs, then every line of
+# measurements.jsonl is JSON of a known kind and provenance.json has the run schema. Prints
+# "SKIPPED: no CUDA device" (ctest SKIP_REGULAR_EXPRESSION) where none is visible.
+# Usage: cmake -DBIN=... -DWORK=... -P check_quick_run.cmake
+file(REMOVE_RECURSE "${WORK}")
+execute_process(COMMAND "${BIN}" --quick --membw --gemm -o "${WORK}/run"
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(err MATCHES "no CUDA device found")
+  message("SKIPPED: no CUDA device")
+  return()
+endif()
+message(STATUS "${err}")
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "trainplan-calibrate failed with exit code ${rc}")
+endif()
+file(READ "${WORK}/run/provenance.json" provenance)
+string(JSON schema GET "${provenance}" schema)
+if(NOT schema STREQUAL "trainplan.run/1")
+  message(FATAL_ERROR "provenance.json: schema '${schema}'")
+endif()
+file(STRINGS "${WORK}/run/measurements.jsonl" lines)
+list(LENGTH lines count)
+if(count LESS 5)
+  message(FATAL_ERROR "only ${count} measurements written")
+endif()
+foreach(line IN LISTS lines)
+  string(JSON kind GET "${line}" kind)
+  string(JSON time GET "${line}" time_us)
+  if(NOT kind MATCHES "^(gemm|memory_bandwidth)$" OR NOT time GREATER 0)
+    message(FATAL_ERROR "unexpected line: ${line}")
+  endif()
+endforeach()
+# A second run with --resume has nothing left to measure and keeps every line.
+execute_process(COMMAND "${BIN}" --quick --membw --gemm --resume -o "${WORK}/run"
+                RESULT_VARIABLE rc2 ERROR_VARIABLE err2)
+file(STRINGS "${WORK}/run/measurements.jsonl" lines2)
+list(LENGTH lines2 count2)
+if(NOT rc2 EQUAL 0 OR NOT count2 EQUAL count)
+  message(FATAL_ERROR "--resume: exit code ${rc2}, ${count2} lines instead of ${count}: ${err2}")
+endif()
+message(STATUS "${count} measurements, provenance ok, --resume kept them")
