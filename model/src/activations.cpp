@@ -78,7 +78,13 @@ BlockActivations hf_block(const Architecture& a, const Training& tr, Stack stack
   const double r = param_bytes(tr.precision);    // dtype of the residual stream (the parameters')
   const bool mixed = is_mixed(tr.precision);
   const bool full = tr.method == Method::full;
-  auto trainable = [&](Role role) { return full || lora_adapts(a, tr.lora, role); };
+  // A linear keeps its input when its weight is trained, when its adapter reads the input directly
+  // (no LoRA dropout), and always under QLoRA: bitsandbytes' 4-bit matmul saves its input for the
+  // input gradient (bitsandbytes autograd MatMul4Bit).
+  auto keeps_input = [&](Role role) {
+    return full || tr.method == Method::qlora ||
+           (lora_adapts(a, tr.lora, role) && tr.lora.dropout <= 0.0);
+  };
   BlockActivations out;
   double total = 0.0;
   auto add = [&](std::string_view name, double bytes) {
@@ -107,12 +113,11 @@ BlockActivations hf_block(const Architecture& a, const Training& tr, Stack stack
     }
     if (consumers_saving > 0) add("norm output (linear input)", (mixed ? consumers_saving * c : r) * th);
   };
-  // Linears that keep their input: trainable weights need it for their gradient; an adapter with
-  // dropout keeps its dropped-out copy instead (counted by lora_dropout below).
+  // How many of these linears keep their input (an adapter with dropout keeps its dropped-out copy
+  // instead, counted by lora_dropout below).
   auto saving = [&](std::initializer_list<Role> roles) {
-    if (!full && tr.lora.dropout > 0.0) return 0;
     int n = 0;
-    for (Role role : roles) n += trainable(role) ? 1 : 0;
+    for (Role role : roles) n += keeps_input(role) ? 1 : 0;
     return n;
   };
   const bool fused = !a.fused_qkv_name.empty();
@@ -187,14 +192,14 @@ BlockActivations hf_block(const Architecture& a, const Training& tr, Stack stack
       }
       if (a.attention_dropout > 0.0) core += (kMaskBytes + c) * scores;
       add("attention scores", core);
-      if (trainable(Role::o)) add("attention output (o input)", q);
+      if (keeps_input(Role::o)) add("attention output (o input)", q);
       break;
     case Attention::flash:
     case Attention::sdpa:
       core = kFp32 * x.a * x.t / x.tp;  // log-sum-exp per row
       add("attention log-sum-exp", core);
       add("attention output", q);  // the kernel's backward needs it
-      if (sdpa_fused && trainable(Role::o)) add("o input (contiguous copy)", q);
+      if (sdpa_fused && keeps_input(Role::o)) add("o input (contiguous copy)", q);
       // Falcon hands SDPA an explicit b x 1 x s x s mask in the model dtype.
       if (tr.attention == Attention::sdpa && (a.family == "falcon" || windowed))
         add("attention mask", c * x.b * x.s * x.s);
@@ -218,10 +223,10 @@ BlockActivations hf_block(const Architecture& a, const Training& tr, Stack stack
     add("gate projection output", act_saved * c * tI);
     add("activation output", c * tI);
     add("up projection output", c * tI);
-    if (trainable(Role::down)) add("down projection input", c * tI);
+    if (keeps_input(Role::down)) add("down projection input", c * tI);
   } else {
     add("up projection output", act_saved * c * tI);
-    if (trainable(Role::down)) add("down projection input", c * tI);
+    if (keeps_input(Role::down)) add("down projection input", c * tI);
     // T5 drops out inside the feed-forward, between its two matrices.
     if (a.family == "t5" && a.hidden_dropout > 0.0) add("feed-forward dropout mask", kMaskBytes * tI);
   }

@@ -15,74 +15,59 @@ double block_linear_flops_per_token(const Architecture& a, Stack s) {
   return f;
 }
 
-// QK^T and PV: 2 * 2 * s * (a*d) per token per attention (non-causal count).
-double attention_flops_per_token(const Architecture& a, std::int64_t seq) {
-  return 4.0 * static_cast<double>(seq) * static_cast<double>(a.q_dim());
+// QK^T and PV: 2 * 2 * (a*d) per token per token of context (non-causal count).
+double attention_flops_per_token_per_context(const Architecture& a) {
+  return 4.0 * static_cast<double>(a.q_dim());
 }
 
 }  // namespace
 
-StepFlops micro_batch_flops(const Architecture& a, const Training& tr) {
-  const double t = static_cast<double>(tr.tokens_per_micro_batch());
-  const bool full = tr.method == Method::full;
+FlopCoefficients flop_coefficients(const Architecture& a, const Training& tr) {
+  FlopCoefficients k;
+  k.full = tr.method == Method::full;
   const Stack main = a.encoder_decoder ? Stack::encoder : Stack::decoder;
-
-  double linear = static_cast<double>(a.layers) * block_linear_flops_per_token(a, main);
-  double attention = static_cast<double>(a.layers) * attention_flops_per_token(a, tr.seq);
+  k.linear = static_cast<double>(a.layers) * block_linear_flops_per_token(a, main);
+  k.attention = static_cast<double>(a.layers) * attention_flops_per_token_per_context(a);
   if (a.encoder_decoder) {
-    linear += static_cast<double>(a.decoder_layers) * block_linear_flops_per_token(a, Stack::decoder);
-    attention += 2.0 * static_cast<double>(a.decoder_layers) * attention_flops_per_token(a, tr.seq);
+    k.linear += static_cast<double>(a.decoder_layers) * block_linear_flops_per_token(a, Stack::decoder);
+    k.attention +=
+        2.0 * static_cast<double>(a.decoder_layers) * attention_flops_per_token_per_context(a);
   }
-  const double head = 2.0 * static_cast<double>(a.hidden * a.vocab);
-  double adapters = 0.0;
-  if (!full) {
+  k.head = 2.0 * static_cast<double>(a.hidden * a.vocab);
+  if (!k.full) {
     const double r = static_cast<double>(tr.lora.rank);
     auto add_stack = [&](Stack s, std::int64_t layers) {
       for (const auto& ad : lora_block_adapters(a, tr.lora, s))
-        adapters += static_cast<double>(layers) * 2.0 * r * static_cast<double>(ad.in + ad.out) *
-                    (ad.copies > 1 ? static_cast<double>(a.experts_per_token) : 1.0);
+        k.adapters += static_cast<double>(layers) * 2.0 * r * static_cast<double>(ad.in + ad.out) *
+                      (ad.copies > 1 ? static_cast<double>(a.experts_per_token) : 1.0);
     };
     add_stack(main, a.layers);
     if (a.encoder_decoder) add_stack(Stack::decoder, a.decoder_layers);
   }
+  return k;
+}
 
+StepFlops micro_batch_flops(const FlopCoefficients& k, const Training& tr) {
+  const double t = static_cast<double>(tr.tokens_per_micro_batch());
+  const double attention = k.attention * static_cast<double>(tr.seq);
   StepFlops f;
-  const double fwd = t * (linear + attention + head + adapters);
+  const double fwd = t * (k.linear + attention + k.head + k.adapters);
   f.forward = Flops(fwd);
   f.attention_forward = Flops(t * attention);
-  // Backward: activation gradients (1x) for everything, weight gradients (1x) for trainable weights.
-  // Attention has no weights: its backward is 2x its forward unfused, 2.5x in fused kernels that
-  // recompute the scores (Dao et al. 2022, arXiv:2205.14135, Sec. 3.1; torch.utils.flop_counter).
-  const double weight_grads = full ? t * (linear + head) : t * adapters;
-  const double attention_backward = tr.attention == Attention::eager ? 2.0 : 2.5;
-  // With frozen embeddings (LoRA) the first block's input needs no gradient: the projections that
-  // read it (q, k, v; with a parallel residual the MLP's input side too) skip their input-gradient
-  // GEMMs, in each stack of an encoder-decoder.
-  double first_block_inputs = 0.0;
-  if (!full) {
-    for (const Linear& l : block_linears(a, main)) {
-      const bool reads_input = l.role == Role::q || l.role == Role::k || l.role == Role::v ||
-                               (a.parallel_residual && (l.role == Role::gate || l.role == Role::up));
-      if (reads_input) first_block_inputs += 2.0 * static_cast<double>(l.in * l.out);
-    }
-    if (a.encoder_decoder) first_block_inputs *= 2.0;
-  }
-  f.backward = Flops(t * (linear + head + adapters - first_block_inputs) + weight_grads +
-                     attention_backward * t * attention);
-  // Non-reentrant checkpointing stops recomputing once every saved tensor is rebuilt: the blocks'
-  // final down projections are not re-run (unless a dropout after them must be rebuilt).
-  double down = 0.0;
-  for (const Linear& l : block_linears(a, main))
-    if (l.role == Role::down && a.hidden_dropout <= 0.0)
-      down += 2.0 * static_cast<double>(l.in * l.out) *
-              (l.copies > 1 ? static_cast<double>(a.experts_per_token) : 1.0);
-  const double all_layers = static_cast<double>(a.total_layers());
+  // Backward: activation gradients (1x) for everything, weight gradients (1x) for trainable weights;
+  // attention has no weights, its backward is 2x its forward.
+  const double weight_grads = k.full ? t * (k.linear + k.head) : t * k.adapters;
+  f.backward = Flops(t * (k.linear + k.head + k.adapters) + weight_grads + 2.0 * t * attention);
   switch (tr.checkpointing) {
     case Checkpointing::none: f.recompute = Flops(0.0); break;
     case Checkpointing::selective: f.recompute = Flops(t * attention); break;
-    case Checkpointing::full: f.recompute = Flops(fwd - t * head - t * all_layers * down); break;
+    case Checkpointing::full: f.recompute = Flops(fwd - t * k.head); break;
   }
   return f;
+}
+
+StepFlops micro_batch_flops(const Architecture& a, const Training& tr) {
+  return micro_batch_flops(flop_coefficients(a, tr), tr);
 }
 
 Flops model_flops_per_token(const Architecture& a, std::int64_t seq) {

@@ -67,6 +67,13 @@ StateBytes state_bytes(Framework f, Precision p, double optimizer_bytes) {
   return {};
 }
 
+ShardedBytes shard(const StateBytes& b, Strategy s, double n, bool weights_rest_sharded) {
+  const double w = shards_parameters(s) || weights_rest_sharded ? n : 1.0;
+  const double g = shards_gradients(s) ? n : 1.0;
+  const double o = shards_optimizer(s) ? n : 1.0;
+  return {b.weights / w, b.grads / g, (b.opt_grads + b.master + b.optimizer) / o};
+}
+
 double quantized_bytes_per_param(Quant q, std::int64_t in_features) {
   switch (q) {
     case Quant::nf4:

@@ -134,9 +134,8 @@ ModelStates model_states(const Architecture& a, const model::ParameterCounts& n,
   // them from forward to backward); the gathered copies are phase buffers (memory()).
   const bool fsdp_rest = tr.framework == Framework::pytorch &&
                          (is_fsdp(st) || st == Strategy::zero2 || st == Strategy::zero3);
-  const double w_shard = shards_parameters(st) || fsdp_rest ? N : 1.0;
-  const double g_shard = shards_gradients(st) ? N : 1.0;
-  const double o_shard = shards_optimizer(st) ? N : 1.0;
+  // The fraction of each part this rank keeps (ZeRO's sharding rules, model::shard).
+  const model::ShardedBytes keep = model::shard({1.0, 1.0, 0.0, 0.0, 1.0}, st, N, fsdp_rest);
 
   const double ada_elements = tr.optimizer == Optimizer::adafactor
                                   ? static_cast<double>(model::adafactor_state_elements(a, tr)) /
@@ -163,10 +162,10 @@ ModelStates model_states(const Architecture& a, const model::ParameterCounts& n,
   const bool offload_opt = tr.offload != Offload::none;
   const bool paged = model::is_paged(tr.optimizer);
 
-  const Bytes weights((sb.weights * trainable + frozen) / w_shard);
-  const Bytes grads(sb.grads * trainable / g_shard);
-  const Bytes opt_side((sb.opt_grads + sb.master) * trainable / o_shard);
-  const Bytes moments(sb.optimizer * trainable / o_shard);
+  const Bytes weights((sb.weights * trainable + frozen) * keep.weights);
+  const Bytes grads(sb.grads * trainable * keep.grads);
+  const Bytes opt_side((sb.opt_grads + sb.master) * trainable * keep.optimizer);
+  const Bytes moments(sb.optimizer * trainable * keep.optimizer);
 
   ms.weights = offload_params ? Bytes(0.0) : weights;
   ms.gradients = grads;

@@ -2,6 +2,8 @@
 // Floating-point operations of one training step, counted as matmul multiply-adds x 2 (the
 // convention of Narayanan et al. 2021, arXiv:2104.04473, Appendix, and torch.utils.flop_counter).
 
+#include <cstdint>
+
 #include "trainplan/core/units.hpp"
 #include "trainplan/model/architecture.hpp"
 #include "trainplan/model/training.hpp"
@@ -16,13 +18,53 @@ struct StepFlops {
   [[nodiscard]] Flops total() const { return forward + backward + recompute; }
 };
 
+// Per-token FLOP coefficients of one architecture under one method (LoRA targets): everything
+// micro_batch_flops needs that does not depend on the batch shape. Computing them walks the
+// block's linears; evaluating a step from them is a handful of multiplications.
+struct FlopCoefficients {
+  double linear = 0;         // forward FLOPs per token of all block linears (MoE: top-k experts)
+  double attention = 0;      // forward score+value FLOPs per token per token of context (x seq)
+  double head = 0;           // forward FLOPs per token of the LM head
+  double adapters = 0;       // forward FLOPs per token of all LoRA adapters (0 for full)
+  bool full = true;          // full fine-tune: every weight gets a weight-gradient GEMM
+};
+
+[[nodiscard]] FlopCoefficients flop_coefficients(const Architecture& a, const Training& tr);
+
 // Per micro-batch on the whole model (not divided by any parallelism). Attention is counted
 // without the causal saving (Korthikanti et al. 2022, Eq. 7 convention), LoRA frozen weights get
 // no weight-gradient GEMM.
+[[nodiscard]] StepFlops micro_batch_flops(const FlopCoefficients& k, const Training& tr);
 [[nodiscard]] StepFlops micro_batch_flops(const Architecture& a, const Training& tr);
 
 // Model FLOPs per token for MFU: 6N + 12 L h s style, i.e. forward+backward without recompute of
 // a full fine-tune (Chowdhery et al. 2022, PaLM, Appendix B).
 [[nodiscard]] Flops model_flops_per_token(const Architecture& a, std::int64_t seq);
+
+// Fraction of the s x s score matrix a causal kernel computes: (s + 1) / (2 s) for a square
+// top-left causal mask (FlashAttention benchmark convention; reference calibration.md 2.5).
+[[nodiscard]] constexpr double causal_fraction(std::int64_t seq) {
+  const double s = static_cast<double>(seq);
+  return (s + 1.0) / (2.0 * s);
+}
+
+// Multiply-adds x 2 of a fused attention kernel's backward relative to its forward: dQ, dK, dV,
+// dP and the recomputed scores S, five products against the forward's two (Dao 2023,
+// FlashAttention-2, arXiv:2307.08691, Sec. 4 FLOP count: backward = 2.5 x forward).
+inline constexpr double kFusedAttentionBackwardRatio = 2.5;
+
+// Bytes moved by dequantizing one quantized weight to the compute dtype before a GEMM: read the
+// stored bits (with their scales) and write the 16-bit copy the GEMM then reads (QLoRA,
+// arXiv:2305.14314, Sec. 3: weights are dequantized per matmul, in forward and in backward).
+[[nodiscard]] constexpr double dequant_bytes_per_weight(double stored_bytes, double compute_bytes) {
+  return stored_bytes + compute_bytes;
+}
+
+// Tokens each expert receives when routing is balanced: t k / E (Fedus et al. 2021, Switch
+// Transformer, arXiv:2101.03961, Sec. 2.2 expert capacity with capacity factor 1).
+[[nodiscard]] constexpr double tokens_per_expert(double tokens, std::int64_t top_k,
+                                                 std::int64_t experts) {
+  return tokens * static_cast<double>(top_k) / static_cast<double>(experts);
+}
 
 }  // namespace trainplan::model

@@ -21,6 +21,18 @@ struct StateBytes {
   [[nodiscard]] double total() const { return weights + grads + opt_grads + master + optimizer; }
 };
 
+// Bytes per parameter on one GPU after sharding over n ranks, by the ZeRO paper's rules
+// (Rajbhandari et al. 2019, arXiv:1910.02054, Sec. 5): stage 1 shards the optimizer's states,
+// stage 2 also the gradients, stage 3 also the weights. `weights_rest_sharded` marks PyTorch FSDP,
+// whose every variant keeps parameters sharded between steps.
+struct ShardedBytes {
+  double weights = 0;
+  double grads = 0;
+  double optimizer = 0;  // moments + master weights + fp32 gradient partition
+  [[nodiscard]] double total() const { return weights + grads + optimizer; }
+};
+[[nodiscard]] ShardedBytes shard(const StateBytes& b, Strategy s, double n, bool weights_rest_sharded = false);
+
 // Optimizer moments per trainable parameter. Adafactor's factored moments depend on the shapes:
 // pass the per-parameter average from adafactor_state_elements.
 [[nodiscard]] double optimizer_state_bytes(Optimizer o, Precision p, double adafactor_elements_per_param);
