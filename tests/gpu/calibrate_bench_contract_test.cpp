@@ -18,7 +18,7 @@ TEST(CalibrateContract, ReaderAcceptsEveryLineKind) {
   for (const tb::Scope scope : {tb::Scope::kIntraNode, tb::Scope::kInterNode, tb::Scope::kWorld}) {
     const int nodes = scope == tb::Scope::kIntraNode ? 1 : 2;
     text += tb::with_collective_result(
-                tb::collective_params(tb::Collective::kReduceScatter, scope, 16 / (3 - nodes * 1), nodes,
+                tb::collective_params(tb::Collective::kReduceScatter, scope, nodes == 1 ? 8 : 16, nodes,
                                       tb::CollDtype::kBf16, tb::kMiB),
                 120.0, 0.9, true)
                 .dump() +
