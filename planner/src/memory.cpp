@@ -144,7 +144,11 @@ ModelStates model_states(const Architecture& a, const model::ParameterCounts& n,
                                                                               : model::lora_parameters(a, tr.lora)))
                                   : 0.0;
   const double opt_bytes = model::optimizer_state_bytes(tr.optimizer, tr.precision, ada_elements);
-  const model::StateBytes sb = model::state_bytes(tr.framework, tr.precision, opt_bytes);
+  model::StateBytes sb = model::state_bytes(tr.framework, tr.precision, opt_bytes);
+  // DeepSpeed ZeRO-3 reduce-scatters each layer's 16-bit gradients straight into the fp32
+  // partition: they live only in the per-layer gather buffer (stage3.py estimator, 18/N).
+  if (tr.framework == Framework::deepspeed && shards_parameters(tr.strategy) && is_mixed(tr.precision))
+    sb.grads = 0.0;
 
   // Frozen base of an adapter method: the model's dtype, block linears quantized under QLoRA.
   double frozen = 0.0;
@@ -167,10 +171,12 @@ ModelStates model_states(const Architecture& a, const model::ParameterCounts& n,
   const Bytes opt_side((sb.opt_grads + sb.master) * trainable * keep.optimizer);
   const Bytes moments(sb.optimizer * trainable * keep.optimizer);
 
+  // Offloading runs the optimizer where its states live: gradients stream to the host too
+  // (DeepSpeed ZeRO-Offload, arXiv:2101.06840; torch FSDP CPUOffload).
   ms.weights = offload_params ? Bytes(0.0) : weights;
-  ms.gradients = grads;
+  ms.gradients = offload_opt ? Bytes(0.0) : grads;
   ms.optimizer = (offload_opt ? Bytes(0.0) : opt_side) + (offload_opt || paged ? Bytes(0.0) : moments);
-  ms.host = (offload_params ? weights : Bytes(0.0)) + (offload_opt ? opt_side + moments : Bytes(0.0)) +
+  ms.host = (offload_params ? weights : Bytes(0.0)) + (offload_opt ? grads + opt_side + moments : Bytes(0.0)) +
             (paged && !offload_opt ? moments : Bytes(0.0));
 
   // Parameters in flight while sharded weights are gathered.
@@ -180,9 +186,8 @@ ModelStates model_states(const Architecture& a, const model::ParameterCounts& n,
       // ZeRO-1/2 reduce bucket of reduce_bucket_size 16-bit elements.
       if (st == Strategy::zero3 || st == Strategy::fsdp_full || st == Strategy::fsdp_hybrid)
         ms.gather_buffers = Bytes(4.0 * static_cast<double>(n.largest_module));
-      else if (st == Strategy::zero1 || st == Strategy::zero2)
-        ms.gather_buffers = Bytes(2.0 * std::min(mc.deepspeed_reduce_bucket_elements, trainable));
-      if (offload_opt && st != Strategy::zero3) ms.gather_buffers = Bytes(0.0);
+      else if ((st == Strategy::zero1 || st == Strategy::zero2) && !offload_opt)
+        ms.buckets = Bytes(2.0 * std::min(mc.deepspeed_reduce_bucket_elements, trainable));
       break;
     case Framework::pytorch:
     case Framework::megatron: break;  // FSDP's gathered units are phase buffers, see memory()
@@ -251,7 +256,7 @@ MemoryBreakdown memory(const Architecture& a, const model::ParameterCounts& n, c
     if (tr.strategy == Strategy::ddp && l.dp > 1)  // DDP buckets: gradient_as_bucket_view=False
       persistent = ms.gradients;
   }
-  persistent += ms.gather_buffers;
+  persistent += ms.gather_buffers + ms.buckets;
 
   // First gradients of backward: the LM head's (when trainable and on this stage).
   const Bytes g_start(tr.method == Method::full ? grad_bytes * sp.head : 0.0);

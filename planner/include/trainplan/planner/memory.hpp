@@ -53,7 +53,8 @@ struct ModelStates {
   Bytes weights;         // working weights (trainable and frozen base)
   Bytes gradients;       // gradients as they stand after backward (sharded where the strategy does)
   Bytes optimizer;       // moments, master weights and fp32 gradient partitions on the GPU
-  Bytes gather_buffers;  // ZeRO-3/FSDP unsharded parameters (and their gradients) in flight
+  Bytes gather_buffers;  // DeepSpeed ZeRO-3: the largest layer's 16-bit params and grads in flight
+  Bytes buckets;         // DeepSpeed ZeRO-1/2 gradient reduce bucket (not in its estimator)
   Bytes host;            // per rank on the host: offloaded states
   std::int64_t trainable = 0;     // trainable parameters held by this rank before sharding
   std::int64_t local_params = 0;  // all parameters held by this rank before sharding
