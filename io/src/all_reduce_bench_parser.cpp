@@ -93,7 +93,8 @@ std::string nccl_from_torch(std::string_view s) {
     for (const std::string_view part : split_ws(s.substr(1, s.find(')') - 1))) {
       std::string_view p = part;
       if (!p.empty() && p.back() == ',') p.remove_suffix(1);
-      out += (out.empty() ? "" : ".") + std::string(p);
+      if (!out.empty()) out += '.';
+      out.append(p);
     }
     return out;
   }

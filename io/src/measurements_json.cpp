@@ -233,14 +233,26 @@ calibrate::Measurements parse_measurements_jsonl(std::string_view text, std::str
     ObjectReader r(j, what);
     const std::string kind = r.string("kind");
     if (kind == "collective") {
+      calibrate_json::reject_unknown_keys(j, {"kind", "collective", "scope", "ranks", "nodes", "dtype",
+                                              "bytes", "time_us", "algbw_GBps", "busbw_GBps",
+                                              "in_place", "valid"},
+                                          what);
       m.collectives.push_back(read_collective(r));
     } else if (kind == "gemm") {
+      calibrate_json::reject_unknown_keys(
+          j, {"kind", "dtype", "m", "n", "k", "time_us", "tflops", "label"}, what);
       m.gemms.push_back(read_gemm(r));
     } else if (kind == "attention") {
+      calibrate_json::reject_unknown_keys(j, {"kind", "pass", "impl", "dtype", "batch", "heads",
+                                              "kv_heads", "head_dim", "seq", "causal", "time_us",
+                                              "tflops"},
+                                          what);
       m.attention.push_back(read_attention(r));
     } else if (kind == "memory_bandwidth") {
+      calibrate_json::reject_unknown_keys(j, {"kind", "direction", "bytes", "time_us", "GBps"}, what);
       m.bandwidth.push_back(read_bandwidth(r));
     } else if (kind == "cpu_adam") {
+      calibrate_json::reject_unknown_keys(j, {"kind", "params", "time_us", "params_per_s"}, what);
       m.cpu_adam.push_back(read_cpu_adam(r));
     } else {
       throw InputError(what + ": unknown measurement kind '" + kind + "' (expected one of: " +
@@ -269,6 +281,10 @@ nlohmann::ordered_json provenance_object(const hardware::RunProvenance& p) {
 }
 
 hardware::RunProvenance provenance_from_object(const nlohmann::json& j, const std::string& what) {
+  calibrate_json::reject_unknown_keys(
+      j, {"schema", "tool", "gpu", "gpu_count", "hosts", "nodes", "ranks", "driver", "cuda", "nccl",
+          "cublas", "cudnn", "command", "date", "sources"},
+      what);
   ObjectReader r(j, what);
   hardware::RunProvenance p;
   p.tool = r.optional_string("tool");
@@ -291,8 +307,10 @@ hardware::RunProvenance provenance_from_object(const nlohmann::json& j, const st
 }
 
 std::string provenance_to_json(const hardware::RunProvenance& p) {
-  OJson j{{"schema", kRunSchema}};
-  for (auto& [k, v] : provenance_object(p).items()) j[k] = v;
+  const OJson fields = provenance_object(p);
+  OJson j = OJson::object();
+  j["schema"] = kRunSchema;
+  for (auto it = fields.begin(); it != fields.end(); ++it) j[it.key()] = it.value();
   return j.dump(2) + "\n";
 }
 

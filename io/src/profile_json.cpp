@@ -114,6 +114,8 @@ FitQuality read_quality(ObjectReader& parent, const std::string& key) {
     parent.ignore({key});
     return q;
   }
+  calibrate_json::reject_unknown_keys(parent.raw(key), {"median_rel_err", "max_rel_err", "points"},
+                                      parent.what() + " '" + key + "'");
   ObjectReader r(parent.raw(key), parent.what() + " '" + key + "'");
   q.median_rel_err = r.number("median_rel_err");
   q.max_rel_err = r.number("max_rel_err");
@@ -135,6 +137,9 @@ FitQuality read_quality(ObjectReader& parent, const std::string& key) {
 }
 
 hardware::CollectiveCurve read_curve(const Json& j, const std::string& what) {
+  calibrate_json::reject_unknown_keys(j, {"collective", "scope", "ranks", "nodes", "alpha_us",
+                                          "busbw_GBps", "regimes", "points", "fit"},
+                                      what);
   ObjectReader r(j, what);
   hardware::CollectiveCurve c;
   c.collective = calibrate_json::enum_field<hardware::Collective>(r, "collective");
@@ -145,6 +150,8 @@ hardware::CollectiveCurve read_curve(const Json& j, const std::string& what) {
   c.busbw = gbps(positive(r, "busbw_GBps"));
   if (r.has("regimes")) {
     for (const Json& reg : array_field(r, "regimes")) {
+      calibrate_json::reject_unknown_keys(reg, {"max_bytes", "alpha_us", "busbw_GBps"},
+                                          what + " regime");
       ObjectReader rr(reg, what + " regime");
       hardware::Regime regime;
       regime.max_bytes = Bytes(static_cast<double>(rr.integer("max_bytes", 0)));
@@ -185,6 +192,9 @@ hardware::CollectiveCurve read_curve(const Json& j, const std::string& what) {
 }
 
 hardware::GemmModel read_gemm(const Json& j, hardware::GemmDtype dtype, const std::string& what) {
+  calibrate_json::reject_unknown_keys(j, {"peak_efficiency", "k0", "tile_m", "tile_n", "sm_count",
+                                          "peak_TFLOPS", "points", "fit"},
+                                      what);
   ObjectReader r(j, what);
   hardware::GemmModel g;
   g.dtype = dtype;
@@ -209,6 +219,8 @@ hardware::GemmModel read_gemm(const Json& j, hardware::GemmDtype dtype, const st
 }
 
 hardware::AttentionModel read_attention(const Json& j, const std::string& what) {
+  calibrate_json::reject_unknown_keys(j, {"efficiency", "seq_half", "peak_TFLOPS", "points", "fit"},
+                                      what);
   ObjectReader r(j, what);
   hardware::AttentionModel a;
   a.efficiency = positive(r, "efficiency");
@@ -265,6 +277,9 @@ std::string profile_to_json(const hardware::HardwareProfile& p) {
 hardware::HardwareProfile parse_profile_json(std::string_view text, std::string_view source) {
   const std::string what = "profile " + std::string(source);
   const Json j = parse_json(text, what);
+  calibrate_json::reject_unknown_keys(j, {"schema", "name", "gpu", "provenance", "collectives", "gemm",
+                                          "attention", "memory", "cpu_adam_params_per_s"},
+                                      what);
   ObjectReader r(j, what);
   if (r.string("schema") != kProfileSchema) {
     throw InputError(what + ": key 'schema' must be \"" + std::string(kProfileSchema) + "\"");
@@ -286,6 +301,7 @@ hardware::HardwareProfile parse_profile_json(std::string_view text, std::string_
     r.ignore({"collectives"});
   }
   if (r.has("gemm")) {
+    calibrate_json::reject_unknown_keys(r.raw("gemm"), {"dtypes"}, what + " gemm");
     ObjectReader gemm(r.raw("gemm"), what + " gemm");
     const Json& dtypes = gemm.raw("dtypes");
     if (!dtypes.is_object()) throw InputError(what + " gemm: key 'dtypes' must be an object");
@@ -302,6 +318,7 @@ hardware::HardwareProfile parse_profile_json(std::string_view text, std::string_
     r.ignore({"gemm"});
   }
   if (r.has("attention")) {
+    calibrate_json::reject_unknown_keys(r.raw("attention"), {"fwd", "bwd"}, what + " attention");
     ObjectReader att(r.raw("attention"), what + " attention");
     if (att.has("fwd")) p.attention_fwd = read_attention(att.raw("fwd"), what + " attention fwd");
     if (att.has("bwd")) p.attention_bwd = read_attention(att.raw("bwd"), what + " attention bwd");
@@ -311,6 +328,8 @@ hardware::HardwareProfile parse_profile_json(std::string_view text, std::string_
     r.ignore({"attention"});
   }
   if (r.has("memory")) {
+    calibrate_json::reject_unknown_keys(r.raw("memory"), {"hbm_GBps", "h2d_GBps", "d2h_GBps"},
+                                        what + " memory");
     ObjectReader mem(r.raw("memory"), what + " memory");
     for (const auto& [key, slot] : {std::pair{"hbm_GBps", &p.memory.hbm},
                                     std::pair{"h2d_GBps", &p.memory.h2d},

@@ -1,0 +1,324 @@
+#include "cmd_calibrate.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+
+#include "format.hpp"
+#include "trainplan/calibrate/profile_fit.hpp"
+#include "trainplan/core/error.hpp"
+#include "trainplan/io/catalog.hpp"
+#include "trainplan/io/collective_log.hpp"
+#include "trainplan/io/measurements.hpp"
+#include "trainplan/io/profile_json.hpp"
+
+namespace trainplan::cli {
+namespace {
+
+// "8 B", "64 KiB", "4 GiB": message sizes as nccl-tests' -b/-e write them.
+std::string size_text(double bytes) {
+  constexpr std::array<const char*, 5> kUnits{"B", "KiB", "MiB", "GiB", "TiB"};
+  std::size_t unit = 0;
+  while (bytes >= 1024.0 && unit + 1 < kUnits.size()) {
+    bytes /= 1024.0;
+    ++unit;
+  }
+  return fmt::format("{:g} {}", bytes, kUnits[unit]);
+}
+
+std::string percent(double fraction) { return fmt::format("{:.1f}%", 100.0 * fraction); }
+
+io::ImportHints hints_of(const CalibrateImportOptions& o) {
+  io::ImportHints h;
+  if (!o.collective.empty()) h.collective = parse_enum<hardware::Collective>(o.collective);
+  if (o.ranks != 0) {
+    if (o.ranks < 1) throw InputError("--ranks must be at least 1 (got " + std::to_string(o.ranks) + ")");
+    h.ranks = o.ranks;
+  }
+  if (o.nodes != 0) {
+    if (o.nodes < 1) throw InputError("--nodes must be at least 1 (got " + std::to_string(o.nodes) + ")");
+    h.nodes = o.nodes;
+  }
+  if (o.gpus_per_node < 1) {
+    throw InputError("--gpus-per-node must be at least 1 (got " + std::to_string(o.gpus_per_node) + ")");
+  }
+  h.gpus_per_node_if_unknown = o.gpus_per_node;
+  return h;
+}
+
+void print_import_table(const std::vector<io::CollectiveLog>& logs, std::ostream& out) {
+  Table t({"file", "tool", "collective", "dtype", "ranks", "nodes", "GPU", "points", "wrong",
+           "sizes", "peak busbw GB/s"});
+  for (const io::CollectiveLog& log : logs) {
+    const std::string file = std::filesystem::path(log.source).filename().string();
+    for (const io::LogBlock& b : log.blocks) {
+      std::map<std::string, std::vector<const io::LogRow*>> by_dtype;
+      for (const io::LogRow& row : b.rows) by_dtype[row.dtype].push_back(&row);
+      for (const auto& [dtype, rows] : by_dtype) {
+        int points = 0;
+        int wrong = 0;
+        double peak = 0.0;
+        for (const io::LogRow* row : rows) {
+          for (const auto& timing : {row->out_of_place, row->in_place}) {
+            if (!timing) continue;
+            ++points;
+            if (!timing->valid()) {
+              ++wrong;
+            } else {
+              peak = std::max(peak, timing->busbw_GBps);
+            }
+          }
+        }
+        const auto [lo, hi] = std::minmax_element(
+            rows.begin(), rows.end(), [](const io::LogRow* a, const io::LogRow* c) { return a->bytes < c->bytes; });
+        t.add({file, std::string(to_string(log.tool)), std::string(to_string(b.collective)), dtype,
+               std::to_string(b.ranks), std::to_string(b.nodes) + (b.nodes_assumed ? "?" : ""),
+               b.gpu.empty() ? "-" : b.gpu, std::to_string(points), std::to_string(wrong),
+               size_text(static_cast<double>((*lo)->bytes)) + " .. " +
+                   size_text(static_cast<double>((*hi)->bytes)),
+               fmt::format("{:.2f}", peak)});
+      }
+    }
+  }
+  out << t.render();
+  int skipped = 0;
+  for (const io::CollectiveLog& log : logs) skipped += log.skipped_lines;
+  out << "points: out-of-place and in-place timings; wrong: rows with #wrong > 0, kept as invalid.\n";
+  if (skipped > 0) out << "Skipped " << skipped << " line(s) that were not benchmark output.\n";
+}
+
+// Dense peaks by dtype from --peak-tflops, then from the catalogue entry of the GPU.
+std::vector<calibrate::PeakThroughput> peaks_of(const CalibrateFitOptions& o,
+                                                const std::optional<hardware::GpuSpec>& spec) {
+  std::vector<calibrate::PeakThroughput> peaks;
+  for (const std::string& entry : o.peak_tflops) {
+    const std::size_t eq = entry.find('=');
+    if (eq == std::string::npos) {
+      throw InputError("--peak-tflops '" + entry + "': expected DTYPE=TFLOPS, e.g. bf16=989");
+    }
+    const hardware::GemmDtype dtype = parse_enum<hardware::GemmDtype>(entry.substr(0, eq));
+    double value = 0.0;
+    try {
+      std::size_t used = 0;
+      value = std::stod(entry.substr(eq + 1), &used);
+      if (used != entry.size() - eq - 1) value = 0.0;
+    } catch (const std::exception&) {
+      value = 0.0;
+    }
+    if (!(value > 0.0)) {
+      throw InputError("--peak-tflops '" + entry + "': the peak must be a positive number of TFLOP/s");
+    }
+    peaks.push_back({dtype, tflops(value)});
+  }
+  if (spec) {
+    const std::pair<hardware::GemmDtype, double> catalogue[] = {
+        {hardware::GemmDtype::bf16, spec->peak.bf16},
+        {hardware::GemmDtype::fp16, spec->peak.fp16},
+        {hardware::GemmDtype::tf32, spec->peak.tf32},
+        {hardware::GemmDtype::fp8, spec->peak.fp8}};
+    for (const auto& [dtype, value] : catalogue) {
+      const bool given = std::any_of(peaks.begin(), peaks.end(),
+                                     [&](const calibrate::PeakThroughput& p) { return p.dtype == dtype; });
+      if (!given && value > 0.0) peaks.push_back({dtype, tflops(value)});
+    }
+  }
+  return peaks;
+}
+
+void print_fit_table(const calibrate::ProfileFit& fit, std::ostream& out) {
+  const hardware::HardwareProfile& p = fit.profile;
+  if (!fit.curves.empty()) {
+    Table t({"collective", "scope", "ranks", "nodes", "points", "invalid", "alpha us", "busbw GB/s",
+             "line max err", "regimes", "median err", "max err"});
+    for (std::size_t i = 0; i < fit.curves.size(); ++i) {
+      const calibrate::CurveReport& r = fit.curves[i];
+      const hardware::CollectiveCurve& c = p.collectives[i];
+      t.add({std::string(to_string(r.collective)), std::string(to_string(r.scope)),
+             std::to_string(r.ranks), std::to_string(r.nodes), std::to_string(r.points),
+             std::to_string(r.invalid), fmt::format("{:.1f}", c.alpha.value() * 1e6),
+             fmt::format("{:.1f}", to_gbps(c.busbw)), percent(r.line.max_rel_err),
+             std::to_string(r.regimes), percent(r.piecewise.median_rel_err),
+             percent(r.piecewise.max_rel_err)});
+    }
+    out << t.render();
+    out << "alpha, busbw: one alpha-beta line; errors: |predicted - measured| / measured of the "
+           "regimes kept (minimum over regimes).\n";
+  }
+  if (!p.gemm.empty()) {
+    out << "\n";
+    Table t({"GEMM dtype", "points", "peak TFLOP/s", "eta_max", "K0", "SMs", "median err", "max err"});
+    for (const hardware::GemmModel& g : p.gemm) {
+      t.add({std::string(to_string(g.dtype)), std::to_string(g.fit.points),
+             fmt::format("{:g}", to_tflops(g.peak)), fmt::format("{:.3f}", g.peak_efficiency),
+             fmt::format("{:.0f}", g.k0), g.sm_count > 0 ? std::to_string(g.sm_count) : "-",
+             percent(g.fit.median_rel_err), percent(g.fit.max_rel_err)});
+    }
+    out << t.render();
+  }
+  if (p.attention_fwd || p.attention_bwd) {
+    out << "\n";
+    Table t({"attention", "points", "eta_max", "seq half", "median err", "max err"});
+    for (const auto& [label, a] : {std::pair{"fwd", &p.attention_fwd}, std::pair{"bwd", &p.attention_bwd}}) {
+      if (!*a) continue;
+      t.add({label, std::to_string((*a)->fit.points), fmt::format("{:.3f}", (*a)->efficiency),
+             fmt::format("{:.0f}", (*a)->seq_half), percent((*a)->fit.median_rel_err),
+             percent((*a)->fit.max_rel_err)});
+    }
+    out << t.render();
+  }
+  if (p.memory.hbm || p.memory.h2d || p.memory.d2h || p.cpu_adam_params_per_s) {
+    out << "\n";
+    if (p.memory.hbm) out << fmt::format("HBM (device copy)   {:.1f} GB/s\n", to_gbps(*p.memory.hbm));
+    if (p.memory.h2d) out << fmt::format("host to device      {:.1f} GB/s\n", to_gbps(*p.memory.h2d));
+    if (p.memory.d2h) out << fmt::format("device to host      {:.1f} GB/s\n", to_gbps(*p.memory.d2h));
+    if (p.cpu_adam_params_per_s) {
+      out << fmt::format("CPU Adam            {:.3g} parameters/s\n", *p.cpu_adam_params_per_s);
+    }
+  }
+}
+
+}  // namespace
+
+void run_calibrate_import(const CalibrateImportOptions& options, std::ostream& out,
+                          std::ostream& err) {
+  if (options.files.empty()) throw InputError("calibrate import: no log files given");
+  const io::ImportHints hints = hints_of(options);
+  std::vector<io::CollectiveLog> logs;
+  for (const std::string& file : options.files) {
+    logs.push_back(io::read_collective_log(file, hints));
+    for (const io::LogBlock& b : logs.back().blocks) {
+      if (b.nodes_assumed) {
+        err << "note: " << file << " does not say how many nodes ran; assuming " << b.nodes
+            << " (" << hints.gpus_per_node_if_unknown
+            << " GPUs per node); pass --nodes to say otherwise\n";
+      }
+    }
+  }
+  if (!options.out_dir.empty()) {
+    const calibrate::Run run = io::imported_run(logs, options.out_dir);
+    io::write_run_dir(options.out_dir, run);
+    err << "wrote " << (std::filesystem::path(options.out_dir) / io::kMeasurementsFile).string()
+        << " (" << run.measurements.size() << " measurements) and "
+        << (std::filesystem::path(options.out_dir) / io::kProvenanceFile).string() << "\n";
+  }
+  if (options.json) {
+    out << io::imported_logs_json(logs);
+  } else {
+    print_import_table(logs, out);
+  }
+}
+
+void run_calibrate_fit(const CalibrateFitOptions& options, std::ostream& out, std::ostream& err) {
+  if (options.run_dirs.empty()) throw InputError("calibrate fit: no run directories given");
+  if (options.out.empty()) throw InputError("calibrate fit: -o PROFILE.json is required");
+  std::vector<calibrate::Run> runs;
+  for (const std::string& dir : options.run_dirs) runs.push_back(io::read_run_dir(dir));
+
+  // The GPU: as given, else as the runs name it; the catalogue supplies its name, peaks and SMs.
+  std::optional<std::string> gpu_name;
+  if (!options.gpu.empty()) {
+    gpu_name = options.gpu;
+  } else {
+    for (const calibrate::Run& r : runs) {
+      if (r.provenance.gpu && !gpu_name) gpu_name = r.provenance.gpu;
+    }
+  }
+  std::optional<hardware::GpuSpec> spec;
+  if (gpu_name) {
+    try {
+      spec = io::Catalog::builtin().resolve_gpu(*gpu_name).spec;
+    } catch (const InputError&) {
+      err << "note: GPU '" << *gpu_name << "' is not in the catalogue; the profile names it as given\n";
+    }
+  }
+
+  calibrate::ProfileFitOptions fit_options;
+  fit_options.name = options.name.empty() ? std::filesystem::path(options.out).stem().string() : options.name;
+  if (spec) {
+    fit_options.gpu = spec->name;
+  } else if (gpu_name) {
+    fit_options.gpu = gpu_name;
+  }
+  fit_options.peaks = peaks_of(options, spec);
+  fit_options.sm_count = options.sm_count > 0 ? options.sm_count : (spec ? spec->sm_count : 0);
+  if (options.sm_count < 0) throw InputError("--sm-count must not be negative");
+
+  // Say which flag supplies a missing peak before the fit fails on it.
+  std::set<std::string> missing;
+  auto need = [&](std::string_view dtype_name) {
+    const auto dtype = try_parse<hardware::GemmDtype>(dtype_name);
+    const bool have = dtype && std::any_of(fit_options.peaks.begin(), fit_options.peaks.end(),
+                                           [&](const calibrate::PeakThroughput& p) { return p.dtype == *dtype; });
+    if (!have) missing.insert(std::string(dtype_name));
+  };
+  for (const calibrate::Run& r : runs) {
+    for (const calibrate::GemmMeasurement& g : r.measurements.gemms) need(to_string(g.dtype));
+    for (const calibrate::AttentionMeasurement& a : r.measurements.attention) need(a.dtype);
+  }
+  if (!missing.empty()) {
+    std::string list;
+    for (const std::string& m : missing) list += (list.empty() ? "" : ", ") + m;
+    throw InputError("the runs measured GEMM or attention throughput in " + list +
+                     ", but the peak of the GPU" + (gpu_name ? " '" + *gpu_name + "'" : std::string()) +
+                     " is not known: pass --gpu with a catalogue GPU or --peak-tflops " +
+                     *missing.begin() + "=TFLOPS");
+  }
+
+  const calibrate::ProfileFit fit = calibrate::fit_profile(runs, fit_options);
+  io::write_profile(options.out, fit.profile);
+  for (const std::string& note : fit.notes) err << "note: " << note << "\n";
+  if (options.json) {
+    out << io::profile_to_json(fit.profile);
+    return;
+  }
+  out << fmt::format("Profile '{}' for {} from {} run(s), written to {}\n\n", fit.profile.name,
+                     fit.profile.gpu, runs.size(), options.out);
+  print_fit_table(fit, out);
+}
+
+CLI::App* setup_calibrate(CLI::App& parent) {
+  CLI::App* calibrate = parent.add_subcommand(
+      "calibrate", "Turn benchmark measurements into a hardware profile (docs/calibration.md)");
+  calibrate->require_subcommand(1);
+
+  auto import_opts = std::make_shared<CalibrateImportOptions>();
+  CLI::App* import = calibrate->add_subcommand(
+      "import", "Read nccl-tests or all_reduce_bench.py logs into measurements");
+  import->add_option("files", import_opts->files, "Benchmark logs (stdout of the tools)")->required();
+  import->add_option("-o,--output", import_opts->out_dir,
+                     "Write RUN_DIR/measurements.jsonl and RUN_DIR/provenance.json");
+  import->add_flag("--json", import_opts->json, "Print JSON instead of a table");
+  import->add_option("--collective", import_opts->collective,
+                     "Collective, when the log does not say (" +
+                         enum_choices<hardware::Collective>() + ")");
+  import->add_option("--ranks", import_opts->ranks, "Ranks that ran, replacing what the log says");
+  import->add_option("--nodes", import_opts->nodes, "Nodes that ran, replacing what the log says");
+  import->add_option("--gpus-per-node", import_opts->gpus_per_node,
+                     "For logs that do not list their hosts: nodes = ranks / this (default 8)");
+  import->callback([import_opts] { run_calibrate_import(*import_opts, std::cout, std::cerr); });
+
+  auto fit_opts = std::make_shared<CalibrateFitOptions>();
+  CLI::App* fit = calibrate->add_subcommand("fit", "Fit a hardware profile to calibration runs");
+  fit->add_option("run_dirs", fit_opts->run_dirs, "Run directories (measurements.jsonl + provenance.json)")
+      ->required();
+  fit->add_option("-o,--output", fit_opts->out, "Profile JSON to write")->required();
+  fit->add_option("--gpu", fit_opts->gpu, "GPU of the profile: catalogue name or device string");
+  fit->add_option("--name", fit_opts->name, "Profile name (default: the output file's stem)");
+  fit->add_option("--peak-tflops", fit_opts->peak_tflops,
+                  "Dense peak per dtype, e.g. bf16=989,fp8=1979 (default: from the catalogue GPU)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->delimiter(',');
+  fit->add_option("--sm-count", fit_opts->sm_count, "SMs of the GPU (default: from the catalogue GPU)");
+  fit->add_flag("--json", fit_opts->json, "Print the profile JSON instead of a table");
+  fit->callback([fit_opts] { run_calibrate_fit(*fit_opts, std::cout, std::cerr); });
+  return calibrate;
+}
+
+}  // namespace trainplan::cli

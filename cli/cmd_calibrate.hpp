@@ -1,0 +1,41 @@
+#pragma once
+// `trainplan calibrate import FILE... [-o RUN_DIR] [--json]`: benchmark logs -> measurements.
+// `trainplan calibrate fit RUN_DIR... -o PROFILE.json [--gpu NAME]`: measurements -> hardware profile.
+
+#include <CLI/CLI.hpp>
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace trainplan::cli {
+
+struct CalibrateImportOptions {
+  std::vector<std::string> files;
+  std::string out_dir;     // empty: print only
+  bool json = false;
+  std::string collective;  // empty: what the log says
+  int ranks = 0;           // 0: what the log says
+  int nodes = 0;           // 0: what the log says
+  int gpus_per_node = 8;   // for logs that do not say how many nodes ran
+};
+
+struct CalibrateFitOptions {
+  std::vector<std::string> run_dirs;
+  std::string out;
+  std::string gpu;                       // catalogue name or device string; empty: the runs'
+  std::string name;                      // empty: the output file's stem
+  std::vector<std::string> peak_tflops;  // "bf16=989": dense peaks when the catalogue lacks the GPU
+  int sm_count = 0;                      // 0: from the catalogue
+  bool json = false;
+};
+
+// Both throw trainplan::InputError naming the bad input; `out` gets the result, `err` notes.
+void run_calibrate_import(const CalibrateImportOptions& options, std::ostream& out,
+                          std::ostream& err);
+void run_calibrate_fit(const CalibrateFitOptions& options, std::ostream& out, std::ostream& err);
+
+// Registers `calibrate` with its subcommands `import` and `fit` under `parent`.
+CLI::App* setup_calibrate(CLI::App& parent);
+
+}  // namespace trainplan::cli

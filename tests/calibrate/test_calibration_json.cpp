@@ -1,0 +1,266 @@
+// JSON of measurements, provenance and profiles: round trips and rejection of unknown keys.
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "trainplan/core/error.hpp"
+#include "trainplan/io/measurements.hpp"
+#include "trainplan/io/profile_json.hpp"
+
+namespace trainplan::io {
+namespace {
+
+using hardware::Collective;
+
+// Values built with the same unit conversions the readers use, so that equality is exact.
+hardware::HardwareProfile full_profile() {
+  hardware::HardwareProfile p;
+  p.name = "h100-pod";
+  p.gpu = "H100-80GB";
+  p.provenance.tool = "trainplan-calibrate";
+  p.provenance.gpu = "NVIDIA H100 80GB HBM3";
+  p.provenance.gpu_count = 16;
+  p.provenance.hosts = {"n1", "n2"};
+  p.provenance.nodes = 2;
+  p.provenance.ranks = 16;
+  p.provenance.cuda = "13.0";
+  p.provenance.nccl = "2.28.9";
+  p.provenance.date = "2026-01-02T03:04:05Z";
+  p.provenance.sources = {"run-a"};
+  hardware::CollectiveCurve c;
+  c.collective = Collective::reduce_scatter;
+  c.scope = hardware::LinkScope::inter_node;
+  c.ranks = 16;
+  c.nodes = 2;
+  c.alpha = Seconds(41.5 * 1e-6);
+  c.busbw = gbps(88.25);
+  c.regimes = {{Bytes(16777216), Seconds(20.25 * 1e-6), gbps(40.5)},
+               {Bytes(4294967296), Seconds(90.75 * 1e-6), gbps(95.125)}};
+  c.points = {{Bytes(1024), Seconds(22.54 * 1e-6)}, {Bytes(4096), Seconds(35.33 * 1e-6)},
+              {Bytes(4294967296), Seconds(38180 * 1e-6)}};
+  c.fit = {0.03125, 0.125, 3};
+  p.collectives.push_back(c);
+  hardware::GemmModel g;
+  g.dtype = hardware::GemmDtype::fp8;
+  g.peak_efficiency = 0.6875;
+  g.k0 = 192;
+  g.sm_count = 132;
+  g.peak = tflops(1979);
+  g.points = {{4096, 4096, 4096, tflops(1200.5)}, {8192, 8192, 1024, tflops(1100.25)}};
+  g.fit = {0.01, 0.02, 2};
+  p.gemm.push_back(g);
+  hardware::AttentionModel a;
+  a.efficiency = 0.71;
+  a.seq_half = 1500;
+  a.peak = tflops(989);
+  a.points = {{2048, tflops(484.5)}, {16384, tflops(702.25)}};
+  a.fit = {0.02, 0.04, 2};
+  p.attention_fwd = a;
+  p.memory.hbm = gbps(2900.5);
+  p.memory.d2h = gbps(52.25);
+  p.cpu_adam_params_per_s = 1.5e9;
+  return p;
+}
+
+TEST(ProfileJson, RoundTrip) {
+  const hardware::HardwareProfile p = full_profile();
+  const std::string text = profile_to_json(p);
+  const hardware::HardwareProfile back = parse_profile_json(text, "p.json");
+  EXPECT_EQ(back, p);
+  EXPECT_EQ(profile_to_json(back), text);
+  EXPECT_NE(text.find("\"schema\": \"trainplan.profile/1\""), std::string::npos);
+  EXPECT_NE(text.find("\"alpha_us\": 41.5"), std::string::npos);
+  EXPECT_NE(text.find("\"busbw_GBps\": 88.25"), std::string::npos);
+  EXPECT_NE(text.find("\"peak_TFLOPS\": 1979"), std::string::npos);
+  EXPECT_EQ(text.find("\"bwd\""), std::string::npos);  // absent sections stay absent
+  EXPECT_EQ(text.find("h2d_GBps"), std::string::npos);
+}
+
+TEST(ProfileJson, EverySectionMayBeAbsent) {
+  const hardware::HardwareProfile p =
+      parse_profile_json(R"({"schema": "trainplan.profile/1", "name": "empty", "gpu": "A100-80GB"})", "p.json");
+  EXPECT_TRUE(p.empty());
+  EXPECT_EQ(p.gpu, "A100-80GB");
+}
+
+struct TypoCase {
+  std::string name;
+  std::string from;
+  std::string to;
+  std::string key;  // the message must name it
+};
+
+TEST(ProfileJson, UnknownKeysAreNamed) {
+  const std::string good = profile_to_json(full_profile());
+  const TypoCase cases[] = {
+      {"top level", "\"collectives\"", "\"colectives\"", "colectives"},
+      {"curve", "\"alpha_us\": 41.5", "\"alpha_ms\": 41.5", "alpha_ms"},
+      {"regime", "\"max_bytes\": 16777216", "\"max_byte\": 16777216", "max_byte"},
+      {"fit", "\"median_rel_err\": 0.03125", "\"median_err\": 0.03125", "median_err"},
+      {"gemm dtype", "\"fp8\": {", "\"fp9\": {", "fp9"},
+      {"memory", "\"hbm_GBps\"", "\"hbm_GiBps\"", "hbm_GiBps"},
+      {"provenance", "\"cuda\": \"13.0\"", "\"cuda_version\": \"13.0\"", "cuda_version"},
+      {"attention", "\"seq_half\"", "\"seq_halve\"", "seq_halve"},
+  };
+  for (const TypoCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::string bad = good;
+    const std::size_t at = bad.find(c.from);
+    ASSERT_NE(at, std::string::npos);
+    bad.replace(at, c.from.size(), c.to);
+    try {
+      (void)parse_profile_json(bad, "typo.json");
+      ADD_FAILURE() << "accepted " << c.to;
+    } catch (const InputError& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("'" + c.key + "'"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("typo.json"), std::string::npos) << msg;
+    }
+  }
+}
+
+TEST(ProfileJson, BadValuesAreNamed) {
+  EXPECT_THROW((void)parse_profile_json(R"({"schema": "trainplan.profile/2"})", "p.json"), InputError);
+  EXPECT_THROW((void)parse_profile_json("{not json", "p.json"), InputError);
+  std::string text = profile_to_json(full_profile());
+  text.replace(text.find("\"reduce_scatter\""), 16, "\"reduce_scater\"");
+  try {
+    (void)parse_profile_json(text, "p.json");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("reduce_scater"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("all_reduce"), std::string::npos) << e.what();
+  }
+}
+
+calibrate::Measurements all_kinds() {
+  calibrate::Measurements m;
+  calibrate::CollectiveMeasurement c;
+  c.collective = Collective::all_gather;
+  c.scope = hardware::LinkScope::world;
+  c.ranks = 16;
+  c.nodes = 2;
+  c.dtype = "bfloat16";
+  c.bytes = Bytes(17179869184.0);
+  c.time = Seconds(374425 * 1e-6);
+  c.algbw = gbps(45.88);
+  c.busbw = gbps(43.0125);
+  c.in_place = true;
+  c.valid = false;
+  m.collectives.push_back(c);
+  calibrate::GemmMeasurement g;
+  g.dtype = hardware::GemmDtype::bf16;
+  g.m = 8192;
+  g.n = 8192;
+  g.k = 8192;
+  g.time = Seconds(1400.5 * 1e-6);
+  g.rate = tflops(785.25);
+  g.label = "square";
+  m.gemms.push_back(g);
+  calibrate::AttentionMeasurement a;
+  a.pass = calibrate::AttentionPass::bwd;
+  a.impl = calibrate::AttentionImpl::unfused;
+  a.dtype = "bf16";
+  a.batch = 1;
+  a.heads = 64;
+  a.kv_heads = 8;
+  a.head_dim = 128;
+  a.seq = 8192;
+  a.causal = true;
+  a.time = Seconds(5000.25 * 1e-6);
+  a.rate = tflops(412.5);
+  m.attention.push_back(a);
+  calibrate::BandwidthMeasurement b;
+  b.direction = calibrate::CopyDirection::h2d;
+  b.bytes = Bytes(1073741824.0);
+  b.time = Seconds(21000.5 * 1e-6);
+  b.rate = gbps(51.125);
+  m.bandwidth.push_back(b);
+  calibrate::CpuAdamMeasurement ad;
+  ad.params = 100000000;
+  ad.time = Seconds(50000 * 1e-6);
+  ad.params_per_s = 2e9;
+  m.cpu_adam.push_back(ad);
+  return m;
+}
+
+TEST(MeasurementsJsonl, RoundTripOfEveryKind) {
+  const calibrate::Measurements m = all_kinds();
+  const std::string text = measurements_to_jsonl(m);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 5);
+  EXPECT_EQ(text.substr(0, text.find('\n')),
+            R"({"kind":"collective","collective":"all_gather","scope":"world","ranks":16,"nodes":2,)"
+            R"("dtype":"bfloat16","bytes":17179869184,"time_us":374425.0,"algbw_GBps":45.88,)"
+            R"("busbw_GBps":43.0125,"in_place":true,"valid":false})");
+  EXPECT_EQ(parse_measurements_jsonl(text, "m.jsonl"), m);
+}
+
+TEST(MeasurementsJsonl, DerivedRatesWhenAbsent) {
+  const calibrate::Measurements m = parse_measurements_jsonl(
+      R"({"kind":"collective","collective":"all_reduce","scope":"intra_node","ranks":8,"nodes":1,"bytes":1000000000,"time_us":10000})"
+      "\n\n"
+      R"({"kind":"gemm","dtype":"bf16","m":1000,"n":1000,"k":1000,"time_us":10})"
+      "\n",
+      "m.jsonl");
+  ASSERT_EQ(m.collectives.size(), 1u);
+  EXPECT_NEAR(to_gbps(m.collectives[0].algbw), 100.0, 1e-9);
+  EXPECT_NEAR(to_gbps(m.collectives[0].busbw), 175.0, 1e-9);
+  EXPECT_TRUE(m.collectives[0].valid);
+  EXPECT_NEAR(to_tflops(m.gemms[0].rate), 200.0, 1e-9);
+}
+
+TEST(MeasurementsJsonl, ErrorsNameLineAndKey) {
+  const std::string good = measurements_to_jsonl(all_kinds());
+  std::string bad = good;
+  bad.replace(bad.find("\"tflops\":785.25"), 15, "\"tflop\":785.25");
+  try {
+    (void)parse_measurements_jsonl(bad, "run/measurements.jsonl");
+    FAIL();
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("run/measurements.jsonl line 2"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("'tflop'"), std::string::npos) << msg;
+  }
+  EXPECT_THROW((void)parse_measurements_jsonl(R"({"kind":"nvlink"})", "m"), InputError);
+  EXPECT_THROW((void)parse_measurements_jsonl(
+                   R"({"kind":"collective","collective":"all_reduce","scope":"intra_node","ranks":16,"nodes":2,"bytes":8,"time_us":1})",
+                   "m"),
+               InputError);  // intra_node on 2 nodes
+  EXPECT_THROW((void)parse_measurements_jsonl(
+                   R"({"kind":"collective","collective":"all_reduce","scope":"world","ranks":8,"nodes":1,"bytes":8,"time_us":-1})",
+                   "m"),
+               InputError);
+  EXPECT_THROW((void)parse_measurements_jsonl("{\"kind\":", "m"), InputError);
+}
+
+TEST(ProvenanceJson, RoundTripNullsAndUnknownKeys) {
+  hardware::RunProvenance p;
+  p.tool = "nccl-tests";
+  p.gpu = "NVIDIA GB10";
+  p.ranks = 2;
+  p.hosts = {"a", "b"};
+  p.sources = {"log.txt"};
+  const std::string text = provenance_to_json(p);
+  EXPECT_EQ(text.find("\"schema\": \"trainplan.run/1\""), 4u);
+  EXPECT_NE(text.find("\"driver\": null"), std::string::npos);
+  EXPECT_EQ(parse_provenance_json(text, "provenance.json"), p);
+  const std::string minimal = R"({"schema":"trainplan.run/1","tool":"trainplan-calibrate","gpu":null})";
+  EXPECT_EQ(parse_provenance_json(minimal, "p").tool, "trainplan-calibrate");
+  try {
+    (void)parse_provenance_json(R"({"schema":"trainplan.run/1","gpus":"x"})", "prov.json");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("'gpus'"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)parse_provenance_json(R"({"tool":"x"})", "prov.json"), InputError);
+}
+
+TEST(RoundSignificant, PrintsTheNumbersConversionsCameFrom) {
+  EXPECT_EQ(round_significant(40.12e-6 * 1e6), 40.12);
+  EXPECT_EQ(round_significant(0.0), 0.0);
+  EXPECT_EQ(round_significant(-3.0000000000004), -3.0);
+}
+
+}  // namespace
+}  // namespace trainplan::io

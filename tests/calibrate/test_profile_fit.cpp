@@ -1,0 +1,179 @@
+// fit_profile: grouping, checks and the sections it fills.
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "trainplan/calibrate/profile_fit.hpp"
+#include "trainplan/core/error.hpp"
+
+namespace trainplan::calibrate {
+namespace {
+
+using hardware::Collective;
+using hardware::LinkScope;
+
+CollectiveMeasurement point(Collective c, LinkScope scope, int ranks, int nodes, double bytes,
+                            double alpha_us, double busbw_GBps) {
+  CollectiveMeasurement m;
+  m.collective = c;
+  m.scope = scope;
+  m.ranks = ranks;
+  m.nodes = nodes;
+  m.dtype = "float";
+  m.bytes = Bytes(bytes);
+  m.time = Seconds(alpha_us * 1e-6 + hardware::bus_factor(c, ranks) * bytes / (busbw_GBps * 1e9));
+  m.algbw = m.bytes / m.time;
+  m.busbw = m.algbw * hardware::bus_factor(c, ranks);
+  return m;
+}
+
+calibrate::Run sweep(const std::string& name, Collective c, LinkScope scope, int ranks, int nodes, int sizes) {
+  calibrate::Run r;
+  r.name = name;
+  double s = 1024;
+  for (int i = 0; i < sizes; ++i, s *= 4) r.measurements.collectives.push_back(point(c, scope, ranks, nodes, s, 20, 100));
+  return r;
+}
+
+std::string error_of(const std::vector<calibrate::Run>& runs, const ProfileFitOptions& opt = {}) {
+  try {
+    (void)fit_profile(runs, opt);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ProfileFit, FitsCurvesAndMergesRepeats) {
+  calibrate::Run a = sweep("run-a", Collective::all_reduce, LinkScope::intra_node, 8, 1, 8);
+  calibrate::Run b = sweep("run-b", Collective::all_reduce, LinkScope::intra_node, 8, 1, 8);
+  a.provenance.gpu = "NVIDIA H100 80GB HBM3";
+  a.provenance.ranks = 8;
+  b.provenance.date = "2026-02-01";
+  a.provenance.date = "2026-01-01";
+  // A wrong row is not fitted but counted.
+  CollectiveMeasurement bad = point(Collective::all_reduce, LinkScope::intra_node, 8, 1, 2048, 900, 1);
+  bad.valid = false;
+  b.measurements.collectives.push_back(bad);
+  ProfileFitOptions opt;
+  opt.name = "pod";
+  const ProfileFit fit = fit_profile(std::vector<calibrate::Run>{a, b}, opt);
+  ASSERT_EQ(fit.profile.collectives.size(), 1u);
+  const hardware::CollectiveCurve& c = fit.profile.collectives[0];
+  EXPECT_EQ(c.points.size(), 8u);  // the same sizes twice merge
+  EXPECT_NEAR(c.alpha.value(), 20e-6, 1e-12);
+  EXPECT_NEAR(to_gbps(c.busbw), 100.0, 1e-6);
+  EXPECT_EQ(fit.curves[0].invalid, 1);
+  EXPECT_EQ(fit.profile.name, "pod");
+  EXPECT_EQ(fit.profile.gpu, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(fit.profile.provenance.date, "2026-02-01");
+  EXPECT_EQ(fit.profile.provenance.sources.size(), 0u);
+}
+
+TEST(ProfileFit, TooFewPointsNamesTheCurveAndCount) {
+  const std::string msg = error_of({sweep("gb10", Collective::all_gather, LinkScope::inter_node, 2, 2, 2)});
+  EXPECT_NE(msg.find("all_gather over 2 ranks on 2 nodes"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("2 valid sizes"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("at least 3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'gb10'"), std::string::npos) << msg;
+}
+
+TEST(ProfileFit, MismatchedWorldSizesAreAnError) {
+  const std::string msg = error_of({sweep("pod-a", Collective::all_reduce, LinkScope::world, 16, 2, 6),
+                                    sweep("pod-b", Collective::all_gather, LinkScope::world, 32, 4, 6)});
+  EXPECT_NE(msg.find("'pod-a' and 'pod-b'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("16 ranks on 2 nodes vs 32 ranks on 4 nodes"), std::string::npos) << msg;
+  // A run whose provenance says another world size than its world rows.
+  calibrate::Run r = sweep("pod-c", Collective::all_reduce, LinkScope::world, 16, 2, 6);
+  r.provenance.ranks = 8;
+  EXPECT_NE(error_of({r}).find("pod-c"), std::string::npos);
+  // Different sizes at intra/inter scope are fine: that is how scaling is measured.
+  EXPECT_EQ(error_of({sweep("x", Collective::all_reduce, LinkScope::inter_node, 16, 2, 6),
+                      sweep("y", Collective::all_reduce, LinkScope::inter_node, 32, 4, 6)}),
+            "");
+}
+
+TEST(ProfileFit, NoMeasurements) {
+  calibrate::Run empty;
+  empty.name = "nothing-here";
+  const std::string msg = error_of({empty});
+  EXPECT_NE(msg.find("no measurements"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'nothing-here'"), std::string::npos) << msg;
+  EXPECT_NE(error_of({}).find("no calibration runs"), std::string::npos);
+}
+
+TEST(ProfileFit, GemmAttentionMemoryAndAdam) {
+  calibrate::Run r;
+  r.name = "gpu";
+  for (std::int64_t s : {512, 1024, 4096, 8192}) {
+    GemmMeasurement g;
+    g.dtype = hardware::GemmDtype::bf16;
+    g.m = g.n = g.k = s;
+    const double eta = 0.8 * hardware::tile_efficiency(s, s, 128, 128) *
+                       hardware::wave_efficiency(s, s, 128, 128, 132) * static_cast<double>(s) /
+                       (static_cast<double>(s) + 128.0);
+    g.rate = tflops(989 * eta);
+    r.measurements.gemms.push_back(g);
+  }
+  for (std::int64_t s : {1024, 2048, 4096, 8192}) {
+    AttentionMeasurement a;
+    a.pass = AttentionPass::fwd;
+    a.dtype = "bf16";
+    a.seq = s;
+    a.rate = tflops(989 * 0.7 * static_cast<double>(s) / (static_cast<double>(s) + 1000.0));
+    r.measurements.attention.push_back(a);
+  }
+  for (double b : {1e8, 1e9, 4e9}) {
+    BandwidthMeasurement m;
+    m.direction = CopyDirection::d2d;
+    m.bytes = Bytes(b);
+    m.rate = gbps(b < 1e9 ? 2000 : 2800);
+    r.measurements.bandwidth.push_back(m);
+  }
+  CpuAdamMeasurement adam;
+  adam.params_per_s = 1.2e9;
+  r.measurements.cpu_adam.push_back(adam);
+
+  // Without a peak, the GEMM fit cannot start.
+  EXPECT_NE(error_of({r}).find("no peak bf16"), std::string::npos);
+  ProfileFitOptions opt;
+  opt.peaks = {{hardware::GemmDtype::bf16, tflops(989)}};
+  opt.sm_count = 132;
+  const ProfileFit fit = fit_profile(std::vector<calibrate::Run>{r}, opt);
+  ASSERT_EQ(fit.profile.gemm.size(), 1u);
+  EXPECT_NEAR(fit.profile.gemm[0].peak_efficiency, 0.8, 1e-6);
+  EXPECT_NEAR(fit.profile.gemm[0].k0, 128.0, 1e-4);
+  ASSERT_TRUE(fit.profile.attention_fwd.has_value());
+  EXPECT_NEAR(fit.profile.attention_fwd->efficiency, 0.7, 1e-6);
+  EXPECT_NEAR(fit.profile.attention_fwd->seq_half, 1000.0, 1e-3);
+  EXPECT_FALSE(fit.profile.attention_bwd.has_value());
+  EXPECT_NEAR(to_gbps(*fit.profile.memory.hbm), 2800.0, 1e-9);
+  EXPECT_FALSE(fit.profile.memory.h2d.has_value());
+  EXPECT_DOUBLE_EQ(*fit.profile.cpu_adam_params_per_s, 1.2e9);
+  EXPECT_EQ(fit.profile.gpu, "unknown");
+  EXPECT_FALSE(fit.notes.empty());
+}
+
+TEST(MergeProvenance, CountsTakeTheLargestStringsJoin) {
+  hardware::RunProvenance a;
+  a.tool = "nccl-tests";
+  a.ranks = 8;
+  a.hosts = {"n1"};
+  a.sources = {"a.log"};
+  a.nccl = "2.18.3";
+  hardware::RunProvenance b = a;
+  b.tool = "trainplan-calibrate";
+  b.ranks = 16;
+  b.hosts = {"n1", "n2"};
+  b.sources = {"b.log"};
+  const hardware::RunProvenance m = merge_provenance(std::vector{a, b, a});
+  EXPECT_EQ(m.tool, "nccl-tests+trainplan-calibrate");
+  EXPECT_EQ(m.ranks, 16);
+  EXPECT_EQ(m.hosts, (std::vector<std::string>{"n1", "n2"}));
+  EXPECT_EQ(m.sources, (std::vector<std::string>{"a.log", "b.log"}));
+  EXPECT_EQ(m.nccl, "2.18.3");
+}
+
+}  // namespace
+}  // namespace trainplan::calibrate
