@@ -250,7 +250,8 @@ ResolvedCluster Catalog::resolve_cluster(const std::string& spec,
   std::optional<hardware::InterNodeLink> file_inter;
   if (spec.ends_with(".json")) {
     const std::string what = "cluster file '" + spec + "'";
-    ObjectReader r(parse_json(read_text_file(spec, "cluster file"), what), what);
+    const Json j = parse_json(read_text_file(spec, "cluster file"), what);
+    ObjectReader r(j, what);
     r.ignore({"name", "source"});
     gpu_name = r.string("gpu");
     c.nodes = static_cast<int>(r.integer("nodes", 1));

@@ -28,7 +28,13 @@ bool ObjectReader::has(const std::string& key) const {
 
 const Json& ObjectReader::raw(const std::string& key) {
   seen_.insert(key);
-  if (!j_.contains(key)) fail(key, "is missing");
+  if (!j_.contains(key)) {
+    // A typo shows up as a missing key next to an unknown one: name both.
+    std::string unknown;
+    for (const auto& [k, v] : j_.items())
+      if (!seen_.contains(k)) unknown += (unknown.empty() ? "" : ", ") + ("'" + k + "'");
+    fail(key, unknown.empty() ? "is missing" : "is missing (unknown keys present: " + unknown + ")");
+  }
   return j_.at(key);
 }
 

@@ -1,0 +1,114 @@
+// The catalogue and the names users type: models, GPUs, clusters.
+#include <gtest/gtest.h>
+
+#include "trainplan/core/error.hpp"
+#include "trainplan/io/catalog.hpp"
+
+namespace trainplan {
+namespace {
+
+const io::Catalog& catalog() {
+  static const io::Catalog c = io::Catalog::builtin();
+  return c;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Catalog, CoversTheIssueList) {
+  for (const char* name : {"llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b",
+                           "codellama-7b", "open-llama-3b", "open-llama-7b", "open-llama-13b", "tinyllama-1.1b",
+                           "mistral-7b", "mixtral-8x7b", "qwen2.5-7b", "gemma-2b", "gemma-7b", "falcon-7b", "falcon-40b",
+                           "bloom-560m", "bloom-176b", "gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl", "gpt3-175b",
+                           "mpt-7b", "mpt-30b", "phi-2", "t5-3b"}) {
+    SCOPED_TRACE(name);
+    EXPECT_NO_THROW((void)catalog().resolve_model(name));
+  }
+  for (const char* gpu : {"A100-40GB", "A100-80GB", "A100-80GB-PCIe", "H100-80GB", "H100-80GB-PCIe", "H200", "V100-16GB",
+                          "V100-32GB", "A10G", "L4", "L40S", "RTX-3090", "RTX-4090", "RTX-A6000", "MI250X", "MI300X"}) {
+    SCOPED_TRACE(gpu);
+    EXPECT_NO_THROW((void)catalog().resolve_gpu(gpu));
+  }
+}
+
+TEST(Catalog, AliasesResolve) {
+  EXPECT_EQ(catalog().resolve_model("meta-llama/Llama-2-13b-hf").arch.name, "llama-2-13b");
+  EXPECT_EQ(catalog().resolve_model("13B").arch.name, "llama-2-13b");
+  EXPECT_NE(catalog().resolve_model("13b").note.find("size alias"), std::string::npos);
+  for (const char* size : {"1b", "3b", "7b", "8b", "13b", "34b", "70b", "405b"}) {
+    SCOPED_TRACE(size);
+    EXPECT_EQ(catalog().resolve_model(size).arch.family, "llama");
+  }
+  const auto g = catalog().resolve_gpu("A100");
+  EXPECT_EQ(g.spec.name, "A100-80GB");
+  EXPECT_NE(g.note.find("family default"), std::string::npos);
+}
+
+TEST(Catalog, UnknownModelSuggestsNearNames) {
+  const std::string msg = error_of([] { (void)catalog().resolve_model("llama-2-13"); });
+  EXPECT_NE(msg.find("unknown model 'llama-2-13'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("llama-2-13b"), std::string::npos) << msg;
+}
+
+TEST(Catalog, ClusterSpecs) {
+  struct Row {
+    const char* spec;
+    int nodes, gpus_per_node;
+    const char* gpu;
+  };
+  for (const Row& r : {Row{"A100-80GB", 1, 1, "A100-80GB"}, Row{"1xA100-80GB", 1, 1, "A100-80GB"},
+                       Row{"4xA100-80GB", 1, 4, "A100-80GB"}, Row{"2x8xH100-80GB", 2, 8, "H100-80GB"},
+                       Row{"4xA100", 1, 4, "A100-80GB"}, Row{"16xH100", 2, 8, "H100-80GB"},
+                       Row{"8xMI300X", 1, 8, "MI300X"}}) {
+    SCOPED_TRACE(r.spec);
+    const auto c = catalog().resolve_cluster(r.spec, std::nullopt).cluster;
+    EXPECT_EQ(c.nodes, r.nodes);
+    EXPECT_EQ(c.gpus_per_node, r.gpus_per_node);
+    EXPECT_EQ(c.gpu.name, r.gpu);
+  }
+  const auto c = catalog().resolve_cluster("2x8xA100-80GB", std::string("4x400Gbps")).cluster;
+  EXPECT_EQ(c.inter_node.links_per_node, 4);
+  EXPECT_DOUBLE_EQ(c.inter_node.per_node().value(), 4 * 400e9 / 8);
+  const auto f = catalog().resolve_cluster(std::string(TRAINPLAN_TEST_DATA) + "/cluster_ok.json", std::nullopt).cluster;
+  EXPECT_EQ(f.world(), 16);
+}
+
+TEST(Catalog, BadClusterSpecsNameTheInput) {
+  struct Row {
+    std::string spec;
+    std::optional<std::string> inter;
+    const char* must_mention;
+  };
+  const Row rows[] = {
+      {"4xB300", std::nullopt, "unknown GPU 'B300'"},
+      {"0xA100-80GB", std::nullopt, "at least 1"},
+      {"12xA100-80GB", std::nullopt, "do not fill nodes of 8"},
+      {"2x8xA100-80GB", std::string("fast"), "--inter-node 'fast'"},
+      {std::string(TRAINPLAN_TEST_DATA) + "/cluster_typo.json", std::nullopt, "'gpus_per_node' is missing (unknown keys present: 'gpus_per_nodes')"},
+      {"missing_cluster.json", std::nullopt, "cannot read cluster file"},
+  };
+  for (const auto& r : rows) {
+    SCOPED_TRACE(r.spec);
+    const std::string msg = error_of([&] { (void)catalog().resolve_cluster(r.spec, r.inter); });
+    EXPECT_NE(msg.find(r.must_mention), std::string::npos) << msg;
+  }
+  // The unknown-GPU message lists the known ones.
+  EXPECT_NE(error_of([] { (void)catalog().resolve_gpu("B300"); }).find("H100-80GB"), std::string::npos);
+}
+
+// Our own JSON files reject unknown keys: checked through the same reader on a typo'd copy.
+TEST(Catalog, OwnFilesRejectUnknownKeys) {
+  const io::Json j = io::Json::parse(R"({"name":"x","gpu":"A100-80GB","nodes":1,"gpus_per_node":1,"colour":"red"})");
+  io::ObjectReader r(j, "cluster file 'x.json'");
+  r.ignore({"name", "gpu", "nodes", "gpus_per_node"});
+  EXPECT_THROW(r.reject_unknown(), InputError);
+}
+
+}  // namespace
+}  // namespace trainplan

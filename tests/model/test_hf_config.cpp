@@ -1,0 +1,73 @@
+// Reading Hugging Face config.json files: what is ignored, and what is an error naming the key.
+#include <gtest/gtest.h>
+
+#include "trainplan/core/error.hpp"
+#include "trainplan/io/hf_config.hpp"
+#include "trainplan/model/parameters.hpp"
+
+namespace trainplan {
+namespace {
+
+const std::string kData = TRAINPLAN_TEST_DATA;
+
+std::string error_of(const std::string& file) {
+  try {
+    (void)io::read_hf_config_file(kData + "/" + file);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(HfConfig, FolderWithConfigAndUnrelatedKeys) {
+  const auto a = io::read_hf_config_file(kData + "/tiny-llama");
+  EXPECT_EQ(a.family, "llama");
+  EXPECT_EQ(a.kv_heads, 2);
+  EXPECT_EQ(a.head_dim, 64);
+  // 4 x (q 512x512 + k,v 512x128 + o 512x512 + mlp 3x512x1376 + 2 norms) + 2 x 32000x512 + norm
+  EXPECT_EQ(model::count_parameters(a).total,
+            4 * (512 * 512 * 2 + 2 * 512 * 128 + 3 * 512 * 1376 + 2 * 512) + 2 * 32000 * 512 + 512);
+}
+
+struct BadConfig {
+  const char* file;
+  std::vector<const char*> must_mention;
+};
+
+TEST(HfConfig, BadFilesNameTheFileAndTheKey) {
+  const BadConfig cases[] = {
+      {"truncated_config.json", {"truncated_config.json", "invalid JSON"}},
+      {"missing_vocab.json", {"missing_vocab.json", "'vocab_size'", "missing"}},
+      {"heads_not_dividing.json", {"heads_not_dividing.json", "500", "8 attention heads"}},
+      {"bad_kv_heads.json", {"not divisible by 3"}},
+      {"negative_layers.json", {"num_hidden_layers", "positive"}},
+      {"unknown_type.json", {"model_type 'mamba'", "supported"}},
+      {"does_not_exist.json", {"cannot read", "does_not_exist.json"}},
+      {"", {"holds no config.json"}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.file);
+    const std::string msg = error_of(c.file);
+    ASSERT_FALSE(msg.empty()) << "expected an error";
+    for (const char* m : c.must_mention) EXPECT_NE(msg.find(m), std::string::npos) << msg;
+  }
+}
+
+TEST(HfConfig, FamilyRulesFromTheImplementations) {
+  auto read = [](const char* json) { return io::architecture_from_hf_config(io::Json::parse(json), "x", "x"); };
+  // Falcon's old decoder: multi-query (one K/V head) whatever num_kv_heads says, one shared norm.
+  const auto falcon = read(R"({"model_type":"falcon","hidden_size":256,"num_hidden_layers":2,"num_attention_heads":4,
+                               "num_kv_heads":4,"vocab_size":100,"multi_query":true,"parallel_attn":true})");
+  EXPECT_EQ(falcon.kv_heads, 1);
+  EXPECT_EQ(falcon.norms_per_layer, 1);
+  // Qwen2 always has q/k/v biases and none on o.
+  const auto qwen = read(R"({"model_type":"qwen2","hidden_size":256,"intermediate_size":512,"num_hidden_layers":2,
+                             "num_attention_heads":4,"num_key_value_heads":2,"vocab_size":100})");
+  EXPECT_TRUE(qwen.qkv_bias);
+  EXPECT_FALSE(qwen.out_bias);
+  // GPT-2's position table defaults to GPT2Config's 1024.
+  EXPECT_EQ(read(R"({"model_type":"gpt2","n_embd":64,"n_layer":2,"n_head":4,"vocab_size":100})").max_seq, 1024);
+}
+
+}  // namespace
+}  // namespace trainplan

@@ -1,0 +1,183 @@
+// Properties every memory estimate must have, over a grid of models and configurations.
+#include <gtest/gtest.h>
+
+#include "trainplan/io/catalog.hpp"
+#include "trainplan/planner/fit.hpp"
+
+namespace trainplan {
+namespace {
+
+const io::Catalog& catalog() {
+  static const io::Catalog c = io::Catalog::builtin();
+  return c;
+}
+
+struct Case {
+  model::Architecture arch;
+  model::ParameterCounts n;
+  hardware::Cluster cluster;
+};
+
+Case setup(const char* model_name, const char* cluster) {
+  const auto a = catalog().resolve_model(model_name).arch;
+  return {a, model::count_parameters(a), catalog().resolve_cluster(cluster, std::nullopt).cluster};
+}
+
+// Defaults with a sequence every catalogue model supports.
+model::Training training(const Case& s) {
+  model::Training tr;
+  tr.seq = std::min<std::int64_t>(1024, s.arch.max_seq);
+  return tr;
+}
+
+planner::MemoryBreakdown mem(const Case& s, const model::Training& tr) {
+  return planner::memory(s.arch, s.n, tr, planner::make_layout(s.arch, tr, s.cluster));
+}
+
+const char* kModels[] = {"llama-2-7b", "mistral-7b", "mixtral-8x7b", "gpt2-xl", "falcon-7b", "t5-3b",
+                         "phi-2", "gemma-2b", "bloom-560m", "mpt-7b", "qwen2.5-7b"};
+
+TEST(MemoryProperties, ModelStatesShrinkWithZeroStage) {
+  for (const char* name : kModels) {
+    for (Framework f : {Framework::pytorch, Framework::deepspeed}) {
+      SCOPED_TRACE(std::string(name) + " " + std::string(to_string(f)));
+      const Case s = setup(name, "8xA100-80GB");
+      auto states = [&](Strategy st) {
+        model::Training tr = training(s);
+        tr.framework = f;
+        tr.strategy = st;
+        return planner::model_states(s.arch, s.n, tr, planner::make_layout(s.arch, tr, s.cluster)).device();
+      };
+      EXPECT_LE(states(Strategy::zero3), states(Strategy::zero2));
+      EXPECT_LE(states(Strategy::zero2), states(Strategy::zero1));
+      EXPECT_LE(states(Strategy::zero1), states(Strategy::ddp));
+      EXPECT_LT(states(Strategy::zero3), states(Strategy::ddp));
+    }
+  }
+}
+
+TEST(MemoryProperties, MonotoneInMicroBatchAndSequence) {
+  for (const char* name : kModels) {
+    SCOPED_TRACE(name);
+    const Case s = setup(name, "A100-80GB");
+    model::Training tr;
+    tr.seq = 512;
+    Bytes last;
+    for (std::int64_t b : {1, 2, 4, 8}) {
+      tr.micro_batch = b;
+      const Bytes now = mem(s, tr).peak_allocated;
+      EXPECT_GE(now, last) << "micro-batch " << b;
+      last = now;
+    }
+    tr.micro_batch = 1;
+    last = Bytes(0.0);
+    for (std::int64_t seq : {128, 256, 512, 1024}) {
+      tr.seq = seq;
+      const Bytes now = mem(s, tr).peak_allocated;
+      EXPECT_GE(now, last) << "seq " << seq;
+      last = now;
+    }
+  }
+}
+
+TEST(MemoryProperties, CheckpointingOrdersActivations) {
+  for (const char* name : kModels) {
+    for (Attention att : {Attention::eager, Attention::flash}) {
+      SCOPED_TRACE(std::string(name) + " " + std::string(to_string(att)));
+      const Case s = setup(name, "A100-80GB");
+      model::Training tr;
+      tr.seq = 1024;
+      tr.attention = att;
+      auto act = [&](Checkpointing ck) {
+        tr.checkpointing = ck;
+        return model::activation_memory(s.arch, tr).total();
+      };
+      EXPECT_LE(act(Checkpointing::full), act(Checkpointing::selective));
+      EXPECT_LE(act(Checkpointing::selective), act(Checkpointing::none));
+      EXPECT_LT(act(Checkpointing::full), act(Checkpointing::none));
+    }
+  }
+}
+
+TEST(MemoryProperties, AdaptersNeedLessThanFullFineTuning) {
+  for (const char* name : kModels) {
+    SCOPED_TRACE(name);
+    const Case s = setup(name, "A100-80GB");
+    model::Training full = training(s);
+    model::Training lora = full;
+    lora.method = Method::lora;
+    model::Training qlora = full;
+    qlora.method = Method::qlora;
+    EXPECT_LT(mem(s, lora).peak_allocated, mem(s, full).peak_allocated);
+    EXPECT_LT(mem(s, qlora).peak_allocated, mem(s, lora).peak_allocated);
+  }
+}
+
+TEST(MemoryProperties, BreakdownSumsToTotals) {
+  const Strategy strategies[] = {Strategy::ddp, Strategy::zero1, Strategy::zero2, Strategy::zero3,
+                                 Strategy::fsdp_full, Strategy::fsdp_grad_op, Strategy::fsdp_hybrid};
+  for (const char* name : kModels) {
+    const Case s = setup(name, "2x8xA100-80GB");
+    for (Strategy st : strategies) {
+      for (Offload off : {Offload::none, Offload::optimizer, Offload::optimizer_params}) {
+        SCOPED_TRACE(std::string(name) + " " + std::string(to_string(st)) + " " + std::string(to_string(off)));
+        model::Training tr = training(s);
+        tr.strategy = st;
+        tr.offload = off;
+        const auto m = mem(s, tr);
+        EXPECT_NEAR((m.weights + m.gradients + m.optimizer + m.activations + m.buffers).value(),
+                    m.peak_allocated.value(), 1.0);
+        EXPECT_NEAR((m.peak_allocated + m.overhead).value(), m.device_total.value(), 1.0);
+        EXPECT_GT(m.peak_allocated.value(), 0.0);
+      }
+    }
+  }
+}
+
+TEST(Fit, AllOptionsPinnedGivesOneCandidate) {
+  const Case s = setup("llama-2-13b", "4xA100-80GB");
+  planner::FitRequest req;
+  req.strategy = Strategy::fsdp_full;
+  req.checkpointing = Checkpointing::full;
+  req.offload = Offload::none;
+  const auto f = planner::fit(s.arch, s.n, req, s.cluster);
+  ASSERT_EQ(f.candidates.size(), 1u);
+  EXPECT_EQ(f.candidates[0].fits, f.candidates[0].memory.device_total <= s.cluster.gpu.usable_memory);
+}
+
+TEST(Fit, MaxMicroBatchIsTheLargestThatFits) {
+  const Case s = setup("llama-2-7b", "A100-80GB");
+  model::Training tr;
+  tr.method = Method::lora;
+  tr.checkpointing = Checkpointing::full;
+  const auto l = planner::make_layout(s.arch, tr, s.cluster);
+  const Bytes usable = s.cluster.gpu.usable_memory;
+  const std::int64_t b = planner::max_micro_batch(s.arch, s.n, tr, l, usable, {});
+  ASSERT_GT(b, 0);
+  tr.micro_batch = b;
+  EXPECT_LE(planner::memory(s.arch, s.n, tr, l).device_total, usable);
+  tr.micro_batch = b + 1;
+  EXPECT_GT(planner::memory(s.arch, s.n, tr, l).device_total, usable);
+}
+
+TEST(Fit, SearchesStrategiesThatSuitTheCluster) {
+  const Case one = setup("llama-2-7b", "A100-80GB");
+  const auto f1 = planner::fit(one.arch, one.n, {}, one.cluster);
+  for (const auto& c : f1.candidates) EXPECT_EQ(c.training.strategy, Strategy::single);
+  const Case two = setup("llama-2-7b", "2x8xA100-80GB");
+  bool hybrid = false;
+  for (const auto& c : planner::fit(two.arch, two.n, {}, two.cluster).candidates)
+    hybrid = hybrid || c.training.strategy == Strategy::fsdp_hybrid;
+  EXPECT_TRUE(hybrid);
+}
+
+TEST(Fit, ImpossiblePinnedDegreesAreErrors) {
+  const Case s = setup("llama-2-7b", "4xA100-80GB");
+  planner::FitRequest req;
+  req.base.tp = 3;
+  req.strategy = Strategy::ddp;
+  EXPECT_THROW((void)planner::fit(s.arch, s.n, req, s.cluster), InputError);
+}
+
+}  // namespace
+}  // namespace trainplan
