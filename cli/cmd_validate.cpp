@@ -1,0 +1,221 @@
+#include "cmd_validate.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "format.hpp"
+#include "trainplan/io/reference.hpp"
+#include "trainplan/planner/validate.hpp"
+
+namespace trainplan::cli {
+namespace {
+
+using planner::CaseKind;
+using planner::CaseResult;
+using planner::Comparison;
+using planner::Summary;
+using planner::Unit;
+
+struct ValidateOptions {
+  std::vector<std::string> paths;
+  bool json = false;
+  bool markdown = false;
+};
+
+std::string value_text(double v, Unit u) {
+  switch (u) {
+    case Unit::parameters:
+    case Unit::flop:
+    case Unit::bytes: return thousands(static_cast<std::int64_t>(std::llround(v)));
+    case Unit::GiB:
+    case Unit::GB:
+    case Unit::MiB: return fmt::format("{:.2f}", v);
+    case Unit::s: return fmt::format("{:.3f}", v);
+    case Unit::ms: return fmt::format("{:.2f}", v);
+    case Unit::tokens_per_s: return fmt::format("{:.0f}", v);
+  }
+  return fmt::format("{}", v);
+}
+
+std::string metric_text(const Comparison& c) {
+  std::string s(to_string(c.metric));
+  if (c.layer >= 0) s += fmt::format(" [{}]", c.layer);
+  return s;
+}
+
+std::string error_text(const Comparison& c) { return fmt::format("{:+.2f}", c.error_pct()); }
+
+std::string verdict_text(const Comparison& c) { return c.within_tolerance() ? "ok" : "outside"; }
+
+std::string pct(double v) { return fmt::format("{:.2f}", v); }
+
+// ---- JSON ----------------------------------------------------------------------------------------
+
+io::Json summary_json(const Summary& s) {
+  io::Json per = io::Json::object();
+  for (const auto& m : s.metrics)
+    per[std::string(to_string(m.metric))] = {{"count", m.count},
+                                             {"median_abs_pct_error", m.median_abs_pct},
+                                             {"max_abs_pct_error", m.max_abs_pct},
+                                             {"worst", m.worst},
+                                             {"outside_tolerance", m.outside_tolerance}};
+  return {{"cases", s.cases},
+          {"compared", s.compared},
+          {"outside_tolerance", s.outside_tolerance},
+          {"median_abs_pct_error", s.median_abs_pct},
+          {"max_abs_pct_error", s.max_abs_pct},
+          {"per_metric", per}};
+}
+
+io::Json report_json(const planner::ValidationReport& rep) {
+  io::Json summary = summary_json(rep.all);
+  summary["by_kind"] = {{"oracle", summary_json(rep.oracle)}, {"measured", summary_json(rep.measured)}};
+  io::Json cases = io::Json::array();
+  for (const CaseResult& r : rep.cases) {
+    io::Json cmps = io::Json::array();
+    for (const Comparison& c : r.comparisons) {
+      io::Json j = {{"metric", to_string(c.metric)},
+                    {"unit", to_string(c.unit)},
+                    {"measured", c.measured},
+                    {"predicted", c.predicted},
+                    {"error_pct", c.error_pct()},
+                    {"tolerance_pct", c.tolerance_pct},
+                    {"within_tolerance", c.within_tolerance()},
+                    {"what", c.what}};
+      if (c.layer >= 0) j["layer"] = c.layer;
+      cmps.push_back(std::move(j));
+    }
+    cases.push_back({{"name", r.name},
+                     {"kind", to_string(r.kind)},
+                     {"file", r.file},
+                     {"source", r.source},
+                     {"comparisons", std::move(cmps)}});
+  }
+  return {{"schema", "trainplan.validate/1"},
+          {"error_definition", "(predicted - measured) / measured x 100"},
+          {"summary", std::move(summary)},
+          {"cases", std::move(cases)}};
+}
+
+// ---- text ----------------------------------------------------------------------------------------
+
+void add_summary_rows(Table& t, const std::string& kind, const Summary& s) {
+  if (s.cases == 0) return;
+  t.add({kind, "all metrics", std::to_string(s.cases), std::to_string(s.compared), pct(s.median_abs_pct),
+         pct(s.max_abs_pct), std::to_string(s.outside_tolerance), ""});
+  for (const auto& m : s.metrics)
+    t.add({kind, std::string(to_string(m.metric)), "", std::to_string(m.count), pct(m.median_abs_pct),
+           pct(m.max_abs_pct), std::to_string(m.outside_tolerance), m.worst});
+}
+
+std::string text_report(const planner::ValidationReport& rep) {
+  std::string out;
+  for (const CaseResult& r : rep.cases) {
+    out += fmt::format("{} [{}] — {}\n", r.name, to_string(r.kind), r.source);
+    Table t({"  metric", "measured", "predicted", "unit", "error %", "tol %", ""});
+    for (const Comparison& c : r.comparisons)
+      t.add({"  " + metric_text(c), value_text(c.measured, c.unit),
+             value_text(c.predicted, c.unit), std::string(to_string(c.unit)), error_text(c),
+             pct(c.tolerance_pct), verdict_text(c)});
+    out += t.render() + "\n";
+  }
+  Table s({"kind", "metric", "cases", "values", "median |err| %", "max |err| %", "outside tol", "worst"});
+  add_summary_rows(s, "all", rep.all);
+  add_summary_rows(s, "oracle", rep.oracle);
+  add_summary_rows(s, "measured", rep.measured);
+  out += "Summary\n" + s.render();
+  out += "\nerror = (predicted - measured) / measured, percent; GiB = 2^30 bytes, GB = 10^9 bytes.\n";
+  return out;
+}
+
+// ---- markdown ------------------------------------------------------------------------------------
+
+std::string md_row(const std::vector<std::string>& cells) {
+  std::string s = "|";
+  for (const auto& c : cells) s += " " + c + " |";
+  return s + "\n";
+}
+
+std::string md_summary(const planner::ValidationReport& rep) {
+  std::string out = md_row({"cases", "metric", "cases", "values", "median abs. error %", "max abs. error %",
+                            "outside tolerance", "worst"});
+  out += md_row({"---", "---", "---:", "---:", "---:", "---:", "---:", "---"});
+  auto rows = [&](const std::string& kind, const Summary& s) {
+    if (s.cases == 0) return;
+    out += md_row({kind, "**all**", std::to_string(s.cases), std::to_string(s.compared), pct(s.median_abs_pct),
+                   pct(s.max_abs_pct), std::to_string(s.outside_tolerance), ""});
+    for (const auto& m : s.metrics)
+      out += md_row({kind, std::string(to_string(m.metric)), "", std::to_string(m.count), pct(m.median_abs_pct),
+                     pct(m.max_abs_pct), std::to_string(m.outside_tolerance), m.worst});
+  };
+  rows("oracle", rep.oracle);
+  rows("measured", rep.measured);
+  return out;
+}
+
+std::string markdown_report(const planner::ValidationReport& rep, const std::vector<std::string>& paths) {
+  std::string args;
+  for (const auto& p : paths) args += " " + p;
+  std::string out = "# Accuracy against reference runs\n\n";
+  out += fmt::format(
+      "Generated by `trainplan validate{} --markdown`; regenerate it the same way after a model change, do "
+      "not edit it by hand. The cases and their sources are in `data/reference/` (measured runs, "
+      "`data/reference/README.md`) and `data/reference/oracle/` (exact numbers from the Hugging Face "
+      "implementations, `tools/oracle/README.md`).\n\n",
+      args);
+  out +=
+      "Error = (predicted − measured) / measured, in percent; a negative error is an under-prediction. "
+      "GiB = 2^30 bytes, GB = 10^9 bytes, as each source states. Tolerances are the pass bands the validation "
+      "issues set: exact (0 %) for parameter counts, FLOPs, gradient and optimizer-state bytes against the "
+      "oracle, 5 % for bytes saved for backward per block, 15 % for litgpt's peak allocated memory, 25 % for "
+      "nvidia-smi totals.\n\n";
+  out += "## Summary\n\n" + md_summary(rep) + "\n";
+
+  auto section = [&](CaseKind kind, const std::string& title) {
+    std::string s = "## " + title + "\n\n";
+    s += md_row({"case", "metric", "measured", "predicted", "unit", "error %", "tolerance %", "", "what"});
+    s += md_row({"---", "---", "---:", "---:", "---", "---:", "---:", "---", "---"});
+    for (const CaseResult& r : rep.cases) {
+      if (r.kind != kind) continue;
+      for (const Comparison& c : r.comparisons)
+        s += md_row({r.name, metric_text(c), value_text(c.measured, c.unit),
+                     value_text(c.predicted, c.unit), std::string(to_string(c.unit)),
+                     error_text(c), pct(c.tolerance_pct), verdict_text(c), c.what});
+    }
+    s += "\nSources:\n\n";
+    for (const CaseResult& r : rep.cases)
+      if (r.kind == kind) s += "* `" + r.name + "`: " + r.source + " (`" + r.file + "`)\n";
+    return s + "\n";
+  };
+  out += section(CaseKind::measured, "Measured runs");
+  out += section(CaseKind::oracle, "Oracle cases");
+  return out;
+}
+
+void run_validate(const io::Catalog& catalog, const ValidateOptions& o) {
+  const auto cases = io::read_reference_paths(o.paths, catalog);
+  const planner::ValidationReport rep = planner::validate(cases);
+  if (o.json) std::cout << report_json(rep).dump(2) << "\n";
+  else if (o.markdown) std::cout << markdown_report(rep, o.paths);
+  else std::cout << text_report(rep);
+}
+
+}  // namespace
+
+void setup_validate(CLI::App& app, const io::Catalog& catalog) {
+  auto opts = std::make_shared<ValidateOptions>();
+  CLI::App* cmd = app.add_subcommand("validate", "predictions against measured runs and the oracle: error table");
+  cmd->add_option("paths", opts->paths, "reference files or folders (searched recursively for *.json)")
+      ->required();
+  auto* json = cmd->add_flag("--json", opts->json, "print JSON instead of tables");
+  auto* md = cmd->add_flag("--markdown", opts->markdown, "print the Markdown report kept in docs/accuracy.md");
+  json->excludes(md);
+  cmd->callback([&catalog, opts] { run_validate(catalog, *opts); });
+}
+
+}  // namespace trainplan::cli

@@ -1,0 +1,166 @@
+#pragma once
+// Predictions against reference cases: measured runs from public sources (data/reference/*.json) and
+// the PyTorch oracle's exact numbers (data/reference/oracle/*.json). Pure: the cases come in as
+// values (io/reference.hpp reads them), the comparisons and their summary come out.
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "trainplan/core/enum_table.hpp"
+#include "trainplan/hardware/gpu.hpp"
+#include "trainplan/model/architecture.hpp"
+#include "trainplan/model/training.hpp"
+#include "trainplan/planner/memory.hpp"
+
+namespace trainplan::planner {
+
+// What was measured. The first six are what the oracle records (tools/oracle/README.md); the rest
+// are what public runs report.
+enum class Metric {
+  parameters,                // every unique parameter
+  trainable_parameters,      // those with requires_grad
+  flops_forward,             // torch.utils.flop_counter around the forward (loss included)
+  flops_backward,            // the same around loss.backward(): recomputation included
+  gradient_bytes,            // sum of p.grad.nbytes after backward
+  optimizer_state_bytes,     // optimizer.state tensors after one step, `step` scalars excluded
+  saved_for_backward_layer,  // bytes autograd keeps for backward in one block (Measurement::layer)
+  peak_allocated,            // torch.cuda.max_memory_allocated
+  reserved,                  // torch.cuda.max_memory_reserved
+  device_total,              // nvidia-smi memory used by the process
+  step_time,                 // one optimizer step
+  tokens_per_s,              // tokens per second over the whole job
+};
+
+// The unit a value is written in. GiB = 2^30 bytes, GB = 10^9 bytes, MiB = 2^20 bytes.
+enum class Unit { parameters, flop, bytes, GiB, GB, MiB, s, ms, tokens_per_s };
+
+enum class CaseKind { oracle, measured };
+
+// Whether a value of this metric may be written in this unit (a memory metric in GiB, GB, MiB or
+// bytes; a time in s or ms; ...).
+[[nodiscard]] bool unit_fits(Metric m, Unit u);
+// Base units (bytes, FLOPs, seconds, parameters, tokens/s) in one of this unit: GiB -> 2^30.
+[[nodiscard]] double unit_scale(Unit u);
+[[nodiscard]] std::string allowed_units(Metric m);  // "GiB, GB, MiB, bytes" for messages
+
+struct Measurement {
+  Metric metric = Metric::peak_allocated;
+  Unit unit = Unit::GiB;
+  double value = 0.0;  // as written, in `unit`
+  std::string what;    // how it was measured: "torch.cuda.max_memory_allocated() / 1e9", "nvidia-smi"
+  double tolerance_pct = 0.0;  // the pass band the source's issue sets
+  int layer = -1;              // saved_for_backward_layer: block index in execution order
+};
+
+struct ReferenceCase {
+  std::string name;
+  CaseKind kind = CaseKind::measured;
+  std::string file;    // the file it was read from, for messages
+  std::string source;  // document, table, row
+  std::string note;
+  model::Architecture arch;
+  hardware::Cluster cluster;  // oracle cases: one GPU of no particular kind (they ran on CPU)
+  model::Training training;
+  std::vector<Measurement> measurements;
+};
+
+struct Comparison {
+  Metric metric = Metric::peak_allocated;
+  int layer = -1;
+  Unit unit = Unit::GiB;
+  double measured = 0.0;   // in `unit`
+  double predicted = 0.0;  // in `unit`
+  double tolerance_pct = 0.0;
+  std::string what;
+  // (predicted - measured) / measured x 100.
+  [[nodiscard]] double error_pct() const;
+  [[nodiscard]] bool within_tolerance() const;
+};
+
+struct CaseResult {
+  std::string name;
+  CaseKind kind = CaseKind::measured;
+  std::string file;
+  std::string source;
+  std::vector<Comparison> comparisons;
+};
+
+struct MetricSummary {
+  Metric metric = Metric::parameters;
+  std::size_t count = 0;  // compared values
+  double median_abs_pct = 0.0;
+  double max_abs_pct = 0.0;
+  std::string worst;  // the case (and layer) with the largest error; empty when every error is 0
+  std::size_t outside_tolerance = 0;
+};
+
+struct Summary {
+  std::size_t cases = 0;
+  std::size_t compared = 0;  // measured values compared with a prediction
+  std::size_t outside_tolerance = 0;
+  double median_abs_pct = 0.0;  // over every compared value
+  double max_abs_pct = 0.0;
+  std::vector<MetricSummary> metrics;  // in enum order, only metrics that occur
+};
+
+struct ValidationReport {
+  std::vector<CaseResult> cases;
+  Summary all;
+  Summary oracle;
+  Summary measured;
+};
+
+// Predicts every measurement of the case. Throws InputError naming the case and its file when its
+// configuration is impossible (e.g. a parallel degree that does not divide the cluster).
+[[nodiscard]] CaseResult validate_case(const ReferenceCase& c, const MemoryConventions& mc = {});
+
+// Summary of results, optionally of one kind only. Medians of an even count average the middle two.
+[[nodiscard]] Summary summarise(std::span<const CaseResult> results,
+                                std::optional<CaseKind> only = std::nullopt);
+
+[[nodiscard]] ValidationReport validate(std::span<const ReferenceCase> cases,
+                                        const MemoryConventions& mc = {});
+
+}  // namespace trainplan::planner
+
+namespace trainplan {
+template <>
+struct EnumTable<planner::Metric> {
+  static constexpr std::string_view kWhat = "metric";
+  static constexpr std::array kEntries{
+      std::pair{planner::Metric::parameters, std::string_view{"parameters"}},
+      std::pair{planner::Metric::trainable_parameters, std::string_view{"trainable_parameters"}},
+      std::pair{planner::Metric::flops_forward, std::string_view{"flops_forward"}},
+      std::pair{planner::Metric::flops_backward, std::string_view{"flops_backward"}},
+      std::pair{planner::Metric::gradient_bytes, std::string_view{"gradient_bytes"}},
+      std::pair{planner::Metric::optimizer_state_bytes, std::string_view{"optimizer_state_bytes"}},
+      std::pair{planner::Metric::saved_for_backward_layer, std::string_view{"saved_for_backward_layer"}},
+      std::pair{planner::Metric::peak_allocated, std::string_view{"peak_allocated"}},
+      std::pair{planner::Metric::reserved, std::string_view{"reserved"}},
+      std::pair{planner::Metric::device_total, std::string_view{"device_total"}},
+      std::pair{planner::Metric::step_time, std::string_view{"step_time"}},
+      std::pair{planner::Metric::tokens_per_s, std::string_view{"tokens_per_s"}}};
+};
+template <>
+struct EnumTable<planner::Unit> {
+  static constexpr std::string_view kWhat = "unit";
+  static constexpr std::array kEntries{std::pair{planner::Unit::parameters, std::string_view{"parameters"}},
+                                       std::pair{planner::Unit::flop, std::string_view{"FLOP"}},
+                                       std::pair{planner::Unit::bytes, std::string_view{"bytes"}},
+                                       std::pair{planner::Unit::GiB, std::string_view{"GiB"}},
+                                       std::pair{planner::Unit::GB, std::string_view{"GB"}},
+                                       std::pair{planner::Unit::MiB, std::string_view{"MiB"}},
+                                       std::pair{planner::Unit::s, std::string_view{"s"}},
+                                       std::pair{planner::Unit::ms, std::string_view{"ms"}},
+                                       std::pair{planner::Unit::tokens_per_s, std::string_view{"tokens/s"}}};
+};
+template <>
+struct EnumTable<planner::CaseKind> {
+  static constexpr std::string_view kWhat = "case kind";
+  static constexpr std::array kEntries{std::pair{planner::CaseKind::oracle, std::string_view{"oracle"}},
+                                       std::pair{planner::CaseKind::measured, std::string_view{"measured"}}};
+};
+}  // namespace trainplan
