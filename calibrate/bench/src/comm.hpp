@@ -38,8 +38,6 @@ class CommSuite {
   CommSuite(const CommSuite&) = delete;
   CommSuite& operator=(const CommSuite&) = delete;
 
-  // Host name of every NCCL rank, in rank order.
-  [[nodiscard]] const std::vector<std::string>& rank_hosts() const { return rank_hosts_; }
   // Distinct hosts in order of first appearance.
   [[nodiscard]] std::vector<std::string> hosts() const;
   [[nodiscard]] int nodes() const { return nodes_; }

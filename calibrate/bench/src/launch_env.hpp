@@ -19,7 +19,7 @@ struct LaunchInfo {
   LaunchMode mode = LaunchMode::kSingleProcess;
   int rank = 0;
   int world_size = 1;
-  int local_rank = 0;
+  int local_rank = 0;  // kMpi: -1 when the launcher does not say (then derived from host names)
   std::string launcher = "single process";
   // kEnv: the NCCL_COMM_ID to export before ncclGetUniqueId, empty if the user already set one.
   std::string nccl_comm_id;
