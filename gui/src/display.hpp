@@ -1,0 +1,83 @@
+#pragma once
+// Display formatting and the glossary behind every tooltip. Nothing here computes a planner number:
+// values arrive from the library and leave as text.
+
+#include <QComboBox>
+#include <QString>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "trainplan/core/enum_table.hpp"
+#include "trainplan/core/modes.hpp"
+#include "trainplan/core/units.hpp"
+
+namespace trainplan::gui {
+
+[[nodiscard]] inline QString qstr(std::string_view s) {
+  return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size()));
+}
+[[nodiscard]] inline std::string sstr(const QString& s) { return s.toStdString(); }
+
+[[nodiscard]] QString gib_text(Bytes b, int decimals = 1);  // "52.3 GiB"
+[[nodiscard]] QString bytes_text(Bytes b);                  // "512 MiB", "3.2 GiB"
+[[nodiscard]] QString seconds_text(Seconds s);              // "1.23 s", "45.6 ms", "12 µs"
+[[nodiscard]] QString rate_text(double per_s, const QString& unit);  // "12.3k tokens/s"
+[[nodiscard]] QString percent_text(double fraction);        // "41.7 %"
+[[nodiscard]] QString count_text(std::int64_t n);           // "6.74B"
+[[nodiscard]] QString thousands_text(std::int64_t n);       // "6,738,415,616"
+[[nodiscard]] QString strategy_label(Strategy s);           // "FSDP full shard"
+
+// Every term the window shows, with the sentence and the source its tooltip carries.
+enum class Term {
+  weights,
+  gradients,
+  optimizer_state,
+  activations,
+  buffers,
+  overhead,
+  peak_allocated,
+  device_total,
+  usable,
+  headroom,
+  host,
+  max_micro_batch,
+  step,
+  compute,
+  recompute,
+  communication_exposed,
+  bubble,
+  optimizer_step,
+  offload_time,
+  tokens_per_s,
+  samples_per_s,
+  mfu,
+  hfu,
+  global_batch,
+  communication_bytes,
+  collective,
+  link_tier,
+};
+
+[[nodiscard]] QString term_label(Term t);
+[[nodiscard]] QString term_tooltip(Term t);  // rich text: meaning, then "Source: ..."
+
+// What each training option means, for the form's tooltips.
+[[nodiscard]] QString option_tooltip(std::string_view option);
+
+// Combo boxes list exactly the strings of the mode's table (the CLI's and JSON's spelling).
+template <class E>
+void fill_enum_combo(QComboBox* box) {
+  for (const auto& [value, name] : EnumTable<E>::kEntries) box->addItem(qstr(name));
+}
+template <class E>
+[[nodiscard]] E combo_enum(const QComboBox* box) {
+  return parse_enum<E>(sstr(box->currentText()));
+}
+template <class E>
+void set_combo_enum(QComboBox* box, E value) {
+  box->setCurrentIndex(box->findText(qstr(to_string(value))));
+}
+
+}  // namespace trainplan::gui

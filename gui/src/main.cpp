@@ -1,0 +1,65 @@
+// trainplan-gui: the Qt6 explorer. Copyright the trainplan authors; GPL-3.0-or-later (gui/LICENSE).
+#include <QApplication>
+#include <QSettings>
+
+#include <cstdio>
+
+#include "main_window.hpp"
+#include "session.hpp"
+#include "trainplan/core/error.hpp"
+#include "trainplan/io/catalog.hpp"
+
+int main(int argc, char** argv) {
+  QApplication app(argc, argv);
+  QApplication::setOrganizationName(QStringLiteral("trainplan"));
+  QApplication::setApplicationName(QStringLiteral("trainplan-gui"));
+  QApplication::setApplicationVersion(QStringLiteral("0.1.0"));
+  using namespace trainplan;
+  try {
+    const io::Catalog catalog = io::Catalog::builtin();
+    const gui::CommandLine cl = gui::parse_command_line(QApplication::arguments(), catalog);
+    if (cl.help) {
+      std::fputs(cl.help_text.toLocal8Bit().constData(), stdout);
+      return 0;
+    }
+    // Options on the command line start from the defaults; a bare start resumes the last session.
+    const bool from_command_line = QApplication::arguments().size() > 1;
+    const bool screenshot = !cl.screenshot.isEmpty();
+    gui::Session session(catalog);
+    gui::Settings s = from_command_line ? cl.settings : gui::restore_settings(QSettings());
+    if (from_command_line) {
+      if (!cl.seq_given)
+        if (const auto seq = session.defaultSeq(s.model)) s.training.seq = *seq;
+      if (!cl.strategy_given || !cl.checkpointing_given || !cl.offload_given) {
+        try {
+          s = session.recommended(s, !cl.strategy_given, !cl.checkpointing_given, !cl.offload_given);
+        } catch (const std::exception&) {
+          // The window shows what is wrong with these settings.
+        }
+      }
+    }
+    gui::MainWindow window(session, gui::MainWindow::Options{!screenshot});
+    window.applySettings(s);
+    if (!cl.tab.isEmpty() && !window.showTableTab(cl.tab))
+      throw InputError("--tab: unknown tab '" + cl.tab.toStdString() +
+                       "' (expected memory, time, communication, strategies, sweep, plans or compare)");
+    if (!cl.chart.isEmpty() && !window.showChartTab(cl.chart))
+      throw InputError("--chart: unknown chart '" + cl.chart.toStdString() + "' (expected time, sweep or plans)");
+    if (screenshot) {
+      if (!window.saveScreenshot(cl.screenshot, cl.size)) {
+        std::fprintf(stderr, "error: cannot write the screenshot '%s'\n", cl.screenshot.toLocal8Bit().constData());
+        return 1;
+      }
+      std::fprintf(stderr, "%s\n", window.verdictText().toLocal8Bit().constData());
+      return 0;
+    }
+    window.show();
+    return QApplication::exec();
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "internal error: %s\n", e.what());
+    return 3;
+  }
+}

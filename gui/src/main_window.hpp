@@ -1,0 +1,174 @@
+#pragma once
+// The explorer's window: a form of every training option on the left, the verdict on top, the
+// charts and the tables in the middle. Every edit goes to the Session; every number shown comes
+// back from it.
+
+#include <QMainWindow>
+#include <QString>
+
+#include "models.hpp"
+#include "session.hpp"
+
+class QAction;
+class QChart;
+class QChartView;
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
+class QFrame;
+class QLabel;
+class QLineEdit;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+class QTabWidget;
+class QTableView;
+class QToolButton;
+class QGroupBox;
+
+namespace trainplan::gui {
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  struct Options {
+    bool remember = true;  // restore and store the settings and the window state (QSettings)
+  };
+  enum class Verdict { fits, does_not_fit, invalid };
+
+  MainWindow(Session& session, Options options, QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  // Shows the settings in the form and evaluates them.
+  void applySettings(const Settings& s);
+  // What the form says now.
+  [[nodiscard]] Settings formSettings() const;
+
+  [[nodiscard]] Verdict verdict() const { return verdict_; }
+  [[nodiscard]] QString verdictText() const;  // plain text of the banner
+  [[nodiscard]] QChart* memoryChart() const;
+  [[nodiscard]] QChart* stepTimeChart() const;
+  [[nodiscard]] QChart* sweepChart() const;
+  [[nodiscard]] QChart* plansChart() const;
+  [[nodiscard]] const MemoryModel& memoryModel() const { return memory_model_; }
+  [[nodiscard]] const StepTimeModel& stepTimeModel() const { return time_model_; }
+  [[nodiscard]] const PlansModel& plansModel() const { return plans_model_; }
+  // Shows a table tab by name: memory, time, communication, strategies, sweep, plans, compare.
+  bool showTableTab(const QString& name);
+  // Shows a chart tab by name: time, sweep, plans.
+  bool showChartTab(const QString& name);
+
+  // Exports without dialogs (the menu actions ask for the path, then call these). chart: memory,
+  // time, sweep, plans; the format follows the suffix (.png or .svg).
+  bool exportChart(const QString& chart, const QString& path, QString* error = nullptr);
+  bool exportEstimateJson(const QString& path, QString* error = nullptr);
+  // The estimate of the current configuration as JSON text (empty when there is none).
+  [[nodiscard]] QString estimateJson() const;
+  // Renders the window at `size` and writes it as PNG.
+  bool saveScreenshot(const QString& path, QSize size);
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
+  void changeEvent(QEvent* event) override;
+
+ private:
+  void buildActions();
+  QWidget* buildForm();
+  QWidget* buildCentral();
+  void connectForm();
+  void syncForm(const Settings& s);
+  void updateEnabled();
+  void formEdited();
+  void modelEdited();
+  void clusterEdited();
+  void sessionChanged();
+  void pinsChanged();
+  void refreshModels();
+  void refreshCharts();
+  void refreshBanner();
+  void restyle();
+  void searchStarted();
+  void searchProgress(int done, int total);
+  void searchFinished();
+  void planClicked(const QPointF& point);
+  void loadStrategy(const QModelIndex& index);
+  void recommend();
+  void openModelConfig();
+  void openClusterFile();
+  void clearClusterFile();
+  void exportChartDialog(const QString& chart);
+  void exportEstimateDialog();
+  void exportPlanDialog(const QString& kind);
+  void showAbout();
+  [[nodiscard]] QChartView* chartView(const QString& name) const;
+  [[nodiscard]] std::vector<const Evaluation*> columns(QStringList* names) const;
+
+  Session& session_;
+  Options options_;
+  Verdict verdict_ = Verdict::invalid;
+  bool syncing_ = false;
+  std::optional<int> loaded_plan_;
+
+  MemoryModel memory_model_;
+  StepTimeModel time_model_;
+  CommunicationModel comm_model_;
+  StrategiesModel strategies_model_;
+  SweepModel sweep_model_;
+  PlansModel plans_model_;
+  CompareModel compare_model_;
+
+  // Form.
+  QComboBox* model_ = nullptr;
+  QLabel* model_info_ = nullptr;
+  QComboBox* gpu_ = nullptr;
+  QSpinBox* gpus_per_node_ = nullptr;
+  QSpinBox* nodes_ = nullptr;
+  QLineEdit* inter_node_ = nullptr;
+  QLabel* cluster_file_ = nullptr;
+  QToolButton* clear_cluster_file_ = nullptr;
+  QComboBox* method_ = nullptr;
+  QComboBox* precision_ = nullptr;
+  QComboBox* optimizer_ = nullptr;
+  QGroupBox* lora_box_ = nullptr;
+  QSpinBox* lora_rank_ = nullptr;
+  QDoubleSpinBox* lora_alpha_ = nullptr;
+  QDoubleSpinBox* lora_dropout_ = nullptr;
+  QLineEdit* lora_targets_ = nullptr;
+  QComboBox* quant_ = nullptr;
+  QComboBox* strategy_ = nullptr;
+  QComboBox* framework_ = nullptr;
+  QComboBox* fsdp_wrap_ = nullptr;
+  QSpinBox* tp_ = nullptr;
+  QSpinBox* pp_ = nullptr;
+  QSpinBox* pp_virtual_ = nullptr;
+  QCheckBox* sequence_parallel_ = nullptr;
+  QSpinBox* micro_batch_ = nullptr;
+  QSpinBox* grad_accum_ = nullptr;
+  QSpinBox* seq_ = nullptr;
+  QComboBox* checkpointing_ = nullptr;
+  QComboBox* attention_ = nullptr;
+  QComboBox* offload_ = nullptr;
+  QComboBox* sweep_axis_ = nullptr;
+
+  // Centre.
+  QFrame* banner_ = nullptr;
+  QLabel* verdict_label_ = nullptr;
+  QLabel* details_label_ = nullptr;
+  QChartView* memory_view_ = nullptr;
+  QChartView* time_view_ = nullptr;
+  QChartView* sweep_view_ = nullptr;
+  QChartView* plans_view_ = nullptr;
+  QTabWidget* chart_tabs_ = nullptr;
+  QTabWidget* table_tabs_ = nullptr;
+  QPushButton* search_button_ = nullptr;
+  QPushButton* cancel_button_ = nullptr;
+  QProgressBar* search_progress_ = nullptr;
+  QLabel* search_label_ = nullptr;
+  QLabel* timing_label_ = nullptr;
+  QAction* pin_action_ = nullptr;
+  QAction* search_action_ = nullptr;
+  QAction* cancel_action_ = nullptr;
+  QList<QAction*> plan_export_actions_;
+};
+
+}  // namespace trainplan::gui

@@ -1,0 +1,213 @@
+#pragma once
+// The explorer's state: the settings the user chose and everything the library answered for them.
+// Evaluation is synchronous (the memory and time models answer in milliseconds); the plan search runs
+// on a worker thread and reports progress.
+
+#include <QFutureWatcher>
+#include <QObject>
+#include <QSettings>
+#include <QSize>
+#include <QString>
+#include <QStringList>
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trainplan/hardware/gpu.hpp"
+#include "trainplan/io/catalog.hpp"
+#include "trainplan/model/architecture.hpp"
+#include "trainplan/model/parameters.hpp"
+#include "trainplan/model/training.hpp"
+#include "trainplan/planner/estimate.hpp"
+#include "trainplan/planner/fit.hpp"
+
+namespace trainplan::gui {
+
+enum class SweepAxis { micro_batch, seq };
+
+}  // namespace trainplan::gui
+
+namespace trainplan {
+template <>
+struct EnumTable<gui::SweepAxis> {
+  static constexpr std::string_view kWhat = "sweep axis";
+  static constexpr std::array kEntries{std::pair{gui::SweepAxis::micro_batch, std::string_view{"micro-batch"}},
+                                       std::pair{gui::SweepAxis::seq, std::string_view{"seq"}}};
+};
+}  // namespace trainplan
+
+namespace trainplan::gui {
+
+// A catalogue GPU times GPUs per node times nodes, or a cluster JSON file.
+struct ClusterChoice {
+  std::string file;  // when set, the fields below are ignored
+  std::string gpu = "A100-80GB";
+  int gpus_per_node = 8;
+  int nodes = 1;
+  std::string inter_node;  // "8x200Gbps"; empty: the GPU's usual network
+  // What io::Catalog::resolve_cluster reads: "NODESxGPUSxGPU" or the file.
+  [[nodiscard]] std::string spec() const;
+};
+
+// The first start: a 7B model on one 8-GPU node, sharded with FSDP.
+[[nodiscard]] model::Training default_training();
+
+struct Settings {
+  std::string model = "llama-2-7b";  // catalogue name, HF id, size alias or config.json path
+  ClusterChoice cluster;
+  model::Training training = default_training();  // lora.targets is filled from lora_targets
+  std::string lora_targets = "q,v";  // as typed: roles, module names or all-linear
+  SweepAxis sweep = SweepAxis::micro_batch;
+};
+
+// The settings as the window remembers them (QSettings); unknown or invalid values keep defaults.
+void store_settings(QSettings& q, const Settings& s);
+[[nodiscard]] Settings restore_settings(const QSettings& q);
+
+// trainplan-gui's command line: the CLI's training options plus --screenshot.
+struct CommandLine {
+  Settings settings;
+  bool strategy_given = false;  // otherwise the strategy planner::fit recommends is used
+  bool checkpointing_given = false;
+  bool offload_given = false;
+  bool seq_given = false;
+  QString screenshot;           // write the window to this PNG and exit
+  QSize size{1280, 800};
+  QString tab;                  // table tab to show: memory, time, communication, strategies, sweep, plans, compare
+  QString chart;                // chart tab to show: time, sweep, plans
+  bool help = false;
+  QString help_text;
+};
+// Throws InputError naming the bad option.
+[[nodiscard]] CommandLine parse_command_line(const QStringList& arguments, const io::Catalog& catalog);
+
+// One fully specified configuration and what the library says about it.
+struct Evaluation {
+  Settings settings;
+  model::Architecture arch;
+  model::ParameterCounts params;
+  std::int64_t trainable = 0;
+  hardware::Cluster cluster;
+  planner::Estimate estimate;
+  std::vector<std::string> notes;
+  [[nodiscard]] Bytes usable() const { return cluster.gpu.usable_memory; }
+  [[nodiscard]] QString title() const;        // "FSDP full shard · mb 4 · seq 4096"
+  [[nodiscard]] QString plan_text() const;    // "ZeRO-3 + TP2 + PP2 + full checkpointing"
+  [[nodiscard]] QString cluster_text() const;  // "8x A100-80GB (1 node)"
+};
+
+struct SweepPoint {
+  std::int64_t x = 0;
+  planner::Estimate estimate;
+};
+
+struct Sweep {
+  SweepAxis axis = SweepAxis::micro_batch;
+  std::vector<SweepPoint> points;  // ascending x
+  std::optional<std::size_t> current;    // the point of the current setting
+  std::optional<std::size_t> first_oom;  // the first point that does not fit
+  Bytes usable;
+};
+
+// A plan found by the search, with whether it is on the memory/throughput Pareto front.
+struct PlanPoint {
+  planner::Estimate estimate;
+  bool pareto = false;
+  std::string note;  // why it ranks where it does, when the search says
+};
+
+// Resolution and evaluation, Qt-free apart from the class below. Throws InputError.
+class Evaluator {
+ public:
+  explicit Evaluator(const io::Catalog& catalog) : catalog_(catalog) {}
+  [[nodiscard]] const io::ResolvedModel& model(const std::string& spec);
+  [[nodiscard]] const io::ResolvedCluster& cluster(const ClusterChoice& c);
+  [[nodiscard]] Evaluation evaluate(const Settings& s);
+  [[nodiscard]] Sweep sweep(const Evaluation& e);
+  // Every strategy x checkpointing x offload with the other options as set (planner::fit).
+  [[nodiscard]] planner::FitResult strategies(const Evaluation& e);
+  void forget_files() { models_.clear(); clusters_.clear(); }
+
+ private:
+  const io::Catalog& catalog_;
+  std::map<std::string, io::ResolvedModel> models_;
+  std::map<std::string, io::ResolvedCluster> clusters_;
+};
+
+// The CLI's default sequence length for a model: min(2048, its maximum).
+[[nodiscard]] std::int64_t default_seq(const model::Architecture& a);
+
+class Session : public QObject {
+  Q_OBJECT
+ public:
+  static constexpr std::size_t kMaxPins = 3;
+
+  explicit Session(const io::Catalog& catalog, QObject* parent = nullptr);
+  ~Session() override;
+
+  [[nodiscard]] const io::Catalog& catalog() const { return catalog_; }
+  [[nodiscard]] const Settings& settings() const { return settings_; }
+  // Evaluates at once (current, sweep, strategies) and emits changed(); bad input leaves an error.
+  void setSettings(const Settings& s);
+  // The settings with the strategy, checkpointing and offload planner::fit recommends among those
+  // left free (the leanest candidate when none fits). Throws InputError.
+  [[nodiscard]] Settings recommended(const Settings& s, bool free_strategy = true,
+                                     bool free_checkpointing = true, bool free_offload = true);
+  // The model's default sequence length, or nullopt when it cannot be resolved.
+  [[nodiscard]] std::optional<std::int64_t> defaultSeq(const std::string& model);
+  void reloadFiles();
+
+  [[nodiscard]] const std::optional<Evaluation>& current() const { return current_; }
+  [[nodiscard]] const QString& error() const { return error_; }
+  [[nodiscard]] const Sweep& sweep() const { return sweep_; }
+  [[nodiscard]] const planner::FitResult& strategies() const { return strategies_; }
+  [[nodiscard]] double lastEvaluationMs() const { return last_ms_; }
+
+  [[nodiscard]] const std::vector<Evaluation>& pins() const { return pins_; }
+  bool pinCurrent();
+  void unpin(std::size_t i);
+  void clearPins();
+
+  // The plan search (planner/search.hpp) on a worker thread.
+  [[nodiscard]] static bool searchAvailable();
+  [[nodiscard]] bool searching() const;
+  void startSearch();
+  void cancelSearch();
+  [[nodiscard]] const std::vector<PlanPoint>& plans() const { return plans_; }
+  [[nodiscard]] const QString& searchMessage() const { return search_message_; }
+  // Loads the training options of a found plan (keeps model and cluster).
+  void loadPlan(std::size_t i);
+
+ signals:
+  void changed();
+  void pinsChanged();
+  void searchStarted();
+  void searchProgress(int done, int total);
+  void searchFinished();
+
+ private:
+  struct SearchOutcome {
+    std::vector<PlanPoint> plans;
+    QString message;
+  };
+  const io::Catalog& catalog_;
+  Evaluator evaluator_;
+  Settings settings_;
+  std::optional<Evaluation> current_;
+  QString error_;
+  Sweep sweep_;
+  planner::FitResult strategies_;
+  double last_ms_ = 0;
+  std::vector<Evaluation> pins_;
+  std::vector<PlanPoint> plans_;
+  QString search_message_;
+  QFutureWatcher<SearchOutcome>* search_watcher_ = nullptr;
+  std::shared_ptr<std::atomic<bool>> search_cancel_;
+};
+
+}  // namespace trainplan::gui
