@@ -33,16 +33,16 @@ DeviceGuard::DeviceGuard(int device) {
 
 DeviceGuard::~DeviceGuard() { cudaSetDevice(previous_); }
 
-DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
+void* DeviceMemory::allocate(std::size_t bytes) {
   void* p = nullptr;
   TP_CUDA(cudaMalloc(&p, bytes));
-  ptr_.reset(p);
+  return p;
 }
 
-PinnedBuffer::PinnedBuffer(std::size_t bytes) : bytes_(bytes) {
+void* PinnedMemory::allocate(std::size_t bytes) {
   void* p = nullptr;
   TP_CUDA(cudaMallocHost(&p, bytes));
-  ptr_.reset(p);
+  return p;
 }
 
 float elapsed_ms(cudaEvent_t start, cudaEvent_t stop) {

@@ -50,10 +50,12 @@ class DeviceGuard {
   int previous_ = 0;
 };
 
-class DeviceBuffer {
+// Memory from one CUDA allocator (`Memory` supplies allocate and release), freed on destruction.
+template <class Memory>
+class Buffer {
  public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t bytes);
+  Buffer() = default;
+  explicit Buffer(std::size_t bytes) : ptr_(Memory::allocate(bytes)), bytes_(bytes) {}
   [[nodiscard]] void* get() const { return ptr_.get(); }
   template <class T>
   [[nodiscard]] T* as() const {
@@ -62,31 +64,23 @@ class DeviceBuffer {
   [[nodiscard]] std::size_t bytes() const { return bytes_; }
 
  private:
-  struct Free {
-    void operator()(void* p) const noexcept { cudaFree(p); }
+  struct Release {
+    void operator()(void* p) const noexcept { Memory::release(p); }
   };
-  std::unique_ptr<void, Free> ptr_;
+  std::unique_ptr<void, Release> ptr_;
   std::size_t bytes_ = 0;
 };
 
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  explicit PinnedBuffer(std::size_t bytes);
-  [[nodiscard]] void* get() const { return ptr_.get(); }
-  template <class T>
-  [[nodiscard]] T* as() const {
-    return static_cast<T*>(ptr_.get());
-  }
-  [[nodiscard]] std::size_t bytes() const { return bytes_; }
-
- private:
-  struct Free {
-    void operator()(void* p) const noexcept { cudaFreeHost(p); }
-  };
-  std::unique_ptr<void, Free> ptr_;
-  std::size_t bytes_ = 0;
+struct DeviceMemory {
+  static void* allocate(std::size_t bytes);  // cudaMalloc
+  static void release(void* p) noexcept { cudaFree(p); }
 };
+struct PinnedMemory {
+  static void* allocate(std::size_t bytes);  // cudaMallocHost
+  static void release(void* p) noexcept { cudaFreeHost(p); }
+};
+using DeviceBuffer = Buffer<DeviceMemory>;
+using PinnedBuffer = Buffer<PinnedMemory>;
 
 // Milliseconds between two events recorded on a stream, after waiting for the second.
 [[nodiscard]] float elapsed_ms(cudaEvent_t start, cudaEvent_t stop);
