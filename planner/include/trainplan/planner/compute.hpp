@@ -1,0 +1,114 @@
+#pragma once
+// Compute time of one transformer block on one GPU for one micro-batch: GEMMs priced by a roofline
+// with tile, wave and short-reduction efficiency, attention kernels by sequence length, and the
+// memory-bound elementwise work at HBM bandwidth. Constants come from a hardware profile when one
+// is given, else from TimeConventions. Derivations: docs/formulas.md, "Time and communication".
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "trainplan/core/units.hpp"
+#include "trainplan/hardware/gpu.hpp"
+#include "trainplan/hardware/profile.hpp"
+#include "trainplan/model/architecture.hpp"
+#include "trainplan/model/lora.hpp"
+#include "trainplan/model/training.hpp"
+#include "trainplan/planner/time_conventions.hpp"
+
+namespace trainplan::planner {
+
+// The GPU as the compute model sees it for one matmul dtype, resolved once.
+struct ComputeDevice {
+  FlopsPerSecond peak;             // dense datasheet peak of the matmul dtype
+  double gemm_efficiency_max = 0;  // best-shape efficiency for training GEMMs (defaults only)
+  int sm_count = 0;
+  int tile_m = 128;
+  int tile_n = 128;
+  double k0 = 64.0;
+  BytesPerSecond hbm;          // achieved streaming bandwidth
+  double element_bytes = 2.0;  // bytes of the matmul dtype
+  double flash_fwd_efficiency = 0.0;
+  double flash_bwd_efficiency = 0.0;
+  double flash_seq_half = 0.0;
+  const hardware::HardwareProfile* profile = nullptr;  // measured GEMM/attention/HBM, or null
+  std::string_view gemm_dtype = "bf16";
+};
+
+// MAMF / dense peak of this GPU (TimeConventions rows by architecture and form factor).
+[[nodiscard]] double mamf_efficiency(const hardware::GpuSpec& g, const TimeConventions& tc);
+
+[[nodiscard]] ComputeDevice compute_device(const hardware::GpuSpec& g, Precision p,
+                                           const hardware::HardwareProfile* profile,
+                                           const TimeConventions& tc);
+
+// Efficiency (fraction of the dense peak) of `count` back-to-back (M x K)(K x N) products:
+// eta_max * tile(M, N) * wave(M, N, count) * K / (K + K0). NVIDIA Matrix Multiplication
+// Background User's Guide 3.1-3.2; reference calibration.md 2.4.
+[[nodiscard]] double gemm_efficiency(const ComputeDevice& d, std::int64_t m, std::int64_t n,
+                                     std::int64_t k, double count);
+
+// Roofline: max(2 M N K count / (peak eta), (M K + K N + M N) count bytes / HBM).
+// Williams, Waterman & Patterson 2009 (CACM 52(4)), roofline model.
+[[nodiscard]] Seconds gemm_time(const ComputeDevice& d, std::int64_t m, std::int64_t n,
+                                std::int64_t k, double count = 1.0);
+
+// Streaming work: bytes / achieved HBM bandwidth (calibration.md 2.6).
+[[nodiscard]] Seconds memory_bound_time(const ComputeDevice& d, Bytes traffic);
+
+// Fused attention kernel efficiency at sequence length s: eta_max s / (s + s_half)
+// (reference calibration.md 2.5), or the profile's measured fit.
+[[nodiscard]] double attention_efficiency(const ComputeDevice& d, bool backward, std::int64_t seq);
+
+// One block's linears and LoRA adapters, resolved once per architecture (and LoRA targets).
+struct BlockShape {
+  model::Stack stack = model::Stack::decoder;
+  std::vector<model::Linear> linears;
+  std::vector<bool> adapted;  // per linear: carries a LoRA adapter
+  bool causal = true;         // self-attention masked (decoders)
+  bool cross_attention = false;
+};
+
+[[nodiscard]] BlockShape block_shape(const model::Architecture& a, model::Stack stack,
+                                     const model::LoraConfig* lora);
+
+// Time of one block for one micro-batch on one GPU (tensor-parallel shard), communication excluded.
+struct BlockCompute {
+  Seconds forward;             // GEMMs, attention, elementwise
+  Seconds backward;            // activation and weight gradients
+  Seconds attention_forward;   // the attention core (what selective checkpointing recomputes)
+  Seconds gemm_forward;        // of forward: the linear layers' GEMMs
+  Seconds elementwise_forward; // of forward: memory-bound work (incl. QLoRA dequantization)
+  [[nodiscard]] Seconds recompute(Checkpointing c) const {
+    switch (c) {
+      case Checkpointing::none: return Seconds(0.0);
+      case Checkpointing::selective: return attention_forward;
+      case Checkpointing::full: return forward;
+    }
+    return Seconds(0.0);
+  }
+};
+
+[[nodiscard]] BlockCompute block_compute(const model::Architecture& a, const BlockShape& shape,
+                                         const model::Training& tr, const ComputeDevice& d,
+                                         const TimeConventions& tc);
+
+// The LM head with its loss (last pipeline stage) and the embedding (first stage), one
+// micro-batch on one GPU.
+struct EdgeCompute {
+  Seconds head_forward;
+  Seconds head_backward;
+  Seconds embedding_forward;
+  Seconds embedding_backward;
+};
+
+[[nodiscard]] EdgeCompute edge_compute(const model::Architecture& a, const model::Training& tr,
+                                       const ComputeDevice& d, const TimeConventions& tc);
+
+// Bytes one optimizer step reads and writes per parameter: every state element (fp32 master or
+// 16-bit weights, moments) read and written once, the gradient read twice (norm for clipping, then
+// the update), and under mixed precision the 16-bit working copy written back (reference
+// calibration.md 2.6: Adam moves 16-20 B/param beyond the weights).
+[[nodiscard]] double optimizer_step_bytes(Optimizer o, Precision p);
+
+}  // namespace trainplan::planner

@@ -1,0 +1,166 @@
+#pragma once
+// The step-time model of one fully specified configuration. An Evaluator resolves what depends only
+// on the architecture and the cluster once (linear shapes, FLOP coefficients, links, GPU constants)
+// and then prices configurations quickly: memory, compute, recompute, communication per collective
+// and link tier with its overlap, pipeline bubble, optimizer and offload.
+// Derivations: docs/formulas.md, "Time and communication".
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "trainplan/core/enum_table.hpp"
+#include "trainplan/hardware/collective.hpp"
+#include "trainplan/hardware/gpu.hpp"
+#include "trainplan/hardware/profile.hpp"
+#include "trainplan/model/architecture.hpp"
+#include "trainplan/model/flops.hpp"
+#include "trainplan/model/parameters.hpp"
+#include "trainplan/model/training.hpp"
+#include "trainplan/planner/communication.hpp"
+#include "trainplan/planner/compute.hpp"
+#include "trainplan/planner/estimate.hpp"
+#include "trainplan/planner/memory.hpp"
+#include "trainplan/planner/time_conventions.hpp"
+
+namespace trainplan::planner {
+
+// What a transfer is: the NCCL collective, or a host copy of offloading.
+enum class Transfer { all_reduce, all_gather, reduce_scatter, all_to_all, send_recv, device_to_host,
+                      host_to_device };
+
+// Why it happens.
+enum class CommPurpose {
+  data_parallel_gradients,   // DDP all-reduce
+  gradient_reduce_scatter,   // ZeRO / FSDP gradient shards
+  parameter_gather_step,     // ZeRO-1/2 parameters gathered after the optimizer step
+  parameter_gather_forward,  // ZeRO-3 / FSDP forward gathers
+  parameter_gather_backward, // ZeRO-3 / FSDP backward gathers
+  replica_gradients,         // hybrid sharding: all-reduce across shard groups
+  tensor_parallel,           // Megatron f/g operators (and SP gathers/scatters)
+  pipeline,                  // stage-to-stage activations and gradients
+  expert_all_to_all,         // MoE dispatch and combine
+  offload_gradients,         // gradients to the host optimizer
+  offload_parameters,        // parameters back to the GPU
+};
+
+// Options that are strategy choices beyond model::Training.
+struct EstimateOptions {
+  bool zero_plus_plus = false;  // DeepSpeed ZeRO++ (qwZ, hpZ, qgZ) with zero3
+  int expert_parallel = 1;      // MoE experts spread over this many data-parallel ranks
+};
+
+struct CommTerm {
+  Transfer kind = Transfer::all_reduce;
+  CommPurpose purpose = CommPurpose::data_parallel_gradients;
+  LinkTier tier = LinkTier::nvlink;
+  int ranks = 1;
+  Bytes bytes;      // sent per GPU per step
+  Seconds time;     // of all these transfers in one step
+  Seconds exposed;  // of which not hidden behind compute
+};
+
+inline constexpr std::size_t kMaxCommTerms = 12;
+
+// Everything the estimate says, without strings or allocations: what the search ranks.
+struct StepCost {
+  Layout layout;
+  MemoryBreakdown memory;
+  bool fits = false;
+  std::int64_t global_batch = 0;
+  TimeBreakdown time;
+  double tokens_per_s = 0;
+  double samples_per_s = 0;
+  double mfu = 0;
+  double hfu = 0;
+  FlopsPerSecond peak;
+  Flops model_flops;     // per step, all GPUs (no recompute)
+  Flops hardware_flops;  // per step, all GPUs (with recompute)
+  Seconds stage_micro_batch;  // one micro-batch through the slowest pipeline stage
+  std::array<CommTerm, kMaxCommTerms> comm{};
+  std::size_t comm_count = 0;
+};
+
+class Evaluator {
+ public:
+  Evaluator(model::Architecture a, model::ParameterCounts n, hardware::Cluster c,
+            const hardware::HardwareProfile* profile = nullptr, MemoryConventions mc = {},
+            TimeConventions tc = {}, EstimateOptions options = {});
+
+  // Throws InputError for impossible layouts. Not thread-safe (caches shapes): one per thread.
+  [[nodiscard]] StepCost cost(const model::Training& tr) const;
+  // The full estimate: cost plus the largest micro-batch that fits and the named communication.
+  [[nodiscard]] Estimate estimate(const model::Training& tr) const;
+  [[nodiscard]] Estimate to_estimate(const model::Training& tr, const StepCost& s,
+                                     bool with_max_micro_batch = true) const;
+
+  [[nodiscard]] const model::Architecture& architecture() const { return a_; }
+  [[nodiscard]] const model::ParameterCounts& counts() const { return n_; }
+  [[nodiscard]] const hardware::Cluster& cluster() const { return c_; }
+  [[nodiscard]] const MemoryConventions& memory_conventions() const { return mc_; }
+  [[nodiscard]] const TimeConventions& time_conventions() const { return tc_; }
+  [[nodiscard]] const EstimateOptions& options() const { return options_; }
+
+ private:
+  struct Shapes {
+    bool valid = false;
+    Method method = Method::full;
+    model::LoraConfig lora;
+    BlockShape main;
+    BlockShape decoder;  // encoder-decoder only
+    model::FlopCoefficients flops;
+  };
+  const Shapes& shapes(const model::Training& tr) const;
+  const ComputeDevice& device(Precision p) const;
+
+  model::Architecture a_;
+  model::ParameterCounts n_;
+  hardware::Cluster c_;
+  const hardware::HardwareProfile* profile_ = nullptr;
+  MemoryConventions mc_;
+  TimeConventions tc_;
+  EstimateOptions options_;
+  LinkModel links_;
+  std::array<ComputeDevice, 5> devices_;  // by Precision
+  mutable Shapes shapes_;
+};
+
+// Time to process `tokens` training tokens at the estimate's throughput.
+[[nodiscard]] Seconds time_to_train(const Estimate& e, double tokens);
+
+// The MFU/HFU convention the estimate uses, in words.
+[[nodiscard]] std::string mfu_formula(const hardware::GpuSpec& g, Precision p);
+
+}  // namespace trainplan::planner
+
+namespace trainplan {
+template <>
+struct EnumTable<planner::Transfer> {
+  static constexpr std::string_view kWhat = "transfer";
+  static constexpr std::array kEntries{
+      std::pair{planner::Transfer::all_reduce, std::string_view{"all_reduce"}},
+      std::pair{planner::Transfer::all_gather, std::string_view{"all_gather"}},
+      std::pair{planner::Transfer::reduce_scatter, std::string_view{"reduce_scatter"}},
+      std::pair{planner::Transfer::all_to_all, std::string_view{"all_to_all"}},
+      std::pair{planner::Transfer::send_recv, std::string_view{"send_recv"}},
+      std::pair{planner::Transfer::device_to_host, std::string_view{"d2h"}},
+      std::pair{planner::Transfer::host_to_device, std::string_view{"h2d"}}};
+};
+template <>
+struct EnumTable<planner::CommPurpose> {
+  static constexpr std::string_view kWhat = "communication purpose";
+  static constexpr std::array kEntries{
+      std::pair{planner::CommPurpose::data_parallel_gradients, std::string_view{"data-parallel gradient all-reduce"}},
+      std::pair{planner::CommPurpose::gradient_reduce_scatter, std::string_view{"gradient reduce-scatter"}},
+      std::pair{planner::CommPurpose::parameter_gather_step, std::string_view{"parameter all-gather after the step"}},
+      std::pair{planner::CommPurpose::parameter_gather_forward, std::string_view{"forward parameter all-gather"}},
+      std::pair{planner::CommPurpose::parameter_gather_backward, std::string_view{"backward parameter all-gather"}},
+      std::pair{planner::CommPurpose::replica_gradients, std::string_view{"replica gradient all-reduce"}},
+      std::pair{planner::CommPurpose::tensor_parallel, std::string_view{"tensor-parallel activations"}},
+      std::pair{planner::CommPurpose::pipeline, std::string_view{"pipeline activations"}},
+      std::pair{planner::CommPurpose::expert_all_to_all, std::string_view{"MoE all-to-all"}},
+      std::pair{planner::CommPurpose::offload_gradients, std::string_view{"gradients to host"}},
+      std::pair{planner::CommPurpose::offload_parameters, std::string_view{"parameters to device"}}};
+};
+}  // namespace trainplan

@@ -1,0 +1,124 @@
+#pragma once
+// Datasheet defaults of the time model: every empirical factor the step-time estimate uses when no
+// hardware profile (trainplan calibrate) says better, named and cited. How each was chosen:
+// docs/formulas.md, "Time and communication". Never literals inside an expression.
+
+#include "trainplan/core/units.hpp"
+#include "trainplan/hardware/collective.hpp"
+
+namespace trainplan::planner {
+
+struct TimeConventions {
+  // ---- Matrix multiplies --------------------------------------------------------------------
+  // Maximum achievable matmul FLOPS over the dense BF16 peak, best shape of a brute-force sweep
+  // (stas00 ml-engineering compute/accelerator/README.md MAMF table; reference throughput.md 7).
+  double mamf_ampere_sxm = 271.2 / 312.0;
+  double mamf_ampere_pcie = 252.9 / 312.0;
+  double mamf_hopper = 794.5 / 989.0;
+  double mamf_blackwell = 1745.0 / 2250.0;
+  double mamf_cdna3 = 668.4 / 1300.0;
+  // GPUs without a MAMF row (Volta, Ada, CDNA2): the lowest NVIDIA row, rounded down.
+  double mamf_unlisted = 0.75;
+  // Training GEMMs (NT/TN layouts, bias and activation epilogues, framework overhead) land 5-20 %
+  // below the best-shape maximum (reference calibration.md 2.4): the middle of that range.
+  double training_gemm_fraction = 0.90;
+  // Tile of a typical cuBLAS kernel for tile and wave quantization (NVIDIA Matrix Multiplication
+  // Background User's Guide 3.1-3.2; reference calibration.md 2.4: 128 x 128 typical).
+  int gemm_tile_m = 128;
+  int gemm_tile_n = 128;
+  // K0 of the short-reduction penalty K / (K + K0) (calibration.md 2.4: 64-256 when fitted); the
+  // low end, since the MAMF shapes themselves have K >= 4096.
+  double gemm_k0 = 64.0;
+
+  // ---- Memory-bound kernels -----------------------------------------------------------------
+  // Achieved fraction of the HBM datasheet bandwidth by streaming kernels (calibration.md 2.6:
+  // 0.8-0.9 for large copies; SimuMax's H100 starter config uses 0.85).
+  double hbm_efficiency = 0.85;
+  // Backward of elementwise work (norms, activations, dropout, softmax) over its forward traffic:
+  // each backward reads the saved input and the incoming gradient and writes one gradient, where
+  // forward read one tensor and wrote one (3 vs 2 passes).
+  double elementwise_backward_ratio = 1.5;
+  // Passes over an activation tensor (one read or one write each) of the elementwise ops of a
+  // block. Fused (Megatron: apex fused LayerNorm, fused bias-GeLU, bias-dropout-add, scaled masked
+  // softmax; Shoeybi et al. 2019 and Korthikanti et al. 2022 Sec. 5) vs Hugging Face eager modules,
+  // one kernel per torch op (counted from LlamaRMSNorm, LlamaMLP and apply_rotary_pos_emb).
+  double fused_norm_passes = 2.0;      // read x, write y
+  double eager_norm_passes = 7.0;      // cast, pow, mean, rsqrt-mul, weight-mul: 7 reads+writes
+  double fused_residual_passes = 3.0;  // bias-dropout-add: read x and residual, write sum
+  double eager_residual_passes = 3.0;  // add: read two, write one
+  double dropout_passes = 2.0;         // plus a 1-byte mask written
+  double fused_activation_passes = 2.0;     // bias-GeLU: read, write
+  double eager_gated_activation_passes = 5.0;  // act(gate): 2; act * up: 3
+  double eager_activation_passes = 2.0;
+  double gelu_new_passes = 10.0;       // HF NewGELUActivation: tanh composite, ~5 ops
+  double rotary_passes = 8.0;          // q and k: x*cos, rotate_half, *sin, add
+  double fused_softmax_passes = 2.0;   // scale, mask and softmax in one kernel, 16-bit in and out
+  // HF eager attention: mask add (3 passes of the 16-bit scores), softmax to fp32 and back
+  // (read 2 + write 4, read 4 + write 2 bytes per score).
+  double eager_mask_passes = 3.0;
+  double eager_softmax_bytes_per_score = 12.0;
+  // Cross-entropy per logit and direction: the fp32 upcast (read 2, write 4), log-softmax (read 4,
+  // write 4) in forward; its gradient and the cast back in backward (Megatron's vocab-parallel
+  // cross entropy and torch.nn.functional.cross_entropy both work in fp32).
+  double loss_bytes_per_logit = 14.0;
+
+  // ---- Fused attention kernels (FlashAttention, cuDNN/efficient SDPA) ----------------------
+  // Fraction of the dense peak at long sequences, forward and backward (SimuMax H100 starter
+  // config 0.72 / 0.55, reference calibration.md 2.4; FlashAttention-2 reaches 50-73 % of A100
+  // peak forward, throughput.md 7).
+  double flash_fwd_efficiency = 0.72;
+  double flash_bwd_efficiency = 0.55;
+  // Sequence length at which a kernel reaches half its long-sequence efficiency: eta(s) = eta_max
+  // s / (s + s_half). From the cuDNN 9.19 H200 bf16 CSV (reference cudnn_sdpa_bench): 0.49 of peak
+  // at s = 2k causal and 0.71 at 16k give s_half of ~960 and ~230; their geometric mean.
+  double flash_seq_half = 470.0;
+
+  // ---- Collectives ---------------------------------------------------------------------------
+  // Plateau bus bandwidth over the per-GPU link rate. NVSwitch: 8xA100 all_reduce 234.9 GB/s of
+  // 300 (ml-engineering network/README; throughput.md 6); ring on 8xH200: 367 of 450 = 0.82.
+  double nvswitch_busbw_efficiency = 234.9 / 300.0;
+  // Point-to-point copies over NVLink: A100 274 GB/s of 300 (ml-engineering, throughput.md 6).
+  double nvlink_p2p_efficiency = 274.0 / 300.0;
+  // PCIe-only nodes: 8x RTX 5090 all_reduce 28 GB/s on PCIe5 x16 (63) (NVIDIA/nccl #1639).
+  double pcie_busbw_efficiency = 28.0 / 63.0;
+  // AMD xGMI: 8x MI300X all_reduce 312.9 GB/s of 448 (ml-engineering, throughput.md 6).
+  double xgmi_busbw_efficiency = 312.9 / 448.0;
+  // NIC line rate reached by NCCL across nodes: 86 GB/s of ~100 on 2 nodes x 8 A100 with 4x HDR
+  // (nccl-tests #175; throughput.md 6).
+  double network_efficiency = 0.86;
+  // Message sizes below the bandwidth plateau: NCCL's low-latency protocols reach this fraction of
+  // the plateau (8xA100: 163 GB/s slope between 1 and 8 MiB vs 235 plateau = 0.69; 8xH200: 268 vs
+  // 475 = 0.57; the mean), and the Simple protocol's pipeline fills after this many bytes (8xA100:
+  // 44 MB, 8xH200: 24 MB of extra latency-equivalent bytes; ~32 MiB). Both from the all_reduce
+  // curves of ml-engineering network/README (throughput.md 6).
+  double small_message_busbw_fraction = 0.63;
+  Bytes pipeline_fill_bytes = mib(32.0);
+  // NCCL's ring latencies (base, NVLink hop, network hop), Simple protocol (tuning.cc).
+  hardware::RingLatency latency;
+  // Tree all-reduce: algorithm bandwidth = 0.5 x bus bandwidth, which tree caps at 0.92 of the
+  // ring's (NVIDIA/nccl src/graph/tuning.cc; throughput.md 5.9).
+  double tree_bandwidth_fraction = 0.5 * 0.92;
+
+  // ---- Overlap of communication with compute -----------------------------------------------
+  // PyTorch DDP's gradient bucket (bucket_cap_mb = 25, torch.nn.parallel.DistributedDataParallel):
+  // the last bucket is reduced after backward ends.
+  Bytes ddp_bucket = Bytes(25.0e6);
+  // DeepSpeed ZeRO-1/2 reduce bucket (reduce_bucket_size 5e8 elements, 16-bit).
+  Bytes deepspeed_bucket = Bytes(5e8 * 2.0);
+  // Megatron-LM as benchmarked in Narayanan et al. 2021 and Korthikanti et al. 2022 reduced
+  // gradients after the last backward (--overlap-grad-reduce arrived in 2023, Megatron-core 0.3)
+  // and did not overlap tensor-parallel communication (Korthikanti Sec. 5 timings).
+  bool megatron_overlap_grad_reduce = false;
+  // Fraction of tensor-parallel communication hidden behind compute (0: all exposed; async-TP
+  // reached 1.04-1.16x speed-ups in torchtitan, throughput.md 5.5 - not the default anywhere).
+  double tp_overlap = 0.0;
+
+  // ---- Optimizer and offload ----------------------------------------------------------------
+  // DeepSpeed CPU-Adam: 11.6 B parameters in 8.2 s on one node (deepspeedai/DeepSpeed PR #735).
+  double cpu_adam_params_per_s_per_node = 11.6e9 / 8.2;
+  // Pinned host-device copies reach this fraction of the PCIe link rate (assumption; calibrate
+  // with trainplan-calibrate's membw h2d/d2h).
+  double pcie_copy_efficiency = 0.80;
+};
+
+}  // namespace trainplan::planner

@@ -1,0 +1,318 @@
+#include "trainplan/planner/compute.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "trainplan/model/flops.hpp"
+#include "trainplan/model/model_states.hpp"
+
+namespace trainplan::planner {
+namespace {
+
+using model::Role;
+
+[[nodiscard]] constexpr double dbl(std::int64_t v) { return static_cast<double>(v); }
+[[nodiscard]] std::int64_t ceil_i(double v) { return static_cast<std::int64_t>(std::ceil(v)); }
+
+// Megatron's column- and row-parallel split of each linear (Shoeybi et al. 2019, arXiv:1909.08053,
+// Sec. 3): q, k, v, gate and up split their outputs over t ranks, o and down their inputs; the
+// router is replicated.
+enum class Split { column, row, replicated };
+[[nodiscard]] Split split_of(Role r) {
+  switch (r) {
+    case Role::q:
+    case Role::k:
+    case Role::v:
+    case Role::gate:
+    case Role::up:
+    case Role::lm_head: return Split::column;
+    case Role::o:
+    case Role::down: return Split::row;
+    case Role::router: return Split::replicated;
+  }
+  return Split::replicated;
+}
+
+// The per-GPU (K, N) of a linear under tensor parallelism t. Grouped K/V narrower than t heads are
+// replicated (at least one head per rank).
+struct Kn {
+  std::int64_t k;
+  std::int64_t n;
+};
+[[nodiscard]] Kn shard(const model::Architecture& a, const model::Linear& l, int t) {
+  switch (split_of(l.role)) {
+    case Split::column: {
+      const bool kv = l.role == Role::k || l.role == Role::v;
+      const std::int64_t n = kv ? std::max(l.out / t, a.head_dim) : l.out / t;
+      return {l.in, std::max<std::int64_t>(n, 1)};
+    }
+    case Split::row: return {std::max<std::int64_t>(l.in / t, 1), l.out};
+    case Split::replicated: return {l.in, l.out};
+  }
+  return {l.in, l.out};
+}
+
+[[nodiscard]] std::string_view gemm_dtype_of(Precision p) {
+  switch (p) {
+    case Precision::fp32: return "tf32";
+    case Precision::fp16_mixed:
+    case Precision::fp16_true: return "fp16";
+    case Precision::bf16_mixed:
+    case Precision::bf16_true: return "bf16";
+  }
+  return "bf16";
+}
+
+[[nodiscard]] bool fused_kernels(Framework f) {
+  switch (f) {
+    case Framework::megatron: return true;
+    case Framework::pytorch:
+    case Framework::deepspeed: return false;
+  }
+  return false;
+}
+
+// A fused attention kernel runs: flash and SDPA in 16-bit (SDPA in fp32 falls back to the math
+// kernel, which materialises the scores like eager attention).
+[[nodiscard]] bool fused_attention(const model::Training& tr) {
+  switch (tr.attention) {
+    case Attention::flash: return true;
+    case Attention::sdpa: return compute_bytes(tr.precision) < 4.0;
+    case Attention::eager: return false;
+  }
+  return false;
+}
+
+}  // namespace
+
+double mamf_efficiency(const hardware::GpuSpec& g, const TimeConventions& tc) {
+  const std::string& arch = g.architecture;
+  if (arch == "Ampere") return g.form_factor == "PCIe" ? tc.mamf_ampere_pcie : tc.mamf_ampere_sxm;
+  if (arch == "Hopper") return tc.mamf_hopper;
+  if (arch == "Blackwell") return tc.mamf_blackwell;
+  if (arch == "CDNA3") return tc.mamf_cdna3;
+  return tc.mamf_unlisted;
+}
+
+ComputeDevice compute_device(const hardware::GpuSpec& g, Precision p,
+                             const hardware::HardwareProfile* profile, const TimeConventions& tc) {
+  ComputeDevice d;
+  d.peak = hardware::peak_flops(g, p);
+  d.gemm_efficiency_max = mamf_efficiency(g, tc) * tc.training_gemm_fraction;
+  d.sm_count = g.sm_count;
+  d.tile_m = tc.gemm_tile_m;
+  d.tile_n = tc.gemm_tile_n;
+  d.k0 = tc.gemm_k0;
+  d.hbm = g.hbm_bandwidth * tc.hbm_efficiency;
+  if (profile != nullptr) {
+    if (const auto hbm = profile->hbm_bandwidth()) d.hbm = *hbm;
+  }
+  d.element_bytes = compute_bytes(p);
+  d.flash_fwd_efficiency = tc.flash_fwd_efficiency;
+  d.flash_bwd_efficiency = tc.flash_bwd_efficiency;
+  d.flash_seq_half = tc.flash_seq_half;
+  d.profile = profile != nullptr && !profile->empty() ? profile : nullptr;
+  d.gemm_dtype = gemm_dtype_of(p);
+  return d;
+}
+
+double gemm_efficiency(const ComputeDevice& d, std::int64_t m, std::int64_t n, std::int64_t k,
+                       double count) {
+  if (d.profile != nullptr) {
+    if (const auto e = d.profile->gemm_efficiency(m, n, k, d.gemm_dtype, d.sm_count)) return *e;
+  }
+  // Back-to-back products (batched matmuls, experts) fill waves together: stack them along M.
+  const std::int64_t stacked = m * std::max<std::int64_t>(1, std::llround(count));
+  return d.gemm_efficiency_max * hardware::tile_efficiency(m, n, d.tile_m, d.tile_n) *
+         hardware::wave_efficiency(stacked, n, d.tile_m, d.tile_n, d.sm_count) *
+         hardware::small_k_efficiency(dbl(k), d.k0);
+}
+
+Seconds gemm_time(const ComputeDevice& d, std::int64_t m, std::int64_t n, std::int64_t k,
+                  double count) {
+  if (m <= 0 || n <= 0 || k <= 0 || count <= 0.0) return Seconds(0.0);
+  const Flops f(2.0 * dbl(m) * dbl(n) * dbl(k) * count);
+  const double eta = std::max(gemm_efficiency(d, m, n, k, count), 1e-6);
+  const Seconds compute = f / (d.peak * eta);
+  const Bytes traffic((dbl(m) * dbl(k) + dbl(k) * dbl(n) + dbl(m) * dbl(n)) * count * d.element_bytes);
+  return std::max(compute, traffic / d.hbm);
+}
+
+Seconds memory_bound_time(const ComputeDevice& d, Bytes traffic) { return traffic / d.hbm; }
+
+double attention_efficiency(const ComputeDevice& d, bool backward, std::int64_t seq) {
+  if (d.profile != nullptr) {
+    if (const auto e = d.profile->attention_efficiency(backward, seq)) return *e;
+  }
+  return hardware::saturating_efficiency(backward ? d.flash_bwd_efficiency : d.flash_fwd_efficiency,
+                                         dbl(seq), d.flash_seq_half);
+}
+
+BlockShape block_shape(const model::Architecture& a, model::Stack stack,
+                       const model::LoraConfig* lora) {
+  BlockShape s;
+  s.stack = stack;
+  s.linears = model::block_linears(a, stack);
+  s.adapted.assign(s.linears.size(), false);
+  if (lora != nullptr) {
+    for (std::size_t i = 0; i < s.linears.size(); ++i)
+      s.adapted[i] = s.linears[i].role != Role::router && model::lora_adapts(a, *lora, s.linears[i].role);
+  }
+  s.causal = !(a.encoder_decoder && stack == model::Stack::encoder);
+  s.cross_attention = a.encoder_decoder && stack == model::Stack::decoder;
+  return s;
+}
+
+BlockCompute block_compute(const model::Architecture& a, const BlockShape& shape,
+                           const model::Training& tr, const ComputeDevice& d,
+                           const TimeConventions& tc) {
+  const int t = tr.tp;
+  const double tpd = t;
+  const std::int64_t T = tr.tokens_per_micro_batch();
+  const double Td = dbl(T);
+  const double c = compute_bytes(tr.precision);
+  const double r = param_bytes(tr.precision);  // residual stream dtype (the parameters')
+  const bool full = tr.method == Method::full;
+  const bool fused = fused_kernels(tr.framework);
+  const double rep = tr.sequence_parallel ? tpd : 1.0;  // SP shards the replicated work
+  const double top_k = dbl(a.experts_per_token);
+
+  BlockCompute out;
+  Seconds gemm_fwd, gemm_bwd;
+  double dequant_bytes = 0.0;  // one pass over the quantized base weights
+  double lora_elementwise = 0.0;
+  for (std::size_t i = 0; i < shape.linears.size(); ++i) {
+    const model::Linear& l = shape.linears[i];
+    const Kn kn = shard(a, l, t);
+    const bool expert = l.copies > 1;
+    // Balanced routing: each of the E experts multiplies t k / E tokens.
+    const std::int64_t m =
+        expert ? std::max<std::int64_t>(1, ceil_i(model::tokens_per_expert(Td, a.experts_per_token, a.experts))) : T;
+    const double count = expert ? dbl(l.copies) : 1.0;
+    gemm_fwd += gemm_time(d, m, kn.n, kn.k, count);
+    gemm_bwd += gemm_time(d, m, kn.k, kn.n, count);                 // activation gradient
+    if (full) gemm_bwd += gemm_time(d, kn.k, kn.n, m, count);       // weight gradient
+    if (tr.method == Method::qlora && l.role != Role::router)
+      dequant_bytes += dbl(kn.k) * dbl(kn.n) * count *
+                       model::dequant_bytes_per_weight(model::quantized_bytes_per_param(tr.quant, l.in), c);
+    if (shape.adapted[i]) {
+      // x A^T (rank r), then (.) B^T; both are thin and mostly memory-bound.
+      const std::int64_t rank = tr.lora.rank;
+      const double tokens = expert ? dbl(m) * count : Td;
+      const std::int64_t mt = expert ? m : T;
+      gemm_fwd += gemm_time(d, mt, rank, kn.k, count) + gemm_time(d, mt, kn.n, rank, count);
+      // dX through B and A, and both weight gradients.
+      gemm_bwd += gemm_time(d, mt, rank, kn.n, count) + gemm_time(d, mt, kn.k, rank, count) +
+                  gemm_time(d, rank, kn.n, mt, count) + gemm_time(d, kn.k, rank, mt, count);
+      // Dropout of the adapter input, scaling and the add onto the base output.
+      const double drop = tr.lora.dropout > 0.0 ? tokens * dbl(kn.k) * (tc.dropout_passes * c + 1.0) : 0.0;
+      lora_elementwise += drop + tokens * dbl(kn.n) * c * (tc.eager_residual_passes + tc.dropout_passes);
+    }
+  }
+  // Attention core, per GPU: a/t query heads.
+  const std::int64_t s = tr.seq;
+  const double sd = dbl(s);
+  const double heads = dbl(a.heads) / tpd;
+  const std::int64_t hd = a.head_dim;
+  const double b = dbl(tr.micro_batch);
+  const double attn_instances = shape.cross_attention ? 2.0 : 1.0;
+  Seconds core_fwd, core_bwd;
+  double core_bytes = 0.0;  // forward elementwise traffic of the core
+  if (fused_attention(tr)) {
+    const double causal = shape.causal ? model::causal_fraction(s) : 1.0;
+    const Flops f(4.0 * b * sd * sd * heads * dbl(hd) * causal);
+    core_fwd = f / (d.peak * attention_efficiency(d, false, s));
+    core_bwd = (f * model::kFusedAttentionBackwardRatio) / (d.peak * attention_efficiency(d, true, s));
+    if (shape.cross_attention) {
+      const Flops fx(4.0 * b * sd * sd * heads * dbl(hd));
+      core_fwd += fx / (d.peak * attention_efficiency(d, false, s));
+      core_bwd += (fx * model::kFusedAttentionBackwardRatio) / (d.peak * attention_efficiency(d, true, s));
+    }
+  } else {
+    const double batch = b * heads;
+    // Scores Q K^T (s x d by d x s) and P V (s x s by s x d); backward: dP (like the scores), dQ, dK
+    // and dV (like P V).
+    const Seconds qk = gemm_time(d, s, s, hd, batch);
+    const Seconds pv = gemm_time(d, s, hd, s, batch);
+    core_fwd = (qk + pv) * attn_instances;
+    core_bwd = (qk + 3.0 * pv) * attn_instances;
+    const double scores = batch * sd * sd * attn_instances;
+    const bool dropout = fused || a.attention_dropout > 0.0;  // Megatron's GPT keeps attention dropout
+    if (fused) {
+      core_bytes = scores * (tc.fused_softmax_passes * c + (dropout ? tc.dropout_passes * c + 1.0 : 0.0));
+    } else {
+      core_bytes = scores * (tc.eager_mask_passes * c + tc.eager_softmax_bytes_per_score +
+                             (dropout ? tc.dropout_passes * c + 1.0 : 0.0));
+      // repeat_kv expands grouped K and V to every head.
+      if (a.kv_heads != a.heads) core_bytes += 2.0 * Td * dbl(a.q_dim() + a.kv_dim()) / tpd * c;
+    }
+  }
+  const Seconds core_ew = memory_bound_time(d, Bytes(core_bytes));
+
+  // Elementwise work outside the attention core.
+  const double h = dbl(a.hidden);
+  const double I = dbl(a.intermediate) / tpd;
+  const double norms = dbl(a.norms_per_layer) + (shape.cross_attention ? 1.0 : 0.0);
+  const double stream_bytes = fused ? c : r;
+  double ew = norms * (fused ? tc.fused_norm_passes : tc.eager_norm_passes) * Td * h * stream_bytes / rep;
+  const double residuals = 2.0 + (shape.cross_attention ? 1.0 : 0.0);
+  const bool hidden_dropout = fused || a.hidden_dropout > 0.0;
+  ew += residuals * Td * h / rep *
+        ((fused ? tc.fused_residual_passes : tc.eager_residual_passes) * stream_bytes +
+         (hidden_dropout ? (fused ? 1.0 : tc.dropout_passes * stream_bytes + 1.0) : 0.0));
+  double act_passes = tc.eager_activation_passes;
+  if (fused) act_passes = tc.fused_activation_passes;
+  else if (a.activation == model::Activation::gelu_new) act_passes = tc.gelu_new_passes;
+  else if (a.mlp == model::MlpKind::gated) act_passes = tc.eager_gated_activation_passes;
+  ew += act_passes * Td * top_k * I * c;
+  if (a.position == model::PositionKind::rotary)
+    ew += (fused ? tc.fused_norm_passes : tc.rotary_passes) * Td * dbl(a.q_dim() + a.kv_dim()) / tpd * c;
+  if (a.is_moe()) ew += 2.0 * tc.eager_residual_passes * Td * top_k * h * c;  // permute, unpermute
+  const Seconds ew_fwd = memory_bound_time(d, Bytes(ew + lora_elementwise));
+  const Seconds dequant = memory_bound_time(d, Bytes(dequant_bytes));
+
+  out.gemm_forward = gemm_fwd;
+  out.elementwise_forward = ew_fwd + dequant;
+  out.attention_forward = core_fwd + core_ew;
+  out.forward = gemm_fwd + ew_fwd + dequant + core_fwd + core_ew;
+  out.backward = gemm_bwd + core_bwd + (ew_fwd + core_ew) * tc.elementwise_backward_ratio + dequant;
+  return out;
+}
+
+EdgeCompute edge_compute(const model::Architecture& a, const model::Training& tr,
+                         const ComputeDevice& d, const TimeConventions& tc) {
+  EdgeCompute e;
+  const int t = tr.tp;
+  const std::int64_t T = tr.tokens_per_micro_batch();
+  const std::int64_t v = std::max<std::int64_t>(1, a.vocab / t);
+  const double c = compute_bytes(tr.precision);
+  const bool trainable_head = tr.method == Method::full;
+  e.head_forward = gemm_time(d, T, v, a.hidden);
+  e.head_backward = gemm_time(d, T, a.hidden, v) + (trainable_head ? gemm_time(d, a.hidden, v, T) : Seconds(0.0));
+  const Bytes loss(dbl(T) * dbl(v) * tc.loss_bytes_per_logit);
+  e.head_forward += memory_bound_time(d, loss);
+  e.head_backward += memory_bound_time(d, loss);
+  const Bytes lookup(dbl(T) * dbl(a.hidden) * c * tc.dropout_passes);
+  e.embedding_forward = memory_bound_time(d, lookup);
+  e.embedding_backward = trainable_head ? memory_bound_time(d, lookup * tc.elementwise_backward_ratio) : Seconds(0.0);
+  return e;
+}
+
+double optimizer_step_bytes(Optimizer o, Precision p) {
+  const double weights = param_bytes(p);            // master (mixed) or the weights themselves
+  const double grad = is_mixed(p) ? 4.0 : param_bytes(p);  // fp32 main gradients under mixed precision
+  const double copy = is_mixed(p) ? compute_bytes(p) : 0.0;
+  const double base = 2.0 * weights + 2.0 * grad + copy;
+  switch (o) {
+    case Optimizer::adam:
+    case Optimizer::adamw: return base + 2.0 * 2.0 * weights;   // m and v in the weights' dtype
+    case Optimizer::adamw_8bit:
+    case Optimizer::paged_adamw_8bit: return base + 2.0 * 2.0 * 1.0;  // 8-bit m and v
+    case Optimizer::sgd: return base;
+    case Optimizer::sgd_momentum: return base + 2.0 * weights;
+    case Optimizer::adafactor: return base + 2.0 * weights;  // the update tensor; factored moments are small
+  }
+  return base;
+}
+
+}  // namespace trainplan::planner
