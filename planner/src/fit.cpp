@@ -47,6 +47,7 @@ std::int64_t max_micro_batch(const model::Architecture& a, const model::Paramete
 
 FitResult fit(const model::Architecture& a, const model::ParameterCounts& n, const FitRequest& req,
               const hardware::Cluster& c, const MemoryConventions& mc) {
+  validate_training(a, req.base);  // bad values are errors, not empty searches
   FitResult out;
   out.usable = c.gpu.usable_memory;
   const std::vector<Strategy> strategies =

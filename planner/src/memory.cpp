@@ -79,13 +79,7 @@ double stage_trainable(const Architecture& a, const Training& tr, const model::P
 
 }  // namespace
 
-Layout make_layout(const Architecture& a, const Training& tr, const hardware::Cluster& c) {
-  Layout l;
-  l.world = c.world();
-  l.nodes = c.nodes;
-  l.gpus_per_node = c.gpus_per_node;
-  l.tp = tr.tp;
-  l.pp = tr.pp;
+void validate_training(const Architecture& a, const Training& tr) {
   if (tr.tp < 1) throw InputError("--tp must be at least 1 (got " + str(tr.tp) + ")");
   if (tr.pp < 1) throw InputError("--pp must be at least 1 (got " + str(tr.pp) + ")");
   if (tr.pp_virtual < 1)
@@ -98,9 +92,6 @@ Layout make_layout(const Architecture& a, const Training& tr, const hardware::Cl
   if (a.position == model::PositionKind::learned && tr.seq > a.max_seq)
     throw InputError("--seq " + str(tr.seq) + " exceeds the " + str(a.max_seq) +
                      " learned positions of model '" + a.name + "'");
-  if (l.world % (tr.tp * tr.pp) != 0)
-    throw InputError("tensor x pipeline parallel degree " + str(tr.tp) + "x" + str(tr.pp) +
-                     " does not divide the " + str(l.world) + " GPUs of " + c.description);
   if (a.heads % tr.tp != 0)
     throw InputError("--tp " + str(tr.tp) + " does not divide the " + str(a.heads) +
                      " attention heads of model '" + a.name + "'");
@@ -110,6 +101,19 @@ Layout make_layout(const Architecture& a, const Training& tr, const hardware::Cl
   if (tr.pp_virtual > 1 && (tr.pp == 1 || a.total_layers() % (tr.pp * tr.pp_virtual) != 0))
     throw InputError("--pp-virtual " + str(tr.pp_virtual) + " needs --pp > 1 and " +
                      str(a.total_layers()) + " layers divisible by pp x pp-virtual");
+}
+
+Layout make_layout(const Architecture& a, const Training& tr, const hardware::Cluster& c) {
+  validate_training(a, tr);
+  Layout l;
+  l.world = c.world();
+  l.nodes = c.nodes;
+  l.gpus_per_node = c.gpus_per_node;
+  l.tp = tr.tp;
+  l.pp = tr.pp;
+  if (l.world % (tr.tp * tr.pp) != 0)
+    throw InputError("tensor x pipeline parallel degree " + str(tr.tp) + "x" + str(tr.pp) +
+                     " does not divide the " + str(l.world) + " GPUs of " + c.description);
   if (!framework_supports(tr.framework, tr.strategy))
     throw InputError("strategy '" + std::string(to_string(tr.strategy)) +
                      "' does not exist in the megatron framework (use ddp, or zero1 for the "

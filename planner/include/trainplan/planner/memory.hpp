@@ -25,6 +25,10 @@ struct Layout {
   int shard = 1;  // ranks a ZeRO/FSDP shard spans (dp, or the node for hybrid sharding)
 };
 
+// Throws InputError naming the option when a value is out of range or the degrees do not fit the
+// model (independent of the cluster and strategy).
+void validate_training(const model::Architecture& a, const model::Training& tr);
+
 // Throws InputError when the degrees do not divide the cluster or the model, or the strategy does
 // not exist for the framework.
 [[nodiscard]] Layout make_layout(const model::Architecture& a, const model::Training& tr,
