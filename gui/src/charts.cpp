@@ -163,6 +163,7 @@ void build_memory(QChart* chart, const MemoryModel& m, const QPalette& pal) {
   auto* hx = new QValueAxis;
   hx->setRange(-0.5, cols - 0.5);
   hx->setVisible(false);
+  style_axis(hx, pal);
   chart->addAxis(hx, Qt::AlignBottom);
   for (int c = 0; c < cols; ++c) {
     const double usable = m.value(usable_row, c);

@@ -136,7 +136,11 @@ MainWindow::MainWindow(Session& session, Options options, QWidget* parent)
   sessionChanged();
 }
 
-MainWindow::~MainWindow() = default;
+MainWindow::~MainWindow() {
+  // Closing moves the focus, and a line edit losing it reports an edit: ignore everything from now.
+  syncing_ = true;
+  disconnect(&session_, nullptr, this, nullptr);
+}
 
 // ---- Building ---------------------------------------------------------------------------------
 

@@ -1,4 +1,390 @@
+// The window driven the way a user drives it (keyboard and mouse, headless): every chart and verdict
+// follows the library's numbers, bad input becomes a message, exports write files.
+#include <QAbstractItemModelTester>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QFile>
+#include <QGroupBox>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QtCharts/QBarCategoryAxis>
+#include <QtCharts/QBarSet>
+#include <QtCharts/QChart>
+#include <QtCharts/QHorizontalStackedBarSeries>
+#include <QtCharts/QStackedBarSeries>
 #include <QtTest>
-class T : public QObject { Q_OBJECT };
-QTEST_MAIN(T)
+
+#include <cmath>
+#include <memory>
+
+#include "charts.hpp"
+#include "main_window.hpp"
+#include "session.hpp"
+#include "trainplan/io/catalog.hpp"
+#include "trainplan/planner/estimate.hpp"
+
+using namespace trainplan;
+using namespace trainplan::gui;
+
+namespace {
+
+Settings base_settings(const QString& model, int gpus, Strategy strategy, std::int64_t micro_batch) {
+  Settings s;
+  s.model = model.toStdString();
+  s.cluster.gpus_per_node = gpus;
+  s.training.strategy = strategy;
+  s.training.micro_batch = micro_batch;
+  return s;
+}
+
+planner::Estimate library_estimate(const io::Catalog& catalog, const Settings& s) {
+  const model::Architecture a = catalog.resolve_model(s.model).arch;
+  const hardware::Cluster c = catalog.resolve_cluster(s.cluster.spec(), std::nullopt).cluster;
+  model::Training t = s.training;
+  t.lora.targets = model::split_targets(s.lora_targets);
+  return planner::evaluate(a, model::count_parameters(a), t, c);
+}
+
+QStackedBarSeries* memory_bars(QChart* chart) {
+  for (QAbstractSeries* s : chart->series())
+    if (auto* b = qobject_cast<QStackedBarSeries*>(s)) return b;
+  return nullptr;
+}
+
+QStringList categories(QChart* chart) {
+  for (QAbstractAxis* a : chart->axes(Qt::Horizontal))
+    if (auto* c = qobject_cast<QBarCategoryAxis*>(a)) return c->categories();
+  return {};
+}
+
+void type_into(QWidget* w, const QString& text) {
+  w->setFocus();
+  QTest::keyClick(w, Qt::Key_A, Qt::ControlModifier);
+  QTest::keyClicks(w, text);
+}
+
+}  // namespace
+
+class TestGuiWindow : public QObject {
+  Q_OBJECT
+ private:
+  io::Catalog catalog_ = io::Catalog::builtin();
+  std::unique_ptr<Session> session_;
+  std::unique_ptr<MainWindow> window_;
+
+  template <class T>
+  T* child(const char* name) {
+    T* w = window_->findChild<T*>(QString::fromUtf8(name));
+    if (!w) qFatal("no child %s", name);
+    return w;
+  }
+
+ private slots:
+  void init();
+  void cleanup();
+  void micro_batch_spin_box_updates_memory_chart_and_verdict_data();
+  void micro_batch_spin_box_updates_memory_chart_and_verdict();
+  void over_large_model_does_not_fit();
+  void bad_input_shows_a_message_data();
+  void bad_input_shows_a_message();
+  void strategies_table_loads_a_candidate_by_keyboard();
+  void pins_appear_in_charts_and_compare_table();
+  void step_time_chart_follows_the_library();
+  void exports_write_files();
+  void dark_palette_restyles_the_charts();
+  void sweep_axis_switches_to_sequence_length();
+  void lora_options_appear_for_adapters();
+  void search_runs_off_the_ui_thread();
+};
+
+void TestGuiWindow::init() {
+  session_ = std::make_unique<Session>(catalog_);
+  window_ = std::make_unique<MainWindow>(*session_, MainWindow::Options{false});
+  window_->resize(1280, 800);
+  window_->show();
+  QVERIFY(QTest::qWaitForWindowExposed(window_.get()));
+}
+
+void TestGuiWindow::cleanup() {
+  window_.reset();
+  session_.reset();
+}
+
+void TestGuiWindow::micro_batch_spin_box_updates_memory_chart_and_verdict_data() {
+  QTest::addColumn<QString>("model");
+  QTest::addColumn<int>("gpus");
+  QTest::addColumn<int>("strategy");
+  QTest::addColumn<int>("micro_batch");
+  QTest::newRow("7B FSDP on 8, 1 -> 8") << "llama-2-7b" << 8 << int(Strategy::fsdp_full) << 8;
+  QTest::newRow("7B FSDP on 8, 1 -> 32 (out of memory)") << "llama-2-7b" << 8 << int(Strategy::fsdp_full) << 32;
+  QTest::newRow("13B ZeRO-3 on 8, 1 -> 4") << "llama-2-13b" << 8 << int(Strategy::zero3) << 4;
+  QTest::newRow("1B single GPU, 1 -> 16") << "llama-3.2-1b" << 1 << int(Strategy::single) << 16;
+}
+
+void TestGuiWindow::micro_batch_spin_box_updates_memory_chart_and_verdict() {
+  QFETCH(QString, model);
+  QFETCH(int, gpus);
+  QFETCH(int, strategy);
+  QFETCH(int, micro_batch);
+  window_->applySettings(base_settings(model, gpus, static_cast<Strategy>(strategy), 1));
+  auto* spin = child<QSpinBox>("microBatch");
+  type_into(spin, QString::number(micro_batch));
+  QCOMPARE(spin->value(), micro_batch);
+  QCOMPARE(session_->settings().training.micro_batch, std::int64_t{micro_batch});
+
+  const planner::Estimate e = library_estimate(catalog_, session_->settings());
+  QStackedBarSeries* bars = memory_bars(window_->memoryChart());
+  QVERIFY(bars);
+  const QList<QBarSet*> sets = bars->barSets();
+  QCOMPARE(sets.size(), 6);
+  const Bytes parts[] = {e.memory.weights, e.memory.gradients, e.memory.optimizer,
+                         e.memory.activations, e.memory.buffers, e.memory.overhead};
+  for (int i = 0; i < 6; ++i) {
+    QCOMPARE(sets[i]->count(), 1);
+    QCOMPARE(sets[i]->at(0), to_gib(parts[i]));
+  }
+  QCOMPARE(window_->verdict(), e.fits ? MainWindow::Verdict::fits : MainWindow::Verdict::does_not_fit);
+  QVERIFY2(window_->verdictText().startsWith(e.fits ? QStringLiteral("Fits") : QStringLiteral("Does not fit")),
+           qPrintable(window_->verdictText()));
+  QVERIFY(window_->verdictText().contains(QStringLiteral("%1 GiB").arg(to_gib(e.memory.device_total), 0, 'f', 1)));
+
+  // One step up with the keyboard: the chart follows again.
+  QTest::keyClick(spin, Qt::Key_Up);
+  const planner::Estimate up = library_estimate(catalog_, session_->settings());
+  QCOMPARE(session_->settings().training.micro_batch, std::int64_t{micro_batch + 1});
+  QCOMPARE(memory_bars(window_->memoryChart())->barSets()[3]->at(0), to_gib(up.memory.activations));
+}
+
+void TestGuiWindow::over_large_model_does_not_fit() {
+  window_->applySettings(base_settings(QStringLiteral("llama-2-7b"), 8, Strategy::fsdp_full, 1));
+  QCOMPARE(window_->verdict(), MainWindow::Verdict::fits);
+  auto* model = child<QComboBox>("model");
+  type_into(model->lineEdit(), QStringLiteral("llama-3.1-405b"));
+  QTest::keyClick(model->lineEdit(), Qt::Key_Return);
+  QCOMPARE(session_->settings().model, std::string("llama-3.1-405b"));
+  QCOMPARE(window_->verdict(), MainWindow::Verdict::does_not_fit);
+  QVERIFY2(window_->verdictText().startsWith(QStringLiteral("Does not fit")), qPrintable(window_->verdictText()));
+  QVERIFY(window_->verdictText().contains(QStringLiteral("llama-3.1-405b")));
+  const planner::Estimate e = library_estimate(catalog_, session_->settings());
+  QVERIFY(!e.fits);
+  QCOMPARE(memory_bars(window_->memoryChart())->barSets()[0]->at(0), to_gib(e.memory.weights));
+}
+
+void TestGuiWindow::bad_input_shows_a_message_data() {
+  QTest::addColumn<QString>("widget");
+  QTest::addColumn<QString>("text");
+  QTest::addColumn<QString>("expected");
+  QTest::newRow("tp does not divide the GPUs") << "tp" << "3" << "does not divide";
+  QTest::newRow("tp does not divide the heads") << "tp" << "64" << "does not divide";
+  QTest::newRow("unreadable config.json") << "model" << "/nonexistent/dir/config.json" << "/nonexistent/dir";
+  QTest::newRow("unknown model") << "model" << "llama-9-7b" << "unknown model 'llama-9-7b'";
+  QTest::newRow("bad network") << "interNode" << "lots" << "--inter-node 'lots'";
+}
+
+void TestGuiWindow::bad_input_shows_a_message() {
+  QFETCH(QString, widget);
+  QFETCH(QString, text);
+  QFETCH(QString, expected);
+  Settings s = base_settings(QStringLiteral("llama-2-7b"), 8, Strategy::ddp, 1);
+  s.cluster.nodes = 8;
+  window_->applySettings(s);
+  QCOMPARE(window_->verdict(), MainWindow::Verdict::does_not_fit);
+  if (widget == QLatin1String("model")) {
+    auto* model = child<QComboBox>("model");
+    type_into(model->lineEdit(), text);
+    QTest::keyClick(model->lineEdit(), Qt::Key_Return);
+  } else if (widget == QLatin1String("interNode")) {
+    auto* edit = child<QLineEdit>("interNode");
+    type_into(edit, text);
+    QTest::keyClick(edit, Qt::Key_Return);
+  } else {
+    type_into(child<QSpinBox>(widget.toUtf8().constData()), text);
+  }
+  QCOMPARE(window_->verdict(), MainWindow::Verdict::invalid);
+  QVERIFY2(window_->verdictText().startsWith(QStringLiteral("Cannot evaluate")), qPrintable(window_->verdictText()));
+  QVERIFY2(window_->verdictText().contains(expected), qPrintable(window_->verdictText()));
+  QVERIFY(memory_bars(window_->memoryChart()) == nullptr);
+  QVERIFY(window_->memoryChart()->title().contains(QStringLiteral("No estimate")));
+  // Putting it right brings everything back.
+  window_->applySettings(s);
+  QCOMPARE(window_->verdict(), MainWindow::Verdict::does_not_fit);
+  QVERIFY(memory_bars(window_->memoryChart()));
+}
+
+void TestGuiWindow::strategies_table_loads_a_candidate_by_keyboard() {
+  window_->applySettings(base_settings(QStringLiteral("llama-2-7b"), 8, Strategy::ddp, 2));
+  QVERIFY(window_->showTableTab(QStringLiteral("strategies")));
+  auto* view = child<QTableView>("strategiesTable");
+  QAbstractItemModelTester tester(view->model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+  const planner::FitResult& f = session_->strategies();
+  QVERIFY(f.recommended.has_value());
+  const int row = static_cast<int>(*f.recommended);
+  const planner::Candidate k = f.candidates[*f.recommended];
+  view->setFocus();
+  view->setCurrentIndex(view->model()->index(row, 0));
+  QTest::keyClick(view, Qt::Key_Return);
+  QCOMPARE(session_->settings().training.strategy, k.training.strategy);
+  QCOMPARE(session_->settings().training.checkpointing, k.training.checkpointing);
+  QCOMPARE(session_->settings().training.offload, k.training.offload);
+  QCOMPARE(child<QComboBox>("strategy")->currentText(), QString::fromUtf8(to_string(k.training.strategy).data()));
+  QCOMPARE(window_->verdict(), MainWindow::Verdict::fits);
+}
+
+void TestGuiWindow::pins_appear_in_charts_and_compare_table() {
+  window_->applySettings(base_settings(QStringLiteral("llama-2-7b"), 8, Strategy::fsdp_full, 1));
+  auto* pin = child<QPushButton>("pinCurrent");
+  QTest::mouseClick(pin, Qt::LeftButton);
+  type_into(child<QSpinBox>("microBatch"), QStringLiteral("4"));
+  QTest::mouseClick(pin, Qt::LeftButton);
+  type_into(child<QSpinBox>("microBatch"), QStringLiteral("8"));
+  QCOMPARE(session_->pins().size(), std::size_t{2});
+  QCOMPARE(categories(window_->memoryChart()),
+           (QStringList{QStringLiteral("Current"), QStringLiteral("Pin A"), QStringLiteral("Pin B")}));
+  QStackedBarSeries* bars = memory_bars(window_->memoryChart());
+  QCOMPARE(bars->barSets()[3]->count(), 3);
+  // Pin A kept micro-batch 1; the current bar shows micro-batch 8: more activations.
+  QVERIFY(bars->barSets()[3]->at(0) > bars->barSets()[3]->at(1));
+  QCOMPARE(bars->barSets()[3]->at(1), to_gib(session_->pins()[0].estimate.memory.activations));
+  auto* compare = child<QTableView>("compareTable");
+  QCOMPARE(compare->model()->columnCount(), 3);
+  QCOMPARE(compare->model()->headerData(2, Qt::Horizontal).toString(), QStringLiteral("Pin B"));
+}
+
+void TestGuiWindow::step_time_chart_follows_the_library() {
+  Settings s = base_settings(QStringLiteral("llama-2-13b"), 8, Strategy::zero3, 2);
+  s.cluster.nodes = 2;
+  s.training.pp = 2;
+  s.training.grad_accum = 8;
+  window_->applySettings(s);
+  const planner::Estimate e = library_estimate(catalog_, session_->settings());
+  QHorizontalStackedBarSeries* bars = nullptr;
+  for (QAbstractSeries* sr : window_->stepTimeChart()->series())
+    if (auto* b = qobject_cast<QHorizontalStackedBarSeries*>(sr)) bars = b;
+  QVERIFY(bars);
+  const double scale = e.time.step.value() < 1.0 ? 1e3 : 1.0;
+  double sum = 0;
+  for (QBarSet* set : bars->barSets()) sum += set->at(0);
+  QVERIFY2(std::abs(sum - e.time.step.value() * scale) < 1e-6 * e.time.step.value() * scale,
+           qPrintable(QStringLiteral("%1 vs %2").arg(sum).arg(e.time.step.value() * scale)));
+  QCOMPARE(bars->barSets().front()->label(), QStringLiteral("compute"));
+  QCOMPARE(bars->barSets().front()->at(0), e.time.compute.value() * scale);
+}
+
+void TestGuiWindow::exports_write_files() {
+  window_->applySettings(base_settings(QStringLiteral("llama-2-7b"), 8, Strategy::fsdp_full, 2));
+  QTemporaryDir dir;
+  QVERIFY(dir.isValid());
+  for (const char* chart : {"memory", "time", "sweep", "plans"}) {
+    const QString png = dir.filePath(QString::fromUtf8(chart) + QStringLiteral(".png"));
+    const QString svg = dir.filePath(QString::fromUtf8(chart) + QStringLiteral(".svg"));
+    QString error;
+    QVERIFY2(window_->exportChart(QString::fromUtf8(chart), png, &error), qPrintable(error));
+    QVERIFY2(window_->exportChart(QString::fromUtf8(chart), svg, &error), qPrintable(error));
+    QImage image(png);
+    QVERIFY(!image.isNull());
+    QVERIFY(image.width() > 100 && image.height() > 100);
+    QFile f(svg);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    QVERIFY(f.readAll().contains("<svg"));
+  }
+  // The memory chart really draws its first part in its colour somewhere.
+  QImage memory(dir.filePath(QStringLiteral("memory.png")));
+  bool found = false;
+  const QColor want = charts::color_for(0);
+  for (int y = 0; y < memory.height() && !found; y += 2)
+    for (int x = 0; x < memory.width() && !found; x += 2) found = memory.pixelColor(x, y) == want;
+  QVERIFY(found);
+
+  const QString json_path = dir.filePath(QStringLiteral("estimate.json"));
+  QString error;
+  QVERIFY2(window_->exportEstimateJson(json_path, &error), qPrintable(error));
+  QFile jf(json_path);
+  QVERIFY(jf.open(QIODevice::ReadOnly));
+  const QJsonObject j = QJsonDocument::fromJson(jf.readAll()).object();
+  QCOMPARE(j.value(QStringLiteral("schema")).toString(), QStringLiteral("trainplan.estimate/1"));
+  const planner::Estimate e = library_estimate(catalog_, session_->settings());
+  const QJsonObject plan = j.value(QStringLiteral("plan")).toObject();
+  QCOMPARE(plan.value(QStringLiteral("memory")).toObject().value(QStringLiteral("device_total_bytes")).toDouble(),
+           std::round(e.memory.device_total.value()));
+  QCOMPARE(plan.value(QStringLiteral("strategy")).toString(), QStringLiteral("fsdp-full"));
+
+  // Nothing to export while the input is bad: a message, not a crash.
+  Settings bad = session_->settings();
+  bad.training.tp = 3;
+  window_->applySettings(bad);
+  QVERIFY(!window_->exportEstimateJson(json_path, &error));
+  QVERIFY(error.contains(QStringLiteral("does not divide")));
+}
+
+void TestGuiWindow::dark_palette_restyles_the_charts() {
+  window_->applySettings(base_settings(QStringLiteral("llama-2-7b"), 8, Strategy::fsdp_full, 1));
+  QPalette dark;
+  dark.setColor(QPalette::Window, QColor(0x20, 0x20, 0x24));
+  dark.setColor(QPalette::WindowText, QColor(0xee, 0xee, 0xee));
+  dark.setColor(QPalette::Base, QColor(0x18, 0x18, 0x1c));
+  dark.setColor(QPalette::Text, QColor(0xee, 0xee, 0xee));
+  window_->setPalette(dark);
+  QCOMPARE(window_->memoryChart()->backgroundBrush().color(), dark.color(QPalette::Base));
+  QCOMPARE(window_->sweepChart()->backgroundBrush().color(), dark.color(QPalette::Base));
+  QCOMPARE(window_->memoryChart()->legend()->labelColor(), dark.color(QPalette::Text));
+  for (QAbstractAxis* a : window_->memoryChart()->axes()) QCOMPARE(a->labelsColor(), dark.color(QPalette::Text));
+}
+
+void TestGuiWindow::sweep_axis_switches_to_sequence_length() {
+  window_->applySettings(base_settings(QStringLiteral("llama-2-7b"), 8, Strategy::fsdp_full, 2));
+  QCOMPARE(session_->sweep().axis, SweepAxis::micro_batch);
+  auto* axis = child<QComboBox>("sweepAxis");
+  axis->setFocus();
+  QTest::keyClick(axis, Qt::Key_Down);
+  QCOMPARE(session_->settings().sweep, SweepAxis::seq);
+  const Sweep& s = session_->sweep();
+  QVERIFY(s.points.size() >= 3);
+  QVERIFY(s.current);
+  QCOMPARE(s.points[*s.current].x, session_->settings().training.seq);
+  bool titled = false;
+  for (QAbstractAxis* a : window_->sweepChart()->axes(Qt::Horizontal))
+    titled = titled || a->titleText().contains(QStringLiteral("sequence length"));
+  QVERIFY(titled);
+}
+
+void TestGuiWindow::lora_options_appear_for_adapters() {
+  window_->applySettings(base_settings(QStringLiteral("llama-2-7b"), 1, Strategy::single, 1));
+  auto* lora_rank = child<QSpinBox>("loraRank");
+  QVERIFY(!lora_rank->isVisibleTo(window_.get()));
+  auto* method = child<QComboBox>("method");
+  method->setFocus();
+  QTest::keyClick(method, Qt::Key_Down);  // full -> lora
+  QCOMPARE(session_->settings().training.method, Method::lora);
+  QVERIFY(lora_rank->isVisibleTo(window_.get()));
+  QVERIFY(!child<QComboBox>("quant")->isEnabled());
+  const std::int64_t trainable_r16 = session_->current()->trainable;
+  type_into(lora_rank, QStringLiteral("64"));
+  QCOMPARE(session_->current()->trainable, 4 * trainable_r16);
+  auto* targets = child<QLineEdit>("loraTargets");
+  type_into(targets, QStringLiteral("q,banana"));
+  QTest::keyClick(targets, Qt::Key_Return);
+  QCOMPARE(window_->verdict(), MainWindow::Verdict::invalid);
+  QVERIFY(window_->verdictText().contains(QStringLiteral("banana")));
+}
+
+void TestGuiWindow::search_runs_off_the_ui_thread() {
+  window_->applySettings(base_settings(QStringLiteral("llama-2-7b"), 8, Strategy::fsdp_full, 1));
+  QSignalSpy finished(session_.get(), &Session::searchFinished);
+  QTest::mouseClick(child<QPushButton>("runSearch"), Qt::LeftButton);
+  QVERIFY(finished.count() == 1 || finished.wait(60000));
+  if (!Session::searchAvailable()) {
+    QVERIFY(session_->plans().empty());
+    QVERIFY(!session_->searchMessage().isEmpty());
+    QSKIP("the planner has no search yet");
+  }
+  QVERIFY(!session_->plans().empty());
+  QCOMPARE(window_->plansModel().rowCount(), static_cast<int>(session_->plans().size()));
+}
+
+QTEST_MAIN(TestGuiWindow)
 #include "tst_gui_window.moc"
