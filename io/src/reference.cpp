@@ -209,8 +209,14 @@ ReferenceCase read_case(const Json& v, const std::string& file, std::size_t inde
   const Json& ms = named.raw("measured");
   if (!ms.is_array() || ms.empty())
     throw InputError(what + ": key 'measured' must be a non-empty list of measurements");
-  for (std::size_t i = 0; i < ms.size(); ++i)
-    c.measurements.push_back(read_measurement(ms[i], what + " measured[" + std::to_string(i) + "]"));
+  for (std::size_t i = 0; i < ms.size(); ++i) {
+    const std::string at_i = what + " measured[" + std::to_string(i) + "]";
+    c.measurements.push_back(read_measurement(ms[i], at_i));
+    const int layer = c.measurements.back().layer;
+    if (layer >= c.arch.total_layers())
+      throw InputError(at_i + ": key 'layer': block " + std::to_string(layer) + " does not exist (the model has " +
+                       std::to_string(c.arch.total_layers()) + ")");
+  }
   named.reject_unknown();
   return c;
 }

@@ -1,0 +1,25 @@
+#pragma once
+// Where the tests find the reference data and their own fixtures, and the cases read once.
+#include <string>
+#include <vector>
+
+#include "trainplan/io/catalog.hpp"
+#include "trainplan/io/reference.hpp"
+
+namespace trainplan::test {
+
+inline const std::string kReferenceDir = TRAINPLAN_REFERENCE_DIR;           // data/reference
+inline const std::string kFixtureDir = TRAINPLAN_VALIDATE_FIXTURES;         // tests/validate/data
+
+inline const io::Catalog& catalog() {
+  static const io::Catalog c = io::Catalog::builtin();
+  return c;
+}
+
+// Every case under data/reference (measured runs and the oracle), read once.
+inline const std::vector<planner::ReferenceCase>& reference_cases() {
+  static const std::vector<planner::ReferenceCase> cases = io::read_reference_paths({kReferenceDir}, catalog());
+  return cases;
+}
+
+}  // namespace trainplan::test
