@@ -38,15 +38,18 @@ io::ImportHints hints_of(const CalibrateImportOptions& o) {
   io::ImportHints h;
   if (!o.collective.empty()) h.collective = parse_enum<hardware::Collective>(o.collective);
   if (o.ranks != 0) {
-    if (o.ranks < 1) throw InputError("--ranks must be at least 1 (got " + std::to_string(o.ranks) + ")");
+    if (o.ranks < 1)
+      throw InputError("--ranks must be at least 1 (got " + std::to_string(o.ranks) + ")");
     h.ranks = o.ranks;
   }
   if (o.nodes != 0) {
-    if (o.nodes < 1) throw InputError("--nodes must be at least 1 (got " + std::to_string(o.nodes) + ")");
+    if (o.nodes < 1)
+      throw InputError("--nodes must be at least 1 (got " + std::to_string(o.nodes) + ")");
     h.nodes = o.nodes;
   }
   if (o.gpus_per_node < 1) {
-    throw InputError("--gpus-per-node must be at least 1 (got " + std::to_string(o.gpus_per_node) + ")");
+    throw InputError("--gpus-per-node must be at least 1 (got " + std::to_string(o.gpus_per_node) +
+                     ")");
   }
   h.gpus_per_node_if_unknown = o.gpus_per_node;
   return h;
@@ -76,7 +79,8 @@ void print_import_table(const std::vector<io::CollectiveLog>& logs, std::ostream
           }
         }
         const auto [lo, hi] = std::minmax_element(
-            rows.begin(), rows.end(), [](const io::LogRow* a, const io::LogRow* c) { return a->bytes < c->bytes; });
+            rows.begin(), rows.end(),
+            [](const io::LogRow* a, const io::LogRow* c) { return a->bytes < c->bytes; });
         t.add({file, std::string(to_string(log.tool)), std::string(to_string(b.collective)), dtype,
                std::to_string(b.ranks), std::to_string(b.nodes) + (b.nodes_assumed ? "?" : ""),
                b.gpu.empty() ? "-" : b.gpu, std::to_string(points), std::to_string(wrong),
@@ -89,7 +93,8 @@ void print_import_table(const std::vector<io::CollectiveLog>& logs, std::ostream
   out << t.render();
   int skipped = 0;
   for (const io::CollectiveLog& log : logs) skipped += log.skipped_lines;
-  out << "points: out-of-place and in-place timings; wrong: rows with #wrong > 0, kept as invalid.\n";
+  out << "points: out-of-place and in-place timings; wrong: rows with #wrong > 0, kept as "
+         "invalid.\n";
   if (skipped > 0) out << "Skipped " << skipped << " line(s) that were not benchmark output.\n";
 }
 
@@ -112,7 +117,8 @@ std::vector<calibrate::PeakThroughput> peaks_of(const CalibrateFitOptions& o,
       value = 0.0;
     }
     if (!(value > 0.0)) {
-      throw InputError("--peak-tflops '" + entry + "': the peak must be a positive number of TFLOP/s");
+      throw InputError("--peak-tflops '" + entry +
+                       "': the peak must be a positive number of TFLOP/s");
     }
     peaks.push_back({dtype, tflops(value)});
   }
@@ -123,8 +129,9 @@ std::vector<calibrate::PeakThroughput> peaks_of(const CalibrateFitOptions& o,
         {hardware::GemmDtype::tf32, spec->peak.tf32},
         {hardware::GemmDtype::fp8, spec->peak.fp8}};
     for (const auto& [dtype, value] : catalogue) {
-      const bool given = std::any_of(peaks.begin(), peaks.end(),
-                                     [&](const calibrate::PeakThroughput& p) { return p.dtype == dtype; });
+      const bool given =
+          std::any_of(peaks.begin(), peaks.end(),
+                      [&](const calibrate::PeakThroughput& p) { return p.dtype == dtype; });
       if (!given && value > 0.0) peaks.push_back({dtype, tflops(value)});
     }
   }
@@ -152,7 +159,8 @@ void print_fit_table(const calibrate::ProfileFit& fit, std::ostream& out) {
   }
   if (!p.gemm.empty()) {
     out << "\n";
-    Table t({"GEMM dtype", "points", "peak TFLOP/s", "eta_max", "K0", "SMs", "median err", "max err"});
+    Table t(
+        {"GEMM dtype", "points", "peak TFLOP/s", "eta_max", "K0", "SMs", "median err", "max err"});
     for (const hardware::GemmModel& g : p.gemm) {
       t.add({std::string(to_string(g.dtype)), std::to_string(g.fit.points),
              fmt::format("{:g}", to_tflops(g.peak)), fmt::format("{:.3f}", g.peak_efficiency),
@@ -164,7 +172,8 @@ void print_fit_table(const calibrate::ProfileFit& fit, std::ostream& out) {
   if (p.attention_fwd || p.attention_bwd) {
     out << "\n";
     Table t({"attention", "points", "eta_max", "seq half", "median err", "max err"});
-    for (const auto& [label, a] : {std::pair{"fwd", &p.attention_fwd}, std::pair{"bwd", &p.attention_bwd}}) {
+    for (const auto& [label, a] :
+         {std::pair{"fwd", &p.attention_fwd}, std::pair{"bwd", &p.attention_bwd}}) {
       if (!*a) continue;
       t.add({label, std::to_string((*a)->fit.points), fmt::format("{:.3f}", (*a)->efficiency),
              fmt::format("{:.0f}", (*a)->seq_half), percent((*a)->fit.median_rel_err),
@@ -174,9 +183,12 @@ void print_fit_table(const calibrate::ProfileFit& fit, std::ostream& out) {
   }
   if (p.memory.hbm || p.memory.h2d || p.memory.d2h || p.cpu_adam_params_per_s) {
     out << "\n";
-    if (p.memory.hbm) out << fmt::format("HBM (device copy)   {:.1f} GB/s\n", to_gbps(*p.memory.hbm));
-    if (p.memory.h2d) out << fmt::format("host to device      {:.1f} GB/s\n", to_gbps(*p.memory.h2d));
-    if (p.memory.d2h) out << fmt::format("device to host      {:.1f} GB/s\n", to_gbps(*p.memory.d2h));
+    if (p.memory.hbm)
+      out << fmt::format("HBM (device copy)   {:.1f} GB/s\n", to_gbps(*p.memory.hbm));
+    if (p.memory.h2d)
+      out << fmt::format("host to device      {:.1f} GB/s\n", to_gbps(*p.memory.h2d));
+    if (p.memory.d2h)
+      out << fmt::format("device to host      {:.1f} GB/s\n", to_gbps(*p.memory.d2h));
     if (p.cpu_adam_params_per_s) {
       out << fmt::format("CPU Adam            {:.3g} parameters/s\n", *p.cpu_adam_params_per_s);
     }
@@ -194,9 +206,8 @@ void run_calibrate_import(const CalibrateImportOptions& options, std::ostream& o
     logs.push_back(io::read_collective_log(file, hints));
     for (const io::LogBlock& b : logs.back().blocks) {
       if (b.nodes_assumed) {
-        err << "note: " << file << " does not say how many nodes ran; assuming " << b.nodes
-            << " (" << hints.gpus_per_node_if_unknown
-            << " GPUs per node); pass --nodes to say otherwise\n";
+        err << "note: " << file << " does not say how many nodes ran; assuming " << b.nodes << " ("
+            << hints.gpus_per_node_if_unknown << " GPUs per node); pass --nodes to say otherwise\n";
       }
     }
   }
@@ -234,12 +245,14 @@ void run_calibrate_fit(const CalibrateFitOptions& options, std::ostream& out, st
     try {
       spec = io::Catalog::builtin().resolve_gpu(*gpu_name).spec;
     } catch (const InputError&) {
-      err << "note: GPU '" << *gpu_name << "' is not in the catalogue; the profile names it as given\n";
+      err << "note: GPU '" << *gpu_name
+          << "' is not in the catalogue; the profile names it as given\n";
     }
   }
 
   calibrate::ProfileFitOptions fit_options;
-  fit_options.name = options.name.empty() ? std::filesystem::path(options.out).stem().string() : options.name;
+  fit_options.name =
+      options.name.empty() ? std::filesystem::path(options.out).stem().string() : options.name;
   if (spec) {
     fit_options.gpu = spec->name;
   } else if (gpu_name) {
@@ -253,8 +266,9 @@ void run_calibrate_fit(const CalibrateFitOptions& options, std::ostream& out, st
   std::set<std::string> missing;
   auto need = [&](std::string_view dtype_name) {
     const auto dtype = try_parse<hardware::GemmDtype>(dtype_name);
-    const bool have = dtype && std::any_of(fit_options.peaks.begin(), fit_options.peaks.end(),
-                                           [&](const calibrate::PeakThroughput& p) { return p.dtype == *dtype; });
+    const bool have =
+        dtype && std::any_of(fit_options.peaks.begin(), fit_options.peaks.end(),
+                             [&](const calibrate::PeakThroughput& p) { return p.dtype == *dtype; });
     if (!have) missing.insert(std::string(dtype_name));
   };
   for (const calibrate::Run& r : runs) {
@@ -265,7 +279,8 @@ void run_calibrate_fit(const CalibrateFitOptions& options, std::ostream& out, st
     std::string list;
     for (const std::string& m : missing) list += (list.empty() ? "" : ", ") + m;
     throw InputError("the runs measured GEMM or attention throughput in " + list +
-                     ", but the peak of the GPU" + (gpu_name ? " '" + *gpu_name + "'" : std::string()) +
+                     ", but the peak of the GPU" +
+                     (gpu_name ? " '" + *gpu_name + "'" : std::string()) +
                      " is not known: pass --gpu with a catalogue GPU or --peak-tflops " +
                      *missing.begin() + "=TFLOPS");
   }
@@ -290,35 +305,39 @@ CLI::App* setup_calibrate(CLI::App& parent) {
   auto import_opts = std::make_shared<CalibrateImportOptions>();
   CLI::App* import = calibrate->add_subcommand(
       "import", "Read nccl-tests or all_reduce_bench.py logs into measurements");
-  import->add_option("files", import_opts->files, "Benchmark logs (stdout of the tools)")->required();
+  import->add_option("files", import_opts->files, "Benchmark logs (stdout of the tools)")
+      ->required();
   import->add_option("-o,--output", import_opts->out_dir,
                      "Write RUN_DIR/measurements.jsonl and RUN_DIR/provenance.json");
   import->add_flag("--json", import_opts->json, "Print JSON instead of a table");
-  import->add_option("--collective", import_opts->collective,
-                     "Collective, when the log does not say (" +
-                         enum_choices<hardware::Collective>() + ")");
+  import->add_option(
+      "--collective", import_opts->collective,
+      "Collective, when the log does not say (" + enum_choices<hardware::Collective>() + ")");
   import->add_option("--ranks", import_opts->ranks, "Ranks that ran, replacing what the log says");
   import->add_option("--nodes", import_opts->nodes, "Nodes that ran, replacing what the log says");
   import->add_option("--gpus-per-node", import_opts->gpus_per_node,
                      "For logs that do not list their hosts: nodes = ranks / this (default 8)");
-  import->callback([import_opts] { run_calibrate_import(*import_opts, std::cout, std::cerr); });
+  import->callback([import_opts] { run_calibrate_import(*import_opts, std::cout, std::cerr);
+});
 
-  auto fit_opts = std::make_shared<CalibrateFitOptions>();
-  CLI::App* fit = calibrate->add_subcommand("fit", "Fit a hardware profile to calibration runs");
-  fit->add_option("run_dirs", fit_opts->run_dirs, "Run directories (measurements.jsonl + provenance.json)")
-      ->required();
-  fit->add_option("-o,--output", fit_opts->out, "Profile JSON to write")->required();
-  fit->add_option("--gpu", fit_opts->gpu, "GPU of the profile: catalogue name or device string");
-  fit->add_option("--name", fit_opts->name, "Profile name (default: the output file's stem)");
-  fit->add_option("--peak-tflops", fit_opts->peak_tflops,
-                  "Dense peak per dtype, e.g. bf16=989,fp8=1979 (default: from the catalogue GPU)")
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-      ->delimiter(',');
-  fit->add_option("--sm-count", fit_opts->sm_count, "SMs of the GPU (default: from the catalogue GPU)");
-  fit->add_flag("--json", fit_opts->json, "Print the profile JSON instead of a table");
-  fit->callback([fit_opts] { run_calibrate_fit(*fit_opts, std::cout, std::cerr); });
-  return calibrate;
-}
+auto fit_opts = std::make_shared<CalibrateFitOptions>();
+CLI::App* fit = calibrate->add_subcommand("fit", "Fit a hardware profile to calibration runs");
+fit->add_option("run_dirs", fit_opts->run_dirs,
+                "Run directories (measurements.jsonl + provenance.json)")
+    ->required();
+fit->add_option("-o,--output", fit_opts->out, "Profile JSON to write")->required();
+fit->add_option("--gpu", fit_opts->gpu, "GPU of the profile: catalogue name or device string");
+fit->add_option("--name", fit_opts->name, "Profile name (default: the output file's stem)");
+fit->add_option("--peak-tflops", fit_opts->peak_tflops,
+                "Dense peak per dtype, e.g. bf16=989,fp8=1979 (default: from the catalogue GPU)")
+    ->expected(1)
+    ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+    ->delimiter(',');
+fit->add_option("--sm-count", fit_opts->sm_count,
+                "SMs of the GPU (default: from the catalogue GPU)");
+fit->add_flag("--json", fit_opts->json, "Print the profile JSON instead of a table");
+fit->callback([fit_opts] { run_calibrate_fit(*fit_opts, std::cout, std::cerr); });
+return calibrate;
+}  // namespace trainplan::cli
 
 }  // namespace trainplan::cli

@@ -1,9 +1,8 @@
 #pragma once
 // `trainplan calibrate import FILE... [-o RUN_DIR] [--json]`: benchmark logs -> measurements.
-// `trainplan calibrate fit RUN_DIR... -o PROFILE.json [--gpu NAME]`: measurements -> hardware profile.
+// `trainplan calibrate fit RUN_DIR... -o PROFILE.json [--gpu NAME]`: measurements -> profile.
 
 #include <CLI/CLI.hpp>
-
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -12,7 +11,7 @@ namespace trainplan::cli {
 
 struct CalibrateImportOptions {
   std::vector<std::string> files;
-  std::string out_dir;     // empty: print only
+  std::string out_dir;  // empty: print only
   bool json = false;
   std::string collective;  // empty: what the log says
   int ranks = 0;           // 0: what the log says

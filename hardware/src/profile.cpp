@@ -23,7 +23,8 @@ namespace {
 
 // Measured points inside their range; outside it the model's slope, continued from the end point,
 // so that time stays continuous and increasing in size across the boundary.
-[[nodiscard]] Seconds measured_curve_time(const CollectiveCurve& curve, double factor, Bytes bytes) {
+[[nodiscard]] Seconds measured_curve_time(const CollectiveCurve& curve, double factor,
+                                          Bytes bytes) {
   const auto& pts = curve.points;
   if (pts.empty()) return model_time(curve, factor, bytes, 1.0);
   if (bytes >= pts.front().bytes && bytes <= pts.back().bytes) {
@@ -31,12 +32,12 @@ namespace {
   }
   if (!has_model(curve)) return bytes < pts.front().bytes ? pts.front().time : pts.back().time;
   if (bytes > pts.back().bytes) {
-    const Seconds extra = model_time(curve, factor, bytes, 1.0) -
-                          model_time(curve, factor, pts.back().bytes, 1.0);
+    const Seconds extra =
+        model_time(curve, factor, bytes, 1.0) - model_time(curve, factor, pts.back().bytes, 1.0);
     return pts.back().time + std::max(Seconds(0.0), extra);
   }
-  const Seconds less = model_time(curve, factor, pts.front().bytes, 1.0) -
-                       model_time(curve, factor, bytes, 1.0);
+  const Seconds less =
+      model_time(curve, factor, pts.front().bytes, 1.0) - model_time(curve, factor, bytes, 1.0);
   return std::max(Seconds(0.0), pts.front().time - std::max(Seconds(0.0), less));
 }
 
@@ -103,7 +104,8 @@ std::optional<Seconds> HardwareProfile::collective_time(Collective c, int ranks,
   nodes = std::max(nodes, 1);
   const double factor = bus_factor(c, ranks);
   if (const CollectiveCurve* exact = find_curve(c, ranks, nodes)) {
-    if (!exact->points.empty() || has_model(*exact)) return measured_curve_time(*exact, factor, bytes);
+    if (!exact->points.empty() || has_model(*exact))
+      return measured_curve_time(*exact, factor, bytes);
   }
 
   // Nearest measured curve on the same side of the node boundary: node count first, then
@@ -115,9 +117,8 @@ std::optional<Seconds> HardwareProfile::collective_time(Collective c, int ranks,
     if (curve.collective != c || curve.ranks < 2 || curve.nodes < 1 || !has_model(curve)) continue;
     if ((curve.nodes == 1) != (nodes == 1)) continue;
     const double curve_ppn = static_cast<double>(curve.ranks) / curve.nodes;
-    const double distance =
-        2.0 * std::abs(std::log2(static_cast<double>(nodes) / curve.nodes)) +
-        std::abs(std::log2(ppn / curve_ppn));
+    const double distance = 2.0 * std::abs(std::log2(static_cast<double>(nodes) / curve.nodes)) +
+                            std::abs(std::log2(ppn / curve_ppn));
     if (distance < nearest_distance) {
       nearest_distance = distance;
       nearest = &curve;

@@ -209,9 +209,8 @@ CollectiveLog parse_all_reduce_bench_log(std::string_view text, std::string_view
       continue;
     }
     if (l.starts_with("algbw:") || l.starts_with("busbw:")) {
-      const std::optional<double> v = parse_gbps(t.substr(6, t.find('(') == std::string_view::npos
-                                                                  ? std::string_view::npos
-                                                                  : t.find('(') - 6));
+      const std::optional<double> v = parse_gbps(t.substr(
+          6, t.find('(') == std::string_view::npos ? std::string_view::npos : t.find('(') - 6));
       (l.starts_with("algbw:") ? single_algbw : single_busbw) = v;
       continue;
     }
@@ -230,7 +229,8 @@ CollectiveLog parse_all_reduce_bench_log(std::string_view text, std::string_view
       }
       continue;
     }
-    if (l.find("all_reduce_bench") != std::string::npos || l.find("torch.distributed.run") != std::string::npos ||
+    if (l.find("all_reduce_bench") != std::string::npos ||
+        l.find("torch.distributed.run") != std::string::npos ||
         l.find("torchrun") != std::string::npos) {
       const std::vector<std::string_view> toks = split_ws(t);
       launcher = launcher || l.find("torch.distributed.run") != std::string::npos ||
@@ -248,13 +248,14 @@ CollectiveLog parse_all_reduce_bench_log(std::string_view text, std::string_view
     }
     // Progress lines "  32KiB: 3".
     if (const std::size_t colon = t.find(':'); colon != std::string_view::npos &&
-                                              parse_payload(t.substr(0, colon)) &&
-                                              to_int(trim(t.substr(colon + 1)))) {
+                                               parse_payload(t.substr(0, colon)) &&
+                                               to_int(trim(t.substr(colon + 1)))) {
       continue;
     }
     ++log.skipped_lines;
   }
-  if (single_bytes && single_algbw && single_busbw) add_row(*single_bytes, *single_busbw, *single_algbw);
+  if (single_bytes && single_algbw && single_busbw)
+    add_row(*single_bytes, *single_busbw, *single_algbw);
   if (block.rows.empty()) {
     throw InputError(src + ": all_reduce_bench output without a payload table");
   }
@@ -266,7 +267,8 @@ CollectiveLog parse_all_reduce_bench_log(std::string_view text, std::string_view
     block.ranks = *ranks_said;
   } else if (nproc && (nnodes || (launcher && !nnodes_flag))) {
     block.ranks = *nproc * nnodes.value_or(1);
-  } else if (const auto n = ratio ? detail::ranks_from_ratio(block.collective, *ratio) : std::nullopt) {
+  } else if (const auto n =
+                 ratio ? detail::ranks_from_ratio(block.collective, *ratio) : std::nullopt) {
     block.ranks = *n;
   } else {
     throw InputError(src + ": cannot tell how many ranks ran; pass --ranks");

@@ -18,9 +18,8 @@ template <class E>
 [[nodiscard]] E enum_field(ObjectReader& r, const std::string& key) {
   const std::string s = r.string(key);
   if (const auto v = try_parse<E>(s)) return *v;
-  throw InputError(r.what() + ": key '" + key + "': unknown " +
-                   std::string(EnumTable<E>::kWhat) + " '" + s +
-                   "' (expected one of: " + enum_choices<E>() + ")");
+  throw InputError(r.what() + ": key '" + key + "': unknown " + std::string(EnumTable<E>::kWhat) +
+                   " '" + s + "' (expected one of: " + enum_choices<E>() + ")");
 }
 
 // Checked before any key is read, so that a misspelt key is reported as itself rather than as the

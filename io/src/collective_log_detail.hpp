@@ -11,7 +11,7 @@ namespace trainplan::io::detail {
 // Median of busbw / algbw over valid rows whose algbw has 3 significant digits or more.
 [[nodiscard]] std::optional<double> bandwidth_ratio(const LogBlock& block);
 
-// Ranks n implied by busbw / algbw = bus_factor(c, n); nullopt where the factor does not depend on n.
+// Ranks n implied by busbw / algbw = bus_factor(c, n); nullopt where the factor ignores n.
 [[nodiscard]] std::optional<int> ranks_from_ratio(hardware::Collective c, double ratio);
 
 // Throws InputError naming `source` when the printed busbw / algbw contradicts the bus factor of

@@ -96,8 +96,10 @@ namespace trainplan::io::log_text {
         line = after.substr(9);
         continue;
       }
-      const bool word = all_of(inside, [](char c) { return is_alpha(c) || is_digit(c) || c == '_'; });
-      if (word && (after.starts_with(":") || (all_of(inside, is_digit) && after.starts_with(" ")))) {
+      const bool word =
+          all_of(inside, [](char c) { return is_alpha(c) || is_digit(c) || c == '_'; });
+      if (word &&
+          (after.starts_with(":") || (all_of(inside, is_digit) && after.starts_with(" ")))) {
         line = after.substr(1);
         continue;
       }

@@ -49,18 +49,19 @@ OJson collective_line(const CollectiveMeasurement& m) {
 }
 
 OJson gemm_line(const GemmMeasurement& g) {
-  OJson j{{"kind", "gemm"},          {"dtype", to_string(g.dtype)}, {"m", g.m},
-          {"n", g.n},                {"k", g.k},                    {"time_us", us(g.time)},
-          {"tflops", tflops_value(g.rate)}};
+  OJson j{
+      {"kind", "gemm"},        {"dtype", to_string(g.dtype)},   {"m", g.m}, {"n", g.n}, {"k", g.k},
+      {"time_us", us(g.time)}, {"tflops", tflops_value(g.rate)}};
   if (!g.label.empty()) j["label"] = g.label;
   return j;
 }
 
 OJson attention_line(const AttentionMeasurement& a) {
-  return OJson{{"kind", "attention"}, {"pass", to_string(a.pass)},   {"impl", to_string(a.impl)},
-               {"dtype", a.dtype},    {"batch", a.batch},            {"heads", a.heads},
-               {"kv_heads", a.kv_heads}, {"head_dim", a.head_dim},   {"seq", a.seq},
-               {"causal", a.causal},  {"time_us", us(a.time)},       {"tflops", tflops_value(a.rate)}};
+  return OJson{
+      {"kind", "attention"},    {"pass", to_string(a.pass)}, {"impl", to_string(a.impl)},
+      {"dtype", a.dtype},       {"batch", a.batch},          {"heads", a.heads},
+      {"kv_heads", a.kv_heads}, {"head_dim", a.head_dim},    {"seq", a.seq},
+      {"causal", a.causal},     {"time_us", us(a.time)},     {"tflops", tflops_value(a.rate)}};
 }
 
 OJson bandwidth_line(const BandwidthMeasurement& b) {
@@ -81,7 +82,8 @@ OJson cpu_adam_line(const CpuAdamMeasurement& c) {
 [[nodiscard]] Seconds positive_time(ObjectReader& r, bool allow_zero) {
   const double t = r.number("time_us");
   if (t < 0.0 || (!allow_zero && t == 0.0)) {
-    throw InputError(r.what() + ": key 'time_us' must be positive (got " + fmt::format("{}", t) + ")");
+    throw InputError(r.what() + ": key 'time_us' must be positive (got " + fmt::format("{}", t) +
+                     ")");
   }
   return from_us(t);
 }
@@ -187,7 +189,8 @@ std::vector<std::string> string_list(ObjectReader& r, const std::string& key) {
   const nlohmann::json& v = r.raw(key);
   if (!v.is_array()) throw InputError(r.what() + ": key '" + key + "' must be a list of strings");
   for (const auto& e : v) {
-    if (!e.is_string()) throw InputError(r.what() + ": key '" + key + "' must be a list of strings");
+    if (!e.is_string())
+      throw InputError(r.what() + ": key '" + key + "' must be a list of strings");
     out.push_back(e.get<std::string>());
   }
   return out;
@@ -233,30 +236,33 @@ calibrate::Measurements parse_measurements_jsonl(std::string_view text, std::str
     ObjectReader r(j, what);
     const std::string kind = r.string("kind");
     if (kind == "collective") {
-      calibrate_json::reject_unknown_keys(j, {"kind", "collective", "scope", "ranks", "nodes", "dtype",
-                                              "bytes", "time_us", "algbw_GBps", "busbw_GBps",
-                                              "in_place", "valid"},
-                                          what);
+      calibrate_json::reject_unknown_keys(
+          j,
+          {"kind", "collective", "scope", "ranks", "nodes", "dtype", "bytes", "time_us",
+           "algbw_GBps", "busbw_GBps", "in_place", "valid"},
+          what);
       m.collectives.push_back(read_collective(r));
     } else if (kind == "gemm") {
       calibrate_json::reject_unknown_keys(
           j, {"kind", "dtype", "m", "n", "k", "time_us", "tflops", "label"}, what);
       m.gemms.push_back(read_gemm(r));
     } else if (kind == "attention") {
-      calibrate_json::reject_unknown_keys(j, {"kind", "pass", "impl", "dtype", "batch", "heads",
-                                              "kv_heads", "head_dim", "seq", "causal", "time_us",
-                                              "tflops"},
-                                          what);
+      calibrate_json::reject_unknown_keys(
+          j,
+          {"kind", "pass", "impl", "dtype", "batch", "heads", "kv_heads", "head_dim", "seq",
+           "causal", "time_us", "tflops"},
+          what);
       m.attention.push_back(read_attention(r));
     } else if (kind == "memory_bandwidth") {
-      calibrate_json::reject_unknown_keys(j, {"kind", "direction", "bytes", "time_us", "GBps"}, what);
+      calibrate_json::reject_unknown_keys(j, {"kind", "direction", "bytes", "time_us", "GBps"},
+                                          what);
       m.bandwidth.push_back(read_bandwidth(r));
     } else if (kind == "cpu_adam") {
       calibrate_json::reject_unknown_keys(j, {"kind", "params", "time_us", "params_per_s"}, what);
       m.cpu_adam.push_back(read_cpu_adam(r));
     } else {
-      throw InputError(what + ": unknown measurement kind '" + kind + "' (expected one of: " +
-                       std::string(kKinds) + ")");
+      throw InputError(what + ": unknown measurement kind '" + kind +
+                       "' (expected one of: " + std::string(kKinds) + ")");
     }
     r.reject_unknown();
   }
@@ -264,26 +270,20 @@ calibrate::Measurements parse_measurements_jsonl(std::string_view text, std::str
 }
 
 nlohmann::ordered_json provenance_object(const hardware::RunProvenance& p) {
-  return OJson{{"tool", nullable(p.tool)},
-               {"gpu", nullable(p.gpu)},
-               {"gpu_count", nullable(p.gpu_count)},
-               {"hosts", p.hosts},
-               {"nodes", nullable(p.nodes)},
-               {"ranks", nullable(p.ranks)},
-               {"driver", nullable(p.driver)},
-               {"cuda", nullable(p.cuda)},
-               {"nccl", nullable(p.nccl)},
-               {"cublas", nullable(p.cublas)},
-               {"cudnn", nullable(p.cudnn)},
-               {"command", nullable(p.command)},
-               {"date", nullable(p.date)},
-               {"sources", p.sources}};
+  return OJson{{"tool", nullable(p.tool)},           {"gpu", nullable(p.gpu)},
+               {"gpu_count", nullable(p.gpu_count)}, {"hosts", p.hosts},
+               {"nodes", nullable(p.nodes)},         {"ranks", nullable(p.ranks)},
+               {"driver", nullable(p.driver)},       {"cuda", nullable(p.cuda)},
+               {"nccl", nullable(p.nccl)},           {"cublas", nullable(p.cublas)},
+               {"cudnn", nullable(p.cudnn)},         {"command", nullable(p.command)},
+               {"date", nullable(p.date)},           {"sources", p.sources}};
 }
 
 hardware::RunProvenance provenance_from_object(const nlohmann::json& j, const std::string& what) {
   calibrate_json::reject_unknown_keys(
-      j, {"schema", "tool", "gpu", "gpu_count", "hosts", "nodes", "ranks", "driver", "cuda", "nccl",
-          "cublas", "cudnn", "command", "date", "sources"},
+      j,
+      {"schema", "tool", "gpu", "gpu_count", "hosts", "nodes", "ranks", "driver", "cuda", "nccl",
+       "cublas", "cudnn", "command", "date", "sources"},
       what);
   ObjectReader r(j, what);
   hardware::RunProvenance p;
@@ -336,8 +336,8 @@ calibrate::Run read_run_dir(const std::filesystem::path& dir) {
   if (!fs::exists(provenance, ec)) {
     throw InputError("run directory '" + name + "' has no " + std::string(kProvenanceFile));
   }
-  run.provenance = parse_provenance_json(read_text_file(provenance.string(), "provenance"),
-                                         provenance.string());
+  run.provenance =
+      parse_provenance_json(read_text_file(provenance.string(), "provenance"), provenance.string());
   const fs::path measurements = dir / kMeasurementsFile;
   if (!fs::exists(measurements, ec)) {
     throw InputError("run directory '" + name + "' has no " + std::string(kMeasurementsFile));
@@ -416,18 +416,19 @@ std::string imported_logs_json(std::span<const CollectiveLog> logs) {
         }
       }
       for (const auto& key : keys) {
-        curves.push_back(OJson{{"source", log.source},
-                               {"tool", to_string(log.tool)},
-                               {"collective", to_string(block.collective)},
-                               {"scope", to_string(block.nodes == 1 ? hardware::LinkScope::intra_node
-                                                                : hardware::LinkScope::inter_node)},
-                               {"ranks", block.ranks},
-                               {"nodes", block.nodes},
-                               {"nodes_assumed", block.nodes_assumed},
-                               {"gpu", block.gpu.empty() ? OJson(nullptr) : OJson(block.gpu)},
-                               {"dtype", key.first},
-                               {"in_place", key.second},
-                               {"points", points[key]}});
+        curves.push_back(
+            OJson{{"source", log.source},
+                  {"tool", to_string(log.tool)},
+                  {"collective", to_string(block.collective)},
+                  {"scope", to_string(block.nodes == 1 ? hardware::LinkScope::intra_node
+                                                       : hardware::LinkScope::inter_node)},
+                  {"ranks", block.ranks},
+                  {"nodes", block.nodes},
+                  {"nodes_assumed", block.nodes_assumed},
+                  {"gpu", block.gpu.empty() ? OJson(nullptr) : OJson(block.gpu)},
+                  {"dtype", key.first},
+                  {"in_place", key.second},
+                  {"points", points[key]}});
       }
     }
   }

@@ -275,7 +275,8 @@ void resolve_block(LogBlock& block, const Context& ctx, std::string_view source,
     block.ranks = *hints.ranks;
   } else if (!ctx.ranks.empty()) {
     block.ranks = static_cast<int>(ctx.ranks.size());
-  } else if (const std::optional<int> n = ratio ? detail::ranks_from_ratio(*collective, *ratio) : std::nullopt) {
+  } else if (const std::optional<int> n =
+                 ratio ? detail::ranks_from_ratio(*collective, *ratio) : std::nullopt) {
     block.ranks = *n;
   } else {
     throw InputError(src + ": cannot tell how many ranks ran (no '# Rank' lines); pass --ranks");
@@ -407,7 +408,8 @@ CollectiveLog parse_nccl_tests_log(std::string_view text, std::string_view sourc
       if (toks.size() > 2) log.tool_version = std::string(toks[2]);
       for (const std::string_view tok : toks) {
         if (tok.starts_with("nccl-library=")) {
-          if (const auto code = to_int(tok.substr(13))) log.nccl = nccl_version_string(static_cast<long>(*code));
+          if (const auto code = to_int(tok.substr(13)))
+            log.nccl = nccl_version_string(static_cast<long>(*code));
         }
       }
       ctx.generation = 4;
@@ -448,7 +450,8 @@ CollectiveLog parse_nccl_tests_log(std::string_view text, std::string_view sourc
       block_open = true;
       in_rows = true;
       header_seen = true;
-      block.format_generation = std::max(cols->generation, cols->generation == 3 ? ctx.generation : 0);
+      block.format_generation =
+          std::max(cols->generation, cols->generation == 3 ? ctx.generation : 0);
       continue;
     }
     if (content.find("out-of-place") != std::string_view::npos) continue;
@@ -480,14 +483,16 @@ CollectiveLog parse_nccl_tests_log(std::string_view text, std::string_view sourc
         command = true;
         new_run();
         if (ctx.test.empty()) {
-          std::string_view name = tok.substr(tok.rfind('/') == std::string_view::npos ? 0 : tok.rfind('/') + 1);
+          std::string_view name =
+              tok.substr(tok.rfind('/') == std::string_view::npos ? 0 : tok.rfind('/') + 1);
           ctx.test = std::string(name);
         }
         break;
       }
     }
     if (command) {
-      if (!log.command) log.command = std::string(content.starts_with("$ ") ? content.substr(2) : content);
+      if (!log.command)
+        log.command = std::string(content.starts_with("$ ") ? content.substr(2) : content);
       continue;
     }
     ++log.skipped_lines;
@@ -554,7 +559,8 @@ std::vector<calibrate::CollectiveMeasurement> to_measurements(const CollectiveLo
         if (!t) continue;
         calibrate::CollectiveMeasurement m;
         m.collective = block.collective;
-        m.scope = block.nodes == 1 ? hardware::LinkScope::intra_node : hardware::LinkScope::inter_node;
+        m.scope =
+            block.nodes == 1 ? hardware::LinkScope::intra_node : hardware::LinkScope::inter_node;
         m.ranks = block.ranks;
         m.nodes = block.nodes;
         m.dtype = row.dtype;

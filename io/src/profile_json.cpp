@@ -137,8 +137,9 @@ FitQuality read_quality(ObjectReader& parent, const std::string& key) {
 }
 
 hardware::CollectiveCurve read_curve(const Json& j, const std::string& what) {
-  calibrate_json::reject_unknown_keys(j, {"collective", "scope", "ranks", "nodes", "alpha_us",
-                                          "busbw_GBps", "regimes", "points", "fit"},
+  calibrate_json::reject_unknown_keys(j,
+                                      {"collective", "scope", "ranks", "nodes", "alpha_us",
+                                       "busbw_GBps", "regimes", "points", "fit"},
                                       what);
   ObjectReader r(j, what);
   hardware::CollectiveCurve c;
@@ -174,12 +175,13 @@ hardware::CollectiveCurve read_curve(const Json& j, const std::string& what) {
   } else {
     r.ignore({"points"});
   }
-  std::sort(c.points.begin(), c.points.end(),
-            [](const hardware::TimedSize& a, const hardware::TimedSize& b) { return a.bytes < b.bytes; });
+  std::sort(
+      c.points.begin(), c.points.end(),
+      [](const hardware::TimedSize& a, const hardware::TimedSize& b) { return a.bytes < b.bytes; });
   for (std::size_t i = 1; i < c.points.size(); ++i) {
     if (c.points[i].bytes == c.points[i - 1].bytes) {
-      throw InputError(what + ": two points at " +
-                       std::to_string(whole_bytes(c.points[i].bytes)) + " bytes");
+      throw InputError(what + ": two points at " + std::to_string(whole_bytes(c.points[i].bytes)) +
+                       " bytes");
     }
   }
   c.fit = read_quality(r, "fit");
@@ -192,9 +194,9 @@ hardware::CollectiveCurve read_curve(const Json& j, const std::string& what) {
 }
 
 hardware::GemmModel read_gemm(const Json& j, hardware::GemmDtype dtype, const std::string& what) {
-  calibrate_json::reject_unknown_keys(j, {"peak_efficiency", "k0", "tile_m", "tile_n", "sm_count",
-                                          "peak_TFLOPS", "points", "fit"},
-                                      what);
+  calibrate_json::reject_unknown_keys(
+      j, {"peak_efficiency", "k0", "tile_m", "tile_n", "sm_count", "peak_TFLOPS", "points", "fit"},
+      what);
   ObjectReader r(j, what);
   hardware::GemmModel g;
   g.dtype = dtype;
@@ -270,15 +272,17 @@ std::string profile_to_json(const hardware::HardwareProfile& p) {
     if (p.memory.d2h) m["d2h_GBps"] = gbps_value(*p.memory.d2h);
     j["memory"] = m;
   }
-  if (p.cpu_adam_params_per_s) j["cpu_adam_params_per_s"] = round_significant(*p.cpu_adam_params_per_s);
+  if (p.cpu_adam_params_per_s)
+    j["cpu_adam_params_per_s"] = round_significant(*p.cpu_adam_params_per_s);
   return j.dump(2) + "\n";
 }
 
 hardware::HardwareProfile parse_profile_json(std::string_view text, std::string_view source) {
   const std::string what = "profile " + std::string(source);
   const Json j = parse_json(text, what);
-  calibrate_json::reject_unknown_keys(j, {"schema", "name", "gpu", "provenance", "collectives", "gemm",
-                                          "attention", "memory", "cpu_adam_params_per_s"},
+  calibrate_json::reject_unknown_keys(j,
+                                      {"schema", "name", "gpu", "provenance", "collectives", "gemm",
+                                       "attention", "memory", "cpu_adam_params_per_s"},
                                       what);
   ObjectReader r(j, what);
   if (r.string("schema") != kProfileSchema) {
@@ -295,7 +299,8 @@ hardware::HardwareProfile parse_profile_json(std::string_view text, std::string_
   if (r.has("collectives")) {
     int index = 0;
     for (const Json& c : array_field(r, "collectives")) {
-      p.collectives.push_back(read_curve(c, what + " collectives[" + std::to_string(index++) + "]"));
+      p.collectives.push_back(
+          read_curve(c, what + " collectives[" + std::to_string(index++) + "]"));
     }
   } else {
     r.ignore({"collectives"});
@@ -308,8 +313,8 @@ hardware::HardwareProfile parse_profile_json(std::string_view text, std::string_
     for (const auto& [name, model] : dtypes.items()) {
       const auto dtype = try_parse<hardware::GemmDtype>(name);
       if (!dtype) {
-        throw InputError(what + " gemm dtypes: unknown key '" + name + "' (expected one of: " +
-                         enum_choices<hardware::GemmDtype>() + ")");
+        throw InputError(what + " gemm dtypes: unknown key '" + name +
+                         "' (expected one of: " + enum_choices<hardware::GemmDtype>() + ")");
       }
       p.gemm.push_back(read_gemm(model, *dtype, what + " gemm " + name));
     }
@@ -331,9 +336,9 @@ hardware::HardwareProfile parse_profile_json(std::string_view text, std::string_
     calibrate_json::reject_unknown_keys(r.raw("memory"), {"hbm_GBps", "h2d_GBps", "d2h_GBps"},
                                         what + " memory");
     ObjectReader mem(r.raw("memory"), what + " memory");
-    for (const auto& [key, slot] : {std::pair{"hbm_GBps", &p.memory.hbm},
-                                    std::pair{"h2d_GBps", &p.memory.h2d},
-                                    std::pair{"d2h_GBps", &p.memory.d2h}}) {
+    for (const auto& [key, slot] :
+         {std::pair{"hbm_GBps", &p.memory.hbm}, std::pair{"h2d_GBps", &p.memory.h2d},
+          std::pair{"d2h_GBps", &p.memory.d2h}}) {
       if (mem.has(key)) *slot = gbps(positive(mem, key));
       mem.ignore({key});
     }
@@ -341,7 +346,8 @@ hardware::HardwareProfile parse_profile_json(std::string_view text, std::string_
   } else {
     r.ignore({"memory"});
   }
-  if (r.has("cpu_adam_params_per_s")) p.cpu_adam_params_per_s = positive(r, "cpu_adam_params_per_s");
+  if (r.has("cpu_adam_params_per_s"))
+    p.cpu_adam_params_per_s = positive(r, "cpu_adam_params_per_s");
   r.ignore({"cpu_adam_params_per_s"});
   r.reject_unknown();
   return p;

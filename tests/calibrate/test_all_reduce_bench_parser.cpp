@@ -14,7 +14,8 @@ using test::synthetic;
 
 TEST(AllReduceBench, FourNodeTableInfersRanksFromTheBusFactor) {
   // stas00/ml-engineering network/benchmarks README: 4 nodes x 8 GPUs, busbw/algbw = 2*31/32.
-  const CollectiveLog log = read_collective_log(fixture("real_all_reduce_bench_py_table_4node.txt"));
+  const CollectiveLog log =
+      read_collective_log(fixture("real_all_reduce_bench_py_table_4node.txt"));
   EXPECT_EQ(log.tool, LogTool::all_reduce_bench);
   ASSERT_EQ(log.blocks.size(), 1u);
   const LogBlock& b = log.blocks.front();
@@ -44,7 +45,8 @@ TEST(AllReduceBench, FourNodeTableInfersRanksFromTheBusFactor) {
 }
 
 TEST(AllReduceBench, H200TableWithItsCommandLine) {
-  const CollectiveLog log = read_collective_log(fixture("real_all_reduce_bench_py_table_8xH200.txt"));
+  const CollectiveLog log =
+      read_collective_log(fixture("real_all_reduce_bench_py_table_8xH200.txt"));
   const LogBlock& b = log.blocks.front();
   ASSERT_EQ(b.rows.size(), 20u);
   EXPECT_EQ(b.ranks, 8);
@@ -54,11 +56,13 @@ TEST(AllReduceBench, H200TableWithItsCommandLine) {
   EXPECT_DOUBLE_EQ(b.rows.front().in_place->algbw_GBps, 0.82);
   EXPECT_DOUBLE_EQ(b.rows.back().in_place->busbw_GBps, 482.26);
   EXPECT_DOUBLE_EQ(b.rows.back().in_place->algbw_GBps, 275.58);
-  EXPECT_EQ(log.command, "python -u -m torch.distributed.run --nproc_per_node=8 all_reduce_bench.py");
+  EXPECT_EQ(log.command,
+            "python -u -m torch.distributed.run --nproc_per_node=8 all_reduce_bench.py");
 }
 
 TEST(AllReduceBench, FullOutputWithEnvironment) {
-  const CollectiveLog log = read_collective_log(synthetic("all_reduce_bench_full_output_2node.txt"));
+  const CollectiveLog log =
+      read_collective_log(synthetic("all_reduce_bench_full_output_2node.txt"));
   const LogBlock& b = log.blocks.front();
   ASSERT_EQ(b.rows.size(), 10u);
   EXPECT_EQ(b.ranks, 16);
@@ -74,7 +78,8 @@ TEST(AllReduceBench, FullOutputWithEnvironment) {
 
 TEST(AllReduceBench, OldSinglePayloadOutput) {
   // The 2024 script printed one payload; "GB" meant GiB there.
-  const CollectiveLog log = read_collective_log(synthetic("all_reduce_bench_2024_single_payload.txt"));
+  const CollectiveLog log =
+      read_collective_log(synthetic("all_reduce_bench_2024_single_payload.txt"));
   const LogBlock& b = log.blocks.front();
   ASSERT_EQ(b.rows.size(), 1u);
   EXPECT_EQ(b.ranks, 16);

@@ -37,7 +37,8 @@ hardware::HardwareProfile full_profile() {
   c.busbw = gbps(88.25);
   c.regimes = {{Bytes(16777216), Seconds(20.25 * 1e-6), gbps(40.5)},
                {Bytes(4294967296), Seconds(90.75 * 1e-6), gbps(95.125)}};
-  c.points = {{Bytes(1024), Seconds(22.54 * 1e-6)}, {Bytes(4096), Seconds(35.33 * 1e-6)},
+  c.points = {{Bytes(1024), Seconds(22.54 * 1e-6)},
+              {Bytes(4096), Seconds(35.33 * 1e-6)},
               {Bytes(4294967296), Seconds(38180 * 1e-6)}};
   c.fit = {0.03125, 0.125, 3};
   p.collectives.push_back(c);
@@ -78,8 +79,8 @@ TEST(ProfileJson, RoundTrip) {
 }
 
 TEST(ProfileJson, EverySectionMayBeAbsent) {
-  const hardware::HardwareProfile p =
-      parse_profile_json(R"({"schema": "trainplan.profile/1", "name": "empty", "gpu": "A100-80GB"})", "p.json");
+  const hardware::HardwareProfile p = parse_profile_json(
+      R"({"schema": "trainplan.profile/1", "name": "empty", "gpu": "A100-80GB"})", "p.json");
   EXPECT_TRUE(p.empty());
   EXPECT_EQ(p.gpu, "A100-80GB");
 }
@@ -121,7 +122,8 @@ TEST(ProfileJson, UnknownKeysAreNamed) {
 }
 
 TEST(ProfileJson, BadValuesAreNamed) {
-  EXPECT_THROW((void)parse_profile_json(R"({"schema": "trainplan.profile/2"})", "p.json"), InputError);
+  EXPECT_THROW((void)parse_profile_json(R"({"schema": "trainplan.profile/2"})", "p.json"),
+               InputError);
   EXPECT_THROW((void)parse_profile_json("{not json", "p.json"), InputError);
   std::string text = profile_to_json(full_profile());
   text.replace(text.find("\"reduce_scatter\""), 16, "\"reduce_scater\"");
@@ -189,10 +191,11 @@ TEST(MeasurementsJsonl, RoundTripOfEveryKind) {
   const calibrate::Measurements m = all_kinds();
   const std::string text = measurements_to_jsonl(m);
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 5);
-  EXPECT_EQ(text.substr(0, text.find('\n')),
-            R"({"kind":"collective","collective":"all_gather","scope":"world","ranks":16,"nodes":2,)"
-            R"("dtype":"bfloat16","bytes":17179869184,"time_us":374425.0,"algbw_GBps":45.88,)"
-            R"("busbw_GBps":43.0125,"in_place":true,"valid":false})");
+  EXPECT_EQ(
+      text.substr(0, text.find('\n')),
+      R"({"kind":"collective","collective":"all_gather","scope":"world","ranks":16,"nodes":2,)"
+      R"("dtype":"bfloat16","bytes":17179869184,"time_us":374425.0,"algbw_GBps":45.88,)"
+      R"("busbw_GBps":43.0125,"in_place":true,"valid":false})");
   EXPECT_EQ(parse_measurements_jsonl(text, "m.jsonl"), m);
 }
 
@@ -223,14 +226,16 @@ TEST(MeasurementsJsonl, ErrorsNameLineAndKey) {
     EXPECT_NE(msg.find("'tflop'"), std::string::npos) << msg;
   }
   EXPECT_THROW((void)parse_measurements_jsonl(R"({"kind":"nvlink"})", "m"), InputError);
-  EXPECT_THROW((void)parse_measurements_jsonl(
-                   R"({"kind":"collective","collective":"all_reduce","scope":"intra_node","ranks":16,"nodes":2,"bytes":8,"time_us":1})",
-                   "m"),
-               InputError);  // intra_node on 2 nodes
-  EXPECT_THROW((void)parse_measurements_jsonl(
-                   R"({"kind":"collective","collective":"all_reduce","scope":"world","ranks":8,"nodes":1,"bytes":8,"time_us":-1})",
-                   "m"),
-               InputError);
+  EXPECT_THROW(
+      (void)parse_measurements_jsonl(
+          R"({"kind":"collective","collective":"all_reduce","scope":"intra_node","ranks":16,"nodes":2,"bytes":8,"time_us":1})",
+          "m"),
+      InputError);  // intra_node on 2 nodes
+  EXPECT_THROW(
+      (void)parse_measurements_jsonl(
+          R"({"kind":"collective","collective":"all_reduce","scope":"world","ranks":8,"nodes":1,"bytes":8,"time_us":-1})",
+          "m"),
+      InputError);
   EXPECT_THROW((void)parse_measurements_jsonl("{\"kind\":", "m"), InputError);
 }
 
@@ -245,7 +250,8 @@ TEST(ProvenanceJson, RoundTripNullsAndUnknownKeys) {
   EXPECT_EQ(text.find("\"schema\": \"trainplan.run/1\""), 4u);
   EXPECT_NE(text.find("\"driver\": null"), std::string::npos);
   EXPECT_EQ(parse_provenance_json(text, "provenance.json"), p);
-  const std::string minimal = R"({"schema":"trainplan.run/1","tool":"trainplan-calibrate","gpu":null})";
+  const std::string minimal =
+      R"({"schema":"trainplan.run/1","tool":"trainplan-calibrate","gpu":null})";
   EXPECT_EQ(parse_provenance_json(minimal, "p").tool, "trainplan-calibrate");
   try {
     (void)parse_provenance_json(R"({"schema":"trainplan.run/1","gpus":"x"})", "prov.json");

@@ -58,8 +58,9 @@ std::vector<std::string> entries(const fs::path& dir) {
 
 TEST(CalibrateImport, TableAndJson) {
   CalibrateImportOptions o;
-  o.files = {fixture("real_all_reduce_perf_fmt2.13_1proc_8xA100.txt").string(),
-             fixture("real_all_reduce_perf_v2.17.9_16xGH200_4node_int8_wrong_nofooter.txt").string()};
+  o.files = {
+      fixture("real_all_reduce_perf_fmt2.13_1proc_8xA100.txt").string(),
+      fixture("real_all_reduce_perf_v2.17.9_16xGH200_4node_int8_wrong_nofooter.txt").string()};
   const Output table = import(o);
   EXPECT_NE(table.out.find("NVIDIA A100-SXM4-80GB"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("232.44"), std::string::npos) << table.out;
@@ -93,7 +94,8 @@ TEST(CalibrateImport, WritesARunDirectoryThatReadsBack) {
   const Output r = import(o);
   EXPECT_NE(r.err.find("58 measurements"), std::string::npos) << r.err;
   EXPECT_EQ(entries(tmp.path()), std::vector<std::string>{"run"});
-  EXPECT_EQ(entries(tmp.path() / "run"), (std::vector<std::string>{"measurements.jsonl", "provenance.json"}));
+  EXPECT_EQ(entries(tmp.path() / "run"),
+            (std::vector<std::string>{"measurements.jsonl", "provenance.json"}));
   const calibrate::Run run = io::read_run_dir(tmp.path() / "run");
   ASSERT_EQ(run.measurements.collectives.size(), 58u);
   EXPECT_EQ(run.provenance.tool, "nccl-tests");
@@ -101,14 +103,16 @@ TEST(CalibrateImport, WritesARunDirectoryThatReadsBack) {
   EXPECT_EQ(run.provenance.ranks, 16);
   EXPECT_EQ(run.provenance.nodes, 2);
   EXPECT_EQ(run.provenance.hosts, (std::vector<std::string>{"a0000", "a0001"}));
-  EXPECT_EQ(run.provenance.sources,
-            std::vector<std::string>{"real_all_reduce_perf_fmt_pre2.13_16xA100_2node_sharp_noise.txt"});
+  EXPECT_EQ(
+      run.provenance.sources,
+      std::vector<std::string>{"real_all_reduce_perf_fmt_pre2.13_16xA100_2node_sharp_noise.txt"});
   const auto& first = run.measurements.collectives.front();
   EXPECT_EQ(first.scope, hardware::LinkScope::inter_node);
   EXPECT_NEAR(first.time.value(), 22.54e-6, 1e-15);
   // Writing again replaces both files in place.
   (void)import(o);
-  EXPECT_EQ(entries(tmp.path() / "run"), (std::vector<std::string>{"measurements.jsonl", "provenance.json"}));
+  EXPECT_EQ(entries(tmp.path() / "run"),
+            (std::vector<std::string>{"measurements.jsonl", "provenance.json"}));
 }
 
 TEST(CalibrateImport, BadInputNamesTheFile) {
@@ -154,14 +158,16 @@ TEST(CalibrateImport, FailedWriteLeavesNothing) {
   std::ofstream(tmp.path() / "run" / "provenance.json") << "old";
   o.out_dir = (tmp.path() / "run").string();
   EXPECT_THROW((void)import(o), InputError);
-  EXPECT_EQ(entries(tmp.path() / "run"), (std::vector<std::string>{"measurements.jsonl", "provenance.json"}));
+  EXPECT_EQ(entries(tmp.path() / "run"),
+            (std::vector<std::string>{"measurements.jsonl", "provenance.json"}));
   std::ifstream old(tmp.path() / "run" / "provenance.json");
   std::string content;
   old >> content;
   EXPECT_EQ(content, "old");
 }
 
-fs::path imported_run(const TempDir& tmp, const std::string& name, const std::vector<fs::path>& logs) {
+fs::path imported_run(const TempDir& tmp, const std::string& name,
+                      const std::vector<fs::path>& logs) {
   CalibrateImportOptions o;
   for (const auto& l : logs) o.files.push_back(l.string());
   o.out_dir = (tmp.path() / name).string();
@@ -171,7 +177,8 @@ fs::path imported_run(const TempDir& tmp, const std::string& name, const std::ve
 
 TEST(CalibrateFit, EndToEndOnTheA100Sweep) {
   TempDir tmp("fit");
-  const fs::path run = imported_run(tmp, "run", {fixture("real_all_reduce_perf_fmt2.13_1proc_8xA100.txt")});
+  const fs::path run =
+      imported_run(tmp, "run", {fixture("real_all_reduce_perf_fmt2.13_1proc_8xA100.txt")});
   CalibrateFitOptions o;
   o.run_dirs = {run.string()};
   o.out = (tmp.path() / "a100.json").string();
@@ -182,8 +189,9 @@ TEST(CalibrateFit, EndToEndOnTheA100Sweep) {
   EXPECT_EQ(p.name, "a100");
   EXPECT_EQ(p.gpu, "A100-80GB");
   ASSERT_EQ(p.collectives.size(), 1u);
-  EXPECT_NEAR(p.collective_time(hardware::Collective::all_reduce, 8, 1, Bytes(1073741824.0))->value(),
-              8247.6e-6, 1e-12);
+  EXPECT_NEAR(
+      p.collective_time(hardware::Collective::all_reduce, 8, 1, Bytes(1073741824.0))->value(),
+      8247.6e-6, 1e-12);
   EXPECT_EQ(entries(tmp.path()), (std::vector<std::string>{"a100.json", "run"}));
 
   o.json = true;
@@ -193,7 +201,8 @@ TEST(CalibrateFit, EndToEndOnTheA100Sweep) {
 
 TEST(CalibrateFit, TooFewPoints) {
   TempDir tmp("fewpoints");
-  const fs::path run = imported_run(tmp, "gb10", {fixture("real_all_gather_perf_v2.18.5_2xGB10_2node_full.txt")});
+  const fs::path run =
+      imported_run(tmp, "gb10", {fixture("real_all_gather_perf_v2.18.5_2xGB10_2node_full.txt")});
   CalibrateFitOptions o;
   o.run_dirs = {run.string()};
   o.out = (tmp.path() / "p.json").string();
@@ -267,7 +276,8 @@ TEST(CalibrateFit, NoMeasurementsUnknownKeysAndMissingRuns) {
 
 TEST(CalibrateFit, FailedWriteLeavesNoPartialProfile) {
   TempDir tmp("profilewrite");
-  const fs::path run = imported_run(tmp, "run", {fixture("real_all_reduce_perf_fmt2.13_1proc_8xA100.txt")});
+  const fs::path run =
+      imported_run(tmp, "run", {fixture("real_all_reduce_perf_fmt2.13_1proc_8xA100.txt")});
   fs::create_directories(tmp.path() / "profile.json");  // the target is a folder
   CalibrateFitOptions o;
   o.run_dirs = {run.string()};
@@ -328,7 +338,8 @@ TEST(CalibrateCli, SubcommandsParse) {
   EXPECT_NE(calibrate->get_subcommand("import"), nullptr);
   EXPECT_NE(calibrate->get_subcommand("fit"), nullptr);
   // Bad input reaches main as InputError (exit code 2 there), not as a CLI11 parse error.
-  std::vector<std::string> args{"calibrate", "import", synthetic("osu_allreduce_not_supported.txt").string()};
+  std::vector<std::string> args{"calibrate", "import",
+                                synthetic("osu_allreduce_not_supported.txt").string()};
   std::reverse(args.begin(), args.end());
   EXPECT_THROW(app.parse(args), InputError);
 }

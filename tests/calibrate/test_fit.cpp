@@ -1,4 +1,5 @@
-// The fits: known parameters recovered from synthetic points, and the piecewise fit on a real sweep.
+// The fits: known parameters recovered from synthetic points, and the piecewise fit on a real
+// sweep.
 
 #include <gtest/gtest.h>
 
@@ -137,8 +138,8 @@ TEST(GemmFit, RecoversEtaMaxAndK0) {
     for (std::int64_t n : {1024, 3072, 4096, 11008}) {
       for (std::int64_t k : {64, 256, 1024, 4096, 8192}) {
         const double eta = eta_max * hardware::tile_efficiency(m, n, 128, 128) *
-                           hardware::wave_efficiency(m, n, 128, 128, sms) *
-                           static_cast<double>(k) / (static_cast<double>(k) + k0);
+                           hardware::wave_efficiency(m, n, 128, 128, sms) * static_cast<double>(k) /
+                           (static_cast<double>(k) + k0);
         pts.push_back({m, n, k, FlopsPerSecond(eta * peak)});
       }
     }

@@ -1,10 +1,11 @@
-// nccl-tests logs: every real fixture in shared/fixtures/nccl-tests and one synthetic log per format
-// generation, checked row by row at the ends and in the counts.
+// nccl-tests logs: every real fixture in shared/fixtures/nccl-tests and one synthetic log per
+// format generation, checked row by row at the ends and in the counts.
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,9 @@ struct LogCase {
   std::string source;  // where the log was published
 };
 
+// gtest prints a parameter in test names and failures; the case name says enough.
+void PrintTo(const LogCase& c, std::ostream* os) { *os << c.name; }
+
 void expect_timing(const std::optional<TimingColumns>& got, const Timing& want) {
   ASSERT_TRUE(got.has_value());
   EXPECT_DOUBLE_EQ(got->time_us, want.time_us);
@@ -67,33 +71,83 @@ void expect_row(const LogRow& got, const Row& want) {
 
 std::vector<LogCase> real_cases() {
   return {
-      {"1proc_8xA100", fixture("real_all_reduce_perf_fmt2.13_1proc_8xA100.txt"),
-       Collective::all_reduce, "all_reduce_perf", "float", 3, 30, 8, 1, "NVIDIA A100-SXM4-80GB",
-       {"thanos"}, 0, true,
+      {"1proc_8xA100",
+       fixture("real_all_reduce_perf_fmt2.13_1proc_8xA100.txt"),
+       Collective::all_reduce,
+       "all_reduce_perf",
+       "float",
+       3,
+       30,
+       8,
+       1,
+       "NVIDIA A100-SXM4-80GB",
+       {"thanos"},
+       0,
+       true,
        {8, 2, {40.12, 0.00, 0.00}, Timing{38.85, 0.00, 0.00}},
        {4294967296, 1073741824, {32336, 132.82, 232.44}, Timing{32455, 132.34, 231.59}},
        "blog notes, host thanos"},
-      {"mpirun8_ompi_noise", fixture("real_all_reduce_perf_fmt2.13_mpirun8_8xA100_with_ompi_noise.txt"),
-       Collective::all_reduce, "all_reduce_perf", "float", 3, 30, 8, 1, "NVIDIA A100-SXM4-80GB",
-       {"thanos"}, 2, true,
+      {"mpirun8_ompi_noise",
+       fixture("real_all_reduce_perf_fmt2.13_mpirun8_8xA100_with_ompi_noise.txt"),
+       Collective::all_reduce,
+       "all_reduce_perf",
+       "float",
+       3,
+       30,
+       8,
+       1,
+       "NVIDIA A100-SXM4-80GB",
+       {"thanos"},
+       2,
+       true,
        {8, 2, {20.26, 0.00, 0.00}, Timing{17.74, 0.00, 0.00}},
        {4294967296, 1073741824, {32285, 133.03, 232.81}, Timing{32268, 133.10, 232.93}},
        "same machine under mpirun: two Open MPI help lines, one starting with a digit"},
-      {"pre2.13_2node_sharp", fixture("real_all_reduce_perf_fmt_pre2.13_16xA100_2node_sharp_noise.txt"),
-       Collective::all_reduce, "all_reduce_perf", "float", 2, 29, 16, 2, "NVIDIA A100-SXM4-40GB",
-       {"a0000", "a0001"}, 3, true,
+      {"pre2.13_2node_sharp",
+       fixture("real_all_reduce_perf_fmt_pre2.13_16xA100_2node_sharp_noise.txt"),
+       Collective::all_reduce,
+       "all_reduce_perf",
+       "float",
+       2,
+       29,
+       16,
+       2,
+       "NVIDIA A100-SXM4-40GB",
+       {"a0000", "a0001"},
+       3,
+       true,
        {8, 2, {22.54, 0.00, 0.00}, Timing{24.94, 0.00, 0.00}},
        {2147483648, 536870912, {38180, 56.25, 105.46}, Timing{38163, 56.27, 105.51}},
        "ABCI user guide, SHARP: two SHARP INFO lines and a '--(snip)--'"},
-      {"v2.17.9_16xGH200_wrong", fixture("real_all_reduce_perf_v2.17.9_16xGH200_4node_int8_wrong_nofooter.txt"),
-       Collective::all_reduce, "all_reduce_perf", "int8", 4, 28, 16, 4, "NVIDIA GH200 120GB",
-       {"gpu-1-43", "gpu-1-47", "gpu-1-49", "gpu-1-51"}, 0, false,
+      {"v2.17.9_16xGH200_wrong",
+       fixture("real_all_reduce_perf_v2.17.9_16xGH200_4node_int8_wrong_nofooter.txt"),
+       Collective::all_reduce,
+       "all_reduce_perf",
+       "int8",
+       4,
+       28,
+       16,
+       4,
+       "NVIDIA GH200 120GB",
+       {"gpu-1-43", "gpu-1-47", "gpu-1-49", "gpu-1-51"},
+       0,
+       false,
        {1, 1, {24.41, 0.00, 0.00}, Timing{21.26, 0.00, 0.00}},
        {134217728, 134217728, {2800.93, 47.92, 89.85}, Timing{3023.61, 44.39, 83.23}},
        "NRIS 'NCCL on Olivia': data corruption, no footer"},
-      {"v2.18.5_2xGB10_all_gather", fixture("real_all_gather_perf_v2.18.5_2xGB10_2node_full.txt"),
-       Collective::all_gather, "all_gather_perf", "float", 4, 1, 2, 2, "NVIDIA GB10",
-       {"promaxgb10-4c75", "promaxgb10-4c99"}, 0, true,
+      {"v2.18.5_2xGB10_all_gather",
+       fixture("real_all_gather_perf_v2.18.5_2xGB10_2node_full.txt"),
+       Collective::all_gather,
+       "all_gather_perf",
+       "float",
+       4,
+       1,
+       2,
+       2,
+       "NVIDIA GB10",
+       {"promaxgb10-4c75", "promaxgb10-4c99"},
+       0,
+       true,
        {17179869184, 2147483648, {374425, 45.88, 22.94}, Timing{373792, 45.96, 22.98}},
        {17179869184, 2147483648, {374425, 45.88, 22.94}, Timing{373792, 45.96, 22.98}},
        "DGX Spark notes"},
@@ -102,21 +156,52 @@ std::vector<LogCase> real_cases() {
 
 std::vector<LogCase> synthetic_cases() {
   return {
-      {"gen1_2017_ms_res", synthetic("gen1_2017_all_reduce_ms.txt"), Collective::all_reduce,
-       "all_reduce_perf", "float", 1, 9, 4, 1, "Tesla V100-SXM2-16GB", {"dgx1-07"}, 0, true,
+      {"gen1_2017_ms_res",
+       synthetic("gen1_2017_all_reduce_ms.txt"),
+       Collective::all_reduce,
+       "all_reduce_perf",
+       "float",
+       1,
+       9,
+       4,
+       1,
+       "Tesla V100-SXM2-16GB",
+       {"dgx1-07"},
+       0,
+       true,
        // Gen-1 prints milliseconds: 0.025 ms = 25 us.
        {8, 2, {25.0, 0.00, 0.00}, Timing{25.0, 0.00, 0.00}},
        {524288, 131072, {38.0, 13.76, 20.64}, Timing{38.0, 13.62, 20.43}},
        "synthetic, format of nccl-tests b188a15 (2017)"},
-      {"gen3_pasted_without_hash", synthetic("gen3_2022_reduce_scatter_pasted_without_hash.txt"),
-       Collective::reduce_scatter, "reduce_scatter_perf", "bfloat16", 3, 7, 8, 1,
-       "NVIDIA H100 80GB HBM3", {"hgx-a"}, 0, true,
+      {"gen3_pasted_without_hash",
+       synthetic("gen3_2022_reduce_scatter_pasted_without_hash.txt"),
+       Collective::reduce_scatter,
+       "reduce_scatter_perf",
+       "bfloat16",
+       3,
+       7,
+       8,
+       1,
+       "NVIDIA H100 80GB HBM3",
+       {"hgx-a"},
+       0,
+       true,
        {131072, 4096, {18.32, 7.15, 6.26}, Timing{18.68, 7.02, 6.14}},
        {536870912, 16777216, {1322.89, 405.83, 355.10}, Timing{1349.35, 397.87, 348.14}},
        "synthetic, nccl-tests 51af557 (2022) format as rendered without '#'"},
-      {"gen3_mpirun_tag_output", synthetic("gen3_mpirun_tag_output_alltoall_2node.txt"),
-       Collective::all_to_all, "alltoall_perf", "float", 3, 5, 4, 2, "NVIDIA A100-SXM4-80GB",
-       {"gpu-a01", "gpu-a02"}, 3, true,
+      {"gen3_mpirun_tag_output",
+       synthetic("gen3_mpirun_tag_output_alltoall_2node.txt"),
+       Collective::all_to_all,
+       "alltoall_perf",
+       "float",
+       3,
+       5,
+       4,
+       2,
+       "NVIDIA A100-SXM4-80GB",
+       {"gpu-a01", "gpu-a02"},
+       3,
+       true,
        {1048576, 65536, {70.75, 14.82, 11.12}, Timing{71.45, 14.68, 11.01}},
        {268435456, 16777216, {9186.21, 29.22, 21.92}, Timing{9278.07, 28.93, 21.70}},
        "synthetic, mpirun --tag-output with NCCL INFO and Open MPI lines"},
@@ -152,9 +237,13 @@ TEST_P(RealAndSyntheticLogs, ParsesEveryRow) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Real, RealAndSyntheticLogs, ::testing::ValuesIn(real_cases()),
-                         [](const ::testing::TestParamInfo<LogCase>& p) { return "real_" + std::to_string(p.index); });
+                         [](const ::testing::TestParamInfo<LogCase>& p) {
+                           return "real_" + std::to_string(p.index);
+                         });
 INSTANTIATE_TEST_SUITE_P(Synthetic, RealAndSyntheticLogs, ::testing::ValuesIn(synthetic_cases()),
-                         [](const ::testing::TestParamInfo<LogCase>& p) { return "synthetic_" + std::to_string(p.index); });
+                         [](const ::testing::TestParamInfo<LogCase>& p) {
+                           return "synthetic_" + std::to_string(p.index);
+                         });
 
 TEST(NcclTestsFixtures, EveryFixtureFileIsCovered) {
   std::vector<std::string> covered;
@@ -172,8 +261,8 @@ TEST(NcclTestsFixtures, EveryFixtureFileIsCovered) {
 }
 
 TEST(NcclTestsFixtures, Gh200WrongRowsAreKeptButInvalid) {
-  const CollectiveLog log =
-      read_collective_log(fixture("real_all_reduce_perf_v2.17.9_16xGH200_4node_int8_wrong_nofooter.txt"));
+  const CollectiveLog log = read_collective_log(
+      fixture("real_all_reduce_perf_v2.17.9_16xGH200_4node_int8_wrong_nofooter.txt"));
   const LogBlock& b = log.blocks.front();
   std::vector<std::int64_t> wrong_oop;
   std::vector<std::int64_t> wrong_ip;
@@ -181,9 +270,11 @@ TEST(NcclTestsFixtures, Gh200WrongRowsAreKeptButInvalid) {
     if (!row.out_of_place->valid()) wrong_oop.push_back(row.bytes);
     if (!row.in_place->valid()) wrong_ip.push_back(row.bytes);
   }
-  EXPECT_EQ(wrong_oop, (std::vector<std::int64_t>{2097152, 4194304, 8388608, 16777216, 33554432, 67108864}));
+  EXPECT_EQ(wrong_oop,
+            (std::vector<std::int64_t>{2097152, 4194304, 8388608, 16777216, 33554432, 67108864}));
   EXPECT_EQ(wrong_ip, (std::vector<std::int64_t>{2097152, 4194304, 8388608, 16777216, 33554432}));
-  const auto row_4m = std::find_if(b.rows.begin(), b.rows.end(), [](const LogRow& r) { return r.bytes == 4194304; });
+  const auto row_4m = std::find_if(b.rows.begin(), b.rows.end(),
+                                   [](const LogRow& r) { return r.bytes == 4194304; });
   EXPECT_DOUBLE_EQ(*row_4m->out_of_place->wrong, 96817);
   EXPECT_DOUBLE_EQ(*row_4m->in_place->wrong, 124342);
   EXPECT_DOUBLE_EQ(row_4m->in_place->time_us, 10542.7);
@@ -201,17 +292,19 @@ TEST(NcclTestsFixtures, Gh200WrongRowsAreKeptButInvalid) {
 TEST(NcclTestsFixtures, SharpBusBandwidthIsNeverClamped) {
   // 8x H200 all_bench busbw 482 GB/s is above NVLink4's 450 GB/s line rate (NVLS); nccl-tests
   // numbers pass through unchanged, including the SHARP log's error column.
-  const CollectiveLog log =
-      read_collective_log(fixture("real_all_reduce_perf_fmt_pre2.13_16xA100_2node_sharp_noise.txt"));
+  const CollectiveLog log = read_collective_log(
+      fixture("real_all_reduce_perf_fmt_pre2.13_16xA100_2node_sharp_noise.txt"));
   const LogRow& first = log.blocks.front().rows.front();
   EXPECT_DOUBLE_EQ(*first.out_of_place->max_error, 4e-07);
   EXPECT_FALSE(first.out_of_place->wrong.has_value());
-  const CollectiveLog h200 = read_collective_log(fixture("real_all_reduce_bench_py_table_8xH200.txt"));
+  const CollectiveLog h200 =
+      read_collective_log(fixture("real_all_reduce_bench_py_table_8xH200.txt"));
   EXPECT_DOUBLE_EQ(h200.blocks.front().rows.back().in_place->busbw_GBps, 482.26);
 }
 
 TEST(NcclTestsFixtures, MeasurementsCarryScopeAndUnits) {
-  const CollectiveLog log = read_collective_log(fixture("real_all_reduce_perf_fmt2.13_1proc_8xA100.txt"));
+  const CollectiveLog log =
+      read_collective_log(fixture("real_all_reduce_perf_fmt2.13_1proc_8xA100.txt"));
   const auto m = to_measurements(log);
   ASSERT_EQ(m.size(), 60u);
   EXPECT_EQ(m.front().scope, hardware::LinkScope::intra_node);
@@ -227,13 +320,14 @@ TEST(NcclTestsFixtures, MeasurementsCarryScopeAndUnits) {
   EXPECT_EQ(p.nodes, 1);
   EXPECT_EQ(p.sources, std::vector<std::string>{"real_all_reduce_perf_fmt2.13_1proc_8xA100.txt"});
 
-  const CollectiveLog sharp =
-      read_collective_log(fixture("real_all_reduce_perf_fmt_pre2.13_16xA100_2node_sharp_noise.txt"));
+  const CollectiveLog sharp = read_collective_log(
+      fixture("real_all_reduce_perf_fmt_pre2.13_16xA100_2node_sharp_noise.txt"));
   EXPECT_EQ(to_measurements(sharp).front().scope, hardware::LinkScope::inter_node);
 }
 
 TEST(NcclTestsSynthetic, Gen2PerTestHeadersAndConcatenatedRuns) {
-  const CollectiveLog log = read_collective_log(synthetic("gen2_2019_all_gather_then_broadcast.txt"));
+  const CollectiveLog log =
+      read_collective_log(synthetic("gen2_2019_all_gather_then_broadcast.txt"));
   ASSERT_EQ(log.blocks.size(), 2u);
   const LogBlock& ag = log.blocks[0];
   const LogBlock& bc = log.blocks[1];
@@ -258,7 +352,8 @@ TEST(NcclTestsSynthetic, Gen2PerTestHeadersAndConcatenatedRuns) {
 }
 
 TEST(NcclTestsSynthetic, Gen4VersionTimestampsAndPerIterationColumns) {
-  const CollectiveLog log = read_collective_log(synthetic("gen4_2025_timestamps_then_per_iteration.txt"));
+  const CollectiveLog log =
+      read_collective_log(synthetic("gen4_2025_timestamps_then_per_iteration.txt"));
   ASSERT_EQ(log.blocks.size(), 2u);
   const LogBlock& ar = log.blocks[0];
   const LogBlock& rs = log.blocks[1];
@@ -291,7 +386,8 @@ TEST(NcclTestsSynthetic, Gen4VersionTimestampsAndPerIterationColumns) {
 }
 
 TEST(NcclTestsSynthetic, MpirunPrefixesAndNcclVersionLine) {
-  const CollectiveLog log = read_collective_log(synthetic("gen3_mpirun_tag_output_alltoall_2node.txt"));
+  const CollectiveLog log =
+      read_collective_log(synthetic("gen3_mpirun_tag_output_alltoall_2node.txt"));
   EXPECT_EQ(log.nccl, "2.18.3");
   EXPECT_EQ(log.cuda, "12.2");
   const LogBlock& b = log.blocks.front();
@@ -323,9 +419,12 @@ TEST(NcclTestsHints, ContradictingBusFactorIsAnError) {
 
 TEST(NcclTestsText, RowsWithoutContextNeedTheCollective) {
   const std::string text =
-      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
-      "     1048576        262144     float     sum      -1    52.61   19.93   34.88      0    53.03   19.77   34.60      0\n"
-      "     2097152        524288     float     sum      -1    59.30   35.37   61.89      0    71.33   29.40   51.45      0\n";
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     "
+      "time   algbw   busbw #wrong\n"
+      "     1048576        262144     float     sum      -1    52.61   19.93   34.88      0    "
+      "53.03   19.77   34.60      0\n"
+      "     2097152        524288     float     sum      -1    59.30   35.37   61.89      0    "
+      "71.33   29.40   51.45      0\n";
   // busbw/algbw = 1.75 > 1: only all_reduce prints that, over 2 / (2 - 1.75) = 8 ranks.
   const CollectiveLog log = parse_collective_log(text, "pasted.txt");
   EXPECT_EQ(log.blocks.front().collective, Collective::all_reduce);
@@ -334,8 +433,10 @@ TEST(NcclTestsText, RowsWithoutContextNeedTheCollective) {
   EXPECT_EQ(log.blocks.front().nodes, 1);
 
   const std::string gather =
-      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
-      "     1048576        262144     float    none      -1    52.61   19.93    9.97      0    53.03   19.77    9.89      0\n";
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     "
+      "time   algbw   busbw #wrong\n"
+      "     1048576        262144     float    none      -1    52.61   19.93    9.97      0    "
+      "53.03   19.77    9.89      0\n";
   try {
     (void)parse_collective_log(gather, "pasted.txt");
     FAIL() << "expected an error";
@@ -351,8 +452,10 @@ TEST(NcclTestsText, RowsWithoutContextNeedTheCollective) {
 TEST(NcclTestsText, UnmodelledTestIsNamed) {
   const std::string text =
       "# Collective test starting: hypercube_perf\n"
-      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
-      "     1048576        262144     float    none      -1    52.61   19.93   19.93      0    53.03   19.77   19.77      0\n";
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     "
+      "time   algbw   busbw #wrong\n"
+      "     1048576        262144     float    none      -1    52.61   19.93   19.93      0    "
+      "53.03   19.77   19.77      0\n";
   try {
     (void)parse_collective_log(text, "cube.log");
     FAIL() << "expected an error";
@@ -366,7 +469,8 @@ TEST(NcclTestsText, HeaderWithoutRowsAndUnknownTool) {
   EXPECT_THROW((void)parse_collective_log(" \n\n", "x.txt"), InputError);
   try {
     (void)parse_nccl_tests_log(
-        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n",
+        "#       size         count      type   redop    root     time   algbw   busbw #wrong     "
+        "time   algbw   busbw #wrong\n",
         "only_header.txt");
     FAIL();
   } catch (const InputError& e) {

@@ -23,10 +23,10 @@ TEST(BusFactor, NcclTestsDefinitions) {
   // nccl-tests doc/PERFORMANCE.md; the GB10 all_gather row checks it: 45.88 GB/s algbw over 2 ranks
   // printed as 22.94 GB/s busbw.
   const FactorCase cases[] = {
-      {Collective::all_reduce, 8, 1.75},     {Collective::all_reduce, 32, 1.9375},
-      {Collective::all_reduce, 2, 1.0},      {Collective::all_gather, 2, 0.5},
+      {Collective::all_reduce, 8, 1.75},      {Collective::all_reduce, 32, 1.9375},
+      {Collective::all_reduce, 2, 1.0},       {Collective::all_gather, 2, 0.5},
       {Collective::reduce_scatter, 8, 0.875}, {Collective::all_to_all, 16, 0.9375},
-      {Collective::broadcast, 8, 1.0},       {Collective::send_recv, 2, 1.0},
+      {Collective::broadcast, 8, 1.0},        {Collective::send_recv, 2, 1.0},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(std::string(to_string(c.c)) + " n=" + std::to_string(c.n));
@@ -41,12 +41,15 @@ TEST(CollectiveFormulas, RingAndTree) {
               14e-6 + 0.0175, 1e-15);
   EXPECT_NEAR(ring_time(Collective::all_gather, 4, Bytes(4e9), Seconds(2e-6), gbps(100)).value(),
               6e-6 + 0.03, 1e-15);
-  EXPECT_DOUBLE_EQ(ring_time(Collective::all_reduce, 1, Bytes(1e9), Seconds(1e-6), gbps(1)).value(), 0.0);
-  EXPECT_NEAR(tree_all_reduce_time(16, Bytes(1e9), Seconds(5e-6), gbps(100)).value(), 40e-6 + 0.01, 1e-15);
+  EXPECT_DOUBLE_EQ(ring_time(Collective::all_reduce, 1, Bytes(1e9), Seconds(1e-6), gbps(1)).value(),
+                   0.0);
+  EXPECT_NEAR(tree_all_reduce_time(16, Bytes(1e9), Seconds(5e-6), gbps(100)).value(), 40e-6 + 0.01,
+              1e-15);
   EXPECT_EQ(ring_steps(Collective::all_reduce, 8), 14);
   EXPECT_EQ(ring_inter_node_steps(Collective::all_reduce, 2), 2);
   EXPECT_EQ(ring_inter_node_steps(Collective::reduce_scatter, 4), 3);
-  // NCCL's ring latency: 8.4 + 14 * 3.4 us on one node; two of the 30 steps of 16 ranks cross nodes.
+  // NCCL's ring latency: 8.4 + 14 * 3.4 us on one node; two of the 30 steps of 16 ranks cross
+  // nodes.
   const RingLatency lat;
   EXPECT_NEAR(ring_latency(lat, Collective::all_reduce, 8, 1).value(), 56e-6, 1e-12);
   EXPECT_NEAR(ring_latency(lat, Collective::all_reduce, 16, 2).value(),
@@ -72,7 +75,8 @@ TEST(CollectiveTime, EqualsTheMeasuredPointsAtMeasuredSizes) {
       io::read_collective_log(test::fixture("real_all_reduce_perf_fmt2.13_1proc_8xA100.txt"));
   for (const io::LogRow& row : log.blocks.front().rows) {
     SCOPED_TRACE(row.bytes);
-    const auto t = p.collective_time(Collective::all_reduce, 8, 1, Bytes(static_cast<double>(row.bytes)));
+    const auto t =
+        p.collective_time(Collective::all_reduce, 8, 1, Bytes(static_cast<double>(row.bytes)));
     ASSERT_TRUE(t.has_value());
     EXPECT_DOUBLE_EQ(t->value(), row.out_of_place->time_us * 1e-6);
   }
@@ -94,7 +98,8 @@ TEST(CollectiveTime, InterpolatesBetweenAndExtrapolatesBeyond) {
   }
   EXPECT_NEAR(at(4294967296.0 * (1 + 1e-9)), 32336e-6, 1e-9);
   EXPECT_GT(at(8.0 * kGiB), 32336e-6);
-  EXPECT_NEAR(at(8.0 * kGiB) - 32336e-6, 1.75 * 4.0 * kGiB / p.collectives[0].regimes.back().busbw.value(), 1e-9);
+  EXPECT_NEAR(at(8.0 * kGiB) - 32336e-6,
+              1.75 * 4.0 * kGiB / p.collectives[0].regimes.back().busbw.value(), 1e-9);
   EXPECT_LE(at(1.0), 40.12e-6);
   EXPECT_GT(at(1.0), 30e-6);
 }
@@ -139,7 +144,8 @@ TEST(CollectiveTime, NearestCurveOnTheSameSideOfTheNodeBoundary) {
   ASSERT_TRUE(t.has_value());
   const double scale = ring_latency(p.latency_weights, Collective::all_reduce, 64, 8) /
                        ring_latency(p.latency_weights, Collective::all_reduce, 32, 4);
-  EXPECT_NEAR(t->value(), 70e-6 * scale + bus_factor(Collective::all_reduce, 64) * kGiB / 80e9, 1e-12);
+  EXPECT_NEAR(t->value(), 70e-6 * scale + bus_factor(Collective::all_reduce, 64) * kGiB / 80e9,
+              1e-12);
   // One node: nothing on that side.
   EXPECT_FALSE(p.collective_time(Collective::all_reduce, 8, 1, Bytes(kGiB)).has_value());
   // A measured curve without points answers from its regimes.

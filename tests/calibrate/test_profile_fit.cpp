@@ -28,11 +28,13 @@ CollectiveMeasurement point(Collective c, LinkScope scope, int ranks, int nodes,
   return m;
 }
 
-calibrate::Run sweep(const std::string& name, Collective c, LinkScope scope, int ranks, int nodes, int sizes) {
+calibrate::Run sweep(const std::string& name, Collective c, LinkScope scope, int ranks, int nodes,
+                     int sizes) {
   calibrate::Run r;
   r.name = name;
   double s = 1024;
-  for (int i = 0; i < sizes; ++i, s *= 4) r.measurements.collectives.push_back(point(c, scope, ranks, nodes, s, 20, 100));
+  for (int i = 0; i < sizes; ++i, s *= 4)
+    r.measurements.collectives.push_back(point(c, scope, ranks, nodes, s, 20, 100));
   return r;
 }
 
@@ -53,7 +55,8 @@ TEST(ProfileFit, FitsCurvesAndMergesRepeats) {
   b.provenance.date = "2026-02-01";
   a.provenance.date = "2026-01-01";
   // A wrong row is not fitted but counted.
-  CollectiveMeasurement bad = point(Collective::all_reduce, LinkScope::intra_node, 8, 1, 2048, 900, 1);
+  CollectiveMeasurement bad =
+      point(Collective::all_reduce, LinkScope::intra_node, 8, 1, 2048, 900, 1);
   bad.valid = false;
   b.measurements.collectives.push_back(bad);
   ProfileFitOptions opt;
@@ -72,7 +75,8 @@ TEST(ProfileFit, FitsCurvesAndMergesRepeats) {
 }
 
 TEST(ProfileFit, TooFewPointsNamesTheCurveAndCount) {
-  const std::string msg = error_of({sweep("gb10", Collective::all_gather, LinkScope::inter_node, 2, 2, 2)});
+  const std::string msg =
+      error_of({sweep("gb10", Collective::all_gather, LinkScope::inter_node, 2, 2, 2)});
   EXPECT_NE(msg.find("all_gather over 2 ranks on 2 nodes"), std::string::npos) << msg;
   EXPECT_NE(msg.find("2 valid sizes"), std::string::npos) << msg;
   EXPECT_NE(msg.find("at least 3"), std::string::npos) << msg;
@@ -80,8 +84,9 @@ TEST(ProfileFit, TooFewPointsNamesTheCurveAndCount) {
 }
 
 TEST(ProfileFit, MismatchedWorldSizesAreAnError) {
-  const std::string msg = error_of({sweep("pod-a", Collective::all_reduce, LinkScope::world, 16, 2, 6),
-                                    sweep("pod-b", Collective::all_gather, LinkScope::world, 32, 4, 6)});
+  const std::string msg =
+      error_of({sweep("pod-a", Collective::all_reduce, LinkScope::world, 16, 2, 6),
+                sweep("pod-b", Collective::all_gather, LinkScope::world, 32, 4, 6)});
   EXPECT_NE(msg.find("'pod-a' and 'pod-b'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("16 ranks on 2 nodes vs 32 ranks on 4 nodes"), std::string::npos) << msg;
   // A run whose provenance says another world size than its world rows.

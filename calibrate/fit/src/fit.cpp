@@ -31,8 +31,9 @@ constexpr double kOutlierSigmas = 3.0;
   return static_cast<int>(std::unique(v.begin(), v.end()) - v.begin());
 }
 
-// Least squares of sum(((alpha + beta x - t) / t)^2) over the rows with use[i], alpha >= 0, beta > 0.
-// Columns are scaled to unit norm before the QR solve: 1/t and x/t differ by ~10 orders of magnitude.
+// Least squares of sum(((alpha + beta x - t) / t)^2) over the rows with use[i], with alpha >= 0
+// and beta > 0. Columns are scaled to unit norm before the QR solve: 1/t and x/t differ by ~10
+// orders of magnitude.
 [[nodiscard]] Line solve_relative(std::span<const double> x, std::span<const double> t,
                                   std::span<const char> use) {
   const auto rows = static_cast<Eigen::Index>(std::count(use.begin(), use.end(), char{1}));
@@ -394,9 +395,9 @@ GemmFit fit_gemm(std::span<const hardware::GemmPoint> points, const GemmFitOptio
   std::vector<double> eta;
   for (const hardware::GemmPoint& p : points) {
     k.push_back(static_cast<double>(p.k));
-    c.push_back(hardware::tile_efficiency(p.m, p.n, options.tile_m, options.tile_n) *
-                hardware::wave_efficiency(p.m, p.n, options.tile_m, options.tile_n,
-                                          options.sm_count));
+    c.push_back(
+        hardware::tile_efficiency(p.m, p.n, options.tile_m, options.tile_n) *
+        hardware::wave_efficiency(p.m, p.n, options.tile_m, options.tile_n, options.sm_count));
     eta.push_back(p.rate / options.peak);
   }
   const Saturation s = fit_scaled_saturation(k, c, eta, "a GEMM efficiency");

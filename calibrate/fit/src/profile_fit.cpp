@@ -76,24 +76,22 @@ void check_runs(std::span<const Run> runs) {
       }
       if (m.scope != LinkScope::world) continue;
       if (run.provenance.ranks && *run.provenance.ranks != m.ranks) {
-        throw InputError("run '" + run.name + "' ran " +
-                         plural(*run.provenance.ranks, "rank", "ranks") +
-                         " (provenance.json) but its scope 'world' measurements use " +
-                         std::to_string(m.ranks));
+        throw InputError(
+            "run '" + run.name + "' ran " + plural(*run.provenance.ranks, "rank", "ranks") +
+            " (provenance.json) but its scope 'world' measurements use " + std::to_string(m.ranks));
       }
       if (world_run == nullptr) {
         world_run = &run;
         world_ranks = m.ranks;
         world_nodes = m.nodes;
       } else if (m.ranks != world_ranks || m.nodes != world_nodes) {
-        const std::string runs_named =
-            world_run == &run ? "run '" + run.name + "' measures"
-                              : "runs '" + world_run->name + "' and '" + run.name + "' both measure";
-        throw InputError(runs_named + " scope 'world' with different world sizes: " +
-                         plural(world_ranks, "rank", "ranks") + " on " +
-                         plural(world_nodes, "node", "nodes") + " vs " +
-                         plural(m.ranks, "rank", "ranks") + " on " +
-                         plural(m.nodes, "node", "nodes"));
+        const std::string runs_named = world_run == &run ? "run '" + run.name + "' measures"
+                                                         : "runs '" + world_run->name + "' and '" +
+                                                               run.name + "' both measure";
+        throw InputError(
+            runs_named + " scope 'world' with different world sizes: " +
+            plural(world_ranks, "rank", "ranks") + " on " + plural(world_nodes, "node", "nodes") +
+            " vs " + plural(m.ranks, "rank", "ranks") + " on " + plural(m.nodes, "node", "nodes"));
       }
     }
   }
@@ -202,16 +200,15 @@ void fit_gemms(std::span<const Run> runs, const ProfileFitOptions& options, Prof
     const std::string name = "GEMM " + std::string(to_string(dtype));
     const std::optional<FlopsPerSecond> peak = peak_of(options, dtype);
     if (!peak) {
-      throw InputError(name + ": " + plural(static_cast<int>(points.size()), "measurement",
-                                             "measurements") +
+      throw InputError(name + ": " +
+                       plural(static_cast<int>(points.size()), "measurement", "measurements") +
                        " but no peak " + std::string(to_string(dtype)) +
                        " throughput of the GPU to measure efficiency against");
     }
     if (static_cast<int>(points.size()) < kMinSaturationPoints) {
-      throw InputError(name + " has " +
-                       plural(static_cast<int>(points.size()), "measurement", "measurements") +
-                       "; its efficiency fit needs at least " +
-                       std::to_string(kMinSaturationPoints));
+      throw InputError(
+          name + " has " + plural(static_cast<int>(points.size()), "measurement", "measurements") +
+          "; its efficiency fit needs at least " + std::to_string(kMinSaturationPoints));
     }
     GemmFitOptions fit_options;
     fit_options.peak = *peak;
@@ -250,10 +247,9 @@ void fit_attention(std::span<const Run> runs, const ProfileFitOptions& options, 
     if (chosen.empty()) continue;
     const std::string name = "attention " + std::string(to_string(pass));
     if (static_cast<int>(chosen.size()) < kMinSaturationPoints) {
-      throw InputError(name + " has " +
-                       plural(static_cast<int>(chosen.size()), "measurement", "measurements") +
-                       "; its efficiency fit needs at least " +
-                       std::to_string(kMinSaturationPoints));
+      throw InputError(
+          name + " has " + plural(static_cast<int>(chosen.size()), "measurement", "measurements") +
+          "; its efficiency fit needs at least " + std::to_string(kMinSaturationPoints));
     }
     hardware::AttentionModel model;
     std::vector<double> seq;

@@ -2,8 +2,8 @@
 // Collectives as NCCL and nccl-tests name them, the bus-bandwidth factors of nccl-tests and the
 // latency-bandwidth (alpha-beta) cost of the ring and tree algorithms. Message sizes follow the
 // `size` column of nccl-tests: the per-rank buffer for all_reduce, broadcast and send_recv; the
-// total gathered/scattered array for all_gather and reduce_scatter; the per-rank total for all_to_all.
-// Derivations: docs/calibration.md.
+// total gathered/scattered array for all_gather and reduce_scatter; the per-rank total for
+// all_to_all. Derivations: docs/calibration.md.
 
 #include <algorithm>
 #include <array>
@@ -18,7 +18,7 @@ namespace trainplan::hardware {
 
 enum class Collective { all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv };
 
-// Which links a measured curve crossed: one node, several nodes, or the whole job of a calibration run.
+// Which links a measured curve crossed: one node, several nodes, or a calibration run's whole job.
 enum class LinkScope { intra_node, inter_node, world };
 
 }  // namespace trainplan::hardware

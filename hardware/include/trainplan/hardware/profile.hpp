@@ -64,11 +64,11 @@ struct CollectiveCurve {
   LinkScope scope = LinkScope::intra_node;
   int ranks = 0;
   int nodes = 0;
-  Seconds alpha;                   // one alpha-beta line over all points
+  Seconds alpha;  // one alpha-beta line over all points
   BytesPerSecond busbw;
-  std::vector<Regime> regimes;     // ascending in size, alpha and busbw
-  std::vector<TimedSize> points;   // measured, ascending and distinct in bytes
-  FitQuality fit;                  // of the regimes against the points
+  std::vector<Regime> regimes;    // ascending in size, alpha and busbw
+  std::vector<TimedSize> points;  // measured, ascending and distinct in bytes
+  FitQuality fit;                 // of the regimes against the points
   friend bool operator==(const CollectiveCurve&, const CollectiveCurve&) = default;
 };
 
@@ -90,8 +90,8 @@ struct GemmModel {
   double k0 = 0.0;
   int tile_m = 128;
   int tile_n = 128;
-  int sm_count = 0;          // of the GPU measured; 0: no wave quantization
-  FlopsPerSecond peak;       // the dense datasheet peak efficiencies refer to
+  int sm_count = 0;     // of the GPU measured; 0: no wave quantization
+  FlopsPerSecond peak;  // the dense datasheet peak efficiencies refer to
   std::vector<GemmPoint> points;
   FitQuality fit;
   friend bool operator==(const GemmModel&, const GemmModel&) = default;
@@ -103,7 +103,7 @@ struct SeqRate {
   friend bool operator==(const SeqRate&, const SeqRate&) = default;
 };
 
-// eta(s) = efficiency * s / (s + seq_half): attention kernels approach their peak with sequence length.
+// eta(s) = efficiency * s / (s + seq_half): attention nears its peak as sequences grow.
 struct AttentionModel {
   double efficiency = 0.0;
   double seq_half = 0.0;
@@ -146,8 +146,9 @@ struct HardwareProfile {
 
   // GEMM efficiency (fraction of the dense peak) of an M x K by K x N product; sm_count <= 0 uses
   // the SM count the profile was measured on. nullopt when the dtype was not calibrated.
-  [[nodiscard]] std::optional<double> gemm_efficiency(std::int64_t m, std::int64_t n, std::int64_t k,
-                                                      std::string_view dtype, int sm_count) const;
+  [[nodiscard]] std::optional<double> gemm_efficiency(std::int64_t m, std::int64_t n,
+                                                      std::int64_t k, std::string_view dtype,
+                                                      int sm_count) const;
 
   [[nodiscard]] std::optional<double> attention_efficiency(bool backward, std::int64_t seq) const;
   [[nodiscard]] std::optional<BytesPerSecond> hbm_bandwidth() const { return memory.hbm; }

@@ -1,7 +1,7 @@
 #pragma once
 // Readers of collective benchmark logs: nccl-tests stdout (all four format generations since 2017)
-// and the markdown tables of ml-engineering's all_reduce_bench.py. The parsers are pure functions of
-// the text; read_collective_log() reads the file. Formats and rules: docs/calibration.md.
+// and the markdown tables of ml-engineering's all_reduce_bench.py. The parsers are pure functions
+// of the text; read_collective_log() reads the file. Formats and rules: docs/calibration.md.
 
 #include <cstdint>
 #include <filesystem>
@@ -54,15 +54,15 @@ struct LogRow {
 // The rows under one column header, with the run they belong to.
 struct LogBlock {
   hardware::Collective collective = hardware::Collective::all_reduce;
-  std::string test;            // all_reduce_perf, ..., or all_reduce_bench
-  int format_generation = 0;   // nccl-tests 1 (2017), 2 (2019), 3 (2022), 4 (2025); 0 otherwise
+  std::string test;           // all_reduce_perf, ..., or all_reduce_bench
+  int format_generation = 0;  // nccl-tests 1 (2017), 2 (2019), 3 (2022), 4 (2025); 0 otherwise
   int ranks = 0;
   int nodes = 0;
   bool nodes_assumed = false;  // see ImportHints::gpus_per_node_if_unknown
   std::string gpu;             // device names, comma-separated if several
   std::vector<std::string> hosts;
   std::vector<LogRow> rows;
-  bool footer = false;         // "Out of bounds values" / "Avg bus bandwidth" seen
+  bool footer = false;  // "Out of bounds values" / "Avg bus bandwidth" seen
 };
 
 struct CollectiveLog {

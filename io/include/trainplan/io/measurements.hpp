@@ -6,11 +6,10 @@
 // Readers reject unknown keys and name them with the file and line.
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "trainplan/calibrate/measurement.hpp"
 #include "trainplan/hardware/profile.hpp"
@@ -42,7 +41,8 @@ inline constexpr std::string_view kProvenanceFile = "provenance.json";
 // in an existing one each file is replaced by rename, so no file is ever half-written.
 void write_run_dir(const std::filesystem::path& dir, const calibrate::Run& run);
 
-// `trainplan calibrate import --json`: {"schema": "trainplan.measurements/1", "collectives": [...]}.
+// `trainplan calibrate import --json`:
+// {"schema": "trainplan.measurements/1", "collectives": [...]}.
 [[nodiscard]] std::string imported_logs_json(std::span<const CollectiveLog> logs);
 
 // x rounded to 12 significant digits, so that unit conversions print as the numbers they came from.

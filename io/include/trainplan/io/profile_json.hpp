@@ -1,7 +1,7 @@
 #pragma once
 // The hardware profile file (docs/calibration.md, "Profile"): {"schema": "trainplan.profile/1",
-// "name", "gpu", "provenance", "collectives", "gemm", "attention", "memory", "cpu_adam_params_per_s"};
-// every section may be absent. The reader rejects unknown keys and names them.
+// "name", "gpu", "provenance", "collectives", "gemm", "attention", "memory",
+// "cpu_adam_params_per_s"}; every section may be absent. The reader names unknown keys.
 
 #include <filesystem>
 #include <string>

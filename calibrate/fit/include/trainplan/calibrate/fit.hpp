@@ -35,8 +35,8 @@ struct AlphaBetaFit {
 struct PiecewiseOptions {
   int max_regimes = 3;
   int min_points_per_regime = 3;
-  double min_relative_gain = 0.25;  // a regime more must cut the RMS relative error by this share
-  double min_absolute_gain = 0.005; // ... and by this much
+  double min_relative_gain = 0.25;   // a regime more must cut the RMS relative error by this share
+  double min_absolute_gain = 0.005;  // ... and by this much
 };
 
 struct PiecewiseFit {
@@ -47,8 +47,8 @@ struct PiecewiseFit {
 
 // 1-3 alpha-beta regimes over contiguous size ranges, breakpoints scanned at the sample sizes,
 // predicting with the minimum over regimes, as NCCL takes the (algorithm, protocol) of least
-// predicted time (NVIDIA/nccl src/graph/tuning.cc, ncclTopoGetAlgoTime). Regimes must grow in alpha and busbw so that the
-// minimum hands over from one to the next in size order.
+// predicted time (NVIDIA/nccl src/graph/tuning.cc, ncclTopoGetAlgoTime). Regimes must grow in alpha
+// and busbw so that the minimum hands over from one to the next in size order.
 [[nodiscard]] PiecewiseFit fit_piecewise(std::span<const hardware::TimedSize> points,
                                          double bus_factor, const PiecewiseOptions& options = {});
 

@@ -1,6 +1,7 @@
 #pragma once
 // Raw measurements of one calibration run, as plain values: one struct per line kind of
-// RUN_DIR/measurements.jsonl (docs/calibration.md). trainplan/io/measurements.hpp reads and writes them.
+// RUN_DIR/measurements.jsonl (docs/calibration.md); trainplan/io/measurements.hpp reads and
+// writes them.
 
 #include <array>
 #include <cstddef>

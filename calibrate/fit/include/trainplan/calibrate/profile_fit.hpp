@@ -21,9 +21,9 @@ struct PeakThroughput {
 
 struct ProfileFitOptions {
   std::string name;
-  std::optional<std::string> gpu;    // replaces the GPU the runs name
-  std::vector<PeakThroughput> peaks; // dense datasheet peaks, needed for GEMM and attention
-  int sm_count = 0;                  // of the GPU measured; 0: no wave quantization
+  std::optional<std::string> gpu;     // replaces the GPU the runs name
+  std::vector<PeakThroughput> peaks;  // dense datasheet peaks, needed for GEMM and attention
+  int sm_count = 0;                   // of the GPU measured; 0: no wave quantization
   PiecewiseOptions piecewise;
 };
 
@@ -33,9 +33,9 @@ struct CurveReport {
   hardware::LinkScope scope = hardware::LinkScope::intra_node;
   int ranks = 0;
   int nodes = 0;
-  int points = 0;          // distinct sizes fitted
-  int invalid = 0;         // measurements the benchmark flagged wrong, left out
-  int outliers = 0;        // dropped by the single line's outlier pass
+  int points = 0;                  // distinct sizes fitted
+  int invalid = 0;                 // measurements the benchmark flagged wrong, left out
+  int outliers = 0;                // dropped by the single line's outlier pass
   hardware::FitQuality line;       // one alpha-beta line
   hardware::FitQuality piecewise;  // the regimes the profile keeps
   int regimes = 0;
