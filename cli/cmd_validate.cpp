@@ -172,7 +172,7 @@ std::string markdown_report(const planner::ValidationReport& rep, const std::vec
       "Error = (predicted − measured) / measured, in percent; a negative error is an under-prediction. "
       "GiB = 2^30 bytes, GB = 10^9 bytes, as each source states. Tolerances are the pass bands the validation "
       "issues set: exact (0 %) for parameter counts, FLOPs, gradient and optimizer-state bytes against the "
-      "oracle, 5 % for bytes saved for backward per block, 15 % for litgpt's peak allocated memory, 25 % for "
+      "oracle, 5 % for bytes saved for backward per block and by the head, 15 % for litgpt's peak allocated memory, 25 % for "
       "nvidia-smi totals.\n\n";
   out += "## Summary\n\n" + md_summary(rep) + "\n";
 

@@ -20,6 +20,7 @@ bool is_memory(Metric m) {
     case Metric::gradient_bytes:
     case Metric::optimizer_state_bytes:
     case Metric::saved_for_backward_layer:
+    case Metric::saved_for_backward_head:
     case Metric::peak_allocated:
     case Metric::reserved:
     case Metric::device_total: return true;
@@ -85,6 +86,7 @@ struct Predictor {
       case Metric::gradient_bytes: return model_states(a, n, tr, layout, mc).gradients.value();
       case Metric::optimizer_state_bytes: return model_states(a, n, tr, layout, mc).optimizer.value();
       case Metric::saved_for_backward_layer: return saved_per_layer(a, tr, m.layer).value();
+      case Metric::saved_for_backward_head: return model::head_activations(a, tr).saved.value();
       case Metric::peak_allocated: return memory_breakdown().peak_allocated.value();
       // The allocator's cache above the peak: MemoryConventions::allocator_reserve.
       case Metric::reserved:

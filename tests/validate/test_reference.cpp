@@ -45,8 +45,8 @@ TEST(Reference, OracleFileBecomesOneCaseWithEveryMetric) {
   EXPECT_EQ(c.training.attention, Attention::eager);
   EXPECT_EQ(c.training.micro_batch, 2);
   EXPECT_EQ(c.training.seq, 128);
-  // parameters, trainable, forward, backward, gradients, optimizer state, 2 blocks.
-  ASSERT_EQ(c.measurements.size(), 8u);
+  // parameters, trainable, forward, backward, gradients, optimizer state, 2 blocks, the head.
+  ASSERT_EQ(c.measurements.size(), 9u);
   // The hand check of tools/oracle/README.md: block 1 keeps 3,803,136 bytes; 615,040 parameters.
   EXPECT_EQ(c.measurements[0].metric, Metric::parameters);
   EXPECT_EQ(c.measurements[0].value, 615040.0);
@@ -54,6 +54,9 @@ TEST(Reference, OracleFileBecomesOneCaseWithEveryMetric) {
   EXPECT_EQ(c.measurements[7].layer, 1);
   EXPECT_EQ(c.measurements[7].value, 3803136.0);
   EXPECT_EQ(c.measurements[7].tolerance_pct, 5.0);
+  // Head: final norm 3 x 131072 + 1024, log-softmax 1048576, labels 2048, total weight 4.
+  EXPECT_EQ(c.measurements[8].metric, Metric::saved_for_backward_head);
+  EXPECT_EQ(c.measurements[8].value, 1444868.0);
 }
 
 TEST(Reference, FixtureReadsAsWritten) {

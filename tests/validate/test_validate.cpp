@@ -1,15 +1,16 @@
 // Predictions against the reference cases, held to the bands the validation issue sets:
 //  * the PyTorch oracle (tools/oracle, data/reference/oracle): parameter counts, FLOPs, gradient and
-//    AdamW-state bytes exactly; bytes saved for backward per block within 5 %;
+//    AdamW-state bytes exactly; bytes saved for backward per block and by the head within 5 %;
 //  * public measured runs (data/reference/*.json): litgpt peak allocated within 15 %, the KAUST
 //    BLOOM-560m nvidia-smi total within 25 %;
 //  * the whole oracle set: median absolute error at most 5 %.
 // A failure names the case, its source and file (SCOPED_TRACE).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
-#include <map>
 
 #include "paths.hpp"
 #include "trainplan/core/error.hpp"
@@ -30,10 +31,10 @@ const planner::ValidationReport& report() {
 std::string trace(const CaseResult& r) { return r.name + " — " + r.source + " (" + r.file + ")"; }
 
 std::string describe(const Comparison& c) {
-  std::string s = std::string(to_string(c.metric));
-  if (c.layer >= 0) s += " layer " + std::to_string(c.layer);
-  return s + ": predicted " + std::to_string(c.predicted) + ", measured " + std::to_string(c.measured) + " " +
-         std::string(to_string(c.unit)) + ", error " + std::to_string(c.error_pct()) + " %";
+  std::string s(to_string(c.metric));
+  if (c.layer >= 0) s += fmt::format(" layer {}", c.layer);
+  return s + fmt::format(": predicted {:.6g}, measured {:.6g} {}, error {:+.2f} %", c.predicted, c.measured,
+                         to_string(c.unit), c.error_pct());
 }
 
 // Every oracle comparison of the given metrics, predicted exactly (to the unit: values are integers).
@@ -81,23 +82,25 @@ TEST(Oracle, GradientAndOptimizerStateBytesExact) {
   expect_oracle_exact({Metric::gradient_bytes, Metric::optimizer_state_bytes});
 }
 
-TEST(Oracle, SavedForBackwardPerBlockWithinFivePercent) {
+TEST(Oracle, SavedForBackwardPerBlockAndHeadWithinFivePercent) {
+  // One prediction per block of a stack: what differs in the first block (RoPE tables, masks and
+  // position ids held there first; with LoRA, the input that needs no gradient) shows as its error.
   std::size_t seen = 0;
-  std::cout << "bytes saved for backward per block, predicted vs the oracle (error %):\n";
+  std::cout << "bytes saved for backward per block [i] and by the head [head], predicted vs the oracle (error %):\n";
   for (const CaseResult& r : report().cases) {
     if (r.kind != CaseKind::oracle) continue;
     SCOPED_TRACE(trace(r));
     std::string line = "  " + r.name + ":";
     for (const Comparison& c : r.comparisons) {
-      if (c.metric != Metric::saved_for_backward_layer) continue;
+      if (c.metric != Metric::saved_for_backward_layer && c.metric != Metric::saved_for_backward_head) continue;
       ++seen;
-      line += " [" + std::to_string(c.layer) + "] " + std::to_string(c.error_pct());
+      line += fmt::format(" [{}] {:+.2f}", c.layer >= 0 ? std::to_string(c.layer) : "head", c.error_pct());
       EXPECT_EQ(c.tolerance_pct, 5.0);
       EXPECT_LE(std::abs(c.error_pct()), 5.0) << describe(c);
     }
     std::cout << line << "\n";
   }
-  EXPECT_EQ(seen, 81u);  // blocks over the 37 cases
+  EXPECT_EQ(seen, 81u + 37u);  // 81 blocks and 37 heads over the 37 cases
 }
 
 // The pass band each source's issue sets; the data files must carry the same (no silent loosening).

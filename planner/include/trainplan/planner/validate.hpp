@@ -17,7 +17,7 @@
 
 namespace trainplan::planner {
 
-// What was measured. The first six are what the oracle records (tools/oracle/README.md); the rest
+// What was measured. Those up to saved_for_backward_head are what the oracle records (tools/oracle/README.md); the rest
 // are what public runs report.
 enum class Metric {
   parameters,                // every unique parameter
@@ -27,6 +27,7 @@ enum class Metric {
   gradient_bytes,            // sum of p.grad.nbytes after backward
   optimizer_state_bytes,     // optimizer.state tensors after one step, `step` scalars excluded
   saved_for_backward_layer,  // bytes autograd keeps for backward in one block (Measurement::layer)
+  saved_for_backward_head,   // the same after the last block: final norm, LM head, loss
   peak_allocated,            // torch.cuda.max_memory_allocated
   reserved,                  // torch.cuda.max_memory_reserved
   device_total,              // nvidia-smi memory used by the process
@@ -138,6 +139,7 @@ struct EnumTable<planner::Metric> {
       std::pair{planner::Metric::gradient_bytes, std::string_view{"gradient_bytes"}},
       std::pair{planner::Metric::optimizer_state_bytes, std::string_view{"optimizer_state_bytes"}},
       std::pair{planner::Metric::saved_for_backward_layer, std::string_view{"saved_for_backward_layer"}},
+      std::pair{planner::Metric::saved_for_backward_head, std::string_view{"saved_for_backward_head"}},
       std::pair{planner::Metric::peak_allocated, std::string_view{"peak_allocated"}},
       std::pair{planner::Metric::reserved, std::string_view{"reserved"}},
       std::pair{planner::Metric::device_total, std::string_view{"device_total"}},
