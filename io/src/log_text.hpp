@@ -27,8 +27,10 @@ namespace trainplan::io::log_text {
   return s;
 }
 
-// Lines split at \n and \r (progress output rewrites a line with \r).
+// Lines split at \n and \r (progress output rewrites a line with \r), after a UTF-8 byte order
+// mark that editors on Windows leave.
 [[nodiscard]] inline std::vector<std::string_view> split_lines(std::string_view text) {
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
   std::vector<std::string_view> lines;
   std::size_t start = 0;
   for (std::size_t i = 0; i < text.size(); ++i) {

@@ -449,6 +449,22 @@ TEST(NcclTestsText, RowsWithoutContextNeedTheCollective) {
   EXPECT_EQ(parse_collective_log(gather, "pasted.txt", h).blocks.front().ranks, 2);
 }
 
+TEST(NcclTestsText, WindowsLineEndingsAndByteOrderMark) {
+  const std::string text =
+      "\xEF\xBB\xBF# Collective test starting: all_gather_perf\r\n"
+      "#  Rank  0 Group  0 Pid  1 on a device  0 [0000:01:00] NVIDIA L4\r\n"
+      "#  Rank  1 Group  0 Pid  2 on a device  1 [0000:02:00] NVIDIA L4\r\n"
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     "
+      "time   algbw   busbw #wrong\r\n"
+      "     1048576        131072     float    none      -1    52.61   19.93    9.97      0    "
+      "53.03   19.77    9.89      0\r\n";
+  const CollectiveLog log = parse_collective_log(text, "windows.log");
+  EXPECT_EQ(log.skipped_lines, 0);
+  EXPECT_EQ(log.blocks.front().collective, Collective::all_gather);
+  EXPECT_EQ(log.blocks.front().ranks, 2);
+  EXPECT_EQ(log.blocks.front().gpu, "NVIDIA L4");
+}
+
 TEST(NcclTestsText, UnmodelledTestIsNamed) {
   const std::string text =
       "# Collective test starting: hypercube_perf\n"
