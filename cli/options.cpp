@@ -49,6 +49,20 @@ void add_training_options(CLI::App& cmd, TrainingOptions& o) {
   cmd.add_flag("--json", o.json, "print JSON instead of tables");
 }
 
+void add_time_options(CLI::App& cmd, TrainingOptions& o, bool plan) {
+  cmd.add_option("--global-batch", o.global_batch, "sequences per optimizer step (micro-batch x grad-accum x DP)");
+  cmd.add_option("--global-batch-tokens", o.global_batch_tokens, "tokens per optimizer step (a multiple of --seq)");
+  cmd.add_option("--profile", o.profile, "hardware profile JSON from trainplan calibrate fit");
+  cmd.add_option("--tokens", o.tokens, "time to train this many tokens: 300B, 1T, 2.5e12 (K/M/B/T suffixes)");
+  cmd.add_option("--emit", o.emit, "print the launch config of the plan: deepspeed | accelerate | torchrun");
+  cmd.add_flag("--zero-plus-plus", o.zero_plus_plus, "DeepSpeed ZeRO++ (quantized gathers, hpZ, qgZ) with zero3");
+  cmd.add_option("--expert-parallel", o.expert_parallel, "MoE: spread experts over this many DP ranks (all-to-all)");
+  if (plan) {
+    cmd.add_option("--top", o.top, "plans to show (default 5)");
+    cmd.add_flag("--tp-across-nodes", o.tp_across_nodes, "also try tensor parallelism wider than a node");
+  }
+}
+
 Resolved resolve(const io::Catalog& catalog, const TrainingOptions& o) {
   Resolved r{catalog.resolve_model(o.model), catalog.resolve_cluster(o.cluster, o.inter_node), {}};
   const model::Architecture& a = r.model.arch;

@@ -22,9 +22,18 @@ struct TrainingOptions {
   std::optional<std::int64_t> micro_batch, grad_accum, seq, lora_rank;
   std::optional<double> lora_alpha, lora_dropout;
   bool json = false;
+  // estimate and plan only (add_time_options)
+  std::optional<std::int64_t> global_batch, global_batch_tokens, expert_parallel;
+  std::optional<std::string> profile, tokens, emit;
+  std::optional<std::size_t> top;
+  bool zero_plus_plus = false;
+  bool tp_across_nodes = false;
 };
 
 void add_training_options(CLI::App& cmd, TrainingOptions& o);
+// --global-batch, --global-batch-tokens, --profile, --tokens, --emit, --zero-plus-plus,
+// --expert-parallel; with `plan`, also --top and --tp-across-nodes.
+void add_time_options(CLI::App& cmd, TrainingOptions& o, bool plan);
 
 // Model, cluster and request with every default applied; throws InputError naming the bad option.
 struct Resolved {

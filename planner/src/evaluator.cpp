@@ -109,7 +109,7 @@ const Evaluator::Shapes& Evaluator::shapes(const model::Training& tr) const {
   return shapes_;
 }
 
-StepCost Evaluator::cost(const model::Training& tr) const {
+StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) const {
   StepCost out;
   out.layout = make_layout(a_, tr, c_);
   const Layout& l = out.layout;
@@ -118,6 +118,7 @@ StepCost Evaluator::cost(const model::Training& tr) const {
   const std::int64_t m = tr.grad_accum;
   const double md = dbl(m);
   out.global_batch = tr.micro_batch * m * l.dp;
+  if (!out.fits && !time_if_infeasible) return out;
 
   const ComputeDevice& d = device(tr.precision);
   const Shapes& sh = shapes(tr);
@@ -383,7 +384,8 @@ StepCost Evaluator::cost(const model::Training& tr) const {
       const double shard = shards_parameters(st) ? std::max(1, l.shard) : 1.0;
       const Bytes fetch(local / shard * c);
       const Seconds f = host_copy_time(links_, fetch);
-      h2d_ex += (pos(f - stage_fwd_mb) + pos(f - stage_bwd_mb)) * md;
+      const double ov = tc_.offload_prefetch_overlap;
+      h2d_ex += (f * (2.0 * (1.0 - ov)) + pos(f * ov - stage_fwd_mb) + pos(f * ov - stage_bwd_mb)) * md;
       h2d_bytes += fetch * (2.0 * md);
       h2d_total += f * (2.0 * md);
     }

@@ -89,7 +89,8 @@ class Evaluator {
             TimeConventions tc = {}, EstimateOptions options = {});
 
   // Throws InputError for impossible layouts. Not thread-safe (caches shapes): one per thread.
-  [[nodiscard]] StepCost cost(const model::Training& tr) const;
+  // With time_if_infeasible false, a configuration that does not fit stops after its memory.
+  [[nodiscard]] StepCost cost(const model::Training& tr, bool time_if_infeasible = true) const;
   // The full estimate: cost plus the largest micro-batch that fits and the named communication.
   [[nodiscard]] Estimate estimate(const model::Training& tr) const;
   [[nodiscard]] Estimate to_estimate(const model::Training& tr, const StepCost& s,

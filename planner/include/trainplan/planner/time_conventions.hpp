@@ -119,6 +119,10 @@ struct TimeConventions {
   // Pinned host-device copies reach this fraction of the PCIe link rate (assumption; calibrate
   // with trainplan-calibrate's membw h2d/d2h).
   double pcie_copy_efficiency = 0.80;
+  // Share of the per-micro-batch parameter fetches of parameter offload (ZeRO-Infinity / FSDP
+  // CPUOffload) hidden behind compute by prefetching (assumption: published offload runs are far
+  // slower than their PCIe volume alone implies; calibrate against a measured run).
+  double offload_prefetch_overlap = 0.5;
 };
 
 }  // namespace trainplan::planner

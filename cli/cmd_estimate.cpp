@@ -1,0 +1,190 @@
+#include "cmd_estimate.hpp"
+
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "format.hpp"
+#include "trainplan/core/error.hpp"
+#include "trainplan/io/estimate_json.hpp"
+#include "trainplan/io/profile_json.hpp"
+#include "trainplan/model/lora.hpp"
+#include "trainplan/model/parameters.hpp"
+#include "trainplan/planner/emit.hpp"
+#include "trainplan/planner/search.hpp"
+
+namespace trainplan::cli {
+
+std::optional<hardware::HardwareProfile> load_profile(const TrainingOptions& o) {
+  if (!o.profile) return std::nullopt;
+  try {
+    return io::read_profile(*o.profile);
+  } catch (const InputError& e) {
+    throw InputError("--profile '" + *o.profile + "' is not a usable hardware profile: " + e.what());
+  }
+}
+
+std::optional<double> token_count(const TrainingOptions& o) {
+  if (!o.tokens) return std::nullopt;
+  return io::parse_count(*o.tokens, "--tokens");
+}
+
+planner::EstimateOptions estimate_options(const TrainingOptions& o) {
+  planner::EstimateOptions opt;
+  opt.zero_plus_plus = o.zero_plus_plus;
+  if (o.expert_parallel) {
+    if (*o.expert_parallel < 1) throw InputError("--expert-parallel must be at least 1");
+    opt.expert_parallel = static_cast<int>(*o.expert_parallel);
+  }
+  return opt;
+}
+
+std::optional<std::int64_t> global_batch_sequences(const TrainingOptions& o, std::int64_t seq) {
+  if (o.global_batch && o.global_batch_tokens)
+    throw InputError("give --global-batch (sequences) or --global-batch-tokens, not both");
+  if (o.global_batch) {
+    if (*o.global_batch < 1) throw InputError("--global-batch must be at least 1 (got " + std::to_string(*o.global_batch) + ")");
+    return *o.global_batch;
+  }
+  if (o.global_batch_tokens) {
+    if (*o.global_batch_tokens < 1 || *o.global_batch_tokens % seq != 0)
+      throw InputError(fmt::format("--global-batch-tokens {} is not a positive multiple of --seq {}",
+                                   *o.global_batch_tokens, seq));
+    return *o.global_batch_tokens / seq;
+  }
+  return std::nullopt;
+}
+
+std::string duration_text(Seconds s) {
+  const double v = s.value();
+  if (v >= 2.0 * 86400.0) return fmt::format("{:.1f} days", v / 86400.0);
+  if (v >= 2.0 * 3600.0) return fmt::format("{:.1f} hours", v / 3600.0);
+  if (v >= 120.0) return fmt::format("{:.1f} minutes", v / 60.0);
+  if (v >= 1.0) return fmt::format("{:.2f} s", v);
+  return fmt::format("{:.1f} ms", v * 1e3);
+}
+
+void print_emitted(const TrainingOptions& o, const planner::Estimate& e, const hardware::Cluster& c,
+                   const model::Architecture& a) {
+  const auto f = parse_enum<planner::EmitFormat>(*o.emit);
+  const planner::Emitted out = planner::emit(f, e, c, a);
+  std::cout << out.text;
+  for (const auto& n : out.notes) std::cerr << "note: " << n << "\n";
+}
+
+namespace {
+
+std::string seconds_cell(Seconds s) { return fmt::format("{:.3f}", s.value()); }
+std::string percent(double x) { return fmt::format("{:.1f} %", 100.0 * x); }
+std::string bytes_text(Bytes b) {
+  const double v = b.value();
+  if (v >= 1e9) return fmt::format("{:.2f} GB", v / 1e9);
+  if (v >= 1e6) return fmt::format("{:.1f} MB", v / 1e6);
+  return fmt::format("{:.0f} KB", v / 1e3);
+}
+
+void print_estimate(const Resolved& r, const model::ParameterCounts& n, const planner::Estimate& e,
+                    std::optional<double> tokens, bool profiled) {
+  const hardware::Cluster& c = r.cluster.cluster;
+  const model::Training& t = e.training;
+  const std::string where = c.nodes > 1 ? fmt::format("{}x {} ({} nodes x {})", c.world(), c.gpu.name, c.nodes, c.gpus_per_node)
+                                        : fmt::format("{}x {}", c.world(), c.gpu.name);
+  std::cout << fmt::format("{} ({} params, {}) on {}: {}\n", r.model.arch.name, count_text(n.total),
+                           to_string(t.method), where, planner::plan_label(t, e.layout));
+  for (const auto& note : r.cluster.notes) std::cout << "  note: " << note << "\n";
+  if (!r.model.note.empty()) std::cout << "  note: " << r.model.note << "\n";
+  std::cout << fmt::format("  batch: micro-batch {} x grad-accum {} x DP {} = {} sequences of {} tokens ({} tokens) "
+                           "per step; {}, {}, {} attention\n",
+                           t.micro_batch, t.grad_accum, e.layout.dp, e.global_batch, t.seq,
+                           thousands(e.global_batch * t.seq), to_string(t.precision), to_string(t.optimizer),
+                           to_string(t.attention));
+  std::cout << fmt::format("  memory: {} of {} GiB per GPU — {} (largest micro-batch that fits: {})\n\n",
+                           gib_text(e.memory.device_total), gib_text(c.gpu.usable_memory),
+                           e.fits ? "fits" : "DOES NOT FIT", e.max_micro_batch);
+  const double step = e.time.step.value();
+  Table tt({"step time", "seconds", "share"});
+  auto row = [&](const char* name, Seconds s) {
+    tt.add({name, seconds_cell(s), step > 0 ? percent(s.value() / step) : "-"});
+  };
+  row("compute (fwd+bwd)", e.time.compute);
+  row("recompute", e.time.recompute);
+  row("communication (exposed)", e.time.communication_exposed);
+  row("pipeline bubble", e.time.bubble);
+  row("optimizer step", e.time.optimizer);
+  row("offload (exposed)", e.time.offload);
+  row("total", e.time.step);
+  std::cout << tt.render() << "\n";
+  std::cout << fmt::format("Throughput: {} tokens/s ({:.0f} per GPU), {:.2f} samples/s\n",
+                           thousands(static_cast<std::int64_t>(e.throughput.tokens_per_s)),
+                           e.throughput.tokens_per_s / c.world(), e.throughput.samples_per_s);
+  std::cout << fmt::format("MFU {}, HFU {}\n  {}\n", percent(e.throughput.mfu), percent(e.throughput.hfu),
+                           e.throughput.mfu_formula);
+  if (!e.communication.empty()) {
+    std::cout << "\nCommunication per GPU per step:\n";
+    Table ct({"collective", "purpose", "tier", "bytes", "time s", "exposed s"});
+    for (const auto& x : e.communication)
+      ct.add({x.collective, x.purpose, x.tier, bytes_text(x.bytes), seconds_cell(x.time), seconds_cell(x.exposed)});
+    ct.add({"total", "", "", bytes_text(e.communication_bytes()), "", seconds_cell(e.time.communication_exposed)});
+    std::cout << ct.render();
+  }
+  if (tokens)
+    std::cout << fmt::format("\nTime to train {:.4g} tokens: {} ({:.0f} GPU-hours)\n", *tokens,
+                             duration_text(planner::time_to_train(e, *tokens)),
+                             planner::time_to_train(e, *tokens).value() * c.world() / 3600.0);
+  std::cout << fmt::format("\nConstants: {}. Times per optimizer step; exposed = not hidden behind compute.\n",
+                           profiled ? "hardware profile, datasheet defaults where it is silent"
+                                    : "datasheet defaults (docs/formulas.md); calibrate with trainplan calibrate");
+}
+
+void run_estimate(const io::Catalog& catalog, const TrainingOptions& o) {
+  const Resolved r = resolve(catalog, o);
+  const model::Architecture& a = r.model.arch;
+  const hardware::Cluster& c = r.cluster.cluster;
+  const model::ParameterCounts n = model::count_parameters(a);
+  model::Training tr = r.request.base;
+  const std::vector<Strategy> defaults = planner::candidate_strategies(tr.framework, c);
+  tr.strategy = r.request.strategy.value_or(defaults.front());
+  tr.checkpointing = r.request.checkpointing.value_or(Checkpointing::none);
+  tr.offload = r.request.offload.value_or(Offload::none);
+  const planner::Layout l = planner::make_layout(a, tr, c);
+  if (const auto B = global_batch_sequences(o, tr.seq)) {
+    const std::int64_t per_step = tr.micro_batch * l.dp;
+    if (o.grad_accum) {
+      if (per_step * tr.grad_accum != *B)
+        throw InputError(fmt::format("--global-batch {} is not micro-batch {} x grad-accum {} x data-parallel "
+                                     "degree {} = {}",
+                                     *B, tr.micro_batch, tr.grad_accum, l.dp, per_step * tr.grad_accum));
+    } else {
+      if (*B % per_step != 0)
+        throw InputError(fmt::format("--global-batch {} is not divisible by micro-batch {} x data-parallel "
+                                     "degree {} = {}",
+                                     *B, tr.micro_batch, l.dp, per_step));
+      tr.grad_accum = *B / per_step;
+    }
+  }
+  const std::optional<hardware::HardwareProfile> profile = load_profile(o);
+  const std::optional<double> tokens = token_count(o);
+  const planner::Evaluator ev(a, n, c, profile ? &*profile : nullptr, {}, {}, estimate_options(o));
+  const planner::Estimate e = ev.estimate(tr);
+  if (o.emit) {
+    print_emitted(o, e, c, a);
+    return;
+  }
+  if (o.json) {
+    std::cout << io::estimate_json(a, n, c, e, tokens).dump(2) << "\n";
+    return;
+  }
+  print_estimate(r, n, e, tokens, profile.has_value());
+}
+
+}  // namespace
+
+void setup_estimate(CLI::App& app, const io::Catalog& catalog) {
+  auto opts = std::make_shared<TrainingOptions>();
+  CLI::App* cmd = app.add_subcommand("estimate", "one configuration: memory, step time, throughput, communication");
+  add_training_options(*cmd, *opts);
+  add_time_options(*cmd, *opts, false);
+  cmd->callback([&catalog, opts] { run_estimate(catalog, *opts); });
+}
+
+}  // namespace trainplan::cli

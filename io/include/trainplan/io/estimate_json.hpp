@@ -1,0 +1,39 @@
+#pragma once
+// JSON renderings of estimates and plan searches, per DESIGN.md's contract:
+//   estimate: {"schema":"trainplan.estimate/1", "model", "cluster", "plan":PLAN}
+//   plan:     {"schema":"trainplan.plan/1", "model", "cluster", "plans":[PLAN...], "rejected":[...]}
+//   PLAN = CANDIDATE + {"grad_accum", "global_batch", "time":{...}, "throughput":{...},
+//                       "communication":{"bytes_per_gpu_per_step", "by_collective":{...}, ...}}
+// Keys may be added, never renamed. Bytes are integers, times seconds, rates per second.
+
+#include <optional>
+#include <string>
+
+#include "trainplan/hardware/gpu.hpp"
+#include "trainplan/io/json_util.hpp"
+#include "trainplan/model/architecture.hpp"
+#include "trainplan/model/parameters.hpp"
+#include "trainplan/planner/estimate.hpp"
+#include "trainplan/planner/search.hpp"
+
+namespace trainplan::io {
+
+inline constexpr std::string_view kEstimateSchema = "trainplan.estimate/1";
+inline constexpr std::string_view kPlanSchema = "trainplan.plan/1";
+
+// PLAN; with `tokens`, also "time_to_train_s" for that many training tokens.
+[[nodiscard]] Json plan_json(const planner::Estimate& e, std::optional<double> tokens = std::nullopt);
+
+[[nodiscard]] Json estimate_json(const model::Architecture& a, const model::ParameterCounts& n,
+                                 const hardware::Cluster& c, const planner::Estimate& e,
+                                 std::optional<double> tokens = std::nullopt);
+
+[[nodiscard]] Json plan_result_json(const model::Architecture& a, const model::ParameterCounts& n,
+                                    const hardware::Cluster& c, const planner::PlanResult& r,
+                                    std::optional<double> tokens = std::nullopt);
+
+// A count as people write it: "300B" = 3e11, "1T" = 1e12, "2.5e12", "7M", "10K" (decimal
+// prefixes K, M, B or G, T). Throws InputError naming `what` for anything else or a value <= 0.
+[[nodiscard]] double parse_count(const std::string& text, const std::string& what);
+
+}  // namespace trainplan::io

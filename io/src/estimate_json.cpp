@@ -1,0 +1,135 @@
+#include "trainplan/io/estimate_json.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "trainplan/core/error.hpp"
+#include <map>
+
+#include "trainplan/io/result_json.hpp"
+#include "trainplan/model/lora.hpp"
+#include "trainplan/planner/evaluator.hpp"
+
+namespace trainplan::io {
+namespace {
+
+std::int64_t bytes(Bytes b) { return static_cast<std::int64_t>(std::llround(b.value())); }
+
+Json time_json(const planner::TimeBreakdown& t) {
+  return Json{{"step_s", t.step.value()},
+              {"compute_s", t.compute.value()},
+              {"recompute_s", t.recompute.value()},
+              {"communication_exposed_s", t.communication_exposed.value()},
+              {"bubble_s", t.bubble.value()},
+              {"optimizer_s", t.optimizer.value()},
+              {"offload_s", t.offload.value()}};
+}
+
+Json communication_json(const planner::Estimate& e) {
+  std::map<std::string, std::int64_t> by_collective;
+  std::map<std::string, std::int64_t> by_tier;
+  Json items = Json::array();
+  for (const auto& c : e.communication) {
+    by_collective[c.collective] += bytes(c.bytes);
+    by_tier[c.tier] += bytes(c.bytes);
+    items.push_back(Json{{"collective", c.collective},
+                         {"purpose", c.purpose},
+                         {"tier", c.tier},
+                         {"bytes", bytes(c.bytes)},
+                         {"time_s", c.time.value()},
+                         {"exposed_s", c.exposed.value()}});
+  }
+  return Json{{"bytes_per_gpu_per_step", bytes(e.communication_bytes())},
+              {"by_collective", by_collective},
+              {"by_tier", by_tier},
+              {"items", items}};
+}
+
+std::int64_t trainable_parameters(const model::Architecture& a, const model::ParameterCounts& n,
+                                  const model::Training& t) {
+  return t.method == Method::full ? n.total : model::lora_parameters(a, t.lora);
+}
+
+}  // namespace
+
+Json plan_json(const planner::Estimate& e, std::optional<double> tokens) {
+  const planner::Candidate cand{e.training, e.layout, e.memory, e.fits, e.max_micro_batch};
+  Json j = candidate_json(cand);
+  j["pp_virtual"] = e.training.pp_virtual;
+  j["sequence_parallel"] = e.training.sequence_parallel;
+  j["grad_accum"] = e.training.grad_accum;
+  j["global_batch"] = e.global_batch;
+  j["time"] = time_json(e.time);
+  j["throughput"] = Json{{"tokens_per_s", e.throughput.tokens_per_s},
+                         {"samples_per_s", e.throughput.samples_per_s},
+                         {"mfu", e.throughput.mfu},
+                         {"hfu", e.throughput.hfu},
+                         {"peak_flops_per_s", e.throughput.peak.value()},
+                         {"mfu_formula", e.throughput.mfu_formula}};
+  j["communication"] = communication_json(e);
+  if (tokens) {
+    j["tokens"] = *tokens;
+    j["time_to_train_s"] = planner::time_to_train(e, *tokens).value();
+  }
+  return j;
+}
+
+Json estimate_json(const model::Architecture& a, const model::ParameterCounts& n,
+                   const hardware::Cluster& c, const planner::Estimate& e, std::optional<double> tokens) {
+  return Json{{"schema", kEstimateSchema},
+              {"model", model_json(a, n, trainable_parameters(a, n, e.training))},
+              {"cluster", cluster_json(c)},
+              {"plan", plan_json(e, tokens)}};
+}
+
+Json plan_result_json(const model::Architecture& a, const model::ParameterCounts& n,
+                      const hardware::Cluster& c, const planner::PlanResult& r, std::optional<double> tokens) {
+  Json plans = Json::array();
+  for (std::size_t i = 0; i < r.plans.size(); ++i) {
+    Json p = plan_json(r.plans[i], tokens);
+    p["rank"] = i + 1;
+    p["label"] = planner::plan_label(r.plans[i].training, r.plans[i].layout);
+    p["why_slower"] = r.why_slower[i].empty() ? Json(nullptr) : Json(r.why_slower[i]);
+    plans.push_back(std::move(p));
+  }
+  Json rejected = Json::array();
+  for (const auto& x : r.rejected) rejected.push_back(Json{{"plan", x.plan}, {"reason", x.reason}});
+  const std::int64_t trainable = r.plans.empty() ? n.total : trainable_parameters(a, n, r.plans.front().training);
+  return Json{{"schema", kPlanSchema},
+              {"model", model_json(a, n, trainable)},
+              {"cluster", cluster_json(c)},
+              {"search", {{"evaluated", r.evaluated}, {"fitting", r.fitting}}},
+              {"plans", plans},
+              {"rejected", rejected}};
+}
+
+double parse_count(const std::string& text, const std::string& what) {
+  auto bad = [&] {
+    return InputError(what + ": '" + text + "' is not a positive count (examples: 300B, 1T, 2.5e12)");
+  };
+  if (text.empty()) throw bad();
+  std::size_t used = 0;
+  double v = 0.0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    throw bad();
+  }
+  std::string rest = text.substr(used);
+  double scale = 1.0;
+  if (rest.size() == 1) {
+    switch (rest[0]) {
+      case 'k': case 'K': scale = 1e3; break;
+      case 'm': case 'M': scale = 1e6; break;
+      case 'b': case 'B': case 'g': case 'G': scale = 1e9; break;
+      case 't': case 'T': scale = 1e12; break;
+      default: throw bad();
+    }
+  } else if (!rest.empty()) {
+    throw bad();
+  }
+  if (!(v > 0.0) || !std::isfinite(v)) throw bad();
+  return v * scale;
+}
+
+}  // namespace trainplan::io

@@ -1,0 +1,382 @@
+#include "trainplan/planner/search.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <future>
+#include <map>
+#include <set>
+#include <tuple>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "trainplan/core/error.hpp"
+#include "trainplan/planner/fit.hpp"
+
+namespace trainplan::planner {
+namespace {
+
+constexpr std::int64_t kMaxMicroBatch = 4096;
+constexpr std::size_t kMaxSlowerRejections = 20;
+constexpr std::size_t kMaxInfeasibleRejections = 20;
+constexpr std::size_t kMaxInvalidRejections = 10;
+constexpr std::array kVirtualStages{1, 2, 3, 4};
+
+std::string strategy_words(Strategy s) {
+  switch (s) {
+    case Strategy::single: return "single GPU";
+    case Strategy::ddp: return "DDP";
+    case Strategy::zero1: return "ZeRO-1";
+    case Strategy::zero2: return "ZeRO-2";
+    case Strategy::zero3: return "ZeRO-3";
+    case Strategy::fsdp_full: return "FSDP full-shard";
+    case Strategy::fsdp_grad_op: return "FSDP grad-op";
+    case Strategy::fsdp_hybrid: return "FSDP hybrid-shard";
+  }
+  return "?";
+}
+
+std::string tier_words(LinkTier t) {
+  switch (t) {
+    case LinkTier::nvlink: return "NVLink";
+    case LinkTier::xgmi: return "xGMI";
+    case LinkTier::pcie: return "PCIe";
+    case LinkTier::network: return "inter-node";
+  }
+  return "?";
+}
+
+std::string kind_words(Transfer t) {
+  switch (t) {
+    case Transfer::all_reduce: return "all-reduce";
+    case Transfer::all_gather: return "all-gather";
+    case Transfer::reduce_scatter: return "reduce-scatter";
+    case Transfer::all_to_all: return "all-to-all";
+    case Transfer::send_recv: return "send/recv";
+    case Transfer::device_to_host: return "device-to-host copy";
+    case Transfer::host_to_device: return "host-to-device copy";
+  }
+  return "?";
+}
+
+std::string seconds_words(Seconds s) {
+  const double v = s.value();
+  if (v >= 1.0) return fmt::format("{:.1f} s", v);
+  if (v >= 1e-3) return fmt::format("{:.0f} ms", v * 1e3);
+  return fmt::format("{:.0f} us", v * 1e6);
+}
+
+std::vector<int> divisors(int n) {
+  std::vector<int> d;
+  for (int i = 1; i <= n; ++i)
+    if (n % i == 0) d.push_back(i);
+  return d;
+}
+
+struct Found {
+  model::Training training;
+  StepCost cost;
+};
+
+struct Infeasible {
+  model::Training training;
+  Layout layout;
+  Bytes needed;
+};
+
+struct PairResult {
+  std::vector<Found> best;             // per group that fits
+  std::vector<Infeasible> infeasible;  // per group that never fits (smallest micro-batch)
+  std::vector<Rejection> invalid;
+  std::int64_t evaluated = 0;
+  std::int64_t fitting = 0;
+};
+
+// Better first: more tokens per second, then less memory.
+bool faster(const Found& x, const Found& y) {
+  if (x.cost.tokens_per_s != y.cost.tokens_per_s) return x.cost.tokens_per_s > y.cost.tokens_per_s;
+  return x.cost.memory.device_total < y.cost.memory.device_total;
+}
+
+std::vector<Strategy> strategies_for(const PlanRequest& req, const hardware::Cluster& c, int dp) {
+  if (req.strategy) return {*req.strategy};
+  if (c.world() == 1) return {Strategy::single};
+  std::vector<Strategy> all = candidate_strategies(req.base.framework, c);
+  if (dp == 1) return {all.front()};  // nothing to shard or replicate: the variants coincide
+  return all;
+}
+
+std::vector<Offload> offloads_for(const PlanRequest& req, Strategy s, Framework f) {
+  if (req.offload) return {*req.offload};
+  if (f == Framework::megatron) return {Offload::none};
+  std::vector<Offload> o{Offload::none, Offload::optimizer};
+  if (shards_parameters(s)) o.push_back(Offload::optimizer_params);
+  return o;
+}
+
+// (micro-batch, grad-accum) pairs for one data-parallel degree, smallest micro-batch first.
+std::vector<std::pair<std::int64_t, std::int64_t>> batches_for(const PlanRequest& req, int dp) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> out;
+  if (req.global_batch) {
+    const std::int64_t per_replica = *req.global_batch / dp;
+    for (std::int64_t b = 1; b <= std::min(per_replica, kMaxMicroBatch); ++b) {
+      if (per_replica % b != 0) continue;
+      if (req.micro_batch && b != *req.micro_batch) continue;
+      const std::int64_t m = per_replica / b;
+      if (req.grad_accum && m != *req.grad_accum) continue;
+      out.emplace_back(b, m);
+    }
+    return out;
+  }
+  const std::int64_t m = req.grad_accum.value_or(1);
+  if (req.micro_batch) return {{*req.micro_batch, m}};
+  for (std::int64_t b = 1; b <= kMaxMicroBatch; b *= 2) out.emplace_back(b, m);
+  return out;
+}
+
+PairResult explore(const Evaluator& ev, const PlanRequest& req, int tp, int pp) {
+  PairResult out;
+  const hardware::Cluster& c = ev.cluster();
+  const model::Architecture& a = ev.architecture();
+  const int dp = c.world() / (tp * pp);
+  if (req.global_batch && *req.global_batch % dp != 0) {
+    out.invalid.push_back({fmt::format("TP {}, PP {}, DP {}", tp, pp, dp),
+                           fmt::format("global batch {} is not divisible by the data-parallel degree {}",
+                                       *req.global_batch, dp)});
+    return out;
+  }
+  const auto batches = batches_for(req, dp);
+  if (batches.empty()) {
+    out.invalid.push_back({fmt::format("TP {}, PP {}, DP {}", tp, pp, dp),
+                           fmt::format("global batch {} cannot be split into {} replicas of the pinned "
+                                       "micro-batch x grad-accum",
+                                       req.global_batch.value_or(0), dp)});
+    return out;
+  }
+  std::vector<int> vs;
+  if (req.pp_virtual) vs = {*req.pp_virtual};
+  else
+    for (int v : kVirtualStages)
+      if (v == 1 || (pp > 1 && a.total_layers() % (pp * v) == 0)) vs.push_back(v);
+  std::vector<bool> sps;
+  if (req.sequence_parallel) sps = {*req.sequence_parallel};
+  else sps = tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false};
+  const std::vector<Checkpointing> ckpts =
+      req.checkpointing ? std::vector<Checkpointing>{*req.checkpointing}
+                        : std::vector<Checkpointing>{Checkpointing::none, Checkpointing::selective,
+                                                     Checkpointing::full};
+
+  for (Strategy s : strategies_for(req, c, dp)) {
+    for (Offload off : offloads_for(req, s, req.base.framework)) {
+      for (int v : vs) {
+        for (bool sp : sps) {
+          for (Checkpointing ck : ckpts) {
+            model::Training tr = req.base;
+            tr.strategy = s;
+            tr.tp = tp;
+            tr.pp = pp;
+            tr.pp_virtual = v;
+            tr.sequence_parallel = sp;
+            tr.checkpointing = ck;
+            tr.offload = off;
+            std::optional<Found> best;
+            std::optional<Infeasible> leanest;
+            for (const auto& [b, m] : batches) {
+              // Interleaved 1F1B needs the micro-batches to fill every stage (Megatron asserts it).
+              if (v > 1 && m % pp != 0) continue;
+              tr.micro_batch = b;
+              tr.grad_accum = m;
+              ++out.evaluated;
+              StepCost cost;
+              try {
+                cost = ev.cost(tr, false);
+              } catch (const InputError& e) {
+                out.invalid.push_back({plan_label(tr, Layout{c.world(), c.nodes, c.gpus_per_node, tp, pp, dp, dp}),
+                                       e.what()});
+                break;
+              }
+              if (!cost.fits) {
+                if (!best && !leanest) leanest = Infeasible{tr, cost.layout, cost.memory.device_total};
+                break;  // memory grows with the micro-batch
+              }
+              ++out.fitting;
+              Found f{tr, cost};
+              if (!best || faster(f, *best)) best = f;
+            }
+            if (best) out.best.push_back(std::move(*best));
+            else if (leanest) out.infeasible.push_back(std::move(*leanest));
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string plan_label(const model::Training& tr, const Layout& l) {
+  if (l.world == 1) return "single GPU" + std::string(tr.checkpointing != Checkpointing::none
+                                                           ? fmt::format(", {} checkpointing", to_string(tr.checkpointing))
+                                                           : "");
+  std::string s = strategy_words(tr.strategy);
+  const Placement dpg = data_parallel_group(l);
+  if (l.dp > 1 && dpg.nodes > 1) s += fmt::format(" across {} nodes", dpg.nodes);
+  if (l.tp > 1) s += fmt::format(", TP {}{}", l.tp, tr.sequence_parallel ? "+SP" : "");
+  if (l.pp > 1) s += tr.pp_virtual > 1 ? fmt::format(", PP {}x{}", l.pp, tr.pp_virtual) : fmt::format(", PP {}", l.pp);
+  if (tr.checkpointing != Checkpointing::none) s += fmt::format(", {} checkpointing", to_string(tr.checkpointing));
+  if (tr.offload != Offload::none) s += fmt::format(", {} offload", to_string(tr.offload));
+  return s;
+}
+
+std::string why_slower(const StepCost& best, const StepCost& other) {
+  if (!(other.tokens_per_s > 0.0) || !(best.tokens_per_s > 0.0)) return "not priced";
+  const double slower = best.tokens_per_s / other.tokens_per_s - 1.0;
+  if (slower < 0.005) return "as fast (within 0.5 %)";
+  // Parts of the other's step beyond what the best needs for as many tokens.
+  const double scale = (other.tokens_per_s * other.time.step.value()) /
+                       (best.tokens_per_s * best.time.step.value());
+  const TimeBreakdown& o = other.time;
+  const TimeBreakdown& b = best.time;
+  struct Part {
+    Seconds delta;
+    int which;
+  };
+  const std::array<Part, 6> parts{Part{o.compute - b.compute * scale, 0},
+                                   Part{o.recompute - b.recompute * scale, 1},
+                                   Part{o.communication_exposed - b.communication_exposed * scale, 2},
+                                   Part{o.bubble - b.bubble * scale, 3},
+                                   Part{o.optimizer - b.optimizer * scale, 4},
+                                   Part{o.offload - b.offload * scale, 5}};
+  const Part worst = *std::max_element(parts.begin(), parts.end(),
+                                       [](const Part& x, const Part& y) { return x.delta < y.delta; });
+  std::string what;
+  switch (worst.which) {
+    case 0: what = "more compute on the slowest GPU (uneven stages, smaller or split GEMMs)"; break;
+    case 1: what = "activation recomputation"; break;
+    case 2: {
+      const CommTerm* top = nullptr;
+      for (std::size_t i = 0; i < other.comm_count; ++i)
+        if (top == nullptr || other.comm[i].exposed > top->exposed) top = &other.comm[i];
+      what = top == nullptr ? "exposed communication"
+                            : fmt::format("exposed {} {} ({})", tier_words(top->tier), kind_words(top->kind),
+                                          to_string(top->purpose));
+      break;
+    }
+    case 3: what = "pipeline bubble"; break;
+    case 4: what = "optimizer step"; break;
+    default: what = "exposed PCIe offload transfers"; break;
+  }
+  return fmt::format("{:.0f} % slower, {}/step of {}", 100.0 * slower, seconds_words(std::max(worst.delta, Seconds(0.0))),
+                     what);
+}
+
+PlanResult search(const model::Architecture& a, const model::ParameterCounts& n,
+                  const hardware::Cluster& c, const PlanRequest& req,
+                  const hardware::HardwareProfile* profile, const MemoryConventions& mc,
+                  const TimeConventions& tc) {
+  if (req.global_batch && *req.global_batch < 1)
+    throw InputError("--global-batch must be at least 1 (got " + std::to_string(*req.global_batch) + ")");
+  if (req.top < 1) throw InputError("--top must be at least 1");
+  // A pinned degree that no layout can honour is the user's error: say why.
+  if (req.tp || req.pp || req.pp_virtual) {
+    model::Training probe = req.base;
+    probe.tp = req.tp.value_or(1);
+    probe.pp = req.pp.value_or(1);
+    probe.pp_virtual = req.pp_virtual.value_or(1);
+    probe.strategy = req.strategy.value_or(c.world() == 1 ? Strategy::single : Strategy::ddp);
+    if (probe.strategy == Strategy::single && c.world() > 1) probe.strategy = Strategy::ddp;
+    if (req.base.framework == Framework::deepspeed && !req.strategy) probe.strategy = Strategy::zero1;
+    (void)make_layout(a, probe, c);
+    if (req.tp && req.pp && req.micro_batch && req.global_batch) {
+      const int dp = c.world() / (probe.tp * probe.pp);
+      if (*req.global_batch % (*req.micro_batch * dp) != 0)
+        throw InputError(fmt::format("--global-batch {} is not divisible by micro-batch {} x data-parallel "
+                                     "degree {}",
+                                     *req.global_batch, *req.micro_batch, dp));
+    }
+  }
+
+  // The outer loop: (TP, PP) pairs.
+  std::vector<std::pair<int, int>> pairs;
+  const int world = c.world();
+  for (int tp : divisors(world)) {
+    if (req.tp && tp != *req.tp) continue;
+    if (a.heads % tp != 0) continue;
+    if (!req.tp && !req.tp_across_nodes && tp > c.gpus_per_node) continue;
+    for (int pp : divisors(world / tp)) {
+      if (req.pp && pp != *req.pp) continue;
+      if (pp > a.total_layers()) continue;
+      pairs.emplace_back(tp, pp);
+    }
+  }
+
+  const Evaluator prototype(a, n, c, profile, mc, tc, req.options);
+  unsigned threads = req.threads == 0 ? std::max(1u, std::thread::hardware_concurrency()) : req.threads;
+  threads = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>(std::max<std::size_t>(1, pairs.size()))));
+  std::vector<PairResult> results(pairs.size());
+  auto work = [&](unsigned k) {
+    const Evaluator ev = prototype;  // its own shape cache
+    for (std::size_t i = k; i < pairs.size(); i += threads)
+      results[i] = explore(ev, req, pairs[i].first, pairs[i].second);
+  };
+  std::vector<std::future<void>> futures;
+  for (unsigned k = 1; k < threads; ++k) futures.push_back(std::async(std::launch::async, work, k));
+  work(0);
+  for (auto& f : futures) f.get();
+
+  // Merge in pair order: the result does not depend on the number of threads.
+  PlanResult out;
+  std::vector<Found> found;
+  std::vector<Infeasible> infeasible;
+  std::vector<Rejection> invalid;
+  for (auto& r : results) {
+    out.evaluated += r.evaluated;
+    out.fitting += r.fitting;
+    for (auto& f : r.best) found.push_back(std::move(f));
+    for (auto& f : r.infeasible) infeasible.push_back(std::move(f));
+    for (auto& f : r.invalid) invalid.push_back(std::move(f));
+  }
+  std::stable_sort(found.begin(), found.end(), faster);
+  const std::size_t k = std::min(req.top, found.size());
+  for (std::size_t i = 0; i < k; ++i) {
+    out.plans.push_back(prototype.to_estimate(found[i].training, prototype.cost(found[i].training)));
+    out.why_slower.push_back(i == 0 ? std::string() : why_slower(found[0].cost, found[i].cost));
+  }
+  // Runners-up: the best of each (strategy, TP, PP) shape not already shown, and the shapes where
+  // nothing fits, leanest first.
+  using Coarse = std::tuple<Strategy, int, int>;
+  auto coarse = [](const model::Training& t) { return Coarse{t.strategy, t.tp, t.pp}; };
+  std::set<Coarse> shown;
+  for (std::size_t i = 0; i < k; ++i) shown.insert(coarse(found[i].training));
+  std::size_t slower = 0;
+  for (std::size_t i = k; i < found.size() && slower < kMaxSlowerRejections; ++i) {
+    if (!shown.insert(coarse(found[i].training)).second) continue;
+    ++slower;
+    out.rejected.push_back({plan_label(found[i].training, found[i].cost.layout) +
+                                fmt::format(", micro-batch {} x {}", found[i].training.micro_batch,
+                                            found[i].training.grad_accum),
+                            why_slower(found[0].cost, found[i].cost)});
+  }
+  std::stable_sort(infeasible.begin(), infeasible.end(),
+                   [](const Infeasible& x, const Infeasible& y) { return x.needed < y.needed; });
+  for (const Found& f : found) shown.insert(coarse(f.training));  // shapes that fit somehow
+  std::size_t unfit = 0;
+  for (std::size_t i = 0; i < infeasible.size() && unfit < kMaxInfeasibleRejections; ++i) {
+    if (!shown.insert(coarse(infeasible[i].training)).second) continue;
+    ++unfit;
+    out.rejected.push_back({plan_label(infeasible[i].training, infeasible[i].layout),
+                            fmt::format("does not fit: needs {:.1f} GiB per GPU at micro-batch {} of {:.1f} "
+                                        "GiB usable",
+                                        to_gib(infeasible[i].needed), infeasible[i].training.micro_batch,
+                                        to_gib(c.gpu.usable_memory))});
+  }
+  std::map<std::string, bool> seen;
+  for (const auto& r : invalid) {
+    if (seen.size() >= kMaxInvalidRejections) break;
+    if (seen.emplace(r.reason, true).second) out.rejected.push_back(r);
+  }
+  return out;
+}
+
+}  // namespace trainplan::planner
