@@ -424,20 +424,35 @@ void build_plans(QChart* chart, const PlansModel& m, std::optional<int> current,
   for (QPointF p : front_points) front_line->append(p);
   others->setProperty(kPlanRowsProperty, other_rows);
   front->setProperty(kPlanRowsProperty, front_rows);
-  for (QAbstractSeries* s : std::initializer_list<QAbstractSeries*>{front_line, others, front, here}) chart->addSeries(s);
+  double min_tokens = max_tokens;
+  for (const PlanPoint& p : plans) min_tokens = std::min(min_tokens, p.estimate.throughput.tokens_per_s / 1e3);
+  const double usable = to_gib(m.usable());
+  const double x_top = std::max(max_gib, usable) * 1.05;
+  // Throughput differences between plans are often a few per cent: zoom on them.
+  const double y_low = std::max(0.0, min_tokens - (max_tokens - min_tokens) * 0.3 - max_tokens * 0.02);
+  const double y_high = max_tokens + (max_tokens - min_tokens) * 0.15 + max_tokens * 0.02;
+  auto* capacity = new QLineSeries;
+  capacity->setName(QStringLiteral("capacity"));
+  capacity->setPen(dashed(kCapacity, 2));
+  capacity->append(usable, y_low);
+  capacity->append(usable, y_high);
+  for (QAbstractSeries* s : std::initializer_list<QAbstractSeries*>{capacity, front_line, others, front, here})
+    chart->addSeries(s);
   hide_legend_marker(chart, front_line);
   if (here->count() == 0) hide_legend_marker(chart, here);
+  if (usable <= 0) hide_legend_marker(chart, capacity);
+  chart->setTitle(QStringLiteral("<b>Plan search</b> — %1 plans that fit; click one to load it").arg(plans.size()));
   auto* x = new QValueAxis;
   x->setTitleText(QStringLiteral("GiB per GPU (device total)"));
-  x->setRange(0, max_gib * 1.1);
+  x->setRange(0, x_top);
   x->applyNiceNumbers();
   x->setLabelFormat(QStringLiteral("%.0f"));
-  add_axis(chart, x, Qt::AlignBottom, pal, {front_line, others, front, here});
+  add_axis(chart, x, Qt::AlignBottom, pal, {capacity, front_line, others, front, here});
   auto* y = new QValueAxis;
   y->setTitleText(QStringLiteral("thousand tokens/s"));
-  y->setRange(0, max_tokens * 1.1);
+  y->setRange(y_low, y_high);
   y->applyNiceNumbers();
-  add_axis(chart, y, Qt::AlignLeft, pal, {front_line, others, front, here});
+  add_axis(chart, y, Qt::AlignLeft, pal, {capacity, front_line, others, front, here});
 }
 
 bool save_png(QWidget* view, const QString& path) { return view->grab().save(path, "PNG"); }

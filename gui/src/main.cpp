@@ -1,5 +1,6 @@
 // trainplan-gui: the Qt6 explorer. Copyright the trainplan authors; GPL-3.0-or-later (gui/LICENSE).
 #include <QApplication>
+#include <QEventLoop>
 #include <QSettings>
 
 #include <cstdio>
@@ -45,6 +46,12 @@ int main(int argc, char** argv) {
                        "' (expected memory, time, communication, strategies, sweep, plans or compare)");
     if (!cl.chart.isEmpty() && !window.showChartTab(cl.chart))
       throw InputError("--chart: unknown chart '" + cl.chart.toStdString() + "' (expected time, sweep or plans)");
+    if (cl.search) {
+      QEventLoop wait;
+      QObject::connect(&session, &gui::Session::searchFinished, &wait, &QEventLoop::quit);
+      session.startSearch();
+      if (session.searching()) wait.exec();
+    }
     if (screenshot) {
       if (!window.saveScreenshot(cl.screenshot, cl.size)) {
         std::fprintf(stderr, "error: cannot write the screenshot '%s'\n", cl.screenshot.toLocal8Bit().constData());

@@ -29,6 +29,7 @@
 #include <QTabWidget>
 #include <QTableView>
 #include <QTextDocument>
+#include <QTimer>
 #include <QToolButton>
 #include <QVBoxLayout>
 #include <QtCharts/QChart>
@@ -149,6 +150,7 @@ void MainWindow::buildActions() {
   QAction* open_model = file->addAction(QStringLiteral("Open &model config.json…"), this, &MainWindow::openModelConfig);
   open_model->setShortcut(QKeySequence::Open);
   file->addAction(QStringLiteral("Open &cluster file…"), this, &MainWindow::openClusterFile);
+  file->addAction(QStringLiteral("Open hardware &profile…"), this, &MainWindow::openProfile);
   QAction* reload = file->addAction(QStringLiteral("&Reload files"), this, [this] {
     session_.reloadFiles();
     session_.setSettings(session_.settings());
@@ -284,6 +286,26 @@ QWidget* MainWindow::buildForm() {
   file_row->addWidget(open_cluster);
   file_row->addWidget(clear_cluster_file_);
   cf->addRow(QStringLiteral("Cluster file"), file_row);
+  profile_file_ = new QLabel;
+  profile_file_->setObjectName(QStringLiteral("profileFile"));
+  profile_file_->setWordWrap(true);
+  auto* open_profile = new QToolButton;
+  open_profile->setText(QStringLiteral("…"));
+  open_profile->setToolTip(QStringLiteral("Open a hardware profile measured by trainplan-calibrate and fitted by "
+                                          "`trainplan calibrate fit`: measured collective, GEMM and attention "
+                                          "speeds replace the datasheet defaults in the time model."));
+  open_profile->setAccessibleName(QStringLiteral("Open hardware profile"));
+  connect(open_profile, &QToolButton::clicked, this, &MainWindow::openProfile);
+  clear_profile_ = new QToolButton;
+  clear_profile_->setText(QStringLiteral("✕"));
+  clear_profile_->setToolTip(QStringLiteral("Use the datasheet defaults"));
+  clear_profile_->setAccessibleName(QStringLiteral("Clear hardware profile"));
+  connect(clear_profile_, &QToolButton::clicked, this, &MainWindow::clearProfile);
+  auto* profile_row = new QHBoxLayout;
+  profile_row->addWidget(profile_file_, 1);
+  profile_row->addWidget(open_profile);
+  profile_row->addWidget(clear_profile_);
+  cf->addRow(QStringLiteral("Profile"), profile_row);
   outer->addWidget(cluster_box);
 
   // Method.
@@ -588,6 +610,8 @@ void MainWindow::syncForm(const Settings& s) {
   cluster_file_->setText(s.cluster.file.empty() ? QStringLiteral("none")
                                                 : QFileInfo(qstr(s.cluster.file)).fileName());
   cluster_file_->setToolTip(qstr(s.cluster.file));
+  profile_file_->setText(s.profile.empty() ? QStringLiteral("datasheet defaults") : QFileInfo(qstr(s.profile)).fileName());
+  profile_file_->setToolTip(qstr(s.profile));
   const model::Training& t = s.training;
   set_combo_enum(method_, t.method);
   set_combo_enum(precision_, t.precision);
@@ -621,6 +645,7 @@ void MainWindow::updateEnabled() {
   const bool file = !s.cluster.file.empty();
   for (QWidget* w : std::initializer_list<QWidget*>{gpu_, gpus_per_node_, nodes_}) w->setEnabled(!file);
   clear_cluster_file_->setEnabled(file);
+  clear_profile_->setEnabled(!s.profile.empty());
   lora_box_->setVisible(is_adapter(s.training.method));
   quant_->setEnabled(is_quantized(s.training.method));
   fsdp_wrap_->setEnabled(is_fsdp(s.training.strategy) || s.training.strategy == Strategy::zero3);
@@ -786,6 +811,8 @@ void MainWindow::refreshBanner() {
                        percent_text(est.throughput.mfu))
                   .arg(est.global_batch)
                   .arg(qstr(est.memory.peak_phase), bytes_text(est.communication_bytes()));
+    details += e.profile_name.empty() ? QStringLiteral(" · datasheet hardware numbers")
+                                      : QStringLiteral(" · profile %1").arg(qstr(e.profile_name).toHtmlEscaped());
     for (const std::string& n : e.notes) details += QStringLiteral("<br><i>Note:</i> %1").arg(qstr(n).toHtmlEscaped());
   }
   verdict_label_->setText(verdict);
@@ -833,6 +860,15 @@ void MainWindow::changeEvent(QEvent* event) {
 // ---- Search -----------------------------------------------------------------------------------
 
 void MainWindow::searchStarted() {
+  search_started_.start();
+  if (!search_clock_) {
+    search_clock_ = new QTimer(this);
+    search_clock_->setInterval(100);
+    connect(search_clock_, &QTimer::timeout, this, [this] {
+      search_label_->setText(QStringLiteral("Searching… %1 s").arg(static_cast<double>(search_started_.elapsed()) / 1e3, 0, 'f', 1));
+    });
+  }
+  search_clock_->start();
   search_button_->setEnabled(false);
   search_action_->setEnabled(false);
   cancel_button_->setEnabled(true);
@@ -848,12 +884,13 @@ void MainWindow::searchProgress(int done, int total) {
 }
 
 void MainWindow::searchFinished() {
+  if (search_clock_) search_clock_->stop();
   search_button_->setEnabled(true);
   search_action_->setEnabled(true);
   cancel_button_->setEnabled(false);
   cancel_action_->setEnabled(false);
   search_progress_->setVisible(false);
-  plans_model_.setPlans(session_.plans());
+  plans_model_.setPlans(session_.plans(), session_.plansUsable());
   loaded_plan_.reset();
   search_label_->setText(session_.searchMessage().isEmpty()
                              ? QStringLiteral("%1 plans; bold: the Pareto front.").arg(session_.plans().size())
@@ -926,6 +963,22 @@ void MainWindow::openClusterFile() {
 void MainWindow::clearClusterFile() {
   Settings s = session_.settings();
   s.cluster.file.clear();
+  applySettings(s);
+}
+
+void MainWindow::openProfile() {
+  const QString path = QFileDialog::getOpenFileName(this, QStringLiteral("Open a hardware profile"), {},
+                                                    QStringLiteral("Hardware profile (*.json)"));
+  if (path.isEmpty()) return;
+  session_.reloadFiles();
+  Settings s = session_.settings();
+  s.profile = sstr(path);
+  applySettings(s);
+}
+
+void MainWindow::clearProfile() {
+  Settings s = session_.settings();
+  s.profile.clear();
   applySettings(s);
 }
 
@@ -1028,11 +1081,68 @@ void MainWindow::exportEstimateDialog() {
   else statusBar()->showMessage(QStringLiteral("Wrote %1").arg(path), 5000);
 }
 
+QString MainWindow::planText(const QString& kind, QStringList* notes, QString* error) const {
+  const auto& cur = session_.current();
+  if (!cur) {
+    if (error) *error = QStringLiteral("There is no plan to export: %1").arg(session_.error());
+    return {};
+  }
+#ifdef TRAINPLAN_GUI_HAVE_EMIT
+  try {
+    const planner::Emitted out =
+        planner::emit(parse_enum<planner::EmitFormat>(sstr(kind)), cur->estimate, cur->cluster, cur->arch);
+    if (notes)
+      for (const std::string& n : out.notes) *notes << qstr(n);
+    return qstr(out.text);
+  } catch (const std::exception& e) {
+    if (error) *error = QString::fromUtf8(e.what());
+    return {};
+  }
+#else
+  if (error)
+    *error = QStringLiteral("Exporting a plan as %1 needs the planner's config emitters, which this build does not "
+                            "have yet.")
+                 .arg(kind);
+  (void)notes;
+  return {};
+#endif
+}
+
+bool MainWindow::exportPlan(const QString& kind, const QString& path, QString* error) {
+  const QString text = planText(kind, nullptr, error);
+  if (text.isEmpty()) return false;
+  try {
+    io::write_file_atomically(sstr(path), sstr(text));
+  } catch (const std::exception& e) {
+    if (error) *error = QString::fromUtf8(e.what());
+    return false;
+  }
+  return true;
+}
+
 void MainWindow::exportPlanDialog(const QString& kind) {
-  QMessageBox::information(this, QStringLiteral("Export plan"),
-                           QStringLiteral("Exporting a plan as %1 needs the planner's config emitters, which this build "
-                                          "does not have yet.")
-                               .arg(kind));
+  QStringList notes;
+  QString error;
+  const QString text = planText(kind, &notes, &error);
+  if (text.isEmpty()) {
+    QMessageBox::warning(this, QStringLiteral("Export plan"), error);
+    return;
+  }
+  const QString name = kind == QLatin1String("deepspeed")    ? QStringLiteral("ds_config.json")
+                       : kind == QLatin1String("accelerate") ? QStringLiteral("accelerate_config.yaml")
+                                                             : QStringLiteral("launch.sh");
+  const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export plan"), name);
+  if (path.isEmpty()) return;
+  if (!exportPlan(kind, path, &error)) {
+    QMessageBox::warning(this, QStringLiteral("Export plan"), error);
+    return;
+  }
+  if (!notes.isEmpty())
+    QMessageBox::information(this, QStringLiteral("Export plan"),
+                             QStringLiteral("Wrote %1.\n\nWhat this format cannot say about the plan:\n• %2")
+                                 .arg(path, notes.join(QStringLiteral("\n• "))));
+  else
+    statusBar()->showMessage(QStringLiteral("Wrote %1").arg(path), 5000);
 }
 
 void MainWindow::showAbout() {

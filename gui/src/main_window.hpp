@@ -3,6 +3,7 @@
 // charts and the tables in the middle. Every edit goes to the Session; every number shown comes
 // back from it.
 
+#include <QElapsedTimer>
 #include <QMainWindow>
 #include <QString>
 
@@ -23,6 +24,7 @@ class QPushButton;
 class QSpinBox;
 class QTabWidget;
 class QTableView;
+class QTimer;
 class QToolButton;
 class QGroupBox;
 
@@ -64,6 +66,10 @@ class MainWindow : public QMainWindow {
   bool exportEstimateJson(const QString& path, QString* error = nullptr);
   // The estimate of the current configuration as JSON text (empty when there is none).
   [[nodiscard]] QString estimateJson() const;
+  // The current plan as a launch configuration (kind: deepspeed, accelerate, torchrun), with what the
+  // format cannot express in `notes`; empty with `error` set when there is none.
+  [[nodiscard]] QString planText(const QString& kind, QStringList* notes = nullptr, QString* error = nullptr) const;
+  bool exportPlan(const QString& kind, const QString& path, QString* error = nullptr);
   // Renders the window at `size` and writes it as PNG.
   bool saveScreenshot(const QString& path, QSize size);
 
@@ -96,6 +102,8 @@ class MainWindow : public QMainWindow {
   void openModelConfig();
   void openClusterFile();
   void clearClusterFile();
+  void openProfile();
+  void clearProfile();
   void exportChartDialog(const QString& chart);
   void exportEstimateDialog();
   void exportPlanDialog(const QString& kind);
@@ -126,6 +134,8 @@ class MainWindow : public QMainWindow {
   QLineEdit* inter_node_ = nullptr;
   QLabel* cluster_file_ = nullptr;
   QToolButton* clear_cluster_file_ = nullptr;
+  QLabel* profile_file_ = nullptr;
+  QToolButton* clear_profile_ = nullptr;
   QComboBox* method_ = nullptr;
   QComboBox* precision_ = nullptr;
   QComboBox* optimizer_ = nullptr;
@@ -165,6 +175,8 @@ class MainWindow : public QMainWindow {
   QProgressBar* search_progress_ = nullptr;
   QLabel* search_label_ = nullptr;
   QLabel* timing_label_ = nullptr;
+  QTimer* search_clock_ = nullptr;
+  QElapsedTimer search_started_;
   QAction* pin_action_ = nullptr;
   QAction* search_action_ = nullptr;
   QAction* cancel_action_ = nullptr;

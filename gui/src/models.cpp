@@ -528,9 +528,10 @@ QVariant SweepModel::headerData(int section, Qt::Orientation o, int role) const 
 
 // ---- PlansModel -------------------------------------------------------------------------------
 
-void PlansModel::setPlans(const std::vector<PlanPoint>& plans) {
+void PlansModel::setPlans(const std::vector<PlanPoint>& plans, Bytes usable) {
   beginResetModel();
   plans_ = plans;
+  usable_ = usable;
   endResetModel();
 }
 

@@ -125,8 +125,9 @@ class PlansModel : public QAbstractTableModel {
   enum Column { rank, pareto, strategy, tp, pp, dp, micro_batch, grad_accum, checkpointing, offload,
                 device_total, tokens_per_s, mfu, step, kColumns };
   using QAbstractTableModel::QAbstractTableModel;
-  void setPlans(const std::vector<PlanPoint>& plans);
+  void setPlans(const std::vector<PlanPoint>& plans, Bytes usable = {});
   [[nodiscard]] const std::vector<PlanPoint>& plans() const { return plans_; }
+  [[nodiscard]] Bytes usable() const { return usable_; }
   [[nodiscard]] int rowCount(const QModelIndex& parent = {}) const override;
   [[nodiscard]] int columnCount(const QModelIndex& parent = {}) const override;
   [[nodiscard]] QVariant data(const QModelIndex& index, int role) const override;
@@ -134,6 +135,7 @@ class PlansModel : public QAbstractTableModel {
 
  private:
   std::vector<PlanPoint> plans_;
+  Bytes usable_;
 };
 
 // Configurations side by side: the current one and the pinned ones.

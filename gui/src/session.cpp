@@ -10,6 +10,12 @@
 #include "display.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/model/lora.hpp"
+#ifdef TRAINPLAN_GUI_HAVE_SEARCH
+#include "trainplan/planner/search.hpp"
+#endif
+#ifdef TRAINPLAN_GUI_HAVE_PROFILE
+#include "trainplan/io/profile_json.hpp"
+#endif
 
 namespace trainplan::gui {
 
@@ -83,6 +89,7 @@ void store_settings(QSettings& q, const Settings& s) {
   q.setValue(QStringLiteral("gpus_per_node"), s.cluster.gpus_per_node);
   q.setValue(QStringLiteral("nodes"), s.cluster.nodes);
   q.setValue(QStringLiteral("inter_node"), qstr(s.cluster.inter_node));
+  q.setValue(QStringLiteral("profile"), qstr(s.profile));
   q.setValue(QStringLiteral("method"), qstr(to_string(t.method)));
   q.setValue(QStringLiteral("precision"), qstr(to_string(t.precision)));
   q.setValue(QStringLiteral("optimizer"), qstr(to_string(t.optimizer)));
@@ -122,6 +129,7 @@ Settings restore_settings(const QSettings& stored) {
   str("cluster_file", s.cluster.file);
   str("gpu", s.cluster.gpu);
   str("inter_node", s.cluster.inter_node);
+  str("profile", s.profile);
   str("lora_targets", s.lora_targets);
   restore_number(q, "settings/gpus_per_node", s.cluster.gpus_per_node, 1);
   restore_number(q, "settings/nodes", s.cluster.nodes, 1);
@@ -219,6 +227,7 @@ CommandLine parse_command_line(const QStringList& arguments, const io::Catalog& 
       {"quant", "KIND", "nf4 | nf4-dq | fp4 | int8"},
       {"fsdp-wrap", "POLICY", "block | none"},
       {"inter-node", "SPEC", "NICs per node x rate, e.g. 8x200Gbps"},
+      {"profile", "PROFILE.json", "hardware profile from `trainplan calibrate fit` (default: datasheet numbers)"},
       {"sweep", "AXIS", "x axis of the sweep chart: micro-batch | seq"},
       {"screenshot", "FILE.png", "render the main window, write it to FILE.png and exit"},
       {"size", "WxH", "window size for --screenshot (default 1280x800)"},
@@ -227,6 +236,8 @@ CommandLine parse_command_line(const QStringList& arguments, const io::Catalog& 
   };
   for (const Opt& o : kOpts)
     p.addOption(QCommandLineOption(QString::fromUtf8(o.name), QString::fromUtf8(o.help), QString::fromUtf8(o.value)));
+  p.addOption(QCommandLineOption(QStringLiteral("search"),
+                                 QStringLiteral("run the plan search at start (before --screenshot)")));
   p.addOption(QCommandLineOption(QStringLiteral("sequence-parallel"),
                                  QStringLiteral("shard norms and dropout along the sequence (with --tp)")));
   if (!p.parse(arguments)) throw InputError(sstr(p.errorText()));
@@ -258,6 +269,7 @@ CommandLine parse_command_line(const QStringList& arguments, const io::Catalog& 
     }
   }
   if (has("inter-node")) s.cluster.inter_node = sstr(val("inter-node"));
+  if (has("profile")) s.profile = sstr(val("profile"));
   if (has("method")) t.method = option_enum<Method>(name("method"), val("method"));
   if (has("precision")) t.precision = option_enum<Precision>(name("precision"), val("precision"));
   if (has("optimizer")) t.optimizer = option_enum<Optimizer>(name("optimizer"), val("optimizer"));
@@ -298,6 +310,7 @@ CommandLine parse_command_line(const QStringList& arguments, const io::Catalog& 
   }
   if (has("tab")) out.tab = val("tab");
   if (has("chart")) out.chart = val("chart");
+  out.search = has("search");
   return out;
 }
 
@@ -319,6 +332,19 @@ const io::ResolvedCluster& Evaluator::cluster(const ClusterChoice& c) {
   return it->second;
 }
 
+const hardware::HardwareProfile* Evaluator::profile(const std::string& path) {
+  if (path.empty()) return nullptr;
+  auto it = profiles_.find(path);
+  if (it == profiles_.end()) {
+#ifdef TRAINPLAN_GUI_HAVE_PROFILE
+    it = profiles_.emplace(path, io::read_profile(path)).first;
+#else
+    throw InputError("hardware profile '" + path + "': this build reads no profiles");
+#endif
+  }
+  return &it->second;
+}
+
 Evaluation Evaluator::evaluate(const Settings& s) {
   const io::ResolvedModel& m = model(s.model);
   const io::ResolvedCluster& c = cluster(s.cluster);
@@ -331,7 +357,9 @@ Evaluation Evaluator::evaluate(const Settings& s) {
   if (t.lora.rank < 1) throw InputError("LoRA rank must be at least 1");
   e.trainable = t.method == Method::full ? e.params.total : model::lora_parameters(m.arch, t.lora);
   e.cluster = c.cluster;
-  e.estimate = planner::evaluate(m.arch, e.params, t, c.cluster);
+  const hardware::HardwareProfile* p = profile(s.profile);
+  if (p) e.profile_name = p->name.empty() ? s.profile : p->name;
+  e.estimate = planner::evaluate(m.arch, e.params, t, c.cluster, p);
   if (!m.note.empty()) e.notes.push_back(m.note);
   e.notes.insert(e.notes.end(), c.notes.begin(), c.notes.end());
   return e;
@@ -369,7 +397,7 @@ Sweep Evaluator::sweep(const Evaluation& e) {
     model::Training tx = t;
     (out.axis == SweepAxis::micro_batch ? tx.micro_batch : tx.seq) = x;
     try {
-      out.points.push_back({x, planner::evaluate(m.arch, e.params, tx, e.cluster)});
+      out.points.push_back({x, planner::evaluate(m.arch, e.params, tx, e.cluster, profile(e.settings.profile))});
     } catch (const InputError&) {
       continue;  // e.g. beyond a model's learned positions: no point there
     }
@@ -421,7 +449,7 @@ void Session::setSettings(const Settings& s) {
     error_ = QStringLiteral("cannot evaluate: %1").arg(QString::fromUtf8(e.what()));
   }
   last_ms_ = static_cast<double>(timer.nsecsElapsed()) / 1e6;
-  emit changed();
+  Q_EMIT changed();
 }
 
 Settings Session::recommended(const Settings& s, bool free_strategy, bool free_checkpointing,
@@ -466,19 +494,19 @@ void Session::reloadFiles() { evaluator_.forget_files(); }
 bool Session::pinCurrent() {
   if (!current_ || pins_.size() >= kMaxPins) return false;
   pins_.push_back(*current_);
-  emit pinsChanged();
+  Q_EMIT pinsChanged();
   return true;
 }
 
 void Session::unpin(std::size_t i) {
   if (i >= pins_.size()) return;
   pins_.erase(pins_.begin() + static_cast<std::ptrdiff_t>(i));
-  emit pinsChanged();
+  Q_EMIT pinsChanged();
 }
 
 void Session::clearPins() {
   pins_.clear();
-  emit pinsChanged();
+  Q_EMIT pinsChanged();
 }
 
 bool Session::searchAvailable() {
@@ -495,37 +523,65 @@ void Session::startSearch() {
   if (searching()) return;
   if (!searchAvailable()) {
     search_message_ = QStringLiteral("The plan search is not part of this build of the planner yet.");
-    emit searchFinished();
+    Q_EMIT searchFinished();
     return;
   }
   search_message_.clear();
-  emit searchStarted();
   search_watcher_ = new QFutureWatcher<SearchOutcome>(this);
   search_cancel_ = std::make_shared<std::atomic<bool>>(false);
   connect(search_watcher_, &QFutureWatcher<SearchOutcome>::progressValueChanged, this,
-          [this](int v) { emit searchProgress(v, search_watcher_ ? search_watcher_->progressMaximum() : 0); });
+          [this](int v) { Q_EMIT searchProgress(v, search_watcher_ ? search_watcher_->progressMaximum() : 0); });
   connect(search_watcher_, &QFutureWatcher<SearchOutcome>::finished, this, [this] {
     SearchOutcome r = search_watcher_->result();
     search_watcher_->deleteLater();
     search_watcher_ = nullptr;
-    plans_ = std::move(r.plans);
-    search_message_ = r.message;
-    emit searchFinished();
+    if (search_cancel_ && search_cancel_->load()) {
+      search_message_ = QStringLiteral("Search cancelled; the previous plans stay.");
+    } else {
+      if (r.ok) {
+        plans_ = std::move(r.plans);
+        plans_settings_ = r.settings;
+        plans_usable_ = r.usable;
+      }
+      search_message_ = r.message;
+    }
+    Q_EMIT searchFinished();
   });
+  Q_EMIT searchStarted();
   const Settings s = settings_;
   const io::Catalog* catalog = &catalog_;
-  auto cancel = search_cancel_;
-  search_watcher_->setFuture(QtConcurrent::run([s, catalog, cancel](QPromise<SearchOutcome>& promise) {
+  search_watcher_->setFuture(QtConcurrent::run([s, catalog](QPromise<SearchOutcome>& promise) {
     SearchOutcome out;
+    out.settings = s;
+    promise.setProgressRange(0, 0);
     try {
+#ifdef TRAINPLAN_GUI_HAVE_SEARCH
+      QElapsedTimer timer;
+      timer.start();
       Evaluator ev(*catalog);
       const Evaluation e = ev.evaluate(s);
-      (void)e;
-      (void)cancel;
-      promise.setProgressRange(0, 1);
-      promise.setProgressValue(1);
+      planner::PlanRequest req;
+      req.base = e.settings.training;
+      req.global_batch = e.estimate.global_batch;
+      req.top = kSearchTop;
+      req.threads = 0;
+      const planner::PlanResult r = planner::search(e.arch, e.params, e.cluster, req, ev.profile(s.profile));
+      for (std::size_t i = 0; i < r.plans.size(); ++i)
+        out.plans.push_back({r.plans[i], false, i < r.why_slower.size() ? r.why_slower[i] : std::string()});
+      mark_pareto_front(out.plans);
+      out.usable = e.usable();
+      out.ok = true;
+      out.message = QStringLiteral("%1 plans at global batch %2 (%3 configurations evaluated, %4 fit) in %5; "
+                                   "bold: the Pareto front.")
+                        .arg(out.plans.size())
+                        .arg(e.estimate.global_batch)
+                        .arg(r.evaluated)
+                        .arg(r.fitting)
+                        .arg(seconds_text(Seconds(static_cast<double>(timer.nsecsElapsed()) / 1e9)));
+      if (out.plans.empty()) out.message = QStringLiteral("No plan fits: ") + out.message;
+#endif
     } catch (const std::exception& ex) {
-      out.message = QString::fromUtf8(ex.what());
+      out.message = QStringLiteral("Search failed: %1").arg(QString::fromUtf8(ex.what()));
     }
     promise.addResult(std::move(out));
   }));
@@ -537,9 +593,22 @@ void Session::cancelSearch() {
 
 void Session::loadPlan(std::size_t i) {
   if (i >= plans_.size()) return;
-  Settings s = settings_;
+  Settings s = plans_settings_;
   s.training = plans_[i].estimate.training;
+  s.sweep = settings_.sweep;
   setSettings(s);
+}
+
+void mark_pareto_front(std::vector<PlanPoint>& plans) {
+  for (PlanPoint& p : plans) {
+    const Bytes m = p.estimate.memory.device_total;
+    const double t = p.estimate.throughput.tokens_per_s;
+    p.pareto = std::none_of(plans.begin(), plans.end(), [&](const PlanPoint& q) {
+      const Bytes qm = q.estimate.memory.device_total;
+      const double qt = q.estimate.throughput.tokens_per_s;
+      return qm <= m && qt >= t && (qm < m || qt > t);
+    });
+  }
 }
 
 }  // namespace trainplan::gui

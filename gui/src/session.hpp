@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "trainplan/hardware/gpu.hpp"
+#include "trainplan/hardware/profile.hpp"
 #include "trainplan/io/catalog.hpp"
 #include "trainplan/model/architecture.hpp"
 #include "trainplan/model/parameters.hpp"
@@ -62,6 +63,7 @@ struct Settings {
   ClusterChoice cluster;
   model::Training training = default_training();  // lora.targets is filled from lora_targets
   std::string lora_targets = "q,v";  // as typed: roles, module names or all-linear
+  std::string profile;               // hardware profile JSON (trainplan calibrate fit); empty: datasheet
   SweepAxis sweep = SweepAxis::micro_batch;
 };
 
@@ -80,6 +82,7 @@ struct CommandLine {
   QSize size{1280, 800};
   QString tab;                  // table tab to show: memory, time, communication, strategies, sweep, plans, compare
   QString chart;                // chart tab to show: time, sweep, plans
+  bool search = false;          // run the plan search at start (and wait for it before --screenshot)
   bool help = false;
   QString help_text;
 };
@@ -95,6 +98,7 @@ struct Evaluation {
   hardware::Cluster cluster;
   planner::Estimate estimate;
   std::vector<std::string> notes;
+  std::string profile_name;  // empty: datasheet defaults
   [[nodiscard]] Bytes usable() const { return cluster.gpu.usable_memory; }
   [[nodiscard]] QString title() const;        // "FSDP full shard · mb 4 · seq 4096"
   [[nodiscard]] QString plan_text() const;    // "ZeRO-3 + TP2 + PP2 + full checkpointing"
@@ -121,22 +125,32 @@ struct PlanPoint {
   std::string note;  // why it ranks where it does, when the search says
 };
 
+// Marks the plans no other plan beats on both memory per GPU (less) and tokens/s (more).
+void mark_pareto_front(std::vector<PlanPoint>& plans);
+
 // Resolution and evaluation, Qt-free apart from the class below. Throws InputError.
 class Evaluator {
  public:
   explicit Evaluator(const io::Catalog& catalog) : catalog_(catalog) {}
   [[nodiscard]] const io::ResolvedModel& model(const std::string& spec);
   [[nodiscard]] const io::ResolvedCluster& cluster(const ClusterChoice& c);
+  // The profile read from `path` (nullptr for an empty path), kept for the evaluator's lifetime.
+  [[nodiscard]] const hardware::HardwareProfile* profile(const std::string& path);
   [[nodiscard]] Evaluation evaluate(const Settings& s);
   [[nodiscard]] Sweep sweep(const Evaluation& e);
   // Every strategy x checkpointing x offload with the other options as set (planner::fit).
   [[nodiscard]] planner::FitResult strategies(const Evaluation& e);
-  void forget_files() { models_.clear(); clusters_.clear(); }
+  void forget_files() {
+    models_.clear();
+    clusters_.clear();
+    profiles_.clear();
+  }
 
  private:
   const io::Catalog& catalog_;
   std::map<std::string, io::ResolvedModel> models_;
   std::map<std::string, io::ResolvedCluster> clusters_;
+  std::map<std::string, hardware::HardwareProfile> profiles_;
 };
 
 // The CLI's default sequence length for a model: min(2048, its maximum).
@@ -173,17 +187,21 @@ class Session : public QObject {
   void unpin(std::size_t i);
   void clearPins();
 
-  // The plan search (planner/search.hpp) on a worker thread.
+  // The plan search (planner/search.hpp) on a worker thread: every degree, sharding, checkpointing,
+  // offload and micro-batch split of the current global batch, with method, precision, optimizer
+  // and sequence length as set.
+  static constexpr std::size_t kSearchTop = 40;
   [[nodiscard]] static bool searchAvailable();
   [[nodiscard]] bool searching() const;
   void startSearch();
   void cancelSearch();
   [[nodiscard]] const std::vector<PlanPoint>& plans() const { return plans_; }
+  [[nodiscard]] Bytes plansUsable() const { return plans_usable_; }  // the GPU's capacity in that search
   [[nodiscard]] const QString& searchMessage() const { return search_message_; }
   // Loads the training options of a found plan (keeps model and cluster).
   void loadPlan(std::size_t i);
 
- signals:
+ Q_SIGNALS:
   void changed();
   void pinsChanged();
   void searchStarted();
@@ -192,8 +210,11 @@ class Session : public QObject {
 
  private:
   struct SearchOutcome {
+    Settings settings;  // what was searched: a plan loads into these
+    Bytes usable;
     std::vector<PlanPoint> plans;
     QString message;
+    bool ok = false;
   };
   const io::Catalog& catalog_;
   Evaluator evaluator_;
@@ -205,6 +226,8 @@ class Session : public QObject {
   double last_ms_ = 0;
   std::vector<Evaluation> pins_;
   std::vector<PlanPoint> plans_;
+  Settings plans_settings_;
+  Bytes plans_usable_;
   QString search_message_;
   QFutureWatcher<SearchOutcome>* search_watcher_ = nullptr;
   std::shared_ptr<std::atomic<bool>> search_cancel_;

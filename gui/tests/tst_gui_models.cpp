@@ -58,7 +58,7 @@ class TestGuiModels : public QObject {
  private:
   io::Catalog catalog_ = io::Catalog::builtin();
 
- private slots:
+ private Q_SLOTS:
   void models_pass_the_item_model_tester_data();
   void models_pass_the_item_model_tester();
   void memory_model_shows_the_library_numbers_data();

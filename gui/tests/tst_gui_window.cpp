@@ -84,7 +84,7 @@ class TestGuiWindow : public QObject {
     return w;
   }
 
- private slots:
+ private Q_SLOTS:
   void init();
   void cleanup();
   void micro_batch_spin_box_updates_memory_chart_and_verdict_data();
