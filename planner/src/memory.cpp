@@ -77,6 +77,12 @@ double stage_trainable(const Architecture& a, const Training& tr, const model::P
   return adapters;
 }
 
+// Bytes per frozen base parameter of an adapter method (block linears aside under QLoRA).
+double frozen_base_bytes(const Training& tr) {
+  if (is_mixed(tr.precision) && !tr.frozen_base_fp32) return compute_bytes(tr.precision);
+  return param_bytes(tr.precision);
+}
+
 }  // namespace
 
 void validate_training(const Architecture& a, const Training& tr) {
@@ -154,10 +160,12 @@ ModelStates model_states(const Architecture& a, const model::ParameterCounts& n,
   if (tr.framework == Framework::deepspeed && shards_parameters(tr.strategy) && is_mixed(tr.precision))
     sb.grads = 0.0;
 
-  // Frozen base of an adapter method: the model's dtype, block linears quantized under QLoRA.
+  // Frozen base of an adapter method: block linears quantized under QLoRA; otherwise 16-bit under
+  // mixed precision (Hugging Face practice: from_pretrained(torch_dtype=bfloat16), PEFT keeps the
+  // adapters in fp32) unless the whole model is kept fp32 (litgpt's bf16-mixed).
   double frozen = 0.0;
   if (tr.method != Method::full) {
-    const double base = param_bytes(tr.precision);
+    const double base = frozen_base_bytes(tr);
     const double linear_bytes =
         tr.method == Method::qlora ? model::quantized_bytes_per_param(tr.quant, a.hidden) : base;
     frozen = sp.block_linear * linear_bytes + (sp.all - sp.block_linear) * base;
@@ -253,9 +261,9 @@ MemoryBreakdown memory(const Architecture& a, const model::ParameterCounts& n, c
                                 (tr.method == Method::full ? 1.0 : 0.0);
       fwd_bwd = Bytes(c * (units + unit_grads));
     } else if (is_mixed(tr.precision)) {
-      // Autocast keeps a 16-bit copy of every linear weight it casts, saved for backward.
-      fwd_bwd = Bytes(c * (sp.block_linear + sp.head));
-      if (tr.method == Method::qlora) fwd_bwd = Bytes(c * sp.head);
+      // Autocast keeps a 16-bit copy of every fp32 linear weight it casts, saved for backward.
+      const bool fp32_linears = tr.method == Method::full || frozen_base_bytes(tr) > c;
+      if (fp32_linears) fwd_bwd = Bytes(c * (tr.method == Method::qlora ? sp.head : sp.block_linear + sp.head));
     }
     if (tr.strategy == Strategy::ddp && l.dp > 1)  // DDP buckets: gradient_as_bucket_view=False
       persistent = ms.gradients;

@@ -96,6 +96,7 @@ TEST(MeasuredRuns, LitgptOutOfMemory) {
     planner::FitRequest req;
     req.base.method = Method::lora;
     req.base.precision = o.precision;
+    req.base.frozen_base_fp32 = true;  // litgpt's bf16-mixed autocasts an fp32 model
     req.base.lora.rank = 8;
     req.base.seq = 1304;
     req.strategy = Strategy::single;
@@ -115,6 +116,7 @@ TEST(MeasuredRuns, LitgptMixedPrecisionLora) {
   model::Training tr;
   tr.method = Method::lora;
   tr.precision = Precision::bf16_mixed;
+  tr.frozen_base_fp32 = true;  // litgpt's bf16-mixed autocasts an fp32 model
   tr.lora.rank = 8;
   tr.seq = 1034;
   const auto m = planner::memory(a, model::count_parameters(a), tr, planner::make_layout(a, tr, cluster));
