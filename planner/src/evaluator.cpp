@@ -106,7 +106,37 @@ const Evaluator::Shapes& Evaluator::shapes(const model::Training& tr) const {
   shapes_.main = block_shape(a_, main, lora);
   if (a_.encoder_decoder) shapes_.decoder = block_shape(a_, model::Stack::decoder, lora);
   shapes_.flops = model::flop_coefficients(a_, tr);
+  compute_cached_ = 0;  // the cached layers used the old adapters
   return shapes_;
+}
+
+const LayerCompute& Evaluator::layer_compute(const model::Training& tr, const Shapes& sh) const {
+  const LayerComputeKey key{tr.tp, tr.micro_batch, tr.seq, tr.precision, tr.method, tr.attention, tr.framework,
+                       tr.quant, tr.sequence_parallel, tr.method == Method::full ? 0 : tr.lora.rank,
+                       tr.method == Method::full ? 0.0 : tr.lora.dropout};
+  for (std::size_t i = 0; i < compute_cached_; ++i)
+    if (compute_cache_[i].first == key) return compute_cache_[i].second;
+  const ComputeDevice& d = device(tr.precision);
+  LayerCompute lc;
+  lc.block = block_compute(a_, sh.main, tr, d, tc_);
+  if (a_.encoder_decoder) {
+    // Stages hold both stacks in proportion: price the average layer.
+    const BlockCompute dec = block_compute(a_, sh.decoder, tr, d, tc_);
+    const double we = dbl(a_.layers) / dbl(a_.total_layers());
+    const double wd = 1.0 - we;
+    BlockCompute& b = lc.block;
+    b.forward = b.forward * we + dec.forward * wd;
+    b.backward = b.backward * we + dec.backward * wd;
+    b.attention_forward = b.attention_forward * we + dec.attention_forward * wd;
+    b.gemm_forward = b.gemm_forward * we + dec.gemm_forward * wd;
+    b.elementwise_forward = b.elementwise_forward * we + dec.elementwise_forward * wd;
+  }
+  lc.edge = edge_compute(a_, tr, d, tc_);
+  const std::size_t slot = compute_next_;
+  compute_next_ = (compute_next_ + 1) % kComputeCache;
+  compute_cached_ = std::min(compute_cached_ + 1, kComputeCache);
+  compute_cache_[slot] = {key, lc};
+  return compute_cache_[slot].second;
 }
 
 StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) const {
@@ -126,19 +156,9 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
   TermSink sink{out};
 
   // ---- One layer, one micro-batch ----------------------------------------------------------
-  BlockCompute blk = block_compute(a_, sh.main, tr, d, tc_);
-  if (a_.encoder_decoder) {
-    // Stages hold both stacks in proportion: price the average layer.
-    const BlockCompute dec = block_compute(a_, sh.decoder, tr, d, tc_);
-    const double we = dbl(a_.layers) / dbl(a_.total_layers());
-    const double wd = 1.0 - we;
-    blk.forward = blk.forward * we + dec.forward * wd;
-    blk.backward = blk.backward * we + dec.backward * wd;
-    blk.attention_forward = blk.attention_forward * we + dec.attention_forward * wd;
-    blk.gemm_forward = blk.gemm_forward * we + dec.gemm_forward * wd;
-    blk.elementwise_forward = blk.elementwise_forward * we + dec.elementwise_forward * wd;
-  }
-  const EdgeCompute edge = edge_compute(a_, tr, d, tc_);
+  const LayerCompute& lc = layer_compute(tr, sh);
+  const BlockCompute& blk = lc.block;
+  const EdgeCompute& edge = lc.edge;
   const Seconds recompute_layer = blk.recompute(tr.checkpointing);
 
   // Tensor parallelism: the layer's collectives, exposed unless overlapped.

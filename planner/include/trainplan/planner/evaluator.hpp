@@ -82,6 +82,27 @@ struct StepCost {
   std::size_t comm_count = 0;
 };
 
+// Per-layer and edge compute of one micro-batch depend on a few fields only; the search prices
+// many strategies over the same shapes, so the last few are kept.
+struct LayerComputeKey {
+  int tp = 0;
+  std::int64_t micro_batch = 0;
+  std::int64_t seq = 0;
+  Precision precision = Precision::fp32;
+  Method method = Method::full;
+  Attention attention = Attention::flash;
+  Framework framework = Framework::pytorch;
+  Quant quant = Quant::nf4;
+  bool sequence_parallel = false;
+  std::int64_t lora_rank = 0;
+  double lora_dropout = 0.0;
+  friend bool operator==(const LayerComputeKey&, const LayerComputeKey&) = default;
+};
+struct LayerCompute {
+  BlockCompute block;  // average layer
+  EdgeCompute edge;
+};
+
 class Evaluator {
  public:
   Evaluator(model::Architecture a, model::ParameterCounts n, hardware::Cluster c,
@@ -115,6 +136,8 @@ class Evaluator {
   const Shapes& shapes(const model::Training& tr) const;
   const ComputeDevice& device(Precision p) const;
 
+  const LayerCompute& layer_compute(const model::Training& tr, const Shapes& sh) const;
+
   model::Architecture a_;
   model::ParameterCounts n_;
   hardware::Cluster c_;
@@ -125,6 +148,10 @@ class Evaluator {
   LinkModel links_;
   std::array<ComputeDevice, 5> devices_;  // by Precision
   mutable Shapes shapes_;
+  static constexpr std::size_t kComputeCache = 8;
+  mutable std::array<std::pair<LayerComputeKey, LayerCompute>, kComputeCache> compute_cache_;
+  mutable std::size_t compute_cached_ = 0;
+  mutable std::size_t compute_next_ = 0;
 };
 
 // Time to process `tokens` training tokens at the estimate's throughput.
