@@ -28,6 +28,14 @@ QString seconds_text(Seconds s) {
   return QStringLiteral("%1 µs").arg(v * 1e6, 0, 'f', 0);
 }
 
+QString duration_text(Seconds s) {
+  const double v = s.value();
+  if (v >= 2.0 * 86400.0) return QStringLiteral("%1 days").arg(v / 86400.0, 0, 'f', 1);
+  if (v >= 2.0 * 3600.0) return QStringLiteral("%1 hours").arg(v / 3600.0, 0, 'f', 1);
+  if (v >= 120.0) return QStringLiteral("%1 minutes").arg(v / 60.0, 0, 'f', 0);
+  return seconds_text(s);
+}
+
 QString rate_text(double per_s, const QString& unit) {
   const double a = std::abs(per_s);
   if (a >= 1e9) return QStringLiteral("%1G %2").arg(per_s / 1e9, 0, 'f', 2).arg(unit);
@@ -273,6 +281,8 @@ QString option_tooltip(std::string_view option) {
       {"micro_batch", "Sequences per GPU per forward/backward. Activations grow with it."},
       {"grad_accum", "Micro-batches per optimizer step: a larger global batch at the same memory."},
       {"seq", "Sequence length in tokens."},
+      {"train_tokens", "Training tokens, e.g. 300B or 2T: the banner shows how long they take at this "
+                       "throughput (planner::time_to_train). Empty: not shown."},
       {"checkpointing", "none; selective: recompute the attention core; full: keep only each block's input "
                         "and recompute the block (arXiv:2205.05198, arXiv:1604.06174)."},
       {"attention", "flash / sdpa: no s x s score matrix kept; eager: the Hugging Face eager path keeps "

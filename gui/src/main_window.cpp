@@ -41,9 +41,8 @@
 #include "trainplan/core/error.hpp"
 #include "trainplan/io/files.hpp"
 #include "trainplan/io/result_json.hpp"
-#ifdef TRAINPLAN_GUI_HAVE_EMIT
+#include "trainplan/io/estimate_json.hpp"
 #include "trainplan/planner/emit.hpp"
-#endif
 
 namespace trainplan::gui {
 namespace {
@@ -382,6 +381,11 @@ QWidget* MainWindow::buildForm() {
   seq_ = spin("seq", 1, 1 << 22, "seq");
   seq_->setSingleStep(256);
   bf->addRow(buddy_label(QStringLiteral("Seque&nce length"), seq_), seq_);
+  train_tokens_ = new QLineEdit;
+  train_tokens_->setObjectName(QStringLiteral("trainTokens"));
+  train_tokens_->setPlaceholderText(QStringLiteral("e.g. 300B"));
+  train_tokens_->setToolTip(option_tooltip("train_tokens"));
+  bf->addRow(buddy_label(QStringLiteral("Tokens to train"), train_tokens_), train_tokens_);
   outer->addWidget(batch_box);
 
   // Memory savers.
@@ -543,6 +547,7 @@ void MainWindow::connectForm() {
   for (QDoubleSpinBox* s : {lora_alpha_, lora_dropout_}) connect(s, &QDoubleSpinBox::valueChanged, this, edited);
   connect(sequence_parallel_, &QCheckBox::toggled, this, edited);
   connect(lora_targets_, &QLineEdit::editingFinished, this, edited);
+  connect(train_tokens_, &QLineEdit::editingFinished, this, edited);
   connect(model_, &QComboBox::activated, this, [this] { modelEdited(); });
   connect(model_->lineEdit(), &QLineEdit::editingFinished, this, [this] { modelEdited(); });
   connect(gpu_, &QComboBox::currentIndexChanged, this, [this] { clusterEdited(); });
@@ -582,6 +587,7 @@ Settings MainWindow::formSettings() const {
   t.lora.alpha = lora_alpha_->value();
   t.lora.dropout = lora_dropout_->value();
   s.lora_targets = sstr(lora_targets_->text().trimmed());
+  s.train_tokens = sstr(train_tokens_->text().trimmed());
   s.sweep = combo_enum<SweepAxis>(sweep_axis_);
   return s;
 }
@@ -592,7 +598,7 @@ void MainWindow::syncForm(const Settings& s) {
                                 optimizer_, quant_, strategy_, framework_, fsdp_wrap_, tp_, pp_, pp_virtual_,
                                 sequence_parallel_, micro_batch_, grad_accum_, seq_, checkpointing_,
                                 attention_, offload_, lora_rank_, lora_alpha_, lora_dropout_, lora_targets_,
-                                sweep_axis_};
+                                train_tokens_, sweep_axis_};
   std::vector<std::unique_ptr<QSignalBlocker>> blockers;
   for (QWidget* w : widgets) blockers.push_back(std::make_unique<QSignalBlocker>(w));
   blockers.push_back(std::make_unique<QSignalBlocker>(model_->lineEdit()));
@@ -634,6 +640,7 @@ void MainWindow::syncForm(const Settings& s) {
   lora_alpha_->setValue(t.lora.alpha);
   lora_dropout_->setValue(t.lora.dropout);
   if (lora_targets_->text() != qstr(s.lora_targets)) lora_targets_->setText(qstr(s.lora_targets));
+  if (train_tokens_->text() != qstr(s.train_tokens)) train_tokens_->setText(qstr(s.train_tokens));
   set_combo_enum(sweep_axis_, s.sweep);
   blockers.clear();
   syncing_ = false;
@@ -811,6 +818,9 @@ void MainWindow::refreshBanner() {
                        percent_text(est.throughput.mfu))
                   .arg(est.global_batch)
                   .arg(qstr(est.memory.peak_phase), bytes_text(est.communication_bytes()));
+    if (e.time_to_train)
+      details += QStringLiteral(" · %1 tokens in <b>%2</b>").arg(qstr(e.settings.train_tokens).toHtmlEscaped(),
+                                                                duration_text(*e.time_to_train));
     details += e.profile_name.empty() ? QStringLiteral(" · datasheet hardware numbers")
                                       : QStringLiteral(" · profile %1").arg(qstr(e.profile_name).toHtmlEscaped());
     for (const std::string& n : e.notes) details += QStringLiteral("<br><i>Note:</i> %1").arg(qstr(n).toHtmlEscaped());
@@ -1048,13 +1058,7 @@ QString MainWindow::estimateJson() const {
   const auto& cur = session_.current();
   if (!cur) return {};
   const Evaluation& e = *cur;
-  const planner::Estimate& est = e.estimate;
-  const planner::Candidate k{est.training, est.layout, est.memory, est.fits, est.max_micro_batch};
-  io::Json j{{"schema", "trainplan.estimate/1"},
-             {"model", io::model_json(e.arch, e.params, e.trainable)},
-             {"cluster", io::cluster_json(e.cluster)},
-             {"plan", io::candidate_json(k)}};
-  return qstr(j.dump(2) + "\n");
+  return qstr(io::estimate_json(e.arch, e.params, e.cluster, e.estimate, e.tokens).dump(2) + "\n");
 }
 
 bool MainWindow::exportEstimateJson(const QString& path, QString* error) {
@@ -1087,7 +1091,6 @@ QString MainWindow::planText(const QString& kind, QStringList* notes, QString* e
     if (error) *error = QStringLiteral("There is no plan to export: %1").arg(session_.error());
     return {};
   }
-#ifdef TRAINPLAN_GUI_HAVE_EMIT
   try {
     const planner::Emitted out =
         planner::emit(parse_enum<planner::EmitFormat>(sstr(kind)), cur->estimate, cur->cluster, cur->arch);
@@ -1098,14 +1101,6 @@ QString MainWindow::planText(const QString& kind, QStringList* notes, QString* e
     if (error) *error = QString::fromUtf8(e.what());
     return {};
   }
-#else
-  if (error)
-    *error = QStringLiteral("Exporting a plan as %1 needs the planner's config emitters, which this build does not "
-                            "have yet.")
-                 .arg(kind);
-  (void)notes;
-  return {};
-#endif
 }
 
 bool MainWindow::exportPlan(const QString& kind, const QString& path, QString* error) {

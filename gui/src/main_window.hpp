@@ -155,6 +155,7 @@ class MainWindow : public QMainWindow {
   QSpinBox* micro_batch_ = nullptr;
   QSpinBox* grad_accum_ = nullptr;
   QSpinBox* seq_ = nullptr;
+  QLineEdit* train_tokens_ = nullptr;
   QComboBox* checkpointing_ = nullptr;
   QComboBox* attention_ = nullptr;
   QComboBox* offload_ = nullptr;

@@ -10,12 +10,9 @@
 #include "display.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/model/lora.hpp"
-#ifdef TRAINPLAN_GUI_HAVE_SEARCH
-#include "trainplan/planner/search.hpp"
-#endif
-#ifdef TRAINPLAN_GUI_HAVE_PROFILE
+#include "trainplan/io/estimate_json.hpp"
 #include "trainplan/io/profile_json.hpp"
-#endif
+#include "trainplan/planner/search.hpp"
 
 namespace trainplan::gui {
 
@@ -90,6 +87,7 @@ void store_settings(QSettings& q, const Settings& s) {
   q.setValue(QStringLiteral("nodes"), s.cluster.nodes);
   q.setValue(QStringLiteral("inter_node"), qstr(s.cluster.inter_node));
   q.setValue(QStringLiteral("profile"), qstr(s.profile));
+  q.setValue(QStringLiteral("train_tokens"), qstr(s.train_tokens));
   q.setValue(QStringLiteral("method"), qstr(to_string(t.method)));
   q.setValue(QStringLiteral("precision"), qstr(to_string(t.precision)));
   q.setValue(QStringLiteral("optimizer"), qstr(to_string(t.optimizer)));
@@ -130,6 +128,7 @@ Settings restore_settings(const QSettings& stored) {
   str("gpu", s.cluster.gpu);
   str("inter_node", s.cluster.inter_node);
   str("profile", s.profile);
+  str("train_tokens", s.train_tokens);
   str("lora_targets", s.lora_targets);
   restore_number(q, "settings/gpus_per_node", s.cluster.gpus_per_node, 1);
   restore_number(q, "settings/nodes", s.cluster.nodes, 1);
@@ -229,6 +228,7 @@ CommandLine parse_command_line(const QStringList& arguments, const io::Catalog& 
       {"inter-node", "SPEC", "NICs per node x rate, e.g. 8x200Gbps"},
       {"profile", "PROFILE.json", "hardware profile from `trainplan calibrate fit` (default: datasheet numbers)"},
       {"sweep", "AXIS", "x axis of the sweep chart: micro-batch | seq"},
+      {"tokens", "N", "training tokens (300B, 1T, 2.5e12): show the time to train them"},
       {"screenshot", "FILE.png", "render the main window, write it to FILE.png and exit"},
       {"size", "WxH", "window size for --screenshot (default 1280x800)"},
       {"tab", "NAME", "table tab to show: memory, time, communication, strategies, sweep, plans, compare"},
@@ -270,6 +270,7 @@ CommandLine parse_command_line(const QStringList& arguments, const io::Catalog& 
   }
   if (has("inter-node")) s.cluster.inter_node = sstr(val("inter-node"));
   if (has("profile")) s.profile = sstr(val("profile"));
+  if (has("tokens")) s.train_tokens = sstr(val("tokens"));
   if (has("method")) t.method = option_enum<Method>(name("method"), val("method"));
   if (has("precision")) t.precision = option_enum<Precision>(name("precision"), val("precision"));
   if (has("optimizer")) t.optimizer = option_enum<Optimizer>(name("optimizer"), val("optimizer"));
@@ -336,11 +337,11 @@ const hardware::HardwareProfile* Evaluator::profile(const std::string& path) {
   if (path.empty()) return nullptr;
   auto it = profiles_.find(path);
   if (it == profiles_.end()) {
-#ifdef TRAINPLAN_GUI_HAVE_PROFILE
-    it = profiles_.emplace(path, io::read_profile(path)).first;
-#else
-    throw InputError("hardware profile '" + path + "': this build reads no profiles");
-#endif
+    try {
+      it = profiles_.emplace(path, io::read_profile(path)).first;
+    } catch (const InputError& e) {
+      throw InputError("hardware profile '" + path + "' is not usable: " + e.what());
+    }
   }
   return &it->second;
 }
@@ -360,6 +361,10 @@ Evaluation Evaluator::evaluate(const Settings& s) {
   const hardware::HardwareProfile* p = profile(s.profile);
   if (p) e.profile_name = p->name.empty() ? s.profile : p->name;
   e.estimate = planner::evaluate(m.arch, e.params, t, c.cluster, p);
+  if (!s.train_tokens.empty()) {
+    e.tokens = io::parse_count(s.train_tokens, "tokens to train");
+    e.time_to_train = planner::time_to_train(e.estimate, *e.tokens);
+  }
   if (!m.note.empty()) e.notes.push_back(m.note);
   e.notes.insert(e.notes.end(), c.notes.begin(), c.notes.end());
   return e;
@@ -509,23 +514,10 @@ void Session::clearPins() {
   Q_EMIT pinsChanged();
 }
 
-bool Session::searchAvailable() {
-#ifdef TRAINPLAN_GUI_HAVE_SEARCH
-  return true;
-#else
-  return false;
-#endif
-}
-
 bool Session::searching() const { return search_watcher_ != nullptr; }
 
 void Session::startSearch() {
   if (searching()) return;
-  if (!searchAvailable()) {
-    search_message_ = QStringLiteral("The plan search is not part of this build of the planner yet.");
-    Q_EMIT searchFinished();
-    return;
-  }
   search_message_.clear();
   search_watcher_ = new QFutureWatcher<SearchOutcome>(this);
   search_cancel_ = std::make_shared<std::atomic<bool>>(false);
@@ -555,7 +547,6 @@ void Session::startSearch() {
     out.settings = s;
     promise.setProgressRange(0, 0);
     try {
-#ifdef TRAINPLAN_GUI_HAVE_SEARCH
       QElapsedTimer timer;
       timer.start();
       Evaluator ev(*catalog);
@@ -579,7 +570,6 @@ void Session::startSearch() {
                         .arg(r.fitting)
                         .arg(seconds_text(Seconds(static_cast<double>(timer.nsecsElapsed()) / 1e9)));
       if (out.plans.empty()) out.message = QStringLiteral("No plan fits: ") + out.message;
-#endif
     } catch (const std::exception& ex) {
       out.message = QStringLiteral("Search failed: %1").arg(QString::fromUtf8(ex.what()));
     }

@@ -64,6 +64,7 @@ struct Settings {
   model::Training training = default_training();  // lora.targets is filled from lora_targets
   std::string lora_targets = "q,v";  // as typed: roles, module names or all-linear
   std::string profile;               // hardware profile JSON (trainplan calibrate fit); empty: datasheet
+  std::string train_tokens;          // "300B": show the time to train that many tokens; empty: none
   SweepAxis sweep = SweepAxis::micro_batch;
 };
 
@@ -99,6 +100,8 @@ struct Evaluation {
   planner::Estimate estimate;
   std::vector<std::string> notes;
   std::string profile_name;  // empty: datasheet defaults
+  std::optional<double> tokens;          // to train, when asked
+  std::optional<Seconds> time_to_train;  // planner::time_to_train for them
   [[nodiscard]] Bytes usable() const { return cluster.gpu.usable_memory; }
   [[nodiscard]] QString title() const;        // "FSDP full shard · mb 4 · seq 4096"
   [[nodiscard]] QString plan_text() const;    // "ZeRO-3 + TP2 + PP2 + full checkpointing"
@@ -191,7 +194,6 @@ class Session : public QObject {
   // offload and micro-batch split of the current global batch, with method, precision, optimizer
   // and sequence length as set.
   static constexpr std::size_t kSearchTop = 40;
-  [[nodiscard]] static bool searchAvailable();
   [[nodiscard]] bool searching() const;
   void startSearch();
   void cancelSearch();

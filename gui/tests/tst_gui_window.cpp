@@ -5,6 +5,7 @@
 #include <QComboBox>
 #include <QFile>
 #include <QGroupBox>
+#include <QLabel>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLineEdit>
@@ -16,6 +17,7 @@
 #include <QtCharts/QBarSet>
 #include <QtCharts/QChart>
 #include <QtCharts/QHorizontalStackedBarSeries>
+#include <QtCharts/QScatterSeries>
 #include <QtCharts/QStackedBarSeries>
 #include <QtTest>
 
@@ -26,6 +28,7 @@
 #include "main_window.hpp"
 #include "session.hpp"
 #include "trainplan/io/catalog.hpp"
+#include "trainplan/io/profile_json.hpp"
 #include "trainplan/planner/estimate.hpp"
 
 using namespace trainplan;
@@ -100,6 +103,10 @@ class TestGuiWindow : public QObject {
   void sweep_axis_switches_to_sequence_length();
   void lora_options_appear_for_adapters();
   void search_runs_off_the_ui_thread();
+  void clicking_a_plan_loads_it();
+  void plan_exports_through_the_emitters_data();
+  void plan_exports_through_the_emitters();
+  void time_to_train_and_profile();
 };
 
 void TestGuiWindow::init() {
@@ -377,13 +384,118 @@ void TestGuiWindow::search_runs_off_the_ui_thread() {
   QSignalSpy finished(session_.get(), &Session::searchFinished);
   QTest::mouseClick(child<QPushButton>("runSearch"), Qt::LeftButton);
   QVERIFY(finished.count() == 1 || finished.wait(60000));
-  if (!Session::searchAvailable()) {
-    QVERIFY(session_->plans().empty());
-    QVERIFY(!session_->searchMessage().isEmpty());
-    QSKIP("the planner has no search yet");
-  }
   QVERIFY(!session_->plans().empty());
   QCOMPARE(window_->plansModel().rowCount(), static_cast<int>(session_->plans().size()));
+}
+
+void TestGuiWindow::clicking_a_plan_loads_it() {
+  Settings s = base_settings(QStringLiteral("llama-2-13b"), 8, Strategy::fsdp_full, 2);
+  s.cluster.nodes = 2;
+  s.training.grad_accum = 8;
+  window_->applySettings(s);
+  QSignalSpy finished(session_.get(), &Session::searchFinished);
+  session_->startSearch();
+  QVERIFY(finished.count() == 1 || finished.wait(60000));
+  QVERIFY2(!session_->plans().empty(), qPrintable(session_->searchMessage()));
+  int front = 0;
+  for (const PlanPoint& p : session_->plans()) front += p.pareto ? 1 : 0;
+  QVERIFY(front >= 1);
+  // Every plan is drawn once; clicking the last point of the Pareto series loads that plan.
+  int drawn = 0;
+  QScatterSeries* pareto = nullptr;
+  for (QAbstractSeries* sr : window_->plansChart()->series())
+    if (auto* sc = qobject_cast<QScatterSeries*>(sr); sc && sc->property(charts::kPlanRowsProperty).isValid()) {
+      drawn += static_cast<int>(sc->count());
+      if (sc->name() == QStringLiteral("Pareto front")) pareto = sc;
+    }
+  QCOMPARE(drawn, static_cast<int>(session_->plans().size()));
+  QVERIFY(pareto && pareto->count() == front);
+  const int row = pareto->property(charts::kPlanRowsProperty).toList().back().toInt();
+  Q_EMIT pareto->clicked(pareto->points().back());
+  const model::Training& want = session_->plans()[static_cast<std::size_t>(row)].estimate.training;
+  const model::Training& got = session_->settings().training;
+  QCOMPARE(got.strategy, want.strategy);
+  QCOMPARE(got.tp, want.tp);
+  QCOMPARE(got.pp, want.pp);
+  QCOMPARE(got.micro_batch, want.micro_batch);
+  QCOMPARE(got.grad_accum, want.grad_accum);
+  QCOMPARE(got.checkpointing, want.checkpointing);
+  QCOMPARE(child<QSpinBox>("microBatch")->value(), static_cast<int>(want.micro_batch));
+  QCOMPARE(session_->current()->estimate.throughput.tokens_per_s,
+           session_->plans()[static_cast<std::size_t>(row)].estimate.throughput.tokens_per_s);
+  // The plans table loads by keyboard too.
+  QVERIFY(window_->showTableTab(QStringLiteral("plans")));
+  auto* view = child<QTableView>("plansTable");
+  view->setFocus();
+  view->setCurrentIndex(view->model()->index(0, 0));
+  QTest::keyClick(view, Qt::Key_Return);
+  QCOMPARE(session_->settings().training.micro_batch, session_->plans().front().estimate.training.micro_batch);
+  QCOMPARE(session_->settings().training.strategy, session_->plans().front().estimate.training.strategy);
+}
+
+void TestGuiWindow::plan_exports_through_the_emitters_data() {
+  QTest::addColumn<QString>("kind");
+  QTest::addColumn<QString>("expected");
+  QTest::newRow("deepspeed") << "deepspeed" << "\"zero_optimization\"";
+  QTest::newRow("accelerate") << "accelerate" << "distributed_type";
+  QTest::newRow("torchrun") << "torchrun" << "torchrun";
+}
+
+void TestGuiWindow::plan_exports_through_the_emitters() {
+  QFETCH(QString, kind);
+  QFETCH(QString, expected);
+  Settings s = base_settings(QStringLiteral("llama-2-7b"), 8, Strategy::zero3, 2);
+  s.training.framework = Framework::deepspeed;
+  window_->applySettings(s);
+  QString error;
+  QStringList notes;
+  const QString text = window_->planText(kind, &notes, &error);
+  QVERIFY2(!text.isEmpty(), qPrintable(error));
+  QVERIFY2(text.contains(expected), qPrintable(text));
+  QTemporaryDir dir;
+  const QString path = dir.filePath(QStringLiteral("plan.out"));
+  QVERIFY2(window_->exportPlan(kind, path, &error), qPrintable(error));
+  QFile f(path);
+  QVERIFY(f.open(QIODevice::ReadOnly));
+  QCOMPARE(QString::fromUtf8(f.readAll()), text);
+  if (kind == QLatin1String("deepspeed")) QVERIFY(!QJsonDocument::fromJson(text.toUtf8()).isNull());
+}
+
+void TestGuiWindow::time_to_train_and_profile() {
+  window_->applySettings(base_settings(QStringLiteral("llama-2-7b"), 8, Strategy::fsdp_full, 2));
+  auto* tokens = child<QLineEdit>("trainTokens");
+  type_into(tokens, QStringLiteral("300B"));
+  QTest::keyClick(tokens, Qt::Key_Return);
+  QVERIFY(session_->current() && session_->current()->time_to_train);
+  const QString details = child<QLabel>("details")->text();
+  QVERIFY2(details.contains(QStringLiteral("300B tokens in")), qPrintable(details));
+  type_into(tokens, QStringLiteral("lots"));
+  QTest::keyClick(tokens, Qt::Key_Return);
+  QCOMPARE(window_->verdict(), MainWindow::Verdict::invalid);
+  QVERIFY2(window_->verdictText().contains(QStringLiteral("lots")), qPrintable(window_->verdictText()));
+  tokens->clear();
+  QTest::keyClick(tokens, Qt::Key_Return);
+  QCOMPARE(window_->verdict(), MainWindow::Verdict::fits);
+
+  // A profile file: an empty one keeps the datasheet numbers but is named; a broken one is a message.
+  QTemporaryDir dir;
+  hardware::HardwareProfile profile;
+  profile.name = "test-cluster";
+  const std::string good = dir.filePath(QStringLiteral("profile.json")).toStdString();
+  io::write_profile(good, profile);
+  Settings s = session_->settings();
+  s.profile = good;
+  window_->applySettings(s);
+  QVERIFY2(session_->current(), qPrintable(session_->error()));
+  QVERIFY(child<QLabel>("details")->text().contains(QStringLiteral("profile test-cluster")));
+  QFile broken(dir.filePath(QStringLiteral("broken.json")));
+  QVERIFY(broken.open(QIODevice::WriteOnly));
+  broken.write("{\"schema\": \"trainplan.profile/1\", \"colectives\": []}");
+  broken.close();
+  s.profile = broken.fileName().toStdString();
+  window_->applySettings(s);
+  QCOMPARE(window_->verdict(), MainWindow::Verdict::invalid);
+  QVERIFY2(window_->verdictText().contains(QStringLiteral("broken.json")), qPrintable(window_->verdictText()));
 }
 
 QTEST_MAIN(TestGuiWindow)
