@@ -1,0 +1,531 @@
+#!/usr/bin/env python3
+"""Real training steps on one GPU, written as trainplan reference cases.
+
+Builds Hugging Face models from the configs in data/models/ with random weights (nothing is
+downloaded), runs a few training steps of each planned configuration (full fine-tuning, LoRA, QLoRA
+where bitsandbytes is present; bf16-mixed and bf16-true; AdamW; activation checkpointing on and off),
+and records torch.cuda.max_memory_allocated, max_memory_reserved, the device's used memory and the
+median step time. The output is a `trainplan.reference/1` file that `trainplan validate` reads.
+
+    python3 tools/measure/measure.py --dry-run          # the plan, no CUDA needed
+    python3 tools/measure/measure.py --out data/reference/measured-h100.json
+
+See tools/measure/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import gc
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+REPO = Path(__file__).resolve().parents[2]
+MODELS_DIR = REPO / "data" / "models"
+GPUS_DIR = REPO / "data" / "gpus"
+
+WARMUP_STEPS = 2
+TIMED_STEPS = 5
+SEED = 0
+
+# Pass bands written next to each value. peak_allocated uses the band the litgpt runs are held to;
+# the others are provisional until the models of the allocator cache and of time are calibrated.
+TOLERANCE_PCT = {
+    "peak_allocated": 15,
+    "reserved": 20,
+    "device_total": 25,
+    "step_time": 25,
+    "tokens_per_s": 25,
+}
+
+# LoRA targets by model_type: the q and v projections under their Hugging Face module names.
+QV_TARGETS = {
+    "llama": ["q_proj", "v_proj"],
+    "mistral": ["q_proj", "v_proj"],
+    "mixtral": ["q_proj", "v_proj"],
+    "qwen2": ["q_proj", "v_proj"],
+    "gemma": ["q_proj", "v_proj"],
+    "phi": ["q_proj", "v_proj"],
+    "falcon": ["query_key_value"],
+    "bloom": ["query_key_value"],
+    "gpt_neox": ["query_key_value"],
+    "gpt2": ["c_attn"],
+    "mpt": ["Wqkv"],
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    model: str  # catalogue name: data/models/<model>.json
+    method: str  # full | lora | qlora
+    precision: str  # bf16-mixed | bf16-true
+    seq: int
+    micro_batch: int
+    checkpointing: str = "none"  # none | full
+    lora_rank: int = 16
+    lora_alpha: int = 32
+    lora_targets: str = "qv"  # qv | all-linear
+    quant: Optional[str] = None  # nf4 | nf4-dq (qlora only)
+
+    @property
+    def name(self) -> str:
+        parts = [self.model, self.method]
+        if self.quant:
+            parts.append(self.quant)
+        if self.method != "full":
+            parts.append(f"r{self.lora_rank}{'qv' if self.lora_targets == 'qv' else 'all'}")
+        parts += [self.precision, f"s{self.seq}", f"b{self.micro_batch}"]
+        if self.checkpointing == "full":
+            parts.append("ckpt")
+        return "-".join(parts)
+
+
+# The plan: 0.1B to 8B models, every method and precision, checkpointing on and off, sequence 512
+# to 4096, micro-batch 1 to 8. Ordered small to large so that a budget cut drops the largest runs;
+# sized for one 80 GB GPU (H100-80GB: 79.1 GiB usable), checked with `trainplan fit`.
+PLAN: list[Run] = [
+    Run("gpt2", "full", "bf16-mixed", 1024, 8),
+    Run("gpt2", "full", "bf16-mixed", 1024, 8, checkpointing="full"),
+    Run("bloom-560m", "full", "bf16-mixed", 512, 4),
+    Run("gpt2-medium", "full", "bf16-true", 1024, 4),
+    Run("tinyllama-1.1b", "full", "bf16-mixed", 2048, 2),
+    Run("tinyllama-1.1b", "full", "bf16-mixed", 2048, 8, checkpointing="full"),
+    Run("tinyllama-1.1b", "full", "bf16-true", 2048, 4),
+    Run("llama-3.2-1b", "full", "bf16-mixed", 1024, 4),
+    Run("llama-3.2-1b", "lora", "bf16-true", 4096, 2),
+    Run("gemma-2b", "lora", "bf16-true", 2048, 2, lora_targets="all-linear"),
+    Run("phi-2", "lora", "bf16-true", 2048, 4, checkpointing="full"),
+    Run("open-llama-3b", "full", "bf16-true", 1024, 2, checkpointing="full"),
+    Run("llama-2-7b", "lora", "bf16-true", 2048, 1),
+    Run("llama-2-7b", "lora", "bf16-true", 2048, 4, checkpointing="full"),
+    Run("mistral-7b", "lora", "bf16-true", 4096, 1, checkpointing="full", lora_targets="all-linear"),
+    Run("qwen2.5-7b", "lora", "bf16-true", 2048, 2),
+    Run("llama-3.1-8b", "lora", "bf16-true", 1024, 1),
+    Run("llama-2-7b", "qlora", "bf16-true", 2048, 2, quant="nf4"),
+    Run("llama-2-7b", "qlora", "bf16-true", 512, 8, quant="nf4-dq"),
+    Run("llama-3.1-8b", "qlora", "bf16-true", 4096, 1, checkpointing="full", quant="nf4-dq"),
+    # Last: full fine-tuning of 6.7B in bf16-true is near capacity (the optimizer step's peak).
+    Run("llama-2-7b", "full", "bf16-true", 512, 1, checkpointing="full"),
+]
+
+
+# ---- the catalogue ---------------------------------------------------------------------------------
+
+
+def catalogue_model(name: str) -> dict:
+    path = MODELS_DIR / f"{name}.json"
+    if not path.is_file():
+        raise SystemExit(f"error: model '{name}' is not in the catalogue ({path} does not exist)")
+    return json.loads(path.read_text())
+
+
+def parameter_estimate(entry: dict) -> float:
+    """Parameters for the time estimate of the plan: the catalogue's count, else 12 L h^2 + 2 V h."""
+    if entry.get("parameters"):
+        return float(entry["parameters"])
+    c = entry["config"]
+    h = c.get("hidden_size") or c.get("n_embd") or c.get("d_model")
+    layers = c.get("num_hidden_layers") or c.get("n_layer") or c.get("n_layers")
+    return 12.0 * layers * h * h + 2.0 * c["vocab_size"] * h
+
+
+def planned_seconds(run: Run) -> float:
+    """Rough wall time of one run on an H100: building the model, warm-up and timed steps."""
+    p = parameter_estimate(catalogue_model(run.model))
+    tokens = run.seq * run.micro_batch
+    passes = 6.0 if run.method == "full" else 4.0
+    if run.checkpointing == "full":
+        passes += 2.0
+    step = passes * p * tokens / 350e12 + 0.05 + (2.0 * p * 16 / 3.0e12 if run.method == "full" else 0.0)
+    build = 3.0 + p / 1e9 * (1.5 if run.method == "qlora" else 0.8)
+    return build + (WARMUP_STEPS + TIMED_STEPS) * step + 2.0
+
+
+def gpu_catalogue_name(device_name: str) -> Optional[str]:
+    """The data/gpus/ entry whose name or alias is the device's name (case-insensitive)."""
+    wanted = device_name.strip().lower()
+    for path in sorted(GPUS_DIR.glob("*.json")):
+        entry = json.loads(path.read_text())
+        if "memory_MiB" not in entry:
+            continue
+        names = [entry["name"]] + list(entry.get("aliases", []))
+        if any(n.lower() == wanted for n in names):
+            return entry["name"]
+    return None
+
+
+# ---- one run ---------------------------------------------------------------------------------------
+
+
+def hf_config(entry: dict, tiny: bool):
+    from transformers import AutoConfig
+
+    cfg = dict(entry["config"])
+    model_type = cfg.pop("model_type")
+    cfg.pop("architectures", None)
+    cfg.pop("torch_dtype", None)
+    if tiny:  # --smoke: the same family at toy size, to check the code path on a CPU
+        for k in ("num_hidden_layers", "n_layer", "n_layers"):
+            if k in cfg:
+                cfg[k] = 2
+        for k in ("hidden_size", "n_embd", "d_model"):
+            if k in cfg:
+                cfg[k] = 128
+        for k in ("intermediate_size", "n_inner"):
+            if cfg.get(k):
+                cfg[k] = 256
+        for k in ("num_attention_heads", "n_head", "n_heads"):
+            if k in cfg:
+                cfg[k] = 4
+        if "num_key_value_heads" in cfg:  # keep the kind of attention: multi-head, grouped or multi-query
+            heads = entry["config"].get("num_attention_heads", 4)
+            kv = cfg["num_key_value_heads"]
+            cfg["num_key_value_heads"] = 4 if kv >= heads else (1 if kv == 1 else 2)
+        if "head_dim" in cfg:
+            cfg["head_dim"] = 32
+        cfg["vocab_size"] = 1000
+    return AutoConfig.for_model(model_type, **cfg), model_type
+
+
+def from_config(config, dtype, attn: str):
+    import transformers
+
+    try:
+        return transformers.AutoModelForCausalLM.from_config(config, dtype=dtype, attn_implementation=attn)
+    except TypeError:  # transformers 4.x names the argument torch_dtype
+        return transformers.AutoModelForCausalLM.from_config(config, torch_dtype=dtype, attn_implementation=attn)
+
+
+def build_model(run: Run, device: str, tiny: bool):
+    import torch
+
+    entry = catalogue_model(run.model)
+    config, model_type = hf_config(entry, tiny)
+    # bf16-mixed: fp32 weights under autocast; bf16-true: every tensor bf16, the optimizer's too.
+    dtype = torch.float32 if run.precision == "bf16-mixed" else torch.bfloat16
+    torch.manual_seed(SEED)
+    with torch.device(device):
+        try:
+            model = from_config(config, dtype, "sdpa")
+        except (ValueError, ImportError, NotImplementedError):  # a family without SDPA support
+            model = from_config(config, dtype, "eager")
+    model.train()
+    attention = getattr(model.config, "_attn_implementation", None) or "eager"
+
+    if run.checkpointing == "full":
+        kwargs = {"use_reentrant": False}
+        if hasattr(model, "activation_checkpointing_enable"):
+            model.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
+        else:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+        if hasattr(model.config, "use_cache"):
+            model.config.use_cache = False
+
+    if run.method == "qlora":
+        quantize_block_linears(model, run.quant, device)
+    targets = None
+    if run.method in ("lora", "qlora"):
+        from peft import LoraConfig, get_peft_model
+
+        targets = "all-linear" if run.lora_targets == "all-linear" else QV_TARGETS[model_type]
+        lora = LoraConfig(r=run.lora_rank, lora_alpha=run.lora_alpha, lora_dropout=0.0, bias="none",
+                          target_modules=targets, task_type="CAUSAL_LM")
+        model = get_peft_model(model, lora)
+        if run.precision == "bf16-true":
+            # PEFT keeps adapters in fp32 by default; bf16-true means everything in bf16.
+            for p in model.parameters():
+                if p.requires_grad:
+                    p.data = p.data.to(torch.bfloat16)
+    return model, attention, targets, config
+
+
+def quantize_block_linears(model, quant: str, device: str) -> None:
+    """Replaces every nn.Linear but the output head by a bitsandbytes NF4 Linear4bit (QLoRA,
+    arXiv:2305.14314): 4-bit weights with one absmax per 64, double-quantized for nf4-dq."""
+    import torch
+    import bitsandbytes as bnb
+
+    head = model.get_output_embeddings()
+    for parent in list(model.modules()):
+        for child_name, child in list(parent.named_children()):
+            if not isinstance(child, torch.nn.Linear) or child is head:
+                continue
+            q = bnb.nn.Linear4bit(child.in_features, child.out_features, bias=child.bias is not None,
+                                  compute_dtype=torch.bfloat16, compress_statistics=(quant == "nf4-dq"),
+                                  quant_type="nf4", device="meta")
+            kwargs = dict(requires_grad=False, compress_statistics=(quant == "nf4-dq"), quant_type="nf4")
+            try:
+                weight = bnb.nn.Params4bit(child.weight.data, module=q, **kwargs)
+            except TypeError:  # bitsandbytes before 0.43 has no `module`
+                weight = bnb.nn.Params4bit(child.weight.data, **kwargs)
+            q.weight = weight.to(device)  # quantizes on the way to the GPU
+            if child.bias is not None:
+                q.bias = torch.nn.Parameter(child.bias.data, requires_grad=False)
+            setattr(parent, child_name, q)
+            del child
+    gc.collect()
+
+
+def measure(run: Run, device: str, tiny: bool) -> dict:
+    import torch
+
+    cuda = device.startswith("cuda")
+    model, attention, targets, config = build_model(run, device, tiny)
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    # torch's default AdamW: foreach on CUDA (the planner's default, fused_optimizer = false).
+    opt = torch.optim.AdamW(trainable, lr=1e-5)
+    vocab = config.vocab_size
+    gen = torch.Generator(device="cpu").manual_seed(SEED)
+    ids = torch.randint(0, vocab, (run.micro_batch, run.seq), generator=gen).to(device)
+
+    def step() -> float:
+        if cuda:
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        with torch.autocast(device_type="cuda" if cuda else "cpu", dtype=torch.bfloat16,
+                            enabled=run.precision == "bf16-mixed"):
+            loss = model(input_ids=ids, labels=ids).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        if cuda:
+            torch.cuda.synchronize()
+        return time.perf_counter() - t0
+
+    if cuda:
+        gc.collect()
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+    for _ in range(WARMUP_STEPS):
+        step()
+    times = [step() for _ in range(TIMED_STEPS)]
+    out = {
+        "attention": attention,
+        "targets": targets,
+        "step_time_s": statistics.median(times),
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "trainable": sum(p.numel() for p in trainable),
+    }
+    if cuda:
+        free, total = torch.cuda.mem_get_info()
+        out["peak_allocated"] = torch.cuda.max_memory_allocated()
+        out["reserved"] = torch.cuda.max_memory_reserved()
+        out["device_total"] = total - free
+    del step, model, opt, trainable, ids
+    gc.collect()
+    if cuda:
+        torch.cuda.empty_cache()
+    return out
+
+
+# ---- reference cases -------------------------------------------------------------------------------
+
+
+def versions() -> str:
+    import torch
+    import transformers
+
+    parts = [f"torch {torch.__version__}", f"transformers {transformers.__version__}"]
+    try:
+        import peft
+
+        parts.append(f"peft {peft.__version__}")
+    except ImportError:
+        pass
+    try:
+        import bitsandbytes
+
+        parts.append(f"bitsandbytes {bitsandbytes.__version__}")
+    except ImportError:
+        pass
+    if torch.version.cuda:
+        parts.append(f"CUDA {torch.version.cuda}")
+    return ", ".join(parts)
+
+
+def reference_case(run: Run, m: dict, gpu: str, device_name: str, stamp: str, env: str) -> dict:
+    gib = float(2**30)
+    training = {
+        "method": run.method,
+        "precision": run.precision,
+        "optimizer": "adamw",
+        "strategy": "single",
+        "tp": 1,
+        "pp": 1,
+        "micro_batch": run.micro_batch,
+        "grad_accum": 1,
+        "seq": run.seq,
+        "checkpointing": run.checkpointing,
+        "attention": "eager" if m["attention"] == "eager" else "sdpa",
+        "offload": "none",
+        "framework": "pytorch",
+    }
+    if run.method != "full":
+        targets = m["targets"]
+        training["lora"] = {"rank": run.lora_rank, "alpha": run.lora_alpha, "dropout": 0.0,
+                            "targets": targets if targets == "all-linear" else list(targets)}
+    if run.method == "qlora":
+        training["quant"] = run.quant
+    steps = f"{WARMUP_STEPS} warm-up and {TIMED_STEPS} timed steps"
+    measured = [
+        {"metric": "peak_allocated", "value": round(m["peak_allocated"] / gib, 4), "unit": "GiB",
+         "what": f"torch.cuda.max_memory_allocated() / 2**30 over {steps}, peak statistics reset after the model was built",
+         "tolerance_pct": TOLERANCE_PCT["peak_allocated"]},
+        {"metric": "reserved", "value": round(m["reserved"] / gib, 4), "unit": "GiB",
+         "what": f"torch.cuda.max_memory_reserved() / 2**30 over the same steps",
+         "tolerance_pct": TOLERANCE_PCT["reserved"]},
+        {"metric": "device_total", "value": round(m["device_total"] / gib, 4), "unit": "GiB",
+         "what": "torch.cuda.mem_get_info(): total - free right after the steps, / 2**30 (what nvidia-smi shows: "
+                 "this process's CUDA context, allocator cache and tensors; the GPU ran nothing else)",
+         "tolerance_pct": TOLERANCE_PCT["device_total"]},
+        {"metric": "step_time", "value": round(m["step_time_s"], 5), "unit": "s",
+         "what": f"median wall time of {TIMED_STEPS} timed steps after {WARMUP_STEPS} warm-up steps (forward with "
+                 "the loss, backward, AdamW step, zero_grad), torch.cuda.synchronize() before and after each",
+         "tolerance_pct": TOLERANCE_PCT["step_time"]},
+        {"metric": "tokens_per_s", "value": round(run.seq * run.micro_batch / m["step_time_s"], 1), "unit": "tokens/s",
+         "what": "micro_batch x seq / the median step time", "tolerance_pct": TOLERANCE_PCT["tokens_per_s"]},
+    ]
+    return {
+        "name": run.name,
+        "source": {"document": f"tools/measure/measure.py on 1x {device_name} ({env})",
+                   "table": f"run of {stamp}", "row": run.name},
+        "note": ("random weights from the catalogue config (no download); input: random token ids, labels = the "
+                 f"inputs (the model's own shifted cross-entropy); {m['parameters']:,} parameters, "
+                 f"{m['trainable']:,} trainable; LoRA dropout 0; QLoRA quantizes every linear layer but the output "
+                 "head (bitsandbytes Linear4bit, bf16 compute)"),
+        "model": run.model,
+        "hardware": {"gpu": gpu, "count": 1},
+        "training": training,
+        "measured": measured,
+    }
+
+
+def write_reference(path: Path, cases: list[dict], device_name: str) -> None:
+    doc = {
+        "schema": "trainplan.reference/1",
+        "description": f"Training steps measured by tools/measure/measure.py on one {device_name}.",
+        "cases": cases,
+    }
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    os.replace(tmp, path)
+
+
+# ---- the command -----------------------------------------------------------------------------------
+
+
+def selected(args) -> list[Run]:
+    runs = PLAN
+    if args.only:
+        runs = [r for r in runs if any(s in r.name for s in args.only)]
+    return runs
+
+
+def print_plan(runs: list[Run], budget: float) -> None:
+    total = 0.0
+    print(f"{'#':>2}  {'run':58s} {'est. s':>7}")
+    for i, r in enumerate(runs, 1):
+        s = planned_seconds(r)
+        total += s
+        mark = "" if total <= budget else "  (beyond the budget: skipped unless time is left)"
+        print(f"{i:>2}  {r.name:58s} {s:7.1f}{mark}")
+    print(f"{len(runs)} runs, about {total:.0f} s of {budget:.0f} s budget "
+          f"({WARMUP_STEPS} warm-up + {TIMED_STEPS} timed steps each, plus model construction)")
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dry-run", action="store_true", help="print the plan of runs and exit (no CUDA needed)")
+    ap.add_argument("--out", type=Path, help="reference file to write (default data/reference/measured-<gpu>.json)")
+    ap.add_argument("--only", action="append", help="only runs whose name contains TEXT (repeatable)")
+    ap.add_argument("--budget-s", type=float, default=540.0,
+                    help="stop starting new runs when the next would pass this many seconds (default 540)")
+    ap.add_argument("--gpu", help="catalogue GPU name, when the device's name is not in data/gpus/")
+    ap.add_argument("--smoke", action="store_true",
+                    help="toy-size models on the CPU (or the GPU if present) to check the code path; writes nothing")
+    args = ap.parse_args(argv)
+
+    runs = selected(args)
+    if not runs:
+        print("error: no run matches --only", file=sys.stderr)
+        return 2
+    if args.dry_run:
+        print_plan(runs, args.budget_s)
+        return 0
+
+    start = time.monotonic()
+    import torch
+
+    cuda = torch.cuda.is_available()
+    if not cuda and not args.smoke:
+        print("error: no CUDA device (use --dry-run to see the plan, --smoke to check the code on a CPU)",
+              file=sys.stderr)
+        return 2
+    device = "cuda" if cuda else "cpu"
+    device_name = torch.cuda.get_device_name(0) if cuda else "CPU"
+    gpu = args.gpu or (gpu_catalogue_name(device_name) if cuda else None)
+    if cuda and not gpu and not args.smoke:
+        print(f"error: '{device_name}' is not a name or alias in data/gpus/; pass --gpu NAME", file=sys.stderr)
+        return 2
+    try:
+        import bitsandbytes  # noqa: F401
+
+        have_bnb = cuda
+    except ImportError:
+        have_bnb = False
+    out = args.out or REPO / "data" / "reference" / f"measured-{(gpu or 'gpu').lower()}.json"
+    stamp = datetime.date.today().isoformat()
+    env = versions()
+    print(f"device: {device_name} = {gpu}; {env}", flush=True)
+
+    cases: list[dict] = []
+    for i, run in enumerate(runs, 1):
+        elapsed = time.monotonic() - start
+        if run.method == "qlora" and not have_bnb:
+            print(f"[{i}/{len(runs)}] {run.name}: skipped (bitsandbytes with CUDA is not available)", flush=True)
+            continue
+        if elapsed + planned_seconds(run) > args.budget_s:
+            print(f"[{i}/{len(runs)}] {run.name}: skipped (budget: {elapsed:.0f} s used of {args.budget_s:.0f})",
+                  flush=True)
+            continue
+        t0 = time.monotonic()
+        failure = None
+        try:
+            m = measure(run, device, args.smoke)
+        except torch.cuda.OutOfMemoryError:
+            failure = "out of memory"
+        except Exception as e:  # one broken configuration must not lose the others' results
+            failure = f"failed: {type(e).__name__}: {e}"
+        if failure:
+            # Outside the except block: the traceback, and the tensors its frames hold, are gone.
+            gc.collect()
+            if cuda:
+                torch.cuda.empty_cache()
+            print(f"[{i}/{len(runs)}] {run.name}: {failure}", flush=True)
+            continue
+        took = time.monotonic() - t0
+        line = f"[{i}/{len(runs)}] {run.name}: step {m['step_time_s'] * 1e3:.1f} ms"
+        if cuda:
+            line += (f", peak allocated {m['peak_allocated'] / 2**30:.2f} GiB, reserved {m['reserved'] / 2**30:.2f} GiB, "
+                     f"device {m['device_total'] / 2**30:.2f} GiB")
+        print(f"{line} ({took:.0f} s)", flush=True)
+        if cuda and not args.smoke:
+            cases.append(reference_case(run, m, gpu, device_name, stamp, env))
+            write_reference(out, cases, device_name)  # after every run: a cut-off keeps what was measured
+    if cases:
+        print(f"wrote {len(cases)} cases to {out} ({time.monotonic() - start:.0f} s)")
+    elif not args.smoke:
+        print("nothing measured", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
