@@ -1,6 +1,7 @@
 // trainplan-gui: the Qt6 explorer. Copyright the trainplan authors; GPL-3.0-or-later (gui/LICENSE).
 #include <QApplication>
 #include <QEventLoop>
+#include <QPalette>
 #include <QSettings>
 
 #include <cstdio>
@@ -22,6 +23,27 @@ int main(int argc, char** argv) {
     if (cl.help) {
       std::fputs(cl.help_text.toLocal8Bit().constData(), stdout);
       return 0;
+    }
+    if (cl.dark) {
+      QApplication::setStyle(QStringLiteral("Fusion"));
+      QPalette p;
+      const QColor window(0x2b, 0x2b, 0x30), base(0x1e, 0x1e, 0x22), text(0xe8, 0xe8, 0xe8);
+      p.setColor(QPalette::Window, window);
+      p.setColor(QPalette::WindowText, text);
+      p.setColor(QPalette::Base, base);
+      p.setColor(QPalette::AlternateBase, window);
+      p.setColor(QPalette::Text, text);
+      p.setColor(QPalette::Button, window);
+      p.setColor(QPalette::ButtonText, text);
+      p.setColor(QPalette::ToolTipBase, base);
+      p.setColor(QPalette::ToolTipText, text);
+      p.setColor(QPalette::Highlight, QColor(0x3d, 0x7e, 0xc6));
+      p.setColor(QPalette::HighlightedText, Qt::white);
+      p.setColor(QPalette::PlaceholderText, QColor(0x90, 0x90, 0x90));
+      p.setColor(QPalette::Disabled, QPalette::Text, QColor(0x80, 0x80, 0x80));
+      p.setColor(QPalette::Disabled, QPalette::WindowText, QColor(0x80, 0x80, 0x80));
+      p.setColor(QPalette::Disabled, QPalette::ButtonText, QColor(0x80, 0x80, 0x80));
+      QApplication::setPalette(p);
     }
     // Options on the command line start from the defaults; a bare start resumes the last session.
     const bool from_command_line = QApplication::arguments().size() > 1;

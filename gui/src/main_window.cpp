@@ -321,23 +321,23 @@ QWidget* MainWindow::buildForm() {
   lora_box_ = new QGroupBox(QStringLiteral("LoRA / QLoRA"));
   auto* lf = new QFormLayout(lora_box_);
   lora_rank_ = spin("loraRank", 1, 4096, "lora_rank");
-  lf->addRow(buddy_label(QStringLiteral("Ran&k"), lora_rank_), lora_rank_);
+  lf->addRow(buddy_label(QStringLiteral("Rank"), lora_rank_), lora_rank_);
   lora_alpha_ = new QDoubleSpinBox;
   lora_alpha_->setObjectName(QStringLiteral("loraAlpha"));
   lora_alpha_->setRange(0.01, 100000);
   lora_alpha_->setDecimals(2);
   lora_alpha_->setToolTip(option_tooltip("lora_alpha"));
-  lf->addRow(buddy_label(QStringLiteral("Alp&ha"), lora_alpha_), lora_alpha_);
+  lf->addRow(buddy_label(QStringLiteral("Alpha"), lora_alpha_), lora_alpha_);
   lora_dropout_ = new QDoubleSpinBox;
   lora_dropout_->setObjectName(QStringLiteral("loraDropout"));
   lora_dropout_->setRange(0.0, 0.99);
   lora_dropout_->setSingleStep(0.05);
   lora_dropout_->setToolTip(option_tooltip("lora_dropout"));
-  lf->addRow(buddy_label(QStringLiteral("Dropo&ut"), lora_dropout_), lora_dropout_);
+  lf->addRow(buddy_label(QStringLiteral("Dropout"), lora_dropout_), lora_dropout_);
   lora_targets_ = new QLineEdit;
   lora_targets_->setObjectName(QStringLiteral("loraTargets"));
   lora_targets_->setToolTip(option_tooltip("lora_targets"));
-  lf->addRow(buddy_label(QStringLiteral("&Targets"), lora_targets_), lora_targets_);
+  lf->addRow(buddy_label(QStringLiteral("Targets"), lora_targets_), lora_targets_);
   quant_ = enum_combo<Quant>("quant", "quant");
   lf->addRow(buddy_label(QStringLiteral("&Quantisation"), quant_), quant_);
   outer->addWidget(lora_box_);
@@ -354,18 +354,18 @@ QWidget* MainWindow::buildForm() {
   auto* strategy_row = new QHBoxLayout;
   strategy_row->addWidget(strategy_, 1);
   strategy_row->addWidget(recommend_button);
-  pf->addRow(buddy_label(QStringLiteral("&Strategy"), strategy_), strategy_row);
+  pf->addRow(buddy_label(QStringLiteral("St&rategy"), strategy_), strategy_row);
   framework_ = enum_combo<Framework>("framework", "framework");
-  pf->addRow(buddy_label(QStringLiteral("&Framework"), framework_), framework_);
+  pf->addRow(buddy_label(QStringLiteral("Framework"), framework_), framework_);
   fsdp_wrap_ = enum_combo<FsdpWrap>("fsdpWrap", "fsdp_wrap");
-  pf->addRow(buddy_label(QStringLiteral("FSDP wra&p"), fsdp_wrap_), fsdp_wrap_);
+  pf->addRow(buddy_label(QStringLiteral("FSDP wrap"), fsdp_wrap_), fsdp_wrap_);
   tp_ = spin("tp", 1, 512, "tp");
-  pf->addRow(buddy_label(QStringLiteral("Tensor parallel (T&P)"), tp_), tp_);
+  pf->addRow(buddy_label(QStringLiteral("&Tensor parallel (TP)"), tp_), tp_);
   pp_ = spin("pp", 1, 512, "pp");
-  pf->addRow(buddy_label(QStringLiteral("Pipeline parallel (PP)"), pp_), pp_);
+  pf->addRow(buddy_label(QStringLiteral("Pipe&line parallel (PP)"), pp_), pp_);
   pp_virtual_ = spin("ppVirtual", 1, 64, "pp_virtual");
   pf->addRow(buddy_label(QStringLiteral("Virtual stages"), pp_virtual_), pp_virtual_);
-  sequence_parallel_ = new QCheckBox(QStringLiteral("Se&quence parallel"));
+  sequence_parallel_ = new QCheckBox(QStringLiteral("Sequence parallel"));
   sequence_parallel_->setObjectName(QStringLiteral("sequenceParallel"));
   sequence_parallel_->setToolTip(option_tooltip("sequence_parallel"));
   pf->addRow(QString(), sequence_parallel_);
@@ -377,10 +377,10 @@ QWidget* MainWindow::buildForm() {
   micro_batch_ = spin("microBatch", 1, 65536, "micro_batch");
   bf->addRow(buddy_label(QStringLiteral("Micro-&batch"), micro_batch_), micro_batch_);
   grad_accum_ = spin("gradAccum", 1, 1 << 20, "grad_accum");
-  bf->addRow(buddy_label(QStringLiteral("Gradient &accumulation"), grad_accum_), grad_accum_);
+  bf->addRow(buddy_label(QStringLiteral("Gr&adient accumulation"), grad_accum_), grad_accum_);
   seq_ = spin("seq", 1, 1 << 22, "seq");
   seq_->setSingleStep(256);
-  bf->addRow(buddy_label(QStringLiteral("Seque&nce length"), seq_), seq_);
+  bf->addRow(buddy_label(QStringLiteral("Seq&uence length"), seq_), seq_);
   train_tokens_ = new QLineEdit;
   train_tokens_->setObjectName(QStringLiteral("trainTokens"));
   train_tokens_->setPlaceholderText(QStringLiteral("e.g. 300B"));
@@ -392,13 +392,13 @@ QWidget* MainWindow::buildForm() {
   auto* save_box = new QGroupBox(QStringLiteral("Activations and offload"));
   auto* sf = new QFormLayout(save_box);
   checkpointing_ = enum_combo<Checkpointing>("checkpointing", "checkpointing");
-  sf->addRow(buddy_label(QStringLiteral("&Checkpointing"), checkpointing_), checkpointing_);
+  sf->addRow(buddy_label(QStringLiteral("Chec&kpointing"), checkpointing_), checkpointing_);
   attention_ = enum_combo<Attention>("attention", "attention");
-  sf->addRow(buddy_label(QStringLiteral("Attentio&n"), attention_), attention_);
+  sf->addRow(buddy_label(QStringLiteral("Attention"), attention_), attention_);
   offload_ = enum_combo<Offload>("offload", "offload");
-  sf->addRow(buddy_label(QStringLiteral("&Offload"), offload_), offload_);
+  sf->addRow(buddy_label(QStringLiteral("Offloa&d"), offload_), offload_);
   sweep_axis_ = enum_combo<SweepAxis>("sweepAxis", "sweep");
-  sf->addRow(buddy_label(QStringLiteral("S&weep over"), sweep_axis_), sweep_axis_);
+  sf->addRow(buddy_label(QStringLiteral("Sweep over"), sweep_axis_), sweep_axis_);
   outer->addWidget(save_box);
   outer->addStretch(1);
 
@@ -453,7 +453,7 @@ QWidget* MainWindow::buildCentral() {
   auto* pv = new QVBoxLayout(plans_page);
   pv->setContentsMargins(0, 4, 0, 0);
   auto* search_row = new QHBoxLayout;
-  search_button_ = new QPushButton(QStringLiteral("&Run search"));
+  search_button_ = new QPushButton(QStringLiteral("Run search"));
   search_button_->setObjectName(QStringLiteral("runSearch"));
   search_button_->setToolTip(QStringLiteral("Search data, tensor and pipeline degrees, sharding, micro-batch, "
                                             "checkpointing and offload for this model and cluster (Ctrl+R). "
@@ -783,7 +783,7 @@ void MainWindow::refreshBanner() {
   if (!cur) {
     verdict_ = Verdict::invalid;
     verdict = QStringLiteral("<b>Cannot evaluate</b> — %1").arg(session_.error().toHtmlEscaped());
-    details = QStringLiteral("Change the highlighted option, or see the tooltips for valid values.");
+    details = QStringLiteral("Change the option it names; hover any option for what it means and its valid values.");
   } else {
     const Evaluation& e = *cur;
     const planner::Estimate& est = e.estimate;
@@ -812,12 +812,14 @@ void MainWindow::refreshBanner() {
                     .arg(what, where, e.plan_text().toHtmlEscaped(),
                          gib_text(est.memory.device_total), gib_text(e.usable()), gib_text(-headroom), hint);
     }
-    details = QStringLiteral("Step %1 · %2 · MFU %3 · global batch %4 sequences · memory peaks in %5 · "
-                             "%6 sent per GPU per step")
+    const Bytes sent = est.communication_bytes();
+    details = QStringLiteral("Step %1 · %2 · MFU %3 · global batch %4 sequences · memory peaks in %5 · %6")
                   .arg(seconds_text(est.time.step), rate_text(est.throughput.tokens_per_s, QStringLiteral("tokens/s")),
                        percent_text(est.throughput.mfu))
                   .arg(est.global_batch)
-                  .arg(qstr(est.memory.peak_phase), bytes_text(est.communication_bytes()));
+                  .arg(qstr(est.memory.peak_phase),
+                       sent.value() > 0 ? QStringLiteral("%1 sent per GPU per step").arg(bytes_text(sent))
+                                        : QStringLiteral("no communication"));
     if (e.time_to_train)
       details += QStringLiteral(" · %1 tokens in <b>%2</b>").arg(qstr(e.settings.train_tokens).toHtmlEscaped(),
                                                                 duration_text(*e.time_to_train));

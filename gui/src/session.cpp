@@ -236,6 +236,8 @@ CommandLine parse_command_line(const QStringList& arguments, const io::Catalog& 
   };
   for (const Opt& o : kOpts)
     p.addOption(QCommandLineOption(QString::fromUtf8(o.name), QString::fromUtf8(o.help), QString::fromUtf8(o.value)));
+  p.addOption(QCommandLineOption(QStringLiteral("dark"),
+                                 QStringLiteral("use a dark palette instead of the system's (for screenshots)")));
   p.addOption(QCommandLineOption(QStringLiteral("search"),
                                  QStringLiteral("run the plan search at start (before --screenshot)")));
   p.addOption(QCommandLineOption(QStringLiteral("sequence-parallel"),
@@ -312,6 +314,7 @@ CommandLine parse_command_line(const QStringList& arguments, const io::Catalog& 
   if (has("tab")) out.tab = val("tab");
   if (has("chart")) out.chart = val("chart");
   out.search = has("search");
+  out.dark = has("dark");
   return out;
 }
 

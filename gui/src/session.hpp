@@ -84,6 +84,7 @@ struct CommandLine {
   QString tab;                  // table tab to show: memory, time, communication, strategies, sweep, plans, compare
   QString chart;                // chart tab to show: time, sweep, plans
   bool search = false;          // run the plan search at start (and wait for it before --screenshot)
+  bool dark = false;            // a dark Fusion palette instead of the system's (screenshots of dark mode)
   bool help = false;
   QString help_text;
 };
