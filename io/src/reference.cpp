@@ -123,6 +123,7 @@ model::Training read_training(const Json& v, const std::string& what, const mode
   r.ignore({"fsdp_wrap"});
   t.fused_optimizer = r.optional_boolean("fused_optimizer").value_or(false);
   t.zero_init = r.optional_boolean("zero_init").value_or(true);
+  t.frozen_base_fp32 = r.optional_boolean("frozen_base_fp32").value_or(false);
 
   const bool adapter = t.method != Method::full;
   if (adapter && !r.has("lora"))
