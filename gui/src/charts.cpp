@@ -23,6 +23,7 @@
 #include <cmath>
 
 #include "models.hpp"
+#include "trainplan/planner/search.hpp"
 
 namespace trainplan::gui::charts {
 namespace {
@@ -333,6 +334,25 @@ void build_sweep(QChart* chart, const SweepModel& m, const QPalette& pal) {
   else
     title += QStringLiteral(" — every point fits");
   chart->setTitle(title);
+  for (QScatterSeries* series : {fit_points, oom_points}) {
+    QObject::connect(series, &QScatterSeries::hovered, series, [&m, by_mb](const QPointF& point, bool on) {
+      if (!on) {
+        QToolTip::hideText();
+        return;
+      }
+      for (const SweepPoint& p : m.sweep().points) {
+        if (static_cast<double>(p.x) != point.x()) continue;
+        QToolTip::showText(QCursor::pos(), QStringLiteral("<b>%1 %2</b>: %3 per GPU (%4) · %5 · step %6")
+                                               .arg(by_mb ? QStringLiteral("micro-batch") : QStringLiteral("sequence length"))
+                                               .arg(p.x)
+                                               .arg(gib_text(p.estimate.memory.device_total),
+                                                    p.estimate.fits ? QStringLiteral("fits") : QStringLiteral("out of memory"),
+                                                    rate_text(p.estimate.throughput.tokens_per_s, QStringLiteral("tokens/s")),
+                                                    seconds_text(p.estimate.time.step)));
+        return;
+      }
+    });
+  }
   for (QAbstractSeries* sr : std::initializer_list<QAbstractSeries*>{memory, capacity, tokens_oom, tokens_fit,
                                                                       fit_points, oom_points, current, oom})
     chart->addSeries(sr);
@@ -424,6 +444,31 @@ void build_plans(QChart* chart, const PlansModel& m, std::optional<int> current,
   for (QPointF p : front_points) front_line->append(p);
   others->setProperty(kPlanRowsProperty, other_rows);
   front->setProperty(kPlanRowsProperty, front_rows);
+  for (QScatterSeries* series : {others, front}) {
+    QObject::connect(series, &QScatterSeries::hovered, series, [series, &m](const QPointF& point, bool on) {
+      if (!on) {
+        QToolTip::hideText();
+        return;
+      }
+      const QVariantList rows = series->property(kPlanRowsProperty).toList();
+      const QList<QPointF> points = series->points();
+      for (qsizetype i = 0; i < points.size() && i < rows.size(); ++i) {
+        if (points[i] != point) continue;
+        const int row = rows[i].toInt();
+        const PlanPoint& p = m.plans()[static_cast<std::size_t>(row)];
+        QToolTip::showText(QCursor::pos(),
+                           QStringLiteral("<b>#%1 %2</b><br>%3 per GPU · %4 · MFU %5%6<br><i>Click to load this plan.</i>")
+                               .arg(row + 1)
+                               .arg(qstr(planner::plan_label(p.estimate.training, p.estimate.layout)).toHtmlEscaped(),
+                                    gib_text(p.estimate.memory.device_total),
+                                    rate_text(p.estimate.throughput.tokens_per_s, QStringLiteral("tokens/s")),
+                                    percent_text(p.estimate.throughput.mfu),
+                                    p.note.empty() ? QString()
+                                                   : QStringLiteral("<br>%1").arg(qstr(p.note).toHtmlEscaped())));
+        return;
+      }
+    });
+  }
   double min_tokens = max_tokens;
   for (const PlanPoint& p : plans) min_tokens = std::min(min_tokens, p.estimate.throughput.tokens_per_s / 1e3);
   const double usable = to_gib(m.usable());

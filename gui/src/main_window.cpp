@@ -360,9 +360,9 @@ QWidget* MainWindow::buildForm() {
   fsdp_wrap_ = enum_combo<FsdpWrap>("fsdpWrap", "fsdp_wrap");
   pf->addRow(buddy_label(QStringLiteral("FSDP wrap"), fsdp_wrap_), fsdp_wrap_);
   tp_ = spin("tp", 1, 512, "tp");
-  pf->addRow(buddy_label(QStringLiteral("&Tensor parallel (TP)"), tp_), tp_);
+  pf->addRow(buddy_label(QStringLiteral("&Tensor parallel"), tp_), tp_);
   pp_ = spin("pp", 1, 512, "pp");
-  pf->addRow(buddy_label(QStringLiteral("Pipe&line parallel (PP)"), pp_), pp_);
+  pf->addRow(buddy_label(QStringLiteral("Pipe&line parallel"), pp_), pp_);
   pp_virtual_ = spin("ppVirtual", 1, 64, "pp_virtual");
   pf->addRow(buddy_label(QStringLiteral("Virtual stages"), pp_virtual_), pp_virtual_);
   sequence_parallel_ = new QCheckBox(QStringLiteral("Sequence parallel"));
@@ -402,6 +402,11 @@ QWidget* MainWindow::buildForm() {
   outer->addWidget(save_box);
   outer->addStretch(1);
 
+  for (QFormLayout* f : content->findChildren<QFormLayout*>()) {
+    f->setVerticalSpacing(3);
+    f->setContentsMargins(6, 4, 6, 4);
+  }
+  outer->setSpacing(4);
   auto* scroll = new QScrollArea;
   scroll->setWidget(content);
   scroll->setWidgetResizable(true);
@@ -667,6 +672,7 @@ void MainWindow::applySettings(const Settings& s) {
 
 void MainWindow::formEdited() {
   if (syncing_) return;
+  loaded_plan_.reset();
   session_.setSettings(formSettings());
 }
 
@@ -674,6 +680,7 @@ void MainWindow::modelEdited() {
   if (syncing_) return;
   Settings s = formSettings();
   if (s.model == session_.settings().model) return;
+  loaded_plan_.reset();
   // A shorter model (GPT-2's 1024 learned positions) would make the sequence length invalid: start
   // it at the model's default, as the CLI does.
   if (const auto seq = session_.defaultSeq(s.model); seq && s.training.seq > *seq) s.training.seq = *seq;
@@ -682,9 +689,16 @@ void MainWindow::modelEdited() {
 
 void MainWindow::clusterEdited() {
   if (syncing_) return;
+  loaded_plan_.reset();
   Settings s = formSettings();
-  const int before = session_.settings().cluster.gpus_per_node * session_.settings().cluster.nodes;
-  const int after = s.cluster.gpus_per_node * s.cluster.nodes;
+  auto world = [](const ClusterChoice& c) {
+    hardware::Cluster k;
+    k.nodes = c.nodes;
+    k.gpus_per_node = c.gpus_per_node;
+    return k.world();
+  };
+  const int before = world(session_.settings().cluster);
+  const int after = world(s.cluster);
   // From one GPU to many, "single" stops making sense: take the recommended strategy.
   if (before != after && ((after > 1 && s.training.strategy == Strategy::single) ||
                           (after == 1 && s.training.strategy != Strategy::single))) {
@@ -741,7 +755,7 @@ void MainWindow::refreshModels() {
   strategies_model_.setResult(session_.strategies());
   sweep_model_.setSweep(session_.sweep());
   if (const auto& e = session_.current()) {
-    model_info_->setText(QStringLiteral("%1 · %2 parameters (%3 trainable) · %4 layers · hidden %5 · %6 heads "
+    model_info_->setText(QStringLiteral("%1: %2 parameters, %3 trainable · %4 layers · hidden %5 · %6 heads "
                                         "(%7 KV) · vocab %8 · max seq %9")
                              .arg(qstr(e->arch.family), count_text(e->params.total), count_text(e->trainable))
                              .arg(e->arch.total_layers())
