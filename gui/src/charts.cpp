@@ -17,7 +17,6 @@
 #include <QtCharts/QScatterSeries>
 #include <QtCharts/QStackedBarSeries>
 #include <QtCharts/QValueAxis>
-
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -126,7 +125,8 @@ void build_memory(QChart* chart, const MemoryModel& m, const QPalette& pal) {
     set->setColor(color_for(r));
     set->setBorderColor(color_for(r));
     for (int c = 0; c < cols; ++c) set->append(m.value(r, c));
-    tooltip_on_hover(set, QStringLiteral("GiB"), m.headerData(r, Qt::Vertical, Qt::ToolTipRole).toString());
+    tooltip_on_hover(set, QStringLiteral("GiB"),
+                     m.headerData(r, Qt::Vertical, Qt::ToolTipRole).toString());
     bars->append(set);
   }
   bars->setBarWidth(cols == 1 ? 0.4 : 0.6);
@@ -144,10 +144,11 @@ void build_memory(QChart* chart, const MemoryModel& m, const QPalette& pal) {
   }
   const int headroom_row = m.rowOf(Term::headroom).value_or(-1);
   const double headroom = m.value(headroom_row, 0);
-  chart->setTitle(QStringLiteral("<b>Memory per GPU</b>: %1 of %2 GiB (%3)")
-                      .arg(m.value(total_row, 0), 0, 'f', 1)
-                      .arg(m.value(usable_row, 0), 0, 'f', 1)
-                      .arg(headroom >= 0 ? QStringLiteral("fits") : QStringLiteral("out of memory")));
+  chart->setTitle(
+      QStringLiteral("<b>Memory per GPU</b>: %1 of %2 GiB (%3)")
+          .arg(m.value(total_row, 0), 0, 'f', 1)
+          .arg(m.value(usable_row, 0), 0, 'f', 1)
+          .arg(headroom >= 0 ? QStringLiteral("fits") : QStringLiteral("out of memory")));
   chart->legend()->setAlignment(Qt::AlignRight);
   chart->legend()->setReverseMarkers(true);
   auto* x = new QBarCategoryAxis;
@@ -198,15 +199,26 @@ void build_step_time(QChart* chart, const StepTimeModel& m, const QPalette& pal)
   for (int r = 0; r < m.partRows(); ++r) {
     bool any = false;
     for (int c = 0; c < cols; ++c) any = any || m.value(r, c) > 0;
-    if (!any) continue;  // a part no configuration has (no bubble without PP): keep the legend short
+    if (!any)
+      continue;  // a part no configuration has (no bubble without PP): keep the legend short
     auto* set = new QBarSet(m.headerData(r, Qt::Vertical, Qt::DisplayRole).toString());
     QColor color;
     switch (m.term(r)) {
-      case Term::compute: color = color_for(0); break;
-      case Term::recompute: color = color_for(4); break;
-      case Term::bubble: color = color_for(5); break;
-      case Term::optimizer_step: color = color_for(2); break;
-      case Term::offload_time: color = color_for(3); break;
+      case Term::compute:
+        color = color_for(0);
+        break;
+      case Term::recompute:
+        color = color_for(4);
+        break;
+      case Term::bubble:
+        color = color_for(5);
+        break;
+      case Term::optimizer_step:
+        color = color_for(2);
+        break;
+      case Term::offload_time:
+        color = color_for(3);
+        break;
       default: {
         static constexpr int kComm[] = {1, 7, 6};
         color = color_for(kComm[comm_index++ % 3]);
@@ -229,7 +241,8 @@ void build_step_time(QChart* chart, const StepTimeModel& m, const QPalette& pal)
   for (int c = cols - 1; c >= 0; --c) categories << m.columnTitles()[c];
   chart->setTitle(QStringLiteral("<b>Step time</b> — %1: %2 per step, %3, MFU %4")
                       .arg(m.columnTitles()[0], m.index(step_row, 0).data().toString(),
-                           m.index(tokens_row, 0).data().toString(), m.index(mfu_row, 0).data().toString()));
+                           m.index(tokens_row, 0).data().toString(),
+                           m.index(mfu_row, 0).data().toString()));
   auto* y = new QBarCategoryAxis;
   y->append(categories);
   add_axis(chart, y, Qt::AlignLeft, pal, {bars});
@@ -290,7 +303,8 @@ void build_sweep(QChart* chart, const SweepModel& m, const QPalette& pal) {
     (p.estimate.fits ? fit_points : oom_points)->append(x, gib);
     if (p.estimate.fits) tokens_fit->append(x, tok);
     // The dashed continuation starts at the last point that fits.
-    if (!p.estimate.fits || (i + 1 < s.points.size() && !s.points[i + 1].estimate.fits)) tokens_oom->append(x, tok);
+    if (!p.estimate.fits || (i + 1 < s.points.size() && !s.points[i + 1].estimate.fits))
+      tokens_oom->append(x, tok);
   }
   // Memory can run far past the capacity; keep the capacity in the upper part of the plot.
   const double gib_top = std::min(max_gib, usable * 2.5) * 1.08;
@@ -322,41 +336,52 @@ void build_sweep(QChart* chart, const SweepModel& m, const QPalette& pal) {
   oom->setPointLabelsColor(text_color(pal));
   if (s.first_oom) {
     const SweepPoint& p = s.points[*s.first_oom];
-    oom->append(static_cast<double>(p.x), std::min(to_gib(p.estimate.memory.device_total), gib_top / 1.08));
-    oom->setPointLabelsFormat(QStringLiteral("OOM at %1 %2").arg(p.x).arg(by_mb ? QStringLiteral("sequences") : QStringLiteral("tokens")));
+    oom->append(static_cast<double>(p.x),
+                std::min(to_gib(p.estimate.memory.device_total), gib_top / 1.08));
+    oom->setPointLabelsFormat(
+        QStringLiteral("OOM at %1 %2")
+            .arg(p.x)
+            .arg(by_mb ? QStringLiteral("sequences") : QStringLiteral("tokens")));
     oom->setPointLabelsVisible(true);
     oom->setPointLabelsClipping(false);
   }
 
-  QString title = by_mb ? QStringLiteral("<b>Micro-batch sweep</b>") : QStringLiteral("<b>Sequence-length sweep</b>");
+  QString title = by_mb ? QStringLiteral("<b>Micro-batch sweep</b>")
+                        : QStringLiteral("<b>Sequence-length sweep</b>");
   if (s.first_oom)
-    title += QStringLiteral(" — out of memory from %1 %2").arg(s.points[*s.first_oom].x).arg(by_mb ? QStringLiteral("sequences per GPU") : QStringLiteral("tokens"));
+    title += QStringLiteral(" — out of memory from %1 %2")
+                 .arg(s.points[*s.first_oom].x)
+                 .arg(by_mb ? QStringLiteral("sequences per GPU") : QStringLiteral("tokens"));
   else
     title += QStringLiteral(" — every point fits");
   chart->setTitle(title);
   for (QScatterSeries* series : {fit_points, oom_points}) {
-    QObject::connect(series, &QScatterSeries::hovered, series, [&m, by_mb](const QPointF& point, bool on) {
-      if (!on) {
-        QToolTip::hideText();
-        return;
-      }
-      for (const SweepPoint& p : m.sweep().points) {
-        if (static_cast<double>(p.x) != point.x()) continue;
-        QToolTip::showText(QCursor::pos(), QStringLiteral("<b>%1 %2</b>: %3 per GPU (%4) · %5 · step %6")
-                                               .arg(by_mb ? QStringLiteral("micro-batch") : QStringLiteral("sequence length"))
-                                               .arg(p.x)
-                                               .arg(gib_text(p.estimate.memory.device_total),
-                                                    p.estimate.fits ? QStringLiteral("fits") : QStringLiteral("out of memory"),
-                                                    rate_text(p.estimate.throughput.tokens_per_s, QStringLiteral("tokens/s")),
-                                                    seconds_text(p.estimate.time.step)));
-        return;
-      }
-    });
+    QObject::connect(
+        series, &QScatterSeries::hovered, series, [&m, by_mb](const QPointF& point, bool on) {
+          if (!on) {
+            QToolTip::hideText();
+            return;
+          }
+          for (const SweepPoint& p : m.sweep().points) {
+            if (static_cast<double>(p.x) != point.x()) continue;
+            QToolTip::showText(
+                QCursor::pos(),
+                QStringLiteral("<b>%1 %2</b>: %3 per GPU (%4) · %5 · step %6")
+                    .arg(by_mb ? QStringLiteral("micro-batch") : QStringLiteral("sequence length"))
+                    .arg(p.x)
+                    .arg(gib_text(p.estimate.memory.device_total),
+                         p.estimate.fits ? QStringLiteral("fits") : QStringLiteral("out of memory"),
+                         rate_text(p.estimate.throughput.tokens_per_s, QStringLiteral("tokens/s")),
+                         seconds_text(p.estimate.time.step)));
+            return;
+          }
+        });
   }
-  for (QAbstractSeries* sr : std::initializer_list<QAbstractSeries*>{memory, capacity, tokens_oom, tokens_fit,
-                                                                      fit_points, oom_points, current, oom})
+  for (QAbstractSeries* sr : std::initializer_list<QAbstractSeries*>{
+           memory, capacity, tokens_oom, tokens_fit, fit_points, oom_points, current, oom})
     chart->addSeries(sr);
-  for (QAbstractSeries* sr : std::initializer_list<QAbstractSeries*>{fit_points, oom_points, tokens_oom})
+  for (QAbstractSeries* sr :
+       std::initializer_list<QAbstractSeries*>{fit_points, oom_points, tokens_oom})
     hide_legend_marker(chart, sr);
   if (!s.current) hide_legend_marker(chart, current);
   if (!s.first_oom) hide_legend_marker(chart, oom);
@@ -367,7 +392,8 @@ void build_sweep(QChart* chart, const SweepModel& m, const QPalette& pal) {
   x->setTitleText(by_mb ? QStringLiteral("micro-batch (sequences per GPU, log scale)")
                         : QStringLiteral("sequence length (tokens, log scale)"));
   x->setRange(min_x / 1.25, max_x * 1.25);
-  add_axis(chart, x, Qt::AlignBottom, pal, {memory, capacity, tokens_oom, tokens_fit, fit_points, oom_points, current, oom});
+  add_axis(chart, x, Qt::AlignBottom, pal,
+           {memory, capacity, tokens_oom, tokens_fit, fit_points, oom_points, current, oom});
   auto* y = new QValueAxis;
   y->setTitleText(QStringLiteral("GiB per GPU"));
   y->setRange(0, gib_top);
@@ -391,13 +417,15 @@ void build_sweep(QChart* chart, const SweepModel& m, const QPalette& pal) {
   y2->setLabelsColor(color_for(2).darker(is_dark(pal) ? 80 : 120));
 }
 
-void build_plans(QChart* chart, const PlansModel& m, std::optional<int> current, const QPalette& pal) {
+void build_plans(QChart* chart, const PlansModel& m, std::optional<int> current,
+                 const QPalette& pal) {
   clear(chart);
   style(chart, pal);
   const std::vector<PlanPoint>& plans = m.plans();
   if (plans.empty()) {
-    chart->setTitle(QStringLiteral("Run the plan search (Search > Run, Ctrl+R) to see memory against "
-                                   "throughput of every plan"));
+    chart->setTitle(
+        QStringLiteral("Run the plan search (Search > Run, Ctrl+R) to see memory against "
+                       "throughput of every plan"));
     return;
   }
   auto* others = new QScatterSeries;
@@ -440,53 +468,63 @@ void build_plans(QChart* chart, const PlansModel& m, std::optional<int> current,
     }
     if (current && *current == static_cast<int>(i)) here->append(p);
   }
-  std::sort(front_points.begin(), front_points.end(), [](QPointF a, QPointF b) { return a.x() < b.x(); });
+  std::sort(front_points.begin(), front_points.end(),
+            [](QPointF a, QPointF b) { return a.x() < b.x(); });
   for (QPointF p : front_points) front_line->append(p);
   others->setProperty(kPlanRowsProperty, other_rows);
   front->setProperty(kPlanRowsProperty, front_rows);
   for (QScatterSeries* series : {others, front}) {
-    QObject::connect(series, &QScatterSeries::hovered, series, [series, &m](const QPointF& point, bool on) {
-      if (!on) {
-        QToolTip::hideText();
-        return;
-      }
-      const QVariantList rows = series->property(kPlanRowsProperty).toList();
-      const QList<QPointF> points = series->points();
-      for (qsizetype i = 0; i < points.size() && i < rows.size(); ++i) {
-        if (points[i] != point) continue;
-        const int row = rows[i].toInt();
-        const PlanPoint& p = m.plans()[static_cast<std::size_t>(row)];
-        QToolTip::showText(QCursor::pos(),
-                           QStringLiteral("<b>#%1 %2</b><br>%3 per GPU · %4 · MFU %5%6<br><i>Click to load this plan.</i>")
-                               .arg(row + 1)
-                               .arg(qstr(planner::plan_label(p.estimate.training, p.estimate.layout)).toHtmlEscaped(),
-                                    gib_text(p.estimate.memory.device_total),
-                                    rate_text(p.estimate.throughput.tokens_per_s, QStringLiteral("tokens/s")),
-                                    percent_text(p.estimate.throughput.mfu),
-                                    p.note.empty() ? QString()
-                                                   : QStringLiteral("<br>%1").arg(qstr(p.note).toHtmlEscaped())));
-        return;
-      }
-    });
+    QObject::connect(
+        series, &QScatterSeries::hovered, series, [series, &m](const QPointF& point, bool on) {
+          if (!on) {
+            QToolTip::hideText();
+            return;
+          }
+          const QVariantList rows = series->property(kPlanRowsProperty).toList();
+          const QList<QPointF> points = series->points();
+          for (qsizetype i = 0; i < points.size() && i < rows.size(); ++i) {
+            if (points[i] != point) continue;
+            const int row = rows[i].toInt();
+            const PlanPoint& p = m.plans()[static_cast<std::size_t>(row)];
+            QToolTip::showText(
+                QCursor::pos(),
+                QStringLiteral("<b>#%1 %2</b><br>%3 per GPU · %4 · MFU %5%6<br><i>Click to load "
+                               "this plan.</i>")
+                    .arg(row + 1)
+                    .arg(qstr(planner::plan_label(p.estimate.training, p.estimate.layout))
+                             .toHtmlEscaped(),
+                         gib_text(p.estimate.memory.device_total),
+                         rate_text(p.estimate.throughput.tokens_per_s, QStringLiteral("tokens/s")),
+                         percent_text(p.estimate.throughput.mfu),
+                         p.note.empty()
+                             ? QString()
+                             : QStringLiteral("<br>%1").arg(qstr(p.note).toHtmlEscaped())));
+            return;
+          }
+        });
   }
   double min_tokens = max_tokens;
-  for (const PlanPoint& p : plans) min_tokens = std::min(min_tokens, p.estimate.throughput.tokens_per_s / 1e3);
+  for (const PlanPoint& p : plans)
+    min_tokens = std::min(min_tokens, p.estimate.throughput.tokens_per_s / 1e3);
   const double usable = to_gib(m.usable());
   const double x_top = std::max(max_gib, usable) * 1.05;
   // Throughput differences between plans are often a few per cent: zoom on them.
-  const double y_low = std::max(0.0, min_tokens - (max_tokens - min_tokens) * 0.3 - max_tokens * 0.02);
+  const double y_low =
+      std::max(0.0, min_tokens - (max_tokens - min_tokens) * 0.3 - max_tokens * 0.02);
   const double y_high = max_tokens + (max_tokens - min_tokens) * 0.15 + max_tokens * 0.02;
   auto* capacity = new QLineSeries;
   capacity->setName(QStringLiteral("capacity"));
   capacity->setPen(dashed(kCapacity, 2));
   capacity->append(usable, y_low);
   capacity->append(usable, y_high);
-  for (QAbstractSeries* s : std::initializer_list<QAbstractSeries*>{capacity, front_line, others, front, here})
+  for (QAbstractSeries* s :
+       std::initializer_list<QAbstractSeries*>{capacity, front_line, others, front, here})
     chart->addSeries(s);
   hide_legend_marker(chart, front_line);
   if (here->count() == 0) hide_legend_marker(chart, here);
   if (usable <= 0) hide_legend_marker(chart, capacity);
-  chart->setTitle(QStringLiteral("<b>Plan search</b> — %1 plans that fit; click one to load it").arg(plans.size()));
+  chart->setTitle(QStringLiteral("<b>Plan search</b> — %1 plans that fit; click one to load it")
+                      .arg(plans.size()));
   auto* x = new QValueAxis;
   x->setTitleText(QStringLiteral("GiB per GPU (device total)"));
   x->setRange(0, x_top);

@@ -5,7 +5,6 @@
 #include <QColor>
 #include <QPalette>
 #include <QString>
-
 #include <optional>
 
 class QChart;
@@ -30,8 +29,8 @@ inline constexpr const char* kPlanRowsProperty = "trainplan_plan_rows";
 // Background, text, grid and legend from the palette; also re-applied on palette changes.
 void style(QChart* chart, const QPalette& pal);
 
-// Stacked bars of the model's part rows, one bar per configuration, with each configuration's usable
-// capacity as a dashed line.
+// Stacked bars of the model's part rows, one bar per configuration, with each configuration's
+// usable capacity as a dashed line.
 void build_memory(QChart* chart, const MemoryModel& m, const QPalette& pal);
 // Horizontal stacked bars of the step-time parts, one bar per configuration.
 void build_step_time(QChart* chart, const StepTimeModel& m, const QPalette& pal);
@@ -39,7 +38,8 @@ void build_step_time(QChart* chart, const StepTimeModel& m, const QPalette& pal)
 // out-of-memory point marked.
 void build_sweep(QChart* chart, const SweepModel& m, const QPalette& pal);
 // Memory against tokens/s of every plan, the Pareto front highlighted; `current` is a plan row.
-void build_plans(QChart* chart, const PlansModel& m, std::optional<int> current, const QPalette& pal);
+void build_plans(QChart* chart, const PlansModel& m, std::optional<int> current,
+                 const QPalette& pal);
 
 [[nodiscard]] bool save_png(QWidget* view, const QString& path);
 [[nodiscard]] bool save_svg(QWidget* view, const QString& path, const QString& title);

@@ -1,7 +1,6 @@
 #include "display.hpp"
 
 #include <QLocale>
-
 #include <cmath>
 
 namespace trainplan::gui {
@@ -44,7 +43,9 @@ QString rate_text(double per_s, const QString& unit) {
   return QStringLiteral("%1 %2").arg(per_s, 0, 'f', a >= 100 ? 0 : 2).arg(unit);
 }
 
-QString percent_text(double fraction) { return QStringLiteral("%1 %").arg(fraction * 100.0, 0, 'f', 1); }
+QString percent_text(double fraction) {
+  return QStringLiteral("%1 %").arg(fraction * 100.0, 0, 'f', 1);
+}
 
 QString count_text(std::int64_t n) {
   const double v = static_cast<double>(n);
@@ -61,14 +62,22 @@ QString thousands_text(std::int64_t n) {
 
 QString strategy_label(Strategy s) {
   switch (s) {
-    case Strategy::single: return QStringLiteral("single GPU");
-    case Strategy::ddp: return QStringLiteral("DDP");
-    case Strategy::zero1: return QStringLiteral("ZeRO-1");
-    case Strategy::zero2: return QStringLiteral("ZeRO-2");
-    case Strategy::zero3: return QStringLiteral("ZeRO-3");
-    case Strategy::fsdp_full: return QStringLiteral("FSDP full shard");
-    case Strategy::fsdp_grad_op: return QStringLiteral("FSDP grad-op");
-    case Strategy::fsdp_hybrid: return QStringLiteral("FSDP hybrid");
+    case Strategy::single:
+      return QStringLiteral("single GPU");
+    case Strategy::ddp:
+      return QStringLiteral("DDP");
+    case Strategy::zero1:
+      return QStringLiteral("ZeRO-1");
+    case Strategy::zero2:
+      return QStringLiteral("ZeRO-2");
+    case Strategy::zero3:
+      return QStringLiteral("ZeRO-3");
+    case Strategy::fsdp_full:
+      return QStringLiteral("FSDP full shard");
+    case Strategy::fsdp_grad_op:
+      return QStringLiteral("FSDP grad-op");
+    case Strategy::fsdp_hybrid:
+      return QStringLiteral("FSDP hybrid");
   }
   return QStringLiteral("?");
 }
@@ -85,43 +94,56 @@ TermText term_text(Term t) {
   switch (t) {
     case Term::weights:
       return {"weights",
-              "Parameters held by one GPU at the memory peak, in the dtype they are stored in (fp32 under "
-              "fp32 and the mixed precisions, 16-bit under *-true, 4/8-bit base weights under QLoRA), split "
+              "Parameters held by one GPU at the memory peak, in the dtype they are stored in "
+              "(fp32 under "
+              "fp32 and the mixed precisions, 16-bit under *-true, 4/8-bit base weights under "
+              "QLoRA), split "
               "by tensor and pipeline parallelism and sharded by ZeRO-3/FSDP.",
               "ZeRO, Rajbhandari et al. 2020 (arXiv:1910.02054) §3; QLoRA, Dettmers et al. 2023 "
-              "(arXiv:2305.14314) §3; planner/memory.hpp"};
+              "(arXiv:2305.14314) §3; docs/formulas.md, Model states"};
     case Term::gradients:
       return {"gradients",
-              "Gradients of the trainable parameters as they stand at the peak; sharded by ZeRO-2/3 and "
+              "Gradients of the trainable parameters as they stand at the peak; sharded by "
+              "ZeRO-2/3 and "
               "FSDP. Only adapters carry gradients under LoRA and QLoRA.",
-              "ZeRO (arXiv:1910.02054) §3 and §5.2; LoRA, Hu et al. 2021 (arXiv:2106.09685)"};
+              "ZeRO (arXiv:1910.02054) §3 and §5.2; LoRA, Hu et al. 2021 (arXiv:2106.09685); "
+              "docs/formulas.md, "
+              "Model states"};
     case Term::optimizer_state:
-      return {"optimizer",
-              "Optimizer state on the GPU: Adam(W) moments (two fp32 values per trainable parameter), "
-              "8-bit moments for the 8-bit optimizers, factored moments for Adafactor, one momentum for "
-              "SGD with momentum, plus the fp32 master copy where the precision keeps one. Sharded by "
-              "ZeRO-1/2/3 and FSDP; moved to the host by optimizer offload.",
-              "ZeRO (arXiv:1910.02054) §3.1 (K = 12 bytes per parameter for mixed-precision Adam); "
-              "Dettmers et al. 2022, 8-bit optimizers (arXiv:2110.02861); Shazeer & Stern 2018, "
-              "Adafactor (arXiv:1804.04235)"};
+      return {
+          "optimizer",
+          "Optimizer state on the GPU: Adam(W) moments (two fp32 values per trainable parameter), "
+          "8-bit moments for the 8-bit optimizers, factored moments for Adafactor, one momentum "
+          "for "
+          "SGD with momentum, plus the fp32 master copy where the precision keeps one. Sharded by "
+          "ZeRO-1/2/3 and FSDP; moved to the host by optimizer offload.",
+          "ZeRO (arXiv:1910.02054) §3.1 (K = 12 bytes per parameter for mixed-precision Adam); "
+          "Dettmers et al. 2022, 8-bit optimizers (arXiv:2110.02861); Shazeer & Stern 2018, "
+          "Adafactor (arXiv:1804.04235); docs/formulas.md, Model states"};
     case Term::activations:
-      return {"activations",
-              "Tensors autograd keeps from forward to backward for the micro-batches in flight, after "
-              "the checkpointing policy, plus the embedding output, logits and the loss's fp32 upcast.",
-              "Korthikanti et al. 2022 (arXiv:2205.05198) Table 2 (Megatron accounting); Hugging Face "
-              "models op by op, checked against the PyTorch oracle (docs/formulas.md, Activations)"};
+      return {
+          "activations",
+          "Tensors autograd keeps from forward to backward for the micro-batches in flight, after "
+          "the checkpointing policy, plus the embedding output, logits and the loss's fp32 upcast.",
+          "Korthikanti et al. 2022 (arXiv:2205.05198) Table 2 (Megatron accounting); Hugging Face "
+          "models op by op, checked against the PyTorch oracle (docs/formulas.md, Activations)"};
     case Term::buffers:
-      return {"buffers",
-              "Framework buffers alive at the peak: DDP gradient buckets, ZeRO/FSDP parameters gathered "
-              "for compute and their gradients before the reduce-scatter, the optimizer step's temporary.",
-              "Zhao et al. 2023, PyTorch FSDP (arXiv:2304.11277) §3; DeepSpeed zero/config.py bucket "
-              "sizes; planner/memory.hpp"};
+      return {
+          "buffers",
+          "Framework buffers alive at the peak: DDP gradient buckets, ZeRO/FSDP parameters "
+          "gathered "
+          "for compute and their gradients before the reduce-scatter, the optimizer step's "
+          "temporary.",
+          "Zhao et al. 2023, PyTorch FSDP (arXiv:2304.11277) §3; DeepSpeed zero/config.py bucket "
+          "sizes; docs/formulas.md, Buffers, phases and the peak"};
     case Term::overhead:
-      return {"overhead",
-              "What nvidia-smi shows beyond the allocator's peak: the CUDA context, NCCL communicators "
-              "(with more than one GPU) and the caching allocator's reserve above the peak.",
-              "stas00/ml-engineering, training/performance (CUDA context, torch.distributed memory); "
-              "MemoryConventions in planner/memory.hpp"};
+      return {
+          "overhead",
+          "What nvidia-smi shows beyond the allocator's peak: the CUDA context, NCCL communicators "
+          "(with more than one GPU) and the caching allocator's reserve above the peak.",
+          "stas00/ml-engineering, training/performance (CUDA context, torch.distributed memory); "
+          "MemoryConventions in planner/memory.hpp; docs/formulas.md, Buffers, phases and the "
+          "peak"};
     case Term::peak_allocated:
       return {"peak allocated",
               "weights + gradients + optimizer + activations + buffers at the peak: what "
@@ -129,14 +151,16 @@ TermText term_text(Term t) {
               "PyTorch CUDA caching allocator documentation"};
     case Term::device_total:
       return {"device total",
-              "Peak allocated + overhead: what nvidia-smi reports. The configuration fits when this is at "
+              "Peak allocated + overhead: what nvidia-smi reports. The configuration fits when "
+              "this is at "
               "most the usable capacity.",
               "DESIGN.md (fits = device total <= usable capacity)"};
     case Term::usable:
-      return {"usable capacity",
-              "Memory the framework can allocate on this GPU (torch.cuda.get_device_properties total), "
-              "below the datasheet capacity.",
-              "GPU catalogue, data/gpus/ (each number with its datasheet)"};
+      return {
+          "usable capacity",
+          "Memory the framework can allocate on this GPU (torch.cuda.get_device_properties total), "
+          "below the datasheet capacity.",
+          "GPU catalogue, data/gpus/ (each number with its datasheet)"};
     case Term::headroom:
       return {"headroom",
               "Usable capacity minus device total: room left for a larger micro-batch or longer "
@@ -144,65 +168,80 @@ TermText term_text(Term t) {
               "DESIGN.md"};
     case Term::host:
       return {"host memory per node",
-              "CPU memory per node for offloaded optimizer state and parameters (DeepSpeed's estimators "
+              "CPU memory per node for offloaded optimizer state and parameters (DeepSpeed's "
+              "estimators "
               "add a 1.5x buffer).",
               "ZeRO-Offload, Ren et al. 2021 (arXiv:2101.06840); DeepSpeed stage3.py "
               "estimate_zero3_model_states_mem_needs"};
     case Term::max_micro_batch:
-      return {"largest micro-batch",
-              "The largest micro-batch whose device total still fits, with every other option as set.",
-              "planner::max_micro_batch (planner/fit.hpp)"};
+      return {
+          "largest micro-batch",
+          "The largest micro-batch whose device total still fits, with every other option as set.",
+          "planner::max_micro_batch (planner/fit.hpp)"};
     case Term::step:
       return {"step time",
-              "One optimizer step over all micro-batches: compute + recompute + exposed communication + "
+              "One optimizer step over all micro-batches: compute + recompute + exposed "
+              "communication + "
               "bubble + optimizer + exposed offload transfers.",
               "planner/estimate.hpp TimeBreakdown"};
     case Term::compute:
-      return {"compute",
-              "Forward and backward matrix multiplies, attention and memory-bound work of all "
-              "micro-batches on this GPU: FLOPs over the achieved FLOP/s.",
-              "Narayanan et al. 2021 (arXiv:2104.04473) eq. 3; Kaplan et al. 2020 (arXiv:2001.08361) "
-              "§2.1 (6N FLOPs per token)"};
+      return {
+          "compute",
+          "Forward and backward matrix multiplies, attention and memory-bound work of all "
+          "micro-batches on this GPU: FLOPs over the achieved FLOP/s.",
+          "Narayanan et al. 2021 (arXiv:2104.04473) eq. 3; Kaplan et al. 2020 (arXiv:2001.08361) "
+          "§2.1 (6N FLOPs per token); planner/evaluator.hpp (docs/formulas.md, Time and "
+          "communication)"};
     case Term::recompute:
       return {"recompute",
               "The extra forward work of activation checkpointing: the whole block for full, the "
               "attention core for selective.",
-              "Korthikanti et al. 2022 (arXiv:2205.05198) §5; Chen et al. 2016 (arXiv:1604.06174)"};
+              "Korthikanti et al. 2022 (arXiv:2205.05198) §5; Chen et al. 2016 (arXiv:1604.06174); "
+              "planner/evaluator.hpp (docs/formulas.md, Time and communication)"};
     case Term::communication_exposed:
-      return {"exposed communication",
-              "Communication not hidden behind compute, per collective and link tier, each priced with "
-              "the latency-bandwidth (alpha-beta) model: alpha + bytes x bus factor / bus bandwidth.",
-              "Thakur, Rabenseifner & Gropp 2005 (collective algorithms); nccl-tests doc/PERFORMANCE.md "
-              "(bus bandwidth factors); hardware/collective.hpp"};
+      return {
+          "exposed communication",
+          "Communication not hidden behind compute, per collective and link tier, each priced with "
+          "the latency-bandwidth (alpha-beta) model: alpha + bytes x bus factor / bus bandwidth.",
+          "Thakur, Rabenseifner & Gropp 2005 (collective algorithms); nccl-tests "
+          "doc/PERFORMANCE.md "
+          "(bus bandwidth factors); hardware/collective.hpp; planner/evaluator.hpp "
+          "(docs/formulas.md, Time and communication)"};
     case Term::bubble:
       return {"pipeline bubble",
-              "Pipeline fill and drain: (p - 1) / (v m) of the compute time for p stages, v interleaved "
+              "Pipeline fill and drain: (p - 1) / (v m) of the compute time for p stages, v "
+              "interleaved "
               "chunks per stage and m micro-batches.",
-              "Narayanan et al. 2021 (arXiv:2104.04473) §2.2"};
+              "Narayanan et al. 2021 (arXiv:2104.04473) §2.2; planner/evaluator.hpp "
+              "(docs/formulas.md, Time and communication)"};
     case Term::optimizer_step:
       return {"optimizer step",
               "The parameter update: memory-bound on the GPU, or on the CPU when the optimizer is "
               "offloaded.",
-              "ZeRO-Offload, Ren et al. 2021 (arXiv:2101.06840) §4"};
+              "ZeRO-Offload, Ren et al. 2021 (arXiv:2101.06840) §4; planner/evaluator.hpp "
+              "(docs/formulas.md, Time and communication)"};
     case Term::offload_time:
-      return {"offload transfers",
-              "PCIe transfers of offloaded gradients, optimizer state and parameters that compute does "
-              "not hide.",
-              "ZeRO-Offload (arXiv:2101.06840); ZeRO-Infinity, Rajbhandari et al. 2021 "
-              "(arXiv:2104.07857)"};
+      return {
+          "offload transfers",
+          "PCIe transfers of offloaded gradients, optimizer state and parameters that compute does "
+          "not hide.",
+          "ZeRO-Offload (arXiv:2101.06840); ZeRO-Infinity, Rajbhandari et al. 2021 "
+          "(arXiv:2104.07857); planner/evaluator.hpp (docs/formulas.md, Time and communication)"};
     case Term::tokens_per_s:
-      return {"tokens/s",
-              "Tokens trained per second by the whole cluster: global batch x sequence length / step "
-              "time.",
-              "planner/estimate.hpp Throughput"};
+      return {
+          "tokens/s",
+          "Tokens trained per second by the whole cluster: global batch x sequence length / step "
+          "time.",
+          "planner/estimate.hpp Throughput"};
     case Term::samples_per_s:
       return {"samples/s", "Sequences per second by the whole cluster: global batch / step time.",
               "planner/estimate.hpp Throughput"};
     case Term::mfu:
-      return {"MFU",
-              "Model FLOPs utilisation: the model's FLOPs per step (no recomputation) over step time x "
-              "GPUs x peak dense FLOP/s of the matmul dtype.",
-              "Chowdhery et al. 2022, PaLM (arXiv:2204.02311) Appendix B"};
+      return {
+          "MFU",
+          "Model FLOPs utilisation: the model's FLOPs per step (no recomputation) over step time x "
+          "GPUs x peak dense FLOP/s of the matmul dtype.",
+          "Chowdhery et al. 2022, PaLM (arXiv:2204.02311) Appendix B"};
     case Term::hfu:
       return {"HFU",
               "Hardware FLOPs utilisation: like MFU, but counting the FLOPs of recomputation too.",
@@ -213,21 +252,24 @@ TermText term_text(Term t) {
               "degree.",
               "planner/estimate.hpp"};
     case Term::communication_bytes:
-      return {"bytes per GPU per step",
-              "Bytes each GPU sends per optimizer step for this collective (algorithm bytes times the "
-              "bus factor of the ring).",
-              "nccl-tests doc/PERFORMANCE.md"};
+      return {
+          "bytes per GPU per step",
+          "Bytes each GPU sends per optimizer step for this collective (algorithm bytes times the "
+          "bus factor of the ring).",
+          "nccl-tests doc/PERFORMANCE.md"};
     case Term::collective:
-      return {"collective",
-              "all_reduce: 2(n-1)/n of the buffer per GPU on a ring; all_gather and reduce_scatter: "
-              "(n-1)/n; all_to_all: (n-1)/n; send_recv: point to point between pipeline stages.",
-              "nccl-tests doc/PERFORMANCE.md; Thakur et al. 2005"};
+      return {
+          "collective",
+          "all_reduce: 2(n-1)/n of the buffer per GPU on a ring; all_gather and reduce_scatter: "
+          "(n-1)/n; all_to_all: (n-1)/n; send_recv: point to point between pipeline stages.",
+          "nccl-tests doc/PERFORMANCE.md; Thakur et al. 2005"};
     case Term::link_tier:
-      return {"link tier",
-              "nvlink: inside a node over NVLink/NVSwitch; pcie: inside a node over PCIe; network: "
-              "between nodes (InfiniBand, RoCE, Ethernet), bandwidth per GPU = NICs x rate / GPUs per "
-              "node.",
-              "GPU catalogue data/gpus/, cluster files data/clusters/"};
+      return {
+          "link tier",
+          "nvlink: inside a node over NVLink/NVSwitch; pcie: inside a node over PCIe; network: "
+          "between nodes (InfiniBand, RoCE, Ethernet), bandwidth per GPU = NICs x rate / GPUs per "
+          "node.",
+          "GPU catalogue data/gpus/, cluster files data/clusters/"};
   }
   return {"?", "", ""};
 }
@@ -249,57 +291,80 @@ QString option_tooltip(std::string_view option) {
     const char* text;
   };
   static constexpr Entry kEntries[] = {
-      {"model", "A catalogue name, a Hugging Face id of a catalogued model, a size alias (7b, 13b, 70b) "
-                "or a path to a config.json (File > Open model config)."},
-      {"gpu", "GPU type from the catalogue (data/gpus/): memory, usable capacity, peak FLOP/s, links."},
-      {"gpus_per_node", "GPUs in each node; together with nodes this makes the data, tensor and pipeline "
-                        "parallel world."},
+      {"model",
+       "A catalogue name, a Hugging Face id of a catalogued model, a size alias (7b, 13b, 70b) "
+       "or a path to a config.json (File > Open model config)."},
+      {"gpu",
+       "GPU type from the catalogue (data/gpus/): memory, usable capacity, peak FLOP/s, links."},
+      {"gpus_per_node",
+       "GPUs in each node; together with nodes this makes the data, tensor and pipeline "
+       "parallel world."},
       {"nodes", "Number of nodes; more than one adds the inter-node network tier."},
-      {"inter_node", "Override the network per node, e.g. 8x200Gbps (NICs x line rate). Empty: the GPU's "
-                     "usual network."},
-      {"method", "full: every parameter trains. lora: frozen base, low-rank adapters train (Hu et al. "
-                 "2021, arXiv:2106.09685). qlora: LoRA over a 4-bit quantised base (Dettmers et al. 2023, "
-                 "arXiv:2305.14314)."},
-      {"precision", "fp32; fp16-mixed / bf16-mixed: autocast with fp32 master weights (Micikevicius et al. "
-                    "2018, arXiv:1710.03740); fp16-true / bf16-true: everything 16-bit."},
-      {"optimizer", "adamw / adam: two fp32 moments; 8-bit variants quantise them (arXiv:2110.02861); "
-                    "paged: bitsandbytes paged memory; sgd-momentum: one moment; adafactor: factored "
-                    "second moment (arXiv:1804.04235)."},
-      {"strategy", "single: one GPU. ddp: replicated model. zero1/2/3: shard optimizer / +gradients / "
-                   "+parameters (arXiv:1910.02054). fsdp-*: PyTorch FSDP full shard, grad-op (ZeRO-2-like) "
-                   "or hybrid (shard in the node, replicate across nodes; arXiv:2304.11277)."},
-      {"framework", "Accounting conventions: pytorch (Hugging Face/torch), deepspeed (its estimators and "
-                    "buckets), megatron (Megatron-LM's activation formulas)."},
-      {"tp", "Tensor-parallel degree: splits every layer's matrices (Shoeybi et al. 2019, "
-             "arXiv:1909.08053). Must divide the attention heads."},
-      {"pp", "Pipeline-parallel degree: splits the layers into stages (1F1B schedule, Narayanan et al. "
-             "2021, arXiv:2104.04473)."},
-      {"pp_virtual", "Interleaved model chunks per pipeline stage: a smaller bubble for more "
-                     "point-to-point traffic."},
-      {"sequence_parallel", "With TP: shard norms and dropout along the sequence (Korthikanti et al. 2022, "
-                            "arXiv:2205.05198)."},
+      {"inter_node",
+       "Override the network per node, e.g. 8x200Gbps (NICs x line rate). Empty: the GPU's "
+       "usual network."},
+      {"method",
+       "full: every parameter trains. lora: frozen base, low-rank adapters train (Hu et al. "
+       "2021, arXiv:2106.09685). qlora: LoRA over a 4-bit quantised base (Dettmers et al. 2023, "
+       "arXiv:2305.14314)."},
+      {"precision",
+       "fp32; fp16-mixed / bf16-mixed: autocast with fp32 master weights (Micikevicius et al. "
+       "2018, arXiv:1710.03740); fp16-true / bf16-true: everything 16-bit."},
+      {"optimizer",
+       "adamw / adam: two fp32 moments; 8-bit variants quantise them (arXiv:2110.02861); "
+       "paged: bitsandbytes paged memory; sgd-momentum: one moment; adafactor: factored "
+       "second moment (arXiv:1804.04235)."},
+      {"strategy",
+       "single: one GPU. ddp: replicated model. zero1/2/3: shard optimizer / +gradients / "
+       "+parameters (arXiv:1910.02054). fsdp-*: PyTorch FSDP full shard, grad-op (ZeRO-2-like) "
+       "or hybrid (shard in the node, replicate across nodes; arXiv:2304.11277)."},
+      {"framework",
+       "Accounting conventions: pytorch (Hugging Face/torch), deepspeed (its estimators and "
+       "buckets), megatron (Megatron-LM's activation formulas)."},
+      {"tp",
+       "Tensor-parallel degree: splits every layer's matrices (Shoeybi et al. 2019, "
+       "arXiv:1909.08053). Must divide the attention heads."},
+      {"pp",
+       "Pipeline-parallel degree: splits the layers into stages (1F1B schedule, Narayanan et al. "
+       "2021, arXiv:2104.04473)."},
+      {"pp_virtual",
+       "Interleaved model chunks per pipeline stage: a smaller bubble for more "
+       "point-to-point traffic."},
+      {"sequence_parallel",
+       "With TP: shard norms and dropout along the sequence (Korthikanti et al. 2022, "
+       "arXiv:2205.05198)."},
       {"micro_batch", "Sequences per GPU per forward/backward. Activations grow with it."},
       {"grad_accum", "Micro-batches per optimizer step: a larger global batch at the same memory."},
       {"seq", "Sequence length in tokens."},
-      {"train_tokens", "Training tokens, e.g. 300B or 2T: the banner shows how long they take at this "
-                       "throughput (planner::time_to_train). Empty: not shown."},
-      {"checkpointing", "none; selective: recompute the attention core; full: keep only each block's input "
-                        "and recompute the block (arXiv:2205.05198, arXiv:1604.06174)."},
-      {"attention", "flash / sdpa: no s x s score matrix kept; eager: the Hugging Face eager path keeps "
-                    "scores and softmax (s^2 per head)."},
-      {"offload", "optimizer: optimizer state and step on the CPU (ZeRO-Offload, arXiv:2101.06840); "
-                  "optimizer+params: parameters too (ZeRO-Infinity, arXiv:2104.07857)."},
-      {"lora_rank", "LoRA rank r: each adapted Linear(in, out) gains r (in + out) trainable parameters."},
+      {"train_tokens",
+       "Training tokens, e.g. 300B or 2T: the banner shows how long they take at this "
+       "throughput (planner::time_to_train). Empty: not shown."},
+      {"checkpointing",
+       "none; selective: recompute the attention core; full: keep only each block's input "
+       "and recompute the block (arXiv:2205.05198, arXiv:1604.06174)."},
+      {"attention",
+       "flash / sdpa: no s x s score matrix kept; eager: the Hugging Face eager path keeps "
+       "scores and softmax (s^2 per head)."},
+      {"offload",
+       "optimizer: optimizer state and step on the CPU (ZeRO-Offload, arXiv:2101.06840); "
+       "optimizer+params: parameters too (ZeRO-Infinity, arXiv:2104.07857)."},
+      {"lora_rank",
+       "LoRA rank r: each adapted Linear(in, out) gains r (in + out) trainable parameters."},
       {"lora_alpha", "LoRA scaling alpha (alpha / r scales the update); no effect on memory."},
-      {"lora_dropout", "Dropout on each adapter's input; when positive each adapted linear keeps a "
-                       "dropped-out input copy for backward."},
-      {"lora_targets", "Comma-separated roles (q,k,v,o,gate,up,down,lm_head), the model's module names, or "
-                       "all-linear."},
-      {"quant", "QLoRA base weights: nf4, nf4 with double quantisation, fp4, or int8 "
-                "(arXiv:2305.14314)."},
-      {"fsdp_wrap", "block: one FSDP unit per transformer block (only one block gathered at a time); none: "
-                    "the whole model is one unit."},
-      {"sweep", "The x axis of the sweep chart: micro-batch or sequence length, every other option as set."},
+      {"lora_dropout",
+       "Dropout on each adapter's input; when positive each adapted linear keeps a "
+       "dropped-out input copy for backward."},
+      {"lora_targets",
+       "Comma-separated roles (q,k,v,o,gate,up,down,lm_head), the model's module names, or "
+       "all-linear."},
+      {"quant",
+       "QLoRA base weights: nf4, nf4 with double quantisation, fp4, or int8 "
+       "(arXiv:2305.14314)."},
+      {"fsdp_wrap",
+       "block: one FSDP unit per transformer block (only one block gathered at a time); none: "
+       "the whole model is one unit."},
+      {"sweep",
+       "The x axis of the sweep chart: micro-batch or sequence length, every other option as set."},
   };
   for (const Entry& e : kEntries)
     if (e.key == option) return QString::fromUtf8(e.text);

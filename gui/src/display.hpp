@@ -4,7 +4,6 @@
 
 #include <QComboBox>
 #include <QString>
-
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -23,12 +22,12 @@ namespace trainplan::gui {
 [[nodiscard]] QString gib_text(Bytes b, int decimals = 1);  // "52.3 GiB"
 [[nodiscard]] QString bytes_text(Bytes b);                  // "512 MiB", "3.2 GiB"
 [[nodiscard]] QString seconds_text(Seconds s);              // "1.23 s", "45.6 ms", "12 µs"
-[[nodiscard]] QString duration_text(Seconds s);             // "12.3 days", "5.2 hours", "40 minutes"
+[[nodiscard]] QString duration_text(Seconds s);  // "12.3 days", "5.2 hours", "40 minutes"
 [[nodiscard]] QString rate_text(double per_s, const QString& unit);  // "12.3k tokens/s"
-[[nodiscard]] QString percent_text(double fraction);        // "41.7 %"
-[[nodiscard]] QString count_text(std::int64_t n);           // "6.74B"
-[[nodiscard]] QString thousands_text(std::int64_t n);       // "6,738,415,616"
-[[nodiscard]] QString strategy_label(Strategy s);           // "FSDP full shard"
+[[nodiscard]] QString percent_text(double fraction);                 // "41.7 %"
+[[nodiscard]] QString count_text(std::int64_t n);                    // "6.74B"
+[[nodiscard]] QString thousands_text(std::int64_t n);                // "6,738,415,616"
+[[nodiscard]] QString strategy_label(Strategy s);                    // "FSDP full shard"
 
 // Every term the window shows, with the sentence and the source its tooltip carries.
 enum class Term {

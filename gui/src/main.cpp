@@ -3,7 +3,6 @@
 #include <QEventLoop>
 #include <QPalette>
 #include <QSettings>
-
 #include <cstdio>
 
 #include "main_window.hpp"
@@ -55,7 +54,8 @@ int main(int argc, char** argv) {
         if (const auto seq = session.defaultSeq(s.model)) s.training.seq = *seq;
       if (!cl.strategy_given || !cl.checkpointing_given || !cl.offload_given) {
         try {
-          s = session.recommended(s, !cl.strategy_given, !cl.checkpointing_given, !cl.offload_given);
+          s = session.recommended(s, !cl.strategy_given, !cl.checkpointing_given,
+                                  !cl.offload_given);
         } catch (const std::exception&) {
           // The window shows what is wrong with these settings.
         }
@@ -64,10 +64,12 @@ int main(int argc, char** argv) {
     gui::MainWindow window(session, gui::MainWindow::Options{!screenshot});
     window.applySettings(s);
     if (!cl.tab.isEmpty() && !window.showTableTab(cl.tab))
-      throw InputError("--tab: unknown tab '" + cl.tab.toStdString() +
-                       "' (expected memory, time, communication, strategies, sweep, plans or compare)");
+      throw InputError(
+          "--tab: unknown tab '" + cl.tab.toStdString() +
+          "' (expected memory, time, communication, strategies, sweep, plans or compare)");
     if (!cl.chart.isEmpty() && !window.showChartTab(cl.chart))
-      throw InputError("--chart: unknown chart '" + cl.chart.toStdString() + "' (expected time, sweep or plans)");
+      throw InputError("--chart: unknown chart '" + cl.chart.toStdString() +
+                       "' (expected time, sweep or plans)");
     if (cl.search) {
       QEventLoop wait;
       QObject::connect(&session, &gui::Session::searchFinished, &wait, &QEventLoop::quit);
@@ -76,7 +78,8 @@ int main(int argc, char** argv) {
     }
     if (screenshot) {
       if (!window.saveScreenshot(cl.screenshot, cl.size)) {
-        std::fprintf(stderr, "error: cannot write the screenshot '%s'\n", cl.screenshot.toLocal8Bit().constData());
+        std::fprintf(stderr, "error: cannot write the screenshot '%s'\n",
+                     cl.screenshot.toLocal8Bit().constData());
         return 1;
       }
       std::fprintf(stderr, "%s\n", window.verdictText().toLocal8Bit().constData());

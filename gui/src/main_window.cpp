@@ -39,9 +39,9 @@
 #include "charts.hpp"
 #include "display.hpp"
 #include "trainplan/core/error.hpp"
+#include "trainplan/io/estimate_json.hpp"
 #include "trainplan/io/files.hpp"
 #include "trainplan/io/result_json.hpp"
-#include "trainplan/io/estimate_json.hpp"
 #include "trainplan/planner/emit.hpp"
 
 namespace trainplan::gui {
@@ -146,7 +146,8 @@ MainWindow::~MainWindow() {
 
 void MainWindow::buildActions() {
   QMenu* file = menuBar()->addMenu(QStringLiteral("&File"));
-  QAction* open_model = file->addAction(QStringLiteral("Open &model config.json…"), this, &MainWindow::openModelConfig);
+  QAction* open_model = file->addAction(QStringLiteral("Open &model config.json…"), this,
+                                        &MainWindow::openModelConfig);
   open_model->setShortcut(QKeySequence::Open);
   file->addAction(QStringLiteral("Open &cluster file…"), this, &MainWindow::openClusterFile);
   file->addAction(QStringLiteral("Open hardware &profile…"), this, &MainWindow::openProfile);
@@ -157,20 +158,25 @@ void MainWindow::buildActions() {
   reload->setShortcut(QKeySequence::Refresh);
   file->addSeparator();
   QMenu* charts_menu = file->addMenu(QStringLiteral("Export c&hart"));
-  const std::pair<const char*, const char*> kCharts[] = {
-      {"memory", "&Memory per GPU…"}, {"time", "&Step time…"}, {"sweep", "S&weep…"}, {"plans", "&Plan search…"}};
+  const std::pair<const char*, const char*> kCharts[] = {{"memory", "&Memory per GPU…"},
+                                                         {"time", "&Step time…"},
+                                                         {"sweep", "S&weep…"},
+                                                         {"plans", "&Plan search…"}};
   for (const auto& [name, label] : kCharts) {
     const QString n = QString::fromUtf8(name);
     charts_menu->addAction(QString::fromUtf8(label), this, [this, n] { exportChartDialog(n); });
   }
-  QAction* json = file->addAction(QStringLiteral("Export &estimate as JSON…"), this, &MainWindow::exportEstimateDialog);
+  QAction* json = file->addAction(QStringLiteral("Export &estimate as JSON…"), this,
+                                  &MainWindow::exportEstimateDialog);
   json->setShortcut(QKeySequence(QStringLiteral("Ctrl+E")));
   QMenu* plan = file->addMenu(QStringLiteral("Export p&lan"));
-  const std::pair<const char*, const char*> kPlans[] = {
-      {"deepspeed", "&DeepSpeed JSON…"}, {"accelerate", "&accelerate YAML…"}, {"torchrun", "&torchrun command…"}};
+  const std::pair<const char*, const char*> kPlans[] = {{"deepspeed", "&DeepSpeed JSON…"},
+                                                        {"accelerate", "&accelerate YAML…"},
+                                                        {"torchrun", "&torchrun command…"}};
   for (const auto& [name, label] : kPlans) {
     const QString n = QString::fromUtf8(name);
-    QAction* a = plan->addAction(QString::fromUtf8(label), this, [this, n] { exportPlanDialog(n); });
+    QAction* a =
+        plan->addAction(QString::fromUtf8(label), this, [this, n] { exportPlanDialog(n); });
     plan_export_actions_ << a;
   }
   file->addSeparator();
@@ -180,8 +186,10 @@ void MainWindow::buildActions() {
   QMenu* compare = menuBar()->addMenu(QStringLiteral("&Compare"));
   pin_action_ = compare->addAction(QStringLiteral("&Pin current configuration"), this, [this] {
     if (!session_.pinCurrent())
-      statusBar()->showMessage(QStringLiteral("Nothing to pin, or %1 pinned already: unpin one first.")
-                                   .arg(Session::kMaxPins), 5000);
+      statusBar()->showMessage(
+          QStringLiteral("Nothing to pin, or %1 pinned already: unpin one first.")
+              .arg(Session::kMaxPins),
+          5000);
   });
   pin_action_->setShortcut(QKeySequence(QStringLiteral("Ctrl+P")));
   QAction* unpin = compare->addAction(QStringLiteral("&Unpin last"), this, [this] {
@@ -191,17 +199,22 @@ void MainWindow::buildActions() {
   compare->addAction(QStringLiteral("&Clear pins"), this, [this] { session_.clearPins(); });
 
   QMenu* search = menuBar()->addMenu(QStringLiteral("&Search"));
-  search_action_ = search->addAction(QStringLiteral("&Run plan search"), this, [this] { session_.startSearch(); });
+  search_action_ = search->addAction(QStringLiteral("&Run plan search"), this,
+                                     [this] { session_.startSearch(); });
   search_action_->setShortcut(QKeySequence(QStringLiteral("Ctrl+R")));
-  cancel_action_ = search->addAction(QStringLiteral("&Cancel search"), this, [this] { session_.cancelSearch(); });
+  cancel_action_ = search->addAction(QStringLiteral("&Cancel search"), this,
+                                     [this] { session_.cancelSearch(); });
   cancel_action_->setShortcut(QKeySequence(Qt::Key_Escape));
   cancel_action_->setEnabled(false);
-  QAction* rec = search->addAction(QStringLiteral("Use the &recommended strategy"), this, &MainWindow::recommend);
+  QAction* rec = search->addAction(QStringLiteral("Use the &recommended strategy"), this,
+                                   &MainWindow::recommend);
   rec->setShortcut(QKeySequence(QStringLiteral("Ctrl+M")));
 
   QMenu* view = menuBar()->addMenu(QStringLiteral("&View"));
-  if (auto* dock = findChild<QDockWidget*>(QStringLiteral("optionsDock"))) view->addAction(dock->toggleViewAction());
-  view->addAction(QStringLiteral("&Reset options to defaults"), this, [this] { applySettings(Settings{}); });
+  if (auto* dock = findChild<QDockWidget*>(QStringLiteral("optionsDock")))
+    view->addAction(dock->toggleViewAction());
+  view->addAction(QStringLiteral("&Reset options to defaults"), this,
+                  [this] { applySettings(Settings{}); });
 
   QMenu* help = menuBar()->addMenu(QStringLiteral("&Help"));
   help->addAction(QStringLiteral("&About trainplan-gui"), this, &MainWindow::showAbout);
@@ -224,7 +237,8 @@ QWidget* MainWindow::buildForm() {
     model_->addItem(qstr(m.name));
     if (m.parameters)
       model_->setItemData(model_->count() - 1,
-                          QStringLiteral("%1: %2 parameters. %3").arg(qstr(m.name), thousands_text(*m.parameters), qstr(m.source)),
+                          QStringLiteral("%1: %2 parameters. %3")
+                              .arg(qstr(m.name), thousands_text(*m.parameters), qstr(m.source)),
                           Qt::ToolTipRole);
   }
   auto* open_model = new QToolButton;
@@ -251,11 +265,12 @@ QWidget* MainWindow::buildForm() {
   gpu_->setToolTip(option_tooltip("gpu"));
   for (const io::CatalogGpu& g : session_.catalog().gpus()) {
     gpu_->addItem(qstr(g.spec.name));
-    gpu_->setItemData(gpu_->count() - 1,
-                      QStringLiteral("%1: %2 (%3 usable), %4. %5")
-                          .arg(qstr(g.spec.name), gib_text(g.spec.memory), gib_text(g.spec.usable_memory),
-                               qstr(g.spec.intra_node.link), qstr(g.source)),
-                      Qt::ToolTipRole);
+    gpu_->setItemData(
+        gpu_->count() - 1,
+        QStringLiteral("%1: %2 (%3 usable), %4. %5")
+            .arg(qstr(g.spec.name), gib_text(g.spec.memory), gib_text(g.spec.usable_memory),
+                 qstr(g.spec.intra_node.link), qstr(g.source)),
+        Qt::ToolTipRole);
   }
   cf->addRow(buddy_label(QStringLiteral("&GPU"), gpu_), gpu_);
   gpus_per_node_ = spin("gpusPerNode", 1, 64, "gpus_per_node");
@@ -272,12 +287,14 @@ QWidget* MainWindow::buildForm() {
   cluster_file_->setWordWrap(true);
   auto* open_cluster = new QToolButton;
   open_cluster->setText(QStringLiteral("…"));
-  open_cluster->setToolTip(QStringLiteral("Open a cluster JSON file (data/clusters/ shows the format)"));
+  open_cluster->setToolTip(
+      QStringLiteral("Open a cluster JSON file (data/clusters/ shows the format)"));
   open_cluster->setAccessibleName(QStringLiteral("Open cluster file"));
   connect(open_cluster, &QToolButton::clicked, this, &MainWindow::openClusterFile);
   clear_cluster_file_ = new QToolButton;
   clear_cluster_file_->setText(QStringLiteral("✕"));
-  clear_cluster_file_->setToolTip(QStringLiteral("Use the GPU, GPUs per node and nodes above instead of the file"));
+  clear_cluster_file_->setToolTip(
+      QStringLiteral("Use the GPU, GPUs per node and nodes above instead of the file"));
   clear_cluster_file_->setAccessibleName(QStringLiteral("Clear cluster file"));
   connect(clear_cluster_file_, &QToolButton::clicked, this, &MainWindow::clearClusterFile);
   auto* file_row = new QHBoxLayout;
@@ -290,9 +307,10 @@ QWidget* MainWindow::buildForm() {
   profile_file_->setWordWrap(true);
   auto* open_profile = new QToolButton;
   open_profile->setText(QStringLiteral("…"));
-  open_profile->setToolTip(QStringLiteral("Open a hardware profile measured by trainplan-calibrate and fitted by "
-                                          "`trainplan calibrate fit`: measured collective, GEMM and attention "
-                                          "speeds replace the datasheet defaults in the time model."));
+  open_profile->setToolTip(
+      QStringLiteral("Open a hardware profile measured by trainplan-calibrate and fitted by "
+                     "`trainplan calibrate fit`: measured collective, GEMM and attention "
+                     "speeds replace the datasheet defaults in the time model."));
   open_profile->setAccessibleName(QStringLiteral("Open hardware profile"));
   connect(open_profile, &QToolButton::clicked, this, &MainWindow::openProfile);
   clear_profile_ = new QToolButton;
@@ -348,8 +366,9 @@ QWidget* MainWindow::buildForm() {
   strategy_ = enum_combo<Strategy>("strategy", "strategy");
   auto* recommend_button = new QPushButton(QStringLiteral("Recommend"));
   recommend_button->setObjectName(QStringLiteral("recommend"));
-  recommend_button->setToolTip(QStringLiteral("Use the strategy, checkpointing and offload that planner::fit "
-                                              "recommends for this model and cluster (Ctrl+M)."));
+  recommend_button->setToolTip(
+      QStringLiteral("Use the strategy, checkpointing and offload that planner::fit "
+                     "recommends for this model and cluster (Ctrl+M)."));
   connect(recommend_button, &QPushButton::clicked, this, &MainWindow::recommend);
   auto* strategy_row = new QHBoxLayout;
   strategy_row->addWidget(strategy_, 1);
@@ -442,11 +461,12 @@ QWidget* MainWindow::buildCentral() {
   memory_view_ = chart_view("memoryChart", QStringLiteral("Memory per GPU by component"));
   time_view_ = chart_view("stepTimeChart", QStringLiteral("Step time breakdown"));
   sweep_view_ = chart_view("sweepChart", QStringLiteral("Memory and throughput sweep"));
-  plans_view_ = chart_view("plansChart", QStringLiteral("Plan search: memory against tokens per second"));
+  plans_view_ =
+      chart_view("plansChart", QStringLiteral("Plan search: memory against tokens per second"));
   for (QChartView* cv : {memory_view_, time_view_, sweep_view_, plans_view_}) {
     cv->setContextMenuPolicy(Qt::ActionsContextMenu);
-    const QString name = cv == memory_view_ ? QStringLiteral("memory")
-                         : cv == time_view_ ? QStringLiteral("time")
+    const QString name = cv == memory_view_  ? QStringLiteral("memory")
+                         : cv == time_view_  ? QStringLiteral("time")
                          : cv == sweep_view_ ? QStringLiteral("sweep")
                                              : QStringLiteral("plans");
     auto* save = new QAction(QStringLiteral("Save chart as PNG or SVG…"), cv);
@@ -460,10 +480,11 @@ QWidget* MainWindow::buildCentral() {
   auto* search_row = new QHBoxLayout;
   search_button_ = new QPushButton(QStringLiteral("Run search"));
   search_button_->setObjectName(QStringLiteral("runSearch"));
-  search_button_->setToolTip(QStringLiteral("Search data, tensor and pipeline degrees, sharding, micro-batch, "
-                                            "checkpointing and offload for this model and cluster (Ctrl+R). "
-                                            "Click a point, or press Enter on a row of the Plans table, to "
-                                            "load that plan."));
+  search_button_->setToolTip(
+      QStringLiteral("Search data, tensor and pipeline degrees, sharding, micro-batch, "
+                     "checkpointing and offload for this model and cluster (Ctrl+R). "
+                     "Click a point, or press Enter on a row of the Plans table, to "
+                     "load that plan."));
   connect(search_button_, &QPushButton::clicked, this, [this] { session_.startSearch(); });
   cancel_button_ = new QPushButton(QStringLiteral("Cancel"));
   cancel_button_->setEnabled(false);
@@ -515,8 +536,9 @@ QWidget* MainWindow::buildCentral() {
   auto* pin_row = new QHBoxLayout;
   auto* pin = new QPushButton(QStringLiteral("Pin current"));
   pin->setObjectName(QStringLiteral("pinCurrent"));
-  pin->setToolTip(QStringLiteral("Keep this configuration to compare side by side, in the charts too (Ctrl+P); "
-                                 "up to three."));
+  pin->setToolTip(
+      QStringLiteral("Keep this configuration to compare side by side, in the charts too (Ctrl+P); "
+                     "up to three."));
   connect(pin, &QPushButton::clicked, this, [this] { pin_action_->trigger(); });
   auto* unpin = new QPushButton(QStringLiteral("Unpin last"));
   connect(unpin, &QPushButton::clicked, this, [this] {
@@ -544,12 +566,13 @@ QWidget* MainWindow::buildCentral() {
 
 void MainWindow::connectForm() {
   auto edited = [this] { formEdited(); };
-  for (QComboBox* c : {method_, precision_, optimizer_, quant_, strategy_, framework_, fsdp_wrap_, checkpointing_,
-                       attention_, offload_, sweep_axis_})
+  for (QComboBox* c : {method_, precision_, optimizer_, quant_, strategy_, framework_, fsdp_wrap_,
+                       checkpointing_, attention_, offload_, sweep_axis_})
     connect(c, &QComboBox::currentIndexChanged, this, edited);
   for (QSpinBox* s : {lora_rank_, tp_, pp_, pp_virtual_, micro_batch_, grad_accum_, seq_})
     connect(s, &QSpinBox::valueChanged, this, edited);
-  for (QDoubleSpinBox* s : {lora_alpha_, lora_dropout_}) connect(s, &QDoubleSpinBox::valueChanged, this, edited);
+  for (QDoubleSpinBox* s : {lora_alpha_, lora_dropout_})
+    connect(s, &QDoubleSpinBox::valueChanged, this, edited);
   connect(sequence_parallel_, &QCheckBox::toggled, this, edited);
   connect(lora_targets_, &QLineEdit::editingFinished, this, edited);
   connect(train_tokens_, &QLineEdit::editingFinished, this, edited);
@@ -599,29 +622,35 @@ Settings MainWindow::formSettings() const {
 
 void MainWindow::syncForm(const Settings& s) {
   syncing_ = true;
-  const QList<QWidget*> widgets{model_, gpu_, gpus_per_node_, nodes_, inter_node_, method_, precision_,
-                                optimizer_, quant_, strategy_, framework_, fsdp_wrap_, tp_, pp_, pp_virtual_,
-                                sequence_parallel_, micro_batch_, grad_accum_, seq_, checkpointing_,
-                                attention_, offload_, lora_rank_, lora_alpha_, lora_dropout_, lora_targets_,
-                                train_tokens_, sweep_axis_};
+  const QList<QWidget*> widgets{model_,        gpu_,          gpus_per_node_, nodes_,
+                                inter_node_,   method_,       precision_,     optimizer_,
+                                quant_,        strategy_,     framework_,     fsdp_wrap_,
+                                tp_,           pp_,           pp_virtual_,    sequence_parallel_,
+                                micro_batch_,  grad_accum_,   seq_,           checkpointing_,
+                                attention_,    offload_,      lora_rank_,     lora_alpha_,
+                                lora_dropout_, lora_targets_, train_tokens_,  sweep_axis_};
   std::vector<std::unique_ptr<QSignalBlocker>> blockers;
   for (QWidget* w : widgets) blockers.push_back(std::make_unique<QSignalBlocker>(w));
   blockers.push_back(std::make_unique<QSignalBlocker>(model_->lineEdit()));
   const QString model = qstr(s.model);
   if (model_->currentText() != model) {
     const int i = model_->findText(model);
-    if (i >= 0) model_->setCurrentIndex(i);
-    else model_->setEditText(model);
+    if (i >= 0)
+      model_->setCurrentIndex(i);
+    else
+      model_->setEditText(model);
   }
   const int g = gpu_->findText(qstr(s.cluster.gpu));
   if (g >= 0) gpu_->setCurrentIndex(g);
   gpus_per_node_->setValue(s.cluster.gpus_per_node);
   nodes_->setValue(s.cluster.nodes);
-  if (inter_node_->text() != qstr(s.cluster.inter_node)) inter_node_->setText(qstr(s.cluster.inter_node));
+  if (inter_node_->text() != qstr(s.cluster.inter_node))
+    inter_node_->setText(qstr(s.cluster.inter_node));
   cluster_file_->setText(s.cluster.file.empty() ? QStringLiteral("none")
                                                 : QFileInfo(qstr(s.cluster.file)).fileName());
   cluster_file_->setToolTip(qstr(s.cluster.file));
-  profile_file_->setText(s.profile.empty() ? QStringLiteral("datasheet defaults") : QFileInfo(qstr(s.profile)).fileName());
+  profile_file_->setText(s.profile.empty() ? QStringLiteral("datasheet defaults")
+                                           : QFileInfo(qstr(s.profile)).fileName());
   profile_file_->setToolTip(qstr(s.profile));
   const model::Training& t = s.training;
   set_combo_enum(method_, t.method);
@@ -655,7 +684,8 @@ void MainWindow::syncForm(const Settings& s) {
 void MainWindow::updateEnabled() {
   const Settings& s = session_.settings();
   const bool file = !s.cluster.file.empty();
-  for (QWidget* w : std::initializer_list<QWidget*>{gpu_, gpus_per_node_, nodes_}) w->setEnabled(!file);
+  for (QWidget* w : std::initializer_list<QWidget*>{gpu_, gpus_per_node_, nodes_})
+    w->setEnabled(!file);
   clear_cluster_file_->setEnabled(file);
   clear_profile_->setEnabled(!s.profile.empty());
   lora_box_->setVisible(is_adapter(s.training.method));
@@ -683,7 +713,8 @@ void MainWindow::modelEdited() {
   loaded_plan_.reset();
   // A shorter model (GPT-2's 1024 learned positions) would make the sequence length invalid: start
   // it at the model's default, as the CLI does.
-  if (const auto seq = session_.defaultSeq(s.model); seq && s.training.seq > *seq) s.training.seq = *seq;
+  if (const auto seq = session_.defaultSeq(s.model); seq && s.training.seq > *seq)
+    s.training.seq = *seq;
   session_.setSettings(s);
 }
 
@@ -736,7 +767,8 @@ void MainWindow::sessionChanged() {
   refreshModels();
   refreshBanner();
   refreshCharts();
-  timing_label_->setText(QStringLiteral("evaluated in %1 ms").arg(session_.lastEvaluationMs(), 0, 'f', 1));
+  timing_label_->setText(
+      QStringLiteral("evaluated in %1 ms").arg(session_.lastEvaluationMs(), 0, 'f', 1));
 }
 
 void MainWindow::pinsChanged() {
@@ -755,23 +787,28 @@ void MainWindow::refreshModels() {
   strategies_model_.setResult(session_.strategies());
   sweep_model_.setSweep(session_.sweep());
   if (const auto& e = session_.current()) {
-    model_info_->setText(QStringLiteral("%1: %2 parameters, %3 trainable · %4 layers · hidden %5 · %6 heads "
-                                        "(%7 KV) · vocab %8 · max seq %9")
-                             .arg(qstr(e->arch.family), count_text(e->params.total), count_text(e->trainable))
-                             .arg(e->arch.total_layers())
-                             .arg(e->arch.hidden)
-                             .arg(e->arch.heads)
-                             .arg(e->arch.kv_heads)
-                             .arg(e->arch.vocab)
-                             .arg(e->arch.max_seq));
+    model_info_->setText(
+        QStringLiteral("%1: %2 parameters, %3 trainable · %4 layers · hidden %5 · %6 heads "
+                       "(%7 KV) · vocab %8 · max seq %9")
+            .arg(qstr(e->arch.family), count_text(e->params.total), count_text(e->trainable))
+            .arg(e->arch.total_layers())
+            .arg(e->arch.hidden)
+            .arg(e->arch.heads)
+            .arg(e->arch.kv_heads)
+            .arg(e->arch.vocab)
+            .arg(e->arch.max_seq));
   } else {
     model_info_->clear();
   }
   if (auto* t = findChild<QTableView*>(QStringLiteral("memoryTable"))) t->resizeColumnsToContents();
-  if (auto* t = findChild<QTableView*>(QStringLiteral("stepTimeTable"))) t->resizeColumnsToContents();
-  if (auto* t = findChild<QTableView*>(QStringLiteral("compareTable"))) t->resizeColumnsToContents();
-  if (auto* t = findChild<QTableView*>(QStringLiteral("strategiesTable"))) t->resizeColumnsToContents();
-  if (auto* t = findChild<QTableView*>(QStringLiteral("communicationTable"))) t->resizeColumnsToContents();
+  if (auto* t = findChild<QTableView*>(QStringLiteral("stepTimeTable")))
+    t->resizeColumnsToContents();
+  if (auto* t = findChild<QTableView*>(QStringLiteral("compareTable")))
+    t->resizeColumnsToContents();
+  if (auto* t = findChild<QTableView*>(QStringLiteral("strategiesTable")))
+    t->resizeColumnsToContents();
+  if (auto* t = findChild<QTableView*>(QStringLiteral("communicationTable")))
+    t->resizeColumnsToContents();
   if (auto* t = findChild<QTableView*>(QStringLiteral("sweepTable"))) t->resizeColumnsToContents();
 }
 
@@ -782,7 +819,8 @@ void MainWindow::refreshCharts() {
   charts::build_sweep(sweep_view_->chart(), sweep_model_, pal);
   charts::build_plans(plans_view_->chart(), plans_model_, loaded_plan_, pal);
   for (QAbstractSeries* s : plans_view_->chart()->series())
-    if (auto* scatter = qobject_cast<QScatterSeries*>(s); scatter && scatter->property(charts::kPlanRowsProperty).isValid())
+    if (auto* scatter = qobject_cast<QScatterSeries*>(s);
+        scatter && scatter->property(charts::kPlanRowsProperty).isValid())
       connect(scatter, &QScatterSeries::clicked, this, &MainWindow::planClicked);
   if (!session_.current()) {
     const QString why = QStringLiteral("No estimate: see the message above.");
@@ -797,7 +835,8 @@ void MainWindow::refreshBanner() {
   if (!cur) {
     verdict_ = Verdict::invalid;
     verdict = QStringLiteral("<b>Cannot evaluate</b> — %1").arg(session_.error().toHtmlEscaped());
-    details = QStringLiteral("Change the option it names; hover any option for what it means and its valid values.");
+    details = QStringLiteral(
+        "Change the option it names; hover any option for what it means and its valid values.");
   } else {
     const Evaluation& e = *cur;
     const planner::Estimate& est = e.estimate;
@@ -808,44 +847,58 @@ void MainWindow::refreshBanner() {
     const Bytes headroom = e.usable() - est.memory.device_total;
     if (est.fits) {
       verdict_ = Verdict::fits;
-      verdict = QStringLiteral("<b>Fits</b> — %1 on %2 with %3: <b>%4</b> of %5 usable per GPU, <b>%6 headroom</b>; "
-                               "largest micro-batch %7.")
-                    .arg(what, where, e.plan_text().toHtmlEscaped(),
-                         gib_text(est.memory.device_total), gib_text(e.usable()), gib_text(headroom))
-                    .arg(est.max_micro_batch);
+      verdict =
+          QStringLiteral(
+              "<b>Fits</b> — %1 on %2 with %3: <b>%4</b> of %5 usable per GPU, <b>%6 headroom</b>; "
+              "largest micro-batch %7.")
+              .arg(what, where, e.plan_text().toHtmlEscaped(), gib_text(est.memory.device_total),
+                   gib_text(e.usable()), gib_text(headroom))
+              .arg(est.max_micro_batch);
     } else {
       verdict_ = Verdict::does_not_fit;
       QString hint;
       if (est.max_micro_batch > 0)
         hint = QStringLiteral(" Micro-batch %1 would fit.").arg(est.max_micro_batch);
       else if (session_.strategies().recommended)
-        hint = QStringLiteral(" %1 would fit: press Recommend (Ctrl+M) or see the Strategies table.")
-                   .arg(strategy_label(session_.strategies().candidates[*session_.strategies().recommended].training.strategy));
-      verdict = QStringLiteral("<b>Does not fit</b> — %1 on %2 with %3 needs <b>%4</b> per GPU of %5 usable "
-                               "(<b>%6 over</b>).%7")
-                    .arg(what, where, e.plan_text().toHtmlEscaped(),
-                         gib_text(est.memory.device_total), gib_text(e.usable()), gib_text(-headroom), hint);
+        hint =
+            QStringLiteral(" %1 would fit: press Recommend (Ctrl+M) or see the Strategies table.")
+                .arg(strategy_label(session_.strategies()
+                                        .candidates[*session_.strategies().recommended]
+                                        .training.strategy));
+      verdict =
+          QStringLiteral(
+              "<b>Does not fit</b> — %1 on %2 with %3 needs <b>%4</b> per GPU of %5 usable "
+              "(<b>%6 over</b>).%7")
+              .arg(what, where, e.plan_text().toHtmlEscaped(), gib_text(est.memory.device_total),
+                   gib_text(e.usable()), gib_text(-headroom), hint);
     }
     const Bytes sent = est.communication_bytes();
-    details = QStringLiteral("Step %1 · %2 · MFU %3 · global batch %4 sequences · memory peaks in %5 · %6")
-                  .arg(seconds_text(est.time.step), rate_text(est.throughput.tokens_per_s, QStringLiteral("tokens/s")),
-                       percent_text(est.throughput.mfu))
-                  .arg(est.global_batch)
-                  .arg(qstr(est.memory.peak_phase),
-                       sent.value() > 0 ? QStringLiteral("%1 sent per GPU per step").arg(bytes_text(sent))
-                                        : QStringLiteral("no communication"));
+    details =
+        QStringLiteral(
+            "Step %1 · %2 · MFU %3 · global batch %4 sequences · memory peaks in %5 · %6")
+            .arg(seconds_text(est.time.step),
+                 rate_text(est.throughput.tokens_per_s, QStringLiteral("tokens/s")),
+                 percent_text(est.throughput.mfu))
+            .arg(est.global_batch)
+            .arg(qstr(est.memory.peak_phase),
+                 sent.value() > 0 ? QStringLiteral("%1 sent per GPU per step").arg(bytes_text(sent))
+                                  : QStringLiteral("no communication"));
     if (e.time_to_train)
-      details += QStringLiteral(" · %1 tokens in <b>%2</b>").arg(qstr(e.settings.train_tokens).toHtmlEscaped(),
-                                                                duration_text(*e.time_to_train));
-    details += e.profile_name.empty() ? QStringLiteral(" · datasheet hardware numbers")
-                                      : QStringLiteral(" · profile %1").arg(qstr(e.profile_name).toHtmlEscaped());
-    for (const std::string& n : e.notes) details += QStringLiteral("<br><i>Note:</i> %1").arg(qstr(n).toHtmlEscaped());
+      details +=
+          QStringLiteral(" · %1 tokens in <b>%2</b>")
+              .arg(qstr(e.settings.train_tokens).toHtmlEscaped(), duration_text(*e.time_to_train));
+    details += e.profile_name.empty()
+                   ? QStringLiteral(" · datasheet hardware numbers")
+                   : QStringLiteral(" · profile %1").arg(qstr(e.profile_name).toHtmlEscaped());
+    for (const std::string& n : e.notes)
+      details += QStringLiteral("<br><i>Note:</i> %1").arg(qstr(n).toHtmlEscaped());
   }
   verdict_label_->setText(verdict);
   details_label_->setText(details);
-  verdict_label_->setProperty("verdict", verdict_ == Verdict::fits           ? QStringLiteral("fits")
-                                         : verdict_ == Verdict::does_not_fit ? QStringLiteral("does-not-fit")
-                                                                             : QStringLiteral("invalid"));
+  verdict_label_->setProperty("verdict", verdict_ == Verdict::fits ? QStringLiteral("fits")
+                                         : verdict_ == Verdict::does_not_fit
+                                             ? QStringLiteral("does-not-fit")
+                                             : QStringLiteral("invalid"));
   restyle();
 }
 
@@ -867,10 +920,12 @@ void MainWindow::restyle() {
       border = dark ? QStringLiteral("#ffa726") : QStringLiteral("#ef6c00");
       break;
   }
-  banner_->setStyleSheet(QStringLiteral("QFrame#banner { background: %1; border: 1px solid %2; border-left: 6px solid %2; "
-                                        "border-radius: 3px; } QFrame#banner QLabel { background: transparent; "
-                                        "border: none; color: %3; }")
-                             .arg(bg, border, palette().color(QPalette::WindowText).name()));
+  banner_->setStyleSheet(
+      QStringLiteral(
+          "QFrame#banner { background: %1; border: 1px solid %2; border-left: 6px solid %2; "
+          "border-radius: 3px; } QFrame#banner QLabel { background: transparent; "
+          "border: none; color: %3; }")
+          .arg(bg, border, palette().color(QPalette::WindowText).name()));
 }
 
 void MainWindow::changeEvent(QEvent* event) {
@@ -891,7 +946,9 @@ void MainWindow::searchStarted() {
     search_clock_ = new QTimer(this);
     search_clock_->setInterval(100);
     connect(search_clock_, &QTimer::timeout, this, [this] {
-      search_label_->setText(QStringLiteral("Searching… %1 s").arg(static_cast<double>(search_started_.elapsed()) / 1e3, 0, 'f', 1));
+      search_label_->setText(
+          QStringLiteral("Searching… %1 s")
+              .arg(static_cast<double>(search_started_.elapsed()) / 1e3, 0, 'f', 1));
     });
   }
   search_clock_->start();
@@ -918,9 +975,10 @@ void MainWindow::searchFinished() {
   search_progress_->setVisible(false);
   plans_model_.setPlans(session_.plans(), session_.plansUsable());
   loaded_plan_.reset();
-  search_label_->setText(session_.searchMessage().isEmpty()
-                             ? QStringLiteral("%1 plans; bold: the Pareto front.").arg(session_.plans().size())
-                             : session_.searchMessage());
+  search_label_->setText(
+      session_.searchMessage().isEmpty()
+          ? QStringLiteral("%1 plans; bold: the Pareto front.").arg(session_.plans().size())
+          : session_.searchMessage());
   if (auto* t = findChild<QTableView*>(QStringLiteral("plansTable"))) t->resizeColumnsToContents();
   refreshCharts();
 }
@@ -954,10 +1012,11 @@ void MainWindow::recommend() {
   try {
     const Settings s = session_.recommended(session_.settings());
     applySettings(s);
-    statusBar()->showMessage(QStringLiteral("Recommended: %1, checkpointing %2, offload %3.")
-                                 .arg(strategy_label(s.training.strategy), qstr(to_string(s.training.checkpointing)),
-                                      qstr(to_string(s.training.offload))),
-                             6000);
+    statusBar()->showMessage(
+        QStringLiteral("Recommended: %1, checkpointing %2, offload %3.")
+            .arg(strategy_label(s.training.strategy), qstr(to_string(s.training.checkpointing)),
+                 qstr(to_string(s.training.offload))),
+        6000);
   } catch (const std::exception& e) {
     statusBar()->showMessage(QString::fromUtf8(e.what()), 8000);
   }
@@ -966,8 +1025,9 @@ void MainWindow::recommend() {
 // ---- Files and exports ------------------------------------------------------------------------
 
 void MainWindow::openModelConfig() {
-  const QString path = QFileDialog::getOpenFileName(this, QStringLiteral("Open a Hugging Face config.json"), {},
-                                                    QStringLiteral("Model config (*.json);;All files (*)"));
+  const QString path =
+      QFileDialog::getOpenFileName(this, QStringLiteral("Open a Hugging Face config.json"), {},
+                                   QStringLiteral("Model config (*.json);;All files (*)"));
   if (path.isEmpty()) return;
   session_.reloadFiles();
   Settings s = session_.settings();
@@ -993,8 +1053,9 @@ void MainWindow::clearClusterFile() {
 }
 
 void MainWindow::openProfile() {
-  const QString path = QFileDialog::getOpenFileName(this, QStringLiteral("Open a hardware profile"), {},
-                                                    QStringLiteral("Hardware profile (*.json)"));
+  const QString path =
+      QFileDialog::getOpenFileName(this, QStringLiteral("Open a hardware profile"), {},
+                                   QStringLiteral("Hardware profile (*.json)"));
   if (path.isEmpty()) return;
   session_.reloadFiles();
   Settings s = session_.settings();
@@ -1024,8 +1085,9 @@ QChart* MainWindow::plansChart() const { return plans_view_->chart(); }
 QString MainWindow::verdictText() const { return plain(verdict_label_->text()); }
 
 bool MainWindow::showTableTab(const QString& name) {
-  static const QStringList kNames{QStringLiteral("memory"),     QStringLiteral("time"),  QStringLiteral("communication"),
-                                  QStringLiteral("strategies"), QStringLiteral("sweep"), QStringLiteral("plans"),
+  static const QStringList kNames{QStringLiteral("memory"),        QStringLiteral("time"),
+                                  QStringLiteral("communication"), QStringLiteral("strategies"),
+                                  QStringLiteral("sweep"),         QStringLiteral("plans"),
                                   QStringLiteral("compare")};
   const qsizetype i = kNames.indexOf(name.toLower());
   if (i < 0) return false;
@@ -1034,7 +1096,8 @@ bool MainWindow::showTableTab(const QString& name) {
 }
 
 bool MainWindow::showChartTab(const QString& name) {
-  static const QStringList kNames{QStringLiteral("time"), QStringLiteral("sweep"), QStringLiteral("plans")};
+  static const QStringList kNames{QStringLiteral("time"), QStringLiteral("sweep"),
+                                  QStringLiteral("plans")};
   const qsizetype i = kNames.indexOf(name.toLower());
   if (i < 0) return false;
   chart_tabs_->setCurrentIndex(static_cast<int>(i));
@@ -1049,7 +1112,8 @@ bool MainWindow::exportChart(const QString& chart, const QString& path, QString*
   }
   // A chart in a hidden tab has never been laid out: give it the size it would have.
   if (!v->isVisible()) {
-    v->resize(chart_tabs_->currentWidget() ? chart_tabs_->currentWidget()->size() : QSize(800, 500));
+    v->resize(chart_tabs_->currentWidget() ? chart_tabs_->currentWidget()->size()
+                                           : QSize(800, 500));
   }
   const bool svg = path.endsWith(QLatin1String(".svg"), Qt::CaseInsensitive);
   const bool ok = svg ? charts::save_svg(v, path, v->accessibleName()) : charts::save_png(v, path);
@@ -1059,15 +1123,20 @@ bool MainWindow::exportChart(const QString& chart, const QString& path, QString*
 
 void MainWindow::exportChartDialog(const QString& chart) {
   QString selected;
-  const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export chart"), chart + QStringLiteral(".png"),
-                                                    QStringLiteral("PNG image (*.png);;SVG drawing (*.svg)"), &selected);
+  const QString path = QFileDialog::getSaveFileName(
+      this, QStringLiteral("Export chart"), chart + QStringLiteral(".png"),
+      QStringLiteral("PNG image (*.png);;SVG drawing (*.svg)"), &selected);
   if (path.isEmpty()) return;
   QString target = path;
-  if (!target.endsWith(QLatin1String(".png"), Qt::CaseInsensitive) && !target.endsWith(QLatin1String(".svg"), Qt::CaseInsensitive))
-    target += selected.contains(QLatin1String("svg")) ? QStringLiteral(".svg") : QStringLiteral(".png");
+  if (!target.endsWith(QLatin1String(".png"), Qt::CaseInsensitive) &&
+      !target.endsWith(QLatin1String(".svg"), Qt::CaseInsensitive))
+    target +=
+        selected.contains(QLatin1String("svg")) ? QStringLiteral(".svg") : QStringLiteral(".png");
   QString error;
-  if (!exportChart(chart, target, &error)) QMessageBox::warning(this, QStringLiteral("Export chart"), error);
-  else statusBar()->showMessage(QStringLiteral("Wrote %1").arg(target), 5000);
+  if (!exportChart(chart, target, &error))
+    QMessageBox::warning(this, QStringLiteral("Export chart"), error);
+  else
+    statusBar()->showMessage(QStringLiteral("Wrote %1").arg(target), 5000);
 }
 
 QString MainWindow::estimateJson() const {
@@ -1093,12 +1162,15 @@ bool MainWindow::exportEstimateJson(const QString& path, QString* error) {
 }
 
 void MainWindow::exportEstimateDialog() {
-  const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export estimate"), QStringLiteral("estimate.json"),
+  const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export estimate"),
+                                                    QStringLiteral("estimate.json"),
                                                     QStringLiteral("JSON (*.json)"));
   if (path.isEmpty()) return;
   QString error;
-  if (!exportEstimateJson(path, &error)) QMessageBox::warning(this, QStringLiteral("Export estimate"), error);
-  else statusBar()->showMessage(QStringLiteral("Wrote %1").arg(path), 5000);
+  if (!exportEstimateJson(path, &error))
+    QMessageBox::warning(this, QStringLiteral("Export estimate"), error);
+  else
+    statusBar()->showMessage(QStringLiteral("Wrote %1").arg(path), 5000);
 }
 
 QString MainWindow::planText(const QString& kind, QStringList* notes, QString* error) const {
@@ -1108,8 +1180,8 @@ QString MainWindow::planText(const QString& kind, QStringList* notes, QString* e
     return {};
   }
   try {
-    const planner::Emitted out =
-        planner::emit(parse_enum<planner::EmitFormat>(sstr(kind)), cur->estimate, cur->cluster, cur->arch);
+    const planner::Emitted out = planner::emit(parse_enum<planner::EmitFormat>(sstr(kind)),
+                                               cur->estimate, cur->cluster, cur->arch);
     if (notes)
       for (const std::string& n : out.notes) *notes << qstr(n);
     return qstr(out.text);
@@ -1139,9 +1211,10 @@ void MainWindow::exportPlanDialog(const QString& kind) {
     QMessageBox::warning(this, QStringLiteral("Export plan"), error);
     return;
   }
-  const QString name = kind == QLatin1String("deepspeed")    ? QStringLiteral("ds_config.json")
-                       : kind == QLatin1String("accelerate") ? QStringLiteral("accelerate_config.yaml")
-                                                             : QStringLiteral("launch.sh");
+  const QString name = kind == QLatin1String("deepspeed") ? QStringLiteral("ds_config.json")
+                       : kind == QLatin1String("accelerate")
+                           ? QStringLiteral("accelerate_config.yaml")
+                           : QStringLiteral("launch.sh");
   const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export plan"), name);
   if (path.isEmpty()) return;
   if (!exportPlan(kind, path, &error)) {
@@ -1149,9 +1222,10 @@ void MainWindow::exportPlanDialog(const QString& kind) {
     return;
   }
   if (!notes.isEmpty())
-    QMessageBox::information(this, QStringLiteral("Export plan"),
-                             QStringLiteral("Wrote %1.\n\nWhat this format cannot say about the plan:\n• %2")
-                                 .arg(path, notes.join(QStringLiteral("\n• "))));
+    QMessageBox::information(
+        this, QStringLiteral("Export plan"),
+        QStringLiteral("Wrote %1.\n\nWhat this format cannot say about the plan:\n• %2")
+            .arg(path, notes.join(QStringLiteral("\n• "))));
   else
     statusBar()->showMessage(QStringLiteral("Wrote %1").arg(path), 5000);
 }
@@ -1159,14 +1233,21 @@ void MainWindow::exportPlanDialog(const QString& kind) {
 void MainWindow::showAbout() {
   QMessageBox::about(
       this, QStringLiteral("About trainplan-gui"),
-      QStringLiteral("<p><b>trainplan-gui</b> — explore memory, step time and communication of LLM training "
-                     "before booking a cluster.</p><p>Every number comes from the trainplan library; hover any "
-                     "term for its meaning and source.</p><p>trainplan-gui is free software: you can redistribute "
-                     "it and/or modify it under the terms of the GNU General Public License as published by the "
-                     "Free Software Foundation, either version 3 of the License, or (at your option) any later "
-                     "version. It comes with ABSOLUTELY NO WARRANTY. See gui/LICENSE and "
-                     "<a href=\"https://www.gnu.org/licenses/gpl-3.0.html\">https://www.gnu.org/licenses/gpl-3.0.html</a>."
-                     "</p><p>Built with Qt %1 and Qt Charts.</p>")
+      QStringLiteral(
+          "<p><b>trainplan-gui</b> — explore memory, step time and communication of LLM training "
+          "before booking a cluster.</p><p>Every number comes from the trainplan library; hover "
+          "any "
+          "term for its meaning and source.</p><p>trainplan-gui is free software: you can "
+          "redistribute "
+          "it and/or modify it under the terms of the GNU General Public License as published by "
+          "the "
+          "Free Software Foundation, either version 3 of the License, or (at your option) any "
+          "later "
+          "version. It comes with ABSOLUTELY NO WARRANTY. See gui/LICENSE and "
+          "<a "
+          "href=\"https://www.gnu.org/licenses/gpl-3.0.html\">https://www.gnu.org/licenses/"
+          "gpl-3.0.html</a>."
+          "</p><p>Built with Qt %1 and Qt Charts.</p>")
           .arg(QString::fromLatin1(qVersion())));
 }
 

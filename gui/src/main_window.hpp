@@ -66,9 +66,10 @@ class MainWindow : public QMainWindow {
   bool exportEstimateJson(const QString& path, QString* error = nullptr);
   // The estimate of the current configuration as JSON text (empty when there is none).
   [[nodiscard]] QString estimateJson() const;
-  // The current plan as a launch configuration (kind: deepspeed, accelerate, torchrun), with what the
-  // format cannot express in `notes`; empty with `error` set when there is none.
-  [[nodiscard]] QString planText(const QString& kind, QStringList* notes = nullptr, QString* error = nullptr) const;
+  // The current plan as a launch configuration (kind: deepspeed, accelerate, torchrun), with what
+  // the format cannot express in `notes`; empty with `error` set when there is none.
+  [[nodiscard]] QString planText(const QString& kind, QStringList* notes = nullptr,
+                                 QString* error = nullptr) const;
   bool exportPlan(const QString& kind, const QString& path, QString* error = nullptr);
   // Renders the window at `size` and writes it as PNG.
   bool saveScreenshot(const QString& path, QSize size);

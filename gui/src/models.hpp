@@ -4,7 +4,6 @@
 
 #include <QAbstractTableModel>
 #include <QStringList>
-
 #include <optional>
 #include <vector>
 
@@ -16,18 +15,18 @@ namespace trainplan::gui {
 // The raw number behind a cell (GiB, seconds, tokens/s, ...), for the charts and the tests.
 inline constexpr int kValueRole = Qt::UserRole + 1;
 
-// Parts of a whole by configuration: one row per part (then the totals and context rows), one column
-// per configuration (the current one, then the pinned ones).
+// Parts of a whole by configuration: one row per part (then the totals and context rows), one
+// column per configuration (the current one, then the pinned ones).
 class BreakdownModel : public QAbstractTableModel {
   Q_OBJECT
  public:
   struct Row {
     Term term;
     QString label;
-    bool part = false;             // stacked in the chart
-    std::vector<double> values;    // per column, in the model's unit
-    std::vector<QString> texts;    // per column, as displayed
-    QString tooltip;               // defaults to the term's
+    bool part = false;           // stacked in the chart
+    std::vector<double> values;  // per column, in the model's unit
+    std::vector<QString> texts;  // per column, as displayed
+    QString tooltip;             // defaults to the term's
   };
   using QAbstractTableModel::QAbstractTableModel;
 
@@ -83,12 +82,26 @@ class CommunicationModel : public QAbstractTableModel {
   std::vector<planner::CommunicationItem> items_;
 };
 
-// planner::fit's candidates: every strategy x checkpointing x offload with the other options as set.
+// planner::fit's candidates: every strategy x checkpointing x offload with the other options as
+// set.
 class StrategiesModel : public QAbstractTableModel {
   Q_OBJECT
  public:
-  enum Column { strategy, checkpointing, offload, fits, device_total, weights, gradients, optimizer,
-                activations, buffers, overhead, max_micro_batch, kColumns };
+  enum Column {
+    strategy,
+    checkpointing,
+    offload,
+    fits,
+    device_total,
+    weights,
+    gradients,
+    optimizer,
+    activations,
+    buffers,
+    overhead,
+    max_micro_batch,
+    kColumns
+  };
   using QAbstractTableModel::QAbstractTableModel;
   void setResult(const planner::FitResult& r);
   [[nodiscard]] const planner::Candidate* candidate(int row) const;
@@ -122,8 +135,23 @@ class SweepModel : public QAbstractTableModel {
 class PlansModel : public QAbstractTableModel {
   Q_OBJECT
  public:
-  enum Column { rank, pareto, strategy, tp, pp, dp, micro_batch, grad_accum, checkpointing, offload,
-                device_total, tokens_per_s, mfu, step, kColumns };
+  enum Column {
+    rank,
+    pareto,
+    strategy,
+    tp,
+    pp,
+    dp,
+    micro_batch,
+    grad_accum,
+    checkpointing,
+    offload,
+    device_total,
+    tokens_per_s,
+    mfu,
+    step,
+    kColumns
+  };
   using QAbstractTableModel::QAbstractTableModel;
   void setPlans(const std::vector<PlanPoint>& plans, Bytes usable = {});
   [[nodiscard]] const std::vector<PlanPoint>& plans() const { return plans_; }

@@ -3,15 +3,14 @@
 #include <QCommandLineParser>
 #include <QElapsedTimer>
 #include <QtConcurrent/QtConcurrentRun>
-
 #include <algorithm>
 #include <exception>
 
 #include "display.hpp"
 #include "trainplan/core/error.hpp"
-#include "trainplan/model/lora.hpp"
 #include "trainplan/io/estimate_json.hpp"
 #include "trainplan/io/profile_json.hpp"
+#include "trainplan/model/lora.hpp"
 #include "trainplan/planner/search.hpp"
 
 namespace trainplan::gui {
@@ -29,8 +28,10 @@ QString Evaluation::title() const {
   parts << QStringLiteral("mb %1").arg(t.micro_batch);
   if (t.grad_accum > 1) parts << QStringLiteral("ga %1").arg(t.grad_accum);
   parts << QStringLiteral("seq %1").arg(t.seq);
-  if (t.checkpointing != Checkpointing::none) parts << QStringLiteral("ckpt %1").arg(qstr(to_string(t.checkpointing)));
-  if (t.offload != Offload::none) parts << QStringLiteral("offload %1").arg(qstr(to_string(t.offload)));
+  if (t.checkpointing != Checkpointing::none)
+    parts << QStringLiteral("ckpt %1").arg(qstr(to_string(t.checkpointing)));
+  if (t.offload != Offload::none)
+    parts << QStringLiteral("offload %1").arg(qstr(to_string(t.offload)));
   return parts.join(QStringLiteral(" · "));
 }
 
@@ -41,7 +42,8 @@ QString Evaluation::plan_text() const {
   if (t.pp > 1) s += QStringLiteral(" + PP%1").arg(t.pp);
   if (t.checkpointing != Checkpointing::none)
     s += QStringLiteral(" + %1 checkpointing").arg(qstr(to_string(t.checkpointing)));
-  if (t.offload != Offload::none) s += QStringLiteral(" + %1 offload").arg(qstr(to_string(t.offload)));
+  if (t.offload != Offload::none)
+    s += QStringLiteral(" + %1 offload").arg(qstr(to_string(t.offload)));
   return s;
 }
 
@@ -51,7 +53,9 @@ QString Evaluation::cluster_text() const {
   return QStringLiteral("%1 nodes x %2x %3").arg(cluster.nodes).arg(cluster.gpus_per_node).arg(gpu);
 }
 
-std::int64_t default_seq(const model::Architecture& a) { return std::min<std::int64_t>(2048, a.max_seq); }
+std::int64_t default_seq(const model::Architecture& a) {
+  return std::min<std::int64_t>(2048, a.max_seq);
+}
 
 model::Training default_training() {
   model::Training t;
@@ -177,7 +181,8 @@ std::int64_t option_integer(const QString& flag, const QString& value, std::int6
   const qlonglong v = value.toLongLong(&ok);
   if (!ok) throw InputError("--" + sstr(flag) + ": '" + sstr(value) + "' is not a whole number");
   if (v < lowest)
-    throw InputError("--" + sstr(flag) + " must be at least " + std::to_string(lowest) + " (got " + sstr(value) + ")");
+    throw InputError("--" + sstr(flag) + " must be at least " + std::to_string(lowest) + " (got " +
+                     sstr(value) + ")");
   return v;
 }
 
@@ -194,7 +199,8 @@ CommandLine parse_command_line(const QStringList& arguments, const io::Catalog& 
   QCommandLineParser p;
   p.setApplicationDescription(QStringLiteral(
       "trainplan-gui: explore memory, step time and communication of LLM training. Options as in "
-      "`trainplan fit`; an option left out keeps its default (the strategy, checkpointing and offload "
+      "`trainplan fit`; an option left out keeps its default (the strategy, checkpointing and "
+      "offload "
       "left out are the ones `trainplan fit` recommends)."));
   p.addHelpOption();
   struct Opt {
@@ -207,8 +213,10 @@ CommandLine parse_command_line(const QStringList& arguments, const io::Catalog& 
       {"cluster", "CLUSTER", "4xA100-80GB, A100-80GB, 2x8xH100-80GB, or a cluster JSON file"},
       {"method", "METHOD", "full | lora | qlora"},
       {"precision", "PRECISION", "fp32 | fp16-mixed | bf16-mixed | fp16-true | bf16-true"},
-      {"optimizer", "OPTIMIZER", "adamw | adam | sgd | sgd-momentum | adamw-8bit | paged-adamw-8bit | adafactor"},
-      {"strategy", "STRATEGY", "single | ddp | zero1 | zero2 | zero3 | fsdp-full | fsdp-grad-op | fsdp-hybrid"},
+      {"optimizer", "OPTIMIZER",
+       "adamw | adam | sgd | sgd-momentum | adamw-8bit | paged-adamw-8bit | adafactor"},
+      {"strategy", "STRATEGY",
+       "single | ddp | zero1 | zero2 | zero3 | fsdp-full | fsdp-grad-op | fsdp-hybrid"},
       {"framework", "FRAMEWORK", "pytorch | deepspeed | megatron"},
       {"tp", "N", "tensor-parallel degree"},
       {"pp", "N", "pipeline-parallel degree"},
@@ -226,25 +234,32 @@ CommandLine parse_command_line(const QStringList& arguments, const io::Catalog& 
       {"quant", "KIND", "nf4 | nf4-dq | fp4 | int8"},
       {"fsdp-wrap", "POLICY", "block | none"},
       {"inter-node", "SPEC", "NICs per node x rate, e.g. 8x200Gbps"},
-      {"profile", "PROFILE.json", "hardware profile from `trainplan calibrate fit` (default: datasheet numbers)"},
+      {"profile", "PROFILE.json",
+       "hardware profile from `trainplan calibrate fit` (default: datasheet numbers)"},
       {"sweep", "AXIS", "x axis of the sweep chart: micro-batch | seq"},
       {"tokens", "N", "training tokens (300B, 1T, 2.5e12): show the time to train them"},
       {"screenshot", "FILE.png", "render the main window, write it to FILE.png and exit"},
       {"size", "WxH", "window size for --screenshot (default 1280x800)"},
-      {"tab", "NAME", "table tab to show: memory, time, communication, strategies, sweep, plans, compare"},
+      {"tab", "NAME",
+       "table tab to show: memory, time, communication, strategies, sweep, plans, compare"},
       {"chart", "NAME", "chart tab to show beside the memory chart: time, sweep, plans"},
   };
   for (const Opt& o : kOpts)
-    p.addOption(QCommandLineOption(QString::fromUtf8(o.name), QString::fromUtf8(o.help), QString::fromUtf8(o.value)));
-  p.addOption(QCommandLineOption(QStringLiteral("dark"),
-                                 QStringLiteral("use a dark palette instead of the system's (for screenshots)")));
-  p.addOption(QCommandLineOption(QStringLiteral("search"),
-                                 QStringLiteral("run the plan search at start (before --screenshot)")));
-  p.addOption(QCommandLineOption(QStringLiteral("sequence-parallel"),
-                                 QStringLiteral("shard norms and dropout along the sequence (with --tp)")));
+    p.addOption(QCommandLineOption(QString::fromUtf8(o.name), QString::fromUtf8(o.help),
+                                   QString::fromUtf8(o.value)));
+  p.addOption(QCommandLineOption(
+      QStringLiteral("dark"),
+      QStringLiteral("use a dark palette instead of the system's (for screenshots)")));
+  p.addOption(
+      QCommandLineOption(QStringLiteral("search"),
+                         QStringLiteral("run the plan search at start (before --screenshot)")));
+  p.addOption(
+      QCommandLineOption(QStringLiteral("sequence-parallel"),
+                         QStringLiteral("shard norms and dropout along the sequence (with --tp)")));
   if (!p.parse(arguments)) throw InputError(sstr(p.errorText()));
   if (!p.positionalArguments().isEmpty())
-    throw InputError("unexpected argument '" + sstr(p.positionalArguments().front()) + "' (use --model and --cluster)");
+    throw InputError("unexpected argument '" + sstr(p.positionalArguments().front()) +
+                     "' (use --model and --cluster)");
 
   CommandLine out;
   if (p.isSet(QStringLiteral("help"))) {
@@ -284,14 +299,17 @@ CommandLine parse_command_line(const QStringList& arguments, const io::Catalog& 
   out.strategy_given = has("strategy");
   if (out.strategy_given) t.strategy = option_enum<Strategy>(name("strategy"), val("strategy"));
   out.checkpointing_given = has("checkpointing");
-  if (out.checkpointing_given) t.checkpointing = option_enum<Checkpointing>(name("checkpointing"), val("checkpointing"));
+  if (out.checkpointing_given)
+    t.checkpointing = option_enum<Checkpointing>(name("checkpointing"), val("checkpointing"));
   out.offload_given = has("offload");
   if (out.offload_given) t.offload = option_enum<Offload>(name("offload"), val("offload"));
   if (has("tp")) t.tp = static_cast<int>(option_integer(name("tp"), val("tp"), 1));
   if (has("pp")) t.pp = static_cast<int>(option_integer(name("pp"), val("pp"), 1));
-  if (has("pp-virtual")) t.pp_virtual = static_cast<int>(option_integer(name("pp-virtual"), val("pp-virtual"), 1));
+  if (has("pp-virtual"))
+    t.pp_virtual = static_cast<int>(option_integer(name("pp-virtual"), val("pp-virtual"), 1));
   t.sequence_parallel = has("sequence-parallel");
-  if (has("micro-batch")) t.micro_batch = option_integer(name("micro-batch"), val("micro-batch"), 1);
+  if (has("micro-batch"))
+    t.micro_batch = option_integer(name("micro-batch"), val("micro-batch"), 1);
   if (has("grad-accum")) t.grad_accum = option_integer(name("grad-accum"), val("grad-accum"), 1);
   out.seq_given = has("seq");
   if (out.seq_given) t.seq = option_integer(name("seq"), val("seq"), 1);
@@ -299,7 +317,8 @@ CommandLine parse_command_line(const QStringList& arguments, const io::Catalog& 
   if (has("lora-alpha")) t.lora.alpha = option_real(name("lora-alpha"), val("lora-alpha"));
   if (has("lora-dropout")) {
     t.lora.dropout = option_real(name("lora-dropout"), val("lora-dropout"));
-    if (t.lora.dropout < 0 || t.lora.dropout >= 1) throw InputError("--lora-dropout must be in [0, 1)");
+    if (t.lora.dropout < 0 || t.lora.dropout >= 1)
+      throw InputError("--lora-dropout must be in [0, 1)");
   }
   if (has("lora-targets")) s.lora_targets = sstr(val("lora-targets"));
   if (has("screenshot")) out.screenshot = val("screenshot");
@@ -309,7 +328,8 @@ CommandLine parse_command_line(const QStringList& arguments, const io::Catalog& 
     bool ok_h = false;
     if (wh.size() == 2) out.size = QSize(wh[0].toInt(&ok_w), wh[1].toInt(&ok_h));
     if (!ok_w || !ok_h || out.size.width() < 320 || out.size.height() < 240)
-      throw InputError("--size: expected WIDTHxHEIGHT, e.g. 1280x800 (got '" + sstr(val("size")) + "')");
+      throw InputError("--size: expected WIDTHxHEIGHT, e.g. 1280x800 (got '" + sstr(val("size")) +
+                       "')");
   }
   if (has("tab")) out.tab = val("tab");
   if (has("chart")) out.chart = val("chart");
@@ -383,7 +403,8 @@ Sweep Evaluator::sweep(const Evaluation& e) {
     case SweepAxis::micro_batch: {
       // Powers of two past the largest micro-batch that fits, and the points either side of it.
       const std::int64_t largest = e.estimate.max_micro_batch;
-      const std::int64_t limit = std::min<std::int64_t>(4096, std::max<std::int64_t>({8, 2 * (largest + 1), t.micro_batch}));
+      const std::int64_t limit = std::min<std::int64_t>(
+          4096, std::max<std::int64_t>({8, 2 * (largest + 1), t.micro_batch}));
       for (std::int64_t x = 1; x <= limit; x *= 2) xs.push_back(x);
       if (largest >= 1) xs.push_back(largest);
       if (largest < 4096) xs.push_back(largest + 1);
@@ -405,7 +426,8 @@ Sweep Evaluator::sweep(const Evaluation& e) {
     model::Training tx = t;
     (out.axis == SweepAxis::micro_batch ? tx.micro_batch : tx.seq) = x;
     try {
-      out.points.push_back({x, planner::evaluate(m.arch, e.params, tx, e.cluster, profile(e.settings.profile))});
+      out.points.push_back(
+          {x, planner::evaluate(m.arch, e.params, tx, e.cluster, profile(e.settings.profile))});
     } catch (const InputError&) {
       continue;  // e.g. beyond a model's learned positions: no point there
     }
@@ -479,9 +501,9 @@ Settings Session::recommended(const Settings& s, bool free_strategy, bool free_c
   if (f.recommended) {
     pick = &f.candidates[*f.recommended];
   } else {
-    pick = &*std::min_element(f.candidates.begin(), f.candidates.end(), [](const auto& a, const auto& b) {
-      return a.memory.device_total < b.memory.device_total;
-    });
+    pick = &*std::min_element(
+        f.candidates.begin(), f.candidates.end(),
+        [](const auto& a, const auto& b) { return a.memory.device_total < b.memory.device_total; });
   }
   out.training.strategy = pick->training.strategy;
   out.training.checkpointing = pick->training.checkpointing;
@@ -525,7 +547,9 @@ void Session::startSearch() {
   search_watcher_ = new QFutureWatcher<SearchOutcome>(this);
   search_cancel_ = std::make_shared<std::atomic<bool>>(false);
   connect(search_watcher_, &QFutureWatcher<SearchOutcome>::progressValueChanged, this,
-          [this](int v) { Q_EMIT searchProgress(v, search_watcher_ ? search_watcher_->progressMaximum() : 0); });
+          [this](int v) {
+            Q_EMIT searchProgress(v, search_watcher_ ? search_watcher_->progressMaximum() : 0);
+          });
   connect(search_watcher_, &QFutureWatcher<SearchOutcome>::finished, this, [this] {
     SearchOutcome r = search_watcher_->result();
     search_watcher_->deleteLater();
@@ -559,19 +583,23 @@ void Session::startSearch() {
       req.global_batch = e.estimate.global_batch;
       req.top = kSearchTop;
       req.threads = 0;
-      const planner::PlanResult r = planner::search(e.arch, e.params, e.cluster, req, ev.profile(s.profile));
+      const planner::PlanResult r =
+          planner::search(e.arch, e.params, e.cluster, req, ev.profile(s.profile));
       for (std::size_t i = 0; i < r.plans.size(); ++i)
-        out.plans.push_back({r.plans[i], false, i < r.why_slower.size() ? r.why_slower[i] : std::string()});
+        out.plans.push_back(
+            {r.plans[i], false, i < r.why_slower.size() ? r.why_slower[i] : std::string()});
       mark_pareto_front(out.plans);
       out.usable = e.usable();
       out.ok = true;
-      out.message = QStringLiteral("%1 plans at global batch %2 (%3 configurations evaluated, %4 fit) in %5; "
-                                   "bold: the Pareto front.")
-                        .arg(out.plans.size())
-                        .arg(e.estimate.global_batch)
-                        .arg(r.evaluated)
-                        .arg(r.fitting)
-                        .arg(seconds_text(Seconds(static_cast<double>(timer.nsecsElapsed()) / 1e9)));
+      out.message =
+          QStringLiteral(
+              "%1 plans at global batch %2 (%3 configurations evaluated, %4 fit) in %5; "
+              "bold: the Pareto front.")
+              .arg(out.plans.size())
+              .arg(e.estimate.global_batch)
+              .arg(r.evaluated)
+              .arg(r.fitting)
+              .arg(seconds_text(Seconds(static_cast<double>(timer.nsecsElapsed()) / 1e9)));
       if (out.plans.empty()) out.message = QStringLiteral("No plan fits: ") + out.message;
     } catch (const std::exception& ex) {
       out.message = QStringLiteral("Search failed: %1").arg(QString::fromUtf8(ex.what()));

@@ -1,7 +1,7 @@
 #pragma once
 // The explorer's state: the settings the user chose and everything the library answered for them.
-// Evaluation is synchronous (the memory and time models answer in milliseconds); the plan search runs
-// on a worker thread and reports progress.
+// Evaluation is synchronous (the memory and time models answer in milliseconds); the plan search
+// runs on a worker thread and reports progress.
 
 #include <QFutureWatcher>
 #include <QObject>
@@ -9,7 +9,6 @@
 #include <QSize>
 #include <QString>
 #include <QStringList>
-
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -37,8 +36,9 @@ namespace trainplan {
 template <>
 struct EnumTable<gui::SweepAxis> {
   static constexpr std::string_view kWhat = "sweep axis";
-  static constexpr std::array kEntries{std::pair{gui::SweepAxis::micro_batch, std::string_view{"micro-batch"}},
-                                       std::pair{gui::SweepAxis::seq, std::string_view{"seq"}}};
+  static constexpr std::array kEntries{
+      std::pair{gui::SweepAxis::micro_batch, std::string_view{"micro-batch"}},
+      std::pair{gui::SweepAxis::seq, std::string_view{"seq"}}};
 };
 }  // namespace trainplan
 
@@ -62,9 +62,9 @@ struct Settings {
   std::string model = "llama-2-7b";  // catalogue name, HF id, size alias or config.json path
   ClusterChoice cluster;
   model::Training training = default_training();  // lora.targets is filled from lora_targets
-  std::string lora_targets = "q,v";  // as typed: roles, module names or all-linear
-  std::string profile;               // hardware profile JSON (trainplan calibrate fit); empty: datasheet
-  std::string train_tokens;          // "300B": show the time to train that many tokens; empty: none
+  std::string lora_targets = "q,v";               // as typed: roles, module names or all-linear
+  std::string profile;       // hardware profile JSON (trainplan calibrate fit); empty: datasheet
+  std::string train_tokens;  // "300B": show the time to train that many tokens; empty: none
   SweepAxis sweep = SweepAxis::micro_batch;
 };
 
@@ -79,17 +79,18 @@ struct CommandLine {
   bool checkpointing_given = false;
   bool offload_given = false;
   bool seq_given = false;
-  QString screenshot;           // write the window to this PNG and exit
+  QString screenshot;  // write the window to this PNG and exit
   QSize size{1280, 800};
-  QString tab;                  // table tab to show: memory, time, communication, strategies, sweep, plans, compare
-  QString chart;                // chart tab to show: time, sweep, plans
-  bool search = false;          // run the plan search at start (and wait for it before --screenshot)
-  bool dark = false;            // a dark Fusion palette instead of the system's (screenshots of dark mode)
+  QString tab;  // table tab to show: memory, time, communication, strategies, sweep, plans, compare
+  QString chart;        // chart tab to show: time, sweep, plans
+  bool search = false;  // run the plan search at start (and wait for it before --screenshot)
+  bool dark = false;    // a dark Fusion palette instead of the system's (screenshots of dark mode)
   bool help = false;
   QString help_text;
 };
 // Throws InputError naming the bad option.
-[[nodiscard]] CommandLine parse_command_line(const QStringList& arguments, const io::Catalog& catalog);
+[[nodiscard]] CommandLine parse_command_line(const QStringList& arguments,
+                                             const io::Catalog& catalog);
 
 // One fully specified configuration and what the library says about it.
 struct Evaluation {
@@ -100,12 +101,12 @@ struct Evaluation {
   hardware::Cluster cluster;
   planner::Estimate estimate;
   std::vector<std::string> notes;
-  std::string profile_name;  // empty: datasheet defaults
+  std::string profile_name;              // empty: datasheet defaults
   std::optional<double> tokens;          // to train, when asked
   std::optional<Seconds> time_to_train;  // planner::time_to_train for them
   [[nodiscard]] Bytes usable() const { return cluster.gpu.usable_memory; }
-  [[nodiscard]] QString title() const;        // "FSDP full shard · mb 4 · seq 4096"
-  [[nodiscard]] QString plan_text() const;    // "ZeRO-3 + TP2 + PP2 + full checkpointing"
+  [[nodiscard]] QString title() const;         // "FSDP full shard · mb 4 · seq 4096"
+  [[nodiscard]] QString plan_text() const;     // "ZeRO-3 + TP2 + PP2 + full checkpointing"
   [[nodiscard]] QString cluster_text() const;  // "8x A100-80GB (1 node)"
 };
 
@@ -116,7 +117,7 @@ struct SweepPoint {
 
 struct Sweep {
   SweepAxis axis = SweepAxis::micro_batch;
-  std::vector<SweepPoint> points;  // ascending x
+  std::vector<SweepPoint> points;        // ascending x
   std::optional<std::size_t> current;    // the point of the current setting
   std::optional<std::size_t> first_oom;  // the first point that does not fit
   Bytes usable;
@@ -199,7 +200,9 @@ class Session : public QObject {
   void startSearch();
   void cancelSearch();
   [[nodiscard]] const std::vector<PlanPoint>& plans() const { return plans_; }
-  [[nodiscard]] Bytes plansUsable() const { return plans_usable_; }  // the GPU's capacity in that search
+  [[nodiscard]] Bytes plansUsable() const {
+    return plans_usable_;
+  }  // the GPU's capacity in that search
   [[nodiscard]] const QString& searchMessage() const { return search_message_; }
   // Loads the training options of a found plan (keeps model and cluster).
   void loadPlan(std::size_t i);

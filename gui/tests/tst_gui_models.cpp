@@ -4,7 +4,6 @@
 #include <QSettings>
 #include <QTemporaryDir>
 #include <QtTest>
-
 #include <cmath>
 #include <memory>
 
@@ -101,8 +100,8 @@ void TestGuiModels::models_pass_the_item_model_tester() {
   PlansModel plans;
   CompareModel compare;
   std::vector<std::unique_ptr<QAbstractItemModelTester>> testers;
-  for (QAbstractItemModel* m : std::initializer_list<QAbstractItemModel*>{&memory, &time, &comm, &strategies, &sweep,
-                                                                          &plans, &compare})
+  for (QAbstractItemModel* m : std::initializer_list<QAbstractItemModel*>{
+           &memory, &time, &comm, &strategies, &sweep, &plans, &compare})
     testers.push_back(std::make_unique<QAbstractItemModelTester>(
         m, QAbstractItemModelTester::FailureReportingMode::QtTest));
 
@@ -124,11 +123,12 @@ void TestGuiModels::models_pass_the_item_model_tester() {
   strategies.setResult(session.strategies());
   sweep.setSweep(session.sweep());
   std::vector<PlanPoint> points;
-  for (const SweepPoint& p : session.sweep().points) points.push_back({p.estimate, p.estimate.fits, {}});
+  for (const SweepPoint& p : session.sweep().points)
+    points.push_back({p.estimate, p.estimate.fits, {}});
   plans.setPlans(points);
   // Every cell of every role once, as a view would ask.
-  for (QAbstractItemModel* m : std::initializer_list<QAbstractItemModel*>{&memory, &time, &comm, &strategies, &sweep,
-                                                                          &plans, &compare})
+  for (QAbstractItemModel* m : std::initializer_list<QAbstractItemModel*>{
+           &memory, &time, &comm, &strategies, &sweep, &plans, &compare})
     for (int r = 0; r < m->rowCount(); ++r)
       for (int c = 0; c < m->columnCount(); ++c)
         for (int role : {int(Qt::DisplayRole), int(Qt::ToolTipRole), kValueRole, int(Qt::FontRole),
@@ -152,12 +152,17 @@ void TestGuiModels::memory_model_shows_the_library_numbers_data() {
   QTest::addColumn<int>("strategy");
   QTest::addColumn<int>("micro_batch");
   QTest::addColumn<int>("method");
-  QTest::newRow("7B FSDP mb 1") << "llama-2-7b" << 8 << int(Strategy::fsdp_full) << 1 << int(Method::full);
-  QTest::newRow("7B FSDP mb 8") << "llama-2-7b" << 8 << int(Strategy::fsdp_full) << 8 << int(Method::full);
+  QTest::newRow("7B FSDP mb 1") << "llama-2-7b" << 8 << int(Strategy::fsdp_full) << 1
+                                << int(Method::full);
+  QTest::newRow("7B FSDP mb 8") << "llama-2-7b" << 8 << int(Strategy::fsdp_full) << 8
+                                << int(Method::full);
   QTest::newRow("7B DDP mb 2") << "llama-2-7b" << 8 << int(Strategy::ddp) << 2 << int(Method::full);
-  QTest::newRow("7B LoRA one GPU") << "llama-2-7b" << 1 << int(Strategy::single) << 4 << int(Method::lora);
-  QTest::newRow("13B QLoRA one GPU") << "llama-2-13b" << 1 << int(Strategy::single) << 1 << int(Method::qlora);
-  QTest::newRow("70B one GPU (out of memory)") << "llama-2-70b" << 1 << int(Strategy::single) << 1 << int(Method::full);
+  QTest::newRow("7B LoRA one GPU")
+      << "llama-2-7b" << 1 << int(Strategy::single) << 4 << int(Method::lora);
+  QTest::newRow("13B QLoRA one GPU")
+      << "llama-2-13b" << 1 << int(Strategy::single) << 1 << int(Method::qlora);
+  QTest::newRow("70B one GPU (out of memory)")
+      << "llama-2-70b" << 1 << int(Strategy::single) << 1 << int(Method::full);
 }
 
 void TestGuiModels::memory_model_shows_the_library_numbers() {
@@ -179,11 +184,16 @@ void TestGuiModels::memory_model_shows_the_library_numbers() {
   mm.setEvaluations({&*session.current()}, {QStringLiteral("Current")});
   QCOMPARE(mm.columnCount(), 1);
   QCOMPARE(mm.partRows(), 6);
-  const std::pair<Term, Bytes> expected[] = {
-      {Term::weights, m.weights},         {Term::gradients, m.gradients}, {Term::optimizer_state, m.optimizer},
-      {Term::activations, m.activations}, {Term::buffers, m.buffers},     {Term::overhead, m.overhead},
-      {Term::device_total, m.device_total}, {Term::usable, x.cluster.gpu.usable_memory},
-      {Term::peak_allocated, m.peak_allocated}, {Term::host, m.host}};
+  const std::pair<Term, Bytes> expected[] = {{Term::weights, m.weights},
+                                             {Term::gradients, m.gradients},
+                                             {Term::optimizer_state, m.optimizer},
+                                             {Term::activations, m.activations},
+                                             {Term::buffers, m.buffers},
+                                             {Term::overhead, m.overhead},
+                                             {Term::device_total, m.device_total},
+                                             {Term::usable, x.cluster.gpu.usable_memory},
+                                             {Term::peak_allocated, m.peak_allocated},
+                                             {Term::host, m.host}};
   for (const auto& [term, bytes] : expected) {
     const auto row = mm.rowOf(term);
     QVERIFY(row.has_value());
@@ -226,7 +236,8 @@ void TestGuiModels::step_time_model_shows_the_library_numbers() {
   }
   // One exposed-communication row per collective kind, carrying the library's exposed time.
   int comm_rows = 0;
-  for (int r = 0; r < tm.partRows(); ++r) comm_rows += tm.term(r) == Term::communication_exposed ? 1 : 0;
+  for (int r = 0; r < tm.partRows(); ++r)
+    comm_rows += tm.term(r) == Term::communication_exposed ? 1 : 0;
   QCOMPARE(comm_rows, static_cast<int>(x.estimate.communication.size()));
 }
 
@@ -242,10 +253,13 @@ void TestGuiModels::communication_and_strategies_follow_the_library() {
   QCOMPARE(cm.rowCount(), static_cast<int>(x.estimate.communication.size()));
   for (int r = 0; r < cm.rowCount(); ++r) {
     const planner::CommunicationItem& it = x.estimate.communication[static_cast<std::size_t>(r)];
-    QCOMPARE(cm.index(r, CommunicationModel::collective).data().toString(), QString::fromStdString(it.collective));
-    QCOMPARE(cm.index(r, CommunicationModel::tier).data().toString(), QString::fromStdString(it.tier));
+    QCOMPARE(cm.index(r, CommunicationModel::collective).data().toString(),
+             QString::fromStdString(it.collective));
+    QCOMPARE(cm.index(r, CommunicationModel::tier).data().toString(),
+             QString::fromStdString(it.tier));
     QCOMPARE(cm.index(r, CommunicationModel::bytes).data(kValueRole).toDouble(), it.bytes.value());
-    QCOMPARE(cm.index(r, CommunicationModel::exposed).data(kValueRole).toDouble(), it.exposed.value());
+    QCOMPARE(cm.index(r, CommunicationModel::exposed).data(kValueRole).toDouble(),
+             it.exposed.value());
   }
 
   planner::FitRequest req;
@@ -258,7 +272,8 @@ void TestGuiModels::communication_and_strategies_follow_the_library() {
   QCOMPARE(sm.rowCount(), static_cast<int>(f.candidates.size()));
   for (int r = 0; r < sm.rowCount(); ++r) {
     const planner::Candidate& k = f.candidates[static_cast<std::size_t>(r)];
-    QCOMPARE(sm.index(r, StrategiesModel::device_total).data(kValueRole).toDouble(), to_gib(k.memory.device_total));
+    QCOMPARE(sm.index(r, StrategiesModel::device_total).data(kValueRole).toDouble(),
+             to_gib(k.memory.device_total));
     QCOMPARE(sm.index(r, StrategiesModel::fits).data(kValueRole).toBool(), k.fits);
     QCOMPARE(sm.index(r, StrategiesModel::max_micro_batch).data(kValueRole).toDouble(),
              static_cast<double>(k.max_micro_batch));
@@ -282,7 +297,8 @@ void TestGuiModels::sweep_marks_the_first_out_of_memory_point() {
   QAbstractItemModelTester tester(&m, QAbstractItemModelTester::FailureReportingMode::QtTest);
   m.setSweep(sw);
   QCOMPARE(m.rowCount(), static_cast<int>(sw.points.size()));
-  QCOMPARE(m.index(static_cast<int>(*sw.first_oom), SweepModel::fits).data(kValueRole).toBool(), false);
+  QCOMPARE(m.index(static_cast<int>(*sw.first_oom), SweepModel::fits).data(kValueRole).toBool(),
+           false);
 }
 
 void TestGuiModels::pins_add_columns() {
@@ -309,11 +325,16 @@ void TestGuiModels::bad_input_is_an_error_message_data() {
   QTest::addColumn<int>("tp");
   QTest::addColumn<QString>("targets");
   QTest::addColumn<QString>("expected");
-  QTest::newRow("tp does not divide heads") << "llama-2-7b" << 3 << "q,v" << "does not divide";
-  QTest::newRow("unknown model") << "llama-9-7b" << 1 << "q,v" << "unknown model";
-  QTest::newRow("unreadable config") << "/nonexistent/config.json" << 1 << "q,v" << "/nonexistent";
-  QTest::newRow("unknown LoRA target") << "llama-2-7b" << 1 << "q,nonsense" << "nonsense";
-  QTest::newRow("empty LoRA targets") << "llama-2-7b" << 1 << " " << "";
+  QTest::newRow("tp does not divide heads") << "llama-2-7b" << 3 << "q,v"
+                                            << "does not divide";
+  QTest::newRow("unknown model") << "llama-9-7b" << 1 << "q,v"
+                                 << "unknown model";
+  QTest::newRow("unreadable config") << "/nonexistent/config.json" << 1 << "q,v"
+                                     << "/nonexistent";
+  QTest::newRow("unknown LoRA target") << "llama-2-7b" << 1 << "q,nonsense"
+                                       << "nonsense";
+  QTest::newRow("empty LoRA targets") << "llama-2-7b" << 1 << " "
+                                      << "";
 }
 
 void TestGuiModels::bad_input_is_an_error_message() {
@@ -406,12 +427,24 @@ void TestGuiModels::settings_round_trip_through_qsettings() {
 }
 
 void TestGuiModels::command_line_parses_training_options() {
-  const QStringList args{QStringLiteral("trainplan-gui"), QStringLiteral("--model"), QStringLiteral("llama-2-13b"),
-                         QStringLiteral("--cluster"), QStringLiteral("2x8xH100-80GB"), QStringLiteral("--method"),
-                         QStringLiteral("lora"), QStringLiteral("--strategy"), QStringLiteral("zero3"),
-                         QStringLiteral("--tp"), QStringLiteral("2"), QStringLiteral("--micro-batch"),
-                         QStringLiteral("4"), QStringLiteral("--lora-targets"), QStringLiteral("all-linear"),
-                         QStringLiteral("--screenshot"), QStringLiteral("out.png"), QStringLiteral("--sequence-parallel")};
+  const QStringList args{QStringLiteral("trainplan-gui"),
+                         QStringLiteral("--model"),
+                         QStringLiteral("llama-2-13b"),
+                         QStringLiteral("--cluster"),
+                         QStringLiteral("2x8xH100-80GB"),
+                         QStringLiteral("--method"),
+                         QStringLiteral("lora"),
+                         QStringLiteral("--strategy"),
+                         QStringLiteral("zero3"),
+                         QStringLiteral("--tp"),
+                         QStringLiteral("2"),
+                         QStringLiteral("--micro-batch"),
+                         QStringLiteral("4"),
+                         QStringLiteral("--lora-targets"),
+                         QStringLiteral("all-linear"),
+                         QStringLiteral("--screenshot"),
+                         QStringLiteral("out.png"),
+                         QStringLiteral("--sequence-parallel")};
   const CommandLine cl = parse_command_line(args, catalog_);
   QCOMPARE(cl.settings.model, std::string("llama-2-13b"));
   QCOMPARE(cl.settings.cluster.nodes, 2);
@@ -432,12 +465,18 @@ void TestGuiModels::command_line_parses_training_options() {
 void TestGuiModels::command_line_rejects_bad_options_data() {
   QTest::addColumn<QStringList>("args");
   QTest::addColumn<QString>("expected");
-  QTest::newRow("unknown method") << QStringList{QStringLiteral("--method"), QStringLiteral("ful")} << "unknown method 'ful'";
-  QTest::newRow("tp not a number") << QStringList{QStringLiteral("--tp"), QStringLiteral("two")} << "--tp";
-  QTest::newRow("micro-batch zero") << QStringList{QStringLiteral("--micro-batch"), QStringLiteral("0")} << "--micro-batch";
-  QTest::newRow("unknown option") << QStringList{QStringLiteral("--tpp"), QStringLiteral("2")} << "tpp";
-  QTest::newRow("unknown GPU") << QStringList{QStringLiteral("--cluster"), QStringLiteral("8xB300")} << "B300";
-  QTest::newRow("bad size") << QStringList{QStringLiteral("--size"), QStringLiteral("big")} << "--size";
+  QTest::newRow("unknown method") << QStringList{QStringLiteral("--method"), QStringLiteral("ful")}
+                                  << "unknown method 'ful'";
+  QTest::newRow("tp not a number")
+      << QStringList{QStringLiteral("--tp"), QStringLiteral("two")} << "--tp";
+  QTest::newRow("micro-batch zero")
+      << QStringList{QStringLiteral("--micro-batch"), QStringLiteral("0")} << "--micro-batch";
+  QTest::newRow("unknown option") << QStringList{QStringLiteral("--tpp"), QStringLiteral("2")}
+                                  << "tpp";
+  QTest::newRow("unknown GPU") << QStringList{QStringLiteral("--cluster"), QStringLiteral("8xB300")}
+                               << "B300";
+  QTest::newRow("bad size") << QStringList{QStringLiteral("--size"), QStringLiteral("big")}
+                            << "--size";
 }
 
 void TestGuiModels::command_line_rejects_bad_options() {

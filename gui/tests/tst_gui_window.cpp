@@ -1,13 +1,13 @@
-// The window driven the way a user drives it (keyboard and mouse, headless): every chart and verdict
-// follows the library's numbers, bad input becomes a message, exports write files.
+// The window driven the way a user drives it (keyboard and mouse, headless): every chart and
+// verdict follows the library's numbers, bad input becomes a message, exports write files.
 #include <QAbstractItemModelTester>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QFile>
 #include <QGroupBox>
-#include <QLabel>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
 #include <QSpinBox>
@@ -20,7 +20,6 @@
 #include <QtCharts/QScatterSeries>
 #include <QtCharts/QStackedBarSeries>
 #include <QtTest>
-
 #include <cmath>
 #include <memory>
 
@@ -36,7 +35,8 @@ using namespace trainplan::gui;
 
 namespace {
 
-Settings base_settings(const QString& model, int gpus, Strategy strategy, std::int64_t micro_batch) {
+Settings base_settings(const QString& model, int gpus, Strategy strategy,
+                       std::int64_t micro_batch) {
   Settings s;
   s.model = model.toStdString();
   s.cluster.gpus_per_node = gpus;
@@ -128,7 +128,8 @@ void TestGuiWindow::micro_batch_spin_box_updates_memory_chart_and_verdict_data()
   QTest::addColumn<int>("strategy");
   QTest::addColumn<int>("micro_batch");
   QTest::newRow("7B FSDP on 8, 1 -> 8") << "llama-2-7b" << 8 << int(Strategy::fsdp_full) << 8;
-  QTest::newRow("7B FSDP on 8, 1 -> 32 (out of memory)") << "llama-2-7b" << 8 << int(Strategy::fsdp_full) << 32;
+  QTest::newRow("7B FSDP on 8, 1 -> 32 (out of memory)")
+      << "llama-2-7b" << 8 << int(Strategy::fsdp_full) << 32;
   QTest::newRow("13B ZeRO-3 on 8, 1 -> 4") << "llama-2-13b" << 8 << int(Strategy::zero3) << 4;
   QTest::newRow("1B single GPU, 1 -> 16") << "llama-3.2-1b" << 1 << int(Strategy::single) << 16;
 }
@@ -149,16 +150,19 @@ void TestGuiWindow::micro_batch_spin_box_updates_memory_chart_and_verdict() {
   QVERIFY(bars);
   const QList<QBarSet*> sets = bars->barSets();
   QCOMPARE(sets.size(), 6);
-  const Bytes parts[] = {e.memory.weights, e.memory.gradients, e.memory.optimizer,
-                         e.memory.activations, e.memory.buffers, e.memory.overhead};
+  const Bytes parts[] = {e.memory.weights,     e.memory.gradients, e.memory.optimizer,
+                         e.memory.activations, e.memory.buffers,   e.memory.overhead};
   for (int i = 0; i < 6; ++i) {
     QCOMPARE(sets[i]->count(), 1);
     QCOMPARE(sets[i]->at(0), to_gib(parts[i]));
   }
-  QCOMPARE(window_->verdict(), e.fits ? MainWindow::Verdict::fits : MainWindow::Verdict::does_not_fit);
-  QVERIFY2(window_->verdictText().startsWith(e.fits ? QStringLiteral("Fits") : QStringLiteral("Does not fit")),
+  QCOMPARE(window_->verdict(),
+           e.fits ? MainWindow::Verdict::fits : MainWindow::Verdict::does_not_fit);
+  QVERIFY2(window_->verdictText().startsWith(e.fits ? QStringLiteral("Fits")
+                                                    : QStringLiteral("Does not fit")),
            qPrintable(window_->verdictText()));
-  QVERIFY(window_->verdictText().contains(QStringLiteral("%1 GiB").arg(to_gib(e.memory.device_total), 0, 'f', 1)));
+  QVERIFY(window_->verdictText().contains(
+      QStringLiteral("%1 GiB").arg(to_gib(e.memory.device_total), 0, 'f', 1)));
 
   // One step up with the keyboard: the chart follows again, and the whole update (estimate, sweep,
   // strategies, models, charts, banner) stays well under 100 ms.
@@ -181,7 +185,8 @@ void TestGuiWindow::over_large_model_does_not_fit() {
   QTest::keyClick(model->lineEdit(), Qt::Key_Return);
   QCOMPARE(session_->settings().model, std::string("llama-3.1-405b"));
   QCOMPARE(window_->verdict(), MainWindow::Verdict::does_not_fit);
-  QVERIFY2(window_->verdictText().startsWith(QStringLiteral("Does not fit")), qPrintable(window_->verdictText()));
+  QVERIFY2(window_->verdictText().startsWith(QStringLiteral("Does not fit")),
+           qPrintable(window_->verdictText()));
   QVERIFY(window_->verdictText().contains(QStringLiteral("llama-3.1-405b")));
   const planner::Estimate e = library_estimate(catalog_, session_->settings());
   QVERIFY(!e.fits);
@@ -192,11 +197,21 @@ void TestGuiWindow::bad_input_shows_a_message_data() {
   QTest::addColumn<QString>("widget");
   QTest::addColumn<QString>("text");
   QTest::addColumn<QString>("expected");
-  QTest::newRow("tp does not divide the GPUs") << "tp" << "3" << "does not divide";
-  QTest::newRow("tp does not divide the heads") << "tp" << "64" << "does not divide";
-  QTest::newRow("unreadable config.json") << "model" << "/nonexistent/dir/config.json" << "/nonexistent/dir";
-  QTest::newRow("unknown model") << "model" << "llama-9-7b" << "unknown model 'llama-9-7b'";
-  QTest::newRow("bad network") << "interNode" << "lots" << "--inter-node 'lots'";
+  QTest::newRow("tp does not divide the GPUs") << "tp"
+                                               << "3"
+                                               << "does not divide";
+  QTest::newRow("tp does not divide the heads") << "tp"
+                                                << "64"
+                                                << "does not divide";
+  QTest::newRow("unreadable config.json") << "model"
+                                          << "/nonexistent/dir/config.json"
+                                          << "/nonexistent/dir";
+  QTest::newRow("unknown model") << "model"
+                                 << "llama-9-7b"
+                                 << "unknown model 'llama-9-7b'";
+  QTest::newRow("bad network") << "interNode"
+                               << "lots"
+                               << "--inter-node 'lots'";
 }
 
 void TestGuiWindow::bad_input_shows_a_message() {
@@ -219,7 +234,8 @@ void TestGuiWindow::bad_input_shows_a_message() {
     type_into(child<QSpinBox>(widget.toUtf8().constData()), text);
   }
   QCOMPARE(window_->verdict(), MainWindow::Verdict::invalid);
-  QVERIFY2(window_->verdictText().startsWith(QStringLiteral("Cannot evaluate")), qPrintable(window_->verdictText()));
+  QVERIFY2(window_->verdictText().startsWith(QStringLiteral("Cannot evaluate")),
+           qPrintable(window_->verdictText()));
   QVERIFY2(window_->verdictText().contains(expected), qPrintable(window_->verdictText()));
   QVERIFY(memory_bars(window_->memoryChart()) == nullptr);
   QVERIFY(window_->memoryChart()->title().contains(QStringLiteral("No estimate")));
@@ -233,7 +249,8 @@ void TestGuiWindow::strategies_table_loads_a_candidate_by_keyboard() {
   window_->applySettings(base_settings(QStringLiteral("llama-2-7b"), 8, Strategy::ddp, 2));
   QVERIFY(window_->showTableTab(QStringLiteral("strategies")));
   auto* view = child<QTableView>("strategiesTable");
-  QAbstractItemModelTester tester(view->model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+  QAbstractItemModelTester tester(view->model(),
+                                  QAbstractItemModelTester::FailureReportingMode::QtTest);
   const planner::FitResult& f = session_->strategies();
   QVERIFY(f.recommended.has_value());
   const int row = static_cast<int>(*f.recommended);
@@ -244,7 +261,8 @@ void TestGuiWindow::strategies_table_loads_a_candidate_by_keyboard() {
   QCOMPARE(session_->settings().training.strategy, k.training.strategy);
   QCOMPARE(session_->settings().training.checkpointing, k.training.checkpointing);
   QCOMPARE(session_->settings().training.offload, k.training.offload);
-  QCOMPARE(child<QComboBox>("strategy")->currentText(), QString::fromUtf8(to_string(k.training.strategy).data()));
+  QCOMPARE(child<QComboBox>("strategy")->currentText(),
+           QString::fromUtf8(to_string(k.training.strategy).data()));
   QCOMPARE(window_->verdict(), MainWindow::Verdict::fits);
 }
 
@@ -256,8 +274,9 @@ void TestGuiWindow::pins_appear_in_charts_and_compare_table() {
   QTest::mouseClick(pin, Qt::LeftButton);
   type_into(child<QSpinBox>("microBatch"), QStringLiteral("8"));
   QCOMPARE(session_->pins().size(), std::size_t{2});
-  QCOMPARE(categories(window_->memoryChart()),
-           (QStringList{QStringLiteral("Current"), QStringLiteral("Pin A"), QStringLiteral("Pin B")}));
+  QCOMPARE(
+      categories(window_->memoryChart()),
+      (QStringList{QStringLiteral("Current"), QStringLiteral("Pin A"), QStringLiteral("Pin B")}));
   QStackedBarSeries* bars = memory_bars(window_->memoryChart());
   QCOMPARE(bars->barSets()[3]->count(), 3);
   // Pin A kept micro-batch 1; the current bar shows micro-batch 8: more activations.
@@ -322,7 +341,10 @@ void TestGuiWindow::exports_write_files() {
   QCOMPARE(j.value(QStringLiteral("schema")).toString(), QStringLiteral("trainplan.estimate/1"));
   const planner::Estimate e = library_estimate(catalog_, session_->settings());
   const QJsonObject plan = j.value(QStringLiteral("plan")).toObject();
-  QCOMPARE(plan.value(QStringLiteral("memory")).toObject().value(QStringLiteral("device_total_bytes")).toDouble(),
+  QCOMPARE(plan.value(QStringLiteral("memory"))
+               .toObject()
+               .value(QStringLiteral("device_total_bytes"))
+               .toDouble(),
            std::round(e.memory.device_total.value()));
   QCOMPARE(plan.value(QStringLiteral("strategy")).toString(), QStringLiteral("fsdp-full"));
 
@@ -345,7 +367,8 @@ void TestGuiWindow::dark_palette_restyles_the_charts() {
   QCOMPARE(window_->memoryChart()->backgroundBrush().color(), dark.color(QPalette::Base));
   QCOMPARE(window_->sweepChart()->backgroundBrush().color(), dark.color(QPalette::Base));
   QCOMPARE(window_->memoryChart()->legend()->labelColor(), dark.color(QPalette::Text));
-  for (QAbstractAxis* a : window_->memoryChart()->axes()) QCOMPARE(a->labelsColor(), dark.color(QPalette::Text));
+  for (QAbstractAxis* a : window_->memoryChart()->axes())
+    QCOMPARE(a->labelsColor(), dark.color(QPalette::Text));
 }
 
 void TestGuiWindow::sweep_axis_switches_to_sequence_length() {
@@ -410,7 +433,8 @@ void TestGuiWindow::clicking_a_plan_loads_it() {
   int drawn = 0;
   QScatterSeries* pareto = nullptr;
   for (QAbstractSeries* sr : window_->plansChart()->series())
-    if (auto* sc = qobject_cast<QScatterSeries*>(sr); sc && sc->property(charts::kPlanRowsProperty).isValid()) {
+    if (auto* sc = qobject_cast<QScatterSeries*>(sr);
+        sc && sc->property(charts::kPlanRowsProperty).isValid()) {
       drawn += static_cast<int>(sc->count());
       if (sc->name() == QStringLiteral("Pareto front")) pareto = sc;
     }
@@ -435,16 +459,21 @@ void TestGuiWindow::clicking_a_plan_loads_it() {
   view->setFocus();
   view->setCurrentIndex(view->model()->index(0, 0));
   QTest::keyClick(view, Qt::Key_Return);
-  QCOMPARE(session_->settings().training.micro_batch, session_->plans().front().estimate.training.micro_batch);
-  QCOMPARE(session_->settings().training.strategy, session_->plans().front().estimate.training.strategy);
+  QCOMPARE(session_->settings().training.micro_batch,
+           session_->plans().front().estimate.training.micro_batch);
+  QCOMPARE(session_->settings().training.strategy,
+           session_->plans().front().estimate.training.strategy);
 }
 
 void TestGuiWindow::plan_exports_through_the_emitters_data() {
   QTest::addColumn<QString>("kind");
   QTest::addColumn<QString>("expected");
-  QTest::newRow("deepspeed") << "deepspeed" << "\"zero_optimization\"";
-  QTest::newRow("accelerate") << "accelerate" << "distributed_type";
-  QTest::newRow("torchrun") << "torchrun" << "torchrun";
+  QTest::newRow("deepspeed") << "deepspeed"
+                             << "\"zero_optimization\"";
+  QTest::newRow("accelerate") << "accelerate"
+                              << "distributed_type";
+  QTest::newRow("torchrun") << "torchrun"
+                            << "torchrun";
 }
 
 void TestGuiWindow::plan_exports_through_the_emitters() {
@@ -478,12 +507,14 @@ void TestGuiWindow::time_to_train_and_profile() {
   type_into(tokens, QStringLiteral("lots"));
   QTest::keyClick(tokens, Qt::Key_Return);
   QCOMPARE(window_->verdict(), MainWindow::Verdict::invalid);
-  QVERIFY2(window_->verdictText().contains(QStringLiteral("lots")), qPrintable(window_->verdictText()));
+  QVERIFY2(window_->verdictText().contains(QStringLiteral("lots")),
+           qPrintable(window_->verdictText()));
   tokens->clear();
   QTest::keyClick(tokens, Qt::Key_Return);
   QCOMPARE(window_->verdict(), MainWindow::Verdict::fits);
 
-  // A profile file: an empty one keeps the datasheet numbers but is named; a broken one is a message.
+  // A profile file: an empty one keeps the datasheet numbers but is named; a broken one is a
+  // message.
   QTemporaryDir dir;
   hardware::HardwareProfile profile;
   profile.name = "test-cluster";
@@ -501,7 +532,8 @@ void TestGuiWindow::time_to_train_and_profile() {
   s.profile = broken.fileName().toStdString();
   window_->applySettings(s);
   QCOMPARE(window_->verdict(), MainWindow::Verdict::invalid);
-  QVERIFY2(window_->verdictText().contains(QStringLiteral("broken.json")), qPrintable(window_->verdictText()));
+  QVERIFY2(window_->verdictText().contains(QStringLiteral("broken.json")),
+           qPrintable(window_->verdictText()));
 }
 
 QTEST_MAIN(TestGuiWindow)
