@@ -7,7 +7,6 @@
 #include "format.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/io/estimate_json.hpp"
-#include "trainplan/io/profile_json.hpp"
 #include "trainplan/model/lora.hpp"
 #include "trainplan/model/parameters.hpp"
 #include "trainplan/planner/emit.hpp"
@@ -17,11 +16,7 @@ namespace trainplan::cli {
 
 std::optional<hardware::HardwareProfile> load_profile(const TrainingOptions& o) {
   if (!o.profile) return std::nullopt;
-  try {
-    return io::read_profile(*o.profile);
-  } catch (const InputError& e) {
-    throw InputError("--profile '" + *o.profile + "' is not a usable hardware profile: " + e.what());
-  }
+  return io::read_profile_option(*o.profile);
 }
 
 std::optional<double> token_count(const TrainingOptions& o) {
@@ -147,21 +142,8 @@ void run_estimate(const io::Catalog& catalog, const TrainingOptions& o) {
   tr.checkpointing = r.request.checkpointing.value_or(Checkpointing::none);
   tr.offload = r.request.offload.value_or(Offload::none);
   const planner::Layout l = planner::make_layout(a, tr, c);
-  if (const auto B = global_batch_sequences(o, tr.seq)) {
-    const std::int64_t per_step = tr.micro_batch * l.dp;
-    if (o.grad_accum) {
-      if (per_step * tr.grad_accum != *B)
-        throw InputError(fmt::format("--global-batch {} is not micro-batch {} x grad-accum {} x data-parallel "
-                                     "degree {} = {}",
-                                     *B, tr.micro_batch, tr.grad_accum, l.dp, per_step * tr.grad_accum));
-    } else {
-      if (*B % per_step != 0)
-        throw InputError(fmt::format("--global-batch {} is not divisible by micro-batch {} x data-parallel "
-                                     "degree {} = {}",
-                                     *B, tr.micro_batch, l.dp, per_step));
-      tr.grad_accum = *B / per_step;
-    }
-  }
+  if (const auto B = global_batch_sequences(o, tr.seq))
+    tr.grad_accum = planner::grad_accum_for(*B, tr.micro_batch, l.dp, o.grad_accum);
   const std::optional<hardware::HardwareProfile> profile = load_profile(o);
   const std::optional<double> tokens = token_count(o);
   const planner::Evaluator ev(a, n, c, profile ? &*profile : nullptr, {}, {}, estimate_options(o));

@@ -6,6 +6,7 @@
 #include "trainplan/core/error.hpp"
 #include <map>
 
+#include "trainplan/io/profile_json.hpp"
 #include "trainplan/io/result_json.hpp"
 #include "trainplan/model/lora.hpp"
 #include "trainplan/planner/evaluator.hpp"
@@ -101,6 +102,14 @@ Json plan_result_json(const model::Architecture& a, const model::ParameterCounts
               {"search", {{"evaluated", r.evaluated}, {"fitting", r.fitting}}},
               {"plans", plans},
               {"rejected", rejected}};
+}
+
+hardware::HardwareProfile read_profile_option(const std::string& path) {
+  try {
+    return read_profile(path);
+  } catch (const InputError& e) {
+    throw InputError("--profile '" + path + "' is not a usable hardware profile: " + e.what());
+  }
 }
 
 double parse_count(const std::string& text, const std::string& what) {

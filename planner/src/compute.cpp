@@ -83,6 +83,13 @@ struct Kn {
   return false;
 }
 
+constexpr int kMinTile = 16;
+[[nodiscard]] int narrow_tile(std::int64_t dim, int tile) {
+  int t = kMinTile;
+  while (t < tile && t < dim) t *= 2;
+  return std::min(t, tile);
+}
+
 }  // namespace
 
 double mamf_efficiency(const hardware::GpuSpec& g, const TimeConventions& tc) {
@@ -122,9 +129,13 @@ double gemm_efficiency(const ComputeDevice& d, std::int64_t m, std::int64_t n, s
     if (const auto e = d.profile->gemm_efficiency(m, n, k, d.gemm_dtype, d.sm_count)) return *e;
   }
   // Back-to-back products (batched matmuls, experts) fill waves together: stack them along M.
-  const std::int64_t stacked = m * std::max<std::int64_t>(1, std::llround(count));
-  return d.gemm_efficiency_max * hardware::tile_efficiency(m, n, d.tile_m, d.tile_n) *
-         hardware::wave_efficiency(stacked, n, d.tile_m, d.tile_n, d.sm_count) *
+  const std::int64_t stacked = m * std::max<std::int64_t>(1, static_cast<std::int64_t>(count + 0.5));
+  // cuBLAS heuristics pick narrower tiles for thin operands: no wider than the operand rounded up
+  // to a power of two, at least kMinTile (a LoRA rank-16 product does not pay for 128 columns).
+  const int tm = narrow_tile(m, d.tile_m);
+  const int tn = narrow_tile(n, d.tile_n);
+  return d.gemm_efficiency_max * hardware::tile_efficiency(m, n, tm, tn) *
+         hardware::wave_efficiency(stacked, n, tm, tn, d.sm_count) *
          hardware::small_k_efficiency(dbl(k), d.k0);
 }
 

@@ -168,7 +168,6 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
   Bytes tp_bytes_layer;
   Bytes tp_edge_bytes;
   Seconds tp_edge;
-  Transfer tp_kind = Transfer::all_reduce;
   if (l.tp > 1) {
     const Bytes x = tensor_parallel_message(tr.micro_batch, tr.seq, a_.hidden, c);
     const TensorParallelCollectives none = tensor_parallel_collectives(tr.sequence_parallel, Checkpointing::none);
@@ -189,7 +188,6 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
     tp_edge_bytes = tensor_parallel_bytes_per_layer(tr.micro_batch, tr.seq, a_.hidden, l.tp, c,
                                                     tr.sequence_parallel, Checkpointing::none) *
                     (edges / 4.0);
-    if (tr.sequence_parallel) tp_kind = Transfer::all_gather;
   }
   const double tp_expose = 1.0 - tc_.tp_overlap;
 
@@ -224,8 +222,15 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
 
   if (l.tp > 1) {
     const Seconds t = ((tp_fwd + tp_bwd + tp_rec) * layers_stage + tp_edge) * md;
-    sink.add(tp_kind, CommPurpose::tensor_parallel, tp_tier, l.tp,
-             (tp_bytes_layer * layers_stage + tp_edge_bytes) * md, t, t * tp_expose);
+    const Bytes bytes = (tp_bytes_layer * layers_stage + tp_edge_bytes) * md;
+    if (tr.sequence_parallel) {  // each all-reduce became an all-gather and a reduce-scatter
+      sink.add(Transfer::all_gather, CommPurpose::tensor_parallel, tp_tier, l.tp, bytes * 0.5, t * 0.5,
+               t * (0.5 * tp_expose));
+      sink.add(Transfer::reduce_scatter, CommPurpose::tensor_parallel, tp_tier, l.tp, bytes * 0.5, t * 0.5,
+               t * (0.5 * tp_expose));
+    } else {
+      sink.add(Transfer::all_reduce, CommPurpose::tensor_parallel, tp_tier, l.tp, bytes, t, t * tp_expose);
+    }
     exposed += t * tp_expose;
   }
   if (moe_layer.value() > 0.0) {

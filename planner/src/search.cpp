@@ -215,6 +215,24 @@ PairResult explore(const Evaluator& ev, const PlanRequest& req, int tp, int pp) 
 
 }  // namespace
 
+std::int64_t grad_accum_for(std::int64_t global_batch, std::int64_t micro_batch, int dp,
+                            std::optional<std::int64_t> pinned_grad_accum) {
+  if (global_batch < 1) throw InputError(fmt::format("--global-batch must be at least 1 (got {})", global_batch));
+  const std::int64_t per_step = micro_batch * dp;
+  if (pinned_grad_accum) {
+    if (per_step * *pinned_grad_accum != global_batch)
+      throw InputError(fmt::format("--global-batch {} is not micro-batch {} x grad-accum {} x data-parallel "
+                                   "degree {} = {}",
+                                   global_batch, micro_batch, *pinned_grad_accum, dp, per_step * *pinned_grad_accum));
+    return *pinned_grad_accum;
+  }
+  if (global_batch % per_step != 0)
+    throw InputError(fmt::format("--global-batch {} is not divisible by micro-batch {} x data-parallel degree {} "
+                                 "= {}",
+                                 global_batch, micro_batch, dp, per_step));
+  return global_batch / per_step;
+}
+
 std::string plan_label(const model::Training& tr, const Layout& l) {
   if (l.world == 1) return "single GPU" + std::string(tr.checkpointing != Checkpointing::none
                                                            ? fmt::format(", {} checkpointing", to_string(tr.checkpointing))

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "trainplan/hardware/gpu.hpp"
+#include "trainplan/hardware/profile.hpp"
 #include "trainplan/io/json_util.hpp"
 #include "trainplan/model/architecture.hpp"
 #include "trainplan/model/parameters.hpp"
@@ -35,5 +36,9 @@ inline constexpr std::string_view kPlanSchema = "trainplan.plan/1";
 // A count as people write it: "300B" = 3e11, "1T" = 1e12, "2.5e12", "7M", "10K" (decimal
 // prefixes K, M, B or G, T). Throws InputError naming `what` for anything else or a value <= 0.
 [[nodiscard]] double parse_count(const std::string& text, const std::string& what);
+
+// `--profile FILE` of estimate and plan: the profile, or InputError naming the option and the file
+// when it cannot be read or does not parse.
+[[nodiscard]] hardware::HardwareProfile read_profile_option(const std::string& path);
 
 }  // namespace trainplan::io

@@ -63,6 +63,12 @@ struct PlanResult {
                                 const hardware::HardwareProfile* profile = nullptr,
                                 const MemoryConventions& mc = {}, const TimeConventions& tc = {});
 
+// The gradient accumulation that makes micro-batch x grad-accum x dp equal the global batch.
+// Throws InputError naming --global-batch when it is not divisible by micro-batch x dp, or when a
+// pinned --grad-accum disagrees.
+[[nodiscard]] std::int64_t grad_accum_for(std::int64_t global_batch, std::int64_t micro_batch, int dp,
+                                          std::optional<std::int64_t> pinned_grad_accum);
+
 // "ZeRO-3 across 2 nodes, TP 2, selective checkpointing": the plan in words.
 [[nodiscard]] std::string plan_label(const model::Training& tr, const Layout& l);
 

@@ -1,0 +1,224 @@
+// Communication volumes against the published closed forms, bus factors against nccl-tests, and
+// the placement of groups on the cluster.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "trainplan/hardware/collective.hpp"
+#include "trainplan/planner/communication.hpp"
+
+namespace trainplan::planner {
+namespace {
+
+using hardware::Collective;
+
+struct BusFactorRow {
+  Collective c;
+  int n;
+  double expected;
+  const char* source;
+};
+
+// NVIDIA/nccl-tests doc/PERFORMANCE.md: all_reduce 2(n-1)/n; reduce_scatter, all_gather and
+// alltoall (n-1)/n; broadcast and reduce 1.
+TEST(Communication, BytesSentIsTheNcclTestsBusFactorTimesTheSize) {
+  const std::vector<BusFactorRow> rows{
+      {Collective::all_reduce, 8, 2.0 * 7.0 / 8.0, "nccl-tests PERFORMANCE.md all_reduce"},
+      {Collective::all_reduce, 2, 1.0, "nccl-tests PERFORMANCE.md all_reduce"},
+      {Collective::all_gather, 8, 7.0 / 8.0, "nccl-tests PERFORMANCE.md all_gather"},
+      {Collective::reduce_scatter, 16, 15.0 / 16.0, "nccl-tests PERFORMANCE.md reduce_scatter"},
+      {Collective::all_to_all, 4, 3.0 / 4.0, "nccl-tests PERFORMANCE.md alltoall"},
+      {Collective::broadcast, 8, 1.0, "nccl-tests PERFORMANCE.md broadcast"},
+  };
+  for (const auto& r : rows) {
+    SCOPED_TRACE(std::string(to_string(r.c)) + " n=" + std::to_string(r.n) + " (" + r.source + ")");
+    EXPECT_DOUBLE_EQ(hardware::bus_factor(r.c, r.n), r.expected);
+    EXPECT_DOUBLE_EQ(bytes_sent(r.c, r.n, Bytes(1e9)).value(), r.expected * 1e9);
+  }
+  EXPECT_EQ(bytes_sent(Collective::all_reduce, 1, Bytes(1e9)).value(), 0.0);
+}
+
+struct VolumeRow {
+  const char* name;
+  Strategy s;
+  std::int64_t k;          // micro-batches per step
+  double all_reduce;       // in units of (n-1)/n psi (x bytes per element)
+  double reduce_scatter;
+  double all_gather;
+  const char* source;
+};
+
+// Rajbhandari et al. 2020 (ZeRO, arXiv:1910.02054) Sec. 7.1-7.2: DDP 2 psi, ZeRO-1/2 2 psi,
+// ZeRO-3 3 psi; with accumulation FSDP/ZeRO-3 gather twice and reduce-scatter once per micro-batch
+// (reference throughput.md 5.4: "3k r psi").
+TEST(Communication, DataParallelVolumesEqualThePublishedFormulas) {
+  const double psi = 7e9;
+  const int n = 16;
+  const double r = (n - 1.0) / n;
+  const double g = 2.0;
+  const std::vector<VolumeRow> rows{
+      {"DDP", Strategy::ddp, 1, 2.0, 0.0, 0.0, "ZeRO Sec. 7.1: 2 psi"},
+      {"DDP, 4 micro-batches (no_sync)", Strategy::ddp, 4, 2.0, 0.0, 0.0, "DDP no_sync: once per step"},
+      {"ZeRO-1", Strategy::zero1, 1, 0.0, 1.0, 1.0, "ZeRO Sec. 7.2.1: 2 psi"},
+      {"ZeRO-2", Strategy::zero2, 1, 0.0, 1.0, 1.0, "ZeRO Sec. 7.2.1: 2 psi"},
+      {"ZeRO-3", Strategy::zero3, 1, 0.0, 1.0, 2.0, "ZeRO Sec. 7.2.2: 3 psi"},
+      {"FSDP full-shard", Strategy::fsdp_full, 1, 0.0, 1.0, 2.0, "ZeRO Sec. 7.2.2: 3 psi"},
+      {"FSDP full-shard, 4 micro-batches", Strategy::fsdp_full, 4, 0.0, 4.0, 8.0, "throughput.md 5.4: 3k psi"},
+      {"FSDP grad-op, 4 micro-batches", Strategy::fsdp_grad_op, 4, 0.0, 4.0, 4.0, "SHARD_GRAD_OP: 2k psi"},
+      {"ZeRO-2, 4 micro-batches", Strategy::zero2, 4, 0.0, 4.0, 1.0, "reduce per micro-batch, gather per step"},
+  };
+  for (const auto& row : rows) {
+    SCOPED_TRACE(std::string(row.name) + " (" + row.source + ")");
+    const DataParallelVolume v = data_parallel_volume(row.s, Bytes(psi * g), Bytes(psi * g), n, row.k);
+    EXPECT_DOUBLE_EQ(v.all_reduce.value(), row.all_reduce * r * psi * g);
+    EXPECT_DOUBLE_EQ(v.reduce_scatter.value(), row.reduce_scatter * r * psi * g);
+    EXPECT_DOUBLE_EQ(v.all_gather.value(), row.all_gather * r * psi * g);
+  }
+  // The headline ratio: ZeRO-3 moves 1.5x what DDP does.
+  const double ddp = data_parallel_volume(Strategy::ddp, Bytes(psi), Bytes(psi), n, 1).total().value();
+  const double z3 = data_parallel_volume(Strategy::zero3, Bytes(psi), Bytes(psi), n, 1).total().value();
+  EXPECT_DOUBLE_EQ(z3 / ddp, 1.5);
+  EXPECT_EQ(data_parallel_volume(Strategy::ddp, Bytes(psi), Bytes(psi), 1, 1).total().value(), 0.0);
+}
+
+// ZeRO++ (Wang et al. 2023, arXiv:2306.10209, Sec. 3): int8 forward gather (half of 16-bit), backward
+// gather inside the node, int4 gradients (a quarter).
+TEST(Communication, ZeroPlusPlusQuantizesTheGathersAndGradients) {
+  const double psi = 1e9;
+  const ZeroPlusPlusVolume v = zero_plus_plus_volume(psi, 32, 8, 2.0, 1);
+  EXPECT_DOUBLE_EQ(v.forward_gather.value(), 31.0 / 32.0 * psi * 1.0);
+  EXPECT_DOUBLE_EQ(v.backward_gather.value(), 7.0 / 8.0 * psi * 2.0);
+  EXPECT_DOUBLE_EQ(v.gradient_all_to_all.value(), 31.0 / 32.0 * psi * 0.5);
+}
+
+// Korthikanti et al. 2022 Sec. 4.2.2 / Shoeybi et al. 2019 Sec. 3: 4 all-reduces per layer per
+// micro-batch (2 forward, 2 backward), 6 with full recomputation; sequence parallelism turns each
+// into an all-gather and a reduce-scatter of the same bytes.
+TEST(Communication, TensorParallelFourAllReducesPerLayer) {
+  const auto plain = tensor_parallel_collectives(false, Checkpointing::none);
+  EXPECT_EQ(plain.all_reduce, 4);
+  EXPECT_EQ(plain.all_gather + plain.reduce_scatter, 0);
+  EXPECT_EQ(tensor_parallel_collectives(false, Checkpointing::selective).all_reduce, 4);
+  EXPECT_EQ(tensor_parallel_collectives(false, Checkpointing::full).all_reduce, 6);
+  const auto sp = tensor_parallel_collectives(true, Checkpointing::none);
+  EXPECT_EQ(sp.all_reduce, 0);
+  EXPECT_EQ(sp.all_gather, 4);
+  EXPECT_EQ(sp.reduce_scatter, 4);
+  // Worked example (throughput.md 5.5): GPT-3, b = 1, s = 2048, h = 12288, t = 8, bf16: X = 50.3 MB,
+  // 4 all-reduces of 2 (t-1)/t X = 352 MB per GPU per layer per micro-batch.
+  const Bytes x = tensor_parallel_message(1, 2048, 12288, 2.0);
+  EXPECT_DOUBLE_EQ(x.value(), 2048.0 * 12288.0 * 2.0);
+  const Bytes per_layer = tensor_parallel_bytes_per_layer(1, 2048, 12288, 8, 2.0, false, Checkpointing::none);
+  EXPECT_DOUBLE_EQ(per_layer.value(), 4.0 * 2.0 * 7.0 / 8.0 * x.value());
+  EXPECT_NEAR(per_layer.value() / 1e6, 352.0, 1.0);
+  EXPECT_DOUBLE_EQ(tensor_parallel_bytes_per_layer(1, 2048, 12288, 8, 2.0, true, Checkpointing::none).value(),
+                   per_layer.value());
+}
+
+TEST(Communication, PipelineAndExpertMessages) {
+  // b s h c, split over t with Megatron's scatter-gather (Narayanan et al. 2021 Sec. 4.1).
+  EXPECT_DOUBLE_EQ(pipeline_message(1, 2048, 12288, 2.0, 8, false).value(), 2048.0 * 12288.0 * 2.0);
+  EXPECT_DOUBLE_EQ(pipeline_message(1, 2048, 12288, 2.0, 8, true).value(), 2048.0 * 12288.0 * 2.0 / 8.0);
+  // GShard: top-k copies of every token's hidden state, 4 all-to-alls per MoE layer.
+  EXPECT_DOUBLE_EQ(moe_all_to_all_message(2, 4, 4096, 4096, 2.0).value(), 2.0 * 4.0 * 4096.0 * 4096.0 * 2.0);
+  EXPECT_EQ(kMoeAllToAllsPerLayer, 4);
+}
+
+struct BubbleRow {
+  int p, v;
+  std::int64_t m;
+  double expected;
+};
+
+// Narayanan et al. 2021 Sec. 2.2: (p - 1)/m for 1F1B, (p - 1)/(v m) interleaved.
+TEST(Communication, PipelineBubbleFraction) {
+  const std::vector<BubbleRow> rows{{1, 1, 8, 0.0}, {8, 1, 64, 7.0 / 64.0}, {8, 3, 64, 7.0 / 192.0},
+                                    {35, 3, 280, 34.0 / 840.0}, {4, 2, 4, 3.0 / 8.0}};
+  for (const auto& r : rows) {
+    SCOPED_TRACE("p=" + std::to_string(r.p) + " v=" + std::to_string(r.v) + " m=" + std::to_string(r.m));
+    EXPECT_DOUBLE_EQ(bubble_fraction(r.p, r.v, r.m), r.expected);
+  }
+}
+
+Layout layout(int nodes, int gpn, int tp, int pp, int shard = 0) {
+  Layout l;
+  l.nodes = nodes;
+  l.gpus_per_node = gpn;
+  l.world = nodes * gpn;
+  l.tp = tp;
+  l.pp = pp;
+  l.dp = l.world / (tp * pp);
+  l.shard = shard == 0 ? l.dp : shard;
+  return l;
+}
+
+// Megatron's rank order (tp-dp-pp): TP ranks adjacent, DP strided by t, PP strided by t dp.
+TEST(Communication, GroupsSitWhereMegatronPutsThem) {
+  const Layout l = layout(4, 8, 8, 2);  // 32 GPUs, TP 8 fills a node, DP 2, PP 2
+  EXPECT_EQ(tensor_parallel_group(l).nodes, 1);
+  EXPECT_EQ(tensor_parallel_group(l).per_node, 8);
+  const Placement dp = data_parallel_group(l);
+  EXPECT_EQ(dp.ranks, 2);
+  EXPECT_EQ(dp.per_node, 1);
+  EXPECT_EQ(dp.nodes, 2);
+  EXPECT_EQ(pipeline_pair(l).nodes, 2);
+  const Layout flat = layout(2, 8, 1, 1);
+  EXPECT_EQ(data_parallel_group(flat).per_node, 8);
+  EXPECT_EQ(data_parallel_group(flat).nodes, 2);
+  const Layout hybrid = layout(4, 8, 1, 1, 8);
+  EXPECT_EQ(shard_group(hybrid).nodes, 1);
+  EXPECT_EQ(shard_group(hybrid).ranks, 8);
+  EXPECT_EQ(replica_group(hybrid).ranks, 4);
+  EXPECT_EQ(replica_group(hybrid).nodes, 4);
+  EXPECT_EQ(tensor_parallel_group(layout(2, 8, 16, 1)).nodes, 2);
+}
+
+hardware::Cluster dgx_a100(int nodes) {
+  hardware::Cluster c;
+  c.gpu.name = "A100-80GB";
+  c.gpu.intra_node = {"NVLink3", hardware::IntraTopology::nvswitch, gbps(300.0)};
+  c.gpu.pcie_bandwidth = gbps(31.5);
+  c.nodes = nodes;
+  c.gpus_per_node = 8;
+  c.inter_node = {8, 200.0, "infiniband"};
+  return c;
+}
+
+// Large all-reduces inside a DGX A100 run at the plateau nccl-tests measures (234.9 GB/s busbw,
+// throughput.md 6): time = size x 2(n-1)/n / busbw, within the latency and pipeline fill.
+TEST(Communication, RingAllReduceReachesTheMeasuredPlateau) {
+  const LinkModel m = link_model(dgx_a100(1), nullptr, TimeConventions{});
+  const Placement node{8, 8, 1};
+  const Bytes s = gib(16.0);
+  const Seconds t = collective_time(m, Collective::all_reduce, node, s);
+  const double busbw = s.value() * hardware::bus_factor(Collective::all_reduce, 8) / t.value() / 1e9;
+  EXPECT_NEAR(busbw, 234.9, 234.9 * 0.01);
+  EXPECT_EQ(tier_of(m, node), LinkTier::nvlink);
+  // Small messages are latency-bound: far below the plateau (1 MiB: 18 GB/s measured).
+  const Seconds small = collective_time(m, Collective::all_reduce, node, mib(1.0));
+  const double small_busbw = mib(1.0).value() * 1.75 / small.value() / 1e9;
+  EXPECT_LT(small_busbw, 60.0);
+  EXPECT_GT(small_busbw, 5.0);
+}
+
+// Across nodes the node's NICs bound the ring; slower links and wider groups cost more; a group
+// with one rank per node gets one NIC.
+TEST(Communication, InterNodeCollectivesAreBoundByTheNics) {
+  const LinkModel m = link_model(dgx_a100(2), nullptr, TimeConventions{});
+  const Bytes s = gib(4.0);
+  const Seconds intra = collective_time(m, Collective::all_reduce, Placement{8, 8, 1}, s);
+  const Seconds inter = collective_time(m, Collective::all_reduce, Placement{16, 8, 2}, s);
+  const Seconds one_nic = collective_time(m, Collective::all_reduce, Placement{2, 1, 2}, s);
+  EXPECT_GT(inter, intra);
+  EXPECT_GT(one_nic, inter);
+  EXPECT_EQ(tier_of(m, Placement{16, 8, 2}), LinkTier::network);
+  hardware::Cluster slow = dgx_a100(2);
+  slow.inter_node = {1, 100.0, "ethernet"};
+  const LinkModel ms = link_model(slow, nullptr, TimeConventions{});
+  EXPECT_GT(collective_time(ms, Collective::all_gather, Placement{16, 8, 2}, s),
+            collective_time(m, Collective::all_gather, Placement{16, 8, 2}, s) * 10.0);
+}
+
+}  // namespace
+}  // namespace trainplan::planner

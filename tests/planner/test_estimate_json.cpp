@@ -1,0 +1,185 @@
+// The estimate and plan JSON against golden shapes (DESIGN.md: keys may be added, never renamed),
+// their values against the estimate, and the inputs estimate and plan parse (--tokens, --profile).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "trainplan/core/error.hpp"
+#include "trainplan/io/catalog.hpp"
+#include "trainplan/io/estimate_json.hpp"
+#include "trainplan/model/parameters.hpp"
+#include "trainplan/planner/evaluator.hpp"
+#include "trainplan/planner/search.hpp"
+
+namespace trainplan::io {
+namespace {
+
+const std::string kData = TRAINPLAN_PLANNER_TEST_DATA;
+
+// The shape of a document: objects keep their keys, arrays the shape of their first element,
+// scalars become their type name.
+Json shape(const Json& j) {
+  switch (j.type()) {
+    case Json::value_t::object: {
+      Json out = Json::object();
+      for (const auto& [k, v] : j.items()) out[k] = shape(v);
+      return out;
+    }
+    case Json::value_t::array: return j.empty() ? Json::array() : Json::array({shape(j.front())});
+    case Json::value_t::string: return "string";
+    case Json::value_t::boolean: return "boolean";
+    case Json::value_t::null: return "null";
+    case Json::value_t::number_integer:
+    case Json::value_t::number_unsigned: return "integer";
+    case Json::value_t::number_float: return "number";
+    case Json::value_t::binary:
+    case Json::value_t::discarded: return "?";
+  }
+  return "?";
+}
+
+// Every key of `golden` is in `actual` with the same shape (keys may be added, never renamed or
+// retyped); `where` names the first difference.
+bool contains_shape(const Json& actual, const Json& golden, std::string& where) {
+  if (golden.is_object()) {
+    if (!actual.is_object()) return false;
+    for (const auto& [k, v] : golden.items()) {
+      if (!actual.contains(k)) {
+        where += "/" + k + " (missing)";
+        return false;
+      }
+      std::string sub = where + "/" + k;
+      if (!contains_shape(actual[k], v, sub)) {
+        where = sub;
+        return false;
+      }
+    }
+    return true;
+  }
+  if (golden.is_array()) {
+    if (!actual.is_array()) return false;
+    if (golden.empty() || actual.empty()) return true;
+    std::string sub = where + "[0]";
+    if (!contains_shape(actual.front(), golden.front(), sub)) {
+      where = sub;
+      return false;
+    }
+    return true;
+  }
+  return actual == golden;
+}
+
+// Compares with data/<name>; TRAINPLAN_UPDATE_GOLDEN=1 rewrites it.
+void expect_golden(const Json& actual, const std::string& name) {
+  const std::string path = kData + "/" + name;
+  if (std::getenv("TRAINPLAN_UPDATE_GOLDEN") != nullptr) {
+    std::ofstream(path) << actual.dump(2) << "\n";
+    return;
+  }
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << "missing golden file " << path;
+  std::stringstream text;
+  text << in.rdbuf();
+  const Json golden = Json::parse(text.str());
+  std::string where;
+  EXPECT_TRUE(contains_shape(actual, golden, where))
+      << "shape differs from " << path << " at " << where << ":\n" << actual.dump(2);
+}
+
+struct Problem {
+  model::Architecture a;
+  model::ParameterCounts n;
+  hardware::Cluster c;
+};
+
+Problem problem(const std::string& model, const std::string& cluster) {
+  const Catalog cat = Catalog::builtin();
+  Problem p{cat.resolve_model(model).arch, {}, cat.resolve_cluster(cluster, std::nullopt).cluster};
+  p.n = model::count_parameters(p.a);
+  return p;
+}
+
+TEST(EstimateJson, GoldenShapeAndValues) {
+  const Problem p = problem("llama-2-70b", "4x8xH100-80GB");
+  model::Training tr;
+  tr.strategy = Strategy::fsdp_full;
+  tr.micro_batch = 2;
+  tr.seq = 4096;
+  tr.checkpointing = Checkpointing::full;
+  const planner::Estimate e = planner::Evaluator(p.a, p.n, p.c).estimate(tr);
+  const Json j = estimate_json(p.a, p.n, p.c, e, 1e12);
+  expect_golden(shape(j), "estimate_shape.json");
+  EXPECT_EQ(j["schema"], "trainplan.estimate/1");
+  const Json& plan = j["plan"];
+  EXPECT_EQ(plan["strategy"], "fsdp-full");
+  EXPECT_EQ(plan["dp"], 32);
+  EXPECT_EQ(plan["grad_accum"], 1);
+  EXPECT_EQ(plan["global_batch"], 64);
+  EXPECT_DOUBLE_EQ(plan["time"]["step_s"].get<double>(), e.time.step.value());
+  EXPECT_DOUBLE_EQ(plan["throughput"]["mfu"].get<double>(), e.throughput.mfu);
+  EXPECT_DOUBLE_EQ(plan["time_to_train_s"].get<double>(), 1e12 / e.throughput.tokens_per_s);
+  std::int64_t sum = 0;
+  for (const auto& [k, v] : plan["communication"]["by_collective"].items()) sum += v.get<std::int64_t>();
+  EXPECT_NEAR(static_cast<double>(sum), plan["communication"]["bytes_per_gpu_per_step"].get<double>(), 4.0);
+  EXPECT_EQ(plan["communication"]["items"].size(), e.communication.size());
+}
+
+TEST(EstimateJson, PlanGoldenShape) {
+  const Problem p = problem("llama-2-13b", "2x8xA100-80GB");
+  planner::PlanRequest req;
+  req.global_batch = 128;
+  req.top = 3;
+  const planner::PlanResult r = planner::search(p.a, p.n, p.c, req);
+  const Json j = plan_result_json(p.a, p.n, p.c, r);
+  expect_golden(shape(j), "plan_shape.json");
+  EXPECT_EQ(j["schema"], "trainplan.plan/1");
+  ASSERT_EQ(j["plans"].size(), 3u);
+  EXPECT_EQ(j["plans"][0]["rank"], 1);
+  EXPECT_TRUE(j["plans"][0]["why_slower"].is_null());
+  EXPECT_TRUE(j["plans"][1]["why_slower"].is_string());
+  for (const auto& plan : j["plans"]) EXPECT_EQ(plan["global_batch"], 128);
+  EXPECT_FALSE(j["rejected"].empty());
+}
+
+struct CountRow {
+  const char* text;
+  double value;
+};
+
+TEST(EstimateJson, TokenCountsAcceptDecimalSuffixes) {
+  for (const CountRow& r : {CountRow{"1T", 1e12}, CountRow{"300B", 3e11}, CountRow{"2.5e12", 2.5e12},
+                            CountRow{"7M", 7e6}, CountRow{"10k", 1e4}, CountRow{"1.4G", 1.4e9},
+                            CountRow{"123", 123.0}}) {
+    SCOPED_TRACE(r.text);
+    EXPECT_DOUBLE_EQ(parse_count(r.text, "--tokens"), r.value);
+  }
+  for (const char* bad : {"", "T", "1X", "-5B", "0", "1TB", "abc"}) {
+    SCOPED_TRACE(bad);
+    try {
+      (void)parse_count(bad, "--tokens");
+      FAIL() << "expected InputError";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("--tokens"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(EstimateJson, AProfileThatDoesNotParseIsAnInputErrorNamingTheFile) {
+  const std::string path = ::testing::TempDir() + "/broken_profile.json";
+  std::ofstream(path) << "{\"schema\": \"trainplan.profile/1\", \"gemm\": [";
+  try {
+    (void)read_profile_option(path);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("--profile"), std::string::npos) << m;
+    EXPECT_NE(m.find(path), std::string::npos) << m;
+  }
+  EXPECT_THROW((void)read_profile_option(::testing::TempDir() + "/no_such_profile.json"), InputError);
+}
+
+}  // namespace
+}  // namespace trainplan::io

@@ -1,0 +1,282 @@
+// The step-time model end to end: parts add up, the framework behaviours the literature reports,
+// and bad input.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "megatron_gpt.hpp"
+#include "trainplan/core/error.hpp"
+#include "trainplan/io/catalog.hpp"
+#include "trainplan/model/parameters.hpp"
+#include "trainplan/planner/evaluator.hpp"
+#include "trainplan/planner/search.hpp"
+
+namespace trainplan::planner {
+namespace {
+
+const io::Catalog& catalog() {
+  static const io::Catalog c = io::Catalog::builtin();
+  return c;
+}
+
+Evaluator evaluator(const std::string& model, const std::string& cluster,
+                    const std::optional<std::string>& inter = std::nullopt) {
+  const model::Architecture a = catalog().resolve_model(model).arch;
+  return Evaluator(a, model::count_parameters(a), catalog().resolve_cluster(cluster, inter).cluster);
+}
+
+struct Config {
+  std::string name;
+  Strategy strategy;
+  int tp, pp, v;
+  Checkpointing ck;
+  Offload offload;
+  std::int64_t b, m;
+};
+
+TEST(Evaluator, StepIsTheSumOfItsPartsAndExposureNeverExceedsTime) {
+  const Evaluator ev = evaluator("llama-2-13b", "2x8xA100-80GB");
+  const std::vector<Config> configs{
+      {"ddp", Strategy::ddp, 1, 1, 1, Checkpointing::full, Offload::none, 1, 4},
+      {"fsdp full", Strategy::fsdp_full, 1, 1, 1, Checkpointing::none, Offload::none, 2, 2},
+      {"fsdp grad-op", Strategy::fsdp_grad_op, 1, 1, 1, Checkpointing::selective, Offload::none, 1, 1},
+      {"fsdp hybrid", Strategy::fsdp_hybrid, 1, 1, 1, Checkpointing::full, Offload::none, 4, 1},
+      {"zero1", Strategy::zero1, 2, 1, 1, Checkpointing::full, Offload::none, 2, 8},
+      {"zero2 offload", Strategy::zero2, 1, 1, 1, Checkpointing::full, Offload::optimizer, 2, 2},
+      {"zero3 params offload", Strategy::zero3, 1, 1, 1, Checkpointing::full, Offload::optimizer_params, 2, 2},
+      {"3D", Strategy::ddp, 4, 2, 2, Checkpointing::selective, Offload::none, 1, 8},
+  };
+  for (const auto& c : configs) {
+    SCOPED_TRACE(c.name);
+    model::Training tr;
+    tr.strategy = c.strategy;
+    tr.tp = c.tp;
+    tr.pp = c.pp;
+    tr.pp_virtual = c.v;
+    tr.sequence_parallel = c.tp > 1;
+    tr.checkpointing = c.ck;
+    tr.offload = c.offload;
+    tr.micro_batch = c.b;
+    tr.grad_accum = c.m;
+    const Estimate e = ev.estimate(tr);
+    const TimeBreakdown& t = e.time;
+    EXPECT_NEAR(t.step.value(), (t.compute + t.recompute + t.communication_exposed + t.bubble + t.optimizer +
+                                 t.offload).value(), 1e-12 * t.step.value());
+    Seconds exposed;
+    for (const auto& item : e.communication) {
+      EXPECT_GE(item.bytes.value(), 0.0) << item.purpose;
+      EXPECT_LE(item.exposed.value(), item.time.value() * (1.0 + 1e-9) + 1e-12) << item.purpose;
+      EXPECT_GE(item.exposed.value(), 0.0) << item.purpose;
+      if (item.purpose.find("to host") == std::string::npos && item.purpose.find("to device") == std::string::npos)
+        exposed += item.exposed;
+    }
+    EXPECT_NEAR(exposed.value(), t.communication_exposed.value(), 1e-9 * t.step.value());
+    EXPECT_EQ(e.global_batch, c.b * c.m * e.layout.dp);
+    EXPECT_NEAR(e.throughput.tokens_per_s, static_cast<double>(e.global_batch * tr.seq) / t.step.value(), 1e-6);
+    EXPECT_GT(e.throughput.mfu, 0.05);
+    EXPECT_LT(e.throughput.mfu, 0.8);
+    EXPECT_GE(e.throughput.hfu, e.throughput.mfu);
+    EXPECT_FALSE(e.throughput.mfu_formula.empty());
+  }
+}
+
+TEST(Evaluator, FreeFunctionMatchesTheEvaluator) {
+  const model::Architecture a = catalog().resolve_model("llama-2-7b").arch;
+  const model::ParameterCounts n = model::count_parameters(a);
+  const hardware::Cluster c = catalog().resolve_cluster("4xA100-80GB", std::nullopt).cluster;
+  model::Training tr;
+  tr.strategy = Strategy::fsdp_full;
+  tr.micro_batch = 2;
+  const Estimate x = evaluate(a, n, tr, c);
+  const Estimate y = Evaluator(a, n, c).estimate(tr);
+  EXPECT_EQ(x.time.step, y.time.step);
+  EXPECT_EQ(x.memory.device_total, y.memory.device_total);
+  EXPECT_EQ(x.max_micro_batch, y.max_micro_batch);
+  EXPECT_EQ(x.communication.size(), y.communication.size());
+}
+
+// Korthikanti et al. 2022 Eq. 7: model FLOPs 72 B s l h^2 (1 + s/(6h) + V/(12 l h)).
+TEST(Evaluator, ModelFlopsFollowKorthikantiEquationSeven) {
+  const model::Architecture a = test::megatron_gpt("gpt3-175b", 12288, 96, 96);
+  const model::Training tr = test::megatron_training(8, 8, 3, 1, 64, 1, Checkpointing::selective, true);
+  hardware::Cluster c = catalog().resolve_cluster("8x8xA100-80GB", std::nullopt).cluster;
+  const StepCost s = Evaluator(a, model::count_parameters(a), c).cost(tr);
+  const double B = 64, sq = 2048, l = 96, h = 12288, V = 51200;
+  const double eq7 = 72.0 * B * sq * l * h * h * (1.0 + sq / (6.0 * h) + V / (12.0 * l * h));
+  EXPECT_NEAR(s.model_flops.value() / eq7, 1.0, 1e-9);
+  EXPECT_NEAR(s.mfu, eq7 / (s.time.step.value() * 64 * 312e12), 1e-9);
+}
+
+// ZeRO-3 gathers every layer's parameters each micro-batch: with a smaller per-GPU batch there is
+// less compute to hide them behind, and a slow network exposes them (reference throughput.md 6:
+// "V100 + ZeRO-3 at 64+ GPUs: 100 Gbps not enough").
+TEST(Evaluator, ZeroThreeSlowsAsThePerGpuBatchShrinksOnSlowLinks) {
+  const Evaluator slow = evaluator("llama-2-7b", "2x8xA100-80GB", "1x100Gbps");
+  model::Training tr;
+  tr.framework = Framework::deepspeed;
+  tr.strategy = Strategy::zero3;
+  tr.checkpointing = Checkpointing::full;
+  double previous_per_token = 0.0;
+  double previous_share = 1.0;
+  for (std::int64_t b : {8, 4, 2, 1}) {
+    SCOPED_TRACE("micro-batch " + std::to_string(b));
+    tr.micro_batch = b;
+    const StepCost s = slow.cost(tr);
+    const double per_token = s.time.step.value() / static_cast<double>(s.global_batch * tr.seq);
+    const double share = s.time.communication_exposed / s.time.step;
+    EXPECT_GT(per_token, previous_per_token);
+    if (b < 8) {
+      EXPECT_GT(share, previous_share * 0.999);
+    }
+    std::printf("  micro-batch %ld: %.3g s/token, exposed communication %.0f %% of the step\n", static_cast<long>(b), per_token, 100.0 * share);
+    previous_per_token = per_token;
+    previous_share = share;
+  }
+  EXPECT_GT(previous_share, 0.3);  // at micro-batch 1 the gathers dominate
+  // The same job on the DGX network (8 x 200 Gb/s per node) hides most of it.
+  const Evaluator fast = evaluator("llama-2-7b", "2x8xA100-80GB");
+  tr.micro_batch = 1;
+  EXPECT_LT(fast.cost(tr).time.communication_exposed.value(), 0.5 * slow.cost(tr).time.communication_exposed.value());
+}
+
+// Megatron's takeaway (Narayanan et al. 2021 Sec. 3.2): tensor parallelism stays inside NVLink.
+TEST(Evaluator, TensorParallelAcrossNodesIsPenalised) {
+  const Evaluator ev = evaluator("llama-2-70b", "2x8xH100-80GB");
+  model::Training inside;
+  inside.framework = Framework::megatron;
+  inside.strategy = Strategy::ddp;
+  inside.tp = 8;
+  inside.pp = 2;
+  inside.sequence_parallel = true;
+  inside.checkpointing = Checkpointing::selective;
+  inside.grad_accum = 16;
+  model::Training across = inside;
+  across.tp = 16;
+  across.pp = 1;
+  const Estimate in = ev.estimate(inside);
+  const Estimate out = ev.estimate(across);
+  EXPECT_LT(out.throughput.tokens_per_s, 0.8 * in.throughput.tokens_per_s);
+  bool network_tp = false;
+  for (const auto& c : out.communication)
+    if (c.purpose == "tensor-parallel activations") network_tp = network_tp || c.tier == "network";
+  EXPECT_TRUE(network_tp);
+}
+
+// PyTorch DDP overlaps the bucketed all-reduce with backward; Megatron of the papers did not.
+TEST(Evaluator, GradientReductionOverlapFollowsTheFramework) {
+  const Evaluator ev = evaluator("llama-2-7b", "2x8xA100-80GB");
+  model::Training tr;
+  tr.strategy = Strategy::ddp;
+  tr.tp = 2;
+  tr.checkpointing = Checkpointing::full;
+  const Estimate torch = ev.estimate(tr);
+  tr.framework = Framework::megatron;
+  const Estimate megatron = ev.estimate(tr);
+  auto dp_item = [](const Estimate& e) {
+    for (const auto& c : e.communication)
+      if (c.purpose == "data-parallel gradient all-reduce") return c;
+    return CommunicationItem{};
+  };
+  EXPECT_LT(dp_item(torch).exposed, dp_item(torch).time);
+  EXPECT_DOUBLE_EQ(dp_item(megatron).exposed.value(), dp_item(megatron).time.value());
+}
+
+TEST(Evaluator, PipelineBubbleShrinksWithInterleavingAndMicroBatches) {
+  const model::Architecture a = test::megatron_gpt("gpt3-175b", 12288, 96, 96);
+  const Evaluator ev(a, model::count_parameters(a), catalog().resolve_cluster("8x8xA100-80GB", std::nullopt).cluster);
+  const StepCost v1 = ev.cost(test::megatron_training(8, 8, 1, 1, 64, 1, Checkpointing::full, false));
+  const StepCost v3 = ev.cost(test::megatron_training(8, 8, 3, 1, 64, 1, Checkpointing::full, false));
+  const StepCost m128 = ev.cost(test::megatron_training(8, 8, 1, 1, 128, 1, Checkpointing::full, false));
+  EXPECT_NEAR(v1.time.bubble / v1.stage_micro_batch, 7.0, 1e-9);  // (p - 1) stage times
+  EXPECT_NEAR(v3.time.bubble / v3.stage_micro_batch, 7.0 / 3.0, 1e-9);
+  EXPECT_NEAR(v1.time.bubble / v1.time.step, 7.0 / (64.0 + 7.0), 0.01);
+  EXPECT_LT(m128.time.bubble / m128.time.step, v1.time.bubble / v1.time.step);
+}
+
+TEST(Evaluator, OffloadMovesTheOptimizerToTheCpu) {
+  const Evaluator ev = evaluator("llama-2-7b", "4xA100-80GB");
+  model::Training tr;
+  tr.framework = Framework::deepspeed;
+  tr.strategy = Strategy::zero2;
+  tr.checkpointing = Checkpointing::full;
+  const Estimate gpu = ev.estimate(tr);
+  tr.offload = Offload::optimizer;
+  const Estimate cpu = ev.estimate(tr);
+  // 7e9 / 4 parameters at 1.4e9 per second per node, 4 ranks sharing the node: ~5 s.
+  EXPECT_GT(cpu.time.optimizer.value(), 20.0 * gpu.time.optimizer.value());
+  EXPECT_NEAR(cpu.time.optimizer.value(), 6.74e9 / 4.0 * 4.0 / (11.6e9 / 8.2), 0.5);
+  bool pcie = false;
+  for (const auto& c : cpu.communication) pcie = pcie || (c.tier == "pcie" && c.collective == "d2h");
+  EXPECT_TRUE(pcie);
+}
+
+// A measured profile replaces the datasheet: a slower HBM makes the optimizer step slower.
+TEST(Evaluator, AProfileOverridesTheDatasheet) {
+  const model::Architecture a = catalog().resolve_model("llama-2-7b").arch;
+  const model::ParameterCounts n = model::count_parameters(a);
+  const hardware::Cluster c = catalog().resolve_cluster("4xA100-80GB", std::nullopt).cluster;
+  hardware::HardwareProfile p;
+  p.memory.hbm = gbps(866.6);  // half of 2039 x 0.85
+  model::Training tr;
+  tr.strategy = Strategy::ddp;
+  const Estimate datasheet = Evaluator(a, n, c).estimate(tr);
+  const Estimate measured = Evaluator(a, n, c, &p).estimate(tr);
+  EXPECT_NEAR(measured.time.optimizer / datasheet.time.optimizer, 2.0, 0.01);
+}
+
+TEST(Evaluator, ImpossibleDegreesAreInputErrorsNamingTheInput) {
+  const Evaluator ev = evaluator("llama-2-13b", "8xA100-80GB");
+  model::Training tr;
+  tr.strategy = Strategy::ddp;
+  tr.tp = 3;
+  try {
+    (void)ev.cost(tr);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--tp 3"), std::string::npos) << e.what();
+  }
+  tr.tp = 1;
+  tr.pp = 3;
+  EXPECT_THROW((void)ev.cost(tr), InputError);
+  tr.pp = 2;
+  tr.pp_virtual = 7;
+  EXPECT_THROW((void)ev.cost(tr), InputError);
+}
+
+TEST(Evaluator, GlobalBatchMustSplitIntoMicroBatchesAndReplicas) {
+  EXPECT_EQ(grad_accum_for(512, 2, 16, std::nullopt), 16);
+  EXPECT_EQ(grad_accum_for(64, 1, 1, 64), 64);
+  try {
+    (void)grad_accum_for(10, 2, 4, std::nullopt);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("--global-batch 10"), std::string::npos) << m;
+    EXPECT_NE(m.find("micro-batch 2"), std::string::npos) << m;
+    EXPECT_NE(m.find("data-parallel degree 4"), std::string::npos) << m;
+  }
+  EXPECT_THROW((void)grad_accum_for(64, 2, 4, 4), InputError);
+  EXPECT_THROW((void)grad_accum_for(0, 1, 1, std::nullopt), InputError);
+}
+
+// Infeasible is a result: a 70B model on one GPU is priced, with fits = false.
+TEST(Evaluator, InfeasibleIsAResultNotAnException) {
+  const Evaluator ev = evaluator("llama-2-70b", "A100-80GB");
+  model::Training tr;
+  const Estimate e = ev.estimate(tr);
+  EXPECT_FALSE(e.fits);
+  EXPECT_EQ(e.max_micro_batch, 0);
+  EXPECT_GT(e.memory.device_total, gib(80.0));
+  EXPECT_GT(e.time.step.value(), 0.0);
+}
+
+TEST(Evaluator, TimeToTrain) {
+  Estimate e;
+  e.throughput.tokens_per_s = 1e6;
+  EXPECT_DOUBLE_EQ(time_to_train(e, 1e12).value(), 1e6);
+}
+
+}  // namespace
+}  // namespace trainplan::planner

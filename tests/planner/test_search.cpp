@@ -1,0 +1,204 @@
+// The plan search: what it tries, what it returns, and that threads do not change the answer.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "trainplan/core/error.hpp"
+#include "trainplan/io/catalog.hpp"
+#include "trainplan/model/parameters.hpp"
+#include "trainplan/planner/emit.hpp"
+#include "trainplan/planner/search.hpp"
+
+namespace trainplan::planner {
+namespace {
+
+const io::Catalog& catalog() {
+  static const io::Catalog c = io::Catalog::builtin();
+  return c;
+}
+
+struct Problem {
+  model::Architecture a;
+  model::ParameterCounts n;
+  hardware::Cluster c;
+};
+
+Problem problem(const std::string& model, const std::string& cluster) {
+  Problem p{catalog().resolve_model(model).arch, {}, catalog().resolve_cluster(cluster, std::nullopt).cluster};
+  p.n = model::count_parameters(p.a);
+  return p;
+}
+
+TEST(Search, PlansFitAreRankedAndHonourTheGlobalBatch) {
+  const Problem p = problem("llama-3.1-8b", "2x8xA100-80GB");
+  PlanRequest req;
+  req.base.seq = 8192;
+  req.global_batch = 512;
+  req.top = 5;
+  const PlanResult r = search(p.a, p.n, p.c, req);
+  ASSERT_EQ(r.plans.size(), 5u);
+  EXPECT_GT(r.evaluated, r.fitting);
+  EXPECT_GT(r.fitting, 0);
+  for (std::size_t i = 0; i < r.plans.size(); ++i) {
+    const Estimate& e = r.plans[i];
+    SCOPED_TRACE(plan_label(e.training, e.layout));
+    EXPECT_TRUE(e.fits);
+    EXPECT_EQ(e.global_batch, 512);
+    EXPECT_LE(e.training.tp, 8);  // inside a node unless asked
+    EXPECT_GE(e.max_micro_batch, e.training.micro_batch);
+    if (i > 0) {
+      EXPECT_LE(e.throughput.tokens_per_s, r.plans[i - 1].throughput.tokens_per_s);
+      EXPECT_FALSE(r.why_slower[i].empty());
+    }
+  }
+  EXPECT_TRUE(r.why_slower[0].empty());
+  EXPECT_FALSE(r.rejected.empty());
+}
+
+TEST(Search, ResultDoesNotDependOnTheNumberOfThreads) {
+  const Problem p = problem("llama-2-13b", "2x8xA100-80GB");
+  PlanRequest req;
+  req.global_batch = 256;
+  req.top = 8;
+  req.threads = 1;
+  const PlanResult one = search(p.a, p.n, p.c, req);
+  req.threads = 2;
+  const PlanResult two = search(p.a, p.n, p.c, req);
+  req.threads = 5;
+  const PlanResult five = search(p.a, p.n, p.c, req);
+  ASSERT_EQ(one.plans.size(), two.plans.size());
+  ASSERT_EQ(one.plans.size(), five.plans.size());
+  EXPECT_EQ(one.evaluated, two.evaluated);
+  for (std::size_t i = 0; i < one.plans.size(); ++i) {
+    EXPECT_EQ(plan_label(one.plans[i].training, one.plans[i].layout),
+              plan_label(two.plans[i].training, two.plans[i].layout));
+    EXPECT_EQ(one.plans[i].time.step, two.plans[i].time.step);
+    EXPECT_EQ(one.plans[i].time.step, five.plans[i].time.step);
+  }
+  ASSERT_EQ(one.rejected.size(), two.rejected.size());
+  for (std::size_t i = 0; i < one.rejected.size(); ++i) EXPECT_EQ(one.rejected[i].reason, two.rejected[i].reason);
+}
+
+TEST(Search, PinnedOptionsAreKept) {
+  const Problem p = problem("llama-2-13b", "8xA100-80GB");
+  PlanRequest req;
+  req.strategy = Strategy::fsdp_full;
+  req.checkpointing = Checkpointing::full;
+  req.micro_batch = 2;
+  req.global_batch = 64;
+  const PlanResult r = search(p.a, p.n, p.c, req);
+  ASSERT_FALSE(r.plans.empty());
+  for (const auto& e : r.plans) {
+    EXPECT_EQ(e.training.strategy, Strategy::fsdp_full);
+    EXPECT_EQ(e.training.checkpointing, Checkpointing::full);
+    EXPECT_EQ(e.training.micro_batch, 2);
+  }
+}
+
+// Nothing fits: a result with reasons, not an exception.
+TEST(Search, NothingFitsIsAResultWithReasons) {
+  const Problem p = problem("llama-2-70b", "A100-80GB");
+  const PlanResult r = search(p.a, p.n, p.c, PlanRequest{});
+  EXPECT_TRUE(r.plans.empty());
+  ASSERT_FALSE(r.rejected.empty());
+  EXPECT_NE(r.rejected.front().reason.find("does not fit"), std::string::npos) << r.rejected.front().reason;
+}
+
+TEST(Search, ImpossiblePinnedDegreesAndBatchesAreInputErrors) {
+  const Problem p = problem("llama-2-13b", "8xA100-80GB");
+  PlanRequest req;
+  req.tp = 3;
+  EXPECT_THROW((void)search(p.a, p.n, p.c, req), InputError);
+  req.tp = 2;
+  req.pp = 2;
+  req.micro_batch = 4;
+  req.global_batch = 36;  // dp = 2: 36 is not a multiple of 4 x 2
+  try {
+    (void)search(p.a, p.n, p.c, req);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--global-batch 36"), std::string::npos) << e.what();
+  }
+  PlanRequest zero;
+  zero.global_batch = 0;
+  EXPECT_THROW((void)search(p.a, p.n, p.c, zero), InputError);
+}
+
+// "ZeRO-3 across 2 nodes: 31 % slower, 1.2 s/step of exposed inter-node all-gather"
+TEST(Search, RunnersUpSayWhyTheyLose) {
+  const Problem p = problem("llama-2-7b", "2x8xA100-80GB");
+  model::Training tr;
+  tr.strategy = Strategy::ddp;
+  tr.checkpointing = Checkpointing::full;
+  hardware::Cluster slow = p.c;
+  slow.inter_node = {1, 100.0, "ethernet"};
+  const Evaluator ev(p.a, p.n, slow);
+  const StepCost ddp = ev.cost(tr);
+  tr.strategy = Strategy::fsdp_full;
+  const StepCost fsdp = ev.cost(tr);
+  const std::string why = why_slower(ddp, fsdp);
+  EXPECT_NE(why.find("% slower"), std::string::npos) << why;
+  EXPECT_NE(why.find("exposed inter-node"), std::string::npos) << why;
+  EXPECT_EQ(plan_label(tr, fsdp.layout), "FSDP full-shard across 2 nodes, full checkpointing");
+  EXPECT_EQ(why_slower(ddp, ddp), "as fast (within 0.5 %)");
+}
+
+TEST(Emit, DeepSpeedConfigIsJsonWithTheBatchAndStage) {
+  const Problem p = problem("llama-2-7b", "8xA100-80GB");
+  model::Training tr;
+  tr.framework = Framework::deepspeed;
+  tr.strategy = Strategy::zero3;
+  tr.micro_batch = 2;
+  tr.grad_accum = 4;
+  tr.offload = Offload::optimizer;
+  const Estimate e = Evaluator(p.a, p.n, p.c).estimate(tr);
+  const Emitted out = emit_deepspeed(e);
+  const nlohmann::json j = nlohmann::json::parse(out.text);
+  EXPECT_EQ(j["train_batch_size"], 64);
+  EXPECT_EQ(j["train_micro_batch_size_per_gpu"], 2);
+  EXPECT_EQ(j["gradient_accumulation_steps"], 4);
+  EXPECT_EQ(j["zero_optimization"]["stage"], 3);
+  EXPECT_EQ(j["zero_optimization"]["offload_optimizer"]["device"], "cpu");
+  EXPECT_TRUE(j["bf16"]["enabled"]);
+}
+
+TEST(Emit, AccelerateAndTorchrunCarryThePlan) {
+  const Problem p = problem("llama-2-13b", "2x8xA100-80GB");
+  model::Training tr;
+  tr.strategy = Strategy::fsdp_hybrid;
+  tr.checkpointing = Checkpointing::full;
+  const Estimate e = Evaluator(p.a, p.n, p.c).estimate(tr);
+  const std::string yaml = emit(EmitFormat::accelerate, e, p.c, p.a).text;
+  EXPECT_NE(yaml.find("distributed_type: FSDP"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("fsdp_sharding_strategy: HYBRID_SHARD"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("num_processes: 16"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("fsdp_activation_checkpointing: true"), std::string::npos) << yaml;
+  const std::string cmd = emit(EmitFormat::torchrun, e, p.c, p.a).text;
+  EXPECT_NE(cmd.find("torchrun --nnodes=2 --nproc_per_node=8"), std::string::npos) << cmd;
+  EXPECT_NE(cmd.find("--fsdp \"hybrid_shard auto_wrap\""), std::string::npos) << cmd;
+  EXPECT_NE(cmd.find("--gradient_checkpointing"), std::string::npos) << cmd;
+  // Megatron: pretrain_gpt.py with the parallel degrees.
+  model::Training m;
+  m.framework = Framework::megatron;
+  m.strategy = Strategy::zero1;
+  m.tp = 8;
+  m.pp = 2;
+  m.pp_virtual = 2;
+  m.sequence_parallel = true;
+  m.checkpointing = Checkpointing::selective;
+  m.grad_accum = 8;
+  const Estimate em = Evaluator(p.a, p.n, p.c).estimate(m);
+  const std::string mc = emit(EmitFormat::torchrun, em, p.c, p.a).text;
+  EXPECT_NE(mc.find("pretrain_gpt.py --tensor-model-parallel-size 8 --pipeline-model-parallel-size 2"),
+            std::string::npos) << mc;
+  EXPECT_NE(mc.find("--num-layers-per-virtual-pipeline-stage 10"), std::string::npos) << mc;
+  EXPECT_NE(mc.find("--sequence-parallel"), std::string::npos) << mc;
+  EXPECT_NE(mc.find("--use-distributed-optimizer"), std::string::npos) << mc;
+  EXPECT_NE(mc.find("--global-batch-size 8"), std::string::npos) << mc;
+  EXPECT_THROW((void)parse_enum<EmitFormat>("slurm"), InputError);
+}
+
+}  // namespace
+}  // namespace trainplan::planner
