@@ -16,6 +16,11 @@ QString fits_text(bool fits) {
   return fits ? QStringLiteral("fits") : QStringLiteral("out of memory");
 }
 
+// Mid-tone green and red: readable on light and dark bases alike.
+QVariant fits_brush(bool fits) {
+  return QBrush(fits ? QColor(0x2e, 0x9e, 0x48) : QColor(0xd6, 0x45, 0x41));
+}
+
 QString yes_no_tooltip() {
   return QStringLiteral(
       "Fits when the device total (what nvidia-smi shows) is at most the GPU's usable "
@@ -159,6 +164,7 @@ void MemoryModel::setEvaluations(const std::vector<const Evaluation*>& configs,
     fits.texts.push_back(fits_text(e->estimate.fits));
     tips << QStringLiteral("%1 on %2: %3").arg(qstr(e->arch.name), e->cluster_text(), e->title());
   }
+  fits.verdict = true;
   rows.push_back(std::move(fits));
   rows.push_back(std::move(mb));
   rows.push_back(std::move(phase));
@@ -462,6 +468,7 @@ QVariant StrategiesModel::data(const QModelIndex& index, int role) const {
     if (col == max_micro_batch) return static_cast<double>(k.max_micro_batch);
     return {};
   }
+  if (role == Qt::ForegroundRole && col == fits) return fits_brush(k.fits);
   if (role == Qt::FontRole && result_.recommended == row) {
     QFont f;
     f.setBold(true);
@@ -586,6 +593,7 @@ QVariant SweepModel::data(const QModelIndex& index, int role) const {
     }
     return {};
   }
+  if (role == Qt::ForegroundRole && col == fits) return fits_brush(e.fits);
   if (role == Qt::FontRole && sweep_.current == row) {
     QFont f;
     f.setBold(true);

@@ -27,6 +27,7 @@ class BreakdownModel : public QAbstractTableModel {
     std::vector<double> values;  // per column, in the model's unit
     std::vector<QString> texts;  // per column, as displayed
     QString tooltip;             // defaults to the term's
+    bool verdict = false;        // values are 1 (fits) or 0 (out of memory): coloured
   };
   using QAbstractTableModel::QAbstractTableModel;
 
