@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <memory>
@@ -142,7 +143,7 @@ std::string md_row(const std::vector<std::string>& cells) {
 }
 
 std::string md_summary(const planner::ValidationReport& rep) {
-  std::string out = md_row({"cases", "metric", "cases", "values", "median abs. error %", "max abs. error %",
+  std::string out = md_row({"kind", "metric", "cases", "values", "median abs. error %", "max abs. error %",
                             "outside tolerance", "worst"});
   out += md_row({"---", "---", "---:", "---:", "---:", "---:", "---:", "---"});
   auto rows = [&](const std::string& kind, const Summary& s) {
@@ -156,6 +157,46 @@ std::string md_summary(const planner::ValidationReport& rep) {
   rows("oracle", rep.oracle);
   rows("measured", rep.measured);
   return out;
+}
+
+// One row per oracle case, one column per metric, the signed error in percent; outside the
+// tolerance in bold. Per-value detail: --json.
+std::string md_oracle(const planner::ValidationReport& rep) {
+  using planner::Metric;
+  const std::vector<std::pair<Metric, std::string>> columns = {
+      {Metric::parameters, "parameters"},           {Metric::trainable_parameters, "trainable"},
+      {Metric::flops_forward, "forward FLOPs"},     {Metric::flops_backward, "backward FLOPs"},
+      {Metric::gradient_bytes, "gradient bytes"},   {Metric::optimizer_state_bytes, "optimizer bytes"},
+      {Metric::saved_for_backward_layer, "saved per block [i]"}, {Metric::saved_for_backward_head, "saved by the head"}};
+  std::string out = "\n## Oracle cases\n\nSigned error in percent of the oracle's value; **bold** is outside the "
+                    "tolerance (0 % but for bytes saved for backward, 5 %). Each value in full: `--json`.\n\n";
+  std::vector<std::string> header{"case"}, align{"---"};
+  for (const auto& [m, title] : columns) {
+    header.push_back(title);
+    align.push_back(m == Metric::saved_for_backward_layer ? "---" : "---:");
+  }
+  out += md_row(header) + md_row(align);
+  std::vector<std::string> sources;
+  for (const CaseResult& r : rep.cases) {
+    if (r.kind != CaseKind::oracle) continue;
+    if (std::find(sources.begin(), sources.end(), r.source) == sources.end()) sources.push_back(r.source);
+    std::vector<std::string> row{r.name};
+    for (const auto& [m, title] : columns) {
+      std::string cell;
+      for (const Comparison& c : r.comparisons) {
+        if (c.metric != m) continue;
+        std::string e = c.error_pct() == 0.0 ? "0" : error_text(c);
+        if (!c.within_tolerance()) e = "**" + e + "**";
+        if (c.layer >= 0) e = fmt::format("[{}] {}", c.layer, e);
+        cell += (cell.empty() ? "" : ", ") + e;
+      }
+      row.push_back(cell.empty() ? "—" : cell);
+    }
+    out += md_row(row);
+  }
+  out += "\nSource: ";
+  for (std::size_t i = 0; i < sources.size(); ++i) out += (i ? "; " : "") + sources[i];
+  return out + "; files `data/reference/oracle/<case>.json`.\n";
 }
 
 std::string markdown_report(const planner::ValidationReport& rep, const std::vector<std::string>& paths) {
@@ -176,24 +217,20 @@ std::string markdown_report(const planner::ValidationReport& rep, const std::vec
       "nvidia-smi totals.\n\n";
   out += "## Summary\n\n" + md_summary(rep) + "\n";
 
-  auto section = [&](CaseKind kind, const std::string& title) {
-    std::string s = "## " + title + "\n\n";
-    s += md_row({"case", "metric", "measured", "predicted", "unit", "error %", "tolerance %", "", "what"});
-    s += md_row({"---", "---", "---:", "---:", "---", "---:", "---:", "---", "---"});
-    for (const CaseResult& r : rep.cases) {
-      if (r.kind != kind) continue;
-      for (const Comparison& c : r.comparisons)
-        s += md_row({r.name, metric_text(c), value_text(c.measured, c.unit),
-                     value_text(c.predicted, c.unit), std::string(to_string(c.unit)),
-                     error_text(c), pct(c.tolerance_pct), verdict_text(c), c.what});
-    }
-    s += "\nSources:\n\n";
-    for (const CaseResult& r : rep.cases)
-      if (r.kind == kind) s += "* `" + r.name + "`: " + r.source + " (`" + r.file + "`)\n";
-    return s + "\n";
-  };
-  out += section(CaseKind::measured, "Measured runs");
-  out += section(CaseKind::oracle, "Oracle cases");
+  out += "## Measured runs\n\n";
+  out += md_row({"case", "metric", "measured", "predicted", "unit", "error %", "tolerance %", "", "what"});
+  out += md_row({"---", "---", "---:", "---:", "---", "---:", "---:", "---", "---"});
+  for (const CaseResult& r : rep.cases) {
+    if (r.kind != CaseKind::measured) continue;
+    for (const Comparison& c : r.comparisons)
+      out += md_row({r.name, metric_text(c), value_text(c.measured, c.unit), value_text(c.predicted, c.unit),
+                     std::string(to_string(c.unit)), error_text(c), pct(c.tolerance_pct), verdict_text(c), c.what});
+  }
+  out += "\nSources:\n\n";
+  for (const CaseResult& r : rep.cases)
+    if (r.kind == CaseKind::measured) out += "* `" + r.name + "`: " + r.source + " (`" + r.file + "`)\n";
+
+  out += md_oracle(rep);
   return out;
 }
 
