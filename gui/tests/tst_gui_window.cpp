@@ -10,7 +10,9 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QSettings>
 #include <QSpinBox>
+#include <QStandardPaths>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QtCharts/QBarCategoryAxis>
@@ -107,6 +109,8 @@ class TestGuiWindow : public QObject {
   void plan_exports_through_the_emitters_data();
   void plan_exports_through_the_emitters();
   void time_to_train_and_profile();
+  void screenshot_is_the_whole_window();
+  void settings_are_remembered();
 };
 
 void TestGuiWindow::init() {
@@ -534,6 +538,43 @@ void TestGuiWindow::time_to_train_and_profile() {
   QCOMPARE(window_->verdict(), MainWindow::Verdict::invalid);
   QVERIFY2(window_->verdictText().contains(QStringLiteral("broken.json")),
            qPrintable(window_->verdictText()));
+}
+
+void TestGuiWindow::screenshot_is_the_whole_window() {
+  window_->applySettings(base_settings(QStringLiteral("llama-2-7b"), 8, Strategy::fsdp_full, 4));
+  QTemporaryDir dir;
+  const QString path = dir.filePath(QStringLiteral("shot.png"));
+  QVERIFY(window_->saveScreenshot(path, QSize(1280, 800)));
+  const QImage image(path);
+  QVERIFY(!image.isNull());
+  QVERIFY(image.width() >= 1280 && image.height() >= 800);
+}
+
+void TestGuiWindow::settings_are_remembered() {
+  QStandardPaths::setTestModeEnabled(true);
+  QCoreApplication::setOrganizationName(QStringLiteral("trainplan-test"));
+  QCoreApplication::setApplicationName(QStringLiteral("tst_gui_window"));
+  QSettings().clear();
+  Settings s = base_settings(QStringLiteral("mistral-7b"), 4, Strategy::zero2, 3);
+  s.training.checkpointing = Checkpointing::selective;
+  s.lora_targets = "all-linear";
+  s.train_tokens = "1T";
+  {
+    Session session(catalog_);
+    MainWindow remembering(session, MainWindow::Options{true});
+    remembering.applySettings(s);
+    remembering.show();
+    remembering.close();
+  }
+  const Settings r = restore_settings(QSettings());
+  QCOMPARE(r.model, s.model);
+  QCOMPARE(r.cluster.spec(), s.cluster.spec());
+  QCOMPARE(r.training.strategy, Strategy::zero2);
+  QCOMPARE(r.training.micro_batch, std::int64_t{3});
+  QCOMPARE(r.training.checkpointing, Checkpointing::selective);
+  QCOMPARE(r.lora_targets, s.lora_targets);
+  QCOMPARE(r.train_tokens, s.train_tokens);
+  QSettings().clear();
 }
 
 QTEST_MAIN(TestGuiWindow)
