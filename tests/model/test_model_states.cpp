@@ -94,7 +94,9 @@ void check(const DsSetup& s, const DsCase& c, double tol, double unit) {
   const auto l = planner::make_layout(s.arch, tr, s.cluster);
   const auto ms = planner::model_states(s.arch, n, tr, l);
   EXPECT_NEAR(ms.device().value() / unit, c.gpu_gib, tol);
-  if (c.host_gib >= 0) EXPECT_NEAR(ms.host.value() * l.gpus_per_node / unit, c.host_gib, tol);
+  if (c.host_gib >= 0) {
+    EXPECT_NEAR(ms.host.value() * l.gpus_per_node / unit, c.host_gib, tol);
+  }
 }
 
 model::Architecture t5(const char* json) {
