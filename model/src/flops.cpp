@@ -1,5 +1,8 @@
 #include "trainplan/model/flops.hpp"
 
+#include <algorithm>
+#include <string>
+
 #include "trainplan/model/lora.hpp"
 
 namespace trainplan::model {
@@ -18,6 +21,81 @@ double block_linear_flops_per_token(const Architecture& a, Stack s) {
 // QK^T and PV: 2 * 2 * (a*d) per token per token of context (non-causal count).
 double attention_flops_per_token_per_context(const Architecture& a) {
   return 4.0 * static_cast<double>(a.q_dim());
+}
+
+[[nodiscard]] bool reads_block_input(const Architecture& a, const Linear& l, Stack stack) {
+  if (l.stack != stack) return false;  // cross-attention reads the encoder and the decoder state
+  switch (l.role) {
+    case Role::q:
+    case Role::k:
+    case Role::v: return true;
+    case Role::gate:
+    case Role::up: return a.parallel_residual;  // attention and MLP read the same input
+    case Role::o:
+    case Role::down:
+    case Role::router:
+    case Role::lm_head: return false;
+  }
+  return false;
+}
+
+struct StackRules {
+  double last_matmul = 0;       // per token, one block
+  double frozen_inputs = 0;     // per token, first block
+  double frozen_kv = 0;         // per token per context token, first block (eager attention)
+};
+
+// Which linears carry an adapter: PEFT on a fused q/k/v projection adapts it whole, once.
+StackRules stack_rules(const Architecture& a, const Training& tr, Stack stack) {
+  StackRules r;
+  const bool adapters = tr.method != Method::full;
+  const auto& targets = tr.lora.targets;
+  auto named = [&](const std::string& n) { return std::find(targets.begin(), targets.end(), n) != targets.end(); };
+  const bool fused_whole =
+      adapters && !a.fused_qkv_name.empty() && (named("all-linear") || named(a.fused_qkv_name));
+  const double rank = static_cast<double>(tr.lora.rank);
+  bool fused_counted = false;
+  bool k_frozen = true;
+  bool v_frozen = true;
+  for (const Linear& l : block_linears(a, stack)) {
+    const double copies = l.copies > 1 ? static_cast<double>(a.experts_per_token) : 1.0;
+    const bool fused_part = !a.fused_qkv_name.empty() && l.hf_name == a.fused_qkv_name;
+    bool adapted = false;
+    bool reads_a = false;  // this linear's adapter A reads the block input
+    if (adapters) {
+      if (fused_part && fused_whole) {
+        adapted = true;
+        reads_a = !fused_counted;
+        fused_counted = true;
+      } else if (l.role != Role::router && lora_adapts(a, tr.lora, l.role)) {
+        adapted = true;
+        reads_a = true;
+      }
+    }
+    if (l.stack == stack && l.role == Role::k) k_frozen = !adapted;
+    if (l.stack == stack && l.role == Role::v) v_frozen = !adapted;
+    if (l.role == Role::down)
+      r.last_matmul = 2.0 * copies * static_cast<double>(l.in * l.out) +
+                      (adapted ? 2.0 * copies * rank * static_cast<double>(l.out) : 0.0);
+    if (adapters && reads_block_input(a, l, stack)) {
+      r.frozen_inputs += 2.0 * copies * static_cast<double>(l.in * l.out);
+      if (reads_a) r.frozen_inputs += 2.0 * copies * rank * static_cast<double>(l.in);
+    }
+  }
+  if (adapters) {
+    const double qd = static_cast<double>(a.q_dim());  // K and V expanded to every query head
+    r.frozen_kv = (k_frozen ? 2.0 * qd : 0.0) + (v_frozen ? 2.0 * qd : 0.0);
+  }
+  return r;
+}
+
+[[nodiscard]] bool fused_attention(Attention at) {
+  switch (at) {
+    case Attention::flash:
+    case Attention::sdpa: return true;
+    case Attention::eager: return false;
+  }
+  return false;
 }
 
 }  // namespace
@@ -44,26 +122,63 @@ FlopCoefficients flop_coefficients(const Architecture& a, const Training& tr) {
     add_stack(main, a.layers);
     if (a.encoder_decoder) add_stack(Stack::decoder, a.decoder_layers);
   }
+  const StackRules m = stack_rules(a, tr, main);
+  k.last_matmul = static_cast<double>(a.layers) * m.last_matmul;
+  k.dropout_after_last_matmul = a.hidden_dropout > 0.0;
+  k.frozen_input_gradients = m.frozen_inputs;
+  k.frozen_kv_gradients = m.frozen_kv;
+  if (a.encoder_decoder) {
+    const StackRules d = stack_rules(a, tr, Stack::decoder);
+    k.last_matmul += static_cast<double>(a.decoder_layers) * d.last_matmul;
+    k.frozen_input_gradients += d.frozen_inputs;
+    k.frozen_kv_gradients += d.frozen_kv;
+  }
   return k;
 }
 
 StepFlops micro_batch_flops(const FlopCoefficients& k, const Training& tr) {
   const double t = static_cast<double>(tr.tokens_per_micro_batch());
-  const double attention = k.attention * static_cast<double>(tr.seq);
+  const double s = static_cast<double>(tr.seq);
+  const double attention = k.attention * s;
+  const bool fused = fused_attention(tr.attention);
   StepFlops f;
   const double fwd = t * (k.linear + attention + k.head + k.adapters);
   f.forward = Flops(fwd);
   f.attention_forward = Flops(t * attention);
   // Backward: activation gradients (1x) for everything, weight gradients (1x) for trainable weights;
-  // attention has no weights, its backward is 2x its forward.
+  // attention has no weights: 2x its forward eager, 2.5x fused (the scores are recomputed).
   const double weight_grads = k.full ? t * (k.linear + k.head) : t * k.adapters;
-  f.backward = Flops(t * (k.linear + k.head + k.adapters) + weight_grads + 2.0 * t * attention);
+  const double attention_bwd = (fused ? kFusedAttentionBackwardRatio : 2.0) * attention;
+  double input_grads = k.linear + k.head + k.adapters;
+  double attention_grads = attention_bwd;
+  if (!k.full && tr.checkpointing != Checkpointing::full) {
+    // The first block's input comes from frozen embeddings and needs no gradient.
+    input_grads -= k.frozen_input_gradients;
+    if (!fused) attention_grads -= k.frozen_kv_gradients * s;
+  }
+  f.backward = Flops(t * (input_grads + attention_grads) + weight_grads);
   switch (tr.checkpointing) {
     case Checkpointing::none: f.recompute = Flops(0.0); break;
     case Checkpointing::selective: f.recompute = Flops(t * attention); break;
-    case Checkpointing::full: f.recompute = Flops(fwd - t * k.head); break;
+    case Checkpointing::full: {
+      // Megatron's recompute replays the whole layer; torch's non-reentrant checkpoint stops once
+      // every saved tensor is rebuilt - before the last matmul unless a dropout after it saves a mask.
+      const bool stops_early = tr.framework != Framework::megatron && !k.dropout_after_last_matmul;
+      const double replayed_last = stops_early ? k.last_matmul : 0.0;
+      f.recompute = Flops(fwd - t * (k.head + replayed_last));
+      break;
+    }
   }
   return f;
+}
+
+Flops model_flops(const FlopCoefficients& k, const Training& tr) {
+  const double t = static_cast<double>(tr.tokens_per_micro_batch());
+  const double attention = k.attention * static_cast<double>(tr.seq);
+  const double fwd = k.linear + attention + k.head + k.adapters;
+  const double bwd = (k.linear + k.head + k.adapters) + 2.0 * attention +
+                     (k.full ? k.linear + k.head : k.adapters);
+  return Flops(t * (fwd + bwd));
 }
 
 StepFlops micro_batch_flops(const Architecture& a, const Training& tr) {
@@ -75,8 +190,7 @@ Flops model_flops_per_token(const Architecture& a, std::int64_t seq) {
   tr.seq = seq;
   tr.micro_batch = 1;
   tr.checkpointing = Checkpointing::none;
-  const StepFlops f = micro_batch_flops(a, tr);
-  return Flops((f.forward + f.backward).value() / static_cast<double>(seq));
+  return Flops(model_flops(flop_coefficients(a, tr), tr).value() / static_cast<double>(seq));
 }
 
 }  // namespace trainplan::model

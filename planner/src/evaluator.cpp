@@ -433,13 +433,10 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
   const double tokens = dbl(out.global_batch) * dbl(tr.seq);
   out.tokens_per_s = tokens / step;
   out.samples_per_s = dbl(out.global_batch) / step;
-  model::Training no_ckpt = tr;
-  no_ckpt.checkpointing = Checkpointing::none;
-  const model::StepFlops mf = model::micro_batch_flops(sh.flops, no_ckpt);
-  const model::StepFlops hf = model::micro_batch_flops(sh.flops, tr);
+  // MFU: Korthikanti et al. 2022 Eq. 7 (no recomputation); HFU adds the replayed forward (Eq. 8).
   const double replicas = md * l.dp;
-  out.model_flops = (mf.forward + mf.backward) * replicas;
-  out.hardware_flops = hf.total() * replicas;
+  out.model_flops = model::model_flops(sh.flops, tr) * replicas;
+  out.hardware_flops = out.model_flops + model::micro_batch_flops(sh.flops, tr).recompute * replicas;
   out.peak = d.peak;
   const double capacity = step * l.world * d.peak.value();
   out.mfu = out.model_flops.value() / capacity;

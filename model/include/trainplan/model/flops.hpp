@@ -27,15 +27,33 @@ struct FlopCoefficients {
   double head = 0;           // forward FLOPs per token of the LM head
   double adapters = 0;       // forward FLOPs per token of all LoRA adapters (0 for full)
   bool full = true;          // full fine-tune: every weight gets a weight-gradient GEMM
+  // Forward FLOPs per token of each block's last matmul (down projection, and its adapter's B),
+  // summed over blocks: what non-reentrant checkpointing does not replay.
+  double last_matmul = 0;
+  bool dropout_after_last_matmul = false;  // its mask is saved: the last matmul is replayed too
+  // LoRA without checkpointing: the first block of each stack reads frozen embeddings, so the
+  // projections reading its input skip their input-gradient GEMMs (per token) ...
+  double frozen_input_gradients = 0;
+  // ... and eager attention skips the gradients of a frozen K and V there (per token per token
+  // of context).
+  double frozen_kv_gradients = 0;
 };
 
 [[nodiscard]] FlopCoefficients flop_coefficients(const Architecture& a, const Training& tr);
 
-// Per micro-batch on the whole model (not divided by any parallelism). Attention is counted
-// without the causal saving (Korthikanti et al. 2022, Eq. 7 convention), LoRA frozen weights get
-// no weight-gradient GEMM.
+// Per micro-batch on the whole model (not divided by any parallelism), as torch.utils.flop_counter
+// counts what autograd runs: attention without the causal saving (Korthikanti et al. 2022, Eq. 7
+// convention); a fused attention kernel's backward 2.5x its forward (it recomputes the scores), an
+// eager one's 2x; LoRA's frozen weights get no weight-gradient GEMM, and with frozen embeddings the
+// first block's input needs no gradient; non-reentrant checkpointing (torch.utils.checkpoint,
+// use_reentrant=False) stops replaying a block once every saved tensor is rebuilt, so its last
+// matmul is not re-run. Checked against the PyTorch oracle (data/reference/oracle).
 [[nodiscard]] StepFlops micro_batch_flops(const FlopCoefficients& k, const Training& tr);
 [[nodiscard]] StepFlops micro_batch_flops(const Architecture& a, const Training& tr);
+
+// The model FLOPs of MFU (Korthikanti et al. 2022, Eq. 7): forward + backward without
+// recomputation, attention backward 2x its forward whatever the kernel.
+[[nodiscard]] Flops model_flops(const FlopCoefficients& k, const Training& tr);
 
 // Model FLOPs per token for MFU: 6N + 12 L h s style, i.e. forward+backward without recompute of
 // a full fine-tune (Chowdhery et al. 2022, PaLM, Appendix B).
