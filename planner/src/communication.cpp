@@ -203,6 +203,14 @@ LinkModel link_model(const hardware::Cluster& c, const hardware::HardwareProfile
   m.tree_bandwidth_fraction = tc.tree_bandwidth_fraction;
   m.latency = tc.latency;
   m.profile = profile != nullptr && !profile->empty() ? profile : nullptr;
+  if (m.profile != nullptr) {
+    // Measured pinned copies: the slower direction bounds an offload round trip.
+    const auto h2d = m.profile->h2d_bandwidth();
+    const auto d2h = m.profile->d2h_bandwidth();
+    if (h2d && d2h) m.host_copy = std::min(*h2d, *d2h);
+    else if (h2d) m.host_copy = *h2d;
+    else if (d2h) m.host_copy = *d2h;
+  }
   return m;
 }
 
