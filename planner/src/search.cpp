@@ -21,6 +21,8 @@ constexpr std::size_t kMaxSlowerRejections = 20;
 constexpr std::size_t kMaxInfeasibleRejections = 20;
 constexpr std::size_t kMaxInvalidRejections = 10;
 constexpr std::array kVirtualStages{1, 2, 3, 4};
+// Throughput differences below this are within any model's error: reported as "as fast".
+constexpr double kAsFast = 0.005;
 
 std::string strategy_words(Strategy s) {
   switch (s) {
@@ -234,10 +236,7 @@ std::int64_t grad_accum_for(std::int64_t global_batch, std::int64_t micro_batch,
 }
 
 std::string plan_label(const model::Training& tr, const Layout& l) {
-  if (l.world == 1) return "single GPU" + std::string(tr.checkpointing != Checkpointing::none
-                                                           ? fmt::format(", {} checkpointing", to_string(tr.checkpointing))
-                                                           : "");
-  std::string s = strategy_words(tr.strategy);
+  std::string s = l.world == 1 ? "single GPU" : strategy_words(tr.strategy);
   const Placement dpg = data_parallel_group(l);
   if (l.dp > 1 && dpg.nodes > 1) s += fmt::format(" across {} nodes", dpg.nodes);
   if (l.tp > 1) s += fmt::format(", TP {}{}", l.tp, tr.sequence_parallel ? "+SP" : "");
@@ -250,29 +249,30 @@ std::string plan_label(const model::Training& tr, const Layout& l) {
 std::string why_slower(const StepCost& best, const StepCost& other) {
   if (!(other.tokens_per_s > 0.0) || !(best.tokens_per_s > 0.0)) return "not priced";
   const double slower = best.tokens_per_s / other.tokens_per_s - 1.0;
-  if (slower < 0.005) return "as fast (within 0.5 %)";
+  if (slower < kAsFast) return "as fast (within 0.5 %)";
   // Parts of the other's step beyond what the best needs for as many tokens.
   const double scale = (other.tokens_per_s * other.time.step.value()) /
                        (best.tokens_per_s * best.time.step.value());
   const TimeBreakdown& o = other.time;
   const TimeBreakdown& b = best.time;
-  struct Part {
+  enum class Part { compute, recompute, communication, bubble, optimizer, offload };
+  struct Delta {
     Seconds delta;
-    int which;
+    Part part;
   };
-  const std::array<Part, 6> parts{Part{o.compute - b.compute * scale, 0},
-                                   Part{o.recompute - b.recompute * scale, 1},
-                                   Part{o.communication_exposed - b.communication_exposed * scale, 2},
-                                   Part{o.bubble - b.bubble * scale, 3},
-                                   Part{o.optimizer - b.optimizer * scale, 4},
-                                   Part{o.offload - b.offload * scale, 5}};
-  const Part worst = *std::max_element(parts.begin(), parts.end(),
-                                       [](const Part& x, const Part& y) { return x.delta < y.delta; });
+  const std::array<Delta, 6> deltas{Delta{o.compute - b.compute * scale, Part::compute},
+                                    Delta{o.recompute - b.recompute * scale, Part::recompute},
+                                    Delta{o.communication_exposed - b.communication_exposed * scale, Part::communication},
+                                    Delta{o.bubble - b.bubble * scale, Part::bubble},
+                                    Delta{o.optimizer - b.optimizer * scale, Part::optimizer},
+                                    Delta{o.offload - b.offload * scale, Part::offload}};
+  const Delta worst = *std::max_element(deltas.begin(), deltas.end(),
+                                        [](const Delta& x, const Delta& y) { return x.delta < y.delta; });
   std::string what;
-  switch (worst.which) {
-    case 0: what = "more compute on the slowest GPU (uneven stages, smaller or split GEMMs)"; break;
-    case 1: what = "activation recomputation"; break;
-    case 2: {
+  switch (worst.part) {
+    case Part::compute: what = "more compute on the slowest GPU (uneven stages, smaller or split GEMMs)"; break;
+    case Part::recompute: what = "activation recomputation"; break;
+    case Part::communication: {
       const CommTerm* top = nullptr;
       for (std::size_t i = 0; i < other.comm_count; ++i)
         if (top == nullptr || other.comm[i].exposed > top->exposed) top = &other.comm[i];
@@ -281,9 +281,9 @@ std::string why_slower(const StepCost& best, const StepCost& other) {
                                           to_string(top->purpose));
       break;
     }
-    case 3: what = "pipeline bubble"; break;
-    case 4: what = "optimizer step"; break;
-    default: what = "exposed PCIe offload transfers"; break;
+    case Part::bubble: what = "pipeline bubble"; break;
+    case Part::optimizer: what = "optimizer step"; break;
+    case Part::offload: what = "exposed PCIe offload transfers"; break;
   }
   return fmt::format("{:.0f} % slower, {}/step of {}", 100.0 * slower, seconds_words(std::max(worst.delta, Seconds(0.0))),
                      what);
