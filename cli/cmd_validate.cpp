@@ -32,13 +32,18 @@ std::string value_text(double v, Unit u) {
   switch (u) {
     case Unit::parameters:
     case Unit::flop:
-    case Unit::bytes: return thousands(static_cast<std::int64_t>(std::llround(v)));
+    case Unit::bytes:
+      return thousands(static_cast<std::int64_t>(std::llround(v)));
     case Unit::GiB:
     case Unit::GB:
-    case Unit::MiB: return fmt::format("{:.2f}", v);
-    case Unit::s: return fmt::format("{:.3f}", v);
-    case Unit::ms: return fmt::format("{:.2f}", v);
-    case Unit::tokens_per_s: return fmt::format("{:.0f}", v);
+    case Unit::MiB:
+      return fmt::format("{:.2f}", v);
+    case Unit::s:
+      return fmt::format("{:.3f}", v);
+    case Unit::ms:
+      return fmt::format("{:.2f}", v);
+    case Unit::tokens_per_s:
+      return fmt::format("{:.0f}", v);
   }
   return fmt::format("{}", v);
 }
@@ -55,7 +60,8 @@ std::string verdict_text(const Comparison& c) { return c.within_tolerance() ? "o
 
 std::string pct(double v) { return fmt::format("{:.2f}", v); }
 
-// ---- JSON ----------------------------------------------------------------------------------------
+// ---- JSON
+// ----------------------------------------------------------------------------------------
 
 io::Json summary_json(const Summary& s) {
   io::Json per = io::Json::object();
@@ -75,7 +81,8 @@ io::Json summary_json(const Summary& s) {
 
 io::Json report_json(const planner::ValidationReport& rep) {
   io::Json summary = summary_json(rep.all);
-  summary["by_kind"] = {{"oracle", summary_json(rep.oracle)}, {"measured", summary_json(rep.measured)}};
+  summary["by_kind"] = {{"oracle", summary_json(rep.oracle)},
+                        {"measured", summary_json(rep.measured)}};
   io::Json cases = io::Json::array();
   for (const CaseResult& r : rep.cases) {
     io::Json cmps = io::Json::array();
@@ -103,15 +110,17 @@ io::Json report_json(const planner::ValidationReport& rep) {
           {"cases", std::move(cases)}};
 }
 
-// ---- text ----------------------------------------------------------------------------------------
+// ---- text
+// ----------------------------------------------------------------------------------------
 
 void add_summary_rows(Table& t, const std::string& kind, const Summary& s) {
   if (s.cases == 0) return;
-  t.add({kind, "all metrics", std::to_string(s.cases), std::to_string(s.compared), pct(s.median_abs_pct),
-         pct(s.max_abs_pct), std::to_string(s.outside_tolerance), ""});
+  t.add({kind, "all metrics", std::to_string(s.cases), std::to_string(s.compared),
+         pct(s.median_abs_pct), pct(s.max_abs_pct), std::to_string(s.outside_tolerance), ""});
   for (const auto& m : s.metrics)
-    t.add({kind, std::string(to_string(m.metric)), "", std::to_string(m.count), pct(m.median_abs_pct),
-           pct(m.max_abs_pct), std::to_string(m.outside_tolerance), m.worst});
+    t.add({kind, std::string(to_string(m.metric)), "", std::to_string(m.count),
+           pct(m.median_abs_pct), pct(m.max_abs_pct), std::to_string(m.outside_tolerance),
+           m.worst});
 }
 
 std::string text_report(const planner::ValidationReport& rep) {
@@ -120,21 +129,23 @@ std::string text_report(const planner::ValidationReport& rep) {
     out += fmt::format("{} [{}] — {}\n", r.name, to_string(r.kind), r.source);
     Table t({"  metric", "measured", "predicted", "unit", "error %", "tol %", ""});
     for (const Comparison& c : r.comparisons)
-      t.add({"  " + metric_text(c), value_text(c.measured, c.unit),
-             value_text(c.predicted, c.unit), std::string(to_string(c.unit)), error_text(c),
-             pct(c.tolerance_pct), verdict_text(c)});
+      t.add({"  " + metric_text(c), value_text(c.measured, c.unit), value_text(c.predicted, c.unit),
+             std::string(to_string(c.unit)), error_text(c), pct(c.tolerance_pct), verdict_text(c)});
     out += t.render() + "\n";
   }
-  Table s({"kind", "metric", "cases", "values", "median |err| %", "max |err| %", "outside tol", "worst"});
+  Table s({"kind", "metric", "cases", "values", "median |err| %", "max |err| %", "outside tol",
+           "worst"});
   add_summary_rows(s, "all", rep.all);
   add_summary_rows(s, "oracle", rep.oracle);
   add_summary_rows(s, "measured", rep.measured);
   out += "Summary\n" + s.render();
-  out += "\nerror = (predicted - measured) / measured, percent; GiB = 2^30 bytes, GB = 10^9 bytes.\n";
+  out +=
+      "\nerror = (predicted - measured) / measured, percent; GiB = 2^30 bytes, GB = 10^9 bytes.\n";
   return out;
 }
 
-// ---- markdown ------------------------------------------------------------------------------------
+// ---- markdown
+// ------------------------------------------------------------------------------------
 
 std::string md_row(const std::vector<std::string>& cells) {
   std::string s = "|";
@@ -143,16 +154,18 @@ std::string md_row(const std::vector<std::string>& cells) {
 }
 
 std::string md_summary(const planner::ValidationReport& rep) {
-  std::string out = md_row({"kind", "metric", "cases", "values", "median abs. error %", "max abs. error %",
-                            "outside tolerance", "worst"});
+  std::string out = md_row({"kind", "metric", "cases", "values", "median abs. error %",
+                            "max abs. error %", "outside tolerance", "worst"});
   out += md_row({"---", "---", "---:", "---:", "---:", "---:", "---:", "---"});
   auto rows = [&](const std::string& kind, const Summary& s) {
     if (s.cases == 0) return;
-    out += md_row({kind, "**all**", std::to_string(s.cases), std::to_string(s.compared), pct(s.median_abs_pct),
-                   pct(s.max_abs_pct), std::to_string(s.outside_tolerance), ""});
+    out += md_row({kind, "**all**", std::to_string(s.cases), std::to_string(s.compared),
+                   pct(s.median_abs_pct), pct(s.max_abs_pct), std::to_string(s.outside_tolerance),
+                   ""});
     for (const auto& m : s.metrics)
-      out += md_row({kind, std::string(to_string(m.metric)), "", std::to_string(m.count), pct(m.median_abs_pct),
-                     pct(m.max_abs_pct), std::to_string(m.outside_tolerance), m.worst});
+      out += md_row({kind, std::string(to_string(m.metric)), "", std::to_string(m.count),
+                     pct(m.median_abs_pct), pct(m.max_abs_pct), std::to_string(m.outside_tolerance),
+                     m.worst});
   };
   rows("oracle", rep.oracle);
   rows("measured", rep.measured);
@@ -164,12 +177,17 @@ std::string md_summary(const planner::ValidationReport& rep) {
 std::string md_oracle(const planner::ValidationReport& rep) {
   using planner::Metric;
   const std::vector<std::pair<Metric, std::string>> columns = {
-      {Metric::parameters, "parameters"},           {Metric::trainable_parameters, "trainable"},
-      {Metric::flops_forward, "forward FLOPs"},     {Metric::flops_backward, "backward FLOPs"},
-      {Metric::gradient_bytes, "gradient bytes"},   {Metric::optimizer_state_bytes, "optimizer bytes"},
-      {Metric::saved_for_backward_layer, "saved per block [i]"}, {Metric::saved_for_backward_head, "saved by the head"}};
-  std::string out = "\n## Oracle cases\n\nSigned error in percent of the oracle's value; **bold** is outside the "
-                    "tolerance (0 % but for bytes saved for backward, 5 %). Each value in full: `--json`.\n\n";
+      {Metric::parameters, "parameters"},
+      {Metric::trainable_parameters, "trainable"},
+      {Metric::flops_forward, "forward FLOPs"},
+      {Metric::flops_backward, "backward FLOPs"},
+      {Metric::gradient_bytes, "gradient bytes"},
+      {Metric::optimizer_state_bytes, "optimizer bytes"},
+      {Metric::saved_for_backward_layer, "saved per block [i]"},
+      {Metric::saved_for_backward_head, "saved by the head"}};
+  std::string out =
+      "\n## Oracle cases\n\nSigned error in percent of the oracle's value; **bold** is outside the "
+      "tolerance (0 % but for bytes saved for backward, 5 %). Each value in full: `--json`.\n\n";
   std::vector<std::string> header{"case"}, align{"---"};
   for (const auto& [m, title] : columns) {
     header.push_back(title);
@@ -179,7 +197,8 @@ std::string md_oracle(const planner::ValidationReport& rep) {
   std::vector<std::string> sources;
   for (const CaseResult& r : rep.cases) {
     if (r.kind != CaseKind::oracle) continue;
-    if (std::find(sources.begin(), sources.end(), r.source) == sources.end()) sources.push_back(r.source);
+    if (std::find(sources.begin(), sources.end(), r.source) == sources.end())
+      sources.push_back(r.source);
     std::vector<std::string> row{r.name};
     for (const auto& [m, title] : columns) {
       std::string cell;
@@ -199,36 +218,46 @@ std::string md_oracle(const planner::ValidationReport& rep) {
   return out + "; files `data/reference/oracle/<case>.json`.\n";
 }
 
-std::string markdown_report(const planner::ValidationReport& rep, const std::vector<std::string>& paths) {
+std::string markdown_report(const planner::ValidationReport& rep,
+                            const std::vector<std::string>& paths) {
   std::string args;
   for (const auto& p : paths) args += " " + p;
   std::string out = "# Accuracy against reference runs\n\n";
   out += fmt::format(
-      "Generated by `trainplan validate{} --markdown`; regenerate it the same way after a model change, do "
+      "Generated by `trainplan validate{} --markdown`; regenerate it the same way after a model "
+      "change, do "
       "not edit it by hand. The cases and their sources are in `data/reference/` (measured runs, "
-      "`data/reference/README.md`) and `data/reference/oracle/` (exact numbers from the Hugging Face "
+      "`data/reference/README.md`) and `data/reference/oracle/` (exact numbers from the Hugging "
+      "Face "
       "implementations, `tools/oracle/README.md`).\n\n",
       args);
   out +=
-      "Error = (predicted − measured) / measured, in percent; a negative error is an under-prediction. "
-      "GiB = 2^30 bytes, GB = 10^9 bytes, as each source states. Tolerances are the pass bands the validation "
-      "issues set: exact (0 %) for parameter counts, FLOPs, gradient and optimizer-state bytes against the "
-      "oracle, 5 % for bytes saved for backward per block and by the head, 15 % for litgpt's peak allocated memory, 25 % for "
+      "Error = (predicted − measured) / measured, in percent; a negative error is an "
+      "under-prediction. "
+      "GiB = 2^30 bytes, GB = 10^9 bytes, as each source states. Tolerances are the pass bands the "
+      "validation "
+      "issues set: exact (0 %) for parameter counts, FLOPs, gradient and optimizer-state bytes "
+      "against the "
+      "oracle, 5 % for bytes saved for backward per block and by the head, 15 % for litgpt's peak "
+      "allocated memory, 25 % for "
       "nvidia-smi totals.\n\n";
   out += "## Summary\n\n" + md_summary(rep) + "\n";
 
   out += "## Measured runs\n\n";
-  out += md_row({"case", "metric", "measured", "predicted", "unit", "error %", "tolerance %", "", "what"});
+  out += md_row(
+      {"case", "metric", "measured", "predicted", "unit", "error %", "tolerance %", "", "what"});
   out += md_row({"---", "---", "---:", "---:", "---", "---:", "---:", "---", "---"});
   for (const CaseResult& r : rep.cases) {
     if (r.kind != CaseKind::measured) continue;
     for (const Comparison& c : r.comparisons)
-      out += md_row({r.name, metric_text(c), value_text(c.measured, c.unit), value_text(c.predicted, c.unit),
-                     std::string(to_string(c.unit)), error_text(c), pct(c.tolerance_pct), verdict_text(c), c.what});
+      out += md_row({r.name, metric_text(c), value_text(c.measured, c.unit),
+                     value_text(c.predicted, c.unit), std::string(to_string(c.unit)), error_text(c),
+                     pct(c.tolerance_pct), verdict_text(c), c.what});
   }
   out += "\nSources:\n\n";
   for (const CaseResult& r : rep.cases)
-    if (r.kind == CaseKind::measured) out += "* `" + r.name + "`: " + r.source + " (`" + r.file + "`)\n";
+    if (r.kind == CaseKind::measured)
+      out += "* `" + r.name + "`: " + r.source + " (`" + r.file + "`)\n";
 
   out += md_oracle(rep);
   return out;
@@ -237,20 +266,26 @@ std::string markdown_report(const planner::ValidationReport& rep, const std::vec
 void run_validate(const io::Catalog& catalog, const ValidateOptions& o) {
   const auto cases = io::read_reference_paths(o.paths, catalog);
   const planner::ValidationReport rep = planner::validate(cases);
-  if (o.json) std::cout << report_json(rep).dump(2) << "\n";
-  else if (o.markdown) std::cout << markdown_report(rep, o.paths);
-  else std::cout << text_report(rep);
+  if (o.json)
+    std::cout << report_json(rep).dump(2) << "\n";
+  else if (o.markdown)
+    std::cout << markdown_report(rep, o.paths);
+  else
+    std::cout << text_report(rep);
 }
 
 }  // namespace
 
 void setup_validate(CLI::App& app, const io::Catalog& catalog) {
   auto opts = std::make_shared<ValidateOptions>();
-  CLI::App* cmd = app.add_subcommand("validate", "predictions against measured runs and the oracle: error table");
-  cmd->add_option("paths", opts->paths, "reference files or folders (searched recursively for *.json)")
+  CLI::App* cmd = app.add_subcommand(
+      "validate", "predictions against measured runs and the oracle: error table");
+  cmd->add_option("paths", opts->paths,
+                  "reference files or folders (searched recursively for *.json)")
       ->required();
   auto* json = cmd->add_flag("--json", opts->json, "print JSON instead of tables");
-  auto* md = cmd->add_flag("--markdown", opts->markdown, "print the Markdown report kept in docs/accuracy.md");
+  auto* md = cmd->add_flag("--markdown", opts->markdown,
+                           "print the Markdown report kept in docs/accuracy.md");
   json->excludes(md);
   cmd->callback([&catalog, opts] { run_validate(catalog, *opts); });
 }

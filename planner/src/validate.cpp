@@ -11,7 +11,6 @@
 #include "trainplan/model/parameters.hpp"
 #include "trainplan/planner/estimate.hpp"
 
-
 namespace trainplan::planner {
 namespace {
 
@@ -23,13 +22,15 @@ bool is_memory(Metric m) {
     case Metric::saved_for_backward_head:
     case Metric::peak_allocated:
     case Metric::reserved:
-    case Metric::device_total: return true;
+    case Metric::device_total:
+      return true;
     case Metric::parameters:
     case Metric::trainable_parameters:
     case Metric::flops_forward:
     case Metric::flops_backward:
     case Metric::step_time:
-    case Metric::tokens_per_s: return false;
+    case Metric::tokens_per_s:
+      return false;
   }
   return false;
 }
@@ -43,16 +44,21 @@ model::Stack stack_of_layer(const model::Architecture& a, int layer) {
 Bytes saved_per_layer(const model::Architecture& a, const model::Training& tr, int layer) {
   const model::BlockActivations blk = model::block_activations(a, tr, stack_of_layer(a, layer));
   switch (tr.checkpointing) {
-    case Checkpointing::none: return blk.saved;
-    case Checkpointing::selective: return blk.saved - blk.attention;
-    case Checkpointing::full: return model::checkpoint_bytes(a, tr);
+    case Checkpointing::none:
+      return blk.saved;
+    case Checkpointing::selective:
+      return blk.saved - blk.attention;
+    case Checkpointing::full:
+      return model::checkpoint_bytes(a, tr);
   }
   return blk.saved;
 }
 
 struct Predictor {
   Predictor(const ReferenceCase& rc, const MemoryConventions& conventions)
-      : c(rc), mc(conventions), n(model::count_parameters(rc.arch)),
+      : c(rc),
+        mc(conventions),
+        n(model::count_parameters(rc.arch)),
         layout(make_layout(rc.arch, rc.training, rc.cluster)) {}
 
   const ReferenceCase& c;
@@ -78,20 +84,29 @@ struct Predictor {
     const model::Training& tr = c.training;
     switch (m.metric) {
       // The trained model's parameters: PEFT adds the adapters to the base model.
-      case Metric::parameters: return static_cast<double>(n.total + adapters());
+      case Metric::parameters:
+        return static_cast<double>(n.total + adapters());
       case Metric::trainable_parameters:
         return static_cast<double>(tr.method == Method::full ? n.total : adapters());
-      case Metric::flops_forward: return step_flops().forward.value();
-      case Metric::flops_backward: return (step_flops().backward + step_flops().recompute).value();
-      case Metric::gradient_bytes: return model_states(a, n, tr, layout, mc).gradients.value();
-      case Metric::optimizer_state_bytes: return model_states(a, n, tr, layout, mc).optimizer.value();
-      case Metric::saved_for_backward_layer: return saved_per_layer(a, tr, m.layer).value();
-      case Metric::saved_for_backward_head: return model::head_activations(a, tr).saved.value();
-      case Metric::peak_allocated: return memory_breakdown().peak_allocated.value();
+      case Metric::flops_forward:
+        return step_flops().forward.value();
+      case Metric::flops_backward:
+        return (step_flops().backward + step_flops().recompute).value();
+      case Metric::gradient_bytes:
+        return model_states(a, n, tr, layout, mc).gradients.value();
+      case Metric::optimizer_state_bytes:
+        return model_states(a, n, tr, layout, mc).optimizer.value();
+      case Metric::saved_for_backward_layer:
+        return saved_per_layer(a, tr, m.layer).value();
+      case Metric::saved_for_backward_head:
+        return model::head_activations(a, tr).saved.value();
+      case Metric::peak_allocated:
+        return memory_breakdown().peak_allocated.value();
       // The allocator's cache above the peak: MemoryConventions::allocator_reserve.
       case Metric::reserved:
         return memory_breakdown().peak_allocated.value() * (1.0 + mc.allocator_reserve);
-      case Metric::device_total: return memory_breakdown().device_total.value();
+      case Metric::device_total:
+        return memory_breakdown().device_total.value();
       case Metric::step_time:
       case Metric::tokens_per_s:
         if (!estimate) estimate = evaluate(a, n, tr, c.cluster, nullptr, mc);
@@ -120,15 +135,20 @@ std::string label(const CaseResult& r, const Comparison& c) {
 
 bool unit_fits(Metric m, Unit u) {
   switch (u) {
-    case Unit::parameters: return m == Metric::parameters || m == Metric::trainable_parameters;
-    case Unit::flop: return m == Metric::flops_forward || m == Metric::flops_backward;
+    case Unit::parameters:
+      return m == Metric::parameters || m == Metric::trainable_parameters;
+    case Unit::flop:
+      return m == Metric::flops_forward || m == Metric::flops_backward;
     case Unit::bytes:
     case Unit::GiB:
     case Unit::GB:
-    case Unit::MiB: return is_memory(m);
+    case Unit::MiB:
+      return is_memory(m);
     case Unit::s:
-    case Unit::ms: return m == Metric::step_time;
-    case Unit::tokens_per_s: return m == Metric::tokens_per_s;
+    case Unit::ms:
+      return m == Metric::step_time;
+    case Unit::tokens_per_s:
+      return m == Metric::tokens_per_s;
   }
   return false;
 }
@@ -139,11 +159,16 @@ double unit_scale(Unit u) {
     case Unit::flop:
     case Unit::bytes:
     case Unit::s:
-    case Unit::tokens_per_s: return 1.0;
-    case Unit::GiB: return kGiB;
-    case Unit::GB: return kGB;
-    case Unit::MiB: return kMiB;
-    case Unit::ms: return 1e-3;
+    case Unit::tokens_per_s:
+      return 1.0;
+    case Unit::GiB:
+      return kGiB;
+    case Unit::GB:
+      return kGB;
+    case Unit::MiB:
+      return kMiB;
+    case Unit::ms:
+      return 1e-3;
   }
   return 1.0;
 }

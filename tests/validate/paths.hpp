@@ -8,8 +8,8 @@
 
 namespace trainplan::test {
 
-inline const std::string kReferenceDir = TRAINPLAN_REFERENCE_DIR;           // data/reference
-inline const std::string kFixtureDir = TRAINPLAN_VALIDATE_FIXTURES;         // tests/validate/data
+inline const std::string kReferenceDir = TRAINPLAN_REFERENCE_DIR;    // data/reference
+inline const std::string kFixtureDir = TRAINPLAN_VALIDATE_FIXTURES;  // tests/validate/data
 
 inline const io::Catalog& catalog() {
   static const io::Catalog c = io::Catalog::builtin();
@@ -18,7 +18,8 @@ inline const io::Catalog& catalog() {
 
 // Every case under data/reference (measured runs and the oracle), read once.
 inline const std::vector<planner::ReferenceCase>& reference_cases() {
-  static const std::vector<planner::ReferenceCase> cases = io::read_reference_paths({kReferenceDir}, catalog());
+  static const std::vector<planner::ReferenceCase> cases =
+      io::read_reference_paths({kReferenceDir}, catalog());
   return cases;
 }
 

@@ -35,8 +35,8 @@ TEST(Reference, CommittedDataParses) {
 }
 
 TEST(Reference, OracleFileBecomesOneCaseWithEveryMetric) {
-  const auto cases =
-      io::read_reference_file(test::kReferenceDir + "/oracle/llama-gqa-eager-s128-b2-fp32.json", test::catalog());
+  const auto cases = io::read_reference_file(
+      test::kReferenceDir + "/oracle/llama-gqa-eager-s128-b2-fp32.json", test::catalog());
   ASSERT_EQ(cases.size(), 1u);
   const auto& c = cases.front();
   EXPECT_EQ(c.kind, CaseKind::oracle);
@@ -60,7 +60,8 @@ TEST(Reference, OracleFileBecomesOneCaseWithEveryMetric) {
 }
 
 TEST(Reference, FixtureReadsAsWritten) {
-  const auto cases = io::read_reference_file(test::kFixtureDir + "/good/minimal.json", test::catalog());
+  const auto cases =
+      io::read_reference_file(test::kFixtureDir + "/good/minimal.json", test::catalog());
   ASSERT_EQ(cases.size(), 2u);
   const auto& c = cases[0];
   EXPECT_EQ(c.kind, CaseKind::measured);
@@ -108,13 +109,15 @@ void expect_rejected(const std::string& path, const std::vector<std::string>& fr
     ADD_FAILURE() << "accepted " << path;
   } catch (const InputError& e) {
     const std::string msg = e.what();
-    for (const auto& f : fragments) EXPECT_NE(msg.find(f), std::string::npos) << "'" << f << "' not in: " << msg;
+    for (const auto& f : fragments)
+      EXPECT_NE(msg.find(f), std::string::npos) << "'" << f << "' not in: " << msg;
   }
 }
 
 TEST(Reference, BadInputNamesFileCaseAndKey) {
   const std::vector<BadInput> rows = {
-      {"unknown_metric.json", {"case 'tiny-llama-lora'", "measured[0]", "key 'metric'", "unknown metric 'peak_memory'"}},
+      {"unknown_metric.json",
+       {"case 'tiny-llama-lora'", "measured[0]", "key 'metric'", "unknown metric 'peak_memory'"}},
       {"missing_precision.json", {"case 'tiny-llama-lora' training", "key 'precision' is missing"}},
       {"no_unit.json", {"measured[0]", "key 'unit' is missing", "GiB, GB, MiB"}},
       {"wrong_unit.json", {"key 'unit'", "'GiB' is not a unit of metric 'step_time'"}},
@@ -129,7 +132,8 @@ TEST(Reference, BadInputNamesFileCaseAndKey) {
       {"duplicate_name.json", {"'tiny-llama-lora' is used twice"}},
       {"layer_out_of_range.json", {"key 'layer'", "block 7 does not exist"}},
       {"truncated.json", {"invalid JSON"}},
-      {"oracle_unknown_key.json", {"oracle file", "case 'llama-gqa-eager-s128-b2-fp32' flops", "unknown key 'recompute'"}},
+      {"oracle_unknown_key.json",
+       {"oracle file", "case 'llama-gqa-eager-s128-b2-fp32' flops", "unknown key 'recompute'"}},
       // Readable but impossible: the prediction names the case and the file.
       {"tp_on_one_gpu.json", {"reference case 'tiny-llama-lora'", "does not divide the 1 GPUs"}},
   };
@@ -144,7 +148,8 @@ TEST(Reference, BadInputNamesFileCaseAndKey) {
 
 TEST(Reference, UnreadablePathsAreInputErrors) {
   namespace fs = std::filesystem;
-  expect_rejected(test::kFixtureDir + "/no-such-file.json", {"cannot read reference file", "no-such-file.json"});
+  expect_rejected(test::kFixtureDir + "/no-such-file.json",
+                  {"cannot read reference file", "no-such-file.json"});
   const fs::path empty = fs::temp_directory_path() / "trainplan-validate-empty-folder";
   fs::create_directories(empty);
   expect_rejected(empty.string(), {"holds no .json files", empty.string()});

@@ -1,5 +1,6 @@
 // Predictions against the reference cases, held to the bands the validation issue sets:
-//  * the PyTorch oracle (tools/oracle, data/reference/oracle): parameter counts, FLOPs, gradient and
+//  * the PyTorch oracle (tools/oracle, data/reference/oracle): parameter counts, FLOPs, gradient
+//  and
 //    AdamW-state bytes exactly; bytes saved for backward per block and by the head within 5 %;
 //  * public measured runs (data/reference/*.json): litgpt peak allocated within 15 %, the KAUST
 //    BLOOM-560m nvidia-smi total within 25 %;
@@ -33,11 +34,12 @@ std::string trace(const CaseResult& r) { return r.name + " — " + r.source + " 
 std::string describe(const Comparison& c) {
   std::string s(to_string(c.metric));
   if (c.layer >= 0) s += fmt::format(" layer {}", c.layer);
-  return s + fmt::format(": predicted {:.6g}, measured {:.6g} {}, error {:+.2f} %", c.predicted, c.measured,
-                         to_string(c.unit), c.error_pct());
+  return s + fmt::format(": predicted {:.6g}, measured {:.6g} {}, error {:+.2f} %", c.predicted,
+                         c.measured, to_string(c.unit), c.error_pct());
 }
 
-// Every oracle comparison of the given metrics, predicted exactly (to the unit: values are integers).
+// Every oracle comparison of the given metrics, predicted exactly (to the unit: values are
+// integers).
 void expect_oracle_exact(std::initializer_list<Metric> metrics) {
   std::size_t seen = 0;
   for (const CaseResult& r : report().cases) {
@@ -59,20 +61,22 @@ TEST(Oracle, ParameterCountsExact) {
 
 TEST(Oracle, ForwardFlopsExact) {
   // The mixtral cases count routed experts: top-k MLPs per token, both with the Python loop over
-  // experts and with torch._grouped_mm (the oracle registers a formula for it; 2 M K N per product).
+  // experts and with torch._grouped_mm (the oracle registers a formula for it; 2 M K N per
+  // product).
   expect_oracle_exact({Metric::flops_forward});
 }
 
 TEST(Oracle, BackwardFlopsExact) {
-  // The oracle's backward is everything FlopCounterMode sees inside loss.backward(), so the planner's
-  // backward + recompute is compared. Counting conventions the planner must follow to match:
+  // The oracle's backward is everything FlopCounterMode sees inside loss.backward(), so the
+  // planner's backward + recompute is compared. Counting conventions the planner must follow to
+  // match:
   //  * SDPA's backward counts 2.5x its forward (the fused kernels recompute the scores);
   //  * non-reentrant checkpointing stops recomputing a block once every saved tensor is rebuilt,
   //    so each block's last matmul (down_proj) is not re-run;
   //  * with LoRA and frozen embeddings the first block's input needs no gradient: the frozen
-  //    projections that read it and the adapters' A matrices skip their input-gradient GEMMs, and an
-  //    eager Q.K^T skips the gradient of a frozen K. The oracle's checkpointed LoRA case shows no such
-  //    saving (the checkpoint's recomputation makes the input require grad).
+  //    projections that read it and the adapters' A matrices skip their input-gradient GEMMs, and
+  //    an eager Q.K^T skips the gradient of a frozen K. The oracle's checkpointed LoRA case shows
+  //    no such saving (the checkpoint's recomputation makes the input require grad).
   expect_oracle_exact({Metric::flops_backward});
 }
 
@@ -86,15 +90,19 @@ TEST(Oracle, SavedForBackwardPerBlockAndHeadWithinFivePercent) {
   // One prediction per block of a stack: what differs in the first block (RoPE tables, masks and
   // position ids held there first; with LoRA, the input that needs no gradient) shows as its error.
   std::size_t seen = 0;
-  std::cout << "bytes saved for backward per block [i] and by the head [head], predicted vs the oracle (error %):\n";
+  std::cout << "bytes saved for backward per block [i] and by the head [head], predicted vs the "
+               "oracle (error %):\n";
   for (const CaseResult& r : report().cases) {
     if (r.kind != CaseKind::oracle) continue;
     SCOPED_TRACE(trace(r));
     std::string line = "  " + r.name + ":";
     for (const Comparison& c : r.comparisons) {
-      if (c.metric != Metric::saved_for_backward_layer && c.metric != Metric::saved_for_backward_head) continue;
+      if (c.metric != Metric::saved_for_backward_layer &&
+          c.metric != Metric::saved_for_backward_head)
+        continue;
       ++seen;
-      line += fmt::format(" [{}] {:+.2f}", c.layer >= 0 ? std::to_string(c.layer) : "head", c.error_pct());
+      line += fmt::format(" [{}] {:+.2f}", c.layer >= 0 ? std::to_string(c.layer) : "head",
+                          c.error_pct());
       EXPECT_EQ(c.tolerance_pct, 5.0);
       EXPECT_LE(std::abs(c.error_pct()), 5.0) << describe(c);
     }
@@ -113,7 +121,7 @@ struct Band {
 
 TEST(MeasuredRuns, MemoryWithinTheIssuesTolerances) {
   const std::vector<Band> bands = {
-      // reference/memory.md §4.B B4, B5: litgpt LoRA/QLoRA on A100-40GB, max_memory_allocated, ±15 %.
+      // reference/memory.md §4.B B4, B5: litgpt LoRA/QLoRA, A100-40GB, max_memory_allocated: ±15 %.
       {"litgpt-", Metric::peak_allocated, 15.0, 18},
       // reference/memory.md §4.B B11: BLOOM-560m, HF Trainer, nvidia-smi peak, ±25 %.
       {"kaust-", Metric::device_total, 25.0, 1},
@@ -126,7 +134,8 @@ TEST(MeasuredRuns, MemoryWithinTheIssuesTolerances) {
       for (const Comparison& c : r.comparisons) {
         if (c.metric != b.metric) continue;
         ++seen;
-        EXPECT_EQ(c.tolerance_pct, b.tolerance_pct) << "the data file's tolerance differs from the issue's";
+        EXPECT_EQ(c.tolerance_pct, b.tolerance_pct)
+            << "the data file's tolerance differs from the issue's";
         EXPECT_LE(std::abs(c.error_pct()), b.tolerance_pct) << describe(c);
       }
     }
@@ -154,8 +163,8 @@ TEST(Validate, OracleMedianErrorAtMostFivePercent) {
   EXPECT_EQ(s.cases, 37u);
   EXPECT_LE(s.median_abs_pct, 5.0);
   for (const auto& m : s.metrics)
-    std::cout << "  " << to_string(m.metric) << ": median " << m.median_abs_pct << " %, max " << m.max_abs_pct
-              << " % (" << m.worst << ")\n";
+    std::cout << "  " << to_string(m.metric) << ": median " << m.median_abs_pct << " %, max "
+              << m.max_abs_pct << " % (" << m.worst << ")\n";
 }
 
 // ---- the arithmetic of comparisons and summaries ------------------------------------------------
@@ -180,8 +189,16 @@ TEST(Summary, SignedErrorAndTolerance) {
 
 TEST(Summary, MedianMaxWorstPerMetricAndKind) {
   std::vector<CaseResult> rs(3);
-  rs[0] = {"a", CaseKind::oracle, "a.json", "src", {cmp(Metric::parameters, 100, 100, 0), cmp(Metric::flops_forward, 100, 102, 0)}};
-  rs[1] = {"b", CaseKind::oracle, "b.json", "src", {cmp(Metric::parameters, 100, 96, 0), cmp(Metric::flops_forward, 100, 101, 0)}};
+  rs[0] = {"a",
+           CaseKind::oracle,
+           "a.json",
+           "src",
+           {cmp(Metric::parameters, 100, 100, 0), cmp(Metric::flops_forward, 100, 102, 0)}};
+  rs[1] = {"b",
+           CaseKind::oracle,
+           "b.json",
+           "src",
+           {cmp(Metric::parameters, 100, 96, 0), cmp(Metric::flops_forward, 100, 101, 0)}};
   rs[2] = {"c", CaseKind::measured, "c.json", "src", {cmp(Metric::peak_allocated, 10, 13, 15)}};
   const planner::Summary all = planner::summarise(rs);
   EXPECT_EQ(all.cases, 3u);
@@ -204,8 +221,10 @@ TEST(Summary, MedianMaxWorstPerMetricAndKind) {
 }
 
 TEST(Summary, UnitsOfTheSameQuantityAgree) {
-  // The fixture states one peak twice, in GB and in GiB: the predictions differ by 2^30 / 10^9 only.
-  const auto cases = io::read_reference_file(test::kFixtureDir + "/good/minimal.json", test::catalog());
+  // The fixture states one peak twice, in GB and in GiB: the predictions differ by 2^30 / 10^9
+  // only.
+  const auto cases =
+      io::read_reference_file(test::kFixtureDir + "/good/minimal.json", test::catalog());
   const CaseResult r = planner::validate_case(cases.front());
   ASSERT_GE(r.comparisons.size(), 2u);
   EXPECT_NEAR(r.comparisons[0].predicted / r.comparisons[1].predicted, 1073741824.0 / 1e9, 1e-12);

@@ -1,6 +1,6 @@
 #pragma once
-// Predictions against reference cases: measured runs from public sources (data/reference/*.json) and
-// the PyTorch oracle's exact numbers (data/reference/oracle/*.json). Pure: the cases come in as
+// Predictions against reference cases: measured runs from public sources (data/reference/*.json)
+// and the PyTorch oracle's exact numbers (data/reference/oracle/*.json). Pure: the cases come in as
 // values (io/reference.hpp reads them), the comparisons and their summary come out.
 
 #include <cstdint>
@@ -17,8 +17,8 @@
 
 namespace trainplan::planner {
 
-// What was measured. Those up to saved_for_backward_head are what the oracle records (tools/oracle/README.md); the rest
-// are what public runs report.
+// What was measured. Those up to saved_for_backward_head are what the oracle records
+// (tools/oracle/README.md); the rest are what public runs report.
 enum class Metric {
   parameters,                // every unique parameter
   trainable_parameters,      // those with requires_grad
@@ -51,7 +51,7 @@ struct Measurement {
   Metric metric = Metric::peak_allocated;
   Unit unit = Unit::GiB;
   double value = 0.0;  // as written, in `unit`
-  std::string what;    // how it was measured: "torch.cuda.max_memory_allocated() / 1e9", "nvidia-smi"
+  std::string what;  // how it was measured: "torch.cuda.max_memory_allocated() / 1e9", "nvidia-smi"
   double tolerance_pct = 0.0;  // the pass band the source's issue sets
   int layer = -1;              // saved_for_backward_layer: block index in execution order
 };
@@ -138,8 +138,10 @@ struct EnumTable<planner::Metric> {
       std::pair{planner::Metric::flops_backward, std::string_view{"flops_backward"}},
       std::pair{planner::Metric::gradient_bytes, std::string_view{"gradient_bytes"}},
       std::pair{planner::Metric::optimizer_state_bytes, std::string_view{"optimizer_state_bytes"}},
-      std::pair{planner::Metric::saved_for_backward_layer, std::string_view{"saved_for_backward_layer"}},
-      std::pair{planner::Metric::saved_for_backward_head, std::string_view{"saved_for_backward_head"}},
+      std::pair{planner::Metric::saved_for_backward_layer,
+                std::string_view{"saved_for_backward_layer"}},
+      std::pair{planner::Metric::saved_for_backward_head,
+                std::string_view{"saved_for_backward_head"}},
       std::pair{planner::Metric::peak_allocated, std::string_view{"peak_allocated"}},
       std::pair{planner::Metric::reserved, std::string_view{"reserved"}},
       std::pair{planner::Metric::device_total, std::string_view{"device_total"}},
@@ -149,20 +151,22 @@ struct EnumTable<planner::Metric> {
 template <>
 struct EnumTable<planner::Unit> {
   static constexpr std::string_view kWhat = "unit";
-  static constexpr std::array kEntries{std::pair{planner::Unit::parameters, std::string_view{"parameters"}},
-                                       std::pair{planner::Unit::flop, std::string_view{"FLOP"}},
-                                       std::pair{planner::Unit::bytes, std::string_view{"bytes"}},
-                                       std::pair{planner::Unit::GiB, std::string_view{"GiB"}},
-                                       std::pair{planner::Unit::GB, std::string_view{"GB"}},
-                                       std::pair{planner::Unit::MiB, std::string_view{"MiB"}},
-                                       std::pair{planner::Unit::s, std::string_view{"s"}},
-                                       std::pair{planner::Unit::ms, std::string_view{"ms"}},
-                                       std::pair{planner::Unit::tokens_per_s, std::string_view{"tokens/s"}}};
+  static constexpr std::array kEntries{
+      std::pair{planner::Unit::parameters, std::string_view{"parameters"}},
+      std::pair{planner::Unit::flop, std::string_view{"FLOP"}},
+      std::pair{planner::Unit::bytes, std::string_view{"bytes"}},
+      std::pair{planner::Unit::GiB, std::string_view{"GiB"}},
+      std::pair{planner::Unit::GB, std::string_view{"GB"}},
+      std::pair{planner::Unit::MiB, std::string_view{"MiB"}},
+      std::pair{planner::Unit::s, std::string_view{"s"}},
+      std::pair{planner::Unit::ms, std::string_view{"ms"}},
+      std::pair{planner::Unit::tokens_per_s, std::string_view{"tokens/s"}}};
 };
 template <>
 struct EnumTable<planner::CaseKind> {
   static constexpr std::string_view kWhat = "case kind";
-  static constexpr std::array kEntries{std::pair{planner::CaseKind::oracle, std::string_view{"oracle"}},
-                                       std::pair{planner::CaseKind::measured, std::string_view{"measured"}}};
+  static constexpr std::array kEntries{
+      std::pair{planner::CaseKind::oracle, std::string_view{"oracle"}},
+      std::pair{planner::CaseKind::measured, std::string_view{"measured"}}};
 };
 }  // namespace trainplan
