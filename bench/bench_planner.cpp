@@ -1,5 +1,5 @@
-// How fast the planner answers: one configuration priced end to end (memory, compute, communication,
-// bubble, optimizer), fit's memory verdict, and a full plan search.
+// How fast the planner answers: one configuration priced end to end (memory, compute,
+// communication, bubble, optimizer), fit's memory verdict, and a full plan search.
 #include <benchmark/benchmark.h>
 
 #include <array>
@@ -27,7 +27,9 @@ struct Setup {
 };
 
 Setup setup(const char* model, const char* cluster) {
-  Setup s{catalog().resolve_model(model).arch, {}, catalog().resolve_cluster(cluster, std::nullopt).cluster};
+  Setup s{catalog().resolve_model(model).arch,
+          {},
+          catalog().resolve_cluster(cluster, std::nullopt).cluster};
   s.counts = model::count_parameters(s.arch);
   return s;
 }
@@ -47,8 +49,8 @@ void BM_EvaluateFullySpecified(benchmark::State& state) {
   const planner::Evaluator ev(s.arch, s.counts, s.cluster);
   const model::Training tr = llama70b_fsdp();
   for (auto _ : state) benchmark::DoNotOptimize(ev.cost(tr));
-  state.counters["items_per_second"] = benchmark::Counter(static_cast<double>(state.iterations()),
-                                                          benchmark::Counter::kIsRate);
+  state.counters["items_per_second"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_EvaluateFullySpecified);
 
@@ -58,7 +60,8 @@ void BM_EvaluateVaried(benchmark::State& state) {
   const Setup s = setup("llama-2-70b", "4x8xH100-80GB");
   const planner::Evaluator ev(s.arch, s.counts, s.cluster);
   std::array<model::Training, 48> configs;
-  const std::array strategies{Strategy::ddp, Strategy::fsdp_full, Strategy::fsdp_grad_op, Strategy::fsdp_hybrid};
+  const std::array strategies{Strategy::ddp, Strategy::fsdp_full, Strategy::fsdp_grad_op,
+                              Strategy::fsdp_hybrid};
   const std::array ckpts{Checkpointing::none, Checkpointing::selective, Checkpointing::full};
   for (std::size_t i = 0; i < configs.size(); ++i) {
     model::Training tr = llama70b_fsdp();
@@ -74,8 +77,8 @@ void BM_EvaluateVaried(benchmark::State& state) {
     benchmark::DoNotOptimize(ev.cost(configs[i]));
     i = i + 1 == configs.size() ? 0 : i + 1;
   }
-  state.counters["items_per_second"] = benchmark::Counter(static_cast<double>(state.iterations()),
-                                                          benchmark::Counter::kIsRate);
+  state.counters["items_per_second"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_EvaluateVaried);
 
@@ -96,8 +99,8 @@ void BM_EvaluateDistinctShapes(benchmark::State& state) {
     benchmark::DoNotOptimize(ev.cost(configs[i]));
     i = i + 1 == configs.size() ? 0 : i + 1;
   }
-  state.counters["items_per_second"] = benchmark::Counter(static_cast<double>(state.iterations()),
-                                                          benchmark::Counter::kIsRate);
+  state.counters["items_per_second"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_EvaluateDistinctShapes);
 
@@ -108,8 +111,8 @@ void BM_EvaluateEstimate(benchmark::State& state) {
   const planner::Evaluator ev(s.arch, s.counts, s.cluster);
   const model::Training tr = llama70b_fsdp();
   for (auto _ : state) benchmark::DoNotOptimize(ev.estimate(tr));
-  state.counters["items_per_second"] = benchmark::Counter(static_cast<double>(state.iterations()),
-                                                          benchmark::Counter::kIsRate);
+  state.counters["items_per_second"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_EvaluateEstimate);
 
@@ -118,8 +121,8 @@ void BM_EvaluateFreeFunction(benchmark::State& state) {
   const Setup s = setup("llama-2-70b", "4x8xH100-80GB");
   const model::Training tr = llama70b_fsdp();
   for (auto _ : state) benchmark::DoNotOptimize(planner::evaluate(s.arch, s.counts, tr, s.cluster));
-  state.counters["items_per_second"] = benchmark::Counter(static_cast<double>(state.iterations()),
-                                                          benchmark::Counter::kIsRate);
+  state.counters["items_per_second"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_EvaluateFreeFunction);
 
@@ -143,8 +146,8 @@ void BM_PlanGpt3On1024A100(benchmark::State& state) {
     configs += r.evaluated;
     benchmark::DoNotOptimize(r);
   }
-  state.counters["configs_per_second"] = benchmark::Counter(static_cast<double>(configs),
-                                                            benchmark::Counter::kIsRate);
+  state.counters["configs_per_second"] =
+      benchmark::Counter(static_cast<double>(configs), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_PlanGpt3On1024A100)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 

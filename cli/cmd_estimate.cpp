@@ -38,13 +38,16 @@ std::optional<std::int64_t> global_batch_sequences(const TrainingOptions& o, std
   if (o.global_batch && o.global_batch_tokens)
     throw InputError("give --global-batch (sequences) or --global-batch-tokens, not both");
   if (o.global_batch) {
-    if (*o.global_batch < 1) throw InputError("--global-batch must be at least 1 (got " + std::to_string(*o.global_batch) + ")");
+    if (*o.global_batch < 1)
+      throw InputError("--global-batch must be at least 1 (got " + std::to_string(*o.global_batch) +
+                       ")");
     return *o.global_batch;
   }
   if (o.global_batch_tokens) {
     if (*o.global_batch_tokens < 1 || *o.global_batch_tokens % seq != 0)
-      throw InputError(fmt::format("--global-batch-tokens {} is not a positive multiple of --seq {}",
-                                   *o.global_batch_tokens, seq));
+      throw InputError(
+          fmt::format("--global-batch-tokens {} is not a positive multiple of --seq {}",
+                      *o.global_batch_tokens, seq));
     return *o.global_batch_tokens / seq;
   }
   return std::nullopt;
@@ -82,20 +85,23 @@ void print_estimate(const Resolved& r, const model::ParameterCounts& n, const pl
                     std::optional<double> tokens, bool profiled) {
   const hardware::Cluster& c = r.cluster.cluster;
   const model::Training& t = e.training;
-  const std::string where = c.nodes > 1 ? fmt::format("{}x {} ({} nodes x {})", c.world(), c.gpu.name, c.nodes, c.gpus_per_node)
+  const std::string where = c.nodes > 1 ? fmt::format("{}x {} ({} nodes x {})", c.world(),
+                                                      c.gpu.name, c.nodes, c.gpus_per_node)
                                         : fmt::format("{}x {}", c.world(), c.gpu.name);
   std::cout << fmt::format("{} ({} params, {}) on {}: {}\n", r.model.arch.name, count_text(n.total),
                            to_string(t.method), where, planner::plan_label(t, e.layout));
   for (const auto& note : r.cluster.notes) std::cout << "  note: " << note << "\n";
   if (!r.model.note.empty()) std::cout << "  note: " << r.model.note << "\n";
-  std::cout << fmt::format("  batch: micro-batch {} x grad-accum {} x DP {} = {} sequences of {} tokens ({} tokens) "
-                           "per step; {}, {}, {} attention\n",
-                           t.micro_batch, t.grad_accum, e.layout.dp, e.global_batch, t.seq,
-                           thousands(e.global_batch * t.seq), to_string(t.precision), to_string(t.optimizer),
-                           to_string(t.attention));
-  std::cout << fmt::format("  memory: {} of {} GiB per GPU — {} (largest micro-batch that fits: {})\n\n",
-                           gib_text(e.memory.device_total), gib_text(c.gpu.usable_memory),
-                           e.fits ? "fits" : "DOES NOT FIT", e.max_micro_batch);
+  std::cout << fmt::format(
+      "  batch: micro-batch {} x grad-accum {} x DP {} = {} sequences of {} tokens ({} tokens) "
+      "per step; {}, {}, {} attention\n",
+      t.micro_batch, t.grad_accum, e.layout.dp, e.global_batch, t.seq,
+      thousands(e.global_batch * t.seq), to_string(t.precision), to_string(t.optimizer),
+      to_string(t.attention));
+  std::cout << fmt::format(
+      "  memory: {} of {} GiB per GPU — {} (largest micro-batch that fits: {})\n\n",
+      gib_text(e.memory.device_total), gib_text(c.gpu.usable_memory),
+      e.fits ? "fits" : "DOES NOT FIT", e.max_micro_batch);
   const double step = e.time.step.value();
   Table tt({"step time", "seconds", "share"});
   auto row = [&](const char* name, Seconds s) {
@@ -112,23 +118,26 @@ void print_estimate(const Resolved& r, const model::ParameterCounts& n, const pl
   std::cout << fmt::format("Throughput: {} tokens/s ({:.0f} per GPU), {:.2f} samples/s\n",
                            thousands(static_cast<std::int64_t>(e.throughput.tokens_per_s)),
                            e.throughput.tokens_per_s / c.world(), e.throughput.samples_per_s);
-  std::cout << fmt::format("MFU {}, HFU {}\n  {}\n", percent(e.throughput.mfu), percent(e.throughput.hfu),
-                           e.throughput.mfu_formula);
+  std::cout << fmt::format("MFU {}, HFU {}\n  {}\n", percent(e.throughput.mfu),
+                           percent(e.throughput.hfu), e.throughput.mfu_formula);
   if (!e.communication.empty()) {
     std::cout << "\nCommunication per GPU per step:\n";
     Table ct({"collective", "purpose", "tier", "bytes", "time s", "exposed s"});
     for (const auto& x : e.communication)
-      ct.add({x.collective, x.purpose, x.tier, bytes_text(x.bytes), seconds_cell(x.time), seconds_cell(x.exposed)});
-    ct.add({"total", "", "", bytes_text(e.communication_bytes()), "", seconds_cell(e.time.communication_exposed)});
+      ct.add({x.collective, x.purpose, x.tier, bytes_text(x.bytes), seconds_cell(x.time),
+              seconds_cell(x.exposed)});
+    ct.add({"total", "", "", bytes_text(e.communication_bytes()), "",
+            seconds_cell(e.time.communication_exposed)});
     std::cout << ct.render();
   }
   if (tokens)
     std::cout << fmt::format("\nTime to train {:.4g} tokens: {} ({:.0f} GPU-hours)\n", *tokens,
                              duration_text(planner::time_to_train(e, *tokens)),
                              planner::time_to_train(e, *tokens).value() * c.world() / 3600.0);
-  std::cout << fmt::format("\nConstants: {}. Times per optimizer step; exposed = not hidden behind compute.\n",
-                           profiled ? "hardware profile, datasheet defaults where it is silent"
-                                    : "datasheet defaults (docs/formulas.md); calibrate with trainplan calibrate");
+  std::cout << fmt::format(
+      "\nConstants: {}. Times per optimizer step; exposed = not hidden behind compute.\n",
+      profiled ? "hardware profile, datasheet defaults where it is silent"
+               : "datasheet defaults (docs/formulas.md); calibrate with trainplan calibrate");
 }
 
 void run_estimate(const io::Catalog& catalog, const TrainingOptions& o) {
@@ -163,7 +172,8 @@ void run_estimate(const io::Catalog& catalog, const TrainingOptions& o) {
 
 void setup_estimate(CLI::App& app, const io::Catalog& catalog) {
   auto opts = std::make_shared<TrainingOptions>();
-  CLI::App* cmd = app.add_subcommand("estimate", "one configuration: memory, step time, throughput, communication");
+  CLI::App* cmd = app.add_subcommand(
+      "estimate", "one configuration: memory, step time, throughput, communication");
   add_training_options(*cmd, *opts);
   add_time_options(*cmd, *opts, false);
   cmd->callback([&catalog, opts] { run_estimate(catalog, *opts); });

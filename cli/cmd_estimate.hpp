@@ -2,7 +2,6 @@
 // trainplan estimate: one fully specified configuration, its memory, step time and communication.
 
 #include <CLI/CLI.hpp>
-
 #include <memory>
 #include <optional>
 
@@ -20,7 +19,8 @@ void setup_estimate(CLI::App& app, const io::Catalog& catalog);
 [[nodiscard]] std::optional<hardware::HardwareProfile> load_profile(const TrainingOptions& o);
 [[nodiscard]] std::optional<double> token_count(const TrainingOptions& o);
 [[nodiscard]] planner::EstimateOptions estimate_options(const TrainingOptions& o);
-[[nodiscard]] std::optional<std::int64_t> global_batch_sequences(const TrainingOptions& o, std::int64_t seq);
+[[nodiscard]] std::optional<std::int64_t> global_batch_sequences(const TrainingOptions& o,
+                                                                 std::int64_t seq);
 [[nodiscard]] std::string duration_text(Seconds s);
 // Prints the --emit text of the plan to stdout and its notes to stderr.
 void print_emitted(const TrainingOptions& o, const planner::Estimate& e, const hardware::Cluster& c,

@@ -19,14 +19,19 @@ void print_plans(const Resolved& r, const model::ParameterCounts& n, const plann
                  std::optional<double> tokens, std::optional<std::int64_t> global_batch) {
   const hardware::Cluster& c = r.cluster.cluster;
   const model::Training& base = r.request.base;
-  std::cout << fmt::format("{} ({} params, {}) on {}x {}{}: {} configurations tried, {} fit in memory\n",
-                           r.model.arch.name, count_text(n.total), to_string(base.method), c.world(), c.gpu.name,
-                           c.nodes > 1 ? fmt::format(" ({} nodes)", c.nodes) : "", thousands(p.evaluated),
-                           thousands(p.fitting));
+  std::cout << fmt::format(
+      "{} ({} params, {}) on {}x {}{}: {} configurations tried, {} fit in memory\n",
+      r.model.arch.name, count_text(n.total), to_string(base.method), c.world(), c.gpu.name,
+      c.nodes > 1 ? fmt::format(" ({} nodes)", c.nodes) : "", thousands(p.evaluated),
+      thousands(p.fitting));
   for (const auto& note : r.cluster.notes) std::cout << "  note: " << note << "\n";
   if (!r.model.note.empty()) std::cout << "  note: " << r.model.note << "\n";
-  std::cout << (global_batch ? fmt::format("  global batch {} sequences of {} tokens\n", *global_batch, base.seq)
-                             : fmt::format("  seq {}; no --global-batch: each plan uses its best micro-batch\n", base.seq));
+  std::cout << (global_batch
+                    ? fmt::format("  global batch {} sequences of {} tokens\n", *global_batch,
+                                  base.seq)
+                    : fmt::format(
+                          "  seq {}; no --global-batch: each plan uses its best micro-batch\n",
+                          base.seq));
   if (p.plans.empty()) {
     std::cout << "\nNo plan fits.\n";
   } else {
@@ -36,11 +41,14 @@ void print_plans(const Resolved& r, const model::ParameterCounts& n, const plann
     Table t(head);
     for (std::size_t i = 0; i < p.plans.size(); ++i) {
       const planner::Estimate& e = p.plans[i];
-      std::vector<std::string> row{std::to_string(i + 1), planner::plan_label(e.training, e.layout),
-                                   fmt::format("{}x{}x{}", e.training.micro_batch, e.training.grad_accum, e.layout.dp),
-                                   gib_text(e.memory.device_total), fmt::format("{:.3f}", e.time.step.value()),
-                                   thousands(static_cast<std::int64_t>(e.throughput.tokens_per_s)),
-                                   fmt::format("{:.1f} %", 100.0 * e.throughput.mfu)};
+      std::vector<std::string> row{
+          std::to_string(i + 1),
+          planner::plan_label(e.training, e.layout),
+          fmt::format("{}x{}x{}", e.training.micro_batch, e.training.grad_accum, e.layout.dp),
+          gib_text(e.memory.device_total),
+          fmt::format("{:.3f}", e.time.step.value()),
+          thousands(static_cast<std::int64_t>(e.throughput.tokens_per_s)),
+          fmt::format("{:.1f} %", 100.0 * e.throughput.mfu)};
       if (tokens) row.push_back(duration_text(planner::time_to_train(e, *tokens)));
       row.push_back(i == 0 ? "best" : p.why_slower[i]);
       t.add(row);
@@ -48,17 +56,19 @@ void print_plans(const Resolved& r, const model::ParameterCounts& n, const plann
     std::cout << "\n" << t.render();
     const planner::Estimate& best = p.plans.front();
     std::cout << fmt::format(
-        "\nBest: {} step = compute {:.3f} + recompute {:.3f} + exposed communication {:.3f} + bubble {:.3f} + "
+        "\nBest: {} step = compute {:.3f} + recompute {:.3f} + exposed communication {:.3f} + "
+        "bubble {:.3f} + "
         "optimizer {:.3f} + offload {:.3f} s\n",
-        planner::plan_label(best.training, best.layout), best.time.compute.value(), best.time.recompute.value(),
-        best.time.communication_exposed.value(), best.time.bubble.value(), best.time.optimizer.value(),
-        best.time.offload.value());
+        planner::plan_label(best.training, best.layout), best.time.compute.value(),
+        best.time.recompute.value(), best.time.communication_exposed.value(),
+        best.time.bubble.value(), best.time.optimizer.value(), best.time.offload.value());
   }
   if (!p.rejected.empty()) {
     std::cout << "\nRejected:\n";
     for (const auto& x : p.rejected) std::cout << fmt::format("  {}: {}\n", x.plan, x.reason);
   }
-  std::cout << "\nbatch = micro-batch x grad-accum x data-parallel. GiB = 2^30 bytes per GPU (device total). "
+  std::cout << "\nbatch = micro-batch x grad-accum x data-parallel. GiB = 2^30 bytes per GPU "
+               "(device total). "
                "Use `trainplan estimate` with the plan's options for the full breakdown.\n";
 }
 
@@ -101,7 +111,8 @@ void run_plan(const io::Catalog& catalog, const TrainingOptions& o) {
 
 void setup_plan(CLI::App& app, const io::Catalog& catalog) {
   auto opts = std::make_shared<TrainingOptions>();
-  CLI::App* cmd = app.add_subcommand("plan", "search the strategies that fit and rank them by throughput");
+  CLI::App* cmd =
+      app.add_subcommand("plan", "search the strategies that fit and rank them by throughput");
   add_training_options(*cmd, *opts);
   add_time_options(*cmd, *opts, true);
   cmd->callback([&catalog, opts] { run_plan(catalog, *opts); });

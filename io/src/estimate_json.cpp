@@ -1,11 +1,10 @@
 #include "trainplan/io/estimate_json.hpp"
 
 #include <cmath>
+#include <map>
 #include <stdexcept>
 
 #include "trainplan/core/error.hpp"
-#include <map>
-
 #include "trainplan/io/profile_json.hpp"
 #include "trainplan/io/result_json.hpp"
 #include "trainplan/model/lora.hpp"
@@ -76,7 +75,8 @@ Json plan_json(const planner::Estimate& e, std::optional<double> tokens) {
 }
 
 Json estimate_json(const model::Architecture& a, const model::ParameterCounts& n,
-                   const hardware::Cluster& c, const planner::Estimate& e, std::optional<double> tokens) {
+                   const hardware::Cluster& c, const planner::Estimate& e,
+                   std::optional<double> tokens) {
   return Json{{"schema", kEstimateSchema},
               {"model", model_json(a, n, trainable_parameters(a, n, e.training))},
               {"cluster", cluster_json(c)},
@@ -84,7 +84,8 @@ Json estimate_json(const model::Architecture& a, const model::ParameterCounts& n
 }
 
 Json plan_result_json(const model::Architecture& a, const model::ParameterCounts& n,
-                      const hardware::Cluster& c, const planner::PlanResult& r, std::optional<double> tokens) {
+                      const hardware::Cluster& c, const planner::PlanResult& r,
+                      std::optional<double> tokens) {
   Json plans = Json::array();
   for (std::size_t i = 0; i < r.plans.size(); ++i) {
     Json p = plan_json(r.plans[i], tokens);
@@ -95,7 +96,8 @@ Json plan_result_json(const model::Architecture& a, const model::ParameterCounts
   }
   Json rejected = Json::array();
   for (const auto& x : r.rejected) rejected.push_back(Json{{"plan", x.plan}, {"reason", x.reason}});
-  const std::int64_t trainable = r.plans.empty() ? n.total : trainable_parameters(a, n, r.plans.front().training);
+  const std::int64_t trainable =
+      r.plans.empty() ? n.total : trainable_parameters(a, n, r.plans.front().training);
   return Json{{"schema", kPlanSchema},
               {"model", model_json(a, n, trainable)},
               {"cluster", cluster_json(c)},
@@ -114,7 +116,8 @@ hardware::HardwareProfile read_profile_option(const std::string& path) {
 
 double parse_count(const std::string& text, const std::string& what) {
   auto bad = [&] {
-    return InputError(what + ": '" + text + "' is not a positive count (examples: 300B, 1T, 2.5e12)");
+    return InputError(what + ": '" + text +
+                      "' is not a positive count (examples: 300B, 1T, 2.5e12)");
   };
   if (text.empty()) throw bad();
   std::size_t used = 0;
@@ -128,11 +131,26 @@ double parse_count(const std::string& text, const std::string& what) {
   double scale = 1.0;
   if (rest.size() == 1) {
     switch (rest[0]) {
-      case 'k': case 'K': scale = 1e3; break;
-      case 'm': case 'M': scale = 1e6; break;
-      case 'b': case 'B': case 'g': case 'G': scale = 1e9; break;
-      case 't': case 'T': scale = 1e12; break;
-      default: throw bad();
+      case 'k':
+      case 'K':
+        scale = 1e3;
+        break;
+      case 'm':
+      case 'M':
+        scale = 1e6;
+        break;
+      case 'b':
+      case 'B':
+      case 'g':
+      case 'G':
+        scale = 1e9;
+        break;
+      case 't':
+      case 'T':
+        scale = 1e12;
+        break;
+      default:
+        throw bad();
     }
   } else if (!rest.empty()) {
     throw bad();

@@ -28,21 +28,24 @@ double attention_flops_per_token_per_context(const Architecture& a) {
   switch (l.role) {
     case Role::q:
     case Role::k:
-    case Role::v: return true;
+    case Role::v:
+      return true;
     case Role::gate:
-    case Role::up: return a.parallel_residual;  // attention and MLP read the same input
+    case Role::up:
+      return a.parallel_residual;  // attention and MLP read the same input
     case Role::o:
     case Role::down:
     case Role::router:
-    case Role::lm_head: return false;
+    case Role::lm_head:
+      return false;
   }
   return false;
 }
 
 struct StackRules {
-  double last_matmul = 0;       // per token, one block
-  double frozen_inputs = 0;     // per token, first block
-  double frozen_kv = 0;         // per token per context token, first block (eager attention)
+  double last_matmul = 0;    // per token, one block
+  double frozen_inputs = 0;  // per token, first block
+  double frozen_kv = 0;      // per token per context token, first block (eager attention)
 };
 
 // Which linears carry an adapter: PEFT on a fused q/k/v projection adapts it whole, once.
@@ -50,7 +53,9 @@ StackRules stack_rules(const Architecture& a, const Training& tr, Stack stack) {
   StackRules r;
   const bool adapters = tr.method != Method::full;
   const auto& targets = tr.lora.targets;
-  auto named = [&](const std::string& n) { return std::find(targets.begin(), targets.end(), n) != targets.end(); };
+  auto named = [&](const std::string& n) {
+    return std::find(targets.begin(), targets.end(), n) != targets.end();
+  };
   const bool fused_whole =
       adapters && !a.fused_qkv_name.empty() && (named("all-linear") || named(a.fused_qkv_name));
   const double rank = static_cast<double>(tr.lora.rank);
@@ -92,8 +97,10 @@ StackRules stack_rules(const Architecture& a, const Training& tr, Stack stack) {
 [[nodiscard]] bool fused_attention(Attention at) {
   switch (at) {
     case Attention::flash:
-    case Attention::sdpa: return true;
-    case Attention::eager: return false;
+    case Attention::sdpa:
+      return true;
+    case Attention::eager:
+      return false;
   }
   return false;
 }
@@ -107,7 +114,8 @@ FlopCoefficients flop_coefficients(const Architecture& a, const Training& tr) {
   k.linear = static_cast<double>(a.layers) * block_linear_flops_per_token(a, main);
   k.attention = static_cast<double>(a.layers) * attention_flops_per_token_per_context(a);
   if (a.encoder_decoder) {
-    k.linear += static_cast<double>(a.decoder_layers) * block_linear_flops_per_token(a, Stack::decoder);
+    k.linear +=
+        static_cast<double>(a.decoder_layers) * block_linear_flops_per_token(a, Stack::decoder);
     k.attention +=
         2.0 * static_cast<double>(a.decoder_layers) * attention_flops_per_token_per_context(a);
   }
@@ -145,8 +153,9 @@ StepFlops micro_batch_flops(const FlopCoefficients& k, const Training& tr) {
   const double fwd = t * (k.linear + attention + k.head + k.adapters);
   f.forward = Flops(fwd);
   f.attention_forward = Flops(t * attention);
-  // Backward: activation gradients (1x) for everything, weight gradients (1x) for trainable weights;
-  // attention has no weights: 2x its forward eager, 2.5x fused (the scores are recomputed).
+  // Backward: activation gradients (1x) for everything, weight gradients (1x) for trainable
+  // weights; attention has no weights: 2x its forward eager, 2.5x fused (the scores are
+  // recomputed).
   const double weight_grads = k.full ? t * (k.linear + k.head) : t * k.adapters;
   const double attention_bwd = (fused ? kFusedAttentionBackwardRatio : 2.0) * attention;
   double input_grads = k.linear + k.head + k.adapters;
@@ -158,11 +167,16 @@ StepFlops micro_batch_flops(const FlopCoefficients& k, const Training& tr) {
   }
   f.backward = Flops(t * (input_grads + attention_grads) + weight_grads);
   switch (tr.checkpointing) {
-    case Checkpointing::none: f.recompute = Flops(0.0); break;
-    case Checkpointing::selective: f.recompute = Flops(t * attention); break;
+    case Checkpointing::none:
+      f.recompute = Flops(0.0);
+      break;
+    case Checkpointing::selective:
+      f.recompute = Flops(t * attention);
+      break;
     case Checkpointing::full: {
       // Megatron's recompute replays the whole layer; torch's non-reentrant checkpoint stops once
-      // every saved tensor is rebuilt - before the last matmul unless a dropout after it saves a mask.
+      // every saved tensor is rebuilt - before the last matmul unless a dropout after it saves a
+      // mask.
       const bool stops_early = tr.framework != Framework::megatron && !k.dropout_after_last_matmul;
       const double replayed_last = stops_early ? k.last_matmul : 0.0;
       f.recompute = Flops(fwd - t * (k.head + replayed_last));

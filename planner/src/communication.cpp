@@ -51,13 +51,17 @@ DataParallelVolume data_parallel_volume(Strategy s, Bytes grads, Bytes params, i
   const Bytes rs = bytes_sent(Collective::reduce_scatter, n, grads);
   const Bytes ag = bytes_sent(Collective::all_gather, n, params);
   switch (s) {
-    case Strategy::single: break;
-    case Strategy::ddp: v.all_reduce = bytes_sent(Collective::all_reduce, n, grads); break;
+    case Strategy::single:
+      break;
+    case Strategy::ddp:
+      v.all_reduce = bytes_sent(Collective::all_reduce, n, grads);
+      break;
     case Strategy::zero1:  // gradients reduced once at the accumulation boundary
       v.reduce_scatter = rs;
       v.all_gather = ag;
       break;
-    case Strategy::zero2:  // partitions reduced every micro-batch, parameters gathered after the step
+    case Strategy::zero2:  // partitions reduced every micro-batch, parameters gathered after the
+                           // step
       v.reduce_scatter = rs * kd;
       v.all_gather = ag;
       break;
@@ -75,7 +79,8 @@ DataParallelVolume data_parallel_volume(Strategy s, Bytes grads, Bytes params, i
   return v;
 }
 
-ZeroPlusPlusVolume zero_plus_plus_volume(double psi, int n, int node_ranks, double w, std::int64_t k) {
+ZeroPlusPlusVolume zero_plus_plus_volume(double psi, int n, int node_ranks, double w,
+                                         std::int64_t k) {
   ZeroPlusPlusVolume v;
   const double kd = dbl(k);
   v.forward_gather = bytes_sent(Collective::all_gather, n, Bytes(psi * kQwzBytes)) * kd;
@@ -88,8 +93,11 @@ TensorParallelCollectives tensor_parallel_collectives(bool sequence_parallel, Ch
   int n = 4;  // two forward (after attention and MLP), two backward
   switch (c) {
     case Checkpointing::none:
-    case Checkpointing::selective: break;
-    case Checkpointing::full: n += 2; break;  // the replayed forward
+    case Checkpointing::selective:
+      break;
+    case Checkpointing::full:
+      n += 2;
+      break;  // the replayed forward
   }
   TensorParallelCollectives out;
   if (sequence_parallel) {
@@ -105,8 +113,8 @@ Bytes tensor_parallel_message(std::int64_t b, std::int64_t s, std::int64_t h, do
   return Bytes(dbl(b) * dbl(s) * dbl(h) * c);
 }
 
-Bytes tensor_parallel_bytes_per_layer(std::int64_t b, std::int64_t s, std::int64_t h, int t, double c,
-                                      bool sequence_parallel, Checkpointing ck) {
+Bytes tensor_parallel_bytes_per_layer(std::int64_t b, std::int64_t s, std::int64_t h, int t,
+                                      double c, bool sequence_parallel, Checkpointing ck) {
   const TensorParallelCollectives n = tensor_parallel_collectives(sequence_parallel, ck);
   const Bytes x = tensor_parallel_message(b, s, h, c);
   return bytes_sent(Collective::all_reduce, t, x) * n.all_reduce +
@@ -170,7 +178,8 @@ LinkModel link_model(const hardware::Cluster& c, const hardware::HardwareProfile
                      const TimeConventions& tc) {
   LinkModel m;
   const hardware::IntraNodeLink& in = c.gpu.intra_node;
-  const BytesPerSecond pcie = c.gpu.pcie_bandwidth.value() > 0.0 ? c.gpu.pcie_bandwidth : in.bandwidth;
+  const BytesPerSecond pcie =
+      c.gpu.pcie_bandwidth.value() > 0.0 ? c.gpu.pcie_bandwidth : in.bandwidth;
   m.host_copy = pcie * tc.pcie_copy_efficiency;
   switch (in.topology) {
     case hardware::IntraTopology::nvswitch:
@@ -207,9 +216,12 @@ LinkModel link_model(const hardware::Cluster& c, const hardware::HardwareProfile
     // Measured pinned copies: the slower direction bounds an offload round trip.
     const auto h2d = m.profile->h2d_bandwidth();
     const auto d2h = m.profile->d2h_bandwidth();
-    if (h2d && d2h) m.host_copy = std::min(*h2d, *d2h);
-    else if (h2d) m.host_copy = *h2d;
-    else if (d2h) m.host_copy = *d2h;
+    if (h2d && d2h)
+      m.host_copy = std::min(*h2d, *d2h);
+    else if (h2d)
+      m.host_copy = *h2d;
+    else if (d2h)
+      m.host_copy = *d2h;
   }
   return m;
 }
@@ -232,18 +244,19 @@ Seconds collective_time(const LinkModel& m, Collective c, const Placement& g, By
       // Double binary tree: log-depth latency, half the bus bandwidth as algorithm bandwidth.
       const BytesPerSecond bw = std::min(intra_bandwidth(m, g.per_node, false),
                                          m.nic_per_gpu * static_cast<double>(g.per_node));
-      const Seconds tree = m.latency.base + hardware::tree_all_reduce_time(
-                                                g.ranks, size, m.latency.inter_hop,
-                                                bw * m.tree_bandwidth_fraction);
+      const Seconds tree =
+          m.latency.base + hardware::tree_all_reduce_time(g.ranks, size, m.latency.inter_hop,
+                                                          bw * m.tree_bandwidth_fraction);
       best = std::min(best, tree);
       if (g.per_node > 1) {
-        // Hierarchical: reduce-scatter in node, all-reduce of 1/g across nodes (every rank on its own
-        // NIC), all-gather in node (throughput.md 5.7).
+        // Hierarchical: reduce-scatter in node, all-reduce of 1/g across nodes (every rank on its
+        // own NIC), all-gather in node (throughput.md 5.7).
         const Placement node{g.per_node, g.per_node, 1};
         const Placement across{g.nodes, 1, g.nodes};
-        const Seconds hier = ring(m, Collective::reduce_scatter, node, size) +
-                             ring(m, Collective::all_reduce, across, size / static_cast<double>(g.per_node)) +
-                             ring(m, Collective::all_gather, node, size);
+        const Seconds hier =
+            ring(m, Collective::reduce_scatter, node, size) +
+            ring(m, Collective::all_reduce, across, size / static_cast<double>(g.per_node)) +
+            ring(m, Collective::all_gather, node, size);
         best = std::min(best, hier);
       }
       break;
@@ -258,7 +271,8 @@ Seconds collective_time(const LinkModel& m, Collective c, const Placement& g, By
     case Collective::all_gather:
     case Collective::reduce_scatter:
     case Collective::broadcast:
-    case Collective::send_recv: break;
+    case Collective::send_recv:
+      break;
   }
   return best;
 }

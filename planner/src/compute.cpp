@@ -25,10 +25,13 @@ enum class Split { column, row, replicated };
     case Role::v:
     case Role::gate:
     case Role::up:
-    case Role::lm_head: return Split::column;
+    case Role::lm_head:
+      return Split::column;
     case Role::o:
-    case Role::down: return Split::row;
-    case Role::router: return Split::replicated;
+    case Role::down:
+      return Split::row;
+    case Role::router:
+      return Split::replicated;
   }
   return Split::replicated;
 }
@@ -46,28 +49,35 @@ struct Kn {
       const std::int64_t n = kv ? std::max(l.out / t, a.head_dim) : l.out / t;
       return {l.in, std::max<std::int64_t>(n, 1)};
     }
-    case Split::row: return {std::max<std::int64_t>(l.in / t, 1), l.out};
-    case Split::replicated: return {l.in, l.out};
+    case Split::row:
+      return {std::max<std::int64_t>(l.in / t, 1), l.out};
+    case Split::replicated:
+      return {l.in, l.out};
   }
   return {l.in, l.out};
 }
 
 [[nodiscard]] std::string_view gemm_dtype_of(Precision p) {
   switch (p) {
-    case Precision::fp32: return "tf32";
+    case Precision::fp32:
+      return "tf32";
     case Precision::fp16_mixed:
-    case Precision::fp16_true: return "fp16";
+    case Precision::fp16_true:
+      return "fp16";
     case Precision::bf16_mixed:
-    case Precision::bf16_true: return "bf16";
+    case Precision::bf16_true:
+      return "bf16";
   }
   return "bf16";
 }
 
 [[nodiscard]] bool fused_kernels(Framework f) {
   switch (f) {
-    case Framework::megatron: return true;
+    case Framework::megatron:
+      return true;
     case Framework::pytorch:
-    case Framework::deepspeed: return false;
+    case Framework::deepspeed:
+      return false;
   }
   return false;
 }
@@ -76,9 +86,12 @@ struct Kn {
 // kernel, which materialises the scores like eager attention).
 [[nodiscard]] bool fused_attention(const model::Training& tr) {
   switch (tr.attention) {
-    case Attention::flash: return true;
-    case Attention::sdpa: return compute_bytes(tr.precision) < 4.0;
-    case Attention::eager: return false;
+    case Attention::flash:
+      return true;
+    case Attention::sdpa:
+      return compute_bytes(tr.precision) < 4.0;
+    case Attention::eager:
+      return false;
   }
   return false;
 }
@@ -129,7 +142,8 @@ double gemm_efficiency(const ComputeDevice& d, std::int64_t m, std::int64_t n, s
     if (const auto e = d.profile->gemm_efficiency(m, n, k, d.gemm_dtype, d.sm_count)) return *e;
   }
   // Back-to-back products (batched matmuls, experts) fill waves together: stack them along M.
-  const std::int64_t stacked = m * std::max<std::int64_t>(1, static_cast<std::int64_t>(count + 0.5));
+  const std::int64_t stacked =
+      m * std::max<std::int64_t>(1, static_cast<std::int64_t>(count + 0.5));
   // cuBLAS heuristics pick narrower tiles for thin operands: no wider than the operand rounded up
   // to a power of two, at least kMinTile (a LoRA rank-16 product does not pay for 128 columns).
   const int tm = narrow_tile(m, d.tile_m);
@@ -145,7 +159,8 @@ Seconds gemm_time(const ComputeDevice& d, std::int64_t m, std::int64_t n, std::i
   const Flops f(2.0 * dbl(m) * dbl(n) * dbl(k) * count);
   const double eta = std::max(gemm_efficiency(d, m, n, k, count), 1e-6);
   const Seconds compute = f / (d.peak * eta);
-  const Bytes traffic((dbl(m) * dbl(k) + dbl(k) * dbl(n) + dbl(m) * dbl(n)) * count * d.element_bytes);
+  const Bytes traffic((dbl(m) * dbl(k) + dbl(k) * dbl(n) + dbl(m) * dbl(n)) * count *
+                      d.element_bytes);
   return std::max(compute, traffic / d.hbm);
 }
 
@@ -167,7 +182,8 @@ BlockShape block_shape(const model::Architecture& a, model::Stack stack,
   s.adapted.assign(s.linears.size(), false);
   if (lora != nullptr) {
     for (std::size_t i = 0; i < s.linears.size(); ++i)
-      s.adapted[i] = s.linears[i].role != Role::router && model::lora_adapts(a, *lora, s.linears[i].role);
+      s.adapted[i] =
+          s.linears[i].role != Role::router && model::lora_adapts(a, *lora, s.linears[i].role);
   }
   s.causal = !(a.encoder_decoder && stack == model::Stack::encoder);
   s.cross_attention = a.encoder_decoder && stack == model::Stack::decoder;
@@ -198,14 +214,17 @@ BlockCompute block_compute(const model::Architecture& a, const BlockShape& shape
     const bool expert = l.copies > 1;
     // Balanced routing: each of the E experts multiplies t k / E tokens.
     const std::int64_t m =
-        expert ? std::max<std::int64_t>(1, ceil_i(model::tokens_per_expert(Td, a.experts_per_token, a.experts))) : T;
+        expert ? std::max<std::int64_t>(
+                     1, ceil_i(model::tokens_per_expert(Td, a.experts_per_token, a.experts)))
+               : T;
     const double count = expert ? dbl(l.copies) : 1.0;
     gemm_fwd += gemm_time(d, m, kn.n, kn.k, count);
-    gemm_bwd += gemm_time(d, m, kn.k, kn.n, count);                 // activation gradient
-    if (full) gemm_bwd += gemm_time(d, kn.k, kn.n, m, count);       // weight gradient
+    gemm_bwd += gemm_time(d, m, kn.k, kn.n, count);            // activation gradient
+    if (full) gemm_bwd += gemm_time(d, kn.k, kn.n, m, count);  // weight gradient
     if (tr.method == Method::qlora && l.role != Role::router)
-      dequant_bytes += dbl(kn.k) * dbl(kn.n) * count *
-                       model::dequant_bytes_per_weight(model::quantized_bytes_per_param(tr.quant, l.in), c);
+      dequant_bytes +=
+          dbl(kn.k) * dbl(kn.n) * count *
+          model::dequant_bytes_per_weight(model::quantized_bytes_per_param(tr.quant, l.in), c);
     if (shape.adapted[i]) {
       // x A^T (rank r), then (.) B^T; both are thin and mostly memory-bound.
       const std::int64_t rank = tr.lora.rank;
@@ -216,8 +235,10 @@ BlockCompute block_compute(const model::Architecture& a, const BlockShape& shape
       gemm_bwd += gemm_time(d, mt, rank, kn.n, count) + gemm_time(d, mt, kn.k, rank, count) +
                   gemm_time(d, rank, kn.n, mt, count) + gemm_time(d, kn.k, rank, mt, count);
       // Dropout of the adapter input, scaling and the add onto the base output.
-      const double drop = tr.lora.dropout > 0.0 ? tokens * dbl(kn.k) * (tc.dropout_passes * c + 1.0) : 0.0;
-      lora_elementwise += drop + tokens * dbl(kn.n) * c * (tc.eager_residual_passes + tc.dropout_passes);
+      const double drop =
+          tr.lora.dropout > 0.0 ? tokens * dbl(kn.k) * (tc.dropout_passes * c + 1.0) : 0.0;
+      lora_elementwise +=
+          drop + tokens * dbl(kn.n) * c * (tc.eager_residual_passes + tc.dropout_passes);
     }
   }
   // Attention core, per GPU: a/t query heads.
@@ -233,24 +254,28 @@ BlockCompute block_compute(const model::Architecture& a, const BlockShape& shape
     const double causal = shape.causal ? model::causal_fraction(s) : 1.0;
     const Flops f(4.0 * b * sd * sd * heads * dbl(hd) * causal);
     core_fwd = f / (d.peak * attention_efficiency(d, false, s));
-    core_bwd = (f * model::kFusedAttentionBackwardRatio) / (d.peak * attention_efficiency(d, true, s));
+    core_bwd =
+        (f * model::kFusedAttentionBackwardRatio) / (d.peak * attention_efficiency(d, true, s));
     if (shape.cross_attention) {
       const Flops fx(4.0 * b * sd * sd * heads * dbl(hd));
       core_fwd += fx / (d.peak * attention_efficiency(d, false, s));
-      core_bwd += (fx * model::kFusedAttentionBackwardRatio) / (d.peak * attention_efficiency(d, true, s));
+      core_bwd +=
+          (fx * model::kFusedAttentionBackwardRatio) / (d.peak * attention_efficiency(d, true, s));
     }
   } else {
     const double batch = b * heads;
-    // Scores Q K^T (s x d by d x s) and P V (s x s by s x d); backward: dP (like the scores), dQ, dK
-    // and dV (like P V).
+    // Scores Q K^T (s x d by d x s) and P V (s x s by s x d); backward: dP (like the scores), dQ,
+    // dK and dV (like P V).
     const Seconds qk = gemm_time(d, s, s, hd, batch);
     const Seconds pv = gemm_time(d, s, hd, s, batch);
     core_fwd = (qk + pv) * attn_instances;
     core_bwd = (qk + 3.0 * pv) * attn_instances;
     const double scores = batch * sd * sd * attn_instances;
-    const bool dropout = fused || a.attention_dropout > 0.0;  // Megatron's GPT keeps attention dropout
+    const bool dropout =
+        fused || a.attention_dropout > 0.0;  // Megatron's GPT keeps attention dropout
     if (fused) {
-      core_bytes = scores * (tc.fused_softmax_passes * c + (dropout ? tc.dropout_passes * c + 1.0 : 0.0));
+      core_bytes =
+          scores * (tc.fused_softmax_passes * c + (dropout ? tc.dropout_passes * c + 1.0 : 0.0));
     } else {
       core_bytes = scores * (tc.eager_mask_passes * c + tc.eager_softmax_bytes_per_score +
                              (dropout ? tc.dropout_passes * c + 1.0 : 0.0));
@@ -265,19 +290,24 @@ BlockCompute block_compute(const model::Architecture& a, const BlockShape& shape
   const double I = dbl(a.intermediate) / tpd;
   const double norms = dbl(a.norms_per_layer) + (shape.cross_attention ? 1.0 : 0.0);
   const double stream_bytes = fused ? c : r;
-  double ew = norms * (fused ? tc.fused_norm_passes : tc.eager_norm_passes) * Td * h * stream_bytes / rep;
+  double ew =
+      norms * (fused ? tc.fused_norm_passes : tc.eager_norm_passes) * Td * h * stream_bytes / rep;
   const double residuals = 2.0 + (shape.cross_attention ? 1.0 : 0.0);
   const bool hidden_dropout = fused || a.hidden_dropout > 0.0;
   ew += residuals * Td * h / rep *
         ((fused ? tc.fused_residual_passes : tc.eager_residual_passes) * stream_bytes +
          (hidden_dropout ? (fused ? 1.0 : tc.dropout_passes * stream_bytes + 1.0) : 0.0));
   double act_passes = tc.eager_activation_passes;
-  if (fused) act_passes = tc.fused_activation_passes;
-  else if (a.activation == model::Activation::gelu_new) act_passes = tc.gelu_new_passes;
-  else if (a.mlp == model::MlpKind::gated) act_passes = tc.eager_gated_activation_passes;
+  if (fused)
+    act_passes = tc.fused_activation_passes;
+  else if (a.activation == model::Activation::gelu_new)
+    act_passes = tc.gelu_new_passes;
+  else if (a.mlp == model::MlpKind::gated)
+    act_passes = tc.eager_gated_activation_passes;
   ew += act_passes * Td * top_k * I * c;
   if (a.position == model::PositionKind::rotary)
-    ew += (fused ? tc.fused_norm_passes : tc.rotary_passes) * Td * dbl(a.q_dim() + a.kv_dim()) / tpd * c;
+    ew += (fused ? tc.fused_norm_passes : tc.rotary_passes) * Td * dbl(a.q_dim() + a.kv_dim()) /
+          tpd * c;
   if (a.is_moe()) ew += 2.0 * tc.eager_residual_passes * Td * top_k * h * c;  // permute, unpermute
   const Seconds ew_fwd = memory_bound_time(d, Bytes(ew + lora_elementwise));
   const Seconds dequant = memory_bound_time(d, Bytes(dequant_bytes));
@@ -299,29 +329,37 @@ EdgeCompute edge_compute(const model::Architecture& a, const model::Training& tr
   const double c = compute_bytes(tr.precision);
   const bool trainable_head = tr.method == Method::full;
   e.head_forward = gemm_time(d, T, v, a.hidden);
-  e.head_backward = gemm_time(d, T, a.hidden, v) + (trainable_head ? gemm_time(d, a.hidden, v, T) : Seconds(0.0));
+  e.head_backward =
+      gemm_time(d, T, a.hidden, v) + (trainable_head ? gemm_time(d, a.hidden, v, T) : Seconds(0.0));
   const Bytes loss(dbl(T) * dbl(v) * tc.loss_bytes_per_logit);
   e.head_forward += memory_bound_time(d, loss);
   e.head_backward += memory_bound_time(d, loss);
   const Bytes lookup(dbl(T) * dbl(a.hidden) * c * tc.dropout_passes);
   e.embedding_forward = memory_bound_time(d, lookup);
-  e.embedding_backward = trainable_head ? memory_bound_time(d, lookup * tc.elementwise_backward_ratio) : Seconds(0.0);
+  e.embedding_backward =
+      trainable_head ? memory_bound_time(d, lookup * tc.elementwise_backward_ratio) : Seconds(0.0);
   return e;
 }
 
 double optimizer_step_bytes(Optimizer o, Precision p) {
-  const double weights = param_bytes(p);            // master (mixed) or the weights themselves
-  const double grad = is_mixed(p) ? 4.0 : param_bytes(p);  // fp32 main gradients under mixed precision
+  const double weights = param_bytes(p);  // master (mixed) or the weights themselves
+  const double grad =
+      is_mixed(p) ? 4.0 : param_bytes(p);  // fp32 main gradients under mixed precision
   const double copy = is_mixed(p) ? compute_bytes(p) : 0.0;
   const double base = 2.0 * weights + 2.0 * grad + copy;
   switch (o) {
     case Optimizer::adam:
-    case Optimizer::adamw: return base + 2.0 * 2.0 * weights;   // m and v in the weights' dtype
+    case Optimizer::adamw:
+      return base + 2.0 * 2.0 * weights;  // m and v in the weights' dtype
     case Optimizer::adamw_8bit:
-    case Optimizer::paged_adamw_8bit: return base + 2.0 * 2.0 * 1.0;  // 8-bit m and v
-    case Optimizer::sgd: return base;
-    case Optimizer::sgd_momentum: return base + 2.0 * weights;
-    case Optimizer::adafactor: return base + 2.0 * weights;  // the update tensor; factored moments are small
+    case Optimizer::paged_adamw_8bit:
+      return base + 2.0 * 2.0 * 1.0;  // 8-bit m and v
+    case Optimizer::sgd:
+      return base;
+    case Optimizer::sgd_momentum:
+      return base + 2.0 * weights;
+    case Optimizer::adafactor:
+      return base + 2.0 * weights;  // the update tensor; factored moments are small
   }
   return base;
 }

@@ -9,13 +9,17 @@ namespace {
 int zero_stage(Strategy s) {
   switch (s) {
     case Strategy::single:
-    case Strategy::ddp: return 0;
-    case Strategy::zero1: return 1;
+    case Strategy::ddp:
+      return 0;
+    case Strategy::zero1:
+      return 1;
     case Strategy::zero2:
-    case Strategy::fsdp_grad_op: return 2;
+    case Strategy::fsdp_grad_op:
+      return 2;
     case Strategy::zero3:
     case Strategy::fsdp_full:
-    case Strategy::fsdp_hybrid: return 3;
+    case Strategy::fsdp_hybrid:
+      return 3;
   }
   return 0;
 }
@@ -23,24 +27,31 @@ int zero_stage(Strategy s) {
 std::string fsdp_sharding(Strategy s) {
   switch (s) {
     case Strategy::fsdp_full:
-    case Strategy::zero3: return "FULL_SHARD";
+    case Strategy::zero3:
+      return "FULL_SHARD";
     case Strategy::fsdp_grad_op:
     case Strategy::zero2:
-    case Strategy::zero1: return "SHARD_GRAD_OP";
-    case Strategy::fsdp_hybrid: return "HYBRID_SHARD";
+    case Strategy::zero1:
+      return "SHARD_GRAD_OP";
+    case Strategy::fsdp_hybrid:
+      return "HYBRID_SHARD";
     case Strategy::single:
-    case Strategy::ddp: return "NO_SHARD";
+    case Strategy::ddp:
+      return "NO_SHARD";
   }
   return "NO_SHARD";
 }
 
 std::string mixed_precision(Precision p) {
   switch (p) {
-    case Precision::fp32: return "no";
+    case Precision::fp32:
+      return "no";
     case Precision::fp16_mixed:
-    case Precision::fp16_true: return "fp16";
+    case Precision::fp16_true:
+      return "fp16";
     case Precision::bf16_mixed:
-    case Precision::bf16_true: return "bf16";
+    case Precision::bf16_true:
+      return "bf16";
   }
   return "no";
 }
@@ -52,19 +63,22 @@ bool uses_deepspeed(const model::Training& t) {
 
 void note_adapters(const model::Training& t, std::vector<std::string>& notes) {
   if (t.method != Method::full)
-    notes.push_back(fmt::format("LoRA rank {} on {}: configure PEFT in the training script", t.lora.rank,
-                                fmt::join(t.lora.targets, ",")));
+    notes.push_back(fmt::format("LoRA rank {} on {}: configure PEFT in the training script",
+                                t.lora.rank, fmt::join(t.lora.targets, ",")));
   if (t.method == Method::qlora)
-    notes.push_back(fmt::format("QLoRA: load the base model with BitsAndBytesConfig(load_in_4bit=True, "
-                                "bnb_4bit_quant_type='{}')",
-                                t.quant == Quant::fp4 ? "fp4" : "nf4"));
+    notes.push_back(
+        fmt::format("QLoRA: load the base model with BitsAndBytesConfig(load_in_4bit=True, "
+                    "bnb_4bit_quant_type='{}')",
+                    t.quant == Quant::fp4 ? "fp4" : "nf4"));
 }
 
-void note_parallelism(const model::Training& t, const std::string& format, std::vector<std::string>& notes) {
+void note_parallelism(const model::Training& t, const std::string& format,
+                      std::vector<std::string>& notes) {
   if (t.tp > 1 || t.pp > 1)
-    notes.push_back(fmt::format("{} cannot express TP {} / PP {}: launch Megatron-LM (--emit torchrun with "
-                                "--framework megatron) or a TP/PP-capable trainer",
-                                format, t.tp, t.pp));
+    notes.push_back(
+        fmt::format("{} cannot express TP {} / PP {}: launch Megatron-LM (--emit torchrun with "
+                    "--framework megatron) or a TP/PP-capable trainer",
+                    format, t.tp, t.pp));
   note_adapters(t, notes);
 }
 
@@ -78,13 +92,18 @@ Emitted emit_deepspeed(const Estimate& e) {
   switch (t.precision) {
     case Precision::fp16_mixed:
     case Precision::fp16_true:
-      precision = "  \"fp16\": {\"enabled\": true, \"loss_scale\": 0, \"initial_scale_power\": 16},\n";
+      precision =
+          "  \"fp16\": {\"enabled\": true, \"loss_scale\": 0, \"initial_scale_power\": 16},\n";
       break;
     case Precision::bf16_mixed:
-    case Precision::bf16_true: precision = "  \"bf16\": {\"enabled\": true},\n"; break;
-    case Precision::fp32: break;
+    case Precision::bf16_true:
+      precision = "  \"bf16\": {\"enabled\": true},\n";
+      break;
+    case Precision::fp32:
+      break;
   }
-  std::string zero = fmt::format("    \"stage\": {},\n    \"overlap_comm\": true,\n    \"contiguous_gradients\": true", stage);
+  std::string zero = fmt::format(
+      "    \"stage\": {},\n    \"overlap_comm\": true,\n    \"contiguous_gradients\": true", stage);
   if (t.offload != Offload::none)
     zero += ",\n    \"offload_optimizer\": {\"device\": \"cpu\", \"pin_memory\": true}";
   if (t.offload == Offload::optimizer_params)
@@ -106,7 +125,8 @@ Emitted emit_deepspeed(const Estimate& e) {
   if (is_fsdp(t.strategy))
     out.notes.push_back(fmt::format("{} mapped to ZeRO stage {}", to_string(t.strategy), stage));
   if (t.checkpointing != Checkpointing::none)
-    out.notes.push_back("activation checkpointing is the model's: model.gradient_checkpointing_enable()");
+    out.notes.push_back(
+        "activation checkpointing is the model's: model.gradient_checkpointing_enable()");
   note_parallelism(t, "a DeepSpeed config", out.notes);
   return out;
 }
@@ -126,19 +146,21 @@ Emitted emit_accelerate(const Estimate& e, const hardware::Cluster& c) {
       mixed_precision(t.precision), c.nodes, c.world());
   const bool ckpt = t.checkpointing != Checkpointing::none;
   if (t.tp > 1 || t.pp > 1) {
-    out.text = head + fmt::format(
-                          "distributed_type: MEGATRON_LM\n"
-                          "megatron_lm_config:\n"
-                          "  megatron_lm_tp_degree: {}\n"
-                          "  megatron_lm_pp_degree: {}\n"
-                          "  megatron_lm_num_micro_batches: {}\n"
-                          "  megatron_lm_sequence_parallelism: {}\n"
-                          "  megatron_lm_recompute_activations: {}\n"
-                          "  megatron_lm_use_distributed_optimizer: {}\n"
-                          "  megatron_lm_gradient_clipping: 1.0\n",
-                          t.tp, t.pp, t.grad_accum, t.sequence_parallel ? "true" : "false",
-                          ckpt ? "true" : "false", t.strategy == Strategy::zero1 ? "true" : "false");
-    if (t.pp_virtual > 1) out.notes.push_back("accelerate's Megatron-LM plugin has no interleaved schedule: v = 1");
+    out.text =
+        head + fmt::format(
+                   "distributed_type: MEGATRON_LM\n"
+                   "megatron_lm_config:\n"
+                   "  megatron_lm_tp_degree: {}\n"
+                   "  megatron_lm_pp_degree: {}\n"
+                   "  megatron_lm_num_micro_batches: {}\n"
+                   "  megatron_lm_sequence_parallelism: {}\n"
+                   "  megatron_lm_recompute_activations: {}\n"
+                   "  megatron_lm_use_distributed_optimizer: {}\n"
+                   "  megatron_lm_gradient_clipping: 1.0\n",
+                   t.tp, t.pp, t.grad_accum, t.sequence_parallel ? "true" : "false",
+                   ckpt ? "true" : "false", t.strategy == Strategy::zero1 ? "true" : "false");
+    if (t.pp_virtual > 1)
+      out.notes.push_back("accelerate's Megatron-LM plugin has no interleaved schedule: v = 1");
   } else if (uses_deepspeed(t)) {
     out.text = head + fmt::format(
                           "distributed_type: DEEPSPEED\n"
@@ -149,7 +171,8 @@ Emitted emit_accelerate(const Estimate& e, const hardware::Cluster& c) {
                           "  offload_optimizer_device: {}\n"
                           "  offload_param_device: {}\n"
                           "  zero3_init_flag: {}\n",
-                          zero_stage(t.strategy), t.grad_accum, t.offload != Offload::none ? "cpu" : "none",
+                          zero_stage(t.strategy), t.grad_accum,
+                          t.offload != Offload::none ? "cpu" : "none",
                           t.offload == Offload::optimizer_params ? "cpu" : "none",
                           zero_stage(t.strategy) == 3 ? "true" : "false");
   } else if (is_fsdp(t.strategy)) {
@@ -167,17 +190,22 @@ Emitted emit_accelerate(const Estimate& e, const hardware::Cluster& c) {
                           "  fsdp_cpu_ram_efficient_loading: true\n"
                           "  fsdp_sync_module_states: true\n"
                           "  fsdp_activation_checkpointing: {}\n",
-                          fsdp_sharding(t.strategy), t.fsdp_wrap == FsdpWrap::block ? "TRANSFORMER_BASED_WRAP" : "NO_WRAP",
+                          fsdp_sharding(t.strategy),
+                          t.fsdp_wrap == FsdpWrap::block ? "TRANSFORMER_BASED_WRAP" : "NO_WRAP",
                           t.offload != Offload::none ? "true" : "false", ckpt ? "true" : "false");
     if (t.offload == Offload::optimizer)
-      out.notes.push_back("FSDP offloads parameters with the optimizer (fsdp_offload_params): more PCIe traffic "
-                          "than the optimizer-only offload estimated");
+      out.notes.push_back(
+          "FSDP offloads parameters with the optimizer (fsdp_offload_params): more PCIe traffic "
+          "than the optimizer-only offload estimated");
   } else {
-    out.text = head + (c.world() > 1 ? "distributed_type: MULTI_GPU\n" : "distributed_type: 'NO'\n");
-    if (ckpt) out.notes.push_back("activation checkpointing: model.gradient_checkpointing_enable()");
+    out.text =
+        head + (c.world() > 1 ? "distributed_type: MULTI_GPU\n" : "distributed_type: 'NO'\n");
+    if (ckpt)
+      out.notes.push_back("activation checkpointing: model.gradient_checkpointing_enable()");
   }
-  out.notes.push_back(fmt::format("per-device batch {} with gradient accumulation {} (global batch {})",
-                                  t.micro_batch, t.grad_accum, e.global_batch));
+  out.notes.push_back(
+      fmt::format("per-device batch {} with gradient accumulation {} (global batch {})",
+                  t.micro_batch, t.grad_accum, e.global_batch));
   note_adapters(t, out.notes);
   return out;
 }
@@ -186,7 +214,8 @@ Emitted emit_torchrun(const Estimate& e, const hardware::Cluster& c, const model
   const model::Training& t = e.training;
   Emitted out;
   const std::string launcher = fmt::format(
-      "torchrun --nnodes={} --nproc_per_node={} --rdzv_backend=c10d --rdzv_endpoint=$MASTER_ADDR:29500",
+      "torchrun --nnodes={} --nproc_per_node={} --rdzv_backend=c10d "
+      "--rdzv_endpoint=$MASTER_ADDR:29500",
       c.nodes, c.gpus_per_node);
   if (t.framework == Framework::megatron) {
     std::string args = fmt::format(
@@ -198,22 +227,32 @@ Emitted emit_torchrun(const Estimate& e, const hardware::Cluster& c, const model
                           a.total_layers() / (static_cast<std::int64_t>(t.pp) * t.pp_virtual));
     if (t.sequence_parallel) args += " --sequence-parallel";
     switch (t.checkpointing) {
-      case Checkpointing::none: break;
-      case Checkpointing::selective: args += " --recompute-granularity selective"; break;
-      case Checkpointing::full: args += " --recompute-granularity full --recompute-method uniform"; break;
+      case Checkpointing::none:
+        break;
+      case Checkpointing::selective:
+        args += " --recompute-granularity selective";
+        break;
+      case Checkpointing::full:
+        args += " --recompute-granularity full --recompute-method uniform";
+        break;
     }
     if (t.strategy == Strategy::zero1) args += " --use-distributed-optimizer";
-    if (t.precision == Precision::bf16_mixed || t.precision == Precision::bf16_true) args += " --bf16";
-    if (t.precision == Precision::fp16_mixed || t.precision == Precision::fp16_true) args += " --fp16";
+    if (t.precision == Precision::bf16_mixed || t.precision == Precision::bf16_true)
+      args += " --bf16";
+    if (t.precision == Precision::fp16_mixed || t.precision == Precision::fp16_true)
+      args += " --fp16";
     if (t.attention == Attention::flash) args += " --use-flash-attn";
     out.text = launcher + args + "\n";
     return out;
   }
-  std::string args = fmt::format(" train.py --model_name_or_path {} --per_device_train_batch_size {} "
-                                 "--gradient_accumulation_steps {}",
-                                 a.name, t.micro_batch, t.grad_accum);
-  if (t.precision == Precision::bf16_mixed || t.precision == Precision::bf16_true) args += " --bf16";
-  if (t.precision == Precision::fp16_mixed || t.precision == Precision::fp16_true) args += " --fp16";
+  std::string args = fmt::format(
+      " train.py --model_name_or_path {} --per_device_train_batch_size {} "
+      "--gradient_accumulation_steps {}",
+      a.name, t.micro_batch, t.grad_accum);
+  if (t.precision == Precision::bf16_mixed || t.precision == Precision::bf16_true)
+    args += " --bf16";
+  if (t.precision == Precision::fp16_mixed || t.precision == Precision::fp16_true)
+    args += " --fp16";
   if (t.checkpointing != Checkpointing::none) args += " --gradient_checkpointing";
   if (uses_deepspeed(t)) {
     args += " --deepspeed ds_config.json";
@@ -232,11 +271,15 @@ Emitted emit_torchrun(const Estimate& e, const hardware::Cluster& c, const model
   return out;
 }
 
-Emitted emit(EmitFormat f, const Estimate& e, const hardware::Cluster& c, const model::Architecture& a) {
+Emitted emit(EmitFormat f, const Estimate& e, const hardware::Cluster& c,
+             const model::Architecture& a) {
   switch (f) {
-    case EmitFormat::deepspeed: return emit_deepspeed(e);
-    case EmitFormat::accelerate: return emit_accelerate(e, c);
-    case EmitFormat::torchrun: return emit_torchrun(e, c, a);
+    case EmitFormat::deepspeed:
+      return emit_deepspeed(e);
+    case EmitFormat::accelerate:
+      return emit_accelerate(e, c);
+    case EmitFormat::torchrun:
+      return emit_torchrun(e, c, a);
   }
   return {};
 }

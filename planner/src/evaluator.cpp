@@ -1,10 +1,10 @@
 #include "trainplan/planner/evaluator.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "trainplan/model/model_states.hpp"
 #include "trainplan/planner/fit.hpp"
@@ -19,23 +19,29 @@ using hardware::Collective;
 
 [[nodiscard]] std::size_t precision_index(Precision p) {
   switch (p) {
-    case Precision::fp32: return 0;
-    case Precision::fp16_mixed: return 1;
-    case Precision::bf16_mixed: return 2;
-    case Precision::fp16_true: return 3;
-    case Precision::bf16_true: return 4;
+    case Precision::fp32:
+      return 0;
+    case Precision::fp16_mixed:
+      return 1;
+    case Precision::bf16_mixed:
+      return 2;
+    case Precision::fp16_true:
+      return 3;
+    case Precision::bf16_true:
+      return 4;
   }
   return 0;
 }
-
 
 // Bytes per element of reduced gradients: Megatron and PyTorch DDP reduce the fp32 main gradients
 // under mixed precision; DeepSpeed (communication_data_type) and FSDP's MixedPrecision reduce in
 // the 16-bit compute dtype (accelerate's bf16/fp16 FSDP policy).
 [[nodiscard]] double gradient_comm_bytes(const model::Training& tr) {
   switch (tr.framework) {
-    case Framework::megatron: return is_mixed(tr.precision) ? 4.0 : param_bytes(tr.precision);
-    case Framework::deepspeed: return compute_bytes(tr.precision);
+    case Framework::megatron:
+      return is_mixed(tr.precision) ? 4.0 : param_bytes(tr.precision);
+    case Framework::deepspeed:
+      return compute_bytes(tr.precision);
     case Framework::pytorch:
       if (is_fsdp(tr.strategy) || tr.strategy == Strategy::zero2 || tr.strategy == Strategy::zero3)
         return compute_bytes(tr.precision);
@@ -47,9 +53,12 @@ using hardware::Collective;
 // Whether the framework overlaps the data-parallel gradient reduction with backward.
 [[nodiscard]] bool overlaps_gradient_reduce(const model::Training& tr, const TimeConventions& tc) {
   switch (tr.framework) {
-    case Framework::pytorch: return true;   // DDP buckets, FSDP post-backward hooks
-    case Framework::deepspeed: return tr.strategy != Strategy::ddp;  // overlap_comm for ZeRO
-    case Framework::megatron: return tc.megatron_overlap_grad_reduce;
+    case Framework::pytorch:
+      return true;  // DDP buckets, FSDP post-backward hooks
+    case Framework::deepspeed:
+      return tr.strategy != Strategy::ddp;  // overlap_comm for ZeRO
+    case Framework::megatron:
+      return tc.megatron_overlap_grad_reduce;
   }
   return false;
 }
@@ -76,8 +85,8 @@ struct TermSink {
 }  // namespace
 
 Evaluator::Evaluator(model::Architecture a, model::ParameterCounts n, hardware::Cluster c,
-                     const hardware::HardwareProfile* profile, MemoryConventions mc, TimeConventions tc,
-                     EstimateOptions options)
+                     const hardware::HardwareProfile* profile, MemoryConventions mc,
+                     TimeConventions tc, EstimateOptions options)
     : a_(std::move(a)),
       n_(n),
       c_(std::move(c)),
@@ -111,9 +120,17 @@ const Evaluator::Shapes& Evaluator::shapes(const model::Training& tr) const {
 }
 
 const LayerCompute& Evaluator::layer_compute(const model::Training& tr, const Shapes& sh) const {
-  const LayerComputeKey key{tr.tp, tr.micro_batch, tr.seq, tr.precision, tr.method, tr.attention, tr.framework,
-                       tr.quant, tr.sequence_parallel, tr.method == Method::full ? 0 : tr.lora.rank,
-                       tr.method == Method::full ? 0.0 : tr.lora.dropout};
+  const LayerComputeKey key{tr.tp,
+                            tr.micro_batch,
+                            tr.seq,
+                            tr.precision,
+                            tr.method,
+                            tr.attention,
+                            tr.framework,
+                            tr.quant,
+                            tr.sequence_parallel,
+                            tr.method == Method::full ? 0 : tr.lora.rank,
+                            tr.method == Method::full ? 0.0 : tr.lora.dropout};
   for (std::size_t i = 0; i < compute_cached_; ++i)
     if (compute_cache_[i].first == key) return compute_cache_[i].second;
   const ComputeDevice& d = device(tr.precision);
@@ -170,8 +187,10 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
   Seconds tp_edge;
   if (l.tp > 1) {
     const Bytes x = tensor_parallel_message(tr.micro_batch, tr.seq, a_.hidden, c);
-    const TensorParallelCollectives none = tensor_parallel_collectives(tr.sequence_parallel, Checkpointing::none);
-    const TensorParallelCollectives all = tensor_parallel_collectives(tr.sequence_parallel, tr.checkpointing);
+    const TensorParallelCollectives none =
+        tensor_parallel_collectives(tr.sequence_parallel, Checkpointing::none);
+    const TensorParallelCollectives all =
+        tensor_parallel_collectives(tr.sequence_parallel, tr.checkpointing);
     const Seconds one = tr.sequence_parallel
                             ? collective_time(links_, Collective::all_gather, tpg, x) +
                                   collective_time(links_, Collective::reduce_scatter, tpg, x)
@@ -199,8 +218,9 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
     epg.ranks = options_.expert_parallel;
     epg.per_node = std::clamp(l.gpus_per_node / l.tp, 1, epg.ranks);
     epg.nodes = (epg.ranks + epg.per_node - 1) / epg.per_node;
-    const Bytes msg = moe_all_to_all_message(a_.experts_per_token, tr.micro_batch, tr.seq, a_.hidden, c) /
-                      static_cast<double>(l.tp);
+    const Bytes msg =
+        moe_all_to_all_message(a_.experts_per_token, tr.micro_batch, tr.seq, a_.hidden, c) /
+        static_cast<double>(l.tp);
     moe_layer = collective_time(links_, Collective::all_to_all, epg, msg) * kMoeAllToAllsPerLayer;
     moe_bytes_layer = bytes_sent(Collective::all_to_all, epg.ranks, msg) * kMoeAllToAllsPerLayer;
   }
@@ -214,7 +234,8 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
   if (l.pp == 1) edges_mb += edge.embedding_forward + edge.embedding_backward;
   const Seconds stage_fwd_mb = layer_fwd * layers_stage + edge.head_forward;
   const Seconds stage_bwd_mb = (layer_bwd + layer_rec) * layers_stage + edge.head_backward;
-  out.stage_micro_batch = (layer_fwd + layer_bwd + layer_rec) * layers_stage + edges_mb + tp_edge * tp_expose;
+  out.stage_micro_batch =
+      (layer_fwd + layer_bwd + layer_rec) * layers_stage + edges_mb + tp_edge * tp_expose;
 
   Seconds compute = (blk.forward + blk.backward) * (layers_stage * md) + edges_mb * md;
   Seconds recompute = recompute_layer * (layers_stage * md);
@@ -224,12 +245,13 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
     const Seconds t = ((tp_fwd + tp_bwd + tp_rec) * layers_stage + tp_edge) * md;
     const Bytes bytes = (tp_bytes_layer * layers_stage + tp_edge_bytes) * md;
     if (tr.sequence_parallel) {  // each all-reduce became an all-gather and a reduce-scatter
-      sink.add(Transfer::all_gather, CommPurpose::tensor_parallel, tp_tier, l.tp, bytes * 0.5, t * 0.5,
-               t * (0.5 * tp_expose));
-      sink.add(Transfer::reduce_scatter, CommPurpose::tensor_parallel, tp_tier, l.tp, bytes * 0.5, t * 0.5,
-               t * (0.5 * tp_expose));
+      sink.add(Transfer::all_gather, CommPurpose::tensor_parallel, tp_tier, l.tp, bytes * 0.5,
+               t * 0.5, t * (0.5 * tp_expose));
+      sink.add(Transfer::reduce_scatter, CommPurpose::tensor_parallel, tp_tier, l.tp, bytes * 0.5,
+               t * 0.5, t * (0.5 * tp_expose));
     } else {
-      sink.add(Transfer::all_reduce, CommPurpose::tensor_parallel, tp_tier, l.tp, bytes, t, t * tp_expose);
+      sink.add(Transfer::all_reduce, CommPurpose::tensor_parallel, tp_tier, l.tp, bytes, t,
+               t * tp_expose);
     }
     exposed += t * tp_expose;
   }
@@ -265,9 +287,8 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
   const double g = gradient_comm_bytes(tr);
   const Bytes grads(psi * g);
   // Gathered parameters: trainable in the compute dtype; a frozen base in its stored dtype.
-  const double frozen_bytes = tr.method == Method::qlora
-                                  ? model::quantized_bytes_per_param(tr.quant, a_.hidden)
-                                  : c;
+  const double frozen_bytes =
+      tr.method == Method::qlora ? model::quantized_bytes_per_param(tr.quant, a_.hidden) : c;
   const Bytes params(psi * c + std::max(0.0, local - psi) * frozen_bytes);
   const Seconds bwd_last = stage_bwd_mb;  // backward of one micro-batch on this stage
   const bool overlap = overlaps_gradient_reduce(tr, tc_);
@@ -276,12 +297,14 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
   const Placement shg = shard_group(l);
   if (l.dp > 1) {
     switch (st) {
-      case Strategy::single: break;
+      case Strategy::single:
+        break;
       case Strategy::ddp: {
         const DataParallelVolume v = data_parallel_volume(st, grads, params, dpg.ranks, m);
         const Seconds t = collective_time(links_, Collective::all_reduce, dpg, grads);
-        const Seconds bucket = collective_time(links_, Collective::all_reduce, dpg,
-                                               std::min(grads, tr.framework == Framework::pytorch ? tc_.ddp_bucket : grads));
+        const Seconds bucket = collective_time(
+            links_, Collective::all_reduce, dpg,
+            std::min(grads, tr.framework == Framework::pytorch ? tc_.ddp_bucket : grads));
         const Seconds ex = overlap ? std::max(bucket, t - bwd_last) : t;
         sink.add(Transfer::all_reduce, CommPurpose::data_parallel_gradients, tier_of(links_, dpg),
                  dpg.ranks, v.all_reduce, t, ex);
@@ -300,8 +323,8 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
         const LinkTier tier = tier_of(links_, dpg);
         sink.add(Transfer::reduce_scatter, CommPurpose::gradient_reduce_scatter, tier, dpg.ranks,
                  v.reduce_scatter, rs * reductions, rs_ex * reductions);
-        sink.add(Transfer::all_gather, CommPurpose::parameter_gather_step, tier, dpg.ranks, v.all_gather,
-                 ag, ag);
+        sink.add(Transfer::all_gather, CommPurpose::parameter_gather_step, tier, dpg.ranks,
+                 v.all_gather, ag, ag);
         exposed += rs_ex * reductions + ag;
         break;
       }
@@ -324,10 +347,13 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
         if (zpp) {
           node_group.ranks = std::max(1, shg.per_node);
           node_group.nodes = 1;
-          const ZeroPlusPlusVolume v = zero_plus_plus_volume(psi, shg.ranks, node_group.ranks, c, m);
-          ag_f = collective_time(links_, Collective::all_gather, shg, Bytes(psi * kQwzBytes / units));
+          const ZeroPlusPlusVolume v =
+              zero_plus_plus_volume(psi, shg.ranks, node_group.ranks, c, m);
+          ag_f =
+              collective_time(links_, Collective::all_gather, shg, Bytes(psi * kQwzBytes / units));
           ag_b = collective_time(links_, Collective::all_gather, node_group, params / units);
-          rs_u = collective_time(links_, Collective::all_to_all, shg, Bytes(psi * kQgzBytes / units));
+          rs_u =
+              collective_time(links_, Collective::all_to_all, shg, Bytes(psi * kQgzBytes / units));
           ag_f_bytes = v.forward_gather;
           ag_b_bytes = v.backward_gather;
           rs_bytes = v.gradient_all_to_all;
@@ -363,15 +389,16 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
         auto share = [&](Seconds part) {
           return bwd_t.value() > 0.0 ? bwd_ex * md * (part / bwd_t) : Seconds(0.0);
         };
-        sink.add(Transfer::all_gather, CommPurpose::parameter_gather_forward, tier, shg.ranks, ag_f_bytes,
-                 ag_f_t, fwd_ex * md);
-        sink.add(Transfer::all_gather, CommPurpose::parameter_gather_backward, ag_b_tier, node_group.ranks,
-                 ag_b_bytes, ag_b_t, share(ag_b_t));
-        sink.add(zpp ? Transfer::all_to_all : Transfer::reduce_scatter, CommPurpose::gradient_reduce_scatter,
-                 tier, shg.ranks, rs_bytes, rs_t, share(rs_t));
+        sink.add(Transfer::all_gather, CommPurpose::parameter_gather_forward, tier, shg.ranks,
+                 ag_f_bytes, ag_f_t, fwd_ex * md);
+        sink.add(Transfer::all_gather, CommPurpose::parameter_gather_backward, ag_b_tier,
+                 node_group.ranks, ag_b_bytes, ag_b_t, share(ag_b_t));
+        sink.add(zpp ? Transfer::all_to_all : Transfer::reduce_scatter,
+                 CommPurpose::gradient_reduce_scatter, tier, shg.ranks, rs_bytes, rs_t,
+                 share(rs_t));
         if (st == Strategy::fsdp_hybrid)
-          sink.add(Transfer::all_reduce, CommPurpose::replica_gradients, tier_of(links_, rg), rg.ranks,
-                   ar_bytes, ar_t, share(ar_t));
+          sink.add(Transfer::all_reduce, CommPurpose::replica_gradients, tier_of(links_, rg),
+                   rg.ranks, ar_bytes, ar_t, share(ar_t));
         exposed += (fwd_ex + bwd_ex) * md;
         break;
       }
@@ -384,7 +411,8 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
   Seconds optimizer;
   Seconds offload;
   if (tr.offload == Offload::none) {
-    optimizer = memory_bound_time(d, Bytes(opt_params * optimizer_step_bytes(tr.optimizer, tr.precision)));
+    optimizer =
+        memory_bound_time(d, Bytes(opt_params * optimizer_step_bytes(tr.optimizer, tr.precision)));
   } else {
     double rate = tc_.cpu_adam_params_per_s_per_node;
     if (profile_ != nullptr) {
@@ -410,12 +438,13 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
       const Bytes fetch(local / shard * c);
       const Seconds f = host_copy_time(links_, fetch);
       const double ov = tc_.offload_prefetch_overlap;
-      h2d_ex += (f * (2.0 * (1.0 - ov)) + pos(f * ov - stage_fwd_mb) + pos(f * ov - stage_bwd_mb)) * md;
+      h2d_ex +=
+          (f * (2.0 * (1.0 - ov)) + pos(f * ov - stage_fwd_mb) + pos(f * ov - stage_bwd_mb)) * md;
       h2d_bytes += fetch * (2.0 * md);
       h2d_total += f * (2.0 * md);
     }
-    sink.add(Transfer::host_to_device, CommPurpose::offload_parameters, LinkTier::pcie, 1, h2d_bytes,
-             h2d_total, h2d_ex);
+    sink.add(Transfer::host_to_device, CommPurpose::offload_parameters, LinkTier::pcie, 1,
+             h2d_bytes, h2d_total, h2d_ex);
     offload = d2h_ex + h2d_ex;
   }
 
@@ -436,7 +465,8 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
   // MFU: Korthikanti et al. 2022 Eq. 7 (no recomputation); HFU adds the replayed forward (Eq. 8).
   const double replicas = md * l.dp;
   out.model_flops = model::model_flops(sh.flops, tr) * replicas;
-  out.hardware_flops = out.model_flops + model::micro_batch_flops(sh.flops, tr).recompute * replicas;
+  out.hardware_flops =
+      out.model_flops + model::micro_batch_flops(sh.flops, tr).recompute * replicas;
   out.peak = d.peak;
   const double capacity = step * l.world * d.peak.value();
   out.mfu = out.model_flops.value() / capacity;
@@ -451,9 +481,8 @@ Estimate Evaluator::to_estimate(const model::Training& tr, const StepCost& s,
   e.layout = s.layout;
   e.memory = s.memory;
   e.fits = s.fits;
-  e.max_micro_batch = with_max_micro_batch
-                          ? max_micro_batch(a_, n_, tr, s.layout, c_.gpu.usable_memory, mc_)
-                          : 0;
+  e.max_micro_batch =
+      with_max_micro_batch ? max_micro_batch(a_, n_, tr, s.layout, c_.gpu.usable_memory, mc_) : 0;
   e.global_batch = s.global_batch;
   e.time = s.time;
   e.throughput.tokens_per_s = s.tokens_per_s;
@@ -465,10 +494,9 @@ Estimate Evaluator::to_estimate(const model::Training& tr, const StepCost& s,
   e.communication.reserve(s.comm_count);
   for (std::size_t i = 0; i < s.comm_count; ++i) {
     const CommTerm& t = s.comm[i];
-    e.communication.push_back(CommunicationItem{std::string(to_string(t.kind)),
-                                                std::string(to_string(t.purpose)),
-                                                std::string(to_string(t.tier)), t.bytes, t.time,
-                                                t.exposed});
+    e.communication.push_back(
+        CommunicationItem{std::string(to_string(t.kind)), std::string(to_string(t.purpose)),
+                          std::string(to_string(t.tier)), t.bytes, t.time, t.exposed});
   }
   return e;
 }
@@ -482,12 +510,17 @@ Seconds time_to_train(const Estimate& e, double tokens) {
 
 std::string mfu_formula(const hardware::GpuSpec& g, Precision p) {
   return fmt::format(
-      "MFU = model FLOPs per step / (step time x GPUs x peak); model FLOPs = forward + backward matmul "
-      "FLOPs (2 per multiply-add) of the trained weights, attention counted without the causal saving, "
-      "no recomputation (Korthikanti et al. 2022, Eq. 7: 72 B s l h^2 (1 + s/(6h) + V/(12 l h)) for GPT); "
+      "MFU = model FLOPs per step / (step time x GPUs x peak); model FLOPs = forward + backward "
+      "matmul "
+      "FLOPs (2 per multiply-add) of the trained weights, attention counted without the causal "
+      "saving, "
+      "no recomputation (Korthikanti et al. 2022, Eq. 7: 72 B s l h^2 (1 + s/(6h) + V/(12 l h)) "
+      "for GPT); "
       "HFU adds the recomputed forward work. Peak: {} dense {} = {:.1f} TFLOP/s per GPU.",
-      g.name, compute_bytes(p) < 4.0 ? (p == Precision::fp16_mixed || p == Precision::fp16_true ? "fp16" : "bf16")
-                                     : "tf32",
+      g.name,
+      compute_bytes(p) < 4.0
+          ? (p == Precision::fp16_mixed || p == Precision::fp16_true ? "fp16" : "bf16")
+          : "tf32",
       to_tflops(hardware::peak_flops(g, p)));
 }
 

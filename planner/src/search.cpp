@@ -1,14 +1,14 @@
 #include "trainplan/planner/search.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <future>
 #include <map>
 #include <set>
-#include <tuple>
 #include <thread>
-
-#include <fmt/format.h>
+#include <tuple>
 
 #include "trainplan/core/error.hpp"
 #include "trainplan/planner/fit.hpp"
@@ -26,37 +26,56 @@ constexpr double kAsFast = 0.005;
 
 std::string strategy_words(Strategy s) {
   switch (s) {
-    case Strategy::single: return "single GPU";
-    case Strategy::ddp: return "DDP";
-    case Strategy::zero1: return "ZeRO-1";
-    case Strategy::zero2: return "ZeRO-2";
-    case Strategy::zero3: return "ZeRO-3";
-    case Strategy::fsdp_full: return "FSDP full-shard";
-    case Strategy::fsdp_grad_op: return "FSDP grad-op";
-    case Strategy::fsdp_hybrid: return "FSDP hybrid-shard";
+    case Strategy::single:
+      return "single GPU";
+    case Strategy::ddp:
+      return "DDP";
+    case Strategy::zero1:
+      return "ZeRO-1";
+    case Strategy::zero2:
+      return "ZeRO-2";
+    case Strategy::zero3:
+      return "ZeRO-3";
+    case Strategy::fsdp_full:
+      return "FSDP full-shard";
+    case Strategy::fsdp_grad_op:
+      return "FSDP grad-op";
+    case Strategy::fsdp_hybrid:
+      return "FSDP hybrid-shard";
   }
   return "?";
 }
 
 std::string tier_words(LinkTier t) {
   switch (t) {
-    case LinkTier::nvlink: return "NVLink";
-    case LinkTier::xgmi: return "xGMI";
-    case LinkTier::pcie: return "PCIe";
-    case LinkTier::network: return "inter-node";
+    case LinkTier::nvlink:
+      return "NVLink";
+    case LinkTier::xgmi:
+      return "xGMI";
+    case LinkTier::pcie:
+      return "PCIe";
+    case LinkTier::network:
+      return "inter-node";
   }
   return "?";
 }
 
 std::string kind_words(Transfer t) {
   switch (t) {
-    case Transfer::all_reduce: return "all-reduce";
-    case Transfer::all_gather: return "all-gather";
-    case Transfer::reduce_scatter: return "reduce-scatter";
-    case Transfer::all_to_all: return "all-to-all";
-    case Transfer::send_recv: return "send/recv";
-    case Transfer::device_to_host: return "device-to-host copy";
-    case Transfer::host_to_device: return "host-to-device copy";
+    case Transfer::all_reduce:
+      return "all-reduce";
+    case Transfer::all_gather:
+      return "all-gather";
+    case Transfer::reduce_scatter:
+      return "reduce-scatter";
+    case Transfer::all_to_all:
+      return "all-to-all";
+    case Transfer::send_recv:
+      return "send/recv";
+    case Transfer::device_to_host:
+      return "device-to-host copy";
+    case Transfer::host_to_device:
+      return "host-to-device copy";
   }
   return "?";
 }
@@ -142,27 +161,32 @@ PairResult explore(const Evaluator& ev, const PlanRequest& req, int tp, int pp) 
   const model::Architecture& a = ev.architecture();
   const int dp = c.world() / (tp * pp);
   if (req.global_batch && *req.global_batch % dp != 0) {
-    out.invalid.push_back({fmt::format("TP {}, PP {}, DP {}", tp, pp, dp),
-                           fmt::format("global batch {} is not divisible by the data-parallel degree {}",
-                                       *req.global_batch, dp)});
+    out.invalid.push_back(
+        {fmt::format("TP {}, PP {}, DP {}", tp, pp, dp),
+         fmt::format("global batch {} is not divisible by the data-parallel degree {}",
+                     *req.global_batch, dp)});
     return out;
   }
   const auto batches = batches_for(req, dp);
   if (batches.empty()) {
-    out.invalid.push_back({fmt::format("TP {}, PP {}, DP {}", tp, pp, dp),
-                           fmt::format("global batch {} cannot be split into {} replicas of the pinned "
-                                       "micro-batch x grad-accum",
-                                       req.global_batch.value_or(0), dp)});
+    out.invalid.push_back(
+        {fmt::format("TP {}, PP {}, DP {}", tp, pp, dp),
+         fmt::format("global batch {} cannot be split into {} replicas of the pinned "
+                     "micro-batch x grad-accum",
+                     req.global_batch.value_or(0), dp)});
     return out;
   }
   std::vector<int> vs;
-  if (req.pp_virtual) vs = {*req.pp_virtual};
+  if (req.pp_virtual)
+    vs = {*req.pp_virtual};
   else
     for (int v : kVirtualStages)
       if (v == 1 || (pp > 1 && a.total_layers() % (pp * v) == 0)) vs.push_back(v);
   std::vector<bool> sps;
-  if (req.sequence_parallel) sps = {*req.sequence_parallel};
-  else sps = tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false};
+  if (req.sequence_parallel)
+    sps = {*req.sequence_parallel};
+  else
+    sps = tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false};
   const std::vector<Checkpointing> ckpts =
       req.checkpointing ? std::vector<Checkpointing>{*req.checkpointing}
                         : std::vector<Checkpointing>{Checkpointing::none, Checkpointing::selective,
@@ -193,20 +217,24 @@ PairResult explore(const Evaluator& ev, const PlanRequest& req, int tp, int pp) 
               try {
                 cost = ev.cost(tr, false);
               } catch (const InputError& e) {
-                out.invalid.push_back({plan_label(tr, Layout{c.world(), c.nodes, c.gpus_per_node, tp, pp, dp, dp}),
-                                       e.what()});
+                out.invalid.push_back(
+                    {plan_label(tr, Layout{c.world(), c.nodes, c.gpus_per_node, tp, pp, dp, dp}),
+                     e.what()});
                 break;
               }
               if (!cost.fits) {
-                if (!best && !leanest) leanest = Infeasible{tr, cost.layout, cost.memory.device_total};
+                if (!best && !leanest)
+                  leanest = Infeasible{tr, cost.layout, cost.memory.device_total};
                 break;  // memory grows with the micro-batch
               }
               ++out.fitting;
               Found f{tr, cost};
               if (!best || faster(f, *best)) best = f;
             }
-            if (best) out.best.push_back(std::move(*best));
-            else if (leanest) out.infeasible.push_back(std::move(*leanest));
+            if (best)
+              out.best.push_back(std::move(*best));
+            else if (leanest)
+              out.infeasible.push_back(std::move(*leanest));
           }
         }
       }
@@ -219,19 +247,22 @@ PairResult explore(const Evaluator& ev, const PlanRequest& req, int tp, int pp) 
 
 std::int64_t grad_accum_for(std::int64_t global_batch, std::int64_t micro_batch, int dp,
                             std::optional<std::int64_t> pinned_grad_accum) {
-  if (global_batch < 1) throw InputError(fmt::format("--global-batch must be at least 1 (got {})", global_batch));
+  if (global_batch < 1)
+    throw InputError(fmt::format("--global-batch must be at least 1 (got {})", global_batch));
   const std::int64_t per_step = micro_batch * dp;
   if (pinned_grad_accum) {
     if (per_step * *pinned_grad_accum != global_batch)
-      throw InputError(fmt::format("--global-batch {} is not micro-batch {} x grad-accum {} x data-parallel "
-                                   "degree {} = {}",
-                                   global_batch, micro_batch, *pinned_grad_accum, dp, per_step * *pinned_grad_accum));
+      throw InputError(fmt::format(
+          "--global-batch {} is not micro-batch {} x grad-accum {} x data-parallel "
+          "degree {} = {}",
+          global_batch, micro_batch, *pinned_grad_accum, dp, per_step * *pinned_grad_accum));
     return *pinned_grad_accum;
   }
   if (global_batch % per_step != 0)
-    throw InputError(fmt::format("--global-batch {} is not divisible by micro-batch {} x data-parallel degree {} "
-                                 "= {}",
-                                 global_batch, micro_batch, dp, per_step));
+    throw InputError(fmt::format(
+        "--global-batch {} is not divisible by micro-batch {} x data-parallel degree {} "
+        "= {}",
+        global_batch, micro_batch, dp, per_step));
   return global_batch / per_step;
 }
 
@@ -240,8 +271,11 @@ std::string plan_label(const model::Training& tr, const Layout& l) {
   const Placement dpg = data_parallel_group(l);
   if (l.dp > 1 && dpg.nodes > 1) s += fmt::format(" across {} nodes", dpg.nodes);
   if (l.tp > 1) s += fmt::format(", TP {}{}", l.tp, tr.sequence_parallel ? "+SP" : "");
-  if (l.pp > 1) s += tr.pp_virtual > 1 ? fmt::format(", PP {}x{}", l.pp, tr.pp_virtual) : fmt::format(", PP {}", l.pp);
-  if (tr.checkpointing != Checkpointing::none) s += fmt::format(", {} checkpointing", to_string(tr.checkpointing));
+  if (l.pp > 1)
+    s += tr.pp_virtual > 1 ? fmt::format(", PP {}x{}", l.pp, tr.pp_virtual)
+                           : fmt::format(", PP {}", l.pp);
+  if (tr.checkpointing != Checkpointing::none)
+    s += fmt::format(", {} checkpointing", to_string(tr.checkpointing));
   if (tr.offload != Offload::none) s += fmt::format(", {} offload", to_string(tr.offload));
   return s;
 }
@@ -251,8 +285,8 @@ std::string why_slower(const StepCost& best, const StepCost& other) {
   const double slower = best.tokens_per_s / other.tokens_per_s - 1.0;
   if (slower < kAsFast) return "as fast (within 0.5 %)";
   // Parts of the other's step beyond what the best needs for as many tokens.
-  const double scale = (other.tokens_per_s * other.time.step.value()) /
-                       (best.tokens_per_s * best.time.step.value());
+  const double scale =
+      (other.tokens_per_s * other.time.step.value()) / (best.tokens_per_s * best.time.step.value());
   const TimeBreakdown& o = other.time;
   const TimeBreakdown& b = best.time;
   enum class Part { compute, recompute, communication, bubble, optimizer, offload };
@@ -260,33 +294,45 @@ std::string why_slower(const StepCost& best, const StepCost& other) {
     Seconds delta;
     Part part;
   };
-  const std::array<Delta, 6> deltas{Delta{o.compute - b.compute * scale, Part::compute},
-                                    Delta{o.recompute - b.recompute * scale, Part::recompute},
-                                    Delta{o.communication_exposed - b.communication_exposed * scale, Part::communication},
-                                    Delta{o.bubble - b.bubble * scale, Part::bubble},
-                                    Delta{o.optimizer - b.optimizer * scale, Part::optimizer},
-                                    Delta{o.offload - b.offload * scale, Part::offload}};
-  const Delta worst = *std::max_element(deltas.begin(), deltas.end(),
-                                        [](const Delta& x, const Delta& y) { return x.delta < y.delta; });
+  const std::array<Delta, 6> deltas{
+      Delta{o.compute - b.compute * scale, Part::compute},
+      Delta{o.recompute - b.recompute * scale, Part::recompute},
+      Delta{o.communication_exposed - b.communication_exposed * scale, Part::communication},
+      Delta{o.bubble - b.bubble * scale, Part::bubble},
+      Delta{o.optimizer - b.optimizer * scale, Part::optimizer},
+      Delta{o.offload - b.offload * scale, Part::offload}};
+  const Delta worst =
+      *std::max_element(deltas.begin(), deltas.end(),
+                        [](const Delta& x, const Delta& y) { return x.delta < y.delta; });
   std::string what;
   switch (worst.part) {
-    case Part::compute: what = "more compute on the slowest GPU (uneven stages, smaller or split GEMMs)"; break;
-    case Part::recompute: what = "activation recomputation"; break;
+    case Part::compute:
+      what = "more compute on the slowest GPU (uneven stages, smaller or split GEMMs)";
+      break;
+    case Part::recompute:
+      what = "activation recomputation";
+      break;
     case Part::communication: {
       const CommTerm* top = nullptr;
       for (std::size_t i = 0; i < other.comm_count; ++i)
         if (top == nullptr || other.comm[i].exposed > top->exposed) top = &other.comm[i];
       what = top == nullptr ? "exposed communication"
-                            : fmt::format("exposed {} {} ({})", tier_words(top->tier), kind_words(top->kind),
-                                          to_string(top->purpose));
+                            : fmt::format("exposed {} {} ({})", tier_words(top->tier),
+                                          kind_words(top->kind), to_string(top->purpose));
       break;
     }
-    case Part::bubble: what = "pipeline bubble"; break;
-    case Part::optimizer: what = "optimizer step"; break;
-    case Part::offload: what = "exposed PCIe offload transfers"; break;
+    case Part::bubble:
+      what = "pipeline bubble";
+      break;
+    case Part::optimizer:
+      what = "optimizer step";
+      break;
+    case Part::offload:
+      what = "exposed PCIe offload transfers";
+      break;
   }
-  return fmt::format("{:.0f} % slower, {}/step of {}", 100.0 * slower, seconds_words(std::max(worst.delta, Seconds(0.0))),
-                     what);
+  return fmt::format("{:.0f} % slower, {}/step of {}", 100.0 * slower,
+                     seconds_words(std::max(worst.delta, Seconds(0.0))), what);
 }
 
 PlanResult search(const model::Architecture& a, const model::ParameterCounts& n,
@@ -294,7 +340,8 @@ PlanResult search(const model::Architecture& a, const model::ParameterCounts& n,
                   const hardware::HardwareProfile* profile, const MemoryConventions& mc,
                   const TimeConventions& tc) {
   if (req.global_batch && *req.global_batch < 1)
-    throw InputError("--global-batch must be at least 1 (got " + std::to_string(*req.global_batch) + ")");
+    throw InputError("--global-batch must be at least 1 (got " + std::to_string(*req.global_batch) +
+                     ")");
   if (req.top < 1) throw InputError("--top must be at least 1");
   // A pinned degree that no layout can honour is the user's error: say why.
   if (req.tp || req.pp || req.pp_virtual) {
@@ -304,14 +351,16 @@ PlanResult search(const model::Architecture& a, const model::ParameterCounts& n,
     probe.pp_virtual = req.pp_virtual.value_or(1);
     probe.strategy = req.strategy.value_or(c.world() == 1 ? Strategy::single : Strategy::ddp);
     if (probe.strategy == Strategy::single && c.world() > 1) probe.strategy = Strategy::ddp;
-    if (req.base.framework == Framework::deepspeed && !req.strategy) probe.strategy = Strategy::zero1;
+    if (req.base.framework == Framework::deepspeed && !req.strategy)
+      probe.strategy = Strategy::zero1;
     (void)make_layout(a, probe, c);
     if (req.tp && req.pp && req.micro_batch && req.global_batch) {
       const int dp = c.world() / (probe.tp * probe.pp);
       if (*req.global_batch % (*req.micro_batch * dp) != 0)
-        throw InputError(fmt::format("--global-batch {} is not divisible by micro-batch {} x data-parallel "
-                                     "degree {}",
-                                     *req.global_batch, *req.micro_batch, dp));
+        throw InputError(
+            fmt::format("--global-batch {} is not divisible by micro-batch {} x data-parallel "
+                        "degree {}",
+                        *req.global_batch, *req.micro_batch, dp));
     }
   }
 
@@ -330,8 +379,11 @@ PlanResult search(const model::Architecture& a, const model::ParameterCounts& n,
   }
 
   const Evaluator prototype(a, n, c, profile, mc, tc, req.options);
-  unsigned threads = req.threads == 0 ? std::max(1u, std::thread::hardware_concurrency()) : req.threads;
-  threads = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>(std::max<std::size_t>(1, pairs.size()))));
+  unsigned threads =
+      req.threads == 0 ? std::max(1u, std::thread::hardware_concurrency()) : req.threads;
+  threads = std::max(
+      1u,
+      std::min<unsigned>(threads, static_cast<unsigned>(std::max<std::size_t>(1, pairs.size()))));
   std::vector<PairResult> results(pairs.size());
   auto work = [&](unsigned k) {
     const Evaluator ev = prototype;  // its own shape cache
@@ -358,7 +410,8 @@ PlanResult search(const model::Architecture& a, const model::ParameterCounts& n,
   std::stable_sort(found.begin(), found.end(), faster);
   const std::size_t k = std::min(req.top, found.size());
   for (std::size_t i = 0; i < k; ++i) {
-    out.plans.push_back(prototype.to_estimate(found[i].training, prototype.cost(found[i].training)));
+    out.plans.push_back(
+        prototype.to_estimate(found[i].training, prototype.cost(found[i].training)));
     out.why_slower.push_back(i == 0 ? std::string() : why_slower(found[0].cost, found[i].cost));
   }
   // Runners-up: the best of each (strategy, TP, PP) shape not already shown, and the shapes where
@@ -383,11 +436,12 @@ PlanResult search(const model::Architecture& a, const model::ParameterCounts& n,
   for (std::size_t i = 0; i < infeasible.size() && unfit < kMaxInfeasibleRejections; ++i) {
     if (!shown.insert(coarse(infeasible[i].training)).second) continue;
     ++unfit;
-    out.rejected.push_back({plan_label(infeasible[i].training, infeasible[i].layout),
-                            fmt::format("does not fit: needs {:.1f} GiB per GPU at micro-batch {} of {:.1f} "
-                                        "GiB usable",
-                                        to_gib(infeasible[i].needed), infeasible[i].training.micro_batch,
-                                        to_gib(c.gpu.usable_memory))});
+    out.rejected.push_back(
+        {plan_label(infeasible[i].training, infeasible[i].layout),
+         fmt::format("does not fit: needs {:.1f} GiB per GPU at micro-batch {} of {:.1f} "
+                     "GiB usable",
+                     to_gib(infeasible[i].needed), infeasible[i].training.micro_batch,
+                     to_gib(c.gpu.usable_memory))});
   }
   std::map<std::string, bool> seen;
   for (const auto& r : invalid) {

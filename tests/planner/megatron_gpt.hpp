@@ -11,8 +11,8 @@
 
 namespace trainplan::test {
 
-inline model::Architecture megatron_gpt(const std::string& name, std::int64_t h, std::int64_t layers,
-                                        std::int64_t heads) {
+inline model::Architecture megatron_gpt(const std::string& name, std::int64_t h,
+                                        std::int64_t layers, std::int64_t heads) {
   model::Architecture a;
   a.name = name;
   a.family = "gpt2";

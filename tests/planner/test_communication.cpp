@@ -42,8 +42,8 @@ TEST(Communication, BytesSentIsTheNcclTestsBusFactorTimesTheSize) {
 struct VolumeRow {
   const char* name;
   Strategy s;
-  std::int64_t k;          // micro-batches per step
-  double all_reduce;       // in units of (n-1)/n psi (x bytes per element)
+  std::int64_t k;     // micro-batches per step
+  double all_reduce;  // in units of (n-1)/n psi (x bytes per element)
   double reduce_scatter;
   double all_gather;
   const char* source;
@@ -59,31 +59,38 @@ TEST(Communication, DataParallelVolumesEqualThePublishedFormulas) {
   const double g = 2.0;
   const std::vector<VolumeRow> rows{
       {"DDP", Strategy::ddp, 1, 2.0, 0.0, 0.0, "ZeRO Sec. 7.1: 2 psi"},
-      {"DDP, 4 micro-batches (no_sync)", Strategy::ddp, 4, 2.0, 0.0, 0.0, "DDP no_sync: once per step"},
+      {"DDP, 4 micro-batches (no_sync)", Strategy::ddp, 4, 2.0, 0.0, 0.0,
+       "DDP no_sync: once per step"},
       {"ZeRO-1", Strategy::zero1, 1, 0.0, 1.0, 1.0, "ZeRO Sec. 7.2.1: 2 psi"},
       {"ZeRO-2", Strategy::zero2, 1, 0.0, 1.0, 1.0, "ZeRO Sec. 7.2.1: 2 psi"},
       {"ZeRO-3", Strategy::zero3, 1, 0.0, 1.0, 2.0, "ZeRO Sec. 7.2.2: 3 psi"},
       {"FSDP full-shard", Strategy::fsdp_full, 1, 0.0, 1.0, 2.0, "ZeRO Sec. 7.2.2: 3 psi"},
-      {"FSDP full-shard, 4 micro-batches", Strategy::fsdp_full, 4, 0.0, 4.0, 8.0, "throughput.md 5.4: 3k psi"},
-      {"FSDP grad-op, 4 micro-batches", Strategy::fsdp_grad_op, 4, 0.0, 4.0, 4.0, "SHARD_GRAD_OP: 2k psi"},
-      {"ZeRO-2, 4 micro-batches", Strategy::zero2, 4, 0.0, 4.0, 1.0, "reduce per micro-batch, gather per step"},
+      {"FSDP full-shard, 4 micro-batches", Strategy::fsdp_full, 4, 0.0, 4.0, 8.0,
+       "throughput.md 5.4: 3k psi"},
+      {"FSDP grad-op, 4 micro-batches", Strategy::fsdp_grad_op, 4, 0.0, 4.0, 4.0,
+       "SHARD_GRAD_OP: 2k psi"},
+      {"ZeRO-2, 4 micro-batches", Strategy::zero2, 4, 0.0, 4.0, 1.0,
+       "reduce per micro-batch, gather per step"},
   };
   for (const auto& row : rows) {
     SCOPED_TRACE(std::string(row.name) + " (" + row.source + ")");
-    const DataParallelVolume v = data_parallel_volume(row.s, Bytes(psi * g), Bytes(psi * g), n, row.k);
+    const DataParallelVolume v =
+        data_parallel_volume(row.s, Bytes(psi * g), Bytes(psi * g), n, row.k);
     EXPECT_DOUBLE_EQ(v.all_reduce.value(), row.all_reduce * r * psi * g);
     EXPECT_DOUBLE_EQ(v.reduce_scatter.value(), row.reduce_scatter * r * psi * g);
     EXPECT_DOUBLE_EQ(v.all_gather.value(), row.all_gather * r * psi * g);
   }
   // The headline ratio: ZeRO-3 moves 1.5x what DDP does.
-  const double ddp = data_parallel_volume(Strategy::ddp, Bytes(psi), Bytes(psi), n, 1).total().value();
-  const double z3 = data_parallel_volume(Strategy::zero3, Bytes(psi), Bytes(psi), n, 1).total().value();
+  const double ddp =
+      data_parallel_volume(Strategy::ddp, Bytes(psi), Bytes(psi), n, 1).total().value();
+  const double z3 =
+      data_parallel_volume(Strategy::zero3, Bytes(psi), Bytes(psi), n, 1).total().value();
   EXPECT_DOUBLE_EQ(z3 / ddp, 1.5);
   EXPECT_EQ(data_parallel_volume(Strategy::ddp, Bytes(psi), Bytes(psi), 1, 1).total().value(), 0.0);
 }
 
-// ZeRO++ (Wang et al. 2023, arXiv:2306.10209, Sec. 3): int8 forward gather (half of 16-bit), backward
-// gather inside the node, int4 gradients (a quarter).
+// ZeRO++ (Wang et al. 2023, arXiv:2306.10209, Sec. 3): int8 forward gather (half of 16-bit),
+// backward gather inside the node, int4 gradients (a quarter).
 TEST(Communication, ZeroPlusPlusQuantizesTheGathersAndGradients) {
   const double psi = 1e9;
   const ZeroPlusPlusVolume v = zero_plus_plus_volume(psi, 32, 8, 2.0, 1);
@@ -105,23 +112,27 @@ TEST(Communication, TensorParallelFourAllReducesPerLayer) {
   EXPECT_EQ(sp.all_reduce, 0);
   EXPECT_EQ(sp.all_gather, 4);
   EXPECT_EQ(sp.reduce_scatter, 4);
-  // Worked example (throughput.md 5.5): GPT-3, b = 1, s = 2048, h = 12288, t = 8, bf16: X = 50.3 MB,
-  // 4 all-reduces of 2 (t-1)/t X = 352 MB per GPU per layer per micro-batch.
+  // Worked example (throughput.md 5.5): GPT-3, b = 1, s = 2048, h = 12288, t = 8, bf16: X = 50.3
+  // MB, 4 all-reduces of 2 (t-1)/t X = 352 MB per GPU per layer per micro-batch.
   const Bytes x = tensor_parallel_message(1, 2048, 12288, 2.0);
   EXPECT_DOUBLE_EQ(x.value(), 2048.0 * 12288.0 * 2.0);
-  const Bytes per_layer = tensor_parallel_bytes_per_layer(1, 2048, 12288, 8, 2.0, false, Checkpointing::none);
+  const Bytes per_layer =
+      tensor_parallel_bytes_per_layer(1, 2048, 12288, 8, 2.0, false, Checkpointing::none);
   EXPECT_DOUBLE_EQ(per_layer.value(), 4.0 * 2.0 * 7.0 / 8.0 * x.value());
   EXPECT_NEAR(per_layer.value() / 1e6, 352.0, 1.0);
-  EXPECT_DOUBLE_EQ(tensor_parallel_bytes_per_layer(1, 2048, 12288, 8, 2.0, true, Checkpointing::none).value(),
-                   per_layer.value());
+  EXPECT_DOUBLE_EQ(
+      tensor_parallel_bytes_per_layer(1, 2048, 12288, 8, 2.0, true, Checkpointing::none).value(),
+      per_layer.value());
 }
 
 TEST(Communication, PipelineAndExpertMessages) {
   // b s h c, split over t with Megatron's scatter-gather (Narayanan et al. 2021 Sec. 4.1).
   EXPECT_DOUBLE_EQ(pipeline_message(1, 2048, 12288, 2.0, 8, false).value(), 2048.0 * 12288.0 * 2.0);
-  EXPECT_DOUBLE_EQ(pipeline_message(1, 2048, 12288, 2.0, 8, true).value(), 2048.0 * 12288.0 * 2.0 / 8.0);
+  EXPECT_DOUBLE_EQ(pipeline_message(1, 2048, 12288, 2.0, 8, true).value(),
+                   2048.0 * 12288.0 * 2.0 / 8.0);
   // GShard: top-k copies of every token's hidden state, 4 all-to-alls per MoE layer.
-  EXPECT_DOUBLE_EQ(moe_all_to_all_message(2, 4, 4096, 4096, 2.0).value(), 2.0 * 4.0 * 4096.0 * 4096.0 * 2.0);
+  EXPECT_DOUBLE_EQ(moe_all_to_all_message(2, 4, 4096, 4096, 2.0).value(),
+                   2.0 * 4.0 * 4096.0 * 4096.0 * 2.0);
   EXPECT_EQ(kMoeAllToAllsPerLayer, 4);
 }
 
@@ -133,10 +144,14 @@ struct BubbleRow {
 
 // Narayanan et al. 2021 Sec. 2.2: (p - 1)/m for 1F1B, (p - 1)/(v m) interleaved.
 TEST(Communication, PipelineBubbleFraction) {
-  const std::vector<BubbleRow> rows{{1, 1, 8, 0.0}, {8, 1, 64, 7.0 / 64.0}, {8, 3, 64, 7.0 / 192.0},
-                                    {35, 3, 280, 34.0 / 840.0}, {4, 2, 4, 3.0 / 8.0}};
+  const std::vector<BubbleRow> rows{{1, 1, 8, 0.0},
+                                    {8, 1, 64, 7.0 / 64.0},
+                                    {8, 3, 64, 7.0 / 192.0},
+                                    {35, 3, 280, 34.0 / 840.0},
+                                    {4, 2, 4, 3.0 / 8.0}};
   for (const auto& r : rows) {
-    SCOPED_TRACE("p=" + std::to_string(r.p) + " v=" + std::to_string(r.v) + " m=" + std::to_string(r.m));
+    SCOPED_TRACE("p=" + std::to_string(r.p) + " v=" + std::to_string(r.v) +
+                 " m=" + std::to_string(r.m));
     EXPECT_DOUBLE_EQ(bubble_fraction(r.p, r.v, r.m), r.expected);
   }
 }
@@ -192,7 +207,8 @@ TEST(Communication, RingAllReduceReachesTheMeasuredPlateau) {
   const Placement node{8, 8, 1};
   const Bytes s = gib(16.0);
   const Seconds t = collective_time(m, Collective::all_reduce, node, s);
-  const double busbw = s.value() * hardware::bus_factor(Collective::all_reduce, 8) / t.value() / 1e9;
+  const double busbw =
+      s.value() * hardware::bus_factor(Collective::all_reduce, 8) / t.value() / 1e9;
   EXPECT_NEAR(busbw, 234.9, 234.9 * 0.01);
   EXPECT_EQ(tier_of(m, node), LinkTier::nvlink);
   // Small messages are latency-bound: far below the plateau (1 MiB: 18 GB/s measured).

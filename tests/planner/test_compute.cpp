@@ -9,9 +9,7 @@
 namespace trainplan::planner {
 namespace {
 
-hardware::GpuSpec a100() {
-  return io::Catalog::builtin().resolve_gpu("A100-80GB").spec;
-}
+hardware::GpuSpec a100() { return io::Catalog::builtin().resolve_gpu("A100-80GB").spec; }
 
 // The best-shape efficiency is the MAMF row (throughput.md 7) times the training fraction.
 TEST(Compute, DefaultGemmEfficiencyIsMamfTimesTrainingFraction) {
@@ -32,9 +30,11 @@ TEST(Compute, TileAndWaveQuantizationAndShortReductions) {
   EXPECT_GT(gemm_efficiency(d, 8192, 4096, 4096, 1.0), gemm_efficiency(d, 8192, 4097, 4096, 1.0));
   EXPECT_GT(gemm_time(d, 8192, 4097, 4096), gemm_time(d, 8192, 4096, 4096));
   // 108 tiles fill one wave; 109 need two.
-  EXPECT_GT(gemm_efficiency(d, 128 * 108, 128, 4096, 1.0), 1.5 * gemm_efficiency(d, 128 * 109, 128, 4096, 1.0));
+  EXPECT_GT(gemm_efficiency(d, 128 * 108, 128, 4096, 1.0),
+            1.5 * gemm_efficiency(d, 128 * 109, 128, 4096, 1.0));
   // K = 64 (an attention head) halves the efficiency of K = 4096 or so.
-  EXPECT_LT(gemm_efficiency(d, 8192, 8192, 64, 1.0), 0.6 * gemm_efficiency(d, 8192, 8192, 4096, 1.0));
+  EXPECT_LT(gemm_efficiency(d, 8192, 8192, 64, 1.0),
+            0.6 * gemm_efficiency(d, 8192, 8192, 4096, 1.0));
 }
 
 // A LoRA adapter (N = rank 16) is bandwidth-bound: its time follows its bytes, not its FLOPs.
@@ -55,20 +55,22 @@ TEST(Compute, FusedAttentionEfficiencyRisesWithSequenceLength) {
   EXPECT_NEAR(attention_efficiency(d, false, 470), 0.36, 1e-9);  // half of 0.72 at s_half
 }
 
-// Full checkpointing replays the forward: about a third of forward + backward (8ND vs 6ND, reference
-// throughput.md 5.1), in FLOPs and in the compute model's time.
+// Full checkpointing replays the forward: about a third of forward + backward (8ND vs 6ND,
+// reference throughput.md 5.1), in FLOPs and in the compute model's time.
 TEST(Compute, FullCheckpointingAddsAboutOneThird) {
   const model::Architecture a = test::megatron_gpt("gpt-13b", 5120, 40, 40);
   model::Training tr = test::megatron_training(1, 1, 1, 1, 1, 1, Checkpointing::full, false);
   const model::StepFlops f = model::micro_batch_flops(a, tr);
   EXPECT_NEAR(f.recompute.value() / (f.forward + f.backward).value(), 1.0 / 3.0, 0.02);
   const ComputeDevice d = compute_device(a100(), tr.precision, nullptr, TimeConventions{});
-  const BlockCompute b = block_compute(a, block_shape(a, model::Stack::decoder, nullptr), tr, d, TimeConventions{});
+  const BlockCompute b =
+      block_compute(a, block_shape(a, model::Stack::decoder, nullptr), tr, d, TimeConventions{});
   const double ratio = b.recompute(Checkpointing::full).value() / (b.forward + b.backward).value();
   EXPECT_GT(ratio, 0.28);
   EXPECT_LT(ratio, 0.40);
   // Selective recomputes the attention core only: a few per cent (Korthikanti Table 4: +7 %).
-  const double selective = b.recompute(Checkpointing::selective).value() / (b.forward + b.backward).value();
+  const double selective =
+      b.recompute(Checkpointing::selective).value() / (b.forward + b.backward).value();
   EXPECT_GT(selective, 0.01);
   EXPECT_LT(selective, 0.12);
 }
@@ -81,8 +83,10 @@ TEST(Compute, LoraBackwardSkipsFrozenWeightGradients) {
   model::Training lora = full;
   lora.method = Method::lora;
   const ComputeDevice d = compute_device(a100(), full.precision, nullptr, TimeConventions{});
-  const BlockCompute bf = block_compute(a, block_shape(a, model::Stack::decoder, nullptr), full, d, TimeConventions{});
-  const BlockCompute bl = block_compute(a, block_shape(a, model::Stack::decoder, &lora.lora), lora, d, TimeConventions{});
+  const BlockCompute bf =
+      block_compute(a, block_shape(a, model::Stack::decoder, nullptr), full, d, TimeConventions{});
+  const BlockCompute bl = block_compute(a, block_shape(a, model::Stack::decoder, &lora.lora), lora,
+                                        d, TimeConventions{});
   EXPECT_LT(bl.backward.value(), 0.75 * bf.backward.value());
   const model::StepFlops ff = model::micro_batch_flops(a, full);
   const model::StepFlops fl = model::micro_batch_flops(a, lora);
@@ -90,7 +94,8 @@ TEST(Compute, LoraBackwardSkipsFrozenWeightGradients) {
   // QLoRA adds the dequantization of every base weight, forward and backward.
   model::Training q = lora;
   q.method = Method::qlora;
-  const BlockCompute bq = block_compute(a, block_shape(a, model::Stack::decoder, &q.lora), q, d, TimeConventions{});
+  const BlockCompute bq =
+      block_compute(a, block_shape(a, model::Stack::decoder, &q.lora), q, d, TimeConventions{});
   EXPECT_GT(bq.forward, bl.forward);
   EXPECT_GT(bq.elementwise_forward, bl.elementwise_forward);
 }
@@ -111,7 +116,8 @@ TEST(Compute, OptimizerStepBytes) {
   EXPECT_DOUBLE_EQ(optimizer_step_bytes(Optimizer::sgd, Precision::bf16_mixed), 18.0);
   EXPECT_LT(optimizer_step_bytes(Optimizer::adamw_8bit, Precision::bf16_mixed),
             optimizer_step_bytes(Optimizer::adamw, Precision::bf16_mixed));
-  EXPECT_DOUBLE_EQ(optimizer_step_bytes(Optimizer::adamw, Precision::bf16_true), 2 * 2 + 2 * 2 + 2 * 2 * 2);
+  EXPECT_DOUBLE_EQ(optimizer_step_bytes(Optimizer::adamw, Precision::bf16_true),
+                   2 * 2 + 2 * 2 + 2 * 2 * 2);
 }
 
 }  // namespace

@@ -28,15 +28,22 @@ Json shape(const Json& j) {
       for (const auto& [k, v] : j.items()) out[k] = shape(v);
       return out;
     }
-    case Json::value_t::array: return j.empty() ? Json::array() : Json::array({shape(j.front())});
-    case Json::value_t::string: return "string";
-    case Json::value_t::boolean: return "boolean";
-    case Json::value_t::null: return "null";
+    case Json::value_t::array:
+      return j.empty() ? Json::array() : Json::array({shape(j.front())});
+    case Json::value_t::string:
+      return "string";
+    case Json::value_t::boolean:
+      return "boolean";
+    case Json::value_t::null:
+      return "null";
     case Json::value_t::number_integer:
-    case Json::value_t::number_unsigned: return "integer";
-    case Json::value_t::number_float: return "number";
+    case Json::value_t::number_unsigned:
+      return "integer";
+    case Json::value_t::number_float:
+      return "number";
     case Json::value_t::binary:
-    case Json::value_t::discarded: return "?";
+    case Json::value_t::discarded:
+      return "?";
   }
   return "?";
 }
@@ -86,7 +93,8 @@ void expect_golden(const Json& actual, const std::string& name) {
   const Json golden = Json::parse(text.str());
   std::string where;
   EXPECT_TRUE(contains_shape(actual, golden, where))
-      << "shape differs from " << path << " at " << where << ":\n" << actual.dump(2);
+      << "shape differs from " << path << " at " << where << ":\n"
+      << actual.dump(2);
 }
 
 struct Problem {
@@ -122,8 +130,10 @@ TEST(EstimateJson, GoldenShapeAndValues) {
   EXPECT_DOUBLE_EQ(plan["throughput"]["mfu"].get<double>(), e.throughput.mfu);
   EXPECT_DOUBLE_EQ(plan["time_to_train_s"].get<double>(), 1e12 / e.throughput.tokens_per_s);
   std::int64_t sum = 0;
-  for (const auto& [k, v] : plan["communication"]["by_collective"].items()) sum += v.get<std::int64_t>();
-  EXPECT_NEAR(static_cast<double>(sum), plan["communication"]["bytes_per_gpu_per_step"].get<double>(), 4.0);
+  for (const auto& [k, v] : plan["communication"]["by_collective"].items())
+    sum += v.get<std::int64_t>();
+  EXPECT_NEAR(static_cast<double>(sum),
+              plan["communication"]["bytes_per_gpu_per_step"].get<double>(), 4.0);
   EXPECT_EQ(plan["communication"]["items"].size(), e.communication.size());
 }
 
@@ -150,9 +160,9 @@ struct CountRow {
 };
 
 TEST(EstimateJson, TokenCountsAcceptDecimalSuffixes) {
-  for (const CountRow& r : {CountRow{"1T", 1e12}, CountRow{"300B", 3e11}, CountRow{"2.5e12", 2.5e12},
-                            CountRow{"7M", 7e6}, CountRow{"10k", 1e4}, CountRow{"1.4G", 1.4e9},
-                            CountRow{"123", 123.0}}) {
+  for (const CountRow& r : {CountRow{"1T", 1e12}, CountRow{"300B", 3e11},
+                            CountRow{"2.5e12", 2.5e12}, CountRow{"7M", 7e6}, CountRow{"10k", 1e4},
+                            CountRow{"1.4G", 1.4e9}, CountRow{"123", 123.0}}) {
     SCOPED_TRACE(r.text);
     EXPECT_DOUBLE_EQ(parse_count(r.text, "--tokens"), r.value);
   }
@@ -178,7 +188,8 @@ TEST(EstimateJson, AProfileThatDoesNotParseIsAnInputErrorNamingTheFile) {
     EXPECT_NE(m.find("--profile"), std::string::npos) << m;
     EXPECT_NE(m.find(path), std::string::npos) << m;
   }
-  EXPECT_THROW((void)read_profile_option(::testing::TempDir() + "/no_such_profile.json"), InputError);
+  EXPECT_THROW((void)read_profile_option(::testing::TempDir() + "/no_such_profile.json"),
+               InputError);
 }
 
 }  // namespace

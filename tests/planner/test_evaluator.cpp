@@ -24,7 +24,8 @@ const io::Catalog& catalog() {
 Evaluator evaluator(const std::string& model, const std::string& cluster,
                     const std::optional<std::string>& inter = std::nullopt) {
   const model::Architecture a = catalog().resolve_model(model).arch;
-  return Evaluator(a, model::count_parameters(a), catalog().resolve_cluster(cluster, inter).cluster);
+  return Evaluator(a, model::count_parameters(a),
+                   catalog().resolve_cluster(cluster, inter).cluster);
 }
 
 struct Config {
@@ -41,11 +42,13 @@ TEST(Evaluator, StepIsTheSumOfItsPartsAndExposureNeverExceedsTime) {
   const std::vector<Config> configs{
       {"ddp", Strategy::ddp, 1, 1, 1, Checkpointing::full, Offload::none, 1, 4},
       {"fsdp full", Strategy::fsdp_full, 1, 1, 1, Checkpointing::none, Offload::none, 2, 2},
-      {"fsdp grad-op", Strategy::fsdp_grad_op, 1, 1, 1, Checkpointing::selective, Offload::none, 1, 1},
+      {"fsdp grad-op", Strategy::fsdp_grad_op, 1, 1, 1, Checkpointing::selective, Offload::none, 1,
+       1},
       {"fsdp hybrid", Strategy::fsdp_hybrid, 1, 1, 1, Checkpointing::full, Offload::none, 4, 1},
       {"zero1", Strategy::zero1, 2, 1, 1, Checkpointing::full, Offload::none, 2, 8},
       {"zero2 offload", Strategy::zero2, 1, 1, 1, Checkpointing::full, Offload::optimizer, 2, 2},
-      {"zero3 params offload", Strategy::zero3, 1, 1, 1, Checkpointing::full, Offload::optimizer_params, 2, 2},
+      {"zero3 params offload", Strategy::zero3, 1, 1, 1, Checkpointing::full,
+       Offload::optimizer_params, 2, 2},
       {"3D", Strategy::ddp, 4, 2, 2, Checkpointing::selective, Offload::none, 1, 8},
   };
   for (const auto& c : configs) {
@@ -62,19 +65,24 @@ TEST(Evaluator, StepIsTheSumOfItsPartsAndExposureNeverExceedsTime) {
     tr.grad_accum = c.m;
     const Estimate e = ev.estimate(tr);
     const TimeBreakdown& t = e.time;
-    EXPECT_NEAR(t.step.value(), (t.compute + t.recompute + t.communication_exposed + t.bubble + t.optimizer +
-                                 t.offload).value(), 1e-12 * t.step.value());
+    EXPECT_NEAR(
+        t.step.value(),
+        (t.compute + t.recompute + t.communication_exposed + t.bubble + t.optimizer + t.offload)
+            .value(),
+        1e-12 * t.step.value());
     Seconds exposed;
     for (const auto& item : e.communication) {
       EXPECT_GE(item.bytes.value(), 0.0) << item.purpose;
       EXPECT_LE(item.exposed.value(), item.time.value() * (1.0 + 1e-9) + 1e-12) << item.purpose;
       EXPECT_GE(item.exposed.value(), 0.0) << item.purpose;
-      if (item.purpose.find("to host") == std::string::npos && item.purpose.find("to device") == std::string::npos)
+      if (item.purpose.find("to host") == std::string::npos &&
+          item.purpose.find("to device") == std::string::npos)
         exposed += item.exposed;
     }
     EXPECT_NEAR(exposed.value(), t.communication_exposed.value(), 1e-9 * t.step.value());
     EXPECT_EQ(e.global_batch, c.b * c.m * e.layout.dp);
-    EXPECT_NEAR(e.throughput.tokens_per_s, static_cast<double>(e.global_batch * tr.seq) / t.step.value(), 1e-6);
+    EXPECT_NEAR(e.throughput.tokens_per_s,
+                static_cast<double>(e.global_batch * tr.seq) / t.step.value(), 1e-6);
     EXPECT_GT(e.throughput.mfu, 0.05);
     EXPECT_LT(e.throughput.mfu, 0.8);
     EXPECT_GE(e.throughput.hfu, e.throughput.mfu);
@@ -100,7 +108,8 @@ TEST(Evaluator, FreeFunctionMatchesTheEvaluator) {
 // Korthikanti et al. 2022 Eq. 7: model FLOPs 72 B s l h^2 (1 + s/(6h) + V/(12 l h)).
 TEST(Evaluator, ModelFlopsFollowKorthikantiEquationSeven) {
   const model::Architecture a = test::megatron_gpt("gpt3-175b", 12288, 96, 96);
-  const model::Training tr = test::megatron_training(8, 8, 3, 1, 64, 1, Checkpointing::selective, true);
+  const model::Training tr =
+      test::megatron_training(8, 8, 3, 1, 64, 1, Checkpointing::selective, true);
   hardware::Cluster c = catalog().resolve_cluster("8x8xA100-80GB", std::nullopt).cluster;
   const StepCost s = Evaluator(a, model::count_parameters(a), c).cost(tr);
   const double B = 64, sq = 2048, l = 96, h = 12288, V = 51200;
@@ -130,7 +139,8 @@ TEST(Evaluator, ZeroThreeSlowsAsThePerGpuBatchShrinksOnSlowLinks) {
     if (b < 8) {
       EXPECT_GT(share, previous_share * 0.999);
     }
-    std::printf("  micro-batch %ld: %.3g s/token, exposed communication %.0f %% of the step\n", static_cast<long>(b), per_token, 100.0 * share);
+    std::printf("  micro-batch %ld: %.3g s/token, exposed communication %.0f %% of the step\n",
+                static_cast<long>(b), per_token, 100.0 * share);
     previous_per_token = per_token;
     previous_share = share;
   }
@@ -138,7 +148,8 @@ TEST(Evaluator, ZeroThreeSlowsAsThePerGpuBatchShrinksOnSlowLinks) {
   // The same job on the DGX network (8 x 200 Gb/s per node) hides most of it.
   const Evaluator fast = evaluator("llama-2-7b", "2x8xA100-80GB");
   tr.micro_batch = 1;
-  EXPECT_LT(fast.cost(tr).time.communication_exposed.value(), 0.5 * slow.cost(tr).time.communication_exposed.value());
+  EXPECT_LT(fast.cost(tr).time.communication_exposed.value(),
+            0.5 * slow.cost(tr).time.communication_exposed.value());
 }
 
 // Megatron's takeaway (Narayanan et al. 2021 Sec. 3.2): tensor parallelism stays inside NVLink.
@@ -185,10 +196,14 @@ TEST(Evaluator, GradientReductionOverlapFollowsTheFramework) {
 
 TEST(Evaluator, PipelineBubbleShrinksWithInterleavingAndMicroBatches) {
   const model::Architecture a = test::megatron_gpt("gpt3-175b", 12288, 96, 96);
-  const Evaluator ev(a, model::count_parameters(a), catalog().resolve_cluster("8x8xA100-80GB", std::nullopt).cluster);
-  const StepCost v1 = ev.cost(test::megatron_training(8, 8, 1, 1, 64, 1, Checkpointing::full, false));
-  const StepCost v3 = ev.cost(test::megatron_training(8, 8, 3, 1, 64, 1, Checkpointing::full, false));
-  const StepCost m128 = ev.cost(test::megatron_training(8, 8, 1, 1, 128, 1, Checkpointing::full, false));
+  const Evaluator ev(a, model::count_parameters(a),
+                     catalog().resolve_cluster("8x8xA100-80GB", std::nullopt).cluster);
+  const StepCost v1 =
+      ev.cost(test::megatron_training(8, 8, 1, 1, 64, 1, Checkpointing::full, false));
+  const StepCost v3 =
+      ev.cost(test::megatron_training(8, 8, 3, 1, 64, 1, Checkpointing::full, false));
+  const StepCost m128 =
+      ev.cost(test::megatron_training(8, 8, 1, 1, 128, 1, Checkpointing::full, false));
   EXPECT_NEAR(v1.time.bubble / v1.stage_micro_batch, 7.0, 1e-9);  // (p - 1) stage times
   EXPECT_NEAR(v3.time.bubble / v3.stage_micro_batch, 7.0 / 3.0, 1e-9);
   EXPECT_NEAR(v1.time.bubble / v1.time.step, 7.0 / (64.0 + 7.0), 0.01);
@@ -208,7 +223,8 @@ TEST(Evaluator, OffloadMovesTheOptimizerToTheCpu) {
   EXPECT_GT(cpu.time.optimizer.value(), 20.0 * gpu.time.optimizer.value());
   EXPECT_NEAR(cpu.time.optimizer.value(), 6.74e9 / 4.0 * 4.0 / (11.6e9 / 8.2), 0.5);
   bool pcie = false;
-  for (const auto& c : cpu.communication) pcie = pcie || (c.tier == "pcie" && c.collective == "d2h");
+  for (const auto& c : cpu.communication)
+    pcie = pcie || (c.tier == "pcie" && c.collective == "d2h");
   EXPECT_TRUE(pcie);
 }
 

@@ -69,14 +69,22 @@ double median_abs(const std::vector<Outcome>& o) {
 // sequence parallel + selective recompute; configurations from Calculon's validation inputs
 // (reference throughput.md 8.3 and 1.5).
 const std::vector<PublishedRow> kKorthikantiTable5 = {
-    {"22B full", 6144, 48, 64, 8, 1, 1, 1, 4, 4, Checkpointing::full, false, 1.42, "Korthikanti 2022 Table 5"},
-    {"22B sp+selective", 6144, 48, 64, 8, 1, 1, 1, 4, 4, Checkpointing::selective, true, 1.10, "Korthikanti 2022 Table 5"},
-    {"175B full", 12288, 96, 96, 8, 8, 3, 1, 64, 1, Checkpointing::full, false, 18.13, "Korthikanti 2022 Table 5"},
-    {"175B sp+selective", 12288, 96, 96, 8, 8, 3, 1, 64, 1, Checkpointing::selective, true, 13.75, "Korthikanti 2022 Table 5"},
-    {"530B full", 20480, 105, 128, 8, 35, 3, 1, 280, 1, Checkpointing::full, false, 49.05, "Korthikanti 2022 Table 5"},
-    {"530B sp+selective", 20480, 105, 128, 8, 35, 3, 1, 280, 1, Checkpointing::selective, true, 37.83, "Korthikanti 2022 Table 5"},
-    {"1T full", 25600, 128, 160, 8, 64, 1, 1, 512, 1, Checkpointing::full, false, 94.42, "Korthikanti 2022 Table 5"},
-    {"1T sp+selective", 25600, 128, 160, 8, 64, 1, 1, 512, 1, Checkpointing::selective, true, 71.49, "Korthikanti 2022 Table 5"},
+    {"22B full", 6144, 48, 64, 8, 1, 1, 1, 4, 4, Checkpointing::full, false, 1.42,
+     "Korthikanti 2022 Table 5"},
+    {"22B sp+selective", 6144, 48, 64, 8, 1, 1, 1, 4, 4, Checkpointing::selective, true, 1.10,
+     "Korthikanti 2022 Table 5"},
+    {"175B full", 12288, 96, 96, 8, 8, 3, 1, 64, 1, Checkpointing::full, false, 18.13,
+     "Korthikanti 2022 Table 5"},
+    {"175B sp+selective", 12288, 96, 96, 8, 8, 3, 1, 64, 1, Checkpointing::selective, true, 13.75,
+     "Korthikanti 2022 Table 5"},
+    {"530B full", 20480, 105, 128, 8, 35, 3, 1, 280, 1, Checkpointing::full, false, 49.05,
+     "Korthikanti 2022 Table 5"},
+    {"530B sp+selective", 20480, 105, 128, 8, 35, 3, 1, 280, 1, Checkpointing::selective, true,
+     37.83, "Korthikanti 2022 Table 5"},
+    {"1T full", 25600, 128, 160, 8, 64, 1, 1, 512, 1, Checkpointing::full, false, 94.42,
+     "Korthikanti 2022 Table 5"},
+    {"1T sp+selective", 25600, 128, 160, 8, 64, 1, 1, 512, 1, Checkpointing::selective, true, 71.49,
+     "Korthikanti 2022 Table 5"},
 };
 
 // Narayanan et al. 2021 (arXiv:2104.04473) Table 1, weak scaling with full recompute; iteration
@@ -85,16 +93,26 @@ const std::vector<PublishedRow> kKorthikantiTable5 = {
 // the reference notes), 4 without (the largest power of two <= 4 dividing the per-replica batch),
 // plain 1F1B (v = 1) everywhere.
 const std::vector<PublishedRow> kMegatronTable1 = {
-    {"1.7B", 2304, 24, 24, 1, 1, 1, 32, 512, 4, Checkpointing::full, false, 3.53, "Narayanan 2021 Table 1"},
-    {"3.6B", 3072, 30, 32, 2, 1, 1, 32, 512, 4, Checkpointing::full, false, 3.70, "Narayanan 2021 Table 1"},
-    {"7.5B", 4096, 36, 32, 4, 1, 1, 32, 512, 4, Checkpointing::full, false, 3.70, "Narayanan 2021 Table 1"},
-    {"18.4B", 6144, 40, 48, 8, 1, 1, 32, 1024, 4, Checkpointing::full, false, 9.40, "Narayanan 2021 Table 1"},
-    {"39.1B", 8192, 48, 64, 8, 2, 1, 32, 1536, 1, Checkpointing::full, false, 14.45, "Narayanan 2021 Table 1"},
-    {"76.1B", 10240, 60, 80, 8, 4, 1, 32, 1792, 1, Checkpointing::full, false, 16.06, "Narayanan 2021 Table 1"},
-    {"145.6B", 12288, 80, 96, 8, 8, 1, 24, 2304, 1, Checkpointing::full, false, 24.82, "Narayanan 2021 Table 1"},
-    {"310.1B", 16384, 96, 128, 8, 16, 1, 15, 2160, 1, Checkpointing::full, false, 37.61, "Narayanan 2021 Table 1"},
-    {"529.6B", 20480, 105, 128, 8, 35, 1, 9, 2520, 1, Checkpointing::full, false, 54.08, "Narayanan 2021 Table 1"},
-    {"1008B", 25600, 128, 160, 8, 64, 1, 6, 3072, 1, Checkpointing::full, false, 102.63, "Narayanan 2021 Table 1"},
+    {"1.7B", 2304, 24, 24, 1, 1, 1, 32, 512, 4, Checkpointing::full, false, 3.53,
+     "Narayanan 2021 Table 1"},
+    {"3.6B", 3072, 30, 32, 2, 1, 1, 32, 512, 4, Checkpointing::full, false, 3.70,
+     "Narayanan 2021 Table 1"},
+    {"7.5B", 4096, 36, 32, 4, 1, 1, 32, 512, 4, Checkpointing::full, false, 3.70,
+     "Narayanan 2021 Table 1"},
+    {"18.4B", 6144, 40, 48, 8, 1, 1, 32, 1024, 4, Checkpointing::full, false, 9.40,
+     "Narayanan 2021 Table 1"},
+    {"39.1B", 8192, 48, 64, 8, 2, 1, 32, 1536, 1, Checkpointing::full, false, 14.45,
+     "Narayanan 2021 Table 1"},
+    {"76.1B", 10240, 60, 80, 8, 4, 1, 32, 1792, 1, Checkpointing::full, false, 16.06,
+     "Narayanan 2021 Table 1"},
+    {"145.6B", 12288, 80, 96, 8, 8, 1, 24, 2304, 1, Checkpointing::full, false, 24.82,
+     "Narayanan 2021 Table 1"},
+    {"310.1B", 16384, 96, 128, 8, 16, 1, 15, 2160, 1, Checkpointing::full, false, 37.61,
+     "Narayanan 2021 Table 1"},
+    {"529.6B", 20480, 105, 128, 8, 35, 1, 9, 2520, 1, Checkpointing::full, false, 54.08,
+     "Narayanan 2021 Table 1"},
+    {"1008B", 25600, 128, 160, 8, 64, 1, 6, 3072, 1, Checkpointing::full, false, 102.63,
+     "Narayanan 2021 Table 1"},
 };
 
 void report(const std::vector<Outcome>& o) {
@@ -137,11 +155,12 @@ struct LayerRow {
 // throughput.md 5.2): the per-layer anchor behind Table 5. Within 10 % each; the full-recompute
 // backward includes the replayed forward, the selective one the replayed attention core.
 TEST(PublishedStepTimes, KorthikantiTable4PerLayerWithinTenPercent) {
-  const std::vector<LayerRow> rows{{"baseline", Checkpointing::none, false, 7.7, 11.9},
-                                   {"sequence parallel", Checkpointing::none, true, 7.2, 11.8},
-                                   {"full recompute", Checkpointing::full, false, 7.7, 19.5},
-                                   {"selective recompute", Checkpointing::selective, false, 7.7, 13.2},
-                                   {"selective + SP", Checkpointing::selective, true, 7.2, 13.1}};
+  const std::vector<LayerRow> rows{
+      {"baseline", Checkpointing::none, false, 7.7, 11.9},
+      {"sequence parallel", Checkpointing::none, true, 7.2, 11.8},
+      {"full recompute", Checkpointing::full, false, 7.7, 19.5},
+      {"selective recompute", Checkpointing::selective, false, 7.7, 13.2},
+      {"selective + SP", Checkpointing::selective, true, 7.2, 13.1}};
   const model::Architecture a = test::megatron_gpt("22B", 6144, 48, 64);
   const hardware::Cluster c = selene(8);
   const planner::TimeConventions tc;
@@ -150,18 +169,19 @@ TEST(PublishedStepTimes, KorthikantiTable4PerLayerWithinTenPercent) {
     SCOPED_TRACE(r.name + " (Korthikanti et al. 2022 Table 4)");
     const model::Training tr = test::megatron_training(8, 1, 1, 1, 4, 4, r.ck, r.sp);
     const planner::ComputeDevice d = planner::compute_device(c.gpu, tr.precision, nullptr, tc);
-    const planner::BlockCompute b =
-        planner::block_compute(a, planner::block_shape(a, model::Stack::decoder, nullptr), tr, d, tc);
+    const planner::BlockCompute b = planner::block_compute(
+        a, planner::block_shape(a, model::Stack::decoder, nullptr), tr, d, tc);
     const Bytes x = planner::tensor_parallel_message(4, 2048, 6144, 2.0);
     const planner::Placement tp{8, 8, 1};
-    const Seconds one = r.sp ? planner::collective_time(links, hardware::Collective::all_gather, tp, x) +
-                                   planner::collective_time(links, hardware::Collective::reduce_scatter, tp, x)
-                             : planner::collective_time(links, hardware::Collective::all_reduce, tp, x);
+    const Seconds one =
+        r.sp ? planner::collective_time(links, hardware::Collective::all_gather, tp, x) +
+                   planner::collective_time(links, hardware::Collective::reduce_scatter, tp, x)
+             : planner::collective_time(links, hardware::Collective::all_reduce, tp, x);
     const double fwd = (b.forward + one * 2.0).value() * 1e3;
     const double replay = r.ck == Checkpointing::full ? fwd : b.recompute(r.ck).value() * 1e3;
     const double bwd = (b.backward + one * 2.0).value() * 1e3 + replay;
-    std::printf("  %-20s forward %5.2f ms (paper %4.1f)  backward %5.2f ms (paper %4.1f)\n", r.name.c_str(), fwd,
-                r.fwd_ms, bwd, r.bwd_ms);
+    std::printf("  %-20s forward %5.2f ms (paper %4.1f)  backward %5.2f ms (paper %4.1f)\n",
+                r.name.c_str(), fwd, r.fwd_ms, bwd, r.bwd_ms);
     EXPECT_NEAR(fwd, r.fwd_ms, 0.10 * r.fwd_ms);
     EXPECT_NEAR(bwd, r.bwd_ms, 0.10 * r.bwd_ms);
   }

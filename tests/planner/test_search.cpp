@@ -1,9 +1,8 @@
 // The plan search: what it tries, what it returns, and that threads do not change the answer.
 #include <gtest/gtest.h>
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "trainplan/core/error.hpp"
 #include "trainplan/io/catalog.hpp"
@@ -26,7 +25,9 @@ struct Problem {
 };
 
 Problem problem(const std::string& model, const std::string& cluster) {
-  Problem p{catalog().resolve_model(model).arch, {}, catalog().resolve_cluster(cluster, std::nullopt).cluster};
+  Problem p{catalog().resolve_model(model).arch,
+            {},
+            catalog().resolve_cluster(cluster, std::nullopt).cluster};
   p.n = model::count_parameters(p.a);
   return p;
 }
@@ -78,7 +79,8 @@ TEST(Search, ResultDoesNotDependOnTheNumberOfThreads) {
     EXPECT_EQ(one.plans[i].time.step, five.plans[i].time.step);
   }
   ASSERT_EQ(one.rejected.size(), two.rejected.size());
-  for (std::size_t i = 0; i < one.rejected.size(); ++i) EXPECT_EQ(one.rejected[i].reason, two.rejected[i].reason);
+  for (std::size_t i = 0; i < one.rejected.size(); ++i)
+    EXPECT_EQ(one.rejected[i].reason, two.rejected[i].reason);
 }
 
 TEST(Search, PinnedOptionsAreKept) {
@@ -103,7 +105,8 @@ TEST(Search, NothingFitsIsAResultWithReasons) {
   const PlanResult r = search(p.a, p.n, p.c, PlanRequest{});
   EXPECT_TRUE(r.plans.empty());
   ASSERT_FALSE(r.rejected.empty());
-  EXPECT_NE(r.rejected.front().reason.find("does not fit"), std::string::npos) << r.rejected.front().reason;
+  EXPECT_NE(r.rejected.front().reason.find("does not fit"), std::string::npos)
+      << r.rejected.front().reason;
 }
 
 TEST(Search, ImpossiblePinnedDegreesAndBatchesAreInputErrors) {
@@ -191,8 +194,10 @@ TEST(Emit, AccelerateAndTorchrunCarryThePlan) {
   m.grad_accum = 8;
   const Estimate em = Evaluator(p.a, p.n, p.c).estimate(m);
   const std::string mc = emit(EmitFormat::torchrun, em, p.c, p.a).text;
-  EXPECT_NE(mc.find("pretrain_gpt.py --tensor-model-parallel-size 8 --pipeline-model-parallel-size 2"),
-            std::string::npos) << mc;
+  EXPECT_NE(
+      mc.find("pretrain_gpt.py --tensor-model-parallel-size 8 --pipeline-model-parallel-size 2"),
+      std::string::npos)
+      << mc;
   EXPECT_NE(mc.find("--num-layers-per-virtual-pipeline-stage 10"), std::string::npos) << mc;
   EXPECT_NE(mc.find("--sequence-parallel"), std::string::npos) << mc;
   EXPECT_NE(mc.find("--use-distributed-optimizer"), std::string::npos) << mc;

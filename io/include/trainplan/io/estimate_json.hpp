@@ -1,8 +1,9 @@
 #pragma once
 // JSON renderings of estimates and plan searches, per DESIGN.md's contract:
 //   estimate: {"schema":"trainplan.estimate/1", "model", "cluster", "plan":PLAN}
-//   plan:     {"schema":"trainplan.plan/1", "model", "cluster", "plans":[PLAN...], "rejected":[...]}
-//   PLAN = CANDIDATE + {"grad_accum", "global_batch", "time":{...}, "throughput":{...},
+//   plan:     {"schema":"trainplan.plan/1", "model", "cluster", "plans":[PLAN...],
+//   "rejected":[...]} PLAN = CANDIDATE + {"grad_accum", "global_batch", "time":{...},
+//   "throughput":{...},
 //                       "communication":{"bytes_per_gpu_per_step", "by_collective":{...}, ...}}
 // Keys may be added, never renamed. Bytes are integers, times seconds, rates per second.
 
@@ -23,7 +24,8 @@ inline constexpr std::string_view kEstimateSchema = "trainplan.estimate/1";
 inline constexpr std::string_view kPlanSchema = "trainplan.plan/1";
 
 // PLAN; with `tokens`, also "time_to_train_s" for that many training tokens.
-[[nodiscard]] Json plan_json(const planner::Estimate& e, std::optional<double> tokens = std::nullopt);
+[[nodiscard]] Json plan_json(const planner::Estimate& e,
+                             std::optional<double> tokens = std::nullopt);
 
 [[nodiscard]] Json estimate_json(const model::Architecture& a, const model::ParameterCounts& n,
                                  const hardware::Cluster& c, const planner::Estimate& e,

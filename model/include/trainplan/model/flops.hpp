@@ -11,9 +11,9 @@
 namespace trainplan::model {
 
 struct StepFlops {
-  Flops forward;    // one forward pass of one micro-batch
-  Flops backward;   // its backward (activation and weight gradients of trainable weights)
-  Flops recompute;  // forward work repeated by activation checkpointing
+  Flops forward;            // one forward pass of one micro-batch
+  Flops backward;           // its backward (activation and weight gradients of trainable weights)
+  Flops recompute;          // forward work repeated by activation checkpointing
   Flops attention_forward;  // of forward: the score and value matmuls (s^2 terms)
   [[nodiscard]] Flops total() const { return forward + backward + recompute; }
 };
@@ -22,11 +22,11 @@ struct StepFlops {
 // micro_batch_flops needs that does not depend on the batch shape. Computing them walks the
 // block's linears; evaluating a step from them is a handful of multiplications.
 struct FlopCoefficients {
-  double linear = 0;         // forward FLOPs per token of all block linears (MoE: top-k experts)
-  double attention = 0;      // forward score+value FLOPs per token per token of context (x seq)
-  double head = 0;           // forward FLOPs per token of the LM head
-  double adapters = 0;       // forward FLOPs per token of all LoRA adapters (0 for full)
-  bool full = true;          // full fine-tune: every weight gets a weight-gradient GEMM
+  double linear = 0;     // forward FLOPs per token of all block linears (MoE: top-k experts)
+  double attention = 0;  // forward score+value FLOPs per token per token of context (x seq)
+  double head = 0;       // forward FLOPs per token of the LM head
+  double adapters = 0;   // forward FLOPs per token of all LoRA adapters (0 for full)
+  bool full = true;      // full fine-tune: every weight gets a weight-gradient GEMM
   // Forward FLOPs per token of each block's last matmul (down projection, and its adapter's B),
   // summed over blocks: what non-reentrant checkpointing does not replay.
   double last_matmul = 0;

@@ -27,8 +27,8 @@ enum class LinkTier { nvlink, xgmi, pcie, network };
 }
 
 // Data-parallel / ZeRO / FSDP bytes sent per GPU per optimizer step, by collective, for the
-// gradients (psi g bytes) and the gathered parameters (psi w bytes) held by the data-parallel group,
-// n ranks sharing the shard and k micro-batches per step. Rajbhandari et al. 2020 (ZeRO,
+// gradients (psi g bytes) and the gathered parameters (psi w bytes) held by the data-parallel
+// group, n ranks sharing the shard and k micro-batches per step. Rajbhandari et al. 2020 (ZeRO,
 // arXiv:1910.02054) Sec. 7: DDP 2 psi, ZeRO-1/2 2 psi, ZeRO-3 3 psi (times (n-1)/n); with
 // accumulation FSDP and ZeRO-3 gather (and ZeRO-2/3, FSDP reduce-scatter) every micro-batch
 // (reference throughput.md 5.4).
@@ -66,7 +66,8 @@ struct TensorParallelCollectives {
 [[nodiscard]] TensorParallelCollectives tensor_parallel_collectives(bool sequence_parallel,
                                                                     Checkpointing c);
 // The activation each of them moves: b s h elements of the compute dtype.
-[[nodiscard]] Bytes tensor_parallel_message(std::int64_t b, std::int64_t s, std::int64_t h, double c);
+[[nodiscard]] Bytes tensor_parallel_message(std::int64_t b, std::int64_t s, std::int64_t h,
+                                            double c);
 // Bytes sent per GPU per layer per micro-batch by the collectives above.
 [[nodiscard]] Bytes tensor_parallel_bytes_per_layer(std::int64_t b, std::int64_t s, std::int64_t h,
                                                     int t, double c, bool sequence_parallel,
@@ -75,8 +76,8 @@ struct TensorParallelCollectives {
 // Pipeline point-to-point message per micro-batch per stage boundary and direction: b s h c bytes,
 // divided by t when Megatron's scatter-gather optimisation (Narayanan et al. 2021 Sec. 4.1) or
 // sequence parallelism leaves each tensor-parallel rank its own slice.
-[[nodiscard]] Bytes pipeline_message(std::int64_t b, std::int64_t s, std::int64_t h, double c, int t,
-                                     bool split_over_tp);
+[[nodiscard]] Bytes pipeline_message(std::int64_t b, std::int64_t s, std::int64_t h, double c,
+                                     int t, bool split_over_tp);
 
 // MoE expert-parallel all-to-all: 2 forward + 2 backward per MoE layer per micro-batch, each of
 // k b s h c bytes (Lepikhin et al. 2020, GShard, arXiv:2006.16668; reference throughput.md 5.6).
@@ -108,19 +109,20 @@ struct Placement {
 // The links of a cluster as the cost model uses them, resolved once.
 struct LinkModel {
   LinkTier intra_tier = LinkTier::nvlink;
-  BytesPerSecond intra_busbw;     // plateau bus bandwidth inside a node
-  BytesPerSecond intra_p2p;       // point-to-point inside a node
-  BytesPerSecond bridge_busbw;    // NVLink bridge pairs: inside the pair
-  bool bridged_pairs = false;     // NVLink only between GPU pairs (A100 PCIe with bridges)
-  BytesPerSecond nic_per_gpu;     // achieved network bandwidth per GPU (NICs per node / GPUs)
-  BytesPerSecond host_copy;       // pinned host <-> device per GPU
+  BytesPerSecond intra_busbw;   // plateau bus bandwidth inside a node
+  BytesPerSecond intra_p2p;     // point-to-point inside a node
+  BytesPerSecond bridge_busbw;  // NVLink bridge pairs: inside the pair
+  bool bridged_pairs = false;   // NVLink only between GPU pairs (A100 PCIe with bridges)
+  BytesPerSecond nic_per_gpu;   // achieved network bandwidth per GPU (NICs per node / GPUs)
+  BytesPerSecond host_copy;     // pinned host <-> device per GPU
   double small_message_fraction = 0.63;
   Bytes pipeline_fill;
   double tree_bandwidth_fraction = 0.46;
   hardware::RingLatency latency;
   const hardware::HardwareProfile* profile = nullptr;
 };
-[[nodiscard]] LinkModel link_model(const hardware::Cluster& c, const hardware::HardwareProfile* profile,
+[[nodiscard]] LinkModel link_model(const hardware::Cluster& c,
+                                   const hardware::HardwareProfile* profile,
                                    const TimeConventions& tc);
 
 [[nodiscard]] LinkTier tier_of(const LinkModel& m, const Placement& g);
@@ -130,8 +132,8 @@ struct LinkModel {
 // reduce-scatter in node, all-reduce across nodes, all-gather in node), each in two regimes (the
 // low-latency protocols and the pipelined Simple protocol), as NCCL's tuner picks the fastest
 // (NVIDIA/nccl src/graph/tuning.cc). A hardware profile's measured curve wins where it has one.
-[[nodiscard]] Seconds collective_time(const LinkModel& m, hardware::Collective c, const Placement& g,
-                                      Bytes size);
+[[nodiscard]] Seconds collective_time(const LinkModel& m, hardware::Collective c,
+                                      const Placement& g, Bytes size);
 
 // Pinned host <-> device copy of one GPU over PCIe.
 [[nodiscard]] Seconds host_copy_time(const LinkModel& m, Bytes size);
@@ -142,9 +144,10 @@ namespace trainplan {
 template <>
 struct EnumTable<planner::LinkTier> {
   static constexpr std::string_view kWhat = "link tier";
-  static constexpr std::array kEntries{std::pair{planner::LinkTier::nvlink, std::string_view{"nvlink"}},
-                                       std::pair{planner::LinkTier::xgmi, std::string_view{"xgmi"}},
-                                       std::pair{planner::LinkTier::pcie, std::string_view{"pcie"}},
-                                       std::pair{planner::LinkTier::network, std::string_view{"network"}}};
+  static constexpr std::array kEntries{
+      std::pair{planner::LinkTier::nvlink, std::string_view{"nvlink"}},
+      std::pair{planner::LinkTier::xgmi, std::string_view{"xgmi"}},
+      std::pair{planner::LinkTier::pcie, std::string_view{"pcie"}},
+      std::pair{planner::LinkTier::network, std::string_view{"network"}}};
 };
 }  // namespace trainplan

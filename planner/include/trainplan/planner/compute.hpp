@@ -74,16 +74,19 @@ struct BlockShape {
 
 // Time of one block for one micro-batch on one GPU (tensor-parallel shard), communication excluded.
 struct BlockCompute {
-  Seconds forward;             // GEMMs, attention, elementwise
-  Seconds backward;            // activation and weight gradients
-  Seconds attention_forward;   // the attention core (what selective checkpointing recomputes)
-  Seconds gemm_forward;        // of forward: the linear layers' GEMMs
-  Seconds elementwise_forward; // of forward: memory-bound work (incl. QLoRA dequantization)
+  Seconds forward;              // GEMMs, attention, elementwise
+  Seconds backward;             // activation and weight gradients
+  Seconds attention_forward;    // the attention core (what selective checkpointing recomputes)
+  Seconds gemm_forward;         // of forward: the linear layers' GEMMs
+  Seconds elementwise_forward;  // of forward: memory-bound work (incl. QLoRA dequantization)
   [[nodiscard]] Seconds recompute(Checkpointing c) const {
     switch (c) {
-      case Checkpointing::none: return Seconds(0.0);
-      case Checkpointing::selective: return attention_forward;
-      case Checkpointing::full: return forward;
+      case Checkpointing::none:
+        return Seconds(0.0);
+      case Checkpointing::selective:
+        return attention_forward;
+      case Checkpointing::full:
+        return forward;
     }
     return Seconds(0.0);
   }

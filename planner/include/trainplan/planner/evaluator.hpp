@@ -27,22 +27,29 @@
 namespace trainplan::planner {
 
 // What a transfer is: the NCCL collective, or a host copy of offloading.
-enum class Transfer { all_reduce, all_gather, reduce_scatter, all_to_all, send_recv, device_to_host,
-                      host_to_device };
+enum class Transfer {
+  all_reduce,
+  all_gather,
+  reduce_scatter,
+  all_to_all,
+  send_recv,
+  device_to_host,
+  host_to_device
+};
 
 // Why it happens.
 enum class CommPurpose {
-  data_parallel_gradients,   // DDP all-reduce
-  gradient_reduce_scatter,   // ZeRO / FSDP gradient shards
-  parameter_gather_step,     // ZeRO-1/2 parameters gathered after the optimizer step
-  parameter_gather_forward,  // ZeRO-3 / FSDP forward gathers
-  parameter_gather_backward, // ZeRO-3 / FSDP backward gathers
-  replica_gradients,         // hybrid sharding: all-reduce across shard groups
-  tensor_parallel,           // Megatron f/g operators (and SP gathers/scatters)
-  pipeline,                  // stage-to-stage activations and gradients
-  expert_all_to_all,         // MoE dispatch and combine
-  offload_gradients,         // gradients to the host optimizer
-  offload_parameters,        // parameters back to the GPU
+  data_parallel_gradients,    // DDP all-reduce
+  gradient_reduce_scatter,    // ZeRO / FSDP gradient shards
+  parameter_gather_step,      // ZeRO-1/2 parameters gathered after the optimizer step
+  parameter_gather_forward,   // ZeRO-3 / FSDP forward gathers
+  parameter_gather_backward,  // ZeRO-3 / FSDP backward gathers
+  replica_gradients,          // hybrid sharding: all-reduce across shard groups
+  tensor_parallel,            // Megatron f/g operators (and SP gathers/scatters)
+  pipeline,                   // stage-to-stage activations and gradients
+  expert_all_to_all,          // MoE dispatch and combine
+  offload_gradients,          // gradients to the host optimizer
+  offload_parameters,         // parameters back to the GPU
 };
 
 // Options that are strategy choices beyond model::Training.
@@ -75,8 +82,8 @@ struct StepCost {
   double mfu = 0;
   double hfu = 0;
   FlopsPerSecond peak;
-  Flops model_flops;     // per step, all GPUs (no recompute)
-  Flops hardware_flops;  // per step, all GPUs (with recompute)
+  Flops model_flops;          // per step, all GPUs (no recompute)
+  Flops hardware_flops;       // per step, all GPUs (with recompute)
   Seconds stage_micro_batch;  // one micro-batch through the slowest pipeline stage
   std::array<CommTerm, kMaxCommTerms> comm{};
   std::size_t comm_count = 0;
@@ -179,16 +186,24 @@ template <>
 struct EnumTable<planner::CommPurpose> {
   static constexpr std::string_view kWhat = "communication purpose";
   static constexpr std::array kEntries{
-      std::pair{planner::CommPurpose::data_parallel_gradients, std::string_view{"data-parallel gradient all-reduce"}},
-      std::pair{planner::CommPurpose::gradient_reduce_scatter, std::string_view{"gradient reduce-scatter"}},
-      std::pair{planner::CommPurpose::parameter_gather_step, std::string_view{"parameter all-gather after the step"}},
-      std::pair{planner::CommPurpose::parameter_gather_forward, std::string_view{"forward parameter all-gather"}},
-      std::pair{planner::CommPurpose::parameter_gather_backward, std::string_view{"backward parameter all-gather"}},
-      std::pair{planner::CommPurpose::replica_gradients, std::string_view{"replica gradient all-reduce"}},
-      std::pair{planner::CommPurpose::tensor_parallel, std::string_view{"tensor-parallel activations"}},
+      std::pair{planner::CommPurpose::data_parallel_gradients,
+                std::string_view{"data-parallel gradient all-reduce"}},
+      std::pair{planner::CommPurpose::gradient_reduce_scatter,
+                std::string_view{"gradient reduce-scatter"}},
+      std::pair{planner::CommPurpose::parameter_gather_step,
+                std::string_view{"parameter all-gather after the step"}},
+      std::pair{planner::CommPurpose::parameter_gather_forward,
+                std::string_view{"forward parameter all-gather"}},
+      std::pair{planner::CommPurpose::parameter_gather_backward,
+                std::string_view{"backward parameter all-gather"}},
+      std::pair{planner::CommPurpose::replica_gradients,
+                std::string_view{"replica gradient all-reduce"}},
+      std::pair{planner::CommPurpose::tensor_parallel,
+                std::string_view{"tensor-parallel activations"}},
       std::pair{planner::CommPurpose::pipeline, std::string_view{"pipeline activations"}},
       std::pair{planner::CommPurpose::expert_all_to_all, std::string_view{"MoE all-to-all"}},
       std::pair{planner::CommPurpose::offload_gradients, std::string_view{"gradients to host"}},
-      std::pair{planner::CommPurpose::offload_parameters, std::string_view{"parameters to device"}}};
+      std::pair{planner::CommPurpose::offload_parameters,
+                std::string_view{"parameters to device"}}};
 };
 }  // namespace trainplan

@@ -49,11 +49,11 @@ struct Rejection {
 };
 
 struct PlanResult {
-  std::vector<Estimate> plans;             // fastest first (one per distinct strategy shape)
-  std::vector<std::string> why_slower;     // per plan: why it loses to the first ("" for the first)
-  std::vector<Rejection> rejected;         // runners-up beyond the top K, and what could not run
-  std::int64_t evaluated = 0;              // configurations priced or pruned
-  std::int64_t fitting = 0;                // of which fit in memory
+  std::vector<Estimate> plans;          // fastest first (one per distinct strategy shape)
+  std::vector<std::string> why_slower;  // per plan: why it loses to the first ("" for the first)
+  std::vector<Rejection> rejected;      // runners-up beyond the top K, and what could not run
+  std::int64_t evaluated = 0;           // configurations priced or pruned
+  std::int64_t fitting = 0;             // of which fit in memory
 };
 
 // Throws InputError when a pinned option is impossible for every layout (e.g. --tp not dividing
@@ -66,8 +66,8 @@ struct PlanResult {
 // The gradient accumulation that makes micro-batch x grad-accum x dp equal the global batch.
 // Throws InputError naming --global-batch when it is not divisible by micro-batch x dp, or when a
 // pinned --grad-accum disagrees.
-[[nodiscard]] std::int64_t grad_accum_for(std::int64_t global_batch, std::int64_t micro_batch, int dp,
-                                          std::optional<std::int64_t> pinned_grad_accum);
+[[nodiscard]] std::int64_t grad_accum_for(std::int64_t global_batch, std::int64_t micro_batch,
+                                          int dp, std::optional<std::int64_t> pinned_grad_accum);
 
 // "ZeRO-3 across 2 nodes, TP 2, selective checkpointing": the plan in words.
 [[nodiscard]] std::string plan_label(const model::Training& tr, const Layout& l);

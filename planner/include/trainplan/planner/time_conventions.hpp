@@ -42,17 +42,17 @@ struct TimeConventions {
   // block. Fused (Megatron: apex fused LayerNorm, fused bias-GeLU, bias-dropout-add, scaled masked
   // softmax; Shoeybi et al. 2019 and Korthikanti et al. 2022 Sec. 5) vs Hugging Face eager modules,
   // one kernel per torch op (counted from LlamaRMSNorm, LlamaMLP and apply_rotary_pos_emb).
-  double fused_norm_passes = 2.0;      // read x, write y
-  double eager_norm_passes = 7.0;      // cast, pow, mean, rsqrt-mul, weight-mul: 7 reads+writes
-  double fused_residual_passes = 3.0;  // bias-dropout-add: read x and residual, write sum
-  double eager_residual_passes = 3.0;  // add: read two, write one
-  double dropout_passes = 2.0;         // plus a 1-byte mask written
-  double fused_activation_passes = 2.0;     // bias-GeLU: read, write
+  double fused_norm_passes = 2.0;        // read x, write y
+  double eager_norm_passes = 7.0;        // cast, pow, mean, rsqrt-mul, weight-mul: 7 reads+writes
+  double fused_residual_passes = 3.0;    // bias-dropout-add: read x and residual, write sum
+  double eager_residual_passes = 3.0;    // add: read two, write one
+  double dropout_passes = 2.0;           // plus a 1-byte mask written
+  double fused_activation_passes = 2.0;  // bias-GeLU: read, write
   double eager_gated_activation_passes = 5.0;  // act(gate): 2; act * up: 3
   double eager_activation_passes = 2.0;
-  double gelu_new_passes = 10.0;       // HF NewGELUActivation: tanh composite, ~5 ops
-  double rotary_passes = 8.0;          // q and k: x*cos, rotate_half, *sin, add
-  double fused_softmax_passes = 2.0;   // scale, mask and softmax in one kernel, 16-bit in and out
+  double gelu_new_passes = 10.0;      // HF NewGELUActivation: tanh composite, ~5 ops
+  double rotary_passes = 8.0;         // q and k: x*cos, rotate_half, *sin, add
+  double fused_softmax_passes = 2.0;  // scale, mask and softmax in one kernel, 16-bit in and out
   // HF eager attention: mask add (3 passes of the 16-bit scores), softmax to fp32 and back
   // (read 2 + write 4, read 4 + write 2 bytes per score).
   double eager_mask_passes = 3.0;
