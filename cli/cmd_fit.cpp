@@ -34,8 +34,11 @@ std::string verdict(const Resolved& r, const model::ParameterCounts& n, const pl
     std::string mb = r.request.micro_batch_pinned
                          ? fmt::format("micro-batch {} (up to {})", k.training.micro_batch, k.max_micro_batch)
                          : fmt::format("micro-batch up to {}", k.max_micro_batch);
-    return fmt::format("Yes — {} fits on {} with {}: {} of {} GiB per GPU; {}", what, where, plan_words(k.training),
-                       gib_text(k.memory.device_total), gib_text(f.usable), mb);
+    const std::string speed =
+        k.tokens_per_s > 0 ? fmt::format(" (~{} tokens/s estimated)", count_text(static_cast<std::int64_t>(k.tokens_per_s)))
+                           : "";
+    return fmt::format("Yes — {} fits on {} with {}: {} of {} GiB per GPU; {}{}", what, where, plan_words(k.training),
+                       gib_text(k.memory.device_total), gib_text(f.usable), mb, speed);
   }
   if (f.candidates.empty()) return fmt::format("No — {} has no valid configuration on {}", what, where);
   const planner::Candidate* best = &f.candidates.front();
@@ -68,7 +71,7 @@ void run_fit(const io::Catalog& catalog, const TrainingOptions& o) {
                            r.request.base.micro_batch, to_string(r.request.base.precision),
                            to_string(r.request.base.optimizer));
   Table t({"strategy", "checkpointing", "offload", "fits", "GiB/GPU", "weights", "grads", "optim", "activ",
-           "buffers", "overhead", "max micro-batch"});
+           "buffers", "overhead", "max micro-batch", "tokens/s"});
   for (std::size_t i = 0; i < f.candidates.size(); ++i) {
     const auto& k = f.candidates[i];
     const auto& m = k.memory;
@@ -76,13 +79,15 @@ void run_fit(const io::Catalog& catalog, const TrainingOptions& o) {
            std::string(to_string(k.training.checkpointing)), std::string(to_string(k.training.offload)),
            k.fits ? "yes" : "no", gib_text(m.device_total), gib_text(m.weights), gib_text(m.gradients),
            gib_text(m.optimizer), gib_text(m.activations), gib_text(m.buffers), gib_text(m.overhead),
-           std::to_string(k.max_micro_batch)});
+           std::to_string(k.max_micro_batch),
+           k.tokens_per_s > 0 ? count_text(static_cast<std::int64_t>(k.tokens_per_s)) : "-"});
   }
   std::cout << t.render();
   std::cout << fmt::format(
       "\nGiB = 2^30 bytes. GiB/GPU = peak allocated (weights+grads+optim+activ+buffers, what "
       "torch.cuda.max_memory_allocated shows) + overhead (CUDA context, NCCL, allocator cache), against {} GiB "
-      "usable on a {}. * = recommended.\n",
+      "usable on a {}. * = recommended: the fastest that fits, tokens/s estimated at its largest micro-batch "
+      "(trainplan estimate for the details).\n",
       gib_text(f.usable), r.cluster.cluster.gpu.name);
 }
 

@@ -257,6 +257,45 @@ BlockActivations block_activations(const Architecture& a, const Training& tr, St
   return {};
 }
 
+Bytes first_block_extra(const Architecture& a, const Training& tr) {
+  if (tr.framework == Framework::megatron) return Bytes(0.0);
+  const double c = compute_bytes(tr.precision);
+  const double s = static_cast<double>(tr.seq);
+  const double t = static_cast<double>(tr.tokens_per_micro_batch());
+  const double th = t * static_cast<double>(a.hidden);
+  double extra = 0.0;
+  const bool rotary = a.position == PositionKind::rotary;
+  if (rotary) extra += 2.0 * c * s * static_cast<double>(a.head_dim);  // cos, sin
+  if (tr.checkpointing == Checkpointing::full) {
+    if (rotary) extra += 8.0 * s;  // int64 position ids
+    if (tr.attention == Attention::eager)
+      extra += c * static_cast<double>(tr.micro_batch) * s * s;  // the additive causal mask
+  } else if (tr.method != Method::full) {
+    switch (a.norm) {
+      case NormKind::rmsnorm: extra -= kFp32 * (th + t); break;
+      case NormKind::layernorm:
+      case NormKind::layernorm_no_bias:
+        extra -= (is_mixed(tr.precision) ? kFp32 : param_bytes(tr.precision)) * th + 2.0 * kFp32 * t;
+        break;
+    }
+  }
+  const double rep = tr.sequence_parallel ? static_cast<double>(tr.tp) : 1.0;
+  return Bytes(extra / rep);
+}
+
+Bytes kept_per_block(const Architecture& a, const Training& tr, Stack stack, bool first) {
+  const Bytes extra = first ? first_block_extra(a, tr) : Bytes(0.0);
+  switch (tr.checkpointing) {
+    case Checkpointing::none: return block_activations(a, tr, stack).saved + extra;
+    case Checkpointing::selective: {
+      const BlockActivations blk = block_activations(a, tr, stack);
+      return blk.saved - blk.attention + extra;
+    }
+    case Checkpointing::full: return checkpoint_bytes(a, tr) + extra;
+  }
+  return extra;
+}
+
 Bytes checkpoint_bytes(const Architecture& a, const Training& tr) {
   const double r = tr.framework == Framework::megatron ? 2.0 : param_bytes(tr.precision);
   const double rep = tr.sequence_parallel ? static_cast<double>(tr.tp) : 1.0;
@@ -311,15 +350,16 @@ ActivationMemory activation_memory(const Architecture& a, const Training& tr) {
   ActivationMemory m;
   // Per-stack saved bytes and layer counts (an encoder-decoder has two stacks).
   struct StackPart {
+    Stack stack;
     BlockActivations blk;
     double layers;
   };
   std::vector<StackPart> parts;
   if (a.encoder_decoder) {
-    parts.push_back({block_activations(a, tr, Stack::encoder), static_cast<double>(a.layers)});
-    parts.push_back({block_activations(a, tr, Stack::decoder), static_cast<double>(a.decoder_layers)});
+    parts.push_back({Stack::encoder, block_activations(a, tr, Stack::encoder), static_cast<double>(a.layers)});
+    parts.push_back({Stack::decoder, block_activations(a, tr, Stack::decoder), static_cast<double>(a.decoder_layers)});
   } else {
-    parts.push_back({block_activations(a, tr, Stack::decoder), static_cast<double>(a.layers)});
+    parts.push_back({Stack::decoder, block_activations(a, tr, Stack::decoder), static_cast<double>(a.layers)});
   }
   const double all_layers = static_cast<double>(a.total_layers());
   const double p = static_cast<double>(tr.pp);
@@ -329,13 +369,7 @@ ActivationMemory activation_memory(const Architecture& a, const Training& tr) {
   Bytes largest;     // one block's full activations (rebuilt in backward under full checkpointing)
   for (const auto& part : parts) {
     const double share = part.layers / all_layers * layers_on_stage;
-    Bytes per_block;
-    switch (tr.checkpointing) {
-      case Checkpointing::none: per_block = part.blk.saved; break;
-      case Checkpointing::selective: per_block = part.blk.saved - part.blk.attention; break;
-      case Checkpointing::full: per_block = checkpoint_bytes(a, tr); break;
-    }
-    kept += per_block * share;
+    kept += kept_per_block(a, tr, part.stack, false) * share;
     largest = std::max(largest, part.blk.saved);
   }
   m.per_block = kept / layers_on_stage;
@@ -347,7 +381,7 @@ ActivationMemory activation_memory(const Architecture& a, const Training& tr) {
   m.in_flight = tr.pp > 1 ? std::min(p, micro_batches) : 1.0;
   if (tr.pp > 1 && tr.pp_virtual > 1)
     m.in_flight *= 1.0 + (p - 1.0) / (p * static_cast<double>(tr.pp_virtual));
-  m.blocks = kept * m.in_flight;
+  m.blocks = (kept + first_block_extra(a, tr) * (a.encoder_decoder ? 2.0 : 1.0)) * m.in_flight;
   m.embedding = embedding_activations(a, tr) * m.in_flight;
   m.head = tr.pp == 1 ? head_activations(a, tr).total() : Bytes(0.0);
   return m;

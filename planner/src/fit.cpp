@@ -1,6 +1,7 @@
 #include "trainplan/planner/fit.hpp"
 
 #include "trainplan/core/error.hpp"
+#include "trainplan/planner/estimate.hpp"
 
 namespace trainplan::planner {
 namespace {
@@ -79,16 +80,15 @@ FitResult fit(const model::Architecture& a, const model::ParameterCounts& n, con
       }
     }
   }
-  // Recommend the cheapest-to-run plan that fits: no offload before offload, no recomputation before
-  // checkpointing, less sharding communication before more (candidate order within those).
-  auto cost = [](const Candidate& k) {
-    return (k.training.offload != Offload::none ? 2 : 0) +
-           (k.training.checkpointing != Checkpointing::none ? 1 : 0);
-  };
+  // Recommend the fastest plan that fits: each candidate's estimated throughput at the largest
+  // micro-batch it allows (or the pinned one).
   for (std::size_t i = 0; i < out.candidates.size(); ++i) {
-    const Candidate& k = out.candidates[i];
+    Candidate& k = out.candidates[i];
     if (!k.fits) continue;
-    if (!out.recommended || cost(k) < cost(out.candidates[*out.recommended])) out.recommended = i;
+    model::Training at = k.training;
+    if (!req.micro_batch_pinned) at.micro_batch = k.max_micro_batch;
+    k.tokens_per_s = evaluate(a, n, at, c, nullptr, mc).throughput.tokens_per_s;
+    if (!out.recommended || k.tokens_per_s > out.candidates[*out.recommended].tokens_per_s) out.recommended = i;
   }
   return out;
 }

@@ -42,16 +42,8 @@ model::Stack stack_of_layer(const model::Architecture& a, int layer) {
 }
 
 Bytes saved_per_layer(const model::Architecture& a, const model::Training& tr, int layer) {
-  const model::BlockActivations blk = model::block_activations(a, tr, stack_of_layer(a, layer));
-  switch (tr.checkpointing) {
-    case Checkpointing::none:
-      return blk.saved;
-    case Checkpointing::selective:
-      return blk.saved - blk.attention;
-    case Checkpointing::full:
-      return model::checkpoint_bytes(a, tr);
-  }
-  return blk.saved;
+  const bool first = layer == 0 || (a.encoder_decoder && layer == a.layers);
+  return model::kept_per_block(a, tr, stack_of_layer(a, layer), first);
 }
 
 struct Predictor {

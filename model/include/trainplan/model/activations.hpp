@@ -32,6 +32,16 @@ struct BlockActivations {
 // activation_memory), for t = seq * micro_batch tokens, sharded by TP (and SP).
 [[nodiscard]] BlockActivations block_activations(const Architecture& a, const Training& tr, Stack stack);
 
+// What the first block keeps beyond (or short of) the others, signed: the rotary cos/sin tables its
+// attention is first to save; under full checkpointing the other checkpoint inputs (position ids,
+// an eager attention mask); with a frozen embedding (adapters), nothing for its first norm, whose
+// input needs no gradient.
+[[nodiscard]] Bytes first_block_extra(const Architecture& a, const Training& tr);
+
+// What one block keeps for backward after the checkpointing policy, the first block of a stack
+// with its first_block_extra.
+[[nodiscard]] Bytes kept_per_block(const Architecture& a, const Training& tr, Stack stack, bool first);
+
 // What full checkpointing keeps per block: its input.
 [[nodiscard]] Bytes checkpoint_bytes(const Architecture& a, const Training& tr);
 

@@ -27,11 +27,12 @@ struct Candidate {
   MemoryBreakdown memory;
   bool fits = false;
   std::int64_t max_micro_batch = 0;  // 0: not even one sequence fits
+  double tokens_per_s = 0;           // estimated, at the largest micro-batch that fits (0 if none)
 };
 
 struct FitResult {
   std::vector<Candidate> candidates;
-  std::optional<std::size_t> recommended;  // index into candidates
+  std::optional<std::size_t> recommended;  // index into candidates: the fastest that fits
   Bytes usable;                            // usable memory per GPU
 };
 
