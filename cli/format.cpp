@@ -6,19 +6,7 @@
 
 namespace trainplan::cli {
 
-std::string strategy_label(Strategy s) {
-  switch (s) {
-    case Strategy::single: return "single GPU";
-    case Strategy::ddp: return "DDP";
-    case Strategy::zero1: return "ZeRO-1";
-    case Strategy::zero2: return "ZeRO-2";
-    case Strategy::zero3: return "ZeRO-3";
-    case Strategy::fsdp_full: return "FSDP full-shard";
-    case Strategy::fsdp_grad_op: return "FSDP grad-op";
-    case Strategy::fsdp_hybrid: return "FSDP hybrid";
-  }
-  return "?";
-}
+std::string strategy_label(Strategy s) { return std::string(display_name(s)); }
 
 std::string gib_text(Bytes b) { return fmt::format("{:.1f}", to_gib(b)); }
 

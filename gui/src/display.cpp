@@ -61,25 +61,8 @@ QString thousands_text(std::int64_t n) {
 }
 
 QString strategy_label(Strategy s) {
-  switch (s) {
-    case Strategy::single:
-      return QStringLiteral("single GPU");
-    case Strategy::ddp:
-      return QStringLiteral("DDP");
-    case Strategy::zero1:
-      return QStringLiteral("ZeRO-1");
-    case Strategy::zero2:
-      return QStringLiteral("ZeRO-2");
-    case Strategy::zero3:
-      return QStringLiteral("ZeRO-3");
-    case Strategy::fsdp_full:
-      return QStringLiteral("FSDP full shard");
-    case Strategy::fsdp_grad_op:
-      return QStringLiteral("FSDP grad-op");
-    case Strategy::fsdp_hybrid:
-      return QStringLiteral("FSDP hybrid");
-  }
-  return QStringLiteral("?");
+  const std::string_view name = display_name(s);
+  return QString::fromUtf8(name.data(), static_cast<qsizetype>(name.size()));
 }
 
 namespace {

@@ -24,27 +24,7 @@ constexpr std::array kVirtualStages{1, 2, 3, 4};
 // Throughput differences below this are within any model's error: reported as "as fast".
 constexpr double kAsFast = 0.005;
 
-std::string strategy_words(Strategy s) {
-  switch (s) {
-    case Strategy::single:
-      return "single GPU";
-    case Strategy::ddp:
-      return "DDP";
-    case Strategy::zero1:
-      return "ZeRO-1";
-    case Strategy::zero2:
-      return "ZeRO-2";
-    case Strategy::zero3:
-      return "ZeRO-3";
-    case Strategy::fsdp_full:
-      return "FSDP full-shard";
-    case Strategy::fsdp_grad_op:
-      return "FSDP grad-op";
-    case Strategy::fsdp_hybrid:
-      return "FSDP hybrid-shard";
-  }
-  return "?";
-}
+std::string strategy_words(Strategy s) { return std::string(display_name(s)); }
 
 std::string tier_words(LinkTier t) {
   switch (t) {

@@ -200,6 +200,21 @@ struct EnumTable<Framework> {
   return false;
 }
 
+// The name people use for a strategy, shared by every front end and the planner's explanations.
+[[nodiscard]] constexpr std::string_view display_name(Strategy s) {
+  switch (s) {
+    case Strategy::single: return "single GPU";
+    case Strategy::ddp: return "DDP";
+    case Strategy::zero1: return "ZeRO-1";
+    case Strategy::zero2: return "ZeRO-2";
+    case Strategy::zero3: return "ZeRO-3";
+    case Strategy::fsdp_full: return "FSDP full-shard";
+    case Strategy::fsdp_grad_op: return "FSDP grad-op";
+    case Strategy::fsdp_hybrid: return "FSDP hybrid-shard";
+  }
+  return "?";
+}
+
 [[nodiscard]] constexpr bool is_quantized(Method m) { return m == Method::qlora; }
 [[nodiscard]] constexpr bool is_adapter(Method m) { return m != Method::full; }
 
