@@ -7,20 +7,20 @@
 
 #include <fmt/format.h>
 
+#include "trainplan/hardware/collective.hpp"
+
 namespace trainplan::calibrate::bench {
 
+// The factors themselves live in one place, hardware/collective.hpp.
 double bus_factor(Collective c, int n) {
-  const double nd = n;
   switch (c) {
-    case Collective::kAllReduce:
-      return 2.0 * (nd - 1.0) / nd;
-    case Collective::kAllGather:
+    case Collective::kAllReduce: return hardware::bus_factor(hardware::Collective::all_reduce, n);
+    case Collective::kAllGather: return hardware::bus_factor(hardware::Collective::all_gather, n);
     case Collective::kReduceScatter:
-    case Collective::kAllToAll:
-      return (nd - 1.0) / nd;
-    case Collective::kBroadcast:
-    case Collective::kSendRecv:
-      return 1.0;
+      return hardware::bus_factor(hardware::Collective::reduce_scatter, n);
+    case Collective::kAllToAll: return hardware::bus_factor(hardware::Collective::all_to_all, n);
+    case Collective::kBroadcast: return hardware::bus_factor(hardware::Collective::broadcast, n);
+    case Collective::kSendRecv: return hardware::bus_factor(hardware::Collective::send_recv, n);
   }
   return 1.0;
 }
