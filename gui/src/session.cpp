@@ -621,15 +621,11 @@ void Session::loadPlan(std::size_t i) {
 }
 
 void mark_pareto_front(std::vector<PlanPoint>& plans) {
-  for (PlanPoint& p : plans) {
-    const Bytes m = p.estimate.memory.device_total;
-    const double t = p.estimate.throughput.tokens_per_s;
-    p.pareto = std::none_of(plans.begin(), plans.end(), [&](const PlanPoint& q) {
-      const Bytes qm = q.estimate.memory.device_total;
-      const double qt = q.estimate.throughput.tokens_per_s;
-      return qm <= m && qt >= t && (qm < m || qt > t);
-    });
-  }
+  std::vector<planner::Estimate> estimates;
+  estimates.reserve(plans.size());
+  for (const PlanPoint& p : plans) estimates.push_back(p.estimate);
+  const std::vector<bool> front = planner::pareto_front(estimates);
+  for (std::size_t i = 0; i < plans.size(); ++i) plans[i].pareto = front[i];
 }
 
 }  // namespace trainplan::gui

@@ -431,4 +431,18 @@ PlanResult search(const model::Architecture& a, const model::ParameterCounts& n,
   return out;
 }
 
+std::vector<bool> pareto_front(const std::vector<Estimate>& plans) {
+  std::vector<bool> front(plans.size(), false);
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    const Bytes m = plans[i].memory.device_total;
+    const double t = plans[i].throughput.tokens_per_s;
+    front[i] = std::none_of(plans.begin(), plans.end(), [&](const Estimate& q) {
+      const Bytes qm = q.memory.device_total;
+      const double qt = q.throughput.tokens_per_s;
+      return qm <= m && qt >= t && (qm < m || qt > t);
+    });
+  }
+  return front;
+}
+
 }  // namespace trainplan::planner

@@ -72,6 +72,10 @@ struct PlanResult {
 // "ZeRO-3 across 2 nodes, TP 2, selective checkpointing": the plan in words.
 [[nodiscard]] std::string plan_label(const model::Training& tr, const Layout& l);
 
+// The plans no other plan beats on both device memory and throughput (Pareto front): flags in the
+// order given.
+[[nodiscard]] std::vector<bool> pareto_front(const std::vector<Estimate>& plans);
+
 // Why `other` processes tokens more slowly than `best`: the slowdown and the part of the step
 // that grew most ("31 % slower, 1.2 s/step of exposed inter-node all-gather").
 [[nodiscard]] std::string why_slower(const StepCost& best, const StepCost& other);
