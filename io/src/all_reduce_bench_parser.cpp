@@ -273,22 +273,10 @@ CollectiveLog parse_all_reduce_bench_log(std::string_view text, std::string_view
   } else {
     throw InputError(src + ": cannot tell how many ranks ran; pass --ranks");
   }
-  if (hints.nodes) {
-    block.nodes = *hints.nodes;
-  } else if (nnodes) {
-    block.nodes = *nnodes;
-  } else if (launcher && nproc && !nnodes_flag) {
-    block.nodes = 1;  // torchrun's --nnodes defaults to 1
-  } else {
-    const int per_node = std::max(1, hints.gpus_per_node_if_unknown);
-    block.nodes = (block.ranks + per_node - 1) / per_node;
-    block.nodes_assumed = true;
-  }
-  if (block.ranks < 1 || block.nodes < 1 || block.nodes > block.ranks) {
-    throw InputError(src + ": " + std::to_string(block.ranks) + " ranks on " +
-                     std::to_string(block.nodes) + " nodes is not a possible job");
-  }
-  detail::check_bus_factor(block, ratio, source);
+  std::optional<int> known_nodes = hints.nodes;
+  if (!known_nodes && nnodes) known_nodes = *nnodes;
+  if (!known_nodes && launcher && nproc && !nnodes_flag) known_nodes = 1;  // torchrun's --nnodes defaults to 1
+  detail::settle_nodes(block, known_nodes, hints, ratio, source);
   log.blocks.push_back(std::move(block));
   return log;
 }

@@ -18,4 +18,10 @@ namespace trainplan::io::detail {
 // the block's collective and rank count (wrong collective, wrong ranks, NCCL_TESTS_SPLIT groups).
 void check_bus_factor(const LogBlock& block, std::optional<double> ratio, std::string_view source);
 
+// Sets the block's node count: `known` when the log or the user said it, otherwise ranks over
+// hints.gpus_per_node_if_unknown (marked nodes_assumed). Then checks that the job is possible and
+// that the printed bandwidths agree with the bus factor (check_bus_factor).
+void settle_nodes(LogBlock& block, std::optional<int> known, const ImportHints& hints,
+                  std::optional<double> ratio, std::string_view source);
+
 }  // namespace trainplan::io::detail

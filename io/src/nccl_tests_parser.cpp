@@ -289,21 +289,9 @@ void resolve_block(LogBlock& block, const Context& ctx, std::string_view source,
       block.gpu += (block.gpu.empty() ? "" : ", ") + info.gpu;
     }
   }
-  if (hints.nodes) {
-    block.nodes = *hints.nodes;
-  } else if (!block.hosts.empty()) {
-    block.nodes = static_cast<int>(block.hosts.size());
-  } else {
-    const int per_node = std::max(1, hints.gpus_per_node_if_unknown);
-    block.nodes = (block.ranks + per_node - 1) / per_node;
-    block.nodes_assumed = true;
-  }
-  if (block.ranks < 1 || block.nodes < 1 || block.nodes > block.ranks) {
-    throw InputError(src + ": " + std::to_string(block.ranks) + " ranks on " +
-                     std::to_string(block.nodes) + " nodes is not a possible job");
-  }
-
-  detail::check_bus_factor(block, ratio, source);
+  std::optional<int> known_nodes = hints.nodes;
+  if (!known_nodes && !block.hosts.empty()) known_nodes = static_cast<int>(block.hosts.size());
+  detail::settle_nodes(block, known_nodes, hints, ratio, source);
 }
 
 }  // namespace
@@ -353,6 +341,22 @@ void check_bus_factor(const LogBlock& block, std::optional<double> ratio, std::s
                      std::to_string(block.ranks) + " ranks has bus factor " +
                      std::to_string(factor) + "; pass --collective or --ranks");
   }
+}
+
+void settle_nodes(LogBlock& block, std::optional<int> known, const ImportHints& hints,
+                  std::optional<double> ratio, std::string_view source) {
+  if (known) {
+    block.nodes = *known;
+  } else {
+    const int per_node = std::max(1, hints.gpus_per_node_if_unknown);
+    block.nodes = (block.ranks + per_node - 1) / per_node;
+    block.nodes_assumed = true;
+  }
+  if (block.ranks < 1 || block.nodes < 1 || block.nodes > block.ranks) {
+    throw InputError(std::string(source) + ": " + std::to_string(block.ranks) + " ranks on " +
+                     std::to_string(block.nodes) + " nodes is not a possible job");
+  }
+  check_bus_factor(block, ratio, source);
 }
 
 }  // namespace detail
