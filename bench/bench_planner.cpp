@@ -54,6 +54,19 @@ void BM_EvaluateFullySpecified(benchmark::State& state) {
 }
 BENCHMARK(BM_EvaluateFullySpecified);
 
+// Prices the configurations in turn, one per iteration, and reports evaluations per second.
+template <std::size_t N>
+void cost_in_turn(benchmark::State& state, const planner::Evaluator& ev,
+                  const std::array<model::Training, N>& configs) {
+  std::size_t i = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(ev.cost(configs[i]));
+    i = i + 1 == N ? 0 : i + 1;
+  }
+  state.counters["items_per_second"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+
 // Distinct configurations in turn (strategy, checkpointing, micro-batch, TP): no two consecutive
 // evaluations share their memory or compute inputs.
 void BM_EvaluateVaried(benchmark::State& state) {
@@ -72,13 +85,7 @@ void BM_EvaluateVaried(benchmark::State& state) {
     tr.grad_accum = 1 + static_cast<std::int64_t>(i / 24);
     configs[i] = tr;
   }
-  std::size_t i = 0;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(ev.cost(configs[i]));
-    i = i + 1 == configs.size() ? 0 : i + 1;
-  }
-  state.counters["items_per_second"] =
-      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  cost_in_turn(state, ev, configs);
 }
 BENCHMARK(BM_EvaluateVaried);
 
@@ -94,13 +101,7 @@ void BM_EvaluateDistinctShapes(benchmark::State& state) {
     tr.seq = 1024 + 256 * static_cast<std::int64_t>(i / 4);
     configs[i] = tr;
   }
-  std::size_t i = 0;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(ev.cost(configs[i]));
-    i = i + 1 == configs.size() ? 0 : i + 1;
-  }
-  state.counters["items_per_second"] =
-      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  cost_in_turn(state, ev, configs);
 }
 BENCHMARK(BM_EvaluateDistinctShapes);
 
