@@ -117,6 +117,12 @@ void read_llama_like(const HfReader& r, Architecture& a, bool tie_default) {
   if (a.family == "mixtral") {
     a.experts = r.integer({"num_local_experts"});
     a.experts_per_token = r.integer({"num_experts_per_tok"});
+    // transformers' experts_implementation: the default grouped_mm, or "eager", a loop over experts.
+    const std::string impl = r.string_or({"experts_implementation"}, "grouped_mm");
+    if (impl != "grouped_mm" && impl != "eager")
+      throw InputError(r.where() + ": experts_implementation '" + impl +
+                       "' is not modelled (choices: grouped_mm, eager)");
+    a.experts_loop = impl == "eager";
   }
 }
 

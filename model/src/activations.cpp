@@ -42,6 +42,25 @@ Shape shape_of(const Architecture& a, const Training& tr) {
 // Experts a token's activations pass through (MoE: top-k copies of the MLP intermediates).
 double mlp_copies(const Architecture& a) { return static_cast<double>(a.experts_per_token); }
 
+// A sliding window shorter than the sequence (Mistral): attention needs an explicit mask.
+bool windowed(const Architecture& a, const Training& tr) {
+  return a.sliding_window > 0 && a.sliding_window < tr.seq;
+}
+
+// SDPA runs causal without a mask, except where the model builds one (b x 1 x s x s, boolean until
+// the attention casts it): Falcon always, any model under a sliding window.
+bool sdpa_explicit_mask(const Architecture& a, const Training& tr) {
+  return tr.attention == Attention::sdpa && (a.family == "falcon" || windowed(a, tr));
+}
+
+// Bytes per element an RMSNorm keeps of its input: the fp32 copy its variance is taken from, and
+// T5's, which multiplies the model-dtype input itself by the fp32 reciprocal (T5LayerNorm), also
+// that input when the model dtype is not fp32.
+double rms_input_bytes(const Architecture& a, const Training& tr) {
+  const double r = param_bytes(tr.precision);
+  return kFp32 + (a.family == "t5" && r < kFp32 ? r : 0.0);
+}
+
 // Korthikanti et al. 2022 (arXiv:2205.05198), Table 2, generalised: replicated 10sbh (two norm
 // inputs, QKV and MLP inputs, two dropout masks), TP-sharded Q, K, V, attention output and the MLP
 // intermediates, and the attention core 5as^2b (softmax, its dropout mask and output).
@@ -72,7 +91,9 @@ BlockActivations megatron_block(const Architecture& a, const Training& tr) {
 }
 
 // The tensors a Hugging Face block saves for backward (docs/formulas.md, "Activations").
-BlockActivations hf_block(const Architecture& a, const Training& tr, Stack stack) {
+// `input_grad` is false for the first block of a stack whose embedding is frozen (adapters): there
+// the block's input needs no gradient, nor does a projection its adapter does not train.
+BlockActivations hf_block(const Architecture& a, const Training& tr, Stack stack, bool input_grad) {
   const Shape x = shape_of(a, tr);
   const double c = compute_bytes(tr.precision);  // dtype of matmul outputs
   const double r = param_bytes(tr.precision);    // dtype of the residual stream (the parameters')
@@ -95,12 +116,13 @@ BlockActivations hf_block(const Architecture& a, const Training& tr, Stack stack
 
   // A norm saves what its backward needs; its output is saved by the linears that consume it, under
   // autocast as one 16-bit cast copy per consuming linear.
-  // A second norm reading the same input as the first (parallel residual) saves no new input.
-  auto norm = [&](int consumers_saving, bool shares_input) {
+  // A second norm reading the same input as the first (parallel residual) saves no new input; a norm
+  // whose input needs no gradient saves nothing of its own.
+  auto norm = [&](int consumers_saving, bool shares_input, bool norm_input_grad) {
     const double th = x.t * x.h / x.rep;
-    switch (a.norm) {
+    if (norm_input_grad) switch (a.norm) {
       case NormKind::rmsnorm:
-        if (!shares_input) add("norm fp32 input", kFp32 * th);
+        if (!shares_input) add("norm input (fp32 copy)", rms_input_bytes(a, tr) * th);
         add("norm statistics", kFp32 * x.t / x.rep);
         // Gemma scales by (1 + weight) in fp32, so its normalised input stays fp32.
         if (full) add("norm normalised input", (a.family == "gemma" ? kFp32 : r) * th);
@@ -145,7 +167,7 @@ BlockActivations hf_block(const Architecture& a, const Training& tr, Stack stack
   };
 
   // Attention.
-  norm(attn_consumers, false);
+  norm(attn_consumers, false, input_grad);
   lora_a_outputs({Role::q, Role::k, Role::v, Role::o});
   lora_dropout({Role::q, Role::k, Role::v}, x.h);
   const bool rotary = a.position == PositionKind::rotary;
@@ -154,11 +176,10 @@ BlockActivations hf_block(const Architecture& a, const Training& tr, Stack stack
   // Grouped K/V are expanded to every head by eager attention (repeat_kv) and by Falcon's new
   // decoder everywhere; SDPA and flash kernels take them grouped (enable_gqa).
   // (A single K/V head broadcasts without a copy; a sliding-window mask makes SDPA expand too.)
-  const bool windowed = a.sliding_window > 0 && a.sliding_window < tr.seq;
   const bool repeat = a.heads != a.kv_heads &&
                       (a.family == "falcon" ||
                        (a.kv_heads > 1 && (tr.attention == Attention::eager ||
-                                           (tr.attention == Attention::sdpa && windowed))));
+                                           (tr.attention == Attention::sdpa && windowed(a, tr)))));
   const double k_used = repeat ? q : kv;
   // Without rotary embeddings q, k, v are views of the projection output; a fused projection keeps
   // its whole output alive through them. SDPA takes contiguous q, k, v: of a fused projection it
@@ -176,8 +197,10 @@ BlockActivations hf_block(const Architecture& a, const Training& tr, Stack stack
     add("q, k, v projection output", c * x.t * (x.qd + 2.0 * x.kd) / x.tp);
     if (rotary) add("rotary q, k", q + kv);
   } else {
-    add("q", q);
-    add("k", k_used);
+    // Q K^T keeps q for the gradient of k and k for that of q.
+    const auto grad = [&](Role role) { return input_grad || lora_adapts(a, tr.lora, role); };
+    if (tr.attention != Attention::eager || grad(Role::k)) add("q", q);
+    if (tr.attention != Attention::eager || grad(Role::q)) add("k", k_used);
     add("v", k_used);
   }
   const double scores = x.a * x.s * x.s * x.b / x.tp;
@@ -200,21 +223,25 @@ BlockActivations hf_block(const Architecture& a, const Training& tr, Stack stack
       add("attention log-sum-exp", core);
       add("attention output", q);  // the kernel's backward needs it
       if (sdpa_fused && keeps_input(Role::o)) add("o input (contiguous copy)", q);
-      // Falcon hands SDPA an explicit b x 1 x s x s mask in the model dtype.
-      if (tr.attention == Attention::sdpa && (a.family == "falcon" || windowed))
-        add("attention mask", c * x.b * x.s * x.s);
+      // The explicit mask, cast to the model dtype inside each block.
+      if (sdpa_explicit_mask(a, tr)) add("attention mask", c * x.b * x.s * x.s);
       break;
   }
   lora_dropout({Role::o}, x.qd / x.tp);
   if (a.hidden_dropout > 0.0) add("attention dropout mask", kMaskBytes * x.t * x.h / x.rep);
   if (stack == Stack::decoder && a.encoder_decoder) {
-    norm(saving({Role::q}), false);
+    norm(saving({Role::q}), false, true);
     add("cross-attention q, k, v and output", 3.0 * q + kv);
     if (tr.attention == Attention::eager) add("cross-attention scores", core);
   }
 
   // MLP.
-  if (a.norms_per_layer > 1) norm(mlp_consumers, a.parallel_residual);
+  // The MLP's norm reads the residual after attention, which needs a gradient once anything before
+  // it is trained (or, under a parallel residual, the block's input).
+  bool attention_trained = false;
+  for (Role role : {Role::q, Role::k, Role::v, Role::o}) attention_trained |= lora_adapts(a, tr.lora, role);
+  const bool mlp_norm_grad = input_grad || (!a.parallel_residual && attention_trained);
+  if (a.norms_per_layer > 1) norm(mlp_consumers, a.parallel_residual, mlp_norm_grad);
   lora_dropout({Role::gate, Role::up}, x.h);
   lora_a_outputs({Role::gate, Role::up, Role::down});
   const double tI = mlp_copies(a) * x.t * x.I / x.tp;
@@ -233,12 +260,16 @@ BlockActivations hf_block(const Architecture& a, const Training& tr, Stack stack
   lora_dropout({Role::down}, x.I / x.tp);
   if (a.hidden_dropout > 0.0) add("mlp dropout mask", kMaskBytes * x.t * x.h / x.rep);
   if (a.is_moe()) {
-    // Routing: fp32 router logits, top-k indices (int64) and weights; per routed token the gathered
-    // input, the expert output and its weighted copy.
+    // Routing, per token: fp32 router logits, the top-k indices (int64), fp32 weights and their sum.
+    // Per routed token: its weight, int64 indices (grouped_mm: three sort and scatter indices; the
+    // loop: one per expert's token list), the gathered input and the expert output (the loop also
+    // keeps that output's weighted copy).
     const double k = static_cast<double>(a.experts_per_token);
-    // (transformers' default grouped_mm experts; its per-expert loop keeps one more copy.)
-    add("router logits and routing", x.t * (kFp32 * static_cast<double>(a.experts) + k * (3.0 * 8.0 + kFp32)));
-    add("expert input and output copies", 2.0 * c * x.t * k * x.h / x.tp);
+    const double E = static_cast<double>(a.experts);
+    const double indices = a.experts_loop ? 1.0 : 3.0;
+    add("router logits and routing",
+        x.t * (kFp32 * E + kFp32 + k * (8.0 + kFp32) + k * (kFp32 + indices * 8.0)));
+    add("expert input and output copies", (a.experts_loop ? 3.0 : 2.0) * c * x.t * k * x.h / x.tp);
   }
 
   out.attention = Bytes(tr.attention == Attention::eager ? core : 0.0);
@@ -252,7 +283,7 @@ BlockActivations block_activations(const Architecture& a, const Training& tr, St
   switch (tr.framework) {
     case Framework::megatron: return megatron_block(a, tr);
     case Framework::pytorch:
-    case Framework::deepspeed: return hf_block(a, tr, stack);
+    case Framework::deepspeed: return hf_block(a, tr, stack, true);
   }
   return {};
 }
@@ -261,26 +292,25 @@ Bytes first_block_extra(const Architecture& a, const Training& tr) {
   if (tr.framework == Framework::megatron) return Bytes(0.0);
   const double c = compute_bytes(tr.precision);
   const double s = static_cast<double>(tr.seq);
-  const double t = static_cast<double>(tr.tokens_per_micro_batch());
-  const double th = t * static_cast<double>(a.hidden);
   double extra = 0.0;
   const bool rotary = a.position == PositionKind::rotary;
   if (rotary) extra += 2.0 * c * s * static_cast<double>(a.head_dim);  // cos, sin
   if (tr.checkpointing == Checkpointing::full) {
     if (rotary) extra += 8.0 * s;  // int64 position ids
-    if (tr.attention == Attention::eager)
-      extra += c * static_cast<double>(tr.micro_batch) * s * s;  // the additive causal mask
-  } else if (tr.method != Method::full) {
-    switch (a.norm) {
-      case NormKind::rmsnorm: extra -= kFp32 * (th + t); break;
-      case NormKind::layernorm:
-      case NormKind::layernorm_no_bias:
-        extra -= (is_mixed(tr.precision) ? kFp32 : param_bytes(tr.precision)) * th + 2.0 * kFp32 * t;
-        break;
-    }
+    // The mask every checkpointed block is handed: eager's additive one in the model dtype, or
+    // SDPA's boolean one where the model builds it.
+    const double b = static_cast<double>(tr.micro_batch);
+    if (tr.attention == Attention::eager) extra += c * b * s * s;
+    if (sdpa_explicit_mask(a, tr)) extra += kMaskBytes * b * s * s;
   }
   const double rep = tr.sequence_parallel ? static_cast<double>(tr.tp) : 1.0;
-  return Bytes(extra / rep);
+  Bytes out(extra / rep);
+  if (tr.checkpointing != Checkpointing::full && tr.method != Method::full) {
+    // A frozen embedding: the first block's input needs no gradient.
+    const Stack stack = a.encoder_decoder ? Stack::encoder : Stack::decoder;
+    out += hf_block(a, tr, stack, false).saved - hf_block(a, tr, stack, true).saved;
+  }
+  return out;
 }
 
 Bytes kept_per_block(const Architecture& a, const Training& tr, Stack stack, bool first) {
@@ -331,12 +361,15 @@ HeadActivations head_activations(const Architecture& a, const Training& tr) {
   double norm = 0.0;
   switch (a.norm) {
     case NormKind::rmsnorm:
-      norm = kFp32 * t * h + kFp32 * t + (full ? (a.family == "gemma" ? kFp32 : r) * t * h : 0.0);
+      norm = rms_input_bytes(a, tr) * t * h + kFp32 * t +
+             (full ? (a.family == "gemma" ? kFp32 : r) * t * h : 0.0);
       break;
     case NormKind::layernorm:
     case NormKind::layernorm_no_bias: norm = (mixed ? kFp32 : r) * t * h + 2.0 * kFp32 * t; break;
   }
   if (head_trainable) norm += (mixed ? c : r) * t * h;
+  // T5 drops out the final norm's output.
+  if (a.family == "t5" && a.hidden_dropout > 0.0) norm += kMaskBytes * t * h;
   // The loss: causal LMs upcast the logits and keep the fp32 log-softmax (T5 stays in the model
   // dtype), plus the int64 labels. At the start of backward the logits themselves (held by the
   // model output) and the gradient of the log-softmax input exist too.

@@ -69,5 +69,25 @@ TEST(HfConfig, FamilyRulesFromTheImplementations) {
   EXPECT_EQ(read(R"({"model_type":"gpt2","n_embd":64,"n_layer":2,"n_head":4,"vocab_size":100})").max_seq, 1024);
 }
 
+TEST(HfConfig, MixtralExpertsImplementation) {
+  const std::string base = R"({"model_type":"mixtral","hidden_size":128,"intermediate_size":256,
+      "num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"vocab_size":100,
+      "num_local_experts":4,"num_experts_per_tok":2)";
+  auto read = [&](const std::string& extra) {
+    return io::architecture_from_hf_config(io::Json::parse(base + extra + "}"), "x", "moe.json");
+  };
+  EXPECT_FALSE(read("").experts_loop);  // transformers' default, grouped_mm
+  EXPECT_FALSE(read(R"(,"experts_implementation":"grouped_mm")").experts_loop);
+  EXPECT_TRUE(read(R"(,"experts_implementation":"eager")").experts_loop);
+  try {
+    (void)read(R"(,"experts_implementation":"megablocks")");
+    ADD_FAILURE() << "an unmodelled experts implementation must be refused";
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("moe.json"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("'megablocks'"), std::string::npos) << msg;
+  }
+}
+
 }  // namespace
 }  // namespace trainplan

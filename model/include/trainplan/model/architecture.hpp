@@ -35,6 +35,7 @@ struct Architecture {
   std::int64_t max_seq = 0;
   std::int64_t experts = 1;            // MoE: routed experts per layer
   std::int64_t experts_per_token = 1;  // MoE: top-k
+  bool experts_loop = false;           // MoE: transformers' per-expert loop ("eager"), not grouped_mm
   std::int64_t relative_buckets = 0;   // T5 relative attention bias buckets
   std::int64_t sliding_window = 0;     // Mistral: attention window, 0 = full causal
   MlpKind mlp = MlpKind::gated;
