@@ -27,10 +27,6 @@ std::optional<double> token_count(const TrainingOptions& o) {
 planner::EstimateOptions estimate_options(const TrainingOptions& o) {
   planner::EstimateOptions opt;
   opt.zero_plus_plus = o.zero_plus_plus;
-  if (o.expert_parallel) {
-    if (*o.expert_parallel < 1) throw InputError("--expert-parallel must be at least 1");
-    opt.expert_parallel = static_cast<int>(*o.expert_parallel);
-  }
   return opt;
 }
 

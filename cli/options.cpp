@@ -32,6 +32,7 @@ void add_training_options(CLI::App& cmd, TrainingOptions& o) {
   g("--pp", o.pp, "pipeline-parallel degree (default 1)");
   g("--pp-virtual", o.pp_virtual, "interleaved pipeline chunks per stage (default 1)");
   cmd.add_flag("--sequence-parallel", o.sequence_parallel, "shard norms and dropout along the sequence (with --tp)");
+  g("--expert-parallel", o.expert_parallel, "MoE: spread the experts over this many data-parallel ranks (default 1)");
   g("--micro-batch", o.micro_batch, "sequences per GPU per step (default 1)");
   g("--grad-accum", o.grad_accum, "micro-batches per optimizer step (default 1)");
   g("--seq", o.seq, "sequence length in tokens (default min(2048, model maximum))");
@@ -56,7 +57,6 @@ void add_time_options(CLI::App& cmd, TrainingOptions& o, bool plan) {
   cmd.add_option("--tokens", o.tokens, "time to train this many tokens: 300B, 1T, 2.5e12 (K/M/B/T suffixes)");
   cmd.add_option("--emit", o.emit, "print the launch config of the plan: deepspeed | accelerate | torchrun");
   cmd.add_flag("--zero-plus-plus", o.zero_plus_plus, "DeepSpeed ZeRO++ (quantized gathers, hpZ, qgZ) with zero3");
-  cmd.add_option("--expert-parallel", o.expert_parallel, "MoE: spread experts over this many DP ranks (all-to-all)");
   if (plan) {
     cmd.add_option("--top", o.top, "plans to show (default 5)");
     cmd.add_flag("--tp-across-nodes", o.tp_across_nodes, "also try tensor parallelism wider than a node");
@@ -82,6 +82,7 @@ Resolved resolve(const io::Catalog& catalog, const TrainingOptions& o) {
   t.pp = o.pp.value_or(1);
   t.pp_virtual = o.pp_virtual.value_or(1);
   t.sequence_parallel = o.sequence_parallel;
+  t.ep = o.expert_parallel.value_or(1);
   t.micro_batch = o.micro_batch.value_or(1);
   r.request.micro_batch_pinned = o.micro_batch.has_value();
   t.grad_accum = o.grad_accum.value_or(1);

@@ -17,13 +17,13 @@ struct TrainingOptions {
   std::string cluster;
   std::optional<std::string> method, precision, optimizer, strategy, checkpointing, attention, offload,
       quant, fsdp_wrap, framework, lora_targets, inter_node;
-  std::optional<int> tp, pp, pp_virtual;
+  std::optional<int> tp, pp, pp_virtual, expert_parallel;
   bool sequence_parallel = false;
   std::optional<std::int64_t> micro_batch, grad_accum, seq, lora_rank;
   std::optional<double> lora_alpha, lora_dropout;
   bool json = false;
   // estimate and plan only (add_time_options)
-  std::optional<std::int64_t> global_batch, global_batch_tokens, expert_parallel;
+  std::optional<std::int64_t> global_batch, global_batch_tokens;
   std::optional<std::string> profile, tokens, emit;
   std::optional<std::size_t> top;
   bool zero_plus_plus = false;
@@ -31,8 +31,8 @@ struct TrainingOptions {
 };
 
 void add_training_options(CLI::App& cmd, TrainingOptions& o);
-// --global-batch, --global-batch-tokens, --profile, --tokens, --emit, --zero-plus-plus,
-// --expert-parallel; with `plan`, also --top and --tp-across-nodes.
+// --global-batch, --global-batch-tokens, --profile, --tokens, --emit, --zero-plus-plus; with
+// `plan`, also --top and --tp-across-nodes.
 void add_time_options(CLI::App& cmd, TrainingOptions& o, bool plan);
 
 // Model, cluster and request with every default applied; throws InputError naming the bad option.

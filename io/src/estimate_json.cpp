@@ -45,11 +45,6 @@ Json communication_json(const planner::Estimate& e) {
               {"items", items}};
 }
 
-std::int64_t trainable_parameters(const model::Architecture& a, const model::ParameterCounts& n,
-                                  const model::Training& t) {
-  return t.method == Method::full ? n.total : model::lora_parameters(a, t.lora);
-}
-
 }  // namespace
 
 Json plan_json(const planner::Estimate& e, std::optional<double> tokens) {

@@ -128,6 +128,7 @@ model::Training read_training(const Json& v, const std::string& what,
   t.framework = read_enum<Framework>(r, "framework");
   t.pp_virtual = static_cast<int>(r.optional_integer("pp_virtual", 1).value_or(1));
   t.sequence_parallel = r.optional_boolean("sequence_parallel").value_or(false);
+  t.ep = static_cast<int>(r.optional_integer("expert_parallel", 1).value_or(1));
   if (r.has("fsdp_wrap")) t.fsdp_wrap = read_enum<FsdpWrap>(r, "fsdp_wrap");
   r.ignore({"fsdp_wrap"});
   t.fused_optimizer = r.optional_boolean("fused_optimizer").value_or(false);

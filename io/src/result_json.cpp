@@ -2,12 +2,19 @@
 
 #include <cmath>
 
+#include "trainplan/model/lora.hpp"
+
 namespace trainplan::io {
 namespace {
 
 std::int64_t bytes(Bytes b) { return static_cast<std::int64_t>(std::llround(b.value())); }
 
 }  // namespace
+
+std::int64_t trainable_parameters(const model::Architecture& a, const model::ParameterCounts& n,
+                                  const model::Training& t) {
+  return t.method == Method::full ? n.total : model::lora_parameters(a, t.lora);
+}
 
 Json model_json(const model::Architecture& a, const model::ParameterCounts& n, std::int64_t trainable) {
   return Json{{"name", a.name},
@@ -52,6 +59,7 @@ Json candidate_json(const planner::Candidate& c) {
               {"checkpointing", std::string(to_string(t.checkpointing))},
               {"offload", std::string(to_string(t.offload))},
               {"framework", std::string(to_string(t.framework))},
+              {"expert_parallel", t.ep},
               {"micro_batch", t.micro_batch},
               {"seq", t.seq},
               {"fits", c.fits},
@@ -63,8 +71,8 @@ Json fit_json(const model::Architecture& a, const model::ParameterCounts& n, con
               const planner::FitResult& r, const std::string& summary) {
   Json cands = Json::array();
   for (const auto& k : r.candidates) cands.push_back(candidate_json(k));
-  const std::int64_t trainable = r.candidates.empty() ? n.total : r.candidates.front().memory.states.trainable *
-                                                                      r.candidates.front().layout.tp;
+  const std::int64_t trainable =
+      r.candidates.empty() ? n.total : trainable_parameters(a, n, r.candidates.front().training);
   Json j{{"schema", "trainplan.fit/1"},
          {"model", model_json(a, n, trainable)},
          {"cluster", cluster_json(c)},

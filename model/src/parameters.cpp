@@ -52,6 +52,7 @@ ParameterCounts count_parameters(const Architecture& a) {
       a.is_moe() ? a.layers * expert_params_per_block / a.experts * (a.experts - a.experts_per_token)
                  : 0;
   c.active = c.total - inactive_experts;
+  c.experts = a.is_moe() ? a.layers * expert_params_per_block : 0;
   c.largest_module = largest;
   return c;
 }

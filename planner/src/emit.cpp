@@ -226,6 +226,7 @@ Emitted emit_torchrun(const Estimate& e, const hardware::Cluster& c, const model
       args += fmt::format(" --num-layers-per-virtual-pipeline-stage {}",
                           a.total_layers() / (static_cast<std::int64_t>(t.pp) * t.pp_virtual));
     if (t.sequence_parallel) args += " --sequence-parallel";
+    if (t.ep > 1) args += fmt::format(" --expert-model-parallel-size {}", t.ep);
     switch (t.checkpointing) {
       case Checkpointing::none:
         break;

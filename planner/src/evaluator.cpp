@@ -214,8 +214,8 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
   Seconds moe_layer;
   Bytes moe_bytes_layer;
   Placement epg;
-  if (a_.is_moe() && options_.expert_parallel > 1) {
-    epg.ranks = options_.expert_parallel;
+  if (a_.is_moe() && l.ep > 1) {
+    epg.ranks = l.ep;
     epg.per_node = std::clamp(l.gpus_per_node / l.tp, 1, epg.ranks);
     epg.nodes = (epg.ranks + epg.per_node - 1) / epg.per_node;
     const Bytes msg =
@@ -282,8 +282,14 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
   }
 
   // ---- Data parallelism: gradients and sharded parameters ------------------------------------
-  const double psi = dbl(out.memory.states.trainable);
-  const double local = dbl(out.memory.states.local_params);
+  // Experts' gradients and parameters travel only among the dp / ep ranks holding the same experts:
+  // counted as their share of the data-parallel ring's traffic, ((dp/ep - 1)/(dp/ep)) / ((dp - 1)/dp).
+  const ModelStates& ms = out.memory.states;
+  const double ring = [&](double n) { return n > 1.0 ? (n - 1.0) / n : 0.0; }(dbl(l.dp));
+  const double ring_e = [&](double n) { return n > 1.0 ? (n - 1.0) / n : 0.0; }(dbl(l.dp / l.ep));
+  const double expert_share = ring > 0.0 ? ring_e / ring : 1.0;
+  const double psi = dbl(ms.trainable) - ms.trainable_experts * (1.0 - expert_share);
+  const double local = dbl(ms.local_params) - ms.experts * (1.0 - expert_share);
   const double g = gradient_comm_bytes(tr);
   const Bytes grads(psi * g);
   // Gathered parameters: trainable in the compute dtype; a frozen base in its stored dtype.
@@ -406,8 +412,7 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
   }
 
   // ---- Optimizer step and offload -----------------------------------------------------------
-  const double opt_shard = shards_optimizer(st) ? std::max(1, l.shard) : 1.0;
-  const double opt_params = psi / opt_shard;
+  const double opt_params = ms.optimizer_params;
   Seconds optimizer;
   Seconds offload;
   if (tr.offload == Offload::none) {

@@ -37,10 +37,11 @@ bool framework_supports(Framework f, Strategy s) {
 
 // Parameters on the most loaded pipeline stage of one tensor-parallel rank: the first stage holds
 // the embedding and its share of blocks (and the head when there is one stage). Linear and
-// embedding weights split over TP; norms are replicated.
+// embedding weights split over TP; norms are replicated; a MoE's experts split over EP.
 struct StageParams {
   double all = 0;          // every parameter on this rank
   double block_linear = 0; // of which linear weights inside blocks (quantizable)
+  double experts = 0;      // of which routed experts (this rank's 1/ep of them)
   double head = 0;         // LM head (untied) on this rank
   double largest_unit = 0; // one block (the FSDP wrap unit)
   double root = 0;         // what is outside the blocks: embeddings, final norm, head
@@ -50,15 +51,18 @@ StageParams stage_params(const Architecture& a, const model::ParameterCounts& n,
   const double tp = l.tp;
   const double total_layers = static_cast<double>(a.total_layers());
   const double share = std::ceil(total_layers / l.pp) / total_layers;
-  const double block_linear = static_cast<double>(n.block_linears);
+  // The experts other EP ranks hold, out of every block.
+  const double elsewhere = static_cast<double>(n.experts) * (1.0 - 1.0 / l.ep);
+  const double block_linear = static_cast<double>(n.block_linears) - elsewhere;
   const double block_other = static_cast<double>(n.blocks - n.block_linears);
   StageParams s;
+  s.experts = static_cast<double>(n.experts) / l.ep * share / tp;
   s.block_linear = block_linear * share / tp;
   s.head = l.pp == 1 ? static_cast<double>(n.lm_head) / tp : 0.0;
   const double rest = static_cast<double>(n.total - n.blocks - n.embedding - n.lm_head);  // finals
   s.root = static_cast<double>(n.embedding) / tp + s.head + (l.pp == 1 ? rest : 0.0);
   s.all = s.block_linear + block_other * share + s.root;
-  s.largest_unit = static_cast<double>(n.blocks) / total_layers / tp;
+  s.largest_unit = (static_cast<double>(n.blocks) - elsewhere) / total_layers / tp;
   return s;
 }
 
@@ -107,6 +111,13 @@ void validate_training(const Architecture& a, const Training& tr) {
   if (tr.pp_virtual > 1 && (tr.pp == 1 || a.total_layers() % (tr.pp * tr.pp_virtual) != 0))
     throw InputError("--pp-virtual " + str(tr.pp_virtual) + " needs --pp > 1 and " +
                      str(a.total_layers()) + " layers divisible by pp x pp-virtual");
+  if (tr.ep < 1) throw InputError("--expert-parallel must be at least 1 (got " + str(tr.ep) + ")");
+  if (tr.ep > 1 && !a.is_moe())
+    throw InputError("--expert-parallel " + str(tr.ep) + ": model '" + a.name +
+                     "' has no experts (it is not a mixture of experts)");
+  if (tr.ep > 1 && a.experts % tr.ep != 0)
+    throw InputError("--expert-parallel " + str(tr.ep) + " does not divide the " + str(a.experts) +
+                     " experts of model '" + a.name + "'");
 }
 
 Layout make_layout(const Architecture& a, const Training& tr, const hardware::Cluster& c) {
@@ -131,6 +142,11 @@ Layout make_layout(const Architecture& a, const Training& tr, const hardware::Cl
   l.shard = l.dp;
   if (tr.strategy == Strategy::fsdp_hybrid)
     l.shard = std::clamp(c.gpus_per_node / (tr.tp * tr.pp), 1, l.dp);
+  l.ep = tr.ep;
+  if (l.shard % l.ep != 0)
+    throw InputError("--expert-parallel " + str(tr.ep) + " does not divide the " + str(l.shard) +
+                     (l.shard == l.dp ? " data-parallel ranks" : " ranks a hybrid shard spans") +
+                     " of " + c.description);
   return l;
 }
 
@@ -144,8 +160,10 @@ ModelStates model_states(const Architecture& a, const model::ParameterCounts& n,
   // them from forward to backward); the gathered copies are phase buffers (memory()).
   const bool fsdp_rest = tr.framework == Framework::pytorch &&
                          (is_fsdp(st) || st == Strategy::zero2 || st == Strategy::zero3);
-  // The fraction of each part this rank keeps (ZeRO's sharding rules, model::shard).
+  // The fraction of each part this rank keeps (ZeRO's sharding rules, model::shard); experts shard
+  // over the N / ep ranks that hold the same ones.
   const model::ShardedBytes keep = model::shard({1.0, 1.0, 0.0, 0.0, 1.0}, st, N, fsdp_rest);
+  const model::ShardedBytes keep_e = model::shard({1.0, 1.0, 0.0, 0.0, 1.0}, st, N / l.ep, fsdp_rest);
 
   const double ada_elements = tr.optimizer == Optimizer::adafactor
                                   ? static_cast<double>(model::adafactor_state_elements(a, tr)) /
@@ -163,25 +181,39 @@ ModelStates model_states(const Architecture& a, const model::ParameterCounts& n,
   // Frozen base of an adapter method: block linears quantized under QLoRA; otherwise 16-bit under
   // mixed precision (Hugging Face practice: from_pretrained(torch_dtype=bfloat16), PEFT keeps the
   // adapters in fp32) unless the whole model is kept fp32 (litgpt's bf16-mixed).
+  // Expert parts: trainable (full fine-tuning) or frozen (adapters, which stay with the rest).
   double frozen = 0.0;
+  double frozen_e = 0.0;
+  const double trainable_e = tr.method == Method::full ? sp.experts : 0.0;
   if (tr.method != Method::full) {
     const double base = frozen_base_bytes(tr);
     const double linear_bytes =
         tr.method == Method::qlora ? model::quantized_bytes_per_param(tr.quant, a.hidden) : base;
     frozen = sp.block_linear * linear_bytes + (sp.all - sp.block_linear) * base;
+    frozen_e = sp.experts * linear_bytes;
   }
+  // Bytes this rank keeps of a part: the dense share sharded over N, the experts' over N / ep.
+  auto held = [&](double dense, double experts, double model::ShardedBytes::*part) {
+    return Bytes(dense * (keep.*part) + experts * (keep_e.*part));
+  };
 
   ModelStates ms;
   ms.trainable = static_cast<std::int64_t>(trainable);
   ms.local_params = static_cast<std::int64_t>(sp.all);
+  ms.experts = sp.experts;
+  ms.trainable_experts = trainable_e;
   const bool offload_params = tr.offload == Offload::optimizer_params;
   const bool offload_opt = tr.offload != Offload::none;
   const bool paged = model::is_paged(tr.optimizer);
 
-  const Bytes weights((sb.weights * trainable + frozen) * keep.weights);
-  const Bytes grads(sb.grads * trainable * keep.grads);
-  const Bytes opt_side((sb.opt_grads + sb.master) * trainable * keep.optimizer);
-  const Bytes moments(sb.optimizer * trainable * keep.optimizer);
+  using SB = model::ShardedBytes;
+  const double td = trainable - trainable_e;
+  const Bytes weights = held(sb.weights * td + frozen - frozen_e, sb.weights * trainable_e + frozen_e, &SB::weights);
+  const Bytes grads = held(sb.grads * td, sb.grads * trainable_e, &SB::grads);
+  ms.optimizer_params = held(td, trainable_e, &SB::optimizer).value();
+  const Bytes opt_side((sb.opt_grads + sb.master) * ms.optimizer_params);
+  const Bytes moments(sb.optimizer * ms.optimizer_params);
+  ms.grad_bytes_per_param = offload_opt ? 0.0 : sb.grads;
 
   // Offloading runs the optimizer where its states live: gradients stream to the host too
   // (DeepSpeed ZeRO-Offload, arXiv:2101.06840; torch FSDP CPUOffload).
@@ -241,9 +273,7 @@ MemoryBreakdown memory(const Architecture& a, const model::ParameterCounts& n, c
   const Bytes A = m.activation_detail.total();
   const StageParams sp = stage_params(a, n, l);
   const double c = compute_bytes(tr.precision);
-  const double trainable = static_cast<double>(ms.trainable);
-  const double grad_bytes = ms.gradients.value() / std::max(1.0, trainable) *
-                            (shards_gradients(tr.strategy) ? l.shard : 1.0);
+  const double grad_bytes = ms.grad_bytes_per_param;
 
   // Buffers alive through forward and backward.
   Bytes fwd_bwd;
@@ -287,8 +317,7 @@ MemoryBreakdown memory(const Architecture& a, const model::ParameterCounts& n, c
   const bool foreach_adam = tr.framework == Framework::pytorch && !tr.fused_optimizer &&
                             tr.offload == Offload::none &&
                             (tr.optimizer == Optimizer::adamw || tr.optimizer == Optimizer::adam);
-  if (foreach_adam) step_tmp = Bytes(param_bytes(tr.precision) * trainable /
-                                     (shards_optimizer(tr.strategy) ? l.shard : 1.0));
+  if (foreach_adam) step_tmp = Bytes(param_bytes(tr.precision) * ms.optimizer_params);
   const Bytes peak_step = base + G + step_tmp + persistent;
 
   m.weights = ms.weights;

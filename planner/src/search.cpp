@@ -254,6 +254,7 @@ std::string plan_label(const model::Training& tr, const Layout& l) {
   if (l.pp > 1)
     s += tr.pp_virtual > 1 ? fmt::format(", PP {}x{}", l.pp, tr.pp_virtual)
                            : fmt::format(", PP {}", l.pp);
+  if (l.ep > 1) s += fmt::format(", EP {}", l.ep);
   if (tr.checkpointing != Checkpointing::none)
     s += fmt::format(", {} checkpointing", to_string(tr.checkpointing));
   if (tr.offload != Offload::none) s += fmt::format(", {} offload", to_string(tr.offload));

@@ -179,5 +179,67 @@ TEST(Fit, ImpossiblePinnedDegreesAreErrors) {
   EXPECT_THROW((void)planner::fit(s.arch, s.n, req, s.cluster), InputError);
 }
 
+// Expert parallelism (DeepSpeed-MoE, Rajbhandari et al. 2022, arXiv:2201.05596, Sec. 4; Megatron-Core's
+// expert-data-parallel group): each of ep ranks holds experts / ep of every MoE layer, and ZeRO shards
+// an expert's states over the dp / ep ranks that hold it. Mixtral-8x7B (Mistral AI, "Mixtral of
+// experts", 2023: 46.7B parameters) has 32 x 8 experts of 3 x 4096 x 14336 weights = 45.1B.
+TEST(ExpertParallel, EachRankHoldsItsShareOfTheExperts) {
+  const Case s = setup("mixtral-8x7b", "8xH100-80GB");
+  ASSERT_EQ(s.n.experts, 32LL * 8 * 3 * 4096 * 14336);
+  EXPECT_NEAR(static_cast<double>(s.n.total) / 1e9, 46.7, 0.05);
+  model::Training tr = training(s);
+  tr.precision = Precision::bf16_true;  // 2 bytes of weights, 2 of gradients, 4 of AdamW moments
+  tr.strategy = Strategy::ddp;
+  const double dense = static_cast<double>(s.n.total - s.n.experts);
+  for (int ep : {1, 2, 4, 8}) {
+    SCOPED_TRACE(ep);
+    tr.ep = ep;
+    const auto ms = mem(s, tr).states;
+    const double held = dense + static_cast<double>(s.n.experts) / ep;
+    EXPECT_NEAR(ms.weights.value(), 2.0 * held, 1.0);
+    EXPECT_NEAR(ms.gradients.value(), 2.0 * held, 1.0);
+    EXPECT_NEAR(ms.optimizer.value(), 4.0 * held, 1.0);
+  }
+  // ZeRO-1 shards the moments over all 8 ranks, the experts' over the 8 / ep holding them: the
+  // same bytes whatever ep; the replicated weights and gradients shrink.
+  tr.strategy = Strategy::zero1;
+  tr.ep = 1;
+  const auto z1 = mem(s, tr).states;
+  tr.ep = 4;
+  const auto z1_ep = mem(s, tr).states;
+  EXPECT_NEAR(z1_ep.optimizer.value(), z1.optimizer.value(), 1.0);
+  EXPECT_NEAR(z1_ep.weights.value(), 2.0 * (dense + static_cast<double>(s.n.experts) / 4), 1.0);
+  // ZeRO-3 shards everything: expert parallelism leaves the states per GPU as they were.
+  tr.strategy = Strategy::zero3;
+  tr.ep = 1;
+  const auto z3 = mem(s, tr).states;
+  tr.ep = 8;
+  const auto z3_ep = mem(s, tr).states;
+  EXPECT_NEAR(z3_ep.device().value(), z3.device().value(), 1.0);
+}
+
+TEST(ExpertParallel, ImpossibleDegreesNameTheOption) {
+  auto message = [](const char* model, const char* cluster, int ep, Strategy st) {
+    const Case s = setup(model, cluster);
+    model::Training tr = training(s);
+    tr.strategy = st;
+    tr.ep = ep;
+    try {
+      (void)mem(s, tr);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const std::string dense = message("llama-2-7b", "8xH100-80GB", 2, Strategy::ddp);
+  EXPECT_NE(dense.find("--expert-parallel 2"), std::string::npos) << dense;
+  EXPECT_NE(dense.find("not a mixture of experts"), std::string::npos) << dense;
+  const std::string experts = message("mixtral-8x7b", "8xH100-80GB", 3, Strategy::ddp);
+  EXPECT_NE(experts.find("does not divide the 8 experts"), std::string::npos) << experts;
+  const std::string ranks = message("mixtral-8x7b", "4xH100-80GB", 8, Strategy::ddp);
+  EXPECT_NE(ranks.find("does not divide the 4 data-parallel ranks"), std::string::npos) << ranks;
+  EXPECT_NE(message("mixtral-8x7b", "8xH100-80GB", 0, Strategy::ddp).find("at least 1"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace trainplan

@@ -15,6 +15,7 @@ struct ParameterCounts {
   std::int64_t lm_head = 0;         // 0 when tied to the embedding
   std::int64_t blocks = 0;          // all transformer blocks together
   std::int64_t block_linears = 0;   // linear weights+biases inside blocks (what bitsandbytes quantizes)
+  std::int64_t experts = 0;         // MoE: the routed experts' linears, all blocks (part of block_linears)
   std::int64_t largest_module = 0;  // max over modules of directly-held parameters (DeepSpeed ZeRO-3)
 };
 

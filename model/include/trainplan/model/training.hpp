@@ -18,6 +18,7 @@ struct Training {
   int pp = 1;
   int pp_virtual = 1;  // interleaved 1F1B model chunks per stage
   bool sequence_parallel = false;
+  int ep = 1;  // expert parallelism: MoE experts spread over this many data-parallel ranks
   std::int64_t micro_batch = 1;
   std::int64_t grad_accum = 1;
   std::int64_t seq = 2048;

@@ -55,7 +55,6 @@ enum class CommPurpose {
 // Options that are strategy choices beyond model::Training.
 struct EstimateOptions {
   bool zero_plus_plus = false;  // DeepSpeed ZeRO++ (qwZ, hpZ, qgZ) with zero3
-  int expert_parallel = 1;      // MoE experts spread over this many data-parallel ranks
 };
 
 struct CommTerm {

@@ -15,6 +15,8 @@
 namespace trainplan::planner {
 
 // How the world is cut: tp x pp x dp ranks; ZeRO/FSDP shard over `shard` ranks of the dp group.
+// Expert parallelism spreads a MoE's experts over `ep` ranks of the dp group; their states are
+// sharded over the shard / ep ranks that hold the same experts (DeepSpeed-MoE, arXiv:2201.05596).
 struct Layout {
   int world = 1;
   int nodes = 1;
@@ -23,6 +25,7 @@ struct Layout {
   int pp = 1;
   int dp = 1;
   int shard = 1;  // ranks a ZeRO/FSDP shard spans (dp, or the node for hybrid sharding)
+  int ep = 1;     // ranks the experts are spread over (divides shard)
 };
 
 // Throws InputError naming the option when a value is out of range or the degrees do not fit the
@@ -62,6 +65,10 @@ struct ModelStates {
   Bytes host;            // per rank on the host: offloaded states
   std::int64_t trainable = 0;     // trainable parameters held by this rank before sharding
   std::int64_t local_params = 0;  // all parameters held by this rank before sharding
+  double experts = 0;             // of local_params, routed experts (this rank's 1/ep)
+  double trainable_experts = 0;   // of trainable, routed experts
+  double optimizer_params = 0;    // trainable parameters whose optimizer states this rank steps
+  double grad_bytes_per_param = 0;  // gradient bytes per trainable parameter on the GPU, unsharded
   [[nodiscard]] Bytes device() const { return weights + gradients + optimizer + gather_buffers; }
 };
 
