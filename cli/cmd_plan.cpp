@@ -86,6 +86,7 @@ void run_plan(const io::Catalog& catalog, const TrainingOptions& o) {
   req.pp = o.pp;
   req.pp_virtual = o.pp_virtual;
   if (o.sequence_parallel) req.sequence_parallel = true;
+  req.expert_parallel = o.expert_parallel;
   req.micro_batch = o.micro_batch;
   req.grad_accum = o.grad_accum;
   req.global_batch = global_batch_sequences(o, req.base.seq);

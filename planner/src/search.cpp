@@ -167,54 +167,66 @@ PairResult explore(const Evaluator& ev, const PlanRequest& req, int tp, int pp) 
     sps = {*req.sequence_parallel};
   else
     sps = tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false};
+  // Expert-parallel degrees: the divisors of both the experts and the data-parallel degree.
+  std::vector<int> eps;
+  if (req.expert_parallel)
+    eps = {*req.expert_parallel};
+  else
+    for (int e : divisors(dp))
+      if (a.experts % e == 0) eps.push_back(e);
   const std::vector<Checkpointing> ckpts =
       req.checkpointing ? std::vector<Checkpointing>{*req.checkpointing}
                         : std::vector<Checkpointing>{Checkpointing::none, Checkpointing::selective,
                                                      Checkpointing::full};
 
   for (Strategy s : strategies_for(req, c, dp)) {
-    for (Offload off : offloads_for(req, s, req.base.framework)) {
-      for (int v : vs) {
-        for (bool sp : sps) {
-          for (Checkpointing ck : ckpts) {
-            model::Training tr = req.base;
-            tr.strategy = s;
-            tr.tp = tp;
-            tr.pp = pp;
-            tr.pp_virtual = v;
-            tr.sequence_parallel = sp;
-            tr.checkpointing = ck;
-            tr.offload = off;
-            std::optional<Found> best;
-            std::optional<Infeasible> leanest;
-            for (const auto& [b, m] : batches) {
-              // Interleaved 1F1B needs the micro-batches to fill every stage (Megatron asserts it).
-              if (v > 1 && m % pp != 0) continue;
-              tr.micro_batch = b;
-              tr.grad_accum = m;
-              ++out.evaluated;
-              StepCost cost;
-              try {
-                cost = ev.cost(tr, false);
-              } catch (const InputError& e) {
-                out.invalid.push_back(
-                    {plan_label(tr, Layout{c.world(), c.nodes, c.gpus_per_node, tp, pp, dp, dp}),
-                     e.what()});
-                break;
+    for (int ep : eps) {
+      for (Offload off : offloads_for(req, s, req.base.framework)) {
+        for (int v : vs) {
+          for (bool sp : sps) {
+            for (Checkpointing ck : ckpts) {
+              model::Training tr = req.base;
+              tr.strategy = s;
+              tr.tp = tp;
+              tr.pp = pp;
+              tr.pp_virtual = v;
+              tr.sequence_parallel = sp;
+              tr.checkpointing = ck;
+              tr.offload = off;
+              tr.ep = ep;
+              std::optional<Found> best;
+              std::optional<Infeasible> leanest;
+              for (const auto& [b, m] : batches) {
+                // Interleaved 1F1B needs the micro-batches to fill every stage (Megatron asserts it).
+                if (v > 1 && m % pp != 0) continue;
+                tr.micro_batch = b;
+                tr.grad_accum = m;
+                ++out.evaluated;
+                StepCost cost;
+                try {
+                  cost = ev.cost(tr, false);
+                } catch (const InputError& e) {
+                  // A searched degree the strategy's shard group cannot split is not worth a line.
+                  if (!req.expert_parallel && ep > 1) break;
+                  out.invalid.push_back(
+                      {plan_label(tr, Layout{c.world(), c.nodes, c.gpus_per_node, tp, pp, dp, dp}),
+                       e.what()});
+                  break;
+                }
+                if (!cost.fits) {
+                  if (!best && !leanest)
+                    leanest = Infeasible{tr, cost.layout, cost.memory.device_total};
+                  break;  // memory grows with the micro-batch
+                }
+                ++out.fitting;
+                Found f{tr, cost};
+                if (!best || faster(f, *best)) best = f;
               }
-              if (!cost.fits) {
-                if (!best && !leanest)
-                  leanest = Infeasible{tr, cost.layout, cost.memory.device_total};
-                break;  // memory grows with the micro-batch
-              }
-              ++out.fitting;
-              Found f{tr, cost};
-              if (!best || faster(f, *best)) best = f;
+              if (best)
+                out.best.push_back(std::move(*best));
+              else if (leanest)
+                out.infeasible.push_back(std::move(*leanest));
             }
-            if (best)
-              out.best.push_back(std::move(*best));
-            else if (leanest)
-              out.infeasible.push_back(std::move(*leanest));
           }
         }
       }
@@ -325,6 +337,11 @@ PlanResult search(const model::Architecture& a, const model::ParameterCounts& n,
                      ")");
   if (req.top < 1) throw InputError("--top must be at least 1");
   // A pinned degree that no layout can honour is the user's error: say why.
+  if (req.expert_parallel) {
+    model::Training probe = req.base;
+    probe.ep = *req.expert_parallel;
+    validate_training(a, probe);
+  }
   if (req.tp || req.pp || req.pp_virtual) {
     model::Training probe = req.base;
     probe.tp = req.tp.value_or(1);
@@ -397,8 +414,8 @@ PlanResult search(const model::Architecture& a, const model::ParameterCounts& n,
   }
   // Runners-up: the best of each (strategy, TP, PP) shape not already shown, and the shapes where
   // nothing fits, leanest first.
-  using Coarse = std::tuple<Strategy, int, int>;
-  auto coarse = [](const model::Training& t) { return Coarse{t.strategy, t.tp, t.pp}; };
+  using Coarse = std::tuple<Strategy, int, int, int>;
+  auto coarse = [](const model::Training& t) { return Coarse{t.strategy, t.tp, t.pp, t.ep}; };
   std::set<Coarse> shown;
   for (std::size_t i = 0; i < k; ++i) shown.insert(coarse(found[i].training));
   std::size_t slower = 0;

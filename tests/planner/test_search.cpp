@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
 #include "trainplan/core/error.hpp"
@@ -97,6 +98,36 @@ TEST(Search, PinnedOptionsAreKept) {
     EXPECT_EQ(e.training.checkpointing, Checkpointing::full);
     EXPECT_EQ(e.training.micro_batch, 2);
   }
+}
+
+// A mixture of experts: expert-parallel degrees dividing both the experts and the data-parallel
+// degree are tried; a dense model only ever runs with ep = 1; a pinned degree is kept.
+TEST(Search, ExpertParallelDegreesAreSearchedForMixturesOfExperts) {
+  const Problem moe = problem("mixtral-8x7b", "8xH100-80GB");
+  PlanRequest req;
+  req.strategy = Strategy::zero1;
+  req.global_batch = 64;
+  req.top = 50;
+  const PlanResult r = search(moe.a, moe.n, moe.c, req);
+  ASSERT_FALSE(r.plans.empty());
+  std::set<int> seen;
+  for (const auto& e : r.plans) {
+    seen.insert(e.training.ep);
+    EXPECT_EQ(moe.a.experts % e.training.ep, 0);
+    EXPECT_EQ(e.layout.dp % e.training.ep, 0);
+  }
+  EXPECT_GE(seen.size(), 2u);  // more than one degree made the top 50
+
+  req.expert_parallel = 4;
+  for (const auto& e : search(moe.a, moe.n, moe.c, req).plans) EXPECT_EQ(e.training.ep, 4);
+  req.expert_parallel = 3;  // does not divide 8 experts
+  EXPECT_THROW((void)search(moe.a, moe.n, moe.c, req), InputError);
+
+  const Problem dense = problem("llama-2-7b", "8xH100-80GB");
+  PlanRequest plain;
+  plain.global_batch = 64;
+  plain.top = 50;
+  for (const auto& e : search(dense.a, dense.n, dense.c, plain).plans) EXPECT_EQ(e.training.ep, 1);
 }
 
 // Nothing fits: a result with reasons, not an exception.

@@ -1,8 +1,8 @@
 #pragma once
 // The strategy search behind `trainplan plan`: tensor, pipeline and data-parallel degrees that
 // divide the cluster and the model (tensor parallelism inside a node unless allowed across),
-// ZeRO/FSDP variant, interleaving, sequence parallelism, checkpointing, offload, micro-batch and
-// gradient accumulation for a target global batch. Memory-infeasible configurations are pruned
+// ZeRO/FSDP variant, interleaving, sequence parallelism, expert parallelism (MoE), checkpointing,
+// offload, micro-batch and gradient accumulation for a target global batch. Memory-infeasible configurations are pruned
 // before their time is priced; the outer loop over (TP, PP) runs on several threads and the result
 // does not depend on how many.
 
@@ -34,6 +34,7 @@ struct PlanRequest {
   std::optional<int> pp;
   std::optional<int> pp_virtual;
   std::optional<bool> sequence_parallel;
+  std::optional<int> expert_parallel;  // searched over the divisors of experts and dp for MoE models
   std::optional<std::int64_t> micro_batch;
   std::optional<std::int64_t> grad_accum;
   std::optional<std::int64_t> global_batch;  // sequences per optimizer step
