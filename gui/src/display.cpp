@@ -313,6 +313,10 @@ QString option_tooltip(std::string_view option) {
       {"pp_virtual",
        "Interleaved model chunks per pipeline stage: a smaller bubble for more "
        "point-to-point traffic."},
+      {"expert_parallel",
+       "Mixture of experts: spread the experts over this many data-parallel ranks, each holding "
+       "1/n of them; tokens travel to their experts by all-to-all (DeepSpeed-MoE, "
+       "arXiv:2201.05596). Must divide the experts and the data-parallel degree."},
       {"sequence_parallel",
        "With TP: shard norms and dropout along the sequence (Korthikanti et al. 2022, "
        "arXiv:2205.05198)."},

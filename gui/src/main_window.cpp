@@ -384,6 +384,8 @@ QWidget* MainWindow::buildForm() {
   pf->addRow(buddy_label(QStringLiteral("Pipe&line parallel"), pp_), pp_);
   pp_virtual_ = spin("ppVirtual", 1, 64, "pp_virtual");
   pf->addRow(buddy_label(QStringLiteral("Virtual stages"), pp_virtual_), pp_virtual_);
+  expert_parallel_ = spin("expertParallel", 1, 512, "expert_parallel");
+  pf->addRow(buddy_label(QStringLiteral("Expert parallel"), expert_parallel_), expert_parallel_);
   sequence_parallel_ = new QCheckBox(QStringLiteral("Sequence parallel"));
   sequence_parallel_->setObjectName(QStringLiteral("sequenceParallel"));
   sequence_parallel_->setToolTip(option_tooltip("sequence_parallel"));
@@ -569,7 +571,7 @@ void MainWindow::connectForm() {
   for (QComboBox* c : {method_, precision_, optimizer_, quant_, strategy_, framework_, fsdp_wrap_,
                        checkpointing_, attention_, offload_, sweep_axis_})
     connect(c, &QComboBox::currentIndexChanged, this, edited);
-  for (QSpinBox* s : {lora_rank_, tp_, pp_, pp_virtual_, micro_batch_, grad_accum_, seq_})
+  for (QSpinBox* s : {lora_rank_, tp_, pp_, pp_virtual_, expert_parallel_, micro_batch_, grad_accum_, seq_})
     connect(s, &QSpinBox::valueChanged, this, edited);
   for (QDoubleSpinBox* s : {lora_alpha_, lora_dropout_})
     connect(s, &QDoubleSpinBox::valueChanged, this, edited);
@@ -604,6 +606,7 @@ Settings MainWindow::formSettings() const {
   t.tp = tp_->value();
   t.pp = pp_->value();
   t.pp_virtual = pp_virtual_->value();
+  t.ep = expert_parallel_->value();
   t.sequence_parallel = sequence_parallel_->isChecked();
   t.micro_batch = micro_batch_->value();
   t.grad_accum = grad_accum_->value();
@@ -625,7 +628,8 @@ void MainWindow::syncForm(const Settings& s) {
   const QList<QWidget*> widgets{model_,        gpu_,          gpus_per_node_, nodes_,
                                 inter_node_,   method_,       precision_,     optimizer_,
                                 quant_,        strategy_,     framework_,     fsdp_wrap_,
-                                tp_,           pp_,           pp_virtual_,    sequence_parallel_,
+                                tp_,           pp_,           pp_virtual_,    expert_parallel_,
+                                sequence_parallel_,
                                 micro_batch_,  grad_accum_,   seq_,           checkpointing_,
                                 attention_,    offload_,      lora_rank_,     lora_alpha_,
                                 lora_dropout_, lora_targets_, train_tokens_,  sweep_axis_};
@@ -663,6 +667,7 @@ void MainWindow::syncForm(const Settings& s) {
   tp_->setValue(t.tp);
   pp_->setValue(t.pp);
   pp_virtual_->setValue(t.pp_virtual);
+  expert_parallel_->setValue(t.ep);
   sequence_parallel_->setChecked(t.sequence_parallel);
   micro_batch_->setValue(static_cast<int>(t.micro_batch));
   grad_accum_->setValue(static_cast<int>(t.grad_accum));
@@ -692,6 +697,8 @@ void MainWindow::updateEnabled() {
   quant_->setEnabled(is_quantized(s.training.method));
   fsdp_wrap_->setEnabled(is_fsdp(s.training.strategy) || s.training.strategy == Strategy::zero3);
   pp_virtual_->setEnabled(s.training.pp > 1 || s.training.pp_virtual > 1);
+  const bool moe = session_.current() && session_.current()->arch.is_moe();
+  expert_parallel_->setEnabled(moe || s.training.ep > 1);
   sequence_parallel_->setEnabled(s.training.tp > 1 || s.training.sequence_parallel);
 }
 

@@ -152,6 +152,7 @@ class MainWindow : public QMainWindow {
   QSpinBox* tp_ = nullptr;
   QSpinBox* pp_ = nullptr;
   QSpinBox* pp_virtual_ = nullptr;
+  QSpinBox* expert_parallel_ = nullptr;
   QCheckBox* sequence_parallel_ = nullptr;
   QSpinBox* micro_batch_ = nullptr;
   QSpinBox* grad_accum_ = nullptr;

@@ -100,6 +100,7 @@ void store_settings(QSettings& q, const Settings& s) {
   q.setValue(QStringLiteral("tp"), t.tp);
   q.setValue(QStringLiteral("pp"), t.pp);
   q.setValue(QStringLiteral("pp_virtual"), t.pp_virtual);
+  q.setValue(QStringLiteral("expert_parallel"), t.ep);
   q.setValue(QStringLiteral("sequence_parallel"), t.sequence_parallel);
   q.setValue(QStringLiteral("micro_batch"), static_cast<qlonglong>(t.micro_batch));
   q.setValue(QStringLiteral("grad_accum"), static_cast<qlonglong>(t.grad_accum));
@@ -144,6 +145,7 @@ Settings restore_settings(const QSettings& stored) {
   restore_number(q, "settings/tp", t.tp, 1);
   restore_number(q, "settings/pp", t.pp, 1);
   restore_number(q, "settings/pp_virtual", t.pp_virtual, 1);
+  restore_number(q, "settings/expert_parallel", t.ep, 1);
   t.sequence_parallel = q.value(QStringLiteral("settings/sequence_parallel"), false).toBool();
   restore_number(q, "settings/micro_batch", t.micro_batch, std::int64_t{1});
   restore_number(q, "settings/grad_accum", t.grad_accum, std::int64_t{1});
@@ -221,6 +223,7 @@ CommandLine parse_command_line(const QStringList& arguments, const io::Catalog& 
       {"tp", "N", "tensor-parallel degree"},
       {"pp", "N", "pipeline-parallel degree"},
       {"pp-virtual", "N", "interleaved pipeline chunks per stage"},
+      {"expert-parallel", "N", "MoE: spread the experts over N data-parallel ranks"},
       {"micro-batch", "N", "sequences per GPU per step"},
       {"grad-accum", "N", "micro-batches per optimizer step"},
       {"seq", "N", "sequence length in tokens"},
@@ -307,6 +310,8 @@ CommandLine parse_command_line(const QStringList& arguments, const io::Catalog& 
   if (has("pp")) t.pp = static_cast<int>(option_integer(name("pp"), val("pp"), 1));
   if (has("pp-virtual"))
     t.pp_virtual = static_cast<int>(option_integer(name("pp-virtual"), val("pp-virtual"), 1));
+  if (has("expert-parallel"))
+    t.ep = static_cast<int>(option_integer(name("expert-parallel"), val("expert-parallel"), 1));
   t.sequence_parallel = has("sequence-parallel");
   if (has("micro-batch"))
     t.micro_batch = option_integer(name("micro-batch"), val("micro-batch"), 1);

@@ -104,6 +104,7 @@ class TestGuiWindow : public QObject {
   void dark_palette_restyles_the_charts();
   void sweep_axis_switches_to_sequence_length();
   void lora_options_appear_for_adapters();
+  void expert_parallel_spreads_the_experts();
   void search_runs_off_the_ui_thread();
   void clicking_a_plan_loads_it();
   void plan_exports_through_the_emitters_data();
@@ -390,6 +391,28 @@ void TestGuiWindow::sweep_axis_switches_to_sequence_length() {
   for (QAbstractAxis* a : window_->sweepChart()->axes(Qt::Horizontal))
     titled = titled || a->titleText().contains(QStringLiteral("sequence length"));
   QVERIFY(titled);
+}
+
+// A mixture of experts: the spin box is live, and each step of it is the library's estimate (the
+// replicated DDP weights shrink as each GPU holds fewer experts). A dense model greys it out.
+void TestGuiWindow::expert_parallel_spreads_the_experts() {
+  Settings s = base_settings(QStringLiteral("mixtral-8x7b"), 8, Strategy::ddp, 1);
+  s.cluster.gpu = "H100-80GB";
+  window_->applySettings(s);
+  auto* ep = child<QSpinBox>("expertParallel");
+  QVERIFY(ep->isEnabled());
+  const Bytes replicated = session_->current()->estimate.memory.weights;
+  type_into(ep, QStringLiteral("8"));
+  QCOMPARE(session_->settings().training.ep, 8);
+  s.training.ep = 8;
+  QCOMPARE(session_->current()->estimate.memory.weights.value(),
+           library_estimate(catalog_, s).memory.weights.value());
+  QVERIFY(session_->current()->estimate.memory.weights < replicated * 0.5);
+  type_into(ep, QStringLiteral("3"));  // does not divide 8 experts
+  QCOMPARE(window_->verdict(), MainWindow::Verdict::invalid);
+  QVERIFY(window_->verdictText().contains(QStringLiteral("--expert-parallel 3")));
+  window_->applySettings(base_settings(QStringLiteral("llama-2-7b"), 8, Strategy::ddp, 1));
+  QVERIFY(!ep->isEnabled());
 }
 
 void TestGuiWindow::lora_options_appear_for_adapters() {
