@@ -574,7 +574,8 @@ void Session::startSearch() {
   Q_EMIT searchStarted();
   const Settings s = settings_;
   const io::Catalog* catalog = &catalog_;
-  search_watcher_->setFuture(QtConcurrent::run([s, catalog](QPromise<SearchOutcome>& promise) {
+  const std::shared_ptr<std::atomic<bool>> cancel = search_cancel_;
+  search_watcher_->setFuture(QtConcurrent::run([s, catalog, cancel](QPromise<SearchOutcome>& promise) {
     SearchOutcome out;
     out.settings = s;
     promise.setProgressRange(0, 0);
@@ -588,6 +589,11 @@ void Session::startSearch() {
       req.global_batch = e.estimate.global_batch;
       req.top = kSearchTop;
       req.threads = 0;
+      req.progress = [&promise, cancel](std::size_t done, std::size_t total) {
+        promise.setProgressRange(0, static_cast<int>(total));
+        promise.setProgressValue(static_cast<int>(done));
+        return !cancel->load();
+      };
       const planner::PlanResult r =
           planner::search(e.arch, e.params, e.cluster, req, ev.profile(s.profile));
       for (std::size_t i = 0; i < r.plans.size(); ++i)

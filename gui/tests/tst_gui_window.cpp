@@ -438,10 +438,16 @@ void TestGuiWindow::lora_options_appear_for_adapters() {
 void TestGuiWindow::search_runs_off_the_ui_thread() {
   window_->applySettings(base_settings(QStringLiteral("llama-2-7b"), 8, Strategy::fsdp_full, 1));
   QSignalSpy finished(session_.get(), &Session::searchFinished);
+  QSignalSpy progress(session_.get(), &Session::searchProgress);
   QTest::mouseClick(child<QPushButton>("runSearch"), Qt::LeftButton);
   QVERIFY(finished.count() == 1 || finished.wait(60000));
   QVERIFY(!session_->plans().empty());
   QCOMPARE(window_->plansModel().rowCount(), static_cast<int>(session_->plans().size()));
+  // The library reports each layout it has explored; the last report is the whole search.
+  QVERIFY(!progress.isEmpty());
+  const QList<QVariant> last = progress.takeLast();
+  QVERIFY(last.at(1).toInt() > 0);
+  QCOMPARE(last.at(0).toInt(), last.at(1).toInt());
 }
 
 void TestGuiWindow::clicking_a_plan_loads_it() {

@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <future>
 #include <map>
+#include <mutex>
 #include <set>
 #include <thread>
 #include <tuple>
@@ -135,7 +137,8 @@ std::vector<std::pair<std::int64_t, std::int64_t>> batches_for(const PlanRequest
   return out;
 }
 
-PairResult explore(const Evaluator& ev, const PlanRequest& req, int tp, int pp) {
+PairResult explore(const Evaluator& ev, const PlanRequest& req, int tp, int pp,
+                   const std::atomic<bool>& stop) {
   PairResult out;
   const hardware::Cluster& c = ev.cluster();
   const model::Architecture& a = ev.architecture();
@@ -180,6 +183,7 @@ PairResult explore(const Evaluator& ev, const PlanRequest& req, int tp, int pp) 
                                                      Checkpointing::full};
 
   for (Strategy s : strategies_for(req, c, dp)) {
+    if (stop.load(std::memory_order_relaxed)) break;
     for (int ep : eps) {
       for (Offload off : offloads_for(req, s, req.base.framework)) {
         for (int v : vs) {
@@ -383,10 +387,19 @@ PlanResult search(const model::Architecture& a, const model::ParameterCounts& n,
       1u,
       std::min<unsigned>(threads, static_cast<unsigned>(std::max<std::size_t>(1, pairs.size()))));
   std::vector<PairResult> results(pairs.size());
+  std::atomic<bool> stop{false};
+  std::mutex report;
+  std::size_t done = 0;
   auto work = [&](unsigned k) {
     const Evaluator ev = prototype;  // its own shape cache
-    for (std::size_t i = k; i < pairs.size(); i += threads)
-      results[i] = explore(ev, req, pairs[i].first, pairs[i].second);
+    for (std::size_t i = k; i < pairs.size(); i += threads) {
+      if (stop.load()) break;
+      results[i] = explore(ev, req, pairs[i].first, pairs[i].second, stop);
+      if (req.progress) {
+        const std::lock_guard<std::mutex> lock(report);
+        if (!stop.load() && !req.progress(++done, pairs.size())) stop.store(true);
+      }
+    }
   };
   std::vector<std::future<void>> futures;
   for (unsigned k = 1; k < threads; ++k) futures.push_back(std::async(std::launch::async, work, k));
@@ -395,6 +408,7 @@ PlanResult search(const model::Architecture& a, const model::ParameterCounts& n,
 
   // Merge in pair order: the result does not depend on the number of threads.
   PlanResult out;
+  out.cancelled = stop.load();
   std::vector<Found> found;
   std::vector<Infeasible> infeasible;
   std::vector<Rejection> invalid;

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "trainplan/core/error.hpp"
 #include "trainplan/io/catalog.hpp"
@@ -128,6 +129,34 @@ TEST(Search, ExpertParallelDegreesAreSearchedForMixturesOfExperts) {
   plain.global_batch = 64;
   plain.top = 50;
   for (const auto& e : search(dense.a, dense.n, dense.c, plain).plans) EXPECT_EQ(e.training.ep, 1);
+}
+
+// Progress arrives once per layout, one call at a time, up to the total; a false answer stops the
+// search with what it has, marked cancelled.
+TEST(Search, ReportsProgressAndStopsWhenAsked) {
+  const Problem p = problem("llama-2-13b", "2x8xA100-80GB");
+  PlanRequest req;
+  req.global_batch = 256;
+  req.threads = 2;
+  std::vector<std::size_t> seen;
+  std::size_t total = 0;
+  req.progress = [&](std::size_t done, std::size_t of) {
+    seen.push_back(done);
+    total = of;
+    return true;
+  };
+  const PlanResult full = search(p.a, p.n, p.c, req);
+  EXPECT_FALSE(full.cancelled);
+  ASSERT_GT(total, 1u);
+  ASSERT_EQ(seen.size(), total);
+  for (std::size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], i + 1);
+
+  std::size_t calls = 0;
+  req.progress = [&](std::size_t, std::size_t) { return ++calls < 2; };
+  const PlanResult stopped = search(p.a, p.n, p.c, req);
+  EXPECT_TRUE(stopped.cancelled);
+  EXPECT_EQ(calls, 2u);
+  EXPECT_LT(stopped.evaluated, full.evaluated);
 }
 
 // Nothing fits: a result with reasons, not an exception.

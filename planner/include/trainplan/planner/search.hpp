@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,6 +43,10 @@ struct PlanRequest {
   std::size_t top = 5;
   unsigned threads = 2;  // 0: std::thread::hardware_concurrency()
   EstimateOptions options;
+  // Called after each (TP, PP) layout is explored, one call at a time, with how many of them are
+  // done; returning false stops the search, which then returns what it found so far, marked
+  // cancelled.
+  std::function<bool(std::size_t done, std::size_t total)> progress;
 };
 
 struct Rejection {
@@ -55,6 +60,7 @@ struct PlanResult {
   std::vector<Rejection> rejected;      // runners-up beyond the top K, and what could not run
   std::int64_t evaluated = 0;           // configurations priced or pruned
   std::int64_t fitting = 0;             // of which fit in memory
+  bool cancelled = false;               // stopped by PlanRequest::progress: a partial answer
 };
 
 // Throws InputError when a pinned option is impossible for every layout (e.g. --tp not dividing
