@@ -43,6 +43,9 @@ void add_training_options(CLI::App& cmd, TrainingOptions& o) {
   g("--lora-alpha", o.lora_alpha, "LoRA alpha (default 32)");
   g("--lora-dropout", o.lora_dropout, "LoRA dropout (default 0.05)");
   g("--lora-targets", o.lora_targets, "q,v | all-linear | module names (default q,v)");
+  cmd.add_flag("--frozen-base-fp32", o.frozen_base_fp32,
+               "adapters under *-mixed: the frozen base stays fp32 (litgpt; from_pretrained without "
+               "torch_dtype) instead of 16-bit");
   g("--quant", o.quant, "QLoRA base quantization: nf4 | nf4-dq | fp4 | int8 (default nf4)");
   g("--fsdp-wrap", o.fsdp_wrap, "block (one unit per transformer block) | none (whole model, default block)");
   g("--framework", o.framework, "pytorch | deepspeed | megatron accounting conventions (default pytorch)");
@@ -83,6 +86,9 @@ Resolved resolve(const io::Catalog& catalog, const TrainingOptions& o) {
   t.pp_virtual = o.pp_virtual.value_or(1);
   t.sequence_parallel = o.sequence_parallel;
   t.ep = o.expert_parallel.value_or(1);
+  t.frozen_base_fp32 = o.frozen_base_fp32;
+  if (t.frozen_base_fp32 && (t.method == Method::full || !is_mixed(t.precision)))
+    throw InputError("--frozen-base-fp32 applies to --method lora or qlora with a *-mixed precision");
   t.micro_batch = o.micro_batch.value_or(1);
   r.request.micro_batch_pinned = o.micro_batch.has_value();
   t.grad_accum = o.grad_accum.value_or(1);

@@ -19,6 +19,7 @@ struct TrainingOptions {
       quant, fsdp_wrap, framework, lora_targets, inter_node;
   std::optional<int> tp, pp, pp_virtual, expert_parallel;
   bool sequence_parallel = false;
+  bool frozen_base_fp32 = false;
   std::optional<std::int64_t> micro_batch, grad_accum, seq, lora_rank;
   std::optional<double> lora_alpha, lora_dropout;
   bool json = false;

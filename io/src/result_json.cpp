@@ -60,6 +60,7 @@ Json candidate_json(const planner::Candidate& c) {
               {"offload", std::string(to_string(t.offload))},
               {"framework", std::string(to_string(t.framework))},
               {"expert_parallel", t.ep},
+              {"frozen_base_fp32", t.frozen_base_fp32},
               {"micro_batch", t.micro_batch},
               {"seq", t.seq},
               {"fits", c.fits},
