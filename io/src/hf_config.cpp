@@ -172,6 +172,23 @@ void read_falcon(const HfReader& r, Architecture& a) {
   a.fused_qkv_name = "query_key_value";
 }
 
+// The share of each head's width that is rotated: transformers v5 keeps it in rope_parameters,
+// earlier versions at the top level (Phi: partial_rotary_factor, GPT-NeoX: rotary_pct).
+double partial_rotary(const HfReader& r, double fallback) {
+  double f = r.number_or({"partial_rotary_factor", "rotary_pct"}, fallback);
+  if (const Json* rope = r.find({"rope_parameters"}); rope && rope->is_object()) {
+    if (rope->contains("partial_rotary_factor")) {
+      const Json& v = rope->at("partial_rotary_factor");
+      if (!v.is_number())
+        throw InputError(r.where() + ": key 'rope_parameters.partial_rotary_factor' must be a number");
+      f = v.get<double>();
+    }
+  }
+  if (!(f > 0.0 && f <= 1.0))
+    throw InputError(r.where() + ": the partial rotary factor must be in (0, 1] (got " + std::to_string(f) + ")");
+  return f;
+}
+
 void read_gpt_neox(const HfReader& r, Architecture& a) {
   read_common(r, a);
   a.mlp = MlpKind::plain;
@@ -184,6 +201,7 @@ void read_gpt_neox(const HfReader& r, Architecture& a) {
   a.mlp_bias = true;
   a.parallel_residual = r.flag_or({"use_parallel_residual"}, true);
   a.fused_qkv_name = "query_key_value";
+  a.rotary_fraction = partial_rotary(r, 0.25);  // GPTNeoXConfig's default rotary_pct
 }
 
 void read_mpt(const HfReader& r, Architecture& a) {
@@ -212,6 +230,7 @@ void read_phi(const HfReader& r, Architecture& a) {
   a.qkv_bias = a.out_bias = a.mlp_bias = a.lm_head_bias = true;
   a.parallel_residual = true;
   a.norms_per_layer = 1;
+  a.rotary_fraction = partial_rotary(r, 0.5);  // PhiConfig's default
 }
 
 void read_t5(const HfReader& r, Architecture& a) {

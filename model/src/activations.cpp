@@ -91,14 +91,16 @@ BlockActivations megatron_block(const Architecture& a, const Training& tr) {
 }
 
 // The tensors a Hugging Face block saves for backward (docs/formulas.md, "Activations").
-// `input_grad` is false for the first block of a stack whose embedding is frozen (adapters): there
-// the block's input needs no gradient, nor does a projection its adapter does not train.
-BlockActivations hf_block(const Architecture& a, const Training& tr, Stack stack, bool input_grad) {
+// The `first` block of a stack also keeps what later blocks share with it (T5's relative position
+// buckets, the encoder output the decoder attends to); with a frozen embedding (adapters) its input
+// needs no gradient, nor does a projection its adapter does not train.
+BlockActivations hf_block(const Architecture& a, const Training& tr, Stack stack, bool first) {
   const Shape x = shape_of(a, tr);
   const double c = compute_bytes(tr.precision);  // dtype of matmul outputs
   const double r = param_bytes(tr.precision);    // dtype of the residual stream (the parameters')
   const bool mixed = is_mixed(tr.precision);
   const bool full = tr.method == Method::full;
+  const bool input_grad = !first || full;
   // A linear keeps its input when its weight is trained, when its adapter reads the input directly
   // (no LoRA dropout), and always under QLoRA: bitsandbytes' 4-bit matmul saves its input for the
   // input gradient (bitsandbytes autograd MatMul4Bit).
@@ -130,7 +132,7 @@ BlockActivations hf_block(const Architecture& a, const Training& tr, Stack stack
       case NormKind::layernorm:
       case NormKind::layernorm_no_bias:
         if (!shares_input) add("norm input", (mixed ? kFp32 : r) * th);
-        add("norm statistics", 2.0 * kFp32 * x.t / x.rep);
+        add("norm statistics", 2.0 * (mixed ? kFp32 : r) * x.t / x.rep);  // mean, rstd in its dtype
         break;
     }
     if (consumers_saving > 0) add("norm output (linear input)", (mixed ? consumers_saving * c : r) * th);
@@ -204,6 +206,8 @@ BlockActivations hf_block(const Architecture& a, const Training& tr, Stack stack
     add("v", k_used);
   }
   const double scores = x.a * x.s * x.s * x.b / x.tp;
+  // T5's relative attention bias: the int64 bucket of every (query, key) pair, for its gradient.
+  if (first && full && a.relative_buckets > 0) add("relative position buckets", 8.0 * x.s * x.s);
   double core = 0.0;
   switch (tr.attention) {
     case Attention::eager:
@@ -222,7 +226,10 @@ BlockActivations hf_block(const Architecture& a, const Training& tr, Stack stack
       core = kFp32 * x.a * x.t / x.tp;  // log-sum-exp per row
       add("attention log-sum-exp", core);
       add("attention output", q);  // the kernel's backward needs it
-      if (sdpa_fused && keeps_input(Role::o)) add("o input (contiguous copy)", q);
+      // The kernel lays its output out as its query; the o projection reads it token-major, which
+      // is free for a query in the projection's layout (Llama's rotary, GPT-2's views) and a copy
+      // for one concatenated head-major (partial rotary: Phi, GPT-NeoX).
+      if (rotary && a.rotary_fraction < 1.0 && keeps_input(Role::o)) add("o input (contiguous copy)", q);
       // The explicit mask, cast to the model dtype inside each block.
       if (sdpa_explicit_mask(a, tr)) add("attention mask", c * x.b * x.s * x.s);
       break;
@@ -233,6 +240,10 @@ BlockActivations hf_block(const Architecture& a, const Training& tr, Stack stack
     norm(saving({Role::q}), false, true);
     add("cross-attention q, k, v and output", 3.0 * q + kv);
     if (tr.attention == Attention::eager) add("cross-attention scores", core);
+    // The encoder output every decoder block's k and v read: kept once, by the first.
+    const int readers = saving({Role::k, Role::v});
+    if (first && readers > 0)
+      add("encoder output (k, v input)", (mixed ? readers * c : r) * x.t * x.h / x.rep);
   }
 
   // MLP.
@@ -283,18 +294,18 @@ BlockActivations block_activations(const Architecture& a, const Training& tr, St
   switch (tr.framework) {
     case Framework::megatron: return megatron_block(a, tr);
     case Framework::pytorch:
-    case Framework::deepspeed: return hf_block(a, tr, stack, true);
+    case Framework::deepspeed: return hf_block(a, tr, stack, false);
   }
   return {};
 }
 
-Bytes first_block_extra(const Architecture& a, const Training& tr) {
+Bytes first_block_extra(const Architecture& a, const Training& tr, Stack stack) {
   if (tr.framework == Framework::megatron) return Bytes(0.0);
   const double c = compute_bytes(tr.precision);
   const double s = static_cast<double>(tr.seq);
   double extra = 0.0;
   const bool rotary = a.position == PositionKind::rotary;
-  if (rotary) extra += 2.0 * c * s * static_cast<double>(a.head_dim);  // cos, sin
+  if (rotary) extra += 2.0 * c * s * static_cast<double>(a.rotary_dim());  // cos, sin
   if (tr.checkpointing == Checkpointing::full) {
     if (rotary) extra += 8.0 * s;  // int64 position ids
     // The mask every checkpointed block is handed: eager's additive one in the model dtype, or
@@ -302,19 +313,19 @@ Bytes first_block_extra(const Architecture& a, const Training& tr) {
     const double b = static_cast<double>(tr.micro_batch);
     if (tr.attention == Attention::eager) extra += c * b * s * s;
     if (sdpa_explicit_mask(a, tr)) extra += kMaskBytes * b * s * s;
+    // The encoder output, an input of every checkpointed decoder block.
+    if (stack == Stack::decoder && a.encoder_decoder)
+      extra += param_bytes(tr.precision) * static_cast<double>(tr.tokens_per_micro_batch() * a.hidden);
   }
   const double rep = tr.sequence_parallel ? static_cast<double>(tr.tp) : 1.0;
   Bytes out(extra / rep);
-  if (tr.checkpointing != Checkpointing::full && tr.method != Method::full) {
-    // A frozen embedding: the first block's input needs no gradient.
-    const Stack stack = a.encoder_decoder ? Stack::encoder : Stack::decoder;
-    out += hf_block(a, tr, stack, false).saved - hf_block(a, tr, stack, true).saved;
-  }
+  if (tr.checkpointing != Checkpointing::full)
+    out += hf_block(a, tr, stack, true).saved - hf_block(a, tr, stack, false).saved;
   return out;
 }
 
 Bytes kept_per_block(const Architecture& a, const Training& tr, Stack stack, bool first) {
-  const Bytes extra = first ? first_block_extra(a, tr) : Bytes(0.0);
+  const Bytes extra = first ? first_block_extra(a, tr, stack) : Bytes(0.0);
   switch (tr.checkpointing) {
     case Checkpointing::none: return block_activations(a, tr, stack).saved + extra;
     case Checkpointing::selective: {
@@ -365,7 +376,7 @@ HeadActivations head_activations(const Architecture& a, const Training& tr) {
              (full ? (a.family == "gemma" ? kFp32 : r) * t * h : 0.0);
       break;
     case NormKind::layernorm:
-    case NormKind::layernorm_no_bias: norm = (mixed ? kFp32 : r) * t * h + 2.0 * kFp32 * t; break;
+    case NormKind::layernorm_no_bias: norm = (mixed ? kFp32 : r) * (t * h + 2.0 * t); break;
   }
   if (head_trainable) norm += (mixed ? c : r) * t * h;
   // T5 drops out the final norm's output.
@@ -414,7 +425,9 @@ ActivationMemory activation_memory(const Architecture& a, const Training& tr) {
   m.in_flight = tr.pp > 1 ? std::min(p, micro_batches) : 1.0;
   if (tr.pp > 1 && tr.pp_virtual > 1)
     m.in_flight *= 1.0 + (p - 1.0) / (p * static_cast<double>(tr.pp_virtual));
-  m.blocks = (kept + first_block_extra(a, tr) * (a.encoder_decoder ? 2.0 : 1.0)) * m.in_flight;
+  Bytes firsts;  // what the first block of each stack keeps beyond the others
+  for (const auto& part : parts) firsts += first_block_extra(a, tr, part.stack);
+  m.blocks = (kept + firsts) * m.in_flight;
   m.embedding = embedding_activations(a, tr) * m.in_flight;
   m.head = tr.pp == 1 ? head_activations(a, tr).total() : Bytes(0.0);
   return m;

@@ -70,6 +70,9 @@ void validate(const Architecture& a) {
   require_positive(a, a.max_seq, "maximum sequence length");
   require_positive(a, a.experts, "number of experts");
   require_positive(a, a.experts_per_token, "experts per token");
+  if (!(a.rotary_fraction > 0.0 && a.rotary_fraction <= 1.0))
+    throw InputError("model '" + a.name + "': the rotary fraction must be in (0, 1] (got " +
+                     std::to_string(a.rotary_fraction) + ")");
   if (a.decoder_layers < 0) require_positive(a, a.decoder_layers, "number of decoder layers");
   if (a.heads % a.kv_heads != 0)
     throw InputError("model '" + a.name + "': " + std::to_string(a.heads) +

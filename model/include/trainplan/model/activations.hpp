@@ -32,11 +32,12 @@ struct BlockActivations {
 // activation_memory), for t = seq * micro_batch tokens, sharded by TP (and SP).
 [[nodiscard]] BlockActivations block_activations(const Architecture& a, const Training& tr, Stack stack);
 
-// What the first block keeps beyond (or short of) the others, signed: the rotary cos/sin tables its
-// attention is first to save; under full checkpointing the other checkpoint inputs (position ids,
-// an eager attention mask); with a frozen embedding (adapters), nothing for its first norm, whose
-// input needs no gradient.
-[[nodiscard]] Bytes first_block_extra(const Architecture& a, const Training& tr);
+// What the first block of a stack keeps beyond (or short of) the others, signed: the rotary cos/sin
+// tables its attention is first to save, T5's relative position buckets, the encoder output a
+// decoder attends to; under full checkpointing the other checkpoint inputs (position ids, an
+// attention mask); with a frozen embedding (adapters), nothing for its first norm, whose input needs
+// no gradient.
+[[nodiscard]] Bytes first_block_extra(const Architecture& a, const Training& tr, Stack stack);
 
 // What one block keeps for backward after the checkpointing policy, the first block of a stack
 // with its first_block_extra.

@@ -38,6 +38,7 @@ struct Architecture {
   bool experts_loop = false;           // MoE: transformers' per-expert loop ("eager"), not grouped_mm
   std::int64_t relative_buckets = 0;   // T5 relative attention bias buckets
   std::int64_t sliding_window = 0;     // Mistral: attention window, 0 = full causal
+  double rotary_fraction = 1.0;        // partial rotary (Phi, GPT-NeoX): share of a head rotated
   MlpKind mlp = MlpKind::gated;
   Activation activation = Activation::silu;
   NormKind norm = NormKind::rmsnorm;
@@ -59,6 +60,10 @@ struct Architecture {
   [[nodiscard]] bool is_moe() const { return experts > 1; }
   [[nodiscard]] std::int64_t q_dim() const { return heads * head_dim; }
   [[nodiscard]] std::int64_t kv_dim() const { return kv_heads * head_dim; }
+  // The rotated width of a head (transformers: int(head_dim * partial_rotary_factor)).
+  [[nodiscard]] std::int64_t rotary_dim() const {
+    return static_cast<std::int64_t>(static_cast<double>(head_dim) * rotary_fraction);
+  }
   [[nodiscard]] std::int64_t total_layers() const { return layers + decoder_layers; }
 };
 
