@@ -69,6 +69,31 @@ TEST(HfConfig, FamilyRulesFromTheImplementations) {
   EXPECT_EQ(read(R"({"model_type":"gpt2","n_embd":64,"n_layer":2,"n_head":4,"vocab_size":100})").max_seq, 1024);
 }
 
+// Partial rotary: transformers' defaults (PhiConfig 0.5, GPTNeoXConfig rotary_pct 0.25), the
+// top-level keys of v4 configs and v5's rope_parameters.
+TEST(HfConfig, PartialRotaryFactor) {
+  auto read = [](const std::string& json) {
+    return io::architecture_from_hf_config(io::Json::parse(json), "x", "rope.json");
+  };
+  const std::string phi = R"({"model_type":"phi","hidden_size":256,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":100)";
+  const std::string neox = R"({"model_type":"gpt_neox","hidden_size":256,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":100)";
+  EXPECT_DOUBLE_EQ(read(phi + "}").rotary_fraction, 0.5);
+  EXPECT_EQ(read(phi + "}").rotary_dim(), 32);
+  EXPECT_DOUBLE_EQ(read(phi + R"(,"partial_rotary_factor":0.4})").rotary_fraction, 0.4);
+  EXPECT_DOUBLE_EQ(read(neox + "}").rotary_fraction, 0.25);
+  EXPECT_DOUBLE_EQ(read(neox + R"(,"rotary_pct":1.0})").rotary_fraction, 1.0);
+  EXPECT_DOUBLE_EQ(read(neox + R"(,"rope_parameters":{"partial_rotary_factor":0.5,"rope_type":"default"}})").rotary_fraction, 0.5);
+  EXPECT_DOUBLE_EQ(read(R"({"model_type":"llama","hidden_size":256,"intermediate_size":512,"num_hidden_layers":2,
+                            "num_attention_heads":4,"vocab_size":100})").rotary_fraction, 1.0);
+  try {
+    (void)read(phi + R"(,"partial_rotary_factor":1.5})");
+    ADD_FAILURE() << "a factor above 1 must be refused";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("rope.json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("partial rotary factor"), std::string::npos) << e.what();
+  }
+}
+
 TEST(HfConfig, MixtralExpertsImplementation) {
   const std::string base = R"({"model_type":"mixtral","hidden_size":128,"intermediate_size":256,
       "num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"vocab_size":100,
