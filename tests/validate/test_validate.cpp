@@ -51,7 +51,7 @@ void expect_oracle_exact(std::initializer_list<Metric> metrics) {
       EXPECT_EQ(std::llround(c.predicted), std::llround(c.measured)) << describe(c);
     }
   }
-  EXPECT_EQ(seen, 37u * metrics.size());
+  EXPECT_EQ(seen, 41u * metrics.size());
 }
 
 TEST(Oracle, ParameterCountsExact) {
@@ -108,7 +108,7 @@ TEST(Oracle, SavedForBackwardPerBlockAndHeadWithinFivePercent) {
     }
     std::cout << line << "\n";
   }
-  EXPECT_EQ(seen, 81u + 37u);  // 81 blocks and 37 heads over the 37 cases
+  EXPECT_EQ(seen, 91u + 41u);  // 91 blocks and 41 heads over the 41 cases
 }
 
 // The pass band each source's issue sets; the data files must carry the same (no silent loosening).
@@ -160,7 +160,7 @@ TEST(MeasuredRuns, StepTimesArePredicted) {
 
 TEST(Validate, OracleMedianErrorAtMostFivePercent) {
   const planner::Summary& s = report().oracle;
-  EXPECT_EQ(s.cases, 37u);
+  EXPECT_EQ(s.cases, 41u);
   EXPECT_LE(s.median_abs_pct, 5.0);
   for (const auto& m : s.metrics)
     std::cout << "  " << to_string(m.metric) << ": median " << m.median_abs_pct << " %, max "

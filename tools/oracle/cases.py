@@ -220,4 +220,9 @@ CASES: list[Case] = [
     Case("t5-gated", "eager", 64, 4, F32),
     # mpt (eager attention only)
     Case("mpt", "eager", 128, 2, F32),
+    # rules first seen in one case above, checked in another setting
+    Case("llama-gqa", "eager", 128, 2, BF16, lora="qv8"),  # eager Q K^T in the first adapted block
+    Case("gpt2-adrop0", "sdpa", 128, 2, F32),  # SDPA output read by c_proj without a copy
+    Case("phi", "sdpa", 128, 2, BF16),  # partial rotary's copy, LayerNorm statistics in bf16
+    Case("t5", "eager", 64, 2, BF16),  # T5 norms in bf16, relative buckets under full training
 ]
