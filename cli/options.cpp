@@ -36,7 +36,7 @@ void add_training_options(CLI::App& cmd, TrainingOptions& o) {
   g("--micro-batch", o.micro_batch, "sequences per GPU per step (default 1)");
   g("--grad-accum", o.grad_accum, "micro-batches per optimizer step (default 1)");
   g("--seq", o.seq, "sequence length in tokens (default min(2048, model maximum))");
-  g("--checkpointing", o.checkpointing, "none | selective | full");
+  g("--checkpointing", o.checkpointing, "none | selective | full | full-offload");
   g("--attention", o.attention, "flash | sdpa | eager (default flash)");
   g("--offload", o.offload, "none | optimizer | optimizer+params");
   g("--lora-rank", o.lora_rank, "LoRA rank r (default 16)");

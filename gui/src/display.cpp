@@ -328,7 +328,9 @@ QString option_tooltip(std::string_view option) {
        "throughput (planner::time_to_train). Empty: not shown."},
       {"checkpointing",
        "none; selective: recompute the attention core; full: keep only each block's input "
-       "and recompute the block (arXiv:2205.05198, arXiv:1604.06174)."},
+       "and recompute the block (arXiv:2205.05198, arXiv:1604.06174); full-offload: keep those "
+       "inputs in host memory, copied over PCIe behind each block's compute (ZeRO-R, "
+       "arXiv:1910.02054)."},
       {"attention",
        "flash / sdpa: no s x s score matrix kept; eager: the Hugging Face eager path keeps "
        "scores and softmax (s^2 per head)."},

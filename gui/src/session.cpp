@@ -227,7 +227,7 @@ CommandLine parse_command_line(const QStringList& arguments, const io::Catalog& 
       {"micro-batch", "N", "sequences per GPU per step"},
       {"grad-accum", "N", "micro-batches per optimizer step"},
       {"seq", "N", "sequence length in tokens"},
-      {"checkpointing", "MODE", "none | selective | full"},
+      {"checkpointing", "MODE", "none | selective | full | full-offload"},
       {"attention", "KIND", "flash | sdpa | eager"},
       {"offload", "MODE", "none | optimizer | optimizer+params"},
       {"lora-rank", "N", "LoRA rank"},

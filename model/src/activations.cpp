@@ -306,7 +306,7 @@ Bytes first_block_extra(const Architecture& a, const Training& tr, Stack stack) 
   double extra = 0.0;
   const bool rotary = a.position == PositionKind::rotary;
   if (rotary) extra += 2.0 * c * s * static_cast<double>(a.rotary_dim());  // cos, sin
-  if (tr.checkpointing == Checkpointing::full) {
+  if (recomputes_blocks(tr.checkpointing)) {
     if (rotary) extra += 8.0 * s;  // int64 position ids
     // The mask every checkpointed block is handed: eager's additive one in the model dtype, or
     // SDPA's boolean one where the model builds it.
@@ -319,7 +319,7 @@ Bytes first_block_extra(const Architecture& a, const Training& tr, Stack stack) 
   }
   const double rep = tr.sequence_parallel ? static_cast<double>(tr.tp) : 1.0;
   Bytes out(extra / rep);
-  if (tr.checkpointing != Checkpointing::full)
+  if (!recomputes_blocks(tr.checkpointing))
     out += hf_block(a, tr, stack, true).saved - hf_block(a, tr, stack, false).saved;
   return out;
 }
@@ -333,6 +333,7 @@ Bytes kept_per_block(const Architecture& a, const Training& tr, Stack stack, boo
       return blk.saved - blk.attention + extra;
     }
     case Checkpointing::full: return checkpoint_bytes(a, tr) + extra;
+    case Checkpointing::full_offload: return extra;  // the checkpoint itself waits on the host
   }
   return extra;
 }
@@ -417,7 +418,14 @@ ActivationMemory activation_memory(const Architecture& a, const Training& tr) {
     largest = std::max(largest, part.blk.saved);
   }
   m.per_block = kept / layers_on_stage;
-  if (tr.checkpointing == Checkpointing::full) m.recompute_peak = largest;
+  if (recomputes_blocks(tr.checkpointing)) m.recompute_peak = largest;
+  if (tr.checkpointing == Checkpointing::full_offload) {
+    // Every block's input goes to the host as forward passes it and comes back for its backward;
+    // two are on the GPU in transit (one copied out or prefetched while the next computes).
+    const Bytes ckpt = checkpoint_bytes(a, tr);
+    m.host = ckpt * layers_on_stage;
+    m.recompute_peak += ckpt * 2.0;
+  }
 
   // 1F1B: the first stage holds min(p, m) micro-batches; interleaving with v chunks adds
   // (p-1)/(p*v) (Narayanan et al. 2021, arXiv:2104.04473; Korthikanti Sec. 4.2.3).
@@ -428,6 +436,7 @@ ActivationMemory activation_memory(const Architecture& a, const Training& tr) {
   Bytes firsts;  // what the first block of each stack keeps beyond the others
   for (const auto& part : parts) firsts += first_block_extra(a, tr, part.stack);
   m.blocks = (kept + firsts) * m.in_flight;
+  m.host = m.host * m.in_flight;
   m.embedding = embedding_activations(a, tr) * m.in_flight;
   m.head = tr.pp == 1 ? head_activations(a, tr).total() : Bytes(0.0);
   return m;

@@ -160,7 +160,7 @@ StepFlops micro_batch_flops(const FlopCoefficients& k, const Training& tr) {
   const double attention_bwd = (fused ? kFusedAttentionBackwardRatio : 2.0) * attention;
   double input_grads = k.linear + k.head + k.adapters;
   double attention_grads = attention_bwd;
-  if (!k.full && tr.checkpointing != Checkpointing::full) {
+  if (!k.full && !recomputes_blocks(tr.checkpointing)) {
     // The first block's input comes from frozen embeddings and needs no gradient.
     input_grads -= k.frozen_input_gradients;
     if (!fused) attention_grads -= k.frozen_kv_gradients * s;
@@ -173,7 +173,8 @@ StepFlops micro_batch_flops(const FlopCoefficients& k, const Training& tr) {
     case Checkpointing::selective:
       f.recompute = Flops(t * attention);
       break;
-    case Checkpointing::full: {
+    case Checkpointing::full:
+    case Checkpointing::full_offload: {
       // Megatron's recompute replays the whole layer; torch's non-reentrant checkpoint stops once
       // every saved tensor is rebuilt - before the last matmul unless a dropout after it saves a
       // mask.

@@ -96,6 +96,7 @@ TensorParallelCollectives tensor_parallel_collectives(bool sequence_parallel, Ch
     case Checkpointing::selective:
       break;
     case Checkpointing::full:
+    case Checkpointing::full_offload:
       n += 2;
       break;  // the replayed forward
   }

@@ -61,7 +61,13 @@ bool uses_deepspeed(const model::Training& t) {
          t.strategy == Strategy::zero2 || t.strategy == Strategy::zero3;
 }
 
-void note_adapters(const model::Training& t, std::vector<std::string>& notes) {
+// What the training script itself must do, beyond the launcher's configuration.
+void note_script_changes(const model::Training& t, std::vector<std::string>& notes) {
+  if (t.checkpointing == Checkpointing::full_offload)
+    notes.push_back(
+        "checkpoints on the host: wrap each checkpointed block with torch's offload_wrapper "
+        "(torch.distributed.algorithms._checkpoint.checkpoint_wrapper) or run it under "
+        "torch.autograd.graph.save_on_cpu(pin_memory=True)");
   if (t.method != Method::full)
     notes.push_back(fmt::format("LoRA rank {} on {}: configure PEFT in the training script",
                                 t.lora.rank, fmt::join(t.lora.targets, ",")));
@@ -79,7 +85,7 @@ void note_parallelism(const model::Training& t, const std::string& format,
         fmt::format("{} cannot express TP {} / PP {}: launch Megatron-LM (--emit torchrun with "
                     "--framework megatron) or a TP/PP-capable trainer",
                     format, t.tp, t.pp));
-  note_adapters(t, notes);
+  note_script_changes(t, notes);
 }
 
 }  // namespace
@@ -206,7 +212,7 @@ Emitted emit_accelerate(const Estimate& e, const hardware::Cluster& c) {
   out.notes.push_back(
       fmt::format("per-device batch {} with gradient accumulation {} (global batch {})",
                   t.micro_batch, t.grad_accum, e.global_batch));
-  note_adapters(t, out.notes);
+  note_script_changes(t, out.notes);
   return out;
 }
 
@@ -234,6 +240,7 @@ Emitted emit_torchrun(const Estimate& e, const hardware::Cluster& c, const model
         args += " --recompute-granularity selective";
         break;
       case Checkpointing::full:
+      case Checkpointing::full_offload:  // refused for megatron by make_layout
         args += " --recompute-granularity full --recompute-method uniform";
         break;
     }

@@ -453,6 +453,21 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
     offload = d2h_ex + h2d_ex;
   }
 
+  // Checkpoints to the host as forward passes each block and back before its backward, each copy
+  // behind that block's compute (ZeRO-R Sec. 6.1).
+  if (tr.checkpointing == Checkpointing::full_offload) {
+    const double copies = layers_stage * md;  // each way
+    const Bytes ckpt = model::checkpoint_bytes(a_, tr);
+    const Seconds copy = host_copy_time(links_, ckpt);
+    const Seconds out_ex = pos(copy - layer_fwd) * copies;
+    const Seconds back_ex = pos(copy - (layer_bwd + layer_rec)) * copies;
+    sink.add(Transfer::device_to_host, CommPurpose::offload_activations, LinkTier::pcie, 1,
+             ckpt * copies, copy * copies, out_ex);
+    sink.add(Transfer::host_to_device, CommPurpose::offload_activations, LinkTier::pcie, 1,
+             ckpt * copies, copy * copies, back_ex);
+    offload += out_ex + back_ex;
+  }
+
   // ---- Step --------------------------------------------------------------------------------
   TimeBreakdown& tb = out.time;
   tb.compute = compute;

@@ -111,6 +111,8 @@ void validate_training(const Architecture& a, const Training& tr) {
   if (tr.pp_virtual > 1 && (tr.pp == 1 || a.total_layers() % (tr.pp * tr.pp_virtual) != 0))
     throw InputError("--pp-virtual " + str(tr.pp_virtual) + " needs --pp > 1 and " +
                      str(a.total_layers()) + " layers divisible by pp x pp-virtual");
+  if (tr.checkpointing == Checkpointing::full_offload && tr.framework == Framework::megatron)
+    throw InputError("--checkpointing full-offload is not modelled for the megatron framework (use full)");
   if (tr.ep < 1) throw InputError("--expert-parallel must be at least 1 (got " + str(tr.ep) + ")");
   if (tr.ep > 1 && !a.is_moe())
     throw InputError("--expert-parallel " + str(tr.ep) + ": model '" + a.name +
@@ -337,7 +339,7 @@ MemoryBreakdown memory(const Architecture& a, const model::ParameterCounts& n, c
   m.overhead = mc.cuda_context + (l.world > 1 ? mc.nccl : Bytes(0.0)) +
                m.peak_allocated * mc.allocator_reserve;
   m.device_total = m.peak_allocated + m.overhead;
-  m.host = ms.host * static_cast<double>(std::min(l.gpus_per_node, l.world));
+  m.host = (ms.host + m.activation_detail.host) * static_cast<double>(std::min(l.gpus_per_node, l.world));
   return m;
 }
 

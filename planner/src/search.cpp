@@ -177,10 +177,12 @@ PairResult explore(const Evaluator& ev, const PlanRequest& req, int tp, int pp,
   else
     for (int e : divisors(dp))
       if (a.experts % e == 0) eps.push_back(e);
-  const std::vector<Checkpointing> ckpts =
+  std::vector<Checkpointing> ckpts =
       req.checkpointing ? std::vector<Checkpointing>{*req.checkpointing}
                         : std::vector<Checkpointing>{Checkpointing::none, Checkpointing::selective,
                                                      Checkpointing::full};
+  if (!req.checkpointing && req.base.framework != Framework::megatron)
+    ckpts.push_back(Checkpointing::full_offload);
 
   for (Strategy s : strategies_for(req, c, dp)) {
     if (stop.load(std::memory_order_relaxed)) break;

@@ -50,6 +50,8 @@ TEST(Evaluator, StepIsTheSumOfItsPartsAndExposureNeverExceedsTime) {
       {"zero3 params offload", Strategy::zero3, 1, 1, 1, Checkpointing::full,
        Offload::optimizer_params, 2, 2},
       {"3D", Strategy::ddp, 4, 2, 2, Checkpointing::selective, Offload::none, 1, 8},
+      {"fsdp checkpoints offloaded", Strategy::fsdp_full, 1, 1, 1, Checkpointing::full_offload,
+       Offload::none, 4, 2},
   };
   for (const auto& c : configs) {
     SCOPED_TRACE(c.name);
@@ -226,6 +228,56 @@ TEST(Evaluator, OffloadMovesTheOptimizerToTheCpu) {
   for (const auto& c : cpu.communication)
     pcie = pcie || (c.tier == "pcie" && c.collective == "d2h");
   EXPECT_TRUE(pcie);
+}
+
+// ZeRO-R's checkpoint offload (Rajbhandari et al. 2019, arXiv:1910.02054, Sec. 6.1): the block
+// inputs full checkpointing keeps move to the host, all but the two in transit; the replay is the
+// same; each checkpoint crosses PCIe twice, behind its block's compute.
+TEST(Evaluator, CheckpointsOffloadedToTheHost) {
+  const model::Architecture a = catalog().resolve_model("llama-2-13b").arch;
+  const Evaluator ev = evaluator("llama-2-13b", "8xA100-80GB");
+  model::Training tr;
+  tr.strategy = Strategy::fsdp_full;
+  tr.seq = 4096;
+  tr.micro_batch = 4;
+  tr.grad_accum = 2;
+  tr.checkpointing = Checkpointing::full;
+  const Estimate full = ev.estimate(tr);
+  tr.checkpointing = Checkpointing::full_offload;
+  const Estimate off = ev.estimate(tr);
+  const double ckpt = model::checkpoint_bytes(a, tr).value();
+  const double layers = static_cast<double>(a.layers);
+  EXPECT_DOUBLE_EQ(ckpt, 4.0 * 4096 * 4 * 5120);  // fp32 residual stream under autocast
+  EXPECT_EQ(full.memory.peak_phase, "backward");
+  EXPECT_EQ(off.memory.peak_phase, "backward");
+  EXPECT_NEAR((full.memory.activations - off.memory.activations).value(), (layers - 2.0) * ckpt, 1.0);
+  EXPECT_NEAR((off.memory.host - full.memory.host).value(), layers * ckpt * 8.0, 1.0);  // 8 ranks
+  EXPECT_DOUBLE_EQ(off.time.recompute.value(), full.time.recompute.value());
+  int copies = 0;
+  for (const auto& c : off.communication) {
+    if (c.purpose != "checkpoints to host and back") continue;
+    ++copies;
+    EXPECT_EQ(c.tier, "pcie");
+    EXPECT_NEAR(c.bytes.value(), layers * ckpt * 2.0, 1.0);  // every layer, both micro-batches
+  }
+  EXPECT_EQ(copies, 2);
+  EXPECT_GE(off.time.offload.value(), 0.0);
+  EXPECT_LE(off.time.offload.value(), off.time.step.value());
+}
+
+// Megatron's recompute has no host offload in this model: refused, naming the option.
+TEST(Evaluator, CheckpointOffloadIsNotModelledForMegatron) {
+  const Evaluator ev = evaluator("llama-2-13b", "8xA100-80GB");
+  model::Training tr;
+  tr.framework = Framework::megatron;
+  tr.strategy = Strategy::ddp;
+  tr.checkpointing = Checkpointing::full_offload;
+  try {
+    (void)ev.estimate(tr);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--checkpointing full-offload"), std::string::npos) << e.what();
+  }
 }
 
 // A measured profile replaces the datasheet: a slower HBM makes the optimizer step slower.

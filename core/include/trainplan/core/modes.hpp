@@ -13,7 +13,9 @@ enum class Method { full, lora, qlora };
 enum class Precision { fp32, fp16_mixed, bf16_mixed, fp16_true, bf16_true };
 enum class Optimizer { adamw, adam, sgd, sgd_momentum, adamw_8bit, paged_adamw_8bit, adafactor };
 enum class Strategy { single, ddp, zero1, zero2, zero3, fsdp_full, fsdp_grad_op, fsdp_hybrid };
-enum class Checkpointing { none, selective, full };
+// full_offload: full checkpointing with the checkpoints kept in host memory (ZeRO-R's Pa+cpu,
+// Rajbhandari et al. 2019, arXiv:1910.02054, Sec. 6.1; torch offload_wrapper / save_on_cpu).
+enum class Checkpointing { none, selective, full, full_offload };
 enum class Attention { flash, sdpa, eager };
 enum class Offload { none, optimizer, optimizer_params };
 enum class Quant { nf4, nf4_dq, fp4, int8 };
@@ -68,7 +70,8 @@ struct EnumTable<Checkpointing> {
   static constexpr std::array kEntries{
       std::pair{Checkpointing::none, std::string_view{"none"}},
       std::pair{Checkpointing::selective, std::string_view{"selective"}},
-      std::pair{Checkpointing::full, std::string_view{"full"}}};
+      std::pair{Checkpointing::full, std::string_view{"full"}},
+      std::pair{Checkpointing::full_offload, std::string_view{"full-offload"}}};
 };
 template <>
 struct EnumTable<Attention> {
@@ -109,6 +112,17 @@ struct EnumTable<Framework> {
 };
 
 // Properties of the modes, one exhaustive switch each.
+// Whether backward replays every block's forward from its checkpointed input.
+[[nodiscard]] constexpr bool recomputes_blocks(Checkpointing c) {
+  switch (c) {
+    case Checkpointing::full:
+    case Checkpointing::full_offload: return true;
+    case Checkpointing::none:
+    case Checkpointing::selective: return false;
+  }
+  return false;
+}
+
 [[nodiscard]] constexpr bool is_mixed(Precision p) {
   switch (p) {
     case Precision::fp16_mixed:

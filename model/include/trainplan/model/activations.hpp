@@ -64,6 +64,7 @@ struct ActivationMemory {
   Bytes recompute_peak;  // full checkpointing: one block's activations rebuilt during its backward
   Bytes embedding;
   Bytes head;
+  Bytes host;            // full-offload: the checkpoints waiting in host memory (not in total())
   double in_flight = 1;  // micro-batches whose activations are alive at once (pipeline schedules)
   [[nodiscard]] Bytes total() const { return blocks + recompute_peak + embedding + head; }
 };

@@ -86,6 +86,7 @@ struct BlockCompute {
       case Checkpointing::selective:
         return attention_forward;
       case Checkpointing::full:
+      case Checkpointing::full_offload:
         return forward;
     }
     return Seconds(0.0);

@@ -50,6 +50,7 @@ enum class CommPurpose {
   expert_all_to_all,          // MoE dispatch and combine
   offload_gradients,          // gradients to the host optimizer
   offload_parameters,         // parameters back to the GPU
+  offload_activations,        // checkpoints to the host and back (full-offload)
 };
 
 // Options that are strategy choices beyond model::Training.
@@ -67,7 +68,7 @@ struct CommTerm {
   Seconds exposed;  // of which not hidden behind compute
 };
 
-inline constexpr std::size_t kMaxCommTerms = 12;
+inline constexpr std::size_t kMaxCommTerms = 14;
 
 // Everything the estimate says, without strings or allocations: what the search ranks.
 struct StepCost {
@@ -203,6 +204,8 @@ struct EnumTable<planner::CommPurpose> {
       std::pair{planner::CommPurpose::expert_all_to_all, std::string_view{"MoE all-to-all"}},
       std::pair{planner::CommPurpose::offload_gradients, std::string_view{"gradients to host"}},
       std::pair{planner::CommPurpose::offload_parameters,
-                std::string_view{"parameters to device"}}};
+                std::string_view{"parameters to device"}},
+      std::pair{planner::CommPurpose::offload_activations,
+                std::string_view{"checkpoints to host and back"}}};
 };
 }  // namespace trainplan
