@@ -18,6 +18,7 @@ std::string plan_words(const model::Training& t) {
   std::string s = strategy_label(t.strategy);
   if (t.tp > 1) s += fmt::format(" + TP{}", t.tp);
   if (t.pp > 1) s += fmt::format(" + PP{}", t.pp);
+  if (t.ep > 1) s += fmt::format(" + EP{}", t.ep);
   if (t.checkpointing != Checkpointing::none) s += fmt::format(" + {} checkpointing", to_string(t.checkpointing));
   if (t.offload != Offload::none) s += fmt::format(" + {} offload", to_string(t.offload));
   return s;
@@ -75,7 +76,9 @@ void run_fit(const io::Catalog& catalog, const TrainingOptions& o) {
   for (std::size_t i = 0; i < f.candidates.size(); ++i) {
     const auto& k = f.candidates[i];
     const auto& m = k.memory;
-    t.add({strategy_label(k.training.strategy) + (f.recommended == i ? " *" : ""),
+    t.add({strategy_label(k.training.strategy) +
+               (k.training.ep > 1 ? fmt::format(" EP{}", k.training.ep) : std::string()) +
+               (f.recommended == i ? " *" : ""),
            std::string(to_string(k.training.checkpointing)), std::string(to_string(k.training.offload)),
            k.fits ? "yes" : "no", gib_text(m.device_total), gib_text(m.weights), gib_text(m.gradients),
            gib_text(m.optimizer), gib_text(m.activations), gib_text(m.buffers), gib_text(m.overhead),

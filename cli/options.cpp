@@ -91,6 +91,7 @@ Resolved resolve(const io::Catalog& catalog, const TrainingOptions& o) {
     throw InputError("--frozen-base-fp32 applies to --method lora or qlora with a *-mixed precision");
   t.micro_batch = o.micro_batch.value_or(1);
   r.request.micro_batch_pinned = o.micro_batch.has_value();
+  r.request.expert_parallel = o.expert_parallel;
   t.grad_accum = o.grad_accum.value_or(1);
   t.seq = o.seq.value_or(std::min<std::int64_t>(2048, a.max_seq));
   if (o.lora_rank) t.lora.rank = *o.lora_rank;

@@ -8,6 +8,15 @@ namespace {
 
 bool fits(const MemoryBreakdown& m, Bytes usable) { return m.device_total <= usable; }
 
+// The widest expert parallelism a layout allows: the largest degree dividing both the experts and
+// the shard group.
+int widest_expert_parallel(const model::Architecture& a, const Layout& l) {
+  int best = 1;
+  for (int e = 2; e <= l.shard; ++e)
+    if (l.shard % e == 0 && a.experts % e == 0) best = e;
+  return best;
+}
+
 }  // namespace
 
 std::vector<Strategy> candidate_strategies(Framework f, const hardware::Cluster& c) {
@@ -73,10 +82,17 @@ FitResult fit(const model::Architecture& a, const model::ParameterCounts& n, con
           if (all_pinned || req.strategy) throw;  // the user's own choice is impossible: say why
           continue;
         }
-        Candidate cand{tr, l, memory(a, n, tr, l, mc), false, 0};
-        cand.fits = fits(cand.memory, out.usable);
-        cand.max_micro_batch = max_micro_batch(a, n, tr, l, out.usable, mc);
-        out.candidates.push_back(std::move(cand));
+        std::vector<int> eps{tr.ep};
+        if (!req.expert_parallel && a.is_moe() && widest_expert_parallel(a, l) > 1)
+          eps.push_back(widest_expert_parallel(a, l));
+        for (int ep : eps) {
+          tr.ep = ep;
+          l = make_layout(a, tr, c);
+          Candidate cand{tr, l, memory(a, n, tr, l, mc), false, 0};
+          cand.fits = fits(cand.memory, out.usable);
+          cand.max_micro_batch = max_micro_batch(a, n, tr, l, out.usable, mc);
+          out.candidates.push_back(std::move(cand));
+        }
       }
     }
   }

@@ -1,6 +1,8 @@
 // Properties every memory estimate must have, over a grid of models and configurations.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "trainplan/io/catalog.hpp"
 #include "trainplan/planner/fit.hpp"
 
@@ -216,6 +218,30 @@ TEST(ExpertParallel, EachRankHoldsItsShareOfTheExperts) {
   tr.ep = 8;
   const auto z3_ep = mem(s, tr).states;
   EXPECT_NEAR(z3_ep.device().value(), z3.device().value(), 1.0);
+}
+
+// fit tries each configuration without and with the widest expert parallelism the layout allows
+// (8 experts over 8 data-parallel ranks: EP 8); a pinned degree is the only one; a dense model never
+// gets one.
+TEST(ExpertParallel, FitTriesTheWidestDegree) {
+  const Case s = setup("mixtral-8x7b", "8xH100-80GB");
+  planner::FitRequest req;
+  req.base = training(s);
+  req.checkpointing = Checkpointing::full;
+  req.offload = Offload::optimizer;
+  std::set<int> eps;
+  const auto r = planner::fit(s.arch, s.n, req, s.cluster);
+  for (const auto& k : r.candidates) eps.insert(k.training.ep);
+  EXPECT_EQ(eps, (std::set<int>{1, 8}));
+  ASSERT_TRUE(r.recommended.has_value());
+  req.expert_parallel = 2;
+  req.base.ep = 2;
+  for (const auto& k : planner::fit(s.arch, s.n, req, s.cluster).candidates) EXPECT_EQ(k.training.ep, 2);
+  const Case dense = setup("llama-2-7b", "8xH100-80GB");
+  planner::FitRequest plain;
+  plain.base = training(dense);
+  for (const auto& k : planner::fit(dense.arch, dense.n, plain, dense.cluster).candidates)
+    EXPECT_EQ(k.training.ep, 1);
 }
 
 TEST(ExpertParallel, ImpossibleDegreesNameTheOption) {

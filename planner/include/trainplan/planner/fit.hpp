@@ -1,6 +1,7 @@
 #pragma once
 // "Will it fit?": every strategy that makes sense for the cluster, with and without checkpointing and
-// optimizer offload (unless pinned), each with its memory and the largest micro-batch that fits.
+// optimizer offload (unless pinned), and for a mixture of experts without and with the widest expert
+// parallelism, each with its memory and the largest micro-batch that fits.
 
 #include <cstdint>
 #include <optional>
@@ -18,6 +19,7 @@ struct FitRequest {
   std::optional<Strategy> strategy;
   std::optional<Checkpointing> checkpointing;
   std::optional<Offload> offload;
+  std::optional<int> expert_parallel;
   bool micro_batch_pinned = false;
 };
 
