@@ -64,7 +64,8 @@ double rms_input_bytes(const Architecture& a, const Training& tr) {
 // Korthikanti et al. 2022 (arXiv:2205.05198), Table 2, generalised: replicated 10sbh (two norm
 // inputs, QKV and MLP inputs, two dropout masks), TP-sharded Q, K, V, attention output and the MLP
 // intermediates, and the attention core 5as^2b (softmax, its dropout mask and output).
-BlockActivations megatron_block(const Architecture& a, const Training& tr) {
+BlockActivations megatron_block(const Architecture& a, const Training& tr,
+                                std::vector<ActivationTerm>* terms) {
   const Shape x = shape_of(a, tr);
   const double sbh = x.t * x.h;
   const bool dropout = true;  // Megatron's GPT keeps attention and hidden dropout on
@@ -80,11 +81,12 @@ BlockActivations megatron_block(const Architecture& a, const Training& tr) {
     case Attention::sdpa: core = kFp32 * x.a * x.t / x.tp; break;  // log-sum-exp per row
   }
   BlockActivations out;
-  out.terms = {{"norm, projection inputs and dropout masks", Bytes(replicated)},
-               {"q, k, v", Bytes(qkv)},
-               {"attention output", Bytes(attn_out)},
-               {"mlp intermediates", Bytes(mlp)},
-               {"attention core", Bytes(core)}};
+  if (terms)
+    *terms = {{"norm, projection inputs and dropout masks", Bytes(replicated)},
+              {"q, k, v", Bytes(qkv)},
+              {"attention output", Bytes(attn_out)},
+              {"mlp intermediates", Bytes(mlp)},
+              {"attention core", Bytes(core)}};
   out.attention = Bytes(core);
   out.saved = Bytes(replicated + qkv + attn_out + mlp + core);
   return out;
@@ -94,25 +96,29 @@ BlockActivations megatron_block(const Architecture& a, const Training& tr) {
 // The `first` block of a stack also keeps what later blocks share with it (T5's relative position
 // buckets, the encoder output the decoder attends to); with a frozen embedding (adapters) its input
 // needs no gradient, nor does a projection its adapter does not train.
-BlockActivations hf_block(const Architecture& a, const Training& tr, Stack stack, bool first) {
+// The named terms go to `terms` when given (for display; pricing needs only the sums).
+BlockActivations hf_block(const Architecture& a, const Training& tr, Stack stack, bool first,
+                          std::vector<ActivationTerm>* terms) {
   const Shape x = shape_of(a, tr);
   const double c = compute_bytes(tr.precision);  // dtype of matmul outputs
   const double r = param_bytes(tr.precision);    // dtype of the residual stream (the parameters')
   const bool mixed = is_mixed(tr.precision);
   const bool full = tr.method == Method::full;
   const bool input_grad = !first || full;
+  const AdaptedRoles adapted_role = full ? AdaptedRoles{} : adapted_roles(a, tr.lora);
+  const auto adapts = [&](Role role) { return adapted_role[static_cast<std::size_t>(role)]; };
   // A linear keeps its input when its weight is trained, when its adapter reads the input directly
   // (no LoRA dropout), and always under QLoRA: bitsandbytes' 4-bit matmul saves its input for the
   // input gradient (bitsandbytes autograd MatMul4Bit).
   auto keeps_input = [&](Role role) {
     return full || tr.method == Method::qlora ||
-           (lora_adapts(a, tr.lora, role) && tr.lora.dropout <= 0.0);
+           (adapts(role) && tr.lora.dropout <= 0.0);
   };
   BlockActivations out;
   double total = 0.0;
   auto add = [&](std::string_view name, double bytes) {
     if (bytes <= 0.0) return;
-    out.terms.push_back({name, Bytes(bytes)});
+    if (terms) terms->push_back({name, Bytes(bytes)});
     total += bytes;
   };
 
@@ -152,7 +158,7 @@ BlockActivations hf_block(const Architecture& a, const Training& tr, Stack stack
   auto lora_dropout = [&](std::initializer_list<Role> roles, double width) {
     if (full || tr.lora.dropout <= 0.0) return;
     int adapted = 0;
-    for (Role role : roles) adapted += lora_adapts(a, tr.lora, role) ? 1 : 0;
+    for (Role role : roles) adapted += adapts(role) ? 1 : 0;
     if (fused && adapted > 0 && *roles.begin() == Role::q) adapted = 1;
     add("LoRA dropout input and mask", adapted * (c + kMaskBytes) * x.t * width / x.rep);
   };
@@ -161,9 +167,9 @@ BlockActivations hf_block(const Architecture& a, const Training& tr, Stack stack
   auto lora_a_outputs = [&](std::initializer_list<Role> roles) {
     if (full) return;
     int adapted = 0;
-    for (Role role : roles) adapted += lora_adapts(a, tr.lora, role) ? 1 : 0;
-    if (fused && adapted > 0 && *roles.begin() == Role::q && lora_adapts(a, tr.lora, Role::q) &&
-        !lora_adapts(a, tr.lora, Role::o) && adapted == 3)
+    for (Role role : roles) adapted += adapts(role) ? 1 : 0;
+    if (fused && adapted > 0 && *roles.begin() == Role::q && adapts(Role::q) &&
+        !adapts(Role::o) && adapted == 3)
       adapted = 1;
     add("LoRA A outputs", adapted * c * x.t * static_cast<double>(tr.lora.rank) / x.tp);
   };
@@ -200,7 +206,7 @@ BlockActivations hf_block(const Architecture& a, const Training& tr, Stack stack
     if (rotary) add("rotary q, k", q + kv);
   } else {
     // Q K^T keeps q for the gradient of k and k for that of q.
-    const auto grad = [&](Role role) { return input_grad || lora_adapts(a, tr.lora, role); };
+    const auto grad = [&](Role role) { return input_grad || adapts(role); };
     if (tr.attention != Attention::eager || grad(Role::k)) add("q", q);
     if (tr.attention != Attention::eager || grad(Role::q)) add("k", k_used);
     add("v", k_used);
@@ -250,7 +256,7 @@ BlockActivations hf_block(const Architecture& a, const Training& tr, Stack stack
   // The MLP's norm reads the residual after attention, which needs a gradient once anything before
   // it is trained (or, under a parallel residual, the block's input).
   bool attention_trained = false;
-  for (Role role : {Role::q, Role::k, Role::v, Role::o}) attention_trained |= lora_adapts(a, tr.lora, role);
+  for (Role role : {Role::q, Role::k, Role::v, Role::o}) attention_trained |= adapts(role);
   const bool mlp_norm_grad = input_grad || (!a.parallel_residual && attention_trained);
   if (a.norms_per_layer > 1) norm(mlp_consumers, a.parallel_residual, mlp_norm_grad);
   lora_dropout({Role::gate, Role::up}, x.h);
@@ -292,11 +298,21 @@ BlockActivations hf_block(const Architecture& a, const Training& tr, Stack stack
 
 BlockActivations block_activations(const Architecture& a, const Training& tr, Stack stack) {
   switch (tr.framework) {
-    case Framework::megatron: return megatron_block(a, tr);
+    case Framework::megatron: return megatron_block(a, tr, nullptr);
     case Framework::pytorch:
-    case Framework::deepspeed: return hf_block(a, tr, stack, false);
+    case Framework::deepspeed: return hf_block(a, tr, stack, false, nullptr);
   }
   return {};
+}
+
+std::vector<ActivationTerm> block_activation_terms(const Architecture& a, const Training& tr, Stack stack) {
+  std::vector<ActivationTerm> terms;
+  switch (tr.framework) {
+    case Framework::megatron: (void)megatron_block(a, tr, &terms); break;
+    case Framework::pytorch:
+    case Framework::deepspeed: (void)hf_block(a, tr, stack, false, &terms); break;
+  }
+  return terms;
 }
 
 Bytes first_block_extra(const Architecture& a, const Training& tr, Stack stack) {
@@ -320,7 +336,7 @@ Bytes first_block_extra(const Architecture& a, const Training& tr, Stack stack) 
   const double rep = tr.sequence_parallel ? static_cast<double>(tr.tp) : 1.0;
   Bytes out(extra / rep);
   if (!recomputes_blocks(tr.checkpointing))
-    out += hf_block(a, tr, stack, true).saved - hf_block(a, tr, stack, false).saved;
+    out += hf_block(a, tr, stack, true, nullptr).saved - hf_block(a, tr, stack, false, nullptr).saved;
   return out;
 }
 

@@ -77,14 +77,22 @@ std::vector<LoraAdapter> lora_block_adapters(const Architecture& a, const LoraCo
 }
 
 bool lora_adapts(const Architecture& a, const LoraConfig& c, Role role) {
+  return adapted_roles(a, c)[static_cast<std::size_t>(role)];
+}
+
+AdaptedRoles adapted_roles(const Architecture& a, const LoraConfig& c) {
   auto named = [&](std::string_view n) {
     return std::find(c.targets.begin(), c.targets.end(), n) != c.targets.end();
   };
-  if (named("all-linear") && role != Role::lm_head) return true;
-  if (named(to_string(role))) return true;
+  AdaptedRoles out{};
+  const bool all = named("all-linear");
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const Role role = static_cast<Role>(i);
+    out[i] = (all && role != Role::lm_head) || named(to_string(role));
+  }
   for (const Linear& l : block_linears(a, Stack::decoder))
-    if (l.role == role && named(l.hf_name)) return true;
-  return false;
+    if (named(l.hf_name)) out[static_cast<std::size_t>(l.role)] = true;
+  return out;
 }
 
 bool lora_targets_lm_head(const Architecture& a, const LoraConfig& c) {

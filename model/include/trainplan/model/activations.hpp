@@ -25,12 +25,15 @@ struct ActivationTerm {
 struct BlockActivations {
   Bytes saved;      // kept from forward to backward by one block (no checkpointing)
   Bytes attention;  // of which the attention core (scores, softmax, dropout; dropped by selective)
-  std::vector<ActivationTerm> terms;
 };
 
 // One block of the given stack, without checkpointing (selective and full are applied by
 // activation_memory), for t = seq * micro_batch tokens, sharded by TP (and SP).
 [[nodiscard]] BlockActivations block_activations(const Architecture& a, const Training& tr, Stack stack);
+
+// The same block's saved tensors by name, summing to block_activations(...).saved.
+[[nodiscard]] std::vector<ActivationTerm> block_activation_terms(const Architecture& a, const Training& tr,
+                                                                Stack stack);
 
 // What the first block of a stack keeps beyond (or short of) the others, signed: the rotary cos/sin
 // tables its attention is first to save, T5's relative position buckets, the encoder output a

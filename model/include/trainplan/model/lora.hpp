@@ -2,6 +2,7 @@
 // LoRA adapters (Hu et al. 2021, arXiv:2106.09685): an adapted Linear(in, out) gains A (r x in) and
 // B (out x r), i.e. r * (in + out) trainable parameters.
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -40,6 +41,10 @@ struct LoraAdapter {
 
 // Whether the block linear of this role carries an adapter.
 [[nodiscard]] bool lora_adapts(const Architecture& a, const LoraConfig& c, Role role);
+
+// lora_adapts for every role at once (one pass over the block's linears), indexed by Role.
+using AdaptedRoles = std::array<bool, static_cast<std::size_t>(Role::lm_head) + 1>;
+[[nodiscard]] AdaptedRoles adapted_roles(const Architecture& a, const LoraConfig& c);
 
 // Total trainable adapter parameters over the whole model.
 [[nodiscard]] std::int64_t lora_parameters(const Architecture& a, const LoraConfig& c);
