@@ -305,7 +305,7 @@ CLI::App* setup_calibrate(CLI::App& parent) {
   auto import_opts = std::make_shared<CalibrateImportOptions>();
   CLI::App* import = calibrate->add_subcommand(
       "import", "Read nccl-tests or all_reduce_bench.py logs into measurements");
-  import->add_option("files", import_opts->files, "Benchmark logs (stdout of the tools)")
+  import->add_option("files", import_opts->files, "Benchmark logs (stdout of the tools, or nccl-tests -J JSON reports)")
       ->required();
   import->add_option("-o,--output", import_opts->out_dir,
                      "Write RUN_DIR/measurements.jsonl and RUN_DIR/provenance.json");

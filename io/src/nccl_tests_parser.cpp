@@ -23,6 +23,7 @@
 #include "trainplan/core/error.hpp"
 #include "trainplan/io/collective_log.hpp"
 #include "trainplan/io/files.hpp"
+#include "trainplan/io/json_util.hpp"
 
 namespace trainplan::io {
 namespace {
@@ -524,11 +525,109 @@ CollectiveLog parse_nccl_tests_log(std::string_view text, std::string_view sourc
   return log;
 }
 
+CollectiveLog parse_nccl_tests_json(std::string_view text, std::string_view source,
+                                    const ImportHints& hints) {
+  const std::string src(source);
+  const Json doc = parse_json(text, src);
+  ObjectReader top(doc, src);
+  const std::int64_t version = top.integer("version", 1);
+  if (version != 2)
+    throw InputError(src + ": nccl-tests JSON version " + std::to_string(version) +
+                     " (this reader knows version 2, nccl-tests src/util.cu)");
+  if (!top.has("results") || !top.raw("results").is_array())
+    throw InputError(src + ": no 'results' list: the run ended before its first size, or this is "
+                           "not an nccl-tests -J report");
+
+  CollectiveLog log;
+  log.source = src;
+  log.tool = LogTool::nccl_tests;
+  Context ctx;
+  ctx.generation = 4;
+  if (top.has("args") && top.raw("args").is_array() && !top.raw("args").empty()) {
+    std::string command;
+    for (const Json& a : top.raw("args")) {
+      if (!a.is_string()) continue;
+      command += (command.empty() ? "" : " ") + a.get<std::string>();
+    }
+    log.command = command;
+    const Json& program = top.raw("args").front();
+    if (program.is_string()) {
+      if (const TestBinary* b = binary_named(program.get<std::string>())) ctx.test = std::string(b->name);
+    }
+  }
+  if (const auto code = top.optional_integer("nccl_version", 0); code && *code > 0)
+    log.nccl = nccl_version_string(static_cast<long>(*code));
+  if (const auto start = top.optional_string("start_time"); start && start->size() == 19)
+    log.date = start->substr(0, 10) + "T" + start->substr(11);
+
+  // The devices list holds one line per process (its first rank); each process drives
+  // nthreads x ngpus ranks, numbered from that rank, on its host.
+  if (top.has("config")) {
+    ObjectReader config(top.raw("config"), src + ": config");
+    const std::int64_t per_process =
+        config.integer("nthreads", 1) * config.integer("ngpus", 1);
+    if (config.has("devices") && config.raw("devices").is_array()) {
+      for (const Json& d : config.raw("devices")) {
+        ObjectReader dev(d, src + ": config.devices");
+        const std::int64_t first = dev.integer("rank", 0);
+        RankInfo info;
+        info.host = dev.optional_string("hostname").value_or("");
+        info.gpu = dev.optional_string("device_info").value_or("");
+        for (std::int64_t i = 0; i < per_process; ++i) ctx.ranks[static_cast<int>(first + i)] = info;
+      }
+    }
+  }
+
+  LogBlock block;
+  block.format_generation = 4;
+  block.footer = top.has("average_bus_bandwidth");
+  // A timing group: time (or cpu_time) in us, algbw and busbw in GB/s, nwrong (null: not checked).
+  // The writer prints "nan" as a string; such a group is dropped.
+  auto timing = [&](const Json& g, const std::string& where) -> std::optional<TimingColumns> {
+    if (g.is_null()) return std::nullopt;
+    ObjectReader r(g, where);
+    const char* time_key = r.has("cpu_time") ? "cpu_time" : "time";
+    const Json& time = r.raw(time_key);
+    const Json& alg = r.raw("alg_bw");
+    const Json& bus = r.raw("bus_bw");
+    if (!time.is_number() || !alg.is_number() || !bus.is_number()) return std::nullopt;
+    TimingColumns t;
+    t.time_us = time.get<double>();
+    t.algbw_GBps = alg.get<double>();
+    t.busbw_GBps = bus.get<double>();
+    t.wrong = r.optional_number("nwrong");
+    return t;
+  };
+  std::size_t index = 0;
+  for (const Json& item : top.raw("results")) {
+    const std::string where = src + ": results[" + std::to_string(index++) + "]";
+    ObjectReader r(item, where);
+    LogRow row;
+    row.bytes = r.integer("size", 0);
+    row.count = r.integer("count", 0);
+    row.dtype = r.optional_string("type").value_or("");
+    row.redop = r.optional_string("redop").value_or("");
+    if (const auto root = r.optional_string("root")) {
+      if (const auto v = to_int(trim(*root)); v && *v >= 0) row.root = static_cast<int>(*v);
+    }
+    if (r.has("out_of_place")) row.out_of_place = timing(r.raw("out_of_place"), where + ".out_of_place");
+    if (r.has("in_place")) row.in_place = timing(r.raw("in_place"), where + ".in_place");
+    if (row.out_of_place || row.in_place) block.rows.push_back(std::move(row));
+  }
+  if (block.rows.empty()) throw InputError(src + ": the nccl-tests JSON report has no timed results");
+  resolve_block(block, ctx, source, hints);
+  log.blocks.push_back(std::move(block));
+  return log;
+}
+
 CollectiveLog parse_collective_log(std::string_view text, std::string_view source,
                                    const ImportHints& hints) {
   if (trim(text).empty() || text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
     throw InputError(std::string(source) + ": the file is empty");
   }
+  if (const std::size_t first = text.find_first_not_of(" \t\r\n\xEF\xBB\xBF");
+      first != std::string_view::npos && text[first] == '{')
+    return parse_nccl_tests_json(text.substr(first), source, hints);
   bool nccl_tests = false;
   bool all_reduce_bench = false;
   for (const std::string_view raw : split_lines(text)) {

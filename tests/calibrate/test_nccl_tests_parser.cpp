@@ -480,6 +480,89 @@ TEST(NcclTestsText, UnmodelledTestIsNamed) {
   }
 }
 
+// nccl-tests -J writes the rows of its stdout as JSON (src/util.cu, version 2). The fixture is the
+// real 1proc_8xA100 log in that structure (its run metadata, which the text does not state, are
+// placeholders): both must give the same measurements.
+TEST(NcclTestsJson, SameMeasurementsAsTheTextOfTheSameRun) {
+  const CollectiveLog text = read_collective_log(fixture("real_all_reduce_perf_fmt2.13_1proc_8xA100.txt"));
+  const CollectiveLog json = read_collective_log(synthetic("nccl_tests_json_v2_1proc_8xA100.json"));
+  ASSERT_EQ(json.blocks.size(), 1u);
+  const LogBlock& t = text.blocks.front();
+  const LogBlock& j = json.blocks.front();
+  EXPECT_EQ(j.collective, Collective::all_reduce);
+  EXPECT_EQ(j.test, "all_reduce_perf");
+  EXPECT_EQ(j.ranks, 8);  // one process, nthreads 1 x ngpus 8
+  EXPECT_EQ(j.nodes, 1);
+  EXPECT_FALSE(j.nodes_assumed);
+  EXPECT_EQ(j.hosts, t.hosts);
+  EXPECT_EQ(j.gpu, t.gpu);
+  EXPECT_TRUE(j.footer);
+  EXPECT_EQ(json.command, "./build/all_reduce_perf -b 8 -e 4G -f 2 -g 8 -J all_reduce.json");
+  EXPECT_FALSE(json.nccl.has_value());  // the placeholder version 0 means unknown
+  const auto a = to_measurements(text);
+  const auto b = to_measurements(json);
+  ASSERT_EQ(a.size(), b.size());
+  ASSERT_EQ(a.size(), 60u);  // 30 sizes, out-of-place and in-place
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a[i] == b[i]) << "measurement " << i;
+}
+
+// Several processes (mpirun): one device line per process, each driving nthreads x ngpus ranks;
+// hosts give the nodes. A "nan" time drops its group; null nwrong means not checked.
+TEST(NcclTestsJson, ProcessesHostsAndMissingValues) {
+  const std::string doc = R"({"version":2,"args":["/opt/nccl-tests/build/all_gather_perf","-g","4"],
+    "nccl_version":22803,"start_time":"2025-11-02 10:20:30",
+    "config":{"nthreads":1,"ngpus":4,"devices":[
+      {"rank":0,"hostname":"n1","device":0,"device_info":"NVIDIA H100 80GB HBM3"},
+      {"rank":4,"hostname":"n2","device":0,"device_info":"NVIDIA H100 80GB HBM3"}]},
+    "results":[
+      {"size":1048576,"count":32768,"type":"float","redop":"none","root":"    -1",
+       "out_of_place":{"time":100.0,"alg_bw":10.48576,"bus_bw":9.17504,"nwrong":0},
+       "in_place":{"time":"nan","alg_bw":"nan","bus_bw":"nan","nwrong":null}},
+      {"size":2097152,"count":65536,"type":"float","redop":"none","root":"    -1",
+       "out_of_place":{"time":150.0,"alg_bw":13.981013,"bus_bw":12.233387,"nwrong":null},
+       "in_place":null}]})";
+  const CollectiveLog log = parse_collective_log(doc, "ag.json");
+  const LogBlock& b = log.blocks.front();
+  EXPECT_EQ(b.collective, Collective::all_gather);
+  EXPECT_EQ(b.ranks, 8);
+  EXPECT_EQ(b.nodes, 2);
+  EXPECT_EQ(b.hosts, (std::vector<std::string>{"n1", "n2"}));
+  EXPECT_EQ(log.nccl, "2.28.3");
+  EXPECT_EQ(log.date, "2025-11-02T10:20:30");
+  ASSERT_EQ(b.rows.size(), 2u);
+  EXPECT_FALSE(b.rows[0].in_place.has_value());
+  EXPECT_FALSE(b.rows[0].root.has_value());
+  ASSERT_TRUE(b.rows[1].out_of_place.has_value());
+  EXPECT_FALSE(b.rows[1].out_of_place->wrong.has_value());
+  EXPECT_EQ(to_measurements(log).size(), 2u);
+}
+
+TEST(NcclTestsJson, BadReportsNameTheFile) {
+  auto message = [](const std::string& text) {
+    try {
+      (void)parse_collective_log(text, "report.json");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const std::string truncated = message(R"({"version":2,"results":[{"size":8)");
+  EXPECT_NE(truncated.find("report.json"), std::string::npos) << truncated;
+  EXPECT_NE(truncated.find("invalid JSON"), std::string::npos) << truncated;
+  const std::string version = message(R"({"version":3,"results":[]})");
+  EXPECT_NE(version.find("version 3"), std::string::npos) << version;
+  const std::string no_results = message(R"({"version":2,"args":["all_reduce_perf"]})");
+  EXPECT_NE(no_results.find("no 'results' list"), std::string::npos) << no_results;
+  const std::string empty = message(R"({"version":2,"args":["all_reduce_perf"],"results":[]})");
+  EXPECT_NE(empty.find("no timed results"), std::string::npos) << empty;
+  const std::string bad_row = message(R"({"version":2,"args":["all_reduce_perf"],"results":[{"size":"8"}]})");
+  EXPECT_NE(bad_row.find("results[0]"), std::string::npos) << bad_row;
+  const std::string unmodelled =
+      message(R"({"version":2,"args":["./gather_perf"],"config":{"nthreads":1,"ngpus":2,"devices":[{"rank":0,"hostname":"h"}]},
+                  "results":[{"size":8,"count":2,"out_of_place":{"time":1.0,"alg_bw":0.1,"bus_bw":0.1,"nwrong":0}}]})");
+  EXPECT_NE(unmodelled.find("gather_perf"), std::string::npos) << unmodelled;
+}
+
 TEST(NcclTestsText, HeaderWithoutRowsAndUnknownTool) {
   EXPECT_THROW((void)parse_collective_log("", "x.txt"), InputError);
   EXPECT_THROW((void)parse_collective_log(" \n\n", "x.txt"), InputError);

@@ -1,6 +1,6 @@
 #pragma once
 // Readers of collective benchmark logs: nccl-tests stdout (all four format generations since 2017)
-// and the markdown tables of ml-engineering's all_reduce_bench.py. The parsers are pure functions
+// and its JSON report, and the markdown tables of ml-engineering's all_reduce_bench.py. The parsers are pure functions
 // of the text; read_collective_log() reads the file. Formats and rules: docs/calibration.md.
 
 #include <cstdint>
@@ -83,6 +83,10 @@ struct CollectiveLog {
                                                  const ImportHints& hints = {});
 [[nodiscard]] CollectiveLog parse_nccl_tests_log(std::string_view text, std::string_view source,
                                                  const ImportHints& hints = {});
+// nccl-tests' JSON report (-J FILE, nccl-tests 2.17 on; src/util.cu, "version": 2): the same rows
+// as its stdout, with the command line, NCCL version and devices.
+[[nodiscard]] CollectiveLog parse_nccl_tests_json(std::string_view text, std::string_view source,
+                                                  const ImportHints& hints = {});
 [[nodiscard]] CollectiveLog parse_all_reduce_bench_log(std::string_view text,
                                                        std::string_view source,
                                                        const ImportHints& hints = {});
