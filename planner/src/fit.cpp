@@ -8,16 +8,14 @@ namespace {
 
 bool fits(const MemoryBreakdown& m, Bytes usable) { return m.device_total <= usable; }
 
-// The widest expert parallelism a layout allows: the largest degree dividing both the experts and
-// the shard group.
-int widest_expert_parallel(const model::Architecture& a, const Layout& l) {
-  int best = 1;
-  for (int e = 2; e <= l.shard; ++e)
-    if (l.shard % e == 0 && a.experts % e == 0) best = e;
-  return best;
-}
-
 }  // namespace
+
+std::vector<int> expert_parallel_degrees(const model::Architecture& a, int ranks) {
+  std::vector<int> out;
+  for (int e = 1; e <= ranks; ++e)
+    if (ranks % e == 0 && a.experts % e == 0) out.push_back(e);
+  return out;
+}
 
 std::vector<Strategy> candidate_strategies(Framework f, const hardware::Cluster& c) {
   if (c.world() == 1) return {Strategy::single};
@@ -83,8 +81,9 @@ FitResult fit(const model::Architecture& a, const model::ParameterCounts& n, con
           continue;
         }
         std::vector<int> eps{tr.ep};
-        if (!req.expert_parallel && a.is_moe() && widest_expert_parallel(a, l) > 1)
-          eps.push_back(widest_expert_parallel(a, l));
+        if (const int widest = expert_parallel_degrees(a, l.shard).back();
+            !req.expert_parallel && widest > 1)
+          eps.push_back(widest);
         for (int ep : eps) {
           tr.ep = ep;
           l = make_layout(a, tr, c);

@@ -170,13 +170,8 @@ PairResult explore(const Evaluator& ev, const PlanRequest& req, int tp, int pp,
     sps = {*req.sequence_parallel};
   else
     sps = tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false};
-  // Expert-parallel degrees: the divisors of both the experts and the data-parallel degree.
-  std::vector<int> eps;
-  if (req.expert_parallel)
-    eps = {*req.expert_parallel};
-  else
-    for (int e : divisors(dp))
-      if (a.experts % e == 0) eps.push_back(e);
+  const std::vector<int> eps =
+      req.expert_parallel ? std::vector<int>{*req.expert_parallel} : expert_parallel_degrees(a, dp);
   std::vector<Checkpointing> ckpts =
       req.checkpointing ? std::vector<Checkpointing>{*req.checkpointing}
                         : std::vector<Checkpointing>{Checkpointing::none, Checkpointing::selective,

@@ -38,6 +38,10 @@ struct FitResult {
   Bytes usable;                            // usable memory per GPU
 };
 
+// Expert-parallel degrees a layout allows: those dividing both the experts and `ranks` (the
+// data-parallel or shard group), ascending; {1} for a dense model.
+[[nodiscard]] std::vector<int> expert_parallel_degrees(const model::Architecture& a, int ranks);
+
 // The strategies worth trying for this framework and cluster, simplest first.
 [[nodiscard]] std::vector<Strategy> candidate_strategies(Framework f, const hardware::Cluster& c);
 
