@@ -47,6 +47,7 @@ void add_training_options(CLI::App& cmd, TrainingOptions& o) {
                "adapters under *-mixed: the frozen base stays fp32 (litgpt; from_pretrained without "
                "torch_dtype) instead of 16-bit");
   g("--quant", o.quant, "QLoRA base quantization: nf4 | nf4-dq | fp4 | int8 (default nf4)");
+  g("--quant-block", o.quant_block, "QLoRA 4-bit blocksize: weights per absmax constant (default 64)");
   g("--fsdp-wrap", o.fsdp_wrap, "block (one unit per transformer block) | none (whole model, default block)");
   g("--framework", o.framework, "pytorch | deepspeed | megatron accounting conventions (default pytorch)");
   g("--inter-node", o.inter_node, "NICs per node x rate, e.g. 8x200Gbps");
@@ -81,6 +82,9 @@ Resolved resolve(const io::Catalog& catalog, const TrainingOptions& o) {
   if (o.checkpointing) r.request.checkpointing = option_enum<Checkpointing>("--checkpointing", *o.checkpointing);
   if (o.offload) r.request.offload = option_enum<Offload>("--offload", *o.offload);
   if (o.quant && t.method != Method::qlora) throw InputError("--quant applies to --method qlora only");
+  if (o.quant_block && t.method != Method::qlora)
+    throw InputError("--quant-block applies to --method qlora only");
+  if (o.quant_block) t.quant_block = *o.quant_block;
   t.tp = o.tp.value_or(1);
   t.pp = o.pp.value_or(1);
   t.pp_virtual = o.pp_virtual.value_or(1);

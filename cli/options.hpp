@@ -20,7 +20,7 @@ struct TrainingOptions {
   std::optional<int> tp, pp, pp_virtual, expert_parallel;
   bool sequence_parallel = false;
   bool frozen_base_fp32 = false;
-  std::optional<std::int64_t> micro_batch, grad_accum, seq, lora_rank;
+  std::optional<std::int64_t> micro_batch, grad_accum, seq, lora_rank, quant_block;
   std::optional<double> lora_alpha, lora_dropout;
   bool json = false;
   // estimate and plan only (add_time_options)

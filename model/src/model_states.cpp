@@ -10,7 +10,6 @@ namespace {
 // (Dettmers et al. 2022, arXiv:2110.02861, Sec. 2).
 constexpr double kEightBitBlock = 2048.0;
 // bitsandbytes 4-bit: blocks of 64 weights; double quantization groups 256 absmax values.
-constexpr double kQuantBlock = 64.0;
 constexpr double kDoubleQuantBlock = 256.0;
 
 }  // namespace
@@ -74,11 +73,12 @@ ShardedBytes shard(const StateBytes& b, Strategy s, double n, bool weights_rest_
   return {b.weights / w, b.grads / g, (b.opt_grads + b.master + b.optimizer) / o};
 }
 
-double quantized_bytes_per_param(Quant q, std::int64_t in_features) {
+double quantized_bytes_per_param(Quant q, std::int64_t block, std::int64_t in_features) {
+  const double b = static_cast<double>(block);
   switch (q) {
     case Quant::nf4:
-    case Quant::fp4: return (4.0 + 32.0 / kQuantBlock) / 8.0;
-    case Quant::nf4_dq: return (4.0 + 8.0 / kQuantBlock + 32.0 / (kQuantBlock * kDoubleQuantBlock)) / 8.0;
+    case Quant::fp4: return (4.0 + 32.0 / b) / 8.0;
+    case Quant::nf4_dq: return (4.0 + 8.0 / b + 32.0 / (b * kDoubleQuantBlock)) / 8.0;
     case Quant::int8: return 1.0 + 4.0 / static_cast<double>(in_features);
   }
   return 2.0;

@@ -224,7 +224,7 @@ BlockCompute block_compute(const model::Architecture& a, const BlockShape& shape
     if (tr.method == Method::qlora && l.role != Role::router)
       dequant_bytes +=
           dbl(kn.k) * dbl(kn.n) * count *
-          model::dequant_bytes_per_weight(model::quantized_bytes_per_param(tr.quant, l.in), c);
+          model::dequant_bytes_per_weight(model::quantized_bytes_per_param(tr.quant, tr.quant_block, l.in), c);
     if (shape.adapted[i]) {
       // x A^T (rank r), then (.) B^T; both are thin and mostly memory-bound.
       const std::int64_t rank = tr.lora.rank;

@@ -128,6 +128,7 @@ const LayerCompute& Evaluator::layer_compute(const model::Training& tr, const Sh
                             tr.attention,
                             tr.framework,
                             tr.quant,
+                            tr.quant_block,
                             tr.sequence_parallel,
                             tr.method == Method::full ? 0 : tr.lora.rank,
                             tr.method == Method::full ? 0.0 : tr.lora.dropout};
@@ -294,7 +295,7 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
   const Bytes grads(psi * g);
   // Gathered parameters: trainable in the compute dtype; a frozen base in its stored dtype.
   const double frozen_bytes =
-      tr.method == Method::qlora ? model::quantized_bytes_per_param(tr.quant, a_.hidden) : c;
+      tr.method == Method::qlora ? model::quantized_bytes_per_param(tr.quant, tr.quant_block, a_.hidden) : c;
   const Bytes params(psi * c + std::max(0.0, local - psi) * frozen_bytes);
   const Seconds bwd_last = stage_bwd_mb;  // backward of one micro-batch on this stage
   const bool overlap = overlaps_gradient_reduce(tr, tc_);

@@ -113,6 +113,9 @@ void validate_training(const Architecture& a, const Training& tr) {
                      str(a.total_layers()) + " layers divisible by pp x pp-virtual");
   if (tr.checkpointing == Checkpointing::full_offload && tr.framework == Framework::megatron)
     throw InputError("--checkpointing full-offload is not modelled for the megatron framework (use full)");
+  if (tr.quant_block < 64 || tr.quant_block > 4096 || (tr.quant_block & (tr.quant_block - 1)) != 0)
+    throw InputError("--quant-block must be a power of two from 64 to 4096, as bitsandbytes takes (got " +
+                     str(tr.quant_block) + ")");
   if (tr.ep < 1) throw InputError("--expert-parallel must be at least 1 (got " + str(tr.ep) + ")");
   if (tr.ep > 1 && !a.is_moe())
     throw InputError("--expert-parallel " + str(tr.ep) + ": model '" + a.name +
@@ -190,7 +193,7 @@ ModelStates model_states(const Architecture& a, const model::ParameterCounts& n,
   if (tr.method != Method::full) {
     const double base = frozen_base_bytes(tr);
     const double linear_bytes =
-        tr.method == Method::qlora ? model::quantized_bytes_per_param(tr.quant, a.hidden) : base;
+        tr.method == Method::qlora ? model::quantized_bytes_per_param(tr.quant, tr.quant_block, a.hidden) : base;
     frozen = sp.block_linear * linear_bytes + (sp.all - sp.block_linear) * base;
     frozen_e = sp.experts * linear_bytes;
   }

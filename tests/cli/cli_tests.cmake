@@ -104,6 +104,8 @@ run_case(unknown_method 2 fit 7b A100 --method foo ERR "--method: unknown method
 run_case(unknown_strategy 2 fit 7b 4xA100 --strategy zero4 ERR "unknown strategy 'zero4'")
 run_case(lora_option_without_lora 2 fit 7b A100 --lora-rank 8 ERR "need --method lora or qlora")
 run_case(frozen_base_without_adapters 2 fit 7b A100 --frozen-base-fp32 ERR "--frozen-base-fp32 applies to")
+run_case(quant_block_without_qlora 2 fit 7b A100 --quant-block 128 ERR "--quant-block applies to --method qlora")
+run_case(quant_block_not_power_of_two 2 fit 7b A100 --method qlora --quant-block 100 ERR "--quant-block must be a power of two")
 run_case(bad_lora_target 2 fit 7b A100 --method lora --lora-targets q,qkv ERR "unknown LoRA target 'qkv'")
 run_case(truncated_config 2 fit ${DATA}/truncated_config.json A100 ERR "truncated_config.json" "invalid JSON")
 run_case(missing_key_config 2 fit ${DATA}/missing_vocab.json A100 ERR "'vocab_size'" "missing")

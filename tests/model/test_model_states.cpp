@@ -57,10 +57,12 @@ TEST(ModelStates, MegatronBytesPerParameter) {
 // QLoRA (Dettmers et al. 2023, arXiv:2305.14314) Sec. 3 (A15): NF4 with fp32 absmax per 64
 // weights = 4.5 bits; double quantization = 4.127 bits ("saves 0.373 bits per parameter").
 TEST(ModelStates, QloraConstants) {
-  EXPECT_DOUBLE_EQ(model::quantized_bytes_per_param(Quant::nf4, 4096), 4.5 / 8.0);
-  EXPECT_NEAR(model::quantized_bytes_per_param(Quant::nf4_dq, 4096) * 8.0, 4.127, 0.0005);
-  EXPECT_NEAR((model::quantized_bytes_per_param(Quant::nf4, 4096) -
-               model::quantized_bytes_per_param(Quant::nf4_dq, 4096)) * 8.0, 0.373, 0.0005);
+  EXPECT_DOUBLE_EQ(model::quantized_bytes_per_param(Quant::nf4, 64, 4096), 4.5 / 8.0);
+  EXPECT_NEAR(model::quantized_bytes_per_param(Quant::nf4_dq, 64, 4096) * 8.0, 4.127, 0.0005);
+  EXPECT_NEAR((model::quantized_bytes_per_param(Quant::nf4, 64, 4096) -
+               model::quantized_bytes_per_param(Quant::nf4_dq, 64, 4096)) * 8.0, 0.373, 0.0005);
+  // The same rule at another bitsandbytes blocksize: one fp32 constant per 256 weights = 0.125 bits.
+  EXPECT_DOUBLE_EQ(model::quantized_bytes_per_param(Quant::nf4, 256, 4096), 4.125 / 8.0);
 }
 
 // --- DeepSpeed's estimators (deepspeed/runtime/zero/stage_1_and_2.py, stage3.py at 38327e07),

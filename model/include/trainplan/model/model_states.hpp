@@ -44,10 +44,11 @@ struct ShardedBytes {
 [[nodiscard]] StateBytes state_bytes(Framework f, Precision p, double optimizer_bytes);
 
 // Stored bytes per quantized weight, scaling constants included (QLoRA, arXiv:2305.14314, Sec. 3:
-// NF4 with one fp32 absmax per 64 weights = 4.5 bits; double quantization stores that absmax in
-// 8 bits with one fp32 constant per 256 blocks = 4.127 bits). LLM.int8 (arXiv:2208.07339): one
-// byte plus one fp32 scale per output row of a Linear(in, out).
-[[nodiscard]] double quantized_bytes_per_param(Quant q, std::int64_t in_features);
+// NF4 with one fp32 absmax per `block` weights, 4 + 32/64 = 4.5 bits at bitsandbytes' default 64;
+// double quantization stores that absmax in 8 bits with one fp32 constant per 256 blocks = 4.127
+// bits). LLM.int8 (arXiv:2208.07339): one byte plus one fp32 scale per output row of a
+// Linear(in, out).
+[[nodiscard]] double quantized_bytes_per_param(Quant q, std::int64_t block, std::int64_t in_features);
 
 // Elements of Adafactor's state (Shazeer & Stern 2018, arXiv:1804.04235): a row and a column vector
 // per trainable matrix, a full vector per 1-D parameter; no first moment (HF default beta1=None).

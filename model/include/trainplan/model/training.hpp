@@ -27,6 +27,7 @@ struct Training {
   Offload offload = Offload::none;
   LoraConfig lora;
   Quant quant = Quant::nf4;
+  std::int64_t quant_block = 64;  // bitsandbytes blocksize: weights per absmax constant (4-bit)
   FsdpWrap fsdp_wrap = FsdpWrap::block;
   Framework framework = Framework::pytorch;
   bool zero_init = true;        // DeepSpeed zero.Init: ZeRO-3 never materialises the full model on CPU

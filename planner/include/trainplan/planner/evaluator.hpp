@@ -100,6 +100,7 @@ struct LayerComputeKey {
   Attention attention = Attention::flash;
   Framework framework = Framework::pytorch;
   Quant quant = Quant::nf4;
+  std::int64_t quant_block = 0;
   bool sequence_parallel = false;
   std::int64_t lora_rank = 0;
   double lora_dropout = 0.0;
