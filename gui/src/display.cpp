@@ -313,6 +313,12 @@ QString option_tooltip(std::string_view option) {
       {"pp_virtual",
        "Interleaved model chunks per pipeline stage: a smaller bubble for more "
        "point-to-point traffic."},
+      {"quant_block",
+       "QLoRA: weights per fp32 absmax constant in bitsandbytes' 4-bit blocks (default 64: "
+       "4 + 32/64 = 4.5 bits per weight; QLoRA, arXiv:2305.14314)."},
+      {"frozen_base_fp32",
+       "Adapters under mixed precision: keep the frozen base in fp32 (litgpt's bf16-mixed, "
+       "from_pretrained without torch_dtype) instead of 16-bit (Hugging Face + PEFT)."},
       {"expert_parallel",
        "Mixture of experts: spread the experts over this many data-parallel ranks, each holding "
        "1/n of them; tokens travel to their experts by all-to-all (DeepSpeed-MoE, "

@@ -358,6 +358,12 @@ QWidget* MainWindow::buildForm() {
   lf->addRow(buddy_label(QStringLiteral("Targets"), lora_targets_), lora_targets_);
   quant_ = enum_combo<Quant>("quant", "quant");
   lf->addRow(buddy_label(QStringLiteral("&Quantisation"), quant_), quant_);
+  quant_block_ = spin("quantBlock", 64, 4096, "quant_block");
+  lf->addRow(buddy_label(QStringLiteral("Block"), quant_block_), quant_block_);
+  frozen_base_fp32_ = new QCheckBox(QStringLiteral("fp32 frozen base"));
+  frozen_base_fp32_->setObjectName(QStringLiteral("frozenBaseFp32"));
+  frozen_base_fp32_->setToolTip(option_tooltip("frozen_base_fp32"));
+  lf->addRow(QString(), frozen_base_fp32_);
   outer->addWidget(lora_box_);
 
   // Parallelism.
@@ -571,8 +577,10 @@ void MainWindow::connectForm() {
   for (QComboBox* c : {method_, precision_, optimizer_, quant_, strategy_, framework_, fsdp_wrap_,
                        checkpointing_, attention_, offload_, sweep_axis_})
     connect(c, &QComboBox::currentIndexChanged, this, edited);
-  for (QSpinBox* s : {lora_rank_, tp_, pp_, pp_virtual_, expert_parallel_, micro_batch_, grad_accum_, seq_})
+  for (QSpinBox* s : {lora_rank_, quant_block_, tp_, pp_, pp_virtual_, expert_parallel_, micro_batch_,
+                      grad_accum_, seq_})
     connect(s, &QSpinBox::valueChanged, this, edited);
+  connect(frozen_base_fp32_, &QCheckBox::toggled, this, edited);
   for (QDoubleSpinBox* s : {lora_alpha_, lora_dropout_})
     connect(s, &QDoubleSpinBox::valueChanged, this, edited);
   connect(sequence_parallel_, &QCheckBox::toggled, this, edited);
@@ -600,6 +608,8 @@ Settings MainWindow::formSettings() const {
   t.precision = combo_enum<Precision>(precision_);
   t.optimizer = combo_enum<Optimizer>(optimizer_);
   t.quant = combo_enum<Quant>(quant_);
+  t.quant_block = quant_block_->value();
+  t.frozen_base_fp32 = frozen_base_fp32_->isChecked();
   t.strategy = combo_enum<Strategy>(strategy_);
   t.framework = combo_enum<Framework>(framework_);
   t.fsdp_wrap = combo_enum<FsdpWrap>(fsdp_wrap_);
@@ -632,7 +642,8 @@ void MainWindow::syncForm(const Settings& s) {
                                 sequence_parallel_,
                                 micro_batch_,  grad_accum_,   seq_,           checkpointing_,
                                 attention_,    offload_,      lora_rank_,     lora_alpha_,
-                                lora_dropout_, lora_targets_, train_tokens_,  sweep_axis_};
+                                lora_dropout_, lora_targets_, train_tokens_,  sweep_axis_,
+                                quant_block_,  frozen_base_fp32_};
   std::vector<std::unique_ptr<QSignalBlocker>> blockers;
   for (QWidget* w : widgets) blockers.push_back(std::make_unique<QSignalBlocker>(w));
   blockers.push_back(std::make_unique<QSignalBlocker>(model_->lineEdit()));
@@ -661,6 +672,8 @@ void MainWindow::syncForm(const Settings& s) {
   set_combo_enum(precision_, t.precision);
   set_combo_enum(optimizer_, t.optimizer);
   set_combo_enum(quant_, t.quant);
+  quant_block_->setValue(static_cast<int>(t.quant_block));
+  frozen_base_fp32_->setChecked(t.frozen_base_fp32);
   set_combo_enum(strategy_, t.strategy);
   set_combo_enum(framework_, t.framework);
   set_combo_enum(fsdp_wrap_, t.fsdp_wrap);
@@ -695,6 +708,8 @@ void MainWindow::updateEnabled() {
   clear_profile_->setEnabled(!s.profile.empty());
   lora_box_->setVisible(is_adapter(s.training.method));
   quant_->setEnabled(is_quantized(s.training.method));
+  quant_block_->setEnabled(is_quantized(s.training.method));
+  frozen_base_fp32_->setEnabled(is_mixed(s.training.precision) || s.training.frozen_base_fp32);
   fsdp_wrap_->setEnabled(is_fsdp(s.training.strategy) || s.training.strategy == Strategy::zero3);
   pp_virtual_->setEnabled(s.training.pp > 1 || s.training.pp_virtual > 1);
   const bool moe = session_.current() && session_.current()->arch.is_moe();

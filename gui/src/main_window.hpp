@@ -153,6 +153,8 @@ class MainWindow : public QMainWindow {
   QSpinBox* pp_ = nullptr;
   QSpinBox* pp_virtual_ = nullptr;
   QSpinBox* expert_parallel_ = nullptr;
+  QSpinBox* quant_block_ = nullptr;
+  QCheckBox* frozen_base_fp32_ = nullptr;
   QCheckBox* sequence_parallel_ = nullptr;
   QSpinBox* micro_batch_ = nullptr;
   QSpinBox* grad_accum_ = nullptr;

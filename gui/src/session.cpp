@@ -113,6 +113,8 @@ void store_settings(QSettings& q, const Settings& s) {
   q.setValue(QStringLiteral("lora_dropout"), t.lora.dropout);
   q.setValue(QStringLiteral("lora_targets"), qstr(s.lora_targets));
   q.setValue(QStringLiteral("quant"), qstr(to_string(t.quant)));
+  q.setValue(QStringLiteral("quant_block"), static_cast<qlonglong>(t.quant_block));
+  q.setValue(QStringLiteral("frozen_base_fp32"), t.frozen_base_fp32);
   q.setValue(QStringLiteral("fsdp_wrap"), qstr(to_string(t.fsdp_wrap)));
   q.setValue(QStringLiteral("sweep"), qstr(to_string(s.sweep)));
   q.endGroup();
@@ -160,6 +162,8 @@ Settings restore_settings(const QSettings& stored) {
   const double dropout = q.value(QStringLiteral("settings/lora_dropout")).toDouble(&ok);
   if (ok && dropout >= 0 && dropout < 1) t.lora.dropout = dropout;
   restore_enum(q, "settings/quant", t.quant);
+  restore_number(q, "settings/quant_block", t.quant_block, std::int64_t{64});
+  t.frozen_base_fp32 = q.value(QStringLiteral("settings/frozen_base_fp32"), false).toBool();
   restore_enum(q, "settings/fsdp_wrap", t.fsdp_wrap);
   restore_enum(q, "settings/sweep", s.sweep);
   return s;
@@ -235,6 +239,7 @@ CommandLine parse_command_line(const QStringList& arguments, const io::Catalog& 
       {"lora-dropout", "X", "LoRA dropout"},
       {"lora-targets", "LIST", "q,v | all-linear | module names"},
       {"quant", "KIND", "nf4 | nf4-dq | fp4 | int8"},
+      {"quant-block", "N", "QLoRA 4-bit blocksize: weights per absmax constant (default 64)"},
       {"fsdp-wrap", "POLICY", "block | none"},
       {"inter-node", "SPEC", "NICs per node x rate, e.g. 8x200Gbps"},
       {"profile", "PROFILE.json",
@@ -259,6 +264,9 @@ CommandLine parse_command_line(const QStringList& arguments, const io::Catalog& 
   p.addOption(
       QCommandLineOption(QStringLiteral("sequence-parallel"),
                          QStringLiteral("shard norms and dropout along the sequence (with --tp)")));
+  p.addOption(QCommandLineOption(
+      QStringLiteral("frozen-base-fp32"),
+      QStringLiteral("adapters under *-mixed: keep the frozen base in fp32 (litgpt)")));
   if (!p.parse(arguments)) throw InputError(sstr(p.errorText()));
   if (!p.positionalArguments().isEmpty())
     throw InputError("unexpected argument '" + sstr(p.positionalArguments().front()) +
@@ -297,6 +305,8 @@ CommandLine parse_command_line(const QStringList& arguments, const io::Catalog& 
   if (has("framework")) t.framework = option_enum<Framework>(name("framework"), val("framework"));
   if (has("attention")) t.attention = option_enum<Attention>(name("attention"), val("attention"));
   if (has("quant")) t.quant = option_enum<Quant>(name("quant"), val("quant"));
+  if (has("quant-block")) t.quant_block = option_integer(name("quant-block"), val("quant-block"), 64);
+  t.frozen_base_fp32 = has("frozen-base-fp32");
   if (has("fsdp-wrap")) t.fsdp_wrap = option_enum<FsdpWrap>(name("fsdp-wrap"), val("fsdp-wrap"));
   if (has("sweep")) s.sweep = option_enum<SweepAxis>(name("sweep"), val("sweep"));
   out.strategy_given = has("strategy");

@@ -428,6 +428,12 @@ void TestGuiWindow::lora_options_appear_for_adapters() {
   const std::int64_t trainable_r16 = session_->current()->trainable;
   type_into(lora_rank, QStringLiteral("64"));
   QCOMPARE(session_->current()->trainable, 4 * trainable_r16);
+  QVERIFY(!child<QSpinBox>("quantBlock")->isEnabled());
+  // An fp32 frozen base (litgpt's bf16-mixed) doubles the base weights' bytes.
+  const Bytes base16 = session_->current()->estimate.memory.weights;
+  QTest::mouseClick(child<QCheckBox>("frozenBaseFp32"), Qt::LeftButton);
+  QVERIFY(session_->settings().training.frozen_base_fp32);
+  QVERIFY(session_->current()->estimate.memory.weights > base16 * 1.9);
   auto* targets = child<QLineEdit>("loraTargets");
   type_into(targets, QStringLiteral("q,banana"));
   QTest::keyClick(targets, Qt::Key_Return);
