@@ -95,9 +95,21 @@ void print_estimate(const Resolved& r, const model::ParameterCounts& n, const pl
       thousands(e.global_batch * t.seq), to_string(t.precision), to_string(t.optimizer),
       to_string(t.attention));
   std::cout << fmt::format(
-      "  memory: {} of {} GiB per GPU — {} (largest micro-batch that fits: {})\n\n",
+      "  memory: {} of {} GiB per GPU — {} (largest micro-batch that fits: {})\n",
       gib_text(e.memory.device_total), gib_text(c.gpu.usable_memory),
-      e.fits ? "fits" : "DOES NOT FIT", e.max_micro_batch);
+      e.fits                                             ? "fits"
+      : e.memory.device_total <= c.gpu.usable_memory ? "DOES NOT FIT (host memory)"
+                                                     : "DOES NOT FIT",
+      e.max_micro_batch);
+  if (e.memory.host.value() > 0.0)
+    std::cout << (c.host_memory.value() > 0.0
+                      ? fmt::format("  host: {} of {} GiB of CPU memory per node (offloaded states or "
+                                    "checkpoints)\n",
+                                    gib_text(e.memory.host), gib_text(c.host_memory))
+                      : fmt::format("  host: {} GiB of CPU memory per node (offloaded states or "
+                                    "checkpoints; --host-memory to check it)\n",
+                                    gib_text(e.memory.host)));
+  std::cout << "\n";
   const double step = e.time.step.value();
   Table tt({"step time", "seconds", "share"});
   auto row = [&](const char* name, Seconds s) {

@@ -45,6 +45,12 @@ std::string verdict(const Resolved& r, const model::ParameterCounts& n, const pl
   const planner::Candidate* best = &f.candidates.front();
   for (const auto& k : f.candidates)
     if (k.memory.device_total < best->memory.device_total) best = &k;
+  const hardware::Cluster& cl = r.cluster.cluster;
+  if (best->memory.device_total <= f.usable)
+    return fmt::format("No — {} does not fit on {}: the leanest candidate ({}) fits the GPUs but needs {} of {} "
+                       "GiB of CPU memory per node",
+                       what, where, plan_words(best->training), gib_text(best->memory.host),
+                       gib_text(cl.host_memory));
   return fmt::format("No — {} does not fit on {}: the leanest candidate ({}) needs {} GiB per GPU of {} usable",
                      what, where, plan_words(best->training), gib_text(best->memory.device_total),
                      gib_text(f.usable));

@@ -51,6 +51,8 @@ void add_training_options(CLI::App& cmd, TrainingOptions& o) {
   g("--fsdp-wrap", o.fsdp_wrap, "block (one unit per transformer block) | none (whole model, default block)");
   g("--framework", o.framework, "pytorch | deepspeed | megatron accounting conventions (default pytorch)");
   g("--inter-node", o.inter_node, "NICs per node x rate, e.g. 8x200Gbps");
+  g("--host-memory", o.host_memory_gib,
+    "CPU memory per node in GiB for offloaded states and checkpoints (default: not checked)");
   cmd.add_flag("--json", o.json, "print JSON instead of tables");
 }
 
@@ -69,6 +71,12 @@ void add_time_options(CLI::App& cmd, TrainingOptions& o, bool plan) {
 
 Resolved resolve(const io::Catalog& catalog, const TrainingOptions& o) {
   Resolved r{catalog.resolve_model(o.model), catalog.resolve_cluster(o.cluster, o.inter_node), {}};
+  if (o.host_memory_gib) {
+    if (!(*o.host_memory_gib > 0.0))
+      throw InputError("--host-memory must be a positive number of GiB per node (got " +
+                       std::to_string(*o.host_memory_gib) + ")");
+    r.cluster.cluster.host_memory = gib(*o.host_memory_gib);
+  }
   const model::Architecture& a = r.model.arch;
   model::Training& t = r.request.base;
   if (o.method) t.method = option_enum<Method>("--method", *o.method);

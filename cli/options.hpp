@@ -21,7 +21,7 @@ struct TrainingOptions {
   bool sequence_parallel = false;
   bool frozen_base_fp32 = false;
   std::optional<std::int64_t> micro_batch, grad_accum, seq, lora_rank, quant_block;
-  std::optional<double> lora_alpha, lora_dropout;
+  std::optional<double> lora_alpha, lora_dropout, host_memory_gib;
   bool json = false;
   // estimate and plan only (add_time_options)
   std::optional<std::int64_t> global_batch, global_batch_tokens;

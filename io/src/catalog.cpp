@@ -258,6 +258,10 @@ ResolvedCluster Catalog::resolve_cluster(const std::string& spec,
     c.gpus_per_node = static_cast<int>(r.integer("gpus_per_node", 1));
     if (r.has("inter_node")) file_inter = parse_inter_node_json(r.raw("inter_node"), what + " inter_node");
     else r.ignore({"inter_node"});
+    if (const auto host = r.optional_number("host_memory_GiB")) {
+      if (!(*host > 0.0)) throw InputError(what + ": key 'host_memory_GiB' must be positive");
+      c.host_memory = gib(*host);
+    }
     r.reject_unknown();
     explicit_nodes = true;
   } else if (std::regex_match(spec, m, kNodes)) {

@@ -30,7 +30,8 @@ Json cluster_json(const hardware::Cluster& c) {
               {"nodes", c.nodes},
               {"gpus_per_node", c.gpus_per_node},
               {"gpu_memory_bytes", bytes(c.gpu.memory)},
-              {"usable_memory_bytes", bytes(c.gpu.usable_memory)}};
+              {"usable_memory_bytes", bytes(c.gpu.usable_memory)},
+              {"host_memory_bytes", c.host_memory.value() > 0.0 ? Json(bytes(c.host_memory)) : Json(nullptr)}};
 }
 
 Json memory_json(const planner::MemoryBreakdown& m) {

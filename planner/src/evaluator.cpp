@@ -162,7 +162,7 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
   out.layout = make_layout(a_, tr, c_);
   const Layout& l = out.layout;
   out.memory = memory(a_, n_, tr, l, mc_);
-  out.fits = out.memory.device_total <= c_.gpu.usable_memory;
+  out.fits = fits(out.memory, c_);
   const std::int64_t m = tr.grad_accum;
   const double md = dbl(m);
   out.global_batch = tr.micro_batch * m * l.dp;
@@ -503,7 +503,7 @@ Estimate Evaluator::to_estimate(const model::Training& tr, const StepCost& s,
   e.memory = s.memory;
   e.fits = s.fits;
   e.max_micro_batch =
-      with_max_micro_batch ? max_micro_batch(a_, n_, tr, s.layout, c_.gpu.usable_memory, mc_) : 0;
+      with_max_micro_batch ? max_micro_batch(a_, n_, tr, s.layout, c_, mc_) : 0;
   e.global_batch = s.global_batch;
   e.time = s.time;
   e.throughput.tokens_per_s = s.tokens_per_s;

@@ -4,11 +4,6 @@
 #include "trainplan/planner/estimate.hpp"
 
 namespace trainplan::planner {
-namespace {
-
-bool fits(const MemoryBreakdown& m, Bytes usable) { return m.device_total <= usable; }
-
-}  // namespace
 
 std::vector<int> expert_parallel_degrees(const model::Architecture& a, int ranks) {
   std::vector<int> out;
@@ -31,11 +26,11 @@ std::vector<Strategy> candidate_strategies(Framework f, const hardware::Cluster&
 }
 
 std::int64_t max_micro_batch(const model::Architecture& a, const model::ParameterCounts& n,
-                             model::Training tr, const Layout& l, Bytes usable,
+                             model::Training tr, const Layout& l, const hardware::Cluster& c,
                              const MemoryConventions& mc, std::int64_t limit) {
   auto ok = [&](std::int64_t b) {
     tr.micro_batch = b;
-    return fits(memory(a, n, tr, l, mc), usable);
+    return fits(memory(a, n, tr, l, mc), c);
   };
   if (!ok(1)) return 0;
   // Memory grows with the micro-batch: double until it no longer fits, then bisect.
@@ -88,8 +83,8 @@ FitResult fit(const model::Architecture& a, const model::ParameterCounts& n, con
           tr.ep = ep;
           l = make_layout(a, tr, c);
           Candidate cand{tr, l, memory(a, n, tr, l, mc), false, 0};
-          cand.fits = fits(cand.memory, out.usable);
-          cand.max_micro_batch = max_micro_batch(a, n, tr, l, out.usable, mc);
+          cand.fits = fits(cand.memory, c);
+          cand.max_micro_batch = max_micro_batch(a, n, tr, l, c, mc);
           out.candidates.push_back(std::move(cand));
         }
       }

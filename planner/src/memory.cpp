@@ -346,4 +346,9 @@ MemoryBreakdown memory(const Architecture& a, const model::ParameterCounts& n, c
   return m;
 }
 
+bool fits(const MemoryBreakdown& m, const hardware::Cluster& c) {
+  if (m.device_total > c.gpu.usable_memory) return false;
+  return c.host_memory.value() <= 0.0 || m.host <= c.host_memory;
+}
+
 }  // namespace trainplan::planner

@@ -84,7 +84,8 @@ struct Found {
 struct Infeasible {
   model::Training training;
   Layout layout;
-  Bytes needed;
+  Bytes needed;       // per GPU
+  Bytes host_needed;  // per node
 };
 
 struct PairResult {
@@ -216,7 +217,7 @@ PairResult explore(const Evaluator& ev, const PlanRequest& req, int tp, int pp,
                 }
                 if (!cost.fits) {
                   if (!best && !leanest)
-                    leanest = Infeasible{tr, cost.layout, cost.memory.device_total};
+                    leanest = Infeasible{tr, cost.layout, cost.memory.device_total, cost.memory.host};
                   break;  // memory grows with the micro-batch
                 }
                 ++out.fitting;
@@ -445,12 +446,17 @@ PlanResult search(const model::Architecture& a, const model::ParameterCounts& n,
   for (std::size_t i = 0; i < infeasible.size() && unfit < kMaxInfeasibleRejections; ++i) {
     if (!shown.insert(coarse(infeasible[i].training)).second) continue;
     ++unfit;
+    const Infeasible& x = infeasible[i];
+    const bool gpu_fits = x.needed <= c.gpu.usable_memory;
     out.rejected.push_back(
-        {plan_label(infeasible[i].training, infeasible[i].layout),
-         fmt::format("does not fit: needs {:.1f} GiB per GPU at micro-batch {} of {:.1f} "
-                     "GiB usable",
-                     to_gib(infeasible[i].needed), infeasible[i].training.micro_batch,
-                     to_gib(c.gpu.usable_memory))});
+        {plan_label(x.training, x.layout),
+         gpu_fits ? fmt::format("does not fit: needs {:.1f} GiB of host memory per node at "
+                                "micro-batch {} of {:.1f} GiB",
+                                to_gib(x.host_needed), x.training.micro_batch, to_gib(c.host_memory))
+                  : fmt::format("does not fit: needs {:.1f} GiB per GPU at micro-batch {} of {:.1f} "
+                                "GiB usable",
+                                to_gib(x.needed), x.training.micro_batch,
+                                to_gib(c.gpu.usable_memory))});
   }
   std::map<std::string, bool> seen;
   for (const auto& r : invalid) {

@@ -113,6 +113,10 @@ run_case(heads_not_dividing_hidden 2 fit ${DATA}/heads_not_dividing.json A100 ER
 run_case(seq_beyond_positions 2 fit gpt2 A100 --seq 4096 ERR "exceeds the 1024 learned positions")
 run_case(bad_inter_node 2 fit 7b 2x8xA100 --inter-node fast ERR "--inter-node 'fast'")
 run_case(cluster_file_typo 2 fit 7b ${DATA}/cluster_typo.json ERR "unknown keys present: 'gpus_per_nodes'")
+run_case(bad_host_memory 2 fit 7b A100 --host-memory -3 ERR "--host-memory must be a positive number of GiB")
+# Offloaded states beyond the nodes' stated CPU memory do not fit, and the verdict says why.
+run_case(host_memory_too_small 0 fit llama-2-70b 8xA100-80GB --seq 8192 --offload optimizer
+         --checkpointing full-offload --host-memory 100 MATCH "fits the GPUs but needs .* of 100.0 GiB of CPU memory per node")
 run_case(megatron_has_no_fsdp 2 fit 7b 8xA100 --framework megatron --strategy fsdp-full ERR "megatron framework")
 run_case(no_arguments nonzero)
 

@@ -77,6 +77,8 @@ TEST(Catalog, ClusterSpecs) {
   EXPECT_DOUBLE_EQ(c.inter_node.per_node().value(), 4 * 400e9 / 8);
   const auto f = catalog().resolve_cluster(std::string(TRAINPLAN_TEST_DATA) + "/cluster_ok.json", std::nullopt).cluster;
   EXPECT_EQ(f.world(), 16);
+  EXPECT_DOUBLE_EQ(f.host_memory.value(), 1024.0 * 1024 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(c.host_memory.value(), 0.0);  // not stated: not checked
 }
 
 TEST(Catalog, BadClusterSpecsNameTheInput) {
@@ -92,6 +94,7 @@ TEST(Catalog, BadClusterSpecsNameTheInput) {
       {"2x8xA100-80GB", std::string("fast"), "--inter-node 'fast'"},
       {std::string(TRAINPLAN_TEST_DATA) + "/cluster_typo.json", std::nullopt, "'gpus_per_node' is missing (unknown keys present: 'gpus_per_nodes')"},
       {"missing_cluster.json", std::nullopt, "cannot read cluster file"},
+      {std::string(TRAINPLAN_TEST_DATA) + "/cluster_bad_host.json", std::nullopt, "'host_memory_GiB' must be positive"},
   };
   for (const auto& r : rows) {
     SCOPED_TRACE(r.spec);

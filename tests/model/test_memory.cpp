@@ -154,12 +154,35 @@ TEST(Fit, MaxMicroBatchIsTheLargestThatFits) {
   tr.checkpointing = Checkpointing::full;
   const auto l = planner::make_layout(s.arch, tr, s.cluster);
   const Bytes usable = s.cluster.gpu.usable_memory;
-  const std::int64_t b = planner::max_micro_batch(s.arch, s.n, tr, l, usable, {});
+  const std::int64_t b = planner::max_micro_batch(s.arch, s.n, tr, l, s.cluster, {});
   ASSERT_GT(b, 0);
   tr.micro_batch = b;
   EXPECT_LE(planner::memory(s.arch, s.n, tr, l).device_total, usable);
   tr.micro_batch = b + 1;
   EXPECT_GT(planner::memory(s.arch, s.n, tr, l).device_total, usable);
+}
+
+// Offloaded states and checkpoints live in the nodes' CPU memory: where the cluster states it,
+// a configuration whose host share exceeds it does not fit; unstated, it is not checked.
+TEST(Fit, HostMemoryIsCheckedWhereTheClusterStatesIt) {
+  Case s = setup("llama-2-13b", "8xA100-80GB");
+  model::Training tr = training(s);
+  tr.strategy = Strategy::fsdp_full;
+  tr.seq = 4096;
+  tr.checkpointing = Checkpointing::full_offload;
+  tr.offload = Offload::optimizer;
+  const auto l = planner::make_layout(s.arch, tr, s.cluster);
+  const auto m = planner::memory(s.arch, s.n, tr, l);
+  ASSERT_GT(m.host.value(), 0.0);
+  EXPECT_TRUE(planner::fits(m, s.cluster));  // host memory not stated
+  s.cluster.host_memory = m.host * 2.0;
+  EXPECT_TRUE(planner::fits(m, s.cluster));
+  s.cluster.host_memory = m.host * 0.5;
+  EXPECT_FALSE(planner::fits(m, s.cluster));
+  // The largest micro-batch stops where the host share outgrows the nodes' memory.
+  const std::int64_t b = planner::max_micro_batch(s.arch, s.n, tr, l, s.cluster, {});
+  tr.micro_batch = b + 1;
+  EXPECT_GT(planner::memory(s.arch, s.n, tr, l).host, s.cluster.host_memory);
 }
 
 TEST(Fit, SearchesStrategiesThatSuitTheCluster) {

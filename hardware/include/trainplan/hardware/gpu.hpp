@@ -54,6 +54,7 @@ struct Cluster {
   int nodes = 1;
   int gpus_per_node = 1;
   InterNodeLink inter_node;
+  Bytes host_memory;        // CPU memory per node for offloaded states; 0: not stated, not checked
   std::string description;  // how it was named, for messages
   [[nodiscard]] int world() const { return nodes * gpus_per_node; }
 };

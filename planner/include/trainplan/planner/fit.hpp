@@ -45,9 +45,9 @@ struct FitResult {
 // The strategies worth trying for this framework and cluster, simplest first.
 [[nodiscard]] std::vector<Strategy> candidate_strategies(Framework f, const hardware::Cluster& c);
 
-// The largest micro-batch (up to `limit`) whose device total fits; 0 when none does.
+// The largest micro-batch (up to `limit`) that fits (planner::fits); 0 when none does.
 [[nodiscard]] std::int64_t max_micro_batch(const model::Architecture& a, const model::ParameterCounts& n,
-                                           model::Training tr, const Layout& l, Bytes usable,
+                                           model::Training tr, const Layout& l, const hardware::Cluster& c,
                                            const MemoryConventions& mc, std::int64_t limit = 4096);
 
 // Throws InputError when a pinned option is impossible on this cluster (e.g. --tp not dividing it).

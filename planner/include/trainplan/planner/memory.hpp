@@ -92,4 +92,8 @@ struct MemoryBreakdown {
                                      const model::Training& tr, const Layout& l,
                                      const MemoryConventions& mc = {});
 
+// A configuration fits when what nvidia-smi shows fits the GPU's usable memory and, where the
+// cluster states its nodes' CPU memory, the offloaded share fits that too.
+[[nodiscard]] bool fits(const MemoryBreakdown& m, const hardware::Cluster& c);
+
 }  // namespace trainplan::planner
