@@ -887,12 +887,19 @@ void MainWindow::refreshBanner() {
                 .arg(strategy_label(session_.strategies()
                                         .candidates[*session_.strategies().recommended]
                                         .training.strategy));
-      verdict =
-          QStringLiteral(
-              "<b>Does not fit</b> — %1 on %2 with %3 needs <b>%4</b> per GPU of %5 usable "
-              "(<b>%6 over</b>).%7")
-              .arg(what, where, e.plan_text().toHtmlEscaped(), gib_text(est.memory.device_total),
-                   gib_text(e.usable()), gib_text(-headroom), hint);
+      if (headroom.value() >= 0.0)  // the GPUs have room: the nodes' CPU memory does not
+        verdict = QStringLiteral(
+                      "<b>Does not fit</b> — %1 on %2 with %3 fits the GPUs but needs <b>%4</b> of "
+                      "CPU memory per node of %5 for what it offloads.%6")
+                      .arg(what, where, e.plan_text().toHtmlEscaped(), gib_text(est.memory.host),
+                           gib_text(e.cluster.host_memory), hint);
+      else
+        verdict =
+            QStringLiteral(
+                "<b>Does not fit</b> — %1 on %2 with %3 needs <b>%4</b> per GPU of %5 usable "
+                "(<b>%6 over</b>).%7")
+                .arg(what, where, e.plan_text().toHtmlEscaped(), gib_text(est.memory.device_total),
+                     gib_text(e.usable()), gib_text(-headroom), hint);
     }
     const Bytes sent = est.communication_bytes();
     details =

@@ -105,6 +105,7 @@ class TestGuiWindow : public QObject {
   void sweep_axis_switches_to_sequence_length();
   void lora_options_appear_for_adapters();
   void expert_parallel_spreads_the_experts();
+  void host_memory_of_a_cluster_file_is_checked();
   void search_runs_off_the_ui_thread();
   void clicking_a_plan_loads_it();
   void plan_exports_through_the_emitters_data();
@@ -413,6 +414,29 @@ void TestGuiWindow::expert_parallel_spreads_the_experts() {
   QVERIFY(window_->verdictText().contains(QStringLiteral("--expert-parallel 3")));
   window_->applySettings(base_settings(QStringLiteral("llama-2-7b"), 8, Strategy::ddp, 1));
   QVERIFY(!ep->isEnabled());
+}
+
+// A cluster file that states its nodes' CPU memory: offloading more than that does not fit, and the
+// verdict says it is the host, not the GPUs.
+void TestGuiWindow::host_memory_of_a_cluster_file_is_checked() {
+  QTemporaryDir dir;
+  QVERIFY(dir.isValid());
+  const QString path = dir.filePath(QStringLiteral("small-ram.json"));
+  QFile f(path);
+  QVERIFY(f.open(QIODevice::WriteOnly));
+  f.write(R"({"name": "small-ram", "gpu": "A100-80GB", "nodes": 1, "gpus_per_node": 8,
+              "host_memory_GiB": 100})");
+  f.close();
+  Settings s = base_settings(QStringLiteral("llama-2-70b"), 8, Strategy::fsdp_full, 1);
+  s.cluster.file = path.toStdString();
+  s.training.seq = 8192;
+  s.training.checkpointing = Checkpointing::full_offload;
+  s.training.offload = Offload::optimizer;
+  window_->applySettings(s);
+  QCOMPARE(window_->verdict(), MainWindow::Verdict::does_not_fit);
+  QVERIFY2(window_->verdictText().contains(QStringLiteral("CPU memory per node")),
+           qPrintable(window_->verdictText()));
+  QVERIFY(!session_->current()->estimate.fits);
 }
 
 void TestGuiWindow::lora_options_appear_for_adapters() {
