@@ -286,9 +286,10 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
   // Experts' gradients and parameters travel only among the dp / ep ranks holding the same experts:
   // counted as their share of the data-parallel ring's traffic, ((dp/ep - 1)/(dp/ep)) / ((dp - 1)/dp).
   const ModelStates& ms = out.memory.states;
-  const double ring = [&](double n) { return n > 1.0 ? (n - 1.0) / n : 0.0; }(dbl(l.dp));
-  const double ring_e = [&](double n) { return n > 1.0 ? (n - 1.0) / n : 0.0; }(dbl(l.dp / l.ep));
-  const double expert_share = ring > 0.0 ? ring_e / ring : 1.0;
+  const double expert_share =
+      l.dp > 1 ? hardware::bus_factor(Collective::reduce_scatter, l.dp / l.ep) /
+                     hardware::bus_factor(Collective::reduce_scatter, l.dp)
+               : 1.0;
   const double psi = dbl(ms.trainable) - ms.trainable_experts * (1.0 - expert_share);
   const double local = dbl(ms.local_params) - ms.experts * (1.0 - expert_share);
   const double g = gradient_comm_bytes(tr);
