@@ -166,6 +166,10 @@ model::Training read_training(const Json& v, const std::string& what,
     throw InputError(r.what() + ": key 'quant' is given but method is not 'qlora'");
   if (quantized) t.quant = read_enum<Quant>(r, "quant");
   r.ignore({"quant"});
+  if (const auto block = r.optional_integer("quant_block", 64)) {
+    if (!quantized) throw InputError(r.what() + ": key 'quant_block' is given but method is not 'qlora'");
+    t.quant_block = *block;
+  }
   r.reject_unknown();
   return t;
 }
