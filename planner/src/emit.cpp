@@ -65,9 +65,9 @@ bool uses_deepspeed(const model::Training& t) {
 void note_script_changes(const model::Training& t, std::vector<std::string>& notes) {
   if (t.checkpointing == Checkpointing::full_offload)
     notes.push_back(
-        "checkpoints on the host: wrap each checkpointed block with torch's offload_wrapper "
-        "(torch.distributed.algorithms._checkpoint.checkpoint_wrapper) or run it under "
-        "torch.autograd.graph.save_on_cpu(pin_memory=True)");
+        "checkpoints on the host: DeepSpeed activation checkpointing with cpu_checkpointing, or "
+        "the checkpointed model's forward run under torch.autograd.graph.save_on_cpu("
+        "pin_memory=True): what the checkpoints save, the block inputs, goes to the host");
   if (t.method != Method::full)
     notes.push_back(fmt::format("LoRA rank {} on {}: configure PEFT in the training script",
                                 t.lora.rank, fmt::join(t.lora.targets, ",")));

@@ -14,7 +14,7 @@ enum class Precision { fp32, fp16_mixed, bf16_mixed, fp16_true, bf16_true };
 enum class Optimizer { adamw, adam, sgd, sgd_momentum, adamw_8bit, paged_adamw_8bit, adafactor };
 enum class Strategy { single, ddp, zero1, zero2, zero3, fsdp_full, fsdp_grad_op, fsdp_hybrid };
 // full_offload: full checkpointing with the checkpoints kept in host memory (ZeRO-R's Pa+cpu,
-// Rajbhandari et al. 2019, arXiv:1910.02054, Sec. 6.1; torch offload_wrapper / save_on_cpu).
+// Rajbhandari et al. 2019, arXiv:1910.02054, Sec. 6.1; DeepSpeed's cpu_checkpointing).
 enum class Checkpointing { none, selective, full, full_offload };
 enum class Attention { flash, sdpa, eager };
 enum class Offload { none, optimizer, optimizer_params };
