@@ -66,8 +66,8 @@ void note_script_changes(const model::Training& t, std::vector<std::string>& not
   if (t.checkpointing == Checkpointing::full_offload)
     notes.push_back(
         "checkpoints on the host: DeepSpeed activation checkpointing with cpu_checkpointing, or "
-        "the checkpointed model's forward run under torch.autograd.graph.save_on_cpu("
-        "pin_memory=True): what the checkpoints save, the block inputs, goes to the host");
+        "the checkpointed blocks run under torch.autograd.graph.save_on_cpu(pin_memory=True) "
+        "(all they save is their inputs; keep the head outside it)");
   if (t.method != Method::full)
     notes.push_back(fmt::format("LoRA rank {} on {}: configure PEFT in the training script",
                                 t.lora.rank, fmt::join(t.lora.targets, ",")));
