@@ -78,6 +78,15 @@ void note_script_changes(const model::Training& t, std::vector<std::string>& not
                     t.quant == Quant::fp4 ? "fp4" : "nf4"));
 }
 
+void note_expert_parallel(const model::Training& t, const std::string& format,
+                          std::vector<std::string>& notes) {
+  if (t.ep > 1)
+    notes.push_back(fmt::format(
+        "{} cannot express expert parallelism {}: the model's MoE layers set it (DeepSpeed-MoE "
+        "ep_size={}), or launch Megatron-LM with --expert-model-parallel-size",
+        format, t.ep, t.ep));
+}
+
 void note_parallelism(const model::Training& t, const std::string& format,
                       std::vector<std::string>& notes) {
   if (t.tp > 1 || t.pp > 1)
@@ -85,6 +94,7 @@ void note_parallelism(const model::Training& t, const std::string& format,
         fmt::format("{} cannot express TP {} / PP {}: launch Megatron-LM (--emit torchrun with "
                     "--framework megatron) or a TP/PP-capable trainer",
                     format, t.tp, t.pp));
+  note_expert_parallel(t, format, notes);
   note_script_changes(t, notes);
 }
 
@@ -212,6 +222,7 @@ Emitted emit_accelerate(const Estimate& e, const hardware::Cluster& c) {
   out.notes.push_back(
       fmt::format("per-device batch {} with gradient accumulation {} (global batch {})",
                   t.micro_batch, t.grad_accum, e.global_batch));
+  note_expert_parallel(t, "an accelerate config", out.notes);
   note_script_changes(t, out.notes);
   return out;
 }

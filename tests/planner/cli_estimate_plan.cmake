@@ -8,6 +8,7 @@ function(run_ok name)
     message(FATAL_ERROR "${name}: exit ${rc}\n${out}\n${err}")
   endif()
   set(OUT "${out}" PARENT_SCOPE)
+  set(ERR "${err}" PARENT_SCOPE)
 endfunction()
 
 function(run_fails name expected)
@@ -67,6 +68,8 @@ expect_in(estimate-expert-parallel "${OUT}" "\"expert_parallel\": 8")
 expect_in(estimate-expert-parallel "${OUT}" "MoE all-to-all")
 run_ok(estimate-emit-megatron-ep estimate mixtral-8x7b 8xH100-80GB --framework megatron --strategy zero1 --expert-parallel 8 --emit torchrun)
 expect_in(estimate-emit-megatron-ep "${OUT}" "--expert-model-parallel-size 8")
+run_ok(estimate-emit-deepspeed-ep estimate mixtral-8x7b 8xH100-80GB --strategy zero3 --expert-parallel 8 --emit deepspeed)
+expect_in(estimate-emit-deepspeed-ep "${ERR}" "cannot express expert parallelism 8")  # notes: stderr
 run_ok(estimate-emit-torchrun estimate 7b 2x8xA100-80GB --strategy fsdp-full --emit torchrun)
 expect_in(estimate-emit-torchrun "${OUT}" "torchrun --nnodes=2 --nproc_per_node=8")
 
