@@ -148,6 +148,36 @@ void print_estimate(const Resolved& r, const model::ParameterCounts& n, const pl
                : "datasheet defaults (docs/formulas.md); calibrate with trainplan calibrate");
 }
 
+// What one block keeps for backward, tensor by tensor (model::block_activation_terms), and how the
+// blocks, embedding and head add up to the activation memory.
+void print_activations(const model::Architecture& a, const planner::Estimate& e) {
+  const model::Training& t = e.training;
+  const model::ActivationMemory& m = e.memory.activation_detail;
+  auto mib = [](Bytes b) { return fmt::format("{:.1f}", b.value() / 1048576.0); };
+  std::vector<model::Stack> stacks{a.encoder_decoder ? model::Stack::encoder : model::Stack::decoder};
+  if (a.encoder_decoder) stacks.push_back(model::Stack::decoder);
+  for (const model::Stack stack : stacks) {
+    const auto terms = model::block_activation_terms(a, t, stack);
+    Bytes total;
+    for (const auto& term : terms) total += term.bytes;
+    std::cout << fmt::format(
+        "\nSaved for backward by one {}block, micro-batch {} x {} tokens{} (before checkpointing):\n",
+        a.encoder_decoder ? (stack == model::Stack::encoder ? "encoder " : "decoder ") : "",
+        t.micro_batch, t.seq, t.tp > 1 ? fmt::format(", TP {}", t.tp) : std::string());
+    Table tt({"tensor", "MiB", "share"});
+    for (const auto& term : terms)
+      tt.add({std::string(term.name), mib(term.bytes), percent(term.bytes.value() / total.value())});
+    tt.add({"total", mib(total), percent(1.0)});
+    std::cout << tt.render();
+  }
+  std::cout << fmt::format(
+      "Kept with {} checkpointing: {} MiB per block; all blocks of the stage {} MiB ({} micro-batch{} "
+      "in flight); replayed block {} MiB; embedding {} MiB; head {} MiB{}.\n",
+      to_string(t.checkpointing), mib(m.per_block), mib(m.blocks), m.in_flight,
+      m.in_flight == 1.0 ? "" : "es", mib(m.recompute_peak), mib(m.embedding), mib(m.head),
+      m.host.value() > 0.0 ? fmt::format("; on the host {} MiB", mib(m.host)) : std::string());
+}
+
 void run_estimate(const io::Catalog& catalog, const TrainingOptions& o) {
   const Resolved r = resolve(catalog, o);
   const model::Architecture& a = r.model.arch;
@@ -174,6 +204,7 @@ void run_estimate(const io::Catalog& catalog, const TrainingOptions& o) {
     return;
   }
   print_estimate(r, n, e, tokens, profile.has_value());
+  if (o.activations) print_activations(a, e);
 }
 
 }  // namespace
@@ -184,6 +215,8 @@ void setup_estimate(CLI::App& app, const io::Catalog& catalog) {
       "estimate", "one configuration: memory, step time, throughput, communication");
   add_training_options(*cmd, *opts);
   add_time_options(*cmd, *opts, false);
+  cmd->add_flag("--activations", opts->activations,
+                "also list what one block saves for backward, tensor by tensor");
   cmd->callback([&catalog, opts] { run_estimate(catalog, *opts); });
 }
 

@@ -28,6 +28,7 @@ struct TrainingOptions {
   std::optional<std::string> profile, tokens, emit;
   std::optional<std::size_t> top;
   bool zero_plus_plus = false;
+  bool activations = false;  // estimate: list one block's saved tensors
   bool tp_across_nodes = false;
 };
 

@@ -69,13 +69,38 @@ Json plan_json(const planner::Estimate& e, std::optional<double> tokens) {
   return j;
 }
 
+// The activation memory's parts and, per stack, one block's saved tensors by name.
+Json activations_json(const model::Architecture& a, const planner::Estimate& e) {
+  const model::ActivationMemory& m = e.memory.activation_detail;
+  auto b = [](Bytes x) { return static_cast<std::int64_t>(std::llround(x.value())); };
+  Json stacks = Json::array();
+  std::vector<model::Stack> list{a.encoder_decoder ? model::Stack::encoder : model::Stack::decoder};
+  if (a.encoder_decoder) list.push_back(model::Stack::decoder);
+  for (const model::Stack s : list) {
+    Json terms = Json::array();
+    for (const auto& t : model::block_activation_terms(a, e.training, s))
+      terms.push_back(Json{{"tensor", std::string(t.name)}, {"bytes", b(t.bytes)}});
+    stacks.push_back(Json{{"stack", s == model::Stack::encoder ? "encoder" : "decoder"}, {"saved", terms}});
+  }
+  return Json{{"per_block_kept_bytes", b(m.per_block)},
+              {"blocks_bytes", b(m.blocks)},
+              {"recompute_peak_bytes", b(m.recompute_peak)},
+              {"embedding_bytes", b(m.embedding)},
+              {"head_bytes", b(m.head)},
+              {"host_bytes", b(m.host)},
+              {"micro_batches_in_flight", m.in_flight},
+              {"block_saved_for_backward", stacks}};
+}
+
 Json estimate_json(const model::Architecture& a, const model::ParameterCounts& n,
                    const hardware::Cluster& c, const planner::Estimate& e,
                    std::optional<double> tokens) {
+  Json plan = plan_json(e, tokens);
+  plan["activations"] = activations_json(a, e);
   return Json{{"schema", kEstimateSchema},
               {"model", model_json(a, n, trainable_parameters(a, n, e.training))},
               {"cluster", cluster_json(c)},
-              {"plan", plan_json(e, tokens)}};
+              {"plan", plan}};
 }
 
 Json plan_result_json(const model::Architecture& a, const model::ParameterCounts& n,

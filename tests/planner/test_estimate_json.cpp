@@ -2,6 +2,7 @@
 // their values against the estimate, and the inputs estimate and plan parse (--tokens, --profile).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -135,6 +136,15 @@ TEST(EstimateJson, GoldenShapeAndValues) {
   EXPECT_NEAR(static_cast<double>(sum),
               plan["communication"]["bytes_per_gpu_per_step"].get<double>(), 4.0);
   EXPECT_EQ(plan["communication"]["items"].size(), e.communication.size());
+  // One block's saved tensors add up to the block; the kept parts are the memory model's.
+  const Json& act = plan["activations"];
+  std::int64_t saved = 0;
+  for (const auto& t : act["block_saved_for_backward"][0]["saved"]) saved += t["bytes"].get<std::int64_t>();
+  EXPECT_NEAR(static_cast<double>(saved),
+              model::block_activations(p.a, e.training, model::Stack::decoder).saved.value(),
+              static_cast<double>(act["block_saved_for_backward"][0]["saved"].size()));
+  EXPECT_EQ(act["per_block_kept_bytes"].get<std::int64_t>(),
+            std::llround(e.memory.activation_detail.per_block.value()));
 }
 
 TEST(EstimateJson, PlanGoldenShape) {
