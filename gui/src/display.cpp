@@ -283,6 +283,9 @@ QString option_tooltip(std::string_view option) {
        "GPUs in each node; together with nodes this makes the data, tensor and pipeline "
        "parallel world."},
       {"nodes", "Number of nodes; more than one adds the inter-node network tier."},
+      {"host_memory",
+       "CPU memory per node, in GiB: offloaded optimizer states, parameters and checkpoints must "
+       "fit in it. 0: not checked (a cluster file may state it as host_memory_GiB)."},
       {"inter_node",
        "Override the network per node, e.g. 8x200Gbps (NICs x line rate). Empty: the GPU's "
        "usual network."},

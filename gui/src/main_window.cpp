@@ -282,6 +282,15 @@ QWidget* MainWindow::buildForm() {
   inter_node_->setPlaceholderText(QStringLiteral("GPU default, e.g. 8x200Gbps"));
   inter_node_->setToolTip(option_tooltip("inter_node"));
   cf->addRow(buddy_label(QStringLiteral("Net&work"), inter_node_), inter_node_);
+  host_memory_ = new QDoubleSpinBox;
+  host_memory_->setObjectName(QStringLiteral("hostMemory"));
+  host_memory_->setRange(0.0, 1e6);
+  host_memory_->setDecimals(0);
+  host_memory_->setSingleStep(256.0);
+  host_memory_->setSuffix(QStringLiteral(" GiB"));
+  host_memory_->setSpecialValueText(QStringLiteral("not checked"));
+  host_memory_->setToolTip(option_tooltip("host_memory"));
+  cf->addRow(buddy_label(QStringLiteral("Host memory"), host_memory_), host_memory_);
   cluster_file_ = new QLabel(QStringLiteral("none"));
   cluster_file_->setObjectName(QStringLiteral("clusterFile"));
   cluster_file_->setWordWrap(true);
@@ -592,6 +601,7 @@ void MainWindow::connectForm() {
   connect(gpus_per_node_, &QSpinBox::valueChanged, this, [this] { clusterEdited(); });
   connect(nodes_, &QSpinBox::valueChanged, this, [this] { clusterEdited(); });
   connect(inter_node_, &QLineEdit::editingFinished, this, [this] { clusterEdited(); });
+  connect(host_memory_, &QDoubleSpinBox::valueChanged, this, [this] { clusterEdited(); });
 }
 
 // ---- Form <-> settings ------------------------------------------------------------------------
@@ -603,6 +613,7 @@ Settings MainWindow::formSettings() const {
   s.cluster.gpus_per_node = gpus_per_node_->value();
   s.cluster.nodes = nodes_->value();
   s.cluster.inter_node = sstr(inter_node_->text().trimmed());
+  s.cluster.host_memory_gib = host_memory_->value();
   model::Training& t = s.training;
   t.method = combo_enum<Method>(method_);
   t.precision = combo_enum<Precision>(precision_);
@@ -636,7 +647,7 @@ Settings MainWindow::formSettings() const {
 void MainWindow::syncForm(const Settings& s) {
   syncing_ = true;
   const QList<QWidget*> widgets{model_,        gpu_,          gpus_per_node_, nodes_,
-                                inter_node_,   method_,       precision_,     optimizer_,
+                                inter_node_,   host_memory_,  method_,       precision_,     optimizer_,
                                 quant_,        strategy_,     framework_,     fsdp_wrap_,
                                 tp_,           pp_,           pp_virtual_,    expert_parallel_,
                                 sequence_parallel_,
@@ -661,6 +672,7 @@ void MainWindow::syncForm(const Settings& s) {
   nodes_->setValue(s.cluster.nodes);
   if (inter_node_->text() != qstr(s.cluster.inter_node))
     inter_node_->setText(qstr(s.cluster.inter_node));
+  host_memory_->setValue(s.cluster.host_memory_gib);
   cluster_file_->setText(s.cluster.file.empty() ? QStringLiteral("none")
                                                 : QFileInfo(qstr(s.cluster.file)).fileName());
   cluster_file_->setToolTip(qstr(s.cluster.file));

@@ -143,6 +143,7 @@ class MainWindow : public QMainWindow {
   QGroupBox* lora_box_ = nullptr;
   QSpinBox* lora_rank_ = nullptr;
   QDoubleSpinBox* lora_alpha_ = nullptr;
+  QDoubleSpinBox* host_memory_ = nullptr;
   QDoubleSpinBox* lora_dropout_ = nullptr;
   QLineEdit* lora_targets_ = nullptr;
   QComboBox* quant_ = nullptr;

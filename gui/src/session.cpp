@@ -90,6 +90,7 @@ void store_settings(QSettings& q, const Settings& s) {
   q.setValue(QStringLiteral("gpus_per_node"), s.cluster.gpus_per_node);
   q.setValue(QStringLiteral("nodes"), s.cluster.nodes);
   q.setValue(QStringLiteral("inter_node"), qstr(s.cluster.inter_node));
+  q.setValue(QStringLiteral("host_memory_gib"), s.cluster.host_memory_gib);
   q.setValue(QStringLiteral("profile"), qstr(s.profile));
   q.setValue(QStringLiteral("train_tokens"), qstr(s.train_tokens));
   q.setValue(QStringLiteral("method"), qstr(to_string(t.method)));
@@ -139,6 +140,8 @@ Settings restore_settings(const QSettings& stored) {
   str("lora_targets", s.lora_targets);
   restore_number(q, "settings/gpus_per_node", s.cluster.gpus_per_node, 1);
   restore_number(q, "settings/nodes", s.cluster.nodes, 1);
+  if (const double host = q.value(QStringLiteral("settings/host_memory_gib")).toDouble(); host > 0.0)
+    s.cluster.host_memory_gib = host;
   restore_enum(q, "settings/method", t.method);
   restore_enum(q, "settings/precision", t.precision);
   restore_enum(q, "settings/optimizer", t.optimizer);
@@ -242,6 +245,7 @@ CommandLine parse_command_line(const QStringList& arguments, const io::Catalog& 
       {"quant-block", "N", "QLoRA 4-bit blocksize: weights per absmax constant (default 64)"},
       {"fsdp-wrap", "POLICY", "block | none"},
       {"inter-node", "SPEC", "NICs per node x rate, e.g. 8x200Gbps"},
+      {"host-memory", "GiB", "CPU memory per node for offloaded states and checkpoints"},
       {"profile", "PROFILE.json",
        "hardware profile from `trainplan calibrate fit` (default: datasheet numbers)"},
       {"sweep", "AXIS", "x axis of the sweep chart: micro-batch | seq"},
@@ -297,6 +301,13 @@ CommandLine parse_command_line(const QStringList& arguments, const io::Catalog& 
     }
   }
   if (has("inter-node")) s.cluster.inter_node = sstr(val("inter-node"));
+  if (has("host-memory")) {
+    bool ok = false;
+    s.cluster.host_memory_gib = val("host-memory").toDouble(&ok);
+    if (!ok || !(s.cluster.host_memory_gib > 0.0))
+      throw InputError("--host-memory must be a positive number of GiB per node (got '" +
+                       sstr(val("host-memory")) + "')");
+  }
   if (has("profile")) s.profile = sstr(val("profile"));
   if (has("tokens")) s.train_tokens = sstr(val("tokens"));
   if (has("method")) t.method = option_enum<Method>(name("method"), val("method"));
@@ -361,12 +372,14 @@ const io::ResolvedModel& Evaluator::model(const std::string& spec) {
 
 const io::ResolvedCluster& Evaluator::cluster(const ClusterChoice& c) {
   const std::string spec = c.spec();
-  const std::string key = spec + "|" + c.inter_node;
+  const std::string key = spec + "|" + c.inter_node + "|" + std::to_string(c.host_memory_gib);
   auto it = clusters_.find(key);
   if (it == clusters_.end()) {
     const std::optional<std::string> inter =
         c.inter_node.empty() ? std::nullopt : std::optional<std::string>(c.inter_node);
-    it = clusters_.emplace(key, catalog_.resolve_cluster(spec, inter)).first;
+    io::ResolvedCluster resolved = catalog_.resolve_cluster(spec, inter);
+    if (c.host_memory_gib > 0.0) resolved.cluster.host_memory = gib(c.host_memory_gib);
+    it = clusters_.emplace(key, std::move(resolved)).first;
   }
   return it->second;
 }

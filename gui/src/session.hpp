@@ -51,6 +51,7 @@ struct ClusterChoice {
   int gpus_per_node = 8;
   int nodes = 1;
   std::string inter_node;  // "8x200Gbps"; empty: the GPU's usual network
+  double host_memory_gib = 0;  // CPU memory per node; 0: the file's, or not checked
   // What io::Catalog::resolve_cluster reads: "NODESxGPUSxGPU" or the file.
   [[nodiscard]] std::string spec() const;
 };

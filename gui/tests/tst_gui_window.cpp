@@ -437,6 +437,17 @@ void TestGuiWindow::host_memory_of_a_cluster_file_is_checked() {
   QVERIFY2(window_->verdictText().contains(QStringLiteral("CPU memory per node")),
            qPrintable(window_->verdictText()));
   QVERIFY(!session_->current()->estimate.fits);
+  // The same through the form's own field, without a file; a generous node fits.
+  s.cluster.file.clear();
+  window_->applySettings(s);
+  QVERIFY(session_->current()->estimate.fits);  // not stated: not checked
+  type_into(child<QDoubleSpinBox>("hostMemory"), QStringLiteral("100"));
+  QTest::keyClick(child<QDoubleSpinBox>("hostMemory"), Qt::Key_Return);
+  QCOMPARE(session_->settings().cluster.host_memory_gib, 100.0);
+  QCOMPARE(window_->verdict(), MainWindow::Verdict::does_not_fit);
+  type_into(child<QDoubleSpinBox>("hostMemory"), QStringLiteral("4096"));
+  QTest::keyClick(child<QDoubleSpinBox>("hostMemory"), Qt::Key_Return);
+  QCOMPARE(window_->verdict(), MainWindow::Verdict::fits);
 }
 
 void TestGuiWindow::lora_options_appear_for_adapters() {
