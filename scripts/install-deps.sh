@@ -1,14 +1,22 @@
 #!/usr/bin/env bash
-# Installs everything trainplan builds against, from Debian's packages. CUDA 13 (with cuBLASLt,
-# cuDNN and NCCL) is expected under /usr/local/cuda when present; without it trainplan-calibrate is
-# simply not built.
+# Installs everything trainplan builds against, from Debian's packages (bookworm), so that the
+# default configure builds every part: CLI, GUI, tests and benchmarks. CUDA 13 (with cuBLASLt,
+# cuDNN and NCCL) is not a Debian package: it is used from /usr/local/cuda when present, and without
+# it trainplan-calibrate is left out (scripts/test.sh requires it where nvcc exists).
+#
+# Packages are installed without their recommendations, so every package the build needs is named
+# here, including libqt6opengl6-dev: Qt6Charts' CMake package needs Qt6OpenGL, which qt6-base-dev
+# only recommends and qt6-charts-dev does not depend on. (XKB, libxkbcommon-dev, is optional for
+# Qt6Gui and only Qt6::GuiPrivate links it; trainplan-gui does not.) scripts/check-fresh-debian.sh
+# proves the list on a pristine bookworm.
 set -euo pipefail
 
 packages=(
   cmake ninja-build g++ pkg-config
   libeigen3-dev nlohmann-json3-dev libcli11-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  qt6-base-dev qt6-charts-dev qt6-svg-dev libgl-dev fonts-dejavu-core
+  qt6-base-dev libqt6opengl6-dev qt6-charts-dev qt6-svg-dev libgl-dev
+  fonts-dejavu-core
   libopenmpi-dev openmpi-bin
 )
 
