@@ -5,7 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DTRAINPLAN_BUILD_TESTS=OFF -DTRAINPLAN_BUILD_BENCH=OFF
+# The command line only: no GUI, no CUDA, no tests, no benchmarks (scripts/test.sh builds those).
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DTRAINPLAN_BUILD_TESTS=OFF \
+  -DTRAINPLAN_BUILD_BENCH=OFF -DTRAINPLAN_BUILD_GUI=OFF -DTRAINPLAN_BUILD_CUDA=OFF
 cmake --build build --target trainplan -j "$(nproc)"
 
 echo
