@@ -15,6 +15,8 @@ namespace trainplan::calibrate::bench {
 struct AttentionBench::Buffers {
   DeviceBuffer q, k, v, o, d_o, d_q, d_k, d_v;
   DeviceBuffer stats;             // cuDNN: per-row log-sum-exp, fp32
+  DeviceBuffer softmax_sum;       // cuDNN backward: rowsum(dO * O), fp32, allocated on first use
+  DeviceBuffer d_q_accum;         // cuDNN backward: dQ accumulated in fp32, allocated on first use
   DeviceBuffer scores, d_scores;  // unfused: b*h*s*s each, allocated on first use
 };
 
@@ -47,99 +49,405 @@ void finalize(cudnnBackendDescriptor_t d, const char* what) {
   check_cudnn(cudnnBackendFinalize(d), fmt::format("cudnnBackendFinalize({})", what).c_str());
 }
 
-Backend tensor(std::int64_t uid, const std::array<std::int64_t, 4>& dims,
-               const std::array<std::int64_t, 4>& strides, cudnnDataType_t type,
-               bool by_value = false) {
-  Backend t = make_backend(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
-  const std::int64_t alignment = 16;
-  TP_SET_ATTR(t.get(), CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type);
-  TP_SET_ATTR(t.get(), CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims.data());
-  TP_SET_ATTR(t.get(), CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides.data());
-  TP_SET_ATTR(t.get(), CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
-  TP_SET_ATTR(t.get(), CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment);
-  if (by_value) {
-    const bool yes = true;
-    TP_SET_ATTR(t.get(), CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &yes);
+using Dims = std::array<std::int64_t, 4>;
+
+// A tensor of a graph: its descriptor and the shape the next operation needs to describe its
+// output.
+struct GraphTensor {
+  cudnnBackendDescriptor_t desc = nullptr;
+  Dims dims{};
+  Dims strides{};
+};
+
+// Unique ids of the tensors bound to memory; virtual tensors count up from kFirstVirtual.
+enum Uid : std::int64_t {
+  kQ = 1,
+  kK,
+  kV,
+  kO,
+  kStats,
+  kScale,
+  kDO,
+  kDQ,
+  kDK,
+  kDV,
+  kNegInf,
+  kOne,
+  kSoftmaxSum,
+  kDQAccum,
+  kFirstVirtual = 100
+};
+
+// An operation graph under construction: owns every descriptor, records the memory each
+// non-virtual tensor is bound to, and finalizes into an execution plan with its variant pack.
+class OpGraph {
+ public:
+  // A tensor read or written through `data` (device memory; host memory when by value).
+  GraphTensor io(std::int64_t uid, const Dims& dims, const Dims& strides, cudnnDataType_t type,
+                 void* data, bool by_value = false) {
+    uids_.push_back(uid);
+    ptrs_.push_back(data);
+    return make_tensor(uid, dims, strides, type, /*is_virtual=*/false, by_value);
   }
-  finalize(t.get(), "tensor");
-  return t;
+  GraphTensor scalar(std::int64_t uid, float* value) {
+    const Dims one{1, 1, 1, 1};
+    return io(uid, one, one, CUDNN_DATA_FLOAT, value, /*by_value=*/true);
+  }
+  // A tensor that lives only inside the fused kernel.
+  GraphTensor virt(const Dims& dims, const Dims& strides, cudnnDataType_t type) {
+    return make_tensor(next_virtual_++, dims, strides, type, /*is_virtual=*/true, false);
+  }
+
+  void matmul(const GraphTensor& a, const GraphTensor& b, const GraphTensor& c) {
+    Backend mm = make_backend(CUDNN_BACKEND_MATMUL_DESCRIPTOR);
+    const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
+    TP_SET_ATTR(mm.get(), CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute);
+    finalize(mm.get(), "matmul descriptor");
+    Backend op = make_backend(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
+    void* mm_raw = mm.get();
+    TP_SET_ATTR(op.get(), CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                &a.desc);
+    TP_SET_ATTR(op.get(), CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                &b.desc);
+    TP_SET_ATTR(op.get(), CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                &c.desc);
+    TP_SET_ATTR(op.get(), CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                &mm_raw);
+    finalize(op.get(), "matmul operation");
+    keep(std::move(mm));
+    add_op(std::move(op));
+  }
+
+  // y = mode(x[, b[, t]]). `axis` only for GEN_INDEX.
+  void pointwise(cudnnPointwiseMode_t mode, cudnnDataType_t compute, const GraphTensor& x,
+                 const GraphTensor* b, const GraphTensor* t, const GraphTensor& y,
+                 std::int64_t axis = -1) {
+    Backend pw = make_backend(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+    TP_SET_ATTR(pw.get(), CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
+    TP_SET_ATTR(pw.get(), CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &compute);
+    if (mode == CUDNN_POINTWISE_GEN_INDEX) {
+      TP_SET_ATTR(pw.get(), CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1, &axis);
+    }
+    finalize(pw.get(), "pointwise descriptor");
+    Backend op = make_backend(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+    void* pw_raw = pw.get();
+    TP_SET_ATTR(op.get(), CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR,
+                CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &pw_raw);
+    TP_SET_ATTR(op.get(), CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                &x.desc);
+    if (b != nullptr) {
+      TP_SET_ATTR(op.get(), CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                  &b->desc);
+    }
+    if (t != nullptr) {
+      TP_SET_ATTR(op.get(), CUDNN_ATTR_OPERATION_POINTWISE_TDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                  &t->desc);
+    }
+    TP_SET_ATTR(op.get(), CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                &y.desc);
+    const float unit = 1.0f;
+    TP_SET_ATTR(op.get(), CUDNN_ATTR_OPERATION_POINTWISE_ALPHA1, CUDNN_TYPE_FLOAT, 1, &unit);
+    TP_SET_ATTR(op.get(), CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2, CUDNN_TYPE_FLOAT, 1, &unit);
+    finalize(op.get(), "pointwise operation");
+    keep(std::move(pw));
+    add_op(std::move(op));
+  }
+
+  // Reduces x over the dimensions where y is 1 (or, for a head group, smaller).
+  void reduction(cudnnReduceTensorOp_t reduce, const GraphTensor& x, const GraphTensor& y) {
+    Backend rd = make_backend(CUDNN_BACKEND_REDUCTION_DESCRIPTOR);
+    const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
+    TP_SET_ATTR(rd.get(), CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1,
+                &reduce);
+    TP_SET_ATTR(rd.get(), CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute);
+    finalize(rd.get(), "reduction descriptor");
+    Backend op = make_backend(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR);
+    void* rd_raw = rd.get();
+    TP_SET_ATTR(op.get(), CUDNN_ATTR_OPERATION_REDUCTION_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                &x.desc);
+    TP_SET_ATTR(op.get(), CUDNN_ATTR_OPERATION_REDUCTION_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                &y.desc);
+    TP_SET_ATTR(op.get(), CUDNN_ATTR_OPERATION_REDUCTION_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                &rd_raw);
+    finalize(op.get(), "reduction operation");
+    keep(std::move(rd));
+    add_op(std::move(op));
+  }
+
+  // A view of x with other dimensions or strides (the transposes of the backward pass).
+  void reshape(const GraphTensor& x, const GraphTensor& y) {
+    Backend op = make_backend(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR);
+    TP_SET_ATTR(op.get(), CUDNN_ATTR_OPERATION_RESHAPE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                &x.desc);
+    TP_SET_ATTR(op.get(), CUDNN_ATTR_OPERATION_RESHAPE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                &y.desc);
+    finalize(op.get(), "reshape operation");
+    add_op(std::move(op));
+  }
+
+  // An operation built outside (the single SDPA_FWD operation).
+  void add_op(Backend op) {
+    ops_.push_back(op.get());
+    keep(std::move(op));
+  }
+  [[nodiscard]] const std::vector<cudnnBackendDescriptor_t>& ops() const { return ops_; }
+  [[nodiscard]] const std::vector<std::int64_t>& uids() const { return uids_; }
+  [[nodiscard]] const std::vector<void*>& pointers() const { return ptrs_; }
+
+ private:
+  GraphTensor make_tensor(std::int64_t uid, const Dims& dims, const Dims& strides,
+                          cudnnDataType_t type, bool is_virtual, bool by_value) {
+    Backend t = make_backend(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+    const std::int64_t alignment = 16;  // what tensor-core engines need; cudaMalloc gives 256
+    TP_SET_ATTR(t.get(), CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type);
+    TP_SET_ATTR(t.get(), CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims.data());
+    TP_SET_ATTR(t.get(), CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides.data());
+    TP_SET_ATTR(t.get(), CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
+    TP_SET_ATTR(t.get(), CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment);
+    if (is_virtual) {
+      const bool yes = true;
+      TP_SET_ATTR(t.get(), CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &yes);
+    }
+    if (by_value) {
+      const bool yes = true;
+      TP_SET_ATTR(t.get(), CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &yes);
+    }
+    finalize(t.get(), "tensor");
+    const GraphTensor out{t.get(), dims, strides};
+    keep(std::move(t));
+    return out;
+  }
+  void keep(Backend d) { owned_.push_back(std::move(d)); }
+
+  std::vector<Backend> owned_;
+  std::vector<cudnnBackendDescriptor_t> ops_;
+  std::vector<std::int64_t> uids_;
+  std::vector<void*> ptrs_;
+  std::int64_t next_virtual_ = kFirstVirtual;
+};
+
+// The shapes of one attention problem, in the layouts the backend graphs use.
+struct SdpaLayout {
+  explicit SdpaLayout(const AttentionShape& a)
+      : b(a.batch), h(a.heads), g(a.kv_heads), s(a.seq), d(a.head_dim) {}
+  std::int64_t b, h, g, s, d;
+  [[nodiscard]] Dims q() const { return {b, h, s, d}; }  // also O, dO, dQ
+  [[nodiscard]] Dims q_strides() const { return {h * s * d, s * d, d, 1}; }
+  [[nodiscard]] Dims kv() const { return {b, g, s, d}; }  // also dK, dV
+  [[nodiscard]] Dims kv_strides() const { return {g * s * d, s * d, d, 1}; }
+  // K and V as stored, read transposed (d x s): the backend's matmul takes K^T, not K.
+  [[nodiscard]] Dims kv_t() const { return {b, g, d, s}; }
+  [[nodiscard]] Dims kv_t_strides() const { return {g * s * d, s * d, 1, d}; }
+  [[nodiscard]] Dims scores() const { return {b, h, s, s}; }
+  [[nodiscard]] Dims scores_strides() const { return {h * s * s, s * s, s, 1}; }
+  [[nodiscard]] Dims scores_t_strides() const { return {h * s * s, s * s, 1, s}; }
+  [[nodiscard]] Dims rows() const { return {b, h, s, 1}; }  // softmax statistics
+  [[nodiscard]] Dims rows_strides() const { return {h * s, s, 1, 1}; }
+  [[nodiscard]] Dims heads_full() const { return {b, h, s, d}; }  // dK, dV before the group sum
+};
+
+// Causal (top-left aligned) mask: scores where the key position exceeds the query position
+// become -inf. cudnn-frontend's CompositeDiagonalBandMaskNode with right bound 0.
+GraphTensor causal_mask(OpGraph& g, const GraphTensor& scores, const GraphTensor& neg_inf) {
+  const GraphTensor row = g.virt(scores.dims, scores.strides, CUDNN_DATA_INT32);
+  g.pointwise(CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_FLOAT, scores, nullptr, nullptr, row, 2);
+  const GraphTensor col = g.virt(scores.dims, scores.strides, CUDNN_DATA_INT32);
+  g.pointwise(CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_FLOAT, scores, nullptr, nullptr, col, 3);
+  const GraphTensor keep = g.virt(scores.dims, scores.strides, CUDNN_DATA_BOOLEAN);
+  g.pointwise(CUDNN_POINTWISE_CMP_GE, CUDNN_DATA_BOOLEAN, row, &col, nullptr, keep);
+  const GraphTensor masked = g.virt(scores.dims, scores.strides, CUDNN_DATA_FLOAT);
+  // y = keep ? x : b
+  g.pointwise(CUDNN_POINTWISE_BINARY_SELECT, CUDNN_DATA_FLOAT, scores, &neg_inf, &keep, masked);
+  return masked;
 }
 
-enum Uid : std::int64_t { kQ = 1, kK, kV, kO, kStats, kScale, kDO, kDQ, kDK, kDV };
+}  // namespace
 
-// An executable cuDNN SDPA graph with its variant pack bound to fixed buffers.
-class SdpaPlan {
+// An executable cuDNN graph with its variant pack bound to fixed buffers.
+class AttentionBench::SdpaPlan {
  public:
-  SdpaPlan(cudnnHandle_t handle, const AttentionShape& a, AttentionPass pass,
-           const AttentionBench::Buffers& buf, const float* scale)
-      : handle_(handle) {
-    const std::int64_t b = a.batch, h = a.heads, g = a.kv_heads, s = a.seq, d = a.head_dim;
-    const std::array<std::int64_t, 4> q_dims{b, h, s, d}, q_strides{h * s * d, s * d, d, 1};
-    const std::array<std::int64_t, 4> kv_dims{b, g, s, d}, kv_strides{g * s * d, s * d, d, 1};
-    const std::array<std::int64_t, 4> stats_dims{b, h, s, 1}, stats_strides{h * s, s, 1, 1};
-    const std::array<std::int64_t, 4> one{1, 1, 1, 1};
-    const auto bf16 = CUDNN_DATA_BFLOAT16;
-    std::vector<Backend> tensors;
-    const auto add = [&](Backend t) {
-      tensors.push_back(std::move(t));
-      return tensors.back().get();
-    };
-    void* q = add(tensor(kQ, q_dims, q_strides, bf16));
-    void* k = add(tensor(kK, kv_dims, kv_strides, bf16));
-    void* v = add(tensor(kV, kv_dims, kv_strides, bf16));
-    void* o = add(tensor(kO, q_dims, q_strides, bf16));
-    void* stats = add(tensor(kStats, stats_dims, stats_strides, CUDNN_DATA_FLOAT));
-    void* sc = add(tensor(kScale, one, one, CUDNN_DATA_FLOAT, /*by_value=*/true));
+  enum class Graph { kSdpaFwd, kCompositeFwd, kCompositeBwd };
 
-    Backend op;
-    std::vector<std::int64_t> uids{kQ, kK, kV, kO, kStats, kScale};
-    std::vector<void*> ptrs{buf.q.get(), buf.k.get(), buf.v.get(), buf.o.get(), buf.stats.get(),
-                            const_cast<float*>(scale)};
-    switch (pass) {
-      case AttentionPass::kFwd:
-        op = make_backend(CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR);
-        TP_SET_ATTR(op.get(), CUDNN_ATTR_OPERATION_SDPA_FWD_QDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &q);
-        TP_SET_ATTR(op.get(), CUDNN_ATTR_OPERATION_SDPA_FWD_KDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &k);
-        TP_SET_ATTR(op.get(), CUDNN_ATTR_OPERATION_SDPA_FWD_VDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &v);
-        TP_SET_ATTR(op.get(), CUDNN_ATTR_OPERATION_SDPA_FWD_ODESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &o);
-        TP_SET_ATTR(op.get(), CUDNN_ATTR_OPERATION_SDPA_FWD_STATSDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                    &stats);
-        TP_SET_ATTR(op.get(), CUDNN_ATTR_OPERATION_SDPA_FWD_SCALEDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                    &sc);
+  SdpaPlan(cudnnHandle_t handle, const AttentionShape& a, Graph kind, const Buffers& buf,
+           float scale)
+      : handle_(handle), kind_(kind), scale_(scale) {
+    switch (kind) {
+      case Graph::kSdpaFwd:
+        build_sdpa_fwd(a, buf);
         break;
-      case AttentionPass::kBwd: {
-        void* d_o = add(tensor(kDO, q_dims, q_strides, bf16));
-        void* d_q = add(tensor(kDQ, q_dims, q_strides, bf16));
-        void* d_k = add(tensor(kDK, kv_dims, kv_strides, bf16));
-        void* d_v = add(tensor(kDV, kv_dims, kv_strides, bf16));
-        op = make_backend(CUDNN_BACKEND_OPERATION_SDPA_BWD_DESCRIPTOR);
-        TP_SET_ATTR(op.get(), CUDNN_ATTR_OPERATION_SDPA_BWD_QDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &q);
-        TP_SET_ATTR(op.get(), CUDNN_ATTR_OPERATION_SDPA_BWD_KDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &k);
-        TP_SET_ATTR(op.get(), CUDNN_ATTR_OPERATION_SDPA_BWD_VDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &v);
-        TP_SET_ATTR(op.get(), CUDNN_ATTR_OPERATION_SDPA_BWD_ODESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &o);
-        TP_SET_ATTR(op.get(), CUDNN_ATTR_OPERATION_SDPA_BWD_STATSDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                    &stats);
-        TP_SET_ATTR(op.get(), CUDNN_ATTR_OPERATION_SDPA_BWD_SCALEDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                    &sc);
-        TP_SET_ATTR(op.get(), CUDNN_ATTR_OPERATION_SDPA_BWD_DODDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                    &d_o);
-        TP_SET_ATTR(op.get(), CUDNN_ATTR_OPERATION_SDPA_BWD_DQDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                    &d_q);
-        TP_SET_ATTR(op.get(), CUDNN_ATTR_OPERATION_SDPA_BWD_DKDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                    &d_k);
-        TP_SET_ATTR(op.get(), CUDNN_ATTR_OPERATION_SDPA_BWD_DVDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                    &d_v);
-        uids.insert(uids.end(), {kDO, kDQ, kDK, kDV});
-        ptrs.insert(ptrs.end(), {buf.d_o.get(), buf.d_q.get(), buf.d_k.get(), buf.d_v.get()});
+      case Graph::kCompositeFwd:
+        build_composite_fwd(a, buf);
         break;
-      }
+      case Graph::kCompositeBwd:
+        build_composite_bwd(a, buf);
+        break;
     }
-    finalize(op.get(), "SDPA operation");
+    make_plan();
+  }
 
+  void run() const { TP_CUDNN(cudnnBackendExecute(handle_, plan_.get(), pack_.get())); }
+  [[nodiscard]] Graph kind() const { return kind_; }
+
+ private:
+  // The single SDPA_FWD operation (cuDNN >= 9.13.1), which cudnn-frontend prefers for a forward
+  // without a mask. Stats are written: this is the training forward.
+  void build_sdpa_fwd(const AttentionShape& a, const Buffers& buf) {
+    if (a.causal) {
+      throw CudnnError("the SDPA_FWD operation takes no causal mask before cuDNN 9.21",
+                       CUDNN_STATUS_NOT_SUPPORTED);
+    }
+    const SdpaLayout l(a);
+    const auto bf16 = CUDNN_DATA_BFLOAT16;
+    const GraphTensor q = g_.io(kQ, l.q(), l.q_strides(), bf16, buf.q.get());
+    const GraphTensor k = g_.io(kK, l.kv(), l.kv_strides(), bf16, buf.k.get());
+    const GraphTensor v = g_.io(kV, l.kv(), l.kv_strides(), bf16, buf.v.get());
+    const GraphTensor o = g_.io(kO, l.q(), l.q_strides(), bf16, buf.o.get());
+    const GraphTensor stats =
+        g_.io(kStats, l.rows(), l.rows_strides(), CUDNN_DATA_FLOAT, buf.stats.get());
+    const GraphTensor sc = g_.scalar(kScale, &scale_);
+    Backend op = make_backend(CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR);
+    TP_SET_ATTR(op.get(), CUDNN_ATTR_OPERATION_SDPA_FWD_QDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                &q.desc);
+    TP_SET_ATTR(op.get(), CUDNN_ATTR_OPERATION_SDPA_FWD_KDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                &k.desc);
+    TP_SET_ATTR(op.get(), CUDNN_ATTR_OPERATION_SDPA_FWD_VDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                &v.desc);
+    TP_SET_ATTR(op.get(), CUDNN_ATTR_OPERATION_SDPA_FWD_ODESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                &o.desc);
+    TP_SET_ATTR(op.get(), CUDNN_ATTR_OPERATION_SDPA_FWD_STATSDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                &stats.desc);
+    TP_SET_ATTR(op.get(), CUDNN_ATTR_OPERATION_SDPA_FWD_SCALEDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                &sc.desc);
+    finalize(op.get(), "SDPA_FWD operation");
+    g_.add_op(std::move(op));
+  }
+
+  // S = scale * Q K^T, [causal mask], softmax with its statistics Stats = max + log(sum exp)
+  // written out, O = P V. cudnn-frontend's CompositeSDPANode and CompositeSoftmaxNode.
+  void build_composite_fwd(const AttentionShape& a, const Buffers& buf) {
+    const SdpaLayout l(a);
+    const auto bf16 = CUDNN_DATA_BFLOAT16;
+    const auto f32 = CUDNN_DATA_FLOAT;
+    const GraphTensor q = g_.io(kQ, l.q(), l.q_strides(), bf16, buf.q.get());
+    const GraphTensor k_t = g_.io(kK, l.kv_t(), l.kv_t_strides(), bf16, buf.k.get());
+    const GraphTensor v = g_.io(kV, l.kv(), l.kv_strides(), bf16, buf.v.get());
+    const GraphTensor o = g_.io(kO, l.q(), l.q_strides(), bf16, buf.o.get());
+    const GraphTensor stats = g_.io(kStats, l.rows(), l.rows_strides(), f32, buf.stats.get());
+    const GraphTensor sc = g_.scalar(kScale, &scale_);
+
+    const Dims sd = l.scores(), ss = l.scores_strides();
+    const GraphTensor s = g_.virt(sd, ss, f32);
+    g_.matmul(q, k_t, s);
+    GraphTensor scaled = g_.virt(sd, ss, f32);
+    g_.pointwise(CUDNN_POINTWISE_MUL, f32, s, &sc, nullptr, scaled);
+    if (a.causal) scaled = causal_mask(g_, scaled, g_.scalar(kNegInf, &neg_inf_));
+
+    const GraphTensor max = g_.virt(l.rows(), l.rows_strides(), f32);
+    g_.reduction(CUDNN_REDUCE_TENSOR_MAX, scaled, max);
+    const GraphTensor centred = g_.virt(sd, ss, f32);
+    g_.pointwise(CUDNN_POINTWISE_SUB, f32, scaled, &max, nullptr, centred);
+    const GraphTensor e = g_.virt(sd, ss, f32);
+    g_.pointwise(CUDNN_POINTWISE_EXP, f32, centred, nullptr, nullptr, e);
+    const GraphTensor sum = g_.virt(l.rows(), l.rows_strides(), f32);
+    g_.reduction(CUDNN_REDUCE_TENSOR_ADD, e, sum);
+    const GraphTensor log_sum = g_.virt(l.rows(), l.rows_strides(), f32);
+    g_.pointwise(CUDNN_POINTWISE_LOG, f32, sum, nullptr, nullptr, log_sum);
+    g_.pointwise(CUDNN_POINTWISE_ADD, f32, max, &log_sum, nullptr, stats);
+    // P enters the second matmul in the input type, as the backend requires.
+    const GraphTensor p = g_.virt(sd, ss, bf16);
+    g_.pointwise(CUDNN_POINTWISE_DIV, f32, e, &sum, nullptr, p);
+    g_.matmul(p, v, o);
+  }
+
+  // cudnn-frontend's CompositeSDPABackwardNode without dropout or bias:
+  //   softmax_sum = rowsum(dO * O)
+  //   P  = exp(scale * Q K^T [masked] - Stats)
+  //   dV = P^T dO,  dP = dO V^T,  dS = scale * P * (dP - softmax_sum)
+  //   dK = dS^T Q,  dQ = dS K (accumulated in fp32, then converted)
+  // With grouped KV heads dK and dV are computed per query head and summed over each group.
+  // Not the single SDPA_BWD operation: cuDNN 9.19 refuses to finalize a graph of it
+  // (CUDNN_STATUS_BAD_PARAM: outputGraph.buildDAG(), on an H200), and cudnn-frontend never builds
+  // one; this graph is what its sdpa_backward() sends on cuDNN 9.
+  void build_composite_bwd(const AttentionShape& a, const Buffers& buf) {
+    const SdpaLayout l(a);
+    const auto bf16 = CUDNN_DATA_BFLOAT16;
+    const auto f32 = CUDNN_DATA_FLOAT;
+    const bool grouped = a.kv_heads != a.heads;
+    const GraphTensor q = g_.io(kQ, l.q(), l.q_strides(), bf16, buf.q.get());
+    const GraphTensor k_t = g_.io(kK, l.kv_t(), l.kv_t_strides(), bf16, buf.k.get());
+    const GraphTensor v_t = g_.io(kV, l.kv_t(), l.kv_t_strides(), bf16, buf.v.get());
+    const GraphTensor o = g_.io(kO, l.q(), l.q_strides(), bf16, buf.o.get());
+    const GraphTensor d_o = g_.io(kDO, l.q(), l.q_strides(), bf16, buf.d_o.get());
+    const GraphTensor stats = g_.io(kStats, l.rows(), l.rows_strides(), f32, buf.stats.get());
+    const GraphTensor d_q = g_.io(kDQ, l.q(), l.q_strides(), bf16, buf.d_q.get());
+    const GraphTensor d_k = g_.io(kDK, l.kv(), l.kv_strides(), bf16, buf.d_k.get());
+    const GraphTensor d_v = g_.io(kDV, l.kv(), l.kv_strides(), bf16, buf.d_v.get());
+    const GraphTensor softmax_sum =
+        g_.io(kSoftmaxSum, l.rows(), l.rows_strides(), f32, buf.softmax_sum.get());
+    const GraphTensor d_q_accum = g_.io(kDQAccum, l.q(), l.q_strides(), f32, buf.d_q_accum.get());
+    const GraphTensor sc = g_.scalar(kScale, &scale_);
+    const GraphTensor one = g_.scalar(kOne, &one_);
+
+    // The strides of this virtual product are the frontend's, kept as they are: the fused kernel
+    // never stores it, and the graph is matched as the frontend builds it.
+    const GraphTensor d_o_o = g_.virt(l.q(), {l.h * l.s * l.d, l.s * l.d, l.h * l.d, 1}, f32);
+    g_.pointwise(CUDNN_POINTWISE_MUL, f32, d_o, &o, nullptr, d_o_o);
+    const GraphTensor row_dot = g_.virt(l.rows(), l.rows_strides(), f32);
+    g_.reduction(CUDNN_REDUCE_TENSOR_ADD, d_o_o, row_dot);
+    g_.pointwise(CUDNN_POINTWISE_MUL, f32, row_dot, &one, nullptr, softmax_sum);
+
+    const Dims sd = l.scores(), ss = l.scores_strides(), st = l.scores_t_strides();
+    const GraphTensor s = g_.virt(sd, ss, f32);
+    g_.matmul(q, k_t, s);
+    const GraphTensor scaled = g_.virt(sd, ss, f32);
+    g_.pointwise(CUDNN_POINTWISE_MUL, f32, s, &sc, nullptr, scaled);
+    GraphTensor centred = g_.virt(sd, ss, f32);
+    g_.pointwise(CUDNN_POINTWISE_SUB, f32, scaled, &stats, nullptr, centred);
+    if (a.causal) centred = causal_mask(g_, centred, g_.scalar(kNegInf, &neg_inf_));
+    const GraphTensor p = g_.virt(sd, ss, f32);
+    g_.pointwise(CUDNN_POINTWISE_EXP, f32, centred, nullptr, nullptr, p);
+
+    // dV = P^T dO: the transpose is a reshape to (s_kv x s_q) strides; it enters in bf16.
+    const GraphTensor p_t = g_.virt(sd, st, bf16);
+    g_.reshape(p, p_t);
+    if (grouped) {
+      const GraphTensor d_v_full = g_.virt(l.heads_full(), l.q_strides(), bf16);
+      g_.matmul(p_t, d_o, d_v_full);
+      g_.reduction(CUDNN_REDUCE_TENSOR_ADD, d_v_full, d_v);
+    } else {
+      g_.matmul(p_t, d_o, d_v);
+    }
+
+    const GraphTensor d_p = g_.virt(sd, ss, f32);
+    g_.matmul(d_o, v_t, d_p);
+    const GraphTensor d_p_centred = g_.virt(sd, ss, f32);
+    g_.pointwise(CUDNN_POINTWISE_SUB, f32, d_p, &softmax_sum, nullptr, d_p_centred);
+    const GraphTensor d_s_unscaled = g_.virt(sd, ss, f32);
+    g_.pointwise(CUDNN_POINTWISE_MUL, f32, d_p_centred, &p, nullptr, d_s_unscaled);
+    const GraphTensor d_s = g_.virt(sd, ss, f32);
+    g_.pointwise(CUDNN_POINTWISE_MUL, f32, d_s_unscaled, &sc, nullptr, d_s);
+
+    const GraphTensor d_s_t = g_.virt(sd, st, bf16);
+    g_.reshape(d_s, d_s_t);
+    if (grouped) {
+      const GraphTensor d_k_full = g_.virt(l.heads_full(), l.q_strides(), bf16);
+      g_.matmul(d_s_t, q, d_k_full);
+      g_.reduction(CUDNN_REDUCE_TENSOR_ADD, d_k_full, d_k);
+    } else {
+      g_.matmul(d_s_t, q, d_k);
+    }
+
+    const GraphTensor k = g_.virt(l.kv(), l.kv_strides(), bf16);
+    g_.reshape(k_t, k);
+    g_.matmul(d_s, k, d_q_accum);
+    g_.pointwise(CUDNN_POINTWISE_IDENTITY, f32, d_q_accum, nullptr, nullptr, d_q);
+  }
+
+  void make_plan() {
     graph_ = make_backend(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
-    void* op_raw = op.get();
     TP_SET_ATTR(graph_.get(), CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle_);
-    TP_SET_ATTR(graph_.get(), CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &op_raw);
+    TP_SET_ATTR(graph_.get(), CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                static_cast<std::int64_t>(g_.ops().size()), g_.ops().data());
     finalize(graph_.get(), "operation graph");
 
     Backend heur = make_backend(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
@@ -152,31 +460,32 @@ class SdpaPlan {
     std::int64_t count = 0;
     TP_CUDNN(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
                                       CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr));
-    std::vector<Backend> configs;
     std::vector<cudnnBackendDescriptor_t> raw;
     for (std::int64_t i = 0; i < count; ++i) {
-      configs.push_back(make_backend(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
-      raw.push_back(configs.back().get());
+      configs_.push_back(make_backend(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
+      raw.push_back(configs_.back().get());
     }
     std::int64_t returned = 0;
     TP_CUDNN(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
                                       CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &returned, raw.data()));
-    // The first configuration that builds, in the heuristic's order.
+    // The first configuration that builds, in the heuristic's order; the last refusal is kept.
+    std::string last_refusal;
     for (std::int64_t i = 0; i < returned && !plan_; ++i) {
       Backend plan = make_backend(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
       TP_SET_ATTR(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle_);
       TP_SET_ATTR(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR,
                   1, &raw[static_cast<std::size_t>(i)]);
-      if (cudnnBackendFinalize(plan.get()) == CUDNN_STATUS_SUCCESS) plan_ = std::move(plan);
+      try {
+        finalize(plan.get(), "execution plan");
+        plan_ = std::move(plan);
+      } catch (const CudnnError& e) {
+        last_refusal = e.what();
+      }
     }
-    // The plan refers to the descriptors it was built from: they live as long as it does.
-    for (auto& t : tensors) keep_.push_back(std::move(t));
-    keep_.push_back(std::move(op));
-    keep_.push_back(std::move(heur));
-    for (auto& c : configs) keep_.push_back(std::move(c));
+    heur_ = std::move(heur);
     if (!plan_) {
-      throw CudnnError(fmt::format("no cuDNN engine builds an SDPA {} plan ({} candidates)",
-                                   to_string(pass), returned),
+      throw CudnnError(fmt::format("no cuDNN engine builds this graph ({} candidates{}{})",
+                                   returned, last_refusal.empty() ? "" : "; last: ", last_refusal),
                        CUDNN_STATUS_NOT_SUPPORTED);
     }
     std::int64_t ws_bytes = 0;
@@ -187,23 +496,30 @@ class SdpaPlan {
     pack_ = make_backend(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
     void* ws = workspace_.get();
     TP_SET_ATTR(pack_.get(), CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64,
-                static_cast<std::int64_t>(uids.size()), uids.data());
+                static_cast<std::int64_t>(g_.uids().size()), g_.uids().data());
     TP_SET_ATTR(pack_.get(), CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR,
-                static_cast<std::int64_t>(ptrs.size()), ptrs.data());
+                static_cast<std::int64_t>(g_.pointers().size()), g_.pointers().data());
     TP_SET_ATTR(pack_.get(), CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
     finalize(pack_.get(), "variant pack");
   }
 
-  void run() const { TP_CUDNN(cudnnBackendExecute(handle_, plan_.get(), pack_.get())); }
-
- private:
   cudnnHandle_t handle_;
-  std::vector<Backend> keep_;
+  Graph kind_;
+  // By-value scalars: the variant pack points at these, read at every execution.
+  float scale_;
+  float neg_inf_ = -INFINITY;
+  float one_ = 1.0f;
+  // The plan refers to the descriptors it was built from: they live as long as it does.
+  OpGraph g_;
   Backend graph_;
+  Backend heur_;
+  std::vector<Backend> configs_;
   Backend plan_;
   Backend pack_;
   DeviceBuffer workspace_;
 };
+
+namespace {
 
 // ---- unfused: cuBLASLt + softmax --------------------------------------------------------------
 
@@ -265,7 +581,12 @@ AttentionBench::~AttentionBench() = default;
 void AttentionBench::set_shape(const AttentionShape& shape) {
   const DeviceGuard guard(device_);
   shape_ = shape;
-  buf_.reset();  // free the previous shape's memory first
+  scale_ = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
+  // The plans point into the buffers: they go first, then the previous shape's memory.
+  cudnn_bwd_.reset();
+  cudnn_fwd_.reset();
+  cudnn_fwd_refused_.reset();
+  buf_.reset();
   buf_ = std::make_unique<Buffers>();
   const auto q_elems = static_cast<std::size_t>(shape.batch * shape.heads * shape.seq * shape.head_dim);
   const auto kv_elems =
@@ -341,6 +662,18 @@ std::vector<float> AttentionBench::to_host(Tensor t) {
     case Tensor::kO:
       src = &buf_->o;
       break;
+    case Tensor::kDO:
+      src = &buf_->d_o;
+      break;
+    case Tensor::kDQ:
+      src = &buf_->d_q;
+      break;
+    case Tensor::kDK:
+      src = &buf_->d_k;
+      break;
+    case Tensor::kDV:
+      src = &buf_->d_v;
+      break;
   }
   std::vector<std::uint16_t> bits(src->bytes() / kBf16Bytes);
   TP_CUDA(cudaMemcpyAsync(bits.data(), src->get(), src->bytes(), cudaMemcpyDeviceToHost,
@@ -357,29 +690,61 @@ std::vector<float> AttentionBench::to_host(Tensor t) {
 std::optional<double> AttentionBench::cudnn_us(AttentionPass pass, int warmup, int iters,
                                                std::string& why_not) {
   const DeviceGuard guard(device_);
-  if (shape_.causal) {
-    // cuDNN 9.19's SDPA operation takes block masks only; an element-wise causal mask needs the
-    // score-modifier subgraph of cuDNN >= 9.21 or the composite graph the frontend builds.
-    why_not = "causal masks are not expressible with the SDPA operation of this cuDNN";
-    return std::nullopt;
-  }
-  const float scale = 1.0f / std::sqrt(static_cast<float>(shape_.head_dim));
-  std::unique_ptr<SdpaPlan> fwd;
-  std::unique_ptr<SdpaPlan> bwd;
-  try {
-    fwd = std::make_unique<SdpaPlan>(cudnn_.get(), shape_, AttentionPass::kFwd, *buf_, &scale);
-    if (pass == AttentionPass::kBwd) {
-      bwd = std::make_unique<SdpaPlan>(cudnn_.get(), shape_, AttentionPass::kBwd, *buf_, &scale);
+  using Graph = SdpaPlan::Graph;
+  if (!cudnn_fwd_ && !cudnn_fwd_refused_) {
+    // cudnn-frontend's choice on cuDNN 9.19 (SDPA_attributes::_auto_select_implementation): the
+    // single operation where it can express the problem, else the composite graph.
+    std::vector<Graph> order{Graph::kCompositeFwd};
+    if (!shape_.causal) order.insert(order.begin(), Graph::kSdpaFwd);
+    std::string refusals;
+    for (const Graph g : order) {
+      try {
+        cudnn_fwd_ = std::make_unique<SdpaPlan>(cudnn_.get(), shape_, g, *buf_, scale_);
+        break;
+      } catch (const CudnnError& e) {
+        refusals += fmt::format("{}{} forward: {}", refusals.empty() ? "" : "; ",
+                                g == Graph::kSdpaFwd ? "SDPA_FWD" : "composite", e.what());
+      }
     }
-  } catch (const CudnnError& e) {
-    why_not = e.what();
+    if (!cudnn_fwd_) cudnn_fwd_refused_ = refusals;
+  }
+  if (!cudnn_fwd_) {
+    why_not = *cudnn_fwd_refused_;
     return std::nullopt;
   }
-  if (pass == AttentionPass::kFwd) {
-    return time_on_stream_us(stream_.get(), warmup, iters, [&] { fwd->run(); });
+  try {
+    if (pass == AttentionPass::kFwd) {
+      return time_on_stream_us(stream_.get(), warmup, iters, [&] { cudnn_fwd_->run(); });
+    }
+    if (!cudnn_bwd_) {
+      const auto rows = static_cast<std::size_t>(shape_.batch * shape_.heads * shape_.seq);
+      if (buf_->softmax_sum.get() == nullptr) {
+        buf_->softmax_sum = DeviceBuffer(rows * sizeof(float));
+        buf_->d_q_accum =
+            DeviceBuffer(rows * static_cast<std::size_t>(shape_.head_dim) * sizeof(float));
+      }
+      cudnn_bwd_ =
+          std::make_unique<SdpaPlan>(cudnn_.get(), shape_, Graph::kCompositeBwd, *buf_, scale_);
+    }
+    cudnn_fwd_->run();  // O and the statistics the backward pass reads
+    return time_on_stream_us(stream_.get(), warmup, iters, [&] { cudnn_bwd_->run(); });
+  } catch (const CudnnError& e) {
+    why_not = fmt::format("{}: {}", pass == AttentionPass::kFwd ? "forward" : "composite backward",
+                          e.what());
+    return std::nullopt;
   }
-  fwd->run();  // O and the statistics the backward pass reads
-  return time_on_stream_us(stream_.get(), warmup, iters, [&] { bwd->run(); });
+}
+
+std::string AttentionBench::cudnn_forward_graph() const {
+  if (!cudnn_fwd_) return "";
+  switch (cudnn_fwd_->kind()) {
+    case SdpaPlan::Graph::kSdpaFwd:
+      return "sdpa_fwd";
+    case SdpaPlan::Graph::kCompositeFwd:
+    case SdpaPlan::Graph::kCompositeBwd:
+      return "composite";
+  }
+  return "";
 }
 
 }  // namespace trainplan::calibrate::bench
