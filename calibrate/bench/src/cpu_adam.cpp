@@ -24,18 +24,23 @@ void adamw_range(float* p, const float* g, float* m, float* v, std::size_t n, fl
 
 }  // namespace
 
+AdamWStepScalars adamw_step_scalars(const AdamWConfig& cfg, int step) {
+  if (step < 1) throw std::invalid_argument("adamw_step: step must be >= 1");
+  const float bias1 = 1.0f - std::pow(cfg.beta1, static_cast<float>(step));
+  const float bias2 = 1.0f - std::pow(cfg.beta2, static_cast<float>(step));
+  return {1.0f - cfg.lr * cfg.weight_decay, cfg.lr / bias1, std::sqrt(bias2)};
+}
+
 void adamw_step(std::span<float> param, std::span<const float> grad, std::span<float> exp_avg,
                 std::span<float> exp_avg_sq, int step, const AdamWConfig& cfg, int threads) {
   const std::size_t n = param.size();
   if (grad.size() != n || exp_avg.size() != n || exp_avg_sq.size() != n) {
     throw std::invalid_argument("adamw_step: arrays differ in length");
   }
-  if (step < 1) throw std::invalid_argument("adamw_step: step must be >= 1");
-  const float bias1 = 1.0f - std::pow(cfg.beta1, static_cast<float>(step));
-  const float bias2 = 1.0f - std::pow(cfg.beta2, static_cast<float>(step));
-  const float lr_decay = 1.0f - cfg.lr * cfg.weight_decay;
-  const float step_size = cfg.lr / bias1;
-  const float bias2_sqrt = std::sqrt(bias2);
+  const AdamWStepScalars c = adamw_step_scalars(cfg, step);
+  const float lr_decay = c.lr_decay;
+  const float step_size = c.step_size;
+  const float bias2_sqrt = c.bias2_sqrt;
 
   const auto workers = static_cast<std::size_t>(std::max(1, threads));
   const std::size_t per = (n + workers - 1) / workers;

@@ -15,6 +15,16 @@ struct AdamWConfig {
   float weight_decay = 0.01f;
 };
 
+// The constants of step `step` (>= 1): p <- p * lr_decay - step_size * m / (sqrt(v) / bias2_sqrt
+// + eps), with lr_decay = 1 - lr * weight_decay, step_size = lr / (1 - beta1^step) and
+// bias2_sqrt = sqrt(1 - beta2^step). Shared by the CPU step and the GPU kernel.
+struct AdamWStepScalars {
+  float lr_decay = 1.0f;
+  float step_size = 0.0f;
+  float bias2_sqrt = 1.0f;
+};
+[[nodiscard]] AdamWStepScalars adamw_step_scalars(const AdamWConfig& cfg, int step);
+
 // One AdamW step (decoupled weight decay, bias-corrected moments) over fp32 arrays, `step` >= 1,
 // split across `threads` std::threads.
 void adamw_step(std::span<float> param, std::span<const float> grad, std::span<float> exp_avg,
