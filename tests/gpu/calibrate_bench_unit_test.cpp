@@ -200,6 +200,90 @@ TEST(CalibrateMeasurement, LinesFollowTheContract) {
   EXPECT_NEAR(adam["params_per_s"].get<double>(), 5e8, 1e-3);
 }
 
+TEST(CalibrateSweep, OptimizerTrafficAndTensors) {
+  // Read p, g, m, v; write p, m, v: 2 P + G + 4 S bytes per parameter.
+  EXPECT_EQ(tb::adamw_bytes_per_param(tb::OptimizerPrecision::kFp32Master), 2 * 4 + 2 + 4 * 4);
+  EXPECT_EQ(tb::adamw_bytes_per_param(tb::OptimizerPrecision::kBf16), 2 * 2 + 2 + 4 * 2);
+  EXPECT_EQ(tb::optimizer_dtypes(tb::OptimizerPrecision::kFp32Master).grad, "bf16");
+  EXPECT_EQ(tb::optimizer_dtypes(tb::OptimizerPrecision::kFp32Master).state, "fp32");
+  const auto sizes = tb::optimizer_tensor_sizes(100'000'000);
+  ASSERT_EQ(sizes.size(), 6u);  // five 4096 x 4096 weights and the rest
+  EXPECT_EQ(sizes.front(), tb::kOptimizerTensorParams);
+  std::int64_t total = 0;
+  for (const auto n : sizes) total += n;
+  EXPECT_EQ(total, 100'000'000);
+  EXPECT_EQ(tb::optimizer_tensor_sizes(8, 4), (std::vector<std::int64_t>{4, 4}));
+  EXPECT_THROW((void)tb::optimizer_tensor_sizes(0), std::invalid_argument);
+  EXPECT_EQ(tb::optimizer_param_counts(true), std::vector<std::int64_t>{100'000'000});
+  EXPECT_EQ(tb::optimizer_param_counts(false).back(), 1'000'000'000);
+}
+
+TEST(CalibrateSweep, ElementwiseTraffic) {
+  struct Row {
+    tb::ElementwiseOp op;
+    std::int64_t bytes_per_element;
+  };
+  const Row rows[] = {{tb::ElementwiseOp::kCopy, 4},
+                      {tb::ElementwiseOp::kCast, 6},
+                      {tb::ElementwiseOp::kAdd, 6},
+                      {tb::ElementwiseOp::kRmsNorm, 4}};
+  const std::int64_t n = 16 * tb::kMiB;
+  for (const Row& r : rows) {
+    SCOPED_TRACE(std::string(tb::to_string(r.op)));
+    const std::int64_t weight = r.op == tb::ElementwiseOp::kRmsNorm ? 2 * tb::kRmsNormWidth : 0;
+    EXPECT_EQ(tb::elementwise_bytes(r.op, n), r.bytes_per_element * n + weight);
+  }
+  EXPECT_EQ(tb::elementwise_dtypes(tb::ElementwiseOp::kCast).in, "fp32");
+  for (const bool quick : {true, false}) {
+    for (const auto e : tb::elementwise_sizes(quick)) EXPECT_EQ(e % tb::kRmsNormWidth, 0);
+  }
+  EXPECT_EQ(tb::launch_gemm_sizes().front(), 64);
+}
+
+TEST(CalibrateMeasurement, NewKindsCarryWhatTheyMeasured) {
+  const tb::Json opt = tb::with_optimizer_result(
+      tb::optimizer_params(tb::OptimizerPrecision::kFp32Master, 1'000'000'000, 60), 8000.0);
+  std::vector<std::string> keys;
+  for (const auto& item : opt.items()) keys.push_back(item.key());
+  EXPECT_EQ(keys, (std::vector<std::string>{"kind", "optimizer", "param_dtype", "grad_dtype",
+                                            "state_dtype", "params", "tensors", "bytes", "time_us",
+                                            "GBps", "params_per_s"}));
+  EXPECT_EQ(opt["bytes"], 26'000'000'000);
+  EXPECT_NEAR(opt["GBps"].get<double>(), 26e9 / 8e-3 / 1e9, 1e-9);
+  EXPECT_NEAR(opt["params_per_s"].get<double>(), 1e9 / 8e-3, 1e-3);
+  EXPECT_EQ(tb::resume_key(opt), tb::resume_key(tb::optimizer_params(
+                                     tb::OptimizerPrecision::kFp32Master, 1'000'000'000, 60)));
+
+  const tb::Json norm = tb::with_elementwise_result(
+      tb::elementwise_params(tb::ElementwiseOp::kRmsNorm, tb::kMiB), 10.0);
+  EXPECT_EQ(norm["kind"], "elementwise");
+  EXPECT_EQ(norm["op"], "rmsnorm");
+  EXPECT_EQ(norm["row"], tb::kRmsNormWidth);
+  EXPECT_NEAR(norm["GBps"].get<double>(), (4.0 * tb::kMiB + 8192) / 10e-6 / 1e9, 1e-9);
+  EXPECT_FALSE(tb::elementwise_params(tb::ElementwiseOp::kAdd, tb::kMiB).contains("row"));
+
+  const tb::Json gemm =
+      tb::with_launch_result(tb::launch_params(tb::LaunchOp::kGemm, 64, 1000), 4.5);
+  EXPECT_EQ(gemm["op"], "gemm");
+  EXPECT_EQ(gemm["m"], 64);
+  EXPECT_EQ(gemm["launches"], 1000);
+  EXPECT_EQ(gemm["time_us"], 4.5);
+  EXPECT_FALSE(tb::launch_params(tb::LaunchOp::kEmptyKernel, 0, 1000).contains("m"));
+
+  const tb::AttentionShape a{2, 32, 8, 128, 8192, true};
+  const tb::Json cudnn =
+      tb::attention_params(tb::AttentionPass::kBwd, tb::AttentionImpl::kCudnn, a);
+  const tb::Json unfused =
+      tb::attention_params(tb::AttentionPass::kBwd, tb::AttentionImpl::kUnfused, a);
+  const tb::Json skip = tb::skipped_line(cudnn, "cuDNN refused: no engine", unfused);
+  EXPECT_EQ(skip["kind"], "skipped");
+  EXPECT_EQ(skip["point"], cudnn);
+  EXPECT_EQ(skip["fallback"], unfused);
+  EXPECT_FALSE(tb::skipped_line(cudnn, "x", std::nullopt).contains("fallback"));
+  // A skipped point is not done: --resume measures it again.
+  EXPECT_NE(tb::resume_key(skip), tb::resume_key(cudnn));
+}
+
 TEST(CalibrateMeasurement, ResumeKeyIgnoresMeasuredFields) {
   const tb::Json params = tb::memory_params(tb::MemDirection::kH2D, 256 * tb::kMiB);
   const tb::Json line = tb::with_memory_result(params, 256.0 * tb::kMiB, 12345.0);
@@ -383,7 +467,9 @@ TEST(CalibrateOptions, QuickDefaultsAndErrors) {
     app.parse("--quick -o run", false);
     tb::finalize_options(app, o);
     EXPECT_TRUE(o.comm && o.gemm && o.attention && o.membw);
+    EXPECT_TRUE(o.optimizer && o.elementwise && o.launch);
     EXPECT_FALSE(o.cpu_adam);
+    EXPECT_EQ(o.optimizer_params, std::vector<std::int64_t>{100'000'000});
     EXPECT_EQ(o.max_bytes, tb::kGiB);
     EXPECT_EQ(o.collectives.size(), 3u);
     EXPECT_EQ(o.gemm_dtypes, std::vector<tb::GemmDtype>{tb::GemmDtype::kBf16});
@@ -414,6 +500,32 @@ TEST(CalibrateOptions, QuickDefaultsAndErrors) {
     app.parse("--min-bytes 1M --max-bytes 1K -o run", false);
     EXPECT_THROW(tb::finalize_options(app, o), std::invalid_argument);
   }
+  {
+    CLI::App app;
+    tb::Options o;
+    tb::setup_options(app, o);
+    app.parse("--optimizer --optimizer-params 1e9,250000000 --launches 500 -o run", false);
+    tb::finalize_options(app, o);
+    EXPECT_TRUE(o.optimizer);
+    EXPECT_FALSE(o.elementwise || o.launch || o.attention || o.comm);
+    EXPECT_EQ(o.optimizer_params, (std::vector<std::int64_t>{1'000'000'000, 250'000'000}));
+    EXPECT_EQ(o.launches, 500);
+  }
+  for (const char* bad : {"--optimizer-params 1.5 -o run", "--optimizer-params 0 -o run",
+                          "--optimizer-params 1e8x -o run"}) {
+    SCOPED_TRACE(bad);
+    CLI::App app;
+    tb::Options o;
+    tb::setup_options(app, o);
+    app.parse(bad, false);
+    EXPECT_THROW(tb::finalize_options(app, o), std::invalid_argument);
+  }
+  {
+    CLI::App app;
+    tb::Options o;
+    tb::setup_options(app, o);
+    EXPECT_THROW(app.parse("--launches 5 -o run", false), CLI::ValidationError);
+  }
 }
 
 TEST(CalibrateCpuAdam, OneStepMatchesAdamW) {
@@ -432,5 +544,11 @@ TEST(CalibrateCpuAdam, OneStepMatchesAdamW) {
   EXPECT_NEAR(m[1], -0.1f, 1e-7);
   EXPECT_NEAR(v[1], 0.001f, 1e-7);
   EXPECT_THROW(tb::adamw_step(p, std::vector<float>(2), m, v, 1, cfg, 1), std::invalid_argument);
+  // The constants the GPU kernel shares: step 1 undoes the moments' bias exactly.
+  const tb::AdamWStepScalars c = tb::adamw_step_scalars(cfg, 1);
+  EXPECT_NEAR(c.lr_decay, decay, 1e-7);
+  EXPECT_NEAR(c.step_size, 0.1f / (1.0f - 0.9f), 1e-5);
+  EXPECT_NEAR(c.bias2_sqrt, std::sqrt(1.0f - 0.999f), 1e-6);
+  EXPECT_THROW((void)tb::adamw_step_scalars(cfg, 0), std::invalid_argument);
   EXPECT_GT(tb::time_cpu_adam_us(100000, 1, 2, 2), 0.0);
 }

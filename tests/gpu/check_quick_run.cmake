@@ -1,6 +1,7 @@
 # End to end on a GPU: trainplan-calibrate --quick on memory bandwidth and GEMMs, then every line of
-# measurements.jsonl is JSON of a known kind and provenance.json has the run schema. Prints
-# "SKIPPED: no CUDA device" (ctest SKIP_REGULAR_EXPRESSION) where none is visible.
+# measurements.jsonl is JSON of a known kind (or a "skipped" line with its reason) and
+# provenance.json has the run schema. Prints "SKIPPED: no CUDA device" (ctest
+# SKIP_REGULAR_EXPRESSION) where none is visible.
 # Usage: cmake -DBIN=... -DWORK=... -P check_quick_run.cmake
 file(REMOVE_RECURSE "${WORK}")
 execute_process(COMMAND "${BIN}" --quick --membw --gemm -o "${WORK}/run"
@@ -18,22 +19,34 @@ string(JSON schema GET "${provenance}" schema)
 if(NOT schema STREQUAL "trainplan.run/1")
   message(FATAL_ERROR "provenance.json: schema '${schema}'")
 endif()
-file(STRINGS "${WORK}/run/measurements.jsonl" lines)
+# Lines of measurements.jsonl that hold a measurement; "skipped" lines are reported and left out.
+function(measured_lines file out_var)
+  file(STRINGS "${file}" lines)
+  set(measured "")
+  foreach(line IN LISTS lines)
+    string(JSON kind GET "${line}" kind)
+    if(kind STREQUAL "skipped")
+      string(JSON reason GET "${line}" reason)
+      message(STATUS "skipped point: ${reason}")
+      continue()
+    endif()
+    string(JSON time GET "${line}" time_us)
+    if(NOT kind MATCHES "^(gemm|memory_bandwidth)$" OR NOT time GREATER 0)
+      message(FATAL_ERROR "unexpected line: ${line}")
+    endif()
+    list(APPEND measured "${line}")
+  endforeach()
+  set(${out_var} "${measured}" PARENT_SCOPE)
+endfunction()
+measured_lines("${WORK}/run/measurements.jsonl" lines)
 list(LENGTH lines count)
 if(count LESS 5)
   message(FATAL_ERROR "only ${count} measurements written")
 endif()
-foreach(line IN LISTS lines)
-  string(JSON kind GET "${line}" kind)
-  string(JSON time GET "${line}" time_us)
-  if(NOT kind MATCHES "^(gemm|memory_bandwidth)$" OR NOT time GREATER 0)
-    message(FATAL_ERROR "unexpected line: ${line}")
-  endif()
-endforeach()
 # A second run with --resume has nothing left to measure and keeps every line.
 execute_process(COMMAND "${BIN}" --quick --membw --gemm --resume -o "${WORK}/run"
                 RESULT_VARIABLE rc2 ERROR_VARIABLE err2)
-file(STRINGS "${WORK}/run/measurements.jsonl" lines2)
+measured_lines("${WORK}/run/measurements.jsonl" lines2)
 list(LENGTH lines2 count2)
 if(NOT rc2 EQUAL 0 OR NOT count2 EQUAL count)
   message(FATAL_ERROR "--resume: exit code ${rc2}, ${count2} lines instead of ${count}: ${err2}")

@@ -176,6 +176,183 @@ __global__ void softmax_backward_kernel(const __nv_bfloat16* probs, __nv_bfloat1
   }
 }
 
+// ---- optimizer and elementwise kernels ----
+
+template <class T>
+__device__ __forceinline__ float to_float(T x);
+template <>
+__device__ __forceinline__ float to_float(float x) {
+  return x;
+}
+template <>
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) {
+  return __bfloat162float(x);
+}
+template <class T>
+__device__ __forceinline__ T from_float(float x);
+template <>
+__device__ __forceinline__ float from_float(float x) {
+  return x;
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float(float x) {
+  return __float2bfloat16(x);
+}
+
+// Four consecutive elements, loaded and stored as one vector (16 bytes fp32, 8 bytes bf16).
+template <class T>
+struct alignas(4 * sizeof(T)) Quad {
+  T v[4];
+};
+
+__device__ __forceinline__ void adamw_update(float& p, float g, float& m, float& v,
+                                             const AdamWScalars& c) {
+  p *= c.lr_decay;
+  m = c.beta1 * m + (1.0f - c.beta1) * g;
+  v = c.beta2 * v + (1.0f - c.beta2) * g * g;
+  p -= c.step_size * m / (sqrtf(v) / c.bias2_sqrt + c.eps);
+}
+
+template <class P, class G, class S>
+__global__ void adamw_kernel(P* __restrict__ p, const G* __restrict__ g, S* __restrict__ m,
+                             S* __restrict__ v, const TensorChunk* __restrict__ chunks,
+                             AdamWScalars c) {
+  const TensorChunk ch = chunks[blockIdx.x];
+  const std::int64_t start = ch.start;
+  const int count = ch.count;
+  int scalar_from = 0;
+  if (start % 4 == 0) {
+    // Every array starts 16-byte aligned, so an element index that is a multiple of 4 is too.
+    const int quads = count / 4;
+    for (int k = static_cast<int>(threadIdx.x); k < quads; k += static_cast<int>(blockDim.x)) {
+      const std::int64_t i = start + 4 * static_cast<std::int64_t>(k);
+      Quad<P> pq = *reinterpret_cast<const Quad<P>*>(p + i);
+      const Quad<G> gq = *reinterpret_cast<const Quad<G>*>(g + i);
+      Quad<S> mq = *reinterpret_cast<const Quad<S>*>(m + i);
+      Quad<S> vq = *reinterpret_cast<const Quad<S>*>(v + i);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float pf = to_float(pq.v[e]);
+        float mf = to_float(mq.v[e]);
+        float vf = to_float(vq.v[e]);
+        adamw_update(pf, to_float(gq.v[e]), mf, vf, c);
+        pq.v[e] = from_float<P>(pf);
+        mq.v[e] = from_float<S>(mf);
+        vq.v[e] = from_float<S>(vf);
+      }
+      *reinterpret_cast<Quad<P>*>(p + i) = pq;
+      *reinterpret_cast<Quad<S>*>(m + i) = mq;
+      *reinterpret_cast<Quad<S>*>(v + i) = vq;
+    }
+    scalar_from = 4 * quads;
+  }
+  for (int k = scalar_from + static_cast<int>(threadIdx.x); k < count;
+       k += static_cast<int>(blockDim.x)) {
+    const std::int64_t i = start + k;
+    float pf = to_float(p[i]);
+    float mf = to_float(m[i]);
+    float vf = to_float(v[i]);
+    adamw_update(pf, to_float(g[i]), mf, vf, c);
+    p[i] = from_float<P>(pf);
+    m[i] = from_float<S>(mf);
+    v[i] = from_float<S>(vf);
+  }
+}
+
+__global__ void cast_f32_bf16_kernel(const float* __restrict__ in, __nv_bfloat16* __restrict__ out,
+                                     std::size_t n) {
+  const std::size_t quads = n / 4;
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  const std::size_t first = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  for (std::size_t k = first; k < quads; k += stride) {
+    const float4 f = reinterpret_cast<const float4*>(in)[k];
+    Quad<__nv_bfloat16> q;
+    q.v[0] = __float2bfloat16(f.x);
+    q.v[1] = __float2bfloat16(f.y);
+    q.v[2] = __float2bfloat16(f.z);
+    q.v[3] = __float2bfloat16(f.w);
+    reinterpret_cast<Quad<__nv_bfloat16>*>(out)[k] = q;
+  }
+  for (std::size_t i = 4 * quads + first; i < n; i += stride) out[i] = __float2bfloat16(in[i]);
+}
+
+__global__ void add_bf16_kernel(const uint4* __restrict__ a, const uint4* __restrict__ b,
+                                uint4* __restrict__ c, std::size_t n) {
+  const std::size_t octs = n / 8;  // 8 bf16 per 16-byte vector
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  const std::size_t first = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  for (std::size_t k = first; k < octs; k += stride) {
+    const uint4 x = a[k];
+    const uint4 y = b[k];
+    uint4 z;
+    const auto* x2 = reinterpret_cast<const __nv_bfloat162*>(&x);
+    const auto* y2 = reinterpret_cast<const __nv_bfloat162*>(&y);
+    auto* z2 = reinterpret_cast<__nv_bfloat162*>(&z);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) z2[e] = __hadd2(x2[e], y2[e]);
+    c[k] = z;
+  }
+  const auto* as = reinterpret_cast<const __nv_bfloat16*>(a);
+  const auto* bs = reinterpret_cast<const __nv_bfloat16*>(b);
+  auto* cs = reinterpret_cast<__nv_bfloat16*>(c);
+  for (std::size_t i = 8 * octs + first; i < n; i += stride) cs[i] = __hadd(as[i], bs[i]);
+}
+
+constexpr int kRmsNormVectorsPerThread = 4;  // 256 threads x 4 x 8 bf16: rows up to 8192 wide
+
+// One block per row; the row stays in registers between the sum of squares and the scaling.
+__global__ void rmsnorm_kernel(const uint4* __restrict__ x, const uint4* __restrict__ weight,
+                               uint4* __restrict__ y, std::int64_t vectors_per_row, float eps,
+                               float inv_width) {
+  const std::int64_t row = blockIdx.x;
+  const uint4* xr = x + row * vectors_per_row;
+  uint4 vals[kRmsNormVectorsPerThread] = {};
+  float sum_sq = 0.0f;
+#pragma unroll
+  for (int k = 0; k < kRmsNormVectorsPerThread; ++k) {
+    const std::int64_t j = threadIdx.x + static_cast<std::int64_t>(k) * blockDim.x;
+    if (j < vectors_per_row) {
+      vals[k] = xr[j];
+      const auto* h = reinterpret_cast<const __nv_bfloat162*>(&vals[k]);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float2 f = __bfloat1622float2(h[e]);
+        sum_sq += f.x * f.x + f.y * f.y;
+      }
+    }
+  }
+  sum_sq = block_reduce(sum_sq, false);
+  const float r = rsqrtf(sum_sq * inv_width + eps);
+#pragma unroll
+  for (int k = 0; k < kRmsNormVectorsPerThread; ++k) {
+    const std::int64_t j = threadIdx.x + static_cast<std::int64_t>(k) * blockDim.x;
+    if (j < vectors_per_row) {
+      const uint4 w = weight[j];
+      uint4 out;
+      const auto* h = reinterpret_cast<const __nv_bfloat162*>(&vals[k]);
+      const auto* wh = reinterpret_cast<const __nv_bfloat162*>(&w);
+      auto* o = reinterpret_cast<__nv_bfloat162*>(&out);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float2 f = __bfloat1622float2(h[e]);
+        const float2 wf = __bfloat1622float2(wh[e]);
+        o[e] = __floats2bfloat162_rn(f.x * r * wf.x, f.y * r * wf.y);
+      }
+      y[row * vectors_per_row + j] = out;
+    }
+  }
+}
+
+__global__ void empty_kernel() {}
+
+template <class P, class G, class S>
+void launch_adamw(void* p, const void* g, void* m, void* v, const TensorChunk* chunks,
+                  std::size_t chunk_count, const AdamWScalars& s, cudaStream_t stream) {
+  adamw_kernel<P, G, S><<<static_cast<unsigned int>(chunk_count), kThreads, 0, stream>>>(
+      static_cast<P*>(p), static_cast<const G*>(g), static_cast<S*>(m), static_cast<S*>(v), chunks,
+      s);
+}
+
 unsigned int grid_for(std::size_t count) {
   const std::size_t blocks = (count + kThreads - 1) / kThreads;
   return static_cast<unsigned int>(std::clamp<std::size_t>(blocks, 1, 8192));
@@ -256,6 +433,62 @@ void softmax_backward_bf16(const void* probs, void* grad, std::int64_t rows, std
   softmax_backward_kernel<<<static_cast<unsigned int>(rows), kThreads, 0, stream>>>(
       static_cast<const __nv_bfloat16*>(probs), static_cast<__nv_bfloat16*>(grad), cols);
   check_launch("softmax_backward_kernel<<<>>>");
+}
+
+}  // namespace trainplan::calibrate::bench
+
+namespace trainplan::calibrate::bench {
+
+void adamw_multi_tensor(ElemType param, ElemType grad, ElemType state, void* p, const void* g,
+                        void* exp_avg, void* exp_avg_sq, const TensorChunk* chunks,
+                        std::size_t chunk_count, const AdamWScalars& s, cudaStream_t stream) {
+  if (chunk_count == 0) return;
+  if (chunk_count > 0x7fffffffu)
+    throw GpuError("adamw_multi_tensor: too many chunks for one launch");
+  using bf16 = __nv_bfloat16;
+  if (param == ElemType::kF32 && grad == ElemType::kBf16 && state == ElemType::kF32) {
+    launch_adamw<float, bf16, float>(p, g, exp_avg, exp_avg_sq, chunks, chunk_count, s, stream);
+  } else if (param == ElemType::kF32 && grad == ElemType::kF32 && state == ElemType::kF32) {
+    launch_adamw<float, float, float>(p, g, exp_avg, exp_avg_sq, chunks, chunk_count, s, stream);
+  } else if (param == ElemType::kBf16 && grad == ElemType::kBf16 && state == ElemType::kBf16) {
+    launch_adamw<bf16, bf16, bf16>(p, g, exp_avg, exp_avg_sq, chunks, chunk_count, s, stream);
+  } else {
+    throw GpuError(
+        "adamw_multi_tensor: parameters, gradients and moments must be fp32/bf16/fp32, "
+        "fp32/fp32/fp32 or bf16/bf16/bf16");
+  }
+  check_launch("adamw_kernel<<<>>>");
+}
+
+void cast_f32_to_bf16(const void* in, void* out, std::size_t count, cudaStream_t stream) {
+  if (count == 0) return;
+  cast_f32_bf16_kernel<<<grid_for(count / 4 + 1), kThreads, 0, stream>>>(
+      static_cast<const float*>(in), static_cast<__nv_bfloat16*>(out), count);
+  check_launch("cast_f32_bf16_kernel<<<>>>");
+}
+
+void add_bf16(const void* a, const void* b, void* c, std::size_t count, cudaStream_t stream) {
+  if (count == 0) return;
+  add_bf16_kernel<<<grid_for(count / 8 + 1), kThreads, 0, stream>>>(
+      static_cast<const uint4*>(a), static_cast<const uint4*>(b), static_cast<uint4*>(c), count);
+  check_launch("add_bf16_kernel<<<>>>");
+}
+
+void rmsnorm_bf16(const void* x, const void* weight, void* y, std::int64_t rows, std::int64_t width,
+                  float eps, cudaStream_t stream) {
+  if (width % 8 != 0 || width > 8 * kThreads * kRmsNormVectorsPerThread) {
+    throw GpuError("rmsnorm_bf16: the row width must be a multiple of 8 and at most 8192");
+  }
+  if (rows == 0) return;
+  rmsnorm_kernel<<<static_cast<unsigned int>(rows), kThreads, 0, stream>>>(
+      static_cast<const uint4*>(x), static_cast<const uint4*>(weight), static_cast<uint4*>(y),
+      width / 8, eps, 1.0f / static_cast<float>(width));
+  check_launch("rmsnorm_kernel<<<>>>");
+}
+
+void launch_empty_kernels(int count, cudaStream_t stream) {
+  for (int i = 0; i < count; ++i) empty_kernel<<<1, 1, 0, stream>>>();
+  check_launch("empty_kernel<<<>>>");
 }
 
 }  // namespace trainplan::calibrate::bench

@@ -112,6 +112,79 @@ Json with_cpu_adam_result(Json params, std::int64_t n, double time_us) {
   return params;
 }
 
+Json optimizer_params(OptimizerPrecision precision, std::int64_t params, std::int64_t tensors) {
+  const OptimizerDtypes dt = optimizer_dtypes(precision);
+  Json j;
+  j["kind"] = "optimizer";
+  j["optimizer"] = "adamw";
+  j["param_dtype"] = dt.param;
+  j["grad_dtype"] = dt.grad;
+  j["state_dtype"] = dt.state;
+  j["params"] = params;
+  j["tensors"] = tensors;
+  j["bytes"] = params * adamw_bytes_per_param(precision);
+  return j;
+}
+
+Json with_optimizer_result(Json params, double time_us) {
+  params["time_us"] = time_us;
+  params["GBps"] = per_second(params.at("bytes").get<double>(), time_us) / kGiga;
+  params["params_per_s"] = per_second(params.at("params").get<double>(), time_us);
+  return params;
+}
+
+Json elementwise_params(ElementwiseOp op, std::int64_t elements) {
+  const ElementwiseDtypes dt = elementwise_dtypes(op);
+  Json j;
+  j["kind"] = "elementwise";
+  j["op"] = to_string(op);
+  j["in_dtype"] = dt.in;
+  j["out_dtype"] = dt.out;
+  j["elements"] = elements;
+  if (op == ElementwiseOp::kRmsNorm) j["row"] = kRmsNormWidth;
+  j["bytes"] = elementwise_bytes(op, elements);
+  return j;
+}
+
+Json with_elementwise_result(Json params, double time_us) {
+  params["time_us"] = time_us;
+  params["GBps"] = per_second(params.at("bytes").get<double>(), time_us) / kGiga;
+  return params;
+}
+
+Json launch_params(LaunchOp op, std::int64_t size, int launches) {
+  Json j;
+  j["kind"] = "launch";
+  j["op"] = to_string(op);
+  switch (op) {
+    case LaunchOp::kEmptyKernel:
+      break;
+    case LaunchOp::kGemm:
+      j["dtype"] = "bf16";
+      j["m"] = size;
+      j["n"] = size;
+      j["k"] = size;
+      break;
+  }
+  j["launches"] = launches;
+  return j;
+}
+
+Json with_launch_result(Json params, double time_us) {
+  params["time_us"] = time_us;
+  return params;
+}
+
+Json skipped_line(const Json& params, const std::string& reason,
+                  const std::optional<Json>& fallback) {
+  Json j;
+  j["kind"] = "skipped";
+  j["point"] = params;
+  j["reason"] = reason;
+  if (fallback) j["fallback"] = *fallback;
+  return j;
+}
+
 std::string resume_key(const Json& line) {
   nlohmann::json sorted = nlohmann::json::parse(line.dump());
   for (const auto field : kMeasuredFields) sorted.erase(std::string(field));

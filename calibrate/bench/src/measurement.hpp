@@ -6,10 +6,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "names.hpp"
 #include "sweep.hpp"
@@ -38,6 +38,27 @@ using Json = nlohmann::ordered_json;
 
 [[nodiscard]] Json cpu_adam_params(std::int64_t params);
 [[nodiscard]] Json with_cpu_adam_result(Json params, std::int64_t n, double time_us);
+
+// One GPU AdamW step over `params` parameters in `tensors` tensors; `bytes` is the traffic of the
+// step (adamw_bytes_per_param), from which GBps follows.
+[[nodiscard]] Json optimizer_params(OptimizerPrecision precision, std::int64_t params,
+                                    std::int64_t tensors);
+[[nodiscard]] Json with_optimizer_result(Json params, double time_us);
+
+// One memory-bound kernel over `elements` outputs; RMSNorm lines also carry the row width.
+[[nodiscard]] Json elementwise_params(ElementwiseOp op, std::int64_t elements);
+[[nodiscard]] Json with_elementwise_result(Json params, double time_us);
+
+// `launches` back-to-back launches timed on the host; time_us is per launch. `size` is m = n = k
+// of a bf16 GEMM (ignored for the empty kernel).
+[[nodiscard]] Json launch_params(LaunchOp op, std::int64_t size, int launches);
+[[nodiscard]] Json with_launch_result(Json params, double time_us);
+
+// A point that was not measured: its parameters under "point", why under "reason" and, where
+// another point stands in for it (the unfused attention for a cuDNN refusal), that point's
+// parameters under "fallback". A skipped point is measured again by --resume.
+[[nodiscard]] Json skipped_line(const Json& params, const std::string& reason,
+                                const std::optional<Json>& fallback);
 
 // Identity of a line for --resume: its parameters (measured fields dropped), keys sorted.
 [[nodiscard]] std::string resume_key(const Json& line);

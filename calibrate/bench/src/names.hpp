@@ -18,6 +18,11 @@ enum class GemmLabel { kQkv, kOut, kMlpUp, kMlpDown, kLmHead, kSquare, kSkinny }
 enum class AttentionPass { kFwd, kBwd };
 enum class AttentionImpl { kCudnn, kUnfused };
 enum class MemDirection { kD2D, kH2D, kD2H };
+// Precisions of the GPU AdamW step: fp32 parameters and moments with bf16 gradients (mixed
+// precision with fp32 master weights), or everything in bf16.
+enum class OptimizerPrecision { kFp32Master, kBf16 };
+enum class ElementwiseOp { kCopy, kCast, kAdd, kRmsNorm };
+enum class LaunchOp { kEmptyKernel, kGemm };
 
 template <class E, std::size_t N>
 using NameTable = std::array<std::pair<E, std::string_view>, N>;
@@ -70,6 +75,21 @@ inline constexpr NameTable<MemDirection, 3> kMemDirectionNames{{
     {MemDirection::kD2H, "d2h"},
 }};
 
+inline constexpr NameTable<OptimizerPrecision, 2> kOptimizerPrecisionNames{{
+    {OptimizerPrecision::kFp32Master, "fp32_master"},
+    {OptimizerPrecision::kBf16, "bf16"},
+}};
+inline constexpr NameTable<ElementwiseOp, 4> kElementwiseOpNames{{
+    {ElementwiseOp::kCopy, "copy"},
+    {ElementwiseOp::kCast, "cast"},
+    {ElementwiseOp::kAdd, "add"},
+    {ElementwiseOp::kRmsNorm, "rmsnorm"},
+}};
+inline constexpr NameTable<LaunchOp, 2> kLaunchOpNames{{
+    {LaunchOp::kEmptyKernel, "empty_kernel"},
+    {LaunchOp::kGemm, "gemm"},
+}};
+
 template <class E, std::size_t N>
 [[nodiscard]] constexpr std::string_view name_in(const NameTable<E, N>& table, E value) {
   for (const auto& [e, name] : table) {
@@ -107,5 +127,12 @@ template <class E, std::size_t N>
 [[nodiscard]] inline std::string_view to_string(MemDirection v) {
   return name_in(kMemDirectionNames, v);
 }
+[[nodiscard]] inline std::string_view to_string(OptimizerPrecision v) {
+  return name_in(kOptimizerPrecisionNames, v);
+}
+[[nodiscard]] inline std::string_view to_string(ElementwiseOp v) {
+  return name_in(kElementwiseOpNames, v);
+}
+[[nodiscard]] inline std::string_view to_string(LaunchOp v) { return name_in(kLaunchOpNames, v); }
 
 }  // namespace trainplan::calibrate::bench

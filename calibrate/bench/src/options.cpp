@@ -1,24 +1,57 @@
 #include "options.hpp"
 
+#include <cmath>
 #include <stdexcept>
 
 namespace trainplan::calibrate::bench {
+namespace {
+
+// A parameter count as "100000000" or "1e8": a whole number from 1 to 1e12.
+std::int64_t parse_count(const std::string& text) {
+  std::size_t pos = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &pos);
+  } catch (const std::exception&) {
+    pos = 0;
+  }
+  if (pos == 0 || pos != text.size() || !(value >= 1.0 && value <= 1e12) ||
+      value != std::floor(value)) {
+    throw std::invalid_argument("--optimizer-params: '" + text +
+                                "' is not a whole number of parameters from 1 to 1e12 (e.g. 1e8)");
+  }
+  return static_cast<std::int64_t>(value);
+}
+
+}  // namespace
 
 void setup_options(CLI::App& app, Options& o) {
   app.description(
       "GPU microbenchmarks for trainplan: NCCL collectives, cuBLASLt GEMMs, attention, memory "
-      "bandwidth and CPU AdamW. Appends to RUN_DIR/measurements.jsonl as it measures.");
+      "bandwidth, the AdamW step on GPU and CPU, elementwise kernels and launch overhead. Appends "
+      "to RUN_DIR/measurements.jsonl as it measures.");
   app.add_option("-o,--output", o.run_dir, "Run directory (created if missing)")
       ->required()
       ->type_name("RUN_DIR");
-  app.add_flag("--quick", o.quick,
-               "Small sweep (~2 min on one node): all_reduce/all_gather/reduce_scatter up to 1 GiB, "
-               "a few GEMMs, attention at 2 sequence lengths, memory bandwidth");
+  app.add_flag(
+      "--quick", o.quick,
+      "Small sweep (~2 min on one node): all_reduce/all_gather/reduce_scatter up to 1 GiB, "
+      "a few GEMMs, attention at 2 sequence lengths, memory bandwidth, the GPU AdamW step "
+      "at 1e8 parameters, elementwise kernels at 2 sizes, launch overhead");
   app.add_flag("--comm", o.comm, "Run the NCCL collective sweeps");
   app.add_flag("--gemm", o.gemm, "Run the cuBLASLt GEMM sweeps");
   app.add_flag("--attention", o.attention, "Run the attention forward/backward sweeps");
   app.add_flag("--membw", o.membw, "Run device copy and host<->device bandwidth");
   app.add_flag("--cpu-adam", o.cpu_adam, "Run the CPU AdamW throughput benchmark");
+  app.add_flag("--optimizer", o.optimizer,
+               "Run the GPU AdamW step (one multi-tensor launch; fp32 master weights with bf16 "
+               "gradients, and all bf16)");
+  app.add_flag(
+      "--elementwise", o.elementwise,
+      "Run memory-bound kernels: copy, fp32->bf16 cast, bf16 add, RMSNorm over rows of 4096");
+  app.add_flag(
+      "--launch", o.launch,
+      "Run kernel launch overhead: empty kernels and a chain of small bf16 GEMMs, host-timed");
   app.add_option("--iters", o.iters, "Timed iterations per point")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -48,6 +81,13 @@ void setup_options(CLI::App& app, Options& o) {
   app.add_option("--tp", o.tp, "Tensor-parallel degree applied to --model-shapes")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option(
+         "--optimizer-params", o.optimizer_params_texts,
+         "Parameter counts of the GPU AdamW step, e.g. 1e8,1e9 (default 1e8,1e9; --quick: 1e8)")
+      ->delimiter(',');
+  app.add_option("--launches", o.launches, "Back-to-back launches per launch-overhead point")
+      ->check(CLI::Range(10, 1000000))
+      ->capture_default_str();
   app.add_option("--timeout", o.timeout_s,
                  "Seconds a collective may hang before the communicators are aborted")
       ->check(CLI::PositiveNumber)
@@ -57,9 +97,10 @@ void setup_options(CLI::App& app, Options& o) {
 }
 
 void finalize_options(const CLI::App& app, Options& o) {
-  const bool any_suite = o.comm || o.gemm || o.attention || o.membw || o.cpu_adam;
+  const bool any_suite = o.comm || o.gemm || o.attention || o.membw || o.cpu_adam || o.optimizer ||
+                         o.elementwise || o.launch;
   if (!any_suite) {
-    o.comm = o.gemm = o.attention = o.membw = true;
+    o.comm = o.gemm = o.attention = o.membw = o.optimizer = o.elementwise = o.launch = true;
     o.cpu_adam = !o.quick;
   }
   o.min_bytes = parse_size(o.min_bytes_text);
@@ -92,6 +133,9 @@ void finalize_options(const CLI::App& app, Options& o) {
       for (const auto& entry : kGemmDtypeNames) o.gemm_dtypes.push_back(entry.first);
     }
   }
+  o.optimizer_params.clear();
+  for (const auto& t : o.optimizer_params_texts) o.optimizer_params.push_back(parse_count(t));
+  if (o.optimizer_params.empty()) o.optimizer_params = optimizer_param_counts(o.quick);
   if (!o.model_shapes_text.empty()) o.model = parse_model_shapes(o.model_shapes_text);
   // Validates --tp against the model before any GPU work.
   (void)model_gemm_shapes(o.model, o.tp);

@@ -23,6 +23,9 @@ struct Options {
   bool attention = false;
   bool membw = false;
   bool cpu_adam = false;
+  bool optimizer = false;
+  bool elementwise = false;
+  bool launch = false;
 
   int iters = 20;
   int warmup = 5;
@@ -36,6 +39,8 @@ struct Options {
   std::vector<std::string> gemm_dtype_texts;
   std::string model_shapes_text;
   int tp = 1;
+  std::vector<std::string> optimizer_params_texts;
+  int launches = 1000;
 
   // Resolved by finalize_options.
   std::int64_t min_bytes = 8;
@@ -44,6 +49,7 @@ struct Options {
   std::vector<Collective> collectives;
   std::vector<GemmDtype> gemm_dtypes;
   ModelShapes model;
+  std::vector<std::int64_t> optimizer_params;
 };
 
 void setup_options(CLI::App& app, Options& o);

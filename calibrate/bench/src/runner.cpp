@@ -1,5 +1,6 @@
 #include "runner.hpp"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,16 +9,18 @@
 #include <memory>
 #include <optional>
 #include <thread>
-
-#include <fmt/format.h>
+#include <variant>
 
 #include "attention.hpp"
 #include "comm.hpp"
 #include "cpu_adam.hpp"
+#include "elementwise.hpp"
 #include "gemm.hpp"
 #include "gpu_error.hpp"
+#include "launch_overhead.hpp"
 #include "measurement.hpp"
 #include "membw.hpp"
+#include "optimizer.hpp"
 #include "progress.hpp"
 #include "provenance.hpp"
 #include "system_info.hpp"
@@ -31,12 +34,14 @@ struct ComputePlan {
   std::vector<std::int64_t> d2d_bytes;
   std::vector<std::int64_t> host_bytes;
   std::vector<std::int64_t> adam_params;
+  std::vector<std::pair<OptimizerPrecision, std::int64_t>> optimizer;
+  std::vector<std::pair<ElementwiseOp, std::int64_t>> elementwise;
+  std::vector<std::pair<LaunchOp, std::int64_t>> launch;  // with m = n = k for GEMMs
 
   [[nodiscard]] std::size_t points() const {
-    std::size_t attention_points = 0;
-    for (const auto& a : attention) attention_points += a.causal ? 2 : 4;  // cuDNN: no causal
-    return gemms.size() + attention_points + d2d_bytes.size() + 2 * host_bytes.size() +
-           adam_params.size();
+    // Attention: forward and backward, each through cuDNN and unfused.
+    return gemms.size() + 4 * attention.size() + d2d_bytes.size() + 2 * host_bytes.size() +
+           adam_params.size() + optimizer.size() + elementwise.size() + launch.size();
   }
 };
 
@@ -65,6 +70,21 @@ ComputePlan plan_compute(const Options& o, bool fp8_supported, const Progress& p
     p.adam_params = o.quick ? std::vector<std::int64_t>{10'000'000}
                             : std::vector<std::int64_t>{10'000'000, 100'000'000};
   }
+  if (o.optimizer) {
+    for (const auto& entry : kOptimizerPrecisionNames) {
+      for (const std::int64_t n : o.optimizer_params) p.optimizer.emplace_back(entry.first, n);
+    }
+  }
+  if (o.elementwise) {
+    for (const auto& entry : kElementwiseOpNames) {
+      for (const std::int64_t n : elementwise_sizes(o.quick))
+        p.elementwise.emplace_back(entry.first, n);
+    }
+  }
+  if (o.launch) {
+    p.launch.emplace_back(LaunchOp::kEmptyKernel, 0);
+    for (const std::int64_t n : launch_gemm_sizes()) p.launch.emplace_back(LaunchOp::kGemm, n);
+  }
   return p;
 }
 
@@ -75,8 +95,17 @@ std::string shape_text(const AttentionShape& a) {
                      a.causal ? " causal" : "");
 }
 
-// Skips a point already in the log (--resume) or measures and logs it; `measure` returns the
-// finished line, or nullopt with `skipped` saying why no line was written.
+// Why a point has no measurement, and which point, if any, stands in for it.
+struct Skipped {
+  std::string reason;
+  std::optional<Json> fallback;
+  std::string fallback_what;  // for the progress line
+};
+// What measuring one point gave: its finished line, or why there is none.
+using Outcome = std::variant<Json, Skipped>;
+
+// Skips a point already in the log (--resume) or measures it and logs the line, or a "skipped"
+// line saying why there is none; `measure` fills `summary` for the progress line.
 template <class Measure>
 void point(MeasurementLog& log, Progress& progress, const Json& params, const std::string& what,
            Measure&& measure) {
@@ -85,8 +114,15 @@ void point(MeasurementLog& log, Progress& progress, const Json& params, const st
     return;
   }
   std::string summary;
-  const std::optional<Json> line = measure(summary);
-  if (line) log.append(*line);
+  const Outcome outcome = measure(summary);
+  if (const auto* line = std::get_if<Json>(&outcome)) {
+    log.append(*line);
+  } else {
+    const auto& skipped = std::get<Skipped>(outcome);
+    log.append(skipped_line(params, skipped.reason, skipped.fallback));
+    summary = "skipped: " + skipped.reason;
+    if (skipped.fallback) summary += "; falls back to " + skipped.fallback_what;
+  }
   progress.step(fmt::format("{}  {}", what, summary));
 }
 
@@ -98,15 +134,14 @@ void run_gemm(const ComputePlan& plan, const Options& o, int device, Measurement
     const Json params = gemm_params(dt, shape);
     point(log, progress, params,
           fmt::format("gemm {} {} {}", to_string(dt), to_string(shape.label), shape_text(shape)),
-          [&](std::string& summary) -> std::optional<Json> {
+          [&](std::string& summary) -> Outcome {
             try {
               const double t = bench.time_us(shape, dt, o.warmup, o.iters);
               Json line = with_gemm_result(params, shape, t);
               summary = fmt::format("{:.1f} TFLOP/s", line["tflops"].get<double>());
               return line;
             } catch (const Unsupported& e) {
-              summary = fmt::format("skipped: {}", e.what());
-              return std::nullopt;
+              return Skipped{e.what(), std::nullopt, ""};
             }
           });
   }
@@ -123,28 +158,38 @@ void run_attention(const ComputePlan& plan, const Options& o, int device, Measur
       prepared = true;
     };
     for (const AttentionImpl impl : {AttentionImpl::kCudnn, AttentionImpl::kUnfused}) {
-      if (impl == AttentionImpl::kCudnn && shape.causal) continue;
       for (const AttentionPass pass : {AttentionPass::kFwd, AttentionPass::kBwd}) {
         const Json params = attention_params(pass, impl, shape);
-        point(log, progress, params,
-              fmt::format("attention {} {} {}", to_string(pass), to_string(impl), shape_text(shape)),
-              [&](std::string& summary) -> std::optional<Json> {
-                prepare();
-                std::optional<double> t;
-                if (impl == AttentionImpl::kCudnn) {
-                  std::string why_not;
-                  t = bench.cudnn_us(pass, o.warmup, o.iters, why_not);
-                  if (!t) summary = "skipped: " + why_not;
-                } else if (bench.unfused_fits()) {
-                  t = bench.unfused_us(pass, o.warmup, o.iters);
-                } else {
-                  summary = "skipped: the s x s score buffers do not fit in device memory";
+        point(
+            log, progress, params,
+            fmt::format("attention {} {} {}", to_string(pass), to_string(impl), shape_text(shape)),
+            [&](std::string& summary) -> Outcome {
+              prepare();
+              std::optional<double> t;
+              std::string graph;
+              if (impl == AttentionImpl::kCudnn) {
+                std::string why_not;
+                t = bench.cudnn_us(pass, o.warmup, o.iters, why_not);
+                // A refusal is logged with the unfused point of the same shape as the stand-in,
+                // which this loop measures next: the fallback is explicit in the log.
+                if (!t) {
+                  return Skipped{"cuDNN refused: " + why_not,
+                                 attention_params(pass, AttentionImpl::kUnfused, shape),
+                                 "the unfused point"};
                 }
-                if (!t) return std::nullopt;
-                Json line = with_attention_result(params, shape, pass, *t);
-                summary = fmt::format("{:.1f} TFLOP/s", line["tflops"].get<double>());
-                return line;
-              });
+                graph = pass == AttentionPass::kBwd || bench.cudnn_forward_graph() == "composite"
+                            ? " (cuDNN composite graph)"
+                            : " (cuDNN SDPA_FWD operation)";
+              } else if (bench.unfused_fits()) {
+                t = bench.unfused_us(pass, o.warmup, o.iters);
+              } else {
+                return Skipped{"the s x s score buffers do not fit in device memory", std::nullopt,
+                               ""};
+              }
+              Json line = with_attention_result(params, shape, pass, *t);
+              summary = fmt::format("{:.1f} TFLOP/s{}", line["tflops"].get<double>(), graph);
+              return line;
+            });
       }
     }
   }
@@ -157,7 +202,7 @@ void run_membw(const ComputePlan& plan, const Options& o, int device, Measuremen
   for (const std::int64_t bytes : plan.d2d_bytes) {
     const Json params = memory_params(MemDirection::kD2D, bytes);
     point(log, progress, params, fmt::format("membw d2d {}", format_bytes(bytes)),
-          [&](std::string& summary) -> std::optional<Json> {
+          [&](std::string& summary) -> Outcome {
             const auto t = bench.d2d_us(static_cast<std::size_t>(bytes), o.warmup, o.iters);
             // A copy reads and writes every byte; the faster of the two paths is recorded.
             const double traffic = 2.0 * static_cast<double>(bytes);
@@ -173,7 +218,7 @@ void run_membw(const ComputePlan& plan, const Options& o, int device, Measuremen
       const Json params = memory_params(dir, bytes);
       point(log, progress, params,
             fmt::format("membw {} pinned {}", to_string(dir), format_bytes(bytes)),
-            [&](std::string& summary) -> std::optional<Json> {
+            [&](std::string& summary) -> Outcome {
               const auto n = static_cast<std::size_t>(bytes);
               const double t = dir == MemDirection::kH2D ? bench.h2d_us(n, o.warmup, o.iters)
                                                          : bench.d2h_us(n, o.warmup, o.iters);
@@ -191,12 +236,70 @@ void run_cpu_adam(const ComputePlan& plan, const Options& o, MeasurementLog& log
   for (const std::int64_t n : plan.adam_params) {
     const Json params = cpu_adam_params(n);
     point(log, progress, params, fmt::format("cpu_adam {} params, {} threads", n, threads),
-          [&](std::string& summary) -> std::optional<Json> {
+          [&](std::string& summary) -> Outcome {
             const double t = time_cpu_adam_us(n, std::min(o.warmup, 2), o.iters, threads);
             Json line = with_cpu_adam_result(params, n, t);
             summary = fmt::format("{:.3g} params/s", line["params_per_s"].get<double>());
             return line;
           });
+  }
+}
+
+void run_optimizer(const ComputePlan& plan, const Options& o, int device, MeasurementLog& log,
+                   Progress& progress) {
+  if (plan.optimizer.empty()) return;
+  OptimizerBench bench(device);
+  for (const auto& [precision, n] : plan.optimizer) {
+    const std::vector<std::int64_t> sizes = optimizer_tensor_sizes(n);
+    const Json params = optimizer_params(precision, n, static_cast<std::int64_t>(sizes.size()));
+    point(log, progress, params,
+          fmt::format("optimizer adamw {} {:.3g} params in {} tensors", to_string(precision),
+                      static_cast<double>(n), sizes.size()),
+          [&](std::string& summary) -> Outcome {
+            if (const auto why_not = bench.prepare(precision, sizes)) {
+              return Skipped{"does not fit: " + *why_not, std::nullopt, ""};
+            }
+            Json line = with_optimizer_result(params, bench.step_us(o.warmup, o.iters));
+            summary = fmt::format("{:.1f} us, {:.1f} GB/s", line["time_us"].get<double>(),
+                                  line["GBps"].get<double>());
+            return line;
+          });
+  }
+}
+
+void run_elementwise(const ComputePlan& plan, const Options& o, int device, MeasurementLog& log,
+                     Progress& progress) {
+  if (plan.elementwise.empty()) return;
+  ElementwiseBench bench(device);
+  for (const auto& [op, n] : plan.elementwise) {
+    const Json params = elementwise_params(op, n);
+    point(log, progress, params, fmt::format("elementwise {} {} elements", to_string(op), n),
+          [&](std::string& summary) -> Outcome {
+            Json line = with_elementwise_result(params, bench.time_us(op, n, o.warmup, o.iters));
+            summary = fmt::format("{:.1f} us, {:.1f} GB/s", line["time_us"].get<double>(),
+                                  line["GBps"].get<double>());
+            return line;
+          });
+  }
+}
+
+void run_launch(const ComputePlan& plan, const Options& o, int device, MeasurementLog& log,
+                Progress& progress) {
+  if (plan.launch.empty()) return;
+  LaunchBench bench(device);
+  const int warmup_rounds = std::clamp(o.warmup, 1, 2);
+  for (const auto& [op, n] : plan.launch) {
+    const Json params = launch_params(op, n, o.launches);
+    const std::string what = op == LaunchOp::kGemm
+                                 ? fmt::format("launch gemm bf16 {}^3 x {}", n, o.launches)
+                                 : fmt::format("launch empty kernel x {}", o.launches);
+    point(log, progress, params, what, [&](std::string& summary) -> Outcome {
+      const double t = op == LaunchOp::kGemm
+                           ? bench.gemm_us(n, o.launches, warmup_rounds, o.iters)
+                           : bench.empty_kernel_us(o.launches, warmup_rounds, o.iters);
+      summary = fmt::format("{:.2f} us per launch", t);
+      return with_launch_result(params, t);
+    });
   }
 }
 
@@ -277,6 +380,9 @@ void run_calibrate(const Options& o, Bootstrap& boot, const std::string& command
   run_membw(compute, o, device, *log, progress);
   run_gemm(compute, o, device, *log, progress);
   run_attention(compute, o, device, *log, progress);
+  run_optimizer(compute, o, device, *log, progress);
+  run_elementwise(compute, o, device, *log, progress);
+  run_launch(compute, o, device, *log, progress);
   run_cpu_adam(compute, o, *log, progress);
 
   write_file_atomically(dir / "provenance.json", to_json(prov).dump(2) + "\n");

@@ -252,4 +252,78 @@ double attention_flops(const AttentionShape& a, AttentionPass pass) {
   return fwd;
 }
 
+std::vector<std::int64_t> optimizer_param_counts(bool quick) {
+  if (quick) return {100'000'000};
+  return {100'000'000, 1'000'000'000};
+}
+
+std::vector<std::int64_t> optimizer_tensor_sizes(std::int64_t params, std::int64_t tensor_params) {
+  if (params < 1 || tensor_params < 1) {
+    throw std::invalid_argument(
+        fmt::format("optimizer sweep: {} parameters in tensors of {} (both must be at least 1)",
+                    params, tensor_params));
+  }
+  std::vector<std::int64_t> sizes(static_cast<std::size_t>(params / tensor_params), tensor_params);
+  if (params % tensor_params != 0) sizes.push_back(params % tensor_params);
+  return sizes;
+}
+
+OptimizerDtypes optimizer_dtypes(OptimizerPrecision p) {
+  switch (p) {
+    case OptimizerPrecision::kFp32Master:
+      return {"fp32", "bf16", "fp32"};
+    case OptimizerPrecision::kBf16:
+      return {"bf16", "bf16", "bf16"};
+  }
+  return {"?", "?", "?"};
+}
+
+std::int64_t adamw_bytes_per_param(OptimizerPrecision p) {
+  struct Sizes {
+    std::int64_t param, grad, state;
+  };
+  Sizes s{4, 2, 4};
+  switch (p) {
+    case OptimizerPrecision::kFp32Master:
+      s = {4, 2, 4};
+      break;
+    case OptimizerPrecision::kBf16:
+      s = {2, 2, 2};
+      break;
+  }
+  return 2 * s.param + s.grad + 4 * s.state;
+}
+
+std::vector<std::int64_t> elementwise_sizes(bool quick) {
+  if (quick) return {16 * kMiB, 64 * kMiB};
+  return {4 * kMiB, 16 * kMiB, 64 * kMiB, 256 * kMiB};
+}
+
+ElementwiseDtypes elementwise_dtypes(ElementwiseOp op) {
+  switch (op) {
+    case ElementwiseOp::kCopy:
+    case ElementwiseOp::kAdd:
+    case ElementwiseOp::kRmsNorm:
+      return {"bf16", "bf16"};
+    case ElementwiseOp::kCast:
+      return {"fp32", "bf16"};
+  }
+  return {"?", "?"};
+}
+
+std::int64_t elementwise_bytes(ElementwiseOp op, std::int64_t elements) {
+  switch (op) {
+    case ElementwiseOp::kCopy:
+      return 4 * elements;
+    case ElementwiseOp::kCast:
+    case ElementwiseOp::kAdd:
+      return 6 * elements;
+    case ElementwiseOp::kRmsNorm:
+      return 4 * elements + 2 * kRmsNormWidth;
+  }
+  return 0;
+}
+
+std::vector<std::int64_t> launch_gemm_sizes() { return {64, 256, 1024}; }
+
 }  // namespace trainplan::calibrate::bench

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "names.hpp"
@@ -81,5 +82,51 @@ struct AttentionShape {
 // FlashAttention / cuDNN convention: fwd = 4*b*h*s^2*d (half of it with a causal mask),
 // bwd = 2.5 * fwd. GQA does not change it (h counts query heads).
 [[nodiscard]] double attention_flops(const AttentionShape& a, AttentionPass pass);
+
+// ---- GPU AdamW step ----------------------------------------------------------------------------
+
+// One tensor of the optimizer sweep: a 4096 x 4096 weight, the commonest size in a 7B model.
+inline constexpr std::int64_t kOptimizerTensorParams = std::int64_t{4096} * 4096;
+
+// Parameter counts per step: 1e8 and 1e9 (--quick: 1e8).
+[[nodiscard]] std::vector<std::int64_t> optimizer_param_counts(bool quick);
+// `params` split into whole tensors of `tensor_params` and one with the rest. Throws on params < 1
+// or tensor_params < 1.
+[[nodiscard]] std::vector<std::int64_t> optimizer_tensor_sizes(
+    std::int64_t params, std::int64_t tensor_params = kOptimizerTensorParams);
+
+struct OptimizerDtypes {
+  std::string_view param;  // also the weight copy the step updates
+  std::string_view grad;
+  std::string_view state;  // exp_avg and exp_avg_sq
+};
+[[nodiscard]] OptimizerDtypes optimizer_dtypes(OptimizerPrecision p);
+// Bytes one AdamW step moves per parameter: it reads the parameter, the gradient and both moments
+// and writes the parameter and both moments, 2 P + G + 4 S: 26 with fp32 master weights and bf16
+// gradients, 14 in bf16.
+[[nodiscard]] std::int64_t adamw_bytes_per_param(OptimizerPrecision p);
+
+// ---- elementwise kernels ------------------------------------------------------------------------
+
+// The RMSNorm rows: the hidden size of a 7B model.
+inline constexpr std::int64_t kRmsNormWidth = 4096;
+
+// Elements per kernel: 4Mi, 16Mi, 64Mi, 256Mi (--quick: 16Mi, 64Mi). Multiples of kRmsNormWidth.
+[[nodiscard]] std::vector<std::int64_t> elementwise_sizes(bool quick);
+
+struct ElementwiseDtypes {
+  std::string_view in;
+  std::string_view out;
+};
+[[nodiscard]] ElementwiseDtypes elementwise_dtypes(ElementwiseOp op);
+// Bytes moved through memory for `elements` outputs: copy reads and writes bf16 (4 per element),
+// cast reads fp32 and writes bf16 (6), add reads two bf16 and writes one (6), RMSNorm reads and
+// writes bf16 (4) plus its weight row once.
+[[nodiscard]] std::int64_t elementwise_bytes(ElementwiseOp op, std::int64_t elements);
+
+// ---- launch overhead ----------------------------------------------------------------------------
+
+// Square GEMM sizes of the launch chain, m = n = k: 64 (launch-bound), 256, 1024.
+[[nodiscard]] std::vector<std::int64_t> launch_gemm_sizes();
 
 }  // namespace trainplan::calibrate::bench
