@@ -115,7 +115,9 @@ void print_estimate(const Resolved& r, const model::ParameterCounts& n, const pl
   auto row = [&](const char* name, Seconds s) {
     tt.add({name, seconds_cell(s), step > 0 ? percent(s.value() / step) : "-"});
   };
-  row("compute (fwd+bwd)", e.time.compute);
+  row("compute (fwd+bwd matmuls, attention)", e.time.compute);
+  row("memory-bound (fwd+bwd elementwise)", e.time.memory_bound);
+  row("host (kernel issue, exposed)", e.time.host);
   row("recompute", e.time.recompute);
   row("communication (exposed)", e.time.communication_exposed);
   row("pipeline bubble", e.time.bubble);

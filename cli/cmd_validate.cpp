@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "answer.hpp"
 #include "format.hpp"
 #include "trainplan/io/reference.hpp"
 #include "trainplan/planner/validate.hpp"
@@ -26,6 +27,7 @@ struct ValidateOptions {
   std::vector<std::string> paths;
   bool json = false;
   bool markdown = false;
+  bool check = false;
 };
 
 std::string value_text(double v, Unit u) {
@@ -82,7 +84,8 @@ io::Json summary_json(const Summary& s) {
 io::Json report_json(const planner::ValidationReport& rep) {
   io::Json summary = summary_json(rep.all);
   summary["by_kind"] = {{"oracle", summary_json(rep.oracle)},
-                        {"measured", summary_json(rep.measured)}};
+                        {"measured", summary_json(rep.measured)},
+                        {"measured_held_out", summary_json(rep.held_out)}};
   io::Json cases = io::Json::array();
   for (const CaseResult& r : rep.cases) {
     io::Json cmps = io::Json::array();
@@ -102,6 +105,7 @@ io::Json report_json(const planner::ValidationReport& rep) {
                      {"kind", to_string(r.kind)},
                      {"file", r.file},
                      {"source", r.source},
+                     {"fitted_by", r.fitted_by},
                      {"comparisons", std::move(cmps)}});
   }
   return {{"schema", "trainplan.validate/1"},
@@ -127,6 +131,7 @@ std::string text_report(const planner::ValidationReport& rep) {
   std::string out;
   for (const CaseResult& r : rep.cases) {
     out += fmt::format("{} [{}] — {}\n", r.name, to_string(r.kind), r.source);
+    if (!r.fitted_by.empty()) out += fmt::format("  fitted on this case: {}\n", r.fitted_by);
     Table t({"  metric", "measured", "predicted", "unit", "error %", "tol %", ""});
     for (const Comparison& c : r.comparisons)
       t.add({"  " + metric_text(c), value_text(c.measured, c.unit), value_text(c.predicted, c.unit),
@@ -138,6 +143,7 @@ std::string text_report(const planner::ValidationReport& rep) {
   add_summary_rows(s, "all", rep.all);
   add_summary_rows(s, "oracle", rep.oracle);
   add_summary_rows(s, "measured", rep.measured);
+  add_summary_rows(s, "held out", rep.held_out);
   out += "Summary\n" + s.render();
   out +=
       "\nerror = (predicted - measured) / measured, percent; GiB = 2^30 bytes, GB = 10^9 bytes.\n";
@@ -169,6 +175,7 @@ std::string md_summary(const planner::ValidationReport& rep) {
   };
   rows("oracle", rep.oracle);
   rows("measured", rep.measured);
+  rows("measured, held out", rep.held_out);
   return out;
 }
 
@@ -249,11 +256,14 @@ std::string markdown_report(const planner::ValidationReport& rep,
   out += md_row({"---", "---", "---:", "---:", "---", "---:", "---:", "---", "---"});
   for (const CaseResult& r : rep.cases) {
     if (r.kind != CaseKind::measured) continue;
+    const std::string name = r.fitted_by.empty() ? r.name : r.name + " (fitted)";
     for (const Comparison& c : r.comparisons)
-      out += md_row({r.name, metric_text(c), value_text(c.measured, c.unit),
+      out += md_row({name, metric_text(c), value_text(c.measured, c.unit),
                      value_text(c.predicted, c.unit), std::string(to_string(c.unit)), error_text(c),
                      pct(c.tolerance_pct), verdict_text(c), c.what});
   }
+  out += "\n(fitted): constants of the time model were fitted on this case's step profile; the "
+         "\"measured, held out\" summary leaves these cases out.\n";
   out += "\nSources:\n\n";
   for (const CaseResult& r : rep.cases)
     if (r.kind == CaseKind::measured)
@@ -272,6 +282,17 @@ void run_validate(const io::Catalog& catalog, const ValidateOptions& o) {
     std::cout << markdown_report(rep, o.paths);
   else
     std::cout << text_report(rep);
+  if (o.check) {
+    std::size_t outside = 0;
+    for (const CaseResult& r : rep.cases)
+      for (const Comparison& c : r.comparisons)
+        if (!c.within_tolerance()) {
+          ++outside;
+          std::cerr << fmt::format("outside tolerance: {} {}: {:+.2f} % (tolerance {} %)\n", r.name,
+                                   metric_text(c), c.error_pct(), pct(c.tolerance_pct));
+        }
+    if (outside > 0) throw AnsweredNo(fmt::format("{} value(s) outside their stated tolerance", outside));
+  }
 }
 
 }  // namespace
@@ -287,6 +308,8 @@ void setup_validate(CLI::App& app, const io::Catalog& catalog) {
   auto* md = cmd->add_flag("--markdown", opts->markdown,
                            "print the Markdown report kept in docs/accuracy.md");
   json->excludes(md);
+  cmd->add_flag("--check", opts->check,
+                "exit 1 when any value is outside the tolerance its file states (for CI)");
   cmd->callback([&catalog, opts] { run_validate(catalog, *opts); });
 }
 

@@ -3,6 +3,7 @@
 
 #include <iostream>
 
+#include "answer.hpp"
 #include "cmd_catalog.hpp"
 #include "cmd_fit.hpp"
 #include "trainplan/core/error.hpp"
@@ -46,6 +47,9 @@ int main(int argc, char** argv) {
       return app.exit(e);
     }
     return 0;
+  } catch (const trainplan::cli::AnsweredNo& e) {
+    std::cerr << "no: " << e.what() << "\n";
+    return 1;
   } catch (const trainplan::InputError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;

@@ -27,6 +27,9 @@ void add_training_options(CLI::App& cmd, TrainingOptions& o) {
   g("--method", o.method, "full | lora | qlora (default full)");
   g("--precision", o.precision, "fp32 | fp16-mixed | bf16-mixed | fp16-true | bf16-true (default bf16-mixed)");
   g("--optimizer", o.optimizer, "adamw | adam | sgd | sgd-momentum | adamw-8bit | paged-adamw-8bit | adafactor");
+  g("--optimizer-impl", o.optimizer_impl,
+    "default | foreach | fused | for-loop | deepspeed-fused | deepspeed-cpu: how the step runs "
+    "(default: the framework's own, torch foreach on CUDA)");
   g("--strategy", o.strategy, "single | ddp | zero1 | zero2 | zero3 | fsdp-full | fsdp-grad-op | fsdp-hybrid");
   g("--tp", o.tp, "tensor-parallel degree (default 1)");
   g("--pp", o.pp, "pipeline-parallel degree (default 1)");
@@ -86,6 +89,8 @@ Resolved resolve(const io::Catalog& catalog, const TrainingOptions& o) {
   if (o.quant) t.quant = option_enum<Quant>("--quant", *o.quant);
   if (o.fsdp_wrap) t.fsdp_wrap = option_enum<FsdpWrap>("--fsdp-wrap", *o.fsdp_wrap);
   if (o.framework) t.framework = option_enum<Framework>("--framework", *o.framework);
+  if (o.optimizer_impl)
+    t.optimizer_impl = option_enum<OptimizerImpl>("--optimizer-impl", *o.optimizer_impl);
   if (o.strategy) r.request.strategy = option_enum<Strategy>("--strategy", *o.strategy);
   if (o.checkpointing) r.request.checkpointing = option_enum<Checkpointing>("--checkpointing", *o.checkpointing);
   if (o.offload) r.request.offload = option_enum<Offload>("--offload", *o.offload);

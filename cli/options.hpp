@@ -16,7 +16,7 @@ struct TrainingOptions {
   std::string model;
   std::string cluster;
   std::optional<std::string> method, precision, optimizer, strategy, checkpointing, attention, offload,
-      quant, fsdp_wrap, framework, lora_targets, inter_node;
+      quant, fsdp_wrap, framework, optimizer_impl, lora_targets, inter_node;
   std::optional<int> tp, pp, pp_virtual, expert_parallel;
   bool sequence_parallel = false;
   bool frozen_base_fp32 = false;

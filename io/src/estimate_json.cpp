@@ -18,11 +18,17 @@ std::int64_t bytes(Bytes b) { return static_cast<std::int64_t>(std::llround(b.va
 Json time_json(const planner::TimeBreakdown& t) {
   return Json{{"step_s", t.step.value()},
               {"compute_s", t.compute.value()},
+              {"memory_bound_s", t.memory_bound.value()},
+              {"host_s", t.host.value()},
               {"recompute_s", t.recompute.value()},
               {"communication_exposed_s", t.communication_exposed.value()},
               {"bubble_s", t.bubble.value()},
               {"optimizer_s", t.optimizer.value()},
-              {"offload_s", t.offload.value()}};
+              {"offload_s", t.offload.value()},
+              {"kernels", {{"forward", t.kernels_forward}, {"backward", t.kernels_backward}}},
+              {"phases", {{"forward_s", t.forward_phase.value()},
+                          {"backward_s", t.backward_phase.value()},
+                          {"optimizer_s", t.optimizer.value()}}}};
 }
 
 Json communication_json(const planner::Estimate& e) {

@@ -131,7 +131,8 @@ model::Training read_training(const Json& v, const std::string& what,
   t.ep = static_cast<int>(r.optional_integer("expert_parallel", 1).value_or(1));
   if (r.has("fsdp_wrap")) t.fsdp_wrap = read_enum<FsdpWrap>(r, "fsdp_wrap");
   r.ignore({"fsdp_wrap"});
-  t.fused_optimizer = r.optional_boolean("fused_optimizer").value_or(false);
+  if (r.has("optimizer_impl")) t.optimizer_impl = read_enum<OptimizerImpl>(r, "optimizer_impl");
+  r.ignore({"optimizer_impl"});
   t.zero_init = r.optional_boolean("zero_init").value_or(true);
   t.frozen_base_fp32 = r.optional_boolean("frozen_base_fp32").value_or(false);
 
@@ -224,6 +225,7 @@ ReferenceCase read_case(const Json& v, const std::string& file, std::size_t inde
   named.ignore({"name"});
   c.source = read_source(named.raw("source"), what);
   c.note = named.optional_string("note").value_or("");
+  c.fitted_by = named.optional_string("fitted_by").value_or("");
   c.arch = read_model(named.raw("model"), what, models, catalog);
   c.cluster = read_hardware(named.raw("hardware"), what, catalog);
   c.training = read_training(named.raw("training"), what, c.arch);

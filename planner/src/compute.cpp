@@ -5,6 +5,7 @@
 
 #include "trainplan/model/flops.hpp"
 #include "trainplan/model/model_states.hpp"
+#include "trainplan/planner/kernel_work.hpp"
 
 namespace trainplan::planner {
 namespace {
@@ -128,6 +129,7 @@ ComputeDevice compute_device(const hardware::GpuSpec& g, Precision p,
     if (const auto hbm = profile->hbm_bandwidth()) d.hbm = *hbm;
   }
   d.element_bytes = compute_bytes(p);
+  d.unaligned_efficiency = tc.unaligned_gemm_efficiency;
   d.flash_fwd_efficiency = tc.flash_fwd_efficiency;
   d.flash_bwd_efficiency = tc.flash_bwd_efficiency;
   d.flash_seq_half = tc.flash_seq_half;
@@ -148,7 +150,14 @@ double gemm_efficiency(const ComputeDevice& d, std::int64_t m, std::int64_t n, s
   // to a power of two, at least kMinTile (a LoRA rank-16 product does not pay for 128 columns).
   const int tm = narrow_tile(m, d.tile_m);
   const int tn = narrow_tile(n, d.tile_n);
-  return d.gemm_efficiency_max * hardware::tile_efficiency(m, n, tm, tn) *
+  // Tensor-core kernels want every dimension a multiple of 16 bytes (8 16-bit elements); cuBLAS
+  // runs others with narrow loads (NVIDIA Matrix Multiplication Background User's Guide, 4.1).
+  const auto aligned = [&](std::int64_t x) {
+    return static_cast<double>(x) * d.element_bytes / 16.0 ==
+           std::floor(static_cast<double>(x) * d.element_bytes / 16.0);
+  };
+  const double alignment = aligned(m) && aligned(n) && aligned(k) ? 1.0 : d.unaligned_efficiency;
+  return d.gemm_efficiency_max * alignment * hardware::tile_efficiency(m, n, tm, tn) *
          hardware::wave_efficiency(stacked, n, tm, tn, d.sm_count) *
          hardware::small_k_efficiency(dbl(k), d.k0);
 }
@@ -190,24 +199,26 @@ BlockShape block_shape(const model::Architecture& a, model::Stack stack,
   return s;
 }
 
-BlockCompute block_compute(const model::Architecture& a, const BlockShape& shape,
-                           const model::Training& tr, const ComputeDevice& d,
-                           const TimeConventions& tc) {
+namespace {
+
+// The linears of one block: forward and backward GEMMs (LoRA's thin products included), the
+// quantized weights QLoRA dequantizes, and (for the fused path) the adapters' elementwise bytes.
+struct LinearTimes {
+  Seconds forward;
+  Seconds backward;
+  double dequant_bytes = 0.0;     // one pass over the quantized base weights
+  double lora_elementwise = 0.0;  // adapter dropout, scaling and add (fused-kernel accounting)
+};
+
+LinearTimes linear_times(const model::Architecture& a, const BlockShape& shape,
+                         const model::Training& tr, const ComputeDevice& d,
+                         const TimeConventions& tc) {
   const int t = tr.tp;
-  const double tpd = t;
   const std::int64_t T = tr.tokens_per_micro_batch();
   const double Td = dbl(T);
   const double c = compute_bytes(tr.precision);
-  const double r = param_bytes(tr.precision);  // residual stream dtype (the parameters')
   const bool full = tr.method == Method::full;
-  const bool fused = fused_kernels(tr.framework);
-  const double rep = tr.sequence_parallel ? tpd : 1.0;  // SP shards the replicated work
-  const double top_k = dbl(a.experts_per_token);
-
-  BlockCompute out;
-  Seconds gemm_fwd, gemm_bwd;
-  double dequant_bytes = 0.0;  // one pass over the quantized base weights
-  double lora_elementwise = 0.0;
+  LinearTimes out;
   for (std::size_t i = 0; i < shape.linears.size(); ++i) {
     const model::Linear& l = shape.linears[i];
     const Kn kn = shard(a, l, t);
@@ -218,105 +229,147 @@ BlockCompute block_compute(const model::Architecture& a, const BlockShape& shape
                      1, ceil_i(model::tokens_per_expert(Td, a.experts_per_token, a.experts)))
                : T;
     const double count = expert ? dbl(l.copies) : 1.0;
-    gemm_fwd += gemm_time(d, m, kn.n, kn.k, count);
-    gemm_bwd += gemm_time(d, m, kn.k, kn.n, count);            // activation gradient
-    if (full) gemm_bwd += gemm_time(d, kn.k, kn.n, m, count);  // weight gradient
+    out.forward += gemm_time(d, m, kn.n, kn.k, count);
+    out.backward += gemm_time(d, m, kn.k, kn.n, count);            // activation gradient
+    if (full) out.backward += gemm_time(d, kn.k, kn.n, m, count);  // weight gradient
     if (tr.method == Method::qlora && l.role != Role::router)
-      dequant_bytes +=
-          dbl(kn.k) * dbl(kn.n) * count *
-          model::dequant_bytes_per_weight(model::quantized_bytes_per_param(tr.quant, tr.quant_block, l.in), c);
-    if (shape.adapted[i]) {
-      // x A^T (rank r), then (.) B^T; both are thin and mostly memory-bound.
-      const std::int64_t rank = tr.lora.rank;
-      const double tokens = expert ? dbl(m) * count : Td;
-      const std::int64_t mt = expert ? m : T;
-      gemm_fwd += gemm_time(d, mt, rank, kn.k, count) + gemm_time(d, mt, kn.n, rank, count);
-      // dX through B and A, and both weight gradients.
-      gemm_bwd += gemm_time(d, mt, rank, kn.n, count) + gemm_time(d, mt, kn.k, rank, count) +
-                  gemm_time(d, rank, kn.n, mt, count) + gemm_time(d, kn.k, rank, mt, count);
-      // Dropout of the adapter input, scaling and the add onto the base output.
-      const double drop =
-          tr.lora.dropout > 0.0 ? tokens * dbl(kn.k) * (tc.dropout_passes * c + 1.0) : 0.0;
-      lora_elementwise +=
-          drop + tokens * dbl(kn.n) * c * (tc.eager_residual_passes + tc.dropout_passes);
-    }
+      out.dequant_bytes += dbl(kn.k) * dbl(kn.n) * count *
+                           model::dequant_bytes_per_weight(
+                               model::quantized_bytes_per_param(tr.quant, tr.quant_block, l.in), c);
+    if (!shape.adapted[i]) continue;
+    // x A^T (rank r), then (.) B^T; both are thin and mostly memory-bound.
+    const std::int64_t rank = tr.lora.rank;
+    const double tokens = expert ? dbl(m) * count : Td;
+    const std::int64_t mt = expert ? m : T;
+    out.forward += gemm_time(d, mt, rank, kn.k, count) + gemm_time(d, mt, kn.n, rank, count);
+    // dX through B and A, and both weight gradients.
+    out.backward += gemm_time(d, mt, rank, kn.n, count) + gemm_time(d, mt, kn.k, rank, count) +
+                    gemm_time(d, rank, kn.n, mt, count) + gemm_time(d, kn.k, rank, mt, count);
+    const double drop =
+        tr.lora.dropout > 0.0 ? tokens * dbl(kn.k) * (tc.dropout_passes * c + 1.0) : 0.0;
+    out.lora_elementwise +=
+        drop + tokens * dbl(kn.n) * c * (tc.eager_residual_passes + tc.dropout_passes);
   }
-  // Attention core, per GPU: a/t query heads.
+  return out;
+}
+
+// The attention core per GPU (a/t query heads): a fused kernel by its FLOPs and efficiency, or
+// the two batched matmuls of the unfused path (and, for Megatron's fused softmax, its bytes).
+struct CoreTimes {
+  Seconds forward;
+  Seconds backward;
+  double fused_softmax_bytes = 0.0;
+};
+
+CoreTimes core_times(const model::Architecture& a, const BlockShape& shape,
+                     const model::Training& tr, const ComputeDevice& d,
+                     const TimeConventions& tc) {
   const std::int64_t s = tr.seq;
   const double sd = dbl(s);
-  const double heads = dbl(a.heads) / tpd;
+  const double heads = dbl(a.heads) / tr.tp;
   const std::int64_t hd = a.head_dim;
   const double b = dbl(tr.micro_batch);
   const double attn_instances = shape.cross_attention ? 2.0 : 1.0;
-  Seconds core_fwd, core_bwd;
-  double core_bytes = 0.0;  // forward elementwise traffic of the core
+  CoreTimes out;
   if (fused_attention(tr)) {
     const double causal = shape.causal ? model::causal_fraction(s) : 1.0;
     const Flops f(4.0 * b * sd * sd * heads * dbl(hd) * causal);
-    core_fwd = f / (d.peak * attention_efficiency(d, false, s));
-    core_bwd =
+    out.forward = f / (d.peak * attention_efficiency(d, false, s));
+    out.backward =
         (f * model::kFusedAttentionBackwardRatio) / (d.peak * attention_efficiency(d, true, s));
     if (shape.cross_attention) {
       const Flops fx(4.0 * b * sd * sd * heads * dbl(hd));
-      core_fwd += fx / (d.peak * attention_efficiency(d, false, s));
-      core_bwd +=
+      out.forward += fx / (d.peak * attention_efficiency(d, false, s));
+      out.backward +=
           (fx * model::kFusedAttentionBackwardRatio) / (d.peak * attention_efficiency(d, true, s));
     }
-  } else {
-    const double batch = b * heads;
-    // Scores Q K^T (s x d by d x s) and P V (s x s by s x d); backward: dP (like the scores), dQ,
-    // dK and dV (like P V).
-    const Seconds qk = gemm_time(d, s, s, hd, batch);
-    const Seconds pv = gemm_time(d, s, hd, s, batch);
-    core_fwd = (qk + pv) * attn_instances;
-    core_bwd = (qk + 3.0 * pv) * attn_instances;
-    const double scores = batch * sd * sd * attn_instances;
-    const bool dropout =
-        fused || a.attention_dropout > 0.0;  // Megatron's GPT keeps attention dropout
-    if (fused) {
-      core_bytes =
-          scores * (tc.fused_softmax_passes * c + (dropout ? tc.dropout_passes * c + 1.0 : 0.0));
-    } else {
-      core_bytes = scores * (tc.eager_mask_passes * c + tc.eager_softmax_bytes_per_score +
-                             (dropout ? tc.dropout_passes * c + 1.0 : 0.0));
-      // repeat_kv expands grouped K and V to every head.
-      if (a.kv_heads != a.heads) core_bytes += 2.0 * Td * dbl(a.q_dim() + a.kv_dim()) / tpd * c;
-    }
+    return out;
   }
-  const Seconds core_ew = memory_bound_time(d, Bytes(core_bytes));
+  const double batch = b * heads;
+  // Scores Q K^T (s x d by d x s) and P V (s x s by s x d); backward: dP (like the scores), dQ,
+  // dK and dV (like P V).
+  const Seconds qk = gemm_time(d, s, s, hd, batch);
+  const Seconds pv = gemm_time(d, s, hd, s, batch);
+  out.forward = (qk + pv) * attn_instances;
+  out.backward = (qk + 3.0 * pv) * attn_instances;
+  if (fused_kernels(tr.framework)) {
+    // Megatron's scaled masked softmax and attention dropout, 16-bit in and out.
+    const double c = compute_bytes(tr.precision);
+    out.fused_softmax_bytes = batch * sd * sd * attn_instances *
+                              (tc.fused_softmax_passes * c + tc.dropout_passes * c + 1.0);
+  }
+  return out;
+}
 
-  // Elementwise work outside the attention core.
+// Megatron's fused elementwise kernels outside the attention core (apex fused LayerNorm, fused
+// bias-GeLU, bias-dropout-add, fused rotary), forward bytes.
+double fused_elementwise_bytes(const model::Architecture& a, const BlockShape& shape,
+                               const model::Training& tr, const TimeConventions& tc) {
+  const double tpd = tr.tp;
+  const double Td = dbl(tr.tokens_per_micro_batch());
+  const double c = compute_bytes(tr.precision);
+  const double rep = tr.sequence_parallel ? tpd : 1.0;  // SP shards the replicated work
   const double h = dbl(a.hidden);
   const double I = dbl(a.intermediate) / tpd;
   const double norms = dbl(a.norms_per_layer) + (shape.cross_attention ? 1.0 : 0.0);
-  const double stream_bytes = fused ? c : r;
-  double ew =
-      norms * (fused ? tc.fused_norm_passes : tc.eager_norm_passes) * Td * h * stream_bytes / rep;
+  double ew = norms * tc.fused_norm_passes * Td * h * c / rep;
   const double residuals = 2.0 + (shape.cross_attention ? 1.0 : 0.0);
-  const bool hidden_dropout = fused || a.hidden_dropout > 0.0;
-  ew += residuals * Td * h / rep *
-        ((fused ? tc.fused_residual_passes : tc.eager_residual_passes) * stream_bytes +
-         (hidden_dropout ? (fused ? 1.0 : tc.dropout_passes * stream_bytes + 1.0) : 0.0));
-  double act_passes = tc.eager_activation_passes;
-  if (fused)
-    act_passes = tc.fused_activation_passes;
-  else if (a.activation == model::Activation::gelu_new)
-    act_passes = tc.gelu_new_passes;
-  else if (a.mlp == model::MlpKind::gated)
-    act_passes = tc.eager_gated_activation_passes;
-  ew += act_passes * Td * top_k * I * c;
+  ew += residuals * Td * h / rep * (tc.fused_residual_passes * c + 1.0);
+  ew += tc.fused_activation_passes * Td * dbl(a.experts_per_token) * I * c;
   if (a.position == model::PositionKind::rotary)
-    ew += (fused ? tc.fused_norm_passes : tc.rotary_passes) * Td * dbl(a.q_dim() + a.kv_dim()) /
-          tpd * c;
-  if (a.is_moe()) ew += 2.0 * tc.eager_residual_passes * Td * top_k * h * c;  // permute, unpermute
-  const Seconds ew_fwd = memory_bound_time(d, Bytes(ew + lora_elementwise));
-  const Seconds dequant = memory_bound_time(d, Bytes(dequant_bytes));
+    ew += tc.fused_norm_passes * Td * dbl(a.q_dim() + a.kv_dim()) / tpd * c;
+  if (a.is_moe())  // permute, unpermute
+    ew += 2.0 * tc.eager_residual_passes * Td * dbl(a.experts_per_token) * h * c;
+  return ew;
+}
 
-  out.gemm_forward = gemm_fwd;
-  out.elementwise_forward = ew_fwd + dequant;
-  out.attention_forward = core_fwd + core_ew;
-  out.forward = gemm_fwd + ew_fwd + dequant + core_fwd + core_ew;
-  out.backward = gemm_bwd + core_bwd + (ew_fwd + core_ew) * tc.elementwise_backward_ratio + dequant;
+// Eager elementwise kernels: their bytes at the bandwidth they reach, each at least the floor.
+Seconds eager_elementwise_time(const ComputeDevice& d, const KernelWork& w,
+                               const TimeConventions& tc) {
+  return Bytes(w.bytes) / (d.hbm * tc.eager_elementwise_efficiency) + tc.kernel_floor * w.kernels;
+}
+
+// Parameters of the block's linears held by one GPU (tensor-parallel shard).
+double block_parameters_per_gpu(const BlockShape& shape, int tp) {
+  double n = 0.0;
+  for (const model::Linear& l : shape.linears)
+    n += dbl(l.parameters()) / (l.role == Role::router ? 1.0 : static_cast<double>(tp));
+  return n;
+}
+
+}  // namespace
+
+BlockCompute block_compute(const model::Architecture& a, const BlockShape& shape,
+                           const model::Training& tr, const ComputeDevice& d,
+                           const TimeConventions& tc) {
+  const LinearTimes lin = linear_times(a, shape, tr, d, tc);
+  const CoreTimes core = core_times(a, shape, tr, d, tc);
+  const Seconds dequant = memory_bound_time(d, Bytes(lin.dequant_bytes));
+  BlockCompute out;
+  out.gemm_forward = lin.forward;
+  if (fused_kernels(tr.framework)) {
+    const Seconds ew_fwd = memory_bound_time(
+        d, Bytes(fused_elementwise_bytes(a, shape, tr, tc) + lin.lora_elementwise));
+    const Seconds softmax = memory_bound_time(d, Bytes(core.fused_softmax_bytes));
+    out.elementwise_forward = ew_fwd + dequant;
+    out.elementwise_backward = (ew_fwd + softmax) * tc.elementwise_backward_ratio + dequant;
+    out.attention_forward = core.forward + softmax;
+    const double gemms = dbl(static_cast<std::int64_t>(shape.linears.size()));
+    out.launches_forward = gemms + tc.fused_block_kernels;
+    out.launches_backward = 2.0 * gemms + tc.fused_block_kernels;
+  } else {
+    const BlockKernelWork kw = hf_block_kernel_work(a, shape, tr);
+    const double params = block_parameters_per_gpu(shape, tr.tp);
+    const KernelWork cast_f = autocast_weight_cast(params, tr, false);
+    const KernelWork cast_b = autocast_weight_cast(params, tr, true);
+    out.elementwise_forward = eager_elementwise_time(d, kw.forward + cast_f, tc) + dequant;
+    out.elementwise_backward = eager_elementwise_time(d, kw.backward + cast_b, tc) + dequant;
+    out.attention_forward = core.forward;
+    out.launches_forward = kw.forward_launches;
+    out.launches_backward = kw.backward_launches;
+  }
+  out.forward = lin.forward + out.elementwise_forward + out.attention_forward;
+  out.backward = lin.backward + core.backward + out.elementwise_backward;
   return out;
 }
 
@@ -332,36 +385,22 @@ EdgeCompute edge_compute(const model::Architecture& a, const model::Training& tr
   e.head_backward =
       gemm_time(d, T, a.hidden, v) + (trainable_head ? gemm_time(d, a.hidden, v, T) : Seconds(0.0));
   const Bytes loss(dbl(T) * dbl(v) * tc.loss_bytes_per_logit);
+  const Bytes loss_backward(dbl(T) * dbl(v) * tc.loss_backward_bytes_per_logit);
   e.head_forward += memory_bound_time(d, loss);
-  e.head_backward += memory_bound_time(d, loss);
+  e.head_backward += memory_bound_time(d, loss_backward);
   const Bytes lookup(dbl(T) * dbl(a.hidden) * c * tc.dropout_passes);
   e.embedding_forward = memory_bound_time(d, lookup);
   e.embedding_backward =
       trainable_head ? memory_bound_time(d, lookup * tc.elementwise_backward_ratio) : Seconds(0.0);
+  e.head_memory_bound = memory_bound_time(d, loss + loss_backward);
+  e.embedding_memory_bound = e.embedding_forward + e.embedding_backward;
+  const BlockKernelWork head = hf_edge_kernel_work(a, tr, false, true);
+  const BlockKernelWork embedding = hf_edge_kernel_work(a, tr, true, false);
+  e.head_launches_forward = head.forward_launches;
+  e.head_launches_backward = head.backward_launches;
+  e.embedding_launches_forward = embedding.forward_launches;
+  e.embedding_launches_backward = embedding.backward_launches;
   return e;
-}
-
-double optimizer_step_bytes(Optimizer o, Precision p) {
-  const double weights = param_bytes(p);  // master (mixed) or the weights themselves
-  const double grad =
-      is_mixed(p) ? 4.0 : param_bytes(p);  // fp32 main gradients under mixed precision
-  const double copy = is_mixed(p) ? compute_bytes(p) : 0.0;
-  const double base = 2.0 * weights + 2.0 * grad + copy;
-  switch (o) {
-    case Optimizer::adam:
-    case Optimizer::adamw:
-      return base + 2.0 * 2.0 * weights;  // m and v in the weights' dtype
-    case Optimizer::adamw_8bit:
-    case Optimizer::paged_adamw_8bit:
-      return base + 2.0 * 2.0 * 1.0;  // 8-bit m and v
-    case Optimizer::sgd:
-      return base;
-    case Optimizer::sgd_momentum:
-      return base + 2.0 * weights;
-    case Optimizer::adafactor:
-      return base + 2.0 * weights;  // the update tensor; factored moments are small
-  }
-  return base;
 }
 
 }  // namespace trainplan::planner

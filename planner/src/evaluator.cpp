@@ -8,6 +8,7 @@
 
 #include "trainplan/model/model_states.hpp"
 #include "trainplan/planner/fit.hpp"
+#include "trainplan/planner/optimizer_step.hpp"
 
 namespace trainplan::planner {
 namespace {
@@ -61,6 +62,31 @@ using hardware::Collective;
       return tc.megatron_overlap_grad_reduce;
   }
   return false;
+}
+
+// Host time to issue one micro-batch's kernels on one pipeline stage: forward (Python module code)
+// and backward (the autograd engine), with checkpointed blocks replayed from Python in backward.
+struct StageHost {
+  Seconds forward;
+  Seconds backward;
+  double kernels_forward = 0;
+  double kernels_backward = 0;
+};
+StageHost stage_host(const BlockCompute& blk, const EdgeCompute& edge, const model::Training& tr,
+                     double layers, bool first_stage, const TimeConventions& tc) {
+  const double emb_f = first_stage ? edge.embedding_launches_forward : 0.0;
+  const double emb_b = first_stage ? edge.embedding_launches_backward : 0.0;
+  const bool replays = recomputes_blocks(tr.checkpointing);
+  const Seconds block_rate = replays && tr.framework != Framework::megatron
+                                 ? tc.host_per_checkpointed_kernel
+                                 : tc.host_per_forward_kernel;
+  const double blocks_f = blk.launches_forward * layers;
+  const double replay = replays ? blocks_f : 0.0;
+  const double edges_f = edge.head_launches_forward + emb_f;
+  const double bwd = blk.launches_backward * layers + edge.head_launches_backward + emb_b;
+  return {block_rate * blocks_f + tc.host_per_forward_kernel * edges_f,
+          tc.host_per_backward_kernel * bwd + block_rate * replay, blocks_f + edges_f,
+          bwd + replay};
 }
 
 struct TermSink {
@@ -131,7 +157,8 @@ const LayerCompute& Evaluator::layer_compute(const model::Training& tr, const Sh
                             tr.quant_block,
                             tr.sequence_parallel,
                             tr.method == Method::full ? 0 : tr.lora.rank,
-                            tr.method == Method::full ? 0.0 : tr.lora.dropout};
+                            tr.method == Method::full ? 0.0 : tr.lora.dropout,
+                            tr.frozen_base_fp32};
   for (std::size_t i = 0; i < compute_cached_; ++i)
     if (compute_cache_[i].first == key) return compute_cache_[i].second;
   const ComputeDevice& d = device(tr.precision);
@@ -148,6 +175,9 @@ const LayerCompute& Evaluator::layer_compute(const model::Training& tr, const Sh
     b.attention_forward = b.attention_forward * we + dec.attention_forward * wd;
     b.gemm_forward = b.gemm_forward * we + dec.gemm_forward * wd;
     b.elementwise_forward = b.elementwise_forward * we + dec.elementwise_forward * wd;
+    b.elementwise_backward = b.elementwise_backward * we + dec.elementwise_backward * wd;
+    b.launches_forward = b.launches_forward * we + dec.launches_forward * wd;
+    b.launches_backward = b.launches_backward * we + dec.launches_backward * wd;
   }
   lc.edge = edge_compute(a_, tr, d, tc_);
   const std::size_t slot = compute_next_;
@@ -233,12 +263,23 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
   const Seconds layer_rec = recompute_layer + tp_rec * tp_expose;
   Seconds edges_mb = edge.head_forward + edge.head_backward;
   if (l.pp == 1) edges_mb += edge.embedding_forward + edge.embedding_backward;
-  const Seconds stage_fwd_mb = layer_fwd * layers_stage + edge.head_forward;
-  const Seconds stage_bwd_mb = (layer_bwd + layer_rec) * layers_stage + edge.head_backward;
-  out.stage_micro_batch =
-      (layer_fwd + layer_bwd + layer_rec) * layers_stage + edges_mb + tp_edge * tp_expose;
+  const StageHost host = stage_host(blk, edge, tr, layers_stage, l.pp == 1, tc_);
+  const Seconds gpu_fwd_mb = layer_fwd * layers_stage + edge.head_forward;
+  const Seconds gpu_bwd_mb = (layer_bwd + layer_rec) * layers_stage + edge.head_backward;
+  // Each phase takes the longer of its GPU work and the host's issuing of its kernels.
+  const Seconds host_fwd_ex = pos(host.forward - gpu_fwd_mb);
+  const Seconds host_bwd_ex = pos(host.backward - gpu_bwd_mb);
+  const Seconds stage_fwd_mb = gpu_fwd_mb + host_fwd_ex;
+  const Seconds stage_bwd_mb = gpu_bwd_mb + host_bwd_ex;
+  out.stage_micro_batch = (layer_fwd + layer_bwd + layer_rec) * layers_stage + edges_mb +
+                          tp_edge * tp_expose + host_fwd_ex + host_bwd_ex;
 
-  Seconds compute = (blk.forward + blk.backward) * (layers_stage * md) + edges_mb * md;
+  const Seconds memory_bound_mb =
+      (blk.elementwise_forward + blk.elementwise_backward) * layers_stage +
+      edge.head_memory_bound + (l.pp == 1 ? edge.embedding_memory_bound : Seconds(0.0));
+  Seconds compute = ((blk.forward + blk.backward) * layers_stage + edges_mb - memory_bound_mb) * md;
+  const Seconds memory_bound = memory_bound_mb * md;
+  const Seconds host_exposed = (host_fwd_ex + host_bwd_ex) * md;
   Seconds recompute = recompute_layer * (layers_stage * md);
   Seconds exposed;  // communication not hidden
 
@@ -418,8 +459,13 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
   Seconds optimizer;
   Seconds offload;
   if (tr.offload == Offload::none) {
-    optimizer =
-        memory_bound_time(d, Bytes(opt_params * optimizer_step_bytes(tr.optimizer, tr.precision)));
+    // Sharded or not, each rank steps a slice of every tensor it trains.
+    const double tensors = trainable_tensors(a_, sh.main, tr, layers_stage);
+    // A measured streaming bandwidth (profile) scales the datasheet's.
+    const BytesPerSecond hbm = d.hbm / tc_.hbm_efficiency;
+    const OptimizerStepTime step =
+        optimizer_step_time(tr, hbm, c_.gpu.peak.fp32, opt_params, tensors, tc_);
+    optimizer = step.kernels + step.host;
   } else {
     double rate = tc_.cpu_adam_params_per_s_per_node;
     if (profile_ != nullptr) {
@@ -473,12 +519,18 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
   // ---- Step --------------------------------------------------------------------------------
   TimeBreakdown& tb = out.time;
   tb.compute = compute;
+  tb.memory_bound = memory_bound;
+  tb.forward_phase = stage_fwd_mb * md;
+  tb.backward_phase = stage_bwd_mb * md;
+  tb.kernels_forward = host.kernels_forward * md;
+  tb.kernels_backward = host.kernels_backward * md;
+  tb.host = host_exposed;
   tb.recompute = recompute;
   tb.communication_exposed = exposed;
   tb.bubble = bubble;
   tb.optimizer = optimizer;
   tb.offload = offload;
-  tb.step = compute + recompute + exposed + bubble + optimizer + offload;
+  tb.step = compute + memory_bound + host_exposed + recompute + exposed + bubble + optimizer + offload;
 
   const double step = tb.step.value();
   const double tokens = dbl(out.global_batch) * dbl(tr.seq);

@@ -1,5 +1,7 @@
 #include "trainplan/planner/memory.hpp"
 
+#include "trainplan/planner/optimizer_step.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -117,6 +119,14 @@ void validate_training(const Architecture& a, const Training& tr) {
     throw InputError("--quant-block must be a power of two from 64 to 4096, as bitsandbytes takes (got " +
                      str(tr.quant_block) + ")");
   if (tr.ep < 1) throw InputError("--expert-parallel must be at least 1 (got " + str(tr.ep) + ")");
+  const bool cpu_step = tr.optimizer_impl == OptimizerImpl::deepspeed_cpu;
+  if (cpu_step && tr.offload == Offload::none)
+    throw InputError("--optimizer-impl deepspeed-cpu steps on the host: it needs --offload optimizer");
+  if (!cpu_step && tr.optimizer_impl != OptimizerImpl::framework_default &&
+      tr.offload != Offload::none)
+    throw InputError(std::string("--optimizer-impl ") + std::string(to_string(tr.optimizer_impl)) +
+                     " runs on the GPU, but --offload puts the optimizer on the host (use default "
+                     "or deepspeed-cpu)");
   if (tr.ep > 1 && !a.is_moe())
     throw InputError("--expert-parallel " + str(tr.ep) + ": model '" + a.name +
                      "' has no experts (it is not a mixture of experts)");
@@ -316,13 +326,10 @@ MemoryBreakdown memory(const Architecture& a, const model::ParameterCounts& n, c
   const Bytes bwd_act = grads_persist ? A : (A + g_start > G ? A : Bytes(0.0));
   const Bytes peak_bwd = base + fwd_bwd + persistent + bwd_grads + bwd_act;
 
-  // torch's foreach AdamW allocates sqrt(exp_avg_sq) for every parameter it steps (torch/optim/
-  // adamw.py _multi_tensor_adamw); fused, 8-bit, offloaded and framework-fused optimizers do not.
-  Bytes step_tmp;
-  const bool foreach_adam = tr.framework == Framework::pytorch && !tr.fused_optimizer &&
-                            tr.offload == Offload::none &&
-                            (tr.optimizer == Optimizer::adamw || tr.optimizer == Optimizer::adam);
-  if (foreach_adam) step_tmp = Bytes(param_bytes(tr.precision) * ms.optimizer_params);
+  // The step's own allocations (foreach Adam's sqrt(v) for every parameter, optimizer_step.hpp).
+  const double largest = static_cast<double>(std::max(a.vocab * a.hidden, a.hidden * a.intermediate)) /
+                         static_cast<double>(tr.tp);
+  const Bytes step_tmp = optimizer_step_transient(tr, ms.optimizer_params, largest);
   const Bytes peak_step = base + G + step_tmp + persistent;
 
   m.weights = ms.weights;

@@ -181,7 +181,7 @@ double Comparison::error_pct() const {
 bool Comparison::within_tolerance() const { return std::abs(error_pct()) <= tolerance_pct; }
 
 CaseResult validate_case(const ReferenceCase& c, const MemoryConventions& mc) {
-  CaseResult r{c.name, c.kind, c.file, c.source, {}};
+  CaseResult r{c.name, c.kind, c.file, c.source, {}, c.fitted_by};
   try {
     Predictor p(c, mc);
     for (const Measurement& m : c.measurements) {
@@ -205,7 +205,8 @@ CaseResult validate_case(const ReferenceCase& c, const MemoryConventions& mc) {
   return r;
 }
 
-Summary summarise(std::span<const CaseResult> results, std::optional<CaseKind> only) {
+Summary summarise(std::span<const CaseResult> results, std::optional<CaseKind> only,
+                  bool held_out_only) {
   Summary s;
   std::vector<double> all;
   struct Acc {
@@ -215,6 +216,7 @@ Summary summarise(std::span<const CaseResult> results, std::optional<CaseKind> o
   std::vector<Acc> per(EnumTable<Metric>::kEntries.size());
   for (const CaseResult& r : results) {
     if (only && r.kind != *only) continue;
+    if (held_out_only && !r.fitted_by.empty()) continue;
     ++s.cases;
     for (const Comparison& c : r.comparisons) {
       const double abs_e = std::abs(c.error_pct());
@@ -251,6 +253,7 @@ ValidationReport validate(std::span<const ReferenceCase> cases, const MemoryConv
   rep.all = summarise(rep.cases);
   rep.oracle = summarise(rep.cases, CaseKind::oracle);
   rep.measured = summarise(rep.cases, CaseKind::measured);
+  rep.held_out = summarise(rep.cases, CaseKind::measured, true);
   return rep;
 }
 

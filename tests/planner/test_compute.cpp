@@ -109,16 +109,5 @@ TEST(Compute, CausalFractionAndExpertTokens) {
   EXPECT_DOUBLE_EQ(model::dequant_bytes_per_weight(0.5625, 2.0), 2.5625);
 }
 
-// Optimizer traffic: AdamW under mixed precision reads and writes master, m, v (3 x 8), reads the
-// fp32 gradient twice (8) and writes the 16-bit copy (2).
-TEST(Compute, OptimizerStepBytes) {
-  EXPECT_DOUBLE_EQ(optimizer_step_bytes(Optimizer::adamw, Precision::bf16_mixed), 34.0);
-  EXPECT_DOUBLE_EQ(optimizer_step_bytes(Optimizer::sgd, Precision::bf16_mixed), 18.0);
-  EXPECT_LT(optimizer_step_bytes(Optimizer::adamw_8bit, Precision::bf16_mixed),
-            optimizer_step_bytes(Optimizer::adamw, Precision::bf16_mixed));
-  EXPECT_DOUBLE_EQ(optimizer_step_bytes(Optimizer::adamw, Precision::bf16_true),
-                   2 * 2 + 2 * 2 + 2 * 2 * 2);
-}
-
 }  // namespace
 }  // namespace trainplan::planner

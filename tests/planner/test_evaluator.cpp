@@ -69,7 +69,8 @@ TEST(Evaluator, StepIsTheSumOfItsPartsAndExposureNeverExceedsTime) {
     const TimeBreakdown& t = e.time;
     EXPECT_NEAR(
         t.step.value(),
-        (t.compute + t.recompute + t.communication_exposed + t.bubble + t.optimizer + t.offload)
+        (t.compute + t.memory_bound + t.host + t.recompute + t.communication_exposed + t.bubble +
+         t.optimizer + t.offload)
             .value(),
         1e-12 * t.step.value());
     Seconds exposed;
@@ -280,7 +281,8 @@ TEST(Evaluator, CheckpointOffloadIsNotModelledForMegatron) {
   }
 }
 
-// A measured profile replaces the datasheet: a slower HBM makes the optimizer step slower.
+// A measured profile replaces the datasheet: a slower HBM makes the optimizer step slower (its
+// kernels twice as long; the host's per-tensor work, 2 % of the step here, stays).
 TEST(Evaluator, AProfileOverridesTheDatasheet) {
   const model::Architecture a = catalog().resolve_model("llama-2-7b").arch;
   const model::ParameterCounts n = model::count_parameters(a);
@@ -291,7 +293,7 @@ TEST(Evaluator, AProfileOverridesTheDatasheet) {
   tr.strategy = Strategy::ddp;
   const Estimate datasheet = Evaluator(a, n, c).estimate(tr);
   const Estimate measured = Evaluator(a, n, c, &p).estimate(tr);
-  EXPECT_NEAR(measured.time.optimizer / datasheet.time.optimizer, 2.0, 0.01);
+  EXPECT_NEAR(measured.time.optimizer / datasheet.time.optimizer, 2.0, 0.03);
 }
 
 TEST(Evaluator, ImpossibleDegreesAreInputErrorsNamingTheInput) {

@@ -143,19 +143,45 @@ TEST(MeasuredRuns, MemoryWithinTheIssuesTolerances) {
   }
 }
 
-TEST(MeasuredRuns, StepTimesArePredicted) {
-  // Reported, not yet held to a band: the time model is being built. Every case must evaluate.
-  std::size_t seen = 0;
-  for (const CaseResult& r : report().cases) {
-    for (const Comparison& c : r.comparisons) {
-      if (c.metric != Metric::step_time) continue;
+// Step times by source, held to the bands the time-model issue sets: Korthikanti et al. 2022
+// Table 5 median at most 5 %, Megatron-LM 2021 Table 1 median at most 10 %, the H200 runs
+// (tools/measure on one H200) median at most 10 % and max at most 25 %, over all 18 and over the
+// 14 that no constant was fitted on. Every value is also within the tolerance its file states.
+struct StepBand {
+  std::string file_suffix;
+  std::size_t cases;
+  double median_pct;
+  double max_pct;
+  bool held_out_only;
+};
+
+TEST(MeasuredRuns, StepTimesWithinTheIssuesBands) {
+  const std::vector<StepBand> bands = {
+      {"korthikanti-2022-table5.json", 8, 5.0, 10.0, false},
+      {"megatron-2021-weak-scaling.json", 10, 10.0, 15.0, false},
+      {"measured-h200.json", 18, 10.0, 25.0, false},
+      {"measured-h200.json", 14, 10.0, 25.0, true},
+  };
+  for (const StepBand& b : bands) {
+    std::vector<double> errors;
+    for (const CaseResult& r : report().cases) {
+      if (!r.file.ends_with(b.file_suffix)) continue;
+      if (b.held_out_only && !r.fitted_by.empty()) continue;
       SCOPED_TRACE(trace(r));
-      ++seen;
-      EXPECT_TRUE(std::isfinite(c.predicted) && c.predicted > 0.0) << describe(c);
-      std::cout << "  " << r.name << ": " << describe(c) << "\n";
+      for (const Comparison& c : r.comparisons) {
+        if (c.metric != Metric::step_time) continue;
+        errors.push_back(std::abs(c.error_pct()));
+        EXPECT_TRUE(c.within_tolerance()) << describe(c);
+        std::cout << "  " << r.name << ": " << describe(c) << "\n";
+      }
     }
+    ASSERT_EQ(errors.size(), b.cases) << b.file_suffix;
+    std::sort(errors.begin(), errors.end());
+    const std::size_t n = errors.size();
+    const double median = n % 2 ? errors[n / 2] : 0.5 * (errors[n / 2 - 1] + errors[n / 2]);
+    EXPECT_LE(median, b.median_pct) << b.file_suffix << (b.held_out_only ? " (held out)" : "");
+    EXPECT_LE(errors.back(), b.max_pct) << b.file_suffix;
   }
-  EXPECT_EQ(seen, 18u);  // 10 Megatron 2021 rows, 8 Korthikanti 2022 rows
 }
 
 TEST(Validate, OracleMedianErrorAtMostFivePercent) {
@@ -193,13 +219,15 @@ TEST(Summary, MedianMaxWorstPerMetricAndKind) {
            CaseKind::oracle,
            "a.json",
            "src",
-           {cmp(Metric::parameters, 100, 100, 0), cmp(Metric::flops_forward, 100, 102, 0)}};
+           {cmp(Metric::parameters, 100, 100, 0), cmp(Metric::flops_forward, 100, 102, 0)},
+           ""};
   rs[1] = {"b",
            CaseKind::oracle,
            "b.json",
            "src",
-           {cmp(Metric::parameters, 100, 96, 0), cmp(Metric::flops_forward, 100, 101, 0)}};
-  rs[2] = {"c", CaseKind::measured, "c.json", "src", {cmp(Metric::peak_allocated, 10, 13, 15)}};
+           {cmp(Metric::parameters, 100, 96, 0), cmp(Metric::flops_forward, 100, 101, 0)},
+           ""};
+  rs[2] = {"c", CaseKind::measured, "c.json", "src", {cmp(Metric::peak_allocated, 10, 13, 15)}, ""};
   const planner::Summary all = planner::summarise(rs);
   EXPECT_EQ(all.cases, 3u);
   EXPECT_EQ(all.compared, 5u);

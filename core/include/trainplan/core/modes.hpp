@@ -21,6 +21,12 @@ enum class Offload { none, optimizer, optimizer_params };
 enum class Quant { nf4, nf4_dq, fp4, int8 };
 enum class FsdpWrap { block, none };
 enum class Framework { pytorch, deepspeed, megatron };
+// How the optimizer step runs (Adam-family, SGD): `default` is what the framework does unasked:
+// torch.optim on CUDA picks foreach (torch/optim/optimizer.py _default_to_fused_or_foreach),
+// DeepSpeed its FusedAdam (or DeepSpeedCPUAdam with an offloaded optimizer), Megatron apex/TE fused
+// Adam. foreach: torch's multi-tensor ops, one list op per formula step; fused: torch's
+// AdamW(fused=True) single kernel; for-loop: torch's per-parameter path (foreach=False).
+enum class OptimizerImpl { framework_default, foreach, fused, for_loop, deepspeed_fused, deepspeed_cpu };
 
 template <>
 struct EnumTable<Method> {
@@ -101,6 +107,17 @@ struct EnumTable<FsdpWrap> {
   static constexpr std::string_view kWhat = "FSDP wrap policy";
   static constexpr std::array kEntries{std::pair{FsdpWrap::block, std::string_view{"block"}},
                                        std::pair{FsdpWrap::none, std::string_view{"none"}}};
+};
+template <>
+struct EnumTable<OptimizerImpl> {
+  static constexpr std::string_view kWhat = "optimizer implementation";
+  static constexpr std::array kEntries{
+      std::pair{OptimizerImpl::framework_default, std::string_view{"default"}},
+      std::pair{OptimizerImpl::foreach, std::string_view{"foreach"}},
+      std::pair{OptimizerImpl::fused, std::string_view{"fused"}},
+      std::pair{OptimizerImpl::for_loop, std::string_view{"for-loop"}},
+      std::pair{OptimizerImpl::deepspeed_fused, std::string_view{"deepspeed-fused"}},
+      std::pair{OptimizerImpl::deepspeed_cpu, std::string_view{"deepspeed-cpu"}}};
 };
 template <>
 struct EnumTable<Framework> {
@@ -227,6 +244,19 @@ struct EnumTable<Framework> {
     case Strategy::fsdp_hybrid: return "FSDP hybrid-shard";
   }
   return "?";
+}
+
+// The implementation that runs: `default` resolved for the framework and the offload.
+[[nodiscard]] constexpr OptimizerImpl resolved_optimizer_impl(OptimizerImpl impl, Framework f,
+                                                              Offload o) {
+  if (impl != OptimizerImpl::framework_default) return impl;
+  if (o != Offload::none) return OptimizerImpl::deepspeed_cpu;
+  switch (f) {
+    case Framework::pytorch: return OptimizerImpl::foreach;
+    case Framework::deepspeed: return OptimizerImpl::deepspeed_fused;
+    case Framework::megatron: return OptimizerImpl::fused;
+  }
+  return OptimizerImpl::foreach;
 }
 
 [[nodiscard]] constexpr bool is_quantized(Method m) { return m == Method::qlora; }

@@ -31,12 +31,15 @@ struct Training {
   FsdpWrap fsdp_wrap = FsdpWrap::block;
   Framework framework = Framework::pytorch;
   bool zero_init = true;        // DeepSpeed zero.Init: ZeRO-3 never materialises the full model on CPU
-  bool fused_optimizer = false;  // torch AdamW(fused=True) avoids the foreach step temporary
+  OptimizerImpl optimizer_impl = OptimizerImpl::framework_default;
   // Adapters under mixed precision: keep the frozen base in fp32 (litgpt's bf16-mixed autocasts an
   // fp32 model) instead of the 16-bit compute dtype (Hugging Face + PEFT practice).
   bool frozen_base_fp32 = false;
 
   [[nodiscard]] std::int64_t tokens_per_micro_batch() const { return seq * micro_batch; }
+  [[nodiscard]] OptimizerImpl optimizer_implementation() const {
+    return resolved_optimizer_impl(optimizer_impl, framework, offload);
+  }
 };
 
 }  // namespace trainplan::model

@@ -28,6 +28,7 @@ struct ComputeDevice {
   double k0 = 64.0;
   BytesPerSecond hbm;          // achieved streaming bandwidth
   double element_bytes = 2.0;  // bytes of the matmul dtype
+  double unaligned_efficiency = 1.0;  // share kept by a GEMM with a dimension off 16-byte alignment
   double flash_fwd_efficiency = 0.0;
   double flash_bwd_efficiency = 0.0;
   double flash_seq_half = 0.0;
@@ -79,6 +80,9 @@ struct BlockCompute {
   Seconds attention_forward;    // the attention core (what selective checkpointing recomputes)
   Seconds gemm_forward;         // of forward: the linear layers' GEMMs
   Seconds elementwise_forward;  // of forward: memory-bound work (incl. QLoRA dequantization)
+  Seconds elementwise_backward;  // of backward: memory-bound work
+  double launches_forward = 0;   // kernels launched by forward (what the host must issue)
+  double launches_backward = 0;  // kernels launched by backward
   [[nodiscard]] Seconds recompute(Checkpointing c) const {
     switch (c) {
       case Checkpointing::none:
@@ -104,15 +108,19 @@ struct EdgeCompute {
   Seconds head_backward;
   Seconds embedding_forward;
   Seconds embedding_backward;
+  Seconds head_memory_bound;       // of head forward + backward: the loss over the vocabulary
+  Seconds embedding_memory_bound;  // of embedding forward + backward
+  // Kernels launched, forward and backward: the final norm, head and loss (last stage), and the
+  // embedding (first stage).
+  double head_launches_forward = 0;
+  double head_launches_backward = 0;
+  double embedding_launches_forward = 0;
+  double embedding_launches_backward = 0;
 };
 
 [[nodiscard]] EdgeCompute edge_compute(const model::Architecture& a, const model::Training& tr,
                                        const ComputeDevice& d, const TimeConventions& tc);
 
-// Bytes one optimizer step reads and writes per parameter: every state element (fp32 master or
-// 16-bit weights, moments) read and written once, the gradient read twice (norm for clipping, then
-// the update), and under mixed precision the 16-bit working copy written back (reference
-// calibration.md 2.6: Adam moves 16-20 B/param beyond the weights).
-[[nodiscard]] double optimizer_step_bytes(Optimizer o, Precision p);
+
 
 }  // namespace trainplan::planner

@@ -21,12 +21,22 @@ namespace trainplan::planner {
 
 struct TimeBreakdown {
   Seconds step;                     // one optimizer step, all micro-batches
-  Seconds compute;                  // forward + backward matmuls, attention and memory-bound work
-  Seconds recompute;                // activation checkpointing
+  Seconds compute;                  // forward + backward matmuls and attention kernels
+  Seconds memory_bound;             // forward + backward elementwise, cast, copy, norm, loss kernels
+  Seconds host;                     // host work (kernel issue) the GPU waits for
+  Seconds recompute;                // activation checkpointing (GPU)
   Seconds communication_exposed;    // communication not hidden behind compute
   Seconds bubble;                   // pipeline fill and drain
-  Seconds optimizer;                // optimizer step (GPU, or CPU when offloaded)
+  Seconds optimizer;                // optimizer step: kernels and host work (or CPU when offloaded)
   Seconds offload;                  // exposed PCIe transfers of offloading
+  // The same step by phase, as a profiler with synchronisation between phases sees it (slowest
+  // pipeline stage, all micro-batches, communication excluded): forward and backward (with its
+  // recomputation), each the longer of its GPU work and its host work.
+  Seconds forward_phase;
+  Seconds backward_phase;
+  // Kernels launched per step: forward, and backward with its recomputation.
+  double kernels_forward = 0;
+  double kernels_backward = 0;
 };
 
 // Communication of one kind of collective on one link tier, per GPU per optimizer step.

@@ -104,6 +104,7 @@ struct LayerComputeKey {
   bool sequence_parallel = false;
   std::int64_t lora_rank = 0;
   double lora_dropout = 0.0;
+  bool frozen_base_fp32 = false;  // autocast casts an fp32 frozen base every forward
   friend bool operator==(const LayerComputeKey&, const LayerComputeKey&) = default;
 };
 struct LayerCompute {

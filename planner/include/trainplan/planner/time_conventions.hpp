@@ -22,6 +22,10 @@ struct TimeConventions {
   // Training GEMMs (NT/TN layouts, bias and activation epilogues, framework overhead) land 5-20 %
   // below the best-shape maximum (reference calibration.md 2.4): the middle of that range.
   double training_gemm_fraction = 0.90;
+  // A GEMM with a dimension that is not a multiple of 16 bytes (GPT-2's vocabulary of 50,257)
+  // keeps this share of the aligned efficiency. Fitted on the GPT-2-XL H200 step profile's GEMM
+  // time (data/measurements/h200-2026-11-26/step-profile.json); GPT-2 and GPT-2-medium held out.
+  double unaligned_gemm_efficiency = 0.3;
   // Tile of a typical cuBLAS kernel for tile and wave quantization (NVIDIA Matrix Multiplication
   // Background User's Guide 3.1-3.2; reference calibration.md 2.4: 128 x 128 typical).
   int gemm_tile_m = 128;
@@ -34,33 +38,36 @@ struct TimeConventions {
   // Achieved fraction of the HBM datasheet bandwidth by streaming kernels (calibration.md 2.6:
   // 0.8-0.9 for large copies; SimuMax's H100 starter config uses 0.85).
   double hbm_efficiency = 0.85;
+  // Eager PyTorch elementwise kernels (Hugging Face blocks, op by op) reach this fraction of the
+  // streaming bandwidth above: many run on non-contiguous views (rotary on transposed heads) with
+  // the unvectorised strided kernel, and small ones never reach full occupancy. Each such kernel
+  // also takes at least kernel_floor on the GPU. Fitted on the H200 step profiles' memory-bound
+  // kernel time (fit and held-out runs: data/reference/measured-h200-step-profile.json).
+  double eager_elementwise_efficiency = 0.62;
+  Seconds kernel_floor = Seconds(2.4e-6);
   // Backward of elementwise work (norms, activations, dropout, softmax) over its forward traffic:
   // each backward reads the saved input and the incoming gradient and writes one gradient, where
   // forward read one tensor and wrote one (3 vs 2 passes).
   double elementwise_backward_ratio = 1.5;
-  // Passes over an activation tensor (one read or one write each) of the elementwise ops of a
-  // block. Fused (Megatron: apex fused LayerNorm, fused bias-GeLU, bias-dropout-add, scaled masked
-  // softmax; Shoeybi et al. 2019 and Korthikanti et al. 2022 Sec. 5) vs Hugging Face eager modules,
-  // one kernel per torch op (counted from LlamaRMSNorm, LlamaMLP and apply_rotary_pos_emb).
+  // Passes over an activation tensor (one read or one write each) of Megatron's fused elementwise
+  // kernels (apex fused LayerNorm, fused bias-GeLU, bias-dropout-add, scaled masked softmax;
+  // Shoeybi et al. 2019 and Korthikanti et al. 2022 Sec. 5). Hugging Face blocks in eager PyTorch
+  // are accounted op by op instead (kernel_work.hpp).
   double fused_norm_passes = 2.0;        // read x, write y
-  double eager_norm_passes = 7.0;        // cast, pow, mean, rsqrt-mul, weight-mul: 7 reads+writes
   double fused_residual_passes = 3.0;    // bias-dropout-add: read x and residual, write sum
   double eager_residual_passes = 3.0;    // add: read two, write one
   double dropout_passes = 2.0;           // plus a 1-byte mask written
   double fused_activation_passes = 2.0;  // bias-GeLU: read, write
-  double eager_gated_activation_passes = 5.0;  // act(gate): 2; act * up: 3
-  double eager_activation_passes = 2.0;
-  double gelu_new_passes = 10.0;      // HF NewGELUActivation: tanh composite, ~5 ops
-  double rotary_passes = 8.0;         // q and k: x*cos, rotate_half, *sin, add
   double fused_softmax_passes = 2.0;  // scale, mask and softmax in one kernel, 16-bit in and out
-  // HF eager attention: mask add (3 passes of the 16-bit scores), softmax to fp32 and back
-  // (read 2 + write 4, read 4 + write 2 bytes per score).
-  double eager_mask_passes = 3.0;
-  double eager_softmax_bytes_per_score = 12.0;
-  // Cross-entropy per logit and direction: the fp32 upcast (read 2, write 4), log-softmax (read 4,
-  // write 4) in forward; its gradient and the cast back in backward (Megatron's vocab-parallel
-  // cross entropy and torch.nn.functional.cross_entropy both work in fp32).
+  // Kernels of a Megatron block beyond its GEMMs: two fused norms, two bias-dropout-adds, the
+  // activation, rotary, the attention (or softmax) kernel and its projections' reshapes.
+  double fused_block_kernels = 10.0;
+  // Cross-entropy per logit: forward, the fp32 upcast (read 2, write 4) and log-softmax (read 4,
+  // write 4); backward, nll_loss's gradient (zero-filled, write 4), log-softmax's (read 4 + 4,
+  // write 4) and the cast back (read 4, write 2). Megatron's vocab-parallel cross entropy and
+  // torch.nn.functional.cross_entropy (transformers' ForCausalLMLoss upcasts) both work in fp32.
   double loss_bytes_per_logit = 14.0;
+  double loss_backward_bytes_per_logit = 22.0;
 
   // ---- Fused attention kernels (FlashAttention, cuDNN/efficient SDPA) ----------------------
   // Fraction of the dense peak at long sequences, forward and backward (SimuMax H100 starter
@@ -112,6 +119,39 @@ struct TimeConventions {
   // Fraction of tensor-parallel communication hidden behind compute (0: all exposed; async-TP
   // reached 1.04-1.16x speed-ups in torchtitan, throughput.md 5.5 - not the default anywhere).
   double tp_overlap = 0.0;
+
+  // ---- Host: issuing kernels from eager PyTorch -----------------------------------------------
+  // CPU time per kernel the host spends in forward (Python module code of the Hugging Face block,
+  // the dispatcher, autograd recording, the launch), in backward (the autograd engine in C++), and
+  // per kernel of a block under torch.utils.checkpoint (non-reentrant: a Python pack hook per saved
+  // tensor in forward, the replay driven from Python in backward). A phase takes the longer of its
+  // GPU work and its host work. Fitted on phases of the H200 step profiles that the host bounds
+  // (Llama-3.1-8B LoRA forward and backward, Llama-2-7B checkpointed forward; the others held out:
+  // data/reference/measured-h200-step-profile.json) with this project's kernel counts; a faster or
+  // slower CPU moves them.
+  Seconds host_per_forward_kernel = Seconds(32e-6);
+  Seconds host_per_backward_kernel = Seconds(31e-6);
+  Seconds host_per_checkpointed_kernel = Seconds(64e-6);
+  // Per parameter tensor, the Python work of one optimizer step before its kernels run
+  // (torch.optim's _init_group and the per-tensor step bookkeeping): foreach and per-tensor
+  // loops vs the fused kernel. Fitted on the same step profiles (optimizer phase minus its kernels).
+  Seconds optimizer_host_per_tensor = Seconds(24e-6);
+  Seconds fused_optimizer_host_per_tensor = Seconds(9e-6);
+  // Kernels the per-parameter loop launches per tensor (torch _single_tensor_adam: weight decay,
+  // lerp, mul, addcmul, sqrt, divide, add, addcdiv).
+  double for_loop_kernels_per_tensor = 8.0;
+
+  // ---- Optimizer kernels ---------------------------------------------------------------------
+  // Achieved fraction of the HBM datasheet bandwidth by torch's multi_tensor_apply kernels
+  // (foreach ops, fused AdamW), by element width: 16-bit streams reach less than fp32 ones. Fitted
+  // on foreach AdamW of the H200 step profiles (Llama-2-7B bf16: 42 B x 6.74 G in 83.9 ms; TinyLlama
+  // fp32: 84 B x 1.10 G in 23.4 ms); the fused runs are held out.
+  double multi_tensor_bandwidth_fp32 = 0.82;
+  double multi_tensor_bandwidth_16bit = 0.70;
+  // Arithmetic of the fused AdamW kernel per element (fp32 math, bias corrections, sqrt, divide),
+  // in fp32 FLOPs at the GPU's non-tensor fp32 peak: what the fused step takes beyond its bytes.
+  // Fitted on the fused runs' residual over their bytes (~1 ps per element on the H200).
+  double fused_adam_flops_per_element = 60.0;
 
   // ---- Optimizer and offload ----------------------------------------------------------------
   // DeepSpeed CPU-Adam: 11.6 B parameters in 8.2 s on one node (deepspeedai/DeepSpeed PR #735).

@@ -62,6 +62,9 @@ struct ReferenceCase {
   std::string file;    // the file it was read from, for messages
   std::string source;  // document, table, row
   std::string note;
+  // Non-empty when constants of the model were fitted on this case (what was fitted): its errors
+  // are not evidence, and the held-out summary leaves it out.
+  std::string fitted_by;
   model::Architecture arch;
   hardware::Cluster cluster;  // oracle cases: one GPU of no particular kind (they ran on CPU)
   model::Training training;
@@ -87,6 +90,7 @@ struct CaseResult {
   std::string file;
   std::string source;
   std::vector<Comparison> comparisons;
+  std::string fitted_by;  // as in ReferenceCase
 };
 
 struct MetricSummary {
@@ -112,6 +116,7 @@ struct ValidationReport {
   Summary all;
   Summary oracle;
   Summary measured;
+  Summary held_out;  // measured cases no constant was fitted on
 };
 
 // Predicts every measurement of the case. Throws InputError naming the case and its file when its
@@ -120,7 +125,8 @@ struct ValidationReport {
 
 // Summary of results, optionally of one kind only. Medians of an even count average the middle two.
 [[nodiscard]] Summary summarise(std::span<const CaseResult> results,
-                                std::optional<CaseKind> only = std::nullopt);
+                                std::optional<CaseKind> only = std::nullopt,
+                                bool held_out_only = false);
 
 [[nodiscard]] ValidationReport validate(std::span<const ReferenceCase> cases,
                                         const MemoryConventions& mc = {});

@@ -1,0 +1,144 @@
+#include "trainplan/planner/optimizer_step.hpp"
+
+#include <algorithm>
+
+#include "trainplan/planner/compute.hpp"
+
+namespace trainplan::planner {
+namespace {
+
+constexpr double kFp32 = 4.0;
+
+// Bytes of the stepped weights and moments, and of the gradient the step reads.
+struct StepDtypes {
+  double state;
+  double grad;
+  double copy;  // a 16-bit copy written after the fp32 master update (0 when the model is fp32)
+};
+
+StepDtypes step_dtypes(const model::Training& tr) {
+  const double w = param_bytes(tr.precision);
+  switch (tr.framework) {
+    case Framework::pytorch:
+      // Autocast trains an fp32 model: weights, gradients and moments all in the parameter dtype.
+      return {w, w, 0.0};
+    case Framework::deepspeed:
+    case Framework::megatron:
+      // fp32 master weights and main gradients beside the 16-bit model.
+      return {w, is_mixed(tr.precision) ? kFp32 : w,
+              is_mixed(tr.precision) ? kFp32 + compute_bytes(tr.precision) : 0.0};
+  }
+  return {w, w, 0.0};
+}
+
+bool is_adam(Optimizer o) { return o == Optimizer::adam || o == Optimizer::adamw; }
+
+bool fused_kernel(OptimizerImpl impl) {
+  switch (impl) {
+    case OptimizerImpl::fused:
+    case OptimizerImpl::deepspeed_fused:
+      return true;
+    case OptimizerImpl::framework_default:
+    case OptimizerImpl::foreach:
+    case OptimizerImpl::for_loop:
+    case OptimizerImpl::deepspeed_cpu:
+      return false;
+  }
+  return false;
+}
+
+}  // namespace
+
+double optimizer_step_bytes(const model::Training& tr) {
+  const StepDtypes d = step_dtypes(tr);
+  const double w = d.state;
+  const double g = d.grad;
+  const OptimizerImpl impl = tr.optimizer_implementation();
+  if (impl == OptimizerImpl::deepspeed_cpu) return 0.0;  // the step runs on the host
+  switch (tr.optimizer) {
+    case Optimizer::adam:
+    case Optimizer::adamw:
+      if (fused_kernel(impl)) return 6.0 * w + g + d.copy;
+      return 18.0 * w + 3.0 * g + d.copy;
+    case Optimizer::adamw_8bit:
+    case Optimizer::paged_adamw_8bit:
+      // bitsandbytes' fused 8-bit kernel: weights and gradient once each way, 1-byte moments.
+      return 2.0 * w + g + 4.0 * 1.0 + d.copy;
+    case Optimizer::sgd:
+      return 2.0 * w + 2.0 * g + d.copy;
+    case Optimizer::sgd_momentum:
+      return 4.0 * w + 2.0 * g + d.copy;
+    case Optimizer::adafactor:
+      return 4.0 * w + 2.0 * g + d.copy;  // the update tensor; factored moments are small
+  }
+  return 2.0 * w + 2.0 * g + d.copy;
+}
+
+Bytes optimizer_step_transient(const model::Training& tr, double stepped_params,
+                               double largest_tensor) {
+  if (!is_adam(tr.optimizer)) return Bytes(0.0);
+  const double w = step_dtypes(tr).state;
+  switch (tr.optimizer_implementation()) {
+    case OptimizerImpl::foreach:
+      return Bytes(w * stepped_params);
+    case OptimizerImpl::for_loop:
+      return Bytes(w * std::min(largest_tensor, stepped_params));
+    case OptimizerImpl::framework_default:
+    case OptimizerImpl::fused:
+    case OptimizerImpl::deepspeed_fused:
+    case OptimizerImpl::deepspeed_cpu:
+      return Bytes(0.0);
+  }
+  return Bytes(0.0);
+}
+
+double trainable_tensors(const model::Architecture& a, const BlockShape& block,
+                         const model::Training& tr, double layers) {
+  if (tr.method != Method::full) {
+    double adapted = 0.0;
+    for (std::size_t i = 0; i < block.linears.size(); ++i)
+      if (block.adapted[i]) adapted += static_cast<double>(block.linears[i].copies);
+    return 2.0 * adapted * layers;
+  }
+  double per_block = 0.0;
+  for (const model::Linear& l : block.linears)
+    per_block += static_cast<double>(l.copies) * (l.bias ? 2.0 : 1.0);
+  const double norm_tensors = a.norm == model::NormKind::layernorm ? 2.0 : 1.0;
+  per_block += norm_tensors * a.norms_per_layer;
+  const double edges = 1.0 + (a.position == model::PositionKind::learned ? 1.0 : 0.0) +
+                       (a.final_norm ? norm_tensors : 0.0) + (a.tie_embeddings ? 0.0 : 1.0);
+  return per_block * layers + edges;
+}
+
+OptimizerStepTime optimizer_step_time(const model::Training& tr, BytesPerSecond hbm,
+                                      double fp32_tflops, double params, double tensors,
+                                      const TimeConventions& tc) {
+  OptimizerStepTime out;
+  const double bytes = params * optimizer_step_bytes(tr);
+  const double fraction = step_dtypes(tr).state < kFp32 ? tc.multi_tensor_bandwidth_16bit
+                                                        : tc.multi_tensor_bandwidth_fp32;
+  if (bytes > 0.0) out.kernels = Bytes(bytes) / (hbm * fraction);
+  const OptimizerImpl impl = tr.optimizer_implementation();
+  if (fused_kernel(impl) && is_adam(tr.optimizer) && fp32_tflops > 0.0)
+    out.kernels += Seconds(params * tc.fused_adam_flops_per_element / (fp32_tflops * 1e12));
+  switch (impl) {
+    case OptimizerImpl::foreach:
+      out.host = tc.optimizer_host_per_tensor * tensors;
+      break;
+    case OptimizerImpl::fused:
+      out.host = tc.fused_optimizer_host_per_tensor * tensors;
+      break;
+    case OptimizerImpl::for_loop:
+      // One launch per formula step per tensor, each issued from Python.
+      out.host = tc.optimizer_host_per_tensor * tensors +
+                 tc.host_per_forward_kernel * (tensors * tc.for_loop_kernels_per_tensor);
+      break;
+    case OptimizerImpl::framework_default:
+    case OptimizerImpl::deepspeed_fused:  // one flat fp32 partition per parameter group
+    case OptimizerImpl::deepspeed_cpu:
+      break;
+  }
+  return out;
+}
+
+}  // namespace trainplan::planner
