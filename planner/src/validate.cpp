@@ -47,14 +47,17 @@ Bytes saved_per_layer(const model::Architecture& a, const model::Training& tr, i
 }
 
 struct Predictor {
-  Predictor(const ReferenceCase& rc, const MemoryConventions& conventions)
+  Predictor(const ReferenceCase& rc, const MemoryConventions& conventions,
+            const hardware::HardwareProfile* hw)
       : c(rc),
         mc(conventions),
+        profile(hw != nullptr && profile_applies(*hw, rc.cluster.gpu) ? hw : nullptr),
         n(model::count_parameters(rc.arch)),
         layout(make_layout(rc.arch, rc.training, rc.cluster)) {}
 
   const ReferenceCase& c;
   const MemoryConventions& mc;
+  const hardware::HardwareProfile* profile;
   model::ParameterCounts n;
   Layout layout;
   std::optional<MemoryBreakdown> mem;
@@ -101,7 +104,7 @@ struct Predictor {
         return memory_breakdown().device_total.value();
       case Metric::step_time:
       case Metric::tokens_per_s:
-        if (!estimate) estimate = evaluate(a, n, tr, c.cluster, nullptr, mc);
+        if (!estimate) estimate = evaluate(a, n, tr, c.cluster, profile, mc);
         return m.metric == Metric::step_time ? estimate->time.step.value()
                                              : estimate->throughput.tokens_per_s;
     }
@@ -180,10 +183,17 @@ double Comparison::error_pct() const {
 
 bool Comparison::within_tolerance() const { return std::abs(error_pct()) <= tolerance_pct; }
 
-CaseResult validate_case(const ReferenceCase& c, const MemoryConventions& mc) {
+bool profile_applies(const hardware::HardwareProfile& p, const hardware::GpuSpec& g) {
+  if (!p.provenance.gpu) return true;
+  const std::string model = g.name.substr(0, g.name.find('-'));
+  return !model.empty() && p.provenance.gpu->find(model) != std::string::npos;
+}
+
+CaseResult validate_case(const ReferenceCase& c, const MemoryConventions& mc,
+                         const hardware::HardwareProfile* profile) {
   CaseResult r{c.name, c.kind, c.file, c.source, {}, c.fitted_by};
   try {
-    Predictor p(c, mc);
+    Predictor p(c, mc, profile);
     for (const Measurement& m : c.measurements) {
       Comparison cmp;
       cmp.metric = m.metric;
@@ -246,10 +256,11 @@ Summary summarise(std::span<const CaseResult> results, std::optional<CaseKind> o
   return s;
 }
 
-ValidationReport validate(std::span<const ReferenceCase> cases, const MemoryConventions& mc) {
+ValidationReport validate(std::span<const ReferenceCase> cases, const MemoryConventions& mc,
+                          const hardware::HardwareProfile* profile) {
   ValidationReport rep;
   rep.cases.reserve(cases.size());
-  for (const ReferenceCase& c : cases) rep.cases.push_back(validate_case(c, mc));
+  for (const ReferenceCase& c : cases) rep.cases.push_back(validate_case(c, mc, profile));
   rep.all = summarise(rep.cases);
   rep.oracle = summarise(rep.cases, CaseKind::oracle);
   rep.measured = summarise(rep.cases, CaseKind::measured);

@@ -11,6 +11,7 @@
 
 #include "trainplan/core/enum_table.hpp"
 #include "trainplan/hardware/gpu.hpp"
+#include "trainplan/hardware/profile.hpp"
 #include "trainplan/model/architecture.hpp"
 #include "trainplan/model/training.hpp"
 #include "trainplan/planner/memory.hpp"
@@ -121,7 +122,10 @@ struct ValidationReport {
 
 // Predicts every measurement of the case. Throws InputError naming the case and its file when its
 // configuration is impossible (e.g. a parallel degree that does not divide the cluster).
-[[nodiscard]] CaseResult validate_case(const ReferenceCase& c, const MemoryConventions& mc = {});
+// With a hardware profile, cases on the GPU the profile was measured on are predicted with it
+// (profile_applies); the others with the datasheet.
+[[nodiscard]] CaseResult validate_case(const ReferenceCase& c, const MemoryConventions& mc = {},
+                                       const hardware::HardwareProfile* profile = nullptr);
 
 // Summary of results, optionally of one kind only. Medians of an even count average the middle two.
 [[nodiscard]] Summary summarise(std::span<const CaseResult> results,
@@ -129,7 +133,13 @@ struct ValidationReport {
                                 bool held_out_only = false);
 
 [[nodiscard]] ValidationReport validate(std::span<const ReferenceCase> cases,
-                                        const MemoryConventions& mc = {});
+                                        const MemoryConventions& mc = {},
+                                        const hardware::HardwareProfile* profile = nullptr);
+
+// Whether a profile measured on the driver-named GPU ("NVIDIA H200", "NVIDIA A100-SXM4-80GB")
+// describes this catalogue GPU: the catalogue name's model ("H200", "A100") appears in the driver's
+// name. A profile with no GPU named applies everywhere.
+[[nodiscard]] bool profile_applies(const hardware::HardwareProfile& p, const hardware::GpuSpec& g);
 
 }  // namespace trainplan::planner
 
