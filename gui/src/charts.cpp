@@ -28,8 +28,9 @@ namespace trainplan::gui::charts {
 namespace {
 
 // Okabe & Ito (2008) colour-blind-safe palette.
-constexpr std::array<QRgb, 8> kColors{0xff0072b2, 0xffe69f00, 0xff009e73, 0xffcc79a7,
-                                      0xff56b4e9, 0xff999999, 0xfff0e442, 0xffd55e00};
+constexpr std::array<QRgb, 10> kColors{0xff0072b2, 0xffe69f00, 0xff009e73, 0xffcc79a7,
+                                       0xff56b4e9, 0xff999999, 0xfff0e442, 0xffd55e00,
+                                       0xff88ccee, 0xff332288};
 const QColor kCapacity{0xd5, 0x5e, 0x00};
 
 void clear(QChart* chart) {
@@ -206,6 +207,12 @@ void build_step_time(QChart* chart, const StepTimeModel& m, const QPalette& pal)
     switch (m.term(r)) {
       case Term::compute:
         color = color_for(0);
+        break;
+      case Term::memory_bound:
+        color = color_for(8);
+        break;
+      case Term::host_time:
+        color = color_for(9);
         break;
       case Term::recompute:
         color = color_for(4);

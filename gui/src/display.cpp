@@ -163,18 +163,32 @@ TermText term_text(Term t) {
           "planner::max_micro_batch (planner/fit.hpp)"};
     case Term::step:
       return {"step time",
-              "One optimizer step over all micro-batches: compute + recompute + exposed "
-              "communication + "
-              "bubble + optimizer + exposed offload transfers.",
+              "One optimizer step over all micro-batches: compute + memory-bound + host + "
+              "recompute + exposed communication + bubble + optimizer + exposed offload "
+              "transfers.",
               "planner/estimate.hpp TimeBreakdown"};
     case Term::compute:
       return {
           "compute",
-          "Forward and backward matrix multiplies, attention and memory-bound work of all "
-          "micro-batches on this GPU: FLOPs over the achieved FLOP/s.",
+          "Forward and backward matrix multiplies and attention kernels of all micro-batches on "
+          "this GPU: FLOPs over the achieved FLOP/s.",
           "Narayanan et al. 2021 (arXiv:2104.04473) eq. 3; Kaplan et al. 2020 (arXiv:2001.08361) "
           "§2.1 (6N FLOPs per token); planner/evaluator.hpp (docs/formulas.md, Time and "
           "communication)"};
+    case Term::memory_bound:
+      return {"memory-bound",
+              "Elementwise, cast, copy, norm and loss kernels of forward and backward: the bytes "
+              "each op of the implementation reads and writes over the bandwidth such kernels "
+              "reach, each at least a minimum kernel time.",
+              "Williams, Waterman & Patterson 2009 (roofline); torch "
+              "tools/autograd/derivatives.yaml; planner/kernel_work.hpp (docs/formulas.md, "
+              "Memory-bound work and host overhead)"};
+    case Term::host_time:
+      return {"host",
+              "Time the GPU waits for the host to issue kernels: each phase takes the longer of "
+              "its GPU work and its kernels times the host's cost per kernel (eager PyTorch).",
+              "planner/evaluator.hpp stage_host (docs/formulas.md, Memory-bound work and host "
+              "overhead)"};
     case Term::recompute:
       return {"recompute",
               "The extra forward work of activation checkpointing: the whole block for full, the "
@@ -199,8 +213,9 @@ TermText term_text(Term t) {
               "(docs/formulas.md, Time and communication)"};
     case Term::optimizer_step:
       return {"optimizer step",
-              "The parameter update: memory-bound on the GPU, or on the CPU when the optimizer is "
-              "offloaded.",
+              "The parameter update: its kernels' bytes per parameter by implementation (foreach, "
+              "fused, per-tensor loop) over the bandwidth they reach, plus the host's per-tensor "
+              "work; on the CPU when the optimizer is offloaded.",
               "ZeRO-Offload, Ren et al. 2021 (arXiv:2101.06840) §4; planner/evaluator.hpp "
               "(docs/formulas.md, Time and communication)"};
     case Term::offload_time:
@@ -358,6 +373,11 @@ QString option_tooltip(std::string_view option) {
       {"quant",
        "QLoRA base weights: nf4, nf4 with double quantisation, fp4, or int8 "
        "(arXiv:2305.14314)."},
+      {"optimizer_impl",
+       "How the optimizer step runs: default (the framework's own: torch foreach on CUDA, "
+       "DeepSpeed FusedAdam, CPU Adam when offloaded), foreach, fused (AdamW(fused=True)), "
+       "for-loop, deepspeed-fused, deepspeed-cpu. Changes the step's time and its transient "
+       "memory (foreach holds sqrt(v) for every parameter)."},
       {"fsdp_wrap",
        "block: one FSDP unit per transformer block (only one block gathered at a time); none: "
        "the whole model is one unit."},

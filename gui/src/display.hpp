@@ -45,6 +45,8 @@ enum class Term {
   max_micro_batch,
   step,
   compute,
+  memory_bound,
+  host_time,
   recompute,
   communication_exposed,
   bubble,

@@ -393,6 +393,8 @@ QWidget* MainWindow::buildForm() {
   pf->addRow(buddy_label(QStringLiteral("Framework"), framework_), framework_);
   fsdp_wrap_ = enum_combo<FsdpWrap>("fsdpWrap", "fsdp_wrap");
   pf->addRow(buddy_label(QStringLiteral("FSDP wrap"), fsdp_wrap_), fsdp_wrap_);
+  optimizer_impl_ = enum_combo<OptimizerImpl>("optimizerImpl", "optimizer_impl");
+  pf->addRow(buddy_label(QStringLiteral("Optimizer impl."), optimizer_impl_), optimizer_impl_);
   tp_ = spin("tp", 1, 512, "tp");
   pf->addRow(buddy_label(QStringLiteral("&Tensor parallel"), tp_), tp_);
   pp_ = spin("pp", 1, 512, "pp");
@@ -584,7 +586,7 @@ QWidget* MainWindow::buildCentral() {
 void MainWindow::connectForm() {
   auto edited = [this] { formEdited(); };
   for (QComboBox* c : {method_, precision_, optimizer_, quant_, strategy_, framework_, fsdp_wrap_,
-                       checkpointing_, attention_, offload_, sweep_axis_})
+                       optimizer_impl_, checkpointing_, attention_, offload_, sweep_axis_})
     connect(c, &QComboBox::currentIndexChanged, this, edited);
   for (QSpinBox* s : {lora_rank_, quant_block_, tp_, pp_, pp_virtual_, expert_parallel_, micro_batch_,
                       grad_accum_, seq_})
@@ -624,6 +626,7 @@ Settings MainWindow::formSettings() const {
   t.strategy = combo_enum<Strategy>(strategy_);
   t.framework = combo_enum<Framework>(framework_);
   t.fsdp_wrap = combo_enum<FsdpWrap>(fsdp_wrap_);
+  t.optimizer_impl = combo_enum<OptimizerImpl>(optimizer_impl_);
   t.tp = tp_->value();
   t.pp = pp_->value();
   t.pp_virtual = pp_virtual_->value();
@@ -649,6 +652,7 @@ void MainWindow::syncForm(const Settings& s) {
   const QList<QWidget*> widgets{model_,        gpu_,          gpus_per_node_, nodes_,
                                 inter_node_,   host_memory_,  method_,       precision_,     optimizer_,
                                 quant_,        strategy_,     framework_,     fsdp_wrap_,
+                                optimizer_impl_,
                                 tp_,           pp_,           pp_virtual_,    expert_parallel_,
                                 sequence_parallel_,
                                 micro_batch_,  grad_accum_,   seq_,           checkpointing_,
@@ -689,6 +693,7 @@ void MainWindow::syncForm(const Settings& s) {
   set_combo_enum(strategy_, t.strategy);
   set_combo_enum(framework_, t.framework);
   set_combo_enum(fsdp_wrap_, t.fsdp_wrap);
+  set_combo_enum(optimizer_impl_, t.optimizer_impl);
   tp_->setValue(t.tp);
   pp_->setValue(t.pp);
   pp_virtual_->setValue(t.pp_virtual);

@@ -150,6 +150,7 @@ class MainWindow : public QMainWindow {
   QComboBox* strategy_ = nullptr;
   QComboBox* framework_ = nullptr;
   QComboBox* fsdp_wrap_ = nullptr;
+  QComboBox* optimizer_impl_ = nullptr;
   QSpinBox* tp_ = nullptr;
   QSpinBox* pp_ = nullptr;
   QSpinBox* pp_virtual_ = nullptr;

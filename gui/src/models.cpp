@@ -182,6 +182,8 @@ void StepTimeModel::setEvaluations(const std::vector<const Evaluation*>& configs
   };
   static constexpr Def kBefore[] = {
       {Term::compute, [](const planner::Estimate& e) { return e.time.compute; }},
+      {Term::memory_bound, [](const planner::Estimate& e) { return e.time.memory_bound; }},
+      {Term::host_time, [](const planner::Estimate& e) { return e.time.host; }},
       {Term::recompute, [](const planner::Estimate& e) { return e.time.recompute; }},
   };
   static constexpr Def kAfter[] = {

@@ -117,6 +117,7 @@ void store_settings(QSettings& q, const Settings& s) {
   q.setValue(QStringLiteral("quant_block"), static_cast<qlonglong>(t.quant_block));
   q.setValue(QStringLiteral("frozen_base_fp32"), t.frozen_base_fp32);
   q.setValue(QStringLiteral("fsdp_wrap"), qstr(to_string(t.fsdp_wrap)));
+  q.setValue(QStringLiteral("optimizer_impl"), qstr(to_string(t.optimizer_impl)));
   q.setValue(QStringLiteral("sweep"), qstr(to_string(s.sweep)));
   q.endGroup();
 }
@@ -168,6 +169,7 @@ Settings restore_settings(const QSettings& stored) {
   restore_number(q, "settings/quant_block", t.quant_block, std::int64_t{64});
   t.frozen_base_fp32 = q.value(QStringLiteral("settings/frozen_base_fp32"), false).toBool();
   restore_enum(q, "settings/fsdp_wrap", t.fsdp_wrap);
+  restore_enum(q, "settings/optimizer_impl", t.optimizer_impl);
   restore_enum(q, "settings/sweep", s.sweep);
   return s;
 }
@@ -244,6 +246,7 @@ CommandLine parse_command_line(const QStringList& arguments, const io::Catalog& 
       {"quant", "KIND", "nf4 | nf4-dq | fp4 | int8"},
       {"quant-block", "N", "QLoRA 4-bit blocksize: weights per absmax constant (default 64)"},
       {"fsdp-wrap", "POLICY", "block | none"},
+      {"optimizer-impl", "IMPL", "default | foreach | fused | for-loop | deepspeed-fused | deepspeed-cpu"},
       {"inter-node", "SPEC", "NICs per node x rate, e.g. 8x200Gbps"},
       {"host-memory", "GiB", "CPU memory per node for offloaded states and checkpoints"},
       {"profile", "PROFILE.json",
@@ -319,6 +322,8 @@ CommandLine parse_command_line(const QStringList& arguments, const io::Catalog& 
   if (has("quant-block")) t.quant_block = option_integer(name("quant-block"), val("quant-block"), 64);
   t.frozen_base_fp32 = has("frozen-base-fp32");
   if (has("fsdp-wrap")) t.fsdp_wrap = option_enum<FsdpWrap>(name("fsdp-wrap"), val("fsdp-wrap"));
+  if (has("optimizer-impl"))
+    t.optimizer_impl = option_enum<OptimizerImpl>(name("optimizer-impl"), val("optimizer-impl"));
   if (has("sweep")) s.sweep = option_enum<SweepAxis>(name("sweep"), val("sweep"));
   out.strategy_given = has("strategy");
   if (out.strategy_given) t.strategy = option_enum<Strategy>(name("strategy"), val("strategy"));
