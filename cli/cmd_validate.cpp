@@ -179,6 +179,42 @@ std::string md_summary(const planner::ValidationReport& rep) {
   return out;
 }
 
+// Step time and throughput per reference file, all cases and those no constant was fitted on.
+std::string md_by_file(const planner::ValidationReport& rep) {
+  std::vector<std::string> files;
+  for (const CaseResult& r : rep.cases)
+    if (r.kind == CaseKind::measured &&
+        std::find(files.begin(), files.end(), r.file) == files.end())
+      files.push_back(r.file);
+  std::string out =
+      "## Time by source\n\nStep time and tokens/s per reference file; *held out* leaves out the "
+      "cases a constant of the time model was fitted on (marked (fitted) below).\n\n";
+  out += md_row({"file", "cases", "metric", "median abs. error %", "max abs. error %",
+                 "held-out cases", "held-out median %", "held-out max %"});
+  out += md_row({"---", "---:", "---", "---:", "---:", "---:", "---:", "---:"});
+  for (const std::string& f : files) {
+    std::vector<CaseResult> in;
+    for (const CaseResult& r : rep.cases)
+      if (r.file == f) in.push_back(r);
+    const Summary all = planner::summarise(in, CaseKind::measured);
+    const Summary held = planner::summarise(in, CaseKind::measured, true);
+    for (const auto& m : all.metrics) {
+      if (m.metric != planner::Metric::step_time && m.metric != planner::Metric::tokens_per_s)
+        continue;
+      std::string hm = "-", hx = "-";
+      for (const auto& h : held.metrics)
+        if (h.metric == m.metric) {
+          hm = pct(h.median_abs_pct);
+          hx = pct(h.max_abs_pct);
+        }
+      out += md_row({"`" + f + "`", std::to_string(all.cases), std::string(to_string(m.metric)),
+                     pct(m.median_abs_pct), pct(m.max_abs_pct), std::to_string(held.cases), hm,
+                     hx});
+    }
+  }
+  return out + "\n";
+}
+
 // One row per oracle case, one column per metric, the signed error in percent; outside the
 // tolerance in bold. Per-value detail: --json.
 std::string md_oracle(const planner::ValidationReport& rep) {
@@ -249,6 +285,7 @@ std::string markdown_report(const planner::ValidationReport& rep,
       "allocated memory, 25 % for "
       "nvidia-smi totals.\n\n";
   out += "## Summary\n\n" + md_summary(rep) + "\n";
+  out += md_by_file(rep);
 
   out += "## Measured runs\n\n";
   out += md_row(
