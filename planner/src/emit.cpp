@@ -98,6 +98,38 @@ void note_parallelism(const model::Training& t, const std::string& format,
   note_script_changes(t, notes);
 }
 
+// The Hugging Face Trainer's --optim for the optimizer and its implementation
+// (transformers.training_args.OptimizerNames); empty when the Trainer has none.
+std::string trainer_optim(const model::Training& t) {
+  switch (t.optimizer) {
+    case Optimizer::adam:
+    case Optimizer::adamw:
+      switch (t.optimizer_implementation()) {
+        case OptimizerImpl::fused:
+          return "adamw_torch_fused";
+        case OptimizerImpl::for_loop:
+          return "adamw_torch --optim_args foreach=False";
+        case OptimizerImpl::foreach:
+        case OptimizerImpl::framework_default:
+          return "adamw_torch";
+        case OptimizerImpl::deepspeed_fused:
+        case OptimizerImpl::deepspeed_cpu:
+          return "";  // the DeepSpeed config's optimizer
+      }
+      return "adamw_torch";
+    case Optimizer::adamw_8bit:
+      return "adamw_bnb_8bit";
+    case Optimizer::paged_adamw_8bit:
+      return "paged_adamw_8bit";
+    case Optimizer::sgd:
+    case Optimizer::sgd_momentum:
+      return "sgd";
+    case Optimizer::adafactor:
+      return "adafactor";
+  }
+  return "";
+}
+
 }  // namespace
 
 Emitted emit_deepspeed(const Estimate& e) {
@@ -127,17 +159,32 @@ Emitted emit_deepspeed(const Estimate& e) {
   if (stage == 3) zero += ",\n    \"stage3_gather_16bit_weights_on_model_save\": true";
   if (t.strategy == Strategy::fsdp_hybrid)
     zero += fmt::format(",\n    \"zero_hpz_partition_size\": {}", e.layout.shard);
+  // DeepSpeed steps Adam with its FusedAdam (DeepSpeedCPUAdam when offloaded) unless torch_adam
+  // asks for torch's (foreach by default).
+  std::string optimizer;
+  const OptimizerImpl impl = t.optimizer_implementation();
+  if ((t.optimizer == Optimizer::adam || t.optimizer == Optimizer::adamw) &&
+      t.optimizer_impl != OptimizerImpl::framework_default)
+    optimizer = fmt::format(
+        "  \"optimizer\": {{\"type\": \"AdamW\", \"params\": {{\"torch_adam\": {}}}}},\n",
+        impl == OptimizerImpl::deepspeed_fused || impl == OptimizerImpl::deepspeed_cpu ? "false"
+                                                                                    : "true");
+  if (impl == OptimizerImpl::fused || impl == OptimizerImpl::for_loop)
+    out.notes.push_back(fmt::format(
+        "DeepSpeed's torch_adam builds torch.optim.AdamW with its defaults (foreach): for {} "
+        "pass the optimizer to deepspeed.initialize instead",
+        to_string(impl)));
   out.text = fmt::format(
       "{{\n"
       "  \"train_batch_size\": {},\n"
       "  \"train_micro_batch_size_per_gpu\": {},\n"
       "  \"gradient_accumulation_steps\": {},\n"
-      "{}"
+      "{}{}"
       "  \"gradient_clipping\": 1.0,\n"
       "  \"zero_optimization\": {{\n{}\n  }},\n"
       "  \"wall_clock_breakdown\": false\n"
       "}}\n",
-      e.global_batch, t.micro_batch, t.grad_accum, precision, zero);
+      e.global_batch, t.micro_batch, t.grad_accum, precision, optimizer, zero);
   if (is_fsdp(t.strategy))
     out.notes.push_back(fmt::format("{} mapped to ZeRO stage {}", to_string(t.strategy), stage));
   if (t.checkpointing != Checkpointing::none)
@@ -273,6 +320,8 @@ Emitted emit_torchrun(const Estimate& e, const hardware::Cluster& c, const model
   if (t.precision == Precision::fp16_mixed || t.precision == Precision::fp16_true)
     args += " --fp16";
   if (t.checkpointing != Checkpointing::none) args += " --gradient_checkpointing";
+  const std::string optim = trainer_optim(t);
+  if (!optim.empty() && !uses_deepspeed(t)) args += " --optim " + optim;
   if (uses_deepspeed(t)) {
     args += " --deepspeed ds_config.json";
     out.notes.push_back("write ds_config.json with --emit deepspeed");

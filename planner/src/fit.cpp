@@ -50,7 +50,12 @@ std::int64_t max_micro_batch(const model::Architecture& a, const model::Paramete
 
 FitResult fit(const model::Architecture& a, const model::ParameterCounts& n, const FitRequest& req,
               const hardware::Cluster& c, const MemoryConventions& mc) {
-  validate_training(a, req.base);  // bad values are errors, not empty searches
+  {  // bad values are errors, not empty searches (the offload is searched unless given)
+    model::Training probe = req.base;
+    if (!req.offload && probe.optimizer_impl == OptimizerImpl::deepspeed_cpu)
+      probe.offload = Offload::optimizer;
+    validate_training(a, probe);
+  }
   FitResult out;
   out.usable = c.gpu.usable_memory;
   const std::vector<Strategy> strategies =
@@ -58,8 +63,11 @@ FitResult fit(const model::Architecture& a, const model::ParameterCounts& n, con
   const std::vector<Checkpointing> ckpts =
       req.checkpointing ? std::vector<Checkpointing>{*req.checkpointing}
                         : std::vector<Checkpointing>{Checkpointing::none, Checkpointing::full};
-  const std::vector<Offload> offloads = req.offload ? std::vector<Offload>{*req.offload}
-                                                    : std::vector<Offload>{Offload::none, Offload::optimizer};
+  std::vector<Offload> offloads = req.offload ? std::vector<Offload>{*req.offload}
+                                              : std::vector<Offload>{Offload::none, Offload::optimizer};
+  if (!req.offload)
+    std::erase_if(offloads,
+                  [&](Offload x) { return !optimizer_impl_allows(req.base.optimizer_impl, x); });
   const bool all_pinned = req.strategy && req.checkpointing && req.offload;
   for (Strategy s : strategies) {
     for (Checkpointing ck : ckpts) {

@@ -119,11 +119,9 @@ void validate_training(const Architecture& a, const Training& tr) {
     throw InputError("--quant-block must be a power of two from 64 to 4096, as bitsandbytes takes (got " +
                      str(tr.quant_block) + ")");
   if (tr.ep < 1) throw InputError("--expert-parallel must be at least 1 (got " + str(tr.ep) + ")");
-  const bool cpu_step = tr.optimizer_impl == OptimizerImpl::deepspeed_cpu;
-  if (cpu_step && tr.offload == Offload::none)
+  if (!optimizer_impl_allows(tr.optimizer_impl, tr.offload) && tr.offload == Offload::none)
     throw InputError("--optimizer-impl deepspeed-cpu steps on the host: it needs --offload optimizer");
-  if (!cpu_step && tr.optimizer_impl != OptimizerImpl::framework_default &&
-      tr.offload != Offload::none)
+  if (!optimizer_impl_allows(tr.optimizer_impl, tr.offload))
     throw InputError(std::string("--optimizer-impl ") + std::string(to_string(tr.optimizer_impl)) +
                      " runs on the GPU, but --offload puts the optimizer on the host (use default "
                      "or deepspeed-cpu)");

@@ -115,6 +115,8 @@ std::vector<Offload> offloads_for(const PlanRequest& req, Strategy s, Framework 
   if (f == Framework::megatron) return {Offload::none};
   std::vector<Offload> o{Offload::none, Offload::optimizer};
   if (shards_parameters(s)) o.push_back(Offload::optimizer_params);
+  // An optimizer implementation that runs on the GPU rules out offloading it; the CPU one needs it.
+  std::erase_if(o, [&](Offload x) { return !optimizer_impl_allows(req.base.optimizer_impl, x); });
   return o;
 }
 

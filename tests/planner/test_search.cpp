@@ -227,6 +227,40 @@ TEST(Emit, DeepSpeedConfigIsJsonWithTheBatchAndStage) {
   EXPECT_TRUE(j["bf16"]["enabled"]);
 }
 
+// The optimizer implementation reaches each format: the Trainer's --optim names
+// (transformers OptimizerNames: adamw_torch builds torch.optim.AdamW, foreach by default;
+// adamw_torch_fused passes fused=True) and DeepSpeed's torch_adam switch (FusedAdam when false).
+TEST(Emit, OptimizerImplementationInEachFormat) {
+  const Problem p = problem("llama-2-7b", "8xA100-80GB");
+  model::Training tr;
+  tr.strategy = Strategy::fsdp_full;
+  struct Row {
+    OptimizerImpl impl;
+    std::string optim;
+  };
+  for (const Row& r : {Row{OptimizerImpl::framework_default, "--optim adamw_torch "},
+                       Row{OptimizerImpl::foreach, "--optim adamw_torch "},
+                       Row{OptimizerImpl::fused, "--optim adamw_torch_fused "},
+                       Row{OptimizerImpl::for_loop, "--optim adamw_torch --optim_args foreach=False"}}) {
+    SCOPED_TRACE(std::string(to_string(r.impl)));
+    tr.optimizer_impl = r.impl;
+    const Estimate e = Evaluator(p.a, p.n, p.c).estimate(tr);
+    EXPECT_NE(emit_torchrun(e, p.c, p.a).text.find(r.optim), std::string::npos)
+        << emit_torchrun(e, p.c, p.a).text;
+  }
+  tr.strategy = Strategy::zero3;
+  tr.framework = Framework::deepspeed;
+  tr.optimizer_impl = OptimizerImpl::deepspeed_fused;
+  nlohmann::json j = nlohmann::json::parse(emit_deepspeed(Evaluator(p.a, p.n, p.c).estimate(tr)).text);
+  EXPECT_EQ(j["optimizer"]["params"]["torch_adam"], false);
+  tr.optimizer_impl = OptimizerImpl::foreach;
+  j = nlohmann::json::parse(emit_deepspeed(Evaluator(p.a, p.n, p.c).estimate(tr)).text);
+  EXPECT_EQ(j["optimizer"]["params"]["torch_adam"], true);
+  tr.optimizer_impl = OptimizerImpl::framework_default;
+  j = nlohmann::json::parse(emit_deepspeed(Evaluator(p.a, p.n, p.c).estimate(tr)).text);
+  EXPECT_FALSE(j.contains("optimizer"));  // DeepSpeed's own default
+}
+
 TEST(Emit, AccelerateAndTorchrunCarryThePlan) {
   const Problem p = problem("llama-2-13b", "2x8xA100-80GB");
   model::Training tr;

@@ -259,6 +259,20 @@ struct EnumTable<Framework> {
   return OptimizerImpl::foreach;
 }
 
+// Whether an optimizer implementation can run with this offload: the GPU ones without, the CPU
+// one with; `default` follows the offload.
+[[nodiscard]] constexpr bool optimizer_impl_allows(OptimizerImpl impl, Offload o) {
+  switch (impl) {
+    case OptimizerImpl::framework_default: return true;
+    case OptimizerImpl::deepspeed_cpu: return o != Offload::none;
+    case OptimizerImpl::foreach:
+    case OptimizerImpl::fused:
+    case OptimizerImpl::for_loop:
+    case OptimizerImpl::deepspeed_fused: return o == Offload::none;
+  }
+  return true;
+}
+
 [[nodiscard]] constexpr bool is_quantized(Method m) { return m == Method::qlora; }
 [[nodiscard]] constexpr bool is_adapter(Method m) { return m != Method::full; }
 
