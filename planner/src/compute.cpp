@@ -152,11 +152,9 @@ double gemm_efficiency(const ComputeDevice& d, std::int64_t m, std::int64_t n, s
   const int tn = narrow_tile(n, d.tile_n);
   // Tensor-core kernels want every dimension a multiple of 16 bytes (8 16-bit elements); cuBLAS
   // runs others with narrow loads (NVIDIA Matrix Multiplication Background User's Guide, 4.1).
-  const auto aligned = [&](std::int64_t x) {
-    return static_cast<double>(x) * d.element_bytes / 16.0 ==
-           std::floor(static_cast<double>(x) * d.element_bytes / 16.0);
-  };
-  const double alignment = aligned(m) && aligned(n) && aligned(k) ? 1.0 : d.unaligned_efficiency;
+  const std::int64_t per_16_bytes = std::max<std::int64_t>(1, 16 / static_cast<std::int64_t>(d.element_bytes));
+  const bool aligned = ((m | n | k) & (per_16_bytes - 1)) == 0;  // a power of two elements
+  const double alignment = aligned ? 1.0 : d.unaligned_efficiency;
   return d.gemm_efficiency_max * alignment * hardware::tile_efficiency(m, n, tm, tn) *
          hardware::wave_efficiency(stacked, n, tm, tn, d.sm_count) *
          hardware::small_k_efficiency(dbl(k), d.k0);
