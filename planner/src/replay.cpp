@@ -428,6 +428,28 @@ void add_edges(Components &out, const model::Architecture &a,
 
 } // namespace
 
+std::string_view kind_name(const ReplayWork &w) {
+  struct Name {
+    std::string_view operator()(const GemmWork &) const { return "gemm"; }
+    std::string_view operator()(const AttentionWork &) const {
+      return "attention";
+    }
+    std::string_view operator()(const StreamWork &) const {
+      return "memory_bound";
+    }
+    std::string_view operator()(const OptimizerWork &) const {
+      return "optimizer_step";
+    }
+    std::string_view operator()(const CollectiveWork &) const {
+      return "collective";
+    }
+    std::string_view operator()(const ModelOnlyWork &) const {
+      return "model_only";
+    }
+  };
+  return std::visit(Name{}, w);
+}
+
 Seconds ReplayPlan::predicted_sum() const {
   Seconds s;
   for (const auto &c : components)

@@ -110,6 +110,9 @@ struct ModelOnlyWork {
 using ReplayWork = std::variant<GemmWork, AttentionWork, StreamWork,
                                 OptimizerWork, CollectiveWork, ModelOnlyWork>;
 
+// gemm, attention, memory_bound, optimizer_step, collective or model_only.
+[[nodiscard]] std::string_view kind_name(const ReplayWork &w);
+
 struct ReplayComponent {
   std::string name; // "block q forward", "attention backward", "tensor-parallel
                     // all_reduce", ...
