@@ -125,6 +125,11 @@ void print_estimate(const Resolved& r, const model::ParameterCounts& n, const pl
   row("offload (exposed)", e.time.offload);
   row("total", e.time.step);
   std::cout << tt.render() << "\n";
+  std::cout << fmt::format(
+      "Phases: forward {} s, backward {} s (with recomputation), optimizer {} s; {:.0f} kernels "
+      "launched per step by forward and backward\n",
+      seconds_cell(e.time.forward_phase), seconds_cell(e.time.backward_phase),
+      seconds_cell(e.time.optimizer), e.time.kernels_forward + e.time.kernels_backward);
   std::cout << fmt::format("Throughput: {} tokens/s ({:.0f} per GPU), {:.2f} samples/s\n",
                            thousands(static_cast<std::int64_t>(e.throughput.tokens_per_s)),
                            e.throughput.tokens_per_s / c.world(), e.throughput.samples_per_s);
