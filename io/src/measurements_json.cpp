@@ -1,11 +1,14 @@
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <span>
 #include <string>
 #include <tuple>
 
@@ -23,10 +26,65 @@ using calibrate::AttentionMeasurement;
 using calibrate::BandwidthMeasurement;
 using calibrate::CollectiveMeasurement;
 using calibrate::CpuAdamMeasurement;
+using calibrate::ElementwiseMeasurement;
 using calibrate::GemmMeasurement;
+using calibrate::LaunchMeasurement;
+using calibrate::OptimizerMeasurement;
+using calibrate::SkippedPoint;
 using OJson = nlohmann::ordered_json;
 
-constexpr std::string_view kKinds = "collective, gemm, attention, memory_bandwidth, cpu_adam";
+constexpr std::string_view kKinds =
+    "collective, gemm, attention, memory_bandwidth, cpu_adam, optimizer, elementwise, launch, "
+    "skipped";
+
+// The keys each line kind may carry (calibrate/bench/src/measurement.cpp writes them).
+constexpr std::array<std::string_view, 12> kCollectiveKeys{
+    "kind",  "collective", "scope",      "ranks",      "nodes",    "dtype",
+    "bytes", "time_us",    "algbw_GBps", "busbw_GBps", "in_place", "valid"};
+constexpr std::array<std::string_view, 8> kGemmKeys{"kind", "dtype",   "m",      "n",
+                                                    "k",    "time_us", "tflops", "label"};
+constexpr std::array<std::string_view, 12> kAttentionKeys{"kind",  "pass",   "impl",     "dtype",
+                                                          "batch", "heads",  "kv_heads", "head_dim",
+                                                          "seq",   "causal", "time_us",  "tflops"};
+constexpr std::array<std::string_view, 5> kBandwidthKeys{"kind", "direction", "bytes", "time_us",
+                                                         "GBps"};
+constexpr std::array<std::string_view, 4> kCpuAdamKeys{"kind", "params", "time_us", "params_per_s"};
+constexpr std::array<std::string_view, 11> kOptimizerKeys{
+    "kind",    "optimizer", "param_dtype", "grad_dtype", "state_dtype", "params",
+    "tensors", "bytes",     "time_us",     "GBps",       "params_per_s"};
+constexpr std::array<std::string_view, 9> kElementwiseKeys{
+    "kind", "op", "in_dtype", "out_dtype", "elements", "row", "bytes", "time_us", "GBps"};
+constexpr std::array<std::string_view, 8> kLaunchKeys{"kind", "op", "dtype",    "m",
+                                                      "n",    "k",  "launches", "time_us"};
+constexpr std::array<std::string_view, 4> kSkippedKeys{"kind", "point", "reason", "fallback"};
+
+// The allowed keys of a measured kind, or an empty span for a kind that is not one.
+[[nodiscard]] std::span<const std::string_view> keys_of(std::string_view kind) {
+  if (kind == "collective") return kCollectiveKeys;
+  if (kind == "gemm") return kGemmKeys;
+  if (kind == "attention") return kAttentionKeys;
+  if (kind == "memory_bandwidth") return kBandwidthKeys;
+  if (kind == "cpu_adam") return kCpuAdamKeys;
+  if (kind == "optimizer") return kOptimizerKeys;
+  if (kind == "elementwise") return kElementwiseKeys;
+  if (kind == "launch") return kLaunchKeys;
+  return {};
+}
+
+// Checked before any key is read, so that a misspelt key is reported as itself.
+void reject_unknown_keys(const nlohmann::json& j, std::span<const std::string_view> allowed,
+                         const std::string& what) {
+  if (!j.is_object()) throw InputError(what + ": expected a JSON object");
+  for (const auto& [key, value] : j.items()) {
+    if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+    std::string list;
+    for (const std::string_view a : allowed) {
+      if (!list.empty()) list += ", ";
+      list += a;
+    }
+    throw InputError(what + ": unknown key '" + key + "' (expected one of: " + list + ")");
+  }
+}
 
 [[nodiscard]] double us(Seconds t) { return round_significant(t.value() * 1e6); }
 [[nodiscard]] Seconds from_us(double v) { return Seconds(v * 1e-6); }
@@ -140,7 +198,8 @@ GemmMeasurement read_gemm(ObjectReader& r) {
   return Flops(f);
 }
 
-AttentionMeasurement read_attention(ObjectReader& r) {
+// The parameters of an attention point, without its timing (a skipped point has none).
+AttentionMeasurement read_attention_shape(ObjectReader& r) {
   AttentionMeasurement a;
   a.pass = calibrate_json::enum_field<calibrate::AttentionPass>(r, "pass");
   a.impl = calibrate_json::enum_field<calibrate::AttentionImpl>(r, "impl");
@@ -151,6 +210,15 @@ AttentionMeasurement read_attention(ObjectReader& r) {
   a.head_dim = r.integer("head_dim", 1);
   a.seq = r.integer("seq", 1);
   a.causal = r.boolean("causal");
+  if (a.heads % a.kv_heads != 0) {
+    throw InputError(r.what() + ": " + std::to_string(a.heads) + " heads do not share " +
+                     std::to_string(a.kv_heads) + " KV heads evenly");
+  }
+  return a;
+}
+
+AttentionMeasurement read_attention(ObjectReader& r) {
+  AttentionMeasurement a = read_attention_shape(r);
   a.time = positive_time(r, false);
   a.rate = r.has("tflops") ? tflops(r.number("tflops")) : attention_flops(a) / a.time;
   r.ignore({"tflops"});
@@ -175,6 +243,177 @@ CpuAdamMeasurement read_cpu_adam(ObjectReader& r) {
                                          : static_cast<double>(c.params) / c.time.value();
   r.ignore({"params_per_s"});
   return c;
+}
+
+OJson optimizer_line(const OptimizerMeasurement& o) {
+  return OJson{{"kind", "optimizer"},
+               {"optimizer", to_string(o.optimizer)},
+               {"param_dtype", to_string(o.param_dtype)},
+               {"grad_dtype", to_string(o.grad_dtype)},
+               {"state_dtype", to_string(o.state_dtype)},
+               {"params", o.params},
+               {"tensors", o.tensors},
+               {"bytes", static_cast<std::int64_t>(std::llround(o.bytes.value()))},
+               {"time_us", us(o.time)},
+               {"GBps", gbps_value(o.rate)},
+               {"params_per_s", round_significant(o.params_per_s)}};
+}
+
+OJson elementwise_line(const ElementwiseMeasurement& e) {
+  OJson j{{"kind", "elementwise"},
+          {"op", to_string(e.op)},
+          {"in_dtype", to_string(e.in_dtype)},
+          {"out_dtype", to_string(e.out_dtype)},
+          {"elements", e.elements}};
+  if (e.row > 0) j["row"] = e.row;
+  j["bytes"] = static_cast<std::int64_t>(std::llround(e.bytes.value()));
+  j["time_us"] = us(e.time);
+  j["GBps"] = gbps_value(e.rate);
+  return j;
+}
+
+OJson launch_line(const LaunchMeasurement& l) {
+  OJson j{{"kind", "launch"}, {"op", to_string(l.op)}};
+  if (l.op == calibrate::LaunchOp::gemm) {
+    j["dtype"] = to_string(l.dtype.value_or(hardware::GemmDtype::bf16));
+    j["m"] = l.m;
+    j["n"] = l.n;
+    j["k"] = l.k;
+  }
+  j["launches"] = l.launches;
+  j["time_us"] = us(l.time);
+  return j;
+}
+
+OJson skipped_line(const SkippedPoint& s) {
+  OJson j{{"kind", "skipped"}, {"point", OJson::parse(s.point)}, {"reason", s.reason}};
+  if (!s.fallback.empty()) j["fallback"] = OJson::parse(s.fallback);
+  return j;
+}
+
+[[nodiscard]] Bytes positive_bytes(ObjectReader& r) {
+  return Bytes(static_cast<double>(r.integer("bytes", 1)));
+}
+
+[[nodiscard]] BytesPerSecond rate_of(ObjectReader& r, Bytes bytes, Seconds time) {
+  const BytesPerSecond rate = r.has("GBps") ? gbps(r.number("GBps")) : bytes / time;
+  r.ignore({"GBps"});
+  if (!(rate.value() > 0.0)) throw InputError(r.what() + ": key 'GBps' must be positive");
+  return rate;
+}
+
+OptimizerMeasurement read_optimizer(ObjectReader& r) {
+  OptimizerMeasurement o;
+  o.optimizer = calibrate_json::enum_field<calibrate::StepOptimizer>(r, "optimizer");
+  o.param_dtype = calibrate_json::enum_field<calibrate::ElementDtype>(r, "param_dtype");
+  o.grad_dtype = calibrate_json::enum_field<calibrate::ElementDtype>(r, "grad_dtype");
+  o.state_dtype = calibrate_json::enum_field<calibrate::ElementDtype>(r, "state_dtype");
+  o.params = r.integer("params", 1);
+  o.tensors = r.integer("tensors", 1);
+  if (o.tensors > o.params) {
+    throw InputError(r.what() + ": " + std::to_string(o.tensors) + " tensors cannot hold " +
+                     std::to_string(o.params) + " parameters");
+  }
+  o.bytes = positive_bytes(r);
+  o.time = positive_time(r, false);
+  o.rate = rate_of(r, o.bytes, o.time);
+  o.params_per_s = r.has("params_per_s") ? r.number("params_per_s")
+                                         : static_cast<double>(o.params) / o.time.value();
+  r.ignore({"params_per_s"});
+  if (!(o.params_per_s > 0.0)) {
+    throw InputError(r.what() + ": key 'params_per_s' must be positive");
+  }
+  return o;
+}
+
+ElementwiseMeasurement read_elementwise(ObjectReader& r) {
+  ElementwiseMeasurement e;
+  e.op = calibrate_json::enum_field<calibrate::ElementwiseOp>(r, "op");
+  e.in_dtype = calibrate_json::enum_field<calibrate::ElementDtype>(r, "in_dtype");
+  e.out_dtype = calibrate_json::enum_field<calibrate::ElementDtype>(r, "out_dtype");
+  e.elements = r.integer("elements", 1);
+  // Only RMSNorm normalises over rows; a row on another op is a line of some other tool.
+  if (e.op == calibrate::ElementwiseOp::rmsnorm) {
+    e.row = r.integer("row", 1);
+    if (e.elements % e.row != 0) {
+      throw InputError(r.what() + ": " + std::to_string(e.elements) +
+                       " elements are not whole rows of " + std::to_string(e.row));
+    }
+  } else if (r.has("row")) {
+    throw InputError(r.what() + ": key 'row' belongs to op 'rmsnorm' only (op is '" +
+                     std::string(to_string(e.op)) + "')");
+  } else {
+    r.ignore({"row"});
+  }
+  e.bytes = positive_bytes(r);
+  e.time = positive_time(r, false);
+  e.rate = rate_of(r, e.bytes, e.time);
+  return e;
+}
+
+LaunchMeasurement read_launch(ObjectReader& r) {
+  LaunchMeasurement l;
+  l.op = calibrate_json::enum_field<calibrate::LaunchOp>(r, "op");
+  switch (l.op) {
+    case calibrate::LaunchOp::gemm:
+      l.dtype = calibrate_json::enum_field<hardware::GemmDtype>(r, "dtype");
+      l.m = r.integer("m", 1);
+      l.n = r.integer("n", 1);
+      l.k = r.integer("k", 1);
+      break;
+    case calibrate::LaunchOp::empty_kernel:
+      for (const char* key : {"dtype", "m", "n", "k"}) {
+        if (r.has(key)) {
+          throw InputError(r.what() + ": key '" + key +
+                           "' belongs to op 'gemm' only (op is 'empty_kernel')");
+        }
+      }
+      r.ignore({"dtype", "m", "n", "k"});
+      break;
+  }
+  l.launches = r.integer("launches", 1);
+  l.time = positive_time(r, false);
+  return l;
+}
+
+// The point of a skipped line (or its fallback): an object of a measured kind with that kind's
+// keys. Returns its kind; an attention point is read into `attention`.
+std::string check_point(const nlohmann::json& point, const std::string& what,
+                        std::optional<AttentionMeasurement>* attention) {
+  if (!point.is_object()) throw InputError(what + ": expected a JSON object");
+  if (!point.contains("kind") || !point.at("kind").is_string()) {
+    throw InputError(what + ": key 'kind' is missing or not a string");
+  }
+  const std::string kind = point.at("kind").get<std::string>();
+  const std::span<const std::string_view> keys = keys_of(kind);
+  if (keys.empty()) {
+    throw InputError(what + ": unknown measurement kind '" + kind +
+                     "' (expected a measured kind: collective, gemm, attention, memory_bandwidth, "
+                     "cpu_adam, optimizer, elementwise, launch)");
+  }
+  reject_unknown_keys(point, keys, what);
+  if (kind == "attention") {
+    ObjectReader r(point, what);
+    *attention = read_attention_shape(r);
+  }
+  return kind;
+}
+
+SkippedPoint read_skipped(ObjectReader& r) {
+  SkippedPoint s;
+  const nlohmann::json& point = r.raw("point");
+  s.kind = check_point(point, r.what() + " key 'point'", &s.attention);
+  s.point = point.dump();
+  s.reason = r.string("reason");
+  if (s.reason.empty()) throw InputError(r.what() + ": key 'reason' must say why");
+  if (r.has("fallback")) {
+    const nlohmann::json& fallback = r.raw("fallback");
+    s.fallback_kind = check_point(fallback, r.what() + " key 'fallback'", &s.fallback_attention);
+    s.fallback = fallback.dump();
+  } else {
+    r.ignore({"fallback"});
+  }
+  return s;
 }
 
 OJson nullable(const std::optional<std::string>& s) { return s ? OJson(*s) : OJson(nullptr); }
@@ -217,6 +456,10 @@ std::string measurements_to_jsonl(const calibrate::Measurements& m) {
   for (const auto& x : m.attention) line(attention_line(x));
   for (const auto& x : m.bandwidth) line(bandwidth_line(x));
   for (const auto& x : m.cpu_adam) line(cpu_adam_line(x));
+  for (const auto& x : m.optimizer) line(optimizer_line(x));
+  for (const auto& x : m.elementwise) line(elementwise_line(x));
+  for (const auto& x : m.launch) line(launch_line(x));
+  for (const auto& x : m.skipped) line(skipped_line(x));
   return out;
 }
 
@@ -235,34 +478,34 @@ calibrate::Measurements parse_measurements_jsonl(std::string_view text, std::str
     const nlohmann::json j = parse_json(line, what);
     ObjectReader r(j, what);
     const std::string kind = r.string("kind");
-    if (kind == "collective") {
-      calibrate_json::reject_unknown_keys(
-          j,
-          {"kind", "collective", "scope", "ranks", "nodes", "dtype", "bytes", "time_us",
-           "algbw_GBps", "busbw_GBps", "in_place", "valid"},
-          what);
-      m.collectives.push_back(read_collective(r));
-    } else if (kind == "gemm") {
-      calibrate_json::reject_unknown_keys(
-          j, {"kind", "dtype", "m", "n", "k", "time_us", "tflops", "label"}, what);
-      m.gemms.push_back(read_gemm(r));
-    } else if (kind == "attention") {
-      calibrate_json::reject_unknown_keys(
-          j,
-          {"kind", "pass", "impl", "dtype", "batch", "heads", "kv_heads", "head_dim", "seq",
-           "causal", "time_us", "tflops"},
-          what);
-      m.attention.push_back(read_attention(r));
-    } else if (kind == "memory_bandwidth") {
-      calibrate_json::reject_unknown_keys(j, {"kind", "direction", "bytes", "time_us", "GBps"},
-                                          what);
-      m.bandwidth.push_back(read_bandwidth(r));
-    } else if (kind == "cpu_adam") {
-      calibrate_json::reject_unknown_keys(j, {"kind", "params", "time_us", "params_per_s"}, what);
-      m.cpu_adam.push_back(read_cpu_adam(r));
-    } else {
+    if (kind == "skipped") {
+      reject_unknown_keys(j, kSkippedKeys, what);
+      m.skipped.push_back(read_skipped(r));
+      r.reject_unknown();
+      continue;
+    }
+    const std::span<const std::string_view> keys = keys_of(kind);
+    if (keys.empty()) {
       throw InputError(what + ": unknown measurement kind '" + kind +
                        "' (expected one of: " + std::string(kKinds) + ")");
+    }
+    reject_unknown_keys(j, keys, what);
+    if (kind == "collective") {
+      m.collectives.push_back(read_collective(r));
+    } else if (kind == "gemm") {
+      m.gemms.push_back(read_gemm(r));
+    } else if (kind == "attention") {
+      m.attention.push_back(read_attention(r));
+    } else if (kind == "memory_bandwidth") {
+      m.bandwidth.push_back(read_bandwidth(r));
+    } else if (kind == "cpu_adam") {
+      m.cpu_adam.push_back(read_cpu_adam(r));
+    } else if (kind == "optimizer") {
+      m.optimizer.push_back(read_optimizer(r));
+    } else if (kind == "elementwise") {
+      m.elementwise.push_back(read_elementwise(r));
+    } else {
+      m.launch.push_back(read_launch(r));
     }
     r.reject_unknown();
   }

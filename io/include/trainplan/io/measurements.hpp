@@ -1,7 +1,8 @@
 #pragma once
 // A calibration run directory on disk (docs/calibration.md, "Run directory"):
 //   RUN_DIR/measurements.jsonl  one JSON object per line, "kind": collective | gemm | attention |
-//                               memory_bandwidth | cpu_adam
+//                               memory_bandwidth | cpu_adam | optimizer | elementwise | launch |
+//                               skipped (a point not measured, with its reason)
 //   RUN_DIR/provenance.json     {"schema": "trainplan.run/1", "tool", "gpu", ...}
 // Readers reject unknown keys and name them with the file and line.
 

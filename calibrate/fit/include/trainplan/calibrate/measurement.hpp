@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -21,6 +22,11 @@ namespace trainplan::calibrate {
 enum class AttentionPass { fwd, bwd };
 enum class AttentionImpl { cudnn, unfused };
 enum class CopyDirection { d2d, h2d, d2h };
+// Element types of the optimizer and elementwise kernels, as trainplan-calibrate names them.
+enum class ElementDtype { fp32, bf16, fp16 };
+enum class StepOptimizer { adamw };
+enum class ElementwiseOp { copy, cast, add, rmsnorm };
+enum class LaunchOp { empty_kernel, gemm };
 
 struct CollectiveMeasurement {
   hardware::Collective collective = hardware::Collective::all_reduce;
@@ -78,15 +84,77 @@ struct CpuAdamMeasurement {
   friend bool operator==(const CpuAdamMeasurement&, const CpuAdamMeasurement&) = default;
 };
 
+// One optimizer step on the GPU over `params` parameters in `tensors` tensors, one multi-tensor
+// launch; `bytes` is the traffic of the step (read parameter, gradient and moments, write
+// parameter and moments).
+struct OptimizerMeasurement {
+  StepOptimizer optimizer = StepOptimizer::adamw;
+  ElementDtype param_dtype = ElementDtype::fp32;
+  ElementDtype grad_dtype = ElementDtype::bf16;
+  ElementDtype state_dtype = ElementDtype::fp32;
+  std::int64_t params = 0;
+  std::int64_t tensors = 0;
+  Bytes bytes;
+  Seconds time;
+  BytesPerSecond rate;
+  double params_per_s = 0.0;
+  friend bool operator==(const OptimizerMeasurement&, const OptimizerMeasurement&) = default;
+};
+
+// One memory-bound kernel over `elements` elements; `bytes` counts each element read and written
+// once (and RMSNorm's weight row).
+struct ElementwiseMeasurement {
+  ElementwiseOp op = ElementwiseOp::copy;
+  ElementDtype in_dtype = ElementDtype::bf16;
+  ElementDtype out_dtype = ElementDtype::bf16;
+  std::int64_t elements = 0;
+  std::int64_t row = 0;  // RMSNorm's row width; 0 for the other ops
+  Bytes bytes;
+  Seconds time;
+  BytesPerSecond rate;
+  friend bool operator==(const ElementwiseMeasurement&, const ElementwiseMeasurement&) = default;
+};
+
+// Host wall-clock time per launch over `launches` back-to-back launches and one synchronisation.
+struct LaunchMeasurement {
+  LaunchOp op = LaunchOp::empty_kernel;
+  std::optional<hardware::GemmDtype> dtype;  // gemm only, as are m, n, k
+  std::int64_t m = 0;
+  std::int64_t n = 0;
+  std::int64_t k = 0;
+  std::int64_t launches = 0;
+  Seconds time;  // per launch
+  friend bool operator==(const LaunchMeasurement&, const LaunchMeasurement&) = default;
+};
+
+// A point the benchmark did not measure, with why. `point` and `fallback` are the JSON objects
+// as written (the fallback names the point measured in its place, if any); attention points are
+// also read into `attention` and `fallback_attention` (time and rate zero), so that the fit can
+// say which family lost them.
+struct SkippedPoint {
+  std::string kind;  // the skipped point's kind
+  std::string point;
+  std::string reason;
+  std::string fallback;       // empty: none
+  std::string fallback_kind;  // empty: none
+  std::optional<AttentionMeasurement> attention;
+  std::optional<AttentionMeasurement> fallback_attention;
+  friend bool operator==(const SkippedPoint&, const SkippedPoint&) = default;
+};
+
 struct Measurements {
   std::vector<CollectiveMeasurement> collectives;
   std::vector<GemmMeasurement> gemms;
   std::vector<AttentionMeasurement> attention;
   std::vector<BandwidthMeasurement> bandwidth;
   std::vector<CpuAdamMeasurement> cpu_adam;
+  std::vector<OptimizerMeasurement> optimizer;
+  std::vector<ElementwiseMeasurement> elementwise;
+  std::vector<LaunchMeasurement> launch;
+  std::vector<SkippedPoint> skipped;  // not measurements: size() leaves them out
   [[nodiscard]] std::size_t size() const {
     return collectives.size() + gemms.size() + attention.size() + bandwidth.size() +
-           cpu_adam.size();
+           cpu_adam.size() + optimizer.size() + elementwise.size() + launch.size();
   }
   [[nodiscard]] bool empty() const { return size() == 0; }
   friend bool operator==(const Measurements&, const Measurements&) = default;
@@ -124,5 +192,35 @@ struct EnumTable<calibrate::CopyDirection> {
       std::pair{calibrate::CopyDirection::d2d, std::string_view{"d2d"}},
       std::pair{calibrate::CopyDirection::h2d, std::string_view{"h2d"}},
       std::pair{calibrate::CopyDirection::d2h, std::string_view{"d2h"}}};
+};
+template <>
+struct EnumTable<calibrate::ElementDtype> {
+  static constexpr std::string_view kWhat = "element dtype";
+  static constexpr std::array kEntries{
+      std::pair{calibrate::ElementDtype::fp32, std::string_view{"fp32"}},
+      std::pair{calibrate::ElementDtype::bf16, std::string_view{"bf16"}},
+      std::pair{calibrate::ElementDtype::fp16, std::string_view{"fp16"}}};
+};
+template <>
+struct EnumTable<calibrate::StepOptimizer> {
+  static constexpr std::string_view kWhat = "optimizer";
+  static constexpr std::array kEntries{
+      std::pair{calibrate::StepOptimizer::adamw, std::string_view{"adamw"}}};
+};
+template <>
+struct EnumTable<calibrate::ElementwiseOp> {
+  static constexpr std::string_view kWhat = "elementwise op";
+  static constexpr std::array kEntries{
+      std::pair{calibrate::ElementwiseOp::copy, std::string_view{"copy"}},
+      std::pair{calibrate::ElementwiseOp::cast, std::string_view{"cast"}},
+      std::pair{calibrate::ElementwiseOp::add, std::string_view{"add"}},
+      std::pair{calibrate::ElementwiseOp::rmsnorm, std::string_view{"rmsnorm"}}};
+};
+template <>
+struct EnumTable<calibrate::LaunchOp> {
+  static constexpr std::string_view kWhat = "launch op";
+  static constexpr std::array kEntries{
+      std::pair{calibrate::LaunchOp::empty_kernel, std::string_view{"empty_kernel"}},
+      std::pair{calibrate::LaunchOp::gemm, std::string_view{"gemm"}}};
 };
 }  // namespace trainplan
