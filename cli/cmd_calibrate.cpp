@@ -157,41 +157,107 @@ void print_fit_table(const calibrate::ProfileFit& fit, std::ostream& out) {
     out << "alpha, busbw: one alpha-beta line; errors: |predicted - measured| / measured of the "
            "regimes kept (minimum over regimes).\n";
   }
+  if (!fit.families.empty()) {
+    out << "\n";
+    Table t({"family", "source", "points", "model median", "model max", "profile median",
+             "profile max", "held-out median", "held-out max"});
+    for (const calibrate::FamilyReport& f : fit.families) {
+      const auto q = [](const std::optional<hardware::FitQuality>& v, bool max) {
+        return v ? percent(max ? v->max_rel_err : v->median_rel_err) : std::string("-");
+      };
+      t.add({f.family, f.used ? f.source : f.source + " (not used)", std::to_string(f.points),
+             percent(f.model.median_rel_err), percent(f.model.max_rel_err), q(f.profile, false),
+             q(f.profile, true), q(f.leave_one_out, false), q(f.leave_one_out, true)});
+    }
+    out << t.render();
+    out << "errors: |predicted - measured| / measured of the time. model: the compact model alone; "
+           "profile: what the profile answers at the measured points (interpolation included); "
+           "held-out: each point predicted from a fit to the others (leave-one-out).\n";
+  }
   if (!p.gemm.empty()) {
     out << "\n";
-    Table t(
-        {"GEMM dtype", "points", "peak TFLOP/s", "eta_max", "K0", "SMs", "median err", "max err"});
+    Table t({"GEMM dtype", "points", "peak TFLOP/s", "eta_max", "K0", "SMs", "overhead us",
+             "read GB/s", "write GB/s", "p"});
     for (const hardware::GemmModel& g : p.gemm) {
+      const bool roof = g.roofline();
       t.add({std::string(to_string(g.dtype)), std::to_string(g.fit.points),
              fmt::format("{:g}", to_tflops(g.peak)), fmt::format("{:.3f}", g.peak_efficiency),
              fmt::format("{:.0f}", g.k0), g.sm_count > 0 ? std::to_string(g.sm_count) : "-",
-             percent(g.fit.median_rel_err), percent(g.fit.max_rel_err)});
+             roof ? fmt::format("{:.2f}", g.overhead.value() * 1e6) : "-",
+             roof ? fmt::format("{:.0f}", to_gbps(g.read_bandwidth)) : "-",
+             roof ? fmt::format("{:.0f}", to_gbps(g.write_bandwidth)) : "-",
+             roof ? fmt::format("{:.2f}", g.smoothness) : "-"});
     }
     out << t.render();
+    out << "t = overhead + (compute^p + memory^p)^(1/p); compute at eta_max, tile, wave and "
+           "K / (K + K0); measured shapes answer their measured time (docs/calibration.md).\n";
   }
-  if (p.attention_fwd || p.attention_bwd) {
+  const std::pair<const char*, const std::optional<hardware::AttentionModel>*> attention[] = {
+      {"fwd", &p.attention_fwd},
+      {"bwd", &p.attention_bwd},
+      {"fwd causal", &p.attention_fwd_causal},
+      {"bwd causal", &p.attention_bwd_causal}};
+  if (std::any_of(std::begin(attention), std::end(attention),
+                  [](const auto& a) { return a.second->has_value(); })) {
     out << "\n";
-    Table t({"attention", "points", "eta_max", "seq half", "median err", "max err"});
-    for (const auto& [label, a] :
-         {std::pair{"fwd", &p.attention_fwd}, std::pair{"bwd", &p.attention_bwd}}) {
+    Table t({"attention", "kernel", "points", "eta_max", "seq half"});
+    for (const auto& [label, a] : attention) {
       if (!*a) continue;
-      t.add({label, std::to_string((*a)->fit.points), fmt::format("{:.3f}", (*a)->efficiency),
-             fmt::format("{:.0f}", (*a)->seq_half), percent((*a)->fit.median_rel_err),
-             percent((*a)->fit.max_rel_err)});
+      t.add({label, std::string(to_string((*a)->kernel)), std::to_string((*a)->fit.points),
+             fmt::format("{:.3f}", (*a)->efficiency), fmt::format("{:.0f}", (*a)->seq_half)});
     }
     out << t.render();
   }
-  if (p.memory.hbm || p.memory.h2d || p.memory.d2h || p.cpu_adam_params_per_s) {
+  const hardware::KernelBandwidths& k = p.kernels;
+  if (p.memory.hbm || p.memory.h2d || p.memory.d2h || p.cpu_adam_params_per_s ||
+      k.optimizer_fp32_states || k.optimizer_bf16_states || k.elementwise ||
+      p.launch.empty_kernel || p.launch.small_gemm) {
     out << "\n";
     if (p.memory.hbm)
-      out << fmt::format("HBM (device copy)   {:.1f} GB/s\n", to_gbps(*p.memory.hbm));
+      out << fmt::format("HBM (device copy)              {:.1f} GB/s\n", to_gbps(*p.memory.hbm));
     if (p.memory.h2d)
-      out << fmt::format("host to device      {:.1f} GB/s\n", to_gbps(*p.memory.h2d));
+      out << fmt::format("host to device                 {:.1f} GB/s\n", to_gbps(*p.memory.h2d));
     if (p.memory.d2h)
-      out << fmt::format("device to host      {:.1f} GB/s\n", to_gbps(*p.memory.d2h));
+      out << fmt::format("device to host                 {:.1f} GB/s\n", to_gbps(*p.memory.d2h));
     if (p.cpu_adam_params_per_s) {
-      out << fmt::format("CPU Adam            {:.3g} parameters/s\n", *p.cpu_adam_params_per_s);
+      out << fmt::format("CPU Adam                       {:.3g} parameters/s\n",
+                         *p.cpu_adam_params_per_s);
     }
+    if (k.optimizer_fp32_states) {
+      out << fmt::format("GPU AdamW, fp32 states         {:.1f} GB/s\n",
+                         to_gbps(*k.optimizer_fp32_states));
+    }
+    if (k.optimizer_bf16_states) {
+      out << fmt::format("GPU AdamW, bf16 states         {:.1f} GB/s\n",
+                         to_gbps(*k.optimizer_bf16_states));
+    }
+    if (k.elementwise) {
+      std::string ops;
+      for (const auto& [op, rate] : k.elementwise_by_op) {
+        ops += fmt::format("{}{} {:.0f}", ops.empty() ? "" : ", ", op, to_gbps(rate));
+      }
+      out << fmt::format("elementwise                    {:.1f} GB/s ({})\n",
+                         to_gbps(*k.elementwise), ops);
+    }
+    if (p.launch.empty_kernel) {
+      out << fmt::format("launch, empty kernel           {:.2f} us\n",
+                         p.launch.empty_kernel->value() * 1e6);
+    }
+    if (p.launch.small_gemm) {
+      out << fmt::format("{:<31}{:.2f} us\n",
+                         fmt::format("launch, bf16 GEMM {}^3", p.launch.small_gemm_size),
+                         p.launch.small_gemm->value() * 1e6);
+    }
+  }
+  if (!fit.skipped.empty()) {
+    out << "\n";
+    Table t({"skipped in run", "family", "points", "reason", "measured instead"});
+    for (const calibrate::SkippedReport& r : fit.skipped) {
+      t.add({r.run, r.family, std::to_string(r.count), r.reason,
+             r.fallback.empty() ? "-" : r.fallback});
+    }
+    out << t.render();
+    out << "Skipped points are never fitted.\n";
   }
 }
 
@@ -259,6 +325,7 @@ void run_calibrate_fit(const CalibrateFitOptions& options, std::ostream& out, st
     fit_options.gpu = gpu_name;
   }
   fit_options.peaks = peaks_of(options, spec);
+  if (spec && spec->hbm_bandwidth.value() > 0.0) fit_options.hbm = spec->hbm_bandwidth;
   fit_options.sm_count = options.sm_count > 0 ? options.sm_count : (spec ? spec->sm_count : 0);
   if (options.sm_count < 0) throw InputError("--sm-count must not be negative");
 

@@ -3,11 +3,38 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <vector>
 
 namespace trainplan::hardware {
 namespace {
 
 [[nodiscard]] std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+constexpr int kMinTile = 16;
+// Points further than this many sigmas weigh less than exp(-12.5) of a neighbour: left out.
+constexpr double kWindowSigmas = 5.0;
+// Squared log2 distance below which a point is at the query's shape.
+constexpr double kSameShape = 1e-12;
+
+// Wave quantization of `products` back-to-back products in one batched kernel: their tiles
+// share the waves.
+[[nodiscard]] double batched_wave_efficiency(std::int64_t m, std::int64_t n, int tile_m, int tile_n,
+                                             int sm_count, double products) {
+  if (m <= 0 || n <= 0 || tile_m <= 0 || tile_n <= 0 || sm_count <= 0) return 1.0;
+  const auto copies = static_cast<std::int64_t>(std::max(1.0, std::round(products)));
+  const std::int64_t tiles = ceil_div(m, tile_m) * ceil_div(n, tile_n) * copies;
+  const std::int64_t waves = ceil_div(tiles, sm_count);
+  return static_cast<double>(tiles) / static_cast<double>(waves * sm_count);
+}
+
+// (a^p + b^p)^(1/p) for a, b >= 0, computed without overflow; p <= 0 means max(a, b).
+[[nodiscard]] double soft_max(double a, double b, double p) {
+  const double hi = std::max(a, b);
+  const double lo = std::min(a, b);
+  if (!(p > 0.0) || !(hi > 0.0)) return hi;
+  return hi * std::pow(1.0 + std::pow(lo / hi, p), 1.0 / p);
+}
 
 // The analytic model of a curve: its regimes, or its single line when it has none.
 [[nodiscard]] Seconds model_time(const CollectiveCurve& curve, double factor, Bytes bytes,
@@ -83,12 +110,140 @@ double wave_efficiency(std::int64_t m, std::int64_t n, int tile_m, int tile_n, i
   return static_cast<double>(tiles) / static_cast<double>(waves * sm_count);
 }
 
+int narrow_tile(std::int64_t dim, int tile) {
+  int t = kMinTile;
+  while (t < tile && t < dim) t *= 2;
+  return std::min(t, tile);
+}
+
+Seconds gemm_model_time(const GemmModel& g, std::int64_t m, std::int64_t n, std::int64_t k,
+                        int sm_count, double count) {
+  const double products = std::max(1.0, count);
+  const double flops =
+      2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * products;
+  if (!g.roofline()) {
+    return Seconds(flops / (g.peak.value() * gemm_model_efficiency(g, m, n, k, sm_count, count)));
+  }
+  const int sms = sm_count > 0 ? sm_count : g.sm_count;
+  const int tm = narrow_tile(m, g.tile_m);
+  const int tn = narrow_tile(n, g.tile_n);
+  const double eta = g.peak_efficiency * tile_efficiency(m, n, tm, tn) *
+                     batched_wave_efficiency(m, n, tm, tn, sms, products) *
+                     small_k_efficiency(static_cast<double>(k), g.k0);
+  const double compute = flops / (g.peak.value() * eta);
+  const double md = static_cast<double>(m);
+  const double nd = static_cast<double>(n);
+  const double kd = static_cast<double>(k);
+  const double memory = products * ((md * kd + kd * nd) * g.a_bytes / g.read_bandwidth.value() +
+                                    md * nd * g.c_bytes / g.write_bandwidth.value());
+  return g.overhead + Seconds(soft_max(compute, memory, g.smoothness));
+}
+
 double gemm_model_efficiency(const GemmModel& g, std::int64_t m, std::int64_t n, std::int64_t k,
-                             int sm_count) {
+                             int sm_count, double count) {
+  const double products = std::max(1.0, count);
+  if (g.roofline()) {
+    const double flops =
+        2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * products;
+    return flops / (g.peak.value() * gemm_model_time(g, m, n, k, sm_count, count).value());
+  }
   const int sms = sm_count > 0 ? sm_count : g.sm_count;
   return g.peak_efficiency * tile_efficiency(m, n, g.tile_m, g.tile_n) *
-         wave_efficiency(m, n, g.tile_m, g.tile_n, sms) *
+         batched_wave_efficiency(m, n, g.tile_m, g.tile_n, sms, products) *
          small_k_efficiency(static_cast<double>(k), g.k0);
+}
+
+Seconds gemm_predicted_time(const GemmModel& g, std::int64_t m, std::int64_t n, std::int64_t k,
+                            int sm_count, int skip, double count) {
+  const Seconds model = gemm_model_time(g, m, n, k, sm_count, count);
+  if (!(g.interpolation_octaves > 0.0) || g.points.empty() || !(g.peak.value() > 0.0)) {
+    return model;
+  }
+  const double qm = std::log2(static_cast<double>(m));
+  const double qn = std::log2(static_cast<double>(n));
+  const double qk = std::log2(static_cast<double>(k));
+  const double two_sigma2 = 2.0 * g.interpolation_octaves * g.interpolation_octaves;
+  const double cutoff2 =
+      kWindowSigmas * kWindowSigmas * g.interpolation_octaves * g.interpolation_octaves;
+  double exact_sum = 0.0;
+  int exact = 0;
+  double num = 0.0;
+  double den = g.interpolation_prior;
+  for (std::size_t i = 0; i < g.points.size(); ++i) {
+    if (static_cast<int>(i) == skip) continue;
+    const GemmPoint& p = g.points[i];
+    if (p.m <= 0 || p.n <= 0 || p.k <= 0 || !(p.rate.value() > 0.0)) continue;
+    const double dm = std::log2(static_cast<double>(p.m)) - qm;
+    const double dn = std::log2(static_cast<double>(p.n)) - qn;
+    const double dk = std::log2(static_cast<double>(p.k)) - qk;
+    const double d2 = dm * dm + dn * dn + dk * dk;
+    if (d2 > cutoff2) continue;
+    const double measured = 2.0 * static_cast<double>(p.m) * static_cast<double>(p.n) *
+                            static_cast<double>(p.k) / p.rate.value();
+    const double r =
+        std::log(measured / gemm_model_time(g, p.m, p.n, p.k, g.sm_count, 1.0).value());
+    if (d2 < kSameShape) {
+      exact_sum += r;
+      ++exact;
+      continue;
+    }
+    const double w = std::exp(-d2 / two_sigma2) / d2;
+    num += w * r;
+    den += w;
+  }
+  if (exact > 0) return model * std::exp(exact_sum / exact);
+  if (!(den > 0.0)) return model;
+  return model * std::exp(num / den);
+}
+
+double attention_model_efficiency(const AttentionModel& a, std::int64_t seq,
+                                  std::int64_t head_dim) {
+  const double s = static_cast<double>(seq);
+  const double model = saturating_efficiency(a.efficiency, s, a.seq_half);
+  if (head_dim <= 0 || !(a.peak.value() > 0.0)) return model;
+  // The points of the nearest head dim, one median rate per sequence length.
+  std::int64_t nearest = 0;
+  double nearest_distance = std::numeric_limits<double>::infinity();
+  for (const SeqRate& p : a.points) {
+    if (p.head_dim <= 0 || p.seq <= 0 || !(p.rate.value() > 0.0)) continue;
+    const double d =
+        std::abs(std::log2(static_cast<double>(p.head_dim) / static_cast<double>(head_dim)));
+    if (d < nearest_distance) {
+      nearest_distance = d;
+      nearest = p.head_dim;
+    }
+  }
+  if (nearest == 0) return model;
+  std::map<std::int64_t, std::vector<double>> by_seq;
+  for (const SeqRate& p : a.points) {
+    if (p.head_dim == nearest && p.seq > 0 && p.rate.value() > 0.0) {
+      by_seq[p.seq].push_back(p.rate.value() / a.peak.value());
+    }
+  }
+  std::vector<std::pair<double, double>> curve;  // (seq, eta), ascending
+  for (auto& [q, etas] : by_seq) {
+    std::sort(etas.begin(), etas.end());
+    const std::size_t mid = etas.size() / 2;
+    const double med = etas.size() % 2 == 1 ? etas[mid] : 0.5 * (etas[mid - 1] + etas[mid]);
+    curve.emplace_back(static_cast<double>(q), med);
+  }
+  const auto at_model = [&](double x) {
+    return saturating_efficiency(a.efficiency, x, a.seq_half);
+  };
+  if (s <= curve.front().first) {
+    const double base = at_model(curve.front().first);
+    return base > 0.0 ? curve.front().second * model / base : curve.front().second;
+  }
+  if (s >= curve.back().first) {
+    const double base = at_model(curve.back().first);
+    return base > 0.0 ? curve.back().second * model / base : curve.back().second;
+  }
+  const auto hi = std::lower_bound(curve.begin(), curve.end(), s,
+                                   [](const auto& p, double x) { return p.first < x; });
+  if (hi->first == s) return hi->second;
+  const auto lo = hi - 1;
+  const double t = std::log(s / lo->first) / std::log(hi->first / lo->first);
+  return std::exp(std::log(lo->second) + t * (std::log(hi->second) - std::log(lo->second)));
 }
 
 const CollectiveCurve* HardwareProfile::find_curve(Collective c, int ranks, int nodes) const {
@@ -134,23 +289,50 @@ std::optional<Seconds> HardwareProfile::collective_time(Collective c, int ranks,
 std::optional<double> HardwareProfile::gemm_efficiency(std::int64_t m, std::int64_t n,
                                                        std::int64_t k, std::string_view dtype,
                                                        int sm_count) const {
+  return gemm_efficiency(m, n, k, dtype, sm_count, 1.0);
+}
+
+std::optional<double> HardwareProfile::gemm_efficiency(std::int64_t m, std::int64_t n,
+                                                       std::int64_t k, std::string_view dtype,
+                                                       int sm_count, double count) const {
   const std::optional<GemmDtype> d = try_parse<GemmDtype>(dtype);
   if (!d) return std::nullopt;
   for (const GemmModel& g : gemm) {
-    if (g.dtype == *d) return gemm_model_efficiency(g, m, n, k, sm_count);
+    if (g.dtype != *d) continue;
+    if (m <= 0 || n <= 0 || k <= 0 || !(g.peak.value() > 0.0)) {
+      return gemm_model_efficiency(g, m, n, k, sm_count, count);
+    }
+    const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) *
+                         static_cast<double>(k) * std::max(1.0, count);
+    return flops / (g.peak.value() * gemm_predicted_time(g, m, n, k, sm_count, -1, count).value());
   }
   return std::nullopt;
 }
 
 std::optional<double> HardwareProfile::attention_efficiency(bool backward, std::int64_t seq) const {
-  const std::optional<AttentionModel>& a = backward ? attention_bwd : attention_fwd;
-  if (!a) return std::nullopt;
-  return saturating_efficiency(a->efficiency, static_cast<double>(seq), a->seq_half);
+  return attention_efficiency(backward, seq, false, 0);
+}
+
+std::optional<double> HardwareProfile::attention_efficiency(bool backward, std::int64_t seq,
+                                                            bool causal,
+                                                            std::int64_t head_dim) const {
+  const std::optional<AttentionModel>& plain = backward ? attention_bwd : attention_fwd;
+  const std::optional<AttentionModel>& masked =
+      backward ? attention_bwd_causal : attention_fwd_causal;
+  for (const std::optional<AttentionModel>* a : {causal ? &masked : &plain, &plain}) {
+    if (*a && (*a)->kernel == AttentionKernel::fused) {
+      return attention_model_efficiency(**a, seq, head_dim);
+    }
+  }
+  return std::nullopt;
 }
 
 bool HardwareProfile::empty() const {
-  return collectives.empty() && gemm.empty() && !attention_fwd && !attention_bwd && !memory.hbm &&
-         !memory.h2d && !memory.d2h && !cpu_adam_params_per_s;
+  return collectives.empty() && gemm.empty() && !attention_fwd && !attention_bwd &&
+         !attention_fwd_causal && !attention_bwd_causal && !memory.hbm && !memory.h2d &&
+         !memory.d2h && !cpu_adam_params_per_s && !kernels.optimizer_fp32_states &&
+         !kernels.optimizer_bf16_states && !kernels.elementwise && !launch.empty_kernel &&
+         !launch.small_gemm;
 }
 
 }  // namespace trainplan::hardware

@@ -175,6 +175,129 @@ TEST(GemmEfficiency, ModelAndAbsence) {
   EXPECT_FALSE(p.gemm_efficiency(4096, 4096, 4096, "bogus", 132).has_value());
 }
 
+// A roofline model: t = overhead + (C^p + B^p)^(1/p).
+GemmModel roofline_bf16() {
+  GemmModel g;
+  g.dtype = GemmDtype::bf16;
+  g.peak = FlopsPerSecond(1000e12);
+  g.peak_efficiency = 0.8;
+  g.k0 = 100;
+  g.sm_count = 132;
+  g.overhead = Seconds(2e-6);
+  g.read_bandwidth = gbps(4000);
+  g.write_bandwidth = gbps(3000);
+  g.smoothness = 3;
+  g.a_bytes = 2;
+  g.c_bytes = 2;
+  return g;
+}
+
+TEST(GemmEfficiency, RooflineForm) {
+  const GemmModel g = roofline_bf16();
+  // 8192^3: 4096 tiles of 128 x 128 in 32 waves of 132 (4224 slots).
+  const double flops = 2.0 * 8192.0 * 8192.0 * 8192.0;
+  const double compute = flops / (1000e12 * 0.8 * (4096.0 / 4224.0) * 8192.0 / 8292.0);
+  const double memory = 2.0 * 8192.0 * 8192.0 * 2.0 / 4000e9 + 8192.0 * 8192.0 * 2.0 / 3000e9;
+  const double expected = 2e-6 + std::cbrt(compute * compute * compute + memory * memory * memory);
+  EXPECT_NEAR(gemm_model_time(g, 8192, 8192, 8192, 0).value(), expected, 1e-15);
+  EXPECT_NEAR(gemm_model_efficiency(g, 8192, 8192, 8192, 0), flops / (1000e12 * expected), 1e-12);
+  // A skinny product is bound by reading its weight: 8192 x 8192 bf16 at 4 TB/s.
+  const double skinny = gemm_model_time(g, 16, 8192, 8192, 0).value();
+  EXPECT_GT(skinny, 8192.0 * 8192.0 * 2.0 / 4000e9);
+  EXPECT_LT(skinny, 1.2 * (2e-6 + 8192.0 * 8192.0 * 2.0 / 4000e9));
+  // Thin operands run on narrower tiles.
+  EXPECT_EQ(narrow_tile(16, 128), 16);
+  EXPECT_EQ(narrow_tile(100, 128), 128);
+  EXPECT_EQ(narrow_tile(4096, 128), 128);
+  EXPECT_EQ(narrow_tile(3, 128), 16);
+}
+
+// Measured points are honoured: a measured shape answers its measured rate, a shape near it
+// moves toward it, a shape far from every point answers the model.
+TEST(GemmEfficiency, InterpolationHonoursThePoints) {
+  GemmModel g = roofline_bf16();
+  g.interpolation_octaves = 1.0;
+  g.interpolation_prior = 0.1;
+  const double model_rate = 1000e12 * gemm_model_efficiency(g, 4096, 4096, 4096, 0);
+  g.points = {{4096, 4096, 4096, FlopsPerSecond(1.1 * model_rate)},
+              {4096, 4096, 4096, FlopsPerSecond(1.3 * model_rate)}};  // repeats: their mean
+  HardwareProfile p;
+  p.gemm.push_back(g);
+  const double at_point = *p.gemm_efficiency(4096, 4096, 4096, "bf16", 0) * 1000e12;
+  EXPECT_NEAR(at_point, model_rate * std::sqrt(1.1 * 1.3), 1e-6 * model_rate);
+  // Half an octave away in M: most of the correction.
+  const double near = *p.gemm_efficiency(5793, 4096, 4096, "bf16", 0);
+  const double near_model = gemm_model_efficiency(g, 5793, 4096, 4096, 0);
+  EXPECT_GT(near / near_model, 1.1);
+  EXPECT_LT(near / near_model, std::sqrt(1.1 * 1.3) + 1e-12);
+  // Eight octaves away: the model.
+  EXPECT_NEAR(*p.gemm_efficiency(16, 4096, 4096, "bf16", 0),
+              gemm_model_efficiency(g, 16, 4096, 4096, 0), 1e-12);
+  // Leaving the point out is what a leave-one-out check sees.
+  EXPECT_NEAR(gemm_predicted_time(g, 4096, 4096, 4096, 0, 0).value(),
+              gemm_model_time(g, 4096, 4096, 4096, 0).value() / 1.3, 1e-15);
+}
+
+TEST(OtherQueries, AttentionCausalFallbackAndProxy) {
+  HardwareProfile p;
+  AttentionModel plain;
+  plain.efficiency = 0.7;
+  plain.seq_half = 1024;
+  plain.peak = FlopsPerSecond(1000e12);
+  p.attention_fwd = plain;
+  // No causal model: causal queries use the non-causal one.
+  EXPECT_NEAR(*p.attention_efficiency(false, 4096, true), 0.7 * 4096.0 / 5120.0, 1e-15);
+  AttentionModel causal = plain;
+  causal.efficiency = 0.6;
+  p.attention_fwd_causal = causal;
+  EXPECT_NEAR(*p.attention_efficiency(false, 4096, true), 0.6 * 4096.0 / 5120.0, 1e-15);
+  EXPECT_NEAR(*p.attention_efficiency(false, 4096), 0.7 * 4096.0 / 5120.0, 1e-15);
+  // An unfused proxy never answers for the fused kernel.
+  AttentionModel proxy = plain;
+  proxy.kernel = AttentionKernel::unfused;
+  p.attention_bwd = proxy;
+  EXPECT_FALSE(p.attention_efficiency(true, 4096).has_value());
+  EXPECT_FALSE(p.attention_efficiency(true, 4096, true).has_value());
+}
+
+TEST(OtherQueries, AttentionPointsOfTheNearestHeadDim) {
+  AttentionModel a;
+  a.efficiency = 0.7;
+  a.seq_half = 1000;
+  a.peak = FlopsPerSecond(1000e12);
+  a.points = {{1024, FlopsPerSecond(450e12), 64},
+              {4096, FlopsPerSecond(540e12), 64},
+              {1024, FlopsPerSecond(630e12), 128},
+              {1024, FlopsPerSecond(650e12), 128},  // repeats: their median
+              {4096, FlopsPerSecond(690e12), 128}};
+  EXPECT_NEAR(attention_model_efficiency(a, 1024, 128), 0.64, 1e-12);
+  EXPECT_NEAR(attention_model_efficiency(a, 4096, 64), 0.54, 1e-12);
+  EXPECT_NEAR(attention_model_efficiency(a, 2048, 80), std::sqrt(0.45 * 0.54), 1e-12);
+  // Past the last point, the saturation model's shape from the point's level.
+  EXPECT_NEAR(attention_model_efficiency(a, 16384, 128),
+              0.69 * (16384.0 / 17384.0) / (4096.0 / 5096.0), 1e-12);
+  EXPECT_NEAR(attention_model_efficiency(a, 4096, 0), 0.7 * 4096.0 / 5096.0, 1e-15);
+}
+
+TEST(OtherQueries, KernelBandwidthsAndLaunch) {
+  HardwareProfile p;
+  EXPECT_FALSE(p.optimizer_bandwidth(true).has_value());
+  EXPECT_FALSE(p.elementwise_bandwidth().has_value());
+  EXPECT_FALSE(p.launch_overhead().has_value());
+  EXPECT_FALSE(p.gemm_launch_overhead().has_value());
+  p.kernels.optimizer_fp32_states = gbps(3970);
+  EXPECT_FALSE(p.empty());
+  p.kernels.optimizer_bf16_states = gbps(4008);
+  p.kernels.elementwise = gbps(3858);
+  p.launch.empty_kernel = Seconds(4.4e-6);
+  p.launch.small_gemm = Seconds(8.6e-6);
+  EXPECT_DOUBLE_EQ(to_gbps(*p.optimizer_bandwidth(true)), 3970);
+  EXPECT_DOUBLE_EQ(to_gbps(*p.optimizer_bandwidth(false)), 4008);
+  EXPECT_DOUBLE_EQ(to_gbps(*p.elementwise_bandwidth()), 3858);
+  EXPECT_DOUBLE_EQ(p.launch_overhead()->value(), 4.4e-6);
+  EXPECT_DOUBLE_EQ(p.gemm_launch_overhead()->value(), 8.6e-6);
+}
+
 TEST(OtherQueries, AttentionMemoryAdam) {
   HardwareProfile p;
   EXPECT_FALSE(p.attention_efficiency(false, 4096).has_value());

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
 
 #include "trainplan/calibrate/profile_fit.hpp"
 #include "trainplan/core/error.hpp"
@@ -71,7 +72,7 @@ TEST(ProfileFit, FitsCurvesAndMergesRepeats) {
   EXPECT_EQ(fit.profile.name, "pod");
   EXPECT_EQ(fit.profile.gpu, "NVIDIA H100 80GB HBM3");
   EXPECT_EQ(fit.profile.provenance.date, "2026-02-01");
-  EXPECT_EQ(fit.profile.provenance.sources.size(), 0u);
+  EXPECT_EQ(fit.profile.provenance.sources, (std::vector<std::string>{"run-a", "run-b"}));
 }
 
 TEST(ProfileFit, TooFewPointsNamesTheCurveAndCount) {
@@ -147,8 +148,17 @@ TEST(ProfileFit, GemmAttentionMemoryAndAdam) {
   opt.sm_count = 132;
   const ProfileFit fit = fit_profile(std::vector<calibrate::Run>{r}, opt);
   ASSERT_EQ(fit.profile.gemm.size(), 1u);
-  EXPECT_NEAR(fit.profile.gemm[0].peak_efficiency, 0.8, 1e-6);
-  EXPECT_NEAR(fit.profile.gemm[0].k0, 128.0, 1e-4);
+  const hardware::GemmModel& g = fit.profile.gemm[0];
+  EXPECT_TRUE(g.roofline());
+  EXPECT_EQ(g.fit.points, 4);
+  EXPECT_EQ(g.leave_one_out.points, 4);
+  // The profile answers each measured shape with its measured rate.
+  for (const GemmMeasurement& m : r.measurements.gemms) {
+    EXPECT_NEAR(*fit.profile.gemm_efficiency(m.m, m.n, m.k, "bf16", 0) * 989e12, m.rate.value(),
+                1e-9 * m.rate.value());
+  }
+  EXPECT_LT(g.fit.max_rel_err, 1e-9);
+  EXPECT_LT(g.model_fit.median_rel_err, 0.2);
   ASSERT_TRUE(fit.profile.attention_fwd.has_value());
   EXPECT_NEAR(fit.profile.attention_fwd->efficiency, 0.7, 1e-6);
   EXPECT_NEAR(fit.profile.attention_fwd->seq_half, 1000.0, 1e-3);
@@ -158,6 +168,119 @@ TEST(ProfileFit, GemmAttentionMemoryAndAdam) {
   EXPECT_DOUBLE_EQ(*fit.profile.cpu_adam_params_per_s, 1.2e9);
   EXPECT_EQ(fit.profile.gpu, "unknown");
   EXPECT_FALSE(fit.notes.empty());
+}
+
+TEST(ProfileFit, AttentionWithoutCudnnKeepsTheProxyLabelled) {
+  calibrate::Run r;
+  r.name = "old-run";
+  for (const AttentionPass pass : {AttentionPass::fwd, AttentionPass::bwd}) {
+    for (std::int64_t s : {1024, 4096, 16384}) {
+      AttentionMeasurement a;
+      a.pass = pass;
+      a.impl = pass == AttentionPass::fwd ? AttentionImpl::cudnn : AttentionImpl::unfused;
+      a.dtype = "bf16";
+      a.head_dim = 128;
+      a.seq = s;
+      a.rate = tflops(pass == AttentionPass::fwd ? 600 : 130);
+      r.measurements.attention.push_back(a);
+    }
+  }
+  SkippedPoint skipped;
+  skipped.kind = "attention";
+  skipped.reason = "cuDNN refused: CUDNN_STATUS_BAD_PARAM";
+  AttentionMeasurement shape;
+  shape.pass = AttentionPass::bwd;
+  shape.impl = AttentionImpl::cudnn;
+  shape.seq = 4096;
+  skipped.attention = shape;
+  skipped.fallback_kind = "attention";
+  shape.impl = AttentionImpl::unfused;
+  skipped.fallback_attention = shape;
+  r.measurements.skipped = {skipped, skipped};
+  ProfileFitOptions opt;
+  opt.peaks = {{hardware::GemmDtype::bf16, tflops(989)}};
+  const ProfileFit fit = fit_profile(std::vector<calibrate::Run>{r}, opt);
+  ASSERT_TRUE(fit.profile.attention_bwd.has_value());
+  EXPECT_EQ(fit.profile.attention_bwd->kernel, hardware::AttentionKernel::unfused);
+  EXPECT_FALSE(fit.profile.attention_efficiency(true, 4096).has_value());
+  EXPECT_TRUE(fit.profile.attention_efficiency(false, 4096).has_value());
+  ASSERT_EQ(fit.skipped.size(), 1u);
+  EXPECT_EQ(fit.skipped[0].count, 2);
+  EXPECT_EQ(fit.skipped[0].family, "attention bwd cudnn");
+  EXPECT_EQ(fit.skipped[0].fallback, "attention unfused");
+  bool said = false;
+  for (const std::string& note : fit.notes) {
+    if (note.find("attention bwd: no cuDNN point") != std::string::npos &&
+        note.find("2 cuDNN points skipped") != std::string::npos &&
+        note.find("unfused") != std::string::npos) {
+      said = true;
+    }
+  }
+  EXPECT_TRUE(said);
+  bool reported = false;
+  for (const FamilyReport& f : fit.families) {
+    if (f.family == "attention bwd") {
+      reported = true;
+      EXPECT_FALSE(f.used);
+      EXPECT_EQ(f.source, "unfused proxy");
+    }
+  }
+  EXPECT_TRUE(reported);
+}
+
+TEST(ProfileFit, OptimizerElementwiseAndLaunch) {
+  calibrate::Run r;
+  r.name = "kernels";
+  for (const auto& [states, params, rate] :
+       {std::tuple{ElementDtype::fp32, 1e8, 3800.0}, std::tuple{ElementDtype::fp32, 1e9, 3970.0},
+        std::tuple{ElementDtype::bf16, 1e8, 3250.0}, std::tuple{ElementDtype::bf16, 1e9, 4000.0}}) {
+    OptimizerMeasurement o;
+    o.state_dtype = states;
+    o.params = static_cast<std::int64_t>(params);
+    o.bytes = Bytes(params * (states == ElementDtype::fp32 ? 26.0 : 14.0));
+    o.rate = gbps(rate);
+    o.time = o.bytes / o.rate;
+    r.measurements.optimizer.push_back(o);
+  }
+  // The 16 MiB points are served by L2 and run faster than HBM: left out.
+  for (const auto& [op, bytes, rate] : {std::tuple{ElementwiseOp::copy, 16777216.0, 9000.0},
+                                        std::tuple{ElementwiseOp::copy, 1073741824.0, 3600.0},
+                                        std::tuple{ElementwiseOp::add, 1610612736.0, 4200.0},
+                                        std::tuple{ElementwiseOp::rmsnorm, 268443648.0, 2900.0},
+                                        std::tuple{ElementwiseOp::rmsnorm, 1073750016.0, 3100.0}}) {
+    ElementwiseMeasurement e;
+    e.op = op;
+    e.bytes = Bytes(bytes);
+    e.rate = gbps(rate);
+    e.time = e.bytes / e.rate;
+    r.measurements.elementwise.push_back(e);
+  }
+  for (const auto& [op, size, us] :
+       {std::tuple{LaunchOp::empty_kernel, 0, 4.4}, std::tuple{LaunchOp::gemm, 1024, 8.9},
+        std::tuple{LaunchOp::gemm, 64, 8.6}}) {
+    LaunchMeasurement l;
+    l.op = op;
+    l.m = l.n = l.k = size;
+    l.launches = 1000;
+    l.time = Seconds(us * 1e-6);
+    r.measurements.launch.push_back(l);
+  }
+  const ProfileFit fit = fit_profile(std::vector<calibrate::Run>{r}, {});
+  const hardware::HardwareProfile& p = fit.profile;
+  // Sizes at least 1/8 of the largest: the 1e9-parameter steps.
+  EXPECT_NEAR(to_gbps(*p.optimizer_bandwidth(true)), 3970.0, 1e-9);
+  EXPECT_NEAR(to_gbps(*p.optimizer_bandwidth(false)), 4000.0, 1e-9);
+  // Median of 3600, 4200, 2900, 3100.
+  EXPECT_NEAR(to_gbps(*p.elementwise_bandwidth()), 3350.0, 1e-9);
+  ASSERT_EQ(p.kernels.elementwise_by_op.size(), 3u);
+  EXPECT_EQ(p.kernels.elementwise_by_op[2].first, "rmsnorm");
+  EXPECT_NEAR(to_gbps(p.kernels.elementwise_by_op[2].second), 3000.0, 1e-9);
+  EXPECT_NEAR(p.launch_overhead()->value(), 4.4e-6, 1e-18);
+  EXPECT_NEAR(p.gemm_launch_overhead()->value(), 8.6e-6, 1e-18);
+  EXPECT_EQ(p.launch.small_gemm_size, 64);
+  bool l2_note = false;
+  for (const std::string& n : fit.notes) l2_note |= n.find("L2") != std::string::npos;
+  EXPECT_TRUE(l2_note);
 }
 
 TEST(MergeProvenance, CountsTakeTheLargestStringsJoin) {

@@ -1,7 +1,9 @@
 #pragma once
 // The hardware profile file (docs/calibration.md, "Profile"): {"schema": "trainplan.profile/1",
 // "name", "gpu", "provenance", "collectives", "gemm", "attention", "memory",
-// "cpu_adam_params_per_s"}; every section may be absent. The reader names unknown keys.
+// "cpu_adam_params_per_s", "kernels", "launch"}; every section may be absent, and the keys added
+// since the first profiles (the GEMM roofline form, causal attention, kernels, launch) are
+// optional, so older files still read. The reader names unknown keys.
 
 #include <filesystem>
 #include <string>

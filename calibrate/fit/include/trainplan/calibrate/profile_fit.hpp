@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "trainplan/calibrate/fit.hpp"
+#include "trainplan/calibrate/gemm_fit.hpp"
 #include "trainplan/calibrate/measurement.hpp"
 #include "trainplan/hardware/profile.hpp"
 
@@ -19,12 +20,21 @@ struct PeakThroughput {
   FlopsPerSecond peak;
 };
 
+// Elementwise points smaller than this are served by the L2 cache (50 MiB on an H100/H200) more
+// than by HBM; a margin of 5x keeps them out of the bandwidth.
+inline constexpr double kElementwiseMinBytes = 256.0 * 1024 * 1024;
+
 struct ProfileFitOptions {
   std::string name;
   std::optional<std::string> gpu;     // replaces the GPU the runs name
   std::vector<PeakThroughput> peaks;  // dense datasheet peaks, needed for GEMM and attention
   int sm_count = 0;                   // of the GPU measured; 0: no wave quantization
+  // Datasheet HBM bandwidth: the GEMM fit's bandwidth prior when the runs measured no device
+  // copy (with one, the measured rate).
+  std::optional<BytesPerSecond> hbm;
   PiecewiseOptions piecewise;
+  GemmRooflineOptions gemm;  // dtypes, sm_count and bandwidth_prior are filled in by fit_profile
+  Bytes elementwise_min_bytes = Bytes(kElementwiseMinBytes);
 };
 
 // What the summary table shows for one collective curve.
@@ -41,9 +51,32 @@ struct CurveReport {
   int regimes = 0;
 };
 
+// How well one family of measurements (a GEMM dtype, an attention pass and mask, a kernel) is
+// reproduced: relative errors of the predicted time, |predicted - measured| / measured.
+struct FamilyReport {
+  std::string family;  // "GEMM bf16", "attention bwd causal", "optimizer fp32 states", ...
+  std::string source;  // what was fitted: "cuDNN", "unfused proxy", "sizes >= 256 MiB", ...
+  bool used = true;    // false: kept in the profile for reference, never used for predictions
+  int points = 0;
+  hardware::FitQuality model;                   // the compact model (line, roofline, median)
+  std::optional<hardware::FitQuality> profile;  // what the profile answers, interpolation included
+  std::optional<hardware::FitQuality> leave_one_out;  // each point from a fit to the others
+};
+
+// Points a run logged as skipped, grouped by family and reason. Never fitted.
+struct SkippedReport {
+  std::string run;
+  std::string family;  // "attention bwd cudnn causal", or the point's kind
+  int count = 0;
+  std::string reason;
+  std::string fallback;  // the kind (and implementation) measured instead, or empty
+};
+
 struct ProfileFit {
   hardware::HardwareProfile profile;
   std::vector<CurveReport> curves;
+  std::vector<FamilyReport> families;
+  std::vector<SkippedReport> skipped;
   std::vector<std::string> notes;  // choices made that the user should know about
 };
 
