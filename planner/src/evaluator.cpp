@@ -108,6 +108,353 @@ struct TermSink {
   }
 };
 
+// What every communication term reads: the links, the model, the training, its layout.
+struct TermInputs {
+  const LinkModel& links;
+  const model::Architecture& a;
+  const model::Training& tr;
+  const Layout& l;
+  const TimeConventions& tc;
+  double md;  // micro-batches per step
+  double c;   // compute dtype bytes
+};
+
+// A layer's collectives for one micro-batch: time in forward, backward and recomputation, the
+// edges' (TP: vocabulary-parallel embedding and head), and bytes per layer and of the edges.
+struct LayerComm {
+  Seconds forward;
+  Seconds backward;
+  Seconds recompute;
+  Seconds edge;
+  Bytes bytes;
+  Bytes edge_bytes;
+  Placement group;
+};
+
+// Megatron's f/g operators (Shoeybi et al. 2019; with sequence parallelism each all-reduce becomes
+// an all-gather and a reduce-scatter, Korthikanti et al. 2022 Sec. 4.2.2).
+LayerComm tensor_parallel_comm(const TermInputs& in) {
+  LayerComm out;
+  const model::Training& tr = in.tr;
+  if (in.l.tp <= 1) return out;
+  out.group = tensor_parallel_group(in.l);
+  const Bytes x = tensor_parallel_message(tr.micro_batch, tr.seq, in.a.hidden, in.c);
+  const TensorParallelCollectives none =
+      tensor_parallel_collectives(tr.sequence_parallel, Checkpointing::none);
+  const TensorParallelCollectives all =
+      tensor_parallel_collectives(tr.sequence_parallel, tr.checkpointing);
+  const Seconds one =
+      tr.sequence_parallel
+          ? collective_time(in.links, Collective::all_gather, out.group, x) +
+                collective_time(in.links, Collective::reduce_scatter, out.group, x)
+          : collective_time(in.links, Collective::all_reduce, out.group, x);
+  const int per_pass = (none.all_reduce + none.all_gather) / 2;  // forward (= backward) count
+  out.forward = one * per_pass;
+  out.backward = one * per_pass;
+  out.recompute = one * ((all.all_reduce + all.all_gather) - 2 * per_pass);
+  out.bytes = tensor_parallel_bytes_per_layer(tr.micro_batch, tr.seq, in.a.hidden, in.l.tp, in.c,
+                                              tr.sequence_parallel, tr.checkpointing);
+  // Vocabulary-parallel embedding (forward) and LM-head input gradient (backward): one each.
+  const int edges = in.l.pp == 1 ? 2 : 1;
+  out.edge = one * edges;
+  out.edge_bytes = tensor_parallel_bytes_per_layer(tr.micro_batch, tr.seq, in.a.hidden, in.l.tp,
+                                                   in.c, tr.sequence_parallel, Checkpointing::none) *
+                   (edges / 4.0);
+  return out;
+}
+
+// MoE dispatch and combine all-to-alls among the expert-parallel ranks, half in each direction.
+LayerComm expert_comm(const TermInputs& in) {
+  LayerComm out;
+  const Layout& l = in.l;
+  if (!in.a.is_moe() || l.ep <= 1) return out;
+  out.group.ranks = l.ep;
+  out.group.per_node = std::clamp(l.gpus_per_node / l.tp, 1, out.group.ranks);
+  out.group.nodes = (out.group.ranks + out.group.per_node - 1) / out.group.per_node;
+  const Bytes msg = moe_all_to_all_message(in.a.experts_per_token, in.tr.micro_batch, in.tr.seq,
+                                           in.a.hidden, in.c) /
+                    static_cast<double>(l.tp);
+  const Seconds t =
+      collective_time(in.links, Collective::all_to_all, out.group, msg) * kMoeAllToAllsPerLayer;
+  out.forward = t * 0.5;
+  out.backward = t * 0.5;
+  out.bytes = bytes_sent(Collective::all_to_all, out.group.ranks, msg) * kMoeAllToAllsPerLayer;
+  return out;
+}
+
+// The tensor-parallel and expert collectives of a stage's layers over the step, exposed unless
+// overlapped (tp_overlap).
+Seconds record_layer_comm(TermSink& sink, const TermInputs& in, const LayerComm& tp,
+                          const LayerComm& moe, double layers) {
+  const double expose = 1.0 - in.tc.tp_overlap;
+  Seconds exposed;
+  if (in.l.tp > 1) {
+    const LinkTier tier = tier_of(in.links, tp.group);
+    const Seconds t = ((tp.forward + tp.backward + tp.recompute) * layers + tp.edge) * in.md;
+    const Bytes bytes = (tp.bytes * layers + tp.edge_bytes) * in.md;
+    if (in.tr.sequence_parallel) {
+      sink.add(Transfer::all_gather, CommPurpose::tensor_parallel, tier, in.l.tp, bytes * 0.5,
+               t * 0.5, t * (0.5 * expose));
+      sink.add(Transfer::reduce_scatter, CommPurpose::tensor_parallel, tier, in.l.tp, bytes * 0.5,
+               t * 0.5, t * (0.5 * expose));
+    } else {
+      sink.add(Transfer::all_reduce, CommPurpose::tensor_parallel, tier, in.l.tp, bytes, t,
+               t * expose);
+    }
+    exposed += t * expose;
+  }
+  const Seconds moe_layer = moe.forward + moe.backward;
+  if (moe_layer.value() > 0.0) {
+    const Seconds t = moe_layer * (layers * in.md);
+    sink.add(Transfer::all_to_all, CommPurpose::expert_all_to_all, tier_of(in.links, moe.group),
+             moe.group.ranks, moe.bytes * (layers * in.md), t, t * expose);
+    exposed += t * expose;
+  }
+  return exposed;
+}
+
+// Pipeline: the bubble (Narayanan et al. 2021 Sec. 2.2) and the stage-to-stage transfers: each
+// micro-batch crosses each of the stage's v boundaries forward and backward; the fill and drain
+// add p - 1 crossings each way. The 1F1B schedule blocks on them.
+Seconds pipeline_term(TermSink& sink, const TermInputs& in, Seconds stage_micro_batch,
+                      Seconds& bubble) {
+  const Layout& l = in.l;
+  const model::Training& tr = in.tr;
+  if (l.pp <= 1) return Seconds(0.0);
+  const int v = tr.pp_virtual;
+  bubble = stage_micro_batch * (bubble_fraction(l.pp, v, tr.grad_accum) * in.md);
+  const bool split = tr.framework == Framework::megatron || tr.sequence_parallel;
+  const Bytes msg = pipeline_message(tr.micro_batch, tr.seq, in.a.hidden, in.c, l.tp, split);
+  const Placement pair = pipeline_pair(l);
+  const Seconds one = collective_time(in.links, Collective::send_recv, pair, msg);
+  const double sends = 2.0 * (dbl(v) * in.md + (l.pp - 1));
+  const Seconds t = one * sends;
+  sink.add(Transfer::send_recv, CommPurpose::pipeline, tier_of(in.links, pair), 2,
+           msg * (2.0 * dbl(v) * in.md), t, t);
+  return t;
+}
+
+// What data parallelism moves per step: gradients (reduced) and parameters (gathered), with the
+// experts' share among the dp / ep ranks holding the same experts, counted as their share of the
+// data-parallel ring's traffic, ((dp/ep - 1)/(dp/ep)) / ((dp - 1)/dp).
+struct DataParallelBytes {
+  double psi = 0;    // trainable parameters, experts weighted by their share
+  double local = 0;  // parameters held, likewise
+  Bytes grads;
+  Bytes params;
+};
+
+DataParallelBytes data_parallel_bytes(const TermInputs& in, const ModelStates& ms) {
+  const Layout& l = in.l;
+  const model::Training& tr = in.tr;
+  const double expert_share =
+      l.dp > 1 ? hardware::bus_factor(Collective::reduce_scatter, l.dp / l.ep) /
+                     hardware::bus_factor(Collective::reduce_scatter, l.dp)
+               : 1.0;
+  DataParallelBytes out;
+  out.psi = dbl(ms.trainable) - ms.trainable_experts * (1.0 - expert_share);
+  out.local = dbl(ms.local_params) - ms.experts * (1.0 - expert_share);
+  out.grads = Bytes(out.psi * gradient_comm_bytes(tr));
+  // Gathered parameters: trainable in the compute dtype; a frozen base in its stored dtype.
+  const double frozen_bytes =
+      tr.method == Method::qlora
+          ? model::quantized_bytes_per_param(tr.quant, tr.quant_block, in.a.hidden)
+          : in.c;
+  out.params = Bytes(out.psi * in.c + std::max(0.0, out.local - out.psi) * frozen_bytes);
+  return out;
+}
+
+// DDP: one all-reduce of the gradients, bucketed and overlapped with the last micro-batch's
+// backward (PyTorch DDP, 25 MB buckets), or after backward.
+Seconds ddp_term(TermSink& sink, const TermInputs& in, const DataParallelBytes& b,
+                 Seconds bwd_last) {
+  const Placement dpg = data_parallel_group(in.l);
+  const DataParallelVolume v =
+      data_parallel_volume(Strategy::ddp, b.grads, b.params, dpg.ranks, in.tr.grad_accum);
+  const Seconds t = collective_time(in.links, Collective::all_reduce, dpg, b.grads);
+  const Seconds bucket = collective_time(
+      in.links, Collective::all_reduce, dpg,
+      std::min(b.grads, in.tr.framework == Framework::pytorch ? in.tc.ddp_bucket : b.grads));
+  const Seconds ex = overlaps_gradient_reduce(in.tr, in.tc) ? std::max(bucket, t - bwd_last) : t;
+  sink.add(Transfer::all_reduce, CommPurpose::data_parallel_gradients, tier_of(in.links, dpg),
+           dpg.ranks, v.all_reduce, t, ex);
+  return ex;
+}
+
+// ZeRO-1/2: gradients reduce-scattered (every micro-batch under ZeRO-2), overlapped with backward
+// (DeepSpeed overlap_comm), and the updated parameters all-gathered after the step, exposed.
+Seconds zero12_term(TermSink& sink, const TermInputs& in, const DataParallelBytes& b,
+                    Seconds bwd_last) {
+  const Strategy st = in.tr.strategy;
+  const Placement dpg = data_parallel_group(in.l);
+  const DataParallelVolume v =
+      data_parallel_volume(st, b.grads, b.params, dpg.ranks, in.tr.grad_accum);
+  const double reductions = st == Strategy::zero1 ? 1.0 : in.md;
+  const Seconds rs = collective_time(in.links, Collective::reduce_scatter, dpg, b.grads);
+  const Seconds bucket = collective_time(in.links, Collective::reduce_scatter, dpg,
+                                         std::min(b.grads, in.tc.deepspeed_bucket));
+  const Seconds rs_ex = overlaps_gradient_reduce(in.tr, in.tc) ? std::max(bucket, rs - bwd_last) : rs;
+  const Seconds ag = collective_time(in.links, Collective::all_gather, dpg, b.params);
+  const LinkTier tier = tier_of(in.links, dpg);
+  sink.add(Transfer::reduce_scatter, CommPurpose::gradient_reduce_scatter, tier, dpg.ranks,
+           v.reduce_scatter, rs * reductions, rs_ex * reductions);
+  sink.add(Transfer::all_gather, CommPurpose::parameter_gather_step, tier, dpg.ranks, v.all_gather,
+           ag, ag);
+  return rs_ex * reductions + ag;
+}
+
+// One FSDP unit's collectives (per micro-batch): forward and backward gathers, the gradient
+// reduction, the hybrid replicas' all-reduce, with their bytes per step and groups.
+struct UnitComm {
+  Seconds ag_f, ag_b, rs, ar;
+  Bytes ag_f_bytes, ag_b_bytes, rs_bytes, ar_bytes;
+  Placement shard, node, replica;
+};
+
+UnitComm unit_comm(const TermInputs& in, const DataParallelBytes& b, double units, bool zpp) {
+  const Strategy st = in.tr.strategy;
+  UnitComm u;
+  u.shard = shard_group(in.l);
+  u.node = u.shard;
+  const bool regather = st != Strategy::fsdp_grad_op;
+  if (zpp) {  // ZeRO++ (Wang et al. 2023): quantized gathers, hpZ within the node, qgZ all-to-all
+    u.node.ranks = std::max(1, u.shard.per_node);
+    u.node.nodes = 1;
+    const ZeroPlusPlusVolume v =
+        zero_plus_plus_volume(b.psi, u.shard.ranks, u.node.ranks, in.c, in.tr.grad_accum);
+    u.ag_f = collective_time(in.links, Collective::all_gather, u.shard,
+                             Bytes(b.psi * kQwzBytes / units));
+    u.ag_b = collective_time(in.links, Collective::all_gather, u.node, b.params / units);
+    u.rs = collective_time(in.links, Collective::all_to_all, u.shard,
+                           Bytes(b.psi * kQgzBytes / units));
+    u.ag_f_bytes = v.forward_gather;
+    u.ag_b_bytes = v.backward_gather;
+    u.rs_bytes = v.gradient_all_to_all;
+  } else {
+    const DataParallelVolume v =
+        data_parallel_volume(st, b.grads, b.params, u.shard.ranks, in.tr.grad_accum);
+    u.ag_f = collective_time(in.links, Collective::all_gather, u.shard, b.params / units);
+    u.ag_b = regather ? u.ag_f : Seconds(0.0);
+    u.rs = collective_time(in.links, Collective::reduce_scatter, u.shard, b.grads / units);
+    u.ag_f_bytes = regather ? v.all_gather * 0.5 : v.all_gather;
+    u.ag_b_bytes = regather ? v.all_gather * 0.5 : Bytes(0.0);
+    u.rs_bytes = v.reduce_scatter;
+  }
+  if (st == Strategy::fsdp_hybrid) {
+    u.replica = replica_group(in.l);
+    const Bytes shard_grads = b.grads / static_cast<double>(std::max(1, in.l.shard));
+    u.ar = collective_time(in.links, Collective::all_reduce, u.replica, shard_grads / units);
+    u.ar_bytes = bytes_sent(Collective::all_reduce, u.replica.ranks, shard_grads) * in.md;
+  }
+  return u;
+}
+
+// ZeRO-3 / FSDP: units gathered one at a time (one per block, or the whole stage without a wrap
+// policy), the next prefetched while the current computes. Forward: the first unit's gather is
+// waited for, later ones hide behind the previous unit's compute. Backward: gathers, reductions
+// (and replica all-reduces) of each unit overlap the next unit's backward; the last reduction is
+// waited for (Zhao et al. 2023, arXiv:2304.11277, Sec. 3.4).
+Seconds sharded_term(TermSink& sink, const TermInputs& in, const DataParallelBytes& b,
+                     Seconds stage_fwd, Seconds stage_bwd, double layers, bool zero_plus_plus) {
+  const Strategy st = in.tr.strategy;
+  const double units = in.tr.fsdp_wrap == FsdpWrap::none ? 1.0 : layers;
+  const bool zpp = zero_plus_plus && st == Strategy::zero3;
+  const UnitComm u = unit_comm(in, b, units, zpp);
+  const double md = in.md;
+  const Seconds fwd_ex = u.ag_f + pos(u.ag_f - stage_fwd / units) * (units - 1.0);
+  const Seconds bwd_ex = u.rs + u.ar + pos(u.ag_b + u.rs + u.ar - stage_bwd / units) * (units - 1.0);
+  // Split the backward exposure between the kinds in proportion to their time.
+  const Seconds ag_f_t = u.ag_f * (units * md);
+  const Seconds ag_b_t = u.ag_b * (units * md);
+  const Seconds rs_t = u.rs * (units * md);
+  const Seconds ar_t = u.ar * (units * md);
+  const Seconds bwd_t = ag_b_t + rs_t + ar_t;
+  auto share = [&](Seconds part) {
+    return bwd_t.value() > 0.0 ? bwd_ex * md * (part / bwd_t) : Seconds(0.0);
+  };
+  const LinkTier tier = tier_of(in.links, u.shard);
+  sink.add(Transfer::all_gather, CommPurpose::parameter_gather_forward, tier, u.shard.ranks,
+           u.ag_f_bytes, ag_f_t, fwd_ex * md);
+  sink.add(Transfer::all_gather, CommPurpose::parameter_gather_backward,
+           zpp ? tier_of(in.links, u.node) : tier, u.node.ranks, u.ag_b_bytes, ag_b_t,
+           share(ag_b_t));
+  sink.add(zpp ? Transfer::all_to_all : Transfer::reduce_scatter,
+           CommPurpose::gradient_reduce_scatter, tier, u.shard.ranks, u.rs_bytes, rs_t,
+           share(rs_t));
+  if (st == Strategy::fsdp_hybrid)
+    sink.add(Transfer::all_reduce, CommPurpose::replica_gradients, tier_of(in.links, u.replica),
+             u.replica.ranks, u.ar_bytes, ar_t, share(ar_t));
+  return (fwd_ex + bwd_ex) * md;
+}
+
+Seconds data_parallel_term(TermSink& sink, const TermInputs& in, const DataParallelBytes& b,
+                           Seconds stage_fwd, Seconds stage_bwd, double layers,
+                           bool zero_plus_plus) {
+  if (in.l.dp <= 1) return Seconds(0.0);
+  switch (in.tr.strategy) {
+    case Strategy::single:
+      return Seconds(0.0);
+    case Strategy::ddp:
+      return ddp_term(sink, in, b, stage_bwd);
+    case Strategy::zero1:
+    case Strategy::zero2:
+      return zero12_term(sink, in, b, stage_bwd);
+    case Strategy::fsdp_grad_op:
+    case Strategy::zero3:
+    case Strategy::fsdp_full:
+    case Strategy::fsdp_hybrid:
+      return sharded_term(sink, in, b, stage_fwd, stage_bwd, layers, zero_plus_plus);
+  }
+  return Seconds(0.0);
+}
+
+// Optimizer offload (ZeRO-Offload, Ren et al. 2021): gradient partitions to the host every
+// micro-batch (hidden behind that backward where possible), updated 16-bit parameters back after
+// the step; parameter offload adds the shard's fetch for forward and backward of every
+// micro-batch, partly prefetched.
+Seconds optimizer_offload_term(TermSink& sink, const TermInputs& in, double opt_params,
+                               double local, Seconds stage_fwd, Seconds stage_bwd) {
+  const double md = in.md;
+  const Bytes d2h(opt_params * in.c);
+  const Seconds d2h_t = host_copy_time(in.links, d2h);
+  const Seconds d2h_ex = pos(d2h_t - stage_bwd) * md;
+  const Bytes h2d(opt_params * in.c);
+  const Seconds h2d_t = host_copy_time(in.links, h2d);
+  sink.add(Transfer::device_to_host, CommPurpose::offload_gradients, LinkTier::pcie, 1, d2h * md,
+           d2h_t * md, d2h_ex);
+  Seconds h2d_ex = h2d_t;
+  Bytes h2d_bytes = h2d;
+  Seconds h2d_total = h2d_t;
+  if (in.tr.offload == Offload::optimizer_params) {
+    const double shard = shards_parameters(in.tr.strategy) ? std::max(1, in.l.shard) : 1.0;
+    const Bytes fetch(local / shard * in.c);
+    const Seconds f = host_copy_time(in.links, fetch);
+    const double ov = in.tc.offload_prefetch_overlap;
+    h2d_ex += (f * (2.0 * (1.0 - ov)) + pos(f * ov - stage_fwd) + pos(f * ov - stage_bwd)) * md;
+    h2d_bytes += fetch * (2.0 * md);
+    h2d_total += f * (2.0 * md);
+  }
+  sink.add(Transfer::host_to_device, CommPurpose::offload_parameters, LinkTier::pcie, 1, h2d_bytes,
+           h2d_total, h2d_ex);
+  return d2h_ex + h2d_ex;
+}
+
+// Checkpoints to the host as forward passes each block and back before its backward, each copy
+// behind that block's compute (ZeRO-R, Rajbhandari et al. 2019, Sec. 6.1).
+Seconds checkpoint_offload_term(TermSink& sink, const TermInputs& in, Seconds layer_fwd,
+                                Seconds layer_bwd_and_replay, double layers) {
+  const double copies = layers * in.md;  // each way
+  const Bytes ckpt = model::checkpoint_bytes(in.a, in.tr);
+  const Seconds copy = host_copy_time(in.links, ckpt);
+  const Seconds out_ex = pos(copy - layer_fwd) * copies;
+  const Seconds back_ex = pos(copy - layer_bwd_and_replay) * copies;
+  sink.add(Transfer::device_to_host, CommPurpose::offload_activations, LinkTier::pcie, 1,
+           ckpt * copies, copy * copies, out_ex);
+  sink.add(Transfer::host_to_device, CommPurpose::offload_activations, LinkTier::pcie, 1,
+           ckpt * copies, copy * copies, back_ex);
+  return out_ex + back_ex;
+}
+
 }  // namespace
 
 Evaluator::Evaluator(model::Architecture a, model::ParameterCounts n, hardware::Cluster c,
@@ -200,352 +547,102 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
 
   const ComputeDevice& d = device(tr.precision);
   const Shapes& sh = shapes(tr);
-  const double c = compute_bytes(tr.precision);
+  const TermInputs in{links_, a_, tr, l, tc_, md, compute_bytes(tr.precision)};
   TermSink sink{out};
 
-  // ---- One layer, one micro-batch ----------------------------------------------------------
+  // One layer and the edges, one micro-batch; the layer's own collectives.
   const LayerCompute& lc = layer_compute(tr, sh);
   const BlockCompute& blk = lc.block;
   const EdgeCompute& edge = lc.edge;
-  const Seconds recompute_layer = blk.recompute(tr.checkpointing);
-
-  // Tensor parallelism: the layer's collectives, exposed unless overlapped.
-  const Placement tpg = tensor_parallel_group(l);
-  const LinkTier tp_tier = tier_of(links_, tpg);
-  Seconds tp_fwd, tp_bwd, tp_rec;  // per layer per micro-batch
-  Bytes tp_bytes_layer;
-  Bytes tp_edge_bytes;
-  Seconds tp_edge;
-  if (l.tp > 1) {
-    const Bytes x = tensor_parallel_message(tr.micro_batch, tr.seq, a_.hidden, c);
-    const TensorParallelCollectives none =
-        tensor_parallel_collectives(tr.sequence_parallel, Checkpointing::none);
-    const TensorParallelCollectives all =
-        tensor_parallel_collectives(tr.sequence_parallel, tr.checkpointing);
-    const Seconds one = tr.sequence_parallel
-                            ? collective_time(links_, Collective::all_gather, tpg, x) +
-                                  collective_time(links_, Collective::reduce_scatter, tpg, x)
-                            : collective_time(links_, Collective::all_reduce, tpg, x);
-    const int per_pass = (none.all_reduce + none.all_gather) / 2;  // forward (= backward) count
-    tp_fwd = one * per_pass;
-    tp_bwd = one * per_pass;
-    tp_rec = one * ((all.all_reduce + all.all_gather) - 2 * per_pass);
-    tp_bytes_layer = tensor_parallel_bytes_per_layer(tr.micro_batch, tr.seq, a_.hidden, l.tp, c,
-                                                     tr.sequence_parallel, tr.checkpointing);
-    // Vocabulary-parallel embedding (forward) and LM-head input gradient (backward): one each.
-    const int edges = l.pp == 1 ? 2 : 1;
-    tp_edge = one * edges;
-    tp_edge_bytes = tensor_parallel_bytes_per_layer(tr.micro_batch, tr.seq, a_.hidden, l.tp, c,
-                                                    tr.sequence_parallel, Checkpointing::none) *
-                    (edges / 4.0);
-  }
+  const LayerComm tp = tensor_parallel_comm(in);
+  const LayerComm moe = expert_comm(in);
   const double tp_expose = 1.0 - tc_.tp_overlap;
 
-  // MoE expert-parallel all-to-all.
-  Seconds moe_layer;
-  Bytes moe_bytes_layer;
-  Placement epg;
-  if (a_.is_moe() && l.ep > 1) {
-    epg.ranks = l.ep;
-    epg.per_node = std::clamp(l.gpus_per_node / l.tp, 1, epg.ranks);
-    epg.nodes = (epg.ranks + epg.per_node - 1) / epg.per_node;
-    const Bytes msg =
-        moe_all_to_all_message(a_.experts_per_token, tr.micro_batch, tr.seq, a_.hidden, c) /
-        static_cast<double>(l.tp);
-    moe_layer = collective_time(links_, Collective::all_to_all, epg, msg) * kMoeAllToAllsPerLayer;
-    moe_bytes_layer = bytes_sent(Collective::all_to_all, epg.ranks, msg) * kMoeAllToAllsPerLayer;
-  }
-
-  // ---- The slowest pipeline stage, one micro-batch ------------------------------------------
+  // The slowest pipeline stage, one micro-batch: GPU work, host work, each phase the longer.
   const double layers_stage = std::ceil(dbl(a_.total_layers()) / l.pp);
-  const Seconds layer_fwd = blk.forward + (tp_fwd + moe_layer * 0.5) * tp_expose;
-  const Seconds layer_bwd = blk.backward + (tp_bwd + moe_layer * 0.5) * tp_expose;
-  const Seconds layer_rec = recompute_layer + tp_rec * tp_expose;
+  const Seconds recompute_layer = blk.recompute(tr.checkpointing);
+  const Seconds layer_fwd = blk.forward + (tp.forward + moe.forward) * tp_expose;
+  const Seconds layer_bwd = blk.backward + (tp.backward + moe.backward) * tp_expose;
+  const Seconds layer_rec = recompute_layer + tp.recompute * tp_expose;
   Seconds edges_mb = edge.head_forward + edge.head_backward;
   if (l.pp == 1) edges_mb += edge.embedding_forward + edge.embedding_backward;
   const StageHost host = stage_host(blk, edge, tr, layers_stage, l.pp == 1, tc_);
   const Seconds gpu_fwd_mb = layer_fwd * layers_stage + edge.head_forward;
   const Seconds gpu_bwd_mb = (layer_bwd + layer_rec) * layers_stage + edge.head_backward;
-  // Each phase takes the longer of its GPU work and the host's issuing of its kernels.
   const Seconds host_fwd_ex = pos(host.forward - gpu_fwd_mb);
   const Seconds host_bwd_ex = pos(host.backward - gpu_bwd_mb);
   const Seconds stage_fwd_mb = gpu_fwd_mb + host_fwd_ex;
   const Seconds stage_bwd_mb = gpu_bwd_mb + host_bwd_ex;
   out.stage_micro_batch = (layer_fwd + layer_bwd + layer_rec) * layers_stage + edges_mb +
-                          tp_edge * tp_expose + host_fwd_ex + host_bwd_ex;
-
+                          tp.edge * tp_expose + host_fwd_ex + host_bwd_ex;
   const Seconds memory_bound_mb =
       (blk.elementwise_forward + blk.elementwise_backward) * layers_stage +
       edge.head_memory_bound + (l.pp == 1 ? edge.embedding_memory_bound : Seconds(0.0));
-  Seconds compute = ((blk.forward + blk.backward) * layers_stage + edges_mb - memory_bound_mb) * md;
-  const Seconds memory_bound = memory_bound_mb * md;
-  const Seconds host_exposed = (host_fwd_ex + host_bwd_ex) * md;
-  Seconds recompute = recompute_layer * (layers_stage * md);
-  Seconds exposed;  // communication not hidden
 
-  if (l.tp > 1) {
-    const Seconds t = ((tp_fwd + tp_bwd + tp_rec) * layers_stage + tp_edge) * md;
-    const Bytes bytes = (tp_bytes_layer * layers_stage + tp_edge_bytes) * md;
-    if (tr.sequence_parallel) {  // each all-reduce became an all-gather and a reduce-scatter
-      sink.add(Transfer::all_gather, CommPurpose::tensor_parallel, tp_tier, l.tp, bytes * 0.5,
-               t * 0.5, t * (0.5 * tp_expose));
-      sink.add(Transfer::reduce_scatter, CommPurpose::tensor_parallel, tp_tier, l.tp, bytes * 0.5,
-               t * 0.5, t * (0.5 * tp_expose));
-    } else {
-      sink.add(Transfer::all_reduce, CommPurpose::tensor_parallel, tp_tier, l.tp, bytes, t,
-               t * tp_expose);
-    }
-    exposed += t * tp_expose;
-  }
-  if (moe_layer.value() > 0.0) {
-    const double moe_layers = layers_stage;
-    const Seconds t = moe_layer * (moe_layers * md);
-    sink.add(Transfer::all_to_all, CommPurpose::expert_all_to_all, tier_of(links_, epg), epg.ranks,
-             moe_bytes_layer * (moe_layers * md), t, t * tp_expose);
-    exposed += t * tp_expose;
-  }
-
-  // ---- Pipeline ---------------------------------------------------------------------------
+  // Communication, each term adding its transfers and returning what it exposes.
+  Seconds exposed = record_layer_comm(sink, in, tp, moe, layers_stage);
   Seconds bubble;
-  if (l.pp > 1) {
-    const int v = tr.pp_virtual;
-    bubble = out.stage_micro_batch * (bubble_fraction(l.pp, v, m) * md);
-    const bool split = tr.framework == Framework::megatron || tr.sequence_parallel;
-    const Bytes msg = pipeline_message(tr.micro_batch, tr.seq, a_.hidden, c, l.tp, split);
-    const Placement pair = pipeline_pair(l);
-    const Seconds one = collective_time(links_, Collective::send_recv, pair, msg);
-    // Each micro-batch crosses each of the stage's v boundaries forward and backward; the fill and
-    // drain add p - 1 crossings each way. The 1F1B schedule blocks on them.
-    const double sends = 2.0 * (dbl(v) * md + (l.pp - 1));
-    const Seconds t = one * sends;
-    sink.add(Transfer::send_recv, CommPurpose::pipeline, tier_of(links_, pair), 2,
-             msg * (2.0 * dbl(v) * md), t, t);
-    exposed += t;
-  }
+  exposed += pipeline_term(sink, in, out.stage_micro_batch, bubble);
+  const DataParallelBytes dpb = data_parallel_bytes(in, out.memory.states);
+  exposed += data_parallel_term(sink, in, dpb, stage_fwd_mb, stage_bwd_mb, layers_stage,
+                                options_.zero_plus_plus);
 
-  // ---- Data parallelism: gradients and sharded parameters ------------------------------------
-  // Experts' gradients and parameters travel only among the dp / ep ranks holding the same experts:
-  // counted as their share of the data-parallel ring's traffic, ((dp/ep - 1)/(dp/ep)) / ((dp - 1)/dp).
-  const ModelStates& ms = out.memory.states;
-  const double expert_share =
-      l.dp > 1 ? hardware::bus_factor(Collective::reduce_scatter, l.dp / l.ep) /
-                     hardware::bus_factor(Collective::reduce_scatter, l.dp)
-               : 1.0;
-  const double psi = dbl(ms.trainable) - ms.trainable_experts * (1.0 - expert_share);
-  const double local = dbl(ms.local_params) - ms.experts * (1.0 - expert_share);
-  const double g = gradient_comm_bytes(tr);
-  const Bytes grads(psi * g);
-  // Gathered parameters: trainable in the compute dtype; a frozen base in its stored dtype.
-  const double frozen_bytes =
-      tr.method == Method::qlora ? model::quantized_bytes_per_param(tr.quant, tr.quant_block, a_.hidden) : c;
-  const Bytes params(psi * c + std::max(0.0, local - psi) * frozen_bytes);
-  const Seconds bwd_last = stage_bwd_mb;  // backward of one micro-batch on this stage
-  const bool overlap = overlaps_gradient_reduce(tr, tc_);
-  const Strategy st = tr.strategy;
-  const Placement dpg = data_parallel_group(l);
-  const Placement shg = shard_group(l);
-  if (l.dp > 1) {
-    switch (st) {
-      case Strategy::single:
-        break;
-      case Strategy::ddp: {
-        const DataParallelVolume v = data_parallel_volume(st, grads, params, dpg.ranks, m);
-        const Seconds t = collective_time(links_, Collective::all_reduce, dpg, grads);
-        const Seconds bucket = collective_time(
-            links_, Collective::all_reduce, dpg,
-            std::min(grads, tr.framework == Framework::pytorch ? tc_.ddp_bucket : grads));
-        const Seconds ex = overlap ? std::max(bucket, t - bwd_last) : t;
-        sink.add(Transfer::all_reduce, CommPurpose::data_parallel_gradients, tier_of(links_, dpg),
-                 dpg.ranks, v.all_reduce, t, ex);
-        exposed += ex;
-        break;
-      }
-      case Strategy::zero1:
-      case Strategy::zero2: {
-        const DataParallelVolume v = data_parallel_volume(st, grads, params, dpg.ranks, m);
-        const double reductions = st == Strategy::zero1 ? 1.0 : md;
-        const Seconds rs = collective_time(links_, Collective::reduce_scatter, dpg, grads);
-        const Seconds bucket = collective_time(links_, Collective::reduce_scatter, dpg,
-                                               std::min(grads, tc_.deepspeed_bucket));
-        const Seconds rs_ex = overlap ? std::max(bucket, rs - bwd_last) : rs;
-        const Seconds ag = collective_time(links_, Collective::all_gather, dpg, params);
-        const LinkTier tier = tier_of(links_, dpg);
-        sink.add(Transfer::reduce_scatter, CommPurpose::gradient_reduce_scatter, tier, dpg.ranks,
-                 v.reduce_scatter, rs * reductions, rs_ex * reductions);
-        sink.add(Transfer::all_gather, CommPurpose::parameter_gather_step, tier, dpg.ranks,
-                 v.all_gather, ag, ag);
-        exposed += rs_ex * reductions + ag;
-        break;
-      }
-      case Strategy::fsdp_grad_op:
-      case Strategy::zero3:
-      case Strategy::fsdp_full:
-      case Strategy::fsdp_hybrid: {
-        // Units gathered one at a time (one per block, or the whole stage without a wrap policy),
-        // the next prefetched while the current computes.
-        const double units = tr.fsdp_wrap == FsdpWrap::none ? 1.0 : layers_stage;
-        const LinkTier tier = tier_of(links_, shg);
-        const Seconds f_u = stage_fwd_mb / units;
-        const Seconds b_u = stage_bwd_mb / units;
-        const bool zpp = options_.zero_plus_plus && st == Strategy::zero3;
-        const bool regather = st != Strategy::fsdp_grad_op;
-        Seconds ag_f, ag_b, rs_u, ar_u;
-        Bytes ag_f_bytes, ag_b_bytes, rs_bytes, ar_bytes;
-        LinkTier ag_b_tier = tier;
-        Placement node_group = shg;
-        if (zpp) {
-          node_group.ranks = std::max(1, shg.per_node);
-          node_group.nodes = 1;
-          const ZeroPlusPlusVolume v =
-              zero_plus_plus_volume(psi, shg.ranks, node_group.ranks, c, m);
-          ag_f =
-              collective_time(links_, Collective::all_gather, shg, Bytes(psi * kQwzBytes / units));
-          ag_b = collective_time(links_, Collective::all_gather, node_group, params / units);
-          rs_u =
-              collective_time(links_, Collective::all_to_all, shg, Bytes(psi * kQgzBytes / units));
-          ag_f_bytes = v.forward_gather;
-          ag_b_bytes = v.backward_gather;
-          rs_bytes = v.gradient_all_to_all;
-          ag_b_tier = tier_of(links_, node_group);
-        } else {
-          const DataParallelVolume v = data_parallel_volume(st, grads, params, shg.ranks, m);
-          ag_f = collective_time(links_, Collective::all_gather, shg, params / units);
-          ag_b = regather ? ag_f : Seconds(0.0);
-          rs_u = collective_time(links_, Collective::reduce_scatter, shg, grads / units);
-          ag_f_bytes = regather ? v.all_gather * 0.5 : v.all_gather;
-          ag_b_bytes = regather ? v.all_gather * 0.5 : Bytes(0.0);
-          rs_bytes = v.reduce_scatter;
-        }
-        Placement rg;
-        if (st == Strategy::fsdp_hybrid) {
-          rg = replica_group(l);
-          const Bytes shard_grads = grads / static_cast<double>(std::max(1, l.shard));
-          ar_u = collective_time(links_, Collective::all_reduce, rg, shard_grads / units);
-          ar_bytes = bytes_sent(Collective::all_reduce, rg.ranks, shard_grads) * md;
-        }
-        // Forward: the first unit's gather is waited for, later ones hide behind the previous
-        // unit's compute. Backward: gathers, reductions (and replica all-reduces) of each unit
-        // overlap the next unit's backward; the last reduction is waited for.
-        const Seconds fwd_ex = ag_f + pos(ag_f - f_u) * (units - 1.0);
-        const Seconds bwd_comm_u = ag_b + rs_u + ar_u;
-        const Seconds bwd_ex = rs_u + ar_u + pos(bwd_comm_u - b_u) * (units - 1.0);
-        // Split the exposure between the kinds in proportion to their time.
-        const Seconds ag_f_t = ag_f * (units * md);
-        const Seconds ag_b_t = ag_b * (units * md);
-        const Seconds rs_t = rs_u * (units * md);
-        const Seconds ar_t = ar_u * (units * md);
-        const Seconds bwd_t = ag_b_t + rs_t + ar_t;
-        auto share = [&](Seconds part) {
-          return bwd_t.value() > 0.0 ? bwd_ex * md * (part / bwd_t) : Seconds(0.0);
-        };
-        sink.add(Transfer::all_gather, CommPurpose::parameter_gather_forward, tier, shg.ranks,
-                 ag_f_bytes, ag_f_t, fwd_ex * md);
-        sink.add(Transfer::all_gather, CommPurpose::parameter_gather_backward, ag_b_tier,
-                 node_group.ranks, ag_b_bytes, ag_b_t, share(ag_b_t));
-        sink.add(zpp ? Transfer::all_to_all : Transfer::reduce_scatter,
-                 CommPurpose::gradient_reduce_scatter, tier, shg.ranks, rs_bytes, rs_t,
-                 share(rs_t));
-        if (st == Strategy::fsdp_hybrid)
-          sink.add(Transfer::all_reduce, CommPurpose::replica_gradients, tier_of(links_, rg),
-                   rg.ranks, ar_bytes, ar_t, share(ar_t));
-        exposed += (fwd_ex + bwd_ex) * md;
-        break;
-      }
-    }
-  }
-
-  // ---- Optimizer step and offload -----------------------------------------------------------
-  const double opt_params = ms.optimizer_params;
+  // Optimizer step and offload.
+  const double opt_params = out.memory.states.optimizer_params;
   Seconds optimizer;
   Seconds offload;
   if (tr.offload == Offload::none) {
-    // Sharded or not, each rank steps a slice of every tensor it trains.
+    // Sharded or not, each rank steps a slice of every tensor it trains. A measured streaming
+    // bandwidth (profile) scales the datasheet's.
     const double tensors = trainable_tensors(a_, sh.main, tr, layers_stage);
-    // A measured streaming bandwidth (profile) scales the datasheet's.
-    const BytesPerSecond hbm = d.hbm / tc_.hbm_efficiency;
-    const OptimizerStepTime step =
-        optimizer_step_time(tr, hbm, c_.gpu.peak.fp32, opt_params, tensors, tc_);
+    const OptimizerStepTime step = optimizer_step_time(tr, d.hbm / tc_.hbm_efficiency,
+                                                       c_.gpu.peak.fp32, opt_params, tensors, tc_);
     optimizer = step.kernels + step.host;
   } else {
     double rate = tc_.cpu_adam_params_per_s_per_node;
     if (profile_ != nullptr) {
       if (const auto r = profile_->cpu_adam_rate()) rate = *r;
     }
-    const double ranks_on_node = std::min(l.gpus_per_node, l.world);
-    optimizer = Seconds(opt_params * ranks_on_node / rate);
-    // Gradient partitions go to the host every micro-batch (hidden behind that backward where
-    // possible); updated 16-bit parameters come back after the step.
-    const Bytes d2h(opt_params * c);
-    const Seconds d2h_t = host_copy_time(links_, d2h);
-    const Seconds d2h_ex = pos(d2h_t - bwd_last) * md;
-    const Bytes h2d(opt_params * c);
-    const Seconds h2d_t = host_copy_time(links_, h2d);
-    sink.add(Transfer::device_to_host, CommPurpose::offload_gradients, LinkTier::pcie, 1, d2h * md,
-             d2h_t * md, d2h_ex);
-    Seconds h2d_ex = h2d_t;
-    Bytes h2d_bytes = h2d;
-    Seconds h2d_total = h2d_t;
-    if (tr.offload == Offload::optimizer_params) {
-      // Parameter shards fetched for forward and backward of every micro-batch, prefetched.
-      const double shard = shards_parameters(st) ? std::max(1, l.shard) : 1.0;
-      const Bytes fetch(local / shard * c);
-      const Seconds f = host_copy_time(links_, fetch);
-      const double ov = tc_.offload_prefetch_overlap;
-      h2d_ex +=
-          (f * (2.0 * (1.0 - ov)) + pos(f * ov - stage_fwd_mb) + pos(f * ov - stage_bwd_mb)) * md;
-      h2d_bytes += fetch * (2.0 * md);
-      h2d_total += f * (2.0 * md);
-    }
-    sink.add(Transfer::host_to_device, CommPurpose::offload_parameters, LinkTier::pcie, 1,
-             h2d_bytes, h2d_total, h2d_ex);
-    offload = d2h_ex + h2d_ex;
+    optimizer = Seconds(opt_params * std::min(l.gpus_per_node, l.world) / rate);
+    offload = optimizer_offload_term(sink, in, opt_params, dpb.local, stage_fwd_mb, stage_bwd_mb);
   }
+  if (tr.checkpointing == Checkpointing::full_offload)
+    offload += checkpoint_offload_term(sink, in, layer_fwd, layer_bwd + layer_rec, layers_stage);
 
-  // Checkpoints to the host as forward passes each block and back before its backward, each copy
-  // behind that block's compute (ZeRO-R Sec. 6.1).
-  if (tr.checkpointing == Checkpointing::full_offload) {
-    const double copies = layers_stage * md;  // each way
-    const Bytes ckpt = model::checkpoint_bytes(a_, tr);
-    const Seconds copy = host_copy_time(links_, ckpt);
-    const Seconds out_ex = pos(copy - layer_fwd) * copies;
-    const Seconds back_ex = pos(copy - (layer_bwd + layer_rec)) * copies;
-    sink.add(Transfer::device_to_host, CommPurpose::offload_activations, LinkTier::pcie, 1,
-             ckpt * copies, copy * copies, out_ex);
-    sink.add(Transfer::host_to_device, CommPurpose::offload_activations, LinkTier::pcie, 1,
-             ckpt * copies, copy * copies, back_ex);
-    offload += out_ex + back_ex;
-  }
-
-  // ---- Step --------------------------------------------------------------------------------
+  // The step.
   TimeBreakdown& tb = out.time;
-  tb.compute = compute;
-  tb.memory_bound = memory_bound;
-  tb.forward_phase = stage_fwd_mb * md;
-  tb.backward_phase = stage_bwd_mb * md;
-  tb.kernels_forward = host.kernels_forward * md;
-  tb.kernels_backward = host.kernels_backward * md;
-  tb.host = host_exposed;
-  tb.recompute = recompute;
+  tb.compute = ((blk.forward + blk.backward) * layers_stage + edges_mb - memory_bound_mb) * md;
+  tb.memory_bound = memory_bound_mb * md;
+  tb.host = (host_fwd_ex + host_bwd_ex) * md;
+  tb.recompute = recompute_layer * (layers_stage * md);
   tb.communication_exposed = exposed;
   tb.bubble = bubble;
   tb.optimizer = optimizer;
   tb.offload = offload;
-  tb.step = compute + memory_bound + host_exposed + recompute + exposed + bubble + optimizer + offload;
+  tb.forward_phase = stage_fwd_mb * md;
+  tb.backward_phase = stage_bwd_mb * md;
+  tb.kernels_forward = host.kernels_forward * md;
+  tb.kernels_backward = host.kernels_backward * md;
+  tb.step = tb.compute + tb.memory_bound + tb.host + tb.recompute + exposed + bubble + optimizer +
+            offload;
+  throughput(out, tr, sh.flops, d.peak);
+  return out;
+}
 
-  const double step = tb.step.value();
+void Evaluator::throughput(StepCost& out, const model::Training& tr,
+                           const model::FlopCoefficients& flops, FlopsPerSecond peak) const {
+  const double step = out.time.step.value();
   const double tokens = dbl(out.global_batch) * dbl(tr.seq);
   out.tokens_per_s = tokens / step;
   out.samples_per_s = dbl(out.global_batch) / step;
   // MFU: Korthikanti et al. 2022 Eq. 7 (no recomputation); HFU adds the replayed forward (Eq. 8).
-  const double replicas = md * l.dp;
-  out.model_flops = model::model_flops(sh.flops, tr) * replicas;
-  out.hardware_flops =
-      out.model_flops + model::micro_batch_flops(sh.flops, tr).recompute * replicas;
-  out.peak = d.peak;
-  const double capacity = step * l.world * d.peak.value();
+  const double replicas = dbl(tr.grad_accum) * out.layout.dp;
+  out.model_flops = model::model_flops(flops, tr) * replicas;
+  out.hardware_flops = out.model_flops + model::micro_batch_flops(flops, tr).recompute * replicas;
+  out.peak = peak;
+  const double capacity = step * out.layout.world * peak.value();
   out.mfu = out.model_flops.value() / capacity;
   out.hfu = out.hardware_flops.value() / capacity;
-  return out;
 }
 
 Estimate Evaluator::to_estimate(const model::Training& tr, const StepCost& s,

@@ -146,6 +146,9 @@ class Evaluator {
   const ComputeDevice& device(Precision p) const;
 
   const LayerCompute& layer_compute(const model::Training& tr, const Shapes& sh) const;
+  // Tokens/s, samples/s, model and hardware FLOPs, MFU and HFU of a costed step.
+  void throughput(StepCost& out, const model::Training& tr, const model::FlopCoefficients& flops,
+                  FlopsPerSecond peak) const;
 
   model::Architecture a_;
   model::ParameterCounts n_;
