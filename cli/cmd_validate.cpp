@@ -6,11 +6,13 @@
 #include <cmath>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "answer.hpp"
 #include "format.hpp"
+#include "trainplan/io/estimate_json.hpp"
 #include "trainplan/io/reference.hpp"
 #include "trainplan/planner/validate.hpp"
 
@@ -28,6 +30,7 @@ struct ValidateOptions {
   bool json = false;
   bool markdown = false;
   bool check = false;
+  std::optional<std::string> profile;  // hardware profile JSON from `calibrate fit`
 };
 
 std::string value_text(double v, Unit u) {
@@ -312,13 +315,22 @@ std::string markdown_report(const planner::ValidationReport& rep,
 
 void run_validate(const io::Catalog& catalog, const ValidateOptions& o) {
   const auto cases = io::read_reference_paths(o.paths, catalog);
-  const planner::ValidationReport rep = planner::validate(cases);
-  if (o.json)
-    std::cout << report_json(rep).dump(2) << "\n";
-  else if (o.markdown)
-    std::cout << markdown_report(rep, o.paths);
-  else
+  // The profile predicts the cases on the GPU it was measured on; the others keep the datasheet.
+  std::optional<hardware::HardwareProfile> profile;
+  if (o.profile) profile = io::read_profile_option(*o.profile);
+  const planner::ValidationReport rep =
+      planner::validate(cases, planner::MemoryConventions{}, profile ? &*profile : nullptr);
+  if (o.json) {
+    io::Json j = report_json(rep);
+    if (o.profile) j["profile"] = *o.profile;
+    std::cout << j.dump(2) << "\n";
+  } else if (o.markdown) {
+    std::vector<std::string> args = o.paths;
+    if (o.profile) args.push_back("--profile " + *o.profile);
+    std::cout << markdown_report(rep, args);
+  } else {
     std::cout << text_report(rep);
+  }
   if (o.check) {
     std::size_t outside = 0;
     for (const CaseResult& r : rep.cases)
@@ -347,6 +359,9 @@ void setup_validate(CLI::App& app, const io::Catalog& catalog) {
   json->excludes(md);
   cmd->add_flag("--check", opts->check,
                 "exit 1 when any value is outside the tolerance its file states (for CI)");
+  cmd->add_option("--profile", opts->profile,
+                  "hardware profile JSON from trainplan calibrate fit, applied to the cases on the "
+                  "GPU it was measured on");
   cmd->callback([&catalog, opts] { run_validate(catalog, *opts); });
 }
 
