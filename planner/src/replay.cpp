@@ -19,294 +19,236 @@ namespace {
 using hardware::Collective;
 using model::Role;
 
-[[nodiscard]] constexpr double dbl(std::int64_t v) {
-  return static_cast<double>(v);
-}
-[[nodiscard]] std::int64_t ceil_i(double v) {
-  return static_cast<std::int64_t>(std::ceil(v));
-}
+[[nodiscard]] constexpr double dbl(std::int64_t v) { return static_cast<double>(v); }
+[[nodiscard]] std::int64_t ceil_i(double v) { return static_cast<std::int64_t>(std::ceil(v)); }
 
-// The pieces of compute.cpp and evaluator.cpp that the replay needs at a finer
-// grain than their public results. Each is checked against those results by
-// tests/planner/test_replay.cpp (the components add up to the evaluator's
-// compute, memory-bound, recompute and communication times).
+// The pieces of compute.cpp and evaluator.cpp that the replay needs at a finer grain than their
+// public results. Each is checked against those results by tests/planner/test_replay.cpp (the
+// components add up to the evaluator's compute, memory-bound, recompute and communication times).
 
-// Megatron's column- and row-parallel split (Shoeybi et al. 2019,
-// arXiv:1909.08053, Sec. 3): the per-GPU (K, N) of a linear; grouped K/V
-// narrower than t heads keep one head per rank.
+// Megatron's column- and row-parallel split (Shoeybi et al. 2019, arXiv:1909.08053, Sec. 3): the
+// per-GPU (K, N) of a linear; grouped K/V narrower than t heads keep one head per rank.
 struct Kn {
   std::int64_t k;
   std::int64_t n;
 };
-[[nodiscard]] Kn shard(const model::Architecture &a, const model::Linear &l,
-                       int t) {
+[[nodiscard]] Kn shard(const model::Architecture& a, const model::Linear& l, int t) {
   switch (l.role) {
-  case Role::q:
-  case Role::k:
-  case Role::v:
-  case Role::gate:
-  case Role::up:
-  case Role::lm_head: {
-    const bool kv = l.role == Role::k || l.role == Role::v;
-    const std::int64_t n = kv ? std::max(l.out / t, a.head_dim) : l.out / t;
-    return {l.in, std::max<std::int64_t>(n, 1)};
-  }
-  case Role::o:
-  case Role::down:
-    return {std::max<std::int64_t>(l.in / t, 1), l.out};
-  case Role::router:
-    return {l.in, l.out};
+    case Role::q:
+    case Role::k:
+    case Role::v:
+    case Role::gate:
+    case Role::up:
+    case Role::lm_head: {
+      const bool kv = l.role == Role::k || l.role == Role::v;
+      const std::int64_t n = kv ? std::max(l.out / t, a.head_dim) : l.out / t;
+      return {l.in, std::max<std::int64_t>(n, 1)};
+    }
+    case Role::o:
+    case Role::down:
+      return {std::max<std::int64_t>(l.in / t, 1), l.out};
+    case Role::router:
+      return {l.in, l.out};
   }
   return {l.in, l.out};
 }
 
-// Megatron runs fused elementwise kernels; Hugging Face blocks in eager PyTorch
-// do not.
+// Megatron runs fused elementwise kernels; Hugging Face blocks in eager PyTorch do not.
 [[nodiscard]] bool fused_kernels(Framework f) {
   switch (f) {
-  case Framework::megatron:
-    return true;
-  case Framework::pytorch:
-  case Framework::deepspeed:
-    return false;
+    case Framework::megatron:
+      return true;
+    case Framework::pytorch:
+    case Framework::deepspeed:
+      return false;
   }
   return false;
 }
 
-// Flash and SDPA in 16-bit run a fused kernel; SDPA in fp32 falls back to the
-// math path.
-[[nodiscard]] bool fused_attention(const model::Training &tr) {
+// Flash and SDPA in 16-bit run a fused kernel; SDPA in fp32 falls back to the math path.
+[[nodiscard]] bool fused_attention(const model::Training& tr) {
   switch (tr.attention) {
-  case Attention::flash:
-    return true;
-  case Attention::sdpa:
-    return compute_bytes(tr.precision) < 4.0;
-  case Attention::eager:
-    return false;
+    case Attention::flash:
+      return true;
+    case Attention::sdpa:
+      return compute_bytes(tr.precision) < 4.0;
+    case Attention::eager:
+      return false;
   }
   return false;
 }
 
-// Eager PyTorch elementwise kernels: their bytes at the bandwidth they reach,
-// each at least the floor (TimeConventions::eager_elementwise_efficiency,
-// kernel_floor).
-[[nodiscard]] Seconds eager_elementwise_time(const ComputeDevice &d,
-                                             const KernelWork &w,
-                                             const TimeConventions &tc) {
-  return Bytes(w.bytes) / (d.hbm * tc.eager_elementwise_efficiency) +
-         tc.kernel_floor * w.kernels;
-}
-
-[[nodiscard]] double block_parameters_per_gpu(const BlockShape &shape, int tp) {
+[[nodiscard]] double block_parameters_per_gpu(const BlockShape& shape, int tp) {
   double n = 0.0;
-  for (const model::Linear &l : shape.linears)
-    n += dbl(l.parameters()) /
-         (l.role == Role::router ? 1.0 : static_cast<double>(tp));
+  for (const model::Linear& l : shape.linears)
+    n += dbl(l.parameters()) / (l.role == Role::router ? 1.0 : static_cast<double>(tp));
   return n;
 }
 
-// Bytes per element of reduced gradients: Megatron and PyTorch DDP reduce fp32
-// main gradients under mixed precision; DeepSpeed and FSDP's MixedPrecision
-// reduce in the 16-bit compute dtype.
-[[nodiscard]] double gradient_comm_bytes(const model::Training &tr) {
+// Bytes per element of reduced gradients: Megatron and PyTorch DDP reduce fp32 main gradients under
+// mixed precision; DeepSpeed and FSDP's MixedPrecision reduce in the 16-bit compute dtype.
+[[nodiscard]] double gradient_comm_bytes(const model::Training& tr) {
   switch (tr.framework) {
-  case Framework::megatron:
-    return is_mixed(tr.precision) ? 4.0 : param_bytes(tr.precision);
-  case Framework::deepspeed:
-    return compute_bytes(tr.precision);
-  case Framework::pytorch:
-    if (is_fsdp(tr.strategy) || tr.strategy == Strategy::zero2 ||
-        tr.strategy == Strategy::zero3)
+    case Framework::megatron:
+      return is_mixed(tr.precision) ? 4.0 : param_bytes(tr.precision);
+    case Framework::deepspeed:
       return compute_bytes(tr.precision);
-    return param_bytes(tr.precision);
+    case Framework::pytorch:
+      if (is_fsdp(tr.strategy) || tr.strategy == Strategy::zero2 || tr.strategy == Strategy::zero3)
+        return compute_bytes(tr.precision);
+      return param_bytes(tr.precision);
   }
   return compute_bytes(tr.precision);
 }
 
-// The gradient the optimizer step reads: the parameter dtype under PyTorch
-// autocast, fp32 main gradients beside a 16-bit model for DeepSpeed and
-// Megatron (optimizer_step.cpp).
-[[nodiscard]] double step_gradient_bytes(const model::Training &tr) {
+// The gradient the optimizer step reads: the parameter dtype under PyTorch autocast, fp32 main
+// gradients beside a 16-bit model for DeepSpeed and Megatron (optimizer_step.cpp).
+[[nodiscard]] double step_gradient_bytes(const model::Training& tr) {
   switch (tr.framework) {
-  case Framework::pytorch:
-    return param_bytes(tr.precision);
-  case Framework::deepspeed:
-  case Framework::megatron:
-    return is_mixed(tr.precision) ? 4.0 : param_bytes(tr.precision);
+    case Framework::pytorch:
+      return param_bytes(tr.precision);
+    case Framework::deepspeed:
+    case Framework::megatron:
+      return is_mixed(tr.precision) ? 4.0 : param_bytes(tr.precision);
   }
   return param_bytes(tr.precision);
 }
 
 [[nodiscard]] Transfer transfer_of(Collective c) {
   switch (c) {
-  case Collective::all_reduce:
-    return Transfer::all_reduce;
-  case Collective::all_gather:
-    return Transfer::all_gather;
-  case Collective::reduce_scatter:
-    return Transfer::reduce_scatter;
-  case Collective::all_to_all:
-    return Transfer::all_to_all;
-  case Collective::broadcast:
-  case Collective::send_recv:
-    return Transfer::send_recv;
+    case Collective::all_reduce:
+      return Transfer::all_reduce;
+    case Collective::all_gather:
+      return Transfer::all_gather;
+    case Collective::reduce_scatter:
+      return Transfer::reduce_scatter;
+    case Collective::all_to_all:
+      return Transfer::all_to_all;
+    case Collective::broadcast:
+    case Collective::send_recv:
+      return Transfer::send_recv;
   }
   return Transfer::send_recv;
 }
 
 class Components {
-public:
-  explicit Components(const StepCost &cost) : cost_(cost) {}
+ public:
+  explicit Components(const StepCost& cost) : cost_(cost) {}
 
-  void add(std::string name, ReplayPhase phase, ReplayWork work, double count,
-           double recomputed, Seconds predicted, double exposed = 1.0) {
-    if (!(count > 0.0))
-      return;
-    out_.push_back(ReplayComponent{std::move(name), phase, std::move(work),
-                                   count, recomputed, predicted, exposed});
+  void add(std::string name, ReplayPhase phase, ReplayWork work, double count, double recomputed,
+           Seconds predicted, double exposed = 1.0) {
+    if (!(count > 0.0)) return;
+    out_.push_back(ReplayComponent{std::move(name), phase, std::move(work), count, recomputed,
+                                   predicted, exposed});
   }
 
-  void gemm(std::string name, ReplayPhase phase, const ComputeDevice &d,
-            GemmWork g, double count, double recomputed) {
-    if (g.m <= 0 || g.n <= 0 || g.k <= 0)
-      return;
+  void gemm(std::string name, ReplayPhase phase, const ComputeDevice& d, GemmWork g, double count,
+            double recomputed) {
+    if (g.m <= 0 || g.n <= 0 || g.k <= 0) return;
     g.dtype = d.gemm_dtype;
     const Seconds t = gemm_time(d, g.m, g.n, g.k, dbl(g.batch));
     add(std::move(name), phase, g, count, recomputed, t);
   }
 
-  // A collective the evaluator prices as one transfer of `size` taking `time`;
-  // messages above the limit run as equal slices.
-  void collective(std::string name, ReplayPhase phase, CollectiveWork w,
-                  Seconds time, double count, double recomputed,
-                  Bytes max_message) {
-    if (!(w.size.value() > 0.0) || !(count > 0.0))
-      return;
-    const double slices =
-        std::max(1.0, std::ceil(w.size.value() / max_message.value()));
+  // A collective the evaluator prices as one transfer of `size` taking `time`; messages above the
+  // limit run as equal slices.
+  void collective(std::string name, ReplayPhase phase, CollectiveWork w, Seconds time, double count,
+                  double recomputed, Bytes max_message) {
+    if (!(w.size.value() > 0.0) || !(count > 0.0)) return;
+    const double slices = std::max(1.0, std::ceil(w.size.value() / max_message.value()));
     w.size = w.size / slices;
     const double exposed = exposed_share(transfer_of(w.collective), w.purpose);
-    if (slices > 1.0)
-      name += fmt::format(" ({:.0f} slices)", slices);
-    add(std::move(name), phase, w, count * slices, recomputed * slices,
-        time / slices, exposed);
+    if (slices > 1.0) name += fmt::format(" ({:.0f} slices)", slices);
+    add(std::move(name), phase, w, count * slices, recomputed * slices, time / slices, exposed);
   }
 
   [[nodiscard]] std::vector<ReplayComponent> take() { return std::move(out_); }
 
-private:
+ private:
   // Exposed over total time of the evaluator's term of this kind and purpose.
   [[nodiscard]] double exposed_share(Transfer kind, CommPurpose purpose) const {
     Seconds time;
     Seconds exposed;
     for (std::size_t i = 0; i < cost_.comm_count; ++i) {
-      const CommTerm &t = cost_.comm[i];
-      if (t.kind != kind || t.purpose != purpose)
-        continue;
+      const CommTerm& t = cost_.comm[i];
+      if (t.kind != kind || t.purpose != purpose) continue;
       time += t.time;
       exposed += t.exposed;
     }
     return time.value() > 0.0 ? std::clamp(exposed / time, 0.0, 1.0) : 1.0;
   }
 
-  const StepCost &cost_;
+  const StepCost& cost_;
   std::vector<ReplayComponent> out_;
 };
 
-// One block's kernels for one micro-batch, `blocks` times per step (layers of
-// this stack on the stage x micro-batches). Mirrors block_compute
-// (compute.cpp): linears, attention core, memory-bound work.
-void add_block(Components &out, const model::Architecture &a,
-               const BlockShape &shape, const model::Training &tr,
-               const ComputeDevice &d, const TimeConventions &tc, double blocks,
-               const std::string &prefix) {
+// One block's kernels for one micro-batch, `blocks` times per step (layers of this stack on the
+// stage x micro-batches). Mirrors block_compute (compute.cpp): linears, attention core,
+// memory-bound work.
+void add_block(Components& out, const model::Architecture& a, const BlockShape& shape,
+               const model::Training& tr, const ComputeDevice& d, const TimeConventions& tc,
+               double blocks, const std::string& prefix) {
   const int t = tr.tp;
   const std::int64_t T = tr.tokens_per_micro_batch();
   const double c = compute_bytes(tr.precision);
   const bool full = tr.method == Method::full;
-  // Forward work runs again in backward where checkpointing replays it: the
-  // whole block (full) or the attention core (selective and full).
+  // Forward work runs again in backward where checkpointing replays it: the whole block (full) or
+  // the attention core (selective and full).
   const double replay_all = recomputes_blocks(tr.checkpointing) ? blocks : 0.0;
-  const double replay_core =
-      tr.checkpointing == Checkpointing::none ? 0.0 : blocks;
+  const double replay_core = tr.checkpointing == Checkpointing::none ? 0.0 : blocks;
   const double forward_all = blocks + replay_all;
   const double forward_core = blocks + replay_core;
   const auto fwd = ReplayPhase::forward;
   const auto bwd = ReplayPhase::backward;
 
-  // ---- Linears: forward Y = X W^T, backward dX = dY W and dW = X^T dY (full),
-  // adapters ----------
+  // ---- Linears: forward Y = X W^T, backward dX = dY W and dW = X^T dY (full), adapters ----------
   double dequant_bytes = 0.0;
   double dequant_kernels = 0.0;
   for (std::size_t i = 0; i < shape.linears.size(); ++i) {
-    const model::Linear &l = shape.linears[i];
+    const model::Linear& l = shape.linears[i];
     const Kn kn = shard(a, l, t);
     const bool expert = l.copies > 1;
     // Balanced routing: each of the E experts multiplies t k / E tokens.
     const std::int64_t m =
         expert ? std::max<std::int64_t>(
-                     1, ceil_i(model::tokens_per_expert(
-                            dbl(T), a.experts_per_token, a.experts)))
+                     1, ceil_i(model::tokens_per_expert(dbl(T), a.experts_per_token, a.experts)))
                : T;
     const std::int64_t e = expert ? l.copies : 1;
-    const std::string name =
-        prefix + std::string(to_string(l.role)) + (expert ? " experts" : "");
-    out.gemm(name + " forward", fwd, d, {m, kn.n, kn.k, e, false, true},
-             forward_all, replay_all);
-    out.gemm(name + " backward dX", bwd, d, {m, kn.k, kn.n, e, false, false},
-             blocks, 0.0);
-    if (full)
-      out.gemm(name + " backward dW", bwd, d, {kn.k, kn.n, m, e, true, false},
-               blocks, 0.0);
+    const std::string name = prefix + std::string(to_string(l.role)) + (expert ? " experts" : "");
+    out.gemm(name + " forward", fwd, d, {m, kn.n, kn.k, e, false, true}, forward_all, replay_all);
+    out.gemm(name + " backward dX", bwd, d, {m, kn.k, kn.n, e, false, false}, blocks, 0.0);
+    if (full) out.gemm(name + " backward dW", bwd, d, {kn.k, kn.n, m, e, true, false}, blocks, 0.0);
     if (tr.method == Method::qlora && l.role != Role::router) {
-      dequant_bytes +=
-          dbl(kn.k) * dbl(kn.n) * dbl(e) *
-          model::dequant_bytes_per_weight(
-              model::quantized_bytes_per_param(tr.quant, tr.quant_block, l.in),
-              c);
+      dequant_bytes += dbl(kn.k) * dbl(kn.n) * dbl(e) *
+                       model::dequant_bytes_per_weight(
+                           model::quantized_bytes_per_param(tr.quant, tr.quant_block, l.in), c);
       dequant_kernels += dbl(e);
     }
-    if (!shape.adapted[i])
-      continue;
-    // H = X A^T (rank r), Y += H B^T; backward dH = dY B, dX += dH A, dB = dY^T
-    // H, dA = dH^T X.
+    if (!shape.adapted[i]) continue;
+    // H = X A^T (rank r), Y += H B^T; backward dH = dY B, dX += dH A, dB = dY^T H, dA = dH^T X.
     const std::int64_t r = tr.lora.rank;
     const std::string lora = name + " lora";
-    out.gemm(lora + " A forward", fwd, d, {m, r, kn.k, e, false, true},
-             forward_all, replay_all);
-    out.gemm(lora + " B forward", fwd, d, {m, kn.n, r, e, false, true},
-             forward_all, replay_all);
-    out.gemm(lora + " B backward dX", bwd, d, {m, r, kn.n, e, false, false},
-             blocks, 0.0);
-    out.gemm(lora + " A backward dX", bwd, d, {m, kn.k, r, e, false, false},
-             blocks, 0.0);
-    out.gemm(lora + " B backward dW", bwd, d, {r, kn.n, m, e, true, false},
-             blocks, 0.0);
-    out.gemm(lora + " A backward dW", bwd, d, {kn.k, r, m, e, true, false},
-             blocks, 0.0);
+    out.gemm(lora + " A forward", fwd, d, {m, r, kn.k, e, false, true}, forward_all, replay_all);
+    out.gemm(lora + " B forward", fwd, d, {m, kn.n, r, e, false, true}, forward_all, replay_all);
+    out.gemm(lora + " B backward dX", bwd, d, {m, r, kn.n, e, false, false}, blocks, 0.0);
+    out.gemm(lora + " A backward dX", bwd, d, {m, kn.k, r, e, false, false}, blocks, 0.0);
+    out.gemm(lora + " B backward dW", bwd, d, {r, kn.n, m, e, true, false}, blocks, 0.0);
+    out.gemm(lora + " A backward dW", bwd, d, {kn.k, r, m, e, true, false}, blocks, 0.0);
   }
 
-  // ---- Attention core
-  // ---------------------------------------------------------------------------
+  // ---- Attention core ---------------------------------------------------------------------------
   const std::int64_t s = tr.seq;
   const std::int64_t b = tr.micro_batch;
   const double heads = dbl(a.heads) / t;
   const std::int64_t hd = a.head_dim;
   const double instances = shape.cross_attention ? 2.0 : 1.0;
-  Seconds core_gemms_forward; // the unfused path's two products, for Megatron's
-                              // softmax below
+  Seconds core_gemms_forward;  // the unfused path's two products, for Megatron's softmax below
   if (fused_attention(tr)) {
-    const auto kernel = [&](const std::string &name, bool causal) {
+    const auto kernel = [&](const std::string& name, bool causal) {
       const double share = causal ? model::causal_fraction(s) : 1.0;
       const Flops f(4.0 * dbl(b) * dbl(s) * dbl(s) * heads * dbl(hd) * share);
-      AttentionWork w{b,
-                      a.heads / t,
-                      std::max<std::int64_t>(1, a.kv_heads / t),
-                      s,
-                      hd,
-                      causal,
-                      false,
-                      f};
+      AttentionWork w{
+          b, a.heads / t, std::max<std::int64_t>(1, a.kv_heads / t), s, hd, causal, false, f};
       out.add(name + " forward", fwd, w, forward_core, replay_core,
               f / (d.peak * attention_efficiency(d, false, s)));
       w.backward = true;
@@ -315,80 +257,65 @@ void add_block(Components &out, const model::Architecture &a,
               w.flops / (d.peak * attention_efficiency(d, true, s)));
     };
     kernel(prefix + "attention", shape.causal);
-    if (shape.cross_attention)
-      kernel(prefix + "cross-attention", false);
+    if (shape.cross_attention) kernel(prefix + "cross-attention", false);
   } else {
-    // Scores Q K^T (s x d by d x s) and P V (s x s by s x d); backward dP = dO
-    // V^T (like the scores), dV = P^T dO, dQ = dS K and dK = dS^T Q (like P V).
+    // Scores Q K^T (s x d by d x s) and P V (s x s by s x d); backward dP = dO V^T (like the
+    // scores), dV = P^T dO, dQ = dS K and dK = dS^T Q (like P V).
     const std::int64_t batch = b * (a.heads / t);
     const double n = blocks * instances;
     const double fn = forward_core * instances;
     const double rn = replay_core * instances;
     const std::string at = prefix + "attention";
-    out.gemm(at + " scores QK^T forward", fwd, d,
-             {s, s, hd, batch, false, true}, fn, rn);
-    out.gemm(at + " context PV forward", fwd, d,
-             {s, hd, s, batch, false, false}, fn, rn);
-    out.gemm(at + " dP = dO V^T backward", bwd, d,
-             {s, s, hd, batch, false, true}, n, 0.0);
-    out.gemm(at + " dV = P^T dO backward", bwd, d,
-             {s, hd, s, batch, true, false}, n, 0.0);
-    out.gemm(at + " dQ = dS K backward", bwd, d,
-             {s, hd, s, batch, false, false}, n, 0.0);
-    out.gemm(at + " dK = dS^T Q backward", bwd, d,
-             {s, hd, s, batch, true, false}, n, 0.0);
-    core_gemms_forward = (gemm_time(d, s, s, hd, dbl(b) * heads) +
-                          gemm_time(d, s, hd, s, dbl(b) * heads)) *
-                         instances;
+    out.gemm(at + " scores QK^T forward", fwd, d, {s, s, hd, batch, false, true}, fn, rn);
+    out.gemm(at + " context PV forward", fwd, d, {s, hd, s, batch, false, false}, fn, rn);
+    out.gemm(at + " dP = dO V^T backward", bwd, d, {s, s, hd, batch, false, true}, n, 0.0);
+    out.gemm(at + " dV = P^T dO backward", bwd, d, {s, hd, s, batch, true, false}, n, 0.0);
+    out.gemm(at + " dQ = dS K backward", bwd, d, {s, hd, s, batch, false, false}, n, 0.0);
+    out.gemm(at + " dK = dS^T Q backward", bwd, d, {s, hd, s, batch, true, false}, n, 0.0);
+    core_gemms_forward =
+        (gemm_time(d, s, s, hd, dbl(b) * heads) + gemm_time(d, s, hd, s, dbl(b) * heads)) *
+        instances;
   }
 
-  // ---- Memory-bound work
-  // --------------------------------------------------------------------------
+  // ---- Memory-bound work ---------------------------------------------------------------------
+  // Times are the evaluator's (block_compute); the bytes and kernels are what the replay streams.
+  const BlockCompute blk = block_compute(a, shape, tr, d, tc);
   const Seconds dequant = memory_bound_time(d, Bytes(dequant_bytes));
+  const Seconds ew_f = blk.elementwise_forward - dequant;
+  const Seconds ew_b = blk.elementwise_backward - dequant;
   if (fused_kernels(tr.framework)) {
-    // Megatron's fused kernels: the bytes the model prices, recovered from its
-    // times at the bandwidth it assumed (memory_bound_time = bytes / hbm).
-    const BlockCompute blk = block_compute(a, shape, tr, d, tc);
-    const Seconds ew_f = blk.elementwise_forward - dequant;
-    const Seconds ew_b = blk.elementwise_backward - dequant;
+    // Megatron's fused kernels: the bytes the model prices, recovered from its times at the
+    // bandwidth it assumed (memory_bound_time = bytes / hbm).
     out.add(prefix + "fused elementwise forward", fwd,
-            StreamWork{d.hbm * ew_f, tc.fused_block_kernels}, forward_all,
-            replay_all, ew_f);
+            StreamWork{d.hbm * ew_f, tc.fused_block_kernels}, forward_all, replay_all, ew_f);
     out.add(prefix + "fused elementwise backward", bwd,
-            StreamWork{d.hbm * ew_b, tc.fused_block_kernels}, blocks, 0.0,
-            ew_b);
+            StreamWork{d.hbm * ew_b, tc.fused_block_kernels}, blocks, 0.0, ew_b);
     const Seconds softmax = blk.attention_forward - core_gemms_forward;
     if (!fused_attention(tr) && softmax.value() > 0.0)
-      out.add(prefix + "fused softmax forward", fwd,
-              StreamWork{d.hbm * softmax, instances}, forward_core, replay_core,
-              softmax);
+      out.add(prefix + "fused softmax forward", fwd, StreamWork{d.hbm * softmax, instances},
+              forward_core, replay_core, softmax);
   } else {
+    // Eager PyTorch op by op (kernel_work.hpp), with autocast's weight casts.
     const BlockKernelWork kw = hf_block_kernel_work(a, shape, tr);
     const double params = block_parameters_per_gpu(shape, t);
     const KernelWork f = kw.forward + autocast_weight_cast(params, tr, false);
     const KernelWork g = kw.backward + autocast_weight_cast(params, tr, true);
-    out.add(prefix + "memory-bound forward", fwd,
-            StreamWork{Bytes(f.bytes), f.kernels}, forward_all, replay_all,
-            eager_elementwise_time(d, f, tc));
-    out.add(prefix + "memory-bound backward", bwd,
-            StreamWork{Bytes(g.bytes), g.kernels}, blocks, 0.0,
-            eager_elementwise_time(d, g, tc));
+    out.add(prefix + "memory-bound forward", fwd, StreamWork{Bytes(f.bytes), f.kernels},
+            forward_all, replay_all, ew_f);
+    out.add(prefix + "memory-bound backward", bwd, StreamWork{Bytes(g.bytes), g.kernels}, blocks,
+            0.0, ew_b);
   }
   if (dequant_bytes > 0.0) {
-    // QLoRA dequantizes each base weight before its forward and again before
-    // its backward GEMM.
+    // QLoRA dequantizes each base weight before its forward and again before its backward GEMM.
     const StreamWork w{Bytes(dequant_bytes), dequant_kernels};
-    out.add(prefix + "QLoRA dequantize forward", fwd, w, forward_all,
-            replay_all, dequant);
+    out.add(prefix + "QLoRA dequantize forward", fwd, w, forward_all, replay_all, dequant);
     out.add(prefix + "QLoRA dequantize backward", bwd, w, blocks, 0.0, dequant);
   }
 }
 
-// The LM head with its loss (last stage) and the embedding (first stage):
-// edge_compute.
-void add_edges(Components &out, const model::Architecture &a,
-               const model::Training &tr, const ComputeDevice &d,
-               const TimeConventions &tc, double micro_batches,
+// The LM head with its loss (last stage) and the embedding (first stage): edge_compute.
+void add_edges(Components& out, const model::Architecture& a, const model::Training& tr,
+               const ComputeDevice& d, const TimeConventions& tc, double micro_batches,
                bool first_stage) {
   const std::int64_t T = tr.tokens_per_micro_batch();
   const std::int64_t v = std::max<std::int64_t>(1, a.vocab / tr.tp);
@@ -397,76 +324,61 @@ void add_edges(Components &out, const model::Architecture &a,
   const bool full = tr.method == Method::full;
   const auto fwd = ReplayPhase::forward;
   const auto bwd = ReplayPhase::backward;
-  out.gemm("lm_head forward", fwd, d, {T, v, h, 1, false, true}, micro_batches,
-           0.0);
-  out.gemm("lm_head backward dX", bwd, d, {T, h, v, 1, false, false},
-           micro_batches, 0.0);
-  if (full)
-    out.gemm("lm_head backward dW", bwd, d, {h, v, T, 1, true, false},
-             micro_batches, 0.0);
-  // Cross-entropy in fp32 over the logits: the upcast, log-softmax and nll_loss
-  // each way.
+  // The evaluator's times; the GEMMs priced alike, the rest is the loss and the embedding.
+  const EdgeCompute e = edge_compute(a, tr, d, tc);
+  const GemmWork head{T, v, h, 1, false, true};
+  const GemmWork head_dx{T, h, v, 1, false, false};
+  const GemmWork head_dw{h, v, T, 1, true, false};
+  out.gemm("lm_head forward", fwd, d, head, micro_batches, 0.0);
+  out.gemm("lm_head backward dX", bwd, d, head_dx, micro_batches, 0.0);
+  if (full) out.gemm("lm_head backward dW", bwd, d, head_dw, micro_batches, 0.0);
+  const Seconds loss_f = e.head_forward - gemm_time(d, T, v, h);
+  const Seconds loss_b =
+      e.head_backward - gemm_time(d, T, h, v) - (full ? gemm_time(d, h, v, T) : Seconds(0.0));
+  // Cross-entropy in fp32 over the logits: the upcast, log-softmax and nll_loss each way.
   const Bytes loss(dbl(T) * dbl(v) * tc.loss_bytes_per_logit);
   const Bytes loss_backward(dbl(T) * dbl(v) * tc.loss_backward_bytes_per_logit);
-  constexpr double kLossKernels =
-      4.0; // hf_edge_kernel_work: the loss's kernels each way
-  out.add("loss forward", fwd, StreamWork{loss, kLossKernels}, micro_batches,
-          0.0, memory_bound_time(d, loss));
-  out.add("loss backward", bwd, StreamWork{loss_backward, kLossKernels},
-          micro_batches, 0.0, memory_bound_time(d, loss_backward));
-  if (!first_stage)
-    return;
+  constexpr double kLossKernels = 4.0;  // hf_edge_kernel_work: the loss's kernels each way
+  out.add("loss forward", fwd, StreamWork{loss, kLossKernels}, micro_batches, 0.0, loss_f);
+  out.add("loss backward", bwd, StreamWork{loss_backward, kLossKernels}, micro_batches, 0.0,
+          loss_b);
+  if (!first_stage) return;
   const Bytes lookup(dbl(T) * dbl(h) * c * tc.dropout_passes);
   out.add("embedding forward", fwd, StreamWork{lookup, 1.0}, micro_batches, 0.0,
-          memory_bound_time(d, lookup));
-  if (full) {
-    const Bytes grad = lookup * tc.elementwise_backward_ratio;
-    out.add("embedding backward", bwd, StreamWork{grad, 1.0}, micro_batches,
-            0.0, memory_bound_time(d, grad));
-  }
+          e.embedding_forward);
+  if (e.embedding_backward.value() > 0.0)
+    out.add("embedding backward", bwd, StreamWork{lookup * tc.elementwise_backward_ratio, 1.0},
+            micro_batches, 0.0, e.embedding_backward);
 }
 
-} // namespace
+}  // namespace
 
-std::string_view kind_name(const ReplayWork &w) {
+std::string_view kind_name(const ReplayWork& w) {
   struct Name {
-    std::string_view operator()(const GemmWork &) const { return "gemm"; }
-    std::string_view operator()(const AttentionWork &) const {
-      return "attention";
-    }
-    std::string_view operator()(const StreamWork &) const {
-      return "memory_bound";
-    }
-    std::string_view operator()(const OptimizerWork &) const {
-      return "optimizer_step";
-    }
-    std::string_view operator()(const CollectiveWork &) const {
-      return "collective";
-    }
-    std::string_view operator()(const ModelOnlyWork &) const {
-      return "model_only";
-    }
+    std::string_view operator()(const GemmWork&) const { return "gemm"; }
+    std::string_view operator()(const AttentionWork&) const { return "attention"; }
+    std::string_view operator()(const StreamWork&) const { return "memory_bound"; }
+    std::string_view operator()(const OptimizerWork&) const { return "optimizer_step"; }
+    std::string_view operator()(const CollectiveWork&) const { return "collective"; }
+    std::string_view operator()(const ModelOnlyWork&) const { return "model_only"; }
   };
   return std::visit(Name{}, w);
 }
 
 Seconds ReplayPlan::predicted_sum() const {
   Seconds s;
-  for (const auto &c : components)
-    s += c.predicted_total();
+  for (const auto& c : components) s += c.predicted_total();
   return s;
 }
 
-ReplayPlan replay_plan(const model::Architecture &a,
-                       const model::ParameterCounts &n,
-                       const model::Training &tr, const hardware::Cluster &c,
-                       const hardware::HardwareProfile *profile,
-                       const ReplayOptions &options,
-                       const EstimateOptions &estimate_options,
-                       const TimeConventions &tc, const MemoryConventions &mc) {
+ReplayPlan replay_plan(const model::Architecture& a, const model::ParameterCounts& n,
+                       const model::Training& tr, const hardware::Cluster& c,
+                       const hardware::HardwareProfile* profile, const ReplayOptions& options,
+                       const EstimateOptions& estimate_options, const TimeConventions& tc,
+                       const MemoryConventions& mc) {
   const Evaluator ev(a, n, c, profile, mc, tc, estimate_options);
   const StepCost cost = ev.cost(tr);
-  const Layout &l = cost.layout;
+  const Layout& l = cost.layout;
   const ComputeDevice d = compute_device(c.gpu, tr.precision, profile, tc);
   const LinkModel links = link_model(c, profile, tc);
 
@@ -479,63 +391,50 @@ ReplayPlan replay_plan(const model::Architecture &a,
   plan.layers = layers;
   Components out(cost);
 
-  // ---- Compute: the blocks of the stage, then the head, loss and embedding
-  // ------------------------
+  // ---- Compute: the blocks of the stage, then the head, loss and embedding ----------------------
   const bool adapters = tr.method != Method::full;
-  const model::Stack main =
-      a.encoder_decoder ? model::Stack::encoder : model::Stack::decoder;
-  const BlockShape main_shape =
-      block_shape(a, main, adapters ? &tr.lora : nullptr);
+  const model::Stack main = a.encoder_decoder ? model::Stack::encoder : model::Stack::decoder;
+  const BlockShape main_shape = block_shape(a, main, adapters ? &tr.lora : nullptr);
   if (a.encoder_decoder) {
-    // Stages hold both stacks in proportion: the evaluator prices the average
-    // layer.
+    // Stages hold both stacks in proportion: the evaluator prices the average layer.
     const double we = dbl(a.layers) / dbl(a.total_layers());
     add_block(out, a, main_shape, tr, d, tc, layers * we * md, "encoder ");
-    const BlockShape dec =
-        block_shape(a, model::Stack::decoder, adapters ? &tr.lora : nullptr);
+    const BlockShape dec = block_shape(a, model::Stack::decoder, adapters ? &tr.lora : nullptr);
     add_block(out, a, dec, tr, d, tc, layers * (1.0 - we) * md, "decoder ");
   } else {
     add_block(out, a, main_shape, tr, d, tc, layers * md, "");
   }
   add_edges(out, a, tr, d, tc, md, l.pp == 1);
 
-  // ---- Communication, as Evaluator::cost prices it
-  // ------------------------------------------------
+  // ---- Communication, as Evaluator::cost prices it ----------------------------------------------
   const double c_bytes = compute_bytes(tr.precision);
   const Bytes max_msg = options.max_message;
   if (l.tp > 1) {
     const Placement g = tensor_parallel_group(l);
-    const Bytes x =
-        tensor_parallel_message(tr.micro_batch, tr.seq, a.hidden, c_bytes);
+    const Bytes x = tensor_parallel_message(tr.micro_batch, tr.seq, a.hidden, c_bytes);
     const TensorParallelCollectives none =
         tensor_parallel_collectives(tr.sequence_parallel, Checkpointing::none);
     const TensorParallelCollectives all =
         tensor_parallel_collectives(tr.sequence_parallel, tr.checkpointing);
     const int per_pass = (none.all_reduce + none.all_gather) / 2;
     const int replays = (all.all_reduce + all.all_gather) - 2 * per_pass;
-    const double edges =
-        l.pp == 1 ? 2.0 : 1.0; // vocabulary-parallel embedding, head input grad
+    const double edges = l.pp == 1 ? 2.0 : 1.0;  // vocabulary-parallel embedding, head input grad
     const double count = (dbl(2 * per_pass + replays) * layers + edges) * md;
     const double recomputed = dbl(replays) * layers * md;
-    const CollectiveWork w{
-        Collective::all_reduce, CommPurpose::tensor_parallel, x, g, 1,
-        tier_of(links, g)};
+    const CollectiveWork w{Collective::all_reduce, CommPurpose::tensor_parallel, x, g, 1,
+                           tier_of(links, g)};
     if (tr.sequence_parallel) {
-      for (const Collective k :
-           {Collective::all_gather, Collective::reduce_scatter}) {
+      for (const Collective k : {Collective::all_gather, Collective::reduce_scatter}) {
         CollectiveWork wk = w;
         wk.collective = k;
-        out.collective(fmt::format("tensor-parallel {} (forward and backward)",
-                                   to_string(k)),
-                       ReplayPhase::forward, wk,
-                       collective_time(links, k, g, x), count, recomputed,
+        out.collective(fmt::format("tensor-parallel {} (forward and backward)", to_string(k)),
+                       ReplayPhase::forward, wk, collective_time(links, k, g, x), count, recomputed,
                        max_msg);
       }
     } else {
-      out.collective("tensor-parallel all_reduce (forward and backward)",
-                     ReplayPhase::forward, w,
-                     collective_time(links, Collective::all_reduce, g, x),
-                     count, recomputed, max_msg);
+      out.collective("tensor-parallel all_reduce (forward and backward)", ReplayPhase::forward, w,
+                     collective_time(links, Collective::all_reduce, g, x), count, recomputed,
+                     max_msg);
     }
   }
   if (a.is_moe() && l.ep > 1) {
@@ -544,179 +443,145 @@ ReplayPlan replay_plan(const model::Architecture &a,
     g.per_node = std::clamp(l.gpus_per_node / l.tp, 1, g.ranks);
     g.nodes = (g.ranks + g.per_node - 1) / g.per_node;
     const Bytes msg =
-        moe_all_to_all_message(a.experts_per_token, tr.micro_batch, tr.seq,
-                               a.hidden, c_bytes) /
+        moe_all_to_all_message(a.experts_per_token, tr.micro_batch, tr.seq, a.hidden, c_bytes) /
         static_cast<double>(l.tp);
-    const CollectiveWork w{
-        Collective::all_to_all, CommPurpose::expert_all_to_all, msg, g, l.tp,
-        tier_of(links, g)};
-    out.collective(
-        "MoE all_to_all (dispatch and combine, forward and backward)",
-        ReplayPhase::forward, w,
-        collective_time(links, Collective::all_to_all, g, msg),
-        kMoeAllToAllsPerLayer * layers * md, 0.0, max_msg);
+    const CollectiveWork w{Collective::all_to_all, CommPurpose::expert_all_to_all, msg, g, l.tp,
+                           tier_of(links, g)};
+    out.collective("MoE all_to_all (dispatch and combine, forward and backward)",
+                   ReplayPhase::forward, w, collective_time(links, Collective::all_to_all, g, msg),
+                   kMoeAllToAllsPerLayer * layers * md, 0.0, max_msg);
   }
   if (l.pp > 1) {
-    const bool split =
-        tr.framework == Framework::megatron || tr.sequence_parallel;
-    const Bytes msg = pipeline_message(tr.micro_batch, tr.seq, a.hidden,
-                                       c_bytes, l.tp, split);
+    const bool split = tr.framework == Framework::megatron || tr.sequence_parallel;
+    const Bytes msg = pipeline_message(tr.micro_batch, tr.seq, a.hidden, c_bytes, l.tp, split);
     const Placement pair = pipeline_pair(l);
-    const CollectiveWork w{
-        Collective::send_recv, CommPurpose::pipeline, msg, pair,
-        l.tp * l.dp,           tier_of(links, pair)};
-    // Each micro-batch crosses each of the stage's v boundaries both ways; fill
-    // and drain add p - 1 crossings each way.
+    const CollectiveWork w{Collective::send_recv, CommPurpose::pipeline, msg, pair,
+                           l.tp * l.dp,           tier_of(links, pair)};
+    // Each micro-batch crosses each of the stage's v boundaries both ways; fill and drain add p - 1
+    // crossings each way.
     const double sends = 2.0 * (dbl(tr.pp_virtual) * md + (l.pp - 1));
-    out.collective("pipeline send/recv (both directions)", ReplayPhase::forward,
-                   w, collective_time(links, Collective::send_recv, pair, msg),
-                   sends, 0.0, max_msg);
+    out.collective("pipeline send/recv (both directions)", ReplayPhase::forward, w,
+                   collective_time(links, Collective::send_recv, pair, msg), sends, 0.0, max_msg);
   }
 
-  const ModelStates &ms = cost.memory.states;
+  const ModelStates& ms = cost.memory.states;
   if (l.dp > 1 && tr.strategy != Strategy::single) {
-    // Experts' gradients and parameters travel only among the dp / ep ranks
-    // holding the same experts: their share of the data-parallel ring's
-    // traffic.
-    const double expert_share =
-        hardware::bus_factor(Collective::reduce_scatter, l.dp / l.ep) /
-        hardware::bus_factor(Collective::reduce_scatter, l.dp);
-    const double psi =
-        dbl(ms.trainable) - ms.trainable_experts * (1.0 - expert_share);
-    const double local =
-        dbl(ms.local_params) - ms.experts * (1.0 - expert_share);
+    // Experts' gradients and parameters travel only among the dp / ep ranks holding the same
+    // experts: their share of the data-parallel ring's traffic.
+    const double expert_share = hardware::bus_factor(Collective::reduce_scatter, l.dp / l.ep) /
+                                hardware::bus_factor(Collective::reduce_scatter, l.dp);
+    const double psi = dbl(ms.trainable) - ms.trainable_experts * (1.0 - expert_share);
+    const double local = dbl(ms.local_params) - ms.experts * (1.0 - expert_share);
     const Bytes grads(psi * gradient_comm_bytes(tr));
-    const double frozen_bytes = tr.method == Method::qlora
-                                    ? model::quantized_bytes_per_param(
-                                          tr.quant, tr.quant_block, a.hidden)
-                                    : c_bytes;
-    const Bytes params(psi * c_bytes +
-                       std::max(0.0, local - psi) * frozen_bytes);
+    const double frozen_bytes = tr.method == Method::qlora ? model::quantized_bytes_per_param(
+                                                                 tr.quant, tr.quant_block, a.hidden)
+                                                           : c_bytes;
+    const Bytes params(psi * c_bytes + std::max(0.0, local - psi) * frozen_bytes);
     const Placement dpg = data_parallel_group(l);
     const Placement shg = shard_group(l);
-    const auto work = [&](Collective k, CommPurpose p, Bytes size,
-                          const Placement &g, int stride) {
+    const auto work = [&](Collective k, CommPurpose p, Bytes size, const Placement& g, int stride) {
       return CollectiveWork{k, p, size, g, stride, tier_of(links, g)};
     };
     const auto step = ReplayPhase::step;
     const auto bwd = ReplayPhase::backward;
     switch (tr.strategy) {
-    case Strategy::single:
-      break;
-    case Strategy::ddp:
-      out.collective("data-parallel gradient all_reduce", bwd,
-                     work(Collective::all_reduce,
-                          CommPurpose::data_parallel_gradients, grads, dpg,
-                          l.tp),
-                     collective_time(links, Collective::all_reduce, dpg, grads),
-                     1.0, 0.0, max_msg);
-      break;
-    case Strategy::zero1:
-    case Strategy::zero2: {
-      const double reductions = tr.strategy == Strategy::zero1 ? 1.0 : md;
-      out.collective(
-          "gradient reduce_scatter", bwd,
-          work(Collective::reduce_scatter, CommPurpose::gradient_reduce_scatter,
-               grads, dpg, l.tp),
-          collective_time(links, Collective::reduce_scatter, dpg, grads),
-          reductions, 0.0, max_msg);
-      out.collective(
-          "parameter all_gather after the step", step,
-          work(Collective::all_gather, CommPurpose::parameter_gather_step,
-               params, dpg, l.tp),
-          collective_time(links, Collective::all_gather, dpg, params), 1.0, 0.0,
-          max_msg);
-      break;
-    }
-    case Strategy::fsdp_grad_op:
-    case Strategy::zero3:
-    case Strategy::fsdp_full:
-    case Strategy::fsdp_hybrid: {
-      // Units gathered one at a time: one per block, or the whole stage without
-      // a wrap policy.
-      const double units = tr.fsdp_wrap == FsdpWrap::none ? 1.0 : layers;
-      const double per_step = units * md;
-      const bool zpp =
-          estimate_options.zero_plus_plus && tr.strategy == Strategy::zero3;
-      const bool regather = tr.strategy != Strategy::fsdp_grad_op;
-      if (zpp) {
-        // ZeRO++ (Wang et al. 2023): int8 forward gathers, node-local 16-bit
-        // backward gathers from the secondary shard, int4 gradients by
-        // all-to-all.
-        Placement node = shg;
-        node.ranks = std::max(1, shg.per_node);
-        node.nodes = 1;
-        const Bytes fwd_size(psi * kQwzBytes / units);
-        const Bytes grad_size(psi * kQgzBytes / units);
+      case Strategy::single:
+        break;
+      case Strategy::ddp:
         out.collective(
-            "forward parameter all_gather (int8, per unit)",
-            ReplayPhase::forward,
-            work(Collective::all_gather, CommPurpose::parameter_gather_forward,
-                 fwd_size, shg, l.tp),
-            collective_time(links, Collective::all_gather, shg, fwd_size),
-            per_step, 0.0, max_msg);
-        out.collective("backward parameter all_gather (node, per unit)", bwd,
-                       work(Collective::all_gather,
-                            CommPurpose::parameter_gather_backward,
-                            params / units, node, l.tp),
-                       collective_time(links, Collective::all_gather, node,
-                                       params / units),
-                       per_step, 0.0, max_msg);
+            "data-parallel gradient all_reduce", bwd,
+            work(Collective::all_reduce, CommPurpose::data_parallel_gradients, grads, dpg, l.tp),
+            collective_time(links, Collective::all_reduce, dpg, grads), 1.0, 0.0, max_msg);
+        break;
+      case Strategy::zero1:
+      case Strategy::zero2: {
+        const double reductions = tr.strategy == Strategy::zero1 ? 1.0 : md;
+        out.collective("gradient reduce_scatter", bwd,
+                       work(Collective::reduce_scatter, CommPurpose::gradient_reduce_scatter, grads,
+                            dpg, l.tp),
+                       collective_time(links, Collective::reduce_scatter, dpg, grads), reductions,
+                       0.0, max_msg);
         out.collective(
-            "gradient all_to_all (int4, per unit)", bwd,
-            work(Collective::all_to_all, CommPurpose::gradient_reduce_scatter,
-                 grad_size, shg, l.tp),
-            collective_time(links, Collective::all_to_all, shg, grad_size),
-            per_step, 0.0, max_msg);
-      } else {
-        const Bytes unit_params = params / units;
-        const Seconds ag =
-            collective_time(links, Collective::all_gather, shg, unit_params);
-        out.collective(
-            "forward parameter all_gather (per unit)", ReplayPhase::forward,
-            work(Collective::all_gather, CommPurpose::parameter_gather_forward,
-                 unit_params, shg, l.tp),
-            ag, per_step, 0.0, max_msg);
-        if (regather)
-          out.collective("backward parameter all_gather (per unit)", bwd,
-                         work(Collective::all_gather,
-                              CommPurpose::parameter_gather_backward,
+            "parameter all_gather after the step", step,
+            work(Collective::all_gather, CommPurpose::parameter_gather_step, params, dpg, l.tp),
+            collective_time(links, Collective::all_gather, dpg, params), 1.0, 0.0, max_msg);
+        break;
+      }
+      case Strategy::fsdp_grad_op:
+      case Strategy::zero3:
+      case Strategy::fsdp_full:
+      case Strategy::fsdp_hybrid: {
+        // Units gathered one at a time: one per block, or the whole stage without a wrap policy.
+        const double units = tr.fsdp_wrap == FsdpWrap::none ? 1.0 : layers;
+        const double per_step = units * md;
+        const bool zpp = estimate_options.zero_plus_plus && tr.strategy == Strategy::zero3;
+        const bool regather = tr.strategy != Strategy::fsdp_grad_op;
+        if (zpp) {
+          // ZeRO++ (Wang et al. 2023): int8 forward gathers, node-local 16-bit backward gathers
+          // from the secondary shard, int4 gradients by all-to-all.
+          Placement node = shg;
+          node.ranks = std::max(1, shg.per_node);
+          node.nodes = 1;
+          const Bytes fwd_size(psi * kQwzBytes / units);
+          const Bytes grad_size(psi * kQgzBytes / units);
+          out.collective("forward parameter all_gather (int8, per unit)", ReplayPhase::forward,
+                         work(Collective::all_gather, CommPurpose::parameter_gather_forward,
+                              fwd_size, shg, l.tp),
+                         collective_time(links, Collective::all_gather, shg, fwd_size), per_step,
+                         0.0, max_msg);
+          out.collective("backward parameter all_gather (node, per unit)", bwd,
+                         work(Collective::all_gather, CommPurpose::parameter_gather_backward,
+                              params / units, node, l.tp),
+                         collective_time(links, Collective::all_gather, node, params / units),
+                         per_step, 0.0, max_msg);
+          out.collective("gradient all_to_all (int4, per unit)", bwd,
+                         work(Collective::all_to_all, CommPurpose::gradient_reduce_scatter,
+                              grad_size, shg, l.tp),
+                         collective_time(links, Collective::all_to_all, shg, grad_size), per_step,
+                         0.0, max_msg);
+        } else {
+          const Bytes unit_params = params / units;
+          const Seconds ag = collective_time(links, Collective::all_gather, shg, unit_params);
+          out.collective("forward parameter all_gather (per unit)", ReplayPhase::forward,
+                         work(Collective::all_gather, CommPurpose::parameter_gather_forward,
                               unit_params, shg, l.tp),
                          ag, per_step, 0.0, max_msg);
-        out.collective("gradient reduce_scatter (per unit)", bwd,
-                       work(Collective::reduce_scatter,
-                            CommPurpose::gradient_reduce_scatter, grads / units,
-                            shg, l.tp),
-                       collective_time(links, Collective::reduce_scatter, shg,
-                                       grads / units),
-                       per_step, 0.0, max_msg);
+          if (regather)
+            out.collective("backward parameter all_gather (per unit)", bwd,
+                           work(Collective::all_gather, CommPurpose::parameter_gather_backward,
+                                unit_params, shg, l.tp),
+                           ag, per_step, 0.0, max_msg);
+          out.collective("gradient reduce_scatter (per unit)", bwd,
+                         work(Collective::reduce_scatter, CommPurpose::gradient_reduce_scatter,
+                              grads / units, shg, l.tp),
+                         collective_time(links, Collective::reduce_scatter, shg, grads / units),
+                         per_step, 0.0, max_msg);
+        }
+        if (tr.strategy == Strategy::fsdp_hybrid) {
+          const Placement rg = replica_group(l);
+          const Bytes shard_grads = grads / static_cast<double>(std::max(1, l.shard)) / units;
+          out.collective("replica gradient all_reduce (per unit)", bwd,
+                         work(Collective::all_reduce, CommPurpose::replica_gradients, shard_grads,
+                              rg, l.tp * std::max(1, l.shard)),
+                         collective_time(links, Collective::all_reduce, rg, shard_grads), per_step,
+                         0.0, max_msg);
+        }
+        break;
       }
-      if (tr.strategy == Strategy::fsdp_hybrid) {
-        const Placement rg = replica_group(l);
-        const Bytes shard_grads =
-            grads / static_cast<double>(std::max(1, l.shard)) / units;
-        out.collective(
-            "replica gradient all_reduce (per unit)", bwd,
-            work(Collective::all_reduce, CommPurpose::replica_gradients,
-                 shard_grads, rg, l.tp * std::max(1, l.shard)),
-            collective_time(links, Collective::all_reduce, rg, shard_grads),
-            per_step, 0.0, max_msg);
-      }
-      break;
-    }
     }
   }
 
-  // ---- Optimizer step
-  // -------------------------------------------------------------------------
+  // ---- Optimizer step ---------------------------------------------------------------------------
   const double opt_params = ms.optimizer_params;
   if (tr.offload == Offload::none) {
     const double tensors = trainable_tensors(a, main_shape, tr, layers);
+    // The host's share as optimizer_step_time has it; the kernels take the rest of the evaluator's
+    // optimizer term (which a profile's measured optimizer rate may set).
     const BytesPerSecond hbm = d.hbm / tc.hbm_efficiency;
-    const OptimizerStepTime st =
-        optimizer_step_time(tr, hbm, c.gpu.peak.fp32, opt_params, tensors, tc);
-    const double slices =
-        std::max(1.0, std::ceil(opt_params / options.max_optimizer_params));
+    const Seconds host =
+        optimizer_step_time(tr, hbm, c.gpu.peak.fp32, opt_params, tensors, tc).host;
+    const Seconds kernels = cost.time.optimizer - host;
+    const double slices = std::max(1.0, std::ceil(opt_params / options.max_optimizer_params));
     const OptimizerWork w{tr.optimizer,
                           tr.optimizer_implementation(),
                           opt_params / slices,
@@ -725,37 +590,30 @@ ReplayPlan replay_plan(const model::Architecture &a,
                           step_gradient_bytes(tr),
                           optimizer_step_bytes(tr)};
     if (opt_params > 0.0 && w.bytes_per_param > 0.0)
-      out.add(slices > 1.0
-                  ? fmt::format("optimizer step ({:.0f} slices)", slices)
-                  : std::string("optimizer step"),
-              ReplayPhase::step, w, slices, 0.0, st.kernels / slices);
+      out.add(slices > 1.0 ? fmt::format("optimizer step ({:.0f} slices)", slices)
+                           : std::string("optimizer step"),
+              ReplayPhase::step, w, slices, 0.0, kernels / slices);
     out.add("optimizer host work", ReplayPhase::step,
-            ModelOnlyWork{
-                "Python work per parameter tensor before the step's kernels"},
-            1.0, 0.0, st.host);
+            ModelOnlyWork{"Python work per parameter tensor before the step's kernels"}, 1.0, 0.0,
+            host);
   } else {
-    out.add(
-        "optimizer step on the CPU", ReplayPhase::step,
-        ModelOnlyWork{
-            "the offloaded optimizer steps on the host (trainplan-calibrate "
-            "--cpu-adam measures its rate)"},
-        1.0, 0.0, cost.time.optimizer);
+    out.add("optimizer step on the CPU", ReplayPhase::step,
+            ModelOnlyWork{"the offloaded optimizer steps on the host (trainplan-calibrate "
+                          "--cpu-adam measures its rate)"},
+            1.0, 0.0, cost.time.optimizer);
   }
   if (cost.time.offload.value() > 0.0)
     out.add("offload transfers (exposed)", ReplayPhase::step,
-            ModelOnlyWork{
-                "host<->device copies of offloading (--membw measures PCIe)"},
-            1.0, 0.0, cost.time.offload);
+            ModelOnlyWork{"host<->device copies of offloading (--membw measures PCIe)"}, 1.0, 0.0,
+            cost.time.offload);
   if (cost.time.host.value() > 0.0)
     out.add("host kernel issue (exposed)", ReplayPhase::step,
-            ModelOnlyWork{
-                "the host issuing eager kernels slower than the GPU runs them"},
-            1.0, 0.0, cost.time.host);
+            ModelOnlyWork{"the host issuing eager kernels slower than the GPU runs them"}, 1.0, 0.0,
+            cost.time.host);
   if (cost.time.bubble.value() > 0.0)
-    out.add(
-        "pipeline bubble", ReplayPhase::step,
-        ModelOnlyWork{"idle time of the pipeline schedule's fill and drain"},
-        1.0, 0.0, cost.time.bubble);
+    out.add("pipeline bubble", ReplayPhase::step,
+            ModelOnlyWork{"idle time of the pipeline schedule's fill and drain"}, 1.0, 0.0,
+            cost.time.bubble);
 
   plan.components = out.take();
   if (l.pp > 1)
@@ -769,36 +627,33 @@ ReplayPlan replay_plan(const model::Architecture &a,
                     "multiplies tokens x {} / {}",
                     a.experts, a.experts_per_token, a.experts));
   if (tr.checkpointing != Checkpointing::none)
-    plan.notes.push_back(fmt::format(
-        "{} checkpointing: forward components count their replays in backward",
-        to_string(tr.checkpointing)));
+    plan.notes.push_back(
+        fmt::format("{} checkpointing: forward components count their replays in backward",
+                    to_string(tr.checkpointing)));
   return plan;
 }
 
-ReplayProjection project(const ReplayPlan &plan,
-                         const std::vector<std::optional<Seconds>> &measured) {
+ReplayProjection project(const ReplayPlan& plan,
+                         const std::vector<std::optional<Seconds>>& measured) {
   if (measured.size() != plan.components.size())
-    throw std::invalid_argument(
-        fmt::format("replay projection: {} measurements for {} components",
-                    measured.size(), plan.components.size()));
+    throw std::invalid_argument(fmt::format("replay projection: {} measurements for {} components",
+                                            measured.size(), plan.components.size()));
   ReplayProjection p;
   p.predicted_step = plan.time.step;
   p.projected_step = plan.time.step;
   for (std::size_t i = 0; i < measured.size(); ++i) {
-    const ReplayComponent &c = plan.components[i];
+    const ReplayComponent& c = plan.components[i];
     p.predicted_serial += c.predicted_total();
     if (measured[i]) {
       ++p.measured;
       p.measured_serial += *measured[i] * c.count;
-      p.projected_step +=
-          (*measured[i] - c.predicted) * (c.count * c.exposed_fraction);
+      p.projected_step += (*measured[i] - c.predicted) * (c.count * c.exposed_fraction);
     } else {
-      if (c.runs_on_gpu())
-        ++p.unmeasured;
+      if (c.runs_on_gpu()) ++p.unmeasured;
       p.measured_serial += c.predicted_total();
     }
   }
   return p;
 }
 
-} // namespace trainplan::planner
+}  // namespace trainplan::planner

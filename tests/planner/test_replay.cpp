@@ -1,6 +1,6 @@
-// Replay planning: the components one GPU runs in a plan, at shapes worked out
-// by hand from the models' config.json (dense, GQA, MoE, LoRA, tensor parallel,
-// FSDP), and their predictions adding up to the evaluator's step terms.
+// Replay planning: the components one GPU runs in a plan, at shapes worked out by hand from the
+// models' config.json (dense, GQA, MoE, LoRA, tensor parallel, FSDP), and their predictions adding
+// up to the evaluator's step terms.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,7 +17,7 @@
 namespace trainplan::planner {
 namespace {
 
-const io::Catalog &catalog() {
+const io::Catalog& catalog() {
   static const io::Catalog c = io::Catalog::builtin();
   return c;
 }
@@ -28,70 +28,63 @@ struct Subject {
   hardware::Cluster c;
 };
 
-Subject subject(const std::string &model, const std::string &cluster) {
+Subject subject(const std::string& model, const std::string& cluster) {
   const model::Architecture a = catalog().resolve_model(model).arch;
-  return {a, model::count_parameters(a),
-          catalog().resolve_cluster(cluster, std::nullopt).cluster};
+  return {a, model::count_parameters(a), catalog().resolve_cluster(cluster, std::nullopt).cluster};
 }
 
-ReplayPlan plan_of(const Subject &s, const model::Training &tr,
-                   const ReplayOptions &o = {}) {
+ReplayPlan plan_of(const Subject& s, const model::Training& tr, const ReplayOptions& o = {}) {
   return replay_plan(s.a, s.n, tr, s.c, nullptr, o);
 }
 
-const ReplayComponent *find(const ReplayPlan &p, const std::string &name) {
-  for (const auto &c : p.components)
-    if (c.name == name)
-      return &c;
+const ReplayComponent* find(const ReplayPlan& p, const std::string& name) {
+  for (const auto& c : p.components)
+    if (c.name == name) return &c;
   return nullptr;
 }
 
-const GemmWork &gemm(const ReplayPlan &p, const std::string &name) {
-  const ReplayComponent *c = find(p, name);
-  if (c == nullptr)
-    throw std::runtime_error("no component '" + name + "'");
+const GemmWork& gemm(const ReplayPlan& p, const std::string& name) {
+  const ReplayComponent* c = find(p, name);
+  if (c == nullptr) throw std::runtime_error("no component '" + name + "'");
   return std::get<GemmWork>(c->work);
 }
 
 struct Shape {
   std::int64_t m, n, k, batch;
 };
-void expect_shape(const ReplayPlan &p, const std::string &name, Shape want) {
+void expect_shape(const ReplayPlan& p, const std::string& name, Shape want) {
   SCOPED_TRACE(name);
-  const GemmWork &g = gemm(p, name);
+  const GemmWork& g = gemm(p, name);
   EXPECT_EQ(g.m, want.m);
   EXPECT_EQ(g.n, want.n);
   EXPECT_EQ(g.k, want.k);
   EXPECT_EQ(g.batch, want.batch);
 }
 
-// Sum of count x FLOPs over the GEMMs of the linears and the head (attention
-// core excluded).
-double linear_flops(const ReplayPlan &p) {
+// Sum of count x FLOPs over the GEMMs of the linears and the head (attention core excluded).
+double linear_flops(const ReplayPlan& p) {
   double f = 0.0;
-  for (const auto &c : p.components) {
-    if (const auto *g = std::get_if<GemmWork>(&c.work)) {
-      if (c.name.find("attention") != std::string::npos)
-        continue;
+  for (const auto& c : p.components) {
+    if (const auto* g = std::get_if<GemmWork>(&c.work)) {
+      if (c.name.find("attention") != std::string::npos) continue;
       f += g->flops().value() * c.count;
     }
   }
   return f;
 }
 
-bool is_kernel(const ReplayComponent &c) {
+bool is_kernel(const ReplayComponent& c) {
   return std::holds_alternative<GemmWork>(c.work) ||
          std::holds_alternative<AttentionWork>(c.work) ||
          std::holds_alternative<StreamWork>(c.work);
 }
 
-// Llama-2-7B (meta-llama/Llama-2-7b-hf config.json): h 4096, 32 heads of 128,
-// MLP 11008, vocab 32000, 32 layers.
+// Llama-2-7B (meta-llama/Llama-2-7b-hf config.json): h 4096, 32 heads of 128, MLP 11008, vocab
+// 32000, 32 layers.
 constexpr std::int64_t kH = 4096;
 constexpr std::int64_t kI = 11008;
 constexpr std::int64_t kV = 32000;
-constexpr double kLlama2BlockLinears =
-    4.0 * kH * kH + 3.0 * kH * kI; // 202,375,168
+constexpr double kLlama2BlockLinears = 4.0 * kH * kH + 3.0 * kH * kI;  // 202,375,168
 
 TEST(Replay, DenseShapesCountsAndSixNFlops) {
   const Subject s = subject("llama-2-7b", "1xH200");
@@ -107,8 +100,7 @@ TEST(Replay, DenseShapesCountsAndSixNFlops) {
   expect_shape(p, "down backward dX", {T, kI, kH, 1});
   expect_shape(p, "down backward dW", {kI, kH, T, 1});
   expect_shape(p, "lm_head forward", {T, kV, kH, 1});
-  // Forward Y = X W^T reads the weight transposed; the weight gradient reads X
-  // transposed.
+  // Forward Y = X W^T reads the weight transposed; the weight gradient reads X transposed.
   EXPECT_TRUE(gemm(p, "q forward").b_transposed);
   EXPECT_FALSE(gemm(p, "q backward dX").b_transposed);
   EXPECT_TRUE(gemm(p, "q backward dW").a_transposed);
@@ -117,34 +109,29 @@ TEST(Replay, DenseShapesCountsAndSixNFlops) {
   EXPECT_DOUBLE_EQ(find(p, "q forward")->count, 64.0);
   EXPECT_DOUBLE_EQ(find(p, "lm_head forward")->count, 2.0);
   EXPECT_DOUBLE_EQ(find(p, "q forward")->recomputed, 0.0);
-  // A full fine-tune multiplies every weight three times (forward, dX, dW): 6 N
-  // T per micro-batch.
+  // A full fine-tune multiplies every weight three times (forward, dX, dW): 6 N T per micro-batch.
   const double N = 32.0 * kLlama2BlockLinears + double(kV) * kH;
   EXPECT_NEAR(linear_flops(p), 6.0 * N * T * 2.0, 1e-9 * 6.0 * N * T * 2.0);
-  // Causal fused attention: 4 b s^2 h_q d x (s + 1) / 2s forward, 2.5x that
-  // backward.
-  const auto &att = std::get<AttentionWork>(find(p, "attention forward")->work);
+  // Causal fused attention: 4 b s^2 h_q d x (s + 1) / 2s forward, 2.5x that backward.
+  const auto& att = std::get<AttentionWork>(find(p, "attention forward")->work);
   EXPECT_EQ(att.heads, 32);
   EXPECT_EQ(att.kv_heads, 32);
   EXPECT_EQ(att.seq, 2048);
   EXPECT_EQ(att.head_dim, 128);
   EXPECT_TRUE(att.causal);
-  EXPECT_NEAR(att.flops.value(),
-              4.0 * 2048.0 * 2048.0 * 32.0 * 128.0 * 2049.0 / 4096.0, 1.0);
-  const auto &att_b =
-      std::get<AttentionWork>(find(p, "attention backward")->work);
+  EXPECT_NEAR(att.flops.value(), 4.0 * 2048.0 * 2048.0 * 32.0 * 128.0 * 2049.0 / 4096.0, 1.0);
+  const auto& att_b = std::get<AttentionWork>(find(p, "attention backward")->work);
   EXPECT_NEAR(att_b.flops.value(), 2.5 * att.flops.value(), 1.0);
-  // One GPU: nothing to communicate; the optimizer steps 6.74 B parameters in
-  // slices of <= 1e9.
-  for (const auto &c : p.components)
+  // One GPU: nothing to communicate; the optimizer steps 6.74 B parameters in slices of <= 1e9.
+  for (const auto& c : p.components)
     EXPECT_FALSE(std::holds_alternative<CollectiveWork>(c.work)) << c.name;
-  const ReplayComponent *opt = find(p, "optimizer step (7 slices)");
+  const ReplayComponent* opt = find(p, "optimizer step (7 slices)");
   ASSERT_NE(opt, nullptr);
-  const auto &ow = std::get<OptimizerWork>(opt->work);
+  const auto& ow = std::get<OptimizerWork>(opt->work);
   EXPECT_NEAR(ow.params * opt->count, double(s.n.total), 1.0);
   EXPECT_EQ(ow.implementation,
-            OptimizerImpl::foreach);     // torch's default on CUDA
-  EXPECT_DOUBLE_EQ(ow.state_bytes, 4.0); // autocast: an fp32 model
+            OptimizerImpl::foreach);      // torch's default on CUDA
+  EXPECT_DOUBLE_EQ(ow.state_bytes, 4.0);  // autocast: an fp32 model
 }
 
 TEST(Replay, GroupedQueryAttentionNarrowsKeysAndValues) {
@@ -162,8 +149,7 @@ TEST(Replay, GroupedQueryAttentionNarrowsKeysAndValues) {
     expect_shape(p, "v backward dX", {4096, 4096, 1024 / t, 1});
     expect_shape(p, "o forward", {4096, 4096, 4096 / t, 1});
     expect_shape(p, "lm_head forward", {4096, 128256 / t, 4096, 1});
-    const auto &att =
-        std::get<AttentionWork>(find(p, "attention forward")->work);
+    const auto& att = std::get<AttentionWork>(find(p, "attention forward")->work);
     EXPECT_EQ(att.heads, 32 / t);
     EXPECT_EQ(att.kv_heads, 8 / t);
   }
@@ -181,8 +167,7 @@ TEST(Replay, TensorParallelSplitsColumnsAndRowsAndAllReducesTwicePerPass) {
     SCOPED_TRACE("tp " + std::to_string(t));
     tr.tp = t;
     const ReplayPlan p = plan_of(s, tr);
-    // Column-parallel q/k/v/gate/up halve (quarter) N; row-parallel o/down
-    // their K.
+    // Column-parallel q/k/v/gate/up halve (quarter) N; row-parallel o/down their K.
     expect_shape(p, "q forward", {T, kH / t, kH, 1});
     expect_shape(p, "up forward", {T, kI / t, kH, 1});
     expect_shape(p, "o forward", {T, kH, kH / t, 1});
@@ -190,38 +175,32 @@ TEST(Replay, TensorParallelSplitsColumnsAndRowsAndAllReducesTwicePerPass) {
     expect_shape(p, "down backward dW", {kI / t, kH, T, 1});
     // Every GPU does 1/t of the linears' work.
     const double N = 32.0 * kLlama2BlockLinears + double(kV) * kH;
-    EXPECT_NEAR(linear_flops(p), 6.0 * N * T * 3.0 / t,
-                1e-9 * 6.0 * N * T * 3.0);
-    // Megatron f/g: 2 all-reduces of b s h 16-bit activations forward and 2
-    // backward per layer, plus the embedding's and the head's input gradient;
-    // per micro-batch.
-    const ReplayComponent *ar =
-        find(p, "tensor-parallel all_reduce (forward and backward)");
+    EXPECT_NEAR(linear_flops(p), 6.0 * N * T * 3.0 / t, 1e-9 * 6.0 * N * T * 3.0);
+    // Megatron f/g: 2 all-reduces of b s h 16-bit activations forward and 2 backward per layer,
+    // plus the embedding's and the head's input gradient; per micro-batch.
+    const ReplayComponent* ar = find(p, "tensor-parallel all_reduce (forward and backward)");
     ASSERT_NE(ar, nullptr);
-    const auto &w = std::get<CollectiveWork>(ar->work);
+    const auto& w = std::get<CollectiveWork>(ar->work);
     EXPECT_DOUBLE_EQ(w.size.value(), 2.0 * 4096 * kH * 2.0);
     EXPECT_EQ(w.group.ranks, t);
     EXPECT_EQ(w.stride, 1);
     EXPECT_DOUBLE_EQ(ar->count, (4.0 * 32 + 2.0) * 3.0);
     // The other 4 / t GPUs form the data-parallel group, t ranks apart.
-    if (t == 4)
-      continue;
-    const ReplayComponent *dp = nullptr;
-    for (const auto &c : p.components)
-      if (c.name.rfind("data-parallel gradient all_reduce", 0) == 0)
-        dp = &c;
+    if (t == 4) continue;
+    const ReplayComponent* dp = nullptr;
+    for (const auto& c : p.components)
+      if (c.name.rfind("data-parallel gradient all_reduce", 0) == 0) dp = &c;
     ASSERT_NE(dp, nullptr);
     EXPECT_EQ(std::get<CollectiveWork>(dp->work).group.ranks, 4 / t);
     EXPECT_EQ(std::get<CollectiveWork>(dp->work).stride, t);
   }
-  // Full checkpointing replays each block's forward: two more all-reduces per
-  // layer, and every forward kernel twice.
+  // Full checkpointing replays each block's forward: two more all-reduces per layer, and every
+  // forward kernel twice.
   tr.tp = 2;
   tr.checkpointing = Checkpointing::full;
   const ReplayPlan p = plan_of(s, tr);
-  EXPECT_DOUBLE_EQ(
-      find(p, "tensor-parallel all_reduce (forward and backward)")->count,
-      (6.0 * 32 + 2.0) * 3.0);
+  EXPECT_DOUBLE_EQ(find(p, "tensor-parallel all_reduce (forward and backward)")->count,
+                   (6.0 * 32 + 2.0) * 3.0);
   EXPECT_DOUBLE_EQ(find(p, "q forward")->count, 2.0 * 32 * 3);
   EXPECT_DOUBLE_EQ(find(p, "q forward")->recomputed, 32.0 * 3);
   EXPECT_DOUBLE_EQ(find(p, "q backward dX")->count, 32.0 * 3);
@@ -235,17 +214,14 @@ TEST(Replay, SequenceParallelGathersAndScattersInsteadOfAllReducing) {
   tr.strategy = Strategy::single;
   tr.seq = 2048;
   const ReplayPlan p = plan_of(s, tr);
-  EXPECT_EQ(find(p, "tensor-parallel all_reduce (forward and backward)"),
-            nullptr);
-  for (const char *name :
-       {"tensor-parallel all_gather (forward and backward)",
-        "tensor-parallel reduce_scatter (forward and backward)"}) {
+  EXPECT_EQ(find(p, "tensor-parallel all_reduce (forward and backward)"), nullptr);
+  for (const char* name : {"tensor-parallel all_gather (forward and backward)",
+                           "tensor-parallel reduce_scatter (forward and backward)"}) {
     SCOPED_TRACE(name);
-    const ReplayComponent *c = find(p, name);
+    const ReplayComponent* c = find(p, name);
     ASSERT_NE(c, nullptr);
     EXPECT_DOUBLE_EQ(c->count, 4.0 * 32 + 2.0);
-    EXPECT_DOUBLE_EQ(std::get<CollectiveWork>(c->work).size.value(),
-                     2048.0 * kH * 2.0);
+    EXPECT_DOUBLE_EQ(std::get<CollectiveWork>(c->work).size.value(), 2048.0 * kH * 2.0);
   }
 }
 
@@ -266,23 +242,21 @@ TEST(Replay, LoraAddsThinRankRGemmsAndDropsFrozenWeightGradients) {
   expect_shape(p, "v lora A backward dX", {T, kH, r, 1});
   expect_shape(p, "v lora B backward dW", {r, kH, T, 1});
   expect_shape(p, "v lora A backward dW", {kH, r, T, 1});
-  EXPECT_EQ(find(p, "k lora A forward"), nullptr); // k is not a target
-  EXPECT_EQ(find(p, "q backward dW"), nullptr);    // frozen base
+  EXPECT_EQ(find(p, "k lora A forward"), nullptr);  // k is not a target
+  EXPECT_EQ(find(p, "q backward dW"), nullptr);     // frozen base
   EXPECT_EQ(find(p, "lm_head backward dW"), nullptr);
   int lora_gemms = 0;
-  for (const auto &c : p.components)
-    if (c.name.find(" lora ") != std::string::npos)
-      ++lora_gemms;
+  for (const auto& c : p.components)
+    if (c.name.find(" lora ") != std::string::npos) ++lora_gemms;
   EXPECT_EQ(lora_gemms, 2 * 6);
-  // Frozen base: forward and dX only (4 N T); each adapter of r (in + out)
-  // parameters 6 x that x T.
+  // Frozen base: forward and dX only (4 N T); each adapter of r (in + out) parameters 6 x that x T.
   const double base = 32.0 * kLlama2BlockLinears + double(kV) * kH;
   const double adapters = 32.0 * 2.0 * r * (kH + kH);
   const double want = 4.0 * base * T + 6.0 * adapters * T;
   EXPECT_NEAR(linear_flops(p), want, 1e-9 * want);
-  // The optimizer steps the 8,388,608 adapter parameters (32 x 2 x 16 x 8192)
-  // in one slice, all 16-bit under bf16-true.
-  const auto &ow = std::get<OptimizerWork>(find(p, "optimizer step")->work);
+  // The optimizer steps the 8,388,608 adapter parameters (32 x 2 x 16 x 8192) in one slice, all
+  // 16-bit under bf16-true.
+  const auto& ow = std::get<OptimizerWork>(find(p, "optimizer step")->work);
   EXPECT_DOUBLE_EQ(ow.params, 8388608.0);
   EXPECT_DOUBLE_EQ(ow.tensors, 128.0);
   EXPECT_DOUBLE_EQ(ow.state_bytes, 2.0);
@@ -303,16 +277,14 @@ TEST(Replay, MixtureOfExpertsBatchesExpertsOverTheirShareOfTokens) {
   expect_shape(p, "router forward", {4096, 8, kH, 1});
   expect_shape(p, "k forward", {4096, 1024, kH, 1});
   // Expert GEMM FLOPs are those of the k active experts over all tokens.
-  const GemmWork &g = gemm(p, "up experts forward");
+  const GemmWork& g = gemm(p, "up experts forward");
   EXPECT_DOUBLE_EQ(g.flops().value(), 2.0 * 4096 * 2 * 14336 * kH);
-  // Dispatch and combine, forward and backward: 4 all-to-alls of k b s h 16-bit
-  // per layer.
-  const ReplayComponent *a2a =
+  // Dispatch and combine, forward and backward: 4 all-to-alls of k b s h 16-bit per layer.
+  const ReplayComponent* a2a =
       find(p, "MoE all_to_all (dispatch and combine, forward and backward)");
   ASSERT_NE(a2a, nullptr);
   EXPECT_DOUBLE_EQ(a2a->count, 4.0 * 32);
-  EXPECT_DOUBLE_EQ(std::get<CollectiveWork>(a2a->work).size.value(),
-                   2.0 * 4096 * kH * 2.0);
+  EXPECT_DOUBLE_EQ(std::get<CollectiveWork>(a2a->work).size.value(), 2.0 * 4096 * kH * 2.0);
   EXPECT_EQ(std::get<CollectiveWork>(a2a->work).group.ranks, 8);
 }
 
@@ -323,65 +295,58 @@ TEST(Replay, FsdpGathersEachUnitsParametersForwardAndBackward) {
   tr.seq = 2048;
   tr.grad_accum = 2;
   const ReplayPlan p = plan_of(s, tr);
-  // One unit per block: the gathered model (16-bit) over 32 units, each
-  // micro-batch.
+  // One unit per block: the gathered model (16-bit) over 32 units, each micro-batch.
   const double unit = 6738415616.0 * 2.0 / 32.0;
-  for (const char *name : {"forward parameter all_gather (per unit)",
-                           "backward parameter all_gather (per unit)",
-                           "gradient reduce_scatter (per unit)"}) {
+  for (const char* name :
+       {"forward parameter all_gather (per unit)", "backward parameter all_gather (per unit)",
+        "gradient reduce_scatter (per unit)"}) {
     SCOPED_TRACE(name);
-    const ReplayComponent *c = find(p, name);
+    const ReplayComponent* c = find(p, name);
     ASSERT_NE(c, nullptr);
-    const auto &w = std::get<CollectiveWork>(c->work);
+    const auto& w = std::get<CollectiveWork>(c->work);
     EXPECT_NEAR(w.size.value(), unit,
-                1.0); // FSDP reduces bf16 gradients: the same bytes
+                1.0);  // FSDP reduces bf16 gradients: the same bytes
     EXPECT_EQ(w.group.ranks, 8);
     EXPECT_DOUBLE_EQ(c->count, 32.0 * 2);
   }
   // Each rank steps its eighth of the fp32 model.
-  const ReplayComponent *opt = find(p, "optimizer step");
+  const ReplayComponent* opt = find(p, "optimizer step");
   ASSERT_NE(opt, nullptr);
   EXPECT_NEAR(std::get<OptimizerWork>(opt->work).params, 6738415616.0 / 8, 1.0);
 
-  // SHARD_GRAD_OP keeps the gathered parameters to backward; no wrap policy
-  // gathers the whole model at once.
+  // SHARD_GRAD_OP keeps the gathered parameters to backward; no wrap policy gathers the whole model
+  // at once.
   tr.strategy = Strategy::fsdp_grad_op;
-  EXPECT_EQ(find(plan_of(s, tr), "backward parameter all_gather (per unit)"),
-            nullptr);
+  EXPECT_EQ(find(plan_of(s, tr), "backward parameter all_gather (per unit)"), nullptr);
   tr.strategy = Strategy::fsdp_full;
   tr.fsdp_wrap = FsdpWrap::none;
   const ReplayPlan whole = plan_of(s, tr);
-  const ReplayComponent *g = nullptr;
-  for (const auto &c : whole.components)
-    if (c.name.rfind("forward parameter all_gather (per unit)", 0) == 0)
-      g = &c;
+  const ReplayComponent* g = nullptr;
+  for (const auto& c : whole.components)
+    if (c.name.rfind("forward parameter all_gather (per unit)", 0) == 0) g = &c;
   ASSERT_NE(g, nullptr);
-  EXPECT_NEAR(std::get<CollectiveWork>(g->work).size.value() * g->count,
-              6738415616.0 * 2.0 * 2, 16.0);
+  EXPECT_NEAR(std::get<CollectiveWork>(g->work).size.value() * g->count, 6738415616.0 * 2.0 * 2,
+              16.0);
 }
 
 TEST(Replay, LargeTransfersRunAsSlices) {
-  // DDP on llama-2-7b all-reduces fp32 gradients: 26.95 GB, 26 slices of at
-  // most 1 GiB.
+  // DDP on llama-2-7b all-reduces fp32 gradients: 26.95 GB, 26 slices of at most 1 GiB.
   const Subject s = subject("llama-2-7b", "8xA100-80GB");
   model::Training tr;
   tr.strategy = Strategy::ddp;
   const ReplayPlan p = plan_of(s, tr);
-  const ReplayComponent *ar =
-      find(p, "data-parallel gradient all_reduce (26 slices)");
+  const ReplayComponent* ar = find(p, "data-parallel gradient all_reduce (26 slices)");
   ASSERT_NE(ar, nullptr);
-  const auto &w = std::get<CollectiveWork>(ar->work);
+  const auto& w = std::get<CollectiveWork>(ar->work);
   EXPECT_NEAR(w.size.value() * ar->count, 6738415616.0 * 4.0, 64.0);
   EXPECT_LE(w.size.value(), gib(1.0).value());
   ReplayOptions o;
   o.max_message = gib(64.0);
-  EXPECT_NE(find(plan_of(s, tr, o), "data-parallel gradient all_reduce"),
-            nullptr);
+  EXPECT_NE(find(plan_of(s, tr, o), "data-parallel gradient all_reduce"), nullptr);
 }
 
-// The components add up to the evaluator's terms: kernels to compute +
-// memory-bound + recompute, each collective to its communication term's time,
-// the optimizer to the optimizer term.
+// The components add up to the evaluator's terms: kernels to compute + memory-bound + recompute,
+// each collective to its communication term's time, the optimizer to the optimizer term.
 struct SumCase {
   std::string name;
   std::string model;
@@ -391,69 +356,63 @@ struct SumCase {
 
 std::vector<SumCase> sum_cases() {
   std::vector<SumCase> cases;
-  auto add = [&](std::string name, std::string model, std::string cluster,
-                 auto &&edit) {
+  auto add = [&](std::string name, std::string model, std::string cluster, auto&& edit) {
     model::Training tr;
     tr.seq = 2048;
     edit(tr);
-    cases.push_back(
-        {std::move(name), std::move(model), std::move(cluster), tr});
+    cases.push_back({std::move(name), std::move(model), std::move(cluster), tr});
   };
-  add("dense single", "llama-2-7b", "1xH200", [](model::Training &) {});
-  add("dense bf16-true eager", "llama-2-7b", "1xH200", [](model::Training &t) {
+  add("dense single", "llama-2-7b", "1xH200", [](model::Training&) {});
+  add("dense bf16-true eager", "llama-2-7b", "1xH200", [](model::Training& t) {
     t.precision = Precision::bf16_true;
     t.attention = Attention::eager;
   });
-  add("gqa ddp selective", "llama-3.1-8b", "8xH100-80GB",
-      [](model::Training &t) {
-        t.strategy = Strategy::ddp;
-        t.checkpointing = Checkpointing::selective;
-        t.grad_accum = 4;
-      });
-  add("lora all-linear full ckpt", "mistral-7b", "1xH200",
-      [](model::Training &t) {
-        t.method = Method::lora;
-        t.lora.targets = {"all-linear"};
-        t.seq = 4096;
-        t.checkpointing = Checkpointing::full;
-      });
-  add("qlora", "llama-2-7b", "1xH100-80GB", [](model::Training &t) {
+  add("gqa ddp selective", "llama-3.1-8b", "8xH100-80GB", [](model::Training& t) {
+    t.strategy = Strategy::ddp;
+    t.checkpointing = Checkpointing::selective;
+    t.grad_accum = 4;
+  });
+  add("lora all-linear full ckpt", "mistral-7b", "1xH200", [](model::Training& t) {
+    t.method = Method::lora;
+    t.lora.targets = {"all-linear"};
+    t.seq = 4096;
+    t.checkpointing = Checkpointing::full;
+  });
+  add("qlora", "llama-2-7b", "1xH100-80GB", [](model::Training& t) {
     t.method = Method::qlora;
     t.checkpointing = Checkpointing::full;
   });
-  add("tp sp pp", "llama-2-7b", "2x8xH100-80GB", [](model::Training &t) {
+  add("tp sp pp", "llama-2-7b", "2x8xH100-80GB", [](model::Training& t) {
     t.tp = 4;
     t.pp = 2;
     t.sequence_parallel = true;
     t.strategy = Strategy::zero1;
     t.grad_accum = 8;
   });
-  add("fsdp full", "llama-2-7b", "8xA100-80GB", [](model::Training &t) {
+  add("fsdp full", "llama-2-7b", "8xA100-80GB", [](model::Training& t) {
     t.strategy = Strategy::fsdp_full;
     t.grad_accum = 2;
   });
   add("fsdp hybrid", "llama-2-13b", "2x8xA100-80GB",
-      [](model::Training &t) { t.strategy = Strategy::fsdp_hybrid; });
-  add("zero2", "llama-2-7b", "8xA100-80GB", [](model::Training &t) {
+      [](model::Training& t) { t.strategy = Strategy::fsdp_hybrid; });
+  add("zero2", "llama-2-7b", "8xA100-80GB", [](model::Training& t) {
     t.strategy = Strategy::zero2;
     t.framework = Framework::deepspeed;
     t.grad_accum = 2;
   });
-  add("moe zero3 ep", "mixtral-8x7b", "2x8xH100-80GB", [](model::Training &t) {
+  add("moe zero3 ep", "mixtral-8x7b", "2x8xH100-80GB", [](model::Training& t) {
     t.strategy = Strategy::zero3;
     t.ep = 8;
     t.checkpointing = Checkpointing::full;
   });
-  add("megatron tp unfused", "llama-2-7b", "8xH100-80GB",
-      [](model::Training &t) {
-        t.framework = Framework::megatron;
-        t.tp = 8;
-        t.attention = Attention::eager;
-        t.strategy = Strategy::single;
-      });
-  add("encoder-decoder", "t5-3b", "1xH100-80GB",
-      [](model::Training &t) { t.seq = 512; });
-  add("offload", "llama-2-7b", "1xH100-80GB", [](model::Training &t) {
+  add("megatron tp unfused", "llama-2-7b", "8xH100-80GB", [](model::Training& t) {
+    t.framework = Framework::megatron;
+    t.tp = 8;
+    t.attention = Attention::eager;
+    t.strategy = Strategy::single;
+  });
+  add("encoder-decoder", "t5-3b", "1xH100-80GB", [](model::Training& t) { t.seq = 512; });
+  add("offload", "llama-2-7b", "1xH100-80GB", [](model::Training& t) {
     t.strategy = Strategy::zero3;
     t.offload = Offload::optimizer;
   });
@@ -461,7 +420,7 @@ std::vector<SumCase> sum_cases() {
 }
 
 TEST(Replay, PredictionsAddUpToTheEvaluatorsTerms) {
-  for (const SumCase &k : sum_cases()) {
+  for (const SumCase& k : sum_cases()) {
     SCOPED_TRACE(k.name);
     const Subject s = subject(k.model, k.cluster);
     const ReplayPlan p = plan_of(s, k.tr);
@@ -470,50 +429,41 @@ TEST(Replay, PredictionsAddUpToTheEvaluatorsTerms) {
     Seconds kernels;
     Seconds optimizer;
     std::map<std::pair<std::string, std::string>, Seconds> comm;
-    for (const auto &c : p.components) {
+    for (const auto& c : p.components) {
       EXPECT_GT(c.count, 0.0) << c.name;
       EXPECT_GE(c.predicted.value(), 0.0) << c.name;
       EXPECT_LE(c.recomputed, c.count) << c.name;
-      if (is_kernel(c))
-        kernels += c.predicted_total();
-      if (std::holds_alternative<OptimizerWork>(c.work) ||
-          c.name.rfind("optimizer", 0) == 0)
+      if (is_kernel(c)) kernels += c.predicted_total();
+      if (std::holds_alternative<OptimizerWork>(c.work) || c.name.rfind("optimizer", 0) == 0)
         optimizer += c.predicted_total();
-      if (const auto *w = std::get_if<CollectiveWork>(&c.work)) {
+      if (const auto* w = std::get_if<CollectiveWork>(&c.work)) {
         const std::string kind(to_string(w->collective));
-        comm[{kind == "send_recv" ? "send_recv" : kind,
-              std::string(to_string(w->purpose))}] += c.predicted_total();
+        comm[{kind == "send_recv" ? "send_recv" : kind, std::string(to_string(w->purpose))}] +=
+            c.predicted_total();
       }
     }
-    const TimeBreakdown &t = cost.time;
+    const TimeBreakdown& t = cost.time;
     const double want = (t.compute + t.memory_bound + t.recompute).value();
     EXPECT_NEAR(kernels.value(), want, 1e-9 * want);
-    EXPECT_NEAR(optimizer.value(), t.optimizer.value(),
-                1e-9 * t.optimizer.value() + 1e-15);
+    EXPECT_NEAR(optimizer.value(), t.optimizer.value(), 1e-9 * t.optimizer.value() + 1e-15);
     std::map<std::pair<std::string, std::string>, Seconds> terms;
     for (std::size_t i = 0; i < cost.comm_count; ++i) {
-      const CommTerm &c = cost.comm[i];
-      if (c.kind == Transfer::device_to_host ||
-          c.kind == Transfer::host_to_device)
-        continue;
-      terms[{std::string(to_string(c.kind)),
-             std::string(to_string(c.purpose))}] += c.time;
+      const CommTerm& c = cost.comm[i];
+      if (c.kind == Transfer::device_to_host || c.kind == Transfer::host_to_device) continue;
+      terms[{std::string(to_string(c.kind)), std::string(to_string(c.purpose))}] += c.time;
     }
     ASSERT_EQ(comm.size(), terms.size());
-    for (const auto &[key, time] : terms) {
+    for (const auto& [key, time] : terms) {
       SCOPED_TRACE(key.first + " " + key.second);
       ASSERT_TRUE(comm.contains(key));
       EXPECT_NEAR(comm[key].value(), time.value(), 1e-9 * time.value());
     }
-    // With every component measured at its prediction, the projection is the
-    // prediction.
+    // With every component measured at its prediction, the projection is the prediction.
     std::vector<std::optional<Seconds>> measured;
-    for (const auto &c : p.components)
-      measured.push_back(c.runs_on_gpu() ? std::optional<Seconds>(c.predicted)
-                                         : std::nullopt);
+    for (const auto& c : p.components)
+      measured.push_back(c.runs_on_gpu() ? std::optional<Seconds>(c.predicted) : std::nullopt);
     const ReplayProjection pr = project(p, measured);
-    EXPECT_NEAR(pr.projected_step.value(), t.step.value(),
-                1e-9 * t.step.value());
+    EXPECT_NEAR(pr.projected_step.value(), t.step.value(), 1e-9 * t.step.value());
     EXPECT_NEAR(pr.measured_serial.value(), pr.predicted_serial.value(),
                 1e-9 * pr.predicted_serial.value());
     EXPECT_EQ(pr.unmeasured, 0u);
@@ -528,17 +478,14 @@ TEST(Replay, ProjectionReplacesPredictionsByMeasurements) {
   std::vector<std::optional<Seconds>> measured(p.components.size());
   std::size_t q = 0;
   for (std::size_t i = 0; i < p.components.size(); ++i)
-    if (p.components[i].name == "q forward")
-      q = i;
-  const ReplayComponent &c = p.components[q];
-  measured[q] = c.predicted *
-                2.0; // twice as slow as predicted: 64 more occurrences' worth
+    if (p.components[i].name == "q forward") q = i;
+  const ReplayComponent& c = p.components[q];
+  measured[q] = c.predicted * 2.0;  // twice as slow as predicted: 64 more occurrences' worth
   const ReplayProjection pr = project(p, measured);
   EXPECT_EQ(pr.measured, 1u);
-  EXPECT_NEAR((pr.projected_step - p.time.step).value(),
-              (c.predicted * 64.0).value(), 1e-12);
-  EXPECT_NEAR((pr.measured_serial - pr.predicted_serial).value(),
-              (c.predicted * 64.0).value(), 1e-12);
+  EXPECT_NEAR((pr.projected_step - p.time.step).value(), (c.predicted * 64.0).value(), 1e-12);
+  EXPECT_NEAR((pr.measured_serial - pr.predicted_serial).value(), (c.predicted * 64.0).value(),
+              1e-12);
   EXPECT_GT(pr.unmeasured, 0u);
   EXPECT_THROW((void)project(p, {}), std::invalid_argument);
 }
@@ -550,5 +497,5 @@ TEST(Replay, ImpossibleLayoutsAreInputErrors) {
   EXPECT_THROW((void)plan_of(s, tr), InputError);
 }
 
-} // namespace
-} // namespace trainplan::planner
+}  // namespace
+}  // namespace trainplan::planner

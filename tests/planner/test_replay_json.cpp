@@ -1,6 +1,6 @@
-// Replay's input (estimate and plan JSON read back through the catalogue) and
-// output (trainplan.replay/1): round trips, the options the files do not
-// record, and bad input named by file and key.
+// Replay's input (estimate and plan JSON read back through the catalogue) and output
+// (trainplan.replay/1): round trips, the options the files do not record, and bad input named by
+// file and key.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -19,18 +19,17 @@
 namespace trainplan::io {
 namespace {
 
-const Catalog &catalog() {
+const Catalog& catalog() {
   static const Catalog c = Catalog::builtin();
   return c;
 }
 
 // What `trainplan estimate MODEL CLUSTER ... --json` writes.
-Json estimate_file(const std::string &model, const std::string &cluster,
-                   const model::Training &tr) {
+Json estimate_file(const std::string& model, const std::string& cluster,
+                   const model::Training& tr) {
   const model::Architecture a = catalog().resolve_model(model).arch;
   const model::ParameterCounts n = model::count_parameters(a);
-  const hardware::Cluster c =
-      catalog().resolve_cluster(cluster, std::nullopt).cluster;
+  const hardware::Cluster c = catalog().resolve_cluster(cluster, std::nullopt).cluster;
   const planner::Evaluator ev(a, n, c);
   return estimate_json(a, n, c, ev.estimate(tr));
 }
@@ -44,13 +43,11 @@ model::Training lora(std::vector<std::string> targets) {
   return t;
 }
 
-std::string message_of(const Json &j,
-                       const std::vector<std::string> &settings = {},
+std::string message_of(const Json& j, const std::vector<std::string>& settings = {},
                        std::size_t index = 0) {
   try {
-    (void)replay_input_from_json(catalog(), j, "replay input 'x.json'", index,
-                                 settings);
-  } catch (const InputError &e) {
+    (void)replay_input_from_json(catalog(), j, "replay input 'x.json'", index, settings);
+  } catch (const InputError& e) {
     return e.what();
   }
   return "";
@@ -66,14 +63,13 @@ TEST(ReplayJson, EstimateRoundTripsThroughTheCatalogue) {
   tr.checkpointing = Checkpointing::full;
   tr.sequence_parallel = true;
   const Json j = estimate_file("llama-3.1-8b", "2x8xH100-80GB", tr);
-  const ReplayInput in =
-      replay_input_from_json(catalog(), j, "replay input 'e.json'", 0, {});
+  const ReplayInput in = replay_input_from_json(catalog(), j, "replay input 'e.json'", 0, {});
   EXPECT_EQ(in.schema, "trainplan.estimate/1");
   EXPECT_EQ(in.arch.name, "llama-3.1-8b");
   EXPECT_EQ(in.cluster.nodes, 2);
   EXPECT_EQ(in.cluster.gpus_per_node, 8);
   EXPECT_EQ(in.cluster.gpu.name, "H100-80GB");
-  const model::Training &t = in.training;
+  const model::Training& t = in.training;
   EXPECT_EQ(t.strategy, Strategy::fsdp_full);
   EXPECT_EQ(t.tp, 2);
   EXPECT_EQ(t.micro_batch, 2);
@@ -84,38 +80,31 @@ TEST(ReplayJson, EstimateRoundTripsThroughTheCatalogue) {
   // Re-evaluated, the plan costs what the file says.
   ASSERT_TRUE(in.recorded_step_s.has_value());
   const planner::Evaluator ev(in.arch, in.counts, in.cluster);
-  EXPECT_NEAR(ev.cost(t).time.step.value(), *in.recorded_step_s,
-              1e-9 * *in.recorded_step_s);
+  EXPECT_NEAR(ev.cost(t).time.step.value(), *in.recorded_step_s, 1e-9 * *in.recorded_step_s);
   // What the file does not say is listed as assumed.
-  EXPECT_NE(std::find(in.assumed.begin(), in.assumed.end(), "attention=flash"),
-            in.assumed.end());
-  EXPECT_NE(std::find(in.assumed.begin(), in.assumed.end(), "fsdp_wrap=block"),
-            in.assumed.end());
+  EXPECT_NE(std::find(in.assumed.begin(), in.assumed.end(), "attention=flash"), in.assumed.end());
+  EXPECT_NE(std::find(in.assumed.begin(), in.assumed.end(), "fsdp_wrap=block"), in.assumed.end());
 }
 
-TEST(ReplayJson,
-     LoraTargetsTheFileDoesNotRecordMustAgreeWithItsTrainableCount) {
+TEST(ReplayJson, LoraTargetsTheFileDoesNotRecordMustAgreeWithItsTrainableCount) {
   // q,v at rank 16 are the defaults: read back without help.
   const Json qv = estimate_file("llama-2-7b", "1xH200", lora({"q", "v"}));
   const ReplayInput a = replay_input_from_json(catalog(), qv, "x", 0, {});
   EXPECT_EQ(a.training.lora.targets, (std::vector<std::string>{"q", "v"}));
-  EXPECT_NE(std::find(a.assumed.begin(), a.assumed.end(), "lora_targets=q,v"),
-            a.assumed.end());
-  // all-linear: the defaults give the wrong adapter size, and the message says
-  // what to pass.
+  EXPECT_NE(std::find(a.assumed.begin(), a.assumed.end(), "lora_targets=q,v"), a.assumed.end());
+  // all-linear: the defaults give the wrong adapter size, and the message says what to pass.
   const Json all = estimate_file("mistral-7b", "1xH200", lora({"all-linear"}));
   const std::string msg = message_of(all);
-  EXPECT_NE(msg.find("replay input 'x.json' model: key 'trainable_parameters'"),
-            std::string::npos)
+  EXPECT_NE(msg.find("replay input 'x.json' model: key 'trainable_parameters'"), std::string::npos)
       << msg;
   EXPECT_NE(msg.find("--plan-set lora_targets="), std::string::npos) << msg;
-  const ReplayInput b = replay_input_from_json(
-      catalog(), all, "x", 0, {"lora_targets=all-linear", "lora_rank=16"});
+  const ReplayInput b =
+      replay_input_from_json(catalog(), all, "x", 0, {"lora_targets=all-linear", "lora_rank=16"});
   EXPECT_EQ(b.training.lora.targets, (std::vector<std::string>{"all-linear"}));
   EXPECT_EQ(b.settings.size(), 2u);
   // Settings override recorded keys too.
-  const ReplayInput c = replay_input_from_json(
-      catalog(), qv, "x", 0, {"micro_batch=4", "attention=sdpa"});
+  const ReplayInput c =
+      replay_input_from_json(catalog(), qv, "x", 0, {"micro_batch=4", "attention=sdpa"});
   EXPECT_EQ(c.training.micro_batch, 4);
   EXPECT_EQ(c.training.attention, Attention::sdpa);
 }
@@ -134,11 +123,9 @@ TEST(ReplayJson, PicksOnePlanOfAPlanSearch) {
          {"rejected", Json::array()}};
   EXPECT_EQ(replay_input_from_json(catalog(), j, "x", 0, {}).training.tp, 1);
   EXPECT_EQ(replay_input_from_json(catalog(), j, "x", 1, {}).training.tp, 2);
-  EXPECT_NE(message_of(j, {}, 2).find(
-                "--plan-index 2 is out of range: 'plans' holds 2 (0 to 1)"),
+  EXPECT_NE(message_of(j, {}, 2).find("--plan-index 2 is out of range: 'plans' holds 2 (0 to 1)"),
             std::string::npos);
-  EXPECT_NE(message_of(e1, {}, 1).find("an estimate holds one plan"),
-            std::string::npos);
+  EXPECT_NE(message_of(e1, {}, 1).find("an estimate holds one plan"), std::string::npos);
 }
 
 TEST(ReplayJson, BadInputNamesTheFileAndTheKey) {
@@ -151,69 +138,64 @@ TEST(ReplayJson, BadInputNamesTheFileAndTheKey) {
     std::string expected;
   };
   std::vector<Row> rows;
-  auto edited = [&](auto &&edit) {
+  auto edited = [&](auto&& edit) {
     Json j = good;
     edit(j);
     return j;
   };
   rows.push_back({"schema",
-                  edited([](Json &j) { j["schema"] = "trainplan.fit/1"; }),
+                  edited([](Json& j) { j["schema"] = "trainplan.fit/1"; }),
                   {},
                   "replay input 'x.json': key 'schema' is 'trainplan.fit/1'"});
   rows.push_back({"missing tp",
-                  edited([](Json &j) { j["plan"].erase("tp"); }),
+                  edited([](Json& j) { j["plan"].erase("tp"); }),
                   {},
                   "replay input 'x.json' plan: key 'tp' is missing"});
   rows.push_back({"typo in an enum",
-                  edited([](Json &j) { j["plan"]["precision"] = "bf17"; }),
+                  edited([](Json& j) { j["plan"]["precision"] = "bf17"; }),
                   {},
                   "replay input 'x.json' plan: key 'precision': unknown "
                   "precision 'bf17'"});
   rows.push_back({"wrong type",
-                  edited([](Json &j) { j["plan"]["seq"] = "2048"; }),
+                  edited([](Json& j) { j["plan"]["seq"] = "2048"; }),
                   {},
                   "replay input 'x.json' plan: key 'seq' must be an integer"});
   rows.push_back({"unknown model",
-                  edited([](Json &j) { j["model"]["name"] = "llama-9-7b"; }),
+                  edited([](Json& j) { j["model"]["name"] = "llama-9-7b"; }),
                   {},
                   "replay input 'x.json' model: key 'name':"});
-  rows.push_back(
-      {"other model version",
-       edited([](Json &j) { j["model"]["parameters"] = 7000000000; }),
-       {},
-       "replay input 'x.json' model: key 'parameters' is 7000000000"});
+  rows.push_back({"other model version",
+                  edited([](Json& j) { j["model"]["parameters"] = 7000000000; }),
+                  {},
+                  "replay input 'x.json' model: key 'parameters' is 7000000000"});
   rows.push_back({"unknown gpu",
-                  edited([](Json &j) { j["cluster"]["gpu"] = "Z100"; }),
+                  edited([](Json& j) { j["cluster"]["gpu"] = "Z100"; }),
                   {},
                   "replay input 'x.json' cluster: key 'gpu':"});
   rows.push_back({"gpus",
-                  edited([](Json &j) { j["cluster"]["gpus"] = 2; }),
+                  edited([](Json& j) { j["cluster"]["gpus"] = 2; }),
                   {},
                   "replay input 'x.json' cluster: key 'gpus' is 2 but nodes x "
                   "gpus_per_node is 1"});
   rows.push_back({"dp",
-                  edited([](Json &j) { j["plan"]["dp"] = 2; }),
+                  edited([](Json& j) { j["plan"]["dp"] = 2; }),
                   {},
                   "replay input 'x.json' plan: key 'dp' is 2"});
   rows.push_back({"impossible layout",
-                  edited([](Json &j) { j["plan"]["tp"] = 2; }),
+                  edited([](Json& j) { j["plan"]["tp"] = 2; }),
                   {},
                   "replay input 'x.json' plan: "});
-  rows.push_back({"unknown setting",
+  rows.push_back({"unknown setting", good, {"rank=8"}, "setting 'rank=8': expected KEY=VALUE"});
+  rows.push_back({"bad setting value",
                   good,
-                  {"rank=8"},
-                  "setting 'rank=8': expected KEY=VALUE"});
-  rows.push_back(
-      {"bad setting value",
-       good,
-       {"lora_rank=eight"},
-       "setting 'lora_rank=eight': lora_rank must be a whole number"});
+                  {"lora_rank=eight"},
+                  "setting 'lora_rank=eight': lora_rank must be a whole number"});
   rows.push_back({"bad setting enum",
                   good,
                   {"attention=flash3"},
                   "replay input 'x.json' plan: key 'attention': unknown "
                   "attention 'flash3'"});
-  for (const Row &r : rows) {
+  for (const Row& r : rows) {
     SCOPED_TRACE(r.name);
     const std::string msg = message_of(r.doc, r.settings);
     EXPECT_NE(msg.find(r.expected), std::string::npos) << msg;
@@ -239,10 +221,9 @@ TEST(ReplayJson, ReadsTheFileAndNamesItWhenItCannot) {
   try {
     (void)read_replay_input(catalog(), path, 0, {});
     ADD_FAILURE() << "truncated JSON accepted";
-  } catch (const InputError &e) {
-    EXPECT_NE(
-        std::string(e.what()).find("replay input '" + path + "': invalid JSON"),
-        std::string::npos)
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("replay input '" + path + "': invalid JSON"),
+              std::string::npos)
         << e.what();
   }
   std::filesystem::remove_all(dir);
@@ -260,36 +241,33 @@ TEST(ReplayJson, WritesComponentsTotalsAndProvenance) {
   EXPECT_TRUE(dry["provenance"].is_null());
   ASSERT_EQ(dry["components"].size(), plan.components.size());
   EXPECT_TRUE(dry["components"][0]["measured_s"].is_null());
-  EXPECT_NEAR(dry["totals"]["predicted_step_s"].get<double>(),
-              plan.time.step.value(), 1e-12);
-  EXPECT_NEAR(dry["totals"]["recorded_step_s"].get<double>(),
-              plan.time.step.value(), 1e-9 * plan.time.step.value());
+  EXPECT_NEAR(dry["totals"]["predicted_step_s"].get<double>(), plan.time.step.value(), 1e-12);
+  EXPECT_NEAR(dry["totals"]["recorded_step_s"].get<double>(), plan.time.step.value(),
+              1e-9 * plan.time.step.value());
   EXPECT_EQ(dry["training"]["lora_targets"], Json::array({"q", "v"}));
   // Every GEMM measured 10 % slower than predicted.
   std::vector<ReplayMeasurement> m(plan.components.size());
   double extra = 0.0;
   for (std::size_t i = 0; i < plan.components.size(); ++i) {
-    const auto &c = plan.components[i];
-    if (!std::holds_alternative<planner::GemmWork>(c.work))
-      continue;
+    const auto& c = plan.components[i];
+    if (!std::holds_alternative<planner::GemmWork>(c.work)) continue;
     m[i] = {c.predicted * 1.1, "cuBLASLt", ""};
     extra += 0.1 * c.predicted_total().value();
   }
   const Json run = replay_json(in, plan, m, Json{{"gpu", "H200"}});
   EXPECT_EQ(run["provenance"]["gpu"], "H200");
-  EXPECT_NEAR(run["totals"]["projected_step_s"].get<double>(),
-              plan.time.step.value() + extra, 1e-12);
+  EXPECT_NEAR(run["totals"]["projected_step_s"].get<double>(), plan.time.step.value() + extra,
+              1e-12);
   EXPECT_NEAR(run["by_kind"]["gemm"]["measured_s"].get<double>(),
               1.1 * run["by_kind"]["gemm"]["predicted_s"].get<double>(), 1e-12);
-  const Json &q = run["components"][0];
+  const Json& q = run["components"][0];
   EXPECT_EQ(q["name"], "q forward");
   EXPECT_EQ(q["work"]["m"], 2048);
   EXPECT_NEAR(q["measured_over_predicted"].get<double>(), 1.1, 1e-12);
   EXPECT_EQ(q["method"], "cuBLASLt");
-  EXPECT_THROW(
-      (void)replay_json(in, plan, std::vector<ReplayMeasurement>(2), nullptr),
-      std::invalid_argument);
+  EXPECT_THROW((void)replay_json(in, plan, std::vector<ReplayMeasurement>(2), nullptr),
+               std::invalid_argument);
 }
 
-} // namespace
-} // namespace trainplan::io
+}  // namespace
+}  // namespace trainplan::io

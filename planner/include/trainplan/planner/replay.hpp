@@ -1,12 +1,10 @@
 #pragma once
-// Replay: what one GPU runs in one training step of a plan, component by
-// component, at its real shapes, each with the time the step-time model
-// predicts for it and how often it occurs per optimizer step.
-// `trainplan-calibrate --replay` runs the components on real GPUs; the measured
-// times summed with the same counts give a projected step time to hold against
-// the prediction. The GPU replayed is the slowest pipeline stage (the last: it
-// holds the LM head and the loss), as the evaluator prices it. Derivations:
-// docs/formulas.md, "Time and communication".
+// Replay: what one GPU runs in one training step of a plan, component by component, at its real
+// shapes, each with the time the step-time model predicts for it and how often it occurs per
+// optimizer step. `trainplan-calibrate --replay` runs the components on real GPUs; the measured
+// times summed with the same counts give a projected step time to hold against the prediction. The
+// GPU replayed is the slowest pipeline stage (the last: it holds the LM head and the loss), as the
+// evaluator prices it. Derivations: docs/formulas.md, "Time and communication".
 
 #include <cstdint>
 #include <optional>
@@ -34,10 +32,9 @@ namespace trainplan::planner {
 // When in the step a component runs.
 enum class ReplayPhase { forward, backward, step };
 
-// C (m x n) = op(A) op(B), row-major as the model code writes it: A is stored m
-// x k (k x m when transposed), B k x n (n x k when transposed, nn.Linear's
-// weight). `batch` products of the same shape run back to back (experts,
-// attention heads), each with its own operands.
+// C (m x n) = op(A) op(B), row-major as the model code writes it: A is stored m x k (k x m when
+// transposed), B k x n (n x k when transposed, nn.Linear's weight). `batch` products of the same
+// shape run back to back (experts, attention heads), each with its own operands.
 struct GemmWork {
   std::int64_t m = 0;
   std::int64_t n = 0;
@@ -45,17 +42,15 @@ struct GemmWork {
   std::int64_t batch = 1;
   bool a_transposed = false;
   bool b_transposed = false;
-  std::string_view dtype =
-      "bf16"; // bf16, fp16 or tf32: what the precision's matmuls run in
+  std::string_view dtype = "bf16";  // bf16, fp16 or tf32: what the precision's matmuls run in
   [[nodiscard]] Flops flops() const {
-    return Flops(2.0 * static_cast<double>(m) * static_cast<double>(n) *
-                 static_cast<double>(k) * static_cast<double>(batch));
+    return Flops(2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) *
+                 static_cast<double>(batch));
   }
 };
 
-// A fused attention kernel (FlashAttention / cuDNN SDPA), layout [batch, heads,
-// seq, head_dim], grouped K/V with kv_heads heads. `flops` is what the model
-// prices (the causal saving included).
+// A fused attention kernel (FlashAttention / cuDNN SDPA), layout [batch, heads, seq, head_dim],
+// grouped K/V with kv_heads heads. `flops` is what the model prices (the causal saving included).
 struct AttentionWork {
   std::int64_t batch = 1;
   std::int64_t heads = 1;
@@ -67,17 +62,15 @@ struct AttentionWork {
   Flops flops;
 };
 
-// Memory-bound kernels: `bytes` read and written through HBM over `kernels`
-// launches.
+// Memory-bound kernels: `bytes` read and written through HBM over `kernels` launches.
 struct StreamWork {
   Bytes bytes;
   double kernels = 1.0;
 };
 
-// The optimizer step over `params` parameters in `tensors` tensors on this GPU:
-// the stepped weights and moments are `state_bytes` wide, the gradients
-// `grad_bytes`; the kernels move `bytes_per_param` per parameter
-// (planner::optimizer_step_bytes).
+// The optimizer step over `params` parameters in `tensors` tensors on this GPU: the stepped weights
+// and moments are `state_bytes` wide, the gradients `grad_bytes`; the kernels move
+// `bytes_per_param` per parameter (planner::optimizer_step_bytes).
 struct OptimizerWork {
   Optimizer optimizer = Optimizer::adamw;
   OptimizerImpl implementation = OptimizerImpl::foreach;
@@ -88,10 +81,9 @@ struct OptimizerWork {
   double bytes_per_param = 0.0;
 };
 
-// One NCCL collective of nccl-tests size `size` over `group`; the group's
-// members are `stride` world ranks apart (tensor-parallel ranks adjacent, then
-// data-parallel, then pipeline stages: Megatron's order), and every such group
-// of the job runs it at once.
+// One NCCL collective of nccl-tests size `size` over `group`; the group's members are `stride`
+// world ranks apart (tensor-parallel ranks adjacent, then data-parallel, then pipeline stages:
+// Megatron's order), and every such group of the job runs it at once.
 struct CollectiveWork {
   hardware::Collective collective = hardware::Collective::all_reduce;
   CommPurpose purpose = CommPurpose::data_parallel_gradients;
@@ -101,39 +93,33 @@ struct CollectiveWork {
   LinkTier tier = LinkTier::nvlink;
 };
 
-// What the model charges but a GPU replay does not run (host work, CPU
-// optimizer): predicted only.
+// What the model charges but a GPU replay does not run (host work, CPU optimizer): predicted only.
 struct ModelOnlyWork {
   std::string why;
 };
 
-using ReplayWork = std::variant<GemmWork, AttentionWork, StreamWork,
-                                OptimizerWork, CollectiveWork, ModelOnlyWork>;
+using ReplayWork =
+    std::variant<GemmWork, AttentionWork, StreamWork, OptimizerWork, CollectiveWork, ModelOnlyWork>;
 
 // gemm, attention, memory_bound, optimizer_step, collective or model_only.
-[[nodiscard]] std::string_view kind_name(const ReplayWork &w);
+[[nodiscard]] std::string_view kind_name(const ReplayWork& w);
 
 struct ReplayComponent {
-  std::string name; // "block q forward", "attention backward", "tensor-parallel
-                    // all_reduce", ...
+  std::string name;  // "block q forward", "attention backward", "tensor-parallel all_reduce", ...
   ReplayPhase phase = ReplayPhase::forward;
   ReplayWork work;
-  double count =
-      0.0; // occurrences per optimizer step on this GPU, replays included
-  double recomputed = 0.0; // of count, the replays of activation checkpointing
-  Seconds predicted;       // one occurrence
-  // Share of this component's time that lengthens the step: 1 for kernels, the
-  // exposed share for collectives that the model overlaps with compute.
+  double count = 0.0;       // occurrences per optimizer step on this GPU, replays included
+  double recomputed = 0.0;  // of count, the replays of activation checkpointing
+  Seconds predicted;        // one occurrence
+  // Share of this component's time that lengthens the step: 1 for kernels, the exposed share for
+  // collectives that the model overlaps with compute.
   double exposed_fraction = 1.0;
   [[nodiscard]] Seconds predicted_total() const { return predicted * count; }
-  [[nodiscard]] bool runs_on_gpu() const {
-    return !std::holds_alternative<ModelOnlyWork>(work);
-  }
+  [[nodiscard]] bool runs_on_gpu() const { return !std::holds_alternative<ModelOnlyWork>(work); }
 };
 
-// Limits that keep one occurrence within a GPU's memory: larger collectives and
-// optimizer steps run as equal slices (more occurrences of a proportionally
-// smaller one).
+// Limits that keep one occurrence within a GPU's memory: larger collectives and optimizer steps run
+// as equal slices (more occurrences of a proportionally smaller one).
 struct ReplayOptions {
   Bytes max_message = gib(1.0);
   double max_optimizer_params = 1e9;
@@ -141,55 +127,49 @@ struct ReplayOptions {
 
 struct ReplayPlan {
   Layout layout;
-  double layers = 0.0;            // blocks on the replayed pipeline stage
-  std::int64_t micro_batches = 1; // per optimizer step
+  double layers = 0.0;             // blocks on the replayed pipeline stage
+  std::int64_t micro_batches = 1;  // per optimizer step
   std::vector<ReplayComponent> components;
-  TimeBreakdown time; // the evaluator's step with its parts
-  std::vector<std::string>
-      notes; // what the replay leaves to the model, and why
+  TimeBreakdown time;              // the evaluator's step with its parts
+  std::vector<std::string> notes;  // what the replay leaves to the model, and why
   [[nodiscard]] Seconds predicted_sum() const;
 };
 
-// The components of one GPU's step, predicted with the same pricing the
-// evaluator uses (gemm_time, attention_efficiency, the eager memory-bound
-// pricing, collective_time, optimizer_step_time). Throws InputError for
-// impossible layouts (make_layout).
-[[nodiscard]] ReplayPlan
-replay_plan(const model::Architecture &a, const model::ParameterCounts &n,
-            const model::Training &tr, const hardware::Cluster &c,
-            const hardware::HardwareProfile *profile = nullptr,
-            const ReplayOptions &options = {},
-            const EstimateOptions &estimate_options = {},
-            const TimeConventions &tc = {}, const MemoryConventions &mc = {});
+// The components of one GPU's step, predicted with the same pricing the evaluator uses (gemm_time,
+// attention_efficiency, the eager memory-bound pricing, collective_time, optimizer_step_time).
+// Throws InputError for impossible layouts (make_layout).
+[[nodiscard]] ReplayPlan replay_plan(const model::Architecture& a, const model::ParameterCounts& n,
+                                     const model::Training& tr, const hardware::Cluster& c,
+                                     const hardware::HardwareProfile* profile = nullptr,
+                                     const ReplayOptions& options = {},
+                                     const EstimateOptions& estimate_options = {},
+                                     const TimeConventions& tc = {},
+                                     const MemoryConventions& mc = {});
 
-// Measured times, one per component (nullopt: not measured, the prediction
-// stands in), against the predictions: serial sums over the step, and the
-// model's step with every measured component's exposed time in place of its
-// predicted one.
+// Measured times, one per component (nullopt: not measured, the prediction stands in), against the
+// predictions: serial sums over the step, and the model's step with every measured component's
+// exposed time in place of its predicted one.
 struct ReplayProjection {
-  Seconds predicted_serial; // sum of count x predicted
-  Seconds
-      measured_serial; // sum of count x measured (predicted where unmeasured)
-  Seconds predicted_step; // the evaluator's step
-  Seconds projected_step; // predicted_step + sum of count x exposed x (measured
-                          // - predicted)
+  Seconds predicted_serial;  // sum of count x predicted
+  Seconds measured_serial;   // sum of count x measured (predicted where unmeasured)
+  Seconds predicted_step;    // the evaluator's step
+  Seconds projected_step;    // predicted_step + sum of count x exposed x (measured - predicted)
   std::size_t measured = 0;
-  std::size_t unmeasured = 0; // components run on GPUs that have no measurement
+  std::size_t unmeasured = 0;  // components run on GPUs that have no measurement
 };
-// Throws std::invalid_argument when `measured` does not have one entry per
-// component.
-[[nodiscard]] ReplayProjection
-project(const ReplayPlan &plan,
-        const std::vector<std::optional<Seconds>> &measured);
+// Throws std::invalid_argument when `measured` does not have one entry per component.
+[[nodiscard]] ReplayProjection project(const ReplayPlan& plan,
+                                       const std::vector<std::optional<Seconds>>& measured);
 
-} // namespace trainplan::planner
+}  // namespace trainplan::planner
 
 namespace trainplan {
-template <> struct EnumTable<planner::ReplayPhase> {
+template <>
+struct EnumTable<planner::ReplayPhase> {
   static constexpr std::string_view kWhat = "replay phase";
   static constexpr std::array kEntries{
       std::pair{planner::ReplayPhase::forward, std::string_view{"forward"}},
       std::pair{planner::ReplayPhase::backward, std::string_view{"backward"}},
       std::pair{planner::ReplayPhase::step, std::string_view{"step"}}};
 };
-} // namespace trainplan
+}  // namespace trainplan
