@@ -30,8 +30,8 @@ void setup_options(CLI::App& app, Options& o) {
       "GPU microbenchmarks for trainplan: NCCL collectives, cuBLASLt GEMMs, attention, memory "
       "bandwidth, the AdamW step on GPU and CPU, elementwise kernels and launch overhead. Appends "
       "to RUN_DIR/measurements.jsonl as it measures.");
-  app.add_option("-o,--output", o.run_dir, "Run directory (created if missing)")
-      ->required()
+  app.add_option("-o,--output", o.run_dir,
+                 "Run directory (created if missing); required unless --replay --dry-run")
       ->type_name("RUN_DIR");
   app.add_flag(
       "--quick", o.quick,
@@ -94,11 +94,45 @@ void setup_options(CLI::App& app, Options& o) {
       ->capture_default_str();
   app.add_flag("--resume", o.resume,
                "Keep RUN_DIR/measurements.jsonl and skip the points already in it");
+
+  app.add_option("--replay", o.replay_file,
+                 "Run what one GPU does in a plan, at its shapes, instead of the sweeps: the JSON "
+                 "of `trainplan estimate --json` or `trainplan plan --json`; prints measured vs "
+                 "predicted per component and writes RUN_DIR/replay.json")
+      ->type_name("ESTIMATE.json");
+  app.add_option("--plan-index", o.plan_index,
+                 "With --replay of `plan --json` output: which plan (0, the default, is the best)");
+  app.add_option("--plan-set", o.plan_settings,
+                 "With --replay: KEY=VALUE for a training option the JSON does not record "
+                 "(attention, lora_rank, lora_alpha, lora_dropout, lora_targets, quant, "
+                 "quant_block, fsdp_wrap, optimizer_impl) or one to change; repeatable")
+      ->type_name("KEY=VALUE");
+  app.add_option("--profile", o.profile_file,
+                 "With --replay: the hardware profile the predictions use (as `trainplan "
+                 "estimate --profile`)")
+      ->type_name("PROFILE.json");
+  app.add_flag("--dry-run", o.dry_run,
+               "With --replay: print the components and their predictions without running "
+               "anything (needs no GPU)");
 }
 
 void finalize_options(const CLI::App& app, Options& o) {
   const bool any_suite = o.comm || o.gemm || o.attention || o.membw || o.cpu_adam || o.optimizer ||
                          o.elementwise || o.launch;
+  if (!o.replay_file.empty()) {
+    if (any_suite || o.quick || o.resume)
+      throw std::invalid_argument(
+          "--replay runs the plan's components; it does not combine with the sweeps (--quick, "
+          "--comm, --gemm, --attention, --membw, --cpu-adam, --optimizer, --elementwise, "
+          "--launch) or --resume");
+    if (o.run_dir.empty() && !o.dry_run)
+      throw std::invalid_argument("--replay needs -o RUN_DIR for replay.json (or --dry-run)");
+    return;
+  }
+  for (const char* flag : {"--plan-index", "--plan-set", "--profile", "--dry-run"}) {
+    if (app.count(flag) > 0) throw std::invalid_argument(std::string(flag) + " needs --replay");
+  }
+  if (o.run_dir.empty()) throw std::invalid_argument("-o RUN_DIR is required");
   if (!any_suite) {
     o.comm = o.gemm = o.attention = o.membw = o.optimizer = o.elementwise = o.launch = true;
     o.cpu_adam = !o.quick;

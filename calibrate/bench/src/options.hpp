@@ -2,6 +2,7 @@
 // finalize_options() resolves the defaults that depend on other flags (--quick, suite selection).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -41,6 +42,13 @@ struct Options {
   int tp = 1;
   std::vector<std::string> optimizer_params_texts;
   int launches = 1000;
+
+  // --replay: run one GPU's share of a plan (replay.hpp) instead of the sweeps.
+  std::string replay_file;
+  std::size_t plan_index = 0;
+  std::vector<std::string> plan_settings;  // KEY=VALUE, io::replay_training_keys()
+  std::string profile_file;                // the hardware profile of the predictions
+  bool dry_run = false;                    // print the components and predictions only
 
   // Resolved by finalize_options.
   std::int64_t min_bytes = 8;
