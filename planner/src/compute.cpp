@@ -125,8 +125,15 @@ ComputeDevice compute_device(const hardware::GpuSpec& g, Precision p,
   d.tile_n = tc.gemm_tile_n;
   d.k0 = tc.gemm_k0;
   d.hbm = g.hbm_bandwidth * tc.hbm_efficiency;
+  d.kernel_floor = tc.kernel_floor;
   if (profile != nullptr) {
     if (const auto hbm = profile->hbm_bandwidth()) d.hbm = *hbm;
+  }
+  d.elementwise = d.hbm;
+  if (profile != nullptr) {
+    if (const auto ew = profile->elementwise_bandwidth()) d.elementwise = *ew;
+    // Back-to-back empty kernels cannot run faster than they launch.
+    if (const auto launch = profile->launch_overhead()) d.kernel_floor = *launch;
   }
   d.element_bytes = compute_bytes(p);
   d.unaligned_efficiency = tc.unaligned_gemm_efficiency;
@@ -173,9 +180,10 @@ Seconds gemm_time(const ComputeDevice& d, std::int64_t m, std::int64_t n, std::i
 
 Seconds memory_bound_time(const ComputeDevice& d, Bytes traffic) { return traffic / d.hbm; }
 
-double attention_efficiency(const ComputeDevice& d, bool backward, std::int64_t seq) {
+double attention_efficiency(const ComputeDevice& d, bool backward, std::int64_t seq, bool causal,
+                            std::int64_t head_dim) {
   if (d.profile != nullptr) {
-    if (const auto e = d.profile->attention_efficiency(backward, seq)) return *e;
+    if (const auto e = d.profile->attention_efficiency(backward, seq, causal, head_dim)) return *e;
   }
   return hardware::saturating_efficiency(backward ? d.flash_bwd_efficiency : d.flash_fwd_efficiency,
                                          dbl(seq), d.flash_seq_half);
@@ -272,14 +280,14 @@ CoreTimes core_times(const model::Architecture& a, const BlockShape& shape,
   if (fused_attention(tr)) {
     const double causal = shape.causal ? model::causal_fraction(s) : 1.0;
     const Flops f(4.0 * b * sd * sd * heads * dbl(hd) * causal);
-    out.forward = f / (d.peak * attention_efficiency(d, false, s));
-    out.backward =
-        (f * model::kFusedAttentionBackwardRatio) / (d.peak * attention_efficiency(d, true, s));
+    out.forward = f / (d.peak * attention_efficiency(d, false, s, shape.causal, hd));
+    out.backward = (f * model::kFusedAttentionBackwardRatio) /
+                   (d.peak * attention_efficiency(d, true, s, shape.causal, hd));
     if (shape.cross_attention) {
       const Flops fx(4.0 * b * sd * sd * heads * dbl(hd));
-      out.forward += fx / (d.peak * attention_efficiency(d, false, s));
-      out.backward +=
-          (fx * model::kFusedAttentionBackwardRatio) / (d.peak * attention_efficiency(d, true, s));
+      out.forward += fx / (d.peak * attention_efficiency(d, false, s, false, hd));
+      out.backward += (fx * model::kFusedAttentionBackwardRatio) /
+                      (d.peak * attention_efficiency(d, true, s, false, hd));
     }
     return out;
   }
@@ -324,7 +332,8 @@ double fused_elementwise_bytes(const model::Architecture& a, const BlockShape& s
 // Eager elementwise kernels: their bytes at the bandwidth they reach, each at least the floor.
 Seconds eager_elementwise_time(const ComputeDevice& d, const KernelWork& w,
                                const TimeConventions& tc) {
-  return Bytes(w.bytes) / (d.hbm * tc.eager_elementwise_efficiency) + tc.kernel_floor * w.kernels;
+  return Bytes(w.bytes) / (d.elementwise * tc.eager_elementwise_efficiency) +
+         d.kernel_floor * w.kernels;
 }
 
 // Parameters of the block's linears held by one GPU (tensor-parallel shard).

@@ -595,8 +595,11 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
     // Sharded or not, each rank steps a slice of every tensor it trains. A measured streaming
     // bandwidth (profile) scales the datasheet's.
     const double tensors = trainable_tensors(a_, sh.main, tr, layers_stage);
-    const OptimizerStepTime step = optimizer_step_time(tr, d.hbm / tc_.hbm_efficiency,
-                                                       c_.gpu.peak.fp32, opt_params, tensors, tc_);
+    std::optional<BytesPerSecond> measured;
+    if (profile_ != nullptr) measured = profile_->optimizer_bandwidth(optimizer_states_fp32(tr));
+    const OptimizerStepTime step =
+        optimizer_step_time(tr, d.hbm / tc_.hbm_efficiency, c_.gpu.peak.fp32, opt_params, tensors,
+                            tc_, measured);
     optimizer = step.kernels + step.host;
   } else {
     double rate = tc_.cpu_adam_params_per_s_per_node;

@@ -110,14 +110,21 @@ double trainable_tensors(const model::Architecture& a, const BlockShape& block,
   return per_block * layers + edges;
 }
 
+bool optimizer_states_fp32(const model::Training& tr) { return step_dtypes(tr).state >= kFp32; }
+
 OptimizerStepTime optimizer_step_time(const model::Training& tr, BytesPerSecond hbm,
                                       double fp32_tflops, double params, double tensors,
-                                      const TimeConventions& tc) {
+                                      const TimeConventions& tc,
+                                      std::optional<BytesPerSecond> measured) {
   OptimizerStepTime out;
   const double bytes = params * optimizer_step_bytes(tr);
   const double fraction = step_dtypes(tr).state < kFp32 ? tc.multi_tensor_bandwidth_16bit
                                                         : tc.multi_tensor_bandwidth_fp32;
-  if (bytes > 0.0) out.kernels = Bytes(bytes) / (hbm * fraction);
+  // A measured rate (the calibration's own multi-tensor kernel) stands in for the streaming rate:
+  // torch's kernels reach the same share of it as of the datasheet's achieved streaming rate.
+  const BytesPerSecond rate =
+      measured ? *measured * (fraction / tc.hbm_efficiency) : hbm * fraction;
+  if (bytes > 0.0) out.kernels = Bytes(bytes) / rate;
   const OptimizerImpl impl = tr.optimizer_implementation();
   if (fused_kernel(impl) && is_adam(tr.optimizer) && fp32_tflops > 0.0)
     out.kernels += Seconds(params * tc.fused_adam_flops_per_element / (fp32_tflops * 1e12));

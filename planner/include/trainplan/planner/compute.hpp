@@ -27,6 +27,8 @@ struct ComputeDevice {
   int tile_n = 128;
   double k0 = 64.0;
   BytesPerSecond hbm;          // achieved streaming bandwidth
+  BytesPerSecond elementwise;  // streaming bandwidth of elementwise kernels (profile, else hbm)
+  Seconds kernel_floor;        // shortest time a kernel takes (profile's launch interval, else tc)
   double element_bytes = 2.0;  // bytes of the matmul dtype
   double unaligned_efficiency = 1.0;  // share kept by a GEMM with a dimension off 16-byte alignment
   double flash_fwd_efficiency = 0.0;
@@ -59,7 +61,8 @@ struct ComputeDevice {
 
 // Fused attention kernel efficiency at sequence length s: eta_max s / (s + s_half)
 // (reference calibration.md 2.5), or the profile's measured fit.
-[[nodiscard]] double attention_efficiency(const ComputeDevice& d, bool backward, std::int64_t seq);
+[[nodiscard]] double attention_efficiency(const ComputeDevice& d, bool backward, std::int64_t seq,
+                                          bool causal = false, std::int64_t head_dim = 0);
 
 // One block's linears and LoRA adapters, resolved once per architecture (and LoRA targets).
 struct BlockShape {

@@ -3,6 +3,8 @@
 // memory it allocates while it runs, and the host work before its kernels. Derivations:
 // docs/formulas.md, "The optimizer step".
 
+#include <optional>
+
 #include "trainplan/core/units.hpp"
 #include "trainplan/model/architecture.hpp"
 #include "trainplan/model/training.hpp"
@@ -33,13 +35,19 @@ struct BlockShape;
 
 // GPU time of the step's kernels over `params` parameters, and the host time before them.
 // `hbm` is the datasheet bandwidth (or a measured one scaled alike), `fp32_tflops` the GPU's
-// non-tensor fp32 peak.
+// non-tensor fp32 peak; `measured`, when a profile has it, the optimizer kernels' own streaming
+// rate for these states (trainplan-calibrate --optimizer), which stands in for the achieved
+// streaming rate.
 struct OptimizerStepTime {
   Seconds kernels;
   Seconds host;
 };
-[[nodiscard]] OptimizerStepTime optimizer_step_time(const model::Training& tr, BytesPerSecond hbm,
-                                                    double fp32_tflops, double params,
-                                                    double tensors, const TimeConventions& tc);
+[[nodiscard]] OptimizerStepTime optimizer_step_time(
+    const model::Training& tr, BytesPerSecond hbm, double fp32_tflops, double params,
+    double tensors, const TimeConventions& tc,
+    std::optional<BytesPerSecond> measured = std::nullopt);
+
+// Whether the step's states are fp32 (the profile's optimizer rate is measured per state dtype).
+[[nodiscard]] bool optimizer_states_fp32(const model::Training& tr);
 
 }  // namespace trainplan::planner
