@@ -142,12 +142,13 @@ class Components {
                                    predicted, exposed});
   }
 
-  void gemm(std::string name, ReplayPhase phase, const ComputeDevice& d, GemmWork g, double count,
-            double recomputed) {
-    if (g.m <= 0 || g.n <= 0 || g.k <= 0) return;
+  Seconds gemm(std::string name, ReplayPhase phase, const ComputeDevice& d, GemmWork g,
+               double count, double recomputed) {
+    if (g.m <= 0 || g.n <= 0 || g.k <= 0) return Seconds(0.0);
     g.dtype = d.gemm_dtype;
     const Seconds t = gemm_time(d, g.m, g.n, g.k, dbl(g.batch));
     add(std::move(name), phase, g, count, recomputed, t);
+    return t;
   }
 
   // A collective the evaluator prices as one transfer of `size` taking `time`; messages above the
@@ -204,6 +205,7 @@ void add_block(Components& out, const model::Architecture& a, const BlockShape& 
   // ---- Linears: forward Y = X W^T, backward dX = dY W and dW = X^T dY (full), adapters ----------
   double dequant_bytes = 0.0;
   double dequant_kernels = 0.0;
+  Seconds linear_backward;  // one block's, for the attention kernel's share of backward below
   for (std::size_t i = 0; i < shape.linears.size(); ++i) {
     const model::Linear& l = shape.linears[i];
     const Kn kn = shard(a, l, t);
@@ -216,8 +218,11 @@ void add_block(Components& out, const model::Architecture& a, const BlockShape& 
     const std::int64_t e = expert ? l.copies : 1;
     const std::string name = prefix + std::string(to_string(l.role)) + (expert ? " experts" : "");
     out.gemm(name + " forward", fwd, d, {m, kn.n, kn.k, e, false, true}, forward_all, replay_all);
-    out.gemm(name + " backward dX", bwd, d, {m, kn.k, kn.n, e, false, false}, blocks, 0.0);
-    if (full) out.gemm(name + " backward dW", bwd, d, {kn.k, kn.n, m, e, true, false}, blocks, 0.0);
+    linear_backward +=
+        out.gemm(name + " backward dX", bwd, d, {m, kn.k, kn.n, e, false, false}, blocks, 0.0);
+    if (full)
+      linear_backward +=
+          out.gemm(name + " backward dW", bwd, d, {kn.k, kn.n, m, e, true, false}, blocks, 0.0);
     if (tr.method == Method::qlora && l.role != Role::router) {
       dequant_bytes += dbl(kn.k) * dbl(kn.n) * dbl(e) *
                        model::dequant_bytes_per_weight(
@@ -230,10 +235,14 @@ void add_block(Components& out, const model::Architecture& a, const BlockShape& 
     const std::string lora = name + " lora";
     out.gemm(lora + " A forward", fwd, d, {m, r, kn.k, e, false, true}, forward_all, replay_all);
     out.gemm(lora + " B forward", fwd, d, {m, kn.n, r, e, false, true}, forward_all, replay_all);
-    out.gemm(lora + " B backward dX", bwd, d, {m, r, kn.n, e, false, false}, blocks, 0.0);
-    out.gemm(lora + " A backward dX", bwd, d, {m, kn.k, r, e, false, false}, blocks, 0.0);
-    out.gemm(lora + " B backward dW", bwd, d, {r, kn.n, m, e, true, false}, blocks, 0.0);
-    out.gemm(lora + " A backward dW", bwd, d, {kn.k, r, m, e, true, false}, blocks, 0.0);
+    linear_backward +=
+        out.gemm(lora + " B backward dX", bwd, d, {m, r, kn.n, e, false, false}, blocks, 0.0);
+    linear_backward +=
+        out.gemm(lora + " A backward dX", bwd, d, {m, kn.k, r, e, false, false}, blocks, 0.0);
+    linear_backward +=
+        out.gemm(lora + " B backward dW", bwd, d, {r, kn.n, m, e, true, false}, blocks, 0.0);
+    linear_backward +=
+        out.gemm(lora + " A backward dW", bwd, d, {kn.k, r, m, e, true, false}, blocks, 0.0);
   }
 
   // ---- Attention core ---------------------------------------------------------------------------
@@ -242,22 +251,43 @@ void add_block(Components& out, const model::Architecture& a, const BlockShape& 
   const double heads = dbl(a.heads) / t;
   const std::int64_t hd = a.head_dim;
   const double instances = shape.cross_attention ? 2.0 : 1.0;
+  const BlockCompute blk = block_compute(a, shape, tr, d, tc);
   Seconds core_gemms_forward;  // the unfused path's two products, for Megatron's softmax below
   if (fused_attention(tr)) {
+    // The evaluator's kernel times: the attention core of forward, and what backward has beyond
+    // its GEMMs and memory-bound work; shared between self- and cross-attention by their FLOPs
+    // at the efficiency each reaches.
+    const Seconds core_forward = blk.attention_forward;
+    const Seconds core_backward = blk.backward - linear_backward - blk.elementwise_backward;
+    struct Kernel {
+      std::string name;
+      AttentionWork w;
+      Seconds forward, backward;
+    };
+    std::vector<Kernel> kernels;
     const auto kernel = [&](const std::string& name, bool causal) {
       const double share = causal ? model::causal_fraction(s) : 1.0;
       const Flops f(4.0 * dbl(b) * dbl(s) * dbl(s) * heads * dbl(hd) * share);
-      AttentionWork w{
+      const AttentionWork w{
           b, a.heads / t, std::max<std::int64_t>(1, a.kv_heads / t), s, hd, causal, false, f};
-      out.add(name + " forward", fwd, w, forward_core, replay_core,
-              f / (d.peak * attention_efficiency(d, false, s)));
-      w.backward = true;
-      w.flops = f * model::kFusedAttentionBackwardRatio;
-      out.add(name + " backward", bwd, w, blocks, 0.0,
-              w.flops / (d.peak * attention_efficiency(d, true, s)));
+      kernels.push_back(
+          {name, w, f / (d.peak * attention_efficiency(d, false, s)),
+           f * model::kFusedAttentionBackwardRatio / (d.peak * attention_efficiency(d, true, s))});
     };
     kernel(prefix + "attention", shape.causal);
     if (shape.cross_attention) kernel(prefix + "cross-attention", false);
+    Seconds sum_f, sum_b;
+    for (const Kernel& k : kernels) {
+      sum_f += k.forward;
+      sum_b += k.backward;
+    }
+    for (Kernel& k : kernels) {
+      out.add(k.name + " forward", fwd, k.w, forward_core, replay_core,
+              core_forward * (k.forward / sum_f));
+      k.w.backward = true;
+      k.w.flops = k.w.flops * model::kFusedAttentionBackwardRatio;
+      out.add(k.name + " backward", bwd, k.w, blocks, 0.0, core_backward * (k.backward / sum_b));
+    }
   } else {
     // Scores Q K^T (s x d by d x s) and P V (s x s by s x d); backward dP = dO V^T (like the
     // scores), dV = P^T dO, dQ = dS K and dK = dS^T Q (like P V).
@@ -279,7 +309,6 @@ void add_block(Components& out, const model::Architecture& a, const BlockShape& 
 
   // ---- Memory-bound work ---------------------------------------------------------------------
   // Times are the evaluator's (block_compute); the bytes and kernels are what the replay streams.
-  const BlockCompute blk = block_compute(a, shape, tr, d, tc);
   const Seconds dequant = memory_bound_time(d, Bytes(dequant_bytes));
   const Seconds ew_f = blk.elementwise_forward - dequant;
   const Seconds ew_b = blk.elementwise_backward - dequant;

@@ -11,6 +11,7 @@
 
 #include "trainplan/core/error.hpp"
 #include "trainplan/io/catalog.hpp"
+#include "trainplan/io/profile_json.hpp"
 #include "trainplan/model/parameters.hpp"
 #include "trainplan/planner/replay.hpp"
 
@@ -419,55 +420,64 @@ std::vector<SumCase> sum_cases() {
   return cases;
 }
 
+// With a calibrated profile (data/profiles/h200.json) the same must hold.
+const hardware::HardwareProfile* h200_profile() {
+  static const hardware::HardwareProfile p = io::read_profile(
+      std::string(TRAINPLAN_PLANNER_TEST_DATA) + "/../../../data/profiles/h200.json");
+  return &p;
+}
+
 TEST(Replay, PredictionsAddUpToTheEvaluatorsTerms) {
-  for (const SumCase& k : sum_cases()) {
-    SCOPED_TRACE(k.name);
-    const Subject s = subject(k.model, k.cluster);
-    const ReplayPlan p = plan_of(s, k.tr);
-    const Evaluator ev(s.a, s.n, s.c);
-    const StepCost cost = ev.cost(k.tr);
-    Seconds kernels;
-    Seconds optimizer;
-    std::map<std::pair<std::string, std::string>, Seconds> comm;
-    for (const auto& c : p.components) {
-      EXPECT_GT(c.count, 0.0) << c.name;
-      EXPECT_GE(c.predicted.value(), 0.0) << c.name;
-      EXPECT_LE(c.recomputed, c.count) << c.name;
-      if (is_kernel(c)) kernels += c.predicted_total();
-      if (std::holds_alternative<OptimizerWork>(c.work) || c.name.rfind("optimizer", 0) == 0)
-        optimizer += c.predicted_total();
-      if (const auto* w = std::get_if<CollectiveWork>(&c.work)) {
-        const std::string kind(to_string(w->collective));
-        comm[{kind == "send_recv" ? "send_recv" : kind, std::string(to_string(w->purpose))}] +=
-            c.predicted_total();
+  for (const bool with_profile : {false, true})
+    for (const SumCase& k : sum_cases()) {
+      SCOPED_TRACE(k.name + (with_profile ? " with the H200 profile" : ""));
+      const Subject s = subject(k.model, k.cluster);
+      const hardware::HardwareProfile* profile = with_profile ? h200_profile() : nullptr;
+      const ReplayPlan p = replay_plan(s.a, s.n, k.tr, s.c, profile);
+      const Evaluator ev(s.a, s.n, s.c, profile);
+      const StepCost cost = ev.cost(k.tr);
+      Seconds kernels;
+      Seconds optimizer;
+      std::map<std::pair<std::string, std::string>, Seconds> comm;
+      for (const auto& c : p.components) {
+        EXPECT_GT(c.count, 0.0) << c.name;
+        EXPECT_GE(c.predicted.value(), 0.0) << c.name;
+        EXPECT_LE(c.recomputed, c.count) << c.name;
+        if (is_kernel(c)) kernels += c.predicted_total();
+        if (std::holds_alternative<OptimizerWork>(c.work) || c.name.rfind("optimizer", 0) == 0)
+          optimizer += c.predicted_total();
+        if (const auto* w = std::get_if<CollectiveWork>(&c.work)) {
+          const std::string kind(to_string(w->collective));
+          comm[{kind == "send_recv" ? "send_recv" : kind, std::string(to_string(w->purpose))}] +=
+              c.predicted_total();
+        }
       }
+      const TimeBreakdown& t = cost.time;
+      const double want = (t.compute + t.memory_bound + t.recompute).value();
+      EXPECT_NEAR(kernels.value(), want, 1e-9 * want);
+      EXPECT_NEAR(optimizer.value(), t.optimizer.value(), 1e-9 * t.optimizer.value() + 1e-15);
+      std::map<std::pair<std::string, std::string>, Seconds> terms;
+      for (std::size_t i = 0; i < cost.comm_count; ++i) {
+        const CommTerm& c = cost.comm[i];
+        if (c.kind == Transfer::device_to_host || c.kind == Transfer::host_to_device) continue;
+        terms[{std::string(to_string(c.kind)), std::string(to_string(c.purpose))}] += c.time;
+      }
+      ASSERT_EQ(comm.size(), terms.size());
+      for (const auto& [key, time] : terms) {
+        SCOPED_TRACE(key.first + " " + key.second);
+        ASSERT_TRUE(comm.contains(key));
+        EXPECT_NEAR(comm[key].value(), time.value(), 1e-9 * time.value());
+      }
+      // With every component measured at its prediction, the projection is the prediction.
+      std::vector<std::optional<Seconds>> measured;
+      for (const auto& c : p.components)
+        measured.push_back(c.runs_on_gpu() ? std::optional<Seconds>(c.predicted) : std::nullopt);
+      const ReplayProjection pr = project(p, measured);
+      EXPECT_NEAR(pr.projected_step.value(), t.step.value(), 1e-9 * t.step.value());
+      EXPECT_NEAR(pr.measured_serial.value(), pr.predicted_serial.value(),
+                  1e-9 * pr.predicted_serial.value());
+      EXPECT_EQ(pr.unmeasured, 0u);
     }
-    const TimeBreakdown& t = cost.time;
-    const double want = (t.compute + t.memory_bound + t.recompute).value();
-    EXPECT_NEAR(kernels.value(), want, 1e-9 * want);
-    EXPECT_NEAR(optimizer.value(), t.optimizer.value(), 1e-9 * t.optimizer.value() + 1e-15);
-    std::map<std::pair<std::string, std::string>, Seconds> terms;
-    for (std::size_t i = 0; i < cost.comm_count; ++i) {
-      const CommTerm& c = cost.comm[i];
-      if (c.kind == Transfer::device_to_host || c.kind == Transfer::host_to_device) continue;
-      terms[{std::string(to_string(c.kind)), std::string(to_string(c.purpose))}] += c.time;
-    }
-    ASSERT_EQ(comm.size(), terms.size());
-    for (const auto& [key, time] : terms) {
-      SCOPED_TRACE(key.first + " " + key.second);
-      ASSERT_TRUE(comm.contains(key));
-      EXPECT_NEAR(comm[key].value(), time.value(), 1e-9 * time.value());
-    }
-    // With every component measured at its prediction, the projection is the prediction.
-    std::vector<std::optional<Seconds>> measured;
-    for (const auto& c : p.components)
-      measured.push_back(c.runs_on_gpu() ? std::optional<Seconds>(c.predicted) : std::nullopt);
-    const ReplayProjection pr = project(p, measured);
-    EXPECT_NEAR(pr.projected_step.value(), t.step.value(), 1e-9 * t.step.value());
-    EXPECT_NEAR(pr.measured_serial.value(), pr.predicted_serial.value(),
-                1e-9 * pr.predicted_serial.value());
-    EXPECT_EQ(pr.unmeasured, 0u);
-  }
 }
 
 TEST(Replay, ProjectionReplacesPredictionsByMeasurements) {
