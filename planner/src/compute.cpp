@@ -129,12 +129,11 @@ ComputeDevice compute_device(const hardware::GpuSpec& g, Precision p,
   if (profile != nullptr) {
     if (const auto hbm = profile->hbm_bandwidth()) d.hbm = *hbm;
   }
+  // The eager efficiency and kernel floor were fitted against the streaming copy rate (the
+  // profile's HBM copy when measured); the profile's contiguous elementwise rate and empty-kernel
+  // launch interval are reported by calibrate, not substituted: the eager kernels' shortfall from
+  // them is what the fitted constants describe.
   d.elementwise = d.hbm;
-  if (profile != nullptr) {
-    if (const auto ew = profile->elementwise_bandwidth()) d.elementwise = *ew;
-    // Back-to-back empty kernels cannot run faster than they launch.
-    if (const auto launch = profile->launch_overhead()) d.kernel_floor = *launch;
-  }
   d.element_bytes = compute_bytes(p);
   d.unaligned_efficiency = tc.unaligned_gemm_efficiency;
   d.flash_fwd_efficiency = tc.flash_fwd_efficiency;
@@ -147,8 +146,16 @@ ComputeDevice compute_device(const hardware::GpuSpec& g, Precision p,
 
 double gemm_efficiency(const ComputeDevice& d, std::int64_t m, std::int64_t n, std::int64_t k,
                        double count) {
+  // Tensor-core kernels want every dimension a multiple of 16 bytes (8 16-bit elements); cuBLAS
+  // runs others with narrow loads (NVIDIA Matrix Multiplication Background User's Guide, 4.1).
+  const std::int64_t per_16_bytes =
+      std::max<std::int64_t>(1, 16 / static_cast<std::int64_t>(d.element_bytes));
+  const bool aligned = ((m | n | k) & (per_16_bytes - 1)) == 0;  // a power of two elements
+  const double alignment = aligned ? 1.0 : d.unaligned_efficiency;
   if (d.profile != nullptr) {
-    if (const auto e = d.profile->gemm_efficiency(m, n, k, d.gemm_dtype, d.sm_count)) return *e;
+    // Calibrated on aligned shapes: an unaligned one keeps the same share of it.
+    if (const auto e = d.profile->gemm_efficiency(m, n, k, d.gemm_dtype, d.sm_count, count))
+      return *e * alignment;
   }
   // Back-to-back products (batched matmuls, experts) fill waves together: stack them along M.
   const std::int64_t stacked =
@@ -157,11 +164,6 @@ double gemm_efficiency(const ComputeDevice& d, std::int64_t m, std::int64_t n, s
   // to a power of two, at least kMinTile (a LoRA rank-16 product does not pay for 128 columns).
   const int tm = narrow_tile(m, d.tile_m);
   const int tn = narrow_tile(n, d.tile_n);
-  // Tensor-core kernels want every dimension a multiple of 16 bytes (8 16-bit elements); cuBLAS
-  // runs others with narrow loads (NVIDIA Matrix Multiplication Background User's Guide, 4.1).
-  const std::int64_t per_16_bytes = std::max<std::int64_t>(1, 16 / static_cast<std::int64_t>(d.element_bytes));
-  const bool aligned = ((m | n | k) & (per_16_bytes - 1)) == 0;  // a power of two elements
-  const double alignment = aligned ? 1.0 : d.unaligned_efficiency;
   return d.gemm_efficiency_max * alignment * hardware::tile_efficiency(m, n, tm, tn) *
          hardware::wave_efficiency(stacked, n, tm, tn, d.sm_count) *
          hardware::small_k_efficiency(dbl(k), d.k0);
