@@ -14,6 +14,7 @@
 #include <iostream>
 
 #include "paths.hpp"
+#include "trainplan/io/profile_json.hpp"
 #include "trainplan/core/error.hpp"
 
 namespace trainplan {
@@ -186,6 +187,37 @@ TEST(MeasuredRuns, StepTimesWithinTheIssuesBands) {
     EXPECT_LE(median, b.median_pct) << b.file_suffix << (b.held_out_only ? " (held out)" : "");
     EXPECT_LE(errors.back(), b.max_pct) << b.file_suffix;
   }
+}
+
+// The same H200 runs predicted with the profile `trainplan calibrate fit` made from the H200
+// calibration runs (data/profiles/h200.json) instead of the datasheet: held to the time-model
+// issue's bars (median 10 %, max 25 %), and no worse than the datasheet by more than a point (at
+// this writing 5.14 % / 21.2 % against 5.17 % / 21.1 %; the eager-kernel constants were fitted on
+// the datasheet path).
+TEST(MeasuredRuns, H200StepTimesWithTheCalibratedProfile) {
+  const hardware::HardwareProfile profile =
+      io::read_profile(std::string(TRAINPLAN_REFERENCE_DIR) + "/../profiles/h200.json");
+  std::vector<planner::ReferenceCase> h200;
+  for (const planner::ReferenceCase& c : test::reference_cases())
+    if (c.file.ends_with("measured-h200.json")) h200.push_back(c);
+  ASSERT_EQ(h200.size(), 18u);
+  const planner::ValidationReport with = planner::validate(h200, {}, &profile);
+  const planner::ValidationReport without = planner::validate(h200);
+  auto step = [](const planner::Summary& s) {
+    for (const auto& m : s.metrics)
+      if (m.metric == Metric::step_time) return m;
+    return planner::MetricSummary{};
+  };
+  const planner::MetricSummary p = step(with.measured);
+  const planner::MetricSummary d = step(without.measured);
+  std::cout << fmt::format("  step time, profile: median {:.2f} %, max {:.2f} %; datasheet: "
+                           "median {:.2f} %, max {:.2f} %\n",
+                           p.median_abs_pct, p.max_abs_pct, d.median_abs_pct, d.max_abs_pct);
+  EXPECT_EQ(p.count, 18u);
+  EXPECT_LE(p.median_abs_pct, 10.0);
+  EXPECT_LE(p.max_abs_pct, 25.0);
+  EXPECT_LE(p.median_abs_pct, d.median_abs_pct + 1.0);
+  EXPECT_LE(p.max_abs_pct, d.max_abs_pct + 1.0);
 }
 
 TEST(Validate, OracleMedianErrorAtMostFivePercent) {
