@@ -72,6 +72,43 @@ hardware::InterNodeLink parse_inter_node_json(const Json& j, const std::string& 
   return l;
 }
 
+template <class E>
+std::vector<E> enum_list(ObjectReader& r, const std::string& key) {
+  std::vector<E> out;
+  for (const std::string& v : string_list(r, key)) {
+    try {
+      out.push_back(parse_enum<E>(v));
+    } catch (const InputError& e) {
+      throw InputError(r.what() + ": key '" + key + "': " + e.what());
+    }
+  }
+  return out;
+}
+
+// Every key is required: a GPU file that left one out would get a silent default.
+hardware::GpuCapabilities parse_capabilities(const Json& j, const std::string& what) {
+  static const std::regex kCapability(R"(^(\d+\.\d+|gfx[0-9a-f]+)$)");
+  ObjectReader r(j, what);
+  if (!r.has("tensor_core_dtypes") || !r.has("flash_attention"))
+    throw InputError(what + ": keys 'tensor_core_dtypes' and 'flash_attention' are required "
+                            "(lists; [] for none)");
+  hardware::GpuCapabilities k;
+  k.compute_capability = r.string("compute_capability");
+  if (!std::regex_match(k.compute_capability, kCapability))
+    throw InputError(what + ": key 'compute_capability' must be NVIDIA's major.minor (\"8.0\") or "
+                            "an AMD LLVM target (\"gfx942\"), not '" + k.compute_capability + "'");
+  k.tensor_core_dtypes = enum_list<hardware::TensorCoreDtype>(r, "tensor_core_dtypes");
+  k.bf16 = r.boolean("bf16");
+  k.fp8 = r.boolean("fp8");
+  k.flash_attention = enum_list<hardware::FlashAttentionGen>(r, "flash_attention");
+  if (k.bf16 != k.has(hardware::TensorCoreDtype::bf16))
+    throw InputError(what + ": key 'bf16' disagrees with 'tensor_core_dtypes'");
+  if (k.fp8 != k.has(hardware::TensorCoreDtype::fp8))
+    throw InputError(what + ": key 'fp8' disagrees with 'tensor_core_dtypes'");
+  r.reject_unknown();
+  return k;
+}
+
 CatalogGpu parse_gpu(const Json& j, const std::string& what) {
   ObjectReader r(j, what);
   CatalogGpu g;
@@ -112,8 +149,11 @@ CatalogGpu parse_gpu(const Json& j, const std::string& what) {
   }
   s.default_gpus_per_node = static_cast<int>(r.integer("default_gpus_per_node", 1));
   s.default_inter_node = parse_inter_node_json(r.raw("default_inter_node"), what + " default_inter_node");
+  s.capabilities = parse_capabilities(r.raw("capabilities"), what + " capabilities");
   const Json& src = r.raw("sources");
   if (!src.is_object()) throw InputError(what + ": key 'sources' must be an object");
+  if (!src.contains("capabilities") || !src["capabilities"].is_string())
+    throw InputError(what + ": key 'sources' must cite the capabilities ('capabilities': text)");
   for (const auto& [k, v] : src.items())
     if (v.is_string()) g.source += (g.source.empty() ? "" : "; ") + k + ": " + v.get<std::string>();
   r.reject_unknown();

@@ -2,6 +2,7 @@
 // GPU, node and cluster specifications as plain values (datasheet numbers live in data/gpus/).
 
 #include <string>
+#include <vector>
 
 #include "trainplan/core/modes.hpp"
 #include "trainplan/core/units.hpp"
@@ -29,6 +30,25 @@ struct PeakFlops {  // dense, TFLOP/s; 0 where the dtype is unsupported
   double fp32 = 0, tf32 = 0, fp16 = 0, bf16 = 0, fp8 = 0, int8 = 0;
 };
 
+// Input dtypes of the tensor cores (AMD: matrix cores).
+enum class TensorCoreDtype { fp32, tf32, fp16, bf16, fp8, int8 };
+
+// FlashAttention generations (Dao-AILab/flash-attention): FlashAttention-2 needs sm80 or newer on
+// CUDA (MI200/MI300 on ROCm); FlashAttention-3 is Hopper only.
+enum class FlashAttentionGen { fa2, fa3 };
+
+// What the chip can run, from datasheets and the CUDA/ROCm documentation (data/gpus/*.json,
+// "capabilities"); the derivation and the sources are in docs/formulas.md, "GPU capabilities".
+struct GpuCapabilities {
+  std::string compute_capability;  // NVIDIA "major.minor" ("7.0"); AMD the LLVM target ("gfx942")
+  std::vector<TensorCoreDtype> tensor_core_dtypes;
+  bool bf16 = false;  // bf16 on the matrix units (not merely representable: PyTorch emulates it)
+  bool fp8 = false;
+  std::vector<FlashAttentionGen> flash_attention;  // generations that run; empty: none
+  [[nodiscard]] bool has(TensorCoreDtype d) const;
+  [[nodiscard]] bool runs(FlashAttentionGen g) const;
+};
+
 struct GpuSpec {
   std::string name;
   std::string vendor;
@@ -43,11 +63,25 @@ struct GpuSpec {
   BytesPerSecond pcie_bandwidth;
   int default_gpus_per_node = 8;
   InterNodeLink default_inter_node;
+  GpuCapabilities capabilities;
 };
 
 // Peak dense throughput for the dtype the matmuls of this precision run in; V100 has no bf16 and
 // falls back to its fp16 tensor cores only for fp16.
 [[nodiscard]] FlopsPerSecond peak_flops(const GpuSpec& g, Precision p);
+
+// Whether the GPU runs this precision's matrix multiplies on its matrix units (fp32 always runs).
+[[nodiscard]] bool supports(const GpuSpec& g, Precision p);
+// Whether the GPU runs this attention: flash needs FlashAttention-2; SDPA and eager run anywhere
+// (SDPA falls back to its memory-efficient kernel below sm80).
+[[nodiscard]] bool supports(const GpuSpec& g, Attention a);
+// What a request that does not name one gets: bf16-mixed where the GPU has bf16, else fp16-mixed.
+[[nodiscard]] Precision default_precision(const GpuSpec& g);
+// flash where FlashAttention-2 runs, else sdpa.
+[[nodiscard]] Attention default_attention(const GpuSpec& g);
+// Throws InputError naming the option, the GPU and what it supports when it cannot honour the
+// precision or the attention kernel.
+void require_supported(const GpuSpec& g, Precision p, Attention a);
 
 struct Cluster {
   GpuSpec gpu;
@@ -70,5 +104,23 @@ struct EnumTable<hardware::IntraTopology> {
       std::pair{hardware::IntraTopology::nvlink_bridge, std::string_view{"nvlink-bridge"}},
       std::pair{hardware::IntraTopology::pcie, std::string_view{"pcie"}},
       std::pair{hardware::IntraTopology::xgmi, std::string_view{"xgmi"}}};
+};
+template <>
+struct EnumTable<hardware::TensorCoreDtype> {
+  static constexpr std::string_view kWhat = "tensor-core dtype";
+  static constexpr std::array kEntries{
+      std::pair{hardware::TensorCoreDtype::fp32, std::string_view{"fp32"}},
+      std::pair{hardware::TensorCoreDtype::tf32, std::string_view{"tf32"}},
+      std::pair{hardware::TensorCoreDtype::fp16, std::string_view{"fp16"}},
+      std::pair{hardware::TensorCoreDtype::bf16, std::string_view{"bf16"}},
+      std::pair{hardware::TensorCoreDtype::fp8, std::string_view{"fp8"}},
+      std::pair{hardware::TensorCoreDtype::int8, std::string_view{"int8"}}};
+};
+template <>
+struct EnumTable<hardware::FlashAttentionGen> {
+  static constexpr std::string_view kWhat = "FlashAttention generation";
+  static constexpr std::array kEntries{
+      std::pair{hardware::FlashAttentionGen::fa2, std::string_view{"fa2"}},
+      std::pair{hardware::FlashAttentionGen::fa3, std::string_view{"fa3"}}};
 };
 }  // namespace trainplan
