@@ -25,7 +25,9 @@ void add_training_options(CLI::App& cmd, TrainingOptions& o) {
       ->required();
   auto g = [&](const char* name, auto& field, const char* help) { return cmd.add_option(name, field, help); };
   g("--method", o.method, "full | lora | qlora (default full)");
-  g("--precision", o.precision, "fp32 | fp16-mixed | bf16-mixed | fp16-true | bf16-true (default bf16-mixed)");
+  g("--precision", o.precision,
+    "fp32 | fp16-mixed | bf16-mixed | fp16-true | bf16-true (default bf16-mixed where the GPU "
+    "has bf16 tensor cores, else fp16-mixed)");
   g("--optimizer", o.optimizer, "adamw | adam | sgd | sgd-momentum | adamw-8bit | paged-adamw-8bit | adafactor");
   g("--optimizer-impl", o.optimizer_impl,
     "default | foreach | fused | for-loop | deepspeed-fused | deepspeed-cpu: how the step runs "
@@ -40,7 +42,8 @@ void add_training_options(CLI::App& cmd, TrainingOptions& o) {
   g("--grad-accum", o.grad_accum, "micro-batches per optimizer step (default 1)");
   g("--seq", o.seq, "sequence length in tokens (default min(2048, model maximum))");
   g("--checkpointing", o.checkpointing, "none | selective | full | full-offload");
-  g("--attention", o.attention, "flash | sdpa | eager (default flash)");
+  g("--attention", o.attention,
+    "flash | sdpa | eager (default flash where the GPU runs FlashAttention-2, else sdpa)");
   g("--offload", o.offload, "none | optimizer | optimizer+params");
   g("--lora-rank", o.lora_rank, "LoRA rank r (default 16)");
   g("--lora-alpha", o.lora_alpha, "LoRA alpha (default 32)");
@@ -83,9 +86,20 @@ Resolved resolve(const io::Catalog& catalog, const TrainingOptions& o) {
   const model::Architecture& a = r.model.arch;
   model::Training& t = r.request.base;
   if (o.method) t.method = option_enum<Method>("--method", *o.method);
-  if (o.precision) t.precision = option_enum<Precision>("--precision", *o.precision);
+  // Left out, the precision and attention kernel follow the GPU; named, the GPU must run them.
+  const hardware::GpuSpec& gpu = r.cluster.cluster.gpu;
+  t.precision = o.precision ? option_enum<Precision>("--precision", *o.precision)
+                            : hardware::default_precision(gpu);
   if (o.optimizer) t.optimizer = option_enum<Optimizer>("--optimizer", *o.optimizer);
-  if (o.attention) t.attention = option_enum<Attention>("--attention", *o.attention);
+  t.attention = o.attention ? option_enum<Attention>("--attention", *o.attention)
+                            : hardware::default_attention(gpu);
+  hardware::require_supported(gpu, t.precision, t.attention);
+  if (!o.precision && !gpu.capabilities.bf16)
+    r.cluster.notes.push_back("precision " + std::string(to_string(t.precision)) + ": " + gpu.name +
+                              " has no bf16 tensor cores (--precision to choose)");
+  if (!o.attention && t.attention != Attention::flash)
+    r.cluster.notes.push_back("attention " + std::string(to_string(t.attention)) + ": " + gpu.name +
+                              " cannot run FlashAttention-2 (--attention to choose)");
   if (o.quant) t.quant = option_enum<Quant>("--quant", *o.quant);
   if (o.fsdp_wrap) t.fsdp_wrap = option_enum<FsdpWrap>("--fsdp-wrap", *o.fsdp_wrap);
   if (o.framework) t.framework = option_enum<Framework>("--framework", *o.framework);

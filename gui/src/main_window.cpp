@@ -769,6 +769,28 @@ void MainWindow::clusterEdited() {
   };
   const int before = world(session_.settings().cluster);
   const int after = world(s.cluster);
+  // A GPU without bf16 or FlashAttention-2 (V100) takes its own defaults for what it lacks.
+  if (s.cluster.file.empty() && s.cluster.gpu != session_.settings().cluster.gpu) {
+    try {
+      const hardware::GpuSpec g = session_.catalog().resolve_gpu(s.cluster.gpu).spec;
+      QStringList changed;
+      if (!hardware::supports(g, s.training.precision)) {
+        s.training.precision = hardware::default_precision(g);
+        changed << QStringLiteral("precision %1 (%2 has no bf16 tensor cores)")
+                       .arg(qstr(to_string(s.training.precision)), qstr(g.name));
+      }
+      if (!hardware::supports(g, s.training.attention)) {
+        s.training.attention = hardware::default_attention(g);
+        changed << QStringLiteral("attention %1 (%2 cannot run FlashAttention-2)")
+                       .arg(qstr(to_string(s.training.attention)), qstr(g.name));
+      }
+      if (!changed.isEmpty())
+        statusBar()->showMessage(
+            QStringLiteral("Set %1.").arg(changed.join(QStringLiteral("; "))), 6000);
+    } catch (const InputError&) {
+      // The evaluation below names the unknown GPU.
+    }
+  }
   // From one GPU to many, "single" stops making sense: take the recommended strategy.
   if (before != after && ((after > 1 && s.training.strategy == Strategy::single) ||
                           (after == 1 && s.training.strategy != Strategy::single))) {

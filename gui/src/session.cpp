@@ -325,6 +325,21 @@ CommandLine parse_command_line(const QStringList& arguments, const io::Catalog& 
   if (has("optimizer-impl"))
     t.optimizer_impl = option_enum<OptimizerImpl>(name("optimizer-impl"), val("optimizer-impl"));
   if (has("sweep")) s.sweep = option_enum<SweepAxis>(name("sweep"), val("sweep"));
+  // Left out, the precision and attention follow the GPU, as in `trainplan fit`.
+  if (!has("precision") || !has("attention")) {
+    std::optional<hardware::GpuSpec> gpu;
+    if (s.cluster.file.empty()) {
+      gpu = catalog.resolve_gpu(s.cluster.gpu).spec;
+    } else {
+      try {
+        gpu = catalog.resolve_cluster(s.cluster.file, std::nullopt).cluster.gpu;
+      } catch (const InputError&) {
+        // The window names what is wrong with the file.
+      }
+    }
+    if (gpu && !has("precision")) t.precision = hardware::default_precision(*gpu);
+    if (gpu && !has("attention")) t.attention = hardware::default_attention(*gpu);
+  }
   out.strategy_given = has("strategy");
   if (out.strategy_given) t.strategy = option_enum<Strategy>(name("strategy"), val("strategy"));
   out.checkpointing_given = has("checkpointing");
@@ -414,6 +429,7 @@ Evaluation Evaluator::evaluate(const Settings& s) {
   if (t.lora.rank < 1) throw InputError("LoRA rank must be at least 1");
   e.trainable = t.method == Method::full ? e.params.total : model::lora_parameters(m.arch, t.lora);
   e.cluster = c.cluster;
+  hardware::require_supported(c.cluster.gpu, t.precision, t.attention);
   const hardware::HardwareProfile* p = profile(s.profile);
   if (p) e.profile_name = p->name.empty() ? s.profile : p->name;
   e.estimate = planner::evaluate(m.arch, e.params, t, c.cluster, p);

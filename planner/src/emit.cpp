@@ -56,6 +56,29 @@ std::string mixed_precision(Precision p) {
   return "no";
 }
 
+// The Hugging Face attn_implementation for the attention kernel (transformers'
+// ALL_ATTENTION_FUNCTIONS keys); sdpa is what V100-class GPUs without FlashAttention-2 run.
+std::string hf_attention(Attention a) {
+  switch (a) {
+    case Attention::flash:
+      return "flash_attention_2";
+    case Attention::sdpa:
+      return "sdpa";
+    case Attention::eager:
+      return "eager";
+  }
+  return "sdpa";
+}
+
+bool is_fp16(Precision p) { return p == Precision::fp16_mixed || p == Precision::fp16_true; }
+
+// fp16 overflows without loss scaling; accelerate and the Trainer create a torch.amp.GradScaler
+// for mixed_precision fp16 (DeepSpeed's "loss_scale": 0 and Megatron's default are dynamic too).
+void note_loss_scaling(const model::Training& t, std::vector<std::string>& notes) {
+  if (t.precision == Precision::fp16_mixed)
+    notes.push_back("fp16-mixed: the loss is scaled dynamically (torch.amp.GradScaler)");
+}
+
 bool uses_deepspeed(const model::Training& t) {
   return t.framework == Framework::deepspeed || t.strategy == Strategy::zero1 ||
          t.strategy == Strategy::zero2 || t.strategy == Strategy::zero3;
@@ -269,6 +292,7 @@ Emitted emit_accelerate(const Estimate& e, const hardware::Cluster& c) {
   out.notes.push_back(
       fmt::format("per-device batch {} with gradient accumulation {} (global batch {})",
                   t.micro_batch, t.grad_accum, e.global_batch));
+  note_loss_scaling(t, out.notes);
   note_expert_parallel(t, "an accelerate config", out.notes);
   note_script_changes(t, out.notes);
   return out;
@@ -305,8 +329,7 @@ Emitted emit_torchrun(const Estimate& e, const hardware::Cluster& c, const model
     if (t.strategy == Strategy::zero1) args += " --use-distributed-optimizer";
     if (t.precision == Precision::bf16_mixed || t.precision == Precision::bf16_true)
       args += " --bf16";
-    if (t.precision == Precision::fp16_mixed || t.precision == Precision::fp16_true)
-      args += " --fp16";
+    if (is_fp16(t.precision)) args += " --fp16";
     if (t.attention == Attention::flash) args += " --use-flash-attn";
     out.text = launcher + args + "\n";
     return out;
@@ -317,8 +340,7 @@ Emitted emit_torchrun(const Estimate& e, const hardware::Cluster& c, const model
       a.name, t.micro_batch, t.grad_accum);
   if (t.precision == Precision::bf16_mixed || t.precision == Precision::bf16_true)
     args += " --bf16";
-  if (t.precision == Precision::fp16_mixed || t.precision == Precision::fp16_true)
-    args += " --fp16";
+  if (is_fp16(t.precision)) args += " --fp16";
   if (t.checkpointing != Checkpointing::none) args += " --gradient_checkpointing";
   const std::string optim = trainer_optim(t);
   if (!optim.empty() && !uses_deepspeed(t)) args += " --optim " + optim;
@@ -333,14 +355,17 @@ Emitted emit_torchrun(const Estimate& e, const hardware::Cluster& c, const model
     if (t.offload != Offload::none) fsdp += " offload";
     args += fmt::format(" --fsdp \"{}\"", fsdp);
   }
-  if (t.attention == Attention::flash) args += " --attn_implementation flash_attention_2";
+  args += " --attn_implementation " + hf_attention(t.attention);
   out.text = launcher + args + "\n";
+  note_loss_scaling(t, out.notes);
   note_parallelism(t, "a Hugging Face Trainer launch", out.notes);
   return out;
 }
 
 Emitted emit(EmitFormat f, const Estimate& e, const hardware::Cluster& c,
              const model::Architecture& a) {
+  // Never write a config the GPU cannot run (bf16 or FlashAttention-2 on a V100).
+  hardware::require_supported(c.gpu, e.training.precision, e.training.attention);
   switch (f) {
     case EmitFormat::deepspeed:
       return emit_deepspeed(e);

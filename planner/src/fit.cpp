@@ -51,6 +51,8 @@ std::int64_t max_micro_batch(const model::Architecture& a, const model::Paramete
 FitResult fit(const model::Architecture& a, const model::ParameterCounts& n, const FitRequest& req,
               const hardware::Cluster& c, const MemoryConventions& mc) {
   {  // bad values are errors, not empty searches (the offload is searched unless given)
+    // Precision and attention are never searched: the GPU must run the ones asked for.
+    hardware::require_supported(c.gpu, req.base.precision, req.base.attention);
     model::Training probe = req.base;
     if (!req.offload && probe.optimizer_impl == OptimizerImpl::deepspeed_cpu)
       probe.offload = Offload::optimizer;

@@ -340,6 +340,8 @@ PlanResult search(const model::Architecture& a, const model::ParameterCounts& n,
     throw InputError("--global-batch must be at least 1 (got " + std::to_string(*req.global_batch) +
                      ")");
   if (req.top < 1) throw InputError("--top must be at least 1");
+  // Precision and attention are never searched: the GPU must run the ones asked for.
+  hardware::require_supported(c.gpu, req.base.precision, req.base.attention);
   // A pinned degree that no layout can honour is the user's error: say why.
   if (req.expert_parallel) {
     model::Training probe = req.base;
