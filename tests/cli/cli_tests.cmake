@@ -123,6 +123,27 @@ run_case(host_memory_too_small 0 fit llama-2-70b 8xA100-80GB --seq 8192 --offloa
          --checkpointing full-offload --host-memory 100 MATCH "fits the GPUs but needs .* of 100.0 GiB of CPU memory per node")
 run_case(megatron_has_no_fsdp 2 fit 7b 8xA100 --framework megatron --strategy fsdp-full ERR "megatron framework")
 run_case(no_arguments nonzero)
+# GPU capabilities: a V100 (no bf16 tensor cores, no FlashAttention-2) defaults to fp16-mixed and
+# sdpa, and refuses bf16 and flash by name (docs/formulas.md, "GPU capabilities").
+run_case(v100_defaults_fp16_mixed 0 fit 7b V100-32GB
+         MATCH "micro-batch 1, fp16-mixed" "precision fp16-mixed: V100-32GB has no bf16 tensor cores")
+run_case(v100_fit_json_fp16_mixed 0 fit 7b 8xV100-32GB --json MATCH "\"precision\": \"fp16-mixed\"")
+if(last_out MATCHES "bf16")
+  message("FAIL v100_fit_json_fp16_mixed: a V100 candidate names bf16")
+  math(EXPR failures "${failures} + 1")
+endif()
+run_case(v100_bf16_true_refused 2 fit 7b V100-32GB --precision bf16-true
+         ERR "--precision bf16-true: V100-32GB \\(Volta, compute capability 7.0\\) has no bf16 tensor cores"
+             "it supports fp32, fp16-mixed, fp16-true")
+run_case(v100_bf16_mixed_plan_refused 2 plan 7b 8xV100-32GB --precision bf16-mixed ERR "--precision bf16-mixed: V100-32GB")
+run_case(v100_flash_refused 2 estimate 7b V100-32GB --attention flash
+         ERR "--attention flash: V100-32GB" "FlashAttention-2" "it supports sdpa, eager")
+run_case(v100_emit_torchrun_fp16 0 estimate 7b 8xV100-32GB --method lora --strategy ddp --emit torchrun
+         MATCH " --fp16" "--attn_implementation sdpa" ERR "loss is scaled dynamically")
+if(last_out MATCHES "bf16|flash_attention_2")
+  message("FAIL v100_emit_torchrun_fp16: the V100 launch line names bf16 or FlashAttention-2")
+  math(EXPR failures "${failures} + 1")
+endif()
 
 if(failures GREATER 0)
   message(FATAL_ERROR "${failures} command-line case(s) failed")

@@ -1,0 +1,227 @@
+// Per-GPU capabilities: the catalogue's facts, the defaults they imply, the requests they refuse,
+// and fit, plan and the emitters following them on a V100.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "trainplan/core/error.hpp"
+#include "trainplan/hardware/gpu.hpp"
+#include "trainplan/io/catalog.hpp"
+#include "trainplan/model/parameters.hpp"
+#include "trainplan/planner/emit.hpp"
+#include "trainplan/planner/fit.hpp"
+#include "trainplan/planner/search.hpp"
+
+namespace trainplan::planner {
+namespace {
+
+using hardware::FlashAttentionGen;
+using hardware::TensorCoreDtype;
+
+const io::Catalog& catalog() {
+  static const io::Catalog c = io::Catalog::builtin();
+  return c;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+struct GpuRow {
+  std::string name;
+  std::string compute_capability;
+  bool bf16, fp8, fa2, fa3;
+  std::string source;
+};
+
+// Compute capabilities: NVIDIA's "CUDA GPUs" table; AMD LLVM targets: LLVM AMDGPU processors.
+// bf16 from sm80 (CUDA C++ Programming Guide, "Alternate Floating Point"), fp8 from sm89 (PTX ISA
+// mma .e4m3/.e5m2), FlashAttention-2 on sm80+ and MI200/MI300, FlashAttention-3 on Hopper only
+// (Dao-AILab/flash-attention README).
+const std::vector<GpuRow> kGpus = {
+    {"V100-16GB", "7.0", false, false, false, false, "Volta: fp16 tensor cores only"},
+    {"V100-32GB", "7.0", false, false, false, false, "Volta: fp16 tensor cores only"},
+    {"A100-40GB", "8.0", true, false, true, false, "A100 datasheet"},
+    {"A100-80GB", "8.0", true, false, true, false, "A100 datasheet"},
+    {"A100-80GB-PCIe", "8.0", true, false, true, false, "A100 datasheet"},
+    {"A10G", "8.6", true, false, true, false, "A10 datasheet (GA102)"},
+    {"RTX-3090", "8.6", true, false, true, false, "GA102 whitepaper"},
+    {"RTX-A6000", "8.6", true, false, true, false, "RTX A6000 datasheet"},
+    {"L4", "8.9", true, true, true, false, "L4 datasheet"},
+    {"L40S", "8.9", true, true, true, false, "L40S datasheet"},
+    {"RTX-4090", "8.9", true, true, true, false, "Ada whitepaper"},
+    {"H100-80GB", "9.0", true, true, true, true, "H100 datasheet"},
+    {"H100-80GB-PCIe", "9.0", true, true, true, true, "H100 datasheet"},
+    {"H200", "9.0", true, true, true, true, "H200 datasheet"},
+    {"MI250X", "gfx90a", true, false, true, false, "MI250X datasheet"},
+    {"MI300X", "gfx942", true, true, true, false, "MI300X datasheet"},
+};
+
+TEST(GpuCapabilities, EveryCatalogueGpuStatesThemWithASource) {
+  EXPECT_EQ(catalog().gpus().size(), kGpus.size()) << "a GPU was added: give it a row here";
+  for (const GpuRow& row : kGpus) {
+    SCOPED_TRACE(row.name + ": " + row.source);
+    const io::ResolvedGpu r = catalog().resolve_gpu(row.name);
+    const hardware::GpuCapabilities& k = r.spec.capabilities;
+    EXPECT_EQ(k.compute_capability, row.compute_capability);
+    EXPECT_EQ(k.bf16, row.bf16);
+    EXPECT_EQ(k.fp8, row.fp8);
+    EXPECT_EQ(k.runs(FlashAttentionGen::fa2), row.fa2);
+    EXPECT_EQ(k.runs(FlashAttentionGen::fa3), row.fa3);
+    EXPECT_TRUE(k.has(TensorCoreDtype::fp16));
+    // The flags agree with the peak table: a dtype has a peak exactly where its units exist.
+    EXPECT_EQ(k.bf16, r.spec.peak.bf16 > 0);
+    EXPECT_EQ(k.fp8, r.spec.peak.fp8 > 0);
+  }
+  for (const io::CatalogGpu& g : catalog().gpus()) {
+    SCOPED_TRACE(g.spec.name);
+    EXPECT_TRUE(contains(g.source, "capabilities: ")) << g.source;
+    EXPECT_FALSE(g.spec.capabilities.compute_capability.empty());
+  }
+}
+
+TEST(GpuCapabilities, DefaultsFollowTheGpu) {
+  struct Row {
+    std::string gpu;
+    Precision precision;
+    Attention attention;
+  };
+  for (const Row& row : std::vector<Row>{{"V100-32GB", Precision::fp16_mixed, Attention::sdpa},
+                                         {"V100-16GB", Precision::fp16_mixed, Attention::sdpa},
+                                         {"A100-80GB", Precision::bf16_mixed, Attention::flash},
+                                         {"H100-80GB", Precision::bf16_mixed, Attention::flash},
+                                         {"MI300X", Precision::bf16_mixed, Attention::flash}}) {
+    SCOPED_TRACE(row.gpu);
+    const hardware::GpuSpec g = catalog().resolve_gpu(row.gpu).spec;
+    EXPECT_EQ(hardware::default_precision(g), row.precision);
+    EXPECT_EQ(hardware::default_attention(g), row.attention);
+    EXPECT_NO_THROW(hardware::require_supported(g, row.precision, row.attention));
+  }
+}
+
+TEST(GpuCapabilities, RequestsTheGpuCannotHonourAreRefusedNamingOptionGpuAndAlternatives) {
+  const hardware::GpuSpec v100 = catalog().resolve_gpu("V100-32GB").spec;
+  for (Precision p : {Precision::bf16_mixed, Precision::bf16_true}) {
+    SCOPED_TRACE(std::string(to_string(p)));
+    EXPECT_FALSE(hardware::supports(v100, p));
+    const std::string msg =
+        error_of([&] { hardware::require_supported(v100, p, Attention::sdpa); });
+    EXPECT_TRUE(contains(msg, "--precision " + std::string(to_string(p)))) << msg;
+    EXPECT_TRUE(contains(msg, "V100-32GB (Volta, compute capability 7.0)")) << msg;
+    EXPECT_TRUE(contains(msg, "no bf16 tensor cores")) << msg;
+    EXPECT_TRUE(contains(msg, "supports fp32, fp16-mixed, fp16-true")) << msg;
+  }
+  const std::string msg =
+      error_of([&] { hardware::require_supported(v100, Precision::fp16_mixed, Attention::flash); });
+  EXPECT_TRUE(contains(msg, "--attention flash")) << msg;
+  EXPECT_TRUE(contains(msg, "FlashAttention-2")) << msg;
+  EXPECT_TRUE(contains(msg, "supports sdpa, eager")) << msg;
+  for (Precision p : {Precision::fp32, Precision::fp16_mixed, Precision::fp16_true})
+    EXPECT_TRUE(hardware::supports(v100, p));
+  EXPECT_TRUE(hardware::supports(v100, Attention::eager));
+}
+
+struct Problem {
+  model::Architecture a;
+  model::ParameterCounts n;
+  hardware::Cluster c;
+};
+
+Problem problem(const std::string& model, const std::string& cluster) {
+  Problem p{catalog().resolve_model(model).arch,
+            {},
+            catalog().resolve_cluster(cluster, std::nullopt).cluster};
+  p.n = model::count_parameters(p.a);
+  return p;
+}
+
+// `trainplan fit 7b V100-32GB`: the request takes the GPU's defaults, so every candidate, and the
+// recommended one, trains in fp16-mixed with SDPA.
+TEST(GpuCapabilities, FitOnAV100UsesFp16MixedAndSdpa) {
+  for (const char* cluster : {"V100-32GB", "8xV100-32GB"}) {
+    SCOPED_TRACE(cluster);
+    const Problem p = problem("7b", cluster);
+    FitRequest req;
+    req.base.precision = hardware::default_precision(p.c.gpu);
+    req.base.attention = hardware::default_attention(p.c.gpu);
+    const FitResult f = fit(p.a, p.n, req, p.c);
+    ASSERT_FALSE(f.candidates.empty());
+    for (const Candidate& k : f.candidates) {
+      EXPECT_EQ(k.training.precision, Precision::fp16_mixed);
+      EXPECT_EQ(k.training.attention, Attention::sdpa);
+    }
+    if (std::string(cluster) == "8xV100-32GB") {
+      ASSERT_TRUE(f.recommended.has_value());
+      EXPECT_EQ(f.candidates[*f.recommended].training.precision, Precision::fp16_mixed);
+    }
+  }
+}
+
+TEST(GpuCapabilities, FitAndPlanRefuseBf16AndFlashOnAV100) {
+  const Problem p = problem("7b", "8xV100-32GB");
+  FitRequest bf16;  // the library's own default, bf16-mixed with flash
+  EXPECT_TRUE(
+      contains(error_of([&] { (void)fit(p.a, p.n, bf16, p.c); }), "--precision bf16-mixed"));
+  FitRequest flash;
+  flash.base.precision = Precision::fp16_mixed;
+  flash.base.attention = Attention::flash;
+  EXPECT_TRUE(contains(error_of([&] { (void)fit(p.a, p.n, flash, p.c); }), "--attention flash"));
+  PlanRequest plan;
+  plan.base.precision = Precision::bf16_true;
+  plan.base.attention = Attention::sdpa;
+  EXPECT_TRUE(
+      contains(error_of([&] { (void)search(p.a, p.n, p.c, plan); }), "--precision bf16-true"));
+}
+
+// The launch configs of a V100 plan: fp16 with loss scaling, SDPA, never bf16 or FlashAttention-2.
+TEST(GpuCapabilities, EmittersWriteFp16AndSdpaForAV100Plan) {
+  const Problem p = problem("7b", "8xV100-32GB");
+  PlanRequest req;
+  req.base.precision = hardware::default_precision(p.c.gpu);
+  req.base.attention = hardware::default_attention(p.c.gpu);
+  req.base.method = Method::lora;
+  req.top = 1;
+  const PlanResult r = search(p.a, p.n, p.c, req);
+  ASSERT_FALSE(r.plans.empty());
+  const Estimate& e = r.plans.front();
+  EXPECT_EQ(e.training.precision, Precision::fp16_mixed);
+
+  const nlohmann::json ds = nlohmann::json::parse(emit(EmitFormat::deepspeed, e, p.c, p.a).text);
+  EXPECT_TRUE(ds["fp16"]["enabled"]);
+  EXPECT_EQ(ds["fp16"]["loss_scale"], 0);  // 0: dynamic loss scaling
+  EXPECT_FALSE(ds.contains("bf16"));
+
+  const Emitted acc = emit(EmitFormat::accelerate, e, p.c, p.a);
+  EXPECT_TRUE(contains(acc.text, "mixed_precision: fp16")) << acc.text;
+  EXPECT_FALSE(contains(acc.text, "bf16")) << acc.text;
+
+  const Emitted run = emit(EmitFormat::torchrun, e, p.c, p.a);
+  EXPECT_TRUE(contains(run.text, " --fp16")) << run.text;
+  EXPECT_FALSE(contains(run.text, "bf16")) << run.text;
+  EXPECT_TRUE(contains(run.text, "--attn_implementation sdpa")) << run.text;
+  EXPECT_FALSE(contains(run.text, "flash_attention_2")) << run.text;
+  bool scaled = false;
+  for (const auto& n : run.notes) scaled = scaled || contains(n, "loss is scaled dynamically");
+  EXPECT_TRUE(scaled);
+
+  // A bf16 estimate handed to the emitters for a V100 is refused rather than written.
+  Estimate bf16 = e;
+  bf16.training.precision = Precision::bf16_mixed;
+  EXPECT_TRUE(contains(error_of([&] { (void)emit(EmitFormat::deepspeed, bf16, p.c, p.a); }),
+                       "--precision bf16-mixed"));
+}
+
+}  // namespace
+}  // namespace trainplan::planner
