@@ -270,10 +270,9 @@ ReplayInput replay_input_from_json(const Catalog& catalog, const Json& j, const 
   std::string plan_what;
   if (in.schema == kEstimateSchema) {
     if (plan_index != 0)
-      throw InputError(
-          fmt::format("{}: an estimate holds one plan; --plan-index {} applies "
-                      "to the output of plan --json",
-                      what, plan_index));
+      throw InputError(fmt::format(
+          "{}: an estimate holds one plan; --plan-index {} applies to the output of plan --json",
+          what, plan_index));
     plan = top.raw("plan");
     plan_what = what + " plan";
   } else if (in.schema == kPlanSchema) {
@@ -288,8 +287,8 @@ ReplayInput replay_input_from_json(const Catalog& catalog, const Json& j, const 
     plan_what = fmt::format("{} plans[{}]", what, plan_index);
   } else {
     throw InputError(
-        fmt::format("{}: key 'schema' is '{}'; expected '{}' (trainplan estimate "
-                    "--json) or '{}' (trainplan plan --json)",
+        fmt::format("{}: key 'schema' is '{}'; expected '{}' (trainplan estimate --json) or '{}' "
+                    "(trainplan plan --json)",
                     what, in.schema, kEstimateSchema, kPlanSchema));
   }
   if (!plan.is_object()) throw InputError(plan_what + ": expected a JSON object");
@@ -305,9 +304,8 @@ ReplayInput replay_input_from_json(const Catalog& catalog, const Json& j, const 
   in.counts = model::count_parameters(in.arch);
   if (const auto p = m.optional_integer("parameters", 0); p && *p != in.counts.total)
     throw InputError(
-        fmt::format("{} model: key 'parameters' is {} but '{}' "
-                    "has {} parameters here: the file was written "
-                    "for another model or another version of it",
+        fmt::format("{} model: key 'parameters' is {} but '{}' has {} parameters here: the file "
+                    "was written for another model or another version of it",
                     what, *p, name, in.counts.total));
 
   // ---- Cluster ----------------------------------------------------------------------------------
@@ -350,16 +348,13 @@ ReplayInput replay_input_from_json(const Catalog& catalog, const Json& j, const 
     const std::int64_t here = trainable_parameters(in.arch, in.counts, in.training);
     if (*trainable != here && in.training.method != Method::full)
       throw InputError(fmt::format(
-          "{} model: key 'trainable_parameters' is {} "
-          "but LoRA rank {} on {} gives {}: the file "
-          "does not record the adapters; give them "
-          "with --plan-set lora_rank=R --plan-set "
+          "{} model: key 'trainable_parameters' is {} but LoRA rank {} on {} gives {}: the file "
+          "does not record the adapters; give them with --plan-set lora_rank=R --plan-set "
           "lora_targets=LIST",
           what, *trainable, in.training.lora.rank, joined(in.training.lora.targets), here));
     if (*trainable != here)
       throw InputError(
-          fmt::format("{} model: key 'trainable_parameters' is {} "
-                      "but a full fine-tune trains {}",
+          fmt::format("{} model: key 'trainable_parameters' is {} but a full fine-tune trains {}",
                       what, *trainable, here));
   }
   if (r.has("time")) {

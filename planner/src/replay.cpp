@@ -646,15 +646,13 @@ ReplayPlan replay_plan(const model::Architecture& a, const model::ParameterCount
 
   plan.components = out.take();
   if (l.pp > 1)
-    plan.notes.push_back(
-        fmt::format("the last of {} pipeline stages is replayed: {:.0f} "
-                    "blocks, the LM head and the loss",
-                    l.pp, layers));
+    plan.notes.push_back(fmt::format(
+        "the last of {} pipeline stages is replayed: {:.0f} blocks, the LM head and the loss", l.pp,
+        layers));
   if (a.is_moe())
-    plan.notes.push_back(
-        fmt::format("routing is taken as balanced: each of the {} experts "
-                    "multiplies tokens x {} / {}",
-                    a.experts, a.experts_per_token, a.experts));
+    plan.notes.push_back(fmt::format(
+        "routing is taken as balanced: each of the {} experts multiplies tokens x {} / {}",
+        a.experts, a.experts_per_token, a.experts));
   if (tr.checkpointing != Checkpointing::none)
     plan.notes.push_back(
         fmt::format("{} checkpointing: forward components count their replays in backward",

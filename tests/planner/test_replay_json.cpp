@@ -154,8 +154,7 @@ TEST(ReplayJson, BadInputNamesTheFileAndTheKey) {
   rows.push_back({"typo in an enum",
                   edited([](Json& j) { j["plan"]["precision"] = "bf17"; }),
                   {},
-                  "replay input 'x.json' plan: key 'precision': unknown "
-                  "precision 'bf17'"});
+                  "replay input 'x.json' plan: key 'precision': unknown precision 'bf17'"});
   rows.push_back({"wrong type",
                   edited([](Json& j) { j["plan"]["seq"] = "2048"; }),
                   {},
@@ -175,8 +174,7 @@ TEST(ReplayJson, BadInputNamesTheFileAndTheKey) {
   rows.push_back({"gpus",
                   edited([](Json& j) { j["cluster"]["gpus"] = 2; }),
                   {},
-                  "replay input 'x.json' cluster: key 'gpus' is 2 but nodes x "
-                  "gpus_per_node is 1"});
+                  "replay input 'x.json' cluster: key 'gpus' is 2 but nodes x gpus_per_node is 1"});
   rows.push_back({"dp",
                   edited([](Json& j) { j["plan"]["dp"] = 2; }),
                   {},
@@ -193,8 +191,7 @@ TEST(ReplayJson, BadInputNamesTheFileAndTheKey) {
   rows.push_back({"bad setting enum",
                   good,
                   {"attention=flash3"},
-                  "replay input 'x.json' plan: key 'attention': unknown "
-                  "attention 'flash3'"});
+                  "replay input 'x.json' plan: key 'attention': unknown attention 'flash3'"});
   for (const Row& r : rows) {
     SCOPED_TRACE(r.name);
     const std::string msg = message_of(r.doc, r.settings);

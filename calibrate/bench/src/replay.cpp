@@ -98,9 +98,8 @@ void print_report(const Loaded& l, const std::vector<ReplayMeasurement>& m) {
   const planner::ReplayPlan& p = l.plan;
   const model::Training& t = in.training;
   fmt::print(
-      "Replay of {} on {} ({} x {}): {} {} {}, tp {} pp {} dp {}, "
-      "micro-batch {} x {} "
-      "accumulated, seq {}, checkpointing {}\n",
+      "Replay of {} on {} ({} x {}): {} {} {}, tp {} pp {} dp {}, micro-batch {} x {} accumulated, "
+      "seq {}, checkpointing {}\n",
       in.arch.name, in.cluster.gpu.name, in.cluster.nodes, in.cluster.gpus_per_node,
       trainplan::to_string(t.method), trainplan::to_string(t.precision),
       trainplan::to_string(t.strategy), p.layout.tp, p.layout.pp, p.layout.dp, t.micro_batch,
@@ -124,10 +123,8 @@ void print_report(const Loaded& l, const std::vector<ReplayMeasurement>& m) {
   fmt::print("\nstep, predicted (trainplan's time model):        {}\n",
              duration(pr.predicted_step));
   if (pr.measured > 0)
-    fmt::print(
-        "step, projected with the measured components:    {}  ({} vs "
-        "predicted)\n",
-        duration(pr.projected_step), signed_percent(pr.projected_step / pr.predicted_step));
+    fmt::print("step, projected with the measured components:    {}  ({} vs predicted)\n",
+               duration(pr.projected_step), signed_percent(pr.projected_step / pr.predicted_step));
   if (pr.measured > 0)
     fmt::print("components one after another: predicted {}, measured {}\n",
                duration(pr.predicted_serial), duration(pr.measured_serial));
@@ -137,11 +134,9 @@ void print_report(const Loaded& l, const std::vector<ReplayMeasurement>& m) {
     const double recorded = *in.recorded_step_s;
     if (std::abs(recorded / pr.predicted_step.value() - 1.0) > 0.005)
       fmt::print(
-          "warning: the file's step time is {} but this re-evaluation gives "
-          "{}: the "
-          "estimate used options the file does not record (a --profile, "
-          "--inter-node, "
-          "the attention kernel, ...); give them with --profile / --plan-set\n",
+          "warning: the file's step time is {} but this re-evaluation gives {}: they differ in "
+          "options the file does not record (a hardware profile, --inter-node, the attention "
+          "kernel, ...); --profile and --plan-set give them\n",
           duration(Seconds(recorded)), duration(pr.predicted_step));
   }
   if (!m.empty())
@@ -153,8 +148,19 @@ void print_report(const Loaded& l, const std::vector<ReplayMeasurement>& m) {
     fmt::print("assumed (not in the file; --plan-set KEY=VALUE to change): {}\n", a);
   }
   for (const auto& n : p.notes) fmt::print("note: {}\n", n);
-  for (std::size_t i = 0; i < m.size(); ++i)
-    if (!m[i].note.empty()) fmt::print("note: {}: {}\n", p.components[i].name, m[i].note);
+  // One line per distinct note, naming the components it concerns.
+  std::vector<std::pair<std::string, std::string>> notes;
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    if (m[i].note.empty()) continue;
+    auto it = std::find_if(notes.begin(), notes.end(),
+                           [&](const auto& n) { return n.first == m[i].note; });
+    if (it == notes.end()) {
+      notes.emplace_back(m[i].note, p.components[i].name);
+    } else {
+      it->second += ", " + p.components[i].name;
+    }
+  }
+  for (const auto& [note, names] : notes) fmt::print("note: {}: {}\n", names, note);
   std::fflush(stdout);
 }
 
@@ -474,13 +480,13 @@ void run_replay(const Options& o, Bootstrap& boot, const std::string& command) {
     }
     if (here_catalogued != l.in.cluster.gpu.name)
       progress.note(
-          fmt::format("the plan is for {}, this GPU is {}: the measurements are this "
-                      "GPU's, the predictions the plan's",
+          fmt::format("the plan is for {}, this GPU is {}: the measurements are this GPU's, the "
+                      "predictions the plan's",
                       l.in.cluster.gpu.name, here));
     if (boot.world_size() != plan.layout.world)
       progress.note(
-          fmt::format("the plan runs on {} GPUs, this job has {} ranks: collectives whose "
-                      "groups do not fit in the job are not measured",
+          fmt::format("the plan runs on {} GPUs, this job has {} ranks: collectives whose groups "
+                      "do not fit in the job are not measured",
                       plan.layout.world, boot.world_size()));
   }
 
@@ -515,8 +521,8 @@ void run_replay(const Options& o, Bootstrap& boot, const std::string& command) {
       const auto* w = std::get_if<planner::CollectiveWork>(&plan.components[i].work);
       if (w == nullptr) continue;
       m[i].note = fmt::format(
-          "one GPU in the job: launch the replay on {} ranks (mpirun, srun or torchrun) to "
-          "measure it",
+          "one GPU in the job: launch the replay on {} ranks (mpirun, srun or torchrun) to measure "
+          "it",
           w->stride * w->group.ranks);
       progress.step(fmt::format("{}  not measured: one GPU in the job", plan.components[i].name));
     }

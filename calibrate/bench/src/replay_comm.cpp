@@ -145,10 +145,9 @@ void ReplayComm::abort_all(const std::string& what) {
     g.world = nullptr;
     g.groups.clear();
   }
-  throw GpuError(
-      fmt::format("timeout: {} did not complete within {:.0f} s "
-                  "(--timeout); NCCL communicators aborted",
-                  what, timeout_.count()));
+  throw GpuError(fmt::format(
+      "timeout: {} did not complete within {:.0f} s (--timeout); NCCL communicators aborted", what,
+      timeout_.count()));
 }
 
 void ReplayComm::wait_ready(const std::vector<ncclComm_t>& comms, const std::string& what) {
