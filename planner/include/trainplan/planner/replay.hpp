@@ -135,8 +135,10 @@ struct ReplayPlan {
   [[nodiscard]] Seconds predicted_sum() const;
 };
 
-// The components of one GPU's step, predicted with the same pricing the evaluator uses (gemm_time,
-// attention_efficiency, the eager memory-bound pricing, collective_time, optimizer_step_time).
+// The components of one GPU's step with the evaluator's prices: GEMMs by gemm_time, collectives
+// by collective_time, and the attention kernels, memory-bound work, loss and optimizer step by
+// the evaluator's own terms (block_compute, edge_compute, the step's optimizer time), so that the
+// components add up to its compute, memory-bound, recompute, communication and optimizer times.
 // Throws InputError for impossible layouts (make_layout).
 [[nodiscard]] ReplayPlan replay_plan(const model::Architecture& a, const model::ParameterCounts& n,
                                      const model::Training& tr, const hardware::Cluster& c,
