@@ -283,4 +283,18 @@ Seconds host_copy_time(const LinkModel& m, Bytes size) {
   return size / m.host_copy;
 }
 
+double gradient_comm_bytes(const model::Training& tr) {
+  switch (tr.framework) {
+    case Framework::megatron:
+      return is_mixed(tr.precision) ? 4.0 : param_bytes(tr.precision);
+    case Framework::deepspeed:
+      return compute_bytes(tr.precision);
+    case Framework::pytorch:
+      if (is_fsdp(tr.strategy) || tr.strategy == Strategy::zero2 || tr.strategy == Strategy::zero3)
+        return compute_bytes(tr.precision);
+      return param_bytes(tr.precision);
+  }
+  return compute_bytes(tr.precision);
+}
+
 }  // namespace trainplan::planner

@@ -37,27 +37,6 @@ enum class Split { column, row, replicated };
   return Split::replicated;
 }
 
-// The per-GPU (K, N) of a linear under tensor parallelism t. Grouped K/V narrower than t heads are
-// replicated (at least one head per rank).
-struct Kn {
-  std::int64_t k;
-  std::int64_t n;
-};
-[[nodiscard]] Kn shard(const model::Architecture& a, const model::Linear& l, int t) {
-  switch (split_of(l.role)) {
-    case Split::column: {
-      const bool kv = l.role == Role::k || l.role == Role::v;
-      const std::int64_t n = kv ? std::max(l.out / t, a.head_dim) : l.out / t;
-      return {l.in, std::max<std::int64_t>(n, 1)};
-    }
-    case Split::row:
-      return {std::max<std::int64_t>(l.in / t, 1), l.out};
-    case Split::replicated:
-      return {l.in, l.out};
-  }
-  return {l.in, l.out};
-}
-
 [[nodiscard]] std::string_view gemm_dtype_of(Precision p) {
   switch (p) {
     case Precision::fp32:
@@ -72,7 +51,31 @@ struct Kn {
   return "bf16";
 }
 
-[[nodiscard]] bool fused_kernels(Framework f) {
+constexpr int kMinTile = 16;
+[[nodiscard]] int narrow_tile(std::int64_t dim, int tile) {
+  int t = kMinTile;
+  while (t < tile && t < dim) t *= 2;
+  return std::min(t, tile);
+}
+
+}  // namespace
+
+LinearShard linear_shard(const model::Architecture& a, const model::Linear& l, int t) {
+  switch (split_of(l.role)) {
+    case Split::column: {
+      const bool kv = l.role == Role::k || l.role == Role::v;
+      const std::int64_t n = kv ? std::max(l.out / t, a.head_dim) : l.out / t;
+      return {l.in, std::max<std::int64_t>(n, 1)};
+    }
+    case Split::row:
+      return {std::max<std::int64_t>(l.in / t, 1), l.out};
+    case Split::replicated:
+      return {l.in, l.out};
+  }
+  return {l.in, l.out};
+}
+
+bool fused_kernels(Framework f) {
   switch (f) {
     case Framework::megatron:
       return true;
@@ -83,9 +86,7 @@ struct Kn {
   return false;
 }
 
-// A fused attention kernel runs: flash and SDPA in 16-bit (SDPA in fp32 falls back to the math
-// kernel, which materialises the scores like eager attention).
-[[nodiscard]] bool fused_attention(const model::Training& tr) {
+bool fused_attention(const model::Training& tr) {
   switch (tr.attention) {
     case Attention::flash:
       return true;
@@ -97,14 +98,12 @@ struct Kn {
   return false;
 }
 
-constexpr int kMinTile = 16;
-[[nodiscard]] int narrow_tile(std::int64_t dim, int tile) {
-  int t = kMinTile;
-  while (t < tile && t < dim) t *= 2;
-  return std::min(t, tile);
+double block_parameters_per_gpu(const BlockShape& shape, int tp) {
+  double n = 0.0;
+  for (const model::Linear& l : shape.linears)
+    n += dbl(l.parameters()) / (l.role == Role::router ? 1.0 : static_cast<double>(tp));
+  return n;
 }
-
-}  // namespace
 
 double mamf_efficiency(const hardware::GpuSpec& g, const TimeConventions& tc) {
   const std::string& arch = g.architecture;
@@ -229,7 +228,7 @@ LinearTimes linear_times(const model::Architecture& a, const BlockShape& shape,
   LinearTimes out;
   for (std::size_t i = 0; i < shape.linears.size(); ++i) {
     const model::Linear& l = shape.linears[i];
-    const Kn kn = shard(a, l, t);
+    const LinearShard kn = linear_shard(a, l, t);
     const bool expert = l.copies > 1;
     // Balanced routing: each of the E experts multiplies t k / E tokens.
     const std::int64_t m =
@@ -336,14 +335,6 @@ Seconds eager_elementwise_time(const ComputeDevice& d, const KernelWork& w,
                                const TimeConventions& tc) {
   return Bytes(w.bytes) / (d.elementwise * tc.eager_elementwise_efficiency) +
          d.kernel_floor * w.kernels;
-}
-
-// Parameters of the block's linears held by one GPU (tensor-parallel shard).
-double block_parameters_per_gpu(const BlockShape& shape, int tp) {
-  double n = 0.0;
-  for (const model::Linear& l : shape.linears)
-    n += dbl(l.parameters()) / (l.role == Role::router ? 1.0 : static_cast<double>(tp));
-  return n;
 }
 
 }  // namespace

@@ -34,23 +34,6 @@ using hardware::Collective;
   return 0;
 }
 
-// Bytes per element of reduced gradients: Megatron and PyTorch DDP reduce the fp32 main gradients
-// under mixed precision; DeepSpeed (communication_data_type) and FSDP's MixedPrecision reduce in
-// the 16-bit compute dtype (accelerate's bf16/fp16 FSDP policy).
-[[nodiscard]] double gradient_comm_bytes(const model::Training& tr) {
-  switch (tr.framework) {
-    case Framework::megatron:
-      return is_mixed(tr.precision) ? 4.0 : param_bytes(tr.precision);
-    case Framework::deepspeed:
-      return compute_bytes(tr.precision);
-    case Framework::pytorch:
-      if (is_fsdp(tr.strategy) || tr.strategy == Strategy::zero2 || tr.strategy == Strategy::zero3)
-        return compute_bytes(tr.precision);
-      return param_bytes(tr.precision);
-  }
-  return compute_bytes(tr.precision);
-}
-
 // Whether the framework overlaps the data-parallel gradient reduction with backward.
 [[nodiscard]] bool overlaps_gradient_reduce(const model::Training& tr, const TimeConventions& tc) {
   switch (tr.framework) {

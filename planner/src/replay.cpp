@@ -26,81 +26,6 @@ using model::Role;
 // public results. Each is checked against those results by tests/planner/test_replay.cpp (the
 // components add up to the evaluator's compute, memory-bound, recompute and communication times).
 
-// Megatron's column- and row-parallel split (Shoeybi et al. 2019, arXiv:1909.08053, Sec. 3): the
-// per-GPU (K, N) of a linear; grouped K/V narrower than t heads keep one head per rank.
-struct Kn {
-  std::int64_t k;
-  std::int64_t n;
-};
-[[nodiscard]] Kn shard(const model::Architecture& a, const model::Linear& l, int t) {
-  switch (l.role) {
-    case Role::q:
-    case Role::k:
-    case Role::v:
-    case Role::gate:
-    case Role::up:
-    case Role::lm_head: {
-      const bool kv = l.role == Role::k || l.role == Role::v;
-      const std::int64_t n = kv ? std::max(l.out / t, a.head_dim) : l.out / t;
-      return {l.in, std::max<std::int64_t>(n, 1)};
-    }
-    case Role::o:
-    case Role::down:
-      return {std::max<std::int64_t>(l.in / t, 1), l.out};
-    case Role::router:
-      return {l.in, l.out};
-  }
-  return {l.in, l.out};
-}
-
-// Megatron runs fused elementwise kernels; Hugging Face blocks in eager PyTorch do not.
-[[nodiscard]] bool fused_kernels(Framework f) {
-  switch (f) {
-    case Framework::megatron:
-      return true;
-    case Framework::pytorch:
-    case Framework::deepspeed:
-      return false;
-  }
-  return false;
-}
-
-// Flash and SDPA in 16-bit run a fused kernel; SDPA in fp32 falls back to the math path.
-[[nodiscard]] bool fused_attention(const model::Training& tr) {
-  switch (tr.attention) {
-    case Attention::flash:
-      return true;
-    case Attention::sdpa:
-      return compute_bytes(tr.precision) < 4.0;
-    case Attention::eager:
-      return false;
-  }
-  return false;
-}
-
-[[nodiscard]] double block_parameters_per_gpu(const BlockShape& shape, int tp) {
-  double n = 0.0;
-  for (const model::Linear& l : shape.linears)
-    n += dbl(l.parameters()) / (l.role == Role::router ? 1.0 : static_cast<double>(tp));
-  return n;
-}
-
-// Bytes per element of reduced gradients: Megatron and PyTorch DDP reduce fp32 main gradients under
-// mixed precision; DeepSpeed and FSDP's MixedPrecision reduce in the 16-bit compute dtype.
-[[nodiscard]] double gradient_comm_bytes(const model::Training& tr) {
-  switch (tr.framework) {
-    case Framework::megatron:
-      return is_mixed(tr.precision) ? 4.0 : param_bytes(tr.precision);
-    case Framework::deepspeed:
-      return compute_bytes(tr.precision);
-    case Framework::pytorch:
-      if (is_fsdp(tr.strategy) || tr.strategy == Strategy::zero2 || tr.strategy == Strategy::zero3)
-        return compute_bytes(tr.precision);
-      return param_bytes(tr.precision);
-  }
-  return compute_bytes(tr.precision);
-}
-
 // The gradient the optimizer step reads: the parameter dtype under PyTorch autocast, fp32 main
 // gradients beside a 16-bit model for DeepSpeed and Megatron (optimizer_step.cpp).
 [[nodiscard]] double step_gradient_bytes(const model::Training& tr) {
@@ -208,7 +133,7 @@ void add_block(Components& out, const model::Architecture& a, const BlockShape& 
   Seconds linear_backward;  // one block's, for the attention kernel's share of backward below
   for (std::size_t i = 0; i < shape.linears.size(); ++i) {
     const model::Linear& l = shape.linears[i];
-    const Kn kn = shard(a, l, t);
+    const LinearShard kn = linear_shard(a, l, t);
     const bool expert = l.copies > 1;
     // Balanced routing: each of the E experts multiplies t k / E tokens.
     const std::int64_t m =

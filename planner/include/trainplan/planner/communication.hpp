@@ -12,6 +12,7 @@
 #include "trainplan/hardware/collective.hpp"
 #include "trainplan/hardware/gpu.hpp"
 #include "trainplan/hardware/profile.hpp"
+#include "trainplan/model/training.hpp"
 #include "trainplan/planner/memory.hpp"
 #include "trainplan/planner/time_conventions.hpp"
 
@@ -137,6 +138,11 @@ struct LinkModel {
 
 // Pinned host <-> device copy of one GPU over PCIe.
 [[nodiscard]] Seconds host_copy_time(const LinkModel& m, Bytes size);
+
+// Bytes per element of reduced gradients: Megatron and PyTorch DDP reduce the fp32 main gradients
+// under mixed precision; DeepSpeed (communication_data_type) and FSDP's MixedPrecision reduce in
+// the 16-bit compute dtype (accelerate's bf16/fp16 FSDP policy).
+[[nodiscard]] double gradient_comm_bytes(const model::Training& tr);
 
 }  // namespace trainplan::planner
 

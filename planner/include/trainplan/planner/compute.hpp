@@ -38,6 +38,23 @@ struct ComputeDevice {
   std::string_view gemm_dtype = "bf16";
 };
 
+// The per-GPU (K, N) of a linear under tensor parallelism t: Megatron's column- and row-parallel
+// split (Shoeybi et al. 2019, arXiv:1909.08053, Sec. 3): q, k, v, gate, up and the head split
+// their outputs, o and down their inputs, the router is replicated; grouped K/V narrower than t
+// heads keep one head per rank.
+struct LinearShard {
+  std::int64_t k;
+  std::int64_t n;
+};
+[[nodiscard]] LinearShard linear_shard(const model::Architecture& a, const model::Linear& l, int t);
+
+// Megatron runs fused elementwise kernels; Hugging Face blocks in eager PyTorch do not.
+[[nodiscard]] bool fused_kernels(Framework f);
+
+// A fused attention kernel runs: flash and SDPA in 16-bit (SDPA in fp32 falls back to the math
+// kernel, which materialises the scores like eager attention).
+[[nodiscard]] bool fused_attention(const model::Training& tr);
+
 // MAMF / dense peak of this GPU (TimeConventions rows by architecture and form factor).
 [[nodiscard]] double mamf_efficiency(const hardware::GpuSpec& g, const TimeConventions& tc);
 
@@ -75,6 +92,9 @@ struct BlockShape {
 
 [[nodiscard]] BlockShape block_shape(const model::Architecture& a, model::Stack stack,
                                      const model::LoraConfig* lora);
+
+// Parameters of the block's linears held by one GPU (tensor-parallel shard; the router whole).
+[[nodiscard]] double block_parameters_per_gpu(const BlockShape& shape, int tp);
 
 // Time of one block for one micro-batch on one GPU (tensor-parallel shard), communication excluded.
 struct BlockCompute {
