@@ -59,6 +59,24 @@ Json plan_json(const planner::Estimate& e, std::optional<double> tokens) {
   j["pp_virtual"] = e.training.pp_virtual;
   j["sequence_parallel"] = e.training.sequence_parallel;
   j["grad_accum"] = e.training.grad_accum;
+  // How it trains beyond the candidate's columns, so that the plan can be read back (replay).
+  const model::Training& t = e.training;
+  j["attention"] = std::string(to_string(t.attention));
+  j["optimizer_impl"] = std::string(to_string(t.optimizer_impl));
+  j["optimizer_impl_resolved"] = std::string(to_string(t.optimizer_implementation()));
+  j["fsdp_wrap"] = std::string(to_string(t.fsdp_wrap));
+  if (t.method != Method::full) {
+    std::string targets;
+    for (const auto& x : t.lora.targets) targets += (targets.empty() ? "" : ",") + x;
+    j["lora_rank"] = t.lora.rank;
+    j["lora_alpha"] = t.lora.alpha;
+    j["lora_dropout"] = t.lora.dropout;
+    j["lora_targets"] = targets;
+  }
+  if (t.method == Method::qlora) {
+    j["quant"] = std::string(to_string(t.quant));
+    j["quant_block"] = t.quant_block;
+  }
   j["global_batch"] = e.global_batch;
   j["time"] = time_json(e.time);
   j["throughput"] = Json{{"tokens_per_s", e.throughput.tokens_per_s},

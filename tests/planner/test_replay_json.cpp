@@ -81,19 +81,36 @@ TEST(ReplayJson, EstimateRoundTripsThroughTheCatalogue) {
   ASSERT_TRUE(in.recorded_step_s.has_value());
   const planner::Evaluator ev(in.arch, in.counts, in.cluster);
   EXPECT_NEAR(ev.cost(t).time.step.value(), *in.recorded_step_s, 1e-9 * *in.recorded_step_s);
-  // What the file does not say is listed as assumed.
-  EXPECT_NE(std::find(in.assumed.begin(), in.assumed.end(), "attention=flash"), in.assumed.end());
-  EXPECT_NE(std::find(in.assumed.begin(), in.assumed.end(), "fsdp_wrap=block"), in.assumed.end());
+  // The plan records its attention kernel and wrap policy: read back, not assumed.
+  EXPECT_EQ(t.attention, Attention::flash);
+  EXPECT_EQ(std::find(in.assumed.begin(), in.assumed.end(), "attention=flash"), in.assumed.end());
+  EXPECT_EQ(std::find(in.assumed.begin(), in.assumed.end(), "fsdp_wrap=block"), in.assumed.end());
+  // A file written before it recorded them: what it does not say is listed as assumed.
+  Json older = j;
+  older["plan"].erase("attention");
+  older["plan"].erase("fsdp_wrap");
+  const ReplayInput o = replay_input_from_json(catalog(), older, "replay input 'e.json'", 0, {});
+  EXPECT_NE(std::find(o.assumed.begin(), o.assumed.end(), "attention=flash"), o.assumed.end());
+  EXPECT_NE(std::find(o.assumed.begin(), o.assumed.end(), "fsdp_wrap=block"), o.assumed.end());
 }
 
 TEST(ReplayJson, LoraTargetsTheFileDoesNotRecordMustAgreeWithItsTrainableCount) {
-  // q,v at rank 16 are the defaults: read back without help.
-  const Json qv = estimate_file("llama-2-7b", "1xH200", lora({"q", "v"}));
+  // Files record the adapters; without them (older files), q,v at rank 16 are the defaults and
+  // are read back without help.
+  const Json qv_recorded = estimate_file("llama-2-7b", "1xH200", lora({"q", "v"}));
+  Json qv = qv_recorded;
+  for (const char* k : {"lora_rank", "lora_alpha", "lora_dropout", "lora_targets"}) qv["plan"].erase(k);
   const ReplayInput a = replay_input_from_json(catalog(), qv, "x", 0, {});
   EXPECT_EQ(a.training.lora.targets, (std::vector<std::string>{"q", "v"}));
   EXPECT_NE(std::find(a.assumed.begin(), a.assumed.end(), "lora_targets=q,v"), a.assumed.end());
-  // all-linear: the defaults give the wrong adapter size, and the message says what to pass.
-  const Json all = estimate_file("mistral-7b", "1xH200", lora({"all-linear"}));
+  // all-linear recorded: read back as it is.
+  const Json all_recorded = estimate_file("mistral-7b", "1xH200", lora({"all-linear"}));
+  EXPECT_EQ(replay_input_from_json(catalog(), all_recorded, "x", 0, {}).training.lora.targets,
+            (std::vector<std::string>{"all-linear"}));
+  // all-linear not recorded: the defaults give the wrong adapter size, and the message says what
+  // to pass.
+  Json all = all_recorded;
+  for (const char* k : {"lora_rank", "lora_alpha", "lora_dropout", "lora_targets"}) all["plan"].erase(k);
   const std::string msg = message_of(all);
   EXPECT_NE(msg.find("replay input 'x.json' model: key 'trainable_parameters'"), std::string::npos)
       << msg;
