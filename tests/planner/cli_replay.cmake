@@ -35,10 +35,21 @@ expect_in(dry-run-json "${replay}" "\"schema\": \"trainplan.replay/1\"")
 run(estimate-all-linear 0 ${TRAINPLAN} estimate mistral-7b 1xH200 --method lora
     --lora-targets all-linear --seq 4096 --checkpointing full --json)
 file(WRITE ${WORK}/all-linear.json "${OUT}")
-run(unrecorded-targets 2 ${CALIBRATE} --replay ${WORK}/all-linear.json --dry-run)
+set(all_linear_estimate "${OUT}")
+# The plan records its adapters: read back as they are.
+run(recorded-targets 0 ${CALIBRATE} --replay ${WORK}/all-linear.json --dry-run)
+expect_in(recorded-targets "${OUT}" "down lora A forward")
+# A file that does not record them (written before it did): the defaults disagree with its
+# trainable count, and the message says what to pass.
+set(older "${all_linear_estimate}")
+foreach(key lora_rank lora_alpha lora_dropout lora_targets)
+  string(JSON older REMOVE "${older}" plan ${key})
+endforeach()
+file(WRITE ${WORK}/all-linear-older.json "${older}")
+run(unrecorded-targets 2 ${CALIBRATE} --replay ${WORK}/all-linear-older.json --dry-run)
 expect_in(unrecorded-targets "${ERR}" "key 'trainable_parameters'")
 expect_in(unrecorded-targets "${ERR}" "--plan-set lora_targets=")
-run(targets-given 0 ${CALIBRATE} --replay ${WORK}/all-linear.json --dry-run
+run(targets-given 0 ${CALIBRATE} --replay ${WORK}/all-linear-older.json --dry-run
     --plan-set lora_targets=all-linear)
 expect_in(targets-given "${OUT}" "down lora A forward")
 
