@@ -1,5 +1,7 @@
 #include "cmd_estimate.hpp"
 
+#include "answer.hpp"
+
 #include <fmt/format.h>
 
 #include <iostream>
@@ -208,10 +210,11 @@ void run_estimate(const io::Catalog& catalog, const TrainingOptions& o) {
   }
   if (o.json) {
     std::cout << io::estimate_json(a, n, c, e, tokens).dump(2) << "\n";
-    return;
+  } else {
+    print_estimate(r, n, e, tokens, profile.has_value());
+    if (o.activations) print_activations(a, e);
   }
-  print_estimate(r, n, e, tokens, profile.has_value());
-  if (o.activations) print_activations(a, e);
+  if (!e.fits) throw AnsweredNo("this configuration does not fit (exit 1)");
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "cmd_fit.hpp"
 
+#include "answer.hpp"
+
 #include <fmt/format.h>
 
 #include <iostream>
@@ -68,6 +70,7 @@ void run_fit(const io::Catalog& catalog, const TrainingOptions& o) {
     io::Json j = io::fit_json(a, n, r.cluster.cluster, f, summary);
     j["model"]["trainable_parameters"] = trainable;
     std::cout << j.dump(2) << "\n";
+    if (!f.recommended) throw AnsweredNo("it does not fit (exit 1)");
     return;
   }
   std::cout << summary << "\n";
@@ -98,6 +101,7 @@ void run_fit(const io::Catalog& catalog, const TrainingOptions& o) {
       "usable on a {}. * = recommended: the fastest that fits, tokens/s estimated at its largest micro-batch "
       "(trainplan estimate for the details).\n",
       gib_text(f.usable), r.cluster.cluster.gpu.name);
+  if (!f.recommended) throw AnsweredNo("it does not fit (exit 1)");
 }
 
 }  // namespace

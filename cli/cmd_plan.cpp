@@ -1,5 +1,7 @@
 #include "cmd_plan.hpp"
 
+#include "answer.hpp"
+
 #include <fmt/format.h>
 
 #include <iostream>
@@ -102,11 +104,11 @@ void run_plan(const io::Catalog& catalog, const TrainingOptions& o) {
     print_emitted(o, p.plans.front(), c, a);
     return;
   }
-  if (o.json) {
+  if (o.json)
     std::cout << io::plan_result_json(a, n, c, p, tokens).dump(2) << "\n";
-    return;
-  }
-  print_plans(r, n, p, tokens, req.global_batch);
+  else
+    print_plans(r, n, p, tokens, req.global_batch);
+  if (p.plans.empty()) throw AnsweredNo("no plan fits (exit 1)");
 }
 
 }  // namespace

@@ -27,6 +27,9 @@ int main(int argc, char** argv) {
     CLI::App app{"trainplan: will this model train on this hardware, how, and how fast"};
     app.require_subcommand(1);
     app.set_version_flag("--version", "trainplan 0.1.0");
+    app.footer(
+        "Exit codes: 0 the answer is yes (it fits, a plan fits, every value within tolerance); 1 the "
+        "answer is no; 2 bad input (the message names it); 3 internal error.");
     trainplan::cli::setup_fit(app, catalog);
 #ifdef TRAINPLAN_HAVE_CMD_ESTIMATE
     trainplan::cli::setup_estimate(app, catalog);
@@ -44,7 +47,8 @@ int main(int argc, char** argv) {
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-      return app.exit(e);
+      const int rc = app.exit(e);  // prints help, the version or the parse error
+      return rc == 0 ? 0 : 2;      // a parse error is bad input
     }
     return 0;
   } catch (const trainplan::cli::AnsweredNo& e) {
