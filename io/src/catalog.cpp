@@ -263,13 +263,38 @@ ResolvedGpu Catalog::resolve_gpu(const std::string& name) const {
   throw InputError(msg + "; known GPUs: " + list);
 }
 
+namespace {
+
+// A count in a cluster or link spec: digits only, at most a million (no cluster has more).
+int spec_count(const std::string& digits, const std::string& what) {
+  constexpr long long kMaxCount = 1'000'000;
+  long long v = 0;
+  for (const char ch : digits) {
+    v = v * 10 + (ch - '0');
+    if (v > kMaxCount)
+      throw InputError(what + ": the count '" + digits + "' is too large (at most 1,000,000)");
+  }
+  return static_cast<int>(v);
+}
+
+// Specs are short; a long one is a mistake (and would only slow the pattern match down).
+void check_spec_length(const std::string& text, const std::string& what) {
+  constexpr std::size_t kMaxSpec = 256;
+  if (text.size() > kMaxSpec)
+    throw InputError(what + " is " + std::to_string(text.size()) +
+                     " characters long; expected a short spec such as 2x8xH100-80GB");
+}
+
+}  // namespace
+
 hardware::InterNodeLink parse_inter_node(const std::string& text) {
+  check_spec_length(text, "--inter-node");
   static const std::regex kPattern(R"(^(?:(\d+)[xX])?(\d+(?:\.\d+)?)\s*Gb(?:ps|it/s|/s)?$)");
   std::smatch m;
   if (!std::regex_match(text, m, kPattern))
     throw InputError("--inter-node '" + text + "': expected NICS x RATE, e.g. 8x200Gbps or 400Gbps");
   hardware::InterNodeLink l;
-  l.links_per_node = m[1].matched ? std::stoi(m[1].str()) : 1;
+  l.links_per_node = m[1].matched ? spec_count(m[1].str(), "--inter-node '" + text + "'") : 1;
   l.link_Gbps = std::stod(m[2].str());
   l.fabric = "infiniband";
   if (l.links_per_node < 1 || l.link_Gbps <= 0)
@@ -304,13 +329,13 @@ ResolvedCluster Catalog::resolve_cluster(const std::string& spec,
     }
     r.reject_unknown();
     explicit_nodes = true;
-  } else if (std::regex_match(spec, m, kNodes)) {
-    c.nodes = std::stoi(m[1].str());
-    c.gpus_per_node = std::stoi(m[2].str());
+  } else if (check_spec_length(spec, "cluster"), std::regex_match(spec, m, kNodes)) {
+    c.nodes = spec_count(m[1].str(), "cluster '" + spec + "'");
+    c.gpus_per_node = spec_count(m[2].str(), "cluster '" + spec + "'");
     gpu_name = m[3].str();
     explicit_nodes = true;
   } else if (std::regex_match(spec, m, kGpus)) {
-    c.gpus_per_node = std::stoi(m[1].str());
+    c.gpus_per_node = spec_count(m[1].str(), "cluster '" + spec + "'");
     gpu_name = m[2].str();
   } else {
     c.gpus_per_node = 1;

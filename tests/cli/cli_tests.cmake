@@ -122,6 +122,10 @@ run_case(bad_host_memory 2 fit 7b A100 --host-memory -3 ERR "--host-memory must 
 run_case(host_memory_too_small 1 fit llama-2-70b 8xA100-80GB --seq 8192 --offload optimizer
          --checkpointing full-offload --host-memory 100 MATCH "fits the GPUs but needs .* of 100.0 GiB of CPU memory per node")
 run_case(megatron_has_no_fsdp 2 fit 7b 8xA100 --framework megatron --strategy fsdp-full ERR "megatron framework")
+run_case(cluster_count_overflow 2 fit 7b 99999999999999999999xA100 ERR "count '99999999999999999999' is too large")
+string(REPEAT "1x" 20000 long_cluster)
+run_case(cluster_spec_too_long 2 fit 7b "${long_cluster}A100" ERR "cluster is 40004 characters long")
+run_case(inter_node_count_overflow 2 fit 7b 2x8xA100 --inter-node 99999999999999x200Gbps ERR "--inter-node" "too large")
 run_case(no_arguments nonzero)
 # GPU capabilities: a V100 (no bf16 tensor cores, no FlashAttention-2) defaults to fp16-mixed and
 # sdpa, and refuses bf16 and flash by name (docs/formulas.md, "GPU capabilities").
