@@ -108,4 +108,10 @@ class CommSuite {
   std::size_t buffer_bytes_ = 0;
 };
 
+// Enqueues one collective of `shape` on `stream` (send/recv as a ring: to the next rank, from
+// the previous one, as nccl-tests' sendrecv); the sweep and the replay both issue through it.
+[[nodiscard]] ncclResult_t issue_collective(Collective c, const CollectiveShape& s,
+                                           ncclDataType_t type, const void* send, void* recv,
+                                           ncclComm_t comm, int rank, int n, cudaStream_t stream);
+
 }  // namespace trainplan::calibrate::bench

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <thread>
 
+#include "comm.hpp"
 #include "kernels.hpp"
 #include "sweep.hpp"
 
@@ -19,31 +20,6 @@ constexpr std::size_t kElementBytes = 2;  // bf16: what activations and 16-bit g
 
 [[nodiscard]] bool ok(ncclResult_t r) { return r == ncclSuccess || r == ncclInProgress; }
 
-ncclResult_t issue(Collective c, const CollectiveShape& s, const void* send, void* recv,
-                   ncclComm_t comm, int rank, int n, cudaStream_t stream) {
-  switch (c) {
-    case Collective::kAllReduce:
-      return ncclAllReduce(send, recv, s.send_count, ncclBfloat16, ncclSum, comm, stream);
-    case Collective::kAllGather:
-      return ncclAllGather(send, recv, s.send_count, ncclBfloat16, comm, stream);
-    case Collective::kReduceScatter:
-      return ncclReduceScatter(send, recv, s.recv_count, ncclBfloat16, ncclSum, comm, stream);
-    case Collective::kAllToAll:
-      return ncclAlltoAll(send, recv, s.chunk, ncclBfloat16, comm, stream);
-    case Collective::kBroadcast:
-      return ncclBroadcast(send, recv, s.send_count, ncclBfloat16, 0, comm, stream);
-    case Collective::kSendRecv: {
-      // Pipeline neighbours exchange activations one way and gradients the other: each rank sends
-      // to the next and receives from the previous (a pair swaps).
-      if (const ncclResult_t r = ncclGroupStart(); r != ncclSuccess) return r;
-      ncclResult_t r = ncclSend(send, s.send_count, ncclBfloat16, (rank + 1) % n, comm, stream);
-      if (ok(r)) r = ncclRecv(recv, s.recv_count, ncclBfloat16, (rank + n - 1) % n, comm, stream);
-      const ncclResult_t end = ncclGroupEnd();
-      return !ok(r) ? r : end;
-    }
-  }
-  return ncclInvalidArgument;
-}
 
 // Group of world rank r: the block of stride x ranks consecutive ranks it falls in, and its offset
 // inside the stride; ranks of a block cut short by the end of the job form no group.
@@ -292,8 +268,8 @@ double ReplayComm::time_us(Collective c, std::int64_t bytes, int ranks, int stri
     TP_NCCL(ncclGroupStart());
     for (std::size_t i = 0; i < in.size(); ++i) {
       Local* g = in[i];
-      const ncclResult_t r = issue(c, *shape, g->send.get(), g->recv.get(), comms[i], rank_in[i],
-                                   ranks, g->stream.get());
+      const ncclResult_t r = issue_collective(c, *shape, ncclBfloat16, g->send.get(), g->recv.get(),
+                                              comms[i], rank_in[i], ranks, g->stream.get());
       if (!ok(r)) {
         ncclGroupEnd();
         throw GpuError(fmt::format("NCCL error in {}: {} ({})", what, ncclGetErrorString(r),
