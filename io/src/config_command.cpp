@@ -1,0 +1,152 @@
+// Launch command lines: torchrun's own options (pytorch/pytorch v2.5, torch/distributed/run.py:
+// --nnodes, --nproc_per_node / --nproc-per-node), then either Megatron-LM's pretrain script
+// (NVIDIA/Megatron-LM core_r0.9.0, megatron/training/arguments.py: --tensor-model-parallel-size,
+// --pipeline-model-parallel-size, --num-layers-per-virtual-pipeline-stage, --micro-batch-size,
+// --global-batch-size, --seq-length, --bf16/--fp16 (fp32 master weights in the optimizer),
+// --recompute-granularity full|selective, --recompute-activations (= selective),
+// --use-distributed-optimizer, --sequence-parallel, --expert-model-parallel-size,
+// --use-flash-attn) or a Hugging Face Trainer script's TrainingArguments flags.
+
+#include <map>
+#include <string>
+
+#include "config_reader.hpp"
+
+namespace trainplan::io::config {
+namespace {
+
+// "--name value", "--name=value" and bare flags, in order; the script is the first word ending in
+// ".py". Launcher options (before the script) and script options are kept apart.
+struct Parsed {
+  std::vector<std::pair<std::string, std::string>> launcher;
+  std::vector<std::pair<std::string, std::string>> script;
+  std::string script_name;
+};
+
+Parsed parse(const std::vector<std::string>& args) {
+  Parsed p;
+  auto* into = &p.launcher;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.rfind("--", 0) != 0) {
+      if (p.script_name.empty() && a.size() > 3 && a.substr(a.size() - 3) == ".py") {
+        p.script_name = a;
+        into = &p.script;
+      }
+      continue;
+    }
+    const std::size_t eq = a.find('=');
+    if (eq != std::string::npos) {
+      into->emplace_back(a.substr(0, eq), a.substr(eq + 1));
+    } else if (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0 &&
+               !(p.script_name.empty() && args[i + 1].size() > 3 &&
+                 args[i + 1].substr(args[i + 1].size() - 3) == ".py")) {
+      into->emplace_back(a, args[i + 1]);
+      ++i;
+    } else {  // a bare flag (also "--flag train.py": the word is the script)
+      into->emplace_back(a, "");
+    }
+  }
+  return p;
+}
+
+std::int64_t positive(Reader& r, const std::string& flag, const std::string& value) {
+  std::size_t used = 0;
+  std::int64_t v = 0;
+  try {
+    v = std::stoll(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != value.size() || v < 1) r.fail(flag, value, "must be a positive integer");
+  return v;
+}
+
+void read_launcher(const Parsed& p, Reader& r) {
+  std::int64_t nodes = 1;
+  std::optional<std::int64_t> per_node;
+  for (const auto& [flag, value] : p.launcher) {
+    if (flag == "--nnodes" || flag == "--num_nodes") {
+      // torchrun also takes an elastic "MIN:MAX" range.
+      if (value.find(':') != std::string::npos) {
+        r.unresolved("nodes", flag, value, "an elastic node range; left to other inputs");
+        continue;
+      }
+      nodes = positive(r, flag, value);
+      r.set("nodes", std::to_string(nodes), flag, value);
+    } else if (flag == "--nproc_per_node" || flag == "--nproc-per-node" || flag == "--num_gpus") {
+      if (value == "gpu" || value == "auto") {
+        r.unresolved("gpus", flag, value, "every visible GPU; left to other inputs");
+        continue;
+      }
+      per_node = positive(r, flag, value);
+    }
+  }
+  if (per_node)
+    r.set("gpus", std::to_string(nodes * *per_node), "--nnodes x --nproc_per_node",
+          std::to_string(nodes) + " x " + std::to_string(*per_node));
+}
+
+}  // namespace
+
+void read_megatron_command(const std::vector<std::string>& args, Reader& r) {
+  const Parsed p = parse(args);
+  read_launcher(p, r);
+  r.set("framework", "megatron", "(a Megatron-LM command)", p.script_name);
+  const std::map<std::string, std::string, std::less<>> kInts{
+      {"--tensor-model-parallel-size", "tp"},   {"--pipeline-model-parallel-size", "pp"},
+      {"--micro-batch-size", "micro-batch"},    {"--global-batch-size", "global-batch"},
+      {"--seq-length", "seq"},                  {"--expert-model-parallel-size", "expert-parallel"}};
+  bool distributed_optimizer = false;
+  for (const auto& [flag, value] : p.script) {
+    if (const auto it = kInts.find(flag); it != kInts.end()) {
+      r.set(it->second, std::to_string(positive(r, flag, value)), flag, value);
+    } else if (flag == "--bf16") {
+      r.set("precision", "bf16-mixed", flag, "");
+    } else if (flag == "--fp16") {
+      r.set("precision", "fp16-mixed", flag, "");
+    } else if (flag == "--recompute-granularity") {
+      if (value != "full" && value != "selective") r.fail(flag, value, "must be full or selective");
+      r.set("checkpointing", value, flag, value);
+    } else if (flag == "--recompute-activations") {
+      r.set("checkpointing", "selective", flag, "");
+    } else if (flag == "--use-distributed-optimizer") {
+      distributed_optimizer = true;
+    } else if (flag == "--sequence-parallel") {
+      r.set("sequence-parallel", "true", flag, "");
+    } else if (flag == "--use-flash-attn") {
+      r.set("attention", "flash", flag, "");
+    } else if (flag == "--num-layers-per-virtual-pipeline-stage") {
+      r.unresolved("pp-virtual", flag, value, "virtual stages = layers / (pipeline size x this); give --pp-virtual");
+    }
+  }
+  // Megatron's DDP all-reduces gradients; the distributed optimizer shards the optimizer states.
+  r.set("strategy", distributed_optimizer ? "zero1" : "ddp",
+        distributed_optimizer ? "--use-distributed-optimizer" : "(no --use-distributed-optimizer)", "");
+}
+
+void read_torchrun_command(const std::vector<std::string>& args, Reader& r) {
+  const Parsed p = parse(args);
+  read_launcher(p, r);
+  // The flags are TrainingArguments fields: read them as such a file would be.
+  Json j = Json::object();
+  for (const auto& [flag, value] : p.script) {
+    const std::string key = flag.substr(2);
+    if (value.empty()) {
+      j[key] = true;
+    } else {
+      Json v = value;
+      if (key == "per_device_train_batch_size" || key == "gradient_accumulation_steps" ||
+          key == "max_seq_length")
+        v = positive(r, flag, value);
+      j[key] = v;
+    }
+  }
+  // --optim adamw_torch --optim_args foreach=False: torch's per-parameter loop.
+  const bool for_loop = j.contains("optim_args") && j.at("optim_args") == "foreach=False";
+  read_training_arguments(j, r);
+  if (for_loop && j.value("optim", "") == "adamw_torch")
+    r.set("optimizer-impl", "for-loop", "--optim_args", "foreach=False");
+}
+
+}  // namespace trainplan::io::config

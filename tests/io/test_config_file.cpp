@@ -1,0 +1,287 @@
+// Every real config under configs/ (sources in configs/SOURCES.md) read into trainplan options. The
+// expected settings were written by reading each file against the framework's documented key
+// meanings (cited in io/src/config_*.cpp): the test fails on any missing, extra or different option.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "trainplan/core/error.hpp"
+#include "trainplan/io/config_file.hpp"
+
+namespace trainplan::io {
+namespace {
+
+using Options = std::map<std::string, std::string>;
+
+std::string config_path(const std::string& name) { return std::string(TRAINPLAN_CONFIGS) + "/" + name; }
+
+Options options_of(const ConfigRead& r) {
+  Options o;
+  for (const Setting& s : r.settings) {
+    EXPECT_TRUE(o.emplace(s.option, s.value).second) << "option set twice: " << s.option;
+    EXPECT_EQ(s.source.rfind(r.path.substr(r.path.rfind('/') + 1) + ": ", 0), 0u) << s.source;
+  }
+  return o;
+}
+
+struct Row {
+  std::string file;
+  std::string kind;
+  Options expected;
+  std::vector<std::string> unresolved;  // options left to other inputs ("" = not one option)
+  std::vector<std::string> warnings;    // a fragment of each warning, in order
+};
+
+const std::vector<Row>& rows() {
+  static const std::vector<Row> kRows{
+      {"ds-accelerate-zero_stage1.json", "DeepSpeed config",
+       {{"framework", "deepspeed"}, {"grad-accum", "1"}, {"precision", "fp16-mixed"},
+        {"strategy", "zero1"}, {"optimizer", "adamw"}, {"optimizer-impl", "foreach"}},
+       {"micro-batch", "global-batch"}, {}},
+      {"ds-accelerate-zero_stage2_offload.json", "DeepSpeed config",
+       {{"framework", "deepspeed"}, {"grad-accum", "1"}, {"precision", "fp16-mixed"},
+        {"strategy", "zero2"}, {"offload", "optimizer"}, {"optimizer", "adamw"},
+        {"optimizer-impl", "foreach"}},
+       {"micro-batch", "global-batch"}, {}},
+      {"ds-accelerate-zero_stage3_offload.json", "DeepSpeed config",
+       {{"framework", "deepspeed"}, {"grad-accum", "1"}, {"precision", "fp16-mixed"},
+        {"strategy", "zero3"}, {"offload", "optimizer+params"}, {"optimizer", "adamw"}},
+       {"micro-batch", "global-batch"}, {}},
+      {"ds-examples-zenflow.json", "DeepSpeed config",
+       {{"framework", "deepspeed"}, {"grad-accum", "1"}, {"global-batch", "8"},
+        {"precision", "bf16-mixed"}, {"strategy", "zero2"}, {"offload", "optimizer"},
+        {"optimizer", "adamw"}},
+       {}, {"zero_optimization.zenflow"}},
+      {"ds-examples-autotuning-fp16-z3.json", "DeepSpeed config",
+       {{"framework", "deepspeed"}, {"precision", "fp16-mixed"}, {"strategy", "zero3"}},
+       {"micro-batch"}, {}},
+      {"accelerate-fsdp.yaml", "accelerate config",
+       {{"gpus", "2"}, {"precision", "bf16-mixed"}, {"framework", "pytorch"},
+        {"strategy", "fsdp-full"}, {"offload", "none"}, {"fsdp-wrap", "block"}},
+       {}, {}},
+      {"accelerate-multi-gpu.yaml", "accelerate config",
+       {{"gpus", "2"}, {"precision", "bf16-mixed"}, {"strategy", "ddp"}}, {}, {}},
+      {"accelerate-multi-node.yaml", "accelerate config",
+       {{"nodes", "2"}, {"gpus", "8"}, {"strategy", "ddp"}}, {}, {}},
+      {"accelerate-deepspeed-file.yaml", "accelerate config",
+       {{"gpus", "2"}, {"framework", "deepspeed"}}, {""}, {}},
+      {"accelerate-peft-sft-zero3.yaml", "accelerate config",
+       {{"nodes", "1"}, {"gpus", "8"}, {"precision", "bf16-mixed"}, {"framework", "deepspeed"},
+        {"strategy", "zero3"}, {"grad-accum", "4"}, {"offload", "none"}},
+       {}, {}},
+      {"accelerate-peft-sft-fsdp-qlora.yaml", "accelerate config",
+       {{"nodes", "1"}, {"gpus", "2"}, {"precision", "fp32"}, {"framework", "pytorch"},
+        {"strategy", "fsdp-full"}, {"offload", "optimizer+params"}, {"fsdp-wrap", "block"}},
+       {}, {}},
+      {"accelerate-peft-fsdp2.yaml", "accelerate config",
+       {{"nodes", "1"}, {"gpus", "2"}, {"precision", "bf16-mixed"}, {"framework", "pytorch"},
+        {"strategy", "fsdp-full"}, {"offload", "none"}, {"fsdp-wrap", "block"}},
+       {}, {}},
+      {"accelerate-handbook-zero3.yaml", "accelerate config",
+       {{"nodes", "1"}, {"gpus", "8"}, {"precision", "bf16-mixed"}, {"framework", "deepspeed"},
+        {"strategy", "zero3"}, {"offload", "none"}},
+       {}, {}},
+      {"peft-lora-rank32.json", "PEFT adapter_config",
+       {{"method", "lora"}, {"lora-rank", "32"}, {"lora-alpha", "64"}, {"lora-dropout", "0.0"}},
+       {"lora-targets"}, {}},
+      {"peft-lora-rank10-mlp.json", "PEFT adapter_config",
+       {{"method", "lora"}, {"lora-rank", "10"}, {"lora-alpha", "20"}, {"lora-dropout", "0.0"},
+        {"lora-targets", "gate_proj,up_proj,down_proj"}},
+       {}, {}},
+      {"peft-lora-rank64-rslora.json", "PEFT adapter_config",
+       {{"method", "lora"}, {"lora-rank", "64"}, {"lora-alpha", "64"}, {"lora-dropout", "0.0"}},
+       {"lora-targets"}, {}},
+      {"peft-lora-r8.json", "PEFT adapter_config",
+       {{"method", "lora"}, {"lora-rank", "8"}, {"lora-alpha", "16"}, {"lora-dropout", "0.1"},
+        {"lora-targets", "q_proj,v_proj"}},
+       {}, {}},
+      {"trainargs-zephyr-sft-full.yaml", "TrainingArguments",
+       {{"micro-batch", "16"}, {"grad-accum", "1"}, {"precision", "bf16-mixed"},
+        {"checkpointing", "full"}, {"seq", "2048"}, {"attention", "flash"},
+        {"model", "mistralai/Mistral-7B-v0.1"}},
+       {}, {"torch_dtype = bfloat16"}},
+      {"trainargs-zephyr-sft-qlora.yaml", "TrainingArguments",
+       {{"micro-batch", "4"}, {"grad-accum", "2"}, {"precision", "bf16-mixed"},
+        {"checkpointing", "full"}, {"seq", "2048"}, {"attention", "flash"},
+        {"model", "mistralai/Mistral-7B-v0.1"}, {"method", "qlora"}, {"quant", "nf4"},
+        {"lora-rank", "16"}, {"lora-alpha", "16"}, {"lora-dropout", "0.05"},
+        {"lora-targets", "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj"}},
+       {}, {"torch_dtype = bfloat16"}},
+      {"trainargs-hfargparser-bart.json", "TrainingArguments",
+       {{"micro-batch", "1"}, {"model", "facebook/bart-base"}}, {}, {}},
+      {"litgpt-llama-3.1-8b-lora.yaml", "litgpt config",
+       {{"model", "meta-llama/Meta-Llama-3.1-8B"}, {"precision", "bf16-true"}, {"method", "lora"},
+        {"lora-rank", "32"}, {"lora-alpha", "16"}, {"lora-dropout", "0.05"}, {"lora-targets", "q,v"},
+        {"gpus", "1"}, {"strategy", "single"}, {"nodes", "1"}, {"global-batch", "8"},
+        {"micro-batch", "1"}, {"seq", "512"}, {"grad-accum", "8"}, {"optimizer", "adamw"}},
+       {}, {}},
+      {"litgpt-llama-3.1-8b-qlora.yaml", "litgpt config",
+       {{"model", "meta-llama/Meta-Llama-3.1-8B"}, {"precision", "bf16-true"}, {"method", "qlora"},
+        {"quant", "nf4"}, {"lora-rank", "32"}, {"lora-alpha", "16"}, {"lora-dropout", "0.05"},
+        {"lora-targets", "q,v"}, {"gpus", "1"}, {"strategy", "single"}, {"nodes", "1"},
+        {"global-batch", "8"}, {"micro-batch", "2"}, {"seq", "512"}, {"grad-accum", "4"},
+        {"optimizer", "adamw"}},
+       {}, {}},
+      {"litgpt-llama-3.1-8b-full.yaml", "litgpt config",
+       {{"model", "meta-llama/Meta-Llama-3.1-8B"}, {"precision", "bf16-true"}, {"method", "full"},
+        {"gpus", "4"}, {"strategy", "fsdp-full"}, {"fsdp-wrap", "block"}, {"checkpointing", "full"},
+        {"nodes", "1"}, {"global-batch", "64"}, {"micro-batch", "4"}, {"seq", "512"},
+        {"grad-accum", "4"}, {"optimizer", "adamw"}},
+       {}, {}},
+      {"torchtune-llama3_1-8B_lora.yaml", "torchtune config",
+       {{"method", "lora"}, {"lora-rank", "8"}, {"lora-alpha", "16"}, {"lora-dropout", "0.0"},
+        {"lora-targets", "q,v,o,gate,up,down"}, {"micro-batch", "2"}, {"grad-accum", "8"},
+        {"precision", "bf16-true"}, {"checkpointing", "none"}, {"optimizer", "adamw"},
+        {"optimizer-impl", "fused"}},
+       {"model", "strategy"}, {}},
+      {"torchtune-llama3_1-8B_qlora_single_device.yaml", "torchtune config",
+       {{"method", "qlora"}, {"quant", "nf4-dq"}, {"lora-rank", "8"}, {"lora-alpha", "16"},
+        {"lora-dropout", "0.0"}, {"lora-targets", "q,v,o,gate,up,down"}, {"micro-batch", "2"},
+        {"grad-accum", "8"}, {"precision", "bf16-true"}, {"checkpointing", "full"},
+        {"optimizer", "adamw"}, {"optimizer-impl", "fused"}},
+       {"model", "strategy"}, {}},
+      {"torchtune-llama3_1-8B_full.yaml", "torchtune config",
+       {{"method", "full"}, {"micro-batch", "2"}, {"grad-accum", "1"}, {"precision", "bf16-true"},
+        {"checkpointing", "full"}, {"strategy", "fsdp-full"}, {"optimizer", "adamw"},
+        {"optimizer-impl", "fused"}},
+       {"model"}, {}},
+      {"axolotl-llama-3-lora-8b.yml", "axolotl config",
+       {{"model", "NousResearch/Meta-Llama-3-8B"}, {"method", "qlora"}, {"quant", "int8"},
+        {"lora-rank", "32"}, {"lora-alpha", "16"}, {"lora-dropout", "0.05"},
+        {"lora-targets", "all-linear"}, {"seq", "4096"}, {"micro-batch", "2"}, {"grad-accum", "4"},
+        {"checkpointing", "full"}, {"attention", "flash"}, {"optimizer", "adamw-8bit"}},
+       {"precision"}, {"lora_modules_to_save"}},
+      {"axolotl-llama-3-qlora.yml", "axolotl config",
+       {{"model", "NousResearch/Meta-Llama-3-8B"}, {"method", "qlora"}, {"quant", "nf4-dq"},
+        {"lora-rank", "32"}, {"lora-alpha", "16"}, {"lora-dropout", "0.05"},
+        {"lora-targets", "all-linear"}, {"seq", "4096"}, {"micro-batch", "2"}, {"grad-accum", "4"},
+        {"checkpointing", "full"}, {"attention", "flash"}},
+       {"precision", "optimizer"}, {}},
+      {"axolotl-llama-3-qlora-fsdp-70b.yaml", "axolotl config",
+       {{"model", "casperhansen/llama-3-70b-fp16"}, {"method", "qlora"}, {"quant", "nf4-dq"},
+        {"lora-rank", "8"}, {"lora-alpha", "16"}, {"lora-dropout", "0.05"},
+        {"lora-targets", "all-linear"}, {"seq", "512"}, {"micro-batch", "1"}, {"grad-accum", "4"},
+        {"checkpointing", "full"}, {"attention", "flash"}, {"optimizer", "adamw"},
+        {"optimizer-impl", "fused"}, {"strategy", "fsdp-full"}, {"fsdp-wrap", "block"},
+        {"offload", "optimizer+params"}},
+       {"precision"}, {}},
+  };
+  return kRows;
+}
+
+TEST(ConfigFile, RealConfigsGiveTheirOptions) {
+  for (const Row& row : rows()) {
+    SCOPED_TRACE(row.file);
+    const ConfigRead r = read_training_config(config_path(row.file));
+    EXPECT_EQ(r.kind, row.kind);
+    EXPECT_EQ(options_of(r), row.expected);
+    EXPECT_EQ(r.unresolved_options, row.unresolved);
+    ASSERT_EQ(r.unresolved.size(), r.unresolved_options.size());
+    ASSERT_EQ(r.warnings.size(), row.warnings.size()) << (r.warnings.empty() ? "" : r.warnings[0]);
+    for (std::size_t i = 0; i < row.warnings.size(); ++i)
+      EXPECT_NE(r.warnings[i].find(row.warnings[i]), std::string::npos) << r.warnings[i];
+  }
+}
+
+TEST(ConfigFile, AtLeastTwentyRealFilesFromSevenFrameworks) {
+  std::map<std::string, int> kinds;
+  for (const Row& row : rows()) ++kinds[row.kind];
+  EXPECT_GE(rows().size(), 20u);
+  EXPECT_EQ(kinds.size(), 7u);
+}
+
+TEST(ConfigFile, SourcesNameFileKeyAndValue) {
+  const ConfigRead r = read_training_config(config_path("ds-accelerate-zero_stage3_offload.json"));
+  ASSERT_NE(r.find("strategy"), nullptr);
+  EXPECT_EQ(r.find("strategy")->source, "ds-accelerate-zero_stage3_offload.json: zero_optimization.stage = 3");
+  EXPECT_NE(r.unresolved.at(0).find("train_micro_batch_size_per_gpu = \"auto\""), std::string::npos);
+}
+
+// What a bad file must say: the file, the key and (where there is one) the value.
+struct BadRow {
+  std::string file;
+  std::vector<std::string> message_parts;
+};
+
+TEST(ConfigFile, BadFilesAreRefusedByName) {
+  const std::vector<BadRow> bad{
+      {"bad-wrong-kind.json", {"bad-wrong-kind.json", "not a training config"}},
+      {"bad-peft-ia3.json", {"bad-peft-ia3.json", "peft_type", "\"IA3\"", "LoRA"}},
+      {"bad-ds-fp16-and-bf16.json", {"bad-ds-fp16-and-bf16.json", "bf16.enabled", "fp16.enabled", "contradicts"}},
+      {"bad-ds-wrong-type.json", {"bad-ds-wrong-type.json", "train_micro_batch_size_per_gpu", "\"four\"", "integer"}},
+      {"bad-ds-batch-arithmetic.json", {"bad-ds-batch-arithmetic.json", "train_batch_size", "10", "multiple"}},
+      {"bad-ds-offload-param-stage2.json", {"bad-ds-offload-param-stage2.json", "offload_param", "stage 3"}},
+      {"bad-accelerate-tpu.yaml", {"bad-accelerate-tpu.yaml", "distributed_type", "\"TPU\""}},
+      {"bad-litgpt-batch.yaml", {"bad-litgpt-batch.yaml", "train.global_batch_size", "6", "micro_batch_size"}},
+      {"bad-yaml-syntax.yaml", {"bad-yaml-syntax.yaml", "invalid YAML", "line"}},
+      {"bad-megatron-granularity.sh", {"bad-megatron-granularity.sh", "--recompute-granularity", "partial"}},
+      {"no-such-file.json", {"no-such-file.json"}},
+  };
+  for (const BadRow& row : bad) {
+    SCOPED_TRACE(row.file);
+    try {
+      (void)read_training_config(config_path(row.file));
+      ADD_FAILURE() << "accepted";
+    } catch (const InputError& e) {
+      for (const std::string& part : row.message_parts)
+        EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(ConfigFile, UnknownKeysAreNamedWarnings) {
+  const ConfigRead ds = read_training_config(config_path("bad-ds-unknown-keys.json"));
+  ASSERT_EQ(ds.warnings.size(), 2u);
+  EXPECT_NE(ds.warnings[0].find("'fp16.loss_scal' is not a DeepSpeed key"), std::string::npos) << ds.warnings[0];
+  EXPECT_NE(ds.warnings[1].find("'zero_optimisation' is not a DeepSpeed key"), std::string::npos) << ds.warnings[1];
+  EXPECT_EQ(ds.find("strategy"), nullptr);  // the misspelt section is not read
+  const ConfigRead ax = read_training_config(config_path("bad-axolotl-typos.yml"));
+  ASSERT_EQ(ax.warnings.size(), 2u);
+  EXPECT_NE(ax.warnings[0].find("'gradient_acumulation_steps' is not an axolotl key"), std::string::npos);
+  EXPECT_NE(ax.warnings[1].find("'micro_batchsize' is not an axolotl key"), std::string::npos);
+}
+
+TEST(ConfigFile, AutoWithNothingToResolveItIsAnError) {
+  const std::vector<ConfigRead> reads{read_training_config(config_path("bad-ds-auto-only.json"))};
+  EXPECT_EQ(reads[0].unresolved_options, (std::vector<std::string>{"micro-batch", "grad-accum"}));
+  try {
+    require_resolved(reads, {});
+    ADD_FAILURE() << "accepted";
+  } catch (const InputError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("bad-ds-auto-only.json"), std::string::npos) << m;
+    EXPECT_NE(m.find("train_micro_batch_size_per_gpu"), std::string::npos) << m;
+    EXPECT_NE(m.find("--micro-batch"), std::string::npos) << m;
+  }
+  EXPECT_NO_THROW(require_resolved(reads, {"micro-batch", "grad-accum"}));
+  // Another file that gives the value resolves it too (a Trainer JSON next to a DeepSpeed "auto").
+  std::vector<ConfigRead> with_trainer = reads;
+  with_trainer.push_back(read_training_config_text(
+      R"({"per_device_train_batch_size": 4, "gradient_accumulation_steps": 8})", "args.json"));
+  EXPECT_NO_THROW(require_resolved(with_trainer, {}));
+}
+
+TEST(ConfigFile, KindComesFromContentNotName) {
+  // A DeepSpeed config saved as .yaml is still JSON and still DeepSpeed.
+  const ConfigRead r = read_training_config_text(R"({"zero_optimization": {"stage": 1}})", "odd.yaml");
+  EXPECT_EQ(r.kind, "DeepSpeed config");
+  EXPECT_EQ(r.find("strategy")->value, "zero1");
+  EXPECT_THROW((void)read_training_config_text("just: a\nmapping: 1\n", "x.json"), InputError);
+}
+
+TEST(ConfigFile, YamlScalarsFollowPyYaml) {
+  // Unquoted `no` is a boolean in PyYAML; accelerate writes 'no' quoted, and both mean fp32.
+  for (const char* text : {"distributed_type: MULTI_GPU\nmixed_precision: no\n",
+                           "distributed_type: MULTI_GPU\nmixed_precision: 'no'\n"}) {
+    SCOPED_TRACE(text);
+    EXPECT_EQ(read_training_config_text(text, "a.yaml").find("precision")->value, "fp32");
+  }
+  // A quoted number is a string: a wrong type for a count.
+  EXPECT_THROW((void)read_training_config_text("distributed_type: MULTI_GPU\nnum_processes: '8'\n", "a.yaml"),
+               InputError);
+}
+
+}  // namespace
+}  // namespace trainplan::io
