@@ -2,10 +2,79 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
 namespace trainplan::planner {
 namespace {
 
-// DeepSpeed's ZeRO stage closest to each strategy (FSDP FULL_SHARD = stage 3, SHARD_GRAD_OP = 2).
+using OJson = nlohmann::ordered_json;
+
+bool is_fp16(Precision p) { return p == Precision::fp16_mixed || p == Precision::fp16_true; }
+bool is_bf16(Precision p) { return p == Precision::bf16_mixed || p == Precision::bf16_true; }
+bool is_pure_16bit(Precision p) { return p == Precision::fp16_true || p == Precision::bf16_true; }
+bool is_adam(Optimizer o) { return o == Optimizer::adam || o == Optimizer::adamw; }
+
+bool uses_deepspeed(const model::Training& t) {
+  return t.framework == Framework::deepspeed || t.strategy == Strategy::zero1 ||
+         t.strategy == Strategy::zero2 || t.strategy == Strategy::zero3;
+}
+
+[[noreturn]] void refuse(const std::string& format, const std::string& what) {
+  throw EmitRefused(fmt::format("--emit {}: {}", format, what));
+}
+
+// micro-batch x accumulation x data-parallel degree, the batch every framework checks
+// (DeepSpeed's DeepSpeedConfig._batch_assertion, Megatron's --global-batch-size).
+std::int64_t checked_global_batch(const Estimate& e) {
+  const std::int64_t b = e.training.micro_batch * e.training.grad_accum * e.layout.dp;
+  if (b != e.global_batch)
+    throw std::logic_error(fmt::format("estimate's global batch {} != {} x {} x {}", e.global_batch,
+                                       e.training.micro_batch, e.training.grad_accum, e.layout.dp));
+  return b;
+}
+
+// The launchers below express data parallelism with ZeRO/FSDP only: no tensor, pipeline or
+// expert parallelism, and no Megatron-style selective recomputation.
+void require_data_parallel_only(const model::Training& t, const std::string& format,
+                                const std::string& what) {
+  if (t.tp > 1 || t.pp > 1)
+    refuse(format, fmt::format("{} cannot express tensor parallelism {} / pipeline parallelism {}; "
+                               "use --emit torchrun with --framework megatron (Megatron-LM)",
+                               what, t.tp, t.pp));
+  if (t.ep > 1)
+    refuse(format, fmt::format("{} cannot express expert parallelism {} (it is set in the model's "
+                               "MoE layers); use --emit torchrun with --framework megatron",
+                               what, t.ep));
+  if (t.checkpointing == Checkpointing::selective)
+    refuse(format, fmt::format("{} cannot express selective recomputation (Megatron-LM's); plan "
+                               "with --checkpointing full or none",
+                               what));
+}
+
+// What the training script itself must do, beyond the launcher's configuration.
+void note_script_changes(const model::Training& t, std::vector<std::string>& notes) {
+  if (t.checkpointing == Checkpointing::full_offload)
+    notes.push_back(
+        "checkpoints on the host: the checkpointed blocks run under "
+        "torch.autograd.graph.save_on_cpu(pin_memory=True) (all they save is their inputs; keep "
+        "the head outside it)");
+  if (t.method != Method::full)
+    notes.push_back(fmt::format("LoRA rank {} alpha {} on {}: configure PEFT in the training script",
+                                t.lora.rank, t.lora.alpha, fmt::join(t.lora.targets, ",")));
+  if (t.method == Method::qlora)
+    notes.push_back(fmt::format(
+        "QLoRA: load the base model with BitsAndBytesConfig(load_in_4bit=True, "
+        "bnb_4bit_quant_type='{}', bnb_4bit_use_double_quant={})",
+        t.quant == Quant::fp4 ? "fp4" : "nf4", t.quant == Quant::nf4_dq ? "True" : "False"));
+  if (is_pure_16bit(t.precision))
+    notes.push_back(fmt::format("{}: load the model in torch.{} (no fp32 master weights)",
+                                to_string(t.precision), is_bf16(t.precision) ? "bfloat16" : "float16"));
+}
+
+// DeepSpeed's ZeRO stage for each strategy (FSDP FULL_SHARD = stage 3, SHARD_GRAD_OP = 2).
 int zero_stage(Strategy s) {
   switch (s) {
     case Strategy::single:
@@ -24,36 +93,235 @@ int zero_stage(Strategy s) {
   return 0;
 }
 
+// DeepSpeed's "optimizer" section. Adam/AdamW step with DeepSpeed's FusedAdam (DeepSpeedCPUAdam
+// when offloaded) unless torch_adam asks for torch's; other names resolve to torch.optim
+// (DeepSpeed engine.py _is_supported_optimizer / _configure_basic_optimizer, v0.19.6).
+std::optional<OJson> deepspeed_optimizer(const model::Training& t, std::vector<std::string>& notes) {
+  const OptimizerImpl impl = t.optimizer_implementation();
+  switch (t.optimizer) {
+    case Optimizer::adam:
+    case Optimizer::adamw: {
+      OJson params = OJson::object();
+      const bool torch_adam = impl != OptimizerImpl::deepspeed_fused && impl != OptimizerImpl::deepspeed_cpu;
+      if (t.optimizer_impl != OptimizerImpl::framework_default) params["torch_adam"] = torch_adam;
+      if (impl == OptimizerImpl::fused || impl == OptimizerImpl::for_loop)
+        notes.push_back(fmt::format(
+            "DeepSpeed's torch_adam builds torch.optim.AdamW with its defaults (foreach): for {} "
+            "pass the optimizer to deepspeed.initialize instead",
+            to_string(impl)));
+      return OJson{{"type", t.optimizer == Optimizer::adamw ? "AdamW" : "Adam"}, {"params", params}};
+    }
+    case Optimizer::sgd:
+      return OJson{{"type", "SGD"}, {"params", {{"lr", 1e-3}, {"momentum", 0.0}}}};
+    case Optimizer::sgd_momentum:
+      return OJson{{"type", "SGD"}, {"params", {{"lr", 1e-3}, {"momentum", 0.9}}}};
+    case Optimizer::adafactor:
+      return OJson{{"type", "Adafactor"}, {"params", OJson::object()}};  // torch >= 2.5
+    case Optimizer::adamw_8bit:
+    case Optimizer::paged_adamw_8bit:
+      if (t.offload != Offload::none)
+        refuse("deepspeed", fmt::format("ZeRO-Offload steps the optimizer with DeepSpeedCPUAdam; "
+                                        "{} (bitsandbytes) cannot run on the host",
+                                        to_string(t.optimizer)));
+      notes.push_back(fmt::format(
+          "no optimizer section: pass bitsandbytes' {} to deepspeed.initialize (the Trainer's "
+          "--optim {} does)",
+          t.optimizer == Optimizer::adamw_8bit ? "AdamW8bit" : "PagedAdamW8bit",
+          t.optimizer == Optimizer::adamw_8bit ? "adamw_bnb_8bit" : "paged_adamw_8bit"));
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// The zero_optimization section: stage, offload (ZeRO-Offload), hybrid sharding as MiCS and ZeRO++
+// (DeepSpeed runtime/zero/config.py, v0.19.6; ZeRO++ tutorial, deepspeed.ai/tutorials/zeropp/).
+OJson deepspeed_zero(const Estimate& e, const EmitContext& x, std::vector<std::string>& notes) {
+  const model::Training& t = e.training;
+  const int stage = zero_stage(t.strategy);
+  OJson z = {{"stage", stage}, {"overlap_comm", true}, {"contiguous_gradients", true}};
+  if (t.offload != Offload::none) {
+    if (stage == 0)
+      refuse("deepspeed", fmt::format("DeepSpeed offloads the optimizer only with ZeRO stage 1-3, "
+                                      "not with {}",
+                                      to_string(t.strategy)));
+    z["offload_optimizer"] = {{"device", "cpu"}, {"pin_memory", true}};
+  }
+  if (t.offload == Offload::optimizer_params) {
+    if (stage != 3)
+      refuse("deepspeed", fmt::format("DeepSpeed offloads parameters only with ZeRO stage 3, not "
+                                      "{}",
+                                      to_string(t.strategy)));
+    z["offload_param"] = {{"device", "cpu"}, {"pin_memory", true}};
+  }
+  if (stage == 3) z["stage3_gather_16bit_weights_on_model_save"] = true;
+  if (t.strategy == Strategy::fsdp_hybrid) {
+    z["mics_shard_size"] = e.layout.shard;
+    notes.push_back(fmt::format(
+        "fsdp-hybrid written as ZeRO-3 with MiCS: parameters sharded over {} GPUs, replicated "
+        "across the groups",
+        e.layout.shard));
+  }
+  if (x.zero_plus_plus) {
+    if (t.strategy != Strategy::zero3)
+      refuse("deepspeed", fmt::format("ZeRO++ needs ZeRO stage 3 (--strategy zero3), not {}",
+                                      to_string(t.strategy)));
+    z["zero_quantized_weights"] = true;
+    z["zero_hpz_partition_size"] = e.layout.gpus_per_node;
+    z["zero_quantized_gradients"] = true;
+  }
+  return z;
+}
+
+// accelerate's and the Trainer's mixed_precision (no/fp16/bf16); pure 16-bit loads the model in
+// that dtype instead (a script change, see note_script_changes).
+std::string mixed_precision(Precision p) {
+  switch (p) {
+    case Precision::fp16_mixed:
+      return "fp16";
+    case Precision::bf16_mixed:
+      return "bf16";
+    case Precision::fp32:
+    case Precision::fp16_true:
+    case Precision::bf16_true:
+      return "no";
+  }
+  return "no";
+}
+
+// FSDP shards the optimizer state with the parameters: CPUOffload moves parameters, gradients and
+// the optimizer step together, so an optimizer-only offload has no FSDP form.
+void require_fsdp_offload(const model::Training& t, const std::string& format) {
+  if (is_fsdp(t.strategy) && t.offload == Offload::optimizer)
+    refuse(format, fmt::format("FSDP cannot offload the optimizer alone (its CPU offload moves "
+                               "parameters, gradients and the optimizer step together); plan with "
+                               "--offload optimizer+params, or --strategy zero2/zero3 with the "
+                               "DeepSpeed optimizer offload"));
+}
+
 std::string fsdp_sharding(Strategy s) {
   switch (s) {
-    case Strategy::fsdp_full:
-    case Strategy::zero3:
-      return "FULL_SHARD";
     case Strategy::fsdp_grad_op:
-    case Strategy::zero2:
-    case Strategy::zero1:
       return "SHARD_GRAD_OP";
     case Strategy::fsdp_hybrid:
       return "HYBRID_SHARD";
+    case Strategy::fsdp_full:
+    case Strategy::zero3:
+    case Strategy::zero2:
+    case Strategy::zero1:
     case Strategy::single:
     case Strategy::ddp:
-      return "NO_SHARD";
+      return "FULL_SHARD";
   }
-  return "NO_SHARD";
+  return "FULL_SHARD";
 }
 
-std::string mixed_precision(Precision p) {
-  switch (p) {
-    case Precision::fp32:
-      return "no";
-    case Precision::fp16_mixed:
-    case Precision::fp16_true:
-      return "fp16";
-    case Precision::bf16_mixed:
-    case Precision::bf16_true:
-      return "bf16";
+const char* yaml_bool(bool b) { return b ? "true" : "false"; }
+
+// The machine lines of an accelerate config; addresses of a multi-node run are placeholders.
+std::string accelerate_machines(const hardware::Cluster& c, std::vector<std::string>& notes) {
+  std::string s = fmt::format("num_machines: {}\nnum_processes: {}\n", c.nodes, c.world());
+  if (c.nodes == 1) return s + "machine_rank: 0\n";
+  notes.push_back(fmt::format(
+      "multi-node: fill in main_process_ip (machine 0's address, reachable from all {} machines) "
+      "and a free main_process_port; each machine runs accelerate launch with its own "
+      "machine_rank (0 to {})",
+      c.nodes, c.nodes - 1));
+  return s +
+         "machine_rank: 0  # FILL IN: this machine's rank, 0 on the main machine\n"
+         "main_process_ip: FILL_IN_MAIN_MACHINE_IP  # FILL IN\n"
+         "main_process_port: 29500  # FILL IN: a free port on the main machine\n";
+}
+
+std::string accelerate_deepspeed(const Estimate& e, const hardware::Cluster& c, const EmitContext& x,
+                                 std::vector<std::string>& notes) {
+  const model::Training& t = e.training;
+  // Validates the plan the way the DeepSpeed config would (stage, offload, ZeRO++).
+  std::vector<std::string> ignored;
+  const OJson z = deepspeed_zero(e, x, ignored);
+  std::string s = "distributed_type: DEEPSPEED\ndeepspeed_config:\n";
+  if (c.nodes > 1) s += "  deepspeed_multinode_launcher: standard\n";
+  if (x.zero_plus_plus || t.strategy == Strategy::fsdp_hybrid || t.offload != Offload::none ||
+      !is_adam(t.optimizer)) {
+    // accelerate's inline keys have no ZeRO++, MiCS or optimizer section (ZeRO-Offload needs
+    // DeepSpeed's CPU Adam): the full DeepSpeed config.
+    notes.push_back("write ds_config.json with --emit deepspeed (same plan options)");
+    return s + "  deepspeed_config_file: ds_config.json\n  zero3_init_flag: " +
+           yaml_bool(z["stage"] == 3) + "\n";
   }
-  return "no";
+  return s + fmt::format(
+                 "  zero_stage: {}\n"
+                 "  gradient_accumulation_steps: {}\n"
+                 "  gradient_clipping: 1.0\n"
+                 "  offload_optimizer_device: {}\n"
+                 "  offload_param_device: {}\n"
+                 "  zero3_init_flag: {}\n"
+                 "  zero3_save_16bit_model: {}\n",
+                 z["stage"].get<int>(), t.grad_accum, t.offload != Offload::none ? "cpu" : "none",
+                 t.offload == Offload::optimizer_params ? "cpu" : "none", yaml_bool(z["stage"] == 3),
+                 yaml_bool(z["stage"] == 3));
+}
+
+std::string accelerate_fsdp(const model::Training& t, const model::Architecture& a,
+                            std::vector<std::string>& notes) {
+  std::string wrap = "  fsdp_auto_wrap_policy: NO_WRAP\n";
+  if (t.fsdp_wrap == FsdpWrap::block) {
+    wrap = "  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n";
+    if (const auto cls = hf_block_class(a.family))
+      wrap += "  fsdp_transformer_layer_cls_to_wrap: " + *cls + "\n";
+    else
+      notes.push_back(fmt::format(
+          "no block class known for model_type '{}': accelerate wraps the classes in the model's "
+          "_no_split_modules; set fsdp_transformer_layer_cls_to_wrap if it has none",
+          a.family));
+  }
+  return fmt::format(
+      "distributed_type: FSDP\n"
+      "fsdp_config:\n"
+      "  fsdp_version: 1\n"
+      "  fsdp_sharding_strategy: {}\n"
+      "{}"
+      "  fsdp_backward_prefetch: BACKWARD_PRE\n"
+      "  fsdp_forward_prefetch: false\n"
+      "  fsdp_offload_params: {}\n"
+      "  fsdp_state_dict_type: SHARDED_STATE_DICT\n"
+      "  fsdp_use_orig_params: true\n"
+      "  fsdp_cpu_ram_efficient_loading: true\n"
+      "  fsdp_sync_module_states: true\n"
+      "  fsdp_activation_checkpointing: {}\n",
+      fsdp_sharding(t.strategy), wrap, yaml_bool(t.offload == Offload::optimizer_params),
+      yaml_bool(t.checkpointing != Checkpointing::none));
+}
+
+// The Hugging Face Trainer's --optim for the optimizer and its implementation
+// (transformers.training_args.OptimizerNames); empty when the DeepSpeed config has it.
+std::string trainer_optim(const model::Training& t) {
+  switch (t.optimizer) {
+    case Optimizer::adam:
+    case Optimizer::adamw:
+      switch (t.optimizer_implementation()) {
+        case OptimizerImpl::fused:
+          return "adamw_torch_fused";
+        case OptimizerImpl::for_loop:
+          return "adamw_torch --optim_args foreach=False";
+        case OptimizerImpl::foreach:
+        case OptimizerImpl::framework_default:
+          return "adamw_torch";
+        case OptimizerImpl::deepspeed_fused:
+        case OptimizerImpl::deepspeed_cpu:
+          return "";
+      }
+      return "adamw_torch";
+    case Optimizer::adamw_8bit:
+      return "adamw_bnb_8bit";
+    case Optimizer::paged_adamw_8bit:
+      return "paged_adamw_8bit";
+    case Optimizer::sgd:
+    case Optimizer::sgd_momentum:
+      return "sgd";
+    case Optimizer::adafactor:
+      return "adafactor";
+  }
+  return "";
 }
 
 // The Hugging Face attn_implementation for the attention kernel (transformers'
@@ -70,309 +338,310 @@ std::string hf_attention(Attention a) {
   return "sdpa";
 }
 
-bool is_fp16(Precision p) { return p == Precision::fp16_mixed || p == Precision::fp16_true; }
-
-// fp16 overflows without loss scaling; accelerate and the Trainer create a torch.amp.GradScaler
-// for mixed_precision fp16 (DeepSpeed's "loss_scale": 0 and Megatron's default are dynamic too).
-void note_loss_scaling(const model::Training& t, std::vector<std::string>& notes) {
-  if (t.precision == Precision::fp16_mixed)
-    notes.push_back("fp16-mixed: the loss is scaled dynamically (torch.amp.GradScaler)");
-}
-
-bool uses_deepspeed(const model::Training& t) {
-  return t.framework == Framework::deepspeed || t.strategy == Strategy::zero1 ||
-         t.strategy == Strategy::zero2 || t.strategy == Strategy::zero3;
-}
-
-// What the training script itself must do, beyond the launcher's configuration.
-void note_script_changes(const model::Training& t, std::vector<std::string>& notes) {
-  if (t.checkpointing == Checkpointing::full_offload)
-    notes.push_back(
-        "checkpoints on the host: DeepSpeed activation checkpointing with cpu_checkpointing, or "
-        "the checkpointed blocks run under torch.autograd.graph.save_on_cpu(pin_memory=True) "
-        "(all they save is their inputs; keep the head outside it)");
-  if (t.method != Method::full)
-    notes.push_back(fmt::format("LoRA rank {} on {}: configure PEFT in the training script",
-                                t.lora.rank, fmt::join(t.lora.targets, ",")));
-  if (t.method == Method::qlora)
-    notes.push_back(
-        fmt::format("QLoRA: load the base model with BitsAndBytesConfig(load_in_4bit=True, "
-                    "bnb_4bit_quant_type='{}')",
-                    t.quant == Quant::fp4 ? "fp4" : "nf4"));
-}
-
-void note_expert_parallel(const model::Training& t, const std::string& format,
-                          std::vector<std::string>& notes) {
-  if (t.ep > 1)
-    notes.push_back(fmt::format(
-        "{} cannot express expert parallelism {}: the model's MoE layers set it (DeepSpeed-MoE "
-        "ep_size={}), or launch Megatron-LM with --expert-model-parallel-size",
-        format, t.ep, t.ep));
-}
-
-void note_parallelism(const model::Training& t, const std::string& format,
-                      std::vector<std::string>& notes) {
-  if (t.tp > 1 || t.pp > 1)
-    notes.push_back(
-        fmt::format("{} cannot express TP {} / PP {}: launch Megatron-LM (--emit torchrun with "
-                    "--framework megatron) or a TP/PP-capable trainer",
-                    format, t.tp, t.pp));
-  note_expert_parallel(t, format, notes);
-  note_script_changes(t, notes);
-}
-
-// The Hugging Face Trainer's --optim for the optimizer and its implementation
-// (transformers.training_args.OptimizerNames); empty when the Trainer has none.
-std::string trainer_optim(const model::Training& t) {
-  switch (t.optimizer) {
-    case Optimizer::adam:
-    case Optimizer::adamw:
-      switch (t.optimizer_implementation()) {
-        case OptimizerImpl::fused:
-          return "adamw_torch_fused";
-        case OptimizerImpl::for_loop:
-          return "adamw_torch --optim_args foreach=False";
-        case OptimizerImpl::foreach:
-        case OptimizerImpl::framework_default:
-          return "adamw_torch";
-        case OptimizerImpl::deepspeed_fused:
-        case OptimizerImpl::deepspeed_cpu:
-          return "";  // the DeepSpeed config's optimizer
-      }
-      return "adamw_torch";
-    case Optimizer::adamw_8bit:
-      return "adamw_bnb_8bit";
-    case Optimizer::paged_adamw_8bit:
-      return "paged_adamw_8bit";
-    case Optimizer::sgd:
-    case Optimizer::sgd_momentum:
-      return "sgd";
-    case Optimizer::adafactor:
-      return "adafactor";
-  }
-  return "";
-}
-
-}  // namespace
-
-Emitted emit_deepspeed(const Estimate& e) {
-  const model::Training& t = e.training;
-  Emitted out;
-  const int stage = zero_stage(t.strategy);
-  std::string precision;
-  switch (t.precision) {
-    case Precision::fp16_mixed:
-    case Precision::fp16_true:
-      precision =
-          "  \"fp16\": {\"enabled\": true, \"loss_scale\": 0, \"initial_scale_power\": 16},\n";
-      break;
-    case Precision::bf16_mixed:
-    case Precision::bf16_true:
-      precision = "  \"bf16\": {\"enabled\": true},\n";
-      break;
-    case Precision::fp32:
-      break;
-  }
-  std::string zero = fmt::format(
-      "    \"stage\": {},\n    \"overlap_comm\": true,\n    \"contiguous_gradients\": true", stage);
-  if (t.offload != Offload::none)
-    zero += ",\n    \"offload_optimizer\": {\"device\": \"cpu\", \"pin_memory\": true}";
-  if (t.offload == Offload::optimizer_params)
-    zero += ",\n    \"offload_param\": {\"device\": \"cpu\", \"pin_memory\": true}";
-  if (stage == 3) zero += ",\n    \"stage3_gather_16bit_weights_on_model_save\": true";
-  if (t.strategy == Strategy::fsdp_hybrid)
-    zero += fmt::format(",\n    \"zero_hpz_partition_size\": {}", e.layout.shard);
-  // DeepSpeed steps Adam with its FusedAdam (DeepSpeedCPUAdam when offloaded) unless torch_adam
-  // asks for torch's (foreach by default).
-  std::string optimizer;
-  const OptimizerImpl impl = t.optimizer_implementation();
-  if ((t.optimizer == Optimizer::adam || t.optimizer == Optimizer::adamw) &&
-      t.optimizer_impl != OptimizerImpl::framework_default)
-    optimizer = fmt::format(
-        "  \"optimizer\": {{\"type\": \"AdamW\", \"params\": {{\"torch_adam\": {}}}}},\n",
-        impl == OptimizerImpl::deepspeed_fused || impl == OptimizerImpl::deepspeed_cpu ? "false"
-                                                                                    : "true");
-  if (impl == OptimizerImpl::fused || impl == OptimizerImpl::for_loop)
-    out.notes.push_back(fmt::format(
-        "DeepSpeed's torch_adam builds torch.optim.AdamW with its defaults (foreach): for {} "
-        "pass the optimizer to deepspeed.initialize instead",
-        to_string(impl)));
-  out.text = fmt::format(
-      "{{\n"
-      "  \"train_batch_size\": {},\n"
-      "  \"train_micro_batch_size_per_gpu\": {},\n"
-      "  \"gradient_accumulation_steps\": {},\n"
-      "{}{}"
-      "  \"gradient_clipping\": 1.0,\n"
-      "  \"zero_optimization\": {{\n{}\n  }},\n"
-      "  \"wall_clock_breakdown\": false\n"
-      "}}\n",
-      e.global_batch, t.micro_batch, t.grad_accum, precision, optimizer, zero);
-  if (is_fsdp(t.strategy))
-    out.notes.push_back(fmt::format("{} mapped to ZeRO stage {}", to_string(t.strategy), stage));
-  if (t.checkpointing != Checkpointing::none)
-    out.notes.push_back(
-        "activation checkpointing is the model's: model.gradient_checkpointing_enable()");
-  note_parallelism(t, "a DeepSpeed config", out.notes);
-  return out;
-}
-
-Emitted emit_accelerate(const Estimate& e, const hardware::Cluster& c) {
-  const model::Training& t = e.training;
-  Emitted out;
-  std::string head = fmt::format(
-      "compute_environment: LOCAL_MACHINE\n"
-      "mixed_precision: {}\n"
-      "num_machines: {}\n"
-      "num_processes: {}\n"
-      "machine_rank: 0\n"
-      "main_training_function: main\n"
-      "rdzv_backend: static\n"
-      "same_network: true\n",
-      mixed_precision(t.precision), c.nodes, c.world());
-  const bool ckpt = t.checkpointing != Checkpointing::none;
-  if (t.tp > 1 || t.pp > 1) {
-    out.text =
-        head + fmt::format(
-                   "distributed_type: MEGATRON_LM\n"
-                   "megatron_lm_config:\n"
-                   "  megatron_lm_tp_degree: {}\n"
-                   "  megatron_lm_pp_degree: {}\n"
-                   "  megatron_lm_num_micro_batches: {}\n"
-                   "  megatron_lm_sequence_parallelism: {}\n"
-                   "  megatron_lm_recompute_activations: {}\n"
-                   "  megatron_lm_use_distributed_optimizer: {}\n"
-                   "  megatron_lm_gradient_clipping: 1.0\n",
-                   t.tp, t.pp, t.grad_accum, t.sequence_parallel ? "true" : "false",
-                   ckpt ? "true" : "false", t.strategy == Strategy::zero1 ? "true" : "false");
-    if (t.pp_virtual > 1)
-      out.notes.push_back("accelerate's Megatron-LM plugin has no interleaved schedule: v = 1");
-  } else if (uses_deepspeed(t)) {
-    out.text = head + fmt::format(
-                          "distributed_type: DEEPSPEED\n"
-                          "deepspeed_config:\n"
-                          "  zero_stage: {}\n"
-                          "  gradient_accumulation_steps: {}\n"
-                          "  gradient_clipping: 1.0\n"
-                          "  offload_optimizer_device: {}\n"
-                          "  offload_param_device: {}\n"
-                          "  zero3_init_flag: {}\n",
-                          zero_stage(t.strategy), t.grad_accum,
-                          t.offload != Offload::none ? "cpu" : "none",
-                          t.offload == Offload::optimizer_params ? "cpu" : "none",
-                          zero_stage(t.strategy) == 3 ? "true" : "false");
-  } else if (is_fsdp(t.strategy)) {
-    out.text = head + fmt::format(
-                          "distributed_type: FSDP\n"
-                          "fsdp_config:\n"
-                          "  fsdp_version: 1\n"
-                          "  fsdp_sharding_strategy: {}\n"
-                          "  fsdp_auto_wrap_policy: {}\n"
-                          "  fsdp_backward_prefetch: BACKWARD_PRE\n"
-                          "  fsdp_forward_prefetch: false\n"
-                          "  fsdp_offload_params: {}\n"
-                          "  fsdp_state_dict_type: SHARDED_STATE_DICT\n"
-                          "  fsdp_use_orig_params: true\n"
-                          "  fsdp_cpu_ram_efficient_loading: true\n"
-                          "  fsdp_sync_module_states: true\n"
-                          "  fsdp_activation_checkpointing: {}\n",
-                          fsdp_sharding(t.strategy),
-                          t.fsdp_wrap == FsdpWrap::block ? "TRANSFORMER_BASED_WRAP" : "NO_WRAP",
-                          t.offload != Offload::none ? "true" : "false", ckpt ? "true" : "false");
-    if (t.offload == Offload::optimizer)
-      out.notes.push_back(
-          "FSDP offloads parameters with the optimizer (fsdp_offload_params): more PCIe traffic "
-          "than the optimizer-only offload estimated");
-  } else {
-    out.text =
-        head + (c.world() > 1 ? "distributed_type: MULTI_GPU\n" : "distributed_type: 'NO'\n");
-    if (ckpt)
-      out.notes.push_back("activation checkpointing: model.gradient_checkpointing_enable()");
-  }
-  out.notes.push_back(
-      fmt::format("per-device batch {} with gradient accumulation {} (global batch {})",
-                  t.micro_batch, t.grad_accum, e.global_batch));
-  note_loss_scaling(t, out.notes);
-  note_expert_parallel(t, "an accelerate config", out.notes);
-  note_script_changes(t, out.notes);
-  return out;
-}
-
-Emitted emit_torchrun(const Estimate& e, const hardware::Cluster& c, const model::Architecture& a) {
-  const model::Training& t = e.training;
-  Emitted out;
-  const std::string launcher = fmt::format(
-      "torchrun --nnodes={} --nproc_per_node={} --rdzv_backend=c10d "
+std::string torchrun_launcher(const hardware::Cluster& c, std::vector<std::string>& notes) {
+  if (c.nodes == 1) return fmt::format("torchrun --standalone --nproc_per_node={}", c.gpus_per_node);
+  notes.push_back(fmt::format(
+      "multi-node: run the command on each of the {} machines with NODE_RANK 0 to {} and "
+      "MASTER_ADDR set to machine 0's address (placeholders in the command)",
+      c.nodes, c.nodes - 1));
+  return fmt::format(
+      "torchrun --nnodes={} --nproc_per_node={} --node_rank=$NODE_RANK --rdzv_backend=c10d "
       "--rdzv_endpoint=$MASTER_ADDR:29500",
       c.nodes, c.gpus_per_node);
-  if (t.framework == Framework::megatron) {
-    std::string args = fmt::format(
-        " pretrain_gpt.py --tensor-model-parallel-size {} --pipeline-model-parallel-size {} "
-        "--micro-batch-size {} --global-batch-size {} --seq-length {}",
-        t.tp, t.pp, t.micro_batch, e.global_batch, t.seq);
-    if (t.pp_virtual > 1)
-      args += fmt::format(" --num-layers-per-virtual-pipeline-stage {}",
-                          a.total_layers() / (static_cast<std::int64_t>(t.pp) * t.pp_virtual));
-    if (t.sequence_parallel) args += " --sequence-parallel";
-    if (t.ep > 1) args += fmt::format(" --expert-model-parallel-size {}", t.ep);
-    switch (t.checkpointing) {
-      case Checkpointing::none:
-        break;
-      case Checkpointing::selective:
-        args += " --recompute-granularity selective";
-        break;
-      case Checkpointing::full:
-      case Checkpointing::full_offload:  // refused for megatron by make_layout
-        args += " --recompute-granularity full --recompute-method uniform";
-        break;
-    }
-    if (t.strategy == Strategy::zero1) args += " --use-distributed-optimizer";
-    if (t.precision == Precision::bf16_mixed || t.precision == Precision::bf16_true)
-      args += " --bf16";
-    if (is_fp16(t.precision)) args += " --fp16";
-    if (t.attention == Attention::flash) args += " --use-flash-attn";
-    out.text = launcher + args + "\n";
-    return out;
+}
+
+std::string trainer_args(const model::Training& t, const EmitContext& x,
+                         std::vector<std::string>& notes) {
+  std::string args = " train.py";
+  if (x.hf_id) {
+    args += " --model_name_or_path " + *x.hf_id;
+  } else {
+    args += " --model_name_or_path MODEL_NAME_OR_PATH";
+    notes.push_back(
+        "the model has no Hugging Face Hub id in the catalogue: replace MODEL_NAME_OR_PATH with "
+        "its Hub id or a local directory holding config.json and the weights");
   }
-  std::string args = fmt::format(
-      " train.py --model_name_or_path {} --per_device_train_batch_size {} "
-      "--gradient_accumulation_steps {}",
-      a.name, t.micro_batch, t.grad_accum);
-  if (t.precision == Precision::bf16_mixed || t.precision == Precision::bf16_true)
-    args += " --bf16";
-  if (is_fp16(t.precision)) args += " --fp16";
+  notes.push_back(
+      "train.py: your script parsing transformers.TrainingArguments (e.g. transformers' "
+      "examples/pytorch/language-modeling/run_clm.py with --dataset_name and --do_train)");
+  args += fmt::format(" --per_device_train_batch_size {} --gradient_accumulation_steps {}",
+                      t.micro_batch, t.grad_accum);
+  if (is_bf16(t.precision) && !is_pure_16bit(t.precision)) args += " --bf16";
+  if (is_fp16(t.precision) && !is_pure_16bit(t.precision)) args += " --fp16";
   if (t.checkpointing != Checkpointing::none) args += " --gradient_checkpointing";
+  return args;
+}
+
+Emitted emit_trainer(const Estimate& e, const hardware::Cluster& c, const EmitContext& x) {
+  const model::Training& t = e.training;
+  require_data_parallel_only(t, "torchrun", "a Hugging Face Trainer launch");
+  require_fsdp_offload(t, "torchrun");
+  if (x.zero_plus_plus && !uses_deepspeed(t))
+    refuse("torchrun", "ZeRO++ is DeepSpeed's: plan with --strategy zero3");
+  Emitted out;
+  const std::string launcher = torchrun_launcher(c, out.notes);
+  std::string args = trainer_args(t, x, out.notes);
   const std::string optim = trainer_optim(t);
-  if (!optim.empty() && !uses_deepspeed(t)) args += " --optim " + optim;
+  const bool ds_has_optimizer = uses_deepspeed(t) && is_adam(t.optimizer);
+  if (!optim.empty() && !ds_has_optimizer) args += " --optim " + optim;
   if (uses_deepspeed(t)) {
+    (void)emit_deepspeed(e, x);  // refuses what the DeepSpeed config cannot express
     args += " --deepspeed ds_config.json";
-    out.notes.push_back("write ds_config.json with --emit deepspeed");
+    out.notes.push_back("write ds_config.json with --emit deepspeed (same plan options)");
   } else if (is_fsdp(t.strategy)) {
     std::string fsdp = t.strategy == Strategy::fsdp_full      ? "full_shard"
                        : t.strategy == Strategy::fsdp_grad_op ? "shard_grad_op"
                                                               : "hybrid_shard";
     if (t.fsdp_wrap == FsdpWrap::block) fsdp += " auto_wrap";
-    if (t.offload != Offload::none) fsdp += " offload";
+    if (t.offload == Offload::optimizer_params) fsdp += " offload";
     args += fmt::format(" --fsdp \"{}\"", fsdp);
+  } else if (t.offload != Offload::none) {
+    refuse("torchrun", fmt::format("DDP cannot offload the optimizer; plan with --strategy "
+                                   "zero1/zero2/zero3 (DeepSpeed) or FSDP"));
   }
   args += " --attn_implementation " + hf_attention(t.attention);
   out.text = launcher + args + "\n";
-  note_loss_scaling(t, out.notes);
-  note_parallelism(t, "a Hugging Face Trainer launch", out.notes);
+  if (t.precision == Precision::fp16_mixed)
+    out.notes.push_back("fp16-mixed: the loss is scaled dynamically (the Trainer's torch.amp.GradScaler)");
+  note_script_changes(t, out.notes);
   return out;
 }
 
+// Megatron-LM's pretrain_gpt.py: the model's shape. Flags as defined in megatron/training/
+// arguments.py and the TransformerConfig fields it exposes (NVIDIA/Megatron-LM @d98e8a64, core 0.20.0).
+std::string megatron_model_args(const model::Architecture& a, const model::Training& t) {
+  if (a.encoder_decoder)
+    refuse("torchrun", fmt::format("Megatron-LM's pretrain_gpt.py trains decoder-only models; {} "
+                                   "is encoder-decoder",
+                                   a.name));
+  if (a.position == model::PositionKind::alibi || a.position == model::PositionKind::relative)
+    refuse("torchrun", fmt::format("Megatron-LM's GPT model has no {} position encoding ({})",
+                                   a.position == model::PositionKind::alibi ? "ALiBi" : "relative",
+                                   a.name));
+  if (a.mlp == model::MlpKind::gated && a.activation != model::Activation::silu)
+    refuse("torchrun", fmt::format("Megatron-LM's flags express a gated MLP only as SwiGLU; {} "
+                                   "gates with GELU",
+                                   a.name));
+  std::string s = fmt::format(
+      " --num-layers {} --hidden-size {} --num-attention-heads {} --ffn-hidden-size {} "
+      "--seq-length {} --max-position-embeddings {}",
+      a.layers, a.hidden, a.heads, a.intermediate, t.seq, std::max(a.max_seq, t.seq));
+  if (a.kv_heads != a.heads)
+    s += fmt::format(" --group-query-attention --num-query-groups {}", a.kv_heads);
+  if (a.head_dim * a.heads != a.hidden) s += fmt::format(" --kv-channels {}", a.head_dim);
+  if (a.mlp == model::MlpKind::gated) s += " --swiglu";
+  if (a.norm == model::NormKind::rmsnorm) s += " --normalization RMSNorm";
+  if (a.position == model::PositionKind::rotary) {
+    s += " --position-embedding-type rope";
+    if (a.rotary_fraction < 1.0) s += fmt::format(" --rotary-percent {}", a.rotary_fraction);
+  }
+  if (!a.tie_embeddings) s += " --untie-embeddings-and-output-weights";
+  if (!a.out_bias && !a.mlp_bias) s += " --disable-bias-linear";
+  if (a.qkv_bias && !a.out_bias) s += " --add-qkv-bias";
+  if (a.is_moe()) s += fmt::format(" --num-experts {} --moe-router-topk {}", a.experts, a.experts_per_token);
+  return s;
+}
+
+// Megatron-LM's pretrain_gpt.py: parallelism, batch, precision, recomputation and optimizer.
+std::string megatron_training_args(const Estimate& e, const model::Architecture& a) {
+  const model::Training& t = e.training;
+  std::string s = fmt::format(
+      " --tensor-model-parallel-size {} --pipeline-model-parallel-size {} --micro-batch-size {} "
+      "--global-batch-size {}",
+      t.tp, t.pp, t.micro_batch, checked_global_batch(e));
+  if (t.pp_virtual > 1) {
+    const std::int64_t chunks = static_cast<std::int64_t>(t.pp) * t.pp_virtual;
+    if (a.layers % chunks != 0)
+      refuse("torchrun", fmt::format("{} layers do not split into PP {} x {} virtual stages",
+                                     a.layers, t.pp, t.pp_virtual));
+    s += fmt::format(" --num-layers-per-virtual-pipeline-stage {}", a.layers / chunks);
+  }
+  if (t.sequence_parallel) s += " --sequence-parallel";
+  if (t.ep > 1) s += fmt::format(" --expert-model-parallel-size {}", t.ep);
+  if (t.precision == Precision::bf16_mixed) s += " --bf16";
+  if (t.precision == Precision::fp16_mixed) s += " --fp16";  // dynamic loss scaling by default
+  switch (t.checkpointing) {
+    case Checkpointing::none:
+      break;
+    case Checkpointing::selective:
+      s += " --recompute-granularity selective";
+      break;
+    case Checkpointing::full:
+      s += " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1";
+      break;
+    case Checkpointing::full_offload:
+      refuse("torchrun", "Megatron-LM has no activation offload to the host in pretrain_gpt.py");
+  }
+  if (t.strategy == Strategy::zero1) s += " --use-distributed-optimizer";
+  s += is_adam(t.optimizer) ? " --optimizer adam"
+                            : fmt::format(" --optimizer sgd --sgd-momentum {}",
+                                          t.optimizer == Optimizer::sgd ? "0" : "0.9");
+  // HybridDeviceOptimizer: optimizer states and step on the host (arguments.py requires the
+  // precision-aware optimizer with it).
+  if (t.offload == Offload::optimizer)
+    s += " --optimizer-cpu-offload --use-precision-aware-optimizer --optimizer-offload-fraction 1.0";
+  if (t.attention == Attention::flash) s += " --attention-backend flash";
+  if (t.attention == Attention::eager) s += " --attention-backend unfused";
+  return s;
+}
+
+void require_megatron(const model::Training& t) {
+  auto no = [](const std::string& what) { refuse("torchrun", "Megatron-LM cannot " + what); };
+  if (t.method != Method::full) no(fmt::format("train {} adapters (pretrain_gpt.py trains all weights)", to_string(t.method)));
+  if (t.strategy != Strategy::single && t.strategy != Strategy::ddp && t.strategy != Strategy::zero1)
+    no(fmt::format("run {} from pretrain_gpt.py's flags here (DDP or the distributed optimizer, "
+                   "ZeRO-1 style)",
+                   to_string(t.strategy)));
+  if (t.offload == Offload::optimizer_params)
+    no("offload parameters (only the optimizer: --optimizer-cpu-offload)");
+  if (t.offload == Offload::optimizer && !is_adam(t.optimizer))
+    no("offload a non-Adam optimizer (its CPU offload is Adam only)");
+  if (!is_adam(t.optimizer) && t.optimizer != Optimizer::sgd && t.optimizer != Optimizer::sgd_momentum)
+    no(fmt::format("train with {} (--optimizer adam or sgd)", to_string(t.optimizer)));
+  if (is_pure_16bit(t.precision))
+    no(fmt::format("train in {} (--bf16/--fp16 keep fp32 main weights)", to_string(t.precision)));
+}
+
+Emitted emit_megatron(const Estimate& e, const hardware::Cluster& c, const model::Architecture& a,
+                      const EmitContext& x) {
+  const model::Training& t = e.training;
+  require_megatron(t);
+  if (x.zero_plus_plus) refuse("torchrun", "ZeRO++ is DeepSpeed's, not Megatron-LM's");
+  Emitted out;
+  const std::string launcher = torchrun_launcher(c, out.notes);
+  std::string args = " pretrain_gpt.py" + megatron_model_args(a, t) + megatron_training_args(e, a);
+  if (x.hf_id) {
+    args += " --tokenizer-type HuggingFaceTokenizer --tokenizer-model " + *x.hf_id;
+  } else {
+    out.notes.push_back(fmt::format("add the tokenizer of {} (--tokenizer-type, --tokenizer-model); "
+                                    "its vocabulary is {}",
+                                    a.name, a.vocab));
+  }
+  if (t.attention == Attention::sdpa)
+    out.notes.push_back("Megatron-LM picks its attention backend (auto); the plan assumed SDPA");
+  out.notes.push_back("add the data and schedule: --data-path (or --mock-data), --train-iters, --lr");
+  out.text = launcher + args + "\n";
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> hf_block_class(const std::string& model_type) {
+  // The decoder-block classes of transformers' modeling_<type>.py (_no_split_modules).
+  static const std::map<std::string, std::string, std::less<>> kBlocks{
+      {"llama", "LlamaDecoderLayer"},     {"mistral", "MistralDecoderLayer"},
+      {"mixtral", "MixtralDecoderLayer"}, {"qwen2", "Qwen2DecoderLayer"},
+      {"gemma", "GemmaDecoderLayer"},     {"falcon", "FalconDecoderLayer"},
+      {"RefinedWeb", "FalconDecoderLayer"}, {"RefinedWebModel", "FalconDecoderLayer"},
+      {"bloom", "BloomBlock"},            {"gpt2", "GPT2Block"},
+      {"gpt_neox", "GPTNeoXLayer"},       {"mpt", "MptBlock"},
+      {"phi", "PhiDecoderLayer"},         {"t5", "T5Block"},
+      {"mt5", "MT5Block"}};
+  const auto it = kBlocks.find(model_type);
+  if (it == kBlocks.end()) return std::nullopt;
+  return it->second;
+}
+
+Emitted emit_deepspeed(const Estimate& e, const EmitContext& x) {
+  const model::Training& t = e.training;
+  require_data_parallel_only(t, "deepspeed", "a DeepSpeed config (DeepSpeed alone; Megatron-DeepSpeed "
+                                            "adds TP/PP)");
+  if (is_pure_16bit(t.precision))
+    refuse("deepspeed", fmt::format("DeepSpeed's bf16/fp16 modes keep fp32 master weights: it "
+                                    "cannot train in {}",
+                                    to_string(t.precision)));
+  Emitted out;
+  OJson j;
+  // DeepSpeed asserts train_batch_size == micro-batch x accumulation x data-parallel ranks.
+  j["train_batch_size"] = checked_global_batch(e);
+  j["train_micro_batch_size_per_gpu"] = t.micro_batch;
+  j["gradient_accumulation_steps"] = t.grad_accum;
+  if (is_bf16(t.precision)) j["bf16"] = {{"enabled", true}};
+  // Dynamic loss scaling: loss_scale 0 (DeepSpeed config-json docs, "fp16 training options").
+  if (is_fp16(t.precision))
+    j["fp16"] = {{"enabled", true},       {"loss_scale", 0},  {"initial_scale_power", 16},
+                 {"loss_scale_window", 1000}, {"hysteresis", 2}, {"min_loss_scale", 1}};
+  if (auto opt = deepspeed_optimizer(t, out.notes)) j["optimizer"] = *opt;
+  j["gradient_clipping"] = 1.0;
+  j["zero_optimization"] = deepspeed_zero(e, x, out.notes);
+  if (t.checkpointing != Checkpointing::none) {
+    j["activation_checkpointing"] = {{"partition_activations", false},
+                                     {"cpu_checkpointing", t.checkpointing == Checkpointing::full_offload},
+                                     {"contiguous_memory_optimization", false},
+                                     {"synchronize_checkpoint_boundary", false}};
+    out.notes.push_back(
+        "activation checkpointing: a Hugging Face model checkpoints with "
+        "model.gradient_checkpointing_enable() (the Trainer's --gradient_checkpointing); the "
+        "activation_checkpointing section applies to deepspeed.checkpointing.checkpoint");
+  }
+  j["wall_clock_breakdown"] = false;
+  if (is_fsdp(t.strategy))
+    out.notes.push_back(fmt::format("{} written as ZeRO stage {}", to_string(t.strategy),
+                                    zero_stage(t.strategy)));
+  note_script_changes(t, out.notes);
+  out.text = j.dump(2) + "\n";
+  return out;
+}
+
+Emitted emit_accelerate(const Estimate& e, const hardware::Cluster& c, const model::Architecture& a,
+                        const EmitContext& x) {
+  const model::Training& t = e.training;
+  require_data_parallel_only(t, "accelerate", "an accelerate config (FSDP, DDP or DeepSpeed)");
+  require_fsdp_offload(t, "accelerate");
+  Emitted out;
+  // 'no' and 'NO' quoted: YAML 1.1 (PyYAML) reads a bare no as false.
+  const std::string mp = mixed_precision(t.precision);
+  std::string s = fmt::format(
+      "compute_environment: LOCAL_MACHINE\n"
+      "debug: false\n"
+      "mixed_precision: {}\n"
+      "use_cpu: false\n",
+      mp == "no" ? "'no'" : mp);
+  s += accelerate_machines(c, out.notes);
+  s += "main_training_function: main\nrdzv_backend: static\nsame_network: true\n";
+  if (uses_deepspeed(t)) {
+    s += accelerate_deepspeed(e, c, x, out.notes);
+  } else if (x.zero_plus_plus) {
+    refuse("accelerate", "ZeRO++ is DeepSpeed's: plan with --strategy zero3");
+  } else if (is_fsdp(t.strategy)) {
+    s += accelerate_fsdp(t, a, out.notes);
+  } else {
+    if (t.offload != Offload::none)
+      refuse("accelerate", "DDP cannot offload the optimizer; plan with --strategy zero1/zero2/zero3 "
+                           "(DeepSpeed) or FSDP");
+    s += c.world() > 1 ? "distributed_type: MULTI_GPU\n" : "distributed_type: 'NO'\n";
+    if (t.checkpointing != Checkpointing::none)
+      out.notes.push_back("activation checkpointing: model.gradient_checkpointing_enable()");
+  }
+  out.text = s;
+  if (!uses_deepspeed(t))
+    out.notes.push_back(fmt::format(
+        "per-device batch {} with gradient accumulation {}: Accelerator(gradient_accumulation_steps="
+        "{}) in the script (global batch {})",
+        t.micro_batch, t.grad_accum, t.grad_accum, checked_global_batch(e)));
+  if (t.precision == Precision::fp16_mixed)
+    out.notes.push_back("fp16-mixed: the loss is scaled dynamically (accelerate's torch.amp.GradScaler)");
+  note_script_changes(t, out.notes);
+  return out;
+}
+
+Emitted emit_torchrun(const Estimate& e, const hardware::Cluster& c, const model::Architecture& a,
+                      const EmitContext& x) {
+  if (e.training.framework == Framework::megatron) return emit_megatron(e, c, a, x);
+  return emit_trainer(e, c, x);
+}
+
 Emitted emit(EmitFormat f, const Estimate& e, const hardware::Cluster& c,
-             const model::Architecture& a) {
+             const model::Architecture& a, const EmitContext& x) {
   // Never write a config the GPU cannot run (bf16 or FlashAttention-2 on a V100).
   hardware::require_supported(c.gpu, e.training.precision, e.training.attention);
   switch (f) {
     case EmitFormat::deepspeed:
-      return emit_deepspeed(e);
+      return emit_deepspeed(e, x);
     case EmitFormat::accelerate:
-      return emit_accelerate(e, c);
+      return emit_accelerate(e, c, a, x);
     case EmitFormat::torchrun:
-      return emit_torchrun(e, c, a);
+      return emit_torchrun(e, c, a, x);
   }
   return {};
 }

@@ -9,7 +9,6 @@
 #include "trainplan/core/error.hpp"
 #include "trainplan/io/catalog.hpp"
 #include "trainplan/model/parameters.hpp"
-#include "trainplan/planner/emit.hpp"
 #include "trainplan/planner/search.hpp"
 
 namespace trainplan::planner {
@@ -206,97 +205,6 @@ TEST(Search, RunnersUpSayWhyTheyLose) {
   EXPECT_NE(why.find("exposed inter-node"), std::string::npos) << why;
   EXPECT_EQ(plan_label(tr, fsdp.layout), "FSDP full-shard across 2 nodes, full checkpointing");
   EXPECT_EQ(why_slower(ddp, ddp), "as fast (within 0.5 %)");
-}
-
-TEST(Emit, DeepSpeedConfigIsJsonWithTheBatchAndStage) {
-  const Problem p = problem("llama-2-7b", "8xA100-80GB");
-  model::Training tr;
-  tr.framework = Framework::deepspeed;
-  tr.strategy = Strategy::zero3;
-  tr.micro_batch = 2;
-  tr.grad_accum = 4;
-  tr.offload = Offload::optimizer;
-  const Estimate e = Evaluator(p.a, p.n, p.c).estimate(tr);
-  const Emitted out = emit_deepspeed(e);
-  const nlohmann::json j = nlohmann::json::parse(out.text);
-  EXPECT_EQ(j["train_batch_size"], 64);
-  EXPECT_EQ(j["train_micro_batch_size_per_gpu"], 2);
-  EXPECT_EQ(j["gradient_accumulation_steps"], 4);
-  EXPECT_EQ(j["zero_optimization"]["stage"], 3);
-  EXPECT_EQ(j["zero_optimization"]["offload_optimizer"]["device"], "cpu");
-  EXPECT_TRUE(j["bf16"]["enabled"]);
-}
-
-// The optimizer implementation reaches each format: the Trainer's --optim names
-// (transformers OptimizerNames: adamw_torch builds torch.optim.AdamW, foreach by default;
-// adamw_torch_fused passes fused=True) and DeepSpeed's torch_adam switch (FusedAdam when false).
-TEST(Emit, OptimizerImplementationInEachFormat) {
-  const Problem p = problem("llama-2-7b", "8xA100-80GB");
-  model::Training tr;
-  tr.strategy = Strategy::fsdp_full;
-  struct Row {
-    OptimizerImpl impl;
-    std::string optim;
-  };
-  for (const Row& r : {Row{OptimizerImpl::framework_default, "--optim adamw_torch "},
-                       Row{OptimizerImpl::foreach, "--optim adamw_torch "},
-                       Row{OptimizerImpl::fused, "--optim adamw_torch_fused "},
-                       Row{OptimizerImpl::for_loop, "--optim adamw_torch --optim_args foreach=False"}}) {
-    SCOPED_TRACE(std::string(to_string(r.impl)));
-    tr.optimizer_impl = r.impl;
-    const Estimate e = Evaluator(p.a, p.n, p.c).estimate(tr);
-    EXPECT_NE(emit_torchrun(e, p.c, p.a).text.find(r.optim), std::string::npos)
-        << emit_torchrun(e, p.c, p.a).text;
-  }
-  tr.strategy = Strategy::zero3;
-  tr.framework = Framework::deepspeed;
-  tr.optimizer_impl = OptimizerImpl::deepspeed_fused;
-  nlohmann::json j = nlohmann::json::parse(emit_deepspeed(Evaluator(p.a, p.n, p.c).estimate(tr)).text);
-  EXPECT_EQ(j["optimizer"]["params"]["torch_adam"], false);
-  tr.optimizer_impl = OptimizerImpl::foreach;
-  j = nlohmann::json::parse(emit_deepspeed(Evaluator(p.a, p.n, p.c).estimate(tr)).text);
-  EXPECT_EQ(j["optimizer"]["params"]["torch_adam"], true);
-  tr.optimizer_impl = OptimizerImpl::framework_default;
-  j = nlohmann::json::parse(emit_deepspeed(Evaluator(p.a, p.n, p.c).estimate(tr)).text);
-  EXPECT_FALSE(j.contains("optimizer"));  // DeepSpeed's own default
-}
-
-TEST(Emit, AccelerateAndTorchrunCarryThePlan) {
-  const Problem p = problem("llama-2-13b", "2x8xA100-80GB");
-  model::Training tr;
-  tr.strategy = Strategy::fsdp_hybrid;
-  tr.checkpointing = Checkpointing::full;
-  const Estimate e = Evaluator(p.a, p.n, p.c).estimate(tr);
-  const std::string yaml = emit(EmitFormat::accelerate, e, p.c, p.a).text;
-  EXPECT_NE(yaml.find("distributed_type: FSDP"), std::string::npos) << yaml;
-  EXPECT_NE(yaml.find("fsdp_sharding_strategy: HYBRID_SHARD"), std::string::npos) << yaml;
-  EXPECT_NE(yaml.find("num_processes: 16"), std::string::npos) << yaml;
-  EXPECT_NE(yaml.find("fsdp_activation_checkpointing: true"), std::string::npos) << yaml;
-  const std::string cmd = emit(EmitFormat::torchrun, e, p.c, p.a).text;
-  EXPECT_NE(cmd.find("torchrun --nnodes=2 --nproc_per_node=8"), std::string::npos) << cmd;
-  EXPECT_NE(cmd.find("--fsdp \"hybrid_shard auto_wrap\""), std::string::npos) << cmd;
-  EXPECT_NE(cmd.find("--gradient_checkpointing"), std::string::npos) << cmd;
-  // Megatron: pretrain_gpt.py with the parallel degrees.
-  model::Training m;
-  m.framework = Framework::megatron;
-  m.strategy = Strategy::zero1;
-  m.tp = 8;
-  m.pp = 2;
-  m.pp_virtual = 2;
-  m.sequence_parallel = true;
-  m.checkpointing = Checkpointing::selective;
-  m.grad_accum = 8;
-  const Estimate em = Evaluator(p.a, p.n, p.c).estimate(m);
-  const std::string mc = emit(EmitFormat::torchrun, em, p.c, p.a).text;
-  EXPECT_NE(
-      mc.find("pretrain_gpt.py --tensor-model-parallel-size 8 --pipeline-model-parallel-size 2"),
-      std::string::npos)
-      << mc;
-  EXPECT_NE(mc.find("--num-layers-per-virtual-pipeline-stage 10"), std::string::npos) << mc;
-  EXPECT_NE(mc.find("--sequence-parallel"), std::string::npos) << mc;
-  EXPECT_NE(mc.find("--use-distributed-optimizer"), std::string::npos) << mc;
-  EXPECT_NE(mc.find("--global-batch-size 8"), std::string::npos) << mc;
-  EXPECT_THROW((void)parse_enum<EmitFormat>("slurm"), InputError);
 }
 
 }  // namespace

@@ -2,11 +2,19 @@
 // Launch configurations for a chosen plan, as text: a DeepSpeed JSON config, an accelerate YAML
 // config, or a torchrun command line (Megatron-LM's pretrain_gpt.py for the megatron framework,
 // a Hugging Face Trainer script otherwise). Pure string builders: the caller prints or saves them.
+//
+// Each emitter writes what its framework accepts and what the plan says, or refuses: a plan the
+// format cannot express (TP/PP in a DeepSpeed or accelerate config, optimizer-only offload under
+// FSDP, adapters in Megatron-LM, ...) throws EmitRefused naming what is missing. What belongs in the
+// training script rather than the launcher (PEFT adapters, the dataset, placeholders to fill) is
+// said in the notes.
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "trainplan/core/enum_table.hpp"
+#include "trainplan/core/error.hpp"
 #include "trainplan/hardware/gpu.hpp"
 #include "trainplan/model/architecture.hpp"
 #include "trainplan/planner/estimate.hpp"
@@ -17,15 +25,32 @@ enum class EmitFormat { deepspeed, accelerate, torchrun };
 
 struct Emitted {
   std::string text;                // the file or command itself
-  std::vector<std::string> notes;  // what the format cannot express about the plan
+  std::vector<std::string> notes;  // what the user must add or fill in, and mappings made
 };
 
-[[nodiscard]] Emitted emit_deepspeed(const Estimate& e);
-[[nodiscard]] Emitted emit_accelerate(const Estimate& e, const hardware::Cluster& c);
+// What the emitters need beyond the estimate.
+struct EmitContext {
+  std::optional<std::string> hf_id;  // the model's Hugging Face Hub id, when the catalogue has one
+  bool zero_plus_plus = false;       // the plan was estimated with ZeRO++ (EstimateOptions)
+};
+
+// A plan the format cannot express. An InputError: the CLI exits 2 with the message.
+class EmitRefused : public InputError {
+ public:
+  using InputError::InputError;
+};
+
+// The Hugging Face decoder-block class of a model_type (the class its PreTrainedModel lists in
+// _no_split_modules), or nullopt when the family is not known here.
+[[nodiscard]] std::optional<std::string> hf_block_class(const std::string& model_type);
+
+[[nodiscard]] Emitted emit_deepspeed(const Estimate& e, const EmitContext& x = {});
+[[nodiscard]] Emitted emit_accelerate(const Estimate& e, const hardware::Cluster& c,
+                                      const model::Architecture& a, const EmitContext& x = {});
 [[nodiscard]] Emitted emit_torchrun(const Estimate& e, const hardware::Cluster& c,
-                                    const model::Architecture& a);
+                                    const model::Architecture& a, const EmitContext& x = {});
 [[nodiscard]] Emitted emit(EmitFormat f, const Estimate& e, const hardware::Cluster& c,
-                           const model::Architecture& a);
+                           const model::Architecture& a, const EmitContext& x = {});
 
 }  // namespace trainplan::planner
 
