@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "trainplan/model/sdpa.hpp"
+
 namespace trainplan::model {
 namespace {
 
@@ -47,10 +49,30 @@ bool windowed(const Architecture& a, const Training& tr) {
   return a.sliding_window > 0 && a.sliding_window < tr.seq;
 }
 
+// The attention that runs: SDPA on a GPU for a family transformers has no SDPA path for runs the
+// model's eager attention (model/sdpa.hpp; the CPU accounting keeps the request as it is).
+Attention attention_run(const Architecture& a, const Training& tr) {
+  if (tr.attention == Attention::sdpa && tr.cuda_sm > 0 && !hf_sdpa_call(a).supported)
+    return Attention::eager;
+  return tr.attention;
+}
+
 // SDPA runs causal without a mask, except where the model builds one (b x 1 x s x s, boolean until
-// the attention casts it): Falcon always, any model under a sliding window.
+// the attention casts it): Falcon always (hf_sdpa_call), any model under a sliding window.
 bool sdpa_explicit_mask(const Architecture& a, const Training& tr) {
-  return tr.attention == Attention::sdpa && (a.family == "falcon" || windowed(a, tr));
+  return attention_run(a, tr) == Attention::sdpa && (hf_sdpa_call(a).always_mask || windowed(a, tr));
+}
+
+// What Hugging Face's tanh GELU (activations.py NewGELUActivation:
+// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))) keeps per intermediate element, in units of the
+// matmul dtype: x (for pow), the tanh output, 0.5 x and 1 + tanh. Under CUDA autocast torch.pow is
+// an fp32 op (PyTorch AMP docs, "CUDA Ops that can autocast to float32"), so x is kept as its fp32
+// copy and the tanh chain after it runs in fp32: only 0.5 x stays 16-bit. CPU autocast has no pow
+// in its fp32 list.
+double gelu_new_bytes(const Training& tr) {
+  const double c = compute_bytes(tr.precision);
+  if (tr.cuda_sm > 0 && is_mixed(tr.precision) && c < kFp32) return (3.0 * kFp32 + c) / c;
+  return 4.0;
 }
 
 // Bytes per element an RMSNorm keeps of its input: the fp32 copy its variance is taken from, and
@@ -92,208 +114,277 @@ BlockActivations megatron_block(const Architecture& a, const Training& tr,
   return out;
 }
 
-// The tensors a Hugging Face block saves for backward (docs/formulas.md, "Activations").
-// The `first` block of a stack also keeps what later blocks share with it (T5's relative position
-// buckets, the encoder output the decoder attends to); with a frozen embedding (adapters) its input
-// needs no gradient, nor does a projection its adapter does not train.
-// The named terms go to `terms` when given (for display; pricing needs only the sums).
-BlockActivations hf_block(const Architecture& a, const Training& tr, Stack stack, bool first,
-                          std::vector<ActivationTerm>* terms) {
-  const Shape x = shape_of(a, tr);
-  const double c = compute_bytes(tr.precision);  // dtype of matmul outputs
-  const double r = param_bytes(tr.precision);    // dtype of the residual stream (the parameters')
-  const bool mixed = is_mixed(tr.precision);
-  const bool full = tr.method == Method::full;
-  const bool input_grad = !first || full;
-  const AdaptedRoles adapted_role = full ? AdaptedRoles{} : adapted_roles(a, tr.lora);
-  const auto adapts = [&](Role role) { return adapted_role[static_cast<std::size_t>(role)]; };
+// The tensors a Hugging Face block saves for backward (docs/formulas.md, "Activations"), one part
+// of the block per method. The `first` block of a stack also keeps what later blocks share with it
+// (T5's relative position buckets, the encoder output the decoder attends to); with a frozen
+// embedding (adapters) its input needs no gradient, nor does a projection its adapter does not
+// train. The named terms go to `terms` when given (for display; pricing needs only the sums).
+class HfBlock {
+ public:
+  HfBlock(const Architecture& a, const Training& tr, Stack stack, bool first,
+          std::vector<ActivationTerm>* terms)
+      : a_(a), tr_(tr), stack_(stack), first_(first), terms_(terms), x_(shape_of(a, tr)),
+        c_(compute_bytes(tr.precision)), r_(param_bytes(tr.precision)), mixed_(is_mixed(tr.precision)),
+        full_(tr.method == Method::full), input_grad_(!first || full_),
+        adapted_(full_ ? AdaptedRoles{} : adapted_roles(a, tr.lora)),
+        fused_(!a.fused_qkv_name.empty()), attn_(attention_run(a, tr)),
+        sdpa_(attn_ == Attention::sdpa ? sdpa_choice(a, tr) : SdpaChoice{}),
+        gpu_sdpa_(attn_ == Attention::sdpa && tr.cuda_sm > 0) {}
+
+  BlockActivations run() {
+    attention();
+    mlp();
+    BlockActivations out;
+    out.attention = Bytes(attn_ == Attention::eager || !sdpa_.fused() ? core_ : 0.0);
+    out.saved = Bytes(total_);
+    return out;
+  }
+
+ private:
+  bool adapts(Role role) const { return adapted_[static_cast<std::size_t>(role)]; }
   // A linear keeps its input when its weight is trained, when its adapter reads the input directly
   // (no LoRA dropout), and always under QLoRA: bitsandbytes' 4-bit matmul saves its input for the
   // input gradient (bitsandbytes autograd MatMul4Bit).
-  auto keeps_input = [&](Role role) {
-    return full || tr.method == Method::qlora ||
-           (adapts(role) && tr.lora.dropout <= 0.0);
-  };
-  BlockActivations out;
-  double total = 0.0;
-  auto add = [&](std::string_view name, double bytes) {
+  bool keeps_input(Role role) const {
+    return full_ || tr_.method == Method::qlora || (adapts(role) && tr_.lora.dropout <= 0.0);
+  }
+  void add(std::string_view name, double bytes) {
     if (bytes <= 0.0) return;
-    if (terms) terms->push_back({name, Bytes(bytes)});
-    total += bytes;
-  };
+    if (terms_) terms_->push_back({name, Bytes(bytes)});
+    total_ += bytes;
+  }
+  // How many of these linears keep their input (an adapter with dropout keeps its dropped-out copy
+  // instead, counted by lora_dropout below).
+  int saving(std::initializer_list<Role> roles) const {
+    int n = 0;
+    for (Role role : roles) n += keeps_input(role) ? 1 : 0;
+    return n;
+  }
+  int adapted(std::initializer_list<Role> roles) const {
+    int n = 0;
+    for (Role role : roles) n += adapts(role) ? 1 : 0;
+    return n;
+  }
 
   // A norm saves what its backward needs; its output is saved by the linears that consume it, under
   // autocast as one 16-bit cast copy per consuming linear.
   // A second norm reading the same input as the first (parallel residual) saves no new input; a norm
   // whose input needs no gradient saves nothing of its own.
-  auto norm = [&](int consumers_saving, bool shares_input, bool norm_input_grad) {
-    const double th = x.t * x.h / x.rep;
-    if (norm_input_grad) switch (a.norm) {
+  void norm(int consumers_saving, bool shares_input, bool norm_input_grad) {
+    const double th = x_.t * x_.h / x_.rep;
+    if (norm_input_grad) switch (a_.norm) {
       case NormKind::rmsnorm:
-        if (!shares_input) add("norm input (fp32 copy)", rms_input_bytes(a, tr) * th);
-        add("norm statistics", kFp32 * x.t / x.rep);
+        if (!shares_input) add("norm input (fp32 copy)", rms_input_bytes(a_, tr_) * th);
+        add("norm statistics", kFp32 * x_.t / x_.rep);
         // Gemma scales by (1 + weight) in fp32, so its normalised input stays fp32.
-        if (full) add("norm normalised input", (a.family == "gemma" ? kFp32 : r) * th);
+        if (full_) add("norm normalised input", (a_.family == "gemma" ? kFp32 : r_) * th);
         break;
       case NormKind::layernorm:
       case NormKind::layernorm_no_bias:
-        if (!shares_input) add("norm input", (mixed ? kFp32 : r) * th);
-        add("norm statistics", 2.0 * (mixed ? kFp32 : r) * x.t / x.rep);  // mean, rstd in its dtype
+        if (!shares_input) add("norm input", (mixed_ ? kFp32 : r_) * th);
+        add("norm statistics", 2.0 * (mixed_ ? kFp32 : r_) * x_.t / x_.rep);  // mean, rstd in its dtype
         break;
     }
-    if (consumers_saving > 0) add("norm output (linear input)", (mixed ? consumers_saving * c : r) * th);
-  };
-  // How many of these linears keep their input (an adapter with dropout keeps its dropped-out copy
-  // instead, counted by lora_dropout below).
-  auto saving = [&](std::initializer_list<Role> roles) {
-    int n = 0;
-    for (Role role : roles) n += keeps_input(role) ? 1 : 0;
-    return n;
-  };
-  const bool fused = !a.fused_qkv_name.empty();
-  const int attn_consumers = fused ? (saving({Role::q, Role::k, Role::v}) > 0 ? 1 : 0)
-                                   : saving({Role::q, Role::k, Role::v});
-  const int mlp_consumers = saving({Role::gate, Role::up});
+    if (consumers_saving > 0) add("norm output (linear input)", (mixed_ ? consumers_saving * c_ : r_) * th);
+  }
   // LoRA's dropout keeps, per adapted linear, the dropped-out input and its mask.
-  auto lora_dropout = [&](std::initializer_list<Role> roles, double width) {
-    if (full || tr.lora.dropout <= 0.0) return;
-    int adapted = 0;
-    for (Role role : roles) adapted += adapts(role) ? 1 : 0;
-    if (fused && adapted > 0 && *roles.begin() == Role::q) adapted = 1;
-    add("LoRA dropout input and mask", adapted * (c + kMaskBytes) * x.t * width / x.rep);
-  };
-
+  void lora_dropout(std::initializer_list<Role> roles, double width) {
+    if (full_ || tr_.lora.dropout <= 0.0) return;
+    int n = adapted(roles);
+    if (fused_ && n > 0 && *roles.begin() == Role::q) n = 1;
+    add("LoRA dropout input and mask", n * (c_ + kMaskBytes) * x_.t * width / x_.rep);
+  }
   // LoRA: each adapter's A output (t x r) is saved by its B.
-  auto lora_a_outputs = [&](std::initializer_list<Role> roles) {
-    if (full) return;
-    int adapted = 0;
-    for (Role role : roles) adapted += adapts(role) ? 1 : 0;
-    if (fused && adapted > 0 && *roles.begin() == Role::q && adapts(Role::q) &&
-        !adapts(Role::o) && adapted == 3)
-      adapted = 1;
-    add("LoRA A outputs", adapted * c * x.t * static_cast<double>(tr.lora.rank) / x.tp);
-  };
+  void lora_a_outputs(std::initializer_list<Role> roles) {
+    if (full_) return;
+    int n = adapted(roles);
+    if (fused_ && n > 0 && *roles.begin() == Role::q && adapts(Role::q) && !adapts(Role::o) && n == 3)
+      n = 1;
+    add("LoRA A outputs", n * c_ * x_.t * static_cast<double>(tr_.lora.rank) / x_.tp);
+  }
 
-  // Attention.
-  norm(attn_consumers, false, input_grad);
+  void attention();
+  void attention_inputs(bool repeat);
+  void attention_core();
+  void mlp();
+
+  const Architecture& a_;
+  const Training& tr_;
+  const Stack stack_;
+  const bool first_;
+  std::vector<ActivationTerm>* terms_;
+  const Shape x_;
+  const double c_;  // dtype of matmul outputs
+  const double r_;  // dtype of the residual stream (the parameters')
+  const bool mixed_;
+  const bool full_;
+  const bool input_grad_;
+  const AdaptedRoles adapted_;
+  const bool fused_;
+  const Attention attn_;
+  const SdpaChoice sdpa_;
+  const bool gpu_sdpa_;  // SDPA on a CUDA GPU: the kernel PyTorch picks decides what is kept
+  double total_ = 0.0;
+  double core_ = 0.0;  // the attention core (what selective checkpointing drops)
+};
+
+void HfBlock::attention() {
+  const int attn_consumers = fused_ ? (saving({Role::q, Role::k, Role::v}) > 0 ? 1 : 0)
+                                    : saving({Role::q, Role::k, Role::v});
+  norm(attn_consumers, false, input_grad_);
   lora_a_outputs({Role::q, Role::k, Role::v, Role::o});
-  lora_dropout({Role::q, Role::k, Role::v}, x.h);
-  const bool rotary = a.position == PositionKind::rotary;
-  const double q = c * x.t * x.qd / x.tp;
-  const double kv = c * x.t * x.kd / x.tp;
+  lora_dropout({Role::q, Role::k, Role::v}, x_.h);
   // Grouped K/V are expanded to every head by eager attention (repeat_kv) and by Falcon's new
   // decoder everywhere; SDPA and flash kernels take them grouped (enable_gqa).
   // (A single K/V head broadcasts without a copy; a sliding-window mask makes SDPA expand too.)
-  const bool repeat = a.heads != a.kv_heads &&
-                      (a.family == "falcon" ||
-                       (a.kv_heads > 1 && (tr.attention == Attention::eager ||
-                                           (tr.attention == Attention::sdpa && windowed(a, tr)))));
+  // On a GPU, SDPA's inputs are those of the call model/sdpa.cpp describes.
+  const bool repeat =
+      gpu_sdpa_ ? sdpa_.kv_expanded
+                : a_.heads != a_.kv_heads &&
+                      (a_.family == "falcon" ||
+                       (a_.kv_heads > 1 && (attn_ == Attention::eager ||
+                                            (attn_ == Attention::sdpa && windowed(a_, tr_)))));
+  if (gpu_sdpa_ && sdpa_.fp32_math) {
+    // The math fallback keeps fp32 copies of q, k, v (cast from the model's) for its matmuls.
+    const double k_width = repeat ? x_.qd : x_.kd;
+    add("q, k, v (fp32 copies, SDPA math)", kFp32 * x_.t * (x_.qd + 2.0 * k_width) / x_.tp);
+  } else {
+    attention_inputs(repeat);
+  }
+  // T5's relative attention bias: the int64 bucket of every (query, key) pair, for its gradient.
+  if (first_ && full_ && a_.relative_buckets > 0) add("relative position buckets", 8.0 * x_.s * x_.s);
+  attention_core();
+  lora_dropout({Role::o}, x_.qd / x_.tp);
+  if (a_.hidden_dropout > 0.0) add("attention dropout mask", kMaskBytes * x_.t * x_.h / x_.rep);
+  if (stack_ == Stack::decoder && a_.encoder_decoder) {
+    const double q = c_ * x_.t * x_.qd / x_.tp;
+    const double kv = c_ * x_.t * x_.kd / x_.tp;
+    norm(saving({Role::q}), false, true);
+    add("cross-attention q, k, v and output", 3.0 * q + kv);
+    if (attn_ == Attention::eager) add("cross-attention scores", core_);
+    // The encoder output every decoder block's k and v read: kept once, by the first.
+    const int readers = saving({Role::k, Role::v});
+    if (first_ && readers > 0)
+      add("encoder output (k, v input)", (mixed_ ? readers * c_ : r_) * x_.t * x_.h / x_.rep);
+  }
+}
+
+// The q, k, v the attention keeps, in the model dtype.
+void HfBlock::attention_inputs(bool repeat) {
+  const bool rotary = a_.position == PositionKind::rotary;
+  const double q = c_ * x_.t * x_.qd / x_.tp;
+  const double kv = c_ * x_.t * x_.kd / x_.tp;
   const double k_used = repeat ? q : kv;
   // Without rotary embeddings q, k, v are views of the projection output; a fused projection keeps
   // its whole output alive through them. SDPA takes contiguous q, k, v: of a fused projection it
   // copies the views (GPT-2: q and v, k stays a view; rotary models: v) and its output.
-  const bool sdpa_fused = tr.attention == Attention::sdpa && fused && !repeat;
+  const bool sdpa_fused = attn_ == Attention::sdpa && fused_ && !repeat;
   // GPT-NeoX splits its fused projection into contiguous q, k, v.
-  const bool neox = a.family == "gpt_neox";
+  const bool neox = a_.family == "gpt_neox";
   if ((sdpa_fused || neox) && rotary) {
     add("rotary q, k", q + kv);
     add("v (contiguous copy)", kv);
   } else if (sdpa_fused) {
-    add("q, k, v projection output", c * x.t * (x.qd + 2.0 * x.kd) / x.tp);
+    add("q, k, v projection output", c_ * x_.t * (x_.qd + 2.0 * x_.kd) / x_.tp);
     add("q, v (contiguous copies)", q + kv);
-  } else if (fused && !repeat) {
-    add("q, k, v projection output", c * x.t * (x.qd + 2.0 * x.kd) / x.tp);
+  } else if (fused_ && !repeat) {
+    add("q, k, v projection output", c_ * x_.t * (x_.qd + 2.0 * x_.kd) / x_.tp);
     if (rotary) add("rotary q, k", q + kv);
   } else {
     // Q K^T keeps q for the gradient of k and k for that of q.
-    const auto grad = [&](Role role) { return input_grad || adapts(role); };
-    if (tr.attention != Attention::eager || grad(Role::k)) add("q", q);
-    if (tr.attention != Attention::eager || grad(Role::q)) add("k", k_used);
+    const auto grad = [&](Role role) { return input_grad_ || adapts(role); };
+    if (attn_ != Attention::eager || grad(Role::k)) add("q", q);
+    if (attn_ != Attention::eager || grad(Role::q)) add("k", k_used);
     add("v", k_used);
   }
-  const double scores = x.a * x.s * x.s * x.b / x.tp;
-  // T5's relative attention bias: the int64 bucket of every (query, key) pair, for its gradient.
-  if (first && full && a.relative_buckets > 0) add("relative position buckets", 8.0 * x.s * x.s);
-  double core = 0.0;
-  switch (tr.attention) {
+}
+
+// Scores and probabilities (eager, SDPA's math fallback) or the fused kernel's output and
+// log-sum-exp.
+void HfBlock::attention_core() {
+  const bool rotary = a_.position == PositionKind::rotary;
+  const double q = c_ * x_.t * x_.qd / x_.tp;
+  const double scores = x_.a * x_.s * x_.s * x_.b / x_.tp;
+  switch (attn_) {
     case Attention::eager:
-      if (a.family == "t5") {
-        core += c * scores;  // T5 takes the softmax in the model dtype
+      if (a_.family == "t5") {
+        core_ += c_ * scores;  // T5 takes the softmax in the model dtype
       } else {
-        core += kFp32 * scores;             // softmax output in fp32
-        if (c < kFp32) core += c * scores;  // probabilities cast back for the PV matmul
+        core_ += kFp32 * scores;              // softmax output in fp32
+        if (c_ < kFp32) core_ += c_ * scores;  // probabilities cast back for the PV matmul
       }
-      if (a.attention_dropout > 0.0) core += (kMaskBytes + c) * scores;
-      add("attention scores", core);
+      if (a_.attention_dropout > 0.0) core_ += (kMaskBytes + c_) * scores;
+      add("attention scores", core_);
       if (keeps_input(Role::o)) add("attention output (o input)", q);
-      break;
+      return;
     case Attention::flash:
     case Attention::sdpa:
-      core = kFp32 * x.a * x.t / x.tp;  // log-sum-exp per row
-      add("attention log-sum-exp", core);
-      add("attention output", q);  // the kernel's backward needs it
-      // The kernel lays its output out as its query; the o projection reads it token-major, which
-      // is free for a query in the projection's layout (Llama's rotary, GPT-2's views) and a copy
-      // for one concatenated head-major (partial rotary: Phi, GPT-NeoX).
-      if (rotary && a.rotary_fraction < 1.0 && keeps_input(Role::o)) add("o input (contiguous copy)", q);
-      // The explicit mask, cast to the model dtype inside each block.
-      if (sdpa_explicit_mask(a, tr)) add("attention mask", c * x.b * x.s * x.s);
       break;
   }
-  lora_dropout({Role::o}, x.qd / x.tp);
-  if (a.hidden_dropout > 0.0) add("attention dropout mask", kMaskBytes * x.t * x.h / x.rep);
-  if (stack == Stack::decoder && a.encoder_decoder) {
-    norm(saving({Role::q}), false, true);
-    add("cross-attention q, k, v and output", 3.0 * q + kv);
-    if (tr.attention == Attention::eager) add("cross-attention scores", core);
-    // The encoder output every decoder block's k and v read: kept once, by the first.
-    const int readers = saving({Role::k, Role::v});
-    if (first && readers > 0)
-      add("encoder output (k, v input)", (mixed ? readers * c : r) * x.t * x.h / x.rep);
+  if (gpu_sdpa_ && !sdpa_.fused()) {
+    // attention.cpp _scaled_dot_product_attention_math: the softmax output, shared by the softmax
+    // and P V backward, in fp32 when upcast; with dropout its mask and the dropped probabilities.
+    const double p = sdpa_.fp32_math ? kFp32 : c_;
+    core_ = p * scores + (sdpa_.dropout > 0.0 ? (kMaskBytes + p) * scores : 0.0);
+    add("attention probabilities (SDPA math)", core_);
+    if (keeps_input(Role::o)) add("attention output (o input)", q);
+  } else {
+    core_ = kFp32 * x_.a * x_.t / x_.tp;  // log-sum-exp per row
+    add("attention log-sum-exp", core_);
+    add("attention output", q);  // the kernel's backward needs it
+    // The kernel lays its output out as its query; the o projection reads it token-major, which
+    // is free for a query in the projection's layout (Llama's rotary, GPT-2's views) and a copy
+    // for one concatenated head-major (partial rotary: Phi, GPT-NeoX).
+    if (rotary && a_.rotary_fraction < 1.0 && keeps_input(Role::o)) add("o input (contiguous copy)", q);
   }
+  // The explicit mask, cast to the model dtype inside each block.
+  if (sdpa_explicit_mask(a_, tr_)) add("attention mask", c_ * x_.b * x_.s * x_.s);
+}
 
-  // MLP.
+void HfBlock::mlp() {
   // The MLP's norm reads the residual after attention, which needs a gradient once anything before
   // it is trained (or, under a parallel residual, the block's input).
-  bool attention_trained = false;
-  for (Role role : {Role::q, Role::k, Role::v, Role::o}) attention_trained |= adapts(role);
-  const bool mlp_norm_grad = input_grad || (!a.parallel_residual && attention_trained);
-  if (a.norms_per_layer > 1) norm(mlp_consumers, a.parallel_residual, mlp_norm_grad);
-  lora_dropout({Role::gate, Role::up}, x.h);
+  const bool attention_trained = adapted({Role::q, Role::k, Role::v, Role::o}) > 0;
+  const bool mlp_norm_grad = input_grad_ || (!a_.parallel_residual && attention_trained);
+  if (a_.norms_per_layer > 1) norm(saving({Role::gate, Role::up}), a_.parallel_residual, mlp_norm_grad);
+  lora_dropout({Role::gate, Role::up}, x_.h);
   lora_a_outputs({Role::gate, Role::up, Role::down});
-  const double tI = mlp_copies(a) * x.t * x.I / x.tp;
-  const double act_saved = a.activation == Activation::gelu_new ? 4.0 : 1.0;
-  if (a.mlp == MlpKind::gated) {
-    add("gate projection output", act_saved * c * tI);
-    add("activation output", c * tI);
-    add("up projection output", c * tI);
-    if (keeps_input(Role::down)) add("down projection input", c * tI);
+  const double tI = mlp_copies(a_) * x_.t * x_.I / x_.tp;
+  if (a_.mlp == MlpKind::gated) {
+    add("gate projection output", c_ * tI);
+    add("activation output", c_ * tI);
+    add("up projection output", c_ * tI);
+    if (keeps_input(Role::down)) add("down projection input", c_ * tI);
   } else {
-    add("up projection output", act_saved * c * tI);
-    if (keeps_input(Role::down)) add("down projection input", c * tI);
+    if (a_.activation == Activation::gelu_new) {
+      add("up projection output", gelu_new_bytes(tr_) * c_ * tI);
+    } else {
+      add("up projection output", c_ * tI);
+    }
+    if (keeps_input(Role::down)) add("down projection input", c_ * tI);
     // T5 drops out inside the feed-forward, between its two matrices.
-    if (a.family == "t5" && a.hidden_dropout > 0.0) add("feed-forward dropout mask", kMaskBytes * tI);
+    if (a_.family == "t5" && a_.hidden_dropout > 0.0) add("feed-forward dropout mask", kMaskBytes * tI);
   }
-  lora_dropout({Role::down}, x.I / x.tp);
-  if (a.hidden_dropout > 0.0) add("mlp dropout mask", kMaskBytes * x.t * x.h / x.rep);
-  if (a.is_moe()) {
+  lora_dropout({Role::down}, x_.I / x_.tp);
+  if (a_.hidden_dropout > 0.0) add("mlp dropout mask", kMaskBytes * x_.t * x_.h / x_.rep);
+  if (a_.is_moe()) {
     // Routing, per token: fp32 router logits, the top-k indices (int64), fp32 weights and their sum.
     // Per routed token: its weight, int64 indices (grouped_mm: three sort and scatter indices; the
     // loop: one per expert's token list), the gathered input and the expert output (the loop also
     // keeps that output's weighted copy).
-    const double k = static_cast<double>(a.experts_per_token);
-    const double E = static_cast<double>(a.experts);
-    const double indices = a.experts_loop ? 1.0 : 3.0;
+    const double k = static_cast<double>(a_.experts_per_token);
+    const double E = static_cast<double>(a_.experts);
+    const double indices = a_.experts_loop ? 1.0 : 3.0;
     add("router logits and routing",
-        x.t * (kFp32 * E + kFp32 + k * (8.0 + kFp32) + k * (kFp32 + indices * 8.0)));
-    add("expert input and output copies", (a.experts_loop ? 3.0 : 2.0) * c * x.t * k * x.h / x.tp);
+        x_.t * (kFp32 * E + kFp32 + k * (8.0 + kFp32) + k * (kFp32 + indices * 8.0)));
+    add("expert input and output copies", (a_.experts_loop ? 3.0 : 2.0) * c_ * x_.t * k * x_.h / x_.tp);
   }
-
-  out.attention = Bytes(tr.attention == Attention::eager ? core : 0.0);
-  out.saved = Bytes(total);
-  return out;
 }
 
+BlockActivations hf_block(const Architecture& a, const Training& tr, Stack stack, bool first,
+                          std::vector<ActivationTerm>* terms) {
+  return HfBlock(a, tr, stack, first, terms).run();
+}
 }  // namespace
 
 BlockActivations block_activations(const Architecture& a, const Training& tr, Stack stack) {
@@ -327,7 +418,7 @@ Bytes first_block_extra(const Architecture& a, const Training& tr, Stack stack) 
     // The mask every checkpointed block is handed: eager's additive one in the model dtype, or
     // SDPA's boolean one where the model builds it.
     const double b = static_cast<double>(tr.micro_batch);
-    if (tr.attention == Attention::eager) extra += c * b * s * s;
+    if (attention_run(a, tr) == Attention::eager) extra += c * b * s * s;
     if (sdpa_explicit_mask(a, tr)) extra += kMaskBytes * b * s * s;
     // The encoder output, an input of every checkpointed decoder block.
     if (stack == Stack::decoder && a.encoder_decoder)
@@ -455,6 +546,8 @@ ActivationMemory activation_memory(const Architecture& a, const Training& tr) {
   m.host = m.host * m.in_flight;
   m.embedding = embedding_activations(a, tr) * m.in_flight;
   m.head = tr.pp == 1 ? head_activations(a, tr).total() : Bytes(0.0);
+  if (tr.attention == Attention::sdpa && tr.framework != Framework::megatron) m.sdpa = sdpa_choice(a, tr);
+  for (const auto& part : parts) m.block_terms.push_back({part.stack, block_activation_terms(a, tr, part.stack)});
   return m;
 }
 

@@ -133,12 +133,27 @@ void validate_training(const Architecture& a, const Training& tr) {
                      " experts of model '" + a.name + "'");
 }
 
+namespace {
+// "9.0" -> 90; AMD's LLVM targets (and an unknown GPU) -> 0.
+int cuda_sm_of(const hardware::GpuSpec& g) {
+  const std::string& cc = g.capabilities.compute_capability;
+  const auto dot = cc.find('.');
+  if (g.vendor != "NVIDIA" || dot == std::string::npos) return 0;
+  try {
+    return std::stoi(cc.substr(0, dot)) * 10 + std::stoi(cc.substr(dot + 1));
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+}  // namespace
+
 Layout make_layout(const Architecture& a, const Training& tr, const hardware::Cluster& c) {
   validate_training(a, tr);
   Layout l;
   l.world = c.world();
   l.nodes = c.nodes;
   l.gpus_per_node = c.gpus_per_node;
+  l.cuda_sm = cuda_sm_of(c.gpu);
   l.tp = tr.tp;
   l.pp = tr.pp;
   if (l.world % (tr.tp * tr.pp) != 0)
@@ -282,7 +297,10 @@ MemoryBreakdown memory(const Architecture& a, const model::ParameterCounts& n, c
   MemoryBreakdown m;
   m.states = model_states(a, n, tr, l, mc);
   const ModelStates& ms = m.states;
-  m.activation_detail = model::activation_memory(a, tr);
+  // The activations as PyTorch keeps them on this GPU (the SDPA kernel it picks, autocast's ops).
+  model::Training on_gpu = tr;
+  on_gpu.cuda_sm = l.cuda_sm;
+  m.activation_detail = model::activation_memory(a, on_gpu);
   const Bytes A = m.activation_detail.total();
   const StageParams sp = stage_params(a, n, l);
   const double c = compute_bytes(tr.precision);

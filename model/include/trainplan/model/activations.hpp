@@ -8,11 +8,13 @@
 //  * pytorch / deepspeed (Hugging Face models): the tensors the Hugging Face implementation saves,
 //    enumerated op by op (docs/formulas.md, "Activations"), checked against the PyTorch oracle.
 
+#include <optional>
 #include <string_view>
 #include <vector>
 
 #include "trainplan/core/units.hpp"
 #include "trainplan/model/architecture.hpp"
+#include "trainplan/model/sdpa.hpp"
 #include "trainplan/model/training.hpp"
 
 namespace trainplan::model {
@@ -61,7 +63,16 @@ struct HeadActivations {
 };
 [[nodiscard]] HeadActivations head_activations(const Architecture& a, const Training& tr);
 
+// One block of a stack, its saved tensors by name (block_activation_terms).
+struct StackActivationTerms {
+  Stack stack = Stack::decoder;
+  std::vector<ActivationTerm> terms;
+};
+
 struct ActivationMemory {
+  // --attention sdpa: the kernel PyTorch picks for this model on this GPU, and why (model/sdpa.hpp).
+  std::optional<SdpaChoice> sdpa;
+  std::vector<StackActivationTerms> block_terms;  // per stack (encoder first), before checkpointing
   Bytes per_block;       // saved per block after checkpointing policy (one micro-batch)
   Bytes blocks;          // all blocks of the most loaded stage, times micro-batches in flight
   Bytes recompute_peak;  // full checkpointing: one block's activations rebuilt during its backward

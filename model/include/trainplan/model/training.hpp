@@ -35,6 +35,9 @@ struct Training {
   // Adapters under mixed precision: keep the frozen base in fp32 (litgpt's bf16-mixed autocasts an
   // fp32 model) instead of the 16-bit compute dtype (Hugging Face + PEFT practice).
   bool frozen_base_fp32 = false;
+  // The CUDA compute capability (major*10+minor) of the GPUs, which decides the SDPA kernel and
+  // autocast's fp32 ops (model/sdpa.hpp); 0: not a CUDA GPU (the CPU oracle). Set by the planner.
+  int cuda_sm = 0;
 
   [[nodiscard]] std::int64_t tokens_per_micro_batch() const { return seq * micro_batch; }
   [[nodiscard]] OptimizerImpl optimizer_implementation() const {

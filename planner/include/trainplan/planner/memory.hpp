@@ -26,6 +26,7 @@ struct Layout {
   int dp = 1;
   int shard = 1;  // ranks a ZeRO/FSDP shard spans (dp, or the node for hybrid sharding)
   int ep = 1;     // ranks the experts are spread over (divides shard)
+  int cuda_sm = 0;  // the GPU's CUDA compute capability, major*10+minor; 0: not NVIDIA
 };
 
 // Throws InputError naming the option when a value is out of range or the degrees do not fit the

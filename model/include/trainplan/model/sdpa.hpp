@@ -1,0 +1,93 @@
+#pragma once
+// torch.nn.functional.scaled_dot_product_attention picks its kernel at run time. This is that choice
+// on CUDA, from PyTorch's own filters, and what a Hugging Face model hands it, per family; the
+// activation and time models follow the kernel it picks (docs/formulas.md, "SDPA dispatch").
+//
+// Sources: pytorch/pytorch aten/src/ATen/native/transformers/cuda/sdp_utils.cpp and
+// sdp_utils_cpp.h (main at commit 001f694aef6f, read 2026-11-26; functions named at each rule),
+// aten/src/ATen/native/transformers/attention.cpp (_scaled_dot_product_attention_math), and the
+// kernels the profiler saw with torch 2.11.0 + cuDNN 9.19 on an H200
+// (data/reference/sdpa-dispatch-h200.json) where 2.11 differs from main.
+
+#include <cstdint>
+#include <string>
+
+#include "trainplan/core/enum_table.hpp"
+#include "trainplan/model/architecture.hpp"
+#include "trainplan/model/training.hpp"
+
+namespace trainplan::model {
+
+// `unsupported`: the model has no SDPA path (transformers refuses attn_implementation="sdpa"); the
+// model's eager attention is what can run.
+enum class SdpaKernel { flash, efficient, cudnn, math, cpu, unsupported };
+// How the mask reaches SDPA: none (bidirectional), the is_causal flag, or a materialised
+// b x 1 x s x s tensor, boolean or additive float.
+enum class SdpaMask { none, causal_flag, boolean, additive };
+enum class SdpaDtype { fp16, bf16, fp32 };
+
+struct SdpaInputs {
+  int cuda_sm = 0;          // compute capability major*10+minor; 0: not a CUDA GPU (the CPU oracle)
+  int torch_minor = 11;     // torch 2.x
+  int cudnn_version = 91900;  // cudnnGetVersion(): 9.19.0
+  SdpaMask mask = SdpaMask::causal_flag;
+  SdpaDtype dtype = SdpaDtype::bf16;      // query, key, value
+  SdpaDtype mask_dtype = SdpaDtype::bf16;  // an additive mask
+  std::int64_t head_dim = 128;
+  std::int64_t q_heads = 32;
+  std::int64_t kv_heads = 32;  // as passed: after any repeat_kv expansion
+  bool enable_gqa = false;
+  double dropout = 0.0;
+  bool requires_grad = true;
+};
+
+struct SdpaChoice {
+  SdpaKernel kernel = SdpaKernel::cpu;
+  std::string reason;
+  // math only: q, k, v and the probabilities upcast to fp32 (fp16/bf16 reductions not allowed,
+  // torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp() false by default).
+  bool fp32_math = false;
+  // The K/V heads the kernel reads: grouped (enable_gqa or a broadcast single head) or expanded
+  // to every query head (repeat_kv, Falcon's broadcast_to + flatten).
+  bool kv_expanded = false;
+  SdpaMask mask = SdpaMask::causal_flag;
+  double dropout = 0.0;
+  // Fused kernels keep output and log-sum-exp; math keeps the probabilities (and dropout mask).
+  [[nodiscard]] bool fused() const;
+};
+
+// PyTorch's select_sdp_backend for dense inputs (no nested tensors, no user-disabled backends).
+[[nodiscard]] SdpaChoice choose_sdpa_kernel(const SdpaInputs& in);
+
+// What a family's Hugging Face implementation (transformers 5.17) passes to SDPA in training,
+// one table keyed by model_type (sdpa.cpp), never `if family == ...` elsewhere.
+struct HfSdpaCall {
+  bool supported = true;       // transformers has an SDPA path for the family
+  bool own_attention = false;  // its own SDPA call, not transformers' sdpa_attention_forward
+  bool always_mask = false;    // materialises its causal mask even without padding
+  bool kv_as_is = false;       // passes K/V with fewer heads without enable_gqa (Falcon MQA)
+  bool kv_broadcast = false;   // expands K/V to every head itself (Falcon's new decoder)
+  bool dropout = true;         // passes attention dropout in training
+  const char* source = "";     // the implementation read, file and function
+};
+[[nodiscard]] HfSdpaCall hf_sdpa_call(const Architecture& a);
+
+// The kernel PyTorch picks for one block's self-attention of this model in this training setup,
+// on the GPU of compute capability tr.cuda_sm (0: the CPU kernels of the oracle).
+[[nodiscard]] SdpaChoice sdpa_choice(const Architecture& a, const Training& tr);
+
+}  // namespace trainplan::model
+
+namespace trainplan {
+template <>
+struct EnumTable<model::SdpaKernel> {
+  static constexpr std::string_view kWhat = "SDPA kernel";
+  static constexpr std::array kEntries{
+      std::pair{model::SdpaKernel::flash, std::string_view{"flash"}},
+      std::pair{model::SdpaKernel::efficient, std::string_view{"efficient"}},
+      std::pair{model::SdpaKernel::cudnn, std::string_view{"cudnn"}},
+      std::pair{model::SdpaKernel::math, std::string_view{"math"}},
+      std::pair{model::SdpaKernel::cpu, std::string_view{"cpu"}},
+      std::pair{model::SdpaKernel::unsupported, std::string_view{"unsupported"}}};
+};
+}  // namespace trainplan
