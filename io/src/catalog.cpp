@@ -20,6 +20,13 @@ std::string lower(std::string s) {
 
 bool same(const std::string& a, const std::string& b) { return lower(a) == lower(b); }
 
+// Bounds on what a cluster may say: far beyond any machine, small enough that products stay in int.
+constexpr std::int64_t kMaxCount = 1'000'000;    // nodes, GPUs per node, GPUs in all
+constexpr std::int64_t kMaxLinks = 1'024;        // NICs per node
+constexpr double kMaxLinkGbps = 100'000;         // one NIC; today's fastest are 800 Gb/s
+constexpr std::size_t kMaxNameLength = 4'096;    // a model name, Hugging Face id or path (PATH_MAX)
+constexpr double kMaxHostGiB = 1'048'576;         // CPU memory of one node: 1 PiB
+
 std::size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
   for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
@@ -64,9 +71,11 @@ CatalogModel parse_model(const Json& j, const std::string& what) {
 hardware::InterNodeLink parse_inter_node_json(const Json& j, const std::string& what) {
   ObjectReader r(j, what);
   hardware::InterNodeLink l;
-  l.links_per_node = static_cast<int>(r.integer("links_per_node", 1));
+  l.links_per_node = static_cast<int>(r.integer("links_per_node", 1, kMaxLinks));
   l.link_Gbps = r.number("link_Gbps");
-  if (l.link_Gbps <= 0) throw InputError(what + ": key 'link_Gbps' must be positive");
+  if (!(l.link_Gbps > 0 && l.link_Gbps <= kMaxLinkGbps))
+    throw InputError(what + ": key 'link_Gbps' must be a rate above 0 and at most " +
+                     std::to_string(static_cast<int>(kMaxLinkGbps)) + " Gb/s (got " + std::to_string(l.link_Gbps) + ")");
   l.fabric = r.string("fabric");
   r.reject_unknown();
   return l;
@@ -213,7 +222,10 @@ Catalog Catalog::builtin() {
 }
 
 ResolvedModel Catalog::resolve_model(const std::string& spec) const {
-  if (spec.empty()) throw InputError("empty model name");
+  if (spec.empty()) throw InputError("empty model name; expected a catalogue name, Hugging Face id or config.json path");
+  if (spec.size() > kMaxNameLength)
+    throw InputError("model name is " + std::to_string(spec.size()) + " characters long; expected a catalogue name, "
+                     "Hugging Face id or config.json path (at most " + std::to_string(kMaxNameLength) + ")");
   for (const auto& m : models_) {
     bool hit = same(m.name, spec) || (m.hf_id && same(*m.hf_id, spec));
     for (const auto& al : m.aliases) hit = hit || same(al, spec);
@@ -224,7 +236,10 @@ ResolvedModel Catalog::resolve_model(const std::string& spec) const {
     for (const auto& m : models_)
       if (m.name == target) return {m.arch, alias + " = " + m.name + " (size alias)", &m};
   }
-  if (looks_like_path(spec)) return {read_hf_config_file(spec), "", nullptr};
+  if (looks_like_path(spec)) {
+    HfArchitecture read = read_hf_config(spec);
+    return {std::move(read.arch), joined_notes(read.notes), nullptr};
+  }
   std::vector<std::string> names;
   for (const auto& m : models_) {
     names.push_back(m.name);
@@ -232,7 +247,7 @@ ResolvedModel Catalog::resolve_model(const std::string& spec) const {
   }
   for (const auto& [alias, target] : sizes_) names.push_back(alias);
   const auto near = nearest_names(spec, names);
-  std::string msg = "unknown model '" + spec + "'";
+  std::string msg = "unknown model '" + text_excerpt(spec) + "'";
   if (!near.empty()) {
     msg += " (did you mean: ";
     for (std::size_t i = 0; i < near.size(); ++i) msg += (i ? ", " : "") + near[i];
@@ -258,7 +273,7 @@ ResolvedGpu Catalog::resolve_gpu(const std::string& name) const {
   std::string list;
   for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
   const auto near = nearest_names(name, names, 3);
-  std::string msg = "unknown GPU '" + name + "'";
+  std::string msg = "unknown GPU '" + text_excerpt(name) + "'";
   if (!near.empty()) msg += " (did you mean " + near.front() + "?)";
   throw InputError(msg + "; known GPUs: " + list);
 }
@@ -267,7 +282,6 @@ namespace {
 
 // A count in a cluster or link spec: digits only, at most a million (no cluster has more).
 int spec_count(const std::string& digits, const std::string& what) {
-  constexpr long long kMaxCount = 1'000'000;
   long long v = 0;
   for (const char ch : digits) {
     v = v * 10 + (ch - '0');
@@ -295,10 +309,16 @@ hardware::InterNodeLink parse_inter_node(const std::string& text) {
     throw InputError("--inter-node '" + text + "': expected NICS x RATE, e.g. 8x200Gbps or 400Gbps");
   hardware::InterNodeLink l;
   l.links_per_node = m[1].matched ? spec_count(m[1].str(), "--inter-node '" + text + "'") : 1;
+  if (l.links_per_node > kMaxLinks)
+    throw InputError("--inter-node '" + text + "': at most " + std::to_string(kMaxLinks) + " NICs per node");
+  // At most 256 characters of digits: std::stod cannot overflow a double here.
   l.link_Gbps = std::stod(m[2].str());
   l.fabric = "infiniband";
-  if (l.links_per_node < 1 || l.link_Gbps <= 0)
+  if (l.links_per_node < 1 || !(l.link_Gbps > 0))
     throw InputError("--inter-node '" + text + "': counts and rates must be positive");
+  if (l.link_Gbps > kMaxLinkGbps)
+    throw InputError("--inter-node '" + text + "': a NIC of at most " + std::to_string(static_cast<int>(kMaxLinkGbps)) +
+                     " Gb/s expected");
   return l;
 }
 
@@ -313,18 +333,23 @@ ResolvedCluster Catalog::resolve_cluster(const std::string& spec,
   std::string gpu_name = spec;
   bool explicit_nodes = false;
   std::optional<hardware::InterNodeLink> file_inter;
+  if (spec.size() > kMaxNameLength)
+    throw InputError("cluster is " + std::to_string(spec.size()) +
+                     " characters long; expected a short spec such as 2x8xH100-80GB or a cluster JSON path");
   if (spec.ends_with(".json")) {
     const std::string what = "cluster file '" + spec + "'";
     const Json j = parse_json(read_text_file(spec, "cluster file"), what);
     ObjectReader r(j, what);
     r.ignore({"name", "source"});
     gpu_name = r.string("gpu");
-    c.nodes = static_cast<int>(r.integer("nodes", 1));
-    c.gpus_per_node = static_cast<int>(r.integer("gpus_per_node", 1));
+    c.nodes = static_cast<int>(r.integer("nodes", 1, kMaxCount));
+    c.gpus_per_node = static_cast<int>(r.integer("gpus_per_node", 1, kMaxCount));
     if (r.has("inter_node")) file_inter = parse_inter_node_json(r.raw("inter_node"), what + " inter_node");
     else r.ignore({"inter_node"});
     if (const auto host = r.optional_number("host_memory_GiB")) {
-      if (!(*host > 0.0)) throw InputError(what + ": key 'host_memory_GiB' must be positive");
+      if (!(*host > 0.0 && *host <= kMaxHostGiB))
+        throw InputError(what + ": key 'host_memory_GiB' must be positive and at most " +
+                         std::to_string(static_cast<int>(kMaxHostGiB)) + " GiB per node (got " + std::to_string(*host) + ")");
       c.host_memory = gib(*host);
     }
     r.reject_unknown();
@@ -342,7 +367,16 @@ ResolvedCluster Catalog::resolve_cluster(const std::string& spec,
   }
   if (c.nodes < 1 || c.gpus_per_node < 1)
     throw InputError("cluster '" + spec + "': node and GPU counts must be at least 1");
-  ResolvedGpu g = resolve_gpu(gpu_name);
+  if (static_cast<std::int64_t>(c.nodes) * c.gpus_per_node > kMaxCount)
+    throw InputError("cluster '" + spec + "': " + std::to_string(c.nodes) + " nodes x " + std::to_string(c.gpus_per_node) +
+                     " GPUs is more than 1,000,000 GPUs");
+  ResolvedGpu g;
+  try {
+    g = resolve_gpu(gpu_name);
+  } catch (const InputError& e) {
+    if (!spec.ends_with(".json")) throw;
+    throw InputError("cluster file '" + spec + "': key 'gpu': " + e.what());
+  }
   c.gpu = g.spec;
   if (!g.note.empty()) out.notes.push_back(g.note);
   // "16xA100" on GPUs that come 8 to a node means two nodes.

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
+#include <vector>
 
 #include "trainplan/core/error.hpp"
 
@@ -12,13 +12,24 @@ namespace trainplan::io {
 
 std::string read_text_file(const std::string& path, const std::string& what) {
   namespace fs = std::filesystem;
+  if (path.size() > kMaxPathLength)
+    throw InputError("cannot read " + what + ": its path is " + std::to_string(path.size()) +
+                     " characters long (at most " + std::to_string(kMaxPathLength) + ")");
   std::error_code ec;
   if (fs::is_directory(path, ec)) throw InputError("cannot read " + what + " '" + path + "': it is a folder");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError("cannot read " + what + " '" + path + "': " + std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  std::string text = ss.str();
+  // Read in pieces up to a bound, so a device file (/dev/zero) or a runaway log ends in an error
+  // instead of exhausting memory.
+  std::string text;
+  std::vector<char> buf(1 << 16);
+  while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0) {
+    text.append(buf.data(), static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxFileBytes)
+      throw InputError("cannot read " + what + " '" + path + "': larger than " +
+                       std::to_string(kMaxFileBytes >> 20) + " MiB");
+  }
+  if (in.bad()) throw InputError("cannot read " + what + " '" + path + "': read failed");
   if (text.find_first_not_of(" \t\r\n") == std::string::npos)
     throw InputError("cannot read " + what + " '" + path + "': the file is empty");
   return text;

@@ -1,6 +1,7 @@
 #include "trainplan/io/hf_config.hpp"
 
 #include <filesystem>
+#include <limits>
 
 #include "trainplan/core/error.hpp"
 #include "trainplan/io/files.hpp"
@@ -14,59 +15,168 @@ using model::MlpKind;
 using model::NormKind;
 using model::PositionKind;
 
-// Reads the first present key of a list of aliases (n_embd / hidden_size / d_model ...).
+// What a config.json may say: wide enough for any published model (the largest have hidden sizes
+// near 2^14, vocabularies near 2^18, contexts near 2^24), narrow enough that no count overflows.
+struct Bounds {
+  std::int64_t lo;
+  std::int64_t hi;
+};
+constexpr Bounds kWidth{1, 1 << 20};           // hidden, head dim
+constexpr Bounds kIntermediate{1, 1 << 24};
+constexpr Bounds kLayers{1, 10'000};
+constexpr Bounds kHeads{1, 1 << 16};
+constexpr Bounds kVocab{1, 1 << 24};
+constexpr Bounds kPositions{1, 1 << 30};
+constexpr Bounds kExperts{1, 1 << 16};
+constexpr Bounds kSmall{1, 1 << 10};           // expansion ratio, relative buckets
+// 1e14 parameters is 500 times the largest published dense model; every later product of a count
+// and a byte size stays far inside int64.
+constexpr long double kMaxParameters = 1e14L;
+
+// What a family's configuration class assumes for a key that config.json leaves out or sets to
+// null. Zero where the class derives the value instead (see the field comments).
+struct FamilyDefaults {
+  const char* config_class;
+  std::int64_t vocab, hidden, layers, heads;
+  std::int64_t intermediate;  // 0: 4 x hidden size (n_inner / ffn_hidden_size None)
+  std::int64_t kv_heads;      // 0: num_attention_heads (num_key_value_heads None)
+  std::int64_t head_dim;      // 0: hidden_size // num_attention_heads (head_dim None)
+  std::int64_t max_seq;       // 0: the class has no position limit
+  bool tie_embeddings;        // PretrainedConfig's default is true
+};
+
+// Each row is the class's __init__ / dataclass defaults in huggingface/transformers, file
+// src/transformers/models/<type>/configuration_<type>.py at the commit named, and
+// PretrainedConfig.__init__ (configuration_utils.py: tie_word_embeddings defaults to True) for
+// classes that do not set tie_word_embeddings themselves.
+const FamilyDefaults& defaults_of(const std::string& family) {
+  // llama, mixtral, qwen2, gemma, gpt_neox, phi: @008e574391258935f3ecc3035c882e73bbcac419;
+  // mistral: @001f85b38fb432858ace93f18622f07cec46d874 (the same values at 008e574);
+  // falcon: @5fd8edad2a672d6a10d6352b62b823d56c3032bf; bloom: @d94ee404add5208a61220111258cbafa50aaa297;
+  // gpt2: @1c70522e01cdf5fcc6ebda6c372ee0198d557c53; mpt: @05699a763e76ee438fa65e6eeae4a294ea0026f5;
+  // t5: @038869d4d54db478c18dbe58a02aefc67f62beb0.
+  static const FamilyDefaults kLlama{"LlamaConfig", 32000, 4096, 32, 32, 11008, 0, 0, 2048, false};
+  static const FamilyDefaults kMistral{"MistralConfig", 32000, 4096, 32, 32, 14336, 8, 0, 4096 * 32, false};
+  static const FamilyDefaults kMixtral{"MixtralConfig", 32000, 4096, 32, 32, 14336, 8, 0, 4096 * 32, false};
+  static const FamilyDefaults kQwen2{"Qwen2Config", 151936, 4096, 32, 32, 22016, 32, 0, 32768, false};
+  static const FamilyDefaults kGemma{"GemmaConfig", 256000, 3072, 28, 16, 24576, 16, 256, 8192, true};
+  static const FamilyDefaults kFalcon{"FalconConfig", 65024, 4544, 32, 71, 0, 0, 0, 2048, true};
+  static const FamilyDefaults kBloom{"BloomConfig", 250880, 64, 2, 8, 0, 0, 0, 0, true};
+  static const FamilyDefaults kGpt2{"GPT2Config", 50257, 768, 12, 12, 0, 0, 0, 1024, true};
+  static const FamilyDefaults kNeox{"GPTNeoXConfig", 50432, 6144, 44, 64, 24576, 0, 0, 2048, false};
+  static const FamilyDefaults kMpt{"MptConfig", 50368, 2048, 24, 16, 0, 0, 0, 2048, true};
+  static const FamilyDefaults kPhi{"PhiConfig", 51200, 2048, 24, 32, 8192, 0, 0, 2048, false};
+  static const FamilyDefaults kT5{"T5Config", 32128, 512, 6, 8, 2048, 0, 64, 0, true};
+  if (family == "mistral") return kMistral;
+  if (family == "mixtral") return kMixtral;
+  if (family == "qwen2") return kQwen2;
+  if (family == "gemma") return kGemma;
+  if (family == "falcon") return kFalcon;
+  if (family == "bloom") return kBloom;
+  if (family == "gpt2") return kGpt2;
+  if (family == "gpt_neox") return kNeox;
+  if (family == "mpt") return kMpt;
+  if (family == "phi") return kPhi;
+  if (family == "t5") return kT5;
+  return kLlama;
+}
+
+// Reads the first present key of a list of aliases (n_embd / hidden_size / d_model ...), range-checks
+// it, and records a note whenever the configuration class's default stands in for a missing key.
 class HfReader {
  public:
-  HfReader(const Json& j, std::string where) : j_(j), where_(std::move(where)) {}
+  HfReader(const Json& j, std::string where, const FamilyDefaults& d, std::vector<std::string>& notes)
+      : j_(j), where_(std::move(where)), d_(d), notes_(notes) {}
 
   [[nodiscard]] const Json* find(std::initializer_list<const char*> keys) const {
     for (const char* k : keys)
       if (j_.contains(k) && !j_.at(k).is_null()) return &j_.at(k);
     return nullptr;
   }
-  [[nodiscard]] std::string names(std::initializer_list<const char*> keys) const {
-    std::string out;
-    for (const char* k : keys) out += (out.empty() ? "'" : " / '") + std::string(k) + "'";
-    return out;
+  // The value, or the class default (with a note naming the key, the class and the value).
+  [[nodiscard]] std::int64_t integer(std::initializer_list<const char*> keys, Bounds b, std::int64_t fallback,
+                                     const std::string& fallback_text = "") {
+    if (const Json* v = find(keys)) return checked_integer(*v, keys, b);
+    note(keys, fallback_text.empty() ? std::to_string(fallback) : fallback_text);
+    return fallback;
   }
-  [[nodiscard]] std::int64_t integer(std::initializer_list<const char*> keys) const {
+  [[nodiscard]] bool flag(std::initializer_list<const char*> keys, bool fallback) {
     const Json* v = find(keys);
-    if (!v) throw InputError(where_ + ": required key " + names(keys) + " is missing");
-    return checked_integer(*v, keys);
-  }
-  [[nodiscard]] std::int64_t integer_or(std::initializer_list<const char*> keys, std::int64_t fallback) const {
-    const Json* v = find(keys);
-    return v ? checked_integer(*v, keys) : fallback;
-  }
-  [[nodiscard]] bool flag_or(std::initializer_list<const char*> keys, bool fallback) const {
-    const Json* v = find(keys);
-    if (!v) return fallback;
-    if (!v->is_boolean()) throw InputError(where_ + ": key " + names(keys) + " must be true or false");
+    if (!v) {
+      note(keys, fallback ? "true" : "false");
+      return fallback;
+    }
+    if (!v->is_boolean())
+      throw InputError(where_ + ": key " + names(keys) + " must be true or false (got " + json_excerpt(*v) + ")");
     return v->get<bool>();
+  }
+  // A probability (dropout): a number in [0, 1].
+  [[nodiscard]] double probability(std::initializer_list<const char*> keys, double fallback) {
+    const Json* v = find(keys);
+    if (!v) {
+      note(keys, std::to_string(fallback).substr(0, 3));
+      return fallback;
+    }
+    return probability_value(*v, names(keys));
+  }
+  [[nodiscard]] double probability_value(const Json& v, const std::string& key) const {
+    if (!v.is_number() || !(v.get<double>() >= 0.0 && v.get<double>() <= 1.0))
+      throw InputError(where_ + ": key " + key + " must be a number from 0 to 1 (got " + json_excerpt(v) + ")");
+    return v.get<double>();
   }
   [[nodiscard]] double number_or(std::initializer_list<const char*> keys, double fallback) const {
     const Json* v = find(keys);
     if (!v) return fallback;
-    if (!v->is_number()) throw InputError(where_ + ": key " + names(keys) + " must be a number");
+    if (!v->is_number()) throw InputError(where_ + ": key " + names(keys) + " must be a number (got " + json_excerpt(*v) + ")");
     return v->get<double>();
+  }
+  [[nodiscard]] std::string string(std::initializer_list<const char*> keys, const std::string& fallback) {
+    const Json* v = find(keys);
+    if (!v) {
+      note(keys, "\"" + fallback + "\"");
+      return fallback;
+    }
+    if (!v->is_string())
+      throw InputError(where_ + ": key " + names(keys) + " must be a string (got " + json_excerpt(*v) + ")");
+    return v->get<std::string>();
   }
   [[nodiscard]] std::string string_or(std::initializer_list<const char*> keys, std::string fallback) const {
     const Json* v = find(keys);
     if (!v) return fallback;
-    if (!v->is_string()) throw InputError(where_ + ": key " + names(keys) + " must be a string");
+    if (!v->is_string())
+      throw InputError(where_ + ": key " + names(keys) + " must be a string (got " + json_excerpt(*v) + ")");
     return v->get<std::string>();
   }
-  [[nodiscard]] const Json& json() const { return j_; }
+  // A key whose explicit null means something other than its default (sliding_window: null is
+  // full attention, absent is the class default).
+  [[nodiscard]] bool is_null(const char* key) const { return j_.contains(key) && j_.at(key).is_null(); }
+  void note_text(const std::string& text) { notes_.push_back(text); }
+  [[nodiscard]] const FamilyDefaults& defaults() const { return d_; }
   [[nodiscard]] const std::string& where() const { return where_; }
 
  private:
-  [[nodiscard]] std::int64_t checked_integer(const Json& v, std::initializer_list<const char*> keys) const {
-    if (!v.is_number_integer() || v.get<std::int64_t>() <= 0)
-      throw InputError(where_ + ": key " + names(keys) + " must be a positive integer (got " + v.dump() + ")");
+  [[nodiscard]] static std::string names(std::initializer_list<const char*> keys) {
+    std::string out;
+    for (const char* k : keys) out += (out.empty() ? "'" : " / '") + std::string(k) + "'";
+    return out;
+  }
+  void note(std::initializer_list<const char*> keys, const std::string& value) {
+    const char* key = *keys.begin();
+    notes_.push_back(std::string(key) + (is_null(key) ? " is null" : " missing") + ": " + d_.config_class +
+                     " default " + value);
+  }
+  [[nodiscard]] std::int64_t checked_integer(const Json& v, std::initializer_list<const char*> keys, Bounds b) const {
+    const std::string expected = "an integer from " + std::to_string(b.lo) + " to " + std::to_string(b.hi);
+    const bool too_big = v.is_number_unsigned() &&
+                         v.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+    if (!v.is_number_integer() || too_big || v.get<std::int64_t>() < b.lo || v.get<std::int64_t>() > b.hi)
+      throw InputError(where_ + ": key " + names(keys) + " must be " + expected + " (got " + json_excerpt(v) + ")");
     return v.get<std::int64_t>();
   }
   const Json& j_;
   std::string where_;
+  const FamilyDefaults& d_;
+  std::vector<std::string>& notes_;
 };
 
 Activation activation_of(const std::string& act, const std::string& where) {
@@ -75,101 +185,131 @@ Activation activation_of(const std::string& act, const std::string& where) {
   if (act == "gelu_pytorch_tanh") return Activation::gelu_tanh;
   if (act == "gelu_new" || act == "gelu_fast") return Activation::gelu_new;
   if (act == "relu") return Activation::relu;
-  throw InputError(where + ": unsupported activation '" + act + "'");
+  throw InputError(where + ": unsupported activation '" + (act.size() > 40 ? act.substr(0, 37) + "..." : act) +
+                   "' (supported: silu, swish, gelu, gelu_python, gelu_accurate, gelu_pytorch_tanh, gelu_new, "
+                   "gelu_fast, relu)");
 }
 
-void read_common(const HfReader& r, Architecture& a) {
-  a.hidden = r.integer({"hidden_size", "n_embd", "d_model", "n_embed"});
-  a.layers = r.integer({"num_hidden_layers", "n_layer", "num_layers", "n_layers"});
-  a.heads = r.integer({"num_attention_heads", "n_head", "num_heads", "n_heads"});
-  a.kv_heads = r.integer_or({"num_key_value_heads", "num_kv_heads", "n_head_kv"}, a.heads);
-  a.vocab = r.integer({"vocab_size"});
-  a.intermediate = r.integer_or({"intermediate_size", "n_inner", "d_ff", "ffn_hidden_size"}, 4 * a.hidden);
-  a.max_seq = r.integer_or({"max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "n_ctx"}, 0);
-  if (r.find({"head_dim", "d_kv"})) {
-    a.head_dim = r.integer({"head_dim", "d_kv"});
+// The sizes every family has. Where the class derives a value (kv heads, head dim, MLP width) the
+// note says so.
+void read_shape(HfReader& r, Architecture& a) {
+  const FamilyDefaults& d = r.defaults();
+  a.hidden = r.integer({"hidden_size", "n_embd", "d_model", "n_embed"}, kWidth, d.hidden);
+  a.layers = r.integer({"num_hidden_layers", "n_layer", "num_layers", "n_layers"}, kLayers, d.layers);
+  a.heads = r.integer({"num_attention_heads", "n_head", "num_heads", "n_heads"}, kHeads, d.heads);
+  a.vocab = r.integer({"vocab_size"}, kVocab, d.vocab);
+  const std::int64_t kv = d.kv_heads ? d.kv_heads : a.heads;
+  a.kv_heads = r.integer({"num_key_value_heads", "num_kv_heads", "n_head_kv"}, kHeads, kv,
+                         d.kv_heads ? "" : "num_attention_heads (" + std::to_string(kv) + ")");
+  if (a.family != "bloom" && a.family != "mpt") {
+    const std::int64_t inter = d.intermediate ? d.intermediate : 4 * a.hidden;
+    a.intermediate = r.integer({"intermediate_size", "n_inner", "d_ff", "ffn_hidden_size"}, kIntermediate, inter,
+                               d.intermediate ? "" : "4 x hidden size (" + std::to_string(inter) + ")");
+  }
+  if (d.max_seq)
+    a.max_seq = r.integer({"max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "n_ctx"},
+                          kPositions, d.max_seq);
+  else if (r.find({"max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "n_ctx"}))
+    a.max_seq = r.integer({"max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "n_ctx"},
+                          kPositions, 0);
+  if (d.head_dim) {
+    a.head_dim = r.integer({"head_dim", "d_kv"}, kWidth, d.head_dim);
+  } else if (r.find({"head_dim", "d_kv"})) {
+    a.head_dim = r.integer({"head_dim", "d_kv"}, kWidth, 0);
   } else {
     if (a.hidden % a.heads != 0)
-      throw InputError(r.where() + ": hidden size " + std::to_string(a.hidden) +
-                       " is not divisible by " + std::to_string(a.heads) + " attention heads");
+      throw InputError(r.where() + ": hidden size " + std::to_string(a.hidden) + " is not divisible by " +
+                       std::to_string(a.heads) + " attention heads");
     a.head_dim = a.hidden / a.heads;
   }
-  a.attention_dropout = r.number_or({"attention_dropout", "attn_pdrop"}, 0.0);
-  a.hidden_dropout = r.number_or({"hidden_dropout", "resid_pdrop"}, 0.0);
 }
 
-void read_llama_like(const HfReader& r, Architecture& a, bool tie_default) {
-  read_common(r, a);
+void read_llama_like(HfReader& r, Architecture& a) {
+  read_shape(r, a);
+  const FamilyDefaults& d = r.defaults();
   a.mlp = MlpKind::gated;
   a.norm = NormKind::rmsnorm;
   a.position = PositionKind::rotary;
-  a.activation = activation_of(r.string_or({"hidden_activation", "hidden_act"}, "silu"), r.where());
-  if (a.family == "gemma") a.activation = Activation::gelu_tanh;  // HF forces the tanh GELU
-  a.tie_embeddings = r.flag_or({"tie_word_embeddings"}, tie_default);
-  const bool attention_bias = r.flag_or({"attention_bias"}, false);
-  a.qkv_bias = a.family == "qwen2" ? true : attention_bias;
-  a.out_bias = a.family == "qwen2" ? false : attention_bias;
-  a.mlp_bias = r.flag_or({"mlp_bias"}, false);
-  if (a.family == "mistral" || a.family == "mixtral" || a.family == "qwen2") {
-    const bool qwen_window = a.family != "qwen2" || r.flag_or({"use_sliding_window"}, false);
-    if (qwen_window) a.sliding_window = r.integer_or({"sliding_window"}, 0);
+  if (a.family == "gemma") {
+    (void)r.string_or({"hidden_activation", "hidden_act"}, "gelu_pytorch_tanh");
+    a.activation = Activation::gelu_tanh;  // GemmaMLP always runs the tanh GELU
+  } else {
+    a.activation = activation_of(r.string({"hidden_act"}, "silu"), r.where());
   }
+  a.tie_embeddings = r.flag({"tie_word_embeddings"}, d.tie_embeddings);
+  a.attention_dropout = r.probability({"attention_dropout"}, 0.0);
+  // Mistral, Mixtral and Qwen2 build their projections with fixed biases (Qwen2: q, k, v only);
+  // only LlamaConfig and GemmaConfig have attention_bias, and only LlamaConfig has mlp_bias.
+  if (a.family == "llama" || a.family == "gemma") {
+    a.qkv_bias = a.out_bias = r.flag({"attention_bias"}, false);
+  } else {
+    a.qkv_bias = a.family == "qwen2";
+    a.out_bias = false;
+  }
+  a.mlp_bias = a.family == "llama" ? r.flag({"mlp_bias"}, false) : false;
+  const bool windowed = a.family == "mistral" || a.family == "mixtral" ||
+                        (a.family == "qwen2" && r.flag({"use_sliding_window"}, false));
+  if (windowed && !r.is_null("sliding_window"))
+    a.sliding_window = r.integer({"sliding_window"}, {0, kPositions.hi}, a.family == "mixtral" ? 0 : 4096,
+                                 a.family == "mixtral" ? "null (full attention)" : "");
   if (a.family == "mixtral") {
-    a.experts = r.integer({"num_local_experts"});
-    a.experts_per_token = r.integer({"num_experts_per_tok"});
+    a.experts = r.integer({"num_local_experts"}, kExperts, 8);
+    a.experts_per_token = r.integer({"num_experts_per_tok"}, kExperts, 2);
     // transformers' experts_implementation: the default grouped_mm, or "eager", a loop over experts.
     const std::string impl = r.string_or({"experts_implementation"}, "grouped_mm");
     if (impl != "grouped_mm" && impl != "eager")
-      throw InputError(r.where() + ": experts_implementation '" + impl +
+      throw InputError(r.where() + ": experts_implementation '" + impl.substr(0, 40) +
                        "' is not modelled (choices: grouped_mm, eager)");
     a.experts_loop = impl == "eager";
   }
 }
 
-void read_gpt2(const HfReader& r, Architecture& a) {
-  read_common(r, a);
+void read_gpt2(HfReader& r, Architecture& a) {
+  read_shape(r, a);
   a.mlp = MlpKind::plain;
   a.norm = NormKind::layernorm;
   a.position = PositionKind::learned;
-  a.activation = activation_of(r.string_or({"activation_function"}, "gelu_new"), r.where());
-  a.tie_embeddings = r.flag_or({"tie_word_embeddings"}, true);
+  a.activation = activation_of(r.string({"activation_function"}, "gelu_new"), r.where());
+  a.tie_embeddings = r.flag({"tie_word_embeddings"}, true);
   a.qkv_bias = a.out_bias = a.mlp_bias = true;
   a.fused_qkv_name = "c_attn";
-  a.hidden_dropout = r.number_or({"resid_pdrop"}, 0.1);
-  a.attention_dropout = r.number_or({"attn_pdrop"}, 0.1);
-  if (a.max_seq == 0) a.max_seq = 1024;
+  a.hidden_dropout = r.probability({"resid_pdrop"}, 0.1);
+  a.attention_dropout = r.probability({"attn_pdrop"}, 0.1);
 }
 
-void read_bloom(const HfReader& r, Architecture& a) {
-  read_common(r, a);
+void read_bloom(HfReader& r, Architecture& a) {
+  read_shape(r, a);
   a.mlp = MlpKind::plain;
-  a.intermediate = 4 * a.hidden;
+  a.intermediate = 4 * a.hidden;  // BloomMLP: dense_h_to_4h, whatever n_inner says
   a.norm = NormKind::layernorm;
   a.position = PositionKind::alibi;
   a.activation = Activation::gelu;
-  a.tie_embeddings = r.flag_or({"tie_word_embeddings"}, true);
+  a.tie_embeddings = r.flag({"tie_word_embeddings"}, true);
   a.qkv_bias = a.out_bias = a.mlp_bias = true;
   a.embedding_norm = true;
   a.fused_qkv_name = "query_key_value";
+  a.attention_dropout = r.probability({"attention_dropout"}, 0.0);
+  a.hidden_dropout = r.probability({"hidden_dropout"}, 0.0);
 }
 
-void read_falcon(const HfReader& r, Architecture& a) {
-  read_common(r, a);
-  const bool new_arch = r.flag_or({"new_decoder_architecture"}, false);
-  const bool multi_query = r.flag_or({"multi_query"}, true);
-  const bool parallel = r.flag_or({"parallel_attn"}, true);
-  if (new_arch) a.kv_heads = r.integer_or({"num_kv_heads", "n_head_kv"}, a.heads);
-  else a.kv_heads = multi_query ? 1 : a.heads;
+void read_falcon(HfReader& r, Architecture& a) {
+  read_shape(r, a);
+  const bool new_arch = r.flag({"new_decoder_architecture"}, false);
+  const bool multi_query = r.flag({"multi_query"}, true);
+  const bool parallel = r.flag({"parallel_attn"}, true);
+  if (!new_arch) a.kv_heads = multi_query ? 1 : a.heads;  // num_kv_heads is read by the new decoder only
   a.mlp = MlpKind::plain;
   a.norm = NormKind::layernorm;
-  a.position = r.flag_or({"alibi"}, false) ? PositionKind::alibi : PositionKind::rotary;
+  a.position = r.flag({"alibi"}, false) ? PositionKind::alibi : PositionKind::rotary;
   a.activation = Activation::gelu;
-  a.tie_embeddings = r.flag_or({"tie_word_embeddings"}, true);
-  const bool bias = r.flag_or({"bias"}, false);
+  a.tie_embeddings = r.flag({"tie_word_embeddings"}, true);
+  const bool bias = r.flag({"bias"}, false);
   a.qkv_bias = a.out_bias = a.mlp_bias = bias;
   a.parallel_residual = new_arch || parallel;
   a.norms_per_layer = new_arch ? 2 : (parallel ? 1 : 2);
   a.fused_qkv_name = "query_key_value";
+  a.attention_dropout = r.probability({"attention_dropout"}, 0.0);
+  a.hidden_dropout = r.probability({"hidden_dropout"}, 0.0);
 }
 
 // The share of each head's width that is rotated: transformers v5 keeps it in rope_parameters,
@@ -189,64 +329,94 @@ double partial_rotary(const HfReader& r, double fallback) {
   return f;
 }
 
-void read_gpt_neox(const HfReader& r, Architecture& a) {
-  read_common(r, a);
+void read_gpt_neox(HfReader& r, Architecture& a) {
+  read_shape(r, a);
   a.mlp = MlpKind::plain;
   a.norm = NormKind::layernorm;
   a.position = PositionKind::rotary;
-  a.activation = activation_of(r.string_or({"hidden_act"}, "gelu"), r.where());
-  a.tie_embeddings = r.flag_or({"tie_word_embeddings"}, false);
-  const bool bias = r.flag_or({"attention_bias"}, true);
+  a.activation = activation_of(r.string({"hidden_act"}, "gelu"), r.where());
+  a.tie_embeddings = r.flag({"tie_word_embeddings"}, false);
+  const bool bias = r.flag({"attention_bias"}, true);
   a.qkv_bias = a.out_bias = bias;
   a.mlp_bias = true;
-  a.parallel_residual = r.flag_or({"use_parallel_residual"}, true);
+  a.parallel_residual = r.flag({"use_parallel_residual"}, true);
   a.fused_qkv_name = "query_key_value";
   a.rotary_fraction = partial_rotary(r, 0.25);  // GPTNeoXConfig's default rotary_pct
+  a.attention_dropout = r.probability({"attention_dropout"}, 0.0);
+  a.hidden_dropout = r.probability({"hidden_dropout"}, 0.0);
 }
 
-void read_mpt(const HfReader& r, Architecture& a) {
-  read_common(r, a);
-  a.intermediate = a.hidden * r.integer_or({"expansion_ratio"}, 4);
+void read_mpt(HfReader& r, Architecture& a) {
+  read_shape(r, a);
+  a.intermediate = a.hidden * r.integer({"expansion_ratio"}, kSmall, 4);
   a.mlp = MlpKind::plain;
-  const bool no_bias = r.flag_or({"no_bias"}, true);
+  const bool no_bias = r.flag({"no_bias"}, true);
   a.norm = no_bias ? NormKind::layernorm_no_bias : NormKind::layernorm;
   a.position = PositionKind::alibi;  // the transformers port has no learned position table
   a.activation = Activation::gelu;
-  a.tie_embeddings = true;
+  a.tie_embeddings = r.flag({"tie_word_embeddings"}, true);
   a.qkv_bias = a.out_bias = a.mlp_bias = !no_bias;
   a.fused_qkv_name = "Wqkv";
-  if (const Json* cfg = r.find({"attn_config"}); cfg && cfg->is_object() && cfg->contains("attn_pdrop") &&
-                                                  cfg->at("attn_pdrop").is_number())
-    a.attention_dropout = cfg->at("attn_pdrop").get<double>();
+  a.hidden_dropout = r.probability({"resid_pdrop"}, 0.0);
+  if (const Json* cfg = r.find({"attn_config"}); cfg && cfg->is_object() && cfg->contains("attn_pdrop"))
+    a.attention_dropout = r.probability_value(cfg->at("attn_pdrop"), "'attn_config.attn_pdrop'");
 }
 
-void read_phi(const HfReader& r, Architecture& a) {
-  read_common(r, a);
+void read_phi(HfReader& r, Architecture& a) {
+  read_shape(r, a);
   a.mlp = MlpKind::plain;
   a.norm = NormKind::layernorm;
   a.position = PositionKind::rotary;
-  a.activation = activation_of(r.string_or({"hidden_act"}, "gelu_new"), r.where());
-  a.tie_embeddings = r.flag_or({"tie_word_embeddings"}, false);
+  a.activation = activation_of(r.string({"hidden_act"}, "gelu_new"), r.where());
+  a.tie_embeddings = r.flag({"tie_word_embeddings"}, false);
   a.qkv_bias = a.out_bias = a.mlp_bias = a.lm_head_bias = true;
   a.parallel_residual = true;
   a.norms_per_layer = 1;
   a.rotary_fraction = partial_rotary(r, 0.5);  // PhiConfig's default
+  a.attention_dropout = r.probability({"attention_dropout"}, 0.0);
+  a.hidden_dropout = r.probability({"resid_pdrop"}, 0.0);
 }
 
-void read_t5(const HfReader& r, Architecture& a) {
-  read_common(r, a);
+void read_t5(HfReader& r, Architecture& a) {
+  read_shape(r, a);
   a.encoder_decoder = true;
-  a.decoder_layers = r.integer_or({"num_decoder_layers"}, a.layers);
-  const std::string proj = r.string_or({"feed_forward_proj"}, "relu");
+  a.decoder_layers = r.integer({"num_decoder_layers"}, kLayers, a.layers,
+                               "num_layers (" + std::to_string(a.layers) + ")");
+  const std::string proj = r.string({"feed_forward_proj"}, "relu");
   const bool gated = proj.rfind("gated-", 0) == 0;
   a.mlp = gated ? MlpKind::gated : MlpKind::plain;
   a.activation = activation_of(gated ? proj.substr(6) == "gelu" ? "gelu_new" : proj.substr(6) : proj, r.where());
   a.norm = NormKind::rmsnorm;
   a.position = PositionKind::relative;
-  a.relative_buckets = r.integer_or({"relative_attention_num_buckets"}, 32);
-  a.tie_embeddings = r.flag_or({"tie_word_embeddings"}, true);
-  const double dropout = r.number_or({"dropout_rate"}, 0.1);
-  a.attention_dropout = a.hidden_dropout = dropout;
+  a.relative_buckets = r.integer({"relative_attention_num_buckets"}, kSmall, 32);
+  a.tie_embeddings = r.flag({"tie_word_embeddings"}, true);
+  a.attention_dropout = a.hidden_dropout = r.probability({"dropout_rate"}, 0.1);
+}
+
+// Refuses shapes whose parameter count would not fit the int64 arithmetic of the model layer;
+// counted in long double, so the check itself cannot overflow.
+void check_size(const Architecture& a, const std::string& where) {
+  long double total = 2.0L * static_cast<long double>(a.vocab) * static_cast<long double>(a.hidden) +
+                      static_cast<long double>(a.max_seq) * static_cast<long double>(a.hidden);
+  auto stack_size = [&](model::Stack s, std::int64_t layers) {
+    long double block = 0;
+    for (const model::Linear& l : model::block_linears(a, s))
+      block += static_cast<long double>(l.copies) * static_cast<long double>(l.in) *
+               (static_cast<long double>(l.out) + 1.0L);
+    total += block * static_cast<long double>(layers);
+  };
+  stack_size(model::Stack::decoder, a.encoder_decoder ? a.decoder_layers : a.layers);
+  if (a.encoder_decoder) stack_size(model::Stack::encoder, a.layers);
+  if (total > kMaxParameters)
+    throw InputError(where + ": the sizes describe about " + std::to_string(static_cast<double>(total / 1e12L)) +
+                     " trillion parameters; at most 100 trillion are supported (check num_hidden_layers, "
+                     "hidden_size, intermediate_size, vocab_size and the number of experts)");
+}
+
+std::string joined(const std::vector<std::string>& notes) {
+  std::string out;
+  for (const auto& n : notes) out += (out.empty() ? "" : "; ") + n;
+  return out;
 }
 
 }  // namespace
@@ -258,25 +428,26 @@ const std::set<std::string, std::less<>>& supported_model_types() {
   return kTypes;
 }
 
-Architecture architecture_from_hf_config(const Json& config, const std::string& name, const std::string& where) {
-  if (!config.is_object()) throw InputError(where + ": expected a JSON object");
-  const HfReader r(config, where);
-  const Json* type = r.find({"model_type"});
-  if (!type) throw InputError(where + ": required key 'model_type' is missing");
-  if (!type->is_string()) throw InputError(where + ": key 'model_type' must be a string");
-  std::string t = type->get<std::string>();
+HfArchitecture hf_architecture(const Json& config, const std::string& name, const std::string& where) {
+  if (!config.is_object()) throw InputError(where + ": expected a JSON object (a Hugging Face config.json)");
+  if (!config.contains("model_type") || config.at("model_type").is_null())
+    throw InputError(where + ": required key 'model_type' is missing (it names the configuration class)");
+  const Json& type = config.at("model_type");
+  if (!type.is_string()) throw InputError(where + ": key 'model_type' must be a string (got " + json_excerpt(type) + ")");
+  std::string t = type.get<std::string>();
   if (!supported_model_types().contains(t)) {
     std::string known;
     for (const auto& k : supported_model_types()) known += (known.empty() ? "" : ", ") + k;
-    throw InputError(where + ": unsupported model_type '" + t + "' (supported: " + known + ")");
+    throw InputError(where + ": unsupported model_type " + json_excerpt(type) + " (supported: " + known + ")");
   }
   if (t == "RefinedWeb" || t == "RefinedWebModel") t = "falcon";
   if (t == "mt5") t = "t5";
-  Architecture a;
+  HfArchitecture out;
+  Architecture& a = out.arch;
   a.name = name;
   a.family = t;
-  if (t == "llama" || t == "mistral" || t == "mixtral" || t == "qwen2") read_llama_like(r, a, false);
-  else if (t == "gemma") read_llama_like(r, a, true);
+  HfReader r(config, where, defaults_of(t), out.notes);
+  if (t == "llama" || t == "mistral" || t == "mixtral" || t == "qwen2" || t == "gemma") read_llama_like(r, a);
   else if (t == "gpt2") read_gpt2(r, a);
   else if (t == "bloom") read_bloom(r, a);
   else if (t == "falcon") read_falcon(r, a);
@@ -285,15 +456,26 @@ Architecture architecture_from_hf_config(const Json& config, const std::string& 
   else if (t == "phi") read_phi(r, a);
   else read_t5(r, a);
   if (a.max_seq == 0) {
-    if (a.position == PositionKind::learned)
-      throw InputError(where + ": required key 'max_position_embeddings' / 'n_positions' is missing");
+    // BLOOM (ALiBi) and T5 (relative buckets) have no position limit in their classes; 2048 is the
+    // sequence length BLOOM was trained at (Le Scao et al. 2022, arXiv:2211.05100, Table 3).
     a.max_seq = 2048;
+    out.notes.push_back(std::string(defaults_of(t).config_class) +
+                        " has no position limit; a 2048-token maximum sequence is assumed");
   }
-  model::validate(a);
-  return a;
+  try {
+    model::validate(a);
+  } catch (const InputError& e) {
+    throw InputError(where + ": " + e.what() + (out.notes.empty() ? "" : " (defaults used: " + joined(out.notes) + ")"));
+  }
+  check_size(a, where);
+  return out;
 }
 
-Architecture read_hf_config_file(const std::string& path) {
+Architecture architecture_from_hf_config(const Json& config, const std::string& name, const std::string& where) {
+  return hf_architecture(config, name, where).arch;
+}
+
+HfArchitecture read_hf_config(const std::string& path) {
   namespace fs = std::filesystem;
   std::string file = path;
   std::error_code ec;
@@ -304,9 +486,16 @@ Architecture read_hf_config_file(const std::string& path) {
   const std::string text = read_text_file(file, "model config");
   const std::string where = "config.json '" + file + "'";
   const Json j = parse_json(text, where);
-  std::string name = fs::path(file).parent_path().filename().string();
-  if (name.empty()) name = fs::path(file).stem().string();
-  return architecture_from_hf_config(j, name, where);
+  // A file called config.json is named after its folder ("./config.json" after the working
+  // folder); any other file after itself.
+  const fs::path p = fs::absolute(fs::path(file), ec).lexically_normal();
+  std::string name = p.filename() == "config.json" ? p.parent_path().filename().string() : p.stem().string();
+  if (name.empty()) name = p.stem().string();
+  return hf_architecture(j, name, where);
 }
+
+Architecture read_hf_config_file(const std::string& path) { return read_hf_config(path).arch; }
+
+std::string joined_notes(const std::vector<std::string>& notes) { return joined(notes); }
 
 }  // namespace trainplan::io

@@ -1,16 +1,29 @@
 #include "trainplan/io/json_util.hpp"
 
 #include <cmath>
+#include <limits>
 
 #include "trainplan/core/error.hpp"
 
 namespace trainplan::io {
+
+std::string text_excerpt(const std::string& s) { return s.size() > 40 ? s.substr(0, 37) + "..." : s; }
+
+std::string json_excerpt(const Json& v) {
+  std::string s = v.dump();
+  if (s.size() > 40) s = s.substr(0, 37) + "...";
+  return s;
+}
 
 Json parse_json(std::string_view text, const std::string& what) {
   try {
     return Json::parse(text.begin(), text.end());
   } catch (const Json::parse_error& e) {
     throw InputError(what + ": invalid JSON (" + std::string(e.what()) + ")");
+  } catch (const Json::exception& e) {
+    // out_of_range 406: a number beyond double (1e400); the library names it.
+    throw InputError(what + ": invalid JSON (" + std::string(e.what()) +
+                     "; numbers must be finite doubles)");
   }
 }
 
@@ -19,7 +32,7 @@ ObjectReader::ObjectReader(const Json& j, std::string what) : j_(j), what_(std::
 }
 
 void ObjectReader::fail(const std::string& key, const std::string& problem) const {
-  throw InputError(what_ + ": key '" + key + "' " + problem);
+  throw InputError(what_ + ": key '" + text_excerpt(key) + "' " + problem);
 }
 
 bool ObjectReader::has(const std::string& key) const {
@@ -32,7 +45,7 @@ const Json& ObjectReader::raw(const std::string& key) {
     // A typo shows up as a missing key next to an unknown one: name both.
     std::string unknown;
     for (const auto& [k, v] : j_.items())
-      if (!seen_.contains(k)) unknown += (unknown.empty() ? "" : ", ") + ("'" + k + "'");
+      if (!seen_.contains(k)) unknown += (unknown.empty() ? "" : ", ") + ("'" + text_excerpt(k) + "'");
     fail(key, unknown.empty() ? "is missing" : "is missing (unknown keys present: " + unknown + ")");
   }
   return j_.at(key);
@@ -40,7 +53,7 @@ const Json& ObjectReader::raw(const std::string& key) {
 
 std::string ObjectReader::string(const std::string& key) {
   const Json& v = raw(key);
-  if (!v.is_string()) fail(key, "must be a string");
+  if (!v.is_string()) fail(key, "must be a string (got " + json_excerpt(v) + ")");
   return v.get<std::string>();
 }
 
@@ -52,7 +65,7 @@ std::optional<std::string> ObjectReader::optional_string(const std::string& key)
 
 double ObjectReader::number(const std::string& key) {
   const Json& v = raw(key);
-  if (!v.is_number()) fail(key, "must be a number");
+  if (!v.is_number()) fail(key, "must be a number (got " + json_excerpt(v) + ")");
   const double d = v.get<double>();
   if (!std::isfinite(d)) fail(key, "must be finite");
   return d;
@@ -64,23 +77,28 @@ std::optional<double> ObjectReader::optional_number(const std::string& key) {
   return number(key);
 }
 
-std::int64_t ObjectReader::integer(const std::string& key, std::int64_t min_value) {
+std::int64_t ObjectReader::integer(const std::string& key, std::int64_t min_value, std::int64_t max_value) {
   const Json& v = raw(key);
-  if (!v.is_number_integer()) fail(key, "must be an integer");
+  if (!v.is_number_integer()) fail(key, "must be an integer (got " + json_excerpt(v) + ")");
+  if (v.is_number_unsigned() &&
+      v.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+    fail(key, "is too large (got " + json_excerpt(v) + ")");
   const auto i = v.get<std::int64_t>();
   if (i < min_value) fail(key, "must be at least " + std::to_string(min_value) + " (got " + std::to_string(i) + ")");
+  if (i > max_value) fail(key, "must be at most " + std::to_string(max_value) + " (got " + std::to_string(i) + ")");
   return i;
 }
 
-std::optional<std::int64_t> ObjectReader::optional_integer(const std::string& key, std::int64_t min_value) {
+std::optional<std::int64_t> ObjectReader::optional_integer(const std::string& key, std::int64_t min_value,
+                                                          std::int64_t max_value) {
   seen_.insert(key);
   if (!has(key)) return std::nullopt;
-  return integer(key, min_value);
+  return integer(key, min_value, max_value);
 }
 
 bool ObjectReader::boolean(const std::string& key) {
   const Json& v = raw(key);
-  if (!v.is_boolean()) fail(key, "must be true or false");
+  if (!v.is_boolean()) fail(key, "must be true or false (got " + json_excerpt(v) + ")");
   return v.get<bool>();
 }
 
@@ -96,7 +114,7 @@ void ObjectReader::ignore(std::initializer_list<std::string_view> keys) {
 
 void ObjectReader::reject_unknown() const {
   for (const auto& [k, v] : j_.items())
-    if (!seen_.contains(k)) throw InputError(what_ + ": unknown key '" + k + "'");
+    if (!seen_.contains(k)) throw InputError(what_ + ": unknown key '" + text_excerpt(k) + "'");
 }
 
 }  // namespace trainplan::io

@@ -112,7 +112,9 @@ run_case(optimizer_impl_gpu_with_offload 2 estimate 7b 4xA100 --strategy zero2 -
 run_case(optimizer_impl_fused 0 estimate 7b 1xH200 --precision bf16-true --checkpointing full --optimizer-impl fused MATCH "optimizer step" "memory-bound" "host")
 run_case(bad_lora_target 2 fit 7b A100 --method lora --lora-targets q,qkv ERR "unknown LoRA target 'qkv'")
 run_case(truncated_config 2 fit ${DATA}/truncated_config.json A100 ERR "truncated_config.json" "invalid JSON")
-run_case(missing_key_config 2 fit ${DATA}/missing_vocab.json A100 ERR "'vocab_size'" "missing")
+# A key the file leaves out takes its Hugging Face class's default, and the output says so.
+run_case(missing_key_config 0 fit ${DATA}/missing_vocab.json A100 MATCH "vocab_size missing: LlamaConfig default 32000")
+run_case(missing_model_type 2 fit ${DATA}/missing_model_type.json A100 ERR "missing_model_type.json" "'model_type' is missing")
 run_case(heads_not_dividing_hidden 2 fit ${DATA}/heads_not_dividing.json A100 ERR "not divisible by 8 attention heads")
 run_case(seq_beyond_positions 2 fit gpt2 A100 --seq 4096 ERR "exceeds the 1024 learned positions")
 run_case(bad_inter_node 2 fit 7b 2x8xA100 --inter-node fast ERR "--inter-node 'fast'")

@@ -1,7 +1,13 @@
 // Reading Hugging Face config.json files: what is ignored, and what is an error naming the key.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
 #include "trainplan/core/error.hpp"
+#include "trainplan/io/catalog.hpp"
+#include "trainplan/io/files.hpp"
 #include "trainplan/io/hf_config.hpp"
 #include "trainplan/model/parameters.hpp"
 
@@ -37,13 +43,17 @@ struct BadConfig {
 TEST(HfConfig, BadFilesNameTheFileAndTheKey) {
   const BadConfig cases[] = {
       {"truncated_config.json", {"truncated_config.json", "invalid JSON"}},
-      {"missing_vocab.json", {"missing_vocab.json", "'vocab_size'", "missing"}},
+      {"missing_model_type.json", {"missing_model_type.json", "'model_type'", "missing"}},
       {"heads_not_dividing.json", {"heads_not_dividing.json", "500", "8 attention heads"}},
-      {"bad_kv_heads.json", {"not divisible by 3"}},
-      {"negative_layers.json", {"num_hidden_layers", "positive"}},
-      {"unknown_type.json", {"model_type 'mamba'", "supported"}},
+      {"bad_kv_heads.json", {"bad_kv_heads.json", "not divisible by 3"}},
+      {"negative_layers.json", {"negative_layers.json", "'num_hidden_layers'", "from 1 to 10000", "got -2"}},
+      {"unknown_type.json", {"model_type \"mamba\"", "supported"}},
       {"does_not_exist.json", {"cannot read", "does_not_exist.json"}},
       {"", {"holds no config.json"}},
+      // nlohmann's out_of_range for a number beyond double, once an internal error without the file.
+      {"number_overflow.json", {"number_overflow.json", "invalid JSON", "1e400"}},
+      // Once a float that truncated to a negative parameter count, with exit 0.
+      {"layers_1e12.json", {"layers_1e12.json", "'num_hidden_layers'", "an integer from 1 to 10000", "got 1000000000000.0"}},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.file);
@@ -111,6 +121,196 @@ TEST(HfConfig, MixtralExpertsImplementation) {
     const std::string msg = e.what();
     EXPECT_NE(msg.find("moe.json"), std::string::npos) << msg;
     EXPECT_NE(msg.find("'megablocks'"), std::string::npos) << msg;
+  }
+}
+
+std::string error_of_json(const std::string& json) {
+  try {
+    (void)io::hf_architecture(io::Json::parse(json), "x", "cfg.json");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const io::Catalog& catalog() {
+  static const io::Catalog c = io::Catalog::builtin();
+  return c;
+}
+
+bool has_note(const io::HfArchitecture& h, const std::string& text) {
+  for (const auto& n : h.notes)
+    if (n == text) return true;
+  return false;
+}
+
+// Llama-2-7b's config.json without intermediate_size: LlamaConfig's default 11008 gives the published
+// 6,738,415,616 parameters (the catalogue's llama-2-7b count, with its source); the old fallback,
+// 4 x hidden, gave 8.9B.
+TEST(HfConfig, MissingIntermediateSizeTakesLlamaConfigDefault) {
+  const io::HfArchitecture h = io::read_hf_config(kData + "/llama-2-7b-no-intermediate");
+  EXPECT_EQ(h.arch.intermediate, 11008);
+  EXPECT_EQ(model::count_parameters(h.arch).total, *catalog().resolve_model("llama-2-7b").entry->parameters);
+  EXPECT_TRUE(has_note(h, "intermediate_size missing: LlamaConfig default 11008")) << io::joined_notes(h.notes);
+  // The user sees the note where the model is resolved.
+  const auto r = catalog().resolve_model(kData + "/llama-2-7b-no-intermediate");
+  EXPECT_NE(r.note.find("intermediate_size missing: LlamaConfig default 11008"), std::string::npos) << r.note;
+  EXPECT_EQ(r.arch.name, "llama-2-7b-no-intermediate");
+}
+
+// A config.json with nothing but model_type is the Hugging Face class's default model. Each class's
+// docstring names the checkpoint its defaults reproduce; the published count of that checkpoint
+// (the catalogue's, with its source) is the expected total.
+TEST(HfConfig, EmptyConfigIsTheClassDefaultModel) {
+  struct Row {
+    const char* model_type;
+    const char* checkpoint;  // catalogue name of the model the class defaults describe
+  };
+  for (const Row& r : {Row{"llama", "llama-2-7b"},      // LlamaConfig: "llama-7b style"
+                       Row{"mistral", "mistral-7b"},    // MistralConfig: Mistral-7B-v0.1
+                       Row{"mixtral", "mixtral-8x7b"},  // MixtralConfig: Mixtral-8x7B-v0.1
+                       Row{"gemma", "gemma-7b"},        // GemmaConfig: google/gemma-7b
+                       Row{"falcon", "falcon-7b"},      // FalconConfig: tiiuae/falcon-7b
+                       Row{"gpt2", "gpt2"}}) {          // GPT2Config: openai-community/gpt2
+    SCOPED_TRACE(r.model_type);
+    const io::HfArchitecture h =
+        io::hf_architecture(io::Json{{"model_type", r.model_type}}, r.model_type, "defaults.json");
+    const auto& entry = *catalog().resolve_model(r.checkpoint).entry;
+    ASSERT_TRUE(entry.parameters.has_value());
+    EXPECT_EQ(model::count_parameters(h.arch).total, *entry.parameters) << entry.parameters_source;
+    EXPECT_FALSE(h.notes.empty());
+  }
+}
+
+// Every size key is range-checked: the message names the file, the key, the value and the range.
+TEST(HfConfig, SizesOutOfRangeNameKeyValueAndRange) {
+  struct Row {
+    const char* key;
+    const char* value;
+    const char* expected;
+  };
+  const std::string base = R"("model_type":"llama","hidden_size":256,"intermediate_size":512,"num_hidden_layers":2,)"
+                           R"("num_attention_heads":4,"vocab_size":100,"max_position_embeddings":2048)";
+  for (const Row& r : {Row{"num_hidden_layers", "0", "from 1 to 10000"},
+                       Row{"num_hidden_layers", "1000000000000", "from 1 to 10000"},
+                       Row{"num_hidden_layers", "1e12", "an integer from 1 to 10000"},
+                       Row{"num_hidden_layers", "18446744073709551615", "from 1 to 10000"},
+                       Row{"num_hidden_layers", "\"32\"", "an integer"},
+                       Row{"num_hidden_layers", "true", "an integer"},
+                       Row{"hidden_size", "-4096", "from 1 to 1048576"},
+                       Row{"hidden_size", "4096.5", "an integer"},
+                       Row{"num_attention_heads", "0", "from 1 to 65536"},
+                       Row{"num_key_value_heads", "-1", "from 1 to 65536"},
+                       Row{"intermediate_size", "99999999999", "from 1 to 16777216"},
+                       Row{"vocab_size", "0", "from 1 to 16777216"},
+                       Row{"max_position_embeddings", "0", "from 1 to 1073741824"},
+                       Row{"head_dim", "0", "from 1 to 1048576"},
+                       Row{"attention_dropout", "1.5", "from 0 to 1"},
+                       Row{"tie_word_embeddings", "\"yes\"", "true or false"},
+                       Row{"hidden_act", "42", "must be a string"},
+                       Row{"hidden_act", "\"swiglu\"", "unsupported activation 'swiglu'"}}) {
+    SCOPED_TRACE(std::string(r.key) + "=" + r.value);
+    std::string json = "{" + base + "}";
+    const std::string key = std::string("\"") + r.key + "\":";
+    if (const auto at = json.find(key); at != std::string::npos) {
+      const auto end = json.find_first_of(",}", at);
+      json = json.substr(0, at) + key + r.value + json.substr(end);
+    } else {
+      json = "{" + base + "," + key + r.value + "}";
+    }
+    const std::string msg = error_of_json(json);
+    EXPECT_NE(msg.find("cfg.json"), std::string::npos) << msg;
+    if (std::string(r.key) != "hidden_act") {
+      EXPECT_NE(msg.find(std::string("'") + r.key + "'"), std::string::npos) << msg;
+    }
+    EXPECT_NE(msg.find(r.expected), std::string::npos) << msg;
+  }
+}
+
+// Each size within its bound, together beyond what int64 arithmetic downstream can hold: refused.
+TEST(HfConfig, ParameterCountsThatWouldOverflowAreRefused) {
+  const std::string msg = error_of_json(R"({"model_type":"mixtral","hidden_size":1048576,"intermediate_size":16777216,
+      "num_hidden_layers":10000,"num_attention_heads":1024,"num_key_value_heads":1024,"vocab_size":16777216,
+      "num_local_experts":65536,"num_experts_per_tok":2})");
+  EXPECT_NE(msg.find("cfg.json"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("at most 100 trillion"), std::string::npos) << msg;
+  // The largest published models pass.
+  EXPECT_NO_THROW((void)catalog().resolve_model("llama-3.1-405b"));
+}
+
+// Defaults that make a shape invalid say which defaults were used: Qwen2Config's num_key_value_heads
+// is 32, whatever num_attention_heads says.
+TEST(HfConfig, ValidationErrorsListTheDefaultsUsed) {
+  const std::string msg = error_of_json(R"({"model_type":"qwen2","hidden_size":3584,"intermediate_size":18944,
+      "num_hidden_layers":28,"num_attention_heads":28,"vocab_size":152064})");
+  EXPECT_NE(msg.find("cfg.json"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("num_key_value_heads missing: Qwen2Config default 32"), std::string::npos) << msg;
+}
+
+// A null sliding_window is full attention (MistralConfig sets the window only when given); an
+// absent one is the class default 4096.
+TEST(HfConfig, NullIsNotMissingForSlidingWindow) {
+  const std::string base = R"({"model_type":"mistral","hidden_size":256,"intermediate_size":512,"num_hidden_layers":2,
+      "num_attention_heads":4,"num_key_value_heads":2,"vocab_size":100)";
+  EXPECT_EQ(io::hf_architecture(io::Json::parse(base + "}"), "x", "x").arch.sliding_window, 4096);
+  EXPECT_EQ(io::hf_architecture(io::Json::parse(base + R"(,"sliding_window":null})"), "x", "x").arch.sliding_window, 0);
+  // GemmaConfig's head_dim is 256 whatever hidden_size / heads gives (gemma-7b: 3072 / 16 = 192).
+  EXPECT_EQ(io::hf_architecture(io::Json{{"model_type", "gemma"}}, "x", "x").arch.head_dim, 256);
+}
+
+// A config.json is named after its folder, any other file after itself; never "." or "configs".
+TEST(HfConfig, NameFromThePath) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "trainplan-test-name" / "my-model";
+  fs::create_directories(dir);
+  fs::copy_file(kData + "/tiny-llama/config.json", dir / "config.json", fs::copy_options::overwrite_existing);
+  fs::copy_file(kData + "/tiny-llama/config.json", dir / "small.json", fs::copy_options::overwrite_existing);
+  EXPECT_EQ(io::read_hf_config_file((dir / "config.json").string()).name, "my-model");
+  EXPECT_EQ(io::read_hf_config_file(dir.string()).name, "my-model");
+  EXPECT_EQ(io::read_hf_config_file((dir / "small.json").string()).name, "small");
+  const fs::path cwd = fs::current_path();
+  fs::current_path(dir);
+  EXPECT_EQ(io::read_hf_config_file("./config.json").name, "my-model");
+  EXPECT_EQ(io::read_hf_config_file(".").name, "my-model");
+  fs::current_path(cwd);
+  fs::remove_all(dir.parent_path());
+}
+
+// Files are read up to a bound: a device that never ends is an error, not an exhausted memory.
+TEST(HfConfig, EndlessFileIsRefused) {
+  if (!std::filesystem::exists("/dev/zero")) GTEST_SKIP() << "no /dev/zero";
+  try {
+    (void)io::read_text_file("/dev/zero", "model config");
+    ADD_FAILURE() << "reading /dev/zero must stop";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("/dev/zero"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("larger than 256 MiB"), std::string::npos) << e.what();
+  }
+  const std::string msg = error_of_json("[1, 2]");
+  EXPECT_NE(msg.find("expected a JSON object"), std::string::npos) << msg;
+}
+
+// Our own JSON readers: numbers beyond double and integers beyond int64 are named, never wrapped.
+TEST(HfConfig, StrictReaderRefusesOverflow) {
+  try {
+    (void)io::parse_json(R"({"a": 1e400})", "profile 'p.json'");
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("profile 'p.json': invalid JSON"), std::string::npos) << e.what();
+  }
+  const io::Json j = io::Json::parse(R"({"n": 18446744073709551615, "m": 3000000000})");
+  io::ObjectReader r(j, "cluster file 'c.json'");
+  try {
+    (void)r.integer("n", 1);
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("'n' is too large"), std::string::npos) << e.what();
+  }
+  try {
+    (void)r.integer("m", 1, 1'000'000);
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("'m' must be at most 1000000 (got 3000000000)"), std::string::npos) << e.what();
   }
 }
 

@@ -3,6 +3,7 @@
 // key is an error that names it and the file.
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <set>
 #include <string>
@@ -13,6 +14,10 @@
 namespace trainplan::io {
 
 using Json = nlohmann::json;
+
+// A value or text as a message shows it: at most 40 characters, whatever the input holds.
+[[nodiscard]] std::string json_excerpt(const Json& v);
+[[nodiscard]] std::string text_excerpt(const std::string& s);
 
 // Parses text, throwing InputError "<what>: invalid JSON at line L, column C: ..." on failure.
 [[nodiscard]] Json parse_json(std::string_view text, const std::string& what);
@@ -28,8 +33,12 @@ class ObjectReader {
   [[nodiscard]] std::optional<std::string> optional_string(const std::string& key);
   [[nodiscard]] double number(const std::string& key);
   [[nodiscard]] std::optional<double> optional_number(const std::string& key);  // absent or null
-  [[nodiscard]] std::int64_t integer(const std::string& key, std::int64_t min_value);
-  [[nodiscard]] std::optional<std::int64_t> optional_integer(const std::string& key, std::int64_t min_value);
+  // Integers in [min_value, max_value]; a value beyond int64 is refused, never wrapped.
+  [[nodiscard]] std::int64_t integer(const std::string& key, std::int64_t min_value,
+                                     std::int64_t max_value = std::numeric_limits<std::int64_t>::max());
+  [[nodiscard]] std::optional<std::int64_t> optional_integer(
+      const std::string& key, std::int64_t min_value,
+      std::int64_t max_value = std::numeric_limits<std::int64_t>::max());
   [[nodiscard]] bool boolean(const std::string& key);
   [[nodiscard]] std::optional<bool> optional_boolean(const std::string& key);
   // Marks keys as read without interpreting them (free-text provenance, comments).
