@@ -351,7 +351,9 @@ void HfBlock::mlp() {
   lora_a_outputs({Role::gate, Role::up, Role::down});
   const double tI = mlp_copies(a_) * x_.t * x_.I / x_.tp;
   if (a_.mlp == MlpKind::gated) {
-    add("gate projection output", c_ * tI);
+    // The activation reads the gate projection (T5 v1.1's gated-gelu: the tanh GELU's intermediates).
+    const double gate = a_.activation == Activation::gelu_new ? gelu_new_bytes(tr_) : 1.0;
+    add("gate projection output", gate * c_ * tI);
     add("activation output", c_ * tI);
     add("up projection output", c_ * tI);
     if (keeps_input(Role::down)) add("down projection input", c_ * tI);

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
+#include <string>
 
 #include "trainplan/model/flops.hpp"
 #include "trainplan/model/model_states.hpp"
+#include "trainplan/model/sdpa.hpp"
 #include "trainplan/planner/kernel_work.hpp"
 
 namespace trainplan::planner {
@@ -114,6 +117,17 @@ double mamf_efficiency(const hardware::GpuSpec& g, const TimeConventions& tc) {
   return tc.mamf_unlisted;
 }
 
+int cuda_sm(const hardware::GpuSpec& g) {
+  const std::string& cc = g.capabilities.compute_capability;
+  const auto dot = cc.find('.');
+  if (g.vendor != "NVIDIA" || dot == std::string::npos) return 0;
+  try {
+    return std::stoi(cc.substr(0, dot)) * 10 + std::stoi(cc.substr(dot + 1));
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
 ComputeDevice compute_device(const hardware::GpuSpec& g, Precision p,
                              const hardware::HardwareProfile* profile, const TimeConventions& tc) {
   ComputeDevice d;
@@ -140,6 +154,8 @@ ComputeDevice compute_device(const hardware::GpuSpec& g, Precision p,
   d.flash_seq_half = tc.flash_seq_half;
   d.profile = profile != nullptr && !profile->empty() ? profile : nullptr;
   d.gemm_dtype = gemm_dtype_of(p);
+  d.cuda_sm = cuda_sm(g);
+  d.fp32_peak = tflops(g.peak.fp32);
   return d;
 }
 
@@ -278,7 +294,15 @@ CoreTimes core_times(const model::Architecture& a, const BlockShape& shape,
   const double b = dbl(tr.micro_batch);
   const double attn_instances = shape.cross_attention ? 2.0 : 1.0;
   CoreTimes out;
-  if (fused_attention(tr)) {
+  // SDPA on a CUDA GPU runs the kernel PyTorch picks (model/sdpa.hpp); elsewhere the request.
+  const bool gpu_sdpa = tr.attention == Attention::sdpa && d.cuda_sm > 0;
+  model::SdpaChoice sdpa;
+  if (gpu_sdpa) {
+    model::Training on_gpu = tr;
+    on_gpu.cuda_sm = d.cuda_sm;
+    sdpa = model::sdpa_choice(a, on_gpu);
+  }
+  if (gpu_sdpa ? sdpa.fused() : fused_attention(tr)) {
     const double causal = shape.causal ? model::causal_fraction(s) : 1.0;
     const Flops f(4.0 * b * sd * sd * heads * dbl(hd) * causal);
     out.forward = f / (d.peak * attention_efficiency(d, false, s, shape.causal, hd));
@@ -293,12 +317,34 @@ CoreTimes core_times(const model::Architecture& a, const BlockShape& shape,
     return out;
   }
   const double batch = b * heads;
+  // SDPA's math fallback upcasts 16-bit q, k, v and multiplies in fp32 on the SIMT units
+  // (attention.cpp _scaled_dot_product_attention_math; Falcon-7B on the H200 ran
+  // sm80_xmma_gemm_f32f32 ffma kernels), then takes the softmax of the fp32 scores.
+  ComputeDevice dm = d;
+  if (gpu_sdpa && sdpa.fp32_math) {
+    dm.peak = d.fp32_peak;
+    dm.element_bytes = 4.0;
+    dm.profile = nullptr;  // the profile measured tensor-core GEMMs
+  }
   // Scores Q K^T (s x d by d x s) and P V (s x s by s x d); backward: dP (like the scores), dQ,
   // dK and dV (like P V).
-  const Seconds qk = gemm_time(d, s, s, hd, batch);
-  const Seconds pv = gemm_time(d, s, hd, s, batch);
+  const Seconds qk = gemm_time(dm, s, s, hd, batch);
+  const Seconds pv = gemm_time(dm, s, hd, s, batch);
   out.forward = (qk + pv) * attn_instances;
   out.backward = (qk + 3.0 * pv) * attn_instances;
+  if (gpu_sdpa && !sdpa.fused()) {
+    // The math kernel's own passes over the scores, which eager attention's kernel work counts for
+    // the model's code: forward writes the scores, adds the mask in place (read, write) and takes
+    // the softmax (read, write); backward writes dP and the softmax backward reads P and dP and
+    // writes dS. With dropout, forward writes the mask and the dropped probabilities, backward
+    // reads them.
+    constexpr double kForwardPasses = 5.0;
+    constexpr double kBackwardPasses = 4.0;
+    const double drop = sdpa.dropout > 0.0 ? 2.0 : 0.0;
+    const double scores = batch * sd * sd * attn_instances * dm.element_bytes;
+    out.forward += memory_bound_time(d, Bytes(scores * (kForwardPasses + drop)));
+    out.backward += memory_bound_time(d, Bytes(scores * (kBackwardPasses + drop)));
+  }
   if (fused_kernels(tr.framework)) {
     // Megatron's scaled masked softmax and attention dropout, 16-bit in and out.
     const double c = compute_bytes(tr.precision);

@@ -1,5 +1,6 @@
 #include "trainplan/planner/memory.hpp"
 
+#include "trainplan/planner/compute.hpp"
 #include "trainplan/planner/optimizer_step.hpp"
 
 #include <algorithm>
@@ -133,27 +134,13 @@ void validate_training(const Architecture& a, const Training& tr) {
                      " experts of model '" + a.name + "'");
 }
 
-namespace {
-// "9.0" -> 90; AMD's LLVM targets (and an unknown GPU) -> 0.
-int cuda_sm_of(const hardware::GpuSpec& g) {
-  const std::string& cc = g.capabilities.compute_capability;
-  const auto dot = cc.find('.');
-  if (g.vendor != "NVIDIA" || dot == std::string::npos) return 0;
-  try {
-    return std::stoi(cc.substr(0, dot)) * 10 + std::stoi(cc.substr(dot + 1));
-  } catch (const std::exception&) {
-    return 0;
-  }
-}
-}  // namespace
-
 Layout make_layout(const Architecture& a, const Training& tr, const hardware::Cluster& c) {
   validate_training(a, tr);
   Layout l;
   l.world = c.world();
   l.nodes = c.nodes;
   l.gpus_per_node = c.gpus_per_node;
-  l.cuda_sm = cuda_sm_of(c.gpu);
+  l.cuda_sm = cuda_sm(c.gpu);
   l.tp = tr.tp;
   l.pp = tr.pp;
   if (l.world % (tr.tp * tr.pp) != 0)

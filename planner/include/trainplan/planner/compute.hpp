@@ -35,6 +35,9 @@ struct ComputeDevice {
   double flash_bwd_efficiency = 0.0;
   double flash_seq_half = 0.0;
   const hardware::HardwareProfile* profile = nullptr;  // measured GEMM/attention/HBM, or null
+  int cuda_sm = 0;  // CUDA compute capability major*10+minor (the SDPA kernel); 0: not NVIDIA
+  // SIMT fp32 (FFMA): what SDPA's math fallback multiplies at, float32 matmul precision "highest"
+  FlopsPerSecond fp32_peak;
   std::string_view gemm_dtype = "bf16";
 };
 
@@ -54,6 +57,9 @@ struct LinearShard {
 // A fused attention kernel runs: flash and SDPA in 16-bit (SDPA in fp32 falls back to the math
 // kernel, which materialises the scores like eager attention).
 [[nodiscard]] bool fused_attention(const model::Training& tr);
+
+// The GPU's CUDA compute capability as major*10+minor ("9.0" -> 90); 0 for AMD or an unknown GPU.
+[[nodiscard]] int cuda_sm(const hardware::GpuSpec& g);
 
 // MAMF / dense peak of this GPU (TimeConventions rows by architecture and form factor).
 [[nodiscard]] double mamf_efficiency(const hardware::GpuSpec& g, const TimeConventions& tc);
