@@ -142,7 +142,7 @@ CatalogGpu parse_gpu(const Json& j, const std::string& what) {
     p.reject_unknown();
   }
   s.hbm_bandwidth = gbps(r.number("hbm_bandwidth_GBps"));
-  s.sm_count = static_cast<int>(r.optional_integer("sm_count", 1).value_or(0));
+  s.sm_count = static_cast<int>(r.optional_integer("sm_count", 1, std::numeric_limits<int>::max()).value_or(0));
   {
     ObjectReader in(r.raw("intra_node"), what + " intra_node");
     s.intra_node.link = in.string("link");
@@ -156,7 +156,7 @@ CatalogGpu parse_gpu(const Json& j, const std::string& what) {
     s.pcie_bandwidth = gbps(pc.number("bandwidth_GBps"));
     pc.reject_unknown();
   }
-  s.default_gpus_per_node = static_cast<int>(r.integer("default_gpus_per_node", 1));
+  s.default_gpus_per_node = static_cast<int>(r.integer("default_gpus_per_node", 1, kMaxCount));
   s.default_inter_node = parse_inter_node_json(r.raw("default_inter_node"), what + " default_inter_node");
   s.capabilities = parse_capabilities(r.raw("capabilities"), what + " capabilities");
   const Json& src = r.raw("sources");

@@ -150,8 +150,8 @@ CollectiveMeasurement read_collective(ObjectReader& r) {
   CollectiveMeasurement m;
   m.collective = calibrate_json::enum_field<hardware::Collective>(r, "collective");
   m.scope = calibrate_json::enum_field<hardware::LinkScope>(r, "scope");
-  m.ranks = static_cast<int>(r.integer("ranks", 1));
-  m.nodes = static_cast<int>(r.integer("nodes", 1));
+  m.ranks = static_cast<int>(r.integer("ranks", 1, std::numeric_limits<int>::max()));
+  m.nodes = static_cast<int>(r.integer("nodes", 1, std::numeric_limits<int>::max()));
   m.dtype = r.optional_string("dtype").value_or("");
   m.bytes = Bytes(static_cast<double>(r.integer("bytes", 0)));
   m.in_place = r.optional_boolean("in_place").value_or(false);

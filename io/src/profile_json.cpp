@@ -168,7 +168,7 @@ FitQuality read_quality(ObjectReader& parent, const std::string& key) {
   ObjectReader r(parent.raw(key), parent.what() + " '" + key + "'");
   q.median_rel_err = r.number("median_rel_err");
   q.max_rel_err = r.number("max_rel_err");
-  q.points = static_cast<int>(r.integer("points", 0));
+  q.points = static_cast<int>(r.integer("points", 0, std::numeric_limits<int>::max()));
   r.reject_unknown();
   return q;
 }
@@ -194,8 +194,8 @@ hardware::CollectiveCurve read_curve(const Json& j, const std::string& what) {
   hardware::CollectiveCurve c;
   c.collective = calibrate_json::enum_field<hardware::Collective>(r, "collective");
   c.scope = calibrate_json::enum_field<hardware::LinkScope>(r, "scope");
-  c.ranks = static_cast<int>(r.integer("ranks", 1));
-  c.nodes = static_cast<int>(r.integer("nodes", 1));
+  c.ranks = static_cast<int>(r.integer("ranks", 1, std::numeric_limits<int>::max()));
+  c.nodes = static_cast<int>(r.integer("nodes", 1, std::numeric_limits<int>::max()));
   c.alpha = Seconds(non_negative(r, "alpha_us") * 1e-6);
   c.busbw = gbps(positive(r, "busbw_GBps"));
   if (r.has("regimes")) {
@@ -254,9 +254,9 @@ hardware::GemmModel read_gemm(const Json& j, hardware::GemmDtype dtype, const st
   g.dtype = dtype;
   g.peak_efficiency = positive(r, "peak_efficiency");
   g.k0 = non_negative(r, "k0");
-  g.tile_m = static_cast<int>(r.optional_integer("tile_m", 1).value_or(128));
-  g.tile_n = static_cast<int>(r.optional_integer("tile_n", 1).value_or(128));
-  g.sm_count = static_cast<int>(r.optional_integer("sm_count", 0).value_or(0));
+  g.tile_m = static_cast<int>(r.optional_integer("tile_m", 1, std::numeric_limits<int>::max()).value_or(128));
+  g.tile_n = static_cast<int>(r.optional_integer("tile_n", 1, std::numeric_limits<int>::max()).value_or(128));
+  g.sm_count = static_cast<int>(r.optional_integer("sm_count", 0, std::numeric_limits<int>::max()).value_or(0));
   g.peak = tflops(r.optional_number("peak_TFLOPS").value_or(0.0));
   // The roofline form: all of its keys or none.
   if (r.has("read_GBps")) {
