@@ -1,0 +1,112 @@
+// planner::suggest_changes against configurations whose verdict is published: litgpt's LoRA
+// resource table (Lightning-AI/litgpt tutorials/resource-tables.md, dated 10/20/2023, litgpt commit
+// 8641822; one A100-SXM4-40GB, bf16-true, LoRA r=8 on query and value, Alpaca at full length:
+// longest sample 1304 tokens for the Llama 2 tokenizer, 1079 for Falcon; global batch 128).
+// The table gives Llama-2-7B micro-batch 2 = 29.07 GB and micro-batch 4 = OOM, Llama-2-13B
+// micro-batch 1 = 38.12 GB and micro-batch 2 = OOM, and Falcon-40B OOM with no quantization, nf4
+// and nf4-dq alike.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "trainplan/io/catalog.hpp"
+#include "trainplan/model/parameters.hpp"
+#include "trainplan/planner/explain.hpp"
+
+namespace trainplan::planner {
+namespace {
+
+struct LoraRun {
+  model::Architecture a;
+  model::ParameterCounts n;
+  hardware::Cluster c;
+  model::Training t;
+};
+
+LoraRun litgpt_lora(const std::string& model, std::int64_t micro_batch, std::int64_t seq) {
+  static const io::Catalog catalog = io::Catalog::builtin();
+  LoraRun s{catalog.resolve_model(model).arch, {}, catalog.resolve_cluster("A100-40GB", std::nullopt).cluster, {}};
+  s.n = model::count_parameters(s.a);
+  s.t.method = Method::lora;
+  s.t.precision = Precision::bf16_true;
+  s.t.optimizer = Optimizer::adamw;
+  s.t.strategy = Strategy::single;
+  s.t.micro_batch = micro_batch;
+  s.t.grad_accum = 128 / micro_batch;
+  s.t.seq = seq;
+  s.t.checkpointing = Checkpointing::none;
+  s.t.attention = Attention::flash;
+  s.t.lora.rank = 8;
+  s.t.lora.alpha = 16;
+  s.t.lora.dropout = 0.05;
+  s.t.lora.targets = {"q", "v"};
+  // The table's QLoRA rows ran bitsandbytes 0.41.1, which kept each 4-bit matmul's input.
+  s.t.quant_keeps_input = true;
+  return s;
+}
+
+const Suggestion* find_change(const Explanation& x, const std::string& option) {
+  for (const Suggestion& s : x.suggestions)
+    if (s.changes.front().option == option) return &s;
+  return nullptr;
+}
+
+// What every suggestion must be: fitting per the model, under the GPU's usable memory, keeping
+// the global batch, and ranked by throughput.
+void expect_sound(const Explanation& x, const LoraRun& s) {
+  const std::int64_t batch = s.t.micro_batch * s.t.grad_accum;
+  double last = 1e300;
+  for (const Suggestion& sug : x.suggestions) {
+    EXPECT_TRUE(sug.estimate.fits);
+    EXPECT_LE(sug.estimate.memory.peak_allocated.value(), s.c.gpu.usable_memory.value());
+    EXPECT_EQ(sug.estimate.training.micro_batch * sug.estimate.training.grad_accum, batch);
+    EXPECT_LE(sug.estimate.throughput.tokens_per_s, last);
+    last = sug.estimate.throughput.tokens_per_s;
+  }
+}
+
+TEST(SuggestChanges, Llama2_7bLoraMicroBatch4FitsAtMicroBatch2) {
+  const LoraRun s = litgpt_lora("llama-2-7b", 4, 1304);
+  const Explanation x = suggest_changes(s.a, s.n, s.t, s.c);
+  ASSERT_FALSE(x.given.fits) << "litgpt's table: micro-batch 4 is OOM";
+  ASSERT_FALSE(x.suggestions.empty());
+  EXPECT_FALSE(x.pairs) << "a single change fits (micro-batch 2 ran at 29.07 GB)";
+  expect_sound(x, s);
+  const Suggestion* mb = find_change(x, "micro-batch");
+  ASSERT_NE(mb, nullptr) << "micro-batch 2 with twice the accumulation ran";
+  EXPECT_EQ(mb->changes.at(0).to, "2");
+  EXPECT_EQ(mb->changes.at(1).option, "grad-accum");
+  EXPECT_EQ(mb->changes.at(1).to, "64");
+}
+
+TEST(SuggestChanges, Llama2_13bLoraMicroBatch2FitsAtMicroBatch1) {
+  const LoraRun s = litgpt_lora("llama-2-13b", 2, 1304);
+  const Explanation x = suggest_changes(s.a, s.n, s.t, s.c);
+  ASSERT_FALSE(x.given.fits) << "litgpt's table: micro-batch 2 is OOM";
+  ASSERT_FALSE(x.suggestions.empty());
+  expect_sound(x, s);
+  const Suggestion* mb = find_change(x, "micro-batch");
+  ASSERT_NE(mb, nullptr) << "micro-batch 1 ran at 38.12 GB";
+  EXPECT_EQ(mb->changes.at(0).to, "1");
+}
+
+TEST(SuggestChanges, Falcon40bLoraIsNotRescuedByQloraAlone) {
+  const LoraRun s = litgpt_lora("falcon-40b", 1, 1079);
+  const Explanation x = suggest_changes(s.a, s.n, s.t, s.c);
+  ASSERT_FALSE(x.given.fits) << "litgpt's table: OOM without quantization";
+  expect_sound(x, s);
+  for (const Suggestion& sug : x.suggestions)
+    EXPECT_FALSE(sug.changes.size() == 2 && sug.changes[0].option == "method")
+        << "litgpt's table: nf4 and nf4-dq are OOM too";
+}
+
+TEST(SuggestChanges, AConfigurationThatFitsNeedsNoChange) {
+  // litgpt's table: Llama-2-7B micro-batch 2 ran (29.07 GB).
+  const LoraRun s = litgpt_lora("llama-2-7b", 2, 1304);
+  const Explanation x = suggest_changes(s.a, s.n, s.t, s.c);
+  EXPECT_TRUE(x.given.fits);
+  EXPECT_TRUE(x.suggestions.empty());
+}
+
+}  // namespace
+}  // namespace trainplan::planner
