@@ -140,7 +140,10 @@ void read_mixed_precision(const Json& j, Reader& r) {
   const Json& v = j.at("mixed_precision");
   // PyYAML reads an unquoted `no` as false.
   const std::string s = v.is_boolean() && !v.get<bool>() ? "no" : (v.is_string() ? v.get<std::string>() : "?");
-  if (s == "no") r.set("precision", "fp32", "mixed_precision", v);
+  // "no" turns autocast off: fp32, or pure 16-bit when the script loads the model in 16 bits.
+  if (s == "no")
+    r.unresolved("precision", "mixed_precision", v,
+                 "fp32, or bf16-true/fp16-true when the script loads the model in 16 bits");
   else if (s == "fp16") r.set("precision", "fp16-mixed", "mixed_precision", v);
   else if (s == "bf16") r.set("precision", "bf16-mixed", "mixed_precision", v);
   else if (s == "fp8") r.unresolved("precision", "mixed_precision", v, "trainplan has no fp8 precision");

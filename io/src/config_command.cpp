@@ -5,7 +5,8 @@
 // --global-batch-size, --seq-length, --bf16/--fp16 (fp32 master weights in the optimizer),
 // --recompute-granularity full|selective, --recompute-activations (= selective),
 // --use-distributed-optimizer, --sequence-parallel, --expert-model-parallel-size,
-// --use-flash-attn) or a Hugging Face Trainer script's TrainingArguments flags.
+// --use-flash-attn, --attention-backend, --optimizer adam|sgd, --sgd-momentum (0.9 by default),
+// --optimizer-cpu-offload) or a Hugging Face Trainer script's TrainingArguments flags.
 
 #include <map>
 #include <string>
@@ -98,6 +99,8 @@ void read_megatron_command(const std::vector<std::string>& args, Reader& r) {
       {"--micro-batch-size", "micro-batch"},    {"--global-batch-size", "global-batch"},
       {"--seq-length", "seq"},                  {"--expert-model-parallel-size", "expert-parallel"}};
   bool distributed_optimizer = false;
+  bool sgd = false;
+  std::string momentum = "0.9";  // arguments.py: --sgd-momentum defaults to 0.9
   for (const auto& [flag, value] : p.script) {
     if (const auto it = kInts.find(flag); it != kInts.end()) {
       r.set(it->second, std::to_string(positive(r, flag, value)), flag, value);
@@ -116,10 +119,34 @@ void read_megatron_command(const std::vector<std::string>& args, Reader& r) {
       r.set("sequence-parallel", "true", flag, "");
     } else if (flag == "--use-flash-attn") {
       r.set("attention", "flash", flag, "");
+    } else if (flag == "--optimizer-cpu-offload") {
+      r.set("offload", "optimizer", flag, "");
+    } else if (flag == "--optimizer") {
+      // Megatron's adam is Apex/TE FusedAdam with decoupled weight decay (AdamW).
+      if (value == "adam") r.set("optimizer", "adamw", flag, value);
+      else if (value == "sgd") sgd = true;
+      else r.unresolved("optimizer", flag, value, "an optimizer trainplan does not model");
+    } else if (flag == "--sgd-momentum") {
+      momentum = value;
+    } else if (flag == "--attention-backend") {
+      if (value == "flash") r.set("attention", "flash", flag, value);
+      else if (value == "unfused") r.set("attention", "eager", flag, value);
+      else r.unresolved("attention", flag, value, "an attention backend trainplan does not model");
     } else if (flag == "--num-layers-per-virtual-pipeline-stage") {
       r.unresolved("pp-virtual", flag, value, "virtual stages = layers / (pipeline size x this); give --pp-virtual");
     }
   }
+  if (sgd) {
+    double m = 0;
+    try {
+      m = std::stod(momentum);
+    } catch (const std::exception&) {
+      r.fail("--sgd-momentum", momentum, "must be a number");
+    }
+    r.set("optimizer", m == 0 ? "sgd" : "sgd-momentum", "--optimizer", "sgd, --sgd-momentum " + momentum);
+  }
+  // Without --bf16 or --fp16 Megatron trains in fp32 (params_dtype defaults to float32).
+  if (!r.read().find("precision")) r.set("precision", "fp32", "(no --bf16 or --fp16)", "");
   // Megatron's DDP all-reduces gradients; the distributed optimizer shards the optimizer states.
   r.set("strategy", distributed_optimizer ? "zero1" : "ddp",
         distributed_optimizer ? "--use-distributed-optimizer" : "(no --use-distributed-optimizer)", "");

@@ -1,6 +1,6 @@
 // DeepSpeed config JSON. Key meanings and defaults: deepspeedai/DeepSpeed v0.19.5,
 // deepspeed/runtime/config.py (batch keys, fp16/bf16, optimizer), deepspeed/runtime/zero/config.py
-// (DeepSpeedZeroConfig: stage, offload_*, ZeRO++ keys zero_hpz_partition_size,
+// (DeepSpeedZeroConfig: stage, offload_*, mics_shard_size, ZeRO++ keys zero_hpz_partition_size,
 // zero_quantized_weights, zero_quantized_gradients), deepspeed/runtime/zero/offload_config.py
 // (device none|cpu|nvme), deepspeed/runtime/activation_checkpointing/config.py, and
 // deepspeed/runtime/engine.py _configure_basic_optimizer (Adam/AdamW: torch_adam, adam_w_mode).
@@ -85,7 +85,13 @@ int read_zero(const Json& j, Reader& r) {
   const int stage = st ? static_cast<int>(*st) : 0;  // DeepSpeedZeroConfig.stage defaults to 0
   if (st && *st > 3) r.fail("zero_optimization.stage", z.at("stage"), "must be 0, 1, 2 or 3");
   static constexpr std::array kStrategy{"ddp", "zero1", "zero2", "zero3"};
-  if (st) r.set("strategy", kStrategy.at(static_cast<std::size_t>(stage)), "zero_optimization.stage", z.at("stage"));
+  // MiCS (mics_shard_size > 0 with stage 3) shards within groups of that size and replicates
+  // across them: hybrid sharding.
+  const auto mics = r.integer(z, "mics_shard_size", "zero_optimization", "strategy", -1);
+  if (mics && *mics > 0 && stage == 3)
+    r.set("strategy", "fsdp-hybrid", "zero_optimization.mics_shard_size", z.at("mics_shard_size"));
+  else if (st)
+    r.set("strategy", kStrategy.at(static_cast<std::size_t>(stage)), "zero_optimization.stage", z.at("stage"));
   const std::optional<bool> opt = offload_device(z, "offload_optimizer", r);
   const std::optional<bool> par = offload_device(z, "offload_param", r);
   if (par && *par && stage != 3)
@@ -106,7 +112,7 @@ int read_zero(const Json& j, Reader& r) {
            "estimated as a plain optimizer offload");
   read_zero_plus_plus(z, stage, r);
   r.check_keys(z, "zero_optimization",
-               {"stage", "offload_optimizer", "offload_param", "zenflow", "zero_quantized_weights",
+               {"stage", "mics_shard_size", "offload_optimizer", "offload_param", "zenflow", "zero_quantized_weights",
                 "zero_quantized_gradients", "zero_hpz_partition_size"},
                {"contiguous_gradients", "reduce_scatter", "reduce_bucket_size",
                 "use_multi_rank_bucket_allreduce", "allgather_partitions", "allgather_bucket_size",
@@ -118,7 +124,7 @@ int read_zero(const Json& j, Reader& r) {
                 "stage3_module_granularity_threshold", "stage3_use_all_reduce_for_fetch_params",
                 "stage3_allgather_sequential", "stage3_gather_fp16_weights_on_model_save",
                 "ignore_unused_parameters", "legacy_stage1", "round_robin_gradients",
-                "zero_quantized_nontrainable_weights", "zeropp_loco_param", "mics_shard_size",
+                "zero_quantized_nontrainable_weights", "zeropp_loco_param",
                 "mics_hierarchical_params_gather", "memory_efficient_linear",
                 "pipeline_loading_checkpoint", "override_module_apply",
                 "log_trace_cache_warnings", "enable_sanity_checks",

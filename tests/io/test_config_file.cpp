@@ -72,9 +72,9 @@ const std::vector<Row>& rows() {
         {"strategy", "zero3"}, {"grad-accum", "4"}, {"offload", "none"}},
        {}, {}},
       {"accelerate-peft-sft-fsdp-qlora.yaml", "accelerate config",
-       {{"nodes", "1"}, {"gpus", "2"}, {"precision", "fp32"}, {"framework", "pytorch"},
+       {{"nodes", "1"}, {"gpus", "2"}, {"framework", "pytorch"},
         {"strategy", "fsdp-full"}, {"offload", "optimizer+params"}, {"fsdp-wrap", "block"}},
-       {}, {}},
+       {"precision"}, {}},
       {"accelerate-peft-fsdp2.yaml", "accelerate config",
        {{"nodes", "1"}, {"gpus", "2"}, {"precision", "bf16-mixed"}, {"framework", "pytorch"},
         {"strategy", "fsdp-full"}, {"offload", "none"}, {"fsdp-wrap", "block"}},
@@ -272,12 +272,15 @@ TEST(ConfigFile, KindComesFromContentNotName) {
 }
 
 TEST(ConfigFile, YamlScalarsFollowPyYaml) {
-  // Unquoted `no` is a boolean in PyYAML; accelerate writes 'no' quoted, and both mean fp32.
+  // Unquoted `no` is a boolean in PyYAML; accelerate writes 'no' quoted: both mean no autocast,
+  // which leaves fp32 or pure 16-bit to the script.
   for (const char* text : {"distributed_type: MULTI_GPU\nmixed_precision: no\n",
                            "distributed_type: MULTI_GPU\nmixed_precision: 'no'\n"}) {
     SCOPED_TRACE(text);
-    EXPECT_EQ(read_training_config_text(text, "a.yaml").find("precision")->value, "fp32");
+    EXPECT_EQ(read_training_config_text(text, "a.yaml").unresolved_options, (std::vector<std::string>{"precision"}));
   }
+  EXPECT_EQ(read_training_config_text("distributed_type: MULTI_GPU\nmixed_precision: fp16\n", "a.yaml")
+                .find("precision")->value, "fp16-mixed");
   // A quoted number is a string: a wrong type for a count.
   EXPECT_THROW((void)read_training_config_text("distributed_type: MULTI_GPU\nnum_processes: '8'\n", "a.yaml"),
                InputError);
