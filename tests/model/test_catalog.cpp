@@ -1,6 +1,9 @@
 // The catalogue and the names users type: models, GPUs, clusters.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "trainplan/core/error.hpp"
 #include "trainplan/io/catalog.hpp"
 
@@ -95,6 +98,11 @@ TEST(Catalog, BadClusterSpecsNameTheInput) {
       {std::string(TRAINPLAN_TEST_DATA) + "/cluster_typo.json", std::nullopt, "'gpus_per_node' is missing (unknown keys present: 'gpus_per_nodes')"},
       {"missing_cluster.json", std::nullopt, "cannot read cluster file"},
       {std::string(TRAINPLAN_TEST_DATA) + "/cluster_bad_host.json", std::nullopt, "'host_memory_GiB' must be positive"},
+      // Counts whose product would overflow int, rates no NIC has, names no catalogue holds.
+      {"1000000x1000000xA100-80GB", std::nullopt, "more than 1,000,000 GPUs"},
+      {"2x8xA100-80GB", std::string("2000x200Gbps"), "at most 1024 NICs per node"},
+      {"2x8xA100-80GB", std::string("8x99999999Gbps"), "at most 100000 Gb/s"},
+      {std::string(5000, 'x') + ".json", std::nullopt, "cluster is 5005 characters long"},
   };
   for (const auto& r : rows) {
     SCOPED_TRACE(r.spec);
@@ -103,6 +111,43 @@ TEST(Catalog, BadClusterSpecsNameTheInput) {
   }
   // The unknown-GPU message lists the known ones.
   EXPECT_NE(error_of([] { (void)catalog().resolve_gpu("B300"); }).find("H100-80GB"), std::string::npos);
+}
+
+// Cluster files: counts beyond int, and an unknown GPU, are named with the file and the key.
+TEST(Catalog, ClusterFileValuesAreBounded) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "trainplan-test-cluster-files";
+  fs::create_directories(dir);
+  struct Row {
+    const char* file;
+    const char* json;
+    const char* must_mention;
+  };
+  for (const Row& r : {Row{"nodes.json", R"({"gpu":"A100-80GB","nodes":4294967304,"gpus_per_node":8})",
+                           "'nodes' must be at most 1000000 (got 4294967304)"},
+                       Row{"huge.json", R"({"gpu":"A100-80GB","nodes":99999999999999999999,"gpus_per_node":8})",
+                           "'nodes' must be an integer"},
+                       Row{"gpu.json", R"({"gpu":"B300","nodes":1,"gpus_per_node":8})", "key 'gpu': unknown GPU 'B300'"},
+                       Row{"link.json",
+                           R"({"gpu":"A100-80GB","nodes":2,"gpus_per_node":8,
+                               "inter_node":{"links_per_node":8,"link_Gbps":-1,"fabric":"infiniband"}})",
+                           "'link_Gbps' must be a rate above 0"}}) {
+    SCOPED_TRACE(r.file);
+    const std::string path = (dir / r.file).string();
+    std::ofstream(path) << r.json;
+    const std::string msg = error_of([&] { (void)catalog().resolve_cluster(path, std::nullopt); });
+    EXPECT_NE(msg.find(r.file), std::string::npos) << msg;
+    EXPECT_NE(msg.find(r.must_mention), std::string::npos) << msg;
+  }
+  fs::remove_all(dir);
+}
+
+// Model names are bounded and echoed short.
+TEST(Catalog, LongModelNamesAreRefused) {
+  const std::string msg = error_of([] { (void)catalog().resolve_model(std::string(40000, 'x')); });
+  EXPECT_NE(msg.find("model name is 40000 characters long"), std::string::npos) << msg.substr(0, 200);
+  const std::string near = error_of([] { (void)catalog().resolve_model(std::string(300, 'y')); });
+  EXPECT_LT(near.size(), 400u) << near.substr(0, 200);
 }
 
 // Our own JSON files reject unknown keys: checked through the same reader on a typo'd copy.
