@@ -147,6 +147,24 @@ void read_megatron_command(const std::vector<std::string>& args, Reader& r) {
   }
   // Without --bf16 or --fp16 Megatron trains in fp32 (params_dtype defaults to float32).
   if (!r.read().find("precision")) r.set("precision", "fp32", "(no --bf16 or --fp16)", "");
+  // arguments.py: num_micro_batches = global_batch_size / (micro_batch_size x data-parallel size).
+  const Setting* gpus = r.read().find("gpus");
+  const Setting* gb = r.read().find("global-batch");
+  const Setting* mb = r.read().find("micro-batch");
+  if (gpus && gb && mb) {
+    const auto value_of = [&r](const char* option) {
+      const Setting* s = r.read().find(option);
+      return s ? std::stoll(s->value) : 1LL;
+    };
+    const long long dp = std::stoll(gpus->value) / (value_of("tp") * value_of("pp"));
+    const long long per_step = std::stoll(mb->value) * dp;
+    if (dp < 1 || std::stoll(gb->value) % per_step != 0)
+      r.fail("--global-batch-size", gb->value,
+             "is not a multiple of --micro-batch-size x data-parallel size (" + std::to_string(per_step) + ")");
+    r.set("grad-accum", std::to_string(std::stoll(gb->value) / per_step),
+          "--global-batch-size / (--micro-batch-size x data-parallel size)",
+          gb->value + " / (" + mb->value + " x " + std::to_string(dp) + ")");
+  }
   // Megatron's DDP all-reduces gradients; the distributed optimizer shards the optimizer states.
   r.set("strategy", distributed_optimizer ? "zero1" : "ddp",
         distributed_optimizer ? "--use-distributed-optimizer" : "(no --use-distributed-optimizer)", "");
@@ -174,6 +192,11 @@ void read_torchrun_command(const std::vector<std::string>& args, Reader& r) {
   read_training_arguments(j, r);
   if (for_loop && j.value("optim", "") == "adamw_torch")
     r.set("optimizer-impl", "for-loop", "--optim_args", "foreach=False");
+  // Without --fsdp or --deepspeed the Trainer wraps the model in DDP when the launcher starts
+  // more than one process (transformers trainer.py, _wrap_model).
+  const Setting* gpus = r.read().find("gpus");
+  if (gpus && !r.read().find("strategy") && !j.contains("deepspeed"))
+    r.set("strategy", gpus->value == "1" ? "single" : "ddp", "(no --fsdp or --deepspeed)", "");
 }
 
 }  // namespace trainplan::io::config
