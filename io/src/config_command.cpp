@@ -17,7 +17,8 @@ namespace trainplan::io::config {
 namespace {
 
 // "--name value", "--name=value" and bare flags, in order; the script is the first word ending in
-// ".py". Launcher options (before the script) and script options are kept apart.
+// ".py" (not an assignment such as SCRIPT=pretrain_gpt.py). Launcher options (before the script)
+// and script options are kept apart.
 struct Parsed {
   std::vector<std::pair<std::string, std::string>> launcher;
   std::vector<std::pair<std::string, std::string>> script;
@@ -30,7 +31,8 @@ Parsed parse(const std::vector<std::string>& args) {
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a.rfind("--", 0) != 0) {
-      if (p.script_name.empty() && a.size() > 3 && a.substr(a.size() - 3) == ".py") {
+      if (p.script_name.empty() && a.size() > 3 && a.substr(a.size() - 3) == ".py" &&
+          a.find('=') == std::string::npos) {
         p.script_name = a;
         into = &p.script;
       }
@@ -39,7 +41,7 @@ Parsed parse(const std::vector<std::string>& args) {
     const std::size_t eq = a.find('=');
     if (eq != std::string::npos) {
       into->emplace_back(a.substr(0, eq), a.substr(eq + 1));
-    } else if (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0 &&
+    } else if (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0 && args[i + 1] != ")" &&
                !(p.script_name.empty() && args[i + 1].size() > 3 &&
                  args[i + 1].substr(args[i + 1].size() - 3) == ".py")) {
       into->emplace_back(a, args[i + 1]);
@@ -67,7 +69,12 @@ void read_launcher(const Parsed& p, Reader& r) {
   std::int64_t nodes = 1;
   std::optional<std::int64_t> per_node;
   for (const auto& [flag, value] : p.launcher) {
-    if (flag == "--nnodes" || flag == "--num_nodes") {
+    if (!value.empty() && value[0] == '$' &&
+        (flag == "--nnodes" || flag == "--num_nodes" || flag == "--nproc_per_node" ||
+         flag == "--nproc-per-node" || flag == "--num_gpus")) {
+      r.unresolved(flag == "--nnodes" || flag == "--num_nodes" ? "nodes" : "gpus", flag, value,
+                   "a shell variable this file does not set");
+    } else if (flag == "--nnodes" || flag == "--num_nodes") {
       // torchrun also takes an elastic "MIN:MAX" range.
       if (value.find(':') != std::string::npos) {
         r.unresolved("nodes", flag, value, "an elastic node range; left to other inputs");
@@ -88,22 +95,63 @@ void read_launcher(const Parsed& p, Reader& r) {
           std::to_string(nodes) + " x " + std::to_string(*per_node));
 }
 
+// arguments.py: num_micro_batches = global_batch_size / (micro_batch_size x data-parallel size).
+void set_megatron_accumulation(Reader& r) {
+  const Setting* gpus = r.read().find("gpus");
+  const Setting* gb = r.read().find("global-batch");
+  const Setting* mb = r.read().find("micro-batch");
+  if (gpus && gb && mb) {
+    const auto value_of = [&r](const char* option) {
+      const Setting* s = r.read().find(option);
+      return s ? std::stoll(s->value) : 1LL;
+    };
+    const long long model_parallel = value_of("tp") * value_of("pp");
+    const long long dp = std::stoll(gpus->value) / model_parallel;
+    const long long per_step = std::stoll(mb->value) * dp;
+    if (std::stoll(gpus->value) % model_parallel != 0) {
+      // Megatron would refuse this world size; example scripts often leave the node count for
+      // the user to raise.
+      r.warn("the launcher starts " + gpus->value + " processes, not a multiple of TP x PP = " +
+             std::to_string(model_parallel) + ": the accumulation is left to the cluster");
+      r.unresolved("grad-accum", "--global-batch-size", gb->value,
+                   "micro-batches per step depend on the data-parallel size");
+    } else if (std::stoll(gb->value) % per_step != 0) {
+      r.fail("--global-batch-size", gb->value,
+             "is not a multiple of --micro-batch-size x data-parallel size (" +
+                 std::to_string(per_step) + ")");
+    } else {
+      r.set("grad-accum", std::to_string(std::stoll(gb->value) / per_step),
+            "--global-batch-size / (--micro-batch-size x data-parallel size)",
+            gb->value + " / (" + mb->value + " x " + std::to_string(dp) + ")");
+    }
+  }
+}
+
 }  // namespace
 
 void read_megatron_command(const std::vector<std::string>& args, Reader& r) {
-  const Parsed p = parse(args);
+  Parsed p = parse(args);
+  // Launch scripts collect the flags in bash arrays, wherever they stand.
+  p.script.insert(p.script.begin(), p.launcher.begin(), p.launcher.end());
+  p.launcher = p.script;
   read_launcher(p, r);
   r.set("framework", "megatron", "(a Megatron-LM command)", p.script_name);
   const std::map<std::string, std::string, std::less<>> kInts{
-      {"--tensor-model-parallel-size", "tp"},   {"--pipeline-model-parallel-size", "pp"},
-      {"--micro-batch-size", "micro-batch"},    {"--global-batch-size", "global-batch"},
-      {"--seq-length", "seq"},                  {"--expert-model-parallel-size", "expert-parallel"}};
+      {"--tensor-model-parallel-size", "tp"},
+      {"--pipeline-model-parallel-size", "pp"},
+      {"--micro-batch-size", "micro-batch"},
+      {"--global-batch-size", "global-batch"},
+      {"--seq-length", "seq"},
+      {"--expert-model-parallel-size", "expert-parallel"}};
   bool distributed_optimizer = false;
   bool sgd = false;
   std::string momentum = "0.9";  // arguments.py: --sgd-momentum defaults to 0.9
   for (const auto& [flag, value] : p.script) {
     if (const auto it = kInts.find(flag); it != kInts.end()) {
-      r.set(it->second, std::to_string(positive(r, flag, value)), flag, value);
+      if (!value.empty() && value[0] == '$')
+        r.unresolved(it->second, flag, value, "a shell variable this file does not set");
+      else
+        r.set(it->second, std::to_string(positive(r, flag, value)), flag, value);
     } else if (flag == "--bf16") {
       r.set("precision", "bf16-mixed", flag, "");
     } else if (flag == "--fp16") {
@@ -123,17 +171,28 @@ void read_megatron_command(const std::vector<std::string>& args, Reader& r) {
       r.set("offload", "optimizer", flag, "");
     } else if (flag == "--optimizer") {
       // Megatron's adam is Apex/TE FusedAdam with decoupled weight decay (AdamW).
-      if (value == "adam") r.set("optimizer", "adamw", flag, value);
-      else if (value == "sgd") sgd = true;
-      else r.unresolved("optimizer", flag, value, "an optimizer trainplan does not model");
+      if (value == "adam")
+        r.set("optimizer", "adamw", flag, value);
+      else if (value == "sgd")
+        sgd = true;
+      else
+        r.unresolved("optimizer", flag, value, "an optimizer trainplan does not model");
     } else if (flag == "--sgd-momentum") {
       momentum = value;
     } else if (flag == "--attention-backend") {
-      if (value == "flash") r.set("attention", "flash", flag, value);
-      else if (value == "unfused") r.set("attention", "eager", flag, value);
-      else r.unresolved("attention", flag, value, "an attention backend trainplan does not model");
+      if (value == "flash")
+        r.set("attention", "flash", flag, value);
+      else if (value == "unfused")
+        r.set("attention", "eager", flag, value);
+      else
+        r.unresolved("attention", flag, value, "an attention backend trainplan does not model");
+    } else if (flag.rfind("--fp8-format", 0) == 0) {
+      r.warn(
+          flag +
+          ": Transformer Engine fp8 matmuls are not modelled; estimated at the 16-bit precision");
     } else if (flag == "--num-layers-per-virtual-pipeline-stage") {
-      r.unresolved("pp-virtual", flag, value, "virtual stages = layers / (pipeline size x this); give --pp-virtual");
+      r.unresolved("pp-virtual", flag, value,
+                   "virtual stages = layers / (pipeline size x this); give --pp-virtual");
     }
   }
   if (sgd) {
@@ -143,31 +202,16 @@ void read_megatron_command(const std::vector<std::string>& args, Reader& r) {
     } catch (const std::exception&) {
       r.fail("--sgd-momentum", momentum, "must be a number");
     }
-    r.set("optimizer", m == 0 ? "sgd" : "sgd-momentum", "--optimizer", "sgd, --sgd-momentum " + momentum);
+    r.set("optimizer", m == 0 ? "sgd" : "sgd-momentum", "--optimizer",
+          "sgd, --sgd-momentum " + momentum);
   }
   // Without --bf16 or --fp16 Megatron trains in fp32 (params_dtype defaults to float32).
   if (!r.read().find("precision")) r.set("precision", "fp32", "(no --bf16 or --fp16)", "");
-  // arguments.py: num_micro_batches = global_batch_size / (micro_batch_size x data-parallel size).
-  const Setting* gpus = r.read().find("gpus");
-  const Setting* gb = r.read().find("global-batch");
-  const Setting* mb = r.read().find("micro-batch");
-  if (gpus && gb && mb) {
-    const auto value_of = [&r](const char* option) {
-      const Setting* s = r.read().find(option);
-      return s ? std::stoll(s->value) : 1LL;
-    };
-    const long long dp = std::stoll(gpus->value) / (value_of("tp") * value_of("pp"));
-    const long long per_step = std::stoll(mb->value) * dp;
-    if (dp < 1 || std::stoll(gb->value) % per_step != 0)
-      r.fail("--global-batch-size", gb->value,
-             "is not a multiple of --micro-batch-size x data-parallel size (" + std::to_string(per_step) + ")");
-    r.set("grad-accum", std::to_string(std::stoll(gb->value) / per_step),
-          "--global-batch-size / (--micro-batch-size x data-parallel size)",
-          gb->value + " / (" + mb->value + " x " + std::to_string(dp) + ")");
-  }
+  set_megatron_accumulation(r);
   // Megatron's DDP all-reduces gradients; the distributed optimizer shards the optimizer states.
   r.set("strategy", distributed_optimizer ? "zero1" : "ddp",
-        distributed_optimizer ? "--use-distributed-optimizer" : "(no --use-distributed-optimizer)", "");
+        distributed_optimizer ? "--use-distributed-optimizer" : "(no --use-distributed-optimizer)",
+        "");
 }
 
 void read_torchrun_command(const std::vector<std::string>& args, Reader& r) {

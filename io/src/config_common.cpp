@@ -1,11 +1,11 @@
+#include <yaml-cpp/yaml.h>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <regex>
-
-#include <yaml-cpp/yaml.h>
 
 #include "config_reader.hpp"
 #include "trainplan/core/error.hpp"
@@ -147,7 +147,9 @@ void Reader::fail(const std::string& key, const Json& raw, const std::string& pr
   throw InputError(out_.path + ": key '" + key + "' = " + shown(raw) + ": " + problem);
 }
 
-void Reader::fail(const std::string& problem) const { throw InputError(out_.path + ": " + problem); }
+void Reader::fail(const std::string& problem) const {
+  throw InputError(out_.path + ": " + problem);
+}
 
 std::optional<std::int64_t> Reader::integer(const Json& obj, const std::string& key,
                                             const std::string& prefix, const std::string& option,
@@ -235,17 +237,18 @@ void set_trainer_optim(Reader& r, const std::string& key, const Json& raw) {
     std::string_view optim, optimizer, impl;
   };
   static constexpr std::array kRows{
-      Row{"adamw_torch", "adamw", ""},          Row{"adamw_torch_fused", "adamw", "fused"},
-      Row{"adamw_hf", "adamw", "for-loop"},     Row{"adamw_bnb_8bit", "adamw-8bit", ""},
-      Row{"adamw_8bit", "adamw-8bit", ""},      Row{"paged_adamw_8bit", "paged-adamw-8bit", ""},
-      Row{"adafactor", "adafactor", ""},        Row{"sgd", "sgd", ""}};
+      Row{"adamw_torch", "adamw", ""},      Row{"adamw_torch_fused", "adamw", "fused"},
+      Row{"adamw_hf", "adamw", "for-loop"}, Row{"adamw_bnb_8bit", "adamw-8bit", ""},
+      Row{"adamw_8bit", "adamw-8bit", ""},  Row{"paged_adamw_8bit", "paged-adamw-8bit", ""},
+      Row{"adafactor", "adafactor", ""},    Row{"sgd", "sgd", ""}};
   for (const Row& row : kRows) {
     if (row.optim != name) continue;
     r.set("optimizer", std::string(row.optimizer), key, raw);
     if (!row.impl.empty()) r.set("optimizer-impl", std::string(row.impl), key, raw);
     return;
   }
-  r.unresolved("optimizer", key, raw, "an optimizer trainplan does not model; left to other inputs");
+  r.unresolved("optimizer", key, raw,
+               "an optimizer trainplan does not model; left to other inputs");
 }
 
 namespace {
@@ -274,18 +277,28 @@ std::vector<std::string> words(const Json& raw) {
 // transformers/training_args.py FSDPOption (v4.46): full_shard, shard_grad_op, no_shard,
 // hybrid_shard, hybrid_shard_zero2, offload, auto_wrap.
 void set_trainer_fsdp(Reader& r, const std::string& key, const Json& raw) {
-  if (!raw.is_string() && !raw.is_array()) r.fail(key, raw, "must be a string or a list of FSDP options");
+  if (!raw.is_string() && !raw.is_array())
+    r.fail(key, raw, "must be a string or a list of FSDP options");
   for (const std::string& w : words(raw)) {
-    if (w == "full_shard") r.set("strategy", "fsdp-full", key, raw);
-    else if (w == "shard_grad_op") r.set("strategy", "fsdp-grad-op", key, raw);
-    else if (w == "hybrid_shard") r.set("strategy", "fsdp-hybrid", key, raw);
-    else if (w == "no_shard") r.set("strategy", "ddp", key, raw);
-    else if (w == "offload") r.set("offload", "optimizer+params", key, raw);
-    else if (w == "auto_wrap") r.set("fsdp-wrap", "block", key, raw);
+    if (w == "full_shard")
+      r.set("strategy", "fsdp-full", key, raw);
+    else if (w == "shard_grad_op")
+      r.set("strategy", "fsdp-grad-op", key, raw);
+    else if (w == "hybrid_shard")
+      r.set("strategy", "fsdp-hybrid", key, raw);
+    else if (w == "no_shard")
+      r.set("strategy", "ddp", key, raw);
+    else if (w == "offload")
+      r.set("offload", "optimizer+params", key, raw);
+    else if (w == "auto_wrap")
+      r.set("fsdp-wrap", "block", key, raw);
     else if (w == "hybrid_shard_zero2")
       r.unresolved("strategy", key, raw, "hybrid_shard_zero2 has no trainplan strategy");
-    else r.fail(key, raw, "'" + w + "' is not an FSDP option (full_shard, shard_grad_op, "
-                          "hybrid_shard, no_shard, offload, auto_wrap)");
+    else
+      r.fail(key, raw,
+             "'" + w +
+                 "' is not an FSDP option (full_shard, shard_grad_op, "
+                 "hybrid_shard, no_shard, offload, auto_wrap)");
   }
 }
 

@@ -21,17 +21,18 @@ std::optional<bool> offload_device(const Json& zero, const std::string& key, Rea
   const Json& o = zero.at(key);
   const std::string path = "zero_optimization." + key;
   if (!o.is_object()) r.fail(path, o, "must be an object with a \"device\"");
-  r.check_keys(o, path, {"device"},
-               {"pin_memory", "buffer_count", "buffer_size", "max_in_cpu", "nvme_path",
-                "pipeline_read", "pipeline_write", "fast_init", "ratio", "pipeline",
-                "super_offload", "cpuadam_cores_perc"});
+  r.check_keys(
+      o, path, {"device"},
+      {"pin_memory", "buffer_count", "buffer_size", "max_in_cpu", "nvme_path", "pipeline_read",
+       "pipeline_write", "fast_init", "ratio", "pipeline", "super_offload", "cpuadam_cores_perc"});
   const std::optional<std::string> device = r.string(o, "device", path, "offload");
   if (!device) return std::nullopt;
   if (*device == "none") return false;
   if (*device == "cpu") return true;
   if (*device == "nvme") {
-    r.warn(path + ".device = \"nvme\": estimated as host-memory offload (NVMe bandwidth is not "
-                  "modelled)");
+    r.warn(path +
+           ".device = \"nvme\": estimated as host-memory offload (NVMe bandwidth is not "
+           "modelled)");
     return true;
   }
   r.fail(path + ".device", o.at("device"), "must be none, cpu or nvme");
@@ -44,9 +45,9 @@ void read_precision(const Json& j, Reader& r) {
     if (!o.is_object()) r.fail(key, o, "must be an object with \"enabled\"");
     r.check_keys(o, key, {"enabled"},
                  {"auto_cast", "loss_scale", "initial_scale_power", "loss_scale_window",
-                  "hysteresis", "consecutive_hysteresis", "min_loss_scale", "fp16_master_weights_and_grads",
-                  "immediate_grad_update", "check_grad_overflow", "bf16_master_weights_and_grads",
-                  "bf16_optimizer_states"});
+                  "hysteresis", "consecutive_hysteresis", "min_loss_scale",
+                  "fp16_master_weights_and_grads", "immediate_grad_update", "check_grad_overflow",
+                  "bf16_master_weights_and_grads", "bf16_optimizer_states"});
     const std::string option = "precision";
     const std::optional<bool> on = r.boolean(o, "enabled", key, option);
     if (!on || !*on) continue;
@@ -57,8 +58,10 @@ void read_precision(const Json& j, Reader& r) {
 }
 
 void read_zero_plus_plus(const Json& z, int stage, Reader& r) {
-  const std::optional<bool> qw = r.boolean(z, "zero_quantized_weights", "zero_optimization", "zero-plus-plus");
-  const std::optional<bool> qg = r.boolean(z, "zero_quantized_gradients", "zero_optimization", "zero-plus-plus");
+  const std::optional<bool> qw =
+      r.boolean(z, "zero_quantized_weights", "zero_optimization", "zero-plus-plus");
+  const std::optional<bool> qg =
+      r.boolean(z, "zero_quantized_gradients", "zero_optimization", "zero-plus-plus");
   const std::optional<std::int64_t> hpz =
       r.integer(z, "zero_hpz_partition_size", "zero_optimization", "zero-plus-plus", 0);
   const bool any = (qw && *qw) || (qg && *qg) || (hpz && *hpz > 1);
@@ -67,14 +70,15 @@ void read_zero_plus_plus(const Json& z, int stage, Reader& r) {
     r.fail("zero_optimization.stage = " + std::to_string(stage) +
            " with ZeRO++ keys (zero_quantized_weights, zero_quantized_gradients, "
            "zero_hpz_partition_size): ZeRO++ needs stage 3");
-  const char* key = (qw && *qw) ? "zero_quantized_weights"
+  const char* key = (qw && *qw)   ? "zero_quantized_weights"
                     : (qg && *qg) ? "zero_quantized_gradients"
                                   : "zero_hpz_partition_size";
   r.set("zero-plus-plus", "true", std::string("zero_optimization.") + key, z.at(key));
   if (!(qw && *qw) || !(qg && *qg) || !(hpz && *hpz > 1))
-    r.warn("zero_optimization: only part of ZeRO++ is on (zero_quantized_weights, "
-           "zero_quantized_gradients, zero_hpz_partition_size); trainplan's --zero-plus-plus "
-           "estimates all three");
+    r.warn(
+        "zero_optimization: only part of ZeRO++ is on (zero_quantized_weights, "
+        "zero_quantized_gradients, zero_hpz_partition_size); trainplan's --zero-plus-plus "
+        "estimates all three");
 }
 
 int read_zero(const Json& j, Reader& r) {
@@ -91,7 +95,8 @@ int read_zero(const Json& j, Reader& r) {
   if (mics && *mics > 0 && stage == 3)
     r.set("strategy", "fsdp-hybrid", "zero_optimization.mics_shard_size", z.at("mics_shard_size"));
   else if (st)
-    r.set("strategy", kStrategy.at(static_cast<std::size_t>(stage)), "zero_optimization.stage", z.at("stage"));
+    r.set("strategy", kStrategy.at(static_cast<std::size_t>(stage)), "zero_optimization.stage",
+          z.at("stage"));
   const std::optional<bool> opt = offload_device(z, "offload_optimizer", r);
   const std::optional<bool> par = offload_device(z, "offload_param", r);
   if (par && *par && stage != 3)
@@ -99,8 +104,9 @@ int read_zero(const Json& j, Reader& r) {
            ": DeepSpeed offloads parameters with stage 3 only");
   if (par && *par) {
     if (!(opt && *opt))
-      r.warn("zero_optimization.offload_param without offload_optimizer: trainplan offloads "
-             "parameters together with the optimizer");
+      r.warn(
+          "zero_optimization.offload_param without offload_optimizer: trainplan offloads "
+          "parameters together with the optimizer");
     r.set("offload", "optimizer+params", "zero_optimization.offload_param.device",
           z.at("offload_param").at("device"));
   } else if (opt) {
@@ -108,29 +114,55 @@ int read_zero(const Json& j, Reader& r) {
           z.at("offload_optimizer").at("device"));
   }
   if (z.contains("zenflow") && !z.at("zenflow").is_null())
-    r.warn("zero_optimization.zenflow: ZenFlow's selective GPU updates are not modelled; "
-           "estimated as a plain optimizer offload");
+    r.warn(
+        "zero_optimization.zenflow: ZenFlow's selective GPU updates are not modelled; "
+        "estimated as a plain optimizer offload");
   read_zero_plus_plus(z, stage, r);
   r.check_keys(z, "zero_optimization",
-               {"stage", "mics_shard_size", "offload_optimizer", "offload_param", "zenflow", "zero_quantized_weights",
-                "zero_quantized_gradients", "zero_hpz_partition_size"},
-               {"contiguous_gradients", "reduce_scatter", "reduce_bucket_size",
-                "use_multi_rank_bucket_allreduce", "allgather_partitions", "allgather_bucket_size",
-                "overlap_comm", "load_from_fp32_weights", "elastic_checkpoint", "sub_group_size",
-                "cpu_offload_param", "cpu_offload_use_pin_memory", "cpu_offload",
-                "stage3_prefetch_bucket_size", "stage3_param_persistence_threshold",
-                "stage3_model_persistence_threshold", "stage3_max_live_parameters",
-                "stage3_max_reuse_distance", "stage3_gather_16bit_weights_on_model_save",
-                "stage3_module_granularity_threshold", "stage3_use_all_reduce_for_fetch_params",
-                "stage3_allgather_sequential", "stage3_gather_fp16_weights_on_model_save",
-                "ignore_unused_parameters", "legacy_stage1", "round_robin_gradients",
-                "zero_quantized_nontrainable_weights", "zeropp_loco_param",
-                "mics_hierarchical_params_gather", "memory_efficient_linear",
-                "pipeline_loading_checkpoint", "override_module_apply",
-                "log_trace_cache_warnings", "enable_sanity_checks",
-                "save_muon_momentum_buffer_in_memory", "leaf_module", "prefetch_bucket_size",
-                "param_persistence_threshold", "model_persistence_threshold",
-                "max_live_parameters", "max_reuse_distance", "gather_16bit_weights_on_model_save"});
+               {"stage", "mics_shard_size", "offload_optimizer", "offload_param", "zenflow",
+                "zero_quantized_weights", "zero_quantized_gradients", "zero_hpz_partition_size"},
+               {"contiguous_gradients",
+                "reduce_scatter",
+                "reduce_bucket_size",
+                "use_multi_rank_bucket_allreduce",
+                "allgather_partitions",
+                "allgather_bucket_size",
+                "overlap_comm",
+                "load_from_fp32_weights",
+                "elastic_checkpoint",
+                "sub_group_size",
+                "cpu_offload_param",
+                "cpu_offload_use_pin_memory",
+                "cpu_offload",
+                "stage3_prefetch_bucket_size",
+                "stage3_param_persistence_threshold",
+                "stage3_model_persistence_threshold",
+                "stage3_max_live_parameters",
+                "stage3_max_reuse_distance",
+                "stage3_gather_16bit_weights_on_model_save",
+                "stage3_module_granularity_threshold",
+                "stage3_use_all_reduce_for_fetch_params",
+                "stage3_allgather_sequential",
+                "stage3_gather_fp16_weights_on_model_save",
+                "ignore_unused_parameters",
+                "legacy_stage1",
+                "round_robin_gradients",
+                "zero_quantized_nontrainable_weights",
+                "zeropp_loco_param",
+                "mics_hierarchical_params_gather",
+                "memory_efficient_linear",
+                "pipeline_loading_checkpoint",
+                "override_module_apply",
+                "log_trace_cache_warnings",
+                "enable_sanity_checks",
+                "save_muon_momentum_buffer_in_memory",
+                "leaf_module",
+                "prefetch_bucket_size",
+                "param_persistence_threshold",
+                "model_persistence_threshold",
+                "max_live_parameters",
+                "max_reuse_distance",
+                "gather_16bit_weights_on_model_save"});
   return stage;
 }
 
@@ -148,16 +180,20 @@ void read_optimizer(const Json& j, bool offloaded, Reader& r) {
                  "an optimizer trainplan does not model; left to other inputs");
     return;
   }
-  const Json params = o.contains("params") && o.at("params").is_object() ? o.at("params") : Json::object();
-  const std::optional<bool> w_mode = r.boolean(params, "adam_w_mode", "optimizer.params", "optimizer");
+  const Json params =
+      o.contains("params") && o.at("params").is_object() ? o.at("params") : Json::object();
+  const std::optional<bool> w_mode =
+      r.boolean(params, "adam_w_mode", "optimizer.params", "optimizer");
   // engine.py: type AdamW forces decoupled weight decay; Adam uses adam_w_mode (default true).
   const bool adamw = t == "adamw" || !w_mode || *w_mode;
   r.set("optimizer", adamw ? "adamw" : "adam", "optimizer.type", o.at("type"));
-  const std::optional<bool> torch_adam = r.boolean(params, "torch_adam", "optimizer.params", "optimizer-impl");
+  const std::optional<bool> torch_adam =
+      r.boolean(params, "torch_adam", "optimizer.params", "optimizer-impl");
   if (!torch_adam) return;
   // torch_adam builds torch.optim.AdamW with its defaults (foreach on CUDA); otherwise DeepSpeed's
   // FusedAdam, or DeepSpeedCPUAdam when the optimizer is offloaded.
-  r.set("optimizer-impl", *torch_adam ? "foreach" : (offloaded ? "deepspeed-cpu" : "deepspeed-fused"),
+  r.set("optimizer-impl",
+        *torch_adam ? "foreach" : (offloaded ? "deepspeed-cpu" : "deepspeed-fused"),
         "optimizer.params.torch_adam", params.at("torch_adam"));
 }
 
@@ -168,9 +204,11 @@ void read_activation_checkpointing(const Json& j, Reader& r) {
   r.check_keys(a, "activation_checkpointing", {"cpu_checkpointing"},
                {"partition_activations", "contiguous_memory_optimization", "number_checkpoints",
                 "synchronize_checkpoint_boundary", "profile"});
-  const std::optional<bool> cpu = r.boolean(a, "cpu_checkpointing", "activation_checkpointing", "checkpointing");
+  const std::optional<bool> cpu =
+      r.boolean(a, "cpu_checkpointing", "activation_checkpointing", "checkpointing");
   if (cpu && *cpu) {
-    r.set("checkpointing", "full-offload", "activation_checkpointing.cpu_checkpointing", a.at("cpu_checkpointing"));
+    r.set("checkpointing", "full-offload", "activation_checkpointing.cpu_checkpointing",
+          a.at("cpu_checkpointing"));
     return;
   }
   // The section configures deepspeed.checkpointing; whether blocks are checkpointed is the model's.
@@ -185,8 +223,12 @@ void read_deepspeed(const Json& j, Reader& r) {
   const auto mb = r.integer(j, "train_micro_batch_size_per_gpu", "", "micro-batch", 1);
   const auto ga = r.integer(j, "gradient_accumulation_steps", "", "grad-accum", 1);
   const auto tb = r.integer(j, "train_batch_size", "", "global-batch", 1);
-  if (mb) r.set("micro-batch", std::to_string(*mb), "train_micro_batch_size_per_gpu", j.at("train_micro_batch_size_per_gpu"));
-  if (ga) r.set("grad-accum", std::to_string(*ga), "gradient_accumulation_steps", j.at("gradient_accumulation_steps"));
+  if (mb)
+    r.set("micro-batch", std::to_string(*mb), "train_micro_batch_size_per_gpu",
+          j.at("train_micro_batch_size_per_gpu"));
+  if (ga)
+    r.set("grad-accum", std::to_string(*ga), "gradient_accumulation_steps",
+          j.at("gradient_accumulation_steps"));
   if (tb) r.set("global-batch", std::to_string(*tb), "train_batch_size", j.at("train_batch_size"));
   // config.py _batch_assertion: train_batch_size = micro-batch x accumulation x data-parallel size.
   if (mb && ga && tb && *tb % (*mb * *ga) != 0)
@@ -200,25 +242,64 @@ void read_deepspeed(const Json& j, Reader& r) {
   read_optimizer(j, off && off->value != "none", r);
   read_activation_checkpointing(j, r);
   if (j.contains("amp") && j.at("amp").is_object() && j.at("amp").value("enabled", false))
-    r.unresolved("precision", "amp.enabled", j.at("amp").at("enabled"), "NVIDIA Apex AMP is not modelled");
-  r.check_keys(j, "",
-               {"train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "train_batch_size",
-                "fp16", "bf16", "bfloat16", "zero_optimization", "optimizer",
-                "activation_checkpointing", "amp"},
-               {"scheduler", "gradient_clipping", "steps_per_print", "wall_clock_breakdown",
-                "zero_allow_untested_optimizer", "zero_force_ds_cpu_optimizer", "prescale_gradients",
-                "gradient_predivide_factor", "communication_data_type",
-                "seq_parallel_communication_data_type", "sparse_gradients", "dump_state",
-                "memory_breakdown", "tensorboard", "wandb", "csv_monitor", "comet",
-                "flops_profiler", "comms_logger", "checkpoint", "data_types", "aio",
-                "elasticity", "autotuning", "compression_training", "data_efficiency",
-                "curriculum_learning", "sparse_attention", "pipeline", "eigenvalue",
-                "progressive_layer_drop", "quantize_training", "nebula", "dataloader_drop_last",
-                "torch_autocast", "gradient_allreduce_op", "disable_allgather",
-                "managed_gradient_accumulation", "check_overflow", "use_data_before_expert_parallelism",
-                "hybrid_engine", "weight_quantization", "compile", "timers", "monitor_config",
-                "graph_harvesting", "use_node_local_storage", "load_universal_checkpoint",
-                "zenflow", "tensor_parallel", "sequence_parallel_size", "log_level"});
+    r.unresolved("precision", "amp.enabled", j.at("amp").at("enabled"),
+                 "NVIDIA Apex AMP is not modelled");
+  r.check_keys(
+      j, "",
+      {"train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "train_batch_size", "fp16",
+       "bf16", "bfloat16", "zero_optimization", "optimizer", "activation_checkpointing", "amp"},
+      {"scheduler",
+       "gradient_clipping",
+       "steps_per_print",
+       "wall_clock_breakdown",
+       "zero_allow_untested_optimizer",
+       "zero_force_ds_cpu_optimizer",
+       "prescale_gradients",
+       "gradient_predivide_factor",
+       "communication_data_type",
+       "seq_parallel_communication_data_type",
+       "sparse_gradients",
+       "dump_state",
+       "memory_breakdown",
+       "tensorboard",
+       "wandb",
+       "csv_monitor",
+       "comet",
+       "flops_profiler",
+       "comms_logger",
+       "checkpoint",
+       "data_types",
+       "aio",
+       "elasticity",
+       "autotuning",
+       "compression_training",
+       "data_efficiency",
+       "curriculum_learning",
+       "sparse_attention",
+       "pipeline",
+       "eigenvalue",
+       "progressive_layer_drop",
+       "quantize_training",
+       "nebula",
+       "dataloader_drop_last",
+       "torch_autocast",
+       "gradient_allreduce_op",
+       "disable_allgather",
+       "managed_gradient_accumulation",
+       "check_overflow",
+       "use_data_before_expert_parallelism",
+       "hybrid_engine",
+       "weight_quantization",
+       "compile",
+       "timers",
+       "monitor_config",
+       "graph_harvesting",
+       "use_node_local_storage",
+       "load_universal_checkpoint",
+       "zenflow",
+       "tensor_parallel",
+       "sequence_parallel_size",
+       "log_level"});
 }
 
 }  // namespace trainplan::io::config

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <map>
+#include <regex>
 
 #include "config_reader.hpp"
 #include "trainplan/core/error.hpp"
@@ -31,8 +33,10 @@ std::vector<std::string> shell_words(const std::string& text, const std::string&
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (quote) {
-      if (c == quote) quote = 0;
-      else w += c;
+      if (c == quote)
+        quote = 0;
+      else
+        w += c;
       continue;
     }
     if (c == '\\' && i + 1 < text.size()) {
@@ -68,14 +72,39 @@ std::vector<std::string> shell_words(const std::string& text, const std::string&
 
 bool looks_like_command(const std::string& text) {
   const std::size_t b = text.find_first_not_of(" \t\r\n");
-  static constexpr std::array kLaunchers{"torchrun ", "python ", "python3 ", "deepspeed ",
-                                         "accelerate launch ", "srun ", "#!"};
+  static constexpr std::array kLaunchers{"torchrun ",          "python ", "python3 ", "deepspeed ",
+                                         "accelerate launch ", "srun ",   "#!"};
   return std::any_of(kLaunchers.begin(), kLaunchers.end(),
                      [&](const char* l) { return text.compare(b, std::strlen(l), l) == 0; });
 }
 
+// A launch script's plain assignments (GPUS_PER_NODE=8), substituted where a whole word is $NAME
+// or ${NAME}; anything computed ($((...)), $1) stays as written and reads as unresolved.
+std::vector<std::string> substitute_variables(const std::string& text,
+                                              std::vector<std::string> words) {
+  static const std::regex kAssign(
+      R"(^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=([^\s$#()'"`]+)\s*(?:#.*)?$)");
+  std::map<std::string, std::string> vars;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t end = std::min(text.find('\n', start), text.size());
+    std::smatch m;
+    const std::string line = text.substr(start, end - start);
+    if (std::regex_match(line, m, kAssign)) vars[m[1]] = m[2];
+    start = end + 1;
+  }
+  for (std::string& w : words) {
+    if (w.size() < 2 || w[0] != '$') continue;
+    std::string name = w.substr(1);
+    if (name.size() > 2 && name.front() == '{' && name.back() == '}')
+      name = name.substr(1, name.size() - 2);
+    if (const auto it = vars.find(name); it != vars.end()) w = it->second;
+  }
+  return words;
+}
+
 ConfigRead read_command(const std::string& text, ConfigRead out) {
-  const std::vector<std::string> args = shell_words(text, out.path);
+  const std::vector<std::string> args = substitute_variables(text, shell_words(text, out.path));
   const bool megatron = std::any_of(args.begin(), args.end(), [](const std::string& a) {
     return a.find("pretrain_") != std::string::npos || a == "--tensor-model-parallel-size" ||
            a == "--micro-batch-size" || a == "--pipeline-model-parallel-size";
@@ -93,9 +122,10 @@ ConfigRead read_command(const std::string& text, ConfigRead out) {
     config::Reader r(out, "Trainer command-line");
     config::read_torchrun_command(args, r);
   } else {
-    throw InputError(out.path + ": a command line, but neither a Megatron-LM pretrain script nor a "
-                                "Hugging Face Trainer script (no --micro-batch-size or "
-                                "--per_device_train_batch_size)");
+    throw InputError(out.path +
+                     ": a command line, but neither a Megatron-LM pretrain script nor a "
+                     "Hugging Face Trainer script (no --micro-batch-size or "
+                     "--per_device_train_batch_size)");
   }
   return out;
 }
@@ -116,8 +146,9 @@ ConfigRead read_json_kind(const Json& j, ConfigRead out) {
     config::Reader r(out, "TrainingArguments");
     config::read_training_arguments(j, r);
   } else {
-    throw InputError(out.path + ": JSON that is not a training config trainplan reads (a DeepSpeed "
-                                "config, a PEFT adapter_config.json or TrainingArguments)");
+    throw InputError(out.path +
+                     ": JSON that is not a training config trainplan reads (a DeepSpeed "
+                     "config, a PEFT adapter_config.json or TrainingArguments)");
   }
   return out;
 }
@@ -153,9 +184,10 @@ ConfigRead read_yaml_kind(const Json& j, ConfigRead out) {
     config::Reader r(out, "TrainingArguments");
     config::read_training_arguments(j, r);
   } else {
-    throw InputError(out.path + ": YAML that is not a training config trainplan reads (an "
-                                "accelerate, litgpt, torchtune or axolotl config, or "
-                                "TrainingArguments)");
+    throw InputError(out.path +
+                     ": YAML that is not a training config trainplan reads (an "
+                     "accelerate, litgpt, torchtune or axolotl config, or "
+                     "TrainingArguments)");
   }
   return out;
 }

@@ -23,7 +23,8 @@ void read_precision(const Json& j, Reader& r) {
                                     Row{"16-true", "fp16-true"},   Row{"16-mixed", "fp16-mixed"},
                                     Row{"32-true", "fp32"},        Row{"32", "fp32"}};
   for (const Row& row : kRows)
-    if (row.litgpt == *p) return r.set("precision", std::string(row.trainplan), "precision", j.at("precision"));
+    if (row.litgpt == *p)
+      return r.set("precision", std::string(row.trainplan), "precision", j.at("precision"));
   r.unresolved("precision", "precision", j.at("precision"), "a precision trainplan does not model");
 }
 
@@ -31,18 +32,28 @@ void read_precision(const Json& j, Reader& r) {
 bool read_quantize(const Json& j, Reader& r) {
   const auto q = r.string(j, "quantize", "", "quant");
   if (!q) return false;
-  if (*q == "bnb.nf4") r.set("quant", "nf4", "quantize", j.at("quantize"));
-  else if (*q == "bnb.nf4-dq") r.set("quant", "nf4-dq", "quantize", j.at("quantize"));
-  else if (*q == "bnb.fp4") r.set("quant", "fp4", "quantize", j.at("quantize"));
-  else if (*q == "bnb.int8-training") r.set("quant", "int8", "quantize", j.at("quantize"));
-  else if (*q == "bnb.fp4-dq") r.unresolved("quant", "quantize", j.at("quantize"), "fp4 with double quantization is not modelled");
-  else r.fail("quantize", j.at("quantize"), "must be bnb.nf4, bnb.nf4-dq, bnb.fp4, bnb.fp4-dq or bnb.int8-training");
+  if (*q == "bnb.nf4")
+    r.set("quant", "nf4", "quantize", j.at("quantize"));
+  else if (*q == "bnb.nf4-dq")
+    r.set("quant", "nf4-dq", "quantize", j.at("quantize"));
+  else if (*q == "bnb.fp4")
+    r.set("quant", "fp4", "quantize", j.at("quantize"));
+  else if (*q == "bnb.int8-training")
+    r.set("quant", "int8", "quantize", j.at("quantize"));
+  else if (*q == "bnb.fp4-dq")
+    r.unresolved("quant", "quantize", j.at("quantize"),
+                 "fp4 with double quantization is not modelled");
+  else
+    r.fail("quantize", j.at("quantize"),
+           "must be bnb.nf4, bnb.nf4-dq, bnb.fp4, bnb.fp4-dq or bnb.int8-training");
   return true;
 }
 
 void read_lora(const Json& j, Reader& r) {
-  if (const auto v = r.integer(j, "lora_r", "", "lora-rank", 1)) r.set("lora-rank", std::to_string(*v), "lora_r", j.at("lora_r"));
-  if (const auto v = r.number(j, "lora_alpha", "", "lora-alpha")) r.set("lora-alpha", j.at("lora_alpha").dump(), "lora_alpha", j.at("lora_alpha"));
+  if (const auto v = r.integer(j, "lora_r", "", "lora-rank", 1))
+    r.set("lora-rank", std::to_string(*v), "lora_r", j.at("lora_r"));
+  if (const auto v = r.number(j, "lora_alpha", "", "lora-alpha"))
+    r.set("lora-alpha", j.at("lora_alpha").dump(), "lora_alpha", j.at("lora_alpha"));
   if (const auto v = r.number(j, "lora_dropout", "", "lora-dropout")) {
     if (*v < 0 || *v >= 1) r.fail("lora_dropout", j.at("lora_dropout"), "must be in [0, 1)");
     r.set("lora-dropout", j.at("lora_dropout").dump(), "lora_dropout", j.at("lora_dropout"));
@@ -52,15 +63,17 @@ void read_lora(const Json& j, Reader& r) {
     bool on_by_default;
     const char* roles;
   };
-  static constexpr std::array kFlags{Flag{"lora_query", true, "q"},     Flag{"lora_key", false, "k"},
-                                     Flag{"lora_value", true, "v"},     Flag{"lora_projection", false, "o"},
-                                     Flag{"lora_mlp", false, "gate,up,down"}, Flag{"lora_head", false, "lm_head"}};
+  static constexpr std::array kFlags{
+      Flag{"lora_query", true, "q"},           Flag{"lora_key", false, "k"},
+      Flag{"lora_value", true, "v"},           Flag{"lora_projection", false, "o"},
+      Flag{"lora_mlp", false, "gate,up,down"}, Flag{"lora_head", false, "lm_head"}};
   std::string targets;
   std::string keys;
   for (const Flag& f : kFlags) {
     const bool on = r.boolean(j, f.key, "", "lora-targets").value_or(f.on_by_default);
     if (on) targets += (targets.empty() ? "" : ",") + std::string(f.roles);
-    if (j.contains(f.key)) keys += (keys.empty() ? "" : ", ") + std::string(f.key) + " = " + shown(j.at(f.key));
+    if (j.contains(f.key))
+      keys += (keys.empty() ? "" : ", ") + std::string(f.key) + " = " + shown(j.at(f.key));
   }
   if (targets.empty()) r.fail("every lora_* target flag is false: no adapters to train");
   r.set("lora-targets", targets, "lora_query/key/value/projection/mlp/head", keys);
@@ -71,15 +84,21 @@ void read_train(const Json& j, Reader& r, std::optional<std::int64_t> world) {
   const Json& t = j.at("train");
   const auto gb = r.integer(t, "global_batch_size", "train", "global-batch", 1);
   const auto mb = r.integer(t, "micro_batch_size", "train", "micro-batch", 1);
-  if (gb) r.set("global-batch", std::to_string(*gb), "train.global_batch_size", t.at("global_batch_size"));
-  if (mb) r.set("micro-batch", std::to_string(*mb), "train.micro_batch_size", t.at("micro_batch_size"));
-  if (const auto s = r.integer(t, "max_seq_length", "train", "seq", 1)) r.set("seq", std::to_string(*s), "train.max_seq_length", t.at("max_seq_length"));
+  if (gb)
+    r.set("global-batch", std::to_string(*gb), "train.global_batch_size",
+          t.at("global_batch_size"));
+  if (mb)
+    r.set("micro-batch", std::to_string(*mb), "train.micro_batch_size", t.at("micro_batch_size"));
+  if (const auto s = r.integer(t, "max_seq_length", "train", "seq", 1))
+    r.set("seq", std::to_string(*s), "train.max_seq_length", t.at("max_seq_length"));
   if (gb && mb && world) {
     const std::int64_t per_rank = *gb / *world;
     if (per_rank < *mb || per_rank % *mb != 0)
       r.fail("train.global_batch_size", t.at("global_batch_size"),
-             "over " + std::to_string(*world) + " devices is not a multiple of train.micro_batch_size = " + std::to_string(*mb));
-    r.set("grad-accum", std::to_string(per_rank / *mb), "train.global_batch_size / (devices x num_nodes) / train.micro_batch_size",
+             "over " + std::to_string(*world) +
+                 " devices is not a multiple of train.micro_batch_size = " + std::to_string(*mb));
+    r.set("grad-accum", std::to_string(per_rank / *mb),
+          "train.global_batch_size / (devices x num_nodes) / train.micro_batch_size",
           std::to_string(*gb) + " / " + std::to_string(*world) + " / " + std::to_string(*mb));
   }
   r.check_keys(t, "train", {"global_batch_size", "micro_batch_size", "max_seq_length"},
@@ -94,12 +113,18 @@ void read_optimizer(const Json& j, Reader& r) {
   if (!cls.is_string()) r.fail("optimizer", o, "must be a class name or {class_path, init_args}");
   const std::string c = cls.get<std::string>();
   const std::string key = o.is_object() ? "optimizer.class_path" : "optimizer";
-  if (c == "torch.optim.AdamW" || c == "AdamW") r.set("optimizer", "adamw", key, cls);
-  else if (c == "torch.optim.Adam" || c == "Adam") r.set("optimizer", "adam", key, cls);
-  else if (c == "torch.optim.SGD" || c == "SGD") r.set("optimizer", "sgd", key, cls);
-  else if (c == "bitsandbytes.optim.AdamW8bit") r.set("optimizer", "adamw-8bit", key, cls);
-  else if (c == "bitsandbytes.optim.PagedAdamW8bit") r.set("optimizer", "paged-adamw-8bit", key, cls);
-  else r.unresolved("optimizer", key, cls, "an optimizer trainplan does not model");
+  if (c == "torch.optim.AdamW" || c == "AdamW")
+    r.set("optimizer", "adamw", key, cls);
+  else if (c == "torch.optim.Adam" || c == "Adam")
+    r.set("optimizer", "adam", key, cls);
+  else if (c == "torch.optim.SGD" || c == "SGD")
+    r.set("optimizer", "sgd", key, cls);
+  else if (c == "bitsandbytes.optim.AdamW8bit")
+    r.set("optimizer", "adamw-8bit", key, cls);
+  else if (c == "bitsandbytes.optim.PagedAdamW8bit")
+    r.set("optimizer", "paged-adamw-8bit", key, cls);
+  else
+    r.unresolved("optimizer", key, cls, "an optimizer trainplan does not model");
 }
 
 }  // namespace
@@ -114,8 +139,11 @@ void read_litgpt(const Json& j, Reader& r) {
   read_precision(j, r);
   const bool lora = j.contains("lora_r");
   const bool quant = read_quantize(j, r);
-  if (quant && !lora) r.fail("quantize", j.at("quantize"), "litgpt quantizes the base of LoRA finetuning only (no lora_r)");
-  r.set("method", quant ? "qlora" : (lora ? "lora" : "full"), quant ? "quantize" : (lora ? "lora_r" : "(no lora_* keys: finetune_full)"),
+  if (quant && !lora)
+    r.fail("quantize", j.at("quantize"),
+           "litgpt quantizes the base of LoRA finetuning only (no lora_r)");
+  r.set("method", quant ? "qlora" : (lora ? "lora" : "full"),
+        quant ? "quantize" : (lora ? "lora_r" : "(no lora_* keys: finetune_full)"),
         quant ? shown(j.at("quantize")) : (lora ? shown(j.at("lora_r")) : ""));
   if (lora) read_lora(j, r);
   std::optional<std::int64_t> world;
@@ -123,7 +151,8 @@ void read_litgpt(const Json& j, Reader& r) {
   if (j.contains("devices") && j.at("devices").is_number_integer()) {
     const auto devices = r.integer(j, "devices", "", "gpus", 1);
     world = *devices * nodes.value_or(1);
-    r.set("gpus", std::to_string(*world), "devices x num_nodes", std::to_string(*devices) + " x " + std::to_string(nodes.value_or(1)));
+    r.set("gpus", std::to_string(*world), "devices x num_nodes",
+          std::to_string(*devices) + " x " + std::to_string(nodes.value_or(1)));
     if (*world > 1) {
       r.set("strategy", "fsdp-full", "devices x num_nodes > 1", std::to_string(*world));
       r.set("fsdp-wrap", "block", "devices x num_nodes > 1", std::to_string(*world));
@@ -132,7 +161,8 @@ void read_litgpt(const Json& j, Reader& r) {
       r.set("strategy", "single", "devices", j.at("devices"));
     }
   } else if (j.contains("devices")) {
-    r.unresolved("gpus", "devices", j.at("devices"), "litgpt counts the visible GPUs; left to other inputs");
+    r.unresolved("gpus", "devices", j.at("devices"),
+                 "litgpt counts the visible GPUs; left to other inputs");
   }
   if (nodes) r.set("nodes", std::to_string(*nodes), "num_nodes", j.at("num_nodes"));
   read_train(j, r, world);

@@ -53,7 +53,8 @@ void checkpointing_changes(const model::Training& t, std::vector<Candidate>& out
   for (Checkpointing ck : stronger) {
     Candidate c{t, {}, kCheckpointing};
     c.training.checkpointing = ck;
-    c.changes = {{"checkpointing", std::string(to_string(t.checkpointing)), std::string(to_string(ck))}};
+    c.changes = {
+        {"checkpointing", std::string(to_string(t.checkpointing)), std::string(to_string(ck))}};
     out.push_back(std::move(c));
   }
 }
@@ -61,7 +62,8 @@ void checkpointing_changes(const model::Training& t, std::vector<Candidate>& out
 // Sharding the framework offers beyond the given strategy: ZeRO stages under DeepSpeed, FSDP under
 // PyTorch, the distributed optimizer (zero1) under Megatron-LM. Needs more than one data-parallel
 // rank to change anything.
-void sharding_changes(const model::Training& t, const hardware::Cluster& cl, std::vector<Candidate>& out) {
+void sharding_changes(const model::Training& t, const hardware::Cluster& cl,
+                      std::vector<Candidate>& out) {
   if (cl.world() / (static_cast<std::int64_t>(t.tp) * t.pp) < 2) return;
   std::vector<Strategy> options;
   switch (t.framework) {
@@ -76,7 +78,8 @@ void sharding_changes(const model::Training& t, const hardware::Cluster& cl, std
       break;
   }
   const auto rank = [](Strategy s) {
-    return (shards_optimizer(s) ? 1 : 0) + (shards_gradients(s) ? 1 : 0) + (shards_parameters(s) ? 1 : 0);
+    return (shards_optimizer(s) ? 1 : 0) + (shards_gradients(s) ? 1 : 0) +
+           (shards_parameters(s) ? 1 : 0);
   };
   for (Strategy s : options) {
     if (s == t.strategy || rank(s) < rank(t.strategy)) continue;
@@ -147,15 +150,24 @@ Candidate combine(const Candidate& a, const Candidate& b) {
       t.micro_batch = u.micro_batch;
       t.grad_accum = u.grad_accum;
       break;
-    case kCheckpointing: t.checkpointing = u.checkpointing; break;
-    case kSharding: t.strategy = u.strategy; break;
-    case kOffload: t.offload = u.offload; break;
-    case kLoraRank: t.lora.rank = u.lora.rank; break;
+    case kCheckpointing:
+      t.checkpointing = u.checkpointing;
+      break;
+    case kSharding:
+      t.strategy = u.strategy;
+      break;
+    case kOffload:
+      t.offload = u.offload;
+      break;
+    case kLoraRank:
+      t.lora.rank = u.lora.rank;
+      break;
     case kQlora:
       t.method = u.method;
       t.quant = u.quant;
       break;
-    default: break;
+    default:
+      break;
   }
   c.changes.insert(c.changes.end(), b.changes.begin(), b.changes.end());
   return c;
@@ -208,9 +220,10 @@ Explanation suggest_changes(const model::Architecture& a, const model::Parameter
       }
     }
   }
-  std::stable_sort(out.suggestions.begin(), out.suggestions.end(), [](const Suggestion& x, const Suggestion& y) {
-    return x.estimate.throughput.tokens_per_s > y.estimate.throughput.tokens_per_s;
-  });
+  std::stable_sort(out.suggestions.begin(), out.suggestions.end(),
+                   [](const Suggestion& x, const Suggestion& y) {
+                     return x.estimate.throughput.tokens_per_s > y.estimate.throughput.tokens_per_s;
+                   });
   return out;
 }
 

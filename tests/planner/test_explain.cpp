@@ -25,7 +25,10 @@ struct LoraRun {
 
 LoraRun litgpt_lora(const std::string& model, std::int64_t micro_batch, std::int64_t seq) {
   static const io::Catalog catalog = io::Catalog::builtin();
-  LoraRun s{catalog.resolve_model(model).arch, {}, catalog.resolve_cluster("A100-40GB", std::nullopt).cluster, {}};
+  LoraRun s{catalog.resolve_model(model).arch,
+            {},
+            catalog.resolve_cluster("A100-40GB", std::nullopt).cluster,
+            {}};
   s.n = model::count_parameters(s.a);
   s.t.method = Method::lora;
   s.t.precision = Precision::bf16_true;

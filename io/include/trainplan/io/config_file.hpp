@@ -2,8 +2,8 @@
 // Training configs people already have, read as trainplan options: DeepSpeed JSON, accelerate YAML,
 // PEFT adapter_config.json, Hugging Face TrainingArguments (JSON or YAML, as HfArgumentParser takes
 // them), litgpt, torchtune and axolotl YAML, and torchrun / Megatron-LM command lines. The kind is
-// found from the content, never from the file name. What a file leaves to another input (DeepSpeed's
-// "auto") is reported as unresolved, never guessed.
+// found from the content, never from the file name. What a file leaves to another input
+// (DeepSpeed's "auto") is reported as unresolved, never guessed.
 
 #include <set>
 #include <string>
@@ -34,12 +34,13 @@ struct ConfigRead {
   [[nodiscard]] const Setting* find(const std::string& option) const;
 };
 
-// Detects the kind by content (never by extension); throws InputError naming the file (and key) when
-// it is not a training config trainplan reads, cannot be parsed, or contradicts itself.
+// Detects the kind by content (never by extension); throws InputError naming the file (and key)
+// when it is not a training config trainplan reads, cannot be parsed, or contradicts itself.
 [[nodiscard]] ConfigRead read_training_config(const std::string& path);
 
 // The same from text already in memory; `path` names it in messages.
-[[nodiscard]] ConfigRead read_training_config_text(const std::string& text, const std::string& path);
+[[nodiscard]] ConfigRead read_training_config_text(const std::string& text,
+                                                   const std::string& path);
 
 // Throws InputError naming the file and key of the first option a file left unresolved that neither
 // another file nor `given` (options set explicitly, e.g. on the command line) provides.

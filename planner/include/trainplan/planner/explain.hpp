@@ -45,8 +45,8 @@ struct Explanation {
 // Throws InputError when the configuration as given is impossible (make_layout). When it fits,
 // suggestions is empty.
 [[nodiscard]] Explanation suggest_changes(const model::Architecture& a,
-                                          const model::ParameterCounts& n,
-                                          const model::Training& t, const hardware::Cluster& c,
+                                          const model::ParameterCounts& n, const model::Training& t,
+                                          const hardware::Cluster& c,
                                           const hardware::HardwareProfile* profile = nullptr,
                                           const MemoryConventions& mc = {});
 
