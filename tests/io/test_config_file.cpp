@@ -86,6 +86,11 @@ const std::vector<Row>& rows() {
        {{"framework", "deepspeed"}, {"precision", "fp16-mixed"}, {"strategy", "zero3"}},
        {"micro-batch"},
        {}},
+      {"ds-tutorial-zeropp.json",
+       "DeepSpeed config",
+       {{"framework", "deepspeed"}, {"strategy", "zero3"}, {"zero-plus-plus", "true"}},
+       {},
+       {}},
       {"accelerate-fsdp.yaml",
        "accelerate config",
        {{"gpus", "2"},
@@ -501,6 +506,22 @@ TEST(ConfigFile, AutoWithNothingToResolveItIsAnError) {
   with_trainer.push_back(read_training_config_text(
       R"({"per_device_train_batch_size": 4, "gradient_accumulation_steps": 8})", "args.json"));
   EXPECT_NO_THROW(require_resolved(with_trainer, {}));
+}
+
+TEST(ConfigFile, ZeroPlusPlusAndMicsNeedStage3) {
+  // DeepSpeed runtime/zero/config.py: ZeRO++ and MiCS extend stage 3.
+  EXPECT_THROW(
+      (void)read_training_config_text(
+          R"({"zero_optimization": {"stage": 2, "zero_quantized_weights": true}})", "z.json"),
+      InputError);
+  const ConfigRead mics = read_training_config_text(
+      R"({"zero_optimization": {"stage": 3, "mics_shard_size": 8}})", "mics.json");
+  EXPECT_EQ(mics.find("strategy")->value, "fsdp-hybrid");
+  const ConfigRead part = read_training_config_text(
+      R"({"zero_optimization": {"stage": 3, "zero_quantized_gradients": true}})", "qgz.json");
+  EXPECT_EQ(part.find("zero-plus-plus")->value, "true");
+  ASSERT_EQ(part.warnings.size(), 1u);
+  EXPECT_NE(part.warnings[0].find("only part of ZeRO++"), std::string::npos);
 }
 
 TEST(ConfigFile, KindComesFromContentNotName) {
