@@ -71,7 +71,14 @@ std::vector<std::string> shell_words(const std::string& text, const std::string&
 }
 
 bool looks_like_command(const std::string& text) {
-  const std::size_t b = text.find_first_not_of(" \t\r\n");
+  std::size_t b = text.find_first_not_of(" \t\r\n");
+  // Comment lines above the command (but a "#!" line is already a script).
+  while (b != std::string::npos && text[b] == '#' && text.compare(b, 2, "#!") != 0) {
+    const std::size_t eol = text.find('\n', b);
+    if (eol == std::string::npos) return false;
+    b = text.find_first_not_of(" \t\r\n", eol);
+  }
+  if (b == std::string::npos) return false;
   static constexpr std::array kLaunchers{"torchrun ",          "python ", "python3 ", "deepspeed ",
                                          "accelerate launch ", "srun ",   "#!"};
   return std::any_of(kLaunchers.begin(), kLaunchers.end(),

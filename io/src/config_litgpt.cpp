@@ -153,6 +153,10 @@ void read_litgpt(const Json& j, Reader& r) {
     world = *devices * nodes.value_or(1);
     r.set("gpus", std::to_string(*world), "devices x num_nodes",
           std::to_string(*devices) + " x " + std::to_string(nodes.value_or(1)));
+    if (*world > 1 && quant)
+      r.fail("quantize", j.at("quantize"),
+             "litgpt quantizes on one device only (lora.py raises NotImplementedError for "
+             "devices x num_nodes > 1)");
     if (*world > 1) {
       r.set("strategy", "fsdp-full", "devices x num_nodes > 1", std::to_string(*world));
       r.set("fsdp-wrap", "block", "devices x num_nodes > 1", std::to_string(*world));

@@ -457,6 +457,8 @@ TEST(ConfigFile, BadFilesAreRefusedByName) {
       {"bad-litgpt-batch.yaml",
        {"bad-litgpt-batch.yaml", "train.global_batch_size", "6", "micro_batch_size"}},
       {"bad-yaml-syntax.yaml", {"bad-yaml-syntax.yaml", "invalid YAML", "line"}},
+      {"bad-litgpt-qlora-multi-gpu.yaml",
+       {"bad-litgpt-qlora-multi-gpu.yaml", "quantize", "\"bnb.nf4\"", "one device"}},
       {"bad-megatron-granularity.sh",
        {"bad-megatron-granularity.sh", "--recompute-granularity", "partial"}},
       {"no-such-file.json", {"no-such-file.json"}},
@@ -522,6 +524,17 @@ TEST(ConfigFile, ZeroPlusPlusAndMicsNeedStage3) {
   EXPECT_EQ(part.find("zero-plus-plus")->value, "true");
   ASSERT_EQ(part.warnings.size(), 1u);
   EXPECT_NE(part.warnings[0].find("only part of ZeRO++"), std::string::npos);
+}
+
+TEST(ConfigFile, CommandLinesBehindComments) {
+  const ConfigRead r = read_training_config_text(
+      "# launch on one node\n# (8 GPUs)\ntorchrun --nproc_per_node=8 train.py "
+      "--per_device_train_batch_size 2 --gradient_accumulation_steps 4 --bf16\n",
+      "launch.sh");
+  EXPECT_EQ(r.kind, "torchrun command");
+  EXPECT_EQ(r.find("gpus")->value, "8");
+  EXPECT_EQ(r.find("strategy")->value, "ddp");
+  EXPECT_EQ(r.find("micro-batch")->value, "2");
 }
 
 TEST(ConfigFile, KindComesFromContentNotName) {
