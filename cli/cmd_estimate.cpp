@@ -157,16 +157,15 @@ void print_estimate(const Resolved& r, const model::ParameterCounts& n, const pl
                : "datasheet defaults (docs/formulas.md); calibrate with trainplan calibrate");
 }
 
-// What one block keeps for backward, tensor by tensor (model::block_activation_terms), and how the
+// What one block keeps for backward, tensor by tensor (the estimate's block_terms), and how the
 // blocks, embedding and head add up to the activation memory.
 void print_activations(const model::Architecture& a, const planner::Estimate& e) {
   const model::Training& t = e.training;
   const model::ActivationMemory& m = e.memory.activation_detail;
   auto mib = [](Bytes b) { return fmt::format("{:.1f}", b.value() / 1048576.0); };
-  std::vector<model::Stack> stacks{a.encoder_decoder ? model::Stack::encoder : model::Stack::decoder};
-  if (a.encoder_decoder) stacks.push_back(model::Stack::decoder);
-  for (const model::Stack stack : stacks) {
-    const auto terms = model::block_activation_terms(a, t, stack);
+  for (const model::StackActivationTerms& part : m.block_terms) {
+    const model::Stack stack = part.stack;
+    const auto& terms = part.terms;
     Bytes total;
     for (const auto& term : terms) total += term.bytes;
     std::cout << fmt::format(
@@ -185,6 +184,7 @@ void print_activations(const model::Architecture& a, const planner::Estimate& e)
       to_string(t.checkpointing), mib(m.per_block), mib(m.blocks), m.in_flight,
       m.in_flight == 1.0 ? "" : "es", mib(m.recompute_peak), mib(m.embedding), mib(m.head),
       m.host.value() > 0.0 ? fmt::format("; on the host {} MiB", mib(m.host)) : std::string());
+  if (m.sdpa) std::cout << fmt::format("SDPA kernel: {}: {}.\n", to_string(m.sdpa->kernel), m.sdpa->reason);
 }
 
 void run_estimate(const io::Catalog& catalog, const TrainingOptions& o) {

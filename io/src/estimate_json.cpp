@@ -94,17 +94,16 @@ Json plan_json(const planner::Estimate& e, std::optional<double> tokens) {
 }
 
 // The activation memory's parts and, per stack, one block's saved tensors by name.
-Json activations_json(const model::Architecture& a, const planner::Estimate& e) {
+Json activations_json(const model::Architecture& /*a*/, const planner::Estimate& e) {
   const model::ActivationMemory& m = e.memory.activation_detail;
   auto b = [](Bytes x) { return static_cast<std::int64_t>(std::llround(x.value())); };
   Json stacks = Json::array();
-  std::vector<model::Stack> list{a.encoder_decoder ? model::Stack::encoder : model::Stack::decoder};
-  if (a.encoder_decoder) list.push_back(model::Stack::decoder);
-  for (const model::Stack s : list) {
+  for (const model::StackActivationTerms& part : m.block_terms) {
     Json terms = Json::array();
-    for (const auto& t : model::block_activation_terms(a, e.training, s))
+    for (const auto& t : part.terms)
       terms.push_back(Json{{"tensor", std::string(t.name)}, {"bytes", b(t.bytes)}});
-    stacks.push_back(Json{{"stack", s == model::Stack::encoder ? "encoder" : "decoder"}, {"saved", terms}});
+    stacks.push_back(
+        Json{{"stack", part.stack == model::Stack::encoder ? "encoder" : "decoder"}, {"saved", terms}});
   }
   return Json{{"per_block_kept_bytes", b(m.per_block)},
               {"blocks_bytes", b(m.blocks)},

@@ -307,8 +307,8 @@ void HfBlock::attention_core() {
   const double scores = x_.a * x_.s * x_.s * x_.b / x_.tp;
   switch (attn_) {
     case Attention::eager:
-      if (a_.family == "t5") {
-        core_ += c_ * scores;  // T5 takes the softmax in the model dtype
+      if (hf_sdpa_call(a_).eager_softmax_in_model_dtype) {
+        core_ += c_ * scores;  // one probability tensor, in the model dtype
       } else {
         core_ += kFp32 * scores;              // softmax output in fp32
         if (c_ < kFp32) core_ += c_ * scores;  // probabilities cast back for the PV matmul

@@ -156,8 +156,15 @@ HfSdpaCall hf_sdpa_call(const Architecture& a) {
   // transformers 5.17, src/transformers/integrations/sdpa_attention.py sdpa_attention_forward: is_causal
   // when no mask is given; K/V grouped with enable_gqa when the mask is None (use_gqa_in_sdpa),
   // else expanded by repeat_kv; dropout = the module's attention_dropout in training.
-  static const HfSdpaCall kShared{
-      true, false, false, false, false, true, "integrations/sdpa_attention.py sdpa_attention_forward"};
+  static const HfSdpaCall kShared{.source = "integrations/sdpa_attention.py sdpa_attention_forward"};
+  // No SDPA path: ALiBi (bloom, mpt) and T5's relative position bias; transformers refuses
+  // attn_implementation="sdpa" (_supports_sdpa unset).
+  auto refused = [](const char* source, bool softmax_in_model_dtype) {
+    return HfSdpaCall{.supported = false,
+                      .dropout = false,
+                      .eager_softmax_in_model_dtype = softmax_in_model_dtype,
+                      .source = source};
+  };
   static const std::map<std::string, HfSdpaCall, std::less<>> kTable{
       {"llama", kShared},
       {"mistral", kShared},
@@ -170,15 +177,20 @@ HfSdpaCall hf_sdpa_call(const Architecture& a) {
       // models/falcon/modeling_falcon.py FalconAttention.forward: its own SDPA call with the
       // causal mask the model builds, dropout_p = 0.0 on the rotary path; K/V of the multi-query
       // model passed with one head and no enable_gqa (_split_heads), the new decoder's
-      // broadcast_to every query head and flattened (a copy).
+      // broadcast_to every query head and flattened (a copy). Its eager softmax is bf16 in and out
+      // (softmax_warp_forward<BFloat16, BFloat16, float> in the H200 profile).
       {"falcon",
-       {true, true, true, true, true, false, "models/falcon/modeling_falcon.py FalconAttention.forward"}},
-      // No SDPA path: ALiBi (bloom, mpt) and T5's relative position bias; transformers refuses
-      // attn_implementation="sdpa" (_supports_sdpa unset).
-      {"bloom", {false, false, false, false, false, false, "models/bloom/modeling_bloom.py (no _supports_sdpa)"}},
-      {"mpt", {false, false, false, false, false, false, "models/mpt/modeling_mpt.py (no _supports_sdpa)"}},
-      {"t5", {false, false, false, false, false, false, "models/t5/modeling_t5.py (no _supports_sdpa)"}},
-      {"mt5", {false, false, false, false, false, false, "models/mt5/modeling_mt5.py (no _supports_sdpa)"}},
+       {.own_attention = true,
+        .always_mask = true,
+        .kv_as_is = true,
+        .kv_broadcast = true,
+        .dropout = false,
+        .eager_softmax_in_model_dtype = true,
+        .source = "models/falcon/modeling_falcon.py FalconAttention.forward"}},
+      {"bloom", refused("models/bloom/modeling_bloom.py (no _supports_sdpa)", false)},
+      {"mpt", refused("models/mpt/modeling_mpt.py (no _supports_sdpa)", false)},
+      {"t5", refused("models/t5/modeling_t5.py (no _supports_sdpa)", true)},
+      {"mt5", refused("models/mt5/modeling_mt5.py (no _supports_sdpa)", true)},
   };
   const auto it = kTable.find(a.family);
   return it == kTable.end() ? kShared : it->second;

@@ -37,8 +37,10 @@ expect_in(estimate-70b "${OUT}" "Throughput:")
 expect_in(estimate-70b "${OUT}" "MFU")
 expect_in(estimate-70b "${OUT}" "Time to train 1e+12 tokens")
 
+# GPT-3 175B with TP 8, interleaved PP and sequence parallelism: Megatron-LM's accounting (under
+# Hugging Face eager accounting, with the tanh GELU in fp32 under autocast, it does not fit).
 run_ok(estimate-175b estimate gpt3-175b 8x8xA100-80GB --tp 8 --pp 8 --pp-virtual 3 --sequence-parallel
-       --checkpointing selective --global-batch 64 --json)
+       --checkpointing selective --global-batch 64 --framework megatron --json)
 string(JSON schema GET "${OUT}" schema)
 if(NOT schema STREQUAL "trainplan.estimate/1")
   message(FATAL_ERROR "estimate --json schema: ${schema}")

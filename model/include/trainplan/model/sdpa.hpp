@@ -7,7 +7,7 @@
 // sdp_utils_cpp.h (main at commit 001f694aef6f, read 2026-11-26; functions named at each rule),
 // aten/src/ATen/native/transformers/attention.cpp (_scaled_dot_product_attention_math), and the
 // kernels the profiler saw with torch 2.11.0 + cuDNN 9.19 on an H200
-// (data/reference/sdpa-dispatch-h200.json) where 2.11 differs from main.
+// (data/measurements/h200-2026-11-26/sdpa-dispatch.json) where 2.11 differs from main.
 
 #include <cstdint>
 #include <string>
@@ -68,6 +68,9 @@ struct HfSdpaCall {
   bool kv_as_is = false;       // passes K/V with fewer heads without enable_gqa (Falcon MQA)
   bool kv_broadcast = false;   // expands K/V to every head itself (Falcon's new decoder)
   bool dropout = true;         // passes attention dropout in training
+  // Its eager attention takes the softmax in the model dtype (F.softmax(..., dtype=hidden_states.dtype)
+  // in Falcon; T5's softmax(scores.float()).type_as(scores)), not fp32 plus a cast copy.
+  bool eager_softmax_in_model_dtype = false;
   const char* source = "";     // the implementation read, file and function
 };
 [[nodiscard]] HfSdpaCall hf_sdpa_call(const Architecture& a);
