@@ -24,6 +24,7 @@ struct Plan {
   std::string model;
   std::string cluster;
   model::Training t;
+  bool zero_plus_plus = false;
 };
 
 model::Training base(Strategy s, std::int64_t micro_batch, std::int64_t grad_accum) {
@@ -57,6 +58,9 @@ std::vector<Plan> plans() {
   mega.checkpointing = Checkpointing::selective;
   mega.sequence_parallel = true;
   out.push_back({"TP+PP Megatron", "llama-3.1-70b", "2x8xH100-80GB", mega});
+  model::Training zpp = base(Strategy::zero3, 2, 4);
+  zpp.framework = Framework::deepspeed;
+  out.push_back({"ZeRO++", "llama-3.1-8b", "2x8xH100-80GB", zpp, true});
   return out;
 }
 
@@ -104,6 +108,7 @@ const std::vector<Case>& cases() {
        F::torchrun,
        {"strategy", "tp", "pp", "micro-batch", "grad-accum", "precision", "checkpointing",
         "offload"}},
+      {"ZeRO++", F::deepspeed, {"strategy", "micro-batch", "grad-accum", "precision", "offload"}},
   };
   return kCases;
 }
@@ -120,7 +125,8 @@ TEST(RoundTrip, EveryEmitFormatReadsBackAsThePlan) {
     const ResolvedModel m = catalog.resolve_model(p.model);
     const hardware::Cluster cl = catalog.resolve_cluster(p.cluster, std::nullopt).cluster;
     const planner::Estimate e = planner::evaluate(m.arch, model::count_parameters(m.arch), p.t, cl);
-    const planner::Emitted out = planner::emit(c.format, e, cl, m.arch);
+    const planner::EmitContext x{m.entry ? m.entry->hf_id : std::nullopt, p.zero_plus_plus};
+    const planner::Emitted out = planner::emit(c.format, e, cl, m.arch, x);
     const std::string path =
         (dir / (std::string(to_string(c.format)) + "-" + std::to_string(&c - cases().data())))
             .string();
@@ -136,6 +142,15 @@ TEST(RoundTrip, EveryEmitFormatReadsBackAsThePlan) {
     if (c.format != planner::EmitFormat::deepspeed) {
       ASSERT_NE(r.find("gpus"), nullptr) << out.text;
       EXPECT_EQ(r.find("gpus")->value, std::to_string(cl.world()));
+    }
+    if (p.zero_plus_plus) {
+      ASSERT_NE(r.find("zero-plus-plus"), nullptr) << out.text;
+      EXPECT_TRUE(r.warnings.empty()) << r.warnings.front();
+    }
+    if (x.hf_id && c.format == planner::EmitFormat::torchrun &&
+        p.t.framework != Framework::megatron) {
+      ASSERT_NE(r.find("model"), nullptr) << out.text;
+      EXPECT_EQ(r.find("model")->value, *x.hf_id);
     }
     std::filesystem::remove(path);
   }
