@@ -15,248 +15,197 @@ using model::MlpKind;
 using model::NormKind;
 using model::PositionKind;
 
-// What a config.json may say: wide enough for any published model (the largest
-// have hidden sizes near 2^14, vocabularies near 2^18, contexts near 2^24),
-// narrow enough that no count overflows.
+// What a config.json may say: wide enough for any published model (the largest have hidden sizes
+// near 2^14, vocabularies near 2^18, contexts near 2^24), narrow enough that no count overflows.
 struct Bounds {
   std::int64_t lo;
   std::int64_t hi;
 };
-constexpr Bounds kWidth{1, 1 << 20}; // hidden, head dim
+constexpr Bounds kWidth{1, 1 << 20};  // hidden, head dim
 constexpr Bounds kIntermediate{1, 1 << 24};
 constexpr Bounds kLayers{1, 10'000};
 constexpr Bounds kHeads{1, 1 << 16};
 constexpr Bounds kVocab{1, 1 << 24};
 constexpr Bounds kPositions{1, 1 << 30};
 constexpr Bounds kExperts{1, 1 << 16};
-constexpr Bounds kSmall{1, 1 << 10}; // expansion ratio, relative buckets
-// 1e14 parameters is 500 times the largest published dense model; every later
-// product of a count and a byte size stays far inside int64.
+constexpr Bounds kSmall{1, 1 << 10};  // expansion ratio, relative buckets
+// 1e14 parameters is 500 times the largest published dense model; every later product of a count
+// and a byte size stays far inside int64.
 constexpr long double kMaxParameters = 1e14L;
 
-// What a family's configuration class assumes for a key that config.json leaves
-// out or sets to null. Zero where the class derives the value instead (see the
-// field comments).
+// What a family's configuration class assumes for a key that config.json leaves out or sets to
+// null. Zero where the class derives the value instead (see the field comments).
 struct FamilyDefaults {
-  const char *config_class;
+  const char* config_class;
   std::int64_t vocab, hidden, layers, heads;
-  std::int64_t
-      intermediate;      // 0: 4 x hidden size (n_inner / ffn_hidden_size None)
-  std::int64_t kv_heads; // 0: num_attention_heads (num_key_value_heads None)
-  std::int64_t
-      head_dim;         // 0: hidden_size // num_attention_heads (head_dim None)
-  std::int64_t max_seq; // 0: the class has no position limit
-  bool tie_embeddings;  // PretrainedConfig's default is true
+  std::int64_t intermediate;  // 0: 4 x hidden size (n_inner / ffn_hidden_size None)
+  std::int64_t kv_heads;      // 0: num_attention_heads (num_key_value_heads None)
+  std::int64_t head_dim;      // 0: hidden_size // num_attention_heads (head_dim None)
+  std::int64_t max_seq;       // 0: the class has no position limit
+  bool tie_embeddings;        // PretrainedConfig's default is true
 };
 
-// Each row is the class's __init__ / dataclass defaults in
-// huggingface/transformers, file
-// src/transformers/models/<type>/configuration_<type>.py at the commit named,
-// and PretrainedConfig.__init__ (configuration_utils.py: tie_word_embeddings
-// defaults to True) for classes that do not set tie_word_embeddings themselves.
-const FamilyDefaults &defaults_of(const std::string &family) {
-  // llama, mixtral, qwen2, gemma, gpt_neox, phi:
-  // @008e574391258935f3ecc3035c882e73bbcac419; mistral:
-  // @001f85b38fb432858ace93f18622f07cec46d874 (the same values at 008e574);
+// Each row is the class's __init__ / dataclass defaults in huggingface/transformers, file
+// src/transformers/models/<type>/configuration_<type>.py at the commit named, and
+// PretrainedConfig.__init__ (configuration_utils.py: tie_word_embeddings defaults to True) for the
+// classes that do not set tie_word_embeddings themselves.
+const FamilyDefaults& defaults_of(const std::string& family) {
+  // llama, mixtral, qwen2, gemma, gpt_neox, phi: @008e574391258935f3ecc3035c882e73bbcac419;
+  // mistral: @001f85b38fb432858ace93f18622f07cec46d874 (the same values at 008e574);
   // falcon: @5fd8edad2a672d6a10d6352b62b823d56c3032bf; bloom:
-  // @d94ee404add5208a61220111258cbafa50aaa297; gpt2:
-  // @1c70522e01cdf5fcc6ebda6c372ee0198d557c53; mpt:
-  // @05699a763e76ee438fa65e6eeae4a294ea0026f5; t5:
-  // @038869d4d54db478c18dbe58a02aefc67f62beb0.
-  static const FamilyDefaults kLlama{"LlamaConfig", 32000, 4096, 32,   32,
-                                     11008,         0,     0,    2048, false};
-  static const FamilyDefaults kMistral{
-      "MistralConfig", 32000, 4096, 32, 32, 14336, 8, 0, 4096 * 32, false};
-  static const FamilyDefaults kMixtral{
-      "MixtralConfig", 32000, 4096, 32, 32, 14336, 8, 0, 4096 * 32, false};
-  static const FamilyDefaults kQwen2{"Qwen2Config", 151936, 4096, 32,    32,
-                                     22016,         32,     0,    32768, false};
-  static const FamilyDefaults kGemma{"GemmaConfig", 256000, 3072, 28,   16,
-                                     24576,         16,     256,  8192, true};
-  static const FamilyDefaults kFalcon{
-      "FalconConfig", 65024, 4544, 32, 71, 0, 0, 0, 2048, true};
-  static const FamilyDefaults kBloom{
-      "BloomConfig", 250880, 64, 2, 8, 0, 0, 0, 0, true};
-  static const FamilyDefaults kGpt2{"GPT2Config", 50257, 768, 12, 12, 0, 0, 0,
-                                    1024,         true};
-  static const FamilyDefaults kNeox{"GPTNeoXConfig", 50432, 6144, 44,   64,
-                                    24576,           0,     0,    2048, false};
-  static const FamilyDefaults kMpt{"MptConfig", 50368, 2048, 24,   16,
-                                   0,           0,     0,    2048, true};
-  static const FamilyDefaults kPhi{"PhiConfig", 51200, 2048, 24,   32,
-                                   8192,        0,     0,    2048, false};
-  static const FamilyDefaults kT5{"T5Config", 32128, 512, 6, 8,
-                                  2048,       0,     64,  0, true};
-  if (family == "mistral")
-    return kMistral;
-  if (family == "mixtral")
-    return kMixtral;
-  if (family == "qwen2")
-    return kQwen2;
-  if (family == "gemma")
-    return kGemma;
-  if (family == "falcon")
-    return kFalcon;
-  if (family == "bloom")
-    return kBloom;
-  if (family == "gpt2")
-    return kGpt2;
-  if (family == "gpt_neox")
-    return kNeox;
-  if (family == "mpt")
-    return kMpt;
-  if (family == "phi")
-    return kPhi;
-  if (family == "t5")
-    return kT5;
+  // @d94ee404add5208a61220111258cbafa50aaa297; gpt2: @1c70522e01cdf5fcc6ebda6c372ee0198d557c53;
+  // mpt: @05699a763e76ee438fa65e6eeae4a294ea0026f5; t5: @038869d4d54db478c18dbe58a02aefc67f62beb0.
+  // clang-format off
+  //                                   class            vocab   hidden layers heads inter  kv  hd
+  // max_seq    tie
+  static const FamilyDefaults kLlama  {"LlamaConfig",   32000,  4096,  32,    32,   11008, 0,  0,   2048,      false};
+  static const FamilyDefaults kMistral{"MistralConfig", 32000,  4096,  32,    32,   14336, 8,  0,   4096 * 32, false};
+  static const FamilyDefaults kMixtral{"MixtralConfig", 32000,  4096,  32,    32,   14336, 8,  0,   4096 * 32, false};
+  static const FamilyDefaults kQwen2  {"Qwen2Config",   151936, 4096,  32,    32,   22016, 32, 0,   32768,     false};
+  static const FamilyDefaults kGemma  {"GemmaConfig",   256000, 3072,  28,    16,   24576, 16, 256, 8192,      true};
+  static const FamilyDefaults kFalcon {"FalconConfig",  65024,  4544,  32,    71,   0,     0,  0,   2048,      true};
+  static const FamilyDefaults kBloom  {"BloomConfig",   250880, 64,    2,     8,    0,     0,  0,   0,         true};
+  static const FamilyDefaults kGpt2   {"GPT2Config",    50257,  768,   12,    12,   0,     0,  0,   1024,      true};
+  static const FamilyDefaults kNeox   {"GPTNeoXConfig", 50432,  6144,  44,    64,   24576, 0,  0,   2048,      false};
+  static const FamilyDefaults kMpt    {"MptConfig",     50368,  2048,  24,    16,   0,     0,  0,   2048,      true};
+  static const FamilyDefaults kPhi    {"PhiConfig",     51200,  2048,  24,    32,   8192,  0,  0,   2048,      false};
+  static const FamilyDefaults kT5     {"T5Config",      32128,  512,   6,     8,    2048,  0,  64,  0,         true};
+  // clang-format on
+  if (family == "mistral") return kMistral;
+  if (family == "mixtral") return kMixtral;
+  if (family == "qwen2") return kQwen2;
+  if (family == "gemma") return kGemma;
+  if (family == "falcon") return kFalcon;
+  if (family == "bloom") return kBloom;
+  if (family == "gpt2") return kGpt2;
+  if (family == "gpt_neox") return kNeox;
+  if (family == "mpt") return kMpt;
+  if (family == "phi") return kPhi;
+  if (family == "t5") return kT5;
   return kLlama;
 }
 
-// Reads the first present key of a list of aliases (n_embd / hidden_size /
-// d_model ...), range-checks it, and records a note whenever the configuration
-// class's default stands in for a missing key.
+// Reads the first present key of a list of aliases (n_embd / hidden_size / d_model ...),
+// range-checks it, and records a note whenever the configuration class's default stands in for a
+// missing key.
 class HfReader {
-public:
-  HfReader(const Json &j, std::string where, const FamilyDefaults &d,
-           std::vector<std::string> &notes)
+ public:
+  HfReader(const Json& j, std::string where, const FamilyDefaults& d,
+           std::vector<std::string>& notes)
       : j_(j), where_(std::move(where)), d_(d), notes_(notes) {}
 
-  [[nodiscard]] const Json *
-  find(std::initializer_list<const char *> keys) const {
-    for (const char *k : keys)
-      if (j_.contains(k) && !j_.at(k).is_null())
-        return &j_.at(k);
+  [[nodiscard]] const Json* find(std::initializer_list<const char*> keys) const {
+    for (const char* k : keys)
+      if (j_.contains(k) && !j_.at(k).is_null()) return &j_.at(k);
     return nullptr;
   }
-  // The value, or the class default (with a note naming the key, the class and
-  // the value).
-  [[nodiscard]] std::int64_t integer(std::initializer_list<const char *> keys,
-                                     Bounds b, std::int64_t fallback,
-                                     const std::string &fallback_text = "") {
-    if (const Json *v = find(keys))
-      return checked_integer(*v, keys, b);
-    note(keys,
-         fallback_text.empty() ? std::to_string(fallback) : fallback_text);
+  // The value, or the class default (with a note naming the key, the class and the value).
+  [[nodiscard]] std::int64_t integer(std::initializer_list<const char*> keys, Bounds b,
+                                     std::int64_t fallback, const std::string& fallback_text = "") {
+    if (const Json* v = find(keys)) return checked_integer(*v, keys, b);
+    note(keys, fallback_text.empty() ? std::to_string(fallback) : fallback_text);
     return fallback;
   }
-  [[nodiscard]] bool flag(std::initializer_list<const char *> keys,
-                          bool fallback) {
-    const Json *v = find(keys);
+  [[nodiscard]] bool flag(std::initializer_list<const char*> keys, bool fallback) {
+    const Json* v = find(keys);
     if (!v) {
       note(keys, fallback ? "true" : "false");
       return fallback;
     }
     if (!v->is_boolean())
-      throw InputError(where_ + ": key " + names(keys) +
-                       " must be true or false (got " + json_excerpt(*v) + ")");
+      throw InputError(where_ + ": key " + names(keys) + " must be true or false (got " +
+                       json_excerpt(*v) + ")");
     return v->get<bool>();
   }
   // A probability (dropout): a number in [0, 1].
-  [[nodiscard]] double probability(std::initializer_list<const char *> keys,
-                                   double fallback) {
-    const Json *v = find(keys);
+  [[nodiscard]] double probability(std::initializer_list<const char*> keys, double fallback) {
+    const Json* v = find(keys);
     if (!v) {
       note(keys, std::to_string(fallback).substr(0, 3));
       return fallback;
     }
     return probability_value(*v, names(keys));
   }
-  [[nodiscard]] double probability_value(const Json &v,
-                                         const std::string &key) const {
+  [[nodiscard]] double probability_value(const Json& v, const std::string& key) const {
     if (!v.is_number() || !(v.get<double>() >= 0.0 && v.get<double>() <= 1.0))
-      throw InputError(where_ + ": key " + key +
-                       " must be a number from 0 to 1 (got " + json_excerpt(v) +
-                       ")");
+      throw InputError(where_ + ": key " + key + " must be a number from 0 to 1 (got " +
+                       json_excerpt(v) + ")");
     return v.get<double>();
   }
-  [[nodiscard]] double number_or(std::initializer_list<const char *> keys,
-                                 double fallback) const {
-    const Json *v = find(keys);
-    if (!v)
-      return fallback;
+  [[nodiscard]] double number_or(std::initializer_list<const char*> keys, double fallback) const {
+    const Json* v = find(keys);
+    if (!v) return fallback;
     if (!v->is_number())
-      throw InputError(where_ + ": key " + names(keys) +
-                       " must be a number (got " + json_excerpt(*v) + ")");
+      throw InputError(where_ + ": key " + names(keys) + " must be a number (got " +
+                       json_excerpt(*v) + ")");
     return v->get<double>();
   }
-  [[nodiscard]] std::string string(std::initializer_list<const char *> keys,
-                                   const std::string &fallback) {
-    const Json *v = find(keys);
+  [[nodiscard]] std::string string(std::initializer_list<const char*> keys,
+                                   const std::string& fallback) {
+    const Json* v = find(keys);
     if (!v) {
       note(keys, "\"" + fallback + "\"");
       return fallback;
     }
     if (!v->is_string())
-      throw InputError(where_ + ": key " + names(keys) +
-                       " must be a string (got " + json_excerpt(*v) + ")");
+      throw InputError(where_ + ": key " + names(keys) + " must be a string (got " +
+                       json_excerpt(*v) + ")");
     return v->get<std::string>();
   }
-  [[nodiscard]] std::string string_or(std::initializer_list<const char *> keys,
+  [[nodiscard]] std::string string_or(std::initializer_list<const char*> keys,
                                       std::string fallback) const {
-    const Json *v = find(keys);
-    if (!v)
-      return fallback;
+    const Json* v = find(keys);
+    if (!v) return fallback;
     if (!v->is_string())
-      throw InputError(where_ + ": key " + names(keys) +
-                       " must be a string (got " + json_excerpt(*v) + ")");
+      throw InputError(where_ + ": key " + names(keys) + " must be a string (got " +
+                       json_excerpt(*v) + ")");
     return v->get<std::string>();
   }
-  // A key whose explicit null means something other than its default
-  // (sliding_window: null is full attention, absent is the class default).
-  [[nodiscard]] bool is_null(const char *key) const {
+  // A key whose explicit null means something other than its default (sliding_window: null is full
+  // attention, absent is the class default).
+  [[nodiscard]] bool is_null(const char* key) const {
     return j_.contains(key) && j_.at(key).is_null();
   }
-  void note_text(const std::string &text) { notes_.push_back(text); }
-  [[nodiscard]] const FamilyDefaults &defaults() const { return d_; }
-  [[nodiscard]] const std::string &where() const { return where_; }
+  void note_text(const std::string& text) { notes_.push_back(text); }
+  [[nodiscard]] const FamilyDefaults& defaults() const { return d_; }
+  [[nodiscard]] const std::string& where() const { return where_; }
 
-private:
-  [[nodiscard]] static std::string
-  names(std::initializer_list<const char *> keys) {
+ private:
+  [[nodiscard]] static std::string names(std::initializer_list<const char*> keys) {
     std::string out;
-    for (const char *k : keys)
-      out += (out.empty() ? "'" : " / '") + std::string(k) + "'";
+    for (const char* k : keys) out += (out.empty() ? "'" : " / '") + std::string(k) + "'";
     return out;
   }
-  void note(std::initializer_list<const char *> keys,
-            const std::string &value) {
-    const char *key = *keys.begin();
-    notes_.push_back(std::string(key) +
-                     (is_null(key) ? " is null" : " missing") + ": " +
+  void note(std::initializer_list<const char*> keys, const std::string& value) {
+    const char* key = *keys.begin();
+    notes_.push_back(std::string(key) + (is_null(key) ? " is null" : " missing") + ": " +
                      d_.config_class + " default " + value);
   }
-  [[nodiscard]] std::int64_t
-  checked_integer(const Json &v, std::initializer_list<const char *> keys,
-                  Bounds b) const {
-    const std::string expected = "an integer from " + std::to_string(b.lo) +
-                                 " to " + std::to_string(b.hi);
-    const bool too_big =
-        v.is_number_unsigned() &&
-        v.get<std::uint64_t>() > static_cast<std::uint64_t>(
-                                     std::numeric_limits<std::int64_t>::max());
+  [[nodiscard]] std::int64_t checked_integer(const Json& v, std::initializer_list<const char*> keys,
+                                             Bounds b) const {
+    const std::string expected =
+        "an integer from " + std::to_string(b.lo) + " to " + std::to_string(b.hi);
+    const bool too_big = v.is_number_unsigned() &&
+                         v.get<std::uint64_t>() >
+                             static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
     if (!v.is_number_integer() || too_big || v.get<std::int64_t>() < b.lo ||
         v.get<std::int64_t>() > b.hi)
-      throw InputError(where_ + ": key " + names(keys) + " must be " +
-                       expected + " (got " + json_excerpt(v) + ")");
+      throw InputError(where_ + ": key " + names(keys) + " must be " + expected + " (got " +
+                       json_excerpt(v) + ")");
     return v.get<std::int64_t>();
   }
-  const Json &j_;
+  const Json& j_;
   std::string where_;
-  const FamilyDefaults &d_;
-  std::vector<std::string> &notes_;
+  const FamilyDefaults& d_;
+  std::vector<std::string>& notes_;
 };
 
-Activation activation_of(const std::string &act, const std::string &where) {
-  if (act == "silu" || act == "swish")
-    return Activation::silu;
-  if (act == "gelu" || act == "gelu_python" || act == "gelu_accurate")
-    return Activation::gelu;
-  if (act == "gelu_pytorch_tanh")
-    return Activation::gelu_tanh;
-  if (act == "gelu_new" || act == "gelu_fast")
-    return Activation::gelu_new;
-  if (act == "relu")
-    return Activation::relu;
+Activation activation_of(const std::string& act, const std::string& where) {
+  if (act == "silu" || act == "swish") return Activation::silu;
+  if (act == "gelu" || act == "gelu_python" || act == "gelu_accurate") return Activation::gelu;
+  if (act == "gelu_pytorch_tanh") return Activation::gelu_tanh;
+  if (act == "gelu_new" || act == "gelu_fast") return Activation::gelu_new;
+  if (act == "relu") return Activation::relu;
   throw InputError(where + ": unsupported activation '" +
                    (act.size() > 40 ? act.substr(0, 37) + "..." : act) +
                    "' (supported: silu, swish, gelu, gelu_python, "
@@ -264,39 +213,32 @@ Activation activation_of(const std::string &act, const std::string &where) {
                    "gelu_fast, relu)");
 }
 
-// The sizes every family has. Where the class derives a value (kv heads, head
-// dim, MLP width) the note says so.
-void read_shape(HfReader &r, Architecture &a) {
-  const FamilyDefaults &d = r.defaults();
-  a.hidden = r.integer({"hidden_size", "n_embd", "d_model", "n_embed"}, kWidth,
-                       d.hidden);
+// The sizes every family has. Where the class derives a value (kv heads, head dim, MLP width) the
+// note says so.
+void read_shape(HfReader& r, Architecture& a) {
+  const FamilyDefaults& d = r.defaults();
+  a.hidden = r.integer({"hidden_size", "n_embd", "d_model", "n_embed"}, kWidth, d.hidden);
   a.layers =
-      r.integer({"num_hidden_layers", "n_layer", "num_layers", "n_layers"},
-                kLayers, d.layers);
-  a.heads = r.integer({"num_attention_heads", "n_head", "num_heads", "n_heads"},
-                      kHeads, d.heads);
+      r.integer({"num_hidden_layers", "n_layer", "num_layers", "n_layers"}, kLayers, d.layers);
+  a.heads = r.integer({"num_attention_heads", "n_head", "num_heads", "n_heads"}, kHeads, d.heads);
   a.vocab = r.integer({"vocab_size"}, kVocab, d.vocab);
   const std::int64_t kv = d.kv_heads ? d.kv_heads : a.heads;
-  a.kv_heads = r.integer(
-      {"num_key_value_heads", "num_kv_heads", "n_head_kv"}, kHeads, kv,
-      d.kv_heads ? "" : "num_attention_heads (" + std::to_string(kv) + ")");
+  a.kv_heads = r.integer({"num_key_value_heads", "num_kv_heads", "n_head_kv"}, kHeads, kv,
+                         d.kv_heads ? "" : "num_attention_heads (" + std::to_string(kv) + ")");
   if (a.family != "bloom" && a.family != "mpt") {
     const std::int64_t inter = d.intermediate ? d.intermediate : 4 * a.hidden;
-    a.intermediate = r.integer(
-        {"intermediate_size", "n_inner", "d_ff", "ffn_hidden_size"},
-        kIntermediate, inter,
-        d.intermediate ? ""
-                       : "4 x hidden size (" + std::to_string(inter) + ")");
+    a.intermediate =
+        r.integer({"intermediate_size", "n_inner", "d_ff", "ffn_hidden_size"}, kIntermediate, inter,
+                  d.intermediate ? "" : "4 x hidden size (" + std::to_string(inter) + ")");
   }
   if (d.max_seq)
-    a.max_seq = r.integer({"max_position_embeddings", "n_positions",
-                           "max_seq_len", "seq_length", "n_ctx"},
-                          kPositions, d.max_seq);
-  else if (r.find({"max_position_embeddings", "n_positions", "max_seq_len",
-                   "seq_length", "n_ctx"}))
-    a.max_seq = r.integer({"max_position_embeddings", "n_positions",
-                           "max_seq_len", "seq_length", "n_ctx"},
-                          kPositions, 0);
+    a.max_seq =
+        r.integer({"max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "n_ctx"},
+                  kPositions, d.max_seq);
+  else if (r.find({"max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "n_ctx"}))
+    a.max_seq =
+        r.integer({"max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "n_ctx"},
+                  kPositions, 0);
   if (d.head_dim) {
     a.head_dim = r.integer({"head_dim", "d_kv"}, kWidth, d.head_dim);
   } else if (r.find({"head_dim", "d_kv"})) {
@@ -304,29 +246,27 @@ void read_shape(HfReader &r, Architecture &a) {
   } else {
     if (a.hidden % a.heads != 0)
       throw InputError(r.where() + ": hidden size " + std::to_string(a.hidden) +
-                       " is not divisible by " + std::to_string(a.heads) +
-                       " attention heads");
+                       " is not divisible by " + std::to_string(a.heads) + " attention heads");
     a.head_dim = a.hidden / a.heads;
   }
 }
 
-void read_llama_like(HfReader &r, Architecture &a) {
+void read_llama_like(HfReader& r, Architecture& a) {
   read_shape(r, a);
-  const FamilyDefaults &d = r.defaults();
+  const FamilyDefaults& d = r.defaults();
   a.mlp = MlpKind::gated;
   a.norm = NormKind::rmsnorm;
   a.position = PositionKind::rotary;
   if (a.family == "gemma") {
     (void)r.string_or({"hidden_activation", "hidden_act"}, "gelu_pytorch_tanh");
-    a.activation = Activation::gelu_tanh; // GemmaMLP always runs the tanh GELU
+    a.activation = Activation::gelu_tanh;  // GemmaMLP always runs the tanh GELU
   } else {
     a.activation = activation_of(r.string({"hidden_act"}, "silu"), r.where());
   }
   a.tie_embeddings = r.flag({"tie_word_embeddings"}, d.tie_embeddings);
   a.attention_dropout = r.probability({"attention_dropout"}, 0.0);
-  // Mistral, Mixtral and Qwen2 build their projections with fixed biases
-  // (Qwen2: q, k, v only); only LlamaConfig and GemmaConfig have
-  // attention_bias, and only LlamaConfig has mlp_bias.
+  // Mistral, Mixtral and Qwen2 build their projections with fixed biases (Qwen2: q, k, v only);
+  // only LlamaConfig and GemmaConfig have attention_bias, and only LlamaConfig has mlp_bias.
   if (a.family == "llama" || a.family == "gemma") {
     a.qkv_bias = a.out_bias = r.flag({"attention_bias"}, false);
   } else {
@@ -334,36 +274,31 @@ void read_llama_like(HfReader &r, Architecture &a) {
     a.out_bias = false;
   }
   a.mlp_bias = a.family == "llama" ? r.flag({"mlp_bias"}, false) : false;
-  const bool windowed =
-      a.family == "mistral" || a.family == "mixtral" ||
-      (a.family == "qwen2" && r.flag({"use_sliding_window"}, false));
+  const bool windowed = a.family == "mistral" || a.family == "mixtral" ||
+                        (a.family == "qwen2" && r.flag({"use_sliding_window"}, false));
   if (windowed && !r.is_null("sliding_window"))
     a.sliding_window =
-        r.integer({"sliding_window"}, {0, kPositions.hi},
-                  a.family == "mixtral" ? 0 : 4096,
+        r.integer({"sliding_window"}, {0, kPositions.hi}, a.family == "mixtral" ? 0 : 4096,
                   a.family == "mixtral" ? "null (full attention)" : "");
   if (a.family == "mixtral") {
     a.experts = r.integer({"num_local_experts"}, kExperts, 8);
     a.experts_per_token = r.integer({"num_experts_per_tok"}, kExperts, 2);
-    // transformers' experts_implementation: the default grouped_mm, or "eager",
-    // a loop over experts.
-    const std::string impl =
-        r.string_or({"experts_implementation"}, "grouped_mm");
+    // transformers' experts_implementation: the default grouped_mm, or "eager", a loop over
+    // experts.
+    const std::string impl = r.string_or({"experts_implementation"}, "grouped_mm");
     if (impl != "grouped_mm" && impl != "eager")
-      throw InputError(r.where() + ": experts_implementation '" +
-                       impl.substr(0, 40) +
+      throw InputError(r.where() + ": experts_implementation '" + impl.substr(0, 40) +
                        "' is not modelled (choices: grouped_mm, eager)");
     a.experts_loop = impl == "eager";
   }
 }
 
-void read_gpt2(HfReader &r, Architecture &a) {
+void read_gpt2(HfReader& r, Architecture& a) {
   read_shape(r, a);
   a.mlp = MlpKind::plain;
   a.norm = NormKind::layernorm;
   a.position = PositionKind::learned;
-  a.activation =
-      activation_of(r.string({"activation_function"}, "gelu_new"), r.where());
+  a.activation = activation_of(r.string({"activation_function"}, "gelu_new"), r.where());
   a.tie_embeddings = r.flag({"tie_word_embeddings"}, true);
   a.qkv_bias = a.out_bias = a.mlp_bias = true;
   a.fused_qkv_name = "c_attn";
@@ -371,11 +306,10 @@ void read_gpt2(HfReader &r, Architecture &a) {
   a.attention_dropout = r.probability({"attn_pdrop"}, 0.1);
 }
 
-void read_bloom(HfReader &r, Architecture &a) {
+void read_bloom(HfReader& r, Architecture& a) {
   read_shape(r, a);
   a.mlp = MlpKind::plain;
-  a.intermediate =
-      4 * a.hidden; // BloomMLP: dense_h_to_4h, whatever n_inner says
+  a.intermediate = 4 * a.hidden;  // BloomMLP: dense_h_to_4h, whatever n_inner says
   a.norm = NormKind::layernorm;
   a.position = PositionKind::alibi;
   a.activation = Activation::gelu;
@@ -387,19 +321,16 @@ void read_bloom(HfReader &r, Architecture &a) {
   a.hidden_dropout = r.probability({"hidden_dropout"}, 0.0);
 }
 
-void read_falcon(HfReader &r, Architecture &a) {
+void read_falcon(HfReader& r, Architecture& a) {
   read_shape(r, a);
   const bool new_arch = r.flag({"new_decoder_architecture"}, false);
   const bool multi_query = r.flag({"multi_query"}, true);
   const bool parallel = r.flag({"parallel_attn"}, true);
   if (!new_arch)
-    a.kv_heads = multi_query
-                     ? 1
-                     : a.heads; // num_kv_heads is read by the new decoder only
+    a.kv_heads = multi_query ? 1 : a.heads;  // num_kv_heads is read by the new decoder only
   a.mlp = MlpKind::plain;
   a.norm = NormKind::layernorm;
-  a.position =
-      r.flag({"alibi"}, false) ? PositionKind::alibi : PositionKind::rotary;
+  a.position = r.flag({"alibi"}, false) ? PositionKind::alibi : PositionKind::rotary;
   a.activation = Activation::gelu;
   a.tie_embeddings = r.flag({"tie_word_embeddings"}, true);
   const bool bias = r.flag({"bias"}, false);
@@ -411,30 +342,26 @@ void read_falcon(HfReader &r, Architecture &a) {
   a.hidden_dropout = r.probability({"hidden_dropout"}, 0.0);
 }
 
-// The share of each head's width that is rotated: transformers v5 keeps it in
-// rope_parameters, earlier versions at the top level (Phi:
-// partial_rotary_factor, GPT-NeoX: rotary_pct).
-double partial_rotary(const HfReader &r, double fallback) {
+// The share of each head's width that is rotated: transformers v5 keeps it in rope_parameters,
+// earlier versions at the top level (Phi: partial_rotary_factor, GPT-NeoX: rotary_pct).
+double partial_rotary(const HfReader& r, double fallback) {
   double f = r.number_or({"partial_rotary_factor", "rotary_pct"}, fallback);
-  if (const Json *rope = r.find({"rope_parameters"});
-      rope && rope->is_object()) {
+  if (const Json* rope = r.find({"rope_parameters"}); rope && rope->is_object()) {
     if (rope->contains("partial_rotary_factor")) {
-      const Json &v = rope->at("partial_rotary_factor");
+      const Json& v = rope->at("partial_rotary_factor");
       if (!v.is_number())
-        throw InputError(
-            r.where() +
-            ": key 'rope_parameters.partial_rotary_factor' must be a number");
+        throw InputError(r.where() +
+                         ": key 'rope_parameters.partial_rotary_factor' must be a number");
       f = v.get<double>();
     }
   }
   if (!(f > 0.0 && f <= 1.0))
-    throw InputError(r.where() +
-                     ": the partial rotary factor must be in (0, 1] (got " +
+    throw InputError(r.where() + ": the partial rotary factor must be in (0, 1] (got " +
                      std::to_string(f) + ")");
   return f;
 }
 
-void read_gpt_neox(HfReader &r, Architecture &a) {
+void read_gpt_neox(HfReader& r, Architecture& a) {
   read_shape(r, a);
   a.mlp = MlpKind::plain;
   a.norm = NormKind::layernorm;
@@ -446,32 +373,29 @@ void read_gpt_neox(HfReader &r, Architecture &a) {
   a.mlp_bias = true;
   a.parallel_residual = r.flag({"use_parallel_residual"}, true);
   a.fused_qkv_name = "query_key_value";
-  a.rotary_fraction =
-      partial_rotary(r, 0.25); // GPTNeoXConfig's default rotary_pct
+  a.rotary_fraction = partial_rotary(r, 0.25);  // GPTNeoXConfig's default rotary_pct
   a.attention_dropout = r.probability({"attention_dropout"}, 0.0);
   a.hidden_dropout = r.probability({"hidden_dropout"}, 0.0);
 }
 
-void read_mpt(HfReader &r, Architecture &a) {
+void read_mpt(HfReader& r, Architecture& a) {
   read_shape(r, a);
   a.intermediate = a.hidden * r.integer({"expansion_ratio"}, kSmall, 4);
   a.mlp = MlpKind::plain;
   const bool no_bias = r.flag({"no_bias"}, true);
   a.norm = no_bias ? NormKind::layernorm_no_bias : NormKind::layernorm;
-  a.position = PositionKind::alibi; // the transformers port has no learned
-                                    // position table
+  a.position = PositionKind::alibi;  // the transformers port has no learned position table
   a.activation = Activation::gelu;
   a.tie_embeddings = r.flag({"tie_word_embeddings"}, true);
   a.qkv_bias = a.out_bias = a.mlp_bias = !no_bias;
   a.fused_qkv_name = "Wqkv";
   a.hidden_dropout = r.probability({"resid_pdrop"}, 0.0);
-  if (const Json *cfg = r.find({"attn_config"});
+  if (const Json* cfg = r.find({"attn_config"});
       cfg && cfg->is_object() && cfg->contains("attn_pdrop"))
-    a.attention_dropout =
-        r.probability_value(cfg->at("attn_pdrop"), "'attn_config.attn_pdrop'");
+    a.attention_dropout = r.probability_value(cfg->at("attn_pdrop"), "'attn_config.attn_pdrop'");
 }
 
-void read_phi(HfReader &r, Architecture &a) {
+void read_phi(HfReader& r, Architecture& a) {
   read_shape(r, a);
   a.mlp = MlpKind::plain;
   a.norm = NormKind::layernorm;
@@ -481,12 +405,12 @@ void read_phi(HfReader &r, Architecture &a) {
   a.qkv_bias = a.out_bias = a.mlp_bias = a.lm_head_bias = true;
   a.parallel_residual = true;
   a.norms_per_layer = 1;
-  a.rotary_fraction = partial_rotary(r, 0.5); // PhiConfig's default
+  a.rotary_fraction = partial_rotary(r, 0.5);  // PhiConfig's default
   a.attention_dropout = r.probability({"attention_dropout"}, 0.0);
   a.hidden_dropout = r.probability({"resid_pdrop"}, 0.0);
 }
 
-void read_t5(HfReader &r, Architecture &a) {
+void read_t5(HfReader& r, Architecture& a) {
   read_shape(r, a);
   a.encoder_decoder = true;
   a.decoder_layers = r.integer({"num_decoder_layers"}, kLayers, a.layers,
@@ -495,35 +419,29 @@ void read_t5(HfReader &r, Architecture &a) {
   const bool gated = proj.rfind("gated-", 0) == 0;
   a.mlp = gated ? MlpKind::gated : MlpKind::plain;
   a.activation = activation_of(
-      gated ? proj.substr(6) == "gelu" ? "gelu_new" : proj.substr(6) : proj,
-      r.where());
+      gated ? proj.substr(6) == "gelu" ? "gelu_new" : proj.substr(6) : proj, r.where());
   a.norm = NormKind::rmsnorm;
   a.position = PositionKind::relative;
-  a.relative_buckets =
-      r.integer({"relative_attention_num_buckets"}, kSmall, 32);
+  a.relative_buckets = r.integer({"relative_attention_num_buckets"}, kSmall, 32);
   a.tie_embeddings = r.flag({"tie_word_embeddings"}, true);
   a.attention_dropout = a.hidden_dropout = r.probability({"dropout_rate"}, 0.1);
 }
 
-// Refuses shapes whose parameter count would not fit the int64 arithmetic of
-// the model layer; counted in long double, so the check itself cannot overflow.
-void check_size(const Architecture &a, const std::string &where) {
+// Refuses shapes whose parameter count would not fit the int64 arithmetic of the model layer;
+// counted in long double, so the check itself cannot overflow.
+void check_size(const Architecture& a, const std::string& where) {
   long double total =
-      2.0L * static_cast<long double>(a.vocab) *
-          static_cast<long double>(a.hidden) +
+      2.0L * static_cast<long double>(a.vocab) * static_cast<long double>(a.hidden) +
       static_cast<long double>(a.max_seq) * static_cast<long double>(a.hidden);
   auto stack_size = [&](model::Stack s, std::int64_t layers) {
     long double block = 0;
-    for (const model::Linear &l : model::block_linears(a, s))
-      block += static_cast<long double>(l.copies) *
-               static_cast<long double>(l.in) *
+    for (const model::Linear& l : model::block_linears(a, s))
+      block += static_cast<long double>(l.copies) * static_cast<long double>(l.in) *
                (static_cast<long double>(l.out) + 1.0L);
     total += block * static_cast<long double>(layers);
   };
-  stack_size(model::Stack::decoder,
-             a.encoder_decoder ? a.decoder_layers : a.layers);
-  if (a.encoder_decoder)
-    stack_size(model::Stack::encoder, a.layers);
+  stack_size(model::Stack::decoder, a.encoder_decoder ? a.decoder_layers : a.layers);
+  if (a.encoder_decoder) stack_size(model::Stack::encoder, a.layers);
   if (total > kMaxParameters)
     throw InputError(where + ": the sizes describe about " +
                      std::to_string(static_cast<double>(total / 1e12L)) +
@@ -533,55 +451,48 @@ void check_size(const Architecture &a, const std::string &where) {
                      "number of experts)");
 }
 
-std::string joined(const std::vector<std::string> &notes) {
+std::string joined(const std::vector<std::string>& notes) {
   std::string out;
-  for (const auto &n : notes)
-    out += (out.empty() ? "" : "; ") + n;
+  for (const auto& n : notes) out += (out.empty() ? "" : "; ") + n;
   return out;
 }
 
-} // namespace
+}  // namespace
 
-const std::set<std::string, std::less<>> &supported_model_types() {
+const std::set<std::string, std::less<>>& supported_model_types() {
   static const std::set<std::string, std::less<>> kTypes{
-      "llama", "mistral", "mixtral",    "qwen2",
-      "gemma", "falcon",  "RefinedWeb", "RefinedWebModel",
-      "bloom", "gpt2",    "gpt_neox",   "mpt",
-      "phi",   "t5",      "mt5"};
+      "llama", "mistral", "mixtral",  "qwen2", "gemma", "falcon", "RefinedWeb", "RefinedWebModel",
+      "bloom", "gpt2",    "gpt_neox", "mpt",   "phi",   "t5",     "mt5"};
   return kTypes;
 }
 
-HfArchitecture hf_architecture(const Json &config, const std::string &name,
-                               const std::string &where) {
+HfArchitecture hf_architecture(const Json& config, const std::string& name,
+                               const std::string& where) {
   if (!config.is_object())
-    throw InputError(where +
-                     ": expected a JSON object (a Hugging Face config.json)");
+    throw InputError(where + ": expected a JSON object (a Hugging Face config.json)");
   if (!config.contains("model_type") || config.at("model_type").is_null())
-    throw InputError(where + ": required key 'model_type' is missing (it names "
-                             "the configuration class)");
-  const Json &type = config.at("model_type");
+    throw InputError(where +
+                     ": required key 'model_type' is missing (it names "
+                     "the configuration class)");
+  const Json& type = config.at("model_type");
   if (!type.is_string())
-    throw InputError(where + ": key 'model_type' must be a string (got " +
-                     json_excerpt(type) + ")");
+    throw InputError(where + ": key 'model_type' must be a string (got " + json_excerpt(type) +
+                     ")");
   std::string t = type.get<std::string>();
   if (!supported_model_types().contains(t)) {
     std::string known;
-    for (const auto &k : supported_model_types())
-      known += (known.empty() ? "" : ", ") + k;
+    for (const auto& k : supported_model_types()) known += (known.empty() ? "" : ", ") + k;
     throw InputError(where + ": unsupported model_type " + json_excerpt(type) +
                      " (supported: " + known + ")");
   }
-  if (t == "RefinedWeb" || t == "RefinedWebModel")
-    t = "falcon";
-  if (t == "mt5")
-    t = "t5";
+  if (t == "RefinedWeb" || t == "RefinedWebModel") t = "falcon";
+  if (t == "mt5") t = "t5";
   HfArchitecture out;
-  Architecture &a = out.arch;
+  Architecture& a = out.arch;
   a.name = name;
   a.family = t;
   HfReader r(config, where, defaults_of(t), out.notes);
-  if (t == "llama" || t == "mistral" || t == "mixtral" || t == "qwen2" ||
-      t == "gemma")
+  if (t == "llama" || t == "mistral" || t == "mixtral" || t == "qwen2" || t == "gemma")
     read_llama_like(r, a);
   else if (t == "gpt2")
     read_gpt2(r, a);
@@ -598,61 +509,49 @@ HfArchitecture hf_architecture(const Json &config, const std::string &name,
   else
     read_t5(r, a);
   if (a.max_seq == 0) {
-    // BLOOM (ALiBi) and T5 (relative buckets) have no position limit in their
-    // classes; 2048 is the sequence length BLOOM was trained at (Le Scao et al.
-    // 2022, arXiv:2211.05100, Table 3).
+    // BLOOM (ALiBi) and T5 (relative buckets) have no position limit in their classes; 2048 is the
+    // sequence length BLOOM was trained at (Le Scao et al. 2022, arXiv:2211.05100, Table 3).
     a.max_seq = 2048;
-    out.notes.push_back(
-        std::string(defaults_of(t).config_class) +
-        " has no position limit; a 2048-token maximum sequence is assumed");
+    out.notes.push_back(std::string(defaults_of(t).config_class) +
+                        " has no position limit; a 2048-token maximum sequence is assumed");
   }
   try {
     model::validate(a);
-  } catch (const InputError &e) {
+  } catch (const InputError& e) {
     throw InputError(where + ": " + e.what() +
-                     (out.notes.empty()
-                          ? ""
-                          : " (defaults used: " + joined(out.notes) + ")"));
+                     (out.notes.empty() ? "" : " (defaults used: " + joined(out.notes) + ")"));
   }
   check_size(a, where);
   return out;
 }
 
-Architecture architecture_from_hf_config(const Json &config,
-                                         const std::string &name,
-                                         const std::string &where) {
+Architecture architecture_from_hf_config(const Json& config, const std::string& name,
+                                         const std::string& where) {
   return hf_architecture(config, name, where).arch;
 }
 
-HfArchitecture read_hf_config(const std::string &path) {
+HfArchitecture read_hf_config(const std::string& path) {
   namespace fs = std::filesystem;
   std::string file = path;
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
     file = (fs::path(path) / "config.json").string();
-    if (!fs::exists(file, ec))
-      throw InputError("folder '" + path + "' holds no config.json");
+    if (!fs::exists(file, ec)) throw InputError("folder '" + path + "' holds no config.json");
   }
   const std::string text = read_text_file(file, "model config");
   const std::string where = "config.json '" + file + "'";
   const Json j = parse_json(text, where);
-  // A file called config.json is named after its folder ("./config.json" after
-  // the working folder); any other file after itself.
+  // A file called config.json is named after its folder ("./config.json" after the working folder);
+  // any other file after itself.
   const fs::path p = fs::absolute(fs::path(file), ec).lexically_normal();
-  std::string name = p.filename() == "config.json"
-                         ? p.parent_path().filename().string()
-                         : p.stem().string();
-  if (name.empty())
-    name = p.stem().string();
+  std::string name =
+      p.filename() == "config.json" ? p.parent_path().filename().string() : p.stem().string();
+  if (name.empty()) name = p.stem().string();
   return hf_architecture(j, name, where);
 }
 
-Architecture read_hf_config_file(const std::string &path) {
-  return read_hf_config(path).arch;
-}
+Architecture read_hf_config_file(const std::string& path) { return read_hf_config(path).arch; }
 
-std::string joined_notes(const std::vector<std::string> &notes) {
-  return joined(notes);
-}
+std::string joined_notes(const std::vector<std::string>& notes) { return joined(notes); }
 
-} // namespace trainplan::io
+}  // namespace trainplan::io

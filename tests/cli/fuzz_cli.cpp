@@ -1,12 +1,10 @@
-// Random input into every option of fit, estimate and plan, and random model
-// and cluster specs and config.json files: the binary must answer each with
-// exit 0, 1 or 2 (never 3, an internal error), no signal, no hang, and output
-// that ends in a newline.
+// Random input into every option of fit, estimate and plan, and random model and cluster specs and
+// config.json files: the binary must answer each with exit 0, 1 or 2 (never 3, an internal error),
+// no signal, no hang, and output that ends in a newline.
 //
 //   cli_fuzz TRAINPLAN DATA [RUNS] [SEED]
 //
-// The seed is fixed, so a failure reproduces; each failure prints its command
-// line.
+// The seed is fixed, so a failure reproduces; each failure prints its command line.
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -21,16 +19,15 @@ namespace {
 
 using Rng = std::mt19937_64;
 
-template <class T> const T &pick(Rng &rng, const std::vector<T> &v) {
+template <class T>
+const T& pick(Rng& rng, const std::vector<T>& v) {
   return v[std::uniform_int_distribution<std::size_t>(0, v.size() - 1)(rng)];
 }
 
-bool chance(Rng &rng, double p) {
-  return std::uniform_real_distribution<double>(0, 1)(rng) < p;
-}
+bool chance(Rng& rng, double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; }
 
 // Numbers and strings a careless or hostile user types.
-const std::vector<std::string> &hostile_values() {
+const std::vector<std::string>& hostile_values() {
   static const std::vector<std::string> v{"0",
                                           "-0",
                                           "1",
@@ -97,27 +94,22 @@ const std::vector<std::string> &hostile_values() {
   return v;
 }
 
-// Values each enumerated option accepts, so that runs also reach the model
-// behind the parser.
+// Values each enumerated option accepts, so that runs also reach the model behind the parser.
 struct OptionSpec {
   std::string name;
   std::vector<std::string> good;
 };
 
-const std::vector<OptionSpec> &options() {
+const std::vector<OptionSpec>& options() {
   static const std::vector<OptionSpec> o{
       {"--method", {"full", "lora", "qlora"}},
-      {"--precision",
-       {"fp32", "fp16-mixed", "bf16-mixed", "fp16-true", "bf16-true"}},
+      {"--precision", {"fp32", "fp16-mixed", "bf16-mixed", "fp16-true", "bf16-true"}},
       {"--optimizer",
-       {"adamw", "adam", "sgd", "sgd-momentum", "adamw-8bit",
-        "paged-adamw-8bit", "adafactor"}},
+       {"adamw", "adam", "sgd", "sgd-momentum", "adamw-8bit", "paged-adamw-8bit", "adafactor"}},
       {"--optimizer-impl",
-       {"default", "foreach", "fused", "for-loop", "deepspeed-fused",
-        "deepspeed-cpu"}},
+       {"default", "foreach", "fused", "for-loop", "deepspeed-fused", "deepspeed-cpu"}},
       {"--strategy",
-       {"single", "ddp", "zero1", "zero2", "zero3", "fsdp-full", "fsdp-grad-op",
-        "fsdp-hybrid"}},
+       {"single", "ddp", "zero1", "zero2", "zero3", "fsdp-full", "fsdp-grad-op", "fsdp-hybrid"}},
       {"--tp", {"1", "2", "4", "8"}},
       {"--pp", {"1", "2", "4"}},
       {"--pp-virtual", {"1", "2"}},
@@ -148,7 +140,7 @@ const std::vector<OptionSpec> &options() {
   return o;
 }
 
-const std::vector<std::string> &flags() {
+const std::vector<std::string>& flags() {
   static const std::vector<std::string> f{"--json",
                                           "--sequence-parallel",
                                           "--zero-plus-plus",
@@ -158,33 +150,28 @@ const std::vector<std::string> &flags() {
   return f;
 }
 
-std::string random_string(Rng &rng) {
+std::string random_string(Rng& rng) {
   static const std::string alphabet = "abcxyzAZ019-_./:,+@ \t\"'\\{}[]";
   const std::size_t n =
-      chance(rng, 0.1) ? 40000
-                       : std::uniform_int_distribution<std::size_t>(0, 24)(rng);
+      chance(rng, 0.1) ? 40000 : std::uniform_int_distribution<std::size_t>(0, 24)(rng);
   std::string s;
   for (std::size_t i = 0; i < n; ++i)
-    s += alphabet[std::uniform_int_distribution<std::size_t>(
-        0, alphabet.size() - 1)(rng)];
+    s += alphabet[std::uniform_int_distribution<std::size_t>(0, alphabet.size() - 1)(rng)];
   return s;
 }
 
-// hostility: the chance that a value is hostile rather than one the option
-// accepts.
-std::string value(Rng &rng, const OptionSpec &o, const std::string &data,
-                  double hostility) {
+// hostility: the chance that a value is hostile rather than one the option accepts.
+std::string value(Rng& rng, const OptionSpec& o, const std::string& data, double hostility) {
   if (!chance(rng, hostility)) {
     std::string v = pick(rng, o.good);
-    if (v.starts_with("@DATA@"))
-      v = data + v.substr(6);
+    if (v.starts_with("@DATA@")) v = data + v.substr(6);
     return v;
   }
   return chance(rng, 0.8) ? pick(rng, hostile_values()) : random_string(rng);
 }
 
 // A JSON literal for a config key: mostly plausible, sometimes hostile.
-std::string json_value(Rng &rng) {
+std::string json_value(Rng& rng) {
   static const std::vector<std::string> v{"0",
                                           "-1",
                                           "1",
@@ -215,10 +202,10 @@ std::string json_value(Rng &rng) {
 }
 
 // A config.json with random values for the keys the readers look at.
-std::string random_config(Rng &rng) {
-  static const std::vector<std::string> types{
-      "llama", "mistral",  "mixtral", "qwen2", "gemma", "falcon", "bloom",
-      "gpt2",  "gpt_neox", "mpt",     "phi",   "t5",    "mamba",  "42"};
+std::string random_config(Rng& rng) {
+  static const std::vector<std::string> types{"llama",  "mistral", "mixtral", "qwen2",    "gemma",
+                                              "falcon", "bloom",   "gpt2",    "gpt_neox", "mpt",
+                                              "phi",    "t5",      "mamba",   "42"};
   static const std::vector<std::string> keys{"hidden_size",
                                              "num_hidden_layers",
                                              "num_attention_heads",
@@ -257,37 +244,29 @@ std::string random_config(Rng &rng) {
   std::string t = pick(rng, types);
   std::string s = "{\"model_type\": " + (t == "42" ? t : "\"" + t + "\"");
   const int n = std::uniform_int_distribution<int>(0, 8)(rng);
-  for (int i = 0; i < n; ++i)
-    s += ", \"" + pick(rng, keys) + "\": " + json_value(rng);
-  if (chance(rng, 0.1))
-    s.pop_back(); // sometimes not even JSON
+  for (int i = 0; i < n; ++i) s += ", \"" + pick(rng, keys) + "\": " + json_value(rng);
+  if (chance(rng, 0.1)) s.pop_back();  // sometimes not even JSON
   return s + "}";
 }
 
-std::string random_cluster_file(Rng &rng) {
-  static const std::vector<std::string> gpus{"\"A100-80GB\"", "\"H100\"",
-                                             "\"B300\"", "42", "null"};
-  std::string s = "{\"gpu\": " + pick(rng, gpus) +
-                  ", \"nodes\": " + json_value(rng) +
+std::string random_cluster_file(Rng& rng) {
+  static const std::vector<std::string> gpus{"\"A100-80GB\"", "\"H100\"", "\"B300\"", "42", "null"};
+  std::string s = "{\"gpu\": " + pick(rng, gpus) + ", \"nodes\": " + json_value(rng) +
                   ", \"gpus_per_node\": " + json_value(rng);
-  if (chance(rng, 0.5))
-    s += ", \"host_memory_GiB\": " + json_value(rng);
+  if (chance(rng, 0.5)) s += ", \"host_memory_GiB\": " + json_value(rng);
   if (chance(rng, 0.3))
     s += ", \"inter_node\": {\"links_per_node\": " + json_value(rng) +
-         ", \"link_Gbps\": " + json_value(rng) +
-         ", \"fabric\": \"infiniband\"}";
+         ", \"link_Gbps\": " + json_value(rng) + ", \"fabric\": \"infiniband\"}";
   return s + "}";
 }
 
-std::string model_spec(Rng &rng, const std::string &data,
-                       const std::string &work, int run, double hostility) {
+std::string model_spec(Rng& rng, const std::string& data, const std::string& work, int run,
+                       double hostility) {
   static const std::vector<std::string> names{
-      "7b",           "13b",      "gpt2",      "llama-2-7b",
-      "mixtral-8x7b", "t5-3b",    "falcon-7b", "bloom-560m",
-      "phi-2",        "gemma-2b", "mpt-7b",    "meta-llama/Llama-2-7b-hf",
-      "llama-2-13",   "",         "/",         "."};
-  if (!chance(rng, hostility))
-    return chance(rng, 0.8) ? pick(rng, names) : data + "/tiny-llama";
+      "7b",         "13b",        "gpt2",  "llama-2-7b", "mixtral-8x7b", "t5-3b",
+      "falcon-7b",  "bloom-560m", "phi-2", "gemma-2b",   "mpt-7b",       "meta-llama/Llama-2-7b-hf",
+      "llama-2-13", "",           "/",     "."};
+  if (!chance(rng, hostility)) return chance(rng, 0.8) ? pick(rng, names) : data + "/tiny-llama";
   if (chance(rng, 0.7)) {
     const std::string path = work + "/config-" + std::to_string(run) + ".json";
     std::ofstream(path, std::ios::trunc) << random_config(rng);
@@ -296,16 +275,13 @@ std::string model_spec(Rng &rng, const std::string &data,
   return random_string(rng);
 }
 
-std::string cluster_spec(Rng &rng, const std::string &work, int run,
-                         double hostility) {
-  static const std::vector<std::string> specs{
-      "A100",    "4xA100",      "8xA100-80GB", "2x8xH100-80GB", "H200",
-      "16xH100", "8xV100-16GB", "8xMI300X",    "4xB300",        "12xA100"};
-  if (!chance(rng, hostility))
-    return pick(rng, specs);
+std::string cluster_spec(Rng& rng, const std::string& work, int run, double hostility) {
+  static const std::vector<std::string> specs{"A100",   "4xA100",  "8xA100-80GB", "2x8xH100-80GB",
+                                              "H200",   "16xH100", "8xV100-16GB", "8xMI300X",
+                                              "4xB300", "12xA100"};
+  if (!chance(rng, hostility)) return pick(rng, specs);
   const double p = std::uniform_real_distribution<double>(0, 1)(rng);
-  if (p < 0.4)
-    return pick(rng, hostile_values()) + "x" + pick(rng, specs);
+  if (p < 0.4) return pick(rng, hostile_values()) + "x" + pick(rng, specs);
   if (p < 0.7) {
     const std::string path = work + "/cluster-" + std::to_string(run) + ".json";
     std::ofstream(path, std::ios::trunc) << random_cluster_file(rng);
@@ -314,25 +290,22 @@ std::string cluster_spec(Rng &rng, const std::string &work, int run,
   return random_string(rng);
 }
 
-std::vector<std::string> random_command(Rng &rng, const std::string &data,
-                                        const std::string &work, int run) {
+std::vector<std::string> random_command(Rng& rng, const std::string& data, const std::string& work,
+                                        int run) {
   static const std::vector<std::string> subs{"fit", "estimate", "plan"};
-  // A third of the runs are nearly valid, so that they reach the models behind
-  // the parser.
+  // A third of the runs are nearly valid, so that they reach the models behind the parser.
   static const std::vector<double> hostilities{0.03, 0.25, 0.8};
   const double hostility = pick(rng, hostilities);
   std::vector<std::string> args{pick(rng, subs)};
-  if (chance(rng, 0.97))
-    args.push_back(model_spec(rng, data, work, run, hostility));
-  if (chance(rng, 0.97))
-    args.push_back(cluster_spec(rng, work, run, hostility));
+  if (chance(rng, 0.97)) args.push_back(model_spec(rng, data, work, run, hostility));
+  if (chance(rng, 0.97)) args.push_back(cluster_spec(rng, work, run, hostility));
   const int n = std::uniform_int_distribution<int>(0, 6)(rng);
   for (int i = 0; i < n; ++i) {
     if (chance(rng, 0.15)) {
       args.push_back(pick(rng, flags()));
       continue;
     }
-    const OptionSpec &o = pick(rng, options());
+    const OptionSpec& o = pick(rng, options());
     if (chance(rng, 0.2)) {
       args.push_back(o.name + "=" + value(rng, o, data, hostility));
     } else {
@@ -343,25 +316,21 @@ std::vector<std::string> random_command(Rng &rng, const std::string &data,
   return args;
 }
 
-std::string shown(const std::vector<std::string> &args) {
+std::string shown(const std::vector<std::string>& args) {
   std::string s = "trainplan";
-  for (const auto &a : args) {
+  for (const auto& a : args) {
     const std::string v =
-        a.size() > 60
-            ? a.substr(0, 60) + "...(" + std::to_string(a.size()) + " chars)"
-            : a;
+        a.size() > 60 ? a.substr(0, 60) + "...(" + std::to_string(a.size()) + " chars)" : a;
     s += " '" + v + "'";
   }
   return s;
 }
 
-bool ends_cleanly(const std::string &s) {
-  return s.empty() || s.back() == '\n';
-}
+bool ends_cleanly(const std::string& s) { return s.empty() || s.back() == '\n'; }
 
-} // namespace
+}  // namespace
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   if (argc < 3) {
     std::cerr << "usage: cli_fuzz TRAINPLAN DATA [RUNS] [SEED]\n";
     return 2;
@@ -370,17 +339,15 @@ int main(int argc, char **argv) {
   const std::string data = argv[2];
   const int runs = argc > 3 ? std::stoi(argv[3]) : 600;
   Rng rng(argc > 4 ? std::stoull(argv[4]) : 13);
-  const auto work = std::filesystem::temp_directory_path() /
-                    ("trainplan-fuzz-" + std::to_string(getpid()));
+  const auto work =
+      std::filesystem::temp_directory_path() / ("trainplan-fuzz-" + std::to_string(getpid()));
   std::filesystem::create_directories(work);
   int failures = 0;
   int by_code[4] = {0, 0, 0, 0};
   const auto start = std::chrono::steady_clock::now();
   for (int run = 0; run < runs; ++run) {
-    const std::vector<std::string> args =
-        random_command(rng, data, work.string(), run);
-    const auto r =
-        trainplan::test::run_process(trainplan, args, std::chrono::seconds(10));
+    const std::vector<std::string> args = random_command(rng, data, work.string(), run);
+    const auto r = trainplan::test::run_process(trainplan, args, std::chrono::seconds(10));
     std::string problem;
     if (r.timed_out)
       problem = "no answer within 10 s";
@@ -396,18 +363,15 @@ int main(int argc, char **argv) {
       problem = "exit 2 without a message";
     if (!r.timed_out && r.signal == 0 && r.exit_code >= 0 && r.exit_code <= 3)
       ++by_code[r.exit_code];
-    if (problem.empty())
-      continue;
+    if (problem.empty()) continue;
     ++failures;
     std::cout << "FAIL run " << run << ": " << problem << "\n  " << shown(args)
               << "\n  stderr: " << r.err.substr(0, 400) << "\n";
   }
   std::filesystem::remove_all(work);
   const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
-  std::cout << runs << " runs in " << seconds << " s: exit 0 " << by_code[0]
-            << ", exit 1 " << by_code[1] << ", exit 2 " << by_code[2] << "; "
-            << failures << " failed\n";
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << runs << " runs in " << seconds << " s: exit 0 " << by_code[0] << ", exit 1 "
+            << by_code[1] << ", exit 2 " << by_code[2] << "; " << failures << " failed\n";
   return failures == 0 ? 0 : 1;
 }

@@ -1,7 +1,6 @@
 #pragma once
-// Runs a program with arguments, capturing stdout and stderr, under a
-// wall-clock limit. For the command-line tests that must tell an exit code from
-// a signal and a hang.
+// Runs a program with arguments, capturing stdout and stderr, under a wall-clock limit. For the
+// command-line tests that must tell an exit code from a signal and a hang.
 
 #include <fcntl.h>
 #include <poll.h>
@@ -17,20 +16,19 @@
 #include <string>
 #include <vector>
 
-extern char **environ;
+extern char** environ;
 
 namespace trainplan::test {
 
 struct ProcessResult {
-  int exit_code = -1; // when it exited
-  int signal = 0; // when a signal ended it (SIGKILL after a timeout included)
+  int exit_code = -1;  // when it exited
+  int signal = 0;      // when a signal ended it (SIGKILL after a timeout included)
   bool timed_out = false;
   std::string out;
   std::string err;
 };
 
-inline ProcessResult run_process(const std::string &program,
-                                 const std::vector<std::string> &args,
+inline ProcessResult run_process(const std::string& program, const std::vector<std::string>& args,
                                  std::chrono::milliseconds limit) {
   int out_pipe[2];
   int err_pipe[2];
@@ -41,29 +39,26 @@ inline ProcessResult run_process(const std::string &program,
   posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
   posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  std::vector<char *> argv;
+  std::vector<char*> argv;
   std::string prog = program;
   argv.push_back(prog.data());
   std::vector<std::string> copies = args;
-  for (auto &a : copies)
-    argv.push_back(a.data());
+  for (auto& a : copies) argv.push_back(a.data());
   argv.push_back(nullptr);
   pid_t pid = 0;
-  const int rc = posix_spawn(&pid, program.c_str(), &actions, nullptr,
-                             argv.data(), environ);
+  const int rc = posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   close(out_pipe[1]);
   close(err_pipe[1]);
   if (rc != 0) {
     close(out_pipe[0]);
     close(err_pipe[0]);
-    throw std::runtime_error("cannot start " + program + ": " +
-                             std::strerror(rc));
+    throw std::runtime_error("cannot start " + program + ": " + std::strerror(rc));
   }
   ProcessResult r;
   const auto deadline = std::chrono::steady_clock::now() + limit;
   pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-  std::string *sinks[2] = {&r.out, &r.err};
+  std::string* sinks[2] = {&r.out, &r.err};
   int open_fds = 2;
   char buf[65536];
   while (open_fds > 0) {
@@ -75,13 +70,10 @@ inline ProcessResult run_process(const std::string &program,
       break;
     }
     const int n = poll(fds, 2, static_cast<int>(left.count()));
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0)
-      break;
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
     for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
-        continue;
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       const ssize_t got = read(fds[i].fd, buf, sizeof buf);
       if (got > 0) {
         sinks[i]->append(buf, static_cast<std::size_t>(got));
@@ -92,17 +84,14 @@ inline ProcessResult run_process(const std::string &program,
       }
     }
   }
-  for (auto &f : fds)
-    if (f.fd >= 0)
-      close(f.fd);
+  for (auto& f : fds)
+    if (f.fd >= 0) close(f.fd);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (WIFEXITED(status))
-    r.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status))
-    r.signal = WTERMSIG(status);
+  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
   return r;
 }
 
-} // namespace trainplan::test
+}  // namespace trainplan::test
