@@ -40,10 +40,16 @@ std::int64_t checked_global_batch(const Estimate& e) {
 // expert parallelism, and no Megatron-style selective recomputation.
 void require_data_parallel_only(const model::Training& t, const std::string& format,
                                 const std::string& what) {
-  if (t.tp > 1 || t.pp > 1)
-    refuse(format, fmt::format("{} cannot express tensor parallelism {} / pipeline parallelism {}; "
-                               "use --emit torchrun with --framework megatron (Megatron-LM)",
-                               what, t.tp, t.pp));
+  if (t.tp > 1 || t.pp > 1) {
+    const std::string degrees =
+        t.tp > 1 && t.pp > 1
+            ? fmt::format("tensor parallelism {} / pipeline parallelism {}", t.tp, t.pp)
+            : t.tp > 1 ? fmt::format("tensor parallelism {}", t.tp)
+                       : fmt::format("pipeline parallelism {}", t.pp);
+    refuse(format, fmt::format("{} cannot express {}; use --emit torchrun with --framework "
+                               "megatron (Megatron-LM)",
+                               what, degrees));
+  }
   if (t.ep > 1)
     refuse(format, fmt::format("{} cannot express expert parallelism {} (it is set in the model's "
                                "MoE layers); use --emit torchrun with --framework megatron",
@@ -133,9 +139,9 @@ std::optional<OJson> deepspeed_optimizer(const model::Training& t, std::vector<s
   return std::nullopt;
 }
 
-// The zero_optimization section: stage, offload (ZeRO-Offload), hybrid sharding as MiCS and ZeRO++
-// (DeepSpeed runtime/zero/config.py, v0.19.6; ZeRO++ tutorial, deepspeed.ai/tutorials/zeropp/).
-OJson deepspeed_zero(const Estimate& e, const EmitContext& x, std::vector<std::string>& notes) {
+// The zero_optimization section: stage, offload (ZeRO-Offload) and ZeRO++ (DeepSpeed
+// runtime/zero/config.py, v0.19.6; ZeRO++ tutorial, deepspeed.ai/tutorials/zeropp/).
+OJson deepspeed_zero(const Estimate& e, const EmitContext& x) {
   const model::Training& t = e.training;
   const int stage = zero_stage(t.strategy);
   OJson z = {{"stage", stage}, {"overlap_comm", true}, {"contiguous_gradients", true}};
@@ -153,14 +159,13 @@ OJson deepspeed_zero(const Estimate& e, const EmitContext& x, std::vector<std::s
                                       to_string(t.strategy)));
     z["offload_param"] = {{"device", "cpu"}, {"pin_memory", true}};
   }
+  // Hybrid sharding was DeepSpeed's MiCS (mics_shard_size), which DeepSpeed 0.19.8's config
+  // rejects as removed (deepspeedai/DeepSpeed issue 8489).
+  if (t.strategy == Strategy::fsdp_hybrid)
+    refuse("deepspeed", "DeepSpeed has no hybrid sharding (its MiCS is removed); plan with "
+                        "--strategy zero3 (--zero-plus-plus adds node-local gathers), or emit "
+                        "accelerate or torchrun for FSDP's HYBRID_SHARD");
   if (stage == 3) z["stage3_gather_16bit_weights_on_model_save"] = true;
-  if (t.strategy == Strategy::fsdp_hybrid) {
-    z["mics_shard_size"] = e.layout.shard;
-    notes.push_back(fmt::format(
-        "fsdp-hybrid written as ZeRO-3 with MiCS: parameters sharded over {} GPUs, replicated "
-        "across the groups",
-        e.layout.shard));
-  }
   if (x.zero_plus_plus) {
     if (t.strategy != Strategy::zero3)
       refuse("deepspeed", fmt::format("ZeRO++ needs ZeRO stage 3 (--strategy zero3), not {}",
@@ -236,13 +241,11 @@ std::string accelerate_deepspeed(const Estimate& e, const hardware::Cluster& c, 
                                  std::vector<std::string>& notes) {
   const model::Training& t = e.training;
   // Validates the plan the way the DeepSpeed config would (stage, offload, ZeRO++).
-  std::vector<std::string> ignored;
-  const OJson z = deepspeed_zero(e, x, ignored);
+  const OJson z = deepspeed_zero(e, x);
   std::string s = "distributed_type: DEEPSPEED\ndeepspeed_config:\n";
   if (c.nodes > 1) s += "  deepspeed_multinode_launcher: standard\n";
-  if (x.zero_plus_plus || t.strategy == Strategy::fsdp_hybrid || t.offload != Offload::none ||
-      !is_adam(t.optimizer)) {
-    // accelerate's inline keys have no ZeRO++, MiCS or optimizer section (ZeRO-Offload needs
+  if (x.zero_plus_plus || t.offload != Offload::none || !is_adam(t.optimizer)) {
+    // accelerate's inline keys have no ZeRO++ or optimizer section (ZeRO-Offload needs
     // DeepSpeed's CPU Adam): the full DeepSpeed config.
     notes.push_back("write ds_config.json with --emit deepspeed (same plan options)");
     return s + "  deepspeed_config_file: ds_config.json\n  zero3_init_flag: " +
@@ -563,7 +566,7 @@ Emitted emit_deepspeed(const Estimate& e, const EmitContext& x) {
                  {"loss_scale_window", 1000}, {"hysteresis", 2}, {"min_loss_scale", 1}};
   if (auto opt = deepspeed_optimizer(t, out.notes)) j["optimizer"] = *opt;
   j["gradient_clipping"] = 1.0;
-  j["zero_optimization"] = deepspeed_zero(e, x, out.notes);
+  j["zero_optimization"] = deepspeed_zero(e, x);
   if (t.checkpointing != Checkpointing::none) {
     j["activation_checkpointing"] = {{"partition_activations", false},
                                      {"cpu_checkpointing", t.checkpointing == Checkpointing::full_offload},
@@ -644,6 +647,27 @@ Emitted emit(EmitFormat f, const Estimate& e, const hardware::Cluster& c,
       return emit_torchrun(e, c, a, x);
   }
   return {};
+}
+
+RankedEmit emit_first_expressible(EmitFormat f, const std::vector<Estimate>& plans,
+                                  const hardware::Cluster& c, const model::Architecture& a,
+                                  const EmitContext& x) {
+  if (plans.empty()) throw InputError(fmt::format("--emit {}: no plan fits, nothing to emit", to_string(f)));
+  std::optional<EmitRefused> first;
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    try {
+      RankedEmit r{emit(f, plans[i], c, a, x), i};
+      if (i > 0)
+        r.emitted.notes.insert(
+            r.emitted.notes.begin(),
+            fmt::format("plan #{} written: the best-ranked plan {} can express (#1: {})", i + 1,
+                        to_string(f), first->what()));
+      return r;
+    } catch (const EmitRefused& e) {
+      if (!first) first = e;
+    }
+  }
+  throw *first;
 }
 
 }  // namespace trainplan::planner

@@ -74,8 +74,10 @@ run_ok(estimate-activations estimate t5-3b A100-80GB --strategy single --activat
 expect_in(estimate-activations "${OUT}" "Saved for backward by one encoder block")
 expect_in(estimate-activations "${OUT}" "Saved for backward by one decoder block")
 expect_in(estimate-activations "${OUT}" "cross-attention q, k, v and output")
-run_ok(estimate-emit-deepspeed-ep estimate mixtral-8x7b 8xH100-80GB --strategy zero3 --expert-parallel 8 --emit deepspeed)
-expect_in(estimate-emit-deepspeed-ep "${ERR}" "cannot express expert parallelism 8")  # notes: stderr
+# A format that cannot express the plan refuses it (exit 2), naming what is missing.
+run_fails(estimate-emit-deepspeed-ep "cannot express expert parallelism 8" estimate mixtral-8x7b 8xH100-80GB --strategy zero3 --expert-parallel 8 --emit deepspeed)
+run_fails(estimate-emit-deepspeed-tp "tensor parallelism 8 / pipeline parallelism 8" estimate gpt3-175b 8x8xA100-80GB --tp 8 --pp 8 --global-batch 64 --emit deepspeed)
+run_fails(estimate-emit-accelerate-tp "tensor parallelism 8" estimate gpt3-175b 8x8xA100-80GB --tp 8 --pp 8 --global-batch 64 --emit accelerate)
 run_ok(estimate-emit-torchrun estimate 7b 2x8xA100-80GB --strategy fsdp-full --emit torchrun)
 expect_in(estimate-emit-torchrun "${OUT}" "torchrun --nnodes=2 --nproc_per_node=8")
 

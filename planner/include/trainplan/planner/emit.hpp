@@ -52,6 +52,18 @@ class EmitRefused : public InputError {
 [[nodiscard]] Emitted emit(EmitFormat f, const Estimate& e, const hardware::Cluster& c,
                            const model::Architecture& a, const EmitContext& x = {});
 
+// For plan --emit: the best-ranked of the plans (search order) the format can express, its index,
+// and a note saying which plans above it were refused and why. Throws the first plan's
+// EmitRefused when the format can express none of them (and InputError when there are none).
+struct RankedEmit {
+  Emitted emitted;
+  std::size_t index = 0;
+};
+[[nodiscard]] RankedEmit emit_first_expressible(EmitFormat f, const std::vector<Estimate>& plans,
+                                                const hardware::Cluster& c,
+                                                const model::Architecture& a,
+                                                const EmitContext& x = {});
+
 }  // namespace trainplan::planner
 
 namespace trainplan {
