@@ -43,3 +43,14 @@ if [ "${gui_tests:-0}" -eq 0 ]; then
 fi
 echo "test.sh: $gui_tests GUI tests among those ctest runs"
 ctest --output-on-failure -j "$(nproc)" --timeout 600
+
+# Optional: the emitted launch configs loaded by DeepSpeed's, accelerate's and Megatron-LM's own
+# parsers (tools/emit_check), only where this Python has one of them. Never required.
+repo=$OLDPWD  # the repository root, before the cd into the build directory
+if command -v python3 >/dev/null &&
+  { python3 -c "import deepspeed" 2>/dev/null || python3 -c "import accelerate" 2>/dev/null ||
+    python3 -c "import megatron.training" 2>/dev/null; }; then
+  python3 "$repo/tools/emit_check/emit_check.py" --trainplan cli/trainplan
+else
+  echo "test.sh: skipped: tools/emit_check (python3 has none of deepspeed, accelerate, Megatron-LM)"
+fi

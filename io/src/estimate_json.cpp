@@ -46,9 +46,23 @@ Json communication_json(const planner::Estimate& e) {
                          {"exposed_s", c.exposed.value()}});
   }
   return Json{{"bytes_per_gpu_per_step", bytes(e.communication_bytes())},
-              {"by_collective", by_collective},
+              {"bytes_by_collective", by_collective},
+              {"bytes_by_tier", by_tier},
+              {"by_collective", by_collective},  // schema-/1 names, kept for existing readers
               {"by_tier", by_tier},
               {"items", items}};
+}
+
+// {"plan", "code", "message", "values": {name_with_unit: number}}; "reason" repeats the message
+// under its schema-/1 name.
+Json rejection_json(const planner::Rejection& x) {
+  Json values = Json::object();
+  for (const auto& [name, v] : x.values) values[name] = v;
+  return Json{{"plan", x.plan},
+              {"code", std::string(to_string(x.code))},
+              {"message", x.reason},
+              {"values", values},
+              {"reason", x.reason}};
 }
 
 }  // namespace
@@ -56,6 +70,7 @@ Json communication_json(const planner::Estimate& e) {
 Json plan_json(const planner::Estimate& e, std::optional<double> tokens) {
   const planner::Candidate cand{e.training, e.layout, e.memory, e.fits, e.max_micro_batch};
   Json j = candidate_json(cand);
+  j["tokens_per_s"] = e.throughput.tokens_per_s;
   j["pp_virtual"] = e.training.pp_virtual;
   j["sequence_parallel"] = e.training.sequence_parallel;
   j["grad_accum"] = e.training.grad_accum;
@@ -138,7 +153,7 @@ Json plan_result_json(const model::Architecture& a, const model::ParameterCounts
     plans.push_back(std::move(p));
   }
   Json rejected = Json::array();
-  for (const auto& x : r.rejected) rejected.push_back(Json{{"plan", x.plan}, {"reason", x.reason}});
+  for (const auto& x : r.rejected) rejected.push_back(rejection_json(x));
   const std::int64_t trainable =
       r.plans.empty() ? n.total : trainable_parameters(a, n, r.plans.front().training);
   return Json{{"schema", kPlanSchema},

@@ -9,6 +9,17 @@ namespace {
 
 std::int64_t bytes(Bytes b) { return static_cast<std::int64_t>(std::llround(b.value())); }
 
+// Each part as "<part>_bytes", and under its schema-/1 name without the unit for existing readers.
+Json breakdown_json(const planner::MemoryBreakdown& m) {
+  const std::pair<const char*, Bytes> parts[] = {
+      {"weights", m.weights},         {"gradients", m.gradients}, {"optimizer", m.optimizer},
+      {"activations", m.activations}, {"buffers", m.buffers},     {"overhead", m.overhead}};
+  Json j = Json::object();
+  for (const auto& [name, b] : parts) j[std::string(name) + "_bytes"] = bytes(b);
+  for (const auto& [name, b] : parts) j[name] = bytes(b);
+  return j;
+}
+
 }  // namespace
 
 std::int64_t trainable_parameters(const model::Architecture& a, const model::ParameterCounts& n,
@@ -39,13 +50,7 @@ Json memory_json(const planner::MemoryBreakdown& m) {
               {"device_total_bytes", bytes(m.device_total)},
               {"host_bytes", bytes(m.host)},
               {"peak_phase", std::string(m.peak_phase)},
-              {"breakdown",
-               {{"weights", bytes(m.weights)},
-                {"gradients", bytes(m.gradients)},
-                {"optimizer", bytes(m.optimizer)},
-                {"activations", bytes(m.activations)},
-                {"buffers", bytes(m.buffers)},
-                {"overhead", bytes(m.overhead)}}}};
+              {"breakdown", breakdown_json(m)}};
 }
 
 Json candidate_json(const planner::Candidate& c) {
@@ -65,6 +70,7 @@ Json candidate_json(const planner::Candidate& c) {
               {"micro_batch", t.micro_batch},
               {"seq", t.seq},
               {"fits", c.fits},
+              {"tokens_per_s", c.tokens_per_s > 0.0 ? Json(c.tokens_per_s) : Json(nullptr)},
               {"max_micro_batch", c.max_micro_batch},
               {"memory", memory_json(c.memory)}};
 }

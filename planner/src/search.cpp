@@ -150,7 +150,10 @@ PairResult explore(const Evaluator& ev, const PlanRequest& req, int tp, int pp,
     out.invalid.push_back(
         {fmt::format("TP {}, PP {}, DP {}", tp, pp, dp),
          fmt::format("global batch {} is not divisible by the data-parallel degree {}",
-                     *req.global_batch, dp)});
+                     *req.global_batch, dp),
+         RejectionCode::batch_split,
+         {{"global_batch", static_cast<double>(*req.global_batch)},
+          {"data_parallel", static_cast<double>(dp)}}});
     return out;
   }
   const auto batches = batches_for(req, dp);
@@ -159,7 +162,10 @@ PairResult explore(const Evaluator& ev, const PlanRequest& req, int tp, int pp,
         {fmt::format("TP {}, PP {}, DP {}", tp, pp, dp),
          fmt::format("global batch {} cannot be split into {} replicas of the pinned "
                      "micro-batch x grad-accum",
-                     req.global_batch.value_or(0), dp)});
+                     req.global_batch.value_or(0), dp),
+         RejectionCode::batch_split,
+         {{"global_batch", static_cast<double>(req.global_batch.value_or(0))},
+          {"data_parallel", static_cast<double>(dp)}}});
     return out;
   }
   std::vector<int> vs;
@@ -214,7 +220,7 @@ PairResult explore(const Evaluator& ev, const PlanRequest& req, int tp, int pp,
                   if (!req.expert_parallel && ep > 1) break;
                   out.invalid.push_back(
                       {plan_label(tr, Layout{c.world(), c.nodes, c.gpus_per_node, tp, pp, dp, dp}),
-                       e.what()});
+                       e.what(), RejectionCode::invalid, {}});
                   break;
                 }
                 if (!cost.fits) {
@@ -441,7 +447,10 @@ PlanResult search(const model::Architecture& a, const model::ParameterCounts& n,
     out.rejected.push_back({plan_label(found[i].training, found[i].cost.layout) +
                                 fmt::format(", micro-batch {} x {}", found[i].training.micro_batch,
                                             found[i].training.grad_accum),
-                            why_slower(found[0].cost, found[i].cost)});
+                            why_slower(found[0].cost, found[i].cost), RejectionCode::slower,
+                            {{"tokens_per_s", found[i].cost.tokens_per_s},
+                             {"best_tokens_per_s", found[0].cost.tokens_per_s},
+                             {"step_s", found[i].cost.time.step.value()}}});
   }
   std::stable_sort(infeasible.begin(), infeasible.end(),
                    [](const Infeasible& x, const Infeasible& y) { return x.needed < y.needed; });
@@ -460,7 +469,16 @@ PlanResult search(const model::Architecture& a, const model::ParameterCounts& n,
                   : fmt::format("does not fit: needs {:.1f} GiB per GPU at micro-batch {} of {:.1f} "
                                 "GiB usable",
                                 to_gib(x.needed), x.training.micro_batch,
-                                to_gib(c.gpu.usable_memory))});
+                                to_gib(c.gpu.usable_memory)),
+         gpu_fits ? RejectionCode::host_memory : RejectionCode::gpu_memory,
+         gpu_fits ? std::vector<std::pair<std::string, double>>{
+                        {"needed_bytes", x.host_needed.value()},
+                        {"available_bytes", c.host_memory.value()},
+                        {"micro_batch", static_cast<double>(x.training.micro_batch)}}
+                  : std::vector<std::pair<std::string, double>>{
+                        {"needed_bytes", x.needed.value()},
+                        {"available_bytes", c.gpu.usable_memory.value()},
+                        {"micro_batch", static_cast<double>(x.training.micro_batch)}}});
   }
   std::map<std::string, bool> seen;
   for (const auto& r : invalid) {

@@ -1,18 +1,23 @@
-// The estimate and plan JSON against golden shapes (DESIGN.md: keys may be added, never renamed),
-// their values against the estimate, and the inputs estimate and plan parse (--tokens, --profile).
+// The estimate, plan and fit JSON against golden shapes (keys may be added, never renamed), their
+// values against the estimate, units in the names, rejections as structured reasons, and the inputs
+// estimate and plan parse (--tokens, --profile).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 
 #include "trainplan/core/error.hpp"
 #include "trainplan/io/catalog.hpp"
 #include "trainplan/io/estimate_json.hpp"
+#include "trainplan/io/result_json.hpp"
 #include "trainplan/model/parameters.hpp"
 #include "trainplan/planner/evaluator.hpp"
+#include "trainplan/planner/fit.hpp"
 #include "trainplan/planner/search.hpp"
 
 namespace trainplan::io {
@@ -162,6 +167,113 @@ TEST(EstimateJson, PlanGoldenShape) {
   EXPECT_TRUE(j["plans"][1]["why_slower"].is_string());
   for (const auto& plan : j["plans"]) EXPECT_EQ(plan["global_batch"], 128);
   EXPECT_FALSE(j["rejected"].empty());
+}
+
+// Every number a script reads carries its unit in its name (_bytes, _s, _per_s) unless it is a
+// count or a ratio named as one. The schema-/1 names without a unit stay beside their unit-named
+// copies, so only the copies are checked.
+bool unit_free_allowed(const std::string& key) {
+  static const std::set<std::string> kCounts{
+      "tp", "pp", "dp", "pp_virtual", "expert_parallel", "micro_batch", "seq", "grad_accum",
+      "global_batch", "max_micro_batch", "rank", "gpus", "nodes", "gpus_per_node", "parameters",
+      "active_parameters", "trainable_parameters", "lora_rank", "lora_alpha", "lora_dropout",
+      "quant_block", "mfu", "hfu", "tokens", "forward", "backward", "micro_batches_in_flight",
+      "evaluated", "fitting", "recommended", "global_batch", "data_parallel"};
+  static const std::set<std::string> kLegacy{"weights",     "gradients", "optimizer", "activations",
+                                             "buffers",     "overhead",  "by_collective", "by_tier"};
+  return kCounts.contains(key) || kLegacy.contains(key) || key.ends_with("_bytes") ||
+         key.ends_with("_s") || key.ends_with("_per_s") || key == "bytes" ||
+         key.starts_with("bytes_");
+}
+
+void expect_units_in_names(const Json& j, const std::string& where) {
+  if (j.is_object()) {
+    for (const auto& [k, v] : j.items()) {
+      if (k == "by_collective" || k == "by_tier" || k == "bytes_by_collective" ||
+          k == "bytes_by_tier")
+        continue;  // keyed by collective or link name; the values are bytes
+      if (v.is_number()) {
+        EXPECT_TRUE(unit_free_allowed(k)) << where << "/" << k << " has no unit";
+      }
+      expect_units_in_names(v, where + "/" + k);
+    }
+  } else if (j.is_array()) {
+    for (const auto& v : j) expect_units_in_names(v, where + "[]");
+  }
+}
+
+TEST(EstimateJson, QuantitiesCarryTheirUnitInTheName) {
+  const Problem p = problem("llama-2-13b", "2x8xA100-80GB");
+  model::Training tr;
+  tr.strategy = Strategy::fsdp_full;
+  const planner::Estimate e = planner::Evaluator(p.a, p.n, p.c).estimate(tr);
+  const Json j = estimate_json(p.a, p.n, p.c, e, 1e12);
+  expect_units_in_names(j, "");
+  // The unit-named breakdown is the memory model's, part by part.
+  const Json& b = j["plan"]["memory"]["breakdown"];
+  EXPECT_EQ(b["weights_bytes"].get<std::int64_t>(), std::llround(e.memory.weights.value()));
+  EXPECT_EQ(b["optimizer_bytes"].get<std::int64_t>(), std::llround(e.memory.optimizer.value()));
+  EXPECT_EQ(b["activations_bytes"].get<std::int64_t>(), std::llround(e.memory.activations.value()));
+  for (const char* part : {"weights", "gradients", "optimizer", "activations", "buffers", "overhead"})
+    EXPECT_EQ(b[part], b[std::string(part) + "_bytes"]) << part;
+  EXPECT_EQ(j["plan"]["communication"]["bytes_by_tier"], j["plan"]["communication"]["by_tier"]);
+}
+
+// plan --json: every rejection has a code a script can switch on, the message, and the numbers
+// behind it; the numbers agree with the code (a memory rejection needs more than there is, a
+// slower one has fewer tokens/s than the best).
+TEST(EstimateJson, RejectionsAreStructured) {
+  const Problem p = problem("llama-2-70b", "8xA100-80GB");
+  planner::PlanRequest req;
+  req.global_batch = 64;
+  req.top = 1;
+  const planner::PlanResult r = planner::search(p.a, p.n, p.c, req);
+  const Json j = plan_result_json(p.a, p.n, p.c, r);
+  expect_units_in_names(j, "");
+  ASSERT_FALSE(j["rejected"].empty());
+  const std::set<std::string> codes{"slower", "gpu_memory", "host_memory", "batch_split", "invalid"};
+  std::set<std::string> seen;
+  for (const Json& x : j["rejected"]) {
+    SCOPED_TRACE(x.dump());
+    const std::string code = x["code"].get<std::string>();
+    seen.insert(code);
+    EXPECT_TRUE(codes.contains(code));
+    EXPECT_FALSE(x["message"].get<std::string>().empty());
+    EXPECT_TRUE(x["plan"].is_string());
+    const Json& v = x["values"];
+    ASSERT_TRUE(v.is_object());
+    if (code == "gpu_memory" || code == "host_memory") {
+      EXPECT_GT(v["needed_bytes"].get<double>(), v["available_bytes"].get<double>());
+    }
+    if (code == "slower") {
+      EXPECT_LE(v["tokens_per_s"].get<double>(), v["best_tokens_per_s"].get<double>());
+    }
+  }
+  EXPECT_TRUE(seen.contains("slower") || seen.contains("gpu_memory")) << j["rejected"].dump(2);
+}
+
+// fit --json: tokens/s per candidate where the time is known (those that fit), null otherwise; the
+// recommended one is the fastest that fits (planner::fit's rule).
+TEST(EstimateJson, FitCandidatesCarryTokensPerSecond) {
+  const Problem p = problem("llama-2-13b", "8xA100-80GB");
+  planner::FitRequest req;
+  const planner::FitResult f = planner::fit(p.a, p.n, req, p.c);
+  const Json j = fit_json(p.a, p.n, p.c, f, "summary");
+  ASSERT_TRUE(j["verdict"]["recommended"].is_number());
+  double best = 0.0;
+  for (const Json& k : j["candidates"]) {
+    SCOPED_TRACE(k.dump());
+    if (k["max_micro_batch"].get<std::int64_t>() > 0) {
+      ASSERT_TRUE(k["tokens_per_s"].is_number());
+      EXPECT_GT(k["tokens_per_s"].get<double>(), 0.0);
+      best = std::max(best, k["tokens_per_s"].get<double>());
+    } else {
+      EXPECT_TRUE(k["tokens_per_s"].is_null());
+    }
+  }
+  const Json& rec = j["candidates"][j["verdict"]["recommended"].get<std::size_t>()];
+  EXPECT_DOUBLE_EQ(rec["tokens_per_s"].get<double>(), best);
+  expect_units_in_names(j, "");
 }
 
 struct CountRow {

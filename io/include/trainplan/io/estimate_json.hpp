@@ -1,11 +1,12 @@
 #pragma once
-// JSON renderings of estimates and plan searches, per DESIGN.md's contract:
+// JSON renderings of estimates and plan searches:
 //   estimate: {"schema":"trainplan.estimate/1", "model", "cluster", "plan":PLAN}
 //   plan:     {"schema":"trainplan.plan/1", "model", "cluster", "plans":[PLAN...],
-//   "rejected":[...]} PLAN = CANDIDATE + {"grad_accum", "global_batch", "time":{...},
-//   "throughput":{...},
-//                       "communication":{"bytes_per_gpu_per_step", "by_collective":{...}, ...}}
-// Keys may be added, never renamed. Bytes are integers, times seconds, rates per second.
+//              "rejected":[{"plan", "code", "message", "values":{...}}]}
+//   PLAN = CANDIDATE + {"grad_accum", "global_batch", "time":{..._s}, "throughput":{...},
+//          "communication":{"bytes_per_gpu_per_step", "bytes_by_collective":{...}, ...}}
+// Keys may be added, never renamed. Units are in the names: _bytes integer bytes, _s seconds,
+// _per_s rates.
 
 #include <optional>
 #include <string>

@@ -1,6 +1,7 @@
 #pragma once
-// JSON renderings of results, per DESIGN.md's contract (schema-versioned; keys may be added, never
-// renamed). Byte counts are integers in bytes.
+// JSON renderings of results, schema-versioned ("trainplan.fit/1"): keys may be added, never
+// renamed. Every quantity carries its unit in its name (_bytes: integer bytes, _s: seconds,
+// _per_s: rates); counts (parameters, GPUs, micro-batches) are plain integers.
 
 #include <string>
 

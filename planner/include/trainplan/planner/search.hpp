@@ -11,8 +11,10 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "trainplan/core/enum_table.hpp"
 #include "trainplan/hardware/gpu.hpp"
 #include "trainplan/hardware/profile.hpp"
 #include "trainplan/model/architecture.hpp"
@@ -49,9 +51,21 @@ struct PlanRequest {
   std::function<bool(std::size_t done, std::size_t total)> progress;
 };
 
+// Why a configuration is not among the plans, for scripts: the code, and the numbers behind the
+// message, each named with its unit.
+enum class RejectionCode {
+  slower,        // fits, but a faster plan of another shape was ranked above it
+  gpu_memory,    // does not fit in GPU memory at the smallest micro-batch tried
+  host_memory,   // fits the GPUs, but its offload does not fit the host memory
+  batch_split,   // the global batch cannot be split over this data-parallel degree
+  invalid,       // the layout is impossible for the model or the strategy
+};
+
 struct Rejection {
   std::string plan;    // "ZeRO-3, TP 1, PP 1, selective checkpointing"
   std::string reason;  // "31 % slower: 1.2 s/step of exposed inter-node all-gather"
+  RejectionCode code = RejectionCode::invalid;
+  std::vector<std::pair<std::string, double>> values;  // {"needed_bytes", 8.6e10}, ...
 };
 
 struct PlanResult {
@@ -88,3 +102,16 @@ struct PlanResult {
 [[nodiscard]] std::string why_slower(const StepCost& best, const StepCost& other);
 
 }  // namespace trainplan::planner
+
+namespace trainplan {
+template <>
+struct EnumTable<planner::RejectionCode> {
+  static constexpr std::string_view kWhat = "rejection code";
+  static constexpr std::array kEntries{
+      std::pair{planner::RejectionCode::slower, std::string_view{"slower"}},
+      std::pair{planner::RejectionCode::gpu_memory, std::string_view{"gpu_memory"}},
+      std::pair{planner::RejectionCode::host_memory, std::string_view{"host_memory"}},
+      std::pair{planner::RejectionCode::batch_split, std::string_view{"batch_split"}},
+      std::pair{planner::RejectionCode::invalid, std::string_view{"invalid"}}};
+};
+}  // namespace trainplan
