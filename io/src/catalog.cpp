@@ -333,6 +333,9 @@ ResolvedCluster Catalog::resolve_cluster(const std::string& spec,
   std::string gpu_name = spec;
   bool explicit_nodes = false;
   std::optional<hardware::InterNodeLink> file_inter;
+  if (spec.empty())
+    throw InputError(
+        "empty cluster; expected a spec such as 4xA100-80GB or 2x8xH100-80GB, or a cluster JSON path");
   if (spec.size() > kMaxNameLength)
     throw InputError("cluster is " + std::to_string(spec.size()) +
                      " characters long; expected a short spec such as 2x8xH100-80GB or a cluster JSON path");
