@@ -99,9 +99,7 @@ void print_estimate(const Resolved& r, const model::ParameterCounts& n, const pl
   std::cout << fmt::format(
       "  memory: {} of {} GiB per GPU — {} (largest micro-batch that fits: {})\n",
       gib_text(e.memory.device_total), gib_text(c.gpu.usable_memory),
-      e.fits                                             ? "fits"
-      : e.memory.device_total <= c.gpu.usable_memory ? "DOES NOT FIT (host memory)"
-                                                     : "DOES NOT FIT",
+      verdict_text(e.verdict),
       e.max_micro_batch);
   if (e.memory.host.value() > 0.0)
     std::cout << (c.host_memory.value() > 0.0

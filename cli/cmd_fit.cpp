@@ -40,6 +40,9 @@ std::string verdict(const Resolved& r, const model::ParameterCounts& n, const pl
     const std::string speed =
         k.tokens_per_s > 0 ? fmt::format(" (~{} tokens/s estimated)", count_text(static_cast<std::int64_t>(k.tokens_per_s)))
                            : "";
+    if (k.verdict.verdict == planner::Verdict::tight)
+      return fmt::format("Tight — {} on {} with {}: {}; {}{}", what, where, plan_words(k.training), k.verdict.reason,
+                         k.max_micro_batch > 0 ? mb : fmt::format("micro-batch {}", k.training.micro_batch), speed);
     return fmt::format("Yes — {} fits on {} with {}: {} of {} GiB per GPU; {}{}", what, where, plan_words(k.training),
                        gib_text(k.memory.device_total), gib_text(f.usable), mb, speed);
   }
@@ -53,9 +56,8 @@ std::string verdict(const Resolved& r, const model::ParameterCounts& n, const pl
                        "GiB of CPU memory per node",
                        what, where, plan_words(best->training), gib_text(best->memory.host),
                        gib_text(cl.host_memory));
-  return fmt::format("No — {} does not fit on {}: the leanest candidate ({}) needs {} GiB per GPU of {} usable",
-                     what, where, plan_words(best->training), gib_text(best->memory.device_total),
-                     gib_text(f.usable));
+  return fmt::format("No — {} does not fit on {}: the leanest candidate ({}): {}", what, where,
+                     plan_words(best->training), best->verdict.reason);
 }
 
 void run_fit(const io::Catalog& catalog, const TrainingOptions& o) {
@@ -89,7 +91,7 @@ void run_fit(const io::Catalog& catalog, const TrainingOptions& o) {
                (k.training.ep > 1 ? fmt::format(" EP{}", k.training.ep) : std::string()) +
                (f.recommended == i ? " *" : ""),
            std::string(to_string(k.training.checkpointing)), std::string(to_string(k.training.offload)),
-           k.fits ? "yes" : "no", gib_text(m.device_total), gib_text(m.weights), gib_text(m.gradients),
+           std::string(to_string(k.verdict.verdict)), gib_text(m.device_total), gib_text(m.weights), gib_text(m.gradients),
            gib_text(m.optimizer), gib_text(m.activations), gib_text(m.buffers), gib_text(m.overhead),
            std::to_string(k.max_micro_batch),
            k.tokens_per_s > 0 ? count_text(static_cast<std::int64_t>(k.tokens_per_s)) : "-"});

@@ -10,6 +10,15 @@ std::string strategy_label(Strategy s) { return std::string(display_name(s)); }
 
 std::string gib_text(Bytes b) { return fmt::format("{:.1f}", to_gib(b)); }
 
+std::string verdict_text(const planner::MemoryVerdict& v) {
+  switch (v.verdict) {
+    case planner::Verdict::fits: return "fits";
+    case planner::Verdict::tight: return "tight — " + v.reason;
+    case planner::Verdict::no: return "DOES NOT FIT — " + v.reason;
+  }
+  return "?";
+}
+
 std::string count_text(std::int64_t n) {
   const double v = static_cast<double>(n);
   if (v >= 1e9) return fmt::format("{:.1f}B", v / 1e9);

@@ -6,6 +6,7 @@
 
 #include "trainplan/core/modes.hpp"
 #include "trainplan/core/units.hpp"
+#include "trainplan/planner/memory.hpp"
 
 namespace trainplan::cli {
 
@@ -13,6 +14,8 @@ namespace trainplan::cli {
 [[nodiscard]] std::string gib_text(Bytes b);                  // "52.3"
 [[nodiscard]] std::string count_text(std::int64_t n);         // "13.0B", "124.4M"
 [[nodiscard]] std::string thousands(std::int64_t n);          // "13,015,864,320"
+// "fits", "tight — <reason>", "DOES NOT FIT — <reason>"
+[[nodiscard]] std::string verdict_text(const planner::MemoryVerdict& v);
 
 // Left-aligned first column, right-aligned others, two spaces between columns.
 class Table {

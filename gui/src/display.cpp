@@ -134,10 +134,11 @@ TermText term_text(Term t) {
               "PyTorch CUDA caching allocator documentation"};
     case Term::device_total:
       return {"device total",
-              "Peak allocated + overhead: what nvidia-smi reports. The configuration fits when "
-              "this is at "
-              "most the usable capacity.",
-              "DESIGN.md (fits = device total <= usable capacity)"};
+              "Peak allocated + overhead: what nvidia-smi reports. Verdict: fits when this is at "
+              "most the usable capacity; tight when only the peak and the cache the allocator "
+              "cannot release fit (it frees cached blocks and retries before out-of-memory); no "
+              "otherwise.",
+              "docs/formulas.md, The verdict: fits / tight / no"};
     case Term::usable:
       return {
           "usable capacity",

@@ -68,7 +68,7 @@ Json rejection_json(const planner::Rejection& x) {
 }  // namespace
 
 Json plan_json(const planner::Estimate& e, std::optional<double> tokens) {
-  const planner::Candidate cand{e.training, e.layout, e.memory, e.fits, e.max_micro_batch};
+  const planner::Candidate cand{e.training, e.layout, e.memory, e.verdict, e.fits, e.max_micro_batch};
   Json j = candidate_json(cand);
   j["tokens_per_s"] = e.throughput.tokens_per_s;
   j["pp_virtual"] = e.training.pp_virtual;

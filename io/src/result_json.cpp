@@ -47,6 +47,7 @@ Json cluster_json(const hardware::Cluster& c) {
 
 Json memory_json(const planner::MemoryBreakdown& m) {
   return Json{{"peak_allocated_bytes", bytes(m.peak_allocated)},
+              {"reserved_bytes", bytes(m.reserved)},
               {"device_total_bytes", bytes(m.device_total)},
               {"host_bytes", bytes(m.host)},
               {"peak_phase", std::string(m.peak_phase)},
@@ -70,6 +71,8 @@ Json candidate_json(const planner::Candidate& c) {
               {"micro_batch", t.micro_batch},
               {"seq", t.seq},
               {"fits", c.fits},
+              {"verdict", std::string(to_string(c.verdict.verdict))},
+              {"verdict_reason", c.verdict.reason},
               {"tokens_per_s", c.tokens_per_s > 0.0 ? Json(c.tokens_per_s) : Json(nullptr)},
               {"max_micro_batch", c.max_micro_batch},
               {"memory", memory_json(c.memory)}};

@@ -143,10 +143,11 @@ class HfBlock {
  private:
   bool adapts(Role role) const { return adapted_[static_cast<std::size_t>(role)]; }
   // A linear keeps its input when its weight is trained, when its adapter reads the input directly
-  // (no LoRA dropout), and always under QLoRA: bitsandbytes' 4-bit matmul saves its input for the
-  // input gradient (bitsandbytes autograd MatMul4Bit).
+  // (no LoRA dropout), and under QLoRA with bitsandbytes before 0.43.2, whose 4-bit matmul saved
+  // its input (Training::quant_keeps_input; autograd/_functions.py MatMul4Bit).
   bool keeps_input(Role role) const {
-    return full_ || tr_.method == Method::qlora || (adapts(role) && tr_.lora.dropout <= 0.0);
+    return full_ || (tr_.method == Method::qlora && tr_.quant_keeps_input) ||
+           (adapts(role) && tr_.lora.dropout <= 0.0);
   }
   void add(std::string_view name, double bytes) {
     if (bytes <= 0.0) return;

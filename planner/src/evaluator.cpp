@@ -522,7 +522,7 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
   out.layout = make_layout(a_, tr, c_);
   const Layout& l = out.layout;
   out.memory = memory(a_, n_, tr, l, mc_);
-  out.fits = fits(out.memory, c_);
+  out.fits = judge(out.memory, c_, 0.0, mc_).verdict == Verdict::fits;  // the search keeps a margin: no tight plans
   const std::int64_t m = tr.grad_accum;
   const double md = dbl(m);
   out.global_batch = tr.micro_batch * m * l.dp;
@@ -637,7 +637,8 @@ Estimate Evaluator::to_estimate(const model::Training& tr, const StepCost& s,
   e.training = tr;
   e.layout = s.layout;
   e.memory = s.memory;
-  e.fits = s.fits;
+  e.verdict = judge(s.memory, c_, 0.0, mc_);
+  e.fits = e.verdict.verdict != Verdict::no;
   e.max_micro_batch =
       with_max_micro_batch ? max_micro_batch(a_, n_, tr, s.layout, c_, mc_) : 0;
   e.global_batch = s.global_batch;

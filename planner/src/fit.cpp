@@ -27,10 +27,10 @@ std::vector<Strategy> candidate_strategies(Framework f, const hardware::Cluster&
 
 std::int64_t max_micro_batch(const model::Architecture& a, const model::ParameterCounts& n,
                              model::Training tr, const Layout& l, const hardware::Cluster& c,
-                             const MemoryConventions& mc, std::int64_t limit) {
+                             const MemoryConventions& mc, std::int64_t limit, double margin) {
   auto ok = [&](std::int64_t b) {
     tr.micro_batch = b;
-    return fits(memory(a, n, tr, l, mc), c);
+    return judge(memory(a, n, tr, l, mc), c, margin, mc).verdict == Verdict::fits;
   };
   if (!ok(1)) return 0;
   // Memory grows with the micro-batch: double until it no longer fits, then bisect.
@@ -57,6 +57,9 @@ FitResult fit(const model::Architecture& a, const model::ParameterCounts& n, con
     if (!req.offload && probe.optimizer_impl == OptimizerImpl::deepspeed_cpu)
       probe.offload = Offload::optimizer;
     validate_training(a, probe);
+    if (!(req.margin >= 0.0 && req.margin < 1.0))
+      throw InputError("--margin must be a fraction from 0 to below 1 of the usable GPU memory (got " +
+                       std::to_string(req.margin) + ")");
   }
   FitResult out;
   out.usable = c.gpu.usable_memory;
@@ -92,23 +95,31 @@ FitResult fit(const model::Architecture& a, const model::ParameterCounts& n, con
         for (int ep : eps) {
           tr.ep = ep;
           l = make_layout(a, tr, c);
-          Candidate cand{tr, l, memory(a, n, tr, l, mc), false, 0};
-          cand.fits = fits(cand.memory, c);
-          cand.max_micro_batch = max_micro_batch(a, n, tr, l, c, mc);
+          Candidate cand{tr, l, memory(a, n, tr, l, mc), {}, false, 0};
+          cand.verdict = judge(cand.memory, c, req.margin, mc);
+          cand.fits = cand.verdict.verdict != Verdict::no;
+          cand.max_micro_batch = max_micro_batch(a, n, tr, l, c, mc, 4096, req.margin);
           out.candidates.push_back(std::move(cand));
         }
       }
     }
   }
-  // Recommend the fastest plan that fits: each candidate's estimated throughput at the largest
-  // micro-batch it allows (or the pinned one).
+  // Recommend the fastest plan that fits with the margin: each candidate's estimated throughput at
+  // the largest micro-batch it allows (or the pinned one); when none does, the fastest tight one.
   for (std::size_t i = 0; i < out.candidates.size(); ++i) {
     Candidate& k = out.candidates[i];
     if (!k.fits) continue;
     model::Training at = k.training;
-    if (!req.micro_batch_pinned) at.micro_batch = k.max_micro_batch;
+    if (!req.micro_batch_pinned && k.max_micro_batch > 0) at.micro_batch = k.max_micro_batch;
     k.tokens_per_s = evaluate(a, n, at, c, nullptr, mc).throughput.tokens_per_s;
-    if (!out.recommended || k.tokens_per_s > out.candidates[*out.recommended].tokens_per_s) out.recommended = i;
+  }
+  for (Verdict wanted : {Verdict::fits, Verdict::tight}) {
+    for (std::size_t i = 0; i < out.candidates.size(); ++i) {
+      const Candidate& k = out.candidates[i];
+      if (k.verdict.verdict != wanted) continue;
+      if (!out.recommended || k.tokens_per_s > out.candidates[*out.recommended].tokens_per_s) out.recommended = i;
+    }
+    if (out.recommended) break;
   }
   return out;
 }

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "trainplan/core/error.hpp"
 #include "trainplan/model/lora.hpp"
 #include "trainplan/model/model_states.hpp"
@@ -313,6 +315,12 @@ MemoryBreakdown memory(const Architecture& a, const model::ParameterCounts& n, c
       const bool fp32_linears = tr.method == Method::full || frozen_base_bytes(tr) > c;
       if (fp32_linears) fwd_bwd = Bytes(c * (tr.method == Method::qlora ? sp.head : sp.block_linear + sp.head));
     }
+    // bitsandbytes dequantizes a 4-bit weight to the compute dtype for every training-size matmul,
+    // forward (dequantize + F.linear fallback) and backward (dequantize_4bit then matmul): one
+    // 16-bit copy of the largest quantized linear, the MLP's, is alive at a time (bitsandbytes
+    // 0.50.1 backends/cuda/ops.py _dequant_linear_fallback, autograd/_functions.py MatMul4Bit).
+    if (tr.method == Method::qlora)
+      fwd_bwd += Bytes(c * static_cast<double>(a.hidden * a.intermediate) / l.tp);
     if (tr.strategy == Strategy::ddp && l.dp > 1)  // DDP buckets: gradient_as_bucket_view=False
       persistent = ms.gradients;
   }
@@ -349,16 +357,70 @@ MemoryBreakdown memory(const Architecture& a, const model::ParameterCounts& n, c
     m.buffers = step_tmp + persistent;
   }
   m.peak_allocated = m.weights + m.gradients + m.optimizer + m.activations + m.buffers;
-  m.overhead = mc.cuda_context + (l.world > 1 ? mc.nccl : Bytes(0.0)) +
-               m.peak_allocated * mc.allocator_reserve;
-  m.device_total = m.peak_allocated + m.overhead;
+  // What each phase allocates and frees within the step: backward's activations, gathered units and
+  // autocast copies; the step's temporaries and the gradients zero_grad(set_to_none) frees.
+  const Bytes transient_bwd = bwd_act + fwd_bwd + (grads_persist ? Bytes(0.0) : bwd_grads);
+  const Bytes transient_step = step_tmp + (grads_persist ? Bytes(0.0) : G);
+  m.transient = m.peak_phase == "backward" ? transient_bwd : transient_step;
+  // Recomputation churns during backward only.
+  const bool recompute = tr.checkpointing != Checkpointing::none && m.peak_phase == "backward";
+  m.allocator_cache = allocator_cache(m.peak_allocated, m.transient, recompute, mc);
+  m.reserved = m.peak_allocated + m.allocator_cache;
+  m.outside_torch = mc.cuda_context + (l.world > 1 ? mc.nccl : Bytes(0.0));
+  m.overhead = m.outside_torch + m.allocator_cache;
+  m.device_total = m.reserved + m.outside_torch;
   m.host = (ms.host + m.activation_detail.host) * static_cast<double>(std::min(l.gpus_per_node, l.world));
   return m;
 }
 
-bool fits(const MemoryBreakdown& m, const hardware::Cluster& c) {
-  if (m.device_total > c.gpu.usable_memory) return false;
-  return c.host_memory.value() <= 0.0 || m.host <= c.host_memory;
+Bytes allocator_cache(Bytes peak_allocated, Bytes transient, bool recompute, const MemoryConventions& mc) {
+  // Round the peak up to the allocator's page: what an expandable segment maps, and at least what
+  // the last 2 MiB-rounded segment adds.
+  const double page = mc.page.value();
+  const Bytes rounding(std::ceil(peak_allocated.value() / page) * page - peak_allocated.value());
+  if (mc.expandable_segments) return rounding;
+  const double f = recompute ? mc.cache_fraction_recompute : mc.cache_fraction;
+  return std::max(rounding, transient * f);
 }
+
+MemoryVerdict judge(const MemoryBreakdown& m, const hardware::Cluster& c, double margin,
+                    const MemoryConventions& mc) {
+  const double usable = to_gib(c.gpu.usable_memory);
+  const double peak = to_gib(m.peak_allocated);
+  const double outside = to_gib(m.outside_torch);
+  const double total = to_gib(m.device_total);
+  const double budget = usable * (1.0 - margin);
+  if (c.host_memory.value() > 0.0 && m.host > c.host_memory)
+    return {Verdict::no, fmt::format("the offloaded share needs {:.1f} GiB of CPU memory per node, of {:.1f} GiB",
+                                     to_gib(m.host), to_gib(c.host_memory))};
+  const double stuck = to_gib(m.allocator_cache) * mc.unreleasable_cache_fraction;
+  if (peak + outside > usable)
+    return {Verdict::no,
+            fmt::format("the peak alone ({:.1f} GiB allocated + {:.1f} GiB CUDA context and NCCL) exceeds the "
+                        "{:.1f} GiB usable",
+                        peak, outside, usable)};
+  if (peak + outside + stuck > usable)
+    return {Verdict::no,
+            fmt::format("the peak ({:.1f} GiB allocated + {:.1f} GiB CUDA context and NCCL) and the {:.1f} GiB of "
+                        "the allocator's cache it cannot release (blocks split in segments that hold live "
+                        "tensors) exceed the {:.1f} GiB usable",
+                        peak, outside, stuck, usable)};
+  if (total > budget)
+    return {Verdict::tight,
+            fmt::format("the peak fits ({:.1f} GiB allocated + {:.1f} GiB CUDA context and NCCL of {:.1f} GiB "
+                        "usable), but with the allocator's expected cache of {:.1f} GiB it needs {:.1f} GiB{}; "
+                        "PyTorch frees cached blocks and retries before raising out-of-memory, so it runs unless "
+                        "fragmentation strands too much (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
+                        "avoids most of it)",
+                        peak, outside, usable, to_gib(m.allocator_cache), total,
+                        total <= usable ? fmt::format(", more than the {:.1f} GiB the margin leaves", budget)
+                                        : std::string())};
+  return {Verdict::fits,
+          fmt::format("{:.1f} GiB per GPU ({:.1f} allocated + {:.1f} allocator cache + {:.1f} CUDA context and "
+                      "NCCL) of {:.1f} GiB usable",
+                      total, peak, to_gib(m.allocator_cache), outside, usable)};
+}
+
+bool fits(const MemoryBreakdown& m, const hardware::Cluster& c) { return judge(m, c).verdict != Verdict::no; }
 
 }  // namespace trainplan::planner

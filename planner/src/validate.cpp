@@ -97,9 +97,8 @@ struct Predictor {
         return model::head_activations(a, tr).saved.value();
       case Metric::peak_allocated:
         return memory_breakdown().peak_allocated.value();
-      // The allocator's cache above the peak: MemoryConventions::allocator_reserve.
       case Metric::reserved:
-        return memory_breakdown().peak_allocated.value() * (1.0 + mc.allocator_reserve);
+        return memory_breakdown().reserved.value();
       case Metric::device_total:
         return memory_breakdown().device_total.value();
       case Metric::step_time:

@@ -62,7 +62,8 @@ struct Estimate {
   model::Training training;
   Layout layout;
   MemoryBreakdown memory;
-  bool fits = false;
+  MemoryVerdict verdict;  // fits / tight / no, with its reasoning (planner::judge)
+  bool fits = false;      // verdict.verdict != Verdict::no
   std::int64_t max_micro_batch = 0;
   std::int64_t global_batch = 0;  // sequences per optimizer step: micro_batch x grad_accum x dp
   TimeBreakdown time;

@@ -21,20 +21,25 @@ struct FitRequest {
   std::optional<Offload> offload;
   std::optional<int> expert_parallel;
   bool micro_batch_pinned = false;
+  // Fraction of the usable GPU memory a recommended plan leaves free beyond its expected footprint
+  // (reserved + context + NCCL); plans inside the margin are "tight" (planner::judge).
+  double margin = 0.0;
 };
 
 struct Candidate {
   model::Training training;
   Layout layout;
   MemoryBreakdown memory;
-  bool fits = false;
-  std::int64_t max_micro_batch = 0;  // 0: not even one sequence fits
+  MemoryVerdict verdict;             // at the candidate's micro-batch, with the request's margin
+  bool fits = false;                 // verdict != no (tight counts)
+  std::int64_t max_micro_batch = 0;  // the largest micro-batch whose verdict is "fits"; 0: none
   double tokens_per_s = 0;           // estimated, at the largest micro-batch that fits (0 if none)
 };
 
 struct FitResult {
   std::vector<Candidate> candidates;
-  std::optional<std::size_t> recommended;  // index into candidates: the fastest that fits
+  // Index into candidates: the fastest whose verdict is "fits"; when none is, the fastest "tight".
+  std::optional<std::size_t> recommended;
   Bytes usable;                            // usable memory per GPU
 };
 
@@ -45,10 +50,12 @@ struct FitResult {
 // The strategies worth trying for this framework and cluster, simplest first.
 [[nodiscard]] std::vector<Strategy> candidate_strategies(Framework f, const hardware::Cluster& c);
 
-// The largest micro-batch (up to `limit`) that fits (planner::fits); 0 when none does.
+// The largest micro-batch (up to `limit`) whose verdict is "fits" with `margin` (planner::judge);
+// 0 when none is.
 [[nodiscard]] std::int64_t max_micro_batch(const model::Architecture& a, const model::ParameterCounts& n,
                                            model::Training tr, const Layout& l, const hardware::Cluster& c,
-                                           const MemoryConventions& mc, std::int64_t limit = 4096);
+                                           const MemoryConventions& mc, std::int64_t limit = 4096,
+                                           double margin = 0.0);
 
 // Throws InputError when a pinned option is impossible on this cluster (e.g. --tp not dividing it).
 [[nodiscard]] FitResult fit(const model::Architecture& a, const model::ParameterCounts& n,

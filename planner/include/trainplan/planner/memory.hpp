@@ -3,8 +3,10 @@
 // strategy, activations, framework buffers, and the overheads nvidia-smi sees but the allocator
 // does not. Derivations in docs/formulas.md.
 
+#include <string>
 #include <string_view>
 
+#include "trainplan/core/enum_table.hpp"
 #include "trainplan/core/units.hpp"
 #include "trainplan/hardware/gpu.hpp"
 #include "trainplan/model/activations.hpp"
@@ -47,9 +49,26 @@ struct MemoryConventions {
   // torch.distributed/NCCL after the first collective: +1.45 GiB measured (stas00 ml-engineering
   // "torch.distributed memory usage", 0.55 -> 2.00 GiB); charged when more than one rank.
   Bytes nccl = gib(1.45);
-  // Allocator cache above peak allocated (fragmentation): reserved ~ 1.05-1.15 x allocated in public
-  // runs (reference memory.md 2.10); the middle is used.
-  double allocator_reserve = 0.10;
+  // PyTorch's caching allocator (c10/cuda/CUDACachingAllocator.cpp, torch 2.x): blocks freed
+  // within a step stay reserved; at the peak, part of them cannot serve the requests of the moment
+  // (best-fit splitting, segments of 2 MiB / 20 MiB / 2 MiB-rounded sizes). The stranded share of
+  // the step's transient bytes (activations, logits, gathered units, step temporaries): medians of
+  // measured (max_memory_reserved - max_memory_allocated) / predicted transient over the 21 H200
+  // runs of 2026-11-26 (data/reference/measured-h200*.json; torch 2.11, expandable_segments off):
+  // 15 whose peak has no recomputation, and 6 whose backward peak recomputes (checkpointing
+  // re-allocates each block's tensors between gradients of other sizes).
+  double cache_fraction = 0.11;
+  double cache_fraction_recompute = 0.31;
+  // PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True maps one growing segment per stream: freed
+  // pages are reused whatever the request sizes, leaving only the 2 MiB page rounding of the peak.
+  bool expandable_segments = false;
+  // Of that cache, the share the free-and-retry before out-of-memory cannot return: it frees whole
+  // unused segments only (release_cached_blocks), not blocks split off segments that still hold
+  // live tensors. Not measured: set between two runs near capacity that bracket it, the seed lab's
+  // DDP OpenLLaMA-7B on A100-80GB (ran: at most 0.69) and litgpt's Llama-2-7B LoRA micro-batch 4
+  // on A100-40GB (out of memory: at least 0.16), tests/model/test_measured_runs.cpp.
+  double unreleasable_cache_fraction = 0.5;
+  Bytes page = mib(2.0);  // kRoundLarge, and the expandable segment's page
   // DeepSpeed's estimators: additional_buffer_factor = 1.5 on host memory (stage3.py, stage_1_and_2.py).
   double deepspeed_host_buffer_factor = 1.5;
   // DeepSpeed ZeRO-1/2 gradient bucket: reduce_bucket_size = 5e8 elements of 16-bit (zero/config.py).
@@ -81,8 +100,12 @@ struct MemoryBreakdown {
   // Parts at the peak, summing to peak_allocated.
   Bytes weights, gradients, optimizer, activations, buffers;
   Bytes peak_allocated;  // what torch.cuda.max_memory_allocated reports
-  Bytes overhead;        // CUDA context, NCCL, allocator cache
-  Bytes device_total;    // what nvidia-smi reports: peak_allocated + overhead
+  Bytes transient;       // of peak_allocated, what is allocated and freed within each step
+  Bytes allocator_cache; // reserved but unallocated at the peak (allocator model, docs/formulas.md)
+  Bytes reserved;        // what torch.cuda.max_memory_reserved reports: peak_allocated + cache
+  Bytes outside_torch;   // CUDA context and NCCL: memory the caching allocator does not manage
+  Bytes overhead;        // outside_torch + allocator_cache
+  Bytes device_total;    // what nvidia-smi reports: reserved + outside_torch
   Bytes host;            // per node
   std::string_view peak_phase;  // "backward" or "optimizer step"
   model::ActivationMemory activation_detail;
@@ -93,8 +116,45 @@ struct MemoryBreakdown {
                                      const model::Training& tr, const Layout& l,
                                      const MemoryConventions& mc = {});
 
-// A configuration fits when what nvidia-smi shows fits the GPU's usable memory and, where the
-// cluster states its nodes' CPU memory, the offloaded share fits that too.
+// The answer to "does it fit?", from what must be resident at the peak and what the allocator is
+// expected to hold on to:
+//  fits:  what nvidia-smi would show (reserved + context + NCCL) stays within the usable memory,
+//         less `margin` (a fraction of it);
+//  tight: the peak itself fits but the allocator's cache does not (or not within the margin).
+//         Before raising out-of-memory the allocator frees its cached blocks and retries cudaMalloc
+//         (CUDACachingAllocator.cpp, malloc: release_cached_blocks frees the non-split cached
+//         blocks), so it runs unless
+//         fragmentation strands too much;
+//  no:    peak allocated + context + NCCL + the cache the retry cannot return
+//         (MemoryConventions::unreleasable_cache_fraction) exceeds the usable memory, or the host
+//         share exceeds the nodes' stated CPU memory.
+enum class Verdict { fits, tight, no };
+
+// Reserved but unallocated at the peak: the stranded share of the step's transient bytes
+// (MemoryConventions::cache_fraction*), at least the page rounding of the peak; with expandable
+// segments only the rounding.
+[[nodiscard]] Bytes allocator_cache(Bytes peak_allocated, Bytes transient, bool recompute,
+                                    const MemoryConventions& mc);
+
+struct MemoryVerdict {
+  Verdict verdict = Verdict::no;
+  std::string reason;  // one sentence with the numbers, for the outputs
+};
+
+[[nodiscard]] MemoryVerdict judge(const MemoryBreakdown& m, const hardware::Cluster& c, double margin = 0.0,
+                                  const MemoryConventions& mc = {});
+
+// judge(m, c).verdict != Verdict::no: tight counts as fitting.
 [[nodiscard]] bool fits(const MemoryBreakdown& m, const hardware::Cluster& c);
 
 }  // namespace trainplan::planner
+
+namespace trainplan {
+template <>
+struct EnumTable<planner::Verdict> {
+  static constexpr std::string_view kWhat = "verdict";
+  static constexpr std::array kEntries{std::pair{planner::Verdict::fits, std::string_view{"fits"}},
+                                       std::pair{planner::Verdict::tight, std::string_view{"tight"}},
+                                       std::pair{planner::Verdict::no, std::string_view{"no"}}};
+};
+}  // namespace trainplan
