@@ -136,6 +136,77 @@ TEST(MemoryProperties, BreakdownSumsToTotals) {
   }
 }
 
+// The allocator's cache sits between the peak and what nvidia-smi shows; with expandable segments
+// only the 2 MiB page rounding of the peak is left (docs/formulas.md, "The caching allocator").
+TEST(Allocator, ReservedLiesBetweenThePeakAndTheDeviceTotal) {
+  for (const char* name : kModels) {
+    SCOPED_TRACE(name);
+    const Case s = setup(name, "8xA100-80GB");
+    for (Checkpointing ck : {Checkpointing::none, Checkpointing::full}) {
+      model::Training tr = training(s);
+      tr.strategy = Strategy::fsdp_full;
+      tr.checkpointing = ck;
+      const auto l = planner::make_layout(s.arch, tr, s.cluster);
+      const auto m = planner::memory(s.arch, s.n, tr, l);
+      EXPECT_GT(m.allocator_cache.value(), 0.0);
+      EXPECT_LE(m.transient, m.peak_allocated);
+      EXPECT_NEAR(m.reserved.value(), (m.peak_allocated + m.allocator_cache).value(), 1.0);
+      EXPECT_NEAR(m.device_total.value(), (m.reserved + m.outside_torch).value(), 1.0);
+      planner::MemoryConventions expandable;
+      expandable.expandable_segments = true;
+      const auto e = planner::memory(s.arch, s.n, tr, l, expandable);
+      EXPECT_LT(e.allocator_cache, mib(2.0));
+      EXPECT_LE(e.reserved, m.reserved);
+      EXPECT_EQ(e.peak_allocated, m.peak_allocated);
+    }
+  }
+}
+
+// The verdict's three bands, by moving the usable capacity across the boundaries it names: no below
+// the peak + context + the unreleasable cache, tight up to the full footprint, fits above; a margin
+// turns a plan that fits only without it into tight.
+TEST(Verdict, BandsFollowTheUsableCapacityAndTheMargin) {
+  Case s = setup("llama-2-7b", "A100-80GB");
+  model::Training tr = training(s);
+  tr.method = Method::lora;
+  const auto m = mem(s, tr);
+  const planner::MemoryConventions mc;
+  const Bytes hard = m.peak_allocated + m.outside_torch + m.allocator_cache * mc.unreleasable_cache_fraction;
+  auto verdict = [&](Bytes usable, double margin) {
+    s.cluster.gpu.usable_memory = usable;
+    return planner::judge(m, s.cluster, margin).verdict;
+  };
+  EXPECT_EQ(verdict(m.peak_allocated, 0.0), planner::Verdict::no);
+  EXPECT_EQ(verdict(hard * 0.999, 0.0), planner::Verdict::no);
+  EXPECT_EQ(verdict(hard * 1.001, 0.0), planner::Verdict::tight);
+  EXPECT_EQ(verdict(m.device_total * 0.999, 0.0), planner::Verdict::tight);
+  EXPECT_EQ(verdict(m.device_total * 1.001, 0.0), planner::Verdict::fits);
+  EXPECT_EQ(verdict(m.device_total * 1.001, 0.1), planner::Verdict::tight);
+  EXPECT_EQ(verdict(m.device_total * 1.2, 0.1), planner::Verdict::fits);
+  s.cluster.gpu.usable_memory = m.device_total * 0.999;
+  EXPECT_TRUE(planner::fits(m, s.cluster));  // tight counts as fitting
+  EXPECT_FALSE(planner::judge(m, s.cluster).reason.empty());
+}
+
+// fit's margin: the recommended plan leaves that share of the GPU free, or is tight when none can.
+TEST(Fit, MarginIsLeftFreeByTheRecommendation) {
+  const Case s = setup("llama-2-7b", "A100-80GB");
+  planner::FitRequest req;
+  req.base.method = Method::lora;
+  req.base.seq = 1024;
+  req.margin = 0.2;
+  const auto f = planner::fit(s.arch, s.n, req, s.cluster);
+  ASSERT_TRUE(f.recommended.has_value());
+  const auto& k = f.candidates[*f.recommended];
+  EXPECT_EQ(k.verdict.verdict, planner::Verdict::fits);
+  EXPECT_LE(k.memory.device_total, s.cluster.gpu.usable_memory * 0.8);
+  model::Training at = k.training;
+  at.micro_batch = k.max_micro_batch + 1;
+  EXPECT_GT(mem(s, at).device_total, s.cluster.gpu.usable_memory * 0.8);
+  req.margin = 1.5;
+  EXPECT_THROW((void)planner::fit(s.arch, s.n, req, s.cluster), InputError);
+}
+
 TEST(Fit, AllOptionsPinnedGivesOneCandidate) {
   const Case s = setup("llama-2-13b", "4xA100-80GB");
   planner::FitRequest req;
