@@ -16,41 +16,6 @@
 
 namespace trainplan::cli {
 
-std::optional<hardware::HardwareProfile> load_profile(const TrainingOptions& o) {
-  if (!o.profile) return std::nullopt;
-  return io::read_profile_option(*o.profile);
-}
-
-std::optional<double> token_count(const TrainingOptions& o) {
-  if (!o.tokens) return std::nullopt;
-  return io::parse_count(*o.tokens, "--tokens");
-}
-
-planner::EstimateOptions estimate_options(const TrainingOptions& o) {
-  planner::EstimateOptions opt;
-  opt.zero_plus_plus = o.zero_plus_plus;
-  return opt;
-}
-
-std::optional<std::int64_t> global_batch_sequences(const TrainingOptions& o, std::int64_t seq) {
-  if (o.global_batch && o.global_batch_tokens)
-    throw InputError("give --global-batch (sequences) or --global-batch-tokens, not both");
-  if (o.global_batch) {
-    if (*o.global_batch < 1)
-      throw InputError("--global-batch must be at least 1 (got " + std::to_string(*o.global_batch) +
-                       ")");
-    return *o.global_batch;
-  }
-  if (o.global_batch_tokens) {
-    if (*o.global_batch_tokens < 1 || *o.global_batch_tokens % seq != 0)
-      throw InputError(
-          fmt::format("--global-batch-tokens {} is not a positive multiple of --seq {}",
-                      *o.global_batch_tokens, seq));
-    return *o.global_batch_tokens / seq;
-  }
-  return std::nullopt;
-}
-
 std::string duration_text(Seconds s) {
   const double v = s.value();
   if (v >= 2.0 * 86400.0) return fmt::format("{:.1f} days", v / 86400.0);
@@ -60,13 +25,13 @@ std::string duration_text(Seconds s) {
   return fmt::format("{:.1f} ms", v * 1e3);
 }
 
-void print_emitted(const TrainingOptions& o, const planner::Estimate& e, const hardware::Cluster& c,
-                   const model::Architecture& a) {
-  const auto f = parse_enum<planner::EmitFormat>(*o.emit);
-  const planner::Emitted out = planner::emit(f, e, c, a);
-  std::cout << out.text;
-  for (const auto& n : out.notes) std::cerr << "note: " << n << "\n";
+void print_emitted(const io::Request& q, const io::Resolved& r, const std::vector<planner::Estimate>& plans) {
+  const planner::RankedEmit out =
+      planner::emit_first_expressible(*q.emit, plans, r.cluster.cluster, r.model.arch, io::emit_context(r));
+  std::cout << out.emitted.text;
+  for (const auto& n : out.emitted.notes) std::cerr << "note: " << n << "\n";
 }
+
 
 namespace {
 
@@ -79,7 +44,7 @@ std::string bytes_text(Bytes b) {
   return fmt::format("{:.0f} KB", v / 1e3);
 }
 
-void print_estimate(const Resolved& r, const model::ParameterCounts& n, const planner::Estimate& e,
+void print_estimate(const io::Resolved& r, const model::ParameterCounts& n, const planner::Estimate& e,
                     std::optional<double> tokens, bool profiled) {
   const hardware::Cluster& c = r.cluster.cluster;
   const model::Training& t = e.training;
@@ -88,8 +53,7 @@ void print_estimate(const Resolved& r, const model::ParameterCounts& n, const pl
                                         : fmt::format("{}x {}", c.world(), c.gpu.name);
   std::cout << fmt::format("{} ({} params, {}) on {}: {}\n", r.model.arch.name, count_text(n.total),
                            to_string(t.method), where, planner::plan_label(t, e.layout));
-  for (const auto& note : r.cluster.notes) std::cout << "  note: " << note << "\n";
-  if (!r.model.note.empty()) std::cout << "  note: " << r.model.note << "\n";
+  print_context(r);
   std::cout << fmt::format(
       "  batch: micro-batch {} x grad-accum {} x DP {} = {} sequences of {} tokens ({} tokens) "
       "per step; {}, {}, {} attention\n",
@@ -185,32 +149,31 @@ void print_activations(const model::Architecture& a, const planner::Estimate& e)
   if (m.sdpa) std::cout << fmt::format("SDPA kernel: {}: {}.\n", to_string(m.sdpa->kernel), m.sdpa->reason);
 }
 
-void run_estimate(const io::Catalog& catalog, const TrainingOptions& o) {
-  const Resolved r = resolve(catalog, o);
+void run_estimate(const io::Catalog& catalog, const io::Request& q) {
+  const io::Resolved r = io::resolve(catalog, q, io::command::estimate);
+  print_warnings(r);
   const model::Architecture& a = r.model.arch;
   const hardware::Cluster& c = r.cluster.cluster;
   const model::ParameterCounts n = model::count_parameters(a);
-  model::Training tr = r.request.base;
-  const std::vector<Strategy> defaults = planner::candidate_strategies(tr.framework, c);
-  tr.strategy = r.request.strategy.value_or(defaults.front());
-  tr.checkpointing = r.request.checkpointing.value_or(Checkpointing::none);
-  tr.offload = r.request.offload.value_or(Offload::none);
+  model::Training tr = io::configuration(r);
   const planner::Layout l = planner::make_layout(a, tr, c);
-  if (const auto B = global_batch_sequences(o, tr.seq))
-    tr.grad_accum = planner::grad_accum_for(*B, tr.micro_batch, l.dp, o.grad_accum);
-  const std::optional<hardware::HardwareProfile> profile = load_profile(o);
-  const std::optional<double> tokens = token_count(o);
-  const planner::Evaluator ev(a, n, c, profile ? &*profile : nullptr, {}, {}, estimate_options(o));
+  if (r.global_batch)
+    tr.grad_accum = planner::grad_accum_for(*r.global_batch, tr.micro_batch, l.dp,
+                                            q.has("grad-accum") ? std::optional(tr.grad_accum) : std::nullopt);
+  const hardware::HardwareProfile* profile = r.profile ? &*r.profile : nullptr;
+  const planner::Evaluator ev(a, n, c, profile, {}, {}, r.plan.options);
   const planner::Estimate e = ev.estimate(tr);
-  if (o.emit) {
-    print_emitted(o, e, c, a);
+  if (q.emit) {
+    print_emitted(q, r, {e});
     return;
   }
-  if (o.json) {
-    std::cout << io::estimate_json(a, n, c, e, tokens).dump(2) << "\n";
+  if (q.json) {
+    io::Json j = io::estimate_json(a, n, c, e, r.tokens);
+    io::add_request_json(j, r);
+    std::cout << j.dump(2) << "\n";
   } else {
-    print_estimate(r, n, e, tokens, profile.has_value());
-    if (o.activations) print_activations(a, e);
+    print_estimate(r, n, e, r.tokens, profile != nullptr);
+    if (q.activations) print_activations(a, e);
   }
   if (!e.fits) throw AnsweredNo("this configuration does not fit (exit 1)");
 }
@@ -218,14 +181,11 @@ void run_estimate(const io::Catalog& catalog, const TrainingOptions& o) {
 }  // namespace
 
 void setup_estimate(CLI::App& app, const io::Catalog& catalog) {
-  auto opts = std::make_shared<TrainingOptions>();
+  auto line = std::make_shared<CommandLine>();
   CLI::App* cmd = app.add_subcommand(
       "estimate", "one configuration: memory, step time, throughput, communication");
-  add_training_options(*cmd, *opts);
-  add_time_options(*cmd, *opts, false);
-  cmd->add_flag("--activations", opts->activations,
-                "also list what one block saves for backward, tensor by tensor");
-  cmd->callback([&catalog, opts] { run_estimate(catalog, *opts); });
+  add_request_options(*cmd, *line, io::command::estimate);
+  cmd->callback([&catalog, line] { run_estimate(catalog, build_request(*line)); });
 }
 
 }  // namespace trainplan::cli

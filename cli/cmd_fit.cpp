@@ -26,15 +26,15 @@ std::string plan_words(const model::Training& t) {
   return s;
 }
 
-std::string verdict(const Resolved& r, const model::ParameterCounts& n, const planner::FitResult& f) {
+std::string verdict(const io::Resolved& r, const model::ParameterCounts& n, const planner::FitResult& f) {
   const hardware::Cluster& c = r.cluster.cluster;
   const std::string where = c.world() == 1 ? fmt::format("1x {}", c.gpu.name)
                                            : fmt::format("{}x {}", c.world(), c.gpu.name);
   const std::string what = fmt::format("{} ({} params, {})", r.model.arch.name, count_text(n.total),
-                                       to_string(r.request.base.method));
+                                       to_string(r.fit.base.method));
   if (f.recommended) {
     const planner::Candidate& k = f.candidates[*f.recommended];
-    std::string mb = r.request.micro_batch_pinned
+    std::string mb = r.fit.micro_batch_pinned
                          ? fmt::format("micro-batch {} (up to {})", k.training.micro_batch, k.max_micro_batch)
                          : fmt::format("micro-batch up to {}", k.max_micro_batch);
     const std::string speed =
@@ -60,28 +60,28 @@ std::string verdict(const Resolved& r, const model::ParameterCounts& n, const pl
                      plan_words(best->training), best->verdict.reason);
 }
 
-void run_fit(const io::Catalog& catalog, const TrainingOptions& o) {
-  const Resolved r = resolve(catalog, o);
+void run_fit(const io::Catalog& catalog, const io::Request& q) {
+  const io::Resolved r = io::resolve(catalog, q, io::command::fit);
+  print_warnings(r);
   const model::Architecture& a = r.model.arch;
   const model::ParameterCounts n = model::count_parameters(a);
-  const planner::FitResult f = planner::fit(a, n, r.request, r.cluster.cluster);
+  const planner::FitResult f = planner::fit(a, n, r.fit, r.cluster.cluster);
   const std::string summary = verdict(r, n, f);
-  const std::int64_t trainable =
-      r.request.base.method == Method::full ? n.total : model::lora_parameters(a, r.request.base.lora);
-  if (o.json) {
+  const std::int64_t trainable = model::trainable_parameters(a, n, r.fit.base);
+  if (q.json) {
     io::Json j = io::fit_json(a, n, r.cluster.cluster, f, summary);
     j["model"]["trainable_parameters"] = trainable;
+    io::add_request_json(j, r);
     std::cout << j.dump(2) << "\n";
     if (!f.recommended) throw AnsweredNo("it does not fit (exit 1)");
     return;
   }
   std::cout << summary << "\n";
-  for (const auto& note : r.cluster.notes) std::cout << "  note: " << note << "\n";
-  if (!r.model.note.empty()) std::cout << "  note: " << r.model.note << "\n";
+  print_context(r);
   std::cout << fmt::format("  model: {} parameters, {} trainable; seq {}, micro-batch {}, {}, {}\n\n",
-                           thousands(n.total), thousands(trainable), r.request.base.seq,
-                           r.request.base.micro_batch, to_string(r.request.base.precision),
-                           to_string(r.request.base.optimizer));
+                           thousands(n.total), thousands(trainable), r.fit.base.seq,
+                           r.fit.base.micro_batch, to_string(r.fit.base.precision),
+                           to_string(r.fit.base.optimizer));
   Table t({"strategy", "checkpointing", "offload", "fits", "GiB/GPU", "weights", "grads", "optim", "activ",
            "buffers", "overhead", "max micro-batch", "tokens/s"});
   for (std::size_t i = 0; i < f.candidates.size(); ++i) {
@@ -109,10 +109,10 @@ void run_fit(const io::Catalog& catalog, const TrainingOptions& o) {
 }  // namespace
 
 void setup_fit(CLI::App& app, const io::Catalog& catalog) {
-  auto opts = std::make_shared<TrainingOptions>();
+  auto line = std::make_shared<CommandLine>();
   CLI::App* cmd = app.add_subcommand("fit", "will it fit? memory per GPU over strategies");
-  add_training_options(*cmd, *opts);
-  cmd->callback([&catalog, opts] { run_fit(catalog, *opts); });
+  add_request_options(*cmd, *line, io::command::fit);
+  cmd->callback([&catalog, line] { run_fit(catalog, build_request(*line)); });
 }
 
 }  // namespace trainplan::cli

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <memory>
 
 #include "cmd_estimate.hpp"
 #include "format.hpp"
@@ -17,17 +18,16 @@
 namespace trainplan::cli {
 namespace {
 
-void print_plans(const Resolved& r, const model::ParameterCounts& n, const planner::PlanResult& p,
+void print_plans(const io::Resolved& r, const model::ParameterCounts& n, const planner::PlanResult& p,
                  std::optional<double> tokens, std::optional<std::int64_t> global_batch) {
   const hardware::Cluster& c = r.cluster.cluster;
-  const model::Training& base = r.request.base;
+  const model::Training& base = r.plan.base;
   std::cout << fmt::format(
       "{} ({} params, {}) on {}x {}{}: {} configurations tried, {} fit in memory\n",
       r.model.arch.name, count_text(n.total), to_string(base.method), c.world(), c.gpu.name,
       c.nodes > 1 ? fmt::format(" ({} nodes)", c.nodes) : "", thousands(p.evaluated),
       thousands(p.fitting));
-  for (const auto& note : r.cluster.notes) std::cout << "  note: " << note << "\n";
-  if (!r.model.note.empty()) std::cout << "  note: " << r.model.note << "\n";
+  print_context(r);
   std::cout << (global_batch
                     ? fmt::format("  global batch {} sequences of {} tokens\n", *global_batch,
                                   base.seq)
@@ -75,51 +75,36 @@ void print_plans(const Resolved& r, const model::ParameterCounts& n, const plann
                "Use `trainplan estimate` with the plan's options for the full breakdown.\n";
 }
 
-void run_plan(const io::Catalog& catalog, const TrainingOptions& o) {
-  const Resolved r = resolve(catalog, o);
+void run_plan(const io::Catalog& catalog, const io::Request& q) {
+  const io::Resolved r = io::resolve(catalog, q, io::command::plan);
+  print_warnings(r);
   const model::Architecture& a = r.model.arch;
   const hardware::Cluster& c = r.cluster.cluster;
   const model::ParameterCounts n = model::count_parameters(a);
-  planner::PlanRequest req;
-  req.base = r.request.base;
-  req.strategy = r.request.strategy;
-  req.checkpointing = r.request.checkpointing;
-  req.offload = r.request.offload;
-  req.tp = o.tp;
-  req.pp = o.pp;
-  req.pp_virtual = o.pp_virtual;
-  if (o.sequence_parallel) req.sequence_parallel = true;
-  req.expert_parallel = o.expert_parallel;
-  req.micro_batch = o.micro_batch;
-  req.grad_accum = o.grad_accum;
-  req.global_batch = global_batch_sequences(o, req.base.seq);
-  req.tp_across_nodes = o.tp_across_nodes;
-  if (o.top) req.top = *o.top;
-  req.options = estimate_options(o);
-  const std::optional<hardware::HardwareProfile> profile = load_profile(o);
-  const std::optional<double> tokens = token_count(o);
-  const planner::PlanResult p = planner::search(a, n, c, req, profile ? &*profile : nullptr);
-  if (o.emit) {
+  const planner::PlanResult p = planner::search(a, n, c, r.plan, r.profile ? &*r.profile : nullptr);
+  if (q.emit) {
     if (p.plans.empty()) throw InputError("--emit: no plan fits, nothing to emit");
-    print_emitted(o, p.plans.front(), c, a);
+    print_emitted(q, r, p.plans);
     return;
   }
-  if (o.json)
-    std::cout << io::plan_result_json(a, n, c, p, tokens).dump(2) << "\n";
-  else
-    print_plans(r, n, p, tokens, req.global_batch);
+  if (q.json) {
+    io::Json j = io::plan_result_json(a, n, c, p, r.tokens);
+    io::add_request_json(j, r);
+    std::cout << j.dump(2) << "\n";
+  } else {
+    print_plans(r, n, p, r.tokens, r.plan.global_batch);
+  }
   if (p.plans.empty()) throw AnsweredNo("no plan fits (exit 1)");
 }
 
 }  // namespace
 
 void setup_plan(CLI::App& app, const io::Catalog& catalog) {
-  auto opts = std::make_shared<TrainingOptions>();
+  auto line = std::make_shared<CommandLine>();
   CLI::App* cmd =
       app.add_subcommand("plan", "search the strategies that fit and rank them by throughput");
-  add_training_options(*cmd, *opts);
-  add_time_options(*cmd, *opts, true);
-  cmd->callback([&catalog, opts] { run_plan(catalog, *opts); });
+  add_request_options(*cmd, *line, io::command::plan);
+  cmd->callback([&catalog, line] { run_plan(catalog, build_request(*line)); });
 }
 
 }  // namespace trainplan::cli

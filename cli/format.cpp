@@ -1,5 +1,7 @@
 #include "format.hpp"
 
+#include <iostream>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -61,6 +63,17 @@ std::string Table::render() const {
   out += std::string(total > 2 ? total - 2 : 0, '-') + "\n";
   for (const auto& r : rows_) out += line(r);
   return out;
+}
+
+void print_context(const io::Resolved& r) {
+  for (const auto& note : r.notes) std::cout << "  note: " << note << "\n";
+  for (const auto& p : r.provenance)
+    if (!p.source.starts_with("--") && !p.source.starts_with("the "))
+      std::cout << "  from " << p.source << ": " << p.option << " " << p.value << "\n";
+}
+
+void print_warnings(const io::Resolved& r) {
+  for (const auto& w : r.warnings) std::cerr << "warning: " << w << "\n";
 }
 
 }  // namespace trainplan::cli

@@ -6,6 +6,7 @@
 
 #include "trainplan/core/modes.hpp"
 #include "trainplan/core/units.hpp"
+#include "trainplan/io/request.hpp"
 #include "trainplan/planner/memory.hpp"
 
 namespace trainplan::cli {
@@ -28,5 +29,10 @@ class Table {
   std::vector<std::string> header_;
   std::vector<std::vector<std::string>> rows_;
 };
+
+// The notes, warnings and the options read from config files, above a table answer.
+void print_context(const io::Resolved& r);
+// The legal but suspicious parts of the request, on stderr (whatever the output format).
+void print_warnings(const io::Resolved& r);
 
 }  // namespace trainplan::cli

@@ -44,6 +44,16 @@ int main(int argc, char** argv) {
 #ifdef TRAINPLAN_HAVE_CMD_VALIDATE
     trainplan::cli::setup_validate(app, catalog);
 #endif
+    if (argc > 1 && argv[1][0] != '-') {
+      std::string known;
+      bool found = false;
+      for (const CLI::App* sub : app.get_subcommands({})) {
+        found = found || sub->get_name() == argv[1];
+        known += (known.empty() ? "" : ", ") + sub->get_name();
+      }
+      if (!found)
+        throw trainplan::InputError(std::string("unknown command '") + argv[1] + "' (expected one of: " + known + ")");
+    }
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -54,6 +64,9 @@ int main(int argc, char** argv) {
   } catch (const trainplan::cli::AnsweredNo& e) {
     std::cerr << "no: " << e.what() << "\n";
     return 1;
+  } catch (const trainplan::FieldError& e) {
+    std::cerr << "error: " << e.render([](std::string_view f) { return "--" + std::string(f); }) << "\n";
+    return 2;
   } catch (const trainplan::InputError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;

@@ -1,48 +1,26 @@
 #pragma once
-// The training options shared by fit, estimate and plan: one struct, one setup function.
+// The command line of fit, estimate and plan, built from the library's option schema
+// (trainplan/io/request.hpp): this file only spells the schema in CLI11 and hands the values over.
 
-#include <cstdint>
-#include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
-#include "trainplan/io/catalog.hpp"
-#include "trainplan/planner/fit.hpp"
+#include "trainplan/io/request_files.hpp"
 
 namespace trainplan::cli {
 
-struct TrainingOptions {
-  std::string model;
-  std::string cluster;
-  std::optional<std::string> method, precision, optimizer, strategy, checkpointing, attention, offload,
-      quant, fsdp_wrap, framework, optimizer_impl, lora_targets, inter_node;
-  std::optional<int> tp, pp, pp_virtual, expert_parallel;
-  bool sequence_parallel = false;
-  bool frozen_base_fp32 = false;
-  std::optional<std::int64_t> micro_batch, grad_accum, seq, lora_rank, quant_block;
-  std::optional<double> lora_alpha, lora_dropout, host_memory_gib;
-  bool json = false;
-  // estimate and plan only (add_time_options)
-  std::optional<std::int64_t> global_batch, global_batch_tokens;
-  std::optional<std::string> profile, tokens, emit;
-  std::optional<std::size_t> top;
-  bool zero_plus_plus = false;
-  bool activations = false;  // estimate: list one block's saved tensors
-  bool tp_across_nodes = false;
+// The values as typed, in the schema's names, and the --from files.
+struct CommandLine {
+  std::vector<io::GivenValue> values;
+  std::vector<std::string> from;
 };
 
-void add_training_options(CLI::App& cmd, TrainingOptions& o);
-// --global-batch, --global-batch-tokens, --profile, --tokens, --emit, --zero-plus-plus; with
-// `plan`, also --top and --tp-across-nodes.
-void add_time_options(CLI::App& cmd, TrainingOptions& o, bool plan);
+// Every schema option of `cmd` (an io::command bit), with its help and default, and --from.
+void add_request_options(CLI::App& app, CommandLine& line, unsigned cmd);
 
-// Model, cluster and request with every default applied; throws InputError naming the bad option.
-struct Resolved {
-  io::ResolvedModel model;
-  io::ResolvedCluster cluster;
-  planner::FitRequest request;
-};
-[[nodiscard]] Resolved resolve(const io::Catalog& catalog, const TrainingOptions& o);
+// The request: what the --from files say, then the flags (which override them).
+[[nodiscard]] io::Request build_request(const CommandLine& line);
 
 }  // namespace trainplan::cli

@@ -284,6 +284,8 @@ QString term_tooltip(Term t) {
            QString::fromUtf8(x.source).toHtmlEscaped());
 }
 
+// The window's own fields; the training options' explanations live in the option schema
+// (io::Option::details).
 QString option_tooltip(std::string_view option) {
   struct Entry {
     std::string_view key;
@@ -298,90 +300,14 @@ QString option_tooltip(std::string_view option) {
       {"gpus_per_node",
        "GPUs in each node; together with nodes this makes the data, tensor and pipeline "
        "parallel world."},
-      {"nodes", "Number of nodes; more than one adds the inter-node network tier."},
+      {"nodes",
+       "Number of nodes; more than one adds the inter-node network tier."},
       {"host_memory",
        "CPU memory per node, in GiB: offloaded optimizer states, parameters and checkpoints must "
        "fit in it. 0: not checked (a cluster file may state it as host_memory_GiB)."},
       {"inter_node",
        "Override the network per node, e.g. 8x200Gbps (NICs x line rate). Empty: the GPU's "
        "usual network."},
-      {"method",
-       "full: every parameter trains. lora: frozen base, low-rank adapters train (Hu et al. "
-       "2021, arXiv:2106.09685). qlora: LoRA over a 4-bit quantised base (Dettmers et al. 2023, "
-       "arXiv:2305.14314)."},
-      {"precision",
-       "fp32; fp16-mixed / bf16-mixed: autocast with fp32 master weights (Micikevicius et al. "
-       "2018, arXiv:1710.03740); fp16-true / bf16-true: everything 16-bit."},
-      {"optimizer",
-       "adamw / adam: two fp32 moments; 8-bit variants quantise them (arXiv:2110.02861); "
-       "paged: bitsandbytes paged memory; sgd-momentum: one moment; adafactor: factored "
-       "second moment (arXiv:1804.04235)."},
-      {"strategy",
-       "single: one GPU. ddp: replicated model. zero1/2/3: shard optimizer / +gradients / "
-       "+parameters (arXiv:1910.02054). fsdp-*: PyTorch FSDP full shard, grad-op (ZeRO-2-like) "
-       "or hybrid (shard in the node, replicate across nodes; arXiv:2304.11277)."},
-      {"framework",
-       "Accounting conventions: pytorch (Hugging Face/torch), deepspeed (its estimators and "
-       "buckets), megatron (Megatron-LM's activation formulas)."},
-      {"tp",
-       "Tensor-parallel degree: splits every layer's matrices (Shoeybi et al. 2019, "
-       "arXiv:1909.08053). Must divide the attention heads."},
-      {"pp",
-       "Pipeline-parallel degree: splits the layers into stages (1F1B schedule, Narayanan et al. "
-       "2021, arXiv:2104.04473)."},
-      {"pp_virtual",
-       "Interleaved model chunks per pipeline stage: a smaller bubble for more "
-       "point-to-point traffic."},
-      {"quant_block",
-       "QLoRA: weights per fp32 absmax constant in bitsandbytes' 4-bit blocks (default 64: "
-       "4 + 32/64 = 4.5 bits per weight; QLoRA, arXiv:2305.14314)."},
-      {"frozen_base_fp32",
-       "Adapters under mixed precision: keep the frozen base in fp32 (litgpt's bf16-mixed, "
-       "from_pretrained without torch_dtype) instead of 16-bit (Hugging Face + PEFT)."},
-      {"expert_parallel",
-       "Mixture of experts: spread the experts over this many data-parallel ranks, each holding "
-       "1/n of them; tokens travel to their experts by all-to-all (DeepSpeed-MoE, "
-       "arXiv:2201.05596). Must divide the experts and the data-parallel degree."},
-      {"sequence_parallel",
-       "With TP: shard norms and dropout along the sequence (Korthikanti et al. 2022, "
-       "arXiv:2205.05198)."},
-      {"micro_batch", "Sequences per GPU per forward/backward. Activations grow with it."},
-      {"grad_accum", "Micro-batches per optimizer step: a larger global batch at the same memory."},
-      {"seq", "Sequence length in tokens."},
-      {"train_tokens",
-       "Training tokens, e.g. 300B or 2T: the banner shows how long they take at this "
-       "throughput (planner::time_to_train). Empty: not shown."},
-      {"checkpointing",
-       "none; selective: recompute the attention core; full: keep only each block's input "
-       "and recompute the block (arXiv:2205.05198, arXiv:1604.06174); full-offload: keep those "
-       "inputs in host memory, copied over PCIe behind each block's compute (ZeRO-R, "
-       "arXiv:1910.02054)."},
-      {"attention",
-       "flash / sdpa: no s x s score matrix kept; eager: the Hugging Face eager path keeps "
-       "scores and softmax (s^2 per head)."},
-      {"offload",
-       "optimizer: optimizer state and step on the CPU (ZeRO-Offload, arXiv:2101.06840); "
-       "optimizer+params: parameters too (ZeRO-Infinity, arXiv:2104.07857)."},
-      {"lora_rank",
-       "LoRA rank r: each adapted Linear(in, out) gains r (in + out) trainable parameters."},
-      {"lora_alpha", "LoRA scaling alpha (alpha / r scales the update); no effect on memory."},
-      {"lora_dropout",
-       "Dropout on each adapter's input; when positive each adapted linear keeps a "
-       "dropped-out input copy for backward."},
-      {"lora_targets",
-       "Comma-separated roles (q,k,v,o,gate,up,down,lm_head), the model's module names, or "
-       "all-linear."},
-      {"quant",
-       "QLoRA base weights: nf4, nf4 with double quantisation, fp4, or int8 "
-       "(arXiv:2305.14314)."},
-      {"optimizer_impl",
-       "How the optimizer step runs: default (the framework's own: torch foreach on CUDA, "
-       "DeepSpeed FusedAdam, CPU Adam when offloaded), foreach, fused (AdamW(fused=True)), "
-       "for-loop, deepspeed-fused, deepspeed-cpu. Changes the step's time and its transient "
-       "memory (foreach holds sqrt(v) for every parameter)."},
-      {"fsdp_wrap",
-       "block: one FSDP unit per transformer block (only one block gathered at a time); none: "
-       "the whole model is one unit."},
       {"sweep",
        "The x axis of the sweep chart: micro-batch or sequence length, every other option as set."},
   };

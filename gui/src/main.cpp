@@ -50,15 +50,10 @@ int main(int argc, char** argv) {
     gui::Session session(catalog);
     gui::Settings s = from_command_line ? cl.settings : gui::restore_settings(QSettings());
     if (from_command_line) {
-      if (!cl.seq_given)
-        if (const auto seq = session.defaultSeq(s.model)) s.training.seq = *seq;
-      if (!cl.strategy_given || !cl.checkpointing_given || !cl.offload_given) {
-        try {
-          s = session.recommended(s, !cl.strategy_given, !cl.checkpointing_given,
-                                  !cl.offload_given);
-        } catch (const std::exception&) {
-          // The window shows what is wrong with these settings.
-        }
+      try {
+        s = session.completed(s);
+      } catch (const InputError&) {
+        // The window shows what is wrong with these settings.
       }
     }
     gui::MainWindow window(session, gui::MainWindow::Options{!screenshot});

@@ -67,6 +67,82 @@ QComboBox* enum_combo(const char* name, const char* tip_key) {
   return c;
 }
 
+// "micro-batch" -> "microBatch": the object name of an option's field.
+QString object_name(const std::string& option) {
+  QString out;
+  bool upper = false;
+  for (const char ch : option) {
+    if (ch == '-') {
+      upper = true;
+      continue;
+    }
+    out += upper ? QChar::fromLatin1(ch).toUpper() : QChar::fromLatin1(ch);
+    upper = false;
+  }
+  return out;
+}
+
+// A field for one schema option: a combo box for a choice, a spin box for a number, a check box
+// for a flag, a line edit for text.
+QWidget* option_widget(const io::Option& o) {
+  QWidget* w = nullptr;
+  switch (o.kind) {
+    case io::OptionKind::choice: {
+      auto* c = new QComboBox;
+      for (const std::string& choice : o.choices) c->addItem(qstr(choice));
+      w = c;
+      break;
+    }
+    case io::OptionKind::integer: {
+      auto* sb = new QSpinBox;
+      sb->setRange(static_cast<int>(std::max(o.lowest, 0.0)), static_cast<int>(std::min(o.highest, 1e9)));
+      sb->setAccelerated(true);
+      w = sb;
+      break;
+    }
+    case io::OptionKind::real: {
+      auto* d = new QDoubleSpinBox;
+      d->setRange(o.lowest, std::min(o.highest, 1e9));
+      d->setDecimals(2);
+      d->setSingleStep(o.highest <= 1.0 ? 0.05 : 1.0);
+      w = d;
+      break;
+    }
+    case io::OptionKind::flag:
+      w = new QCheckBox(qstr(o.label));
+      break;
+    case io::OptionKind::text:
+      w = new QLineEdit;
+      break;
+  }
+  w->setObjectName(object_name(o.name));
+  w->setToolTip(qstr(o.details.empty() ? io::option_help(o, io::command::estimate) : o.details));
+  return w;
+}
+
+QString widget_text(const QWidget* w) {
+  if (const auto* c = qobject_cast<const QComboBox*>(w)) return c->currentText();
+  if (const auto* sb = qobject_cast<const QSpinBox*>(w)) return QString::number(sb->value());
+  if (const auto* d = qobject_cast<const QDoubleSpinBox*>(w)) return QString::number(d->value(), 'g', 10);
+  if (const auto* b = qobject_cast<const QCheckBox*>(w)) return b->isChecked() ? QStringLiteral("true") : QStringLiteral("false");
+  if (const auto* e = qobject_cast<const QLineEdit*>(w)) return e->text().trimmed();
+  return {};
+}
+
+void set_widget_text(QWidget* w, const QString& text) {
+  if (auto* c = qobject_cast<QComboBox*>(w)) {
+    c->setCurrentIndex(c->findText(text));
+  } else if (auto* sb = qobject_cast<QSpinBox*>(w)) {
+    sb->setValue(text.toInt());
+  } else if (auto* d = qobject_cast<QDoubleSpinBox*>(w)) {
+    d->setValue(text.toDouble());
+  } else if (auto* b = qobject_cast<QCheckBox*>(w)) {
+    b->setChecked(text == QStringLiteral("true"));
+  } else if (auto* e = qobject_cast<QLineEdit*>(w)) {
+    if (e->text() != text) e->setText(text);
+  }
+}
+
 QLabel* buddy_label(const QString& text, QWidget* buddy) {
   auto* l = new QLabel(text);
   l->setBuddy(buddy);
@@ -334,110 +410,21 @@ QWidget* MainWindow::buildForm() {
   cf->addRow(QStringLiteral("Profile"), profile_row);
   outer->addWidget(cluster_box);
 
-  // Method.
-  auto* method_box = new QGroupBox(QStringLiteral("Method and precision"));
-  auto* tf = new QFormLayout(method_box);
-  method_ = enum_combo<Method>("method", "method");
-  tf->addRow(buddy_label(QStringLiteral("M&ethod"), method_), method_);
-  precision_ = enum_combo<Precision>("precision", "precision");
-  tf->addRow(buddy_label(QStringLiteral("&Precision"), precision_), precision_);
-  optimizer_ = enum_combo<Optimizer>("optimizer", "optimizer");
-  tf->addRow(buddy_label(QStringLiteral("Opt&imizer"), optimizer_), optimizer_);
-  outer->addWidget(method_box);
-
-  lora_box_ = new QGroupBox(QStringLiteral("LoRA / QLoRA"));
-  auto* lf = new QFormLayout(lora_box_);
-  lora_rank_ = spin("loraRank", 1, 4096, "lora_rank");
-  lf->addRow(buddy_label(QStringLiteral("Rank"), lora_rank_), lora_rank_);
-  lora_alpha_ = new QDoubleSpinBox;
-  lora_alpha_->setObjectName(QStringLiteral("loraAlpha"));
-  lora_alpha_->setRange(0.01, 100000);
-  lora_alpha_->setDecimals(2);
-  lora_alpha_->setToolTip(option_tooltip("lora_alpha"));
-  lf->addRow(buddy_label(QStringLiteral("Alpha"), lora_alpha_), lora_alpha_);
-  lora_dropout_ = new QDoubleSpinBox;
-  lora_dropout_->setObjectName(QStringLiteral("loraDropout"));
-  lora_dropout_->setRange(0.0, 0.99);
-  lora_dropout_->setSingleStep(0.05);
-  lora_dropout_->setToolTip(option_tooltip("lora_dropout"));
-  lf->addRow(buddy_label(QStringLiteral("Dropout"), lora_dropout_), lora_dropout_);
-  lora_targets_ = new QLineEdit;
-  lora_targets_->setObjectName(QStringLiteral("loraTargets"));
-  lora_targets_->setToolTip(option_tooltip("lora_targets"));
-  lf->addRow(buddy_label(QStringLiteral("Targets"), lora_targets_), lora_targets_);
-  quant_ = enum_combo<Quant>("quant", "quant");
-  lf->addRow(buddy_label(QStringLiteral("&Quantisation"), quant_), quant_);
-  quant_block_ = spin("quantBlock", 64, 4096, "quant_block");
-  lf->addRow(buddy_label(QStringLiteral("Block"), quant_block_), quant_block_);
-  frozen_base_fp32_ = new QCheckBox(QStringLiteral("fp32 frozen base"));
-  frozen_base_fp32_->setObjectName(QStringLiteral("frozenBaseFp32"));
-  frozen_base_fp32_->setToolTip(option_tooltip("frozen_base_fp32"));
-  lf->addRow(QString(), frozen_base_fp32_);
-  outer->addWidget(lora_box_);
-
-  // Parallelism.
-  auto* par_box = new QGroupBox(QStringLiteral("Parallelism"));
-  auto* pf = new QFormLayout(par_box);
-  strategy_ = enum_combo<Strategy>("strategy", "strategy");
-  auto* recommend_button = new QPushButton(QStringLiteral("Recommend"));
-  recommend_button->setObjectName(QStringLiteral("recommend"));
-  recommend_button->setToolTip(
-      QStringLiteral("Use the strategy, checkpointing and offload that planner::fit "
-                     "recommends for this model and cluster (Ctrl+M)."));
-  connect(recommend_button, &QPushButton::clicked, this, &MainWindow::recommend);
-  auto* strategy_row = new QHBoxLayout;
-  strategy_row->addWidget(strategy_, 1);
-  strategy_row->addWidget(recommend_button);
-  pf->addRow(buddy_label(QStringLiteral("St&rategy"), strategy_), strategy_row);
-  framework_ = enum_combo<Framework>("framework", "framework");
-  pf->addRow(buddy_label(QStringLiteral("Framework"), framework_), framework_);
-  fsdp_wrap_ = enum_combo<FsdpWrap>("fsdpWrap", "fsdp_wrap");
-  pf->addRow(buddy_label(QStringLiteral("FSDP wrap"), fsdp_wrap_), fsdp_wrap_);
-  optimizer_impl_ = enum_combo<OptimizerImpl>("optimizerImpl", "optimizer_impl");
-  pf->addRow(buddy_label(QStringLiteral("Optimizer impl."), optimizer_impl_), optimizer_impl_);
-  tp_ = spin("tp", 1, 512, "tp");
-  pf->addRow(buddy_label(QStringLiteral("&Tensor parallel"), tp_), tp_);
-  pp_ = spin("pp", 1, 512, "pp");
-  pf->addRow(buddy_label(QStringLiteral("Pipe&line parallel"), pp_), pp_);
-  pp_virtual_ = spin("ppVirtual", 1, 64, "pp_virtual");
-  pf->addRow(buddy_label(QStringLiteral("Virtual stages"), pp_virtual_), pp_virtual_);
-  expert_parallel_ = spin("expertParallel", 1, 512, "expert_parallel");
-  pf->addRow(buddy_label(QStringLiteral("Expert parallel"), expert_parallel_), expert_parallel_);
-  sequence_parallel_ = new QCheckBox(QStringLiteral("Sequence parallel"));
-  sequence_parallel_->setObjectName(QStringLiteral("sequenceParallel"));
-  sequence_parallel_->setToolTip(option_tooltip("sequence_parallel"));
-  pf->addRow(QString(), sequence_parallel_);
-  outer->addWidget(par_box);
-
-  // Batch.
-  auto* batch_box = new QGroupBox(QStringLiteral("Batch"));
-  auto* bf = new QFormLayout(batch_box);
-  micro_batch_ = spin("microBatch", 1, 65536, "micro_batch");
-  bf->addRow(buddy_label(QStringLiteral("Micro-&batch"), micro_batch_), micro_batch_);
-  grad_accum_ = spin("gradAccum", 1, 1 << 20, "grad_accum");
-  bf->addRow(buddy_label(QStringLiteral("Gr&adient accumulation"), grad_accum_), grad_accum_);
-  seq_ = spin("seq", 1, 1 << 22, "seq");
-  seq_->setSingleStep(256);
-  bf->addRow(buddy_label(QStringLiteral("Seq&uence length"), seq_), seq_);
-  train_tokens_ = new QLineEdit;
-  train_tokens_->setObjectName(QStringLiteral("trainTokens"));
-  train_tokens_->setPlaceholderText(QStringLiteral("e.g. 300B"));
-  train_tokens_->setToolTip(option_tooltip("train_tokens"));
-  bf->addRow(buddy_label(QStringLiteral("Tokens to train"), train_tokens_), train_tokens_);
-  outer->addWidget(batch_box);
-
-  // Memory savers.
-  auto* save_box = new QGroupBox(QStringLiteral("Activations and offload"));
-  auto* sf = new QFormLayout(save_box);
-  checkpointing_ = enum_combo<Checkpointing>("checkpointing", "checkpointing");
-  sf->addRow(buddy_label(QStringLiteral("Chec&kpointing"), checkpointing_), checkpointing_);
-  attention_ = enum_combo<Attention>("attention", "attention");
-  sf->addRow(buddy_label(QStringLiteral("Attention"), attention_), attention_);
-  offload_ = enum_combo<Offload>("offload", "offload");
-  sf->addRow(buddy_label(QStringLiteral("Offloa&d"), offload_), offload_);
+  // The training options, group by group, as the schema lists them.
+  auto group_box = [&](const QString& title, const char* group) {
+    auto* box = new QGroupBox(title);
+    auto* form = new QFormLayout(box);
+    addOptionRows(form, group);
+    outer->addWidget(box);
+    return std::pair{box, form};
+  };
+  group_box(QStringLiteral("Method and precision"), "method");
+  lora_box_ = group_box(QStringLiteral("LoRA / QLoRA"), "adapters").first;
+  group_box(QStringLiteral("Parallelism"), "parallelism");
+  group_box(QStringLiteral("Batch"), "batch");
+  auto* sf = group_box(QStringLiteral("Activations and offload"), "memory").second;
   sweep_axis_ = enum_combo<SweepAxis>("sweepAxis", "sweep");
   sf->addRow(buddy_label(QStringLiteral("Sweep over"), sweep_axis_), sweep_axis_);
-  outer->addWidget(save_box);
   outer->addStretch(1);
 
   for (QFormLayout* f : content->findChildren<QFormLayout*>()) {
@@ -583,20 +570,40 @@ QWidget* MainWindow::buildCentral() {
   return central;
 }
 
+void MainWindow::addOptionRows(QFormLayout* form, const char* group) {
+  for (const io::Option& o : io::options()) {
+    if (!o.in(io::command::gui) || o.positional || o.group != group) continue;
+    QWidget* w = option_widget(o);
+    option_widgets_.emplace_back(&o, w);
+    if (o.kind == io::OptionKind::flag) {
+      form->addRow(QString(), w);
+    } else if (o.name == "strategy") {
+      auto* recommend_button = new QPushButton(QStringLiteral("Recommend"));
+      recommend_button->setObjectName(QStringLiteral("recommend"));
+      recommend_button->setToolTip(
+          QStringLiteral("Use the strategy, checkpointing and offload that planner::fit "
+                         "recommends for this model and cluster (Ctrl+M)."));
+      connect(recommend_button, &QPushButton::clicked, this, &MainWindow::recommend);
+      auto* row = new QHBoxLayout;
+      row->addWidget(w, 1);
+      row->addWidget(recommend_button);
+      form->addRow(buddy_label(qstr(o.label), w), row);
+    } else {
+      form->addRow(buddy_label(qstr(o.label), w), w);
+    }
+  }
+}
+
 void MainWindow::connectForm() {
   auto edited = [this] { formEdited(); };
-  for (QComboBox* c : {method_, precision_, optimizer_, quant_, strategy_, framework_, fsdp_wrap_,
-                       optimizer_impl_, checkpointing_, attention_, offload_, sweep_axis_})
-    connect(c, &QComboBox::currentIndexChanged, this, edited);
-  for (QSpinBox* s : {lora_rank_, quant_block_, tp_, pp_, pp_virtual_, expert_parallel_, micro_batch_,
-                      grad_accum_, seq_})
-    connect(s, &QSpinBox::valueChanged, this, edited);
-  connect(frozen_base_fp32_, &QCheckBox::toggled, this, edited);
-  for (QDoubleSpinBox* s : {lora_alpha_, lora_dropout_})
-    connect(s, &QDoubleSpinBox::valueChanged, this, edited);
-  connect(sequence_parallel_, &QCheckBox::toggled, this, edited);
-  connect(lora_targets_, &QLineEdit::editingFinished, this, edited);
-  connect(train_tokens_, &QLineEdit::editingFinished, this, edited);
+  for (const auto& [option, w] : option_widgets_) {
+    if (auto* c = qobject_cast<QComboBox*>(w)) connect(c, &QComboBox::currentIndexChanged, this, edited);
+    if (auto* sb = qobject_cast<QSpinBox*>(w)) connect(sb, &QSpinBox::valueChanged, this, edited);
+    if (auto* d = qobject_cast<QDoubleSpinBox*>(w)) connect(d, &QDoubleSpinBox::valueChanged, this, edited);
+    if (auto* b = qobject_cast<QCheckBox*>(w)) connect(b, &QCheckBox::toggled, this, edited);
+    if (auto* e = qobject_cast<QLineEdit*>(w)) connect(e, &QLineEdit::editingFinished, this, edited);
+  }
+  connect(sweep_axis_, &QComboBox::currentIndexChanged, this, edited);
   connect(model_, &QComboBox::activated, this, [this] { modelEdited(); });
   connect(model_->lineEdit(), &QLineEdit::editingFinished, this, [this] { modelEdited(); });
   connect(gpu_, &QComboBox::currentIndexChanged, this, [this] { clusterEdited(); });
@@ -616,49 +623,22 @@ Settings MainWindow::formSettings() const {
   s.cluster.nodes = nodes_->value();
   s.cluster.inter_node = sstr(inter_node_->text().trimmed());
   s.cluster.host_memory_gib = host_memory_->value();
-  model::Training& t = s.training;
-  t.method = combo_enum<Method>(method_);
-  t.precision = combo_enum<Precision>(precision_);
-  t.optimizer = combo_enum<Optimizer>(optimizer_);
-  t.quant = combo_enum<Quant>(quant_);
-  t.quant_block = quant_block_->value();
-  t.frozen_base_fp32 = frozen_base_fp32_->isChecked();
-  t.strategy = combo_enum<Strategy>(strategy_);
-  t.framework = combo_enum<Framework>(framework_);
-  t.fsdp_wrap = combo_enum<FsdpWrap>(fsdp_wrap_);
-  t.optimizer_impl = combo_enum<OptimizerImpl>(optimizer_impl_);
-  t.tp = tp_->value();
-  t.pp = pp_->value();
-  t.pp_virtual = pp_virtual_->value();
-  t.ep = expert_parallel_->value();
-  t.sequence_parallel = sequence_parallel_->isChecked();
-  t.micro_batch = micro_batch_->value();
-  t.grad_accum = grad_accum_->value();
-  t.seq = seq_->value();
-  t.checkpointing = combo_enum<Checkpointing>(checkpointing_);
-  t.attention = combo_enum<Attention>(attention_);
-  t.offload = combo_enum<Offload>(offload_);
-  t.lora.rank = lora_rank_->value();
-  t.lora.alpha = lora_alpha_->value();
-  t.lora.dropout = lora_dropout_->value();
-  s.lora_targets = sstr(lora_targets_->text().trimmed());
-  s.train_tokens = sstr(train_tokens_->text().trimmed());
+  for (const auto& [option, w] : option_widgets_) {
+    try {
+      option->parse(s, sstr(widget_text(w)));
+    } catch (const InputError&) {
+      // A field that does not parse keeps the value evaluated last; the spin boxes and combo
+      // boxes only offer valid ones.
+    }
+  }
   s.sweep = combo_enum<SweepAxis>(sweep_axis_);
   return s;
 }
 
 void MainWindow::syncForm(const Settings& s) {
   syncing_ = true;
-  const QList<QWidget*> widgets{model_,        gpu_,          gpus_per_node_, nodes_,
-                                inter_node_,   host_memory_,  method_,       precision_,     optimizer_,
-                                quant_,        strategy_,     framework_,     fsdp_wrap_,
-                                optimizer_impl_,
-                                tp_,           pp_,           pp_virtual_,    expert_parallel_,
-                                sequence_parallel_,
-                                micro_batch_,  grad_accum_,   seq_,           checkpointing_,
-                                attention_,    offload_,      lora_rank_,     lora_alpha_,
-                                lora_dropout_, lora_targets_, train_tokens_,  sweep_axis_,
-                                quant_block_,  frozen_base_fp32_};
+  QList<QWidget*> widgets{model_, gpu_, gpus_per_node_, nodes_, inter_node_, host_memory_, sweep_axis_};
+  for (const auto& [option, w] : option_widgets_) widgets << w;
   std::vector<std::unique_ptr<QSignalBlocker>> blockers;
   for (QWidget* w : widgets) blockers.push_back(std::make_unique<QSignalBlocker>(w));
   blockers.push_back(std::make_unique<QSignalBlocker>(model_->lineEdit()));
@@ -683,33 +663,7 @@ void MainWindow::syncForm(const Settings& s) {
   profile_file_->setText(s.profile.empty() ? QStringLiteral("datasheet defaults")
                                            : QFileInfo(qstr(s.profile)).fileName());
   profile_file_->setToolTip(qstr(s.profile));
-  const model::Training& t = s.training;
-  set_combo_enum(method_, t.method);
-  set_combo_enum(precision_, t.precision);
-  set_combo_enum(optimizer_, t.optimizer);
-  set_combo_enum(quant_, t.quant);
-  quant_block_->setValue(static_cast<int>(t.quant_block));
-  frozen_base_fp32_->setChecked(t.frozen_base_fp32);
-  set_combo_enum(strategy_, t.strategy);
-  set_combo_enum(framework_, t.framework);
-  set_combo_enum(fsdp_wrap_, t.fsdp_wrap);
-  set_combo_enum(optimizer_impl_, t.optimizer_impl);
-  tp_->setValue(t.tp);
-  pp_->setValue(t.pp);
-  pp_virtual_->setValue(t.pp_virtual);
-  expert_parallel_->setValue(t.ep);
-  sequence_parallel_->setChecked(t.sequence_parallel);
-  micro_batch_->setValue(static_cast<int>(t.micro_batch));
-  grad_accum_->setValue(static_cast<int>(t.grad_accum));
-  seq_->setValue(static_cast<int>(t.seq));
-  set_combo_enum(checkpointing_, t.checkpointing);
-  set_combo_enum(attention_, t.attention);
-  set_combo_enum(offload_, t.offload);
-  lora_rank_->setValue(static_cast<int>(t.lora.rank));
-  lora_alpha_->setValue(t.lora.alpha);
-  lora_dropout_->setValue(t.lora.dropout);
-  if (lora_targets_->text() != qstr(s.lora_targets)) lora_targets_->setText(qstr(s.lora_targets));
-  if (train_tokens_->text() != qstr(s.train_tokens)) train_tokens_->setText(qstr(s.train_tokens));
+  for (const auto& [option, w] : option_widgets_) set_widget_text(w, qstr(option->text(s)));
   set_combo_enum(sweep_axis_, s.sweep);
   blockers.clear();
   syncing_ = false;
@@ -724,14 +678,12 @@ void MainWindow::updateEnabled() {
   clear_cluster_file_->setEnabled(file);
   clear_profile_->setEnabled(!s.profile.empty());
   lora_box_->setVisible(is_adapter(s.training.method));
-  quant_->setEnabled(is_quantized(s.training.method));
-  quant_block_->setEnabled(is_quantized(s.training.method));
-  frozen_base_fp32_->setEnabled(is_mixed(s.training.precision) || s.training.frozen_base_fp32);
-  fsdp_wrap_->setEnabled(is_fsdp(s.training.strategy) || s.training.strategy == Strategy::zero3);
-  pp_virtual_->setEnabled(s.training.pp > 1 || s.training.pp_virtual > 1);
   const bool moe = session_.current() && session_.current()->arch.is_moe();
-  expert_parallel_->setEnabled(moe || s.training.ep > 1);
-  sequence_parallel_->setEnabled(s.training.tp > 1 || s.training.sequence_parallel);
+  for (const auto& [option, w] : option_widgets_) {
+    bool on = !option->applies || option->applies(s, io::command::gui);
+    if (option->name == "expert-parallel") on = moe || s.training.ep > 1;
+    w->setEnabled(on);
+  }
 }
 
 void MainWindow::applySettings(const Settings& s) {
@@ -954,7 +906,7 @@ void MainWindow::refreshBanner() {
     if (e.time_to_train)
       details +=
           QStringLiteral(" · %1 tokens in <b>%2</b>")
-              .arg(qstr(e.settings.train_tokens).toHtmlEscaped(), duration_text(*e.time_to_train));
+              .arg(qstr(e.settings.tokens).toHtmlEscaped(), duration_text(*e.time_to_train));
     details += e.profile_name.empty()
                    ? QStringLiteral(" · datasheet hardware numbers")
                    : QStringLiteral(" · profile %1").arg(qstr(e.profile_name).toHtmlEscaped());
@@ -1249,7 +1201,7 @@ QString MainWindow::planText(const QString& kind, QStringList* notes, QString* e
   }
   try {
     const planner::Emitted out = planner::emit(parse_enum<planner::EmitFormat>(sstr(kind)),
-                                               cur->estimate, cur->cluster, cur->arch);
+                                               cur->estimate, cur->cluster, cur->arch, cur->emit);
     if (notes)
       for (const std::string& n : out.notes) *notes << qstr(n);
     return qstr(out.text);

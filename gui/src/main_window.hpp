@@ -6,6 +6,8 @@
 #include <QElapsedTimer>
 #include <QMainWindow>
 #include <QString>
+#include <utility>
+#include <vector>
 
 #include "models.hpp"
 #include "session.hpp"
@@ -27,6 +29,8 @@ class QTableView;
 class QTimer;
 class QToolButton;
 class QGroupBox;
+
+class QFormLayout;
 
 namespace trainplan::gui {
 
@@ -83,6 +87,8 @@ class MainWindow : public QMainWindow {
   QWidget* buildForm();
   QWidget* buildCentral();
   void connectForm();
+  // The fields of every schema option of `group`, one row each.
+  void addOptionRows(QFormLayout* form, const char* group);
   void syncForm(const Settings& s);
   void updateEnabled();
   void formEdited();
@@ -137,35 +143,11 @@ class MainWindow : public QMainWindow {
   QToolButton* clear_cluster_file_ = nullptr;
   QLabel* profile_file_ = nullptr;
   QToolButton* clear_profile_ = nullptr;
-  QComboBox* method_ = nullptr;
-  QComboBox* precision_ = nullptr;
-  QComboBox* optimizer_ = nullptr;
   QGroupBox* lora_box_ = nullptr;
-  QSpinBox* lora_rank_ = nullptr;
-  QDoubleSpinBox* lora_alpha_ = nullptr;
   QDoubleSpinBox* host_memory_ = nullptr;
-  QDoubleSpinBox* lora_dropout_ = nullptr;
-  QLineEdit* lora_targets_ = nullptr;
-  QComboBox* quant_ = nullptr;
-  QComboBox* strategy_ = nullptr;
-  QComboBox* framework_ = nullptr;
-  QComboBox* fsdp_wrap_ = nullptr;
-  QComboBox* optimizer_impl_ = nullptr;
-  QSpinBox* tp_ = nullptr;
-  QSpinBox* pp_ = nullptr;
-  QSpinBox* pp_virtual_ = nullptr;
-  QSpinBox* expert_parallel_ = nullptr;
-  QSpinBox* quant_block_ = nullptr;
-  QCheckBox* frozen_base_fp32_ = nullptr;
-  QCheckBox* sequence_parallel_ = nullptr;
-  QSpinBox* micro_batch_ = nullptr;
-  QSpinBox* grad_accum_ = nullptr;
-  QSpinBox* seq_ = nullptr;
-  QLineEdit* train_tokens_ = nullptr;
-  QComboBox* checkpointing_ = nullptr;
-  QComboBox* attention_ = nullptr;
-  QComboBox* offload_ = nullptr;
   QComboBox* sweep_axis_ = nullptr;
+  // The schema's options (io::options()) and the field showing each.
+  std::vector<std::pair<const io::Option*, QWidget*>> option_widgets_;
 
   // Centre.
   QFrame* banner_ = nullptr;

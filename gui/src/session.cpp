@@ -10,6 +10,7 @@
 #include "trainplan/core/error.hpp"
 #include "trainplan/io/estimate_json.hpp"
 #include "trainplan/io/profile_json.hpp"
+#include "trainplan/io/request_files.hpp"
 #include "trainplan/model/lora.hpp"
 #include "trainplan/planner/search.hpp"
 
@@ -63,27 +64,31 @@ model::Training default_training() {
   return t;
 }
 
+Settings::Settings() {
+  model = "llama-2-7b";
+  training = default_training();
+}
+
+io::Request window_request(const Settings& s) {
+  io::Request r = s;
+  r.cluster_spec = s.cluster.spec();
+  r.inter_node = s.cluster.inter_node.empty() ? std::nullopt : std::optional(s.cluster.inter_node);
+  r.host_memory_gib = s.cluster.host_memory_gib > 0.0 ? std::optional(s.cluster.host_memory_gib) : std::nullopt;
+  r.given.clear();
+  for (const io::Option& o : io::options())
+    if (o.in(io::command::gui) && !o.positional && o.group != "cluster" && !(o.kind == io::OptionKind::text && o.text(r).empty()))
+      r.given[o.name] = o.label;
+  return r;
+}
+
 // ---- QSettings ----------------------------------------------------------------------------------
 
-namespace {
-
-template <class E>
-void restore_enum(const QSettings& q, const char* key, E& value) {
-  if (const auto v = try_parse<E>(sstr(q.value(QString::fromUtf8(key)).toString()))) value = *v;
-}
-
-template <class T>
-void restore_number(const QSettings& q, const char* key, T& value, T lowest) {
-  bool ok = false;
-  const qlonglong v = q.value(QString::fromUtf8(key)).toLongLong(&ok);
-  if (ok && v >= lowest) value = static_cast<T>(v);
-}
-
-}  // namespace
-
+// Every schema option the window shows, under its schema name, and the window's own.
 void store_settings(QSettings& q, const Settings& s) {
-  const model::Training& t = s.training;
   q.beginGroup(QStringLiteral("settings"));
+  for (const io::Option& o : io::options())
+    if (o.in(io::command::gui) && !o.positional && o.group != "cluster")
+      q.setValue(qstr(o.name), qstr(o.text(s)));
   q.setValue(QStringLiteral("model"), qstr(s.model));
   q.setValue(QStringLiteral("cluster_file"), qstr(s.cluster.file));
   q.setValue(QStringLiteral("gpu"), qstr(s.cluster.gpu));
@@ -91,33 +96,6 @@ void store_settings(QSettings& q, const Settings& s) {
   q.setValue(QStringLiteral("nodes"), s.cluster.nodes);
   q.setValue(QStringLiteral("inter_node"), qstr(s.cluster.inter_node));
   q.setValue(QStringLiteral("host_memory_gib"), s.cluster.host_memory_gib);
-  q.setValue(QStringLiteral("profile"), qstr(s.profile));
-  q.setValue(QStringLiteral("train_tokens"), qstr(s.train_tokens));
-  q.setValue(QStringLiteral("method"), qstr(to_string(t.method)));
-  q.setValue(QStringLiteral("precision"), qstr(to_string(t.precision)));
-  q.setValue(QStringLiteral("optimizer"), qstr(to_string(t.optimizer)));
-  q.setValue(QStringLiteral("strategy"), qstr(to_string(t.strategy)));
-  q.setValue(QStringLiteral("framework"), qstr(to_string(t.framework)));
-  q.setValue(QStringLiteral("tp"), t.tp);
-  q.setValue(QStringLiteral("pp"), t.pp);
-  q.setValue(QStringLiteral("pp_virtual"), t.pp_virtual);
-  q.setValue(QStringLiteral("expert_parallel"), t.ep);
-  q.setValue(QStringLiteral("sequence_parallel"), t.sequence_parallel);
-  q.setValue(QStringLiteral("micro_batch"), static_cast<qlonglong>(t.micro_batch));
-  q.setValue(QStringLiteral("grad_accum"), static_cast<qlonglong>(t.grad_accum));
-  q.setValue(QStringLiteral("seq"), static_cast<qlonglong>(t.seq));
-  q.setValue(QStringLiteral("checkpointing"), qstr(to_string(t.checkpointing)));
-  q.setValue(QStringLiteral("attention"), qstr(to_string(t.attention)));
-  q.setValue(QStringLiteral("offload"), qstr(to_string(t.offload)));
-  q.setValue(QStringLiteral("lora_rank"), static_cast<qlonglong>(t.lora.rank));
-  q.setValue(QStringLiteral("lora_alpha"), t.lora.alpha);
-  q.setValue(QStringLiteral("lora_dropout"), t.lora.dropout);
-  q.setValue(QStringLiteral("lora_targets"), qstr(s.lora_targets));
-  q.setValue(QStringLiteral("quant"), qstr(to_string(t.quant)));
-  q.setValue(QStringLiteral("quant_block"), static_cast<qlonglong>(t.quant_block));
-  q.setValue(QStringLiteral("frozen_base_fp32"), t.frozen_base_fp32);
-  q.setValue(QStringLiteral("fsdp_wrap"), qstr(to_string(t.fsdp_wrap)));
-  q.setValue(QStringLiteral("optimizer_impl"), qstr(to_string(t.optimizer_impl)));
   q.setValue(QStringLiteral("sweep"), qstr(to_string(s.sweep)));
   q.endGroup();
 }
@@ -126,154 +104,65 @@ Settings restore_settings(const QSettings& stored) {
   Settings s;
   if (!stored.childGroups().contains(QStringLiteral("settings"))) return s;
   // QSettings::beginGroup needs a mutable object: read through prefixed keys.
-  const QSettings& q = stored;
-  model::Training& t = s.training;
-  auto str = [&](const char* key, std::string& out) {
-    const QVariant v = q.value(QStringLiteral("settings/") + QString::fromUtf8(key));
-    if (v.isValid()) out = sstr(v.toString());
-  };
-  str("model", s.model);
-  str("cluster_file", s.cluster.file);
-  str("gpu", s.cluster.gpu);
-  str("inter_node", s.cluster.inter_node);
-  str("profile", s.profile);
-  str("train_tokens", s.train_tokens);
-  str("lora_targets", s.lora_targets);
-  restore_number(q, "settings/gpus_per_node", s.cluster.gpus_per_node, 1);
-  restore_number(q, "settings/nodes", s.cluster.nodes, 1);
-  if (const double host = q.value(QStringLiteral("settings/host_memory_gib")).toDouble(); host > 0.0)
-    s.cluster.host_memory_gib = host;
-  restore_enum(q, "settings/method", t.method);
-  restore_enum(q, "settings/precision", t.precision);
-  restore_enum(q, "settings/optimizer", t.optimizer);
-  restore_enum(q, "settings/strategy", t.strategy);
-  restore_enum(q, "settings/framework", t.framework);
-  restore_number(q, "settings/tp", t.tp, 1);
-  restore_number(q, "settings/pp", t.pp, 1);
-  restore_number(q, "settings/pp_virtual", t.pp_virtual, 1);
-  restore_number(q, "settings/expert_parallel", t.ep, 1);
-  t.sequence_parallel = q.value(QStringLiteral("settings/sequence_parallel"), false).toBool();
-  restore_number(q, "settings/micro_batch", t.micro_batch, std::int64_t{1});
-  restore_number(q, "settings/grad_accum", t.grad_accum, std::int64_t{1});
-  restore_number(q, "settings/seq", t.seq, std::int64_t{1});
-  restore_enum(q, "settings/checkpointing", t.checkpointing);
-  restore_enum(q, "settings/attention", t.attention);
-  restore_enum(q, "settings/offload", t.offload);
-  restore_number(q, "settings/lora_rank", t.lora.rank, std::int64_t{1});
+  auto value = [&](const std::string& key) { return stored.value(QStringLiteral("settings/") + qstr(key)); };
+  for (const io::Option& o : io::options()) {
+    if (!o.in(io::command::gui) || o.positional || o.group == "cluster") continue;
+    const QVariant v = value(o.name);
+    if (!v.isValid() || v.toString().isEmpty()) continue;
+    try {
+      o.parse(s, sstr(v.toString()));
+    } catch (const InputError&) {
+      // A stored value this version does not accept keeps its default.
+    }
+  }
+  if (const QVariant v = value("model"); v.isValid() && !v.toString().isEmpty()) s.model = sstr(v.toString());
+  s.cluster.file = sstr(value("cluster_file").toString());
+  if (const QVariant v = value("gpu"); v.isValid() && !v.toString().isEmpty()) s.cluster.gpu = sstr(v.toString());
+  s.cluster.inter_node = sstr(value("inter_node").toString());
   bool ok = false;
-  const double alpha = q.value(QStringLiteral("settings/lora_alpha")).toDouble(&ok);
-  if (ok && alpha > 0) t.lora.alpha = alpha;
-  const double dropout = q.value(QStringLiteral("settings/lora_dropout")).toDouble(&ok);
-  if (ok && dropout >= 0 && dropout < 1) t.lora.dropout = dropout;
-  restore_enum(q, "settings/quant", t.quant);
-  restore_number(q, "settings/quant_block", t.quant_block, std::int64_t{64});
-  t.frozen_base_fp32 = q.value(QStringLiteral("settings/frozen_base_fp32"), false).toBool();
-  restore_enum(q, "settings/fsdp_wrap", t.fsdp_wrap);
-  restore_enum(q, "settings/optimizer_impl", t.optimizer_impl);
-  restore_enum(q, "settings/sweep", s.sweep);
+  if (const int g = value("gpus_per_node").toInt(&ok); ok && g >= 1) s.cluster.gpus_per_node = g;
+  if (const int n = value("nodes").toInt(&ok); ok && n >= 1) s.cluster.nodes = n;
+  if (const double host = value("host_memory_gib").toDouble(&ok); ok && host > 0.0) s.cluster.host_memory_gib = host;
+  if (const auto axis = try_parse<SweepAxis>(sstr(value("sweep").toString()))) s.sweep = *axis;
   return s;
 }
 
 // ---- Command line -------------------------------------------------------------------------------
-
-namespace {
-
-template <class E>
-E option_enum(const QString& flag, const QString& value) {
-  try {
-    return parse_enum<E>(sstr(value));
-  } catch (const InputError& e) {
-    throw InputError("--" + sstr(flag) + ": " + e.what());
-  }
-}
-
-std::int64_t option_integer(const QString& flag, const QString& value, std::int64_t lowest) {
-  bool ok = false;
-  const qlonglong v = value.toLongLong(&ok);
-  if (!ok) throw InputError("--" + sstr(flag) + ": '" + sstr(value) + "' is not a whole number");
-  if (v < lowest)
-    throw InputError("--" + sstr(flag) + " must be at least " + std::to_string(lowest) + " (got " +
-                     sstr(value) + ")");
-  return v;
-}
-
-double option_real(const QString& flag, const QString& value) {
-  bool ok = false;
-  const double v = value.toDouble(&ok);
-  if (!ok) throw InputError("--" + sstr(flag) + ": '" + sstr(value) + "' is not a number");
-  return v;
-}
-
-}  // namespace
 
 CommandLine parse_command_line(const QStringList& arguments, const io::Catalog& catalog) {
   QCommandLineParser p;
   p.setApplicationDescription(QStringLiteral(
       "trainplan-gui: explore memory, step time and communication of LLM training. Options as in "
       "`trainplan fit`; an option left out keeps its default (the strategy, checkpointing and "
-      "offload "
-      "left out are the ones `trainplan fit` recommends)."));
+      "offload left out are the ones `trainplan fit` recommends)."));
   p.addHelpOption();
-  struct Opt {
+  for (const io::Option& o : io::options()) {
+    if (!o.in(io::command::gui)) continue;
+    const QString help = qstr(io::option_help(o, io::command::estimate));
+    if (o.kind == io::OptionKind::flag)
+      p.addOption(QCommandLineOption(qstr(o.name), help));
+    else
+      p.addOption(QCommandLineOption(qstr(o.name), help, qstr(o.value_name.empty() ? o.name : o.value_name)));
+  }
+  struct Own {
     const char* name;
-    const char* value;
+    const char* value;  // nullptr: a switch
     const char* help;
   };
-  static constexpr Opt kOpts[] = {
-      {"model", "MODEL", "catalogue name, Hugging Face id, size alias or config.json path"},
-      {"cluster", "CLUSTER", "4xA100-80GB, A100-80GB, 2x8xH100-80GB, or a cluster JSON file"},
-      {"method", "METHOD", "full | lora | qlora"},
-      {"precision", "PRECISION", "fp32 | fp16-mixed | bf16-mixed | fp16-true | bf16-true"},
-      {"optimizer", "OPTIMIZER",
-       "adamw | adam | sgd | sgd-momentum | adamw-8bit | paged-adamw-8bit | adafactor"},
-      {"strategy", "STRATEGY",
-       "single | ddp | zero1 | zero2 | zero3 | fsdp-full | fsdp-grad-op | fsdp-hybrid"},
-      {"framework", "FRAMEWORK", "pytorch | deepspeed | megatron"},
-      {"tp", "N", "tensor-parallel degree"},
-      {"pp", "N", "pipeline-parallel degree"},
-      {"pp-virtual", "N", "interleaved pipeline chunks per stage"},
-      {"expert-parallel", "N", "MoE: spread the experts over N data-parallel ranks"},
-      {"micro-batch", "N", "sequences per GPU per step"},
-      {"grad-accum", "N", "micro-batches per optimizer step"},
-      {"seq", "N", "sequence length in tokens"},
-      {"checkpointing", "MODE", "none | selective | full | full-offload"},
-      {"attention", "KIND", "flash | sdpa | eager"},
-      {"offload", "MODE", "none | optimizer | optimizer+params"},
-      {"lora-rank", "N", "LoRA rank"},
-      {"lora-alpha", "X", "LoRA alpha"},
-      {"lora-dropout", "X", "LoRA dropout"},
-      {"lora-targets", "LIST", "q,v | all-linear | module names"},
-      {"quant", "KIND", "nf4 | nf4-dq | fp4 | int8"},
-      {"quant-block", "N", "QLoRA 4-bit blocksize: weights per absmax constant (default 64)"},
-      {"fsdp-wrap", "POLICY", "block | none"},
-      {"optimizer-impl", "IMPL", "default | foreach | fused | for-loop | deepspeed-fused | deepspeed-cpu"},
-      {"inter-node", "SPEC", "NICs per node x rate, e.g. 8x200Gbps"},
-      {"host-memory", "GiB", "CPU memory per node for offloaded states and checkpoints"},
-      {"profile", "PROFILE.json",
-       "hardware profile from `trainplan calibrate fit` (default: datasheet numbers)"},
+  static constexpr Own kOwn[] = {
+      {"from", "FILE", "training options from a config file (as trainplan fit --from); repeatable"},
       {"sweep", "AXIS", "x axis of the sweep chart: micro-batch | seq"},
-      {"tokens", "N", "training tokens (300B, 1T, 2.5e12): show the time to train them"},
       {"screenshot", "FILE.png", "render the main window, write it to FILE.png and exit"},
       {"size", "WxH", "window size for --screenshot (default 1280x800)"},
-      {"tab", "NAME",
-       "table tab to show: memory, time, communication, strategies, sweep, plans, compare"},
+      {"tab", "NAME", "table tab to show: memory, time, communication, strategies, sweep, plans, compare"},
       {"chart", "NAME", "chart tab to show beside the memory chart: time, sweep, plans"},
+      {"dark", nullptr, "use a dark palette instead of the system's (for screenshots)"},
+      {"search", nullptr, "run the plan search at start (before --screenshot)"},
   };
-  for (const Opt& o : kOpts)
-    p.addOption(QCommandLineOption(QString::fromUtf8(o.name), QString::fromUtf8(o.help),
-                                   QString::fromUtf8(o.value)));
-  p.addOption(QCommandLineOption(
-      QStringLiteral("dark"),
-      QStringLiteral("use a dark palette instead of the system's (for screenshots)")));
-  p.addOption(
-      QCommandLineOption(QStringLiteral("search"),
-                         QStringLiteral("run the plan search at start (before --screenshot)")));
-  p.addOption(
-      QCommandLineOption(QStringLiteral("sequence-parallel"),
-                         QStringLiteral("shard norms and dropout along the sequence (with --tp)")));
-  p.addOption(QCommandLineOption(
-      QStringLiteral("frozen-base-fp32"),
-      QStringLiteral("adapters under *-mixed: keep the frozen base in fp32 (litgpt)")));
+  for (const Own& o : kOwn)
+    p.addOption(o.value ? QCommandLineOption(QString::fromUtf8(o.name), QString::fromUtf8(o.help),
+                                             QString::fromUtf8(o.value))
+                        : QCommandLineOption(QString::fromUtf8(o.name), QString::fromUtf8(o.help)));
   if (!p.parse(arguments)) throw InputError(sstr(p.errorText()));
   if (!p.positionalArguments().isEmpty())
     throw InputError("unexpected argument '" + sstr(p.positionalArguments().front()) +
@@ -285,14 +174,18 @@ CommandLine parse_command_line(const QStringList& arguments, const io::Catalog& 
     out.help_text = p.helpText();
     return out;
   }
+  std::vector<io::GivenValue> values;
+  for (const io::Option& o : io::options())
+    if (o.in(io::command::gui) && p.isSet(qstr(o.name)))
+      values.push_back({o.name, o.kind == io::OptionKind::flag ? std::string("true") : sstr(p.value(qstr(o.name))),
+                        "--" + o.name});
+  std::vector<std::string> files;
+  for (const QString& f : p.values(QStringLiteral("from"))) files.push_back(sstr(f));
   Settings& s = out.settings;
-  model::Training& t = s.training;
-  auto has = [&](const char* k) { return p.isSet(QString::fromUtf8(k)); };
-  auto val = [&](const char* k) { return p.value(QString::fromUtf8(k)); };
-  auto name = [](const char* k) { return QString::fromUtf8(k); };
-  if (has("model")) s.model = sstr(val("model"));
-  if (has("cluster")) {
-    const std::string spec = sstr(val("cluster"));
+  static_cast<io::Request&>(s) = io::make_request(files, values, s);
+  io::check_options(s, io::command::gui);
+  if (s.has("cluster") || s.gpus || s.nodes) {
+    const std::string spec = io::cluster_spec(s);
     if (spec.ends_with(".json")) {
       s.cluster.file = spec;
     } else {
@@ -303,84 +196,28 @@ CommandLine parse_command_line(const QStringList& arguments, const io::Catalog& 
       s.cluster.gpus_per_node = c.cluster.gpus_per_node;
     }
   }
-  if (has("inter-node")) s.cluster.inter_node = sstr(val("inter-node"));
-  if (has("host-memory")) {
-    bool ok = false;
-    s.cluster.host_memory_gib = val("host-memory").toDouble(&ok);
-    if (!ok || !(s.cluster.host_memory_gib > 0.0))
-      throw InputError("--host-memory must be a positive number of GiB per node (got '" +
-                       sstr(val("host-memory")) + "')");
-  }
-  if (has("profile")) s.profile = sstr(val("profile"));
-  if (has("tokens")) s.train_tokens = sstr(val("tokens"));
-  if (has("method")) t.method = option_enum<Method>(name("method"), val("method"));
-  if (has("precision")) t.precision = option_enum<Precision>(name("precision"), val("precision"));
-  if (has("optimizer")) t.optimizer = option_enum<Optimizer>(name("optimizer"), val("optimizer"));
-  if (has("framework")) t.framework = option_enum<Framework>(name("framework"), val("framework"));
-  if (has("attention")) t.attention = option_enum<Attention>(name("attention"), val("attention"));
-  if (has("quant")) t.quant = option_enum<Quant>(name("quant"), val("quant"));
-  if (has("quant-block")) t.quant_block = option_integer(name("quant-block"), val("quant-block"), 64);
-  t.frozen_base_fp32 = has("frozen-base-fp32");
-  if (has("fsdp-wrap")) t.fsdp_wrap = option_enum<FsdpWrap>(name("fsdp-wrap"), val("fsdp-wrap"));
-  if (has("optimizer-impl"))
-    t.optimizer_impl = option_enum<OptimizerImpl>(name("optimizer-impl"), val("optimizer-impl"));
-  if (has("sweep")) s.sweep = option_enum<SweepAxis>(name("sweep"), val("sweep"));
-  // Left out, the precision and attention follow the GPU, as in `trainplan fit`.
-  if (!has("precision") || !has("attention")) {
-    std::optional<hardware::GpuSpec> gpu;
-    if (s.cluster.file.empty()) {
-      gpu = catalog.resolve_gpu(s.cluster.gpu).spec;
-    } else {
-      try {
-        gpu = catalog.resolve_cluster(s.cluster.file, std::nullopt).cluster.gpu;
-      } catch (const InputError&) {
-        // The window names what is wrong with the file.
-      }
+  if (s.inter_node) s.cluster.inter_node = *s.inter_node;
+  if (s.host_memory_gib) s.cluster.host_memory_gib = *s.host_memory_gib;
+  if (p.isSet(QStringLiteral("sweep")))
+    try {
+      s.sweep = parse_enum<SweepAxis>(sstr(p.value(QStringLiteral("sweep"))));
+    } catch (const InputError& e) {
+      throw InputError(std::string("--sweep: ") + e.what());
     }
-    if (gpu && !has("precision")) t.precision = hardware::default_precision(*gpu);
-    if (gpu && !has("attention")) t.attention = hardware::default_attention(*gpu);
-  }
-  out.strategy_given = has("strategy");
-  if (out.strategy_given) t.strategy = option_enum<Strategy>(name("strategy"), val("strategy"));
-  out.checkpointing_given = has("checkpointing");
-  if (out.checkpointing_given)
-    t.checkpointing = option_enum<Checkpointing>(name("checkpointing"), val("checkpointing"));
-  out.offload_given = has("offload");
-  if (out.offload_given) t.offload = option_enum<Offload>(name("offload"), val("offload"));
-  if (has("tp")) t.tp = static_cast<int>(option_integer(name("tp"), val("tp"), 1));
-  if (has("pp")) t.pp = static_cast<int>(option_integer(name("pp"), val("pp"), 1));
-  if (has("pp-virtual"))
-    t.pp_virtual = static_cast<int>(option_integer(name("pp-virtual"), val("pp-virtual"), 1));
-  if (has("expert-parallel"))
-    t.ep = static_cast<int>(option_integer(name("expert-parallel"), val("expert-parallel"), 1));
-  t.sequence_parallel = has("sequence-parallel");
-  if (has("micro-batch"))
-    t.micro_batch = option_integer(name("micro-batch"), val("micro-batch"), 1);
-  if (has("grad-accum")) t.grad_accum = option_integer(name("grad-accum"), val("grad-accum"), 1);
-  out.seq_given = has("seq");
-  if (out.seq_given) t.seq = option_integer(name("seq"), val("seq"), 1);
-  if (has("lora-rank")) t.lora.rank = option_integer(name("lora-rank"), val("lora-rank"), 1);
-  if (has("lora-alpha")) t.lora.alpha = option_real(name("lora-alpha"), val("lora-alpha"));
-  if (has("lora-dropout")) {
-    t.lora.dropout = option_real(name("lora-dropout"), val("lora-dropout"));
-    if (t.lora.dropout < 0 || t.lora.dropout >= 1)
-      throw InputError("--lora-dropout must be in [0, 1)");
-  }
-  if (has("lora-targets")) s.lora_targets = sstr(val("lora-targets"));
-  if (has("screenshot")) out.screenshot = val("screenshot");
-  if (has("size")) {
-    const QStringList wh = val("size").split(QLatin1Char('x'));
+  if (p.isSet(QStringLiteral("screenshot"))) out.screenshot = p.value(QStringLiteral("screenshot"));
+  if (p.isSet(QStringLiteral("size"))) {
+    const QString size = p.value(QStringLiteral("size"));
+    const QStringList wh = size.split(QLatin1Char('x'));
     bool ok_w = false;
     bool ok_h = false;
     if (wh.size() == 2) out.size = QSize(wh[0].toInt(&ok_w), wh[1].toInt(&ok_h));
     if (!ok_w || !ok_h || out.size.width() < 320 || out.size.height() < 240)
-      throw InputError("--size: expected WIDTHxHEIGHT, e.g. 1280x800 (got '" + sstr(val("size")) +
-                       "')");
+      throw InputError("--size: expected WIDTHxHEIGHT, e.g. 1280x800 (got '" + sstr(size) + "')");
   }
-  if (has("tab")) out.tab = val("tab");
-  if (has("chart")) out.chart = val("chart");
-  out.search = has("search");
-  out.dark = has("dark");
+  out.tab = p.value(QStringLiteral("tab"));
+  out.chart = p.value(QStringLiteral("chart"));
+  out.search = p.isSet(QStringLiteral("search"));
+  out.dark = p.isSet(QStringLiteral("dark"));
   return out;
 }
 
@@ -420,25 +257,24 @@ const hardware::HardwareProfile* Evaluator::profile(const std::string& path) {
 Evaluation Evaluator::evaluate(const Settings& s) {
   const io::ResolvedModel& m = model(s.model);
   const io::ResolvedCluster& c = cluster(s.cluster);
+  const io::Resolved r =
+      io::resolve_with(m, c, window_request(s), io::command::gui, io::Irrelevant::ignore);
   Evaluation e;
   e.settings = s;
   e.arch = m.arch;
   e.params = model::count_parameters(m.arch);
-  e.settings.training.lora.targets = model::split_targets(s.lora_targets);
+  e.settings.training = r.fit.base;
   const model::Training& t = e.settings.training;
-  if (t.lora.rank < 1) throw InputError("LoRA rank must be at least 1");
-  e.trainable = t.method == Method::full ? e.params.total : model::lora_parameters(m.arch, t.lora);
-  e.cluster = c.cluster;
-  hardware::require_supported(c.cluster.gpu, t.precision, t.attention);
+  e.trainable = model::trainable_parameters(m.arch, e.params, t);
+  e.cluster = r.cluster.cluster;
   const hardware::HardwareProfile* p = profile(s.profile);
   if (p) e.profile_name = p->name.empty() ? s.profile : p->name;
-  e.estimate = planner::evaluate(m.arch, e.params, t, c.cluster, p);
-  if (!s.train_tokens.empty()) {
-    e.tokens = io::parse_count(s.train_tokens, "tokens to train");
-    e.time_to_train = planner::time_to_train(e.estimate, *e.tokens);
-  }
-  if (!m.note.empty()) e.notes.push_back(m.note);
-  e.notes.insert(e.notes.end(), c.notes.begin(), c.notes.end());
+  e.estimate = planner::evaluate(m.arch, e.params, t, e.cluster, p);
+  e.emit = io::emit_context(r);
+  e.tokens = r.tokens;
+  if (e.tokens) e.time_to_train = planner::time_to_train(e.estimate, *e.tokens);
+  e.notes = r.notes;
+  e.notes.insert(e.notes.end(), r.warnings.begin(), r.warnings.end());
   return e;
 }
 
@@ -533,30 +369,28 @@ void Session::setSettings(const Settings& s) {
 
 Settings Session::recommended(const Settings& s, bool free_strategy, bool free_checkpointing,
                               bool free_offload) {
+  io::Request q = window_request(s);
+  if (free_strategy) q.given.erase("strategy");
+  if (free_checkpointing) q.given.erase("checkpointing");
+  if (free_offload) q.given.erase("offload");
+  const io::Resolved r = io::resolve_with(evaluator_.model(s.model), evaluator_.cluster(s.cluster), q,
+                                          io::command::gui, io::Irrelevant::ignore);
+  const model::Training t = io::configuration(r);
   Settings out = s;
-  const io::ResolvedModel& m = evaluator_.model(s.model);
-  const io::ResolvedCluster& c = evaluator_.cluster(s.cluster);
-  planner::FitRequest req;
-  req.base = s.training;
-  req.base.lora.targets = model::split_targets(s.lora_targets);
-  req.micro_batch_pinned = true;
-  if (!free_strategy) req.strategy = s.training.strategy;
-  if (!free_checkpointing) req.checkpointing = s.training.checkpointing;
-  if (!free_offload) req.offload = s.training.offload;
-  const model::ParameterCounts n = model::count_parameters(m.arch);
-  const planner::FitResult f = planner::fit(m.arch, n, req, c.cluster);
-  if (f.candidates.empty()) return out;
-  const planner::Candidate* pick = nullptr;
-  if (f.recommended) {
-    pick = &f.candidates[*f.recommended];
-  } else {
-    pick = &*std::min_element(
-        f.candidates.begin(), f.candidates.end(),
-        [](const auto& a, const auto& b) { return a.memory.device_total < b.memory.device_total; });
-  }
-  out.training.strategy = pick->training.strategy;
-  out.training.checkpointing = pick->training.checkpointing;
-  out.training.offload = pick->training.offload;
+  out.training.strategy = t.strategy;
+  out.training.checkpointing = t.checkpointing;
+  out.training.offload = t.offload;
+  return out;
+}
+
+Settings Session::completed(const Settings& s) {
+  io::Request q = s;
+  q.cluster_spec = s.cluster.spec();
+  q.inter_node = s.cluster.inter_node.empty() ? std::nullopt : std::optional(s.cluster.inter_node);
+  const io::Resolved r = io::resolve_with(evaluator_.model(s.model), evaluator_.cluster(s.cluster), q,
+                                          io::command::gui, io::Irrelevant::ignore);
+  Settings out = s;
+  out.training = io::configuration(r);
   return out;
 }
 

@@ -20,9 +20,11 @@
 #include "trainplan/hardware/gpu.hpp"
 #include "trainplan/hardware/profile.hpp"
 #include "trainplan/io/catalog.hpp"
+#include "trainplan/io/request.hpp"
 #include "trainplan/model/architecture.hpp"
 #include "trainplan/model/parameters.hpp"
 #include "trainplan/model/training.hpp"
+#include "trainplan/planner/emit.hpp"
 #include "trainplan/planner/estimate.hpp"
 #include "trainplan/planner/fit.hpp"
 
@@ -59,13 +61,11 @@ struct ClusterChoice {
 // The first start: a 7B model on one 8-GPU node, sharded with FSDP.
 [[nodiscard]] model::Training default_training();
 
-struct Settings {
-  std::string model = "llama-2-7b";  // catalogue name, HF id, size alias or config.json path
+// The request as the window holds it (io::Request: the library's option schema reads and writes
+// it), with the cluster as the window's fields and the sweep axis.
+struct Settings : io::Request {
+  Settings();
   ClusterChoice cluster;
-  model::Training training = default_training();  // lora.targets is filled from lora_targets
-  std::string lora_targets = "q,v";               // as typed: roles, module names or all-linear
-  std::string profile;       // hardware profile JSON (trainplan calibrate fit); empty: datasheet
-  std::string train_tokens;  // "300B": show the time to train that many tokens; empty: none
   SweepAxis sweep = SweepAxis::micro_batch;
 };
 
@@ -73,13 +73,9 @@ struct Settings {
 void store_settings(QSettings& q, const Settings& s);
 [[nodiscard]] Settings restore_settings(const QSettings& q);
 
-// trainplan-gui's command line: the CLI's training options plus --screenshot.
+// trainplan-gui's command line: the schema's training options, --from, and the window's own.
 struct CommandLine {
-  Settings settings;
-  bool strategy_given = false;  // otherwise the strategy planner::fit recommends is used
-  bool checkpointing_given = false;
-  bool offload_given = false;
-  bool seq_given = false;
+  Settings settings;  // settings.given: the options given (the others take defaults at start)
   QString screenshot;  // write the window to this PNG and exit
   QSize size{1280, 800};
   QString tab;  // table tab to show: memory, time, communication, strategies, sweep, plans, compare
@@ -93,6 +89,10 @@ struct CommandLine {
 [[nodiscard]] CommandLine parse_command_line(const QStringList& arguments,
                                              const io::Catalog& catalog);
 
+// The window's request for the library: the cluster fields as a spec, every option given in the
+// window's words (its labels).
+[[nodiscard]] io::Request window_request(const Settings& s);
+
 // One fully specified configuration and what the library says about it.
 struct Evaluation {
   Settings settings;
@@ -103,6 +103,7 @@ struct Evaluation {
   planner::Estimate estimate;
   std::vector<std::string> notes;
   std::string profile_name;              // empty: datasheet defaults
+  planner::EmitContext emit;             // for the launch configs: the Hub id where known
   std::optional<double> tokens;          // to train, when asked
   std::optional<Seconds> time_to_train;  // planner::time_to_train for them
   [[nodiscard]] Bytes usable() const { return cluster.gpu.usable_memory; }
@@ -178,6 +179,9 @@ class Session : public QObject {
   // left free (the leanest candidate when none fits). Throws InputError.
   [[nodiscard]] Settings recommended(const Settings& s, bool free_strategy = true,
                                      bool free_checkpointing = true, bool free_offload = true);
+  // Settings from a request in which only s.given holds what was asked (the command line, an
+  // opened config file): the rest as `trainplan estimate` takes them (io::configuration).
+  [[nodiscard]] Settings completed(const Settings& s);
   // The model's default sequence length, or nullopt when it cannot be resolved.
   [[nodiscard]] std::optional<std::int64_t> defaultSeq(const std::string& model);
   void reloadFiles();

@@ -452,8 +452,8 @@ void TestGuiModels::command_line_parses_training_options() {
   QCOMPARE(cl.settings.cluster.gpu, std::string("H100-80GB"));
   QCOMPARE(cl.settings.training.method, Method::lora);
   QCOMPARE(cl.settings.training.strategy, Strategy::zero3);
-  QVERIFY(cl.strategy_given);
-  QVERIFY(!cl.checkpointing_given);
+  QVERIFY(cl.settings.has("strategy"));
+  QVERIFY(!cl.settings.has("checkpointing"));
   QCOMPARE(cl.settings.training.tp, 2);
   QCOMPARE(cl.settings.training.micro_batch, std::int64_t{4});
   QVERIFY(cl.settings.training.sequence_parallel);

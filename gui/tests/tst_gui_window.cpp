@@ -411,7 +411,7 @@ void TestGuiWindow::expert_parallel_spreads_the_experts() {
   QVERIFY(session_->current()->estimate.memory.weights < replicated * 0.5);
   type_into(ep, QStringLiteral("3"));  // does not divide 8 experts
   QCOMPARE(window_->verdict(), MainWindow::Verdict::invalid);
-  QVERIFY(window_->verdictText().contains(QStringLiteral("--expert-parallel 3")));
+  QVERIFY2(window_->verdictText().contains(QStringLiteral("Expert parallel 3")), qPrintable(window_->verdictText()));
   window_->applySettings(base_settings(QStringLiteral("llama-2-7b"), 8, Strategy::ddp, 1));
   QVERIFY(!ep->isEnabled());
 }
@@ -572,7 +572,7 @@ void TestGuiWindow::plan_exports_through_the_emitters() {
 
 void TestGuiWindow::time_to_train_and_profile() {
   window_->applySettings(base_settings(QStringLiteral("llama-2-7b"), 8, Strategy::fsdp_full, 2));
-  auto* tokens = child<QLineEdit>("trainTokens");
+  auto* tokens = child<QLineEdit>("tokens");
   type_into(tokens, QStringLiteral("300B"));
   QTest::keyClick(tokens, Qt::Key_Return);
   QVERIFY(session_->current() && session_->current()->time_to_train);
@@ -628,7 +628,7 @@ void TestGuiWindow::settings_are_remembered() {
   Settings s = base_settings(QStringLiteral("mistral-7b"), 4, Strategy::zero2, 3);
   s.training.checkpointing = Checkpointing::selective;
   s.lora_targets = "all-linear";
-  s.train_tokens = "1T";
+  s.tokens = "1T";
   {
     Session session(catalog_);
     MainWindow remembering(session, MainWindow::Options{true});
@@ -643,7 +643,7 @@ void TestGuiWindow::settings_are_remembered() {
   QCOMPARE(r.training.micro_batch, std::int64_t{3});
   QCOMPARE(r.training.checkpointing, Checkpointing::selective);
   QCOMPARE(r.lora_targets, s.lora_targets);
-  QCOMPARE(r.train_tokens, s.train_tokens);
+  QCOMPARE(r.tokens, s.tokens);
   QSettings().clear();
 }
 

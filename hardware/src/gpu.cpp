@@ -86,14 +86,14 @@ void require_supported(const GpuSpec& g, Precision p, Attention a) {
     const bool bf16 = p == Precision::bf16_mixed || p == Precision::bf16_true;
     // PyTorch reports bf16 as supported wherever a bf16 tensor can be created and then runs its
     // matmuls without the matrix units (torch/cuda/__init__.py, is_bf16_supported).
-    throw InputError(
-        "--precision " + std::string(to_string(p)) + ": " + gpu_words(g) + " has no " +
+    throw FieldError(
+        "{precision} " + std::string(to_string(p)) + ": " + gpu_words(g) + " has no " +
         (bf16 ? "bf16 " : "fp16 ") + matrix_units(g) +
         (bf16 ? " (PyTorch accepts bf16 there but runs it emulated, without them)" : "") +
         "; it supports " + supported_list<Precision>([&](Precision x) { return supports(g, x); }));
   }
   if (!supports(g, a))
-    throw InputError("--attention " + std::string(to_string(a)) + ": " + gpu_words(g) +
+    throw FieldError("{attention} " + std::string(to_string(a)) + ": " + gpu_words(g) +
                      " cannot run FlashAttention-2 (it needs compute capability 8.0 or newer, or "
                      "an AMD MI200/MI300); it supports " +
                      supported_list<Attention>([&](Attention x) { return supports(g, x); }) +

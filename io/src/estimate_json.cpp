@@ -136,7 +136,7 @@ Json estimate_json(const model::Architecture& a, const model::ParameterCounts& n
   Json plan = plan_json(e, tokens);
   plan["activations"] = activations_json(a, e);
   return Json{{"schema", kEstimateSchema},
-              {"model", model_json(a, n, trainable_parameters(a, n, e.training))},
+              {"model", model_json(a, n, model::trainable_parameters(a, n, e.training))},
               {"cluster", cluster_json(c)},
               {"plan", plan}};
 }
@@ -155,7 +155,7 @@ Json plan_result_json(const model::Architecture& a, const model::ParameterCounts
   Json rejected = Json::array();
   for (const auto& x : r.rejected) rejected.push_back(rejection_json(x));
   const std::int64_t trainable =
-      r.plans.empty() ? n.total : trainable_parameters(a, n, r.plans.front().training);
+      r.plans.empty() ? n.total : model::trainable_parameters(a, n, r.plans.front().training);
   return Json{{"schema", kPlanSchema},
               {"model", model_json(a, n, trainable)},
               {"cluster", cluster_json(c)},

@@ -345,7 +345,7 @@ ReplayInput replay_input_from_json(const Catalog& catalog, const Json& j, const 
   }
   // The LoRA rank and targets are not in the file: the adapters' size must agree with them.
   if (const auto trainable = m.optional_integer("trainable_parameters", 0)) {
-    const std::int64_t here = trainable_parameters(in.arch, in.counts, in.training);
+    const std::int64_t here = model::trainable_parameters(in.arch, in.counts, in.training);
     if (*trainable != here && in.training.method != Method::full)
       throw InputError(fmt::format(
           "{} model: key 'trainable_parameters' is {} but LoRA rank {} on {} gives {}: the file "
@@ -502,7 +502,7 @@ Json replay_json(const ReplayInput& in, const planner::ReplayPlan& plan,
                 {"settings", in.settings},
                 {"assumed", in.assumed}}},
               {"model", model_json(in.arch, in.counts,
-                                   trainable_parameters(in.arch, in.counts, in.training))},
+                                   model::trainable_parameters(in.arch, in.counts, in.training))},
               {"cluster", cluster_json(in.cluster)},
               {"training", training_json(in.training)},
               {"layout",

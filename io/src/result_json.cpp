@@ -22,11 +22,6 @@ Json breakdown_json(const planner::MemoryBreakdown& m) {
 
 }  // namespace
 
-std::int64_t trainable_parameters(const model::Architecture& a, const model::ParameterCounts& n,
-                                  const model::Training& t) {
-  return t.method == Method::full ? n.total : model::lora_parameters(a, t.lora);
-}
-
 Json model_json(const model::Architecture& a, const model::ParameterCounts& n, std::int64_t trainable) {
   return Json{{"name", a.name},
               {"family", a.family},
@@ -71,9 +66,9 @@ Json candidate_json(const planner::Candidate& c) {
               {"micro_batch", t.micro_batch},
               {"seq", t.seq},
               {"fits", c.fits},
+              {"tokens_per_s", c.tokens_per_s > 0.0 ? Json(c.tokens_per_s) : Json(nullptr)},
               {"verdict", std::string(to_string(c.verdict.verdict))},
               {"verdict_reason", c.verdict.reason},
-              {"tokens_per_s", c.tokens_per_s > 0.0 ? Json(c.tokens_per_s) : Json(nullptr)},
               {"max_micro_batch", c.max_micro_batch},
               {"memory", memory_json(c.memory)}};
 }
@@ -83,7 +78,7 @@ Json fit_json(const model::Architecture& a, const model::ParameterCounts& n, con
   Json cands = Json::array();
   for (const auto& k : r.candidates) cands.push_back(candidate_json(k));
   const std::int64_t trainable =
-      r.candidates.empty() ? n.total : trainable_parameters(a, n, r.candidates.front().training);
+      r.candidates.empty() ? n.total : model::trainable_parameters(a, n, r.candidates.front().training);
   Json j{{"schema", "trainplan.fit/1"},
          {"model", model_json(a, n, trainable)},
          {"cluster", cluster_json(c)},

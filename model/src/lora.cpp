@@ -48,7 +48,7 @@ std::vector<std::string> split_targets(const std::string& csv) {
     else cur += ch;
   }
   flush();
-  if (out.empty()) throw InputError("--lora-targets: empty list of target modules");
+  if (out.empty()) throw FieldError("{lora-targets}: empty list of target modules");
   return out;
 }
 
@@ -101,7 +101,7 @@ bool lora_targets_lm_head(const Architecture& a, const LoraConfig& c) {
 }
 
 std::int64_t lora_parameters(const Architecture& a, const LoraConfig& c) {
-  if (c.rank <= 0) throw InputError("--lora-rank must be positive (got " + std::to_string(c.rank) + ")");
+  if (c.rank <= 0) throw FieldError("{lora-rank} must be positive (got " + std::to_string(c.rank) + ")");
   std::int64_t p = 0;
   const Stack main_stack = a.encoder_decoder ? Stack::encoder : Stack::decoder;
   for (const auto& ad : lora_block_adapters(a, c, main_stack)) p += a.layers * ad.parameters(c.rank);

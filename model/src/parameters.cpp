@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "trainplan/model/lora.hpp"
+
 namespace trainplan::model {
 
 std::int64_t norm_parameters(const Architecture& a) {
@@ -55,6 +57,10 @@ ParameterCounts count_parameters(const Architecture& a) {
   c.experts = a.is_moe() ? a.layers * expert_params_per_block : 0;
   c.largest_module = largest;
   return c;
+}
+
+std::int64_t trainable_parameters(const Architecture& a, const ParameterCounts& n, const Training& t) {
+  return t.method == Method::full ? n.total : lora_parameters(a, t.lora);
 }
 
 }  // namespace trainplan::model

@@ -95,44 +95,44 @@ double frozen_base_bytes(const Training& tr) {
 }  // namespace
 
 void validate_training(const Architecture& a, const Training& tr) {
-  if (tr.tp < 1) throw InputError("--tp must be at least 1 (got " + str(tr.tp) + ")");
-  if (tr.pp < 1) throw InputError("--pp must be at least 1 (got " + str(tr.pp) + ")");
+  if (tr.tp < 1) throw FieldError("{tp} must be at least 1 (got " + str(tr.tp) + ")");
+  if (tr.pp < 1) throw FieldError("{pp} must be at least 1 (got " + str(tr.pp) + ")");
   if (tr.pp_virtual < 1)
-    throw InputError("--pp-virtual must be at least 1 (got " + str(tr.pp_virtual) + ")");
+    throw FieldError("{pp-virtual} must be at least 1 (got " + str(tr.pp_virtual) + ")");
   if (tr.micro_batch < 1)
-    throw InputError("--micro-batch must be at least 1 (got " + str(tr.micro_batch) + ")");
+    throw FieldError("{micro-batch} must be at least 1 (got " + str(tr.micro_batch) + ")");
   if (tr.grad_accum < 1)
-    throw InputError("--grad-accum must be at least 1 (got " + str(tr.grad_accum) + ")");
-  if (tr.seq < 1) throw InputError("--seq must be at least 1 (got " + str(tr.seq) + ")");
+    throw FieldError("{grad-accum} must be at least 1 (got " + str(tr.grad_accum) + ")");
+  if (tr.seq < 1) throw FieldError("{seq} must be at least 1 (got " + str(tr.seq) + ")");
   if (a.position == model::PositionKind::learned && tr.seq > a.max_seq)
-    throw InputError("--seq " + str(tr.seq) + " exceeds the " + str(a.max_seq) +
+    throw FieldError("{seq} " + str(tr.seq) + " exceeds the " + str(a.max_seq) +
                      " learned positions of model '" + a.name + "'");
   if (a.heads % tr.tp != 0)
-    throw InputError("--tp " + str(tr.tp) + " does not divide the " + str(a.heads) +
+    throw FieldError("{tp} " + str(tr.tp) + " does not divide the " + str(a.heads) +
                      " attention heads of model '" + a.name + "'");
   if (tr.pp > a.total_layers())
-    throw InputError("--pp " + str(tr.pp) + " exceeds the " + str(a.total_layers()) +
+    throw FieldError("{pp} " + str(tr.pp) + " exceeds the " + str(a.total_layers()) +
                      " layers of model '" + a.name + "'");
   if (tr.pp_virtual > 1 && (tr.pp == 1 || a.total_layers() % (tr.pp * tr.pp_virtual) != 0))
-    throw InputError("--pp-virtual " + str(tr.pp_virtual) + " needs --pp > 1 and " +
+    throw FieldError("{pp-virtual} " + str(tr.pp_virtual) + " needs {pp} > 1 and " +
                      str(a.total_layers()) + " layers divisible by pp x pp-virtual");
   if (tr.checkpointing == Checkpointing::full_offload && tr.framework == Framework::megatron)
-    throw InputError("--checkpointing full-offload is not modelled for the megatron framework (use full)");
+    throw FieldError("{checkpointing} full-offload is not modelled for the megatron framework (use full)");
   if (tr.quant_block < 64 || tr.quant_block > 4096 || (tr.quant_block & (tr.quant_block - 1)) != 0)
-    throw InputError("--quant-block must be a power of two from 64 to 4096, as bitsandbytes takes (got " +
+    throw FieldError("{quant-block} must be a power of two from 64 to 4096, as bitsandbytes takes (got " +
                      str(tr.quant_block) + ")");
-  if (tr.ep < 1) throw InputError("--expert-parallel must be at least 1 (got " + str(tr.ep) + ")");
+  if (tr.ep < 1) throw FieldError("{expert-parallel} must be at least 1 (got " + str(tr.ep) + ")");
   if (!optimizer_impl_allows(tr.optimizer_impl, tr.offload) && tr.offload == Offload::none)
-    throw InputError("--optimizer-impl deepspeed-cpu steps on the host: it needs --offload optimizer");
+    throw FieldError("{optimizer-impl} deepspeed-cpu steps on the host: it needs {offload} optimizer");
   if (!optimizer_impl_allows(tr.optimizer_impl, tr.offload))
-    throw InputError(std::string("--optimizer-impl ") + std::string(to_string(tr.optimizer_impl)) +
-                     " runs on the GPU, but --offload puts the optimizer on the host (use default "
+    throw FieldError(std::string("{optimizer-impl} ") + std::string(to_string(tr.optimizer_impl)) +
+                     " runs on the GPU, but {offload} puts the optimizer on the host (use default "
                      "or deepspeed-cpu)");
   if (tr.ep > 1 && !a.is_moe())
-    throw InputError("--expert-parallel " + str(tr.ep) + ": model '" + a.name +
+    throw FieldError("{expert-parallel} " + str(tr.ep) + ": model '" + a.name +
                      "' has no experts (it is not a mixture of experts)");
   if (tr.ep > 1 && a.experts % tr.ep != 0)
-    throw InputError("--expert-parallel " + str(tr.ep) + " does not divide the " + str(a.experts) +
+    throw FieldError("{expert-parallel} " + str(tr.ep) + " does not divide the " + str(a.experts) +
                      " experts of model '" + a.name + "'");
 }
 
@@ -161,7 +161,7 @@ Layout make_layout(const Architecture& a, const Training& tr, const hardware::Cl
     l.shard = std::clamp(c.gpus_per_node / (tr.tp * tr.pp), 1, l.dp);
   l.ep = tr.ep;
   if (l.shard % l.ep != 0)
-    throw InputError("--expert-parallel " + str(tr.ep) + " does not divide the " + str(l.shard) +
+    throw FieldError("{expert-parallel} " + str(tr.ep) + " does not divide the " + str(l.shard) +
                      (l.shard == l.dp ? " data-parallel ranks" : " ranks a hybrid shard spans") +
                      " of " + c.description);
   return l;

@@ -250,7 +250,7 @@ PairResult explore(const Evaluator& ev, const PlanRequest& req, int tp, int pp,
 std::int64_t grad_accum_for(std::int64_t global_batch, std::int64_t micro_batch, int dp,
                             std::optional<std::int64_t> pinned_grad_accum) {
   if (global_batch < 1)
-    throw InputError(fmt::format("--global-batch must be at least 1 (got {})", global_batch));
+    throw FieldError(fmt::format("{{global-batch}} must be at least 1 (got {})", global_batch));
   const std::int64_t per_step = micro_batch * dp;
   if (pinned_grad_accum) {
     if (per_step * *pinned_grad_accum != global_batch)
@@ -343,9 +343,9 @@ PlanResult search(const model::Architecture& a, const model::ParameterCounts& n,
                   const hardware::HardwareProfile* profile, const MemoryConventions& mc,
                   const TimeConventions& tc) {
   if (req.global_batch && *req.global_batch < 1)
-    throw InputError("--global-batch must be at least 1 (got " + std::to_string(*req.global_batch) +
+    throw FieldError("{global-batch} must be at least 1 (got " + std::to_string(*req.global_batch) +
                      ")");
-  if (req.top < 1) throw InputError("--top must be at least 1");
+  if (req.top < 1) throw FieldError("{top} must be at least 1");
   // Precision and attention are never searched: the GPU must run the ones asked for.
   hardware::require_supported(c.gpu, req.base.precision, req.base.attention);
   // A pinned degree that no layout can honour is the user's error: say why.

@@ -208,6 +208,14 @@ CaseResult validate_case(const ReferenceCase& c, const MemoryConventions& mc,
       cmp.predicted = p.predict(m) / unit_scale(m.unit);
       r.comparisons.push_back(std::move(cmp));
     }
+  } catch (const FieldError& e) {
+    // A reference file names the options by its keys: micro_batch for micro-batch.
+    const std::string msg = e.render([](std::string_view f) {
+      std::string key(f);
+      std::replace(key.begin(), key.end(), '-', '_');
+      return "key '" + key + "'";
+    });
+    throw InputError("reference case '" + c.name + "' in '" + c.file + "': " + msg);
   } catch (const InputError& e) {
     throw InputError("reference case '" + c.name + "' in '" + c.file + "': " + e.what());
   }

@@ -118,14 +118,14 @@ TEST(GpuCapabilities, RequestsTheGpuCannotHonourAreRefusedNamingOptionGpuAndAlte
     EXPECT_FALSE(hardware::supports(v100, p));
     const std::string msg =
         error_of([&] { hardware::require_supported(v100, p, Attention::sdpa); });
-    EXPECT_TRUE(contains(msg, "--precision " + std::string(to_string(p)))) << msg;
+    EXPECT_TRUE(contains(msg, "precision " + std::string(to_string(p)))) << msg;
     EXPECT_TRUE(contains(msg, "V100-32GB (Volta, compute capability 7.0)")) << msg;
     EXPECT_TRUE(contains(msg, "no bf16 tensor cores")) << msg;
     EXPECT_TRUE(contains(msg, "supports fp32, fp16-mixed, fp16-true")) << msg;
   }
   const std::string msg =
       error_of([&] { hardware::require_supported(v100, Precision::fp16_mixed, Attention::flash); });
-  EXPECT_TRUE(contains(msg, "--attention flash")) << msg;
+  EXPECT_TRUE(contains(msg, "attention flash")) << msg;
   EXPECT_TRUE(contains(msg, "FlashAttention-2")) << msg;
   EXPECT_TRUE(contains(msg, "supports sdpa, eager")) << msg;
   for (Precision p : {Precision::fp32, Precision::fp16_mixed, Precision::fp16_true})
@@ -173,16 +173,16 @@ TEST(GpuCapabilities, FitAndPlanRefuseBf16AndFlashOnAV100) {
   const Problem p = problem("7b", "8xV100-32GB");
   FitRequest bf16;  // the library's own default, bf16-mixed with flash
   EXPECT_TRUE(
-      contains(error_of([&] { (void)fit(p.a, p.n, bf16, p.c); }), "--precision bf16-mixed"));
+      contains(error_of([&] { (void)fit(p.a, p.n, bf16, p.c); }), "precision bf16-mixed"));
   FitRequest flash;
   flash.base.precision = Precision::fp16_mixed;
   flash.base.attention = Attention::flash;
-  EXPECT_TRUE(contains(error_of([&] { (void)fit(p.a, p.n, flash, p.c); }), "--attention flash"));
+  EXPECT_TRUE(contains(error_of([&] { (void)fit(p.a, p.n, flash, p.c); }), "attention flash"));
   PlanRequest plan;
   plan.base.precision = Precision::bf16_true;
   plan.base.attention = Attention::sdpa;
   EXPECT_TRUE(
-      contains(error_of([&] { (void)search(p.a, p.n, p.c, plan); }), "--precision bf16-true"));
+      contains(error_of([&] { (void)search(p.a, p.n, p.c, plan); }), "precision bf16-true"));
 }
 
 // The launch configs of a V100 plan: fp16 with loss scaling, SDPA, never bf16 or FlashAttention-2.
@@ -220,7 +220,7 @@ TEST(GpuCapabilities, EmittersWriteFp16AndSdpaForAV100Plan) {
   Estimate bf16 = e;
   bf16.training.precision = Precision::bf16_mixed;
   EXPECT_TRUE(contains(error_of([&] { (void)emit(EmitFormat::deepspeed, bf16, p.c, p.a); }),
-                       "--precision bf16-mixed"));
+                       "precision bf16-mixed"));
 }
 
 }  // namespace

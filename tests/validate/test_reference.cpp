@@ -127,7 +127,7 @@ TEST(Reference, BadInputNamesFileCaseAndKey) {
       {"lora_missing.json", {"key 'lora' is missing"}},
       {"quant_without_qlora.json", {"key 'quant' is given"}},
       {"quant_block_without_qlora.json", {"key 'quant_block' is given"}},
-      {"expert_parallel_dense.json", {"reference case 'tiny-llama-lora'", "--expert-parallel 2", "not a mixture of experts"}},
+      {"expert_parallel_dense.json", {"reference case 'tiny-llama-lora'", "key 'expert_parallel' 2", "not a mixture of experts"}},
       {"unknown_model.json", {"key 'model'", "'no-such-model'"}},
       {"no_hardware.json", {"key 'hardware' is missing"}},
       {"unknown_schema.json", {"unknown schema 'trainplan.reference/9'"}},

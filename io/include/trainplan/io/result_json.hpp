@@ -13,9 +13,6 @@
 
 namespace trainplan::io {
 
-// The model's trainable parameters under a configuration: all of them, or the adapters'.
-[[nodiscard]] std::int64_t trainable_parameters(const model::Architecture& a, const model::ParameterCounts& n,
-                                                const model::Training& t);
 [[nodiscard]] Json model_json(const model::Architecture& a, const model::ParameterCounts& n,
                               std::int64_t trainable);
 [[nodiscard]] Json cluster_json(const hardware::Cluster& c);

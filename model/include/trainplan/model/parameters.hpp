@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "trainplan/model/architecture.hpp"
+#include "trainplan/model/training.hpp"
 
 namespace trainplan::model {
 
@@ -22,5 +23,7 @@ struct ParameterCounts {
 [[nodiscard]] std::int64_t norm_parameters(const Architecture& a);
 [[nodiscard]] std::int64_t block_parameters(const Architecture& a, Stack stack);
 [[nodiscard]] ParameterCounts count_parameters(const Architecture& a);
+// What the optimizer updates: every parameter in full fine-tuning, the adapters' otherwise.
+[[nodiscard]] std::int64_t trainable_parameters(const Architecture& a, const ParameterCounts& n, const Training& t);
 
 }  // namespace trainplan::model

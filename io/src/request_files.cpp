@@ -1,0 +1,26 @@
+#include "trainplan/io/request_files.hpp"
+
+#include <set>
+
+#include "trainplan/io/config_file.hpp"
+
+namespace trainplan::io {
+
+Request make_request(const std::vector<std::string>& files, const std::vector<GivenValue>& values, Request base) {
+  Request r = std::move(base);
+  std::vector<ConfigRead> reads;
+  for (const std::string& path : files) {
+    reads.push_back(read_training_config(path));
+    const ConfigRead& read = reads.back();
+    r.file_notes.push_back(path + ": read as " + read.kind);
+    for (const Setting& s : read.settings) set_option(r, s.option, s.value, s.source);
+    for (const std::string& w : read.warnings) r.file_notes.push_back("warning: " + w);
+  }
+  for (const GivenValue& v : values) set_option(r, v.option, v.value, v.source);
+  std::set<std::string> given;
+  for (const auto& [name, source] : r.given) given.insert(name);
+  require_resolved(reads, given);
+  return r;
+}
+
+}  // namespace trainplan::io
