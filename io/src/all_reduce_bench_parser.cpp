@@ -110,18 +110,9 @@ std::string value_after(std::string_view line, std::string_view key) {
   return std::string(trim(rest.substr(0, rest.find(','))));
 }
 
-}  // namespace
-
-CollectiveLog parse_all_reduce_bench_log(std::string_view text, std::string_view source,
-                                         const ImportHints& hints) {
-  const std::string src(source);
-  CollectiveLog log;
-  log.source = src;
-  log.tool = LogTool::all_reduce_bench;
+// What the lines of one all_reduce_bench log have said so far.
+struct BenchState {
   LogBlock block;
-  block.collective = hardware::Collective::all_reduce;
-  block.test = "all_reduce_bench";
-
   std::optional<int> ranks_said;
   std::optional<int> nproc;
   std::optional<int> nnodes;
@@ -133,151 +124,200 @@ CollectiveLog parse_all_reduce_bench_log(std::string_view text, std::string_view
   std::optional<std::int64_t> single_bytes;
   std::optional<double> single_algbw;
   std::optional<double> single_busbw;
+};
 
-  auto add_row = [&](std::int64_t bytes, double busbw, double algbw) {
-    LogRow row;
-    row.bytes = bytes;
-    row.count = bytes / 4;
-    row.dtype = "float";  // the script all-reduces an fp32 tensor
-    row.redop = "sum";
-    TimingColumns t;
-    t.algbw_GBps = algbw;
-    t.busbw_GBps = busbw;
-    t.time_us = algbw > 0.0 ? static_cast<double>(bytes) / (algbw * 1e3) : 0.0;
-    row.in_place = t;  // torch.distributed.all_reduce works in place
-    block.rows.push_back(std::move(row));
-  };
+void add_row(LogBlock& block, std::int64_t bytes, double busbw, double algbw) {
+  LogRow row;
+  row.bytes = bytes;
+  row.count = bytes / 4;
+  row.dtype = "float";  // the script all-reduces an fp32 tensor
+  row.redop = "sum";
+  TimingColumns t;
+  t.algbw_GBps = algbw;
+  t.busbw_GBps = busbw;
+  t.time_us = algbw > 0.0 ? static_cast<double>(bytes) / (algbw * 1e3) : 0.0;
+  row.in_place = t;  // torch.distributed.all_reduce works in place
+  block.rows.push_back(std::move(row));
+}
 
-  for (const std::string_view raw : split_lines(text)) {
-    const std::string_view t = trim(strip_launcher_prefix(raw));
-    if (t.empty()) continue;
-    if (t.front() == '|') {
-      const std::vector<std::string_view> cells = table_cells(t);
-      bool header = false;
-      for (std::size_t i = 0; i < cells.size(); ++i) {
-        const std::string c = lower(cells[i]);
-        if (c == "payload" || c == "busbw" || c == "algbw") header = true;
-      }
-      if (header) {
-        payload_col = busbw_col = algbw_col = -1;
-        for (std::size_t i = 0; i < cells.size(); ++i) {
-          const std::string c = lower(cells[i]);
-          if (c == "payload") payload_col = static_cast<int>(i);
-          if (c == "busbw") busbw_col = static_cast<int>(i);
-          if (c == "algbw") algbw_col = static_cast<int>(i);
-        }
-        continue;
-      }
-      bool separator = true;
-      for (const std::string_view c : cells) {
-        separator = separator && c.find_first_not_of("-: ") == std::string_view::npos;
-      }
-      if (separator) continue;
-      // Rows of a --profile_stability table have no payload column: one size, per iteration.
-      if (payload_col >= 0 && busbw_col >= 0 && algbw_col >= 0 &&
-          static_cast<int>(cells.size()) > std::max({payload_col, busbw_col, algbw_col})) {
-        const auto bytes = parse_payload(cells[static_cast<std::size_t>(payload_col)]);
-        const auto busbw = parse_gbps(cells[static_cast<std::size_t>(busbw_col)]);
-        const auto algbw = parse_gbps(cells[static_cast<std::size_t>(algbw_col)]);
-        if (bytes && busbw && algbw) {
-          add_row(*bytes, *busbw, *algbw);
-          continue;
-        }
-      }
-      if (payload_col < 0) continue;
-      ++log.skipped_lines;
-      continue;
-    }
-    const std::string l = lower(t);
-    if (l.starts_with("the average bandwidth of all_reduce") ||
-        l.find("payload bandwidth of all_reduce") != std::string::npos) {
-      const std::vector<std::string_view> toks = split_ws(t);
-      for (std::size_t i = 1; i < toks.size(); ++i) {
-        std::string_view word = toks[i];
-        while (!word.empty() && (word.back() == ')' || word.back() == ':' || word.back() == ',')) {
-          word.remove_suffix(1);
-        }
-        if (word == "ranks") {
-          std::string_view n = toks[i - 1];
-          if (!n.empty() && n.front() == '(') n.remove_prefix(1);
-          if (const auto v = to_int(n)) ranks_said = static_cast<int>(*v);
-        }
-        if (word == "payload" && toks[i - 1] != "a" && l.find("with a ") != std::string::npos) {
-          single_bytes = parse_payload(toks[i - 1]);
-        }
-      }
-      continue;
-    }
-    if (l.starts_with("algbw:") || l.starts_with("busbw:")) {
-      const std::optional<double> v = parse_gbps(t.substr(
-          6, t.find('(') == std::string_view::npos ? std::string_view::npos : t.find('(') - 6));
-      (l.starts_with("algbw:") ? single_algbw : single_busbw) = v;
-      continue;
-    }
-    if (l.starts_with("- software:")) {
-      const std::string cuda = value_after(t, "cuda=");
-      const std::string nccl = value_after(t, "nccl=");
-      if (!cuda.empty() && cuda != "None") log.cuda = cuda;
-      if (!nccl.empty()) log.nccl = nccl_from_torch(nccl);
-      continue;
-    }
-    if (l.starts_with("- hardware:")) {
-      const std::size_t at = t.find("name='");
-      if (at != std::string_view::npos) {
-        const std::size_t end = t.find('\'', at + 6);
-        block.gpu = std::string(t.substr(at + 6, end - at - 6));
-      }
-      continue;
-    }
-    if (l.find("all_reduce_bench") != std::string::npos ||
-        l.find("torch.distributed.run") != std::string::npos ||
-        l.find("torchrun") != std::string::npos) {
-      const std::vector<std::string_view> toks = split_ws(t);
-      launcher = launcher || l.find("torch.distributed.run") != std::string::npos ||
-                 l.find("torchrun") != std::string::npos;
-      bool present = false;
-      if (auto v = flag_value(toks, "--nproc_per_node", present)) nproc = v;
-      if (auto v = flag_value(toks, "--nproc-per-node", present)) nproc = v;
-      if (auto v = flag_value(toks, "--nnodes", nnodes_flag)) nnodes = v;
-      if (!log.command) log.command = std::string(t.starts_with("$ ") ? t.substr(2) : t);
-      continue;
-    }
-    if (l.starts_with("environment:") || l.starts_with("legend:") || l.starts_with("1gbps") ||
-        l.starts_with("elapsed time") || l.starts_with("***") || l.starts_with("!!!")) {
-      continue;
-    }
-    // Progress lines "  32KiB: 3".
-    if (const std::size_t colon = t.find(':'); colon != std::string_view::npos &&
-                                               parse_payload(t.substr(0, colon)) &&
-                                               to_int(trim(t.substr(colon + 1)))) {
-      continue;
-    }
-    ++log.skipped_lines;
+// A header row names the payload, busbw and algbw columns; returns whether it was one.
+bool read_table_header(const std::vector<std::string_view>& cells, BenchState& st) {
+  bool header = false;
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const std::string c = lower(cells[i]);
+    if (c == "payload" || c == "busbw" || c == "algbw") header = true;
   }
-  if (single_bytes && single_algbw && single_busbw)
-    add_row(*single_bytes, *single_busbw, *single_algbw);
-  if (block.rows.empty()) {
-    throw InputError(src + ": all_reduce_bench output without a payload table");
+  if (!header) return false;
+  st.payload_col = st.busbw_col = st.algbw_col = -1;
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const std::string c = lower(cells[i]);
+    if (c == "payload") st.payload_col = static_cast<int>(i);
+    if (c == "busbw") st.busbw_col = static_cast<int>(i);
+    if (c == "algbw") st.algbw_col = static_cast<int>(i);
   }
+  return true;
+}
 
-  const std::optional<double> ratio = detail::bandwidth_ratio(block);
+// One line of a "| payload | busbw | algbw |" table.
+void read_table_line(std::string_view t, BenchState& st, CollectiveLog& log) {
+  const std::vector<std::string_view> cells = table_cells(t);
+  if (read_table_header(cells, st)) return;
+  bool separator = true;
+  for (const std::string_view c : cells) {
+    separator = separator && c.find_first_not_of("-: ") == std::string_view::npos;
+  }
+  if (separator) return;
+  // Rows of a --profile_stability table have no payload column: one size, per iteration.
+  if (st.payload_col >= 0 && st.busbw_col >= 0 && st.algbw_col >= 0 &&
+      static_cast<int>(cells.size()) > std::max({st.payload_col, st.busbw_col, st.algbw_col})) {
+    const auto bytes = parse_payload(cells[static_cast<std::size_t>(st.payload_col)]);
+    const auto busbw = parse_gbps(cells[static_cast<std::size_t>(st.busbw_col)]);
+    const auto algbw = parse_gbps(cells[static_cast<std::size_t>(st.algbw_col)]);
+    if (bytes && busbw && algbw) {
+      add_row(st.block, *bytes, *busbw, *algbw);
+      return;
+    }
+  }
+  if (st.payload_col < 0) return;
+  ++log.skipped_lines;
+}
+
+// "The average bandwidth of all_reduce with a 4GiB payload (5 trials, 16 ranks):".
+void read_average_line(std::string_view t, const std::string& l, BenchState& st) {
+  const std::vector<std::string_view> toks = split_ws(t);
+  for (std::size_t i = 1; i < toks.size(); ++i) {
+    std::string_view word = toks[i];
+    while (!word.empty() && (word.back() == ')' || word.back() == ':' || word.back() == ',')) {
+      word.remove_suffix(1);
+    }
+    if (word == "ranks") {
+      std::string_view n = toks[i - 1];
+      if (!n.empty() && n.front() == '(') n.remove_prefix(1);
+      if (const auto v = to_int(n)) st.ranks_said = static_cast<int>(*v);
+    }
+    if (word == "payload" && toks[i - 1] != "a" && l.find("with a ") != std::string::npos) {
+      st.single_bytes = parse_payload(toks[i - 1]);
+    }
+  }
+}
+
+// The command line that started the benchmark, directly or through torchrun.
+void read_launch_line(std::string_view t, const std::string& l, BenchState& st,
+                      CollectiveLog& log) {
+  const std::vector<std::string_view> toks = split_ws(t);
+  st.launcher = st.launcher || l.find("torch.distributed.run") != std::string::npos ||
+                l.find("torchrun") != std::string::npos;
+  bool present = false;
+  if (auto v = flag_value(toks, "--nproc_per_node", present)) st.nproc = v;
+  if (auto v = flag_value(toks, "--nproc-per-node", present)) st.nproc = v;
+  if (auto v = flag_value(toks, "--nnodes", st.nnodes_flag)) st.nnodes = v;
+  if (!log.command) log.command = std::string(t.starts_with("$ ") ? t.substr(2) : t);
+}
+
+// Lines that carry nothing to read: banners, legends and "  32KiB: 3" progress lines.
+bool is_noise_line(std::string_view t, const std::string& l) {
+  if (l.starts_with("environment:") || l.starts_with("legend:") || l.starts_with("1gbps") ||
+      l.starts_with("elapsed time") || l.starts_with("***") || l.starts_with("!!!")) {
+    return true;
+  }
+  const std::size_t colon = t.find(':');
+  return colon != std::string_view::npos && parse_payload(t.substr(0, colon)) &&
+         to_int(trim(t.substr(colon + 1)));
+}
+
+// One line outside the payload table.
+void read_text_line(std::string_view t, BenchState& st, CollectiveLog& log) {
+  const std::string l = lower(t);
+  if (l.starts_with("the average bandwidth of all_reduce") ||
+      l.find("payload bandwidth of all_reduce") != std::string::npos) {
+    read_average_line(t, l, st);
+    return;
+  }
+  if (l.starts_with("algbw:") || l.starts_with("busbw:")) {
+    const std::optional<double> v = parse_gbps(t.substr(
+        6, t.find('(') == std::string_view::npos ? std::string_view::npos : t.find('(') - 6));
+    (l.starts_with("algbw:") ? st.single_algbw : st.single_busbw) = v;
+    return;
+  }
+  if (l.starts_with("- software:")) {
+    const std::string cuda = value_after(t, "cuda=");
+    const std::string nccl = value_after(t, "nccl=");
+    if (!cuda.empty() && cuda != "None") log.cuda = cuda;
+    if (!nccl.empty()) log.nccl = nccl_from_torch(nccl);
+    return;
+  }
+  if (l.starts_with("- hardware:")) {
+    const std::size_t at = t.find("name='");
+    if (at != std::string_view::npos) {
+      const std::size_t end = t.find('\'', at + 6);
+      st.block.gpu = std::string(t.substr(at + 6, end - at - 6));
+    }
+    return;
+  }
+  if (l.find("all_reduce_bench") != std::string::npos ||
+      l.find("torch.distributed.run") != std::string::npos ||
+      l.find("torchrun") != std::string::npos) {
+    read_launch_line(t, l, st, log);
+    return;
+  }
+  if (is_noise_line(t, l)) return;
+  ++log.skipped_lines;
+}
+
+// Ranks from the hints, the log's own words, the launcher's flags, or the busbw/algbw ratio.
+void settle_ranks(BenchState& st, const std::optional<double>& ratio, const ImportHints& hints,
+                  const std::string& src) {
+  LogBlock& block = st.block;
   if (hints.ranks) {
     block.ranks = *hints.ranks;
-  } else if (ranks_said) {
-    block.ranks = *ranks_said;
-  } else if (nproc && (nnodes || (launcher && !nnodes_flag))) {
-    block.ranks = *nproc * nnodes.value_or(1);
+  } else if (st.ranks_said) {
+    block.ranks = *st.ranks_said;
+  } else if (st.nproc && (st.nnodes || (st.launcher && !st.nnodes_flag))) {
+    block.ranks = *st.nproc * st.nnodes.value_or(1);
   } else if (const auto n =
                  ratio ? detail::ranks_from_ratio(block.collective, *ratio) : std::nullopt) {
     block.ranks = *n;
   } else {
     throw InputError(src + ": cannot tell how many ranks ran; pass --ranks");
   }
+}
+
+}  // namespace
+
+CollectiveLog parse_all_reduce_bench_log(std::string_view text, std::string_view source,
+                                         const ImportHints& hints) {
+  const std::string src(source);
+  CollectiveLog log;
+  log.source = src;
+  log.tool = LogTool::all_reduce_bench;
+  BenchState st;
+  st.block.collective = hardware::Collective::all_reduce;
+  st.block.test = "all_reduce_bench";
+
+  for (const std::string_view raw : split_lines(text)) {
+    const std::string_view t = trim(strip_launcher_prefix(raw));
+    if (t.empty()) continue;
+    if (t.front() == '|') {
+      read_table_line(t, st, log);
+    } else {
+      read_text_line(t, st, log);
+    }
+  }
+  if (st.single_bytes && st.single_algbw && st.single_busbw)
+    add_row(st.block, *st.single_bytes, *st.single_busbw, *st.single_algbw);
+  if (st.block.rows.empty()) {
+    throw InputError(src + ": all_reduce_bench output without a payload table");
+  }
+
+  const std::optional<double> ratio = detail::bandwidth_ratio(st.block);
+  settle_ranks(st, ratio, hints, src);
   std::optional<int> known_nodes = hints.nodes;
-  if (!known_nodes && nnodes) known_nodes = *nnodes;
-  if (!known_nodes && launcher && nproc && !nnodes_flag) known_nodes = 1;  // torchrun's --nnodes defaults to 1
-  detail::settle_nodes(block, known_nodes, hints, ratio, source);
-  log.blocks.push_back(std::move(block));
+  if (!known_nodes && st.nnodes) known_nodes = *st.nnodes;
+  if (!known_nodes && st.launcher && st.nproc && !st.nnodes_flag) {
+    known_nodes = 1;  // torchrun's --nnodes defaults to 1
+  }
+  detail::settle_nodes(st.block, known_nodes, hints, ratio, source);
+  log.blocks.push_back(std::move(st.block));
   return log;
 }
 

@@ -369,12 +369,14 @@ std::string nccl_version_string(long code) {
   return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
 }
 
-CollectiveLog parse_nccl_tests_log(std::string_view text, std::string_view source,
-                                   const ImportHints& hints) {
-  CollectiveLog log;
-  log.source = std::string(source);
-  log.tool = LogTool::nccl_tests;
+namespace {
 
+// What the lines of one nccl-tests log have said so far: the run's context, the open block and
+// the blocks already complete.
+struct NcclTestsParse {
+  explicit NcclTestsParse(CollectiveLog& into) : log(into) {}
+
+  CollectiveLog& log;
   Context ctx;
   Context block_ctx;
   std::optional<Columns> cols;
@@ -384,19 +386,156 @@ CollectiveLog parse_nccl_tests_log(std::string_view text, std::string_view sourc
   bool header_seen = false;
   std::vector<std::pair<LogBlock, Context>> finished;
 
-  auto finish_block = [&] {
+  void finish_block() {
     if (block_open && !block.rows.empty()) finished.emplace_back(std::move(block), block_ctx);
     block = LogBlock{};
     block_open = false;
     in_rows = false;
-  };
+  }
   // A new run's preamble after rows: the previous block is complete and its devices are not ours.
-  auto new_run = [&] {
+  void new_run() {
     if (block_open && !block.rows.empty()) {
       finish_block();
       ctx = Context{};
     }
-  };
+  }
+};
+
+// The preamble of a run: version banner, test name, thread line, one line per rank.
+bool read_preamble_line(std::string_view content, NcclTestsParse& p) {
+  if (content.starts_with("nccl-tests version")) {
+    p.new_run();
+    const std::vector<std::string_view> toks = split_ws(content);
+    if (toks.size() > 2) p.log.tool_version = std::string(toks[2]);
+    for (const std::string_view tok : toks) {
+      if (tok.starts_with("nccl-library=")) {
+        if (const auto code = to_int(tok.substr(13)))
+          p.log.nccl = nccl_version_string(static_cast<long>(*code));
+      }
+    }
+    p.ctx.generation = 4;
+    return true;
+  }
+  if (content.starts_with("Collective test starting:")) {
+    p.new_run();
+    p.ctx.test = std::string(trim(content.substr(25)));
+    p.ctx.generation = 4;
+    return true;
+  }
+  if (content.starts_with("nThread ")) {
+    p.new_run();
+    if (content.find("unalign:") != std::string_view::npos) p.ctx.generation = 4;
+    return true;
+  }
+  if (content.starts_with("Using devices")) return true;
+  if (content.starts_with("Rank ")) {
+    if (auto rank = parse_rank_line(content)) {
+      p.new_run();
+      p.ctx.ranks[rank->first] = rank->second;
+      return true;
+    }
+  }
+  return false;
+}
+
+// The frame of a results table: footers, the column header and its unit lines.
+bool read_table_frame_line(std::string_view content, NcclTestsParse& p) {
+  if (content.starts_with("Out of bounds values") || content.starts_with("Avg bus bandwidth")) {
+    if (p.block_open) p.block.footer = true;
+    p.in_rows = false;
+    return true;
+  }
+  if (content.starts_with("Collective test concluded")) {
+    p.in_rows = false;
+    return true;
+  }
+  if (std::optional<Columns> header = parse_header(content)) {
+    p.finish_block();
+    p.cols = std::move(header);
+    p.block_ctx = p.ctx;
+    p.block_open = true;
+    p.in_rows = true;
+    p.header_seen = true;
+    p.block.format_generation =
+        std::max(p.cols->generation, p.cols->generation == 3 ? p.ctx.generation : 0);
+    return true;
+  }
+  if (content.find("out-of-place") != std::string_view::npos) return true;
+  if (content.starts_with("(B)") || content.find("(elements)") != std::string_view::npos) {
+    if (p.cols && content.find("(ms)") != std::string_view::npos) p.cols->millis = true;
+    return true;
+  }
+  return false;
+}
+
+// "host:pid:tid [0] NCCL INFO NCCL version 2.18.3+cuda12.2"
+void read_nccl_info_version(std::string_view content, CollectiveLog& log) {
+  const std::size_t at = content.find("NCCL version ");
+  if (at == std::string_view::npos) return;
+  const std::vector<std::string_view> toks = split_ws(content.substr(at + 13));
+  if (!toks.empty() && !log.nccl) {
+    const std::string_view v = toks[0];
+    const std::size_t plus = v.find("+cuda");
+    log.nccl = std::string(v.substr(0, plus));
+    if (plus != std::string_view::npos && !log.cuda) log.cuda = std::string(v.substr(plus + 5));
+  }
+}
+
+// The command line that ran an nccl-tests binary; returns whether the line was one.
+bool read_command_line(std::string_view content, NcclTestsParse& p) {
+  bool command = false;
+  for (const std::string_view tok : split_ws(content)) {
+    if (binary_named(tok) != nullptr) {
+      command = true;
+      p.new_run();
+      if (p.ctx.test.empty()) {
+        std::string_view name =
+            tok.substr(tok.rfind('/') == std::string_view::npos ? 0 : tok.rfind('/') + 1);
+        p.ctx.test = std::string(name);
+      }
+      break;
+    }
+  }
+  if (command && !p.log.command) {
+    p.log.command = std::string(content.starts_with("$ ") ? content.substr(2) : content);
+  }
+  return command;
+}
+
+// One line of the log, '#' markers and launcher prefixes already taken off.
+void read_nccl_tests_line(std::string_view content, bool comment, NcclTestsParse& p) {
+  if (read_preamble_line(content, p) || read_table_frame_line(content, p)) return;
+  if (comment) return;  // other nccl-tests remarks: "Reducing maxBytes", "GPU memory usage"
+  if (p.cols && p.in_rows) {
+    if (std::optional<LogRow> row = parse_row(content, *p.cols)) {
+      p.block.rows.push_back(std::move(*row));
+      return;
+    }
+  }
+  read_nccl_info_version(content, p.log);
+  if (read_command_line(content, p)) return;
+  ++p.log.skipped_lines;
+}
+
+// The log's date: the first row timestamp, as ISO 8601.
+void take_date_from_rows(const LogBlock& b, CollectiveLog& log) {
+  if (log.date) return;
+  for (const LogRow& row : b.rows) {
+    if (!row.timestamp.empty()) {
+      log.date = row.timestamp.substr(0, 10) + "T" + row.timestamp.substr(11);
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+CollectiveLog parse_nccl_tests_log(std::string_view text, std::string_view source,
+                                   const ImportHints& hints) {
+  CollectiveLog log;
+  log.source = std::string(source);
+  log.tool = LogTool::nccl_tests;
+  NcclTestsParse p{log};
 
   for (const std::string_view raw : split_lines(text)) {
     const std::string_view t = trim(strip_launcher_prefix(raw));
@@ -406,120 +545,19 @@ CollectiveLog parse_nccl_tests_log(std::string_view text, std::string_view sourc
     while (!content.empty() && content.front() == '#') content.remove_prefix(1);
     content = trim(content);
     if (content.empty()) continue;
-
-    if (content.starts_with("nccl-tests version")) {
-      new_run();
-      const std::vector<std::string_view> toks = split_ws(content);
-      if (toks.size() > 2) log.tool_version = std::string(toks[2]);
-      for (const std::string_view tok : toks) {
-        if (tok.starts_with("nccl-library=")) {
-          if (const auto code = to_int(tok.substr(13)))
-            log.nccl = nccl_version_string(static_cast<long>(*code));
-        }
-      }
-      ctx.generation = 4;
-      continue;
-    }
-    if (content.starts_with("Collective test starting:")) {
-      new_run();
-      ctx.test = std::string(trim(content.substr(25)));
-      ctx.generation = 4;
-      continue;
-    }
-    if (content.starts_with("nThread ")) {
-      new_run();
-      if (content.find("unalign:") != std::string_view::npos) ctx.generation = 4;
-      continue;
-    }
-    if (content.starts_with("Using devices")) continue;
-    if (content.starts_with("Rank ")) {
-      if (auto rank = parse_rank_line(content)) {
-        new_run();
-        ctx.ranks[rank->first] = rank->second;
-        continue;
-      }
-    }
-    if (content.starts_with("Out of bounds values") || content.starts_with("Avg bus bandwidth")) {
-      if (block_open) block.footer = true;
-      in_rows = false;
-      continue;
-    }
-    if (content.starts_with("Collective test concluded")) {
-      in_rows = false;
-      continue;
-    }
-    if (std::optional<Columns> header = parse_header(content)) {
-      finish_block();
-      cols = std::move(header);
-      block_ctx = ctx;
-      block_open = true;
-      in_rows = true;
-      header_seen = true;
-      block.format_generation =
-          std::max(cols->generation, cols->generation == 3 ? ctx.generation : 0);
-      continue;
-    }
-    if (content.find("out-of-place") != std::string_view::npos) continue;
-    if (content.starts_with("(B)") || content.find("(elements)") != std::string_view::npos) {
-      if (cols && content.find("(ms)") != std::string_view::npos) cols->millis = true;
-      continue;
-    }
-    if (comment) continue;  // other nccl-tests remarks: "Reducing maxBytes", "GPU memory usage"
-
-    if (cols && in_rows) {
-      if (std::optional<LogRow> row = parse_row(content, *cols)) {
-        block.rows.push_back(std::move(*row));
-        continue;
-      }
-    }
-    if (const std::size_t at = content.find("NCCL version "); at != std::string_view::npos) {
-      // "host:pid:tid [0] NCCL INFO NCCL version 2.18.3+cuda12.2"
-      const std::vector<std::string_view> toks = split_ws(content.substr(at + 13));
-      if (!toks.empty() && !log.nccl) {
-        const std::string_view v = toks[0];
-        const std::size_t plus = v.find("+cuda");
-        log.nccl = std::string(v.substr(0, plus));
-        if (plus != std::string_view::npos && !log.cuda) log.cuda = std::string(v.substr(plus + 5));
-      }
-    }
-    bool command = false;
-    for (const std::string_view tok : split_ws(content)) {
-      if (binary_named(tok) != nullptr) {
-        command = true;
-        new_run();
-        if (ctx.test.empty()) {
-          std::string_view name =
-              tok.substr(tok.rfind('/') == std::string_view::npos ? 0 : tok.rfind('/') + 1);
-          ctx.test = std::string(name);
-        }
-        break;
-      }
-    }
-    if (command) {
-      if (!log.command)
-        log.command = std::string(content.starts_with("$ ") ? content.substr(2) : content);
-      continue;
-    }
-    ++log.skipped_lines;
+    read_nccl_tests_line(content, comment, p);
   }
-  finish_block();
+  p.finish_block();
 
-  if (finished.empty()) {
+  if (p.finished.empty()) {
     throw InputError(std::string(source) +
-                     (header_seen ? ": an nccl-tests column header but no data rows"
-                                  : ": no nccl-tests column header ('size count type ... time "
-                                    "algbw busbw') found"));
+                     (p.header_seen ? ": an nccl-tests column header but no data rows"
+                                    : ": no nccl-tests column header ('size count type ... time "
+                                      "algbw busbw') found"));
   }
-  for (auto& [b, c] : finished) {
+  for (auto& [b, c] : p.finished) {
     resolve_block(b, c, source, hints);
-    if (!log.date) {
-      for (const LogRow& row : b.rows) {
-        if (!row.timestamp.empty()) {
-          log.date = row.timestamp.substr(0, 10) + "T" + row.timestamp.substr(11);
-          break;
-        }
-      }
-    }
+    take_date_from_rows(b, log);
     log.blocks.push_back(std::move(b));
   }
   return log;

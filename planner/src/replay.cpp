@@ -108,29 +108,53 @@ class Components {
   std::vector<ReplayComponent> out_;
 };
 
-// One block's kernels for one micro-batch, `blocks` times per step (layers of this stack on the
-// stage x micro-batches). Mirrors block_compute (compute.cpp): linears, attention core,
-// memory-bound work.
-void add_block(Components& out, const model::Architecture& a, const BlockShape& shape,
-               const model::Training& tr, const ComputeDevice& d, const TimeConventions& tc,
-               double blocks, const std::string& prefix) {
+// How often a block's kernels run per step: `blocks` times (layers of this stack on the stage x
+// micro-batches), and again in backward where checkpointing replays forward work: the whole block
+// (full) or the attention core (selective and full).
+struct BlockRepeats {
+  double blocks = 0.0;
+  double replay_all = 0.0;
+  double replay_core = 0.0;
+  double forward_all = 0.0;
+  double forward_core = 0.0;
+};
+
+BlockRepeats block_repeats(const model::Training& tr, double blocks) {
+  BlockRepeats r;
+  r.blocks = blocks;
+  r.replay_all = recomputes_blocks(tr.checkpointing) ? blocks : 0.0;
+  r.replay_core = tr.checkpointing == Checkpointing::none ? 0.0 : blocks;
+  r.forward_all = blocks + r.replay_all;
+  r.forward_core = blocks + r.replay_core;
+  return r;
+}
+
+// What the linears leave for the rest of the block: QLoRA's dequantize traffic and one block's
+// backward GEMM time (for the attention kernel's share of backward).
+struct LinearsAdded {
+  double dequant_bytes = 0.0;
+  double dequant_kernels = 0.0;
+  Seconds linear_backward;
+};
+
+// Linears: forward Y = X W^T, backward dX = dY W and dW = X^T dY (full), adapters.
+LinearsAdded add_block_linears(Components& out, const model::Architecture& a,
+                               const BlockShape& shape, const model::Training& tr,
+                               const ComputeDevice& d, const BlockRepeats& rep,
+                               const std::string& prefix) {
   const int t = tr.tp;
   const std::int64_t T = tr.tokens_per_micro_batch();
   const double c = compute_bytes(tr.precision);
   const bool full = tr.method == Method::full;
-  // Forward work runs again in backward where checkpointing replays it: the whole block (full) or
-  // the attention core (selective and full).
-  const double replay_all = recomputes_blocks(tr.checkpointing) ? blocks : 0.0;
-  const double replay_core = tr.checkpointing == Checkpointing::none ? 0.0 : blocks;
-  const double forward_all = blocks + replay_all;
-  const double forward_core = blocks + replay_core;
+  const double blocks = rep.blocks;
+  const double forward_all = rep.forward_all;
+  const double replay_all = rep.replay_all;
   const auto fwd = ReplayPhase::forward;
   const auto bwd = ReplayPhase::backward;
-
-  // ---- Linears: forward Y = X W^T, backward dX = dY W and dW = X^T dY (full), adapters ----------
-  double dequant_bytes = 0.0;
-  double dequant_kernels = 0.0;
-  Seconds linear_backward;  // one block's, for the attention kernel's share of backward below
+  LinearsAdded added;
+  double& dequant_bytes = added.dequant_bytes;
+  double& dequant_kernels = added.dequant_kernels;
+  Seconds& linear_backward = added.linear_backward;
   for (std::size_t i = 0; i < shape.linears.size(); ++i) {
     const model::Linear& l = shape.linears[i];
     const LinearShard kn = linear_shard(a, l, t);
@@ -169,14 +193,26 @@ void add_block(Components& out, const model::Architecture& a, const BlockShape& 
     linear_backward +=
         out.gemm(lora + " A backward dW", bwd, d, {kn.k, r, m, e, true, false}, blocks, 0.0);
   }
+  return added;
+}
 
-  // ---- Attention core ---------------------------------------------------------------------------
+// The attention core, fused or as its GEMMs; returns the unfused path's two forward products (for
+// Megatron's softmax), zero when fused.
+Seconds add_attention_core(Components& out, const model::Architecture& a, const BlockShape& shape,
+                           const model::Training& tr, const ComputeDevice& d,
+                           const BlockCompute& blk, Seconds linear_backward,
+                           const BlockRepeats& rep, const std::string& prefix) {
+  const int t = tr.tp;
+  const double blocks = rep.blocks;
+  const double forward_core = rep.forward_core;
+  const double replay_core = rep.replay_core;
+  const auto fwd = ReplayPhase::forward;
+  const auto bwd = ReplayPhase::backward;
   const std::int64_t s = tr.seq;
   const std::int64_t b = tr.micro_batch;
   const double heads = dbl(a.heads) / t;
   const std::int64_t hd = a.head_dim;
   const double instances = shape.cross_attention ? 2.0 : 1.0;
-  const BlockCompute blk = block_compute(a, shape, tr, d, tc);
   Seconds core_gemms_forward;  // the unfused path's two products, for Megatron's softmax below
   if (fused_attention(tr)) {
     // The evaluator's kernel times: the attention core of forward, and what backward has beyond
@@ -231,9 +267,28 @@ void add_block(Components& out, const model::Architecture& a, const BlockShape& 
         (gemm_time(d, s, s, hd, dbl(b) * heads) + gemm_time(d, s, hd, s, dbl(b) * heads)) *
         instances;
   }
+  return core_gemms_forward;
+}
 
-  // ---- Memory-bound work ---------------------------------------------------------------------
-  // Times are the evaluator's (block_compute); the bytes and kernels are what the replay streams.
+// Memory-bound work. Times are the evaluator's (block_compute); the bytes and kernels are what the
+// replay streams.
+void add_block_memory_bound(Components& out, const model::Architecture& a,
+                            const BlockShape& shape, const model::Training& tr,
+                            const ComputeDevice& d, const TimeConventions& tc,
+                            const BlockCompute& blk, const LinearsAdded& lin,
+                            Seconds core_gemms_forward, const BlockRepeats& rep,
+                            const std::string& prefix) {
+  const int t = tr.tp;
+  const double blocks = rep.blocks;
+  const double instances = shape.cross_attention ? 2.0 : 1.0;
+  const double dequant_bytes = lin.dequant_bytes;
+  const double dequant_kernels = lin.dequant_kernels;
+  const double forward_all = rep.forward_all;
+  const double replay_all = rep.replay_all;
+  const double forward_core = rep.forward_core;
+  const double replay_core = rep.replay_core;
+  const auto fwd = ReplayPhase::forward;
+  const auto bwd = ReplayPhase::backward;
   const Seconds dequant = memory_bound_time(d, Bytes(dequant_bytes));
   const Seconds ew_f = blk.elementwise_forward - dequant;
   const Seconds ew_b = blk.elementwise_backward - dequant;
@@ -265,6 +320,20 @@ void add_block(Components& out, const model::Architecture& a, const BlockShape& 
     out.add(prefix + "QLoRA dequantize forward", fwd, w, forward_all, replay_all, dequant);
     out.add(prefix + "QLoRA dequantize backward", bwd, w, blocks, 0.0, dequant);
   }
+}
+
+// One block's kernels for one micro-batch, `blocks` times per step (layers of this stack on the
+// stage x micro-batches). Mirrors block_compute (compute.cpp): linears, attention core,
+// memory-bound work.
+void add_block(Components& out, const model::Architecture& a, const BlockShape& shape,
+               const model::Training& tr, const ComputeDevice& d, const TimeConventions& tc,
+               double blocks, const std::string& prefix) {
+  const BlockRepeats rep = block_repeats(tr, blocks);
+  const LinearsAdded lin = add_block_linears(out, a, shape, tr, d, rep, prefix);
+  const BlockCompute blk = block_compute(a, shape, tr, d, tc);
+  const Seconds core_gemms_forward =
+      add_attention_core(out, a, shape, tr, d, blk, lin.linear_backward, rep, prefix);
+  add_block_memory_bound(out, a, shape, tr, d, tc, blk, lin, core_gemms_forward, rep, prefix);
 }
 
 // The LM head with its loss (last stage) and the embedding (first stage): edge_compute.
@@ -303,6 +372,272 @@ void add_edges(Components& out, const model::Architecture& a, const model::Train
   if (e.embedding_backward.value() > 0.0)
     out.add("embedding backward", bwd, StreamWork{lookup * tc.elementwise_backward_ratio, 1.0},
             micro_batches, 0.0, e.embedding_backward);
+}
+
+// The data-parallel traffic of a sharded strategy (ZeRO-3, FSDP): per-unit parameter gathers and
+// gradient reductions, ZeRO++'s quantized variants, and HSDP's replica all-reduce.
+void add_sharded_collectives(Components& out, const model::Training& tr, const Layout& l,
+                             const LinkModel& links, const EstimateOptions& estimate_options,
+                             double layers, double md, double psi, Bytes grads, Bytes params,
+                             const Placement& shg, Bytes max_msg) {
+  const auto work = [&](Collective k, CommPurpose p, Bytes size, const Placement& g, int stride) {
+    return CollectiveWork{k, p, size, g, stride, tier_of(links, g)};
+  };
+  const auto bwd = ReplayPhase::backward;
+  // Units gathered one at a time: one per block, or the whole stage without a wrap policy.
+  const double units = tr.fsdp_wrap == FsdpWrap::none ? 1.0 : layers;
+  const double per_step = units * md;
+  const bool zpp = estimate_options.zero_plus_plus && tr.strategy == Strategy::zero3;
+  const bool regather = tr.strategy != Strategy::fsdp_grad_op;
+  if (zpp) {
+    // ZeRO++ (Wang et al. 2023): int8 forward gathers, node-local 16-bit backward gathers
+    // from the secondary shard, int4 gradients by all-to-all.
+    Placement node = shg;
+    node.ranks = std::max(1, shg.per_node);
+    node.nodes = 1;
+    const Bytes fwd_size(psi * kQwzBytes / units);
+    const Bytes grad_size(psi * kQgzBytes / units);
+    out.collective("forward parameter all_gather (int8, per unit)", ReplayPhase::forward,
+                   work(Collective::all_gather, CommPurpose::parameter_gather_forward,
+                        fwd_size, shg, l.tp),
+                   collective_time(links, Collective::all_gather, shg, fwd_size), per_step,
+                   0.0, max_msg);
+    out.collective("backward parameter all_gather (node, per unit)", bwd,
+                   work(Collective::all_gather, CommPurpose::parameter_gather_backward,
+                        params / units, node, l.tp),
+                   collective_time(links, Collective::all_gather, node, params / units),
+                   per_step, 0.0, max_msg);
+    out.collective("gradient all_to_all (int4, per unit)", bwd,
+                   work(Collective::all_to_all, CommPurpose::gradient_reduce_scatter,
+                        grad_size, shg, l.tp),
+                   collective_time(links, Collective::all_to_all, shg, grad_size), per_step,
+                   0.0, max_msg);
+  } else {
+    const Bytes unit_params = params / units;
+    const Seconds ag = collective_time(links, Collective::all_gather, shg, unit_params);
+    out.collective("forward parameter all_gather (per unit)", ReplayPhase::forward,
+                   work(Collective::all_gather, CommPurpose::parameter_gather_forward,
+                        unit_params, shg, l.tp),
+                   ag, per_step, 0.0, max_msg);
+    if (regather)
+      out.collective("backward parameter all_gather (per unit)", bwd,
+                     work(Collective::all_gather, CommPurpose::parameter_gather_backward,
+                          unit_params, shg, l.tp),
+                     ag, per_step, 0.0, max_msg);
+    out.collective("gradient reduce_scatter (per unit)", bwd,
+                   work(Collective::reduce_scatter, CommPurpose::gradient_reduce_scatter,
+                        grads / units, shg, l.tp),
+                   collective_time(links, Collective::reduce_scatter, shg, grads / units),
+                   per_step, 0.0, max_msg);
+  }
+  if (tr.strategy == Strategy::fsdp_hybrid) {
+    const Placement rg = replica_group(l);
+    const Bytes shard_grads = grads / static_cast<double>(std::max(1, l.shard)) / units;
+    out.collective("replica gradient all_reduce (per unit)", bwd,
+                   work(Collective::all_reduce, CommPurpose::replica_gradients, shard_grads,
+                        rg, l.tp * std::max(1, l.shard)),
+                   collective_time(links, Collective::all_reduce, rg, shard_grads), per_step,
+                   0.0, max_msg);
+  }
+}
+
+// Tensor-parallel collectives, as Evaluator::cost prices them.
+void add_tensor_parallel_collectives(Components& out, const model::Architecture& a,
+                                     const model::Training& tr, const Layout& l,
+                                     const LinkModel& links, double layers, double md,
+                                     Bytes max_msg) {
+  const double c_bytes = compute_bytes(tr.precision);
+  const Placement g = tensor_parallel_group(l);
+  const Bytes x = tensor_parallel_message(tr.micro_batch, tr.seq, a.hidden, c_bytes);
+  const TensorParallelCollectives none =
+      tensor_parallel_collectives(tr.sequence_parallel, Checkpointing::none);
+  const TensorParallelCollectives all =
+      tensor_parallel_collectives(tr.sequence_parallel, tr.checkpointing);
+  const int per_pass = (none.all_reduce + none.all_gather) / 2;
+  const int replays = (all.all_reduce + all.all_gather) - 2 * per_pass;
+  const double edges = l.pp == 1 ? 2.0 : 1.0;  // vocabulary-parallel embedding, head input grad
+  const double count = (dbl(2 * per_pass + replays) * layers + edges) * md;
+  const double recomputed = dbl(replays) * layers * md;
+  const CollectiveWork w{Collective::all_reduce, CommPurpose::tensor_parallel, x, g, 1,
+                         tier_of(links, g)};
+  if (tr.sequence_parallel) {
+    for (const Collective k : {Collective::all_gather, Collective::reduce_scatter}) {
+      CollectiveWork wk = w;
+      wk.collective = k;
+      out.collective(fmt::format("tensor-parallel {} (forward and backward)", to_string(k)),
+                     ReplayPhase::forward, wk, collective_time(links, k, g, x), count, recomputed,
+                     max_msg);
+    }
+  } else {
+    out.collective("tensor-parallel all_reduce (forward and backward)", ReplayPhase::forward, w,
+                   collective_time(links, Collective::all_reduce, g, x), count, recomputed,
+                   max_msg);
+  }
+}
+
+// MoE dispatch and combine all-to-alls, as Evaluator::cost prices them.
+void add_expert_collectives(Components& out, const model::Architecture& a,
+                            const model::Training& tr, const Layout& l, const LinkModel& links,
+                            double layers, double md, Bytes max_msg) {
+  const double c_bytes = compute_bytes(tr.precision);
+  Placement g;
+  g.ranks = l.ep;
+  g.per_node = std::clamp(l.gpus_per_node / l.tp, 1, g.ranks);
+  g.nodes = (g.ranks + g.per_node - 1) / g.per_node;
+  const Bytes msg =
+      moe_all_to_all_message(a.experts_per_token, tr.micro_batch, tr.seq, a.hidden, c_bytes) /
+      static_cast<double>(l.tp);
+  const CollectiveWork w{Collective::all_to_all, CommPurpose::expert_all_to_all, msg, g, l.tp,
+                         tier_of(links, g)};
+  out.collective("MoE all_to_all (dispatch and combine, forward and backward)",
+                 ReplayPhase::forward, w, collective_time(links, Collective::all_to_all, g, msg),
+                 kMoeAllToAllsPerLayer * layers * md, 0.0, max_msg);
+}
+
+// Pipeline send/recv between stages, as Evaluator::cost prices it.
+void add_pipeline_collectives(Components& out, const model::Architecture& a,
+                              const model::Training& tr, const Layout& l, const LinkModel& links,
+                              double md, Bytes max_msg) {
+  const double c_bytes = compute_bytes(tr.precision);
+  const bool split = tr.framework == Framework::megatron || tr.sequence_parallel;
+  const Bytes msg = pipeline_message(tr.micro_batch, tr.seq, a.hidden, c_bytes, l.tp, split);
+  const Placement pair = pipeline_pair(l);
+  const CollectiveWork w{Collective::send_recv, CommPurpose::pipeline, msg, pair,
+                         l.tp * l.dp,           tier_of(links, pair)};
+  // Each micro-batch crosses each of the stage's v boundaries both ways; fill and drain add p - 1
+  // crossings each way.
+  const double sends = 2.0 * (dbl(tr.pp_virtual) * md + (l.pp - 1));
+  out.collective("pipeline send/recv (both directions)", ReplayPhase::forward, w,
+                 collective_time(links, Collective::send_recv, pair, msg), sends, 0.0, max_msg);
+}
+
+// Data-parallel gradient and parameter traffic of each strategy, as Evaluator::cost prices it.
+void add_data_parallel_collectives(Components& out, const model::Architecture& a,
+                                   const model::Training& tr, const StepCost& cost,
+                                   const LinkModel& links, const EstimateOptions& estimate_options,
+                                   double layers, double md, Bytes max_msg) {
+  const Layout& l = cost.layout;
+  const double c_bytes = compute_bytes(tr.precision);
+  const ModelStates& ms = cost.memory.states;
+  if (l.dp > 1 && tr.strategy != Strategy::single) {
+    // Experts' gradients and parameters travel only among the dp / ep ranks holding the same
+    // experts: their share of the data-parallel ring's traffic.
+    const double expert_share = hardware::bus_factor(Collective::reduce_scatter, l.dp / l.ep) /
+                                hardware::bus_factor(Collective::reduce_scatter, l.dp);
+    const double psi = dbl(ms.trainable) - ms.trainable_experts * (1.0 - expert_share);
+    const double local = dbl(ms.local_params) - ms.experts * (1.0 - expert_share);
+    const Bytes grads(psi * gradient_comm_bytes(tr));
+    const double frozen_bytes = tr.method == Method::qlora ? model::quantized_bytes_per_param(
+                                                                 tr.quant, tr.quant_block, a.hidden)
+                                                           : c_bytes;
+    const Bytes params(psi * c_bytes + std::max(0.0, local - psi) * frozen_bytes);
+    const Placement dpg = data_parallel_group(l);
+    const Placement shg = shard_group(l);
+    const auto work = [&](Collective k, CommPurpose p, Bytes size, const Placement& g, int stride) {
+      return CollectiveWork{k, p, size, g, stride, tier_of(links, g)};
+    };
+    const auto step = ReplayPhase::step;
+    const auto bwd = ReplayPhase::backward;
+    switch (tr.strategy) {
+      case Strategy::single:
+        break;
+      case Strategy::ddp:
+        out.collective(
+            "data-parallel gradient all_reduce", bwd,
+            work(Collective::all_reduce, CommPurpose::data_parallel_gradients, grads, dpg, l.tp),
+            collective_time(links, Collective::all_reduce, dpg, grads), 1.0, 0.0, max_msg);
+        break;
+      case Strategy::zero1:
+      case Strategy::zero2: {
+        const double reductions = tr.strategy == Strategy::zero1 ? 1.0 : md;
+        out.collective("gradient reduce_scatter", bwd,
+                       work(Collective::reduce_scatter, CommPurpose::gradient_reduce_scatter, grads,
+                            dpg, l.tp),
+                       collective_time(links, Collective::reduce_scatter, dpg, grads), reductions,
+                       0.0, max_msg);
+        out.collective(
+            "parameter all_gather after the step", step,
+            work(Collective::all_gather, CommPurpose::parameter_gather_step, params, dpg, l.tp),
+            collective_time(links, Collective::all_gather, dpg, params), 1.0, 0.0, max_msg);
+        break;
+      }
+      case Strategy::fsdp_grad_op:
+      case Strategy::zero3:
+      case Strategy::fsdp_full:
+      case Strategy::fsdp_hybrid: {
+        add_sharded_collectives(out, tr, l, links, estimate_options, layers, md, psi, grads, params,
+                                shg, max_msg);
+        break;
+      }
+    }
+  }
+}
+
+// The optimizer step's kernels and host work, and the step's model-only terms.
+void add_step_terms(Components& out, const model::Architecture& a, const BlockShape& main_shape,
+                    const model::Training& tr, const hardware::Cluster& c, const StepCost& cost,
+                    const ComputeDevice& d, const ReplayOptions& options,
+                    const TimeConventions& tc, double layers) {
+  const ModelStates& ms = cost.memory.states;
+  const double opt_params = ms.optimizer_params;
+  if (tr.offload == Offload::none) {
+    const double tensors = trainable_tensors(a, main_shape, tr, layers);
+    // The host's share as optimizer_step_time has it; the kernels take the rest of the evaluator's
+    // optimizer term (which a profile's measured optimizer rate may set).
+    const BytesPerSecond hbm = d.hbm / tc.hbm_efficiency;
+    const Seconds host =
+        optimizer_step_time(tr, hbm, c.gpu.peak.fp32, opt_params, tensors, tc).host;
+    const Seconds kernels = cost.time.optimizer - host;
+    const double slices = std::max(1.0, std::ceil(opt_params / options.max_optimizer_params));
+    const OptimizerWork w{tr.optimizer,
+                          tr.optimizer_implementation(),
+                          opt_params / slices,
+                          std::max(1.0, std::round(tensors / slices)),
+                          param_bytes(tr.precision),
+                          step_gradient_bytes(tr),
+                          optimizer_step_bytes(tr)};
+    if (opt_params > 0.0 && w.bytes_per_param > 0.0)
+      out.add(slices > 1.0 ? fmt::format("optimizer step ({:.0f} slices)", slices)
+                           : std::string("optimizer step"),
+              ReplayPhase::step, w, slices, 0.0, kernels / slices);
+    out.add("optimizer host work", ReplayPhase::step,
+            ModelOnlyWork{"Python work per parameter tensor before the step's kernels"}, 1.0, 0.0,
+            host);
+  } else {
+    out.add("optimizer step on the CPU", ReplayPhase::step,
+            ModelOnlyWork{"the offloaded optimizer steps on the host (trainplan-calibrate "
+                          "--cpu-adam measures its rate)"},
+            1.0, 0.0, cost.time.optimizer);
+  }
+  if (cost.time.offload.value() > 0.0)
+    out.add("offload transfers (exposed)", ReplayPhase::step,
+            ModelOnlyWork{"host<->device copies of offloading (--membw measures PCIe)"}, 1.0, 0.0,
+            cost.time.offload);
+  if (cost.time.host.value() > 0.0)
+    out.add("host kernel issue (exposed)", ReplayPhase::step,
+            ModelOnlyWork{"the host issuing eager kernels slower than the GPU runs them"}, 1.0, 0.0,
+            cost.time.host);
+  if (cost.time.bubble.value() > 0.0)
+    out.add("pipeline bubble", ReplayPhase::step,
+            ModelOnlyWork{"idle time of the pipeline schedule's fill and drain"}, 1.0, 0.0,
+            cost.time.bubble);
+}
+
+// What the replay takes as given, for the reader of its report.
+void add_notes(ReplayPlan& plan, const model::Architecture& a, const model::Training& tr,
+               const Layout& l, double layers) {
+  if (l.pp > 1)
+    plan.notes.push_back(fmt::format(
+        "the last of {} pipeline stages is replayed: {:.0f} blocks, the LM head and the loss", l.pp,
+        layers));
+  if (a.is_moe())
+    plan.notes.push_back(fmt::format(
+        "routing is taken as balanced: each of the {} experts multiplies tokens x {} / {}",
+        a.experts, a.experts_per_token, a.experts));
+  if (tr.checkpointing != Checkpointing::none)
+    plan.notes.push_back(
+        fmt::format("{} checkpointing: forward components count their replays in backward",
+                    to_string(tr.checkpointing)));
 }
 
 }  // namespace
@@ -361,227 +696,17 @@ ReplayPlan replay_plan(const model::Architecture& a, const model::ParameterCount
   add_edges(out, a, tr, d, tc, md, l.pp == 1);
 
   // ---- Communication, as Evaluator::cost prices it ----------------------------------------------
-  const double c_bytes = compute_bytes(tr.precision);
   const Bytes max_msg = options.max_message;
-  if (l.tp > 1) {
-    const Placement g = tensor_parallel_group(l);
-    const Bytes x = tensor_parallel_message(tr.micro_batch, tr.seq, a.hidden, c_bytes);
-    const TensorParallelCollectives none =
-        tensor_parallel_collectives(tr.sequence_parallel, Checkpointing::none);
-    const TensorParallelCollectives all =
-        tensor_parallel_collectives(tr.sequence_parallel, tr.checkpointing);
-    const int per_pass = (none.all_reduce + none.all_gather) / 2;
-    const int replays = (all.all_reduce + all.all_gather) - 2 * per_pass;
-    const double edges = l.pp == 1 ? 2.0 : 1.0;  // vocabulary-parallel embedding, head input grad
-    const double count = (dbl(2 * per_pass + replays) * layers + edges) * md;
-    const double recomputed = dbl(replays) * layers * md;
-    const CollectiveWork w{Collective::all_reduce, CommPurpose::tensor_parallel, x, g, 1,
-                           tier_of(links, g)};
-    if (tr.sequence_parallel) {
-      for (const Collective k : {Collective::all_gather, Collective::reduce_scatter}) {
-        CollectiveWork wk = w;
-        wk.collective = k;
-        out.collective(fmt::format("tensor-parallel {} (forward and backward)", to_string(k)),
-                       ReplayPhase::forward, wk, collective_time(links, k, g, x), count, recomputed,
-                       max_msg);
-      }
-    } else {
-      out.collective("tensor-parallel all_reduce (forward and backward)", ReplayPhase::forward, w,
-                     collective_time(links, Collective::all_reduce, g, x), count, recomputed,
-                     max_msg);
-    }
-  }
-  if (a.is_moe() && l.ep > 1) {
-    Placement g;
-    g.ranks = l.ep;
-    g.per_node = std::clamp(l.gpus_per_node / l.tp, 1, g.ranks);
-    g.nodes = (g.ranks + g.per_node - 1) / g.per_node;
-    const Bytes msg =
-        moe_all_to_all_message(a.experts_per_token, tr.micro_batch, tr.seq, a.hidden, c_bytes) /
-        static_cast<double>(l.tp);
-    const CollectiveWork w{Collective::all_to_all, CommPurpose::expert_all_to_all, msg, g, l.tp,
-                           tier_of(links, g)};
-    out.collective("MoE all_to_all (dispatch and combine, forward and backward)",
-                   ReplayPhase::forward, w, collective_time(links, Collective::all_to_all, g, msg),
-                   kMoeAllToAllsPerLayer * layers * md, 0.0, max_msg);
-  }
-  if (l.pp > 1) {
-    const bool split = tr.framework == Framework::megatron || tr.sequence_parallel;
-    const Bytes msg = pipeline_message(tr.micro_batch, tr.seq, a.hidden, c_bytes, l.tp, split);
-    const Placement pair = pipeline_pair(l);
-    const CollectiveWork w{Collective::send_recv, CommPurpose::pipeline, msg, pair,
-                           l.tp * l.dp,           tier_of(links, pair)};
-    // Each micro-batch crosses each of the stage's v boundaries both ways; fill and drain add p - 1
-    // crossings each way.
-    const double sends = 2.0 * (dbl(tr.pp_virtual) * md + (l.pp - 1));
-    out.collective("pipeline send/recv (both directions)", ReplayPhase::forward, w,
-                   collective_time(links, Collective::send_recv, pair, msg), sends, 0.0, max_msg);
-  }
-
-  const ModelStates& ms = cost.memory.states;
-  if (l.dp > 1 && tr.strategy != Strategy::single) {
-    // Experts' gradients and parameters travel only among the dp / ep ranks holding the same
-    // experts: their share of the data-parallel ring's traffic.
-    const double expert_share = hardware::bus_factor(Collective::reduce_scatter, l.dp / l.ep) /
-                                hardware::bus_factor(Collective::reduce_scatter, l.dp);
-    const double psi = dbl(ms.trainable) - ms.trainable_experts * (1.0 - expert_share);
-    const double local = dbl(ms.local_params) - ms.experts * (1.0 - expert_share);
-    const Bytes grads(psi * gradient_comm_bytes(tr));
-    const double frozen_bytes = tr.method == Method::qlora ? model::quantized_bytes_per_param(
-                                                                 tr.quant, tr.quant_block, a.hidden)
-                                                           : c_bytes;
-    const Bytes params(psi * c_bytes + std::max(0.0, local - psi) * frozen_bytes);
-    const Placement dpg = data_parallel_group(l);
-    const Placement shg = shard_group(l);
-    const auto work = [&](Collective k, CommPurpose p, Bytes size, const Placement& g, int stride) {
-      return CollectiveWork{k, p, size, g, stride, tier_of(links, g)};
-    };
-    const auto step = ReplayPhase::step;
-    const auto bwd = ReplayPhase::backward;
-    switch (tr.strategy) {
-      case Strategy::single:
-        break;
-      case Strategy::ddp:
-        out.collective(
-            "data-parallel gradient all_reduce", bwd,
-            work(Collective::all_reduce, CommPurpose::data_parallel_gradients, grads, dpg, l.tp),
-            collective_time(links, Collective::all_reduce, dpg, grads), 1.0, 0.0, max_msg);
-        break;
-      case Strategy::zero1:
-      case Strategy::zero2: {
-        const double reductions = tr.strategy == Strategy::zero1 ? 1.0 : md;
-        out.collective("gradient reduce_scatter", bwd,
-                       work(Collective::reduce_scatter, CommPurpose::gradient_reduce_scatter, grads,
-                            dpg, l.tp),
-                       collective_time(links, Collective::reduce_scatter, dpg, grads), reductions,
-                       0.0, max_msg);
-        out.collective(
-            "parameter all_gather after the step", step,
-            work(Collective::all_gather, CommPurpose::parameter_gather_step, params, dpg, l.tp),
-            collective_time(links, Collective::all_gather, dpg, params), 1.0, 0.0, max_msg);
-        break;
-      }
-      case Strategy::fsdp_grad_op:
-      case Strategy::zero3:
-      case Strategy::fsdp_full:
-      case Strategy::fsdp_hybrid: {
-        // Units gathered one at a time: one per block, or the whole stage without a wrap policy.
-        const double units = tr.fsdp_wrap == FsdpWrap::none ? 1.0 : layers;
-        const double per_step = units * md;
-        const bool zpp = estimate_options.zero_plus_plus && tr.strategy == Strategy::zero3;
-        const bool regather = tr.strategy != Strategy::fsdp_grad_op;
-        if (zpp) {
-          // ZeRO++ (Wang et al. 2023): int8 forward gathers, node-local 16-bit backward gathers
-          // from the secondary shard, int4 gradients by all-to-all.
-          Placement node = shg;
-          node.ranks = std::max(1, shg.per_node);
-          node.nodes = 1;
-          const Bytes fwd_size(psi * kQwzBytes / units);
-          const Bytes grad_size(psi * kQgzBytes / units);
-          out.collective("forward parameter all_gather (int8, per unit)", ReplayPhase::forward,
-                         work(Collective::all_gather, CommPurpose::parameter_gather_forward,
-                              fwd_size, shg, l.tp),
-                         collective_time(links, Collective::all_gather, shg, fwd_size), per_step,
-                         0.0, max_msg);
-          out.collective("backward parameter all_gather (node, per unit)", bwd,
-                         work(Collective::all_gather, CommPurpose::parameter_gather_backward,
-                              params / units, node, l.tp),
-                         collective_time(links, Collective::all_gather, node, params / units),
-                         per_step, 0.0, max_msg);
-          out.collective("gradient all_to_all (int4, per unit)", bwd,
-                         work(Collective::all_to_all, CommPurpose::gradient_reduce_scatter,
-                              grad_size, shg, l.tp),
-                         collective_time(links, Collective::all_to_all, shg, grad_size), per_step,
-                         0.0, max_msg);
-        } else {
-          const Bytes unit_params = params / units;
-          const Seconds ag = collective_time(links, Collective::all_gather, shg, unit_params);
-          out.collective("forward parameter all_gather (per unit)", ReplayPhase::forward,
-                         work(Collective::all_gather, CommPurpose::parameter_gather_forward,
-                              unit_params, shg, l.tp),
-                         ag, per_step, 0.0, max_msg);
-          if (regather)
-            out.collective("backward parameter all_gather (per unit)", bwd,
-                           work(Collective::all_gather, CommPurpose::parameter_gather_backward,
-                                unit_params, shg, l.tp),
-                           ag, per_step, 0.0, max_msg);
-          out.collective("gradient reduce_scatter (per unit)", bwd,
-                         work(Collective::reduce_scatter, CommPurpose::gradient_reduce_scatter,
-                              grads / units, shg, l.tp),
-                         collective_time(links, Collective::reduce_scatter, shg, grads / units),
-                         per_step, 0.0, max_msg);
-        }
-        if (tr.strategy == Strategy::fsdp_hybrid) {
-          const Placement rg = replica_group(l);
-          const Bytes shard_grads = grads / static_cast<double>(std::max(1, l.shard)) / units;
-          out.collective("replica gradient all_reduce (per unit)", bwd,
-                         work(Collective::all_reduce, CommPurpose::replica_gradients, shard_grads,
-                              rg, l.tp * std::max(1, l.shard)),
-                         collective_time(links, Collective::all_reduce, rg, shard_grads), per_step,
-                         0.0, max_msg);
-        }
-        break;
-      }
-    }
-  }
+  if (l.tp > 1) add_tensor_parallel_collectives(out, a, tr, l, links, layers, md, max_msg);
+  if (a.is_moe() && l.ep > 1) add_expert_collectives(out, a, tr, l, links, layers, md, max_msg);
+  if (l.pp > 1) add_pipeline_collectives(out, a, tr, l, links, md, max_msg);
+  add_data_parallel_collectives(out, a, tr, cost, links, estimate_options, layers, md, max_msg);
 
   // ---- Optimizer step ---------------------------------------------------------------------------
-  const double opt_params = ms.optimizer_params;
-  if (tr.offload == Offload::none) {
-    const double tensors = trainable_tensors(a, main_shape, tr, layers);
-    // The host's share as optimizer_step_time has it; the kernels take the rest of the evaluator's
-    // optimizer term (which a profile's measured optimizer rate may set).
-    const BytesPerSecond hbm = d.hbm / tc.hbm_efficiency;
-    const Seconds host =
-        optimizer_step_time(tr, hbm, c.gpu.peak.fp32, opt_params, tensors, tc).host;
-    const Seconds kernels = cost.time.optimizer - host;
-    const double slices = std::max(1.0, std::ceil(opt_params / options.max_optimizer_params));
-    const OptimizerWork w{tr.optimizer,
-                          tr.optimizer_implementation(),
-                          opt_params / slices,
-                          std::max(1.0, std::round(tensors / slices)),
-                          param_bytes(tr.precision),
-                          step_gradient_bytes(tr),
-                          optimizer_step_bytes(tr)};
-    if (opt_params > 0.0 && w.bytes_per_param > 0.0)
-      out.add(slices > 1.0 ? fmt::format("optimizer step ({:.0f} slices)", slices)
-                           : std::string("optimizer step"),
-              ReplayPhase::step, w, slices, 0.0, kernels / slices);
-    out.add("optimizer host work", ReplayPhase::step,
-            ModelOnlyWork{"Python work per parameter tensor before the step's kernels"}, 1.0, 0.0,
-            host);
-  } else {
-    out.add("optimizer step on the CPU", ReplayPhase::step,
-            ModelOnlyWork{"the offloaded optimizer steps on the host (trainplan-calibrate "
-                          "--cpu-adam measures its rate)"},
-            1.0, 0.0, cost.time.optimizer);
-  }
-  if (cost.time.offload.value() > 0.0)
-    out.add("offload transfers (exposed)", ReplayPhase::step,
-            ModelOnlyWork{"host<->device copies of offloading (--membw measures PCIe)"}, 1.0, 0.0,
-            cost.time.offload);
-  if (cost.time.host.value() > 0.0)
-    out.add("host kernel issue (exposed)", ReplayPhase::step,
-            ModelOnlyWork{"the host issuing eager kernels slower than the GPU runs them"}, 1.0, 0.0,
-            cost.time.host);
-  if (cost.time.bubble.value() > 0.0)
-    out.add("pipeline bubble", ReplayPhase::step,
-            ModelOnlyWork{"idle time of the pipeline schedule's fill and drain"}, 1.0, 0.0,
-            cost.time.bubble);
+  add_step_terms(out, a, main_shape, tr, c, cost, d, options, tc, layers);
 
   plan.components = out.take();
-  if (l.pp > 1)
-    plan.notes.push_back(fmt::format(
-        "the last of {} pipeline stages is replayed: {:.0f} blocks, the LM head and the loss", l.pp,
-        layers));
-  if (a.is_moe())
-    plan.notes.push_back(fmt::format(
-        "routing is taken as balanced: each of the {} experts multiplies tokens x {} / {}",
-        a.experts, a.experts_per_token, a.experts));
-  if (tr.checkpointing != Checkpointing::none)
-    plan.notes.push_back(
-        fmt::format("{} checkpointing: forward components count their replays in backward",
-                    to_string(tr.checkpointing)));
+  add_notes(plan, a, tr, l, layers);
   return plan;
 }
 
