@@ -338,10 +338,11 @@ std::string why_slower(const StepCost& best, const StepCost& other) {
                      seconds_words(std::max(worst.delta, Seconds(0.0))), what);
 }
 
-PlanResult search(const model::Architecture& a, const model::ParameterCounts& n,
-                  const hardware::Cluster& c, const PlanRequest& req,
-                  const hardware::HardwareProfile* profile, const MemoryConventions& mc,
-                  const TimeConventions& tc) {
+namespace {
+
+// Requests no layout can honour are the user's error: say why before searching.
+void check_plan_request(const model::Architecture& a, const hardware::Cluster& c,
+                        const PlanRequest& req) {
   if (req.global_batch && *req.global_batch < 1)
     throw FieldError("{global-batch} must be at least 1 (got " + std::to_string(*req.global_batch) +
                      ")");
@@ -373,8 +374,11 @@ PlanResult search(const model::Architecture& a, const model::ParameterCounts& n,
                         *req.global_batch, *req.micro_batch, dp));
     }
   }
+}
 
-  // The outer loop: (TP, PP) pairs.
+// The outer loop's (TP, PP) pairs: divisors of the world the request and the model allow.
+std::vector<std::pair<int, int>> tp_pp_pairs(const model::Architecture& a,
+                                             const hardware::Cluster& c, const PlanRequest& req) {
   std::vector<std::pair<int, int>> pairs;
   const int world = c.world();
   for (int tp : divisors(world)) {
@@ -387,8 +391,14 @@ PlanResult search(const model::Architecture& a, const model::ParameterCounts& n,
       pairs.emplace_back(tp, pp);
     }
   }
+  return pairs;
+}
 
-  const Evaluator prototype(a, n, c, profile, mc, tc, req.options);
+// Explores every pair on up to req.threads threads, each with its own copy of the evaluator;
+// sets `cancelled` when the progress callback asked to stop.
+std::vector<PairResult> explore_pairs(const Evaluator& prototype, const PlanRequest& req,
+                                      const std::vector<std::pair<int, int>>& pairs,
+                                      bool& cancelled) {
   unsigned threads =
       req.threads == 0 ? std::max(1u, std::thread::hardware_concurrency()) : req.threads;
   threads = std::max(
@@ -413,32 +423,17 @@ PlanResult search(const model::Architecture& a, const model::ParameterCounts& n,
   for (unsigned k = 1; k < threads; ++k) futures.push_back(std::async(std::launch::async, work, k));
   work(0);
   for (auto& f : futures) f.get();
+  cancelled = stop.load();
+  return results;
+}
 
-  // Merge in pair order: the result does not depend on the number of threads.
-  PlanResult out;
-  out.cancelled = stop.load();
-  std::vector<Found> found;
-  std::vector<Infeasible> infeasible;
-  std::vector<Rejection> invalid;
-  for (auto& r : results) {
-    out.evaluated += r.evaluated;
-    out.fitting += r.fitting;
-    for (auto& f : r.best) found.push_back(std::move(f));
-    for (auto& f : r.infeasible) infeasible.push_back(std::move(f));
-    for (auto& f : r.invalid) invalid.push_back(std::move(f));
-  }
-  std::stable_sort(found.begin(), found.end(), faster);
-  const std::size_t k = std::min(req.top, found.size());
-  for (std::size_t i = 0; i < k; ++i) {
-    out.plans.push_back(
-        prototype.to_estimate(found[i].training, prototype.cost(found[i].training)));
-    out.why_slower.push_back(i == 0 ? std::string() : why_slower(found[0].cost, found[i].cost));
-  }
-  // Runners-up: the best of each (strategy, TP, PP) shape not already shown, and the shapes where
-  // nothing fits, leanest first.
-  using Coarse = std::tuple<Strategy, int, int, int>;
-  auto coarse = [](const model::Training& t) { return Coarse{t.strategy, t.tp, t.pp, t.ep}; };
-  std::set<Coarse> shown;
+using Coarse = std::tuple<Strategy, int, int, int>;
+
+Coarse coarse(const model::Training& t) { return Coarse{t.strategy, t.tp, t.pp, t.ep}; }
+
+// Runners-up: the best of each (strategy, TP, PP) shape not already shown.
+void add_slower_rejections(PlanResult& out, const std::vector<Found>& found, std::size_t k,
+                           std::set<Coarse>& shown) {
   for (std::size_t i = 0; i < k; ++i) shown.insert(coarse(found[i].training));
   std::size_t slower = 0;
   for (std::size_t i = k; i < found.size() && slower < kMaxSlowerRejections; ++i) {
@@ -452,6 +447,12 @@ PlanResult search(const model::Architecture& a, const model::ParameterCounts& n,
                              {"best_tokens_per_s", found[0].cost.tokens_per_s},
                              {"step_s", found[i].cost.time.step.value()}}});
   }
+}
+
+// The shapes where nothing fits, leanest first, with what they would need.
+void add_unfit_rejections(PlanResult& out, std::vector<Infeasible>& infeasible,
+                          const std::vector<Found>& found, const hardware::Cluster& c,
+                          std::set<Coarse>& shown) {
   std::stable_sort(infeasible.begin(), infeasible.end(),
                    [](const Infeasible& x, const Infeasible& y) { return x.needed < y.needed; });
   for (const Found& f : found) shown.insert(coarse(f.training));  // shapes that fit somehow
@@ -480,6 +481,45 @@ PlanResult search(const model::Architecture& a, const model::ParameterCounts& n,
                         {"available_bytes", c.gpu.usable_memory.value()},
                         {"micro_batch", static_cast<double>(x.training.micro_batch)}}});
   }
+}
+
+}  // namespace
+
+PlanResult search(const model::Architecture& a, const model::ParameterCounts& n,
+                  const hardware::Cluster& c, const PlanRequest& req,
+                  const hardware::HardwareProfile* profile, const MemoryConventions& mc,
+                  const TimeConventions& tc) {
+  check_plan_request(a, c, req);
+  const std::vector<std::pair<int, int>> pairs = tp_pp_pairs(a, c, req);
+  const Evaluator prototype(a, n, c, profile, mc, tc, req.options);
+  bool cancelled = false;
+  std::vector<PairResult> results = explore_pairs(prototype, req, pairs, cancelled);
+
+  // Merge in pair order: the result does not depend on the number of threads.
+  PlanResult out;
+  out.cancelled = cancelled;
+  std::vector<Found> found;
+  std::vector<Infeasible> infeasible;
+  std::vector<Rejection> invalid;
+  for (auto& r : results) {
+    out.evaluated += r.evaluated;
+    out.fitting += r.fitting;
+    for (auto& f : r.best) found.push_back(std::move(f));
+    for (auto& f : r.infeasible) infeasible.push_back(std::move(f));
+    for (auto& f : r.invalid) invalid.push_back(std::move(f));
+  }
+  std::stable_sort(found.begin(), found.end(), faster);
+  const std::size_t k = std::min(req.top, found.size());
+  for (std::size_t i = 0; i < k; ++i) {
+    out.plans.push_back(
+        prototype.to_estimate(found[i].training, prototype.cost(found[i].training)));
+    out.why_slower.push_back(i == 0 ? std::string() : why_slower(found[0].cost, found[i].cost));
+  }
+  // Runners-up: the best of each (strategy, TP, PP) shape not already shown, and the shapes where
+  // nothing fits, leanest first.
+  std::set<Coarse> shown;
+  add_slower_rejections(out, found, k, shown);
+  add_unfit_rejections(out, infeasible, found, c, shown);
   std::map<std::string, bool> seen;
   for (const auto& r : invalid) {
     if (seen.size() >= kMaxInvalidRejections) break;
