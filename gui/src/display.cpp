@@ -149,7 +149,7 @@ TermText term_text(Term t) {
       return {"headroom",
               "Usable capacity minus device total: room left for a larger micro-batch or longer "
               "sequences. Negative means out of memory.",
-              "DESIGN.md"};
+              "definition: usable capacity (data/gpus/) minus the device total"};
     case Term::host:
       return {"host memory per node",
               "CPU memory per node for offloaded optimizer state and parameters (DeepSpeed's "

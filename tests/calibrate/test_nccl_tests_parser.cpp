@@ -1,4 +1,6 @@
-// nccl-tests logs: every real fixture in shared/fixtures/nccl-tests and one synthetic log per
+// nccl-tests logs: every real log its authors published (8x A100 all_reduce_perf runs from public
+// blog notes on building nccl-tests, the ABCI user guide's "Using SHARP" run, NRIS "NCCL on Olivia",
+// DGX Spark notes, stas00/ml-engineering all_reduce_bench.py tables) and one synthetic log per
 // format generation, checked row by row at the ends and in the counts.
 
 #include <gtest/gtest.h>

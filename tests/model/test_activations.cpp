@@ -25,7 +25,7 @@ struct PaperModel {
 
 std::vector<PaperModel> paper_models() {
   // Fig. 1 values as transcribed by calculon-ai/calculon llm/validation.py (seqsel_fig1), Fig. 7 by
-  // seqsel_fig7 (reference/memory.md §2.5, A10-A11).
+  // seqsel_fig7; both from Korthikanti et al. 2022 (arXiv:2205.05198).
   return {
       {"22B", gpt(6144, 64, 48), 8, 1, 1, 4, 4, 59.25, 9.5625, 66.84, 49.42, 16.18, 7.64},
       {"175B", gpt(12288, 96, 96), 8, 8, 3, 1, 64, 66.84375, 12.3515625, 62.04, 56.53, 18.49, 8.71},

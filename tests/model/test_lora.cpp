@@ -1,4 +1,6 @@
-// Exact LoRA trainable-parameter counts (reference/memory.md §4 A16-A17).
+// Exact LoRA trainable-parameter counts: published prints (Lightning-AI/litgpt
+// tutorials/resource-tables.md at 8641822; huggingface/peft README `trainable params: 2359296 ||
+// all params: 1231940608` for mt0-large) and counts derived by hand from the HF configs.
 #include <gtest/gtest.h>
 
 #include "trainplan/core/error.hpp"
@@ -94,7 +96,8 @@ TEST(Lora, TargetListParsing) {
 }
 
 // T0_3B (T5 v1.1: gated GELU, untied head): DeepSpeed prints 2783M for T5Model; with the LM head
-// 2,849,757,184 (reference/memory.md §5, §2.2).
+// 2,849,757,184 (DeepSpeed estimate_zero3_model_states_mem_needs_all_live, which counts
+// AutoModel parameters; the head adds vocab x d_model).
 TEST(Parameters, T5v11WithHead) {
   const auto t0 = from_config(
       R"({"model_type":"t5","d_model":2048,"d_ff":5120,"num_layers":24,"num_decoder_layers":24,

@@ -38,7 +38,7 @@ struct MeasuredRun {
   double measured_gb;  // torch.cuda.max_memory_allocated / 1e9
 };
 
-// reference/memory.md §4.B4: litgpt tutorials/resource-tables.md (litgpt 8641822, 1x A100-SXM4-40GB,
+// Lightning-AI/litgpt tutorials/resource-tables.md (litgpt 8641822, 1x A100-SXM4-40GB,
 // PyTorch 2.1.0, bf16-true, LoRA r=8 on query and value, lora_dropout 0.05, longest Alpaca sample),
 // "Max GPU RAM" = max_memory_allocated / 1e9. Tolerance +-15 % (issue: foundation).
 TEST(MeasuredRuns, LitgptLoraResourceTables) {

@@ -30,8 +30,9 @@ struct CountRow {
   const char* source;
 };
 
-// reference/memory.md §5 (formula counts from the HF configs, cross-checked against published
-// numbers where they exist) for the models whose files carry no published count.
+// Counts computed from each model's Hugging Face config.json (the transformers model it builds),
+// cross-checked against published numbers where they exist, for the models whose files carry no
+// published count.
 TEST(Parameters, ReferenceTableCounts) {
   const CountRow rows[] = {
       {"open-llama-3b", 3'426'473'600, "memory.md §5 (openlm-research/open_llama_3b)"},
@@ -48,7 +49,8 @@ TEST(Parameters, ReferenceTableCounts) {
   }
 }
 
-// Mixtral-8x7B active parameters with top-2 routing: reference/memory.md §5.
+// Mixtral-8x7B active parameters with top-2 routing (Jiang et al. 2024, arXiv:2401.04088: 13B
+// active of 47B), counted from the Hugging Face config.json of mistralai/Mixtral-8x7B-v0.1.
 TEST(Parameters, MixtralActive) {
   const auto n = model::count_parameters(catalog().resolve_model("mixtral-8x7b").arch);
   EXPECT_EQ(n.total, 46'702'792'704);

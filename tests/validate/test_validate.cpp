@@ -122,9 +122,9 @@ struct Band {
 
 TEST(MeasuredRuns, MemoryWithinTheIssuesTolerances) {
   const std::vector<Band> bands = {
-      // reference/memory.md §4.B B4, B5: litgpt LoRA/QLoRA, A100-40GB, max_memory_allocated: ±15 %.
+      // Lightning-AI/litgpt tutorials/resource-tables.md and finetune_lora.md (8641822): LoRA/QLoRA, A100-40GB, max_memory_allocated: ±15 %.
       {"litgpt-", Metric::peak_allocated, 15.0, 18},
-      // reference/memory.md §4.B B11: BLOOM-560m, HF Trainer, nvidia-smi peak, ±25 %.
+      // KAUST deepspeed/README.md baseline: BLOOM-560m, HF Trainer, nvidia-smi peak, ±25 %.
       {"kaust-", Metric::device_total, 25.0, 1},
   };
   for (const Band& b : bands) {
