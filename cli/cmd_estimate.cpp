@@ -155,11 +155,7 @@ void run_estimate(const io::Catalog& catalog, const io::Request& q) {
   const model::Architecture& a = r.model.arch;
   const hardware::Cluster& c = r.cluster.cluster;
   const model::ParameterCounts n = model::count_parameters(a);
-  model::Training tr = io::configuration(r);
-  const planner::Layout l = planner::make_layout(a, tr, c);
-  if (r.global_batch)
-    tr.grad_accum = planner::grad_accum_for(*r.global_batch, tr.micro_batch, l.dp,
-                                            q.has("grad-accum") ? std::optional(tr.grad_accum) : std::nullopt);
+  const model::Training tr = io::configuration(r);
   const hardware::HardwareProfile* profile = r.profile ? &*r.profile : nullptr;
   const planner::Evaluator ev(a, n, c, profile, {}, {}, r.plan.options);
   const planner::Estimate e = ev.estimate(tr);

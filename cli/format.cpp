@@ -67,9 +67,17 @@ std::string Table::render() const {
 
 void print_context(const io::Resolved& r) {
   for (const auto& note : r.notes) std::cout << "  note: " << note << "\n";
-  for (const auto& p : r.provenance)
-    if (!p.source.starts_with("--") && !p.source.starts_with("the "))
-      std::cout << "  from " << p.source << ": " << p.option << " " << p.value << "\n";
+  // What each config file set, file by file: "option value  <- key = value".
+  std::string file;
+  for (const auto& p : r.provenance) {
+    if (p.source.starts_with("--") || p.source.starts_with("the ")) continue;
+    const std::size_t colon = p.source.find(": ");
+    const std::string here = p.source.substr(0, colon);
+    if (here != file) std::cout << "  from " << here << ":\n";
+    file = here;
+    std::cout << fmt::format("    {:<28} <- {}\n", p.option + " " + p.value,
+                             colon == std::string::npos ? p.source : p.source.substr(colon + 2));
+  }
 }
 
 void print_warnings(const io::Resolved& r) {

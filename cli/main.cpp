@@ -5,6 +5,7 @@
 
 #include "answer.hpp"
 #include "cmd_catalog.hpp"
+#include "cmd_explain.hpp"
 #include "cmd_fit.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/io/catalog.hpp"
@@ -37,6 +38,7 @@ int main(int argc, char** argv) {
 #ifdef TRAINPLAN_HAVE_CMD_PLAN
     trainplan::cli::setup_plan(app, catalog);
 #endif
+    trainplan::cli::setup_explain(app, catalog);
     trainplan::cli::setup_catalog(app, catalog);
 #ifdef TRAINPLAN_HAVE_CALIBRATE
     trainplan::cli::setup_calibrate(app);

@@ -3,6 +3,7 @@
 namespace trainplan::cli {
 
 void add_request_options(CLI::App& app, CommandLine& line, unsigned cmd) {
+  line.command = cmd;
   for (const io::Option& o : io::options()) {
     if (!o.in(cmd)) continue;
     const std::string help = io::option_help(o, cmd);
@@ -22,6 +23,6 @@ void add_request_options(CLI::App& app, CommandLine& line, unsigned cmd) {
       ->type_name("FILE");
 }
 
-io::Request build_request(const CommandLine& line) { return io::make_request(line.from, line.values); }
+io::Request build_request(const CommandLine& line) { return io::make_request(line.from, line.values, line.command); }
 
 }  // namespace trainplan::cli

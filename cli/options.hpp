@@ -11,8 +11,9 @@
 
 namespace trainplan::cli {
 
-// The values as typed, in the schema's names, and the --from files.
+// The values as typed, in the schema's names, and the --from files, for one command.
 struct CommandLine {
+  unsigned command = 0;
   std::vector<io::GivenValue> values;
   std::vector<std::string> from;
 };

@@ -225,6 +225,7 @@ void MainWindow::buildActions() {
   QAction* open_model = file->addAction(QStringLiteral("Open &model config.json…"), this,
                                         &MainWindow::openModelConfig);
   open_model->setShortcut(QKeySequence::Open);
+  file->addAction(QStringLiteral("Open &training config…"), this, &MainWindow::openTrainingConfig);
   file->addAction(QStringLiteral("Open &cluster file…"), this, &MainWindow::openClusterFile);
   file->addAction(QStringLiteral("Open hardware &profile…"), this, &MainWindow::openProfile);
   QAction* reload = file->addAction(QStringLiteral("&Reload files"), this, [this] {
@@ -1054,6 +1055,33 @@ void MainWindow::openModelConfig() {
   s.model = sstr(path);
   if (model_->findText(path) < 0) model_->addItem(path);
   applySettings(s);
+}
+
+void MainWindow::openTrainingConfig() {
+  const QString path = QFileDialog::getOpenFileName(
+      this, QStringLiteral("Open a training config"), {},
+      QStringLiteral("Training configs (*.json *.yaml *.yml *.sh *.txt);;All files (*)"));
+  if (path.isEmpty()) return;
+  loadTrainingConfig(path);
+}
+
+bool MainWindow::loadTrainingConfig(const QString& path, QString* error) {
+  std::vector<std::string> notes;
+  try {
+    const Settings s = session_.withConfigFile(session_.settings(), sstr(path), &notes);
+    loaded_plan_.reset();
+    applySettings(s);
+  } catch (const std::exception& e) {
+    if (error)
+      *error = QString::fromUtf8(e.what());
+    else
+      QMessageBox::warning(this, QStringLiteral("Training config"), QString::fromUtf8(e.what()));
+    return false;
+  }
+  QStringList lines;
+  for (const std::string& n : notes) lines << qstr(n);
+  statusBar()->showMessage(lines.join(QStringLiteral("; ")), 15000);
+  return true;
 }
 
 void MainWindow::openClusterFile() {

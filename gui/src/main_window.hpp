@@ -47,6 +47,9 @@ class MainWindow : public QMainWindow {
 
   // Shows the settings in the form and evaluates them.
   void applySettings(const Settings& s);
+  // Applies a training config file (File > Open training config); a bad file is a message box, or
+  // `error` when given. Returns whether it was applied.
+  bool loadTrainingConfig(const QString& path, QString* error = nullptr);
   // What the form says now.
   [[nodiscard]] Settings formSettings() const;
 
@@ -107,6 +110,7 @@ class MainWindow : public QMainWindow {
   void loadStrategy(const QModelIndex& index);
   void recommend();
   void openModelConfig();
+  void openTrainingConfig();
   void openClusterFile();
   void clearClusterFile();
   void openProfile();

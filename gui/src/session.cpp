@@ -182,7 +182,7 @@ CommandLine parse_command_line(const QStringList& arguments, const io::Catalog& 
   std::vector<std::string> files;
   for (const QString& f : p.values(QStringLiteral("from"))) files.push_back(sstr(f));
   Settings& s = out.settings;
-  static_cast<io::Request&>(s) = io::make_request(files, values, s);
+  static_cast<io::Request&>(s) = io::make_request(files, values, io::command::gui, s);
   io::check_options(s, io::command::gui);
   if (s.has("cluster") || s.gpus || s.nodes) {
     const std::string spec = io::cluster_spec(s);
@@ -391,6 +391,28 @@ Settings Session::completed(const Settings& s) {
                                           io::command::gui, io::Irrelevant::ignore);
   Settings out = s;
   out.training = io::configuration(r);
+  return out;
+}
+
+Settings Session::withConfigFile(const Settings& s, const std::string& path, std::vector<std::string>* notes) {
+  const io::Request before = window_request(s);
+  const io::Request read = io::make_request({path}, {}, io::command::gui, before);
+  Settings out = s;
+  static_cast<io::Request&>(out) = read;
+  out.cluster_spec.clear();
+  if (read.gpus || read.nodes) {
+    const std::int64_t nodes = read.nodes.value_or(1);
+    out.cluster.file.clear();
+    out.cluster.nodes = static_cast<int>(nodes);
+    out.cluster.gpus_per_node = static_cast<int>(read.gpus.value_or(nodes) / nodes);
+  }
+  if (notes) {
+    *notes = read.file_notes;
+    for (const auto& [name, source] : read.given)
+      if (before.given.find(name) == before.given.end() || before.given.find(name)->second != source)
+        if (const io::Option* o = io::find_option(name)) notes->push_back(source + ": " + name + " " + o->text(read));
+  }
+  (void)evaluator_.evaluate(out);  // the file's values are checked now, naming the file
   return out;
 }
 

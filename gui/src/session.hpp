@@ -182,6 +182,11 @@ class Session : public QObject {
   // Settings from a request in which only s.given holds what was asked (the command line, an
   // opened config file): the rest as `trainplan estimate` takes them (io::configuration).
   [[nodiscard]] Settings completed(const Settings& s);
+  // The settings with what a training config file says (DeepSpeed JSON, accelerate YAML, PEFT
+  // adapter_config.json, ... as `trainplan fit --from`) over them; `notes` gets what the file was
+  // read as and each option it set. Throws InputError naming the file and key.
+  [[nodiscard]] Settings withConfigFile(const Settings& s, const std::string& path,
+                                        std::vector<std::string>* notes);
   // The model's default sequence length, or nullopt when it cannot be resolved.
   [[nodiscard]] std::optional<std::int64_t> defaultSeq(const std::string& model);
   void reloadFiles();

@@ -112,6 +112,7 @@ class TestGuiWindow : public QObject {
   void plan_exports_through_the_emitters();
   void time_to_train_and_profile();
   void screenshot_is_the_whole_window();
+  void opens_a_training_config();
   void settings_are_remembered();
 };
 
@@ -618,6 +619,24 @@ void TestGuiWindow::screenshot_is_the_whole_window() {
   const QImage image(path);
   QVERIFY(!image.isNull());
   QVERIFY(image.width() >= 1280 && image.height() >= 800);
+}
+
+void TestGuiWindow::opens_a_training_config() {
+  // DeepSpeed's own ZeRO-3 example (tests/io/configs/ds-accelerate-zero_stage3_offload.json) leaves
+  // its batch to "auto": the window's micro-batch fills it; stage 3 with CPU offload of optimizer and
+  // parameters become the strategy and offload.
+  window_->applySettings(base_settings(QStringLiteral("llama-2-7b"), 8, Strategy::ddp, 2));
+  QString error;
+  QVERIFY2(window_->loadTrainingConfig(QStringLiteral(TRAINPLAN_CONFIGS_DIR "/ds-accelerate-zero_stage3_offload.json"), &error),
+           qPrintable(error));
+  QCOMPARE(session_->settings().training.strategy, Strategy::zero3);
+  QCOMPARE(session_->settings().training.offload, Offload::optimizer_params);
+  QCOMPARE(child<QComboBox>("strategy")->currentText(), QStringLiteral("zero3"));
+  QCOMPARE(session_->settings().training.micro_batch, std::int64_t{2});
+  // Not a training config: a message naming the file, the settings unchanged.
+  QVERIFY(!window_->loadTrainingConfig(QStringLiteral(TRAINPLAN_CONFIGS_DIR "/bad-wrong-kind.json"), &error));
+  QVERIFY2(error.contains(QStringLiteral("bad-wrong-kind.json")), qPrintable(error));
+  QCOMPARE(session_->settings().training.strategy, Strategy::zero3);
 }
 
 void TestGuiWindow::settings_are_remembered() {

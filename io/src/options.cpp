@@ -330,11 +330,11 @@ std::vector<Option> batch_and_memory_options() {
                                              "sequences per optimizer step (micro-batch x grad-accum x DP)",
                                              "micro-batch x grad-accum x DP"),
                                     1, kMaxCount, [](auto& r) -> auto& { return r.global_batch; }),
-                   command::estimate | command::plan | command::from_file));
+                   command::estimate | command::plan | command::explain | command::from_file));
   v.push_back(only(optional_integer(describe("global-batch-tokens", "N", "Global batch tokens", "batch",
                                              "tokens per optimizer step (a multiple of --seq)", "not set"),
                                     1, kMaxCount, [](auto& r) -> auto& { return r.global_batch_tokens; }),
-                   command::estimate | command::plan));
+                   command::estimate | command::plan | command::explain));
   v.push_back(searched(choice<Checkpointing>(describe("checkpointing", "MODE", "Checkpointing", "memory",
                                                       "activation checkpointing",
                                                       "estimate: what fit recommends"),
@@ -366,10 +366,16 @@ std::vector<Option> cluster_and_output_options() {
   v.push_back(only(optional_integer(describe("gpus", "N", "GPUs", "cluster", "processes the config file starts", ""),
                                     1, kMaxDegree * 64, [](auto& r) -> auto& { return r.gpus; }),
                    command::from_file));
+  v.push_back(only(real(describe("margin", "F", "Margin", "memory",
+                                 "share of the usable GPU memory a recommendation leaves free: candidates "
+                                 "within it are tight, not recommended while one fits with it (0.1 = 10 %)",
+                                 "0"),
+                        0, 1, false, true, [](auto& r) -> auto& { return r.margin; }),
+                   command::fit));
   v.push_back(only(text(describe("profile", "FILE", "Profile", "cluster",
                                  "hardware profile JSON from trainplan calibrate fit", "datasheet numbers"),
                         [](auto& r) -> auto& { return r.profile; }),
-                   command::estimate | command::plan | command::gui));
+                   command::estimate | command::plan | command::gui | command::explain));
   v.push_back(only(text(describe("tokens", "N", "Tokens to train", "batch",
                                  "time to train this many tokens: 300B, 1T, 2.5e12 (K/M/B/T suffixes)", "not asked"),
                         [](auto& r) -> auto& { return r.tokens; }),
@@ -522,6 +528,9 @@ std::string option_help(const Option& o, unsigned cmd) {
     s += ": " + list;
   }
   const bool by_fit = o.searched == Searched::by_fit_and_plan && (cmd == command::fit || cmd == command::plan);
+  if (o.searched == Searched::by_fit_and_plan && (cmd == command::estimate || cmd == command::explain) &&
+      o.default_text.starts_with("estimate: "))
+    return s + " (default " + o.default_text.substr(10) + ")" + (o.applies_text.empty() ? "" : "; " + o.applies_text);
   const bool by_plan = o.searched != Searched::no && cmd == command::plan;
   if (by_fit || by_plan)
     s += " (searched when omitted)";

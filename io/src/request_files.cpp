@@ -6,7 +6,8 @@
 
 namespace trainplan::io {
 
-Request make_request(const std::vector<std::string>& files, const std::vector<GivenValue>& values, Request base) {
+Request make_request(const std::vector<std::string>& files, const std::vector<GivenValue>& values, unsigned cmd,
+                     Request base) {
   Request r = std::move(base);
   std::vector<ConfigRead> reads;
   for (const std::string& path : files) {
@@ -19,6 +20,8 @@ Request make_request(const std::vector<std::string>& files, const std::vector<Gi
   for (const GivenValue& v : values) set_option(r, v.option, v.value, v.source);
   std::set<std::string> given;
   for (const auto& [name, source] : r.given) given.insert(name);
+  for (const Option& o : options())
+    if (!o.in(cmd)) given.insert(o.name);  // this command does not use it: nothing to resolve
   require_resolved(reads, given);
   return r;
 }

@@ -22,8 +22,14 @@ void check_relevance(Request& r, unsigned cmd, Irrelevant irrelevant) {
   const Request defaults;
   for (const Option& o : options()) {
     if (!r.has(o.name)) continue;
-    if (!o.in(cmd) && !o.in(command::from_file))
-      throw InputError(r.label(o.name) + " does not apply to this command");
+    if (!o.in(cmd) && !o.in(command::from_file)) {
+      const std::string& source = r.given.find(o.name)->second;
+      if (source.starts_with("--") || source.starts_with("the "))
+        throw InputError(r.label(o.name) + " does not apply to this command");
+      r.file_notes.push_back(source + ": not used by this command");
+      r.given.erase(o.name);
+      continue;
+    }
     if (!o.applies || o.applies(r, cmd)) continue;
     if (irrelevant == Irrelevant::refuse)
       throw InputError(fmt::format("{} has no effect here: it applies {}", r.label(o.name), o.applies_text));
@@ -108,6 +114,7 @@ void fill_requests(const Request& r, Resolved& out, const model::Training& t) {
   if (r.has("offload")) f.offload = t.offload;
   if (r.has("expert-parallel")) f.expert_parallel = t.ep;
   f.micro_batch_pinned = r.has("micro-batch");
+  f.margin = r.margin;
   planner::PlanRequest& p = out.plan;
   p.base = t;
   p.strategy = f.strategy;
@@ -183,6 +190,16 @@ Resolved resolve_with(const ResolvedModel& model, const ResolvedCluster& cluster
   Request r = request;
   try {
     check_relevance(r, cmd, irrelevant);
+    // A file's gradient accumulation derived from its global batch and micro-batch no longer holds
+    // when another input changes the micro-batch: the global batch decides it again.
+    if (r.has("global-batch") && r.has("grad-accum") && r.has("micro-batch") &&
+        r.label("grad-accum").find(':') != std::string::npos &&
+        r.label("grad-accum").substr(0, r.label("grad-accum").find(':')) !=
+            r.label("micro-batch").substr(0, r.label("micro-batch").find(':'))) {
+      r.file_notes.push_back(r.label("grad-accum") + ": recomputed from the global batch, since " +
+                             r.label("micro-batch") + " sets the micro-batch");
+      r.given.erase("grad-accum");
+    }
     Resolved out;
     out.model = model;
     out.cluster = cluster;
@@ -201,13 +218,28 @@ Resolved resolve_with(const ResolvedModel& model, const ResolvedCluster& cluster
     fill_requests(r, out, t);
     for (const auto& [name, source] : r.given)
       if (const Option* o = find_option(name)) out.provenance.push_back({name, o->text(r), source});
+    // Grouped by where the values came from (a file's keys together), each group by option.
+    std::stable_sort(out.provenance.begin(), out.provenance.end(), [](const Provenance& x, const Provenance& y) {
+      return x.source.substr(0, x.source.find(": ")) < y.source.substr(0, y.source.find(": "));
+    });
+    out.labels = std::map<std::string, std::string>(r.given.begin(), r.given.end());
     return out;
   } catch (const FieldError& e) {
     throw InputError(e.render([&](std::string_view field) { return r.label(field); }));
   }
 }
 
-model::Training configuration(const Resolved& r) {
+namespace {
+
+// The gradient accumulation the global batch asks for at this layout.
+model::Training with_global_batch(const Resolved& r, model::Training t) {
+  if (!r.global_batch) return t;
+  const planner::Layout l = planner::make_layout(r.model.arch, t, r.cluster.cluster);
+  t.grad_accum = planner::grad_accum_for(*r.global_batch, t.micro_batch, l.dp, r.plan.grad_accum);
+  return t;
+}
+
+model::Training recommended(const Resolved& r) {
   model::Training t = r.fit.base;
   if (r.fit.strategy && r.fit.checkpointing && r.fit.offload) return t;
   planner::FitRequest req = r.fit;
@@ -230,6 +262,16 @@ model::Training configuration(const Resolved& r) {
   t.offload = pick->training.offload;
   t.ep = pick->training.ep;
   return t;
+}
+
+}  // namespace
+
+model::Training configuration(const Resolved& r) {
+  try {
+    return with_global_batch(r, recommended(r));
+  } catch (const FieldError& e) {
+    throw InputError(e.render([&](std::string_view field) { return r.labels.count(std::string(field)) ? r.labels.at(std::string(field)) : "--" + std::string(field); }));
+  }
 }
 
 planner::EmitContext emit_context(const Resolved& r) {

@@ -58,7 +58,7 @@ FitResult fit(const model::Architecture& a, const model::ParameterCounts& n, con
       probe.offload = Offload::optimizer;
     validate_training(a, probe);
     if (!(req.margin >= 0.0 && req.margin < 1.0))
-      throw InputError("--margin must be a fraction from 0 to below 1 of the usable GPU memory (got " +
+      throw FieldError("{margin} must be a fraction from 0 to below 1 of the usable GPU memory (got " +
                        std::to_string(req.margin) + ")");
   }
   FitResult out;

@@ -151,6 +151,28 @@ if(last_out MATCHES "bf16|flash_attention_2")
   math(EXPR failures "${failures} + 1")
 endif()
 
+# The request layer: config files read with --from (tests/io/configs holds real ones), fit's margin,
+# explain.
+set(CONFIGS ${DATA}/../../io/configs)
+run_case(from_deepspeed_auto_needs_a_value 2 fit llama-2-7b 8xA100-80GB --from ${CONFIGS}/ds-accelerate-zero_stage3_offload.json
+         ERR "train_micro_batch_size_per_gpu = \"auto\"" "--micro-batch")
+run_case(from_deepspeed_zero3 0 fit llama-2-7b 8xA100-80GB --from ${CONFIGS}/ds-accelerate-zero_stage3_offload.json --micro-batch 4
+         MATCH "ZeRO-3 \\+ optimizer\\+params offload" "strategy zero3 +<- zero_optimization.stage = 3")
+run_case(from_accelerate_wrong_cluster 2 estimate llama-2-7b 8xA100-80GB --from ${CONFIGS}/accelerate-fsdp.yaml
+         ERR "num_processes = 2" "8 GPUs")
+run_case(from_flag_overrides_file 0 estimate llama-2-7b 2xA100-80GB --from ${CONFIGS}/accelerate-fsdp.yaml --from ${CONFIGS}/peft-lora-r8.json --lora-rank 4
+         MATCH "lora-rank 4 overrides peft-lora-r8.json: r = 8")
+run_case(from_not_a_config 2 fit llama-2-7b 8xA100-80GB --from ${CONFIGS}/bad-wrong-kind.json ERR "bad-wrong-kind.json")
+run_case(margin_out_of_range 2 fit llama-2-7b 4xA100-80GB --margin 1 ERR "--margin must be below 1")
+# The seed lab's DDP run (teaching-on-testbeds/llm-chi torch/a100_llama7b_4ddp.py at 5bb926bb:
+# OpenLLaMA-7B, 4x A100-80GB, micro-batch 4, 512 tokens) ran at 73.98 GB
+# allocated, 78.30 GB reserved: tight, not a no.
+run_case(seed_ddp_is_tight 0 fit openlm-research/open_llama_7b 4xA100-80GB --precision bf16-true --strategy ddp
+         --micro-batch 4 --seq 512 --checkpointing none --offload none MATCH "^Tight")
+run_case(explain_suggests_changes 1 explain meta-llama/Llama-3.1-8B 4xA100-40GB
+         --from ${CONFIGS}/litgpt-llama-3.1-8b-full.yaml --seq 4096 MATCH "does not fit" "--micro-batch 2 \\(was 4\\), --grad-accum 8 \\(was 4\\)")
+run_case(explain_fits_as_given 0 explain llama-2-7b 8xA100-80GB --strategy fsdp-full MATCH "Nothing to change")
+
 if(failures GREATER 0)
   message(FATAL_ERROR "${failures} command-line case(s) failed")
 endif()

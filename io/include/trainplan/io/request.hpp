@@ -34,7 +34,8 @@ inline constexpr unsigned estimate = 2;
 inline constexpr unsigned plan = 4;
 inline constexpr unsigned gui = 8;
 inline constexpr unsigned from_file = 16;
-inline constexpr unsigned training = fit | estimate | plan | gui;
+inline constexpr unsigned explain = 32;
+inline constexpr unsigned training = fit | estimate | plan | gui | explain;
 }  // namespace command
 
 struct Request {
@@ -50,6 +51,7 @@ struct Request {
   std::string tokens;   // tokens to train ("300B"); empty: not asked
   std::optional<planner::EmitFormat> emit;
   std::int64_t top = 5;
+  double margin = 0;  // fit: a share of usable memory a recommendation leaves free
   bool tp_across_nodes = false;
   bool zero_plus_plus = false;
   bool activations = false;
@@ -125,6 +127,7 @@ struct Resolved {
   std::vector<std::string> notes;     // defaults taken for the user (the GPU's precision, ...)
   std::vector<std::string> warnings;  // legal but suspicious requests
   std::vector<Provenance> provenance;  // every option given, with its source
+  std::map<std::string, std::string> labels;  // option -> its source, to name it in later errors
 };
 
 // What to do with an option set where it has no effect: the CLI refuses it; the GUI, whose every
@@ -148,9 +151,9 @@ void check_options(const Request& r, unsigned cmd);
 // states ("A100-80GB" with 2 nodes of 8 processes: "2x8xA100-80GB").
 [[nodiscard]] std::string cluster_spec(const Request& r);
 
-// The one configuration estimate and the GUI evaluate: the strategy, checkpointing and offload
-// given, and for those omitted what planner::fit recommends at the request's micro-batch (the
-// leanest candidate when none fits).
+// The one configuration estimate, explain and the GUI evaluate: the strategy, checkpointing and
+// offload given, and for those omitted what planner::fit recommends at the request's micro-batch
+// (the leanest candidate when none fits); the gradient accumulation the global batch asks for.
 [[nodiscard]] model::Training configuration(const Resolved& r);
 
 // What the emitters need beyond the plan: the model's Hub id where the catalogue knows it, ZeRO++.

@@ -16,10 +16,11 @@ struct GivenValue {
   std::string source;  // "--micro-batch"
 };
 
-// Starting from `base`, reads the files in order (a later file overrides an earlier one), then applies `values`. What a
-// file leaves to other inputs (DeepSpeed's "auto") must be given by another file or a value, or
-// the request is refused naming the file and key. Throws InputError.
+// Starting from `base`, reads the files in order (a later file overrides an earlier one), then
+// applies `values`. What a file leaves to other inputs (DeepSpeed's "auto") must be given by another
+// file or a value where command `cmd` uses it, or the request is refused naming the file and key.
+// Throws InputError.
 [[nodiscard]] Request make_request(const std::vector<std::string>& files, const std::vector<GivenValue>& values,
-                                   Request base = {});
+                                   unsigned cmd, Request base = {});
 
 }  // namespace trainplan::io

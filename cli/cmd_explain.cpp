@@ -1,0 +1,81 @@
+#include "cmd_explain.hpp"
+
+#include <fmt/format.h>
+
+#include <iostream>
+#include <memory>
+
+#include "answer.hpp"
+#include "format.hpp"
+#include "options.hpp"
+#include "trainplan/model/parameters.hpp"
+#include "trainplan/planner/explain.hpp"
+#include "trainplan/planner/search.hpp"
+
+namespace trainplan::cli {
+namespace {
+
+std::string change_text(const planner::Suggestion& s) {
+  std::string out;
+  for (const auto& c : s.changes) out += (out.empty() ? "" : ", ") + fmt::format("--{} {} (was {})", c.option, c.to, c.from);
+  return out;
+}
+
+void print_explanation(const io::Resolved& r, const planner::Explanation& x) {
+  const hardware::Cluster& c = r.cluster.cluster;
+  const planner::Estimate& g = x.given;
+  std::cout << fmt::format("{} on {}x {}: {}, micro-batch {} x grad-accum {}, seq {}\n", r.model.arch.name, c.world(),
+                           c.gpu.name, planner::plan_label(g.training, g.layout), g.training.micro_batch,
+                           g.training.grad_accum, g.training.seq);
+  print_context(r);
+  std::cout << fmt::format("  as given: {} of {} GiB per GPU — {}\n", gib_text(g.memory.device_total),
+                           gib_text(c.gpu.usable_memory),
+                           g.fits ? std::string(to_string(g.verdict.verdict)) : "does not fit: " + g.verdict.reason);
+  if (g.fits) {
+    std::cout << "\nNothing to change: it fits as given.\n";
+    return;
+  }
+  if (x.suggestions.empty()) {
+    std::cout << "\nNo single change or pair of changes makes it fit: try `trainplan plan` for a wider search.\n";
+    return;
+  }
+  std::cout << fmt::format("\n{} that make it fit, fastest first:\n", x.pairs ? "Pairs of changes" : "Changes");
+  Table t({"#", "change", "GiB/GPU", "tokens/s", "kept"});
+  for (std::size_t i = 0; i < x.suggestions.size(); ++i) {
+    const planner::Suggestion& s = x.suggestions[i];
+    t.add({std::to_string(i + 1), change_text(s), gib_text(s.estimate.memory.device_total),
+           thousands(static_cast<std::int64_t>(s.estimate.throughput.tokens_per_s)),
+           fmt::format("{:.0f} %", 100.0 * s.throughput_kept)});
+  }
+  std::cout << t.render();
+  std::cout << "\nkept = tokens/s of the change over what the configuration as given would run at, had it fit.\n";
+}
+
+void run_explain(const io::Catalog& catalog, const io::Request& q) {
+  io::Resolved r = io::resolve(catalog, q, io::command::explain);
+  // As given: what the inputs leave out runs as the frameworks default to it (no checkpointing,
+  // no offload); only an omitted strategy is the one fit recommends.
+  if (!r.fit.checkpointing) r.fit.checkpointing = Checkpointing::none;
+  if (!r.fit.offload) r.fit.offload = Offload::none;
+  print_warnings(r);
+  const model::Architecture& a = r.model.arch;
+  const model::ParameterCounts n = model::count_parameters(a);
+  const planner::Explanation x =
+      planner::suggest_changes(a, n, io::configuration(r), r.cluster.cluster, r.profile ? &*r.profile : nullptr);
+  print_explanation(r, x);
+  if (!x.given.fits) throw AnsweredNo("it does not fit as given (exit 1)");
+}
+
+}  // namespace
+
+void setup_explain(CLI::App& app, const io::Catalog& catalog) {
+  auto line = std::make_shared<CommandLine>();
+  CLI::App* cmd = app.add_subcommand(
+      "explain",
+      "a configuration that does not fit (from --from files and flags): the smallest changes that make it fit, "
+      "with their memory and tokens/s");
+  add_request_options(*cmd, *line, io::command::explain);
+  cmd->callback([&catalog, line] { run_explain(catalog, build_request(*line)); });
+}
+
+}  // namespace trainplan::cli
