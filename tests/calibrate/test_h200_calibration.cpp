@@ -11,6 +11,7 @@
 #include <tuple>
 #include <vector>
 
+#include "../common/catalog.hpp"
 #include "trainplan/calibrate/profile_fit.hpp"
 #include "trainplan/io/catalog.hpp"
 #include "trainplan/io/measurements.hpp"
@@ -28,7 +29,7 @@ constexpr double kBf16PeakTflops = 989.0;
 constexpr double kHbmGBps = 4800.0;
 
 ProfileFitOptions h200_options() {
-  const hardware::GpuSpec spec = io::Catalog::builtin().resolve_gpu("H200").spec;
+  const hardware::GpuSpec spec = test::catalog().resolve_gpu("H200").spec;
   ProfileFitOptions o;
   o.name = "h200";
   o.gpu = spec.name;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/catalog.hpp"
 #include "trainplan/io/catalog.hpp"
 #include "trainplan/io/config_file.hpp"
 #include "trainplan/io/files.hpp"
@@ -114,7 +115,7 @@ const std::vector<Case>& cases() {
 }
 
 TEST(RoundTrip, EveryEmitFormatReadsBackAsThePlan) {
-  static const Catalog catalog = Catalog::builtin();
+  const Catalog& catalog = test::catalog();
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "trainplan_round_trip";
   std::filesystem::create_directories(dir);
   std::map<std::string, Plan> by_name;

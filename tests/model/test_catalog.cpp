@@ -4,16 +4,14 @@
 #include <filesystem>
 #include <fstream>
 
+#include "../common/catalog.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/io/catalog.hpp"
 
 namespace trainplan {
 namespace {
 
-const io::Catalog& catalog() {
-  static const io::Catalog c = io::Catalog::builtin();
-  return c;
-}
+using test::catalog;
 
 std::string error_of(const std::function<void()>& f) {
   try {

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "../common/catalog.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/io/catalog.hpp"
 #include "trainplan/io/files.hpp"
@@ -133,10 +134,7 @@ std::string error_of_json(const std::string& json) {
   return "";
 }
 
-const io::Catalog& catalog() {
-  static const io::Catalog c = io::Catalog::builtin();
-  return c;
-}
+using test::catalog;
 
 bool has_note(const io::HfArchitecture& h, const std::string& text) {
   for (const auto& n : h.notes)

@@ -3,6 +3,7 @@
 // all params: 1231940608` for mt0-large) and counts derived by hand from the HF configs.
 #include <gtest/gtest.h>
 
+#include "../common/catalog.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/io/catalog.hpp"
 #include "trainplan/io/hf_config.hpp"
@@ -16,7 +17,9 @@ model::Architecture from_config(const char* json) {
   return io::architecture_from_hf_config(io::Json::parse(json), "inline", "test config");
 }
 
-model::Architecture named(const char* name) { return io::Catalog::builtin().resolve_model(name).arch; }
+model::Architecture named(const char* name) {
+  return test::catalog().resolve_model(name).arch;
+}
 
 // Hugging Face configs of models outside the catalogue, as published on the Hub.
 constexpr const char* kPhi15 =

@@ -1,6 +1,7 @@
 // Public measured training runs predicted within the tolerances the foundation issue sets.
 #include <gtest/gtest.h>
 
+#include "../common/catalog.hpp"
 #include "trainplan/io/catalog.hpp"
 #include "trainplan/io/hf_config.hpp"
 #include "trainplan/planner/fit.hpp"
@@ -8,10 +9,7 @@
 namespace trainplan {
 namespace {
 
-const io::Catalog& catalog() {
-  static const io::Catalog c = io::Catalog::builtin();
-  return c;
-}
+using test::catalog;
 
 model::Architecture arch(const std::string& spec) {
   if (spec.front() == '{') return io::architecture_from_hf_config(io::Json::parse(spec), "inline", "test config");

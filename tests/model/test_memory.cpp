@@ -3,16 +3,14 @@
 
 #include <set>
 
+#include "../common/catalog.hpp"
 #include "trainplan/io/catalog.hpp"
 #include "trainplan/planner/fit.hpp"
 
 namespace trainplan {
 namespace {
 
-const io::Catalog& catalog() {
-  static const io::Catalog c = io::Catalog::builtin();
-  return c;
-}
+using test::catalog;
 
 struct Case {
   model::Architecture arch;

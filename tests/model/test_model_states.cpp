@@ -1,6 +1,7 @@
 // Model states (weights, gradients, optimizer) against the published formulas and tables.
 #include <gtest/gtest.h>
 
+#include "../common/catalog.hpp"
 #include "trainplan/io/catalog.hpp"
 #include "trainplan/io/hf_config.hpp"
 #include "trainplan/model/model_states.hpp"
@@ -80,7 +81,7 @@ struct DsSetup {
 };
 
 DsSetup setup(const model::Architecture& a, int gpus) {
-  const io::Catalog cat = io::Catalog::builtin();
+  const io::Catalog& cat = test::catalog();
   DsSetup s{a, cat.resolve_cluster(std::to_string(gpus) + "xA100-80GB", std::nullopt).cluster};
   return s;
 }
@@ -107,7 +108,7 @@ model::Architecture t5(const char* json) {
 
 // A2: t5-3b (T5Model, 2,851,598,336 params) on 8 GPUs, ZeRO-2 (current code: 2P + 18P/N).
 TEST(DeepSpeedEstimator, Zero2OnT5_3b) {
-  const auto s = setup(io::Catalog::builtin().resolve_model("t5-3b").arch, 8);
+  const auto s = setup(test::catalog().resolve_model("t5-3b").arch, 8);
   SCOPED_TRACE("memory.md A2: stage_1_and_2.py@38327e07");
   check(s, {Strategy::zero2, Offload::none, true, 11.29, 127.48}, 0.01, kGiB);
   check(s, {Strategy::zero2, Offload::optimizer, true, 5.31, 127.48}, 0.01, kGiB);

@@ -1,16 +1,14 @@
 // Exact parameter counts against published numbers.
 #include <gtest/gtest.h>
 
+#include "../common/catalog.hpp"
 #include "trainplan/io/catalog.hpp"
 #include "trainplan/model/parameters.hpp"
 
 namespace trainplan {
 namespace {
 
-const io::Catalog& catalog() {
-  static const io::Catalog c = io::Catalog::builtin();
-  return c;
-}
+using test::catalog;
 
 // Every catalogue model whose file carries a published exact count must match it to the parameter.
 TEST(Parameters, CatalogueMatchesPublishedCounts) {

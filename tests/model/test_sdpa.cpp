@@ -10,6 +10,7 @@
 // refusing sdpa for bloom and mpt).
 #include <gtest/gtest.h>
 
+#include "../common/catalog.hpp"
 #include "trainplan/io/catalog.hpp"
 #include "trainplan/io/hf_config.hpp"
 #include "trainplan/model/activations.hpp"
@@ -20,10 +21,7 @@ namespace {
 
 using model::SdpaKernel;
 
-const io::Catalog& catalog() {
-  static const io::Catalog c = io::Catalog::builtin();
-  return c;
-}
+using test::catalog;
 
 model::Training h100_bf16(std::int64_t seq) {
   model::Training tr;
@@ -177,8 +175,9 @@ TEST(Sdpa, FalconMathFallbackKeepsWhatTheH200Measured) {
   sdpa.cuda_sm = 90;  // H200: compute capability 9.0
   model::Training eager = sdpa;
   eager.attention = Attention::eager;
-  const auto ms = model::activation_memory(a, sdpa);
+  auto ms = model::activation_memory(a, sdpa);
   const auto me = model::activation_memory(a, eager);
+  model::add_activation_detail(ms, a, sdpa);
   ASSERT_TRUE(ms.sdpa.has_value());
   EXPECT_EQ(ms.sdpa->kernel, SdpaKernel::math);
   const double measured_gib = 51.631 - 46.895;

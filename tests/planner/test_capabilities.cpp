@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/catalog.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/hardware/gpu.hpp"
 #include "trainplan/io/catalog.hpp"
@@ -21,10 +22,7 @@ namespace {
 using hardware::FlashAttentionGen;
 using hardware::TensorCoreDtype;
 
-const io::Catalog& catalog() {
-  static const io::Catalog c = io::Catalog::builtin();
-  return c;
-}
+using test::catalog;
 
 std::string error_of(const std::function<void()>& f) {
   try {

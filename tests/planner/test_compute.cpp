@@ -1,6 +1,7 @@
 // GEMM, attention and memory-bound time of the compute model, and the FLOP counts it builds on.
 #include <gtest/gtest.h>
 
+#include "../common/catalog.hpp"
 #include "megatron_gpt.hpp"
 #include "trainplan/io/catalog.hpp"
 #include "trainplan/model/flops.hpp"
@@ -9,7 +10,7 @@
 namespace trainplan::planner {
 namespace {
 
-hardware::GpuSpec a100() { return io::Catalog::builtin().resolve_gpu("A100-80GB").spec; }
+hardware::GpuSpec a100() { return test::catalog().resolve_gpu("A100-80GB").spec; }
 
 // The best-shape efficiency is the MAMF row (throughput.md 7) times the training fraction.
 TEST(Compute, DefaultGemmEfficiencyIsMamfTimesTrainingFraction) {
@@ -77,7 +78,7 @@ TEST(Compute, FullCheckpointingAddsAboutOneThird) {
 
 // LoRA: frozen weights get no weight-gradient GEMM, so backward is about one forward, not two.
 TEST(Compute, LoraBackwardSkipsFrozenWeightGradients) {
-  const model::Architecture a = io::Catalog::builtin().resolve_model("llama-2-7b").arch;
+  const model::Architecture a = test::catalog().resolve_model("llama-2-7b").arch;
   model::Training full;
   full.seq = 2048;
   model::Training lora = full;

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/catalog.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/io/catalog.hpp"
 #include "trainplan/model/parameters.hpp"
@@ -37,10 +38,7 @@
 namespace trainplan::planner {
 namespace {
 
-const io::Catalog& catalog() {
-  static const io::Catalog c = io::Catalog::builtin();
-  return c;
-}
+using test::catalog;
 
 struct Problem {
   model::Architecture a;

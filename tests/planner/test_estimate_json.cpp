@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "../common/catalog.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/io/catalog.hpp"
 #include "trainplan/io/estimate_json.hpp"
@@ -110,7 +111,7 @@ struct Problem {
 };
 
 Problem problem(const std::string& model, const std::string& cluster) {
-  const Catalog cat = Catalog::builtin();
+  const Catalog& cat = test::catalog();
   Problem p{cat.resolve_model(model).arch, {}, cat.resolve_cluster(cluster, std::nullopt).cluster};
   p.n = model::count_parameters(p.a);
   return p;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/catalog.hpp"
 #include "megatron_gpt.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/io/catalog.hpp"
@@ -16,10 +17,7 @@
 namespace trainplan::planner {
 namespace {
 
-const io::Catalog& catalog() {
-  static const io::Catalog c = io::Catalog::builtin();
-  return c;
-}
+using test::catalog;
 
 Evaluator evaluator(const std::string& model, const std::string& cluster,
                     const std::optional<std::string>& inter = std::nullopt) {

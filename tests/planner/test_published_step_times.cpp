@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/catalog.hpp"
 #include "megatron_gpt.hpp"
 #include "trainplan/io/catalog.hpp"
 #include "trainplan/model/parameters.hpp"
@@ -29,7 +30,7 @@ struct PublishedRow {
 };
 
 hardware::Cluster selene(int gpus) {
-  const io::Catalog cat = io::Catalog::builtin();
+  const io::Catalog& cat = test::catalog();
   hardware::Cluster c = cat.resolve_cluster("A100-80GB", std::nullopt).cluster;
   c.gpus_per_node = std::min(gpus, 8);
   c.nodes = std::max(1, gpus / 8);

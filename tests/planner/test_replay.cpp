@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/catalog.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/io/catalog.hpp"
 #include "trainplan/io/profile_json.hpp"
@@ -18,10 +19,7 @@
 namespace trainplan::planner {
 namespace {
 
-const io::Catalog& catalog() {
-  static const io::Catalog c = io::Catalog::builtin();
-  return c;
-}
+using test::catalog;
 
 struct Subject {
   model::Architecture a;

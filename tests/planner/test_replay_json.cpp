@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/catalog.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/io/catalog.hpp"
 #include "trainplan/io/estimate_json.hpp"
@@ -19,10 +20,7 @@
 namespace trainplan::io {
 namespace {
 
-const Catalog& catalog() {
-  static const Catalog c = Catalog::builtin();
-  return c;
-}
+using test::catalog;
 
 // What `trainplan estimate MODEL CLUSTER ... --json` writes.
 Json estimate_file(const std::string& model, const std::string& cluster,

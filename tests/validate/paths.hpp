@@ -3,18 +3,13 @@
 #include <string>
 #include <vector>
 
-#include "trainplan/io/catalog.hpp"
+#include "../common/catalog.hpp"
 #include "trainplan/io/reference.hpp"
 
 namespace trainplan::test {
 
 inline const std::string kReferenceDir = TRAINPLAN_REFERENCE_DIR;    // data/reference
 inline const std::string kFixtureDir = TRAINPLAN_VALIDATE_FIXTURES;  // tests/validate/data
-
-inline const io::Catalog& catalog() {
-  static const io::Catalog c = io::Catalog::builtin();
-  return c;
-}
 
 // Every case under data/reference (measured runs and the oracle), read once.
 inline const std::vector<planner::ReferenceCase>& reference_cases() {
