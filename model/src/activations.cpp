@@ -549,9 +549,15 @@ ActivationMemory activation_memory(const Architecture& a, const Training& tr) {
   m.host = m.host * m.in_flight;
   m.embedding = embedding_activations(a, tr) * m.in_flight;
   m.head = tr.pp == 1 ? head_activations(a, tr).total() : Bytes(0.0);
-  if (tr.attention == Attention::sdpa && tr.framework != Framework::megatron) m.sdpa = sdpa_choice(a, tr);
-  for (const auto& part : parts) m.block_terms.push_back({part.stack, block_activation_terms(a, tr, part.stack)});
   return m;
+}
+
+void add_activation_detail(ActivationMemory& m, const Architecture& a, const Training& tr) {
+  m.sdpa.reset();
+  m.block_terms.clear();
+  if (tr.attention == Attention::sdpa && tr.framework != Framework::megatron) m.sdpa = sdpa_choice(a, tr);
+  if (a.encoder_decoder) m.block_terms.push_back({Stack::encoder, block_activation_terms(a, tr, Stack::encoder)});
+  m.block_terms.push_back({Stack::decoder, block_activation_terms(a, tr, Stack::decoder)});
 }
 
 }  // namespace trainplan::model

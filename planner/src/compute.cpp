@@ -118,14 +118,18 @@ double mamf_efficiency(const hardware::GpuSpec& g, const TimeConventions& tc) {
 }
 
 int cuda_sm(const hardware::GpuSpec& g) {
+  // "9.0" -> 90, read digit by digit: the evaluator asks for every configuration.
   const std::string& cc = g.capabilities.compute_capability;
-  const auto dot = cc.find('.');
-  if (g.vendor != "NVIDIA" || dot == std::string::npos) return 0;
-  try {
-    return std::stoi(cc.substr(0, dot)) * 10 + std::stoi(cc.substr(dot + 1));
-  } catch (const std::exception&) {
-    return 0;
-  }
+  if (g.vendor != "NVIDIA") return 0;
+  int major = 0;
+  int minor = 0;
+  std::size_t i = 0;
+  for (; i < cc.size() && cc[i] >= '0' && cc[i] <= '9' && major < 100; ++i) major = major * 10 + (cc[i] - '0');
+  if (i == 0 || i >= cc.size() || cc[i] != '.') return 0;
+  const std::size_t first_minor = ++i;
+  for (; i < cc.size() && cc[i] >= '0' && cc[i] <= '9' && minor < 100; ++i) minor = minor * 10 + (cc[i] - '0');
+  if (i == first_minor || i != cc.size()) return 0;
+  return major * 10 + minor;
 }
 
 ComputeDevice compute_device(const hardware::GpuSpec& g, Precision p,

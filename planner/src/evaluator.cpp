@@ -522,7 +522,7 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
   out.layout = make_layout(a_, tr, c_);
   const Layout& l = out.layout;
   out.memory = memory(a_, n_, tr, l, mc_);
-  out.fits = judge(out.memory, c_, 0.0, mc_).verdict == Verdict::fits;  // the search keeps a margin: no tight plans
+  out.fits = verdict_of(out.memory, c_, 0.0, mc_) == Verdict::fits;  // the search keeps a margin: no tight plans
   const std::int64_t m = tr.grad_accum;
   const double md = dbl(m);
   out.global_batch = tr.micro_batch * m * l.dp;
@@ -637,6 +637,9 @@ Estimate Evaluator::to_estimate(const model::Training& tr, const StepCost& s,
   e.training = tr;
   e.layout = s.layout;
   e.memory = s.memory;
+  model::Training on_gpu = tr;
+  on_gpu.cuda_sm = s.layout.cuda_sm;
+  model::add_activation_detail(e.memory.activation_detail, a_, on_gpu);
   e.verdict = judge(s.memory, c_, 0.0, mc_);
   e.fits = e.verdict.verdict != Verdict::no;
   e.max_micro_batch =

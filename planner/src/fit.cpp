@@ -30,7 +30,7 @@ std::int64_t max_micro_batch(const model::Architecture& a, const model::Paramete
                              const MemoryConventions& mc, std::int64_t limit, double margin) {
   auto ok = [&](std::int64_t b) {
     tr.micro_batch = b;
-    return judge(memory(a, n, tr, l, mc), c, margin, mc).verdict == Verdict::fits;
+    return verdict_of(memory(a, n, tr, l, mc), c, margin, mc) == Verdict::fits;
   };
   if (!ok(1)) return 0;
   // Memory grows with the micro-batch: double until it no longer fits, then bisect.

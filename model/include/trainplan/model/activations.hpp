@@ -70,6 +70,7 @@ struct StackActivationTerms {
 };
 
 struct ActivationMemory {
+  // The detail outputs show (activation_detail fills it; the searches never need it):
   // --attention sdpa: the kernel PyTorch picks for this model on this GPU, and why (model/sdpa.hpp).
   std::optional<SdpaChoice> sdpa;
   std::vector<StackActivationTerms> block_terms;  // per stack (encoder first), before checkpointing
@@ -83,7 +84,11 @@ struct ActivationMemory {
   [[nodiscard]] Bytes total() const { return blocks + recompute_peak + embedding + head; }
 };
 
-// The activation memory of the most loaded pipeline stage (the first, under 1F1B).
+// The activation memory of the most loaded pipeline stage (the first, under 1F1B), without the
+// detail (sdpa, block_terms).
 [[nodiscard]] ActivationMemory activation_memory(const Architecture& a, const Training& tr);
+// Adds what outputs show beside the numbers: the SDPA kernel chosen and one block's saved tensors
+// by name.
+void add_activation_detail(ActivationMemory& m, const Architecture& a, const Training& tr);
 
 }  // namespace trainplan::model

@@ -143,6 +143,9 @@ struct MemoryVerdict {
 
 [[nodiscard]] MemoryVerdict judge(const MemoryBreakdown& m, const hardware::Cluster& c, double margin = 0.0,
                                   const MemoryConventions& mc = {});
+// judge()'s verdict without its sentence: what the searches call for every configuration.
+[[nodiscard]] Verdict verdict_of(const MemoryBreakdown& m, const hardware::Cluster& c, double margin = 0.0,
+                                 const MemoryConventions& mc = {});
 
 // judge(m, c).verdict != Verdict::no: tight counts as fitting.
 [[nodiscard]] bool fits(const MemoryBreakdown& m, const hardware::Cluster& c);
