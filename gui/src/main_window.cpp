@@ -859,7 +859,15 @@ void MainWindow::refreshBanner() {
                                   qstr(to_string(est.training.method)));
     const QString where = e.cluster_text().toHtmlEscaped();
     const Bytes headroom = e.usable() - est.memory.device_total;
-    if (est.fits) {
+    if (est.fits && est.verdict.verdict == planner::Verdict::tight) {
+      // The peak fits but the allocator's cache may not (planner::judge): it says why.
+      verdict_ = Verdict::fits;
+      verdict = QStringLiteral("<b>Tight</b> — %1 on %2 with %3: %4.%5")
+                    .arg(what, where, e.plan_text().toHtmlEscaped(), qstr(est.verdict.reason).toHtmlEscaped(),
+                         est.max_micro_batch > 0
+                             ? QStringLiteral(" Micro-batch %1 fits with room.").arg(est.max_micro_batch)
+                             : QString());
+    } else if (est.fits) {
       verdict_ = Verdict::fits;
       verdict =
           QStringLiteral(
