@@ -401,10 +401,13 @@ Settings Session::withConfigFile(const Settings& s, const std::string& path, std
   static_cast<io::Request&>(out) = read;
   out.cluster_spec.clear();
   if (read.gpus || read.nodes) {
-    const std::int64_t nodes = read.nodes.value_or(1);
+    // The shape the file states, on the window's GPU (io::cluster_spec, as the CLI takes it).
+    io::Request shape = read;
+    shape.cluster_spec = s.cluster.gpu;
+    const hardware::Cluster c = catalog_.resolve_cluster(io::cluster_spec(shape), std::nullopt).cluster;
     out.cluster.file.clear();
-    out.cluster.nodes = static_cast<int>(nodes);
-    out.cluster.gpus_per_node = static_cast<int>(read.gpus.value_or(nodes) / nodes);
+    out.cluster.nodes = c.nodes;
+    out.cluster.gpus_per_node = c.gpus_per_node;
   }
   if (notes) {
     *notes = read.file_notes;

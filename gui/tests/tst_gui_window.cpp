@@ -653,6 +653,12 @@ void TestGuiWindow::opens_a_training_config() {
   QVERIFY(!window_->loadTrainingConfig(QStringLiteral(TRAINPLAN_CONFIGS_DIR "/bad-wrong-kind.json"), &error));
   QVERIFY2(error.contains(QStringLiteral("bad-wrong-kind.json")), qPrintable(error));
   QCOMPARE(session_->settings().training.strategy, Strategy::zero3);
+  // accelerate's FSDP example starts 2 processes on one machine: the cluster takes that shape.
+  QVERIFY2(window_->loadTrainingConfig(QStringLiteral(TRAINPLAN_CONFIGS_DIR "/accelerate-fsdp.yaml"), &error),
+           qPrintable(error));
+  QCOMPARE(session_->settings().cluster.nodes, 1);
+  QCOMPARE(session_->settings().cluster.gpus_per_node, 2);
+  QCOMPARE(session_->settings().training.strategy, Strategy::fsdp_full);
 }
 
 void TestGuiWindow::settings_are_remembered() {
