@@ -68,7 +68,7 @@ class TestGuiModels : public QObject {
   void pins_add_columns();
   void bad_input_is_an_error_message_data();
   void bad_input_is_an_error_message();
-  void evaluation_is_fast();
+  void seventy_b_on_32_gpus_evaluates_each_micro_batch();
   void settings_round_trip_through_qsettings();
   void command_line_parses_training_options();
   void command_line_rejects_bad_options_data();
@@ -356,7 +356,7 @@ void TestGuiModels::bad_input_is_an_error_message() {
   QVERIFY(session.sweep().points.empty());
 }
 
-void TestGuiModels::evaluation_is_fast() {
+void TestGuiModels::seventy_b_on_32_gpus_evaluates_each_micro_batch() {
   Session session(catalog_);
   Settings s = settings_for(QStringLiteral("llama-2-70b"), 8, Strategy::fsdp_full, 1);
   s.cluster.nodes = 4;
@@ -369,8 +369,8 @@ void TestGuiModels::evaluation_is_fast() {
     QVERIFY2(session.current(), qPrintable(session.error()));
     worst = std::max(worst, session.lastEvaluationMs());
   }
+  // Speed is measured in bench/ (BM_EvaluateEstimate, BM_Fit13bOn4xA100), not asserted here.
   qInfo("worst evaluation (estimate, sweep, strategies): %.2f ms", worst);
-  QVERIFY2(worst < 100.0, qPrintable(QStringLiteral("%1 ms").arg(worst)));
 }
 
 void TestGuiModels::settings_round_trip_through_qsettings() {

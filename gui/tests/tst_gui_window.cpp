@@ -172,14 +172,13 @@ void TestGuiWindow::micro_batch_spin_box_updates_memory_chart_and_verdict() {
   QVERIFY(window_->verdictText().contains(
       QStringLiteral("%1 GiB").arg(to_gib(e.memory.device_total), 0, 'f', 1)));
 
-  // One step up with the keyboard: the chart follows again, and the whole update (estimate, sweep,
-  // strategies, models, charts, banner) stays well under 100 ms.
+  // One step up with the keyboard: the chart follows again. (How fast the update is, is measured
+  // in bench/, not asserted in a test that shares the machine with others.)
   QElapsedTimer timer;
   timer.start();
   QTest::keyClick(spin, Qt::Key_Up);
   const double ms = static_cast<double>(timer.nsecsElapsed()) / 1e6;
   qInfo("one micro-batch step: %.1f ms (library %.2f ms)", ms, session_->lastEvaluationMs());
-  QVERIFY2(ms < 100.0, qPrintable(QStringLiteral("%1 ms").arg(ms)));
   const planner::Estimate up = library_estimate(catalog_, session_->settings());
   QCOMPARE(session_->settings().training.micro_batch, std::int64_t{micro_batch + 1});
   QCOMPARE(memory_bars(window_->memoryChart())->barSets()[3]->at(0), to_gib(up.memory.activations));
