@@ -475,22 +475,47 @@ const Evaluator::Shapes& Evaluator::shapes(const model::Training& tr) const {
   return shapes_;
 }
 
-const LayerCompute& Evaluator::layer_compute(const model::Training& tr, const Shapes& sh) const {
-  const LayerComputeKey key{tr.tp,
-                            tr.micro_batch,
-                            tr.seq,
-                            tr.precision,
-                            tr.method,
-                            tr.attention,
-                            tr.framework,
-                            tr.quant,
-                            tr.quant_block,
-                            tr.sequence_parallel,
-                            tr.method == Method::full ? 0 : tr.lora.rank,
-                            tr.method == Method::full ? 0.0 : tr.lora.dropout,
-                            tr.frozen_base_fp32};
+LayerComputeKey LayerComputeKey::of(const model::Training& tr) {
+  const bool adapters = tr.method != Method::full;
+  return {tr.tp,
+          tr.micro_batch,
+          tr.seq,
+          tr.precision,
+          tr.method,
+          tr.attention,
+          tr.framework,
+          tr.quant,
+          tr.quant_block,
+          tr.sequence_parallel,
+          adapters ? tr.lora.rank : 0,
+          adapters ? tr.lora.dropout : 0.0,
+          tr.frozen_base_fp32};
+}
+
+model::Training LayerComputeKey::training(const std::vector<std::string>& targets) const {
+  model::Training t;
+  t.tp = tp;
+  t.micro_batch = micro_batch;
+  t.seq = seq;
+  t.precision = precision;
+  t.method = method;
+  t.attention = attention;
+  t.framework = framework;
+  t.quant = quant;
+  t.quant_block = quant_block;
+  t.sequence_parallel = sequence_parallel;
+  t.lora.rank = lora_rank;
+  t.lora.dropout = lora_dropout;
+  t.lora.targets = targets;
+  t.frozen_base_fp32 = frozen_base_fp32;
+  return t;
+}
+
+const LayerCompute& Evaluator::layer_compute(const model::Training& given, const Shapes& sh) const {
+  const LayerComputeKey key = LayerComputeKey::of(given);
   for (std::size_t i = 0; i < compute_cached_; ++i)
     if (compute_cache_[i].first == key) return compute_cache_[i].second;
+  const model::Training tr = key.training(given.lora.targets);
   const ComputeDevice& d = device(tr.precision);
   LayerCompute lc;
   lc.block = block_compute(a_, sh.main, tr, d, tc_);

@@ -90,7 +90,9 @@ struct StepCost {
 };
 
 // Per-layer and edge compute of one micro-batch depend on a few fields only; the search prices
-// many strategies over the same shapes, so the last few are kept.
+// many strategies over the same shapes, so the last few are kept. The key is also the compute's
+// only input: block_compute and edge_compute see training() (these fields, every other one at its
+// default), so the cache cannot return a result computed from a field the key leaves out.
 struct LayerComputeKey {
   int tp = 0;
   std::int64_t micro_batch = 0;
@@ -105,6 +107,11 @@ struct LayerComputeKey {
   std::int64_t lora_rank = 0;
   double lora_dropout = 0.0;
   bool frozen_base_fp32 = false;  // autocast casts an fp32 frozen base every forward
+
+  [[nodiscard]] static LayerComputeKey of(const model::Training& tr);
+  // The training the compute is priced from: the key's fields over model::Training's defaults
+  // (the adapters' targets from `targets`, which the evaluator's shapes already hold).
+  [[nodiscard]] model::Training training(const std::vector<std::string>& targets) const;
   friend bool operator==(const LayerComputeKey&, const LayerComputeKey&) = default;
 };
 struct LayerCompute {
