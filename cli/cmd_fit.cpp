@@ -12,19 +12,11 @@
 #include "trainplan/io/result_json.hpp"
 #include "trainplan/model/lora.hpp"
 #include "trainplan/model/parameters.hpp"
+#include "trainplan/planner/search.hpp"
 
 namespace trainplan::cli {
 namespace {
 
-std::string plan_words(const model::Training& t) {
-  std::string s = strategy_label(t.strategy);
-  if (t.tp > 1) s += fmt::format(" + TP{}", t.tp);
-  if (t.pp > 1) s += fmt::format(" + PP{}", t.pp);
-  if (t.ep > 1) s += fmt::format(" + EP{}", t.ep);
-  if (t.checkpointing != Checkpointing::none) s += fmt::format(" + {} checkpointing", to_string(t.checkpointing));
-  if (t.offload != Offload::none) s += fmt::format(" + {} offload", to_string(t.offload));
-  return s;
-}
 
 std::string verdict(const io::Resolved& r, const model::ParameterCounts& n, const planner::FitResult& f) {
   const hardware::Cluster& c = r.cluster.cluster;
@@ -41,9 +33,9 @@ std::string verdict(const io::Resolved& r, const model::ParameterCounts& n, cons
         k.tokens_per_s > 0 ? fmt::format(" (~{} tokens/s estimated)", count_text(static_cast<std::int64_t>(k.tokens_per_s)))
                            : "";
     if (k.verdict.verdict == planner::Verdict::tight)
-      return fmt::format("Tight — {} on {} with {}: {}; {}{}", what, where, plan_words(k.training), k.verdict.reason,
+      return fmt::format("Tight — {} on {} with {}: {}; {}{}", what, where, planner::plan_label(k.training, k.layout), k.verdict.reason,
                          k.max_micro_batch > 0 ? mb : fmt::format("micro-batch {}", k.training.micro_batch), speed);
-    return fmt::format("Yes — {} fits on {} with {}: {} of {} GiB per GPU; {}{}", what, where, plan_words(k.training),
+    return fmt::format("Yes — {} fits on {} with {}: {} of {} GiB per GPU; {}{}", what, where, planner::plan_label(k.training, k.layout),
                        gib_text(k.memory.device_total), gib_text(f.usable), mb, speed);
   }
   if (f.candidates.empty()) return fmt::format("No — {} has no valid configuration on {}", what, where);
@@ -54,10 +46,10 @@ std::string verdict(const io::Resolved& r, const model::ParameterCounts& n, cons
   if (best->memory.device_total <= f.usable)
     return fmt::format("No — {} does not fit on {}: the leanest candidate ({}) fits the GPUs but needs {} of {} "
                        "GiB of CPU memory per node",
-                       what, where, plan_words(best->training), gib_text(best->memory.host),
+                       what, where, planner::plan_label(best->training, best->layout), gib_text(best->memory.host),
                        gib_text(cl.host_memory));
   return fmt::format("No — {} does not fit on {}: the leanest candidate ({}): {}", what, where,
-                     plan_words(best->training), best->verdict.reason);
+                     planner::plan_label(best->training, best->layout), best->verdict.reason);
 }
 
 void run_fit(const io::Catalog& catalog, const io::Request& q) {

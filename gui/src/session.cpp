@@ -36,17 +36,7 @@ QString Evaluation::title() const {
   return parts.join(QStringLiteral(" · "));
 }
 
-QString Evaluation::plan_text() const {
-  const model::Training& t = estimate.training;
-  QString s = strategy_label(t.strategy);
-  if (t.tp > 1) s += QStringLiteral(" + TP%1").arg(t.tp);
-  if (t.pp > 1) s += QStringLiteral(" + PP%1").arg(t.pp);
-  if (t.checkpointing != Checkpointing::none)
-    s += QStringLiteral(" + %1 checkpointing").arg(qstr(to_string(t.checkpointing)));
-  if (t.offload != Offload::none)
-    s += QStringLiteral(" + %1 offload").arg(qstr(to_string(t.offload)));
-  return s;
-}
+QString Evaluation::plan_text() const { return qstr(planner::plan_label(estimate.training, estimate.layout)); }
 
 QString Evaluation::cluster_text() const {
   const QString gpu = qstr(cluster.gpu.name);
