@@ -254,15 +254,15 @@ std::int64_t grad_accum_for(std::int64_t global_batch, std::int64_t micro_batch,
   const std::int64_t per_step = micro_batch * dp;
   if (pinned_grad_accum) {
     if (per_step * *pinned_grad_accum != global_batch)
-      throw InputError(fmt::format(
-          "--global-batch {} is not micro-batch {} x grad-accum {} x data-parallel "
+      throw FieldError(fmt::format(
+          "{{global-batch}} {} is not {{micro-batch}} {} x {{grad-accum}} {} x data-parallel "
           "degree {} = {}",
           global_batch, micro_batch, *pinned_grad_accum, dp, per_step * *pinned_grad_accum));
     return *pinned_grad_accum;
   }
   if (global_batch % per_step != 0)
-    throw InputError(fmt::format(
-        "--global-batch {} is not divisible by micro-batch {} x data-parallel degree {} "
+    throw FieldError(fmt::format(
+        "{{global-batch}} {} is not divisible by {{micro-batch}} {} x data-parallel degree {} "
         "= {}",
         global_batch, micro_batch, dp, per_step));
   return global_batch / per_step;
@@ -368,8 +368,8 @@ void check_plan_request(const model::Architecture& a, const hardware::Cluster& c
     if (req.tp && req.pp && req.micro_batch && req.global_batch) {
       const int dp = c.world() / (probe.tp * probe.pp);
       if (*req.global_batch % (*req.micro_batch * dp) != 0)
-        throw InputError(
-            fmt::format("--global-batch {} is not divisible by micro-batch {} x data-parallel "
+        throw FieldError(
+            fmt::format("{{global-batch}} {} is not divisible by {{micro-batch}} {} x data-parallel "
                         "degree {}",
                         *req.global_batch, *req.micro_batch, dp));
     }

@@ -321,7 +321,7 @@ TEST(Evaluator, GlobalBatchMustSplitIntoMicroBatchesAndReplicas) {
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
     const std::string m = e.what();
-    EXPECT_NE(m.find("--global-batch 10"), std::string::npos) << m;
+    EXPECT_NE(m.find("global-batch 10"), std::string::npos) << m;
     EXPECT_NE(m.find("micro-batch 2"), std::string::npos) << m;
     EXPECT_NE(m.find("data-parallel degree 4"), std::string::npos) << m;
   }

@@ -179,7 +179,7 @@ TEST(Search, ImpossiblePinnedDegreesAndBatchesAreInputErrors) {
     (void)search(p.a, p.n, p.c, req);
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("--global-batch 36"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("global-batch 36"), std::string::npos) << e.what();
   }
   PlanRequest zero;
   zero.global_batch = 0;
