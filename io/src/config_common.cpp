@@ -151,16 +151,24 @@ void Reader::fail(const std::string& problem) const {
   throw InputError(out_.path + ": " + problem);
 }
 
+const Json* Reader::given(const Json& obj, const std::string& key, const std::string& prefix,
+                          const std::string& option) {
+  if (!obj.contains(key) || obj.at(key).is_null()) return nullptr;
+  const Json& v = obj.at(key);
+  if (is_auto(v)) {
+    unresolved(option, join_key(prefix, key), v, "left to other inputs");
+    return nullptr;
+  }
+  return &v;
+}
+
 std::optional<std::int64_t> Reader::integer(const Json& obj, const std::string& key,
                                             const std::string& prefix, const std::string& option,
                                             std::int64_t min) {
-  if (!obj.contains(key) || obj.at(key).is_null()) return std::nullopt;
-  const Json& v = obj.at(key);
+  const Json* value = given(obj, key, prefix, option);
+  if (!value) return std::nullopt;
+  const Json& v = *value;
   const std::string path = join_key(prefix, key);
-  if (is_auto(v)) {
-    unresolved(option, path, v, "left to other inputs");
-    return std::nullopt;
-  }
   std::int64_t i = 0;
   if (v.is_number_integer()) {
     i = v.get<std::int64_t>();
@@ -176,36 +184,27 @@ std::optional<std::int64_t> Reader::integer(const Json& obj, const std::string& 
 
 std::optional<double> Reader::number(const Json& obj, const std::string& key,
                                      const std::string& prefix, const std::string& option) {
-  if (!obj.contains(key) || obj.at(key).is_null()) return std::nullopt;
-  const Json& v = obj.at(key);
-  if (is_auto(v)) {
-    unresolved(option, join_key(prefix, key), v, "left to other inputs");
-    return std::nullopt;
-  }
+  const Json* value = given(obj, key, prefix, option);
+  if (!value) return std::nullopt;
+  const Json& v = *value;
   if (!v.is_number()) fail(join_key(prefix, key), v, "must be a number");
   return v.get<double>();
 }
 
 std::optional<bool> Reader::boolean(const Json& obj, const std::string& key,
                                     const std::string& prefix, const std::string& option) {
-  if (!obj.contains(key) || obj.at(key).is_null()) return std::nullopt;
-  const Json& v = obj.at(key);
-  if (is_auto(v)) {
-    unresolved(option, join_key(prefix, key), v, "left to other inputs");
-    return std::nullopt;
-  }
+  const Json* value = given(obj, key, prefix, option);
+  if (!value) return std::nullopt;
+  const Json& v = *value;
   if (!v.is_boolean()) fail(join_key(prefix, key), v, "must be true or false");
   return v.get<bool>();
 }
 
 std::optional<std::string> Reader::string(const Json& obj, const std::string& key,
                                           const std::string& prefix, const std::string& option) {
-  if (!obj.contains(key) || obj.at(key).is_null()) return std::nullopt;
-  const Json& v = obj.at(key);
-  if (is_auto(v)) {
-    unresolved(option, join_key(prefix, key), v, "left to other inputs");
-    return std::nullopt;
-  }
+  const Json* value = given(obj, key, prefix, option);
+  if (!value) return std::nullopt;
+  const Json& v = *value;
   if (!v.is_string()) fail(join_key(prefix, key), v, "must be a string");
   return v.get<std::string>();
 }

@@ -45,6 +45,10 @@ class Reader {
   [[noreturn]] void fail(const std::string& key, const Json& raw, const std::string& problem) const;
   [[noreturn]] void fail(const std::string& problem) const;
 
+  // The member `key` of `obj`, or nullptr when absent, null or "auto" (which goes to unresolved
+  // for `option`): the common start of the typed readers below.
+  [[nodiscard]] const Json* given(const Json& obj, const std::string& key, const std::string& prefix,
+                                  const std::string& option);
   // Typed members of `obj`: nullopt when absent or null. "auto" (any case) goes to unresolved for
   // `option` and gives nullopt. Wrong type or range: InputError naming file, key and value.
   [[nodiscard]] std::optional<std::int64_t> integer(const Json& obj, const std::string& key,
