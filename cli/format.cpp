@@ -70,13 +70,11 @@ void print_context(const io::Resolved& r) {
   // What each config file set, file by file: "option value  <- key = value".
   std::string file;
   for (const auto& p : r.provenance) {
-    if (p.source.starts_with("--") || p.source.starts_with("the ")) continue;
-    const std::size_t colon = p.source.find(": ");
-    const std::string here = p.source.substr(0, colon);
+    const std::string here = io::source_file(p.source);
+    if (here.empty()) continue;  // a flag or an argument
     if (here != file) std::cout << "  from " << here << ":\n";
     file = here;
-    std::cout << fmt::format("    {:<28} <- {}\n", p.option + " " + p.value,
-                             colon == std::string::npos ? p.source : p.source.substr(colon + 2));
+    std::cout << fmt::format("    {:<28} <- {}\n", p.option + " " + p.value, p.source.substr(here.size() + 2));
   }
 }
 

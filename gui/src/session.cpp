@@ -59,11 +59,21 @@ Settings::Settings() {
   training = default_training();
 }
 
-io::Request window_request(const Settings& s) {
+namespace {
+
+// The settings as a request, the cluster fields as its spec; `given` as the settings hold it.
+io::Request with_cluster(const Settings& s) {
   io::Request r = s;
   r.cluster_spec = s.cluster.spec();
   r.inter_node = s.cluster.inter_node.empty() ? std::nullopt : std::optional(s.cluster.inter_node);
   r.host_memory_gib = s.cluster.host_memory_gib > 0.0 ? std::optional(s.cluster.host_memory_gib) : std::nullopt;
+  return r;
+}
+
+}  // namespace
+
+io::Request window_request(const Settings& s) {
+  io::Request r = with_cluster(s);
   r.given.clear();
   for (const io::Option& o : io::options())
     if (o.in(io::command::gui) && !o.positional && o.group != "cluster" && !(o.kind == io::OptionKind::text && o.text(r).empty()))
@@ -374,10 +384,7 @@ Settings Session::recommended(const Settings& s, bool free_strategy, bool free_c
 }
 
 Settings Session::completed(const Settings& s) {
-  io::Request q = s;
-  q.cluster_spec = s.cluster.spec();
-  q.inter_node = s.cluster.inter_node.empty() ? std::nullopt : std::optional(s.cluster.inter_node);
-  const io::Resolved r = io::resolve_with(evaluator_.model(s.model), evaluator_.cluster(s.cluster), q,
+  const io::Resolved r = io::resolve_with(evaluator_.model(s.model), evaluator_.cluster(s.cluster), with_cluster(s),
                                           io::command::gui, io::Irrelevant::ignore);
   Settings out = s;
   out.training = io::configuration(r);

@@ -13,12 +13,15 @@
 namespace trainplan::io {
 namespace {
 
-// Options set where they have no effect: refused, or put back to their defaults.
-void check_relevance(Request& r, unsigned cmd, Irrelevant irrelevant) {
-  if (irrelevant == Irrelevant::refuse && r.training.method == Method::qlora && r.training.precision == Precision::fp32 &&
-      r.has("precision"))
+void check_qlora_precision(const Request& r, const model::Training& t) {
+  if (t.method == Method::qlora && t.precision == Precision::fp32)
     throw InputError(fmt::format("{} qlora computes in 16-bit: {} fp32 cannot run it (use bf16 or fp16)",
                                  r.label("method"), r.label("precision")));
+}
+
+// Options set where they have no effect: refused, or put back to their defaults.
+void check_relevance(Request& r, unsigned cmd, Irrelevant irrelevant) {
+  if (irrelevant == Irrelevant::refuse && r.has("precision")) check_qlora_precision(r, r.training);
   const Request defaults;
   for (const Option& o : options()) {
     if (!r.has(o.name)) continue;
@@ -64,9 +67,7 @@ void apply_gpu(const Request& r, Resolved& out, model::Training& t) {
 void check_training(const Request& r, Resolved& out, model::Training& t, unsigned cmd) {
   const model::Architecture& a = out.model.arch;
   if (!r.has("seq")) t.seq = std::min<std::int64_t>(2048, a.max_seq);
-  if (t.method == Method::qlora && t.precision == Precision::fp32)
-    throw InputError(fmt::format("{} qlora computes in 16-bit: {} fp32 cannot run it (use bf16 or fp16)",
-                                 r.label("method"), r.label("precision")));
+  check_qlora_precision(r, t);
   t.lora.targets = model::split_targets(r.lora_targets);
   if (t.method != Method::full) (void)model::lora_parameters(a, t.lora);  // checks the targets
   if (t.seq > a.max_seq && a.position != model::PositionKind::learned)
@@ -151,6 +152,11 @@ void resolve_files(const Request& r, Resolved& out) {
 
 }  // namespace
 
+std::string source_file(const std::string& source) {
+  const std::size_t colon = source.find(": ");
+  return colon == std::string::npos ? std::string() : source.substr(0, colon);
+}
+
 void check_options(const Request& r, unsigned cmd) {
   Request copy = r;
   try {
@@ -192,10 +198,9 @@ Resolved resolve_with(const ResolvedModel& model, const ResolvedCluster& cluster
     check_relevance(r, cmd, irrelevant);
     // A file's gradient accumulation derived from its global batch and micro-batch no longer holds
     // when another input changes the micro-batch: the global batch decides it again.
-    if (r.has("global-batch") && r.has("grad-accum") && r.has("micro-batch") &&
-        r.label("grad-accum").find(':') != std::string::npos &&
-        r.label("grad-accum").substr(0, r.label("grad-accum").find(':')) !=
-            r.label("micro-batch").substr(0, r.label("micro-batch").find(':'))) {
+    const std::string accum_file = source_file(r.label("grad-accum"));
+    if (r.has("global-batch") && r.has("grad-accum") && r.has("micro-batch") && !accum_file.empty() &&
+        accum_file != source_file(r.label("micro-batch"))) {
       r.file_notes.push_back(r.label("grad-accum") + ": recomputed from the global batch, since " +
                              r.label("micro-batch") + " sets the micro-batch");
       r.given.erase("grad-accum");
@@ -220,9 +225,8 @@ Resolved resolve_with(const ResolvedModel& model, const ResolvedCluster& cluster
       if (const Option* o = find_option(name)) out.provenance.push_back({name, o->text(r), source});
     // Grouped by where the values came from (a file's keys together), each group by option.
     std::stable_sort(out.provenance.begin(), out.provenance.end(), [](const Provenance& x, const Provenance& y) {
-      return x.source.substr(0, x.source.find(": ")) < y.source.substr(0, y.source.find(": "));
+      return source_file(x.source) < source_file(y.source);
     });
-    out.labels = std::map<std::string, std::string>(r.given.begin(), r.given.end());
     return out;
   } catch (const FieldError& e) {
     throw InputError(e.render([&](std::string_view field) { return r.label(field); }));
@@ -270,8 +274,14 @@ model::Training configuration(const Resolved& r) {
   try {
     return with_global_batch(r, recommended(r));
   } catch (const FieldError& e) {
-    throw InputError(e.render([&](std::string_view field) { return r.labels.count(std::string(field)) ? r.labels.at(std::string(field)) : "--" + std::string(field); }));
+    throw InputError(e.render([&](std::string_view field) { return r.label(field); }));
   }
+}
+
+std::string Resolved::label(std::string_view option) const {
+  for (const Provenance& p : provenance)
+    if (p.option == option) return p.source;
+  return "--" + std::string(option);
 }
 
 planner::EmitContext emit_context(const Resolved& r) {

@@ -109,6 +109,9 @@ struct Option {
 // naming the source: an unknown option, a bad value.
 void set_option(Request& r, std::string_view name, std::string_view value, const std::string& source);
 
+// The file a value came from ("ds.json" of "ds.json: key = value"); empty for a flag or argument.
+[[nodiscard]] std::string source_file(const std::string& source);
+
 // What a value in the finished answer came from, for the provenance list.
 struct Provenance {
   std::string option;
@@ -127,7 +130,9 @@ struct Resolved {
   std::vector<std::string> notes;     // defaults taken for the user (the GPU's precision, ...)
   std::vector<std::string> warnings;  // legal but suspicious requests
   std::vector<Provenance> provenance;  // every option given, with its source
-  std::map<std::string, std::string> labels;  // option -> its source, to name it in later errors
+
+  // How to name an option in a later error: where its value came from, or "--name".
+  [[nodiscard]] std::string label(std::string_view option) const;
 };
 
 // What to do with an option set where it has no effect: the CLI refuses it; the GUI, whose every
