@@ -9,6 +9,7 @@
 #include "../common/catalog.hpp"
 #include "megatron_gpt.hpp"
 #include "trainplan/core/error.hpp"
+#include "trainplan/hardware/profile.hpp"
 #include "trainplan/io/catalog.hpp"
 #include "trainplan/model/parameters.hpp"
 #include "trainplan/planner/evaluator.hpp"
@@ -84,9 +85,22 @@ TEST(Evaluator, StepIsTheSumOfItsPartsAndExposureNeverExceedsTime) {
     EXPECT_EQ(e.global_batch, c.b * c.m * e.layout.dp);
     EXPECT_NEAR(e.throughput.tokens_per_s,
                 static_cast<double>(e.global_batch * tr.seq) / t.step.value(), 1e-6);
-    EXPECT_GT(e.throughput.mfu, 0.05);
-    EXPECT_LT(e.throughput.mfu, 0.8);
-    EXPECT_GE(e.throughput.hfu, e.throughput.mfu);
+    // Physical bounds, no band: the hardware cannot do more FLOPs than its peak, it does at least
+    // the model's, and only a replayed forward adds to them. The replay is at most the layers'
+    // forward, a third of their forward + backward (backward = 2 x forward: Korthikanti et al.
+    // 2022, arXiv:2205.05198, Eq. 8 against Eq. 7, 96 vs 72 B s l h^2).
+    const double mfu = e.throughput.mfu;
+    const double hfu = e.throughput.hfu;
+    EXPECT_GT(mfu, 0.0);
+    EXPECT_LE(hfu, 1.0);
+    EXPECT_GE(hfu, mfu);
+    if (c.ck == Checkpointing::none) {
+      EXPECT_DOUBLE_EQ(hfu, mfu);
+    }
+    if (c.ck == Checkpointing::full || c.ck == Checkpointing::full_offload) {
+      EXPECT_GT(hfu, mfu);
+      EXPECT_LE(hfu / mfu, 4.0 / 3.0 + 1e-12);
+    }
     EXPECT_FALSE(e.throughput.mfu_formula.empty());
   }
 }
@@ -211,22 +225,49 @@ TEST(Evaluator, PipelineBubbleShrinksWithInterleavingAndMicroBatches) {
   EXPECT_LT(m128.time.bubble / m128.time.step, v1.time.bubble / v1.time.step);
 }
 
+// ZeRO-Offload (Ren et al. 2021, arXiv:2101.06840, Sec. 4): each rank's optimizer partition steps
+// on the host CPU it shares with the node's other ranks, so a node's CPU steps every partition of
+// its ranks (no GPU step is added), and the gradients cross PCIe to the host.
+//
+// Worked by hand, with a measured CPU-Adam rate of 2.0e9 parameters/s per node (a profile):
+// Llama-2-7B has 6,738,415,616 parameters (meta-llama/Llama-2-7b-hf config.json: 32 layers of
+// 4 x 4096^2 attention + 3 x 4096 x 11008 MLP + 2 x 4096 norm, untied 32000 x 4096 embedding and
+// head, 4096 final norm), all trained.
+//   1 node x 4 GPUs, ZeRO-2 (DP 4): 4 partitions of N/4 on one CPU: N / 2.0e9 = 3.369 s.
+//   2 nodes x 4 GPUs (DP 8): each CPU steps its 4 partitions of N/8: N / 2 / 2.0e9 = 1.685 s.
+//
+// The default rate (no profile) is DeepSpeed PR #735's 11.6 B parameters in 8.2 s. No second
+// published CPU-Adam step time, at another model size with its CPU stated, was found to check it
+// against: the ZeRO-Offload paper's CPU-Adam latency comparison could not be retrieved to verify
+// its rows, and the later reports (deepspeedai/DeepSpeed issue #6834, Qwen-72B; PR #7474,
+// Qwen2.5-3B) time whole steps with parameter offload, not the CPU-Adam step.
 TEST(Evaluator, OffloadMovesTheOptimizerToTheCpu) {
-  const Evaluator ev = evaluator("llama-2-7b", "4xA100-80GB");
+  constexpr double kLlama2_7b = 6738415616.0;
+  hardware::HardwareProfile p;
+  p.cpu_adam_params_per_s = 2.0e9;
   model::Training tr;
   tr.framework = Framework::deepspeed;
   tr.strategy = Strategy::zero2;
   tr.checkpointing = Checkpointing::full;
-  const Estimate gpu = ev.estimate(tr);
-  tr.offload = Offload::optimizer;
-  const Estimate cpu = ev.estimate(tr);
-  // 7e9 / 4 parameters at 1.4e9 per second per node, 4 ranks sharing the node: ~5 s.
-  EXPECT_GT(cpu.time.optimizer.value(), 20.0 * gpu.time.optimizer.value());
-  EXPECT_NEAR(cpu.time.optimizer.value(), 6.74e9 / 4.0 * 4.0 / (11.6e9 / 8.2), 0.5);
-  bool pcie = false;
-  for (const auto& c : cpu.communication)
-    pcie = pcie || (c.tier == "pcie" && c.collective == "d2h");
-  EXPECT_TRUE(pcie);
+  const model::Architecture a = catalog().resolve_model("llama-2-7b").arch;
+  const model::ParameterCounts n = model::count_parameters(a);
+  ASSERT_EQ(n.total, static_cast<std::int64_t>(kLlama2_7b));
+  struct Row {
+    std::string cluster;
+    double seconds;
+  };
+  for (const Row& row : {Row{"4xA100-80GB", kLlama2_7b / 2.0e9},
+                         Row{"2x4xA100-80GB", kLlama2_7b / 2.0 / 2.0e9}}) {
+    SCOPED_TRACE(row.cluster);
+    const hardware::Cluster c = catalog().resolve_cluster(row.cluster, std::nullopt).cluster;
+    tr.offload = Offload::optimizer;
+    const Estimate cpu = Evaluator(a, n, c, &p).estimate(tr);
+    EXPECT_NEAR(cpu.time.optimizer.value() / row.seconds, 1.0, 1e-6);
+    bool pcie = false;
+    for (const auto& x : cpu.communication)
+      pcie = pcie || (x.tier == "pcie" && x.collective == "d2h");
+    EXPECT_TRUE(pcie);
+  }
 }
 
 // ZeRO-R's checkpoint offload (Rajbhandari et al. 2019, arXiv:1910.02054, Sec. 6.1): the block
