@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "format.hpp"
+#include "options.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/io/estimate_json.hpp"
 #include "trainplan/model/lora.hpp"
@@ -29,7 +30,8 @@ void print_emitted(const io::Request& q, const io::Resolved& r, const std::vecto
   const planner::RankedEmit out =
       planner::emit_first_expressible(*q.emit, plans, r.cluster.cluster, r.model.arch, io::emit_context(r));
   std::cout << out.emitted.text;
-  for (const auto& n : out.emitted.notes) std::cerr << "note: " << n << "\n";
+  for (const auto& n : out.emitted.notes)
+    std::cerr << "note: " << FieldError::render_with(n, flag_words) << "\n";
 }
 
 

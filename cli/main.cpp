@@ -7,6 +7,7 @@
 #include "cmd_catalog.hpp"
 #include "cmd_explain.hpp"
 #include "cmd_fit.hpp"
+#include "options.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/io/catalog.hpp"
 #ifdef TRAINPLAN_HAVE_CALIBRATE
@@ -67,7 +68,7 @@ int main(int argc, char** argv) {
     std::cerr << "no: " << e.what() << "\n";
     return 1;
   } catch (const trainplan::FieldError& e) {
-    std::cerr << "error: " << e.render([](std::string_view f) { return "--" + std::string(f); }) << "\n";
+    std::cerr << "error: " << e.render(trainplan::cli::flag_words) << "\n";
     return 2;
   } catch (const trainplan::InputError& e) {
     std::cerr << "error: " << e.what() << "\n";

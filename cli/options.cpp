@@ -25,4 +25,6 @@ void add_request_options(CLI::App& app, CommandLine& line, unsigned cmd) {
 
 io::Request build_request(const CommandLine& line) { return io::make_request(line.from, line.values, line.command); }
 
+std::string flag_words(std::string_view field) { return "--" + std::string(field); }
+
 }  // namespace trainplan::cli

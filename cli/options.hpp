@@ -3,6 +3,7 @@
 // (trainplan/io/request.hpp): this file only spells the schema in CLI11 and hands the values over.
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -23,5 +24,8 @@ void add_request_options(CLI::App& app, CommandLine& line, unsigned cmd);
 
 // The request: what the --from files say, then the flags (which override them).
 [[nodiscard]] io::Request build_request(const CommandLine& line);
+
+// How the command line names a field of a FieldError template or an emitter's note: "--tp".
+[[nodiscard]] std::string flag_words(std::string_view field);
 
 }  // namespace trainplan::cli

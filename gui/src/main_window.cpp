@@ -1239,8 +1239,12 @@ QString MainWindow::planText(const QString& kind, QStringList* notes, QString* e
     const planner::Emitted out = planner::emit(parse_enum<planner::EmitFormat>(sstr(kind)),
                                                cur->estimate, cur->cluster, cur->arch, cur->emit);
     if (notes)
-      for (const std::string& n : out.notes) *notes << qstr(n);
+      for (const std::string& n : out.notes)
+        *notes << qstr(FieldError::render_with(n, field_label));
     return qstr(out.text);
+  } catch (const FieldError& e) {
+    if (error) *error = qstr(e.render(field_label));
+    return {};
   } catch (const std::exception& e) {
     if (error) *error = QString::fromUtf8(e.what());
     return {};

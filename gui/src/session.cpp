@@ -81,6 +81,11 @@ io::Request window_request(const Settings& s) {
   return r;
 }
 
+std::string field_label(std::string_view field) {
+  const io::Option* o = io::find_option(field);
+  return o ? o->label : std::string(field);
+}
+
 // ---- QSettings ----------------------------------------------------------------------------------
 
 // Every schema option the window shows, under its schema name, and the window's own.
@@ -324,11 +329,15 @@ Sweep Evaluator::sweep(const Evaluation& e) {
 }
 
 planner::FitResult Evaluator::strategies(const Evaluation& e) {
-  planner::FitRequest req;
-  req.base = e.settings.training;
-  req.micro_batch_pinned = true;
+  // `trainplan fit` with the window's values: what fit searches is left free, the rest (the
+  // micro-batch, the margin, ...) as set.
+  io::Request q = window_request(e.settings);
+  for (const io::Option& o : io::options())
+    if (o.searched == io::Searched::by_fit_and_plan) q.given.erase(o.name);
   try {
-    return planner::fit(e.arch, e.params, req, e.cluster);
+    const io::Resolved r = io::resolve_with(model(e.settings.model), cluster(e.settings.cluster), q,
+                                            io::command::gui, io::Irrelevant::ignore);
+    return planner::fit(e.arch, e.params, r.fit, r.cluster.cluster);
   } catch (const InputError&) {
     return {};
   }

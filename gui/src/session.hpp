@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "trainplan/hardware/gpu.hpp"
@@ -93,6 +94,10 @@ struct CommandLine {
 // window's words (its labels).
 [[nodiscard]] io::Request window_request(const Settings& s);
 
+// How the window names a field of a FieldError template or an emitter's note: the option's label
+// in the schema ("Strategy"), or the field itself when the schema has no such option.
+[[nodiscard]] std::string field_label(std::string_view field);
+
 // One fully specified configuration and what the library says about it.
 struct Evaluation {
   Settings settings;
@@ -145,7 +150,8 @@ class Evaluator {
   [[nodiscard]] const hardware::HardwareProfile* profile(const std::string& path);
   [[nodiscard]] Evaluation evaluate(const Settings& s);
   [[nodiscard]] Sweep sweep(const Evaluation& e);
-  // Every strategy x checkpointing x offload with the other options as set (planner::fit).
+  // Every strategy x checkpointing x offload with the other options as set: planner::fit of the
+  // request `trainplan fit` makes of them (io::resolve_with), the margin included.
   [[nodiscard]] planner::FitResult strategies(const Evaluation& e);
   void forget_files() {
     models_.clear();

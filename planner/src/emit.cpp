@@ -22,8 +22,9 @@ bool uses_deepspeed(const model::Training& t) {
          t.strategy == Strategy::zero2 || t.strategy == Strategy::zero3;
 }
 
+// `what` names options as {field} (FieldError): each front end words them.
 [[noreturn]] void refuse(const std::string& format, const std::string& what) {
-  throw EmitRefused(fmt::format("--emit {}: {}", format, what));
+  throw EmitRefused(fmt::format("{{emit}} {}: {}", format, what));
 }
 
 // micro-batch x accumulation x data-parallel degree, the batch every framework checks
@@ -46,17 +47,17 @@ void require_data_parallel_only(const model::Training& t, const std::string& for
             ? fmt::format("tensor parallelism {} / pipeline parallelism {}", t.tp, t.pp)
             : t.tp > 1 ? fmt::format("tensor parallelism {}", t.tp)
                        : fmt::format("pipeline parallelism {}", t.pp);
-    refuse(format, fmt::format("{} cannot express {}; use --emit torchrun with --framework "
+    refuse(format, fmt::format("{} cannot express {}; use {{emit}} torchrun with {{framework}} "
                                "megatron (Megatron-LM)",
                                what, degrees));
   }
   if (t.ep > 1)
     refuse(format, fmt::format("{} cannot express expert parallelism {} (it is set in the model's "
-                               "MoE layers); use --emit torchrun with --framework megatron",
+                               "MoE layers); use {{emit}} torchrun with {{framework}} megatron",
                                what, t.ep));
   if (t.checkpointing == Checkpointing::selective)
     refuse(format, fmt::format("{} cannot express selective recomputation (Megatron-LM's); plan "
-                               "with --checkpointing full or none",
+                               "with {{checkpointing}} full or none",
                                what));
 }
 
@@ -163,12 +164,12 @@ OJson deepspeed_zero(const Estimate& e, const EmitContext& x) {
   // rejects as removed (deepspeedai/DeepSpeed issue 8489).
   if (t.strategy == Strategy::fsdp_hybrid)
     refuse("deepspeed", "DeepSpeed has no hybrid sharding (its MiCS is removed); plan with "
-                        "--strategy zero3 (--zero-plus-plus adds node-local gathers), or emit "
+                        "{strategy} zero3 ({zero-plus-plus} adds node-local gathers), or {emit} "
                         "accelerate or torchrun for FSDP's HYBRID_SHARD");
   if (stage == 3) z["stage3_gather_16bit_weights_on_model_save"] = true;
   if (x.zero_plus_plus) {
     if (t.strategy != Strategy::zero3)
-      refuse("deepspeed", fmt::format("ZeRO++ needs ZeRO stage 3 (--strategy zero3), not {}",
+      refuse("deepspeed", fmt::format("ZeRO++ needs ZeRO stage 3 ({{strategy}} zero3), not {}",
                                       to_string(t.strategy)));
     z["zero_quantized_weights"] = true;
     z["zero_hpz_partition_size"] = e.layout.gpus_per_node;
@@ -197,10 +198,10 @@ std::string mixed_precision(Precision p) {
 // the optimizer step together, so an optimizer-only offload has no FSDP form.
 void require_fsdp_offload(const model::Training& t, const std::string& format) {
   if (is_fsdp(t.strategy) && t.offload == Offload::optimizer)
-    refuse(format, fmt::format("FSDP cannot offload the optimizer alone (its CPU offload moves "
-                               "parameters, gradients and the optimizer step together); plan with "
-                               "--offload optimizer+params, or --strategy zero2/zero3 with the "
-                               "DeepSpeed optimizer offload"));
+    refuse(format, "FSDP cannot offload the optimizer alone (its CPU offload moves parameters, "
+                   "gradients and the optimizer step together); plan with {offload} "
+                   "optimizer+params, or {strategy} zero2/zero3 with the DeepSpeed optimizer "
+                   "offload");
 }
 
 std::string fsdp_sharding(Strategy s) {
@@ -247,7 +248,7 @@ std::string accelerate_deepspeed(const Estimate& e, const hardware::Cluster& c, 
   if (x.zero_plus_plus || t.offload != Offload::none || !is_adam(t.optimizer)) {
     // accelerate's inline keys have no ZeRO++ or optimizer section (ZeRO-Offload needs
     // DeepSpeed's CPU Adam): the full DeepSpeed config.
-    notes.push_back("write ds_config.json with --emit deepspeed (same plan options)");
+    notes.push_back("write ds_config.json with {emit} deepspeed (same plan options)");
     return s + "  deepspeed_config_file: ds_config.json\n  zero3_init_flag: " +
            yaml_bool(z["stage"] == 3) + "\n";
   }
@@ -380,7 +381,7 @@ Emitted emit_trainer(const Estimate& e, const hardware::Cluster& c, const EmitCo
   require_data_parallel_only(t, "torchrun", "a Hugging Face Trainer launch");
   require_fsdp_offload(t, "torchrun");
   if (x.zero_plus_plus && !uses_deepspeed(t))
-    refuse("torchrun", "ZeRO++ is DeepSpeed's: plan with --strategy zero3");
+    refuse("torchrun", "ZeRO++ is DeepSpeed's: plan with {strategy} zero3");
   Emitted out;
   const std::string launcher = torchrun_launcher(c, out.notes);
   std::string args = trainer_args(t, x, out.notes);
@@ -390,7 +391,7 @@ Emitted emit_trainer(const Estimate& e, const hardware::Cluster& c, const EmitCo
   if (uses_deepspeed(t)) {
     (void)emit_deepspeed(e, x);  // refuses what the DeepSpeed config cannot express
     args += " --deepspeed ds_config.json";
-    out.notes.push_back("write ds_config.json with --emit deepspeed (same plan options)");
+    out.notes.push_back("write ds_config.json with {emit} deepspeed (same plan options)");
   } else if (is_fsdp(t.strategy)) {
     std::string fsdp = t.strategy == Strategy::fsdp_full      ? "full_shard"
                        : t.strategy == Strategy::fsdp_grad_op ? "shard_grad_op"
@@ -399,8 +400,8 @@ Emitted emit_trainer(const Estimate& e, const hardware::Cluster& c, const EmitCo
     if (t.offload == Offload::optimizer_params) fsdp += " offload";
     args += fmt::format(" --fsdp \"{}\"", fsdp);
   } else if (t.offload != Offload::none) {
-    refuse("torchrun", fmt::format("DDP cannot offload the optimizer; plan with --strategy "
-                                   "zero1/zero2/zero3 (DeepSpeed) or FSDP"));
+    refuse("torchrun", "DDP cannot offload the optimizer; plan with {strategy} zero1/zero2/zero3 "
+                       "(DeepSpeed) or FSDP");
   }
   args += " --attn_implementation " + hf_attention(t.attention);
   out.text = launcher + args + "\n";
@@ -500,9 +501,10 @@ void require_megatron(const model::Training& t) {
   if (t.offload == Offload::optimizer && !is_adam(t.optimizer))
     no("offload a non-Adam optimizer (its CPU offload is Adam only)");
   if (!is_adam(t.optimizer) && t.optimizer != Optimizer::sgd && t.optimizer != Optimizer::sgd_momentum)
-    no(fmt::format("train with {} (--optimizer adam or sgd)", to_string(t.optimizer)));
+    no(fmt::format("train with {} (its --optimizer takes adam or sgd)", to_string(t.optimizer)));
   if (is_pure_16bit(t.precision))
-    no(fmt::format("train in {} (--bf16/--fp16 keep fp32 main weights)", to_string(t.precision)));
+    no(fmt::format("train in {} (its --bf16/--fp16 keep fp32 main weights)",
+                   to_string(t.precision)));
 }
 
 Emitted emit_megatron(const Estimate& e, const hardware::Cluster& c, const model::Architecture& a,
@@ -605,13 +607,13 @@ Emitted emit_accelerate(const Estimate& e, const hardware::Cluster& c, const mod
   if (uses_deepspeed(t)) {
     s += accelerate_deepspeed(e, c, x, out.notes);
   } else if (x.zero_plus_plus) {
-    refuse("accelerate", "ZeRO++ is DeepSpeed's: plan with --strategy zero3");
+    refuse("accelerate", "ZeRO++ is DeepSpeed's: plan with {strategy} zero3");
   } else if (is_fsdp(t.strategy)) {
     s += accelerate_fsdp(t, a, out.notes);
   } else {
     if (t.offload != Offload::none)
-      refuse("accelerate", "DDP cannot offload the optimizer; plan with --strategy zero1/zero2/zero3 "
-                           "(DeepSpeed) or FSDP");
+      refuse("accelerate", "DDP cannot offload the optimizer; plan with {strategy} "
+                           "zero1/zero2/zero3 (DeepSpeed) or FSDP");
     s += c.world() > 1 ? "distributed_type: MULTI_GPU\n" : "distributed_type: 'NO'\n";
     if (t.checkpointing != Checkpointing::none)
       out.notes.push_back("activation checkpointing: model.gradient_checkpointing_enable()");
@@ -652,7 +654,8 @@ Emitted emit(EmitFormat f, const Estimate& e, const hardware::Cluster& c,
 RankedEmit emit_first_expressible(EmitFormat f, const std::vector<Estimate>& plans,
                                   const hardware::Cluster& c, const model::Architecture& a,
                                   const EmitContext& x) {
-  if (plans.empty()) throw InputError(fmt::format("--emit {}: no plan fits, nothing to emit", to_string(f)));
+  if (plans.empty())
+    throw FieldError(fmt::format("{{emit}} {}: no plan fits, nothing to emit", to_string(f)));
   std::optional<EmitRefused> first;
   for (std::size_t i = 0; i < plans.size(); ++i) {
     try {
@@ -661,7 +664,7 @@ RankedEmit emit_first_expressible(EmitFormat f, const std::vector<Estimate>& pla
         r.emitted.notes.insert(
             r.emitted.notes.begin(),
             fmt::format("plan #{} written: the best-ranked plan {} can express (#1: {})", i + 1,
-                        to_string(f), first->what()));
+                        to_string(f), first->message_template()));
       return r;
     } catch (const EmitRefused& e) {
       if (!first) first = e;

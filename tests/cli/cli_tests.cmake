@@ -150,6 +150,12 @@ if(last_out MATCHES "bf16|flash_attention_2")
   message("FAIL v100_emit_torchrun_fp16: the V100 launch line names bf16 or FlashAttention-2")
   math(EXPR failures "${failures} + 1")
 endif()
+# An emitter's refusal names the options to change; the command line words them as its flags.
+run_case(emit_refusal_in_flags 2 estimate llama-2-7b 8xA100-80GB --strategy fsdp-hybrid --emit deepspeed
+         ERR "--emit deepspeed: DeepSpeed has no hybrid sharding"
+             "plan with --strategy zero3 \\(--zero-plus-plus adds node-local gathers\\), or --emit accelerate")
+run_case(emit_note_in_flags 0 estimate llama-2-7b 8xA100-80GB --framework deepspeed --strategy zero3 --offload optimizer
+         --emit accelerate ERR "note: write ds_config.json with --emit deepspeed")
 
 # The request layer: config files read with --from (tests/io/configs holds real ones), fit's margin,
 # explain.

@@ -105,11 +105,12 @@ std::optional<std::string> flag(const std::string& cmd, const std::string& name)
   return std::nullopt;
 }
 
+// The refusal's template: options named as {field}, each front end words them (FieldError).
 std::string refusal(const std::function<void()>& f) {
   try {
     f();
   } catch (const EmitRefused& e) {
-    return e.what();
+    return e.message_template();
   } catch (const std::exception& e) {
     return std::string("not an EmitRefused: ") + e.what();
   }
@@ -204,6 +205,8 @@ TEST(Emit, MultiNodeFsdpHybrid) {
   // mics_shard_size as removed (deepspeed/runtime/config.py, issue deepspeedai/DeepSpeed#8489).
   const std::string ds = refusal([&] { (void)emit(EmitFormat::deepspeed, r.e, r.p.c, r.p.a, r.x); });
   EXPECT_TRUE(contains(ds, "no hybrid sharding")) << ds;
+  EXPECT_TRUE(contains(ds, "plan with {strategy} zero3 ({zero-plus-plus} adds node-local gathers)"))
+      << ds;
 
   const Emitted run = emit(EmitFormat::torchrun, r.e, r.p.c, r.p.a, r.x);
   EXPECT_EQ(flag(run.text, "--nnodes"), "2");
@@ -260,7 +263,7 @@ TEST(Emit, Zero3WithZeroPlusPlus) {
   EXPECT_EQ(y.at("distributed_type"), "DEEPSPEED");
   EXPECT_EQ(y.at("deepspeed_config.deepspeed_config_file"), "ds_config.json");
   EXPECT_EQ(y.at("deepspeed_config.deepspeed_multinode_launcher"), "standard");
-  EXPECT_TRUE(any_note(acc, "--emit deepspeed"));
+  EXPECT_TRUE(any_note(acc, "{emit} deepspeed"));
 
   // Without ZeRO++ the same plan has none of its keys.
   Plan plain = plan;
@@ -407,7 +410,8 @@ TEST(Emit, MegatronTensorAndPipeline) {
 
   // DeepSpeed alone and accelerate cannot express TP/PP: refused, naming the degrees.
   const std::string ds = refusal([&] { (void)emit(EmitFormat::deepspeed, r.e, r.p.c, r.p.a, r.x); });
-  EXPECT_TRUE(contains(ds, "--emit deepspeed")) << ds;
+  EXPECT_TRUE(contains(ds, "{emit} deepspeed")) << ds;
+  EXPECT_TRUE(contains(ds, "use {emit} torchrun with {framework} megatron")) << ds;
   EXPECT_TRUE(contains(ds, "tensor parallelism 8 / pipeline parallelism 8")) << ds;
   const std::string acc = refusal([&] { (void)emit(EmitFormat::accelerate, r.e, r.p.c, r.p.a, r.x); });
   EXPECT_TRUE(contains(acc, "tensor parallelism 8")) << acc;
@@ -519,7 +523,8 @@ TEST(Emit, RefusesWhatTheFormatCannotExpress) {
        false, "FSDP cannot offload the optimizer alone"},
       {"same through the Trainer", "llama-2-7b", "8xA100-80GB", EmitFormat::torchrun,
        [](model::Training& t) { t.strategy = Strategy::fsdp_full; t.offload = Offload::optimizer; },
-       false, "FSDP cannot offload the optimizer alone"},
+       false, "FSDP cannot offload the optimizer alone (its CPU offload moves parameters, gradients and the "
+              "optimizer step together); plan with {offload} optimizer+params, or {strategy} zero2/zero3"},
       {"Megatron-LM trains no adapters", "llama-2-7b", "8xA100-80GB", EmitFormat::torchrun,
        [](model::Training& t) { t.framework = Framework::megatron; t.method = Method::lora; },
        false, "Megatron-LM cannot train lora adapters"},
@@ -532,15 +537,16 @@ TEST(Emit, RefusesWhatTheFormatCannotExpress) {
        false, "offload parameters"},
       {"ZeRO++ needs ZeRO-3", "llama-2-7b", "2x8xA100-80GB", EmitFormat::deepspeed,
        [](model::Training& t) { t.strategy = Strategy::zero2; t.framework = Framework::deepspeed; },
-       true, "ZeRO++ needs ZeRO stage 3"},
+       true, "ZeRO++ needs ZeRO stage 3 ({strategy} zero3)"},
       {"ZeRO++ is not FSDP", "llama-2-7b", "2x8xA100-80GB", EmitFormat::accelerate,
-       [](model::Training& t) { t.strategy = Strategy::fsdp_full; }, true, "ZeRO++ is DeepSpeed's"},
+       [](model::Training& t) { t.strategy = Strategy::fsdp_full; }, true,
+       "ZeRO++ is DeepSpeed's: plan with {strategy} zero3"},
       {"DeepSpeed keeps fp32 master weights", "llama-2-7b", "8xA100-80GB", EmitFormat::deepspeed,
        [](model::Training& t) { t.strategy = Strategy::zero2; t.precision = Precision::bf16_true; },
        false, "cannot train in bf16-true"},
       {"selective recomputation is Megatron's", "llama-2-7b", "8xA100-80GB", EmitFormat::accelerate,
        [](model::Training& t) { t.strategy = Strategy::fsdp_full; t.checkpointing = Checkpointing::selective; },
-       false, "selective recomputation"},
+       false, "selective recomputation (Megatron-LM's); plan with {checkpointing} full or none"},
       {"DDP offloads nothing", "llama-2-7b", "8xA100-80GB", EmitFormat::deepspeed,
        [](model::Training& t) { t.strategy = Strategy::ddp; t.offload = Offload::optimizer; },
        false, "ZeRO stage 1-3"},
@@ -567,7 +573,11 @@ TEST(Emit, RefusesWhatTheFormatCannotExpress) {
     const EmitContext x{p.hf_id, row.zero_plus_plus};
     const std::string msg = refusal([&] { (void)emit(row.format, e, p.c, p.a, x); });
     EXPECT_TRUE(contains(msg, row.expected)) << msg;
-    EXPECT_TRUE(contains(msg, "--emit " + std::string(to_string(row.format)))) << msg;
+    EXPECT_TRUE(contains(msg, "{emit} " + std::string(to_string(row.format)))) << msg;
+    // The planner names fields, never a front end's flags or labels.
+    for (const char* flag : {"--emit", "--strategy", "--offload", "--checkpointing", "--framework",
+                             "--zero-plus-plus"})
+      EXPECT_FALSE(contains(msg, flag)) << msg;
   }
 }
 

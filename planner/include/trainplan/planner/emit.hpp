@@ -8,6 +8,12 @@
 // FSDP, adapters in Megatron-LM, ...) throws EmitRefused naming what is missing. What belongs in the
 // training script rather than the launcher (PEFT adapters, the dataset, placeholders to fill) is
 // said in the notes.
+//
+// Refusals and notes name this tool's options by field, "{strategy} zero3" (FieldError's
+// templates), never by a front end's spelling: the CLI renders "--strategy zero3", the GUI its
+// labels (FieldError::render, FieldError::render_with for the notes). The flags of the launched
+// programs themselves (the Trainer's --gradient_checkpointing, Megatron-LM's --optimizer) are
+// written as they are.
 
 #include <optional>
 #include <string>
@@ -24,8 +30,9 @@ namespace trainplan::planner {
 enum class EmitFormat { deepspeed, accelerate, torchrun };
 
 struct Emitted {
-  std::string text;                // the file or command itself
-  std::vector<std::string> notes;  // what the user must add or fill in, and mappings made
+  std::string text;  // the file or command itself
+  // What the user must add or fill in, and mappings made; templates naming options as {field}.
+  std::vector<std::string> notes;
 };
 
 // What the emitters need beyond the estimate.
@@ -34,10 +41,11 @@ struct EmitContext {
   bool zero_plus_plus = false;       // the plan was estimated with ZeRO++ (EstimateOptions)
 };
 
-// A plan the format cannot express. An InputError: the CLI exits 2 with the message.
-class EmitRefused : public InputError {
+// A plan the format cannot express: a FieldError naming the options to change ("{emit}
+// deepspeed: ... plan with {strategy} zero3"), an InputError (the CLI exits 2).
+class EmitRefused : public FieldError {
  public:
-  using InputError::InputError;
+  using FieldError::FieldError;
 };
 
 // The Hugging Face decoder-block class of a model_type (the class its PreTrainedModel lists in
@@ -54,7 +62,7 @@ class EmitRefused : public InputError {
 
 // For plan --emit: the best-ranked of the plans (search order) the format can express, its index,
 // and a note saying which plans above it were refused and why. Throws the first plan's
-// EmitRefused when the format can express none of them (and InputError when there are none).
+// EmitRefused when the format can express none of them (and a FieldError when there are none).
 struct RankedEmit {
   Emitted emitted;
   std::size_t index = 0;
