@@ -21,6 +21,25 @@ QVariant fits_brush(bool fits) {
   return QBrush(fits ? QColor(0x2e, 0x9e, 0x48) : QColor(0xd6, 0x45, 0x41));
 }
 
+// fit's three verdicts (planner::judge): tight runs, but inside the margin or on the allocator's
+// cache PyTorch can release.
+QString verdict_text(planner::Verdict v) {
+  switch (v) {
+    case planner::Verdict::fits:
+      return QStringLiteral("fits");
+    case planner::Verdict::tight:
+      return QStringLiteral("tight");
+    case planner::Verdict::no:
+      return QStringLiteral("out of memory");
+  }
+  return {};
+}
+
+QVariant verdict_brush(planner::Verdict v) {
+  if (v == planner::Verdict::tight) return QBrush(QColor(0xc8, 0x8a, 0x1e));  // amber
+  return fits_brush(v != planner::Verdict::no);
+}
+
 QString yes_no_tooltip() {
   return QStringLiteral(
       "Fits when the device total (what nvidia-smi shows) is at most the GPU's usable "
@@ -457,7 +476,7 @@ QVariant StrategiesModel::data(const QModelIndex& index, int role) const {
       case offload:
         return qstr(to_string(k.training.offload));
       case fits:
-        return fits_text(k.fits);
+        return verdict_text(k.verdict.verdict);
       case max_micro_batch:
         return QString::number(k.max_micro_batch);
       default:
@@ -470,13 +489,14 @@ QVariant StrategiesModel::data(const QModelIndex& index, int role) const {
     if (col == max_micro_batch) return static_cast<double>(k.max_micro_batch);
     return {};
   }
-  if (role == Qt::ForegroundRole && col == fits) return fits_brush(k.fits);
+  if (role == Qt::ForegroundRole && col == fits) return verdict_brush(k.verdict.verdict);
   if (role == Qt::FontRole && result_.recommended == row) {
     QFont f;
     f.setBold(true);
     return f;
   }
   if (role == Qt::TextAlignmentRole && col >= device_total) return right_aligned();
+  if (role == Qt::ToolTipRole && col == fits) return qstr(k.verdict.reason);
   if (role == Qt::ToolTipRole) return headerData(index.column(), Qt::Horizontal, Qt::ToolTipRole);
   return {};
 }

@@ -3,12 +3,14 @@
 #include <QAbstractItemModelTester>
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QFile>
 #include <QGroupBox>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
 #include <QLineEdit>
+#include <QLocale>
 #include <QPushButton>
 #include <QSettings>
 #include <QSpinBox>
@@ -30,6 +32,9 @@
 #include "session.hpp"
 #include "trainplan/io/catalog.hpp"
 #include "trainplan/io/profile_json.hpp"
+#include "trainplan/io/request.hpp"
+#include "trainplan/model/parameters.hpp"
+#include "trainplan/planner/fit.hpp"
 #include "trainplan/planner/estimate.hpp"
 
 using namespace trainplan;
@@ -98,6 +103,8 @@ class TestGuiWindow : public QObject {
   void bad_input_shows_a_message_data();
   void bad_input_shows_a_message();
   void strategies_table_loads_a_candidate_by_keyboard();
+  void margin_in_the_form_makes_the_strategies_table_tight();
+  void plan_refusal_names_the_windows_fields();
   void pins_appear_in_charts_and_compare_table();
   void step_time_chart_follows_the_library();
   void exports_write_files();
@@ -271,6 +278,61 @@ void TestGuiWindow::strategies_table_loads_a_candidate_by_keyboard() {
   QCOMPARE(child<QComboBox>("strategy")->currentText(),
            QString::fromUtf8(to_string(k.training.strategy).data()));
   QCOMPARE(window_->verdict(), MainWindow::Verdict::fits);
+}
+
+void TestGuiWindow::margin_in_the_form_makes_the_strategies_table_tight() {
+  // fit's margin (`trainplan fit --margin`): a candidate whose expected footprint leaves less than
+  // that share of the usable memory free is tight, not fits (planner::judge). Set in the form, the
+  // table follows; what does not fit stays out of memory.
+  window_->applySettings(base_settings(QStringLiteral("llama-2-7b"), 8, Strategy::fsdp_full, 2));
+  QVERIFY(window_->showTableTab(QStringLiteral("strategies")));
+  const QAbstractItemModel* table = child<QTableView>("strategiesTable")->model();
+  auto verdicts = [&] {
+    QStringList v;
+    for (int r = 0; r < table->rowCount(); ++r)
+      v << table->index(r, StrategiesModel::fits).data().toString();
+    return v;
+  };
+  const QStringList before = verdicts();
+  QVERIFY2(before.contains(QStringLiteral("fits")), qPrintable(before.join(QStringLiteral(", "))));
+  auto* margin = child<QDoubleSpinBox>("margin");
+  type_into(margin, QLocale().toString(0.5, 'f', 2));
+  QTest::keyClick(margin, Qt::Key_Return);
+  QCOMPARE(session_->settings().margin, 0.5);
+  const QStringList after = verdicts();
+  QCOMPARE(after.size(), before.size());
+  int turned_tight = 0;
+  for (int r = 0; r < before.size(); ++r) {
+    if (before[r] == QLatin1String("fits") && after[r] == QLatin1String("tight")) ++turned_tight;
+    if (before[r] != QLatin1String("fits")) QCOMPARE(after[r], before[r]);
+  }
+  QVERIFY2(turned_tight > 0, qPrintable(after.join(QStringLiteral(", "))));
+  // The same request on the command line: trainplan fit llama-2-7b 8xA100-80GB --micro-batch 2
+  // --margin 0.5.
+  io::Request q;
+  q.model = "llama-2-7b";
+  q.cluster_spec = "8xA100-80GB";
+  io::set_option(q, "micro-batch", "2", "--micro-batch");
+  io::set_option(q, "margin", "0.5", "--margin");
+  const io::Resolved r = io::resolve(catalog_, q, io::command::fit);
+  const planner::FitResult f =
+      planner::fit(r.model.arch, model::count_parameters(r.model.arch), r.fit, r.cluster.cluster);
+  QCOMPARE(session_->strategies().candidates.size(), f.candidates.size());
+  for (std::size_t i = 0; i < f.candidates.size(); ++i)
+    QCOMPARE(session_->strategies().candidates[i].verdict.verdict, f.candidates[i].verdict.verdict);
+  QCOMPARE(session_->strategies().recommended, f.recommended);
+}
+
+void TestGuiWindow::plan_refusal_names_the_windows_fields() {
+  // DeepSpeed has no hybrid sharding: the refusal suggests fields in the window's labels, not the
+  // command line's flags.
+  window_->applySettings(base_settings(QStringLiteral("llama-2-7b"), 8, Strategy::fsdp_hybrid, 2));
+  QString error;
+  QVERIFY(window_->planText(QStringLiteral("deepspeed"), nullptr, &error).isEmpty());
+  QVERIFY2(
+      error.contains(QStringLiteral("plan with Strategy zero3 (ZeRO++ adds node-local gathers)")),
+      qPrintable(error));
+  QVERIFY2(!error.contains(QStringLiteral("--")), qPrintable(error));
 }
 
 void TestGuiWindow::pins_appear_in_charts_and_compare_table() {

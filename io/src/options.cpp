@@ -371,7 +371,7 @@ std::vector<Option> cluster_and_output_options() {
                                  "within it are tight, not recommended while one fits with it (0.1 = 10 %)",
                                  "0"),
                         0, 1, false, true, [](auto& r) -> auto& { return r.margin; }),
-                   command::fit));
+                   command::fit | command::gui));
   v.push_back(only(text(describe("profile", "FILE", "Profile", "cluster",
                                  "hardware profile JSON from trainplan calibrate fit", "datasheet numbers"),
                         [](auto& r) -> auto& { return r.profile; }),
