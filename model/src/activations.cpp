@@ -493,11 +493,17 @@ HeadActivations head_activations(const Architecture& a, const Training& tr) {
   // T5 drops out the final norm's output.
   if (a.family == "t5" && a.hidden_dropout > 0.0) norm += kMaskBytes * t * h;
   // The loss: causal LMs upcast the logits and keep the fp32 log-softmax (T5 stays in the model
-  // dtype), plus the int64 labels. At the start of backward the logits themselves (held by the
-  // model output) and the gradient of the log-softmax input exist too.
+  // dtype), plus the int64 labels (transformers loss/loss_utils.py ForCausalLMLoss:
+  // logits.float(); torch's cross_entropy is log_softmax then nll_loss, aten/src/ATen/native/
+  // LossNLL.cpp cross_entropy_loss_symint). The largest of two moments is transient:
+  // - forward, inside the loss: the model-dtype logits and their upcast copy;
+  // - the start of backward: nll_loss_backward's dense gradient (zeroed, then scattered) and
+  //   log_softmax_backward's output, both in the loss dtype, beside the saved log-softmax. The
+  //   logits themselves are gone by then: the Trainer (trainer.py compute_loss) and a plain
+  //   `model(...).loss` keep only the loss.
   const double loss_bytes = a.family == "t5" ? c : kFp32;
   const double saved = norm + loss_bytes * t * V / tp + 8.0 * t;
-  const double transient = (c + loss_bytes) * t * V / tp;
+  const double transient = std::max(c + loss_bytes, 2.0 * loss_bytes) * t * V / tp;
   return {Bytes(saved), Bytes(transient)};
 }
 
@@ -529,12 +535,13 @@ ActivationMemory activation_memory(const Architecture& a, const Training& tr) {
   }
   m.per_block = kept / layers_on_stage;
   if (recomputes_blocks(tr.checkpointing)) m.recompute_peak = largest;
+  Bytes in_transit;
   if (tr.checkpointing == Checkpointing::full_offload) {
     // Every block's input goes to the host as forward passes it and comes back for its backward;
     // two are on the GPU in transit (one copied out or prefetched while the next computes).
     const Bytes ckpt = checkpoint_bytes(a, tr);
     m.host = ckpt * layers_on_stage;
-    m.recompute_peak += ckpt * 2.0;
+    in_transit = ckpt * 2.0;
   }
 
   // 1F1B: the first stage holds min(p, m) micro-batches; interleaving with v chunks adds
@@ -545,7 +552,7 @@ ActivationMemory activation_memory(const Architecture& a, const Training& tr) {
     m.in_flight *= 1.0 + (p - 1.0) / (p * static_cast<double>(tr.pp_virtual));
   Bytes firsts;  // what the first block of each stack keeps beyond the others
   for (const auto& part : parts) firsts += first_block_extra(a, tr, part.stack);
-  m.blocks = (kept + firsts) * m.in_flight;
+  m.blocks = (kept + firsts) * m.in_flight + in_transit;
   m.host = m.host * m.in_flight;
   m.embedding = embedding_activations(a, tr) * m.in_flight;
   m.head = tr.pp == 1 ? head_activations(a, tr).total() : Bytes(0.0);

@@ -145,31 +145,43 @@ TEST(MeasuredRuns, MemoryWithinTheIssuesTolerances) {
 }
 
 // Memory on the H200 runs (tools/measure on one H200, torch 2.11, 2026-11-26), held to the bands
-// the allocator issue sets: reserved (max_memory_reserved, the allocator model) median at most 5 %
-// over the 18 runs; the three QLoRA runs (bitsandbytes 0.50.2) each within 7 % of peak allocated.
-// The issue's 3 % for the peak-allocated median is not met: 3.08 % at this writing (the activation
-// model's, not the allocator's), held at 3.1 % so that it cannot get worse unseen. The allocator's
-// two constants were fitted on these runs (MemoryConventions::cache_fraction*), so the reserved
-// band is in-sample. Every value is also within the tolerance its file states.
+// the allocator issue sets: peak allocated median at most 3 % and reserved (max_memory_reserved,
+// the allocator model) median at most 5 % over the 18 runs; the three QLoRA runs (bitsandbytes
+// 0.50.2) each within 7 % of peak allocated. The allocator's two constants
+// (MemoryConventions::cache_fraction*) were fitted on the 9 runs named below, so the reserved band
+// is also held over the 12 others alone. Every value is also within the tolerance its file states.
 struct MemoryBand {
   std::string file_suffix;
   Metric metric;
   std::size_t cases;
   double median_pct;
   double max_pct;
+  bool held_out_only;
 };
+
+bool allocator_fitted_on(const std::string& name) {
+  static const std::vector<std::string> fitted = {
+      "gpt2-full-bf16-mixed-s1024-b8",          "gpt2-medium-full-bf16-true-s1024-b4",
+      "tinyllama-1.1b-full-bf16-true-s2048-b4", "llama-3.2-1b-lora-r16qv-bf16-true-s4096-b2",
+      "llama-2-7b-lora-r16qv-bf16-true-s2048-b1", "llama-3.1-8b-lora-r16qv-bf16-true-s1024-b1",
+      "gpt2-full-bf16-mixed-s1024-b8-ckpt",     "phi-2-lora-r16qv-bf16-true-s2048-b4-ckpt",
+      "llama-2-7b-lora-r16qv-bf16-true-s2048-b4-ckpt"};
+  return std::find(fitted.begin(), fitted.end(), name) != fitted.end();
+}
 
 TEST(MeasuredRuns, H200MemoryWithinTheIssuesBands) {
   const std::vector<MemoryBand> bands = {
-      {"measured-h200.json", Metric::peak_allocated, 18, 3.1, 20.0},
-      {"measured-h200.json", Metric::reserved, 18, 5.0, 20.0},
-      {"measured-h200-qlora.json", Metric::peak_allocated, 3, 7.0, 7.0},
-      {"measured-h200-qlora.json", Metric::reserved, 3, 7.0, 10.0},
+      {"measured-h200.json", Metric::peak_allocated, 18, 3.0, 20.0, false},
+      {"measured-h200.json", Metric::reserved, 18, 5.0, 20.0, false},
+      {"measured-h200.json", Metric::reserved, 9, 5.0, 20.0, true},
+      {"measured-h200-qlora.json", Metric::peak_allocated, 3, 7.0, 7.0, false},
+      {"measured-h200-qlora.json", Metric::reserved, 3, 7.0, 10.0, false},
   };
   for (const MemoryBand& b : bands) {
     std::vector<double> errors;
     for (const CaseResult& r : report().cases) {
       if (!r.file.ends_with(b.file_suffix)) continue;
+      if (b.held_out_only && allocator_fitted_on(r.name)) continue;
       SCOPED_TRACE(trace(r));
       for (const Comparison& c : r.comparisons) {
         if (c.metric != b.metric) continue;
@@ -182,7 +194,8 @@ TEST(MeasuredRuns, H200MemoryWithinTheIssuesBands) {
     std::sort(errors.begin(), errors.end());
     const std::size_t n = errors.size();
     const double median = n % 2 ? errors[n / 2] : 0.5 * (errors[n / 2 - 1] + errors[n / 2]);
-    EXPECT_LE(median, b.median_pct) << b.file_suffix << " " << to_string(b.metric);
+    EXPECT_LE(median, b.median_pct) << b.file_suffix << " " << to_string(b.metric)
+                                    << (b.held_out_only ? " (held out)" : "");
     EXPECT_LE(errors.back(), b.max_pct) << b.file_suffix << " " << to_string(b.metric);
   }
 }

@@ -8,6 +8,7 @@
 //  * pytorch / deepspeed (Hugging Face models): the tensors the Hugging Face implementation saves,
 //    enumerated op by op (docs/formulas.md, "Activations"), checked against the PyTorch oracle.
 
+#include <algorithm>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -55,7 +56,7 @@ struct BlockActivations {
 [[nodiscard]] Bytes embedding_activations(const Architecture& a, const Training& tr);
 
 // The last stage's head: final norm, LM-head input, the loss's log-softmax and labels (saved), and
-// the logits and their gradient that exist as backward starts (transient).
+// the larger of the loss's forward copies and its first gradients in backward (transient).
 struct HeadActivations {
   Bytes saved;
   Bytes transient;
@@ -81,7 +82,9 @@ struct ActivationMemory {
   Bytes head;
   Bytes host;            // full-offload: the checkpoints waiting in host memory (not in total())
   double in_flight = 1;  // micro-batches whose activations are alive at once (pipeline schedules)
-  [[nodiscard]] Bytes total() const { return blocks + recompute_peak + embedding + head; }
+  // The head's backward (its saved tensors and the loss gradients) runs and frees before the last
+  // block is replayed, so the two do not coexist: the larger counts.
+  [[nodiscard]] Bytes total() const { return blocks + embedding + std::max(head, recompute_peak); }
 };
 
 // The activation memory of the most loaded pipeline stage (the first, under 1F1B), without the
