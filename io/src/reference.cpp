@@ -135,7 +135,8 @@ model::Training read_training(const Json& v, const std::string& what,
   r.ignore({"optimizer_impl"});
   t.zero_init = r.optional_boolean("zero_init").value_or(true);
   t.frozen_base_fp32 = r.optional_boolean("frozen_base_fp32").value_or(false);
-  t.quant_keeps_input = r.optional_boolean("quant_keeps_input").value_or(false);
+  if (r.has("qlora_stack")) t.qlora_stack = read_enum<QloraStack>(r, "qlora_stack");
+  r.ignore({"qlora_stack"});
 
   const bool adapter = t.method != Method::full;
   if (adapter && !r.has("lora"))

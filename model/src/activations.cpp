@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "trainplan/model/model_states.hpp"
 #include "trainplan/model/sdpa.hpp"
 
 namespace trainplan::model {
@@ -129,7 +130,8 @@ class HfBlock {
         adapted_(full_ ? AdaptedRoles{} : adapted_roles(a, tr.lora)),
         fused_(!a.fused_qkv_name.empty()), attn_(attention_run(a, tr)),
         sdpa_(attn_ == Attention::sdpa ? sdpa_choice(a, tr) : SdpaChoice{}),
-        gpu_sdpa_(attn_ == Attention::sdpa && tr.cuda_sm > 0) {}
+        gpu_sdpa_(attn_ == Attention::sdpa && tr.cuda_sm > 0),
+        quant_(tr.method == Method::qlora ? qlora_stack_traits(tr.qlora_stack) : QloraStackTraits{}) {}
 
   BlockActivations run() {
     attention();
@@ -143,11 +145,10 @@ class HfBlock {
  private:
   bool adapts(Role role) const { return adapted_[static_cast<std::size_t>(role)]; }
   // A linear keeps its input when its weight is trained, when its adapter reads the input directly
-  // (no LoRA dropout), and under QLoRA with bitsandbytes before 0.43.2, whose 4-bit matmul saved
-  // its input (Training::quant_keeps_input; autograd/_functions.py MatMul4Bit).
+  // (no LoRA dropout), and under a QLoRA stack whose 4-bit matmul keeps its input
+  // (model_states.hpp qlora_stack_traits).
   bool keeps_input(Role role) const {
-    return full_ || (tr_.method == Method::qlora && tr_.quant_keeps_input) ||
-           (adapts(role) && tr_.lora.dropout <= 0.0);
+    return full_ || quant_.keeps_input || (adapts(role) && tr_.lora.dropout <= 0.0);
   }
   void add(std::string_view name, double bytes) {
     if (bytes <= 0.0) return;
@@ -225,6 +226,7 @@ class HfBlock {
   const Attention attn_;
   const SdpaChoice sdpa_;
   const bool gpu_sdpa_;  // SDPA on a CUDA GPU: the kernel PyTorch picks decides what is kept
+  const QloraStackTraits quant_;  // what the 4-bit stack changes (none without QLoRA)
   double total_ = 0.0;
   double core_ = 0.0;  // the attention core (what selective checkpointing drops)
 };
@@ -335,8 +337,9 @@ void HfBlock::attention_core() {
     add("attention output", q);  // the kernel's backward needs it
     // The kernel lays its output out as its query; the o projection reads it token-major, which
     // is free for a query in the projection's layout (Llama's rotary, GPT-2's views) and a copy
-    // for one concatenated head-major (partial rotary: Phi, GPT-NeoX).
-    if (rotary && a_.rotary_fraction < 1.0 && keeps_input(Role::o)) add("o input (contiguous copy)", q);
+    // for one concatenated head-major (partial rotary: Phi, GPT-NeoX; every litgpt model).
+    const bool head_major = (rotary && a_.rotary_fraction < 1.0) || quant_.head_major_attention_output;
+    if (head_major && keeps_input(Role::o)) add("o input (contiguous copy)", q);
   }
   // The explicit mask, cast to the model dtype inside each block.
   if (sdpa_explicit_mask(a_, tr_)) add("attention mask", c_ * x_.b * x_.s * x_.s);

@@ -84,6 +84,23 @@ double quantized_bytes_per_param(Quant q, std::int64_t block, std::int64_t in_fe
   return 2.0;
 }
 
+QloraStackTraits qlora_stack_traits(QloraStack s) {
+  switch (s) {
+    case QloraStack::hf_peft: return {};
+    case QloraStack::litgpt_2023:
+      return {.keeps_input = true, .quantizes_head = true, .dequantizes_to_fp16 = true,
+              .head_major_attention_output = true};
+  }
+  return {};
+}
+
+double dequantized_bytes_per_weight(const Training& tr) {
+  const double c = compute_bytes(tr.precision);
+  if (!qlora_stack_traits(tr.qlora_stack).dequantizes_to_fp16) return c;
+  const bool fp16_compute = tr.precision == Precision::fp16_true || tr.precision == Precision::fp16_mixed;
+  return fp16_compute ? 2.0 : 2.0 + c;
+}
+
 std::int64_t adafactor_state_elements(const Architecture& a, const Training& tr) {
   std::int64_t n = 0;
   auto matrix = [&](std::int64_t rows, std::int64_t cols, std::int64_t copies) {

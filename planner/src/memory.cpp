@@ -204,9 +204,12 @@ ModelStates model_states(const Architecture& a, const model::ParameterCounts& n,
   const double trainable_e = tr.method == Method::full ? sp.experts : 0.0;
   if (tr.method != Method::full) {
     const double base = frozen_base_bytes(tr);
-    const double linear_bytes =
-        tr.method == Method::qlora ? model::quantized_bytes_per_param(tr.quant, tr.quant_block, a.hidden) : base;
-    frozen = sp.block_linear * linear_bytes + (sp.all - sp.block_linear) * base;
+    const bool qlora = tr.method == Method::qlora;
+    const double linear_bytes = qlora ? model::quantized_bytes_per_param(tr.quant, tr.quant_block, a.hidden) : base;
+    // Which linears are 4-bit: the blocks', and the head's under a stack that converts every Linear.
+    const double quantized =
+        sp.block_linear + (qlora && model::qlora_stack_traits(tr.qlora_stack).quantizes_head ? sp.head : 0.0);
+    frozen = quantized * linear_bytes + (sp.all - quantized) * base;
     frozen_e = sp.experts * linear_bytes;
   }
   // Bytes this rank keeps of a part: the dense share sharded over N, the experts' over N / ep.
@@ -316,11 +319,15 @@ MemoryBreakdown memory(const Architecture& a, const model::ParameterCounts& n, c
       if (fp32_linears) fwd_bwd = Bytes(c * (tr.method == Method::qlora ? sp.head : sp.block_linear + sp.head));
     }
     // bitsandbytes dequantizes a 4-bit weight to the compute dtype for every training-size matmul,
-    // forward (dequantize + F.linear fallback) and backward (dequantize_4bit then matmul): one
-    // 16-bit copy of the largest quantized linear, the MLP's, is alive at a time (bitsandbytes
-    // 0.50.1 backends/cuda/ops.py _dequant_linear_fallback, autograd/_functions.py MatMul4Bit).
-    if (tr.method == Method::qlora)
-      fwd_bwd += Bytes(c * static_cast<double>(a.hidden * a.intermediate) / l.tp);
+    // forward (dequantize + F.linear fallback) and backward (dequantize_4bit then matmul): the
+    // 16-bit copies of the largest quantized linear, the MLP's (or the head's when it is 4-bit),
+    // are alive at a time (bitsandbytes 0.50.1 backends/cuda/ops.py _dequant_linear_fallback,
+    // autograd/_functions.py MatMul4Bit).
+    if (tr.method == Method::qlora) {
+      const bool head = model::qlora_stack_traits(tr.qlora_stack).quantizes_head && l.pp == 1;
+      const double largest = static_cast<double>(std::max(a.hidden * a.intermediate, head ? a.vocab * a.hidden : 0));
+      fwd_bwd += Bytes(model::dequantized_bytes_per_weight(tr) * largest / l.tp);
+    }
     if (tr.strategy == Strategy::ddp && l.dp > 1)  // DDP buckets: gradient_as_bucket_view=False
       persistent = ms.gradients;
   }

@@ -68,7 +68,7 @@ TEST(MeasuredRuns, LitgptLoraResourceTables) {
     model::Training tr;
     tr.method = r.method;
     tr.quant = r.quant.value_or(Quant::nf4);
-    tr.quant_keeps_input = true;  // litgpt of October 2023 ran bitsandbytes 0.41.1 (MatMul4Bit saves A)
+    tr.qlora_stack = QloraStack::litgpt_2023;  // litgpt of October 2023: Fabric over bitsandbytes 0.41.1
     tr.precision = Precision::bf16_true;
     tr.lora.rank = 8;
     tr.lora.targets = {"q", "v"};

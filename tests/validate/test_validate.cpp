@@ -144,6 +144,24 @@ TEST(MeasuredRuns, MemoryWithinTheIssuesTolerances) {
   }
 }
 
+// litgpt's QLoRA rows (resource-tables.md at 8641822: nf4 and nf4-dq, A100-40GB, bitsandbytes
+// 0.41.1 under lightning Fabric) held to the allocator issue's 7 %, tighter than the file's 15 %:
+// the litgpt-2023 stack (model::qlora_stack_traits) is what they were modelled with; no constant was
+// fitted on them.
+TEST(MeasuredRuns, LitgptQloraWithinSevenPercent) {
+  std::size_t seen = 0;
+  for (const CaseResult& r : report().cases) {
+    if (!r.name.starts_with("litgpt-") || r.name.find("-nf4") == std::string::npos) continue;
+    SCOPED_TRACE(trace(r));
+    for (const Comparison& c : r.comparisons) {
+      if (c.metric != Metric::peak_allocated) continue;
+      ++seen;
+      EXPECT_LE(std::abs(c.error_pct()), 7.0) << describe(c);
+    }
+  }
+  EXPECT_EQ(seen, 8u);  // phi-1.5, StableLM-3B, Llama-2-7B, Llama-2-13B; nf4 and nf4-dq each
+}
+
 // Memory on the H200 runs (tools/measure on one H200, torch 2.11, 2026-11-26), held to the bands
 // the allocator issue sets: peak allocated median at most 3 % and reserved (max_memory_reserved,
 // the allocator model) median at most 5 % over the 18 runs; the three QLoRA runs (bitsandbytes

@@ -20,6 +20,10 @@ enum class Attention { flash, sdpa, eager };
 enum class Offload { none, optimizer, optimizer_params };
 enum class Quant { nf4, nf4_dq, fp4, int8 };
 enum class FsdpWrap { block, none };
+// The software that ran a QLoRA fine-tuning, where it changes the memory (model/model_states.hpp
+// qlora_stack_traits): Hugging Face transformers + PEFT + bitsandbytes >= 0.43.2, or litgpt as of
+// late 2023 (lightning Fabric's BitsandbytesPrecision over bitsandbytes 0.41).
+enum class QloraStack { hf_peft, litgpt_2023 };
 enum class Framework { pytorch, deepspeed, megatron };
 // How the optimizer step runs (Adam-family, SGD): `default` is what the framework does unasked:
 // torch.optim on CUDA picks foreach (torch/optim/optimizer.py _default_to_fused_or_foreach),
@@ -107,6 +111,12 @@ struct EnumTable<FsdpWrap> {
   static constexpr std::string_view kWhat = "FSDP wrap policy";
   static constexpr std::array kEntries{std::pair{FsdpWrap::block, std::string_view{"block"}},
                                        std::pair{FsdpWrap::none, std::string_view{"none"}}};
+};
+template <>
+struct EnumTable<QloraStack> {
+  static constexpr std::string_view kWhat = "QLoRA stack";
+  static constexpr std::array kEntries{std::pair{QloraStack::hf_peft, std::string_view{"hf-peft"}},
+                                       std::pair{QloraStack::litgpt_2023, std::string_view{"litgpt-2023"}}};
 };
 template <>
 struct EnumTable<OptimizerImpl> {

@@ -50,6 +50,32 @@ struct ShardedBytes {
 // Linear(in, out).
 [[nodiscard]] double quantized_bytes_per_param(Quant q, std::int64_t block, std::int64_t in_features);
 
+// What a QLoRA stack does that changes the memory, from its source:
+// - keeps_input: bitsandbytes before 0.43.2 kept every 4-bit matmul's input for backward
+//   (autograd/_functions.py MatMul4Bit: ctx.tensors = (A, B)); 0.43.2 on keeps only the packed
+//   weight (commit 9e753741, PR #1270).
+// - quantizes_head: lightning Fabric's BitsandbytesPrecision replaces every torch.nn.Linear, the LM
+//   head's too (fabric/plugins/precision/bitsandbytes.py module_init_context; litgpt passes no
+//   ignore_modules); transformers' bitsandbytes quantizer leaves the output embedding in 16 bits
+//   (get_keys_to_not_convert).
+// - dequantizes_to_fp16: bitsandbytes 0.41 quantized weights cast to fp16 (nn/modules.py
+//   Params4bit.cuda: self.data.contiguous().half()), so each matmul dequantizes to fp16 and casts to
+//   the compute dtype: two 16-bit copies at once under bf16.
+// - head_major_attention_output: litgpt's attention returns its heads' outputs head-major and its
+//   projection reads a token-major copy (lit_gpt/model.py CausalSelfAttention: y.reshape(B, T, C)),
+//   which a kept input keeps.
+struct QloraStackTraits {
+  bool keeps_input = false;
+  bool quantizes_head = false;
+  bool dequantizes_to_fp16 = false;
+  bool head_major_attention_output = false;
+};
+[[nodiscard]] QloraStackTraits qlora_stack_traits(QloraStack s);
+
+// Bytes per weight of the 16-bit copies alive while one 4-bit matmul runs (the dequantized weight,
+// and under a stack that dequantizes to fp16, its cast to a bf16 compute dtype).
+[[nodiscard]] double dequantized_bytes_per_weight(const Training& tr);
+
 // Elements of Adafactor's state (Shazeer & Stern 2018, arXiv:1804.04235): a row and a column vector
 // per trainable matrix, a full vector per 1-D parameter; no first moment (HF default beta1=None).
 [[nodiscard]] std::int64_t adafactor_state_elements(const Architecture& a, const Training& tr);

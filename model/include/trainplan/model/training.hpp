@@ -35,10 +35,8 @@ struct Training {
   // Adapters under mixed precision: keep the frozen base in fp32 (litgpt's bf16-mixed autocasts an
   // fp32 model) instead of the 16-bit compute dtype (Hugging Face + PEFT practice).
   bool frozen_base_fp32 = false;
-  // QLoRA: bitsandbytes before 0.43.2 (litgpt's 2023 runs: 0.41.1) kept every 4-bit matmul's input
-  // for backward; 0.43.2 on keeps only the packed weight (autograd/_functions.py MatMul4Bit,
-  // commit 9e753741, PR #1270).
-  bool quant_keeps_input = false;
+  // QLoRA: the software that runs the 4-bit layers (model/model_states.hpp qlora_stack_traits).
+  QloraStack qlora_stack = QloraStack::hf_peft;
   // The CUDA compute capability (major*10+minor) of the GPUs, which decides the SDPA kernel and
   // autocast's fp32 ops (model/sdpa.hpp); 0: not a CUDA GPU (the CPU oracle). Set by the planner.
   int cuda_sm = 0;
