@@ -1,12 +1,7 @@
 #include "provenance.hpp"
 
-#include <cerrno>
 #include <chrono>
-#include <cstdio>
-#include <cstring>
 #include <ctime>
-#include <memory>
-#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -30,24 +25,6 @@ nlohmann::ordered_json to_json(const Provenance& p) {
   j["date"] = p.date;
   j["sources"] = p.sources;
   return j;
-}
-
-void write_file_atomically(const std::filesystem::path& file, std::string_view content) {
-  const std::filesystem::path tmp = file.string() + ".tmp";
-  {
-    struct Closer {
-      void operator()(std::FILE* f) const noexcept { std::fclose(f); }
-    };
-    std::unique_ptr<std::FILE, Closer> out(std::fopen(tmp.c_str(), "wb"));
-    if (!out) throw std::runtime_error("cannot write " + tmp.string() + ": " + std::strerror(errno));
-    if (std::fwrite(content.data(), 1, content.size(), out.get()) != content.size() ||
-        std::fflush(out.get()) != 0) {
-      throw std::runtime_error("cannot write " + tmp.string() + ": " + std::strerror(errno));
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, file, ec);
-  if (ec) throw std::runtime_error("cannot rename " + tmp.string() + ": " + ec.message());
 }
 
 std::string iso8601_utc_now() {

@@ -29,9 +29,6 @@ struct Provenance {
 
 [[nodiscard]] nlohmann::ordered_json to_json(const Provenance& p);
 
-// Writes FILE.tmp then renames it over FILE, so readers never see half a file.
-void write_file_atomically(const std::filesystem::path& file, std::string_view content);
-
 // 2025-01-31T12:34:56Z
 [[nodiscard]] std::string iso8601_utc_now();
 

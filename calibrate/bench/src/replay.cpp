@@ -26,6 +26,7 @@
 #include "system_info.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/io/catalog.hpp"
+#include "trainplan/io/files.hpp"
 #include "trainplan/io/estimate_json.hpp"
 #include "trainplan/io/replay_json.hpp"
 #include "trainplan/planner/replay.hpp"
@@ -444,7 +445,7 @@ void write_result(const Options& o, const Loaded& l, const std::vector<ReplayMea
   const std::filesystem::path dir = o.run_dir;
   std::filesystem::create_directories(dir);
   const io::Json j = io::replay_json(l.in, l.plan, m, provenance);
-  write_file_atomically(dir / "replay.json", j.dump(2) + "\n");
+  io::write_file_atomically((dir / "replay.json").string(), j.dump(2) + "\n");
   fmt::print(stderr, "wrote {}\n", (dir / "replay.json").string());
 }
 

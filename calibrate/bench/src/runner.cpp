@@ -24,6 +24,7 @@
 #include "progress.hpp"
 #include "provenance.hpp"
 #include "system_info.hpp"
+#include "trainplan/io/files.hpp"
 
 namespace trainplan::calibrate::bench {
 namespace {
@@ -350,8 +351,8 @@ void run_calibrate(const Options& o, Bootstrap& boot, const std::string& command
     prov.cudnn = v.cudnn;
     prov.command = command;
     prov.date = iso8601_utc_now();
-    write_file_atomically(dir / "provenance.json", to_json(prov).dump(2) + "\n");
-    write_file_atomically(dir / "topology.txt", topology_text());
+    io::write_file_atomically((dir / "provenance.json").string(), to_json(prov).dump(2) + "\n");
+    io::write_file_atomically((dir / "topology.txt").string(), topology_text());
     log = std::make_unique<MeasurementLog>(dir / "measurements.jsonl", o.resume);
   }
 
@@ -385,7 +386,7 @@ void run_calibrate(const Options& o, Bootstrap& boot, const std::string& command
   run_launch(compute, o, device, *log, progress);
   run_cpu_adam(compute, o, *log, progress);
 
-  write_file_atomically(dir / "provenance.json", to_json(prov).dump(2) + "\n");
+  io::write_file_atomically((dir / "provenance.json").string(), to_json(prov).dump(2) + "\n");
   progress.note(fmt::format("{} points measured; results in {}", progress.done(),
                             (dir / "measurements.jsonl").string()));
 }
