@@ -16,8 +16,11 @@ std::string num(std::int64_t v) { return std::to_string(v); }
 // A refusal: the first filter of a backend that fails, or nothing.
 using Refusal = std::optional<std::string>;
 
-// sdp_utils_cpp.h check_batch_size_and_num_heads_dense / check_grouped_query_attention: fewer K/V
-// heads pass only with enable_gqa and a backend that supports it, and must divide the query heads.
+// sdp_utils_cpp.h at 0119c2052192: check_batch_size_and_num_heads_dense (:379-432) and
+// check_grouped_query_attention (:339-376): fewer K/V heads pass only with enable_gqa and a backend
+// that supports it (:412-414), and must divide the query heads (:361). Main's sdp_utils.cpp passes a
+// supports_mqa flag to that check (:1006, :1079, :1149), not read nor modelled: the one-K/V-head
+// fallback to math is torch 2.11's, as the H200 measured for Falcon-7B.
 Refusal heads_refusal(const SdpaInputs& in, bool supports_gqa) {
   if (in.q_heads == in.kv_heads) return std::nullopt;
   if (!in.enable_gqa || !supports_gqa)
@@ -28,76 +31,78 @@ Refusal heads_refusal(const SdpaInputs& in, bool supports_gqa) {
   return std::nullopt;
 }
 
-// sdp_utils.cpp can_use_cudnn_attention.
+// sdp_utils.cpp:962-1031 can_use_cudnn_attention (at 001f694aef6f, as every sdp_utils.cpp line here).
 Refusal cudnn_refusal(const SdpaInputs& in) {
-  // check_dtypes_low_precision
+  // check_dtypes_low_precision (:912-922, listed at :992): fp16/bf16 from sm80, fp16 below
   if (!half(in.dtype)) return std::string("fp32 inputs (check_dtypes_low_precision: fp16/bf16 only)");
   if (in.dtype == SdpaDtype::bf16 && in.cuda_sm < 80) return std::string("bf16 below sm80");
-  // check_cudnn_hardware_support: [sm80, sm121]
+  // check_cudnn_hardware_support (:869-891): [sm80, sm121] (:879)
   if (!in_range(in.cuda_sm, 80, 121)) return "sm" + std::to_string(in.cuda_sm) + " outside [sm80, sm121] (check_cudnn_hardware_support)";
-  // can_use_cudnn_attention: no dropout with cuDNN 9.11-9.13.
+  // can_use_cudnn_attention: no dropout with cuDNN 9.11-9.13 (:977).
   if (in.dropout > 0.0 && in.cudnn_version > 91100 && in.cudnn_version < 91400)
     return std::string("dropout with cuDNN 9.11-9.13 (can_use_cudnn_attention)");
-  // check_cudnn_dropout: a probability on the 1/16 grid; in main after 2.11 (torch 2.11 on the H200
-  // ran cuDNN with GPT-2's p = 0.1).
+  // check_cudnn_dropout (:619-629, listed at :995): a probability on the 1/16 grid; in main after
+  // 2.11 (torch 2.11 on the H200 ran cuDNN with GPT-2's p = 0.1).
   if (in.torch_minor > 11 && in.dropout * 16.0 != std::floor(in.dropout * 16.0))
     return std::string("dropout not a multiple of 1/16 (check_cudnn_dropout)");
   if (auto r = heads_refusal(in, true)) return r;
-  // check_cudnn_tensor_shapes: head dim a multiple of 8, at most 128; 256 on sm90/sm10x (main: cuDNN
-  // above 9.22; torch 2.11 ran Gemma's 256 with cuDNN 9.19 on the H200).
+  // check_cudnn_tensor_shapes (:631-729): head dim a multiple of 8 (:685-691), at most 128; 256 on
+  // sm90/sm10x (:662-677; main: cuDNN above 9.22; torch 2.11 ran Gemma's 256 with cuDNN 9.19 on the
+  // H200).
   const bool sm90_or_10x = in.cuda_sm == 90 || in.cuda_sm / 10 == 10;
   const bool d256 = sm90_or_10x && (in.torch_minor <= 11 || in.cudnn_version > 92200);
   const std::int64_t limit = d256 ? 256 : 128;
   if (in.head_dim > limit)
     return "head dim " + num(in.head_dim) + " above " + num(limit) + " (check_cudnn_tensor_shapes)";
   if (in.head_dim % 8 != 0) return "head dim not a multiple of 8 (check_cudnn_tensor_shapes)";
-  // check_cudnn_d256_bprop_head_dim: backward only for d <= 128 or d == 256 on sm90/sm10x.
+  // check_cudnn_d256_bprop_head_dim (:761-800): backward only for d <= 128 or d == 256 on sm90/sm10x.
   if (in.requires_grad && d256 && in.head_dim > 128 && in.head_dim != 256)
     return "backward with head dim " + num(in.head_dim) + " (check_cudnn_d256_bprop_head_dim)";
   return std::nullopt;
 }
 
-// sdp_utils.cpp can_use_flash_attention.
+// sdp_utils.cpp:1041-1090 can_use_flash_attention (filters listed at :1049-1058).
 Refusal flash_refusal(const SdpaInputs& in) {
-  // check_for_attn_mask
+  // check_for_attn_mask (sdp_utils_cpp.h:261-269)
   if (in.mask == SdpaMask::boolean || in.mask == SdpaMask::additive)
     return std::string("an explicit attn_mask (check_for_attn_mask)");
-  // check_head_dim_size_flash
+  // check_head_dim_size_flash (:195-254; 256 at :203)
   if (in.head_dim > 256) return "head dim " + num(in.head_dim) + " above 256 (check_head_dim_size_flash)";
-  // check_flash_attention_hardware_support: [sm80, sm121]
+  // check_flash_attention_hardware_support (:426-481): [sm80, sm121] (:468)
   if (!in_range(in.cuda_sm, 80, 121))
     return "sm" + std::to_string(in.cuda_sm) + " outside [sm80, sm121] (check_flash_attention_hardware_support)";
-  // check_requires_grad_and_head_dim_gt192_constraints_on_sm86_89_or_120
+  // check_requires_grad_and_head_dim_gt192_constraints_on_sm86_89_or_120 (:543-577)
   const bool sm86_89_120 = in_range(in.cuda_sm, 86, 89) || in_range(in.cuda_sm, 120, 121);
   if (in.requires_grad && sm86_89_120 && in.head_dim > 192 && !(in.dropout == 0.0 && in.head_dim > 224))
     return "training with head dim " + num(in.head_dim) + " on sm86-89/sm120 (check_requires_grad_and_head_dim_gt192_constraints_on_sm86_89_or_120)";
-  // check_dtypes_flash_attention
+  // check_dtypes_flash_attention (:924-933)
   if (!half(in.dtype)) return std::string("fp32 inputs (check_dtypes_flash_attention: fp16/bf16 only)");
   if (auto r = heads_refusal(in, true)) return r;
   return std::nullopt;
 }
 
-// sdp_utils.cpp can_use_mem_efficient_attention.
+// sdp_utils.cpp:1092-1177 can_use_mem_efficient_attention.
 Refusal efficient_refusal(const SdpaInputs& in) {
-  // check_mem_efficient_hardware_support: [sm50, sm121]
+  // check_mem_efficient_hardware_support (:483-541): [sm50, sm121] (:528)
   if (!in_range(in.cuda_sm, 50, 121))
     return "sm" + std::to_string(in.cuda_sm) + " outside [sm50, sm121] (check_mem_efficient_hardware_support)";
-  // check_head_dim_size_mem_efficient with minimum_gemm_alignment: 8 elements for 16-bit inputs
-  // on tensor cores (sm70 fp16, sm80+), 4 for fp32 on sm80+, else 1.
+  // check_head_dim_size_mem_efficient (:287-348) with minimum_gemm_alignment (:146-160): 8 elements
+  // for 16-bit inputs on tensor cores (sm70 fp16, sm80+), 4 for fp32 on sm80+, else 1.
   const bool tensor_cores = in.cuda_sm >= 80 || (in.cuda_sm >= 70 && in.dtype == SdpaDtype::fp16);
   std::int64_t align = in.cuda_sm >= 80 ? 4 : 1;
   if (tensor_cores) align = std::max<std::int64_t>(align, half(in.dtype) ? 8 : 4);
   if (in.head_dim % align != 0)
     return "head dim not a multiple of " + num(align) + " (check_head_dim_size_mem_efficient)";
   if (auto r = heads_refusal(in, true)) return r;
-  // dtypes: fp16, fp32, and bf16 from sm80
+  // dtypes: fp16, fp32, and bf16 from sm80 (:1098-1099, :1106-1107, :1171-1175)
   if (in.dtype == SdpaDtype::bf16 && in.cuda_sm < 80)
     return std::string("bf16 below sm80 (can_use_mem_efficient_attention dtypes)");
   return std::nullopt;
 }
 
-// priority_order: cuDNN first on sm90/sm10x with cuDNN newer than 9.15 (check_prefer_cudnn_attention,
-// CUDA 13 wheels), else the context's default order flash, efficient, math, cuDNN
+// priority_order (sdp_utils.cpp:123-135): cuDNN first on sm90/sm10x with cuDNN newer than 9.15
+// (check_prefer_cudnn_attention :93-120; :109 on CUDA 13 wheels, :107 below CUDA 13 with minor 0
+// or 3 only), else the context's default order flash, efficient, math, cuDNN
 // (aten/src/ATen/Context.h sdp_priority_order).
 bool prefers_cudnn(const SdpaInputs& in) {
   return in.cudnn_version > 91500 && (in.cuda_sm / 10 == 9 || in.cuda_sm / 10 == 10);
@@ -153,12 +158,20 @@ SdpaChoice choose_sdpa_kernel(const SdpaInputs& in) {
 }
 
 HfSdpaCall hf_sdpa_call(const Architecture& a) {
-  // transformers 5.17, src/transformers/integrations/sdpa_attention.py sdpa_attention_forward: is_causal
-  // when no mask is given; K/V grouped with enable_gqa when the mask is None (use_gqa_in_sdpa),
-  // else expanded by repeat_kv; dropout = the module's attention_dropout in training.
+  // transformers v5.17.0, src/transformers/integrations/sdpa_attention.py:79-170
+  // sdpa_attention_forward: is_causal when no mask is given (:124; masking_utils.py:497-500 gives
+  // None without padding, :269-270, unless a sliding window reaches the sequence, :263); K/V grouped
+  // with enable_gqa when the mask is None and the head dim <= 256 (use_gqa_in_sdpa :27-36, used at
+  // :97-102), else expanded by repeat_kv (:15-24); dropout = the module's attention_dropout in
+  // training (e.g. models/llama/modeling_llama.py:274). The same at 00c238bd242b: :40, :107-112.
+  // Not modelled: a mask at seq == window (masking_utils.py:263 is >=; `windowed` below is <), and
+  // the head-dim <= 256 condition for enable_gqa.
   static const HfSdpaCall kShared{.source = "integrations/sdpa_attention.py sdpa_attention_forward"};
   // No SDPA path: ALiBi (bloom, mpt) and T5's relative position bias; transformers refuses
-  // attn_implementation="sdpa" (_supports_sdpa unset).
+  // attn_implementation="sdpa" (_supports_sdpa left False, modeling_utils.py:1131; raised at
+  // :1669-1674). T5 and mT5 have one in v5.17.0 (models/t5/modeling_t5.py:542,
+  // models/mt5/modeling_mt5.py:553: position bias as an additive mask), not in v4.57.1
+  // (modeling_t5.py:774-783 without _supports_sdpa); their rows keep the v4.57.1 rule.
   auto refused = [](const char* source, bool softmax_in_model_dtype) {
     return HfSdpaCall{.supported = false,
                       .dropout = false,
@@ -174,11 +187,12 @@ HfSdpaCall hf_sdpa_call(const Architecture& a) {
       {"gpt2", kShared},
       {"gpt_neox", kShared},
       {"phi", kShared},
-      // models/falcon/modeling_falcon.py FalconAttention.forward: its own SDPA call with the
-      // causal mask the model builds, dropout_p = 0.0 on the rotary path; K/V of the multi-query
-      // model passed with one head and no enable_gqa (_split_heads), the new decoder's
-      // broadcast_to every query head and flattened (a copy). Its eager softmax is bf16 in and out
-      // (softmax_warp_forward<BFloat16, BFloat16, float> in the H200 profile).
+      // v5.17.0 models/falcon/modeling_falcon.py:350-357 FalconAttention.forward: its own SDPA
+      // call with the causal mask the model builds (:763-770, allow_is_causal_skip=False),
+      // dropout_p = 0.0 on the rotary path (:355); K/V of the multi-query model passed with one
+      // head and no enable_gqa (_split_heads :280-283, :331-332), the new decoder's broadcast_to
+      // every query head and flattened, a copy (:265-275). Its eager softmax is bf16 in and out
+      // (:363; softmax_warp_forward<BFloat16, BFloat16, float> in the H200 profile).
       {"falcon",
        {.own_attention = true,
         .always_mask = true,
@@ -187,6 +201,8 @@ HfSdpaCall hf_sdpa_call(const Architecture& a) {
         .dropout = false,
         .eager_softmax_in_model_dtype = true,
         .source = "models/falcon/modeling_falcon.py FalconAttention.forward"}},
+      // v5.17.0 models/bloom/modeling_bloom.py:406-412 and models/mpt/modeling_mpt.py:216-220:
+      // PreTrainedModel subclasses without _supports_sdpa.
       {"bloom", refused("models/bloom/modeling_bloom.py (no _supports_sdpa)", false)},
       {"mpt", refused("models/mpt/modeling_mpt.py (no _supports_sdpa)", false)},
       {"t5", refused("models/t5/modeling_t5.py (no _supports_sdpa)", true)},

@@ -1,13 +1,20 @@
 // The SDPA kernel PyTorch picks (model/sdpa.hpp): per catalogue family on an H100, and PyTorch's
 // dispatch rules one by one.
 //
-// Sources: pytorch/pytorch aten/src/ATen/native/transformers/cuda/sdp_utils.cpp (main at commit
-// 001f694aef6f; the filter named in each row), sdp_utils_cpp.h (check_batch_size_and_num_heads_dense
-// at commit 0119c2052192), and the kernels the profiler saw with torch 2.11.0 + cuDNN 9.19 on an H200
-// (sm90, like the H100): data/measurements/h200-2026-11-26/sdpa-dispatch.json, the H200
-// measurements of 2026-11-26 ("cudnn_generated_fort_native_sdpa_sm90_flash_*" kernels for llama,
-// mistral, mixtral, qwen2, gemma, gpt2, phi; fp32 GEMMs and a softmax for falcon; transformers
-// refusing sdpa for bloom and mpt).
+// Sources, cited as file:line:
+// - transformers v5.17.0, the release the H200 runs used (data/measurements/h200-2026-11-26/):
+//   paths under src/transformers/ of that tag (lines read from the release's own files). The same
+//   rule stands at huggingface/transformers 00c238bd242b: integrations/sdpa_attention.py:40
+//   use_gqa_in_sdpa, :107-112 enable_gqa, :127 is_causal, :148-157 the SDPA call.
+// - pytorch/pytorch aten/src/ATen/native/transformers/cuda/sdp_utils.cpp at 001f694aef6f (main),
+//   abbreviated "sdp_utils.cpp"; aten/src/ATen/native/transformers/sdp_utils_cpp.h at 0119c2052192,
+//   abbreviated "sdp_utils_cpp.h".
+// - The kernels the profiler saw with torch 2.11.0 + cuDNN 9.19 on an H200 (sm90, like the H100):
+//   data/measurements/h200-2026-11-26/sdpa-dispatch.json ("cudnn_generated_fort_native_sdpa_sm90_
+//   flash_*" kernels for llama, mistral, mixtral, qwen2, gemma, gpt2, phi; fp32 GEMMs and a softmax
+//   for falcon; transformers refusing sdpa for bloom and mpt).
+// cuDNN comes first on sm90 with cuDNN > 9.15: sdp_utils.cpp:93-120 check_prefer_cudnn_attention,
+// :123-135 priority_order.
 #include <gtest/gtest.h>
 
 #include "../common/catalog.hpp"
@@ -36,46 +43,70 @@ struct FamilyRow {
   const char* model;      // catalogue name, or an inline config
   SdpaKernel kernel;      // chosen under --attention sdpa on an H100 in bf16
   const char* reason;     // a phrase of the reason
-  const char* source;     // what the family passes (transformers 5.17), and the measurement
+  const char* source;     // where the family's call is (v5.17.0 file:line), and the measurement
 };
 
 TEST(Sdpa, EveryCatalogueFamilyOnH100Bf16) {
   const std::vector<FamilyRow> rows{
-      // transformers integrations/sdpa_attention.py sdpa_attention_forward: is_causal, no mask,
-      // heads equal; sdp_utils.cpp check_prefer_cudnn_attention puts cuDNN first on sm90.
+      // models/llama/modeling_llama.py:268-276 calls integrations/sdpa_attention.py:79
+      // sdpa_attention_forward with no mask: masking_utils.py:497-500 drops it without padding
+      // (:269-270), so is_causal (sdpa_attention.py:124); heads equal, no enable_gqa.
       {"llama-2-7b", SdpaKernel::cudnn, "check_prefer_cudnn_attention",
-       "sdpa_attention_forward; H200 profile: cudnn sm90 flash fprop/bprop"},
-      // Grouped K/V handed with enable_gqa (use_gqa_in_sdpa: no mask); window 4096 = seq, no mask.
+       "modeling_llama.py:268-276, sdpa_attention.py:124; H200 profile: cudnn sm90 flash fprop/bprop"},
+      // Grouped K/V handed with enable_gqa (sdpa_attention.py:97-102; use_gqa_in_sdpa :27-36: no
+      // mask, head dim <= 256). Window 4096 at seq 4096: v5.17.0 materialises the mask when the
+      // sequence reaches the window (masking_utils.py:263, kv_length >= local size), so K/V go
+      // through repeat_kv (:99-100) there; sdpa.cpp masks only below the window (the H200 ran seq
+      // 2048). cuDNN takes the mask either way (check_attn_mask_shape, sdp_utils.cpp:993).
       {"mistral-7b", SdpaKernel::cudnn, "check_prefer_cudnn_attention",
-       "sdpa_attention_forward, enable_gqa; H200 profile: cudnn"},
+       "modeling_mistral.py:164-174, sdpa_attention.py:97-102 enable_gqa; H200 profile: cudnn"},
+      // No window (sliding_window null, modeling_mixtral.py:454 create_causal_mask).
       {"mixtral-8x7b", SdpaKernel::cudnn, "check_prefer_cudnn_attention",
-       "sdpa_attention_forward, enable_gqa; H200 profile: cudnn"},
+       "modeling_mixtral.py:324-334, sdpa_attention.py:97-102 enable_gqa; H200 profile: cudnn"},
+      // use_sliding_window false clears the window (configuration_qwen2.py:84).
       {"qwen2.5-7b", SdpaKernel::cudnn, "check_prefer_cudnn_attention",
-       "sdpa_attention_forward, enable_gqa; H200 profile: cudnn"},
-      // Head dim 256 and one K/V head: cuDNN on sm90 (torch 2.11 ran the 64x128x256 cuDNN kernels).
+       "modeling_qwen2.py:220-230, sdpa_attention.py:97-102 enable_gqa; H200 profile: cudnn"},
+      // Head dim 256 and one K/V head: enable_gqa (sdpa_attention.py:36 admits 256). cuDNN on sm90:
+      // torch 2.11 + cuDNN 9.19 ran the 64x128x256 kernels; main admits 256 only with cuDNN above
+      // 9.22 (sdp_utils.cpp:662-677 check_cudnn_tensor_shapes).
       {"gemma-2b", SdpaKernel::cudnn, "check_prefer_cudnn_attention",
-       "sdpa_attention_forward, enable_gqa, head dim 256; H200 profile: cudnn knob 64x128x256"},
-      // attn_pdrop 0.1 passed in training; torch 2.11 ran cuDNN with it (philox unpack_cudnn).
+       "modeling_gemma.py:279-287, enable_gqa, head dim 256; H200 profile: cudnn knob 64x128x256"},
+      // attn_pdrop 0.1 passed in training (modeling_gpt2.py:217); torch 2.11 ran cuDNN with it
+      // (philox unpack_cudnn). Main refuses it (check_cudnn_dropout, sdp_utils.cpp:619-629, :995).
       {"gpt2", SdpaKernel::cudnn, "check_prefer_cudnn_attention",
-       "sdpa_attention_forward, dropout 0.1; H200 profile (gpt2-xl): cudnn + unpack_cudnn"},
+       "modeling_gpt2.py:211-220, dropout 0.1; H200 profile (gpt2-xl): cudnn + unpack_cudnn"},
       {"phi-2", SdpaKernel::cudnn, "check_prefer_cudnn_attention",
-       "sdpa_attention_forward, partial rotary; H200 profile: cudnn"},
+       "modeling_phi.py:232-240, partial rotary; H200 profile: cudnn"},
       {R"({"model_type": "gpt_neox", "hidden_size": 2048, "num_attention_heads": 16,
            "num_hidden_layers": 2, "intermediate_size": 8192, "vocab_size": 50304,
            "max_position_embeddings": 2048, "rotary_pct": 0.25})",
-       SdpaKernel::cudnn, "check_prefer_cudnn_attention", "sdpa_attention_forward (GPT-NeoX)"},
-      // modeling_falcon.py FalconAttention.forward: one K/V head without enable_gqa, so every fused
-      // backend refuses (check_batch_size_and_num_heads_dense) and math runs, upcast to fp32.
+       SdpaKernel::cudnn, "check_prefer_cudnn_attention", "modeling_gpt_neox.py:221-230 (GPT-NeoX)"},
+      // models/falcon/modeling_falcon.py:350-357: its own SDPA call, no enable_gqa, K/V of the
+      // multi-query model with one head (:252, :280-283 _split_heads, :331-332), the mask always
+      // materialised (:763-770). sdp_utils_cpp.h:379-432 check_batch_size_and_num_heads_dense
+      // refuses unequal heads without enable_gqa (:412-428) in every fused backend, so math runs,
+      // upcast to fp32. Torch main passes a supports_mqa flag to that check (sdp_utils.cpp:1006,
+      // :1079, :1149) whose header is not the one read here: the rule is torch 2.11's, as measured.
       {"falcon-7b", SdpaKernel::math, "without enable_gqa",
-       "FalconAttention.forward (multi_query); H200 profile: sm80_xmma_gemm_f32f32 + fp32 softmax"},
-      // The new decoder broadcasts K/V to all 128 heads; its materialised mask rules out flash,
-      // not cuDNN.
+       "modeling_falcon.py:350-357 (multi_query); H200 profile: sm80_xmma_gemm_f32f32 + fp32 softmax"},
+      // The new decoder broadcasts K/V to all 128 heads and flattens them (modeling_falcon.py:265-275);
+      // its materialised mask rules out flash (check_for_attn_mask, sdp_utils.cpp:1053,
+      // sdp_utils_cpp.h:261-269), not cuDNN.
       {"falcon-40b", SdpaKernel::cudnn, "check_prefer_cudnn_attention",
-       "FalconAttention._split_heads broadcast_to (new_decoder_architecture)"},
-      // No SDPA path: transformers refuses attn_implementation="sdpa".
-      {"bloom-560m", SdpaKernel::unsupported, "no SDPA path", "sdpa-dispatch: 'transformers refuses'"},
-      {"mpt-7b", SdpaKernel::unsupported, "no SDPA path", "sdpa-dispatch: 'transformers refuses'"},
-      {"t5-3b", SdpaKernel::unsupported, "no SDPA path", "modeling_t5.py: relative position bias"},
+       "modeling_falcon.py:271-274 broadcast_to + flatten (new_decoder_architecture), mask :763-770"},
+      // No SDPA path: BloomPreTrainedModel and MptPreTrainedModel leave _supports_sdpa at its False
+      // default (modeling_utils.py:1131), and _sdpa_can_dispatch raises (modeling_utils.py:1669-1674).
+      {"bloom-560m", SdpaKernel::unsupported, "no SDPA path",
+       "modeling_bloom.py:406-412 (no _supports_sdpa); sdpa-dispatch: 'transformers refuses'"},
+      {"mpt-7b", SdpaKernel::unsupported, "no SDPA path",
+       "modeling_mpt.py:216-220 (no _supports_sdpa); sdpa-dispatch: 'transformers refuses'"},
+      // The transformers 4.x rule (v4.57.1 models/t5/modeling_t5.py:774-783, T5PreTrainedModel
+      // without _supports_sdpa). v5.17.0 has an SDPA path for T5: modeling_t5.py:542
+      // _supports_sdpa = True, the relative position bias passed to sdpa_attention_forward
+      // (:354-364), which folds it into an additive float mask (sdpa_attention.py:154-156). Not
+      // modelled yet, and no H200 run to check it against.
+      {"t5-3b", SdpaKernel::unsupported, "no SDPA path",
+       "v4.57.1 modeling_t5.py:774-783 (no _supports_sdpa; v5.17.0 :542 has one)"},
   };
   for (const FamilyRow& row : rows) {
     SCOPED_TRACE(std::string(row.model).substr(0, 40) + " — " + row.source);
@@ -109,36 +140,44 @@ TEST(Sdpa, DispatchRulesFromSdpUtils) {
     edit(in);
     rows.push_back({name, in, k, why});
   };
-  // check_head_dim_size_flash: at most 256; cuDNN's limit on sm90 is 256 too (check_cudnn_tensor_shapes).
+  // check_head_dim_size_flash (sdp_utils.cpp:195-254): at most 256 (:203); cuDNN's sm90 limit is 256
+  // too as torch 2.11 ran it (main: cuDNN above 9.22, check_cudnn_tensor_shapes :662-677).
   row("head dim 320 on sm90: neither flash nor cuDNN", SdpaKernel::efficient, "above 256",
       [](auto& in) { in.head_dim = 320; }, 90);
-  // check_dtypes_flash_attention / check_dtypes_low_precision: fp16, bf16 only.
+  // check_dtypes_flash_attention (sdp_utils.cpp:924-933) / check_dtypes_low_precision (:912-922):
+  // fp16, bf16 only.
   row("fp32 on sm90: no flash, no cuDNN", SdpaKernel::efficient, "fp32 inputs",
       [](auto& in) { in.dtype = model::SdpaDtype::fp32; }, 90);
-  // check_flash_attention_hardware_support: [sm80, sm121]; efficient from sm50 in fp16.
+  // check_flash_attention_hardware_support (sdp_utils.cpp:426-481): [sm80, sm121] (:468); efficient
+  // from sm50 (check_mem_efficient_hardware_support :483-541) in fp16.
   row("fp16 on sm70 (V100): no flash", SdpaKernel::efficient, "outside [sm80, sm121]",
       [](auto& in) { in.dtype = model::SdpaDtype::fp16; }, 70);
-  // can_use_mem_efficient_attention: bf16 only from sm80; math is left.
+  // can_use_mem_efficient_attention (sdp_utils.cpp:1092-1177): bf16 only from sm80 (:1098-1099,
+  // :1171-1175); math is left.
   row("bf16 on sm70: math", SdpaKernel::math, "bf16 below sm80", [](auto&) {}, 70);
-  // priority_order: without check_prefer_cudnn_attention (sm80), flash first.
+  // priority_order (sdp_utils.cpp:123-135): without check_prefer_cudnn_attention (:93-120, sm9x and
+  // sm10x only), the context's default order, flash first.
   row("sm80 causal bf16: flash first", SdpaKernel::flash, "default order", [](auto&) {}, 80);
-  // check_cudnn_dropout (main after 2.11): dropout on the 1/16 grid only.
+  // check_cudnn_dropout (sdp_utils.cpp:619-629, listed at :995; main after 2.11): dropout on the
+  // 1/16 grid only.
   row("dropout 0.1 with torch main: flash", SdpaKernel::flash, "1/16",
       [](auto& in) { in.dropout = 0.1; in.torch_minor = 12; }, 90);
   row("dropout 0.125 with torch main: cuDNN", SdpaKernel::cudnn, "check_prefer_cudnn_attention",
       [](auto& in) { in.dropout = 0.125; in.torch_minor = 12; }, 90);
-  // check_for_attn_mask: flash takes no mask; efficient does.
+  // check_for_attn_mask (sdp_utils_cpp.h:261-269, in flash's filters at sdp_utils.cpp:1053): flash
+  // takes no mask; efficient has no such filter (:1111-1118).
   row("boolean mask on sm80: efficient", SdpaKernel::efficient, "check_for_attn_mask",
       [](auto& in) { in.mask = model::SdpaMask::boolean; }, 80);
-  // check_batch_size_and_num_heads_dense: fewer K/V heads need enable_gqa.
+  // check_batch_size_and_num_heads_dense (sdp_utils_cpp.h:379-432): fewer K/V heads need enable_gqa
+  // (:412-414), else the head counts must match (:416-428).
   row("8 K/V heads of 32 without enable_gqa: math", SdpaKernel::math, "without enable_gqa",
       [](auto& in) { in.kv_heads = 8; }, 90);
   row("8 K/V heads of 32 with enable_gqa: cuDNN", SdpaKernel::cudnn, "check_prefer_cudnn_attention",
       [](auto& in) { in.kv_heads = 8; in.enable_gqa = true; }, 90);
-  // check_requires_grad_and_head_dim_gt192_constraints_on_sm86_89_or_120.
+  // check_requires_grad_and_head_dim_gt192_constraints_on_sm86_89_or_120 (sdp_utils.cpp:543-577).
   row("training, head dim 256 with dropout on sm86: efficient", SdpaKernel::efficient, "sm86-89",
       [](auto& in) { in.head_dim = 256; in.dropout = 0.1; }, 86);
-  // check_cudnn_tensor_shapes: head dim a multiple of 8.
+  // check_cudnn_tensor_shapes (sdp_utils.cpp:631-729): head dim a multiple of 8 (:685-691).
   row("head dim 100 on sm90: flash", SdpaKernel::flash, "multiple of 8",
       [](auto& in) { in.head_dim = 100; }, 90);
   for (const RuleRow& r : rows) {

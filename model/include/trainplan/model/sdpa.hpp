@@ -3,11 +3,14 @@
 // on CUDA, from PyTorch's own filters, and what a Hugging Face model hands it, per family; the
 // activation and time models follow the kernel it picks (docs/formulas.md, "SDPA dispatch").
 //
-// Sources: pytorch/pytorch aten/src/ATen/native/transformers/cuda/sdp_utils.cpp and
-// sdp_utils_cpp.h (main at commit 001f694aef6f, read 2026-11-26; functions named at each rule),
+// Sources: pytorch/pytorch aten/src/ATen/native/transformers/cuda/sdp_utils.cpp (main at commit
+// 001f694aef6f, read 2026-11-26: select_sdp_backend :1179-1242; file:line at each rule in
+// sdpa.cpp) and aten/src/ATen/native/transformers/sdp_utils_cpp.h (at commit 0119c2052192),
 // aten/src/ATen/native/transformers/attention.cpp (_scaled_dot_product_attention_math), and the
 // kernels the profiler saw with torch 2.11.0 + cuDNN 9.19 on an H200
 // (data/measurements/h200-2026-11-26/sdpa-dispatch.json) where 2.11 differs from main.
+// What each family passes: huggingface/transformers v5.17.0 (the release of the H200 runs),
+// src/transformers/ paths, lines at each entry of sdpa.cpp's table.
 
 #include <cstdint>
 #include <string>
@@ -48,7 +51,8 @@ struct SdpaChoice {
   // torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp() false by default).
   bool fp32_math = false;
   // The K/V heads the kernel reads: grouped (enable_gqa or a broadcast single head) or expanded
-  // to every query head (repeat_kv, Falcon's broadcast_to + flatten).
+  // to every query head (repeat_kv, integrations/sdpa_attention.py:15-24 and :97-100; Falcon's
+  // broadcast_to + flatten, models/falcon/modeling_falcon.py:271-274; transformers v5.17.0).
   bool kv_expanded = false;
   SdpaMask mask = SdpaMask::causal_flag;
   double dropout = 0.0;
@@ -56,7 +60,8 @@ struct SdpaChoice {
   [[nodiscard]] bool fused() const;
 };
 
-// PyTorch's select_sdp_backend for dense inputs (no nested tensors, no user-disabled backends).
+// PyTorch's select_sdp_backend (sdp_utils.cpp:1179-1242 at 001f694aef6f) for dense inputs (no
+// nested tensors, no user-disabled backends).
 [[nodiscard]] SdpaChoice choose_sdpa_kernel(const SdpaInputs& in);
 
 // What a family's Hugging Face implementation (transformers 5.17) passes to SDPA in training,
@@ -68,10 +73,12 @@ struct HfSdpaCall {
   bool kv_as_is = false;       // passes K/V with fewer heads without enable_gqa (Falcon MQA)
   bool kv_broadcast = false;   // expands K/V to every head itself (Falcon's new decoder)
   bool dropout = true;         // passes attention dropout in training
-  // Its eager attention takes the softmax in the model dtype (F.softmax(..., dtype=hidden_states.dtype)
-  // in Falcon; T5's softmax(scores.float()).type_as(scores)), not fp32 plus a cast copy.
+  // Its eager attention takes the softmax in the model dtype, not fp32 plus a cast copy: Falcon's
+  // F.softmax(..., dtype=hidden_states.dtype) (v5.17.0 modeling_falcon.py:363); T5's
+  // softmax(scores.float()).type_as(scores) (v4.57.1 modeling_t5.py:561; v5.17.0 :167 takes
+  // nn.functional.softmax(attn_weights) in the model dtype).
   bool eager_softmax_in_model_dtype = false;
-  const char* source = "";     // the implementation read, file and function
+  const char* source = "";     // the implementation read, file:line and function
 };
 [[nodiscard]] HfSdpaCall hf_sdpa_call(const Architecture& a);
 
