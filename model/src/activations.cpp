@@ -45,11 +45,6 @@ Shape shape_of(const Architecture& a, const Training& tr) {
 // Experts a token's activations pass through (MoE: top-k copies of the MLP intermediates).
 double mlp_copies(const Architecture& a) { return static_cast<double>(a.experts_per_token); }
 
-// A sliding window shorter than the sequence (Mistral): attention needs an explicit mask.
-bool windowed(const Architecture& a, const Training& tr) {
-  return a.sliding_window > 0 && a.sliding_window < tr.seq;
-}
-
 // The attention that runs: SDPA on a GPU for a family transformers has no SDPA path for runs the
 // model's eager attention (model/sdpa.hpp; the CPU accounting keeps the request as it is).
 Attention attention_run(const Architecture& a, const Training& tr) {
@@ -61,7 +56,7 @@ Attention attention_run(const Architecture& a, const Training& tr) {
 // SDPA runs causal without a mask, except where the model builds one (b x 1 x s x s, boolean until
 // the attention casts it): Falcon always (hf_sdpa_call), any model under a sliding window.
 bool sdpa_explicit_mask(const Architecture& a, const Training& tr) {
-  return attention_run(a, tr) == Attention::sdpa && (hf_sdpa_call(a).always_mask || windowed(a, tr));
+  return attention_run(a, tr) == Attention::sdpa && (hf_sdpa_call(a).always_mask || sliding_window_masked(a, tr));
 }
 
 // What Hugging Face's tanh GELU (activations.py NewGELUActivation:
@@ -246,7 +241,7 @@ void HfBlock::attention() {
                 : a_.heads != a_.kv_heads &&
                       (a_.family == "falcon" ||
                        (a_.kv_heads > 1 && (attn_ == Attention::eager ||
-                                            (attn_ == Attention::sdpa && windowed(a_, tr_)))));
+                                            (attn_ == Attention::sdpa && sliding_window_masked(a_, tr_)))));
   if (gpu_sdpa_ && sdpa_.fp32_math) {
     // The math fallback keeps fp32 copies of q, k, v (cast from the model's) for its matmuls.
     const double k_width = repeat ? x_.qd : x_.kd;

@@ -157,6 +157,10 @@ SdpaChoice choose_sdpa_kernel(const SdpaInputs& in) {
   return c;
 }
 
+bool sliding_window_masked(const Architecture& a, const Training& tr) {
+  return a.sliding_window > 0 && tr.seq >= a.sliding_window;
+}
+
 HfSdpaCall hf_sdpa_call(const Architecture& a) {
   // transformers v5.17.0, src/transformers/integrations/sdpa_attention.py:79-170
   // sdpa_attention_forward: is_causal when no mask is given (:124; masking_utils.py:497-500 gives
@@ -164,8 +168,7 @@ HfSdpaCall hf_sdpa_call(const Architecture& a) {
   // with enable_gqa when the mask is None and the head dim <= 256 (use_gqa_in_sdpa :27-36, used at
   // :97-102), else expanded by repeat_kv (:15-24); dropout = the module's attention_dropout in
   // training (e.g. models/llama/modeling_llama.py:274). The same at 00c238bd242b: :40, :107-112.
-  // Not modelled: a mask at seq == window (masking_utils.py:263 is >=; `windowed` below is <), and
-  // the head-dim <= 256 condition for enable_gqa.
+  // Not modelled: the head-dim <= 256 condition for enable_gqa (no catalogue family exceeds it).
   static const HfSdpaCall kShared{.source = "integrations/sdpa_attention.py sdpa_attention_forward"};
   // No SDPA path: ALiBi (bloom, mpt) and T5's relative position bias; transformers refuses
   // attn_implementation="sdpa" (_supports_sdpa left False, modeling_utils.py:1131; raised at
@@ -230,8 +233,7 @@ SdpaChoice sdpa_choice(const Architecture& a, const Training& tr) {
                  : SdpaDtype::bf16;
   in.head_dim = a.head_dim;
   in.q_heads = a.heads;
-  const bool windowed = a.sliding_window > 0 && a.sliding_window < tr.seq;
-  const bool masked = call.always_mask || windowed;
+  const bool masked = call.always_mask || sliding_window_masked(a, tr);
   in.mask = masked ? SdpaMask::boolean : (a.encoder_decoder ? SdpaMask::none : SdpaMask::causal_flag);
   in.dropout = call.dropout ? a.attention_dropout : 0.0;
   const bool grouped = a.kv_heads != a.heads;

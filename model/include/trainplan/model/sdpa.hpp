@@ -80,6 +80,9 @@ struct HfSdpaCall {
   bool eager_softmax_in_model_dtype = false;
   const char* source = "";     // the implementation read, file:line and function
 };
+// A sliding window (Mistral) the sequence reaches: transformers then builds an explicit mask
+// (v5.17.0 masking_utils.py:263, `kv_length >= local_attention_size`) instead of passing is_causal.
+[[nodiscard]] bool sliding_window_masked(const Architecture& a, const Training& tr);
 [[nodiscard]] HfSdpaCall hf_sdpa_call(const Architecture& a);
 
 // The kernel PyTorch picks for one block's self-attention of this model in this training setup,
