@@ -1,7 +1,9 @@
 #include "trainplan/model/activations.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <span>
 
 #include "trainplan/model/model_states.hpp"
 #include "trainplan/model/sdpa.hpp"
@@ -407,7 +409,11 @@ std::vector<ActivationTerm> block_activation_terms(const Architecture& a, const 
   return terms;
 }
 
-Bytes first_block_extra(const Architecture& a, const Training& tr, Stack stack) {
+namespace {
+
+// first_block_extra, given the stack's other blocks' activations `blk` (unused when the blocks are
+// replayed): each block walked once per evaluation, not once per question asked of it.
+Bytes first_block_extra(const Architecture& a, const Training& tr, Stack stack, const BlockActivations& blk) {
   if (tr.framework == Framework::megatron) return Bytes(0.0);
   const double c = compute_bytes(tr.precision);
   const double s = static_cast<double>(tr.seq);
@@ -427,23 +433,37 @@ Bytes first_block_extra(const Architecture& a, const Training& tr, Stack stack) 
   }
   const double rep = tr.sequence_parallel ? static_cast<double>(tr.tp) : 1.0;
   Bytes out(extra / rep);
-  if (!recomputes_blocks(tr.checkpointing))
-    out += hf_block(a, tr, stack, true, nullptr).saved - hf_block(a, tr, stack, false, nullptr).saved;
+  if (!recomputes_blocks(tr.checkpointing)) out += hf_block(a, tr, stack, true, nullptr).saved - blk.saved;
   return out;
 }
 
-Bytes kept_per_block(const Architecture& a, const Training& tr, Stack stack, bool first) {
-  const Bytes extra = first ? first_block_extra(a, tr, stack) : Bytes(0.0);
+// kept_per_block of a block whose activations without checkpointing are `blk` (unused when the
+// blocks are replayed), `extra` its first_block_extra.
+Bytes kept_after_policy(const Architecture& a, const Training& tr, const BlockActivations& blk, Bytes extra) {
   switch (tr.checkpointing) {
-    case Checkpointing::none: return block_activations(a, tr, stack).saved + extra;
-    case Checkpointing::selective: {
-      const BlockActivations blk = block_activations(a, tr, stack);
-      return blk.saved - blk.attention + extra;
-    }
+    case Checkpointing::none: return blk.saved + extra;
+    case Checkpointing::selective: return blk.saved - blk.attention + extra;
     case Checkpointing::full: return checkpoint_bytes(a, tr) + extra;
     case Checkpointing::full_offload: return extra;  // the checkpoint itself waits on the host
   }
   return extra;
+}
+
+// One block's activations without checkpointing, where the policy keeps any of them.
+BlockActivations unreplayed_block(const Architecture& a, const Training& tr, Stack stack) {
+  return recomputes_blocks(tr.checkpointing) ? BlockActivations{} : block_activations(a, tr, stack);
+}
+
+}  // namespace
+
+Bytes first_block_extra(const Architecture& a, const Training& tr, Stack stack) {
+  return first_block_extra(a, tr, stack, unreplayed_block(a, tr, stack));
+}
+
+Bytes kept_per_block(const Architecture& a, const Training& tr, Stack stack, bool first) {
+  const BlockActivations blk = unreplayed_block(a, tr, stack);
+  const Bytes extra = first ? first_block_extra(a, tr, stack, blk) : Bytes(0.0);
+  return kept_after_policy(a, tr, blk, extra);
 }
 
 Bytes checkpoint_bytes(const Architecture& a, const Training& tr) {
@@ -507,19 +527,19 @@ HeadActivations head_activations(const Architecture& a, const Training& tr) {
 
 ActivationMemory activation_memory(const Architecture& a, const Training& tr) {
   ActivationMemory m;
-  // Per-stack saved bytes and layer counts (an encoder-decoder has two stacks).
+  // Per-stack saved bytes and layer counts (an encoder-decoder has two stacks, encoder first).
   struct StackPart {
-    Stack stack;
+    Stack stack = Stack::decoder;
     BlockActivations blk;
-    double layers;
+    double layers = 0;
   };
-  std::vector<StackPart> parts;
-  if (a.encoder_decoder) {
-    parts.push_back({Stack::encoder, block_activations(a, tr, Stack::encoder), static_cast<double>(a.layers)});
-    parts.push_back({Stack::decoder, block_activations(a, tr, Stack::decoder), static_cast<double>(a.decoder_layers)});
-  } else {
-    parts.push_back({Stack::decoder, block_activations(a, tr, Stack::decoder), static_cast<double>(a.layers)});
-  }
+  std::array<StackPart, 2> stacks;
+  std::size_t stack_count = 0;
+  if (a.encoder_decoder)
+    stacks[stack_count++] = {Stack::encoder, block_activations(a, tr, Stack::encoder), static_cast<double>(a.layers)};
+  stacks[stack_count++] = {Stack::decoder, block_activations(a, tr, Stack::decoder),
+                           static_cast<double>(a.encoder_decoder ? a.decoder_layers : a.layers)};
+  const std::span<const StackPart> parts(stacks.data(), stack_count);
   const double all_layers = static_cast<double>(a.total_layers());
   const double p = static_cast<double>(tr.pp);
   const double layers_on_stage = std::ceil(all_layers / p);
@@ -528,7 +548,7 @@ ActivationMemory activation_memory(const Architecture& a, const Training& tr) {
   Bytes largest;     // one block's full activations (rebuilt in backward under full checkpointing)
   for (const auto& part : parts) {
     const double share = part.layers / all_layers * layers_on_stage;
-    kept += kept_per_block(a, tr, part.stack, false) * share;
+    kept += kept_after_policy(a, tr, part.blk, Bytes(0.0)) * share;
     largest = std::max(largest, part.blk.saved);
   }
   m.per_block = kept / layers_on_stage;
@@ -549,7 +569,7 @@ ActivationMemory activation_memory(const Architecture& a, const Training& tr) {
   if (tr.pp > 1 && tr.pp_virtual > 1)
     m.in_flight *= 1.0 + (p - 1.0) / (p * static_cast<double>(tr.pp_virtual));
   Bytes firsts;  // what the first block of each stack keeps beyond the others
-  for (const auto& part : parts) firsts += first_block_extra(a, tr, part.stack);
+  for (const auto& part : parts) firsts += first_block_extra(a, tr, part.stack, part.blk);
   m.blocks = (kept + firsts) * m.in_flight + in_transit;
   m.host = m.host * m.in_flight;
   m.embedding = embedding_activations(a, tr) * m.in_flight;

@@ -167,9 +167,11 @@ Layout make_layout(const Architecture& a, const Training& tr, const hardware::Cl
   return l;
 }
 
-ModelStates model_states(const Architecture& a, const model::ParameterCounts& n, const Training& tr,
-                         const Layout& l, const MemoryConventions& mc) {
-  const StageParams sp = stage_params(a, n, l);
+namespace {
+
+// model_states() of a stage whose parameters are counted already (memory() reads them too).
+ModelStates stage_states(const Architecture& a, const model::ParameterCounts& n, const Training& tr,
+                         const Layout& l, const StageParams& sp, const MemoryConventions& mc) {
   const double trainable = stage_trainable(a, tr, n, l, sp);
   const double N = l.shard;
   const Strategy st = tr.strategy;
@@ -284,17 +286,24 @@ ModelStates model_states(const Architecture& a, const model::ParameterCounts& n,
   return ms;
 }
 
+}  // namespace
+
+ModelStates model_states(const Architecture& a, const model::ParameterCounts& n, const Training& tr,
+                         const Layout& l, const MemoryConventions& mc) {
+  return stage_states(a, n, tr, l, stage_params(a, n, l), mc);
+}
+
 MemoryBreakdown memory(const Architecture& a, const model::ParameterCounts& n, const Training& tr,
                        const Layout& l, const MemoryConventions& mc) {
   MemoryBreakdown m;
-  m.states = model_states(a, n, tr, l, mc);
+  const StageParams sp = stage_params(a, n, l);
+  m.states = stage_states(a, n, tr, l, sp, mc);
   const ModelStates& ms = m.states;
   // The activations as PyTorch keeps them on this GPU (the SDPA kernel it picks, autocast's ops).
   model::Training on_gpu = tr;
   on_gpu.cuda_sm = l.cuda_sm;
   m.activation_detail = model::activation_memory(a, on_gpu);
   const Bytes A = m.activation_detail.total();
-  const StageParams sp = stage_params(a, n, l);
   const double c = compute_bytes(tr.precision);
   const double grad_bytes = ms.grad_bytes_per_param;
 
@@ -352,7 +361,8 @@ MemoryBreakdown memory(const Architecture& a, const model::ParameterCounts& n, c
 
   m.weights = ms.weights;
   m.optimizer = ms.optimizer;
-  if (peak_bwd >= peak_step) {
+  const bool backward_peak = peak_bwd >= peak_step;
+  if (backward_peak) {
     m.peak_phase = "backward";
     m.gradients = bwd_grads;
     m.activations = bwd_act;
@@ -368,9 +378,9 @@ MemoryBreakdown memory(const Architecture& a, const model::ParameterCounts& n, c
   // autocast copies; the step's temporaries and the gradients zero_grad(set_to_none) frees.
   const Bytes transient_bwd = bwd_act + fwd_bwd + (grads_persist ? Bytes(0.0) : bwd_grads);
   const Bytes transient_step = step_tmp + (grads_persist ? Bytes(0.0) : G);
-  m.transient = m.peak_phase == "backward" ? transient_bwd : transient_step;
+  m.transient = backward_peak ? transient_bwd : transient_step;
   // Recomputation churns during backward only.
-  const bool recompute = tr.checkpointing != Checkpointing::none && m.peak_phase == "backward";
+  const bool recompute = tr.checkpointing != Checkpointing::none && backward_peak;
   m.allocator_cache = allocator_cache(m.peak_allocated, m.transient, recompute, mc);
   m.reserved = m.peak_allocated + m.allocator_cache;
   m.outside_torch = mc.cuda_context + (l.world > 1 ? mc.nccl : Bytes(0.0));
