@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <span>
+#include <string_view>
 
 #include "trainplan/model/model_states.hpp"
 #include "trainplan/model/sdpa.hpp"
@@ -44,6 +45,12 @@ Shape shape_of(const Architecture& a, const Training& tr) {
           tr.sequence_parallel ? tp : 1.0};
 }
 
+// Whether the model is of this Hugging Face model_type. As string views the lengths are compared
+// first: most names differ in length, and the evaluator asks for every configuration.
+bool is_family(const Architecture& a, std::string_view model_type) {
+  return std::string_view(a.family) == model_type;
+}
+
 // Experts a token's activations pass through (MoE: top-k copies of the MLP intermediates).
 double mlp_copies(const Architecture& a) { return static_cast<double>(a.experts_per_token); }
 
@@ -78,7 +85,7 @@ double gelu_new_bytes(const Training& tr) {
 // that input when the model dtype is not fp32.
 double rms_input_bytes(const Architecture& a, const Training& tr) {
   const double r = param_bytes(tr.precision);
-  return kFp32 + (a.family == "t5" && r < kFp32 ? r : 0.0);
+  return kFp32 + (is_family(a, "t5") && r < kFp32 ? r : 0.0);
 }
 
 // Korthikanti et al. 2022 (arXiv:2205.05198), Table 2, generalised: replicated 10sbh (two norm
@@ -176,7 +183,7 @@ class HfBlock {
         if (!shares_input) add("norm input (fp32 copy)", rms_input_bytes(a_, tr_) * th);
         add("norm statistics", kFp32 * x_.t / x_.rep);
         // Gemma scales by (1 + weight) in fp32, so its normalised input stays fp32.
-        if (full_) add("norm normalised input", (a_.family == "gemma" ? kFp32 : r_) * th);
+        if (full_) add("norm normalised input", (is_family(a_, "gemma") ? kFp32 : r_) * th);
         break;
       case NormKind::layernorm:
       case NormKind::layernorm_no_bias:
@@ -241,7 +248,7 @@ void HfBlock::attention() {
   const bool repeat =
       gpu_sdpa_ ? sdpa_.kv_expanded
                 : a_.heads != a_.kv_heads &&
-                      (a_.family == "falcon" ||
+                      (is_family(a_, "falcon") ||
                        (a_.kv_heads > 1 && (attn_ == Attention::eager ||
                                             (attn_ == Attention::sdpa && sliding_window_masked(a_, tr_)))));
   if (gpu_sdpa_ && sdpa_.fp32_math) {
@@ -280,7 +287,7 @@ void HfBlock::attention_inputs(bool repeat) {
   // copies the views (GPT-2: q and v, k stays a view; rotary models: v) and its output.
   const bool sdpa_fused = attn_ == Attention::sdpa && fused_ && !repeat;
   // GPT-NeoX splits its fused projection into contiguous q, k, v.
-  const bool neox = a_.family == "gpt_neox";
+  const bool neox = is_family(a_, "gpt_neox");
   if ((sdpa_fused || neox) && rotary) {
     add("rotary q, k", q + kv);
     add("v (contiguous copy)", kv);
@@ -366,7 +373,7 @@ void HfBlock::mlp() {
     }
     if (keeps_input(Role::down)) add("down projection input", c_ * tI);
     // T5 drops out inside the feed-forward, between its two matrices.
-    if (a_.family == "t5" && a_.hidden_dropout > 0.0) add("feed-forward dropout mask", kMaskBytes * tI);
+    if (is_family(a_, "t5") && a_.hidden_dropout > 0.0) add("feed-forward dropout mask", kMaskBytes * tI);
   }
   lora_dropout({Role::down}, x_.I / x_.tp);
   if (a_.hidden_dropout > 0.0) add("mlp dropout mask", kMaskBytes * x_.t * x_.h / x_.rep);
@@ -502,14 +509,14 @@ HeadActivations head_activations(const Architecture& a, const Training& tr) {
   switch (a.norm) {
     case NormKind::rmsnorm:
       norm = rms_input_bytes(a, tr) * t * h + kFp32 * t +
-             (full ? (a.family == "gemma" ? kFp32 : r) * t * h : 0.0);
+             (full ? (is_family(a, "gemma") ? kFp32 : r) * t * h : 0.0);
       break;
     case NormKind::layernorm:
     case NormKind::layernorm_no_bias: norm = (mixed ? kFp32 : r) * (t * h + 2.0 * t); break;
   }
   if (head_trainable) norm += (mixed ? c : r) * t * h;
   // T5 drops out the final norm's output.
-  if (a.family == "t5" && a.hidden_dropout > 0.0) norm += kMaskBytes * t * h;
+  if (is_family(a, "t5") && a.hidden_dropout > 0.0) norm += kMaskBytes * t * h;
   // The loss: causal LMs upcast the logits and keep the fp32 log-softmax (T5 stays in the model
   // dtype), plus the int64 labels (transformers loss/loss_utils.py ForCausalLMLoss:
   // logits.float(); torch's cross_entropy is log_softmax then nll_loss, aten/src/ATen/native/
@@ -519,7 +526,7 @@ HeadActivations head_activations(const Architecture& a, const Training& tr) {
   //   log_softmax_backward's output, both in the loss dtype, beside the saved log-softmax. The
   //   logits themselves are gone by then: the Trainer (trainer.py compute_loss) and a plain
   //   `model(...).loss` keep only the loss.
-  const double loss_bytes = a.family == "t5" ? c : kFp32;
+  const double loss_bytes = is_family(a, "t5") ? c : kFp32;
   const double saved = norm + loss_bytes * t * V / tp + 8.0 * t;
   const double transient = std::max(c + loss_bytes, 2.0 * loss_bytes) * t * V / tp;
   return {Bytes(saved), Bytes(transient)};

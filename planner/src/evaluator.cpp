@@ -450,7 +450,8 @@ Evaluator::Evaluator(model::Architecture a, model::ParameterCounts n, hardware::
       mc_(mc),
       tc_(tc),
       options_(options),
-      links_(link_model(c_, profile, tc_)) {
+      links_(link_model(c_, profile, tc_)),
+      cuda_sm_(cuda_sm(c_.gpu)) {
   for (Precision p : {Precision::fp32, Precision::fp16_mixed, Precision::bf16_mixed,
                       Precision::fp16_true, Precision::bf16_true})
     devices_[precision_index(p)] = compute_device(c_.gpu, p, profile_, tc_);
@@ -544,7 +545,7 @@ const LayerCompute& Evaluator::layer_compute(const model::Training& given, const
 
 StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) const {
   StepCost out;
-  out.layout = make_layout(a_, tr, c_);
+  out.layout = make_layout(a_, tr, c_, cuda_sm_);
   const Layout& l = out.layout;
   out.memory = memory(a_, n_, tr, l, mc_);
   out.fits = verdict_of(out.memory, c_, 0.0, mc_) == Verdict::fits;  // the search keeps a margin: no tight plans

@@ -137,12 +137,16 @@ void validate_training(const Architecture& a, const Training& tr) {
 }
 
 Layout make_layout(const Architecture& a, const Training& tr, const hardware::Cluster& c) {
+  return make_layout(a, tr, c, cuda_sm(c.gpu));
+}
+
+Layout make_layout(const Architecture& a, const Training& tr, const hardware::Cluster& c, int cuda_sm) {
   validate_training(a, tr);
   Layout l;
   l.world = c.world();
   l.nodes = c.nodes;
   l.gpus_per_node = c.gpus_per_node;
-  l.cuda_sm = cuda_sm(c.gpu);
+  l.cuda_sm = cuda_sm;
   l.tp = tr.tp;
   l.pp = tr.pp;
   if (l.world % (tr.tp * tr.pp) != 0)

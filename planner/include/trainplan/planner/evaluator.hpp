@@ -165,6 +165,7 @@ class Evaluator {
   TimeConventions tc_;
   EstimateOptions options_;
   LinkModel links_;
+  int cuda_sm_ = 0;  // the GPU's compute capability (cuda_sm), read once
   std::array<ComputeDevice, 5> devices_;  // by Precision
   mutable Shapes shapes_;
   static constexpr std::size_t kComputeCache = 8;

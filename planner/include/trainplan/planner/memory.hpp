@@ -39,6 +39,10 @@ void validate_training(const model::Architecture& a, const model::Training& tr);
 // not exist for the framework.
 [[nodiscard]] Layout make_layout(const model::Architecture& a, const model::Training& tr,
                                  const hardware::Cluster& c);
+// The same, with the compute capability of the cluster's GPU read already (cuda_sm(c.gpu), which
+// an Evaluator reads once, not for every configuration).
+[[nodiscard]] Layout make_layout(const model::Architecture& a, const model::Training& tr,
+                                 const hardware::Cluster& c, int cuda_sm);
 
 // Empirical constants: named, with their source, never literals inside an expression.
 struct MemoryConventions {
