@@ -416,11 +416,24 @@ std::vector<ActivationTerm> block_activation_terms(const Architecture& a, const 
   return terms;
 }
 
+ResolvedBlocks resolve_blocks(const Architecture& a, const Training& tr) {
+  ResolvedBlocks r;
+  r.attention = attention_run(a, tr);
+  r.explicit_mask = sdpa_explicit_mask(a, tr);
+  const bool hf = tr.framework != Framework::megatron;
+  for (Stack stack : {Stack::encoder, Stack::decoder}) {
+    if (stack == Stack::encoder && !a.encoder_decoder) continue;
+    StackBlock& sb = stack == Stack::encoder ? r.encoder : r.decoder;
+    sb.block = block_activations(a, tr, stack);
+    if (hf && !recomputes_blocks(tr.checkpointing)) sb.first_saved = hf_block(a, tr, stack, true, nullptr).saved;
+  }
+  return r;
+}
+
 namespace {
 
-// first_block_extra, given the stack's other blocks' activations `blk` (unused when the blocks are
-// replayed): each block walked once per evaluation, not once per question asked of it.
-Bytes first_block_extra(const Architecture& a, const Training& tr, Stack stack, const BlockActivations& blk) {
+// first_block_extra from the resolved blocks.
+Bytes first_block_extra(const Architecture& a, const Training& tr, Stack stack, const ResolvedBlocks& blocks) {
   if (tr.framework == Framework::megatron) return Bytes(0.0);
   const double c = compute_bytes(tr.precision);
   const double s = static_cast<double>(tr.seq);
@@ -432,20 +445,21 @@ Bytes first_block_extra(const Architecture& a, const Training& tr, Stack stack, 
     // The mask every checkpointed block is handed: eager's additive one in the model dtype, or
     // SDPA's boolean one where the model builds it.
     const double b = static_cast<double>(tr.micro_batch);
-    if (attention_run(a, tr) == Attention::eager) extra += c * b * s * s;
-    if (sdpa_explicit_mask(a, tr)) extra += kMaskBytes * b * s * s;
+    if (blocks.attention == Attention::eager) extra += c * b * s * s;
+    if (blocks.explicit_mask) extra += kMaskBytes * b * s * s;
     // The encoder output, an input of every checkpointed decoder block.
     if (stack == Stack::decoder && a.encoder_decoder)
       extra += param_bytes(tr.precision) * static_cast<double>(tr.tokens_per_micro_batch() * a.hidden);
   }
   const double rep = tr.sequence_parallel ? static_cast<double>(tr.tp) : 1.0;
   Bytes out(extra / rep);
-  if (!recomputes_blocks(tr.checkpointing)) out += hf_block(a, tr, stack, true, nullptr).saved - blk.saved;
+  const StackBlock& sb = blocks.of(stack);
+  if (!recomputes_blocks(tr.checkpointing)) out += sb.first_saved - sb.block.saved;
   return out;
 }
 
-// kept_per_block of a block whose activations without checkpointing are `blk` (unused when the
-// blocks are replayed), `extra` its first_block_extra.
+// kept_per_block of a block whose activations without checkpointing are `blk`, `extra` its
+// first_block_extra.
 Bytes kept_after_policy(const Architecture& a, const Training& tr, const BlockActivations& blk, Bytes extra) {
   switch (tr.checkpointing) {
     case Checkpointing::none: return blk.saved + extra;
@@ -456,21 +470,16 @@ Bytes kept_after_policy(const Architecture& a, const Training& tr, const BlockAc
   return extra;
 }
 
-// One block's activations without checkpointing, where the policy keeps any of them.
-BlockActivations unreplayed_block(const Architecture& a, const Training& tr, Stack stack) {
-  return recomputes_blocks(tr.checkpointing) ? BlockActivations{} : block_activations(a, tr, stack);
-}
-
 }  // namespace
 
 Bytes first_block_extra(const Architecture& a, const Training& tr, Stack stack) {
-  return first_block_extra(a, tr, stack, unreplayed_block(a, tr, stack));
+  return first_block_extra(a, tr, stack, resolve_blocks(a, tr));
 }
 
 Bytes kept_per_block(const Architecture& a, const Training& tr, Stack stack, bool first) {
-  const BlockActivations blk = unreplayed_block(a, tr, stack);
-  const Bytes extra = first ? first_block_extra(a, tr, stack, blk) : Bytes(0.0);
-  return kept_after_policy(a, tr, blk, extra);
+  const ResolvedBlocks blocks = resolve_blocks(a, tr);
+  const Bytes extra = first ? first_block_extra(a, tr, stack, blocks) : Bytes(0.0);
+  return kept_after_policy(a, tr, blocks.of(stack).block, extra);
 }
 
 Bytes checkpoint_bytes(const Architecture& a, const Training& tr) {
@@ -533,18 +542,21 @@ HeadActivations head_activations(const Architecture& a, const Training& tr) {
 }
 
 ActivationMemory activation_memory(const Architecture& a, const Training& tr) {
+  return activation_memory(a, tr, resolve_blocks(a, tr));
+}
+
+ActivationMemory activation_memory(const Architecture& a, const Training& tr, const ResolvedBlocks& blocks) {
   ActivationMemory m;
-  // Per-stack saved bytes and layer counts (an encoder-decoder has two stacks, encoder first).
+  // Per-stack blocks and layer counts (an encoder-decoder has two stacks, encoder first).
   struct StackPart {
     Stack stack = Stack::decoder;
-    BlockActivations blk;
+    const BlockActivations* blk = nullptr;
     double layers = 0;
   };
   std::array<StackPart, 2> stacks;
   std::size_t stack_count = 0;
-  if (a.encoder_decoder)
-    stacks[stack_count++] = {Stack::encoder, block_activations(a, tr, Stack::encoder), static_cast<double>(a.layers)};
-  stacks[stack_count++] = {Stack::decoder, block_activations(a, tr, Stack::decoder),
+  if (a.encoder_decoder) stacks[stack_count++] = {Stack::encoder, &blocks.encoder.block, static_cast<double>(a.layers)};
+  stacks[stack_count++] = {Stack::decoder, &blocks.decoder.block,
                            static_cast<double>(a.encoder_decoder ? a.decoder_layers : a.layers)};
   const std::span<const StackPart> parts(stacks.data(), stack_count);
   const double all_layers = static_cast<double>(a.total_layers());
@@ -555,8 +567,8 @@ ActivationMemory activation_memory(const Architecture& a, const Training& tr) {
   Bytes largest;     // one block's full activations (rebuilt in backward under full checkpointing)
   for (const auto& part : parts) {
     const double share = part.layers / all_layers * layers_on_stage;
-    kept += kept_after_policy(a, tr, part.blk, Bytes(0.0)) * share;
-    largest = std::max(largest, part.blk.saved);
+    kept += kept_after_policy(a, tr, *part.blk, Bytes(0.0)) * share;
+    largest = std::max(largest, part.blk->saved);
   }
   m.per_block = kept / layers_on_stage;
   if (recomputes_blocks(tr.checkpointing)) m.recompute_peak = largest;
@@ -576,7 +588,7 @@ ActivationMemory activation_memory(const Architecture& a, const Training& tr) {
   if (tr.pp > 1 && tr.pp_virtual > 1)
     m.in_flight *= 1.0 + (p - 1.0) / (p * static_cast<double>(tr.pp_virtual));
   Bytes firsts;  // what the first block of each stack keeps beyond the others
-  for (const auto& part : parts) firsts += first_block_extra(a, tr, part.stack, part.blk);
+  for (const auto& part : parts) firsts += first_block_extra(a, tr, part.stack, blocks);
   m.blocks = (kept + firsts) * m.in_flight + in_transit;
   m.host = m.host * m.in_flight;
   m.embedding = embedding_activations(a, tr) * m.in_flight;

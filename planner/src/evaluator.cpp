@@ -472,7 +472,8 @@ const Evaluator::Shapes& Evaluator::shapes(const model::Training& tr) const {
   shapes_.main = block_shape(a_, main, lora);
   if (a_.encoder_decoder) shapes_.decoder = block_shape(a_, model::Stack::decoder, lora);
   shapes_.flops = model::flop_coefficients(a_, tr);
-  compute_cached_ = 0;  // the cached layers used the old adapters
+  compute_cache_.clear();  // the cached layers used the old adapters
+  blocks_cache_.clear();
   return shapes_;
 }
 
@@ -490,7 +491,8 @@ LayerComputeKey LayerComputeKey::of(const model::Training& tr) {
           tr.sequence_parallel,
           adapters ? tr.lora.rank : 0,
           adapters ? tr.lora.dropout : 0.0,
-          tr.frozen_base_fp32};
+          tr.frozen_base_fp32,
+          tr.quant_keeps_input};
 }
 
 model::Training LayerComputeKey::training(const std::vector<std::string>& targets) const {
@@ -509,13 +511,13 @@ model::Training LayerComputeKey::training(const std::vector<std::string>& target
   t.lora.dropout = lora_dropout;
   t.lora.targets = targets;
   t.frozen_base_fp32 = frozen_base_fp32;
+  t.quant_keeps_input = quant_keeps_input;
   return t;
 }
 
 const LayerCompute& Evaluator::layer_compute(const model::Training& given, const Shapes& sh) const {
   const LayerComputeKey key = LayerComputeKey::of(given);
-  for (std::size_t i = 0; i < compute_cached_; ++i)
-    if (compute_cache_[i].first == key) return compute_cache_[i].second;
+  if (const LayerCompute* kept = compute_cache_.find(key)) return *kept;
   const model::Training tr = key.training(given.lora.targets);
   const ComputeDevice& d = device(tr.precision);
   LayerCompute lc;
@@ -536,18 +538,23 @@ const LayerCompute& Evaluator::layer_compute(const model::Training& given, const
     b.launches_backward = b.launches_backward * we + dec.launches_backward * wd;
   }
   lc.edge = edge_compute(a_, tr, d, tc_);
-  const std::size_t slot = compute_next_;
-  compute_next_ = (compute_next_ + 1) % kComputeCache;
-  compute_cached_ = std::min(compute_cached_ + 1, kComputeCache);
-  compute_cache_[slot] = {key, lc};
-  return compute_cache_[slot].second;
+  return compute_cache_.insert(key, lc);
+}
+
+const model::ResolvedBlocks& Evaluator::resolved_blocks(const model::Training& given) const {
+  const LayerComputeKey key = LayerComputeKey::of(given);
+  if (const model::ResolvedBlocks* kept = blocks_cache_.find(key)) return *kept;
+  model::Training tr = key.training(given.lora.targets);
+  tr.cuda_sm = cuda_sm_;
+  return blocks_cache_.insert(key, model::resolve_blocks(a_, tr));
 }
 
 StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) const {
   StepCost out;
   out.layout = make_layout(a_, tr, c_, cuda_sm_);
   const Layout& l = out.layout;
-  out.memory = memory(a_, n_, tr, l, mc_);
+  const Shapes& sh = shapes(tr);
+  out.memory = memory(a_, n_, tr, l, model::activation_memory(a_, tr, resolved_blocks(tr)), mc_);
   out.fits = verdict_of(out.memory, c_, 0.0, mc_) == Verdict::fits;  // the search keeps a margin: no tight plans
   const std::int64_t m = tr.grad_accum;
   const double md = dbl(m);
@@ -555,7 +562,6 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
   if (!out.fits && !time_if_infeasible) return out;
 
   const ComputeDevice& d = device(tr.precision);
-  const Shapes& sh = shapes(tr);
   const TermInputs in{links_, a_, tr, l, tc_, md, compute_bytes(tr.precision)};
   TermSink sink{out};
 

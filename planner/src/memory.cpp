@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -299,14 +300,19 @@ ModelStates model_states(const Architecture& a, const model::ParameterCounts& n,
 
 MemoryBreakdown memory(const Architecture& a, const model::ParameterCounts& n, const Training& tr,
                        const Layout& l, const MemoryConventions& mc) {
+  // The activations as PyTorch keeps them on this GPU (the SDPA kernel it picks, autocast's ops).
+  model::Training on_gpu = tr;
+  on_gpu.cuda_sm = l.cuda_sm;
+  return memory(a, n, tr, l, model::activation_memory(a, on_gpu), mc);
+}
+
+MemoryBreakdown memory(const Architecture& a, const model::ParameterCounts& n, const Training& tr,
+                       const Layout& l, model::ActivationMemory activations, const MemoryConventions& mc) {
   MemoryBreakdown m;
   const StageParams sp = stage_params(a, n, l);
   m.states = stage_states(a, n, tr, l, sp, mc);
   const ModelStates& ms = m.states;
-  // The activations as PyTorch keeps them on this GPU (the SDPA kernel it picks, autocast's ops).
-  model::Training on_gpu = tr;
-  on_gpu.cuda_sm = l.cuda_sm;
-  m.activation_detail = model::activation_memory(a, on_gpu);
+  m.activation_detail = std::move(activations);
   const Bytes A = m.activation_detail.total();
   const double c = compute_bytes(tr.precision);
   const double grad_bytes = ms.grad_bytes_per_param;

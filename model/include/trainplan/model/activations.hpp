@@ -87,9 +87,32 @@ struct ActivationMemory {
   [[nodiscard]] Bytes total() const { return blocks + embedding + std::max(head, recompute_peak); }
 };
 
+// What activation_memory reads of the blocks, resolved for one block shape on one GPU: each stack's
+// block before checkpointing, what the first block of the stack saves, the attention that runs and
+// whether the model hands it a materialised mask. None of it depends on checkpointing, pipelining,
+// accumulation or the strategy, so a caller pricing many such configurations of one shape resolves
+// it once (planner::Evaluator does).
+struct StackBlock {
+  BlockActivations block;  // any block but the first
+  Bytes first_saved;       // the first block's saved tensors (Hugging Face accounting; unset for
+                           // megatron, and where the training's checkpointing replays the blocks)
+};
+struct ResolvedBlocks {
+  StackBlock encoder;  // encoder-decoder models only
+  StackBlock decoder;
+  Attention attention = Attention::flash;  // the attention that runs (model/sdpa.hpp)
+  bool explicit_mask = false;              // SDPA handed a b x 1 x s x s mask the model builds
+  [[nodiscard]] const StackBlock& of(Stack s) const { return s == Stack::encoder ? encoder : decoder; }
+};
+[[nodiscard]] ResolvedBlocks resolve_blocks(const Architecture& a, const Training& tr);
+
 // The activation memory of the most loaded pipeline stage (the first, under 1F1B), without the
 // detail (sdpa, block_terms).
 [[nodiscard]] ActivationMemory activation_memory(const Architecture& a, const Training& tr);
+// The same from blocks resolved already (resolve_blocks, for tr's shape and GPU); tr's cuda_sm is
+// not read.
+[[nodiscard]] ActivationMemory activation_memory(const Architecture& a, const Training& tr,
+                                                 const ResolvedBlocks& blocks);
 // Adds what outputs show beside the numbers: the SDPA kernel chosen and one block's saved tensors
 // by name.
 void add_activation_detail(ActivationMemory& m, const Architecture& a, const Training& tr);

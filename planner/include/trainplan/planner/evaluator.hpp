@@ -5,15 +5,18 @@
 // and link tier with its overlap, pipeline bubble, optimizer and offload.
 // Derivations: docs/formulas.md, "Time and communication".
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "trainplan/core/enum_table.hpp"
 #include "trainplan/hardware/collective.hpp"
 #include "trainplan/hardware/gpu.hpp"
 #include "trainplan/hardware/profile.hpp"
+#include "trainplan/model/activations.hpp"
 #include "trainplan/model/architecture.hpp"
 #include "trainplan/model/flops.hpp"
 #include "trainplan/model/parameters.hpp"
@@ -89,10 +92,11 @@ struct StepCost {
   std::size_t comm_count = 0;
 };
 
-// Per-layer and edge compute of one micro-batch depend on a few fields only; the search prices
-// many strategies over the same shapes, so the last few are kept. The key is also the compute's
-// only input: block_compute and edge_compute see training() (these fields, every other one at its
-// default), so the cache cannot return a result computed from a field the key leaves out.
+// Per-layer and edge compute of one micro-batch, and the blocks' activations before checkpointing,
+// depend on a few fields only; the search prices many strategies over the same shapes, so the last
+// few are kept. The key is also their only input: block_compute, edge_compute and
+// model::resolve_blocks see training() (these fields, every other one at its default), so the
+// caches cannot return a result computed from a field the key leaves out.
 struct LayerComputeKey {
   int tp = 0;
   std::int64_t micro_batch = 0;
@@ -107,6 +111,7 @@ struct LayerComputeKey {
   std::int64_t lora_rank = 0;
   double lora_dropout = 0.0;
   bool frozen_base_fp32 = false;  // autocast casts an fp32 frozen base every forward
+  bool quant_keeps_input = false;  // what a QLoRA block saves (the resolved blocks)
 
   [[nodiscard]] static LayerComputeKey of(const model::Training& tr);
   // The training the compute is priced from: the key's fields over model::Training's defaults
@@ -117,6 +122,31 @@ struct LayerComputeKey {
 struct LayerCompute {
   BlockCompute block;  // average layer
   EdgeCompute edge;
+};
+
+// The last N values worked out, looked up by key, the oldest replaced first (a search varies the
+// strategy, checkpointing and pipeline over few shapes).
+template <class Key, class Value, std::size_t N>
+class RecentValues {
+ public:
+  [[nodiscard]] const Value* find(const Key& key) const {
+    for (std::size_t i = 0; i < count_; ++i)
+      if (entries_[i].first == key) return &entries_[i].second;
+    return nullptr;
+  }
+  const Value& insert(const Key& key, Value value) {
+    const std::size_t slot = next_;
+    next_ = (next_ + 1) % N;
+    count_ = std::min(count_ + 1, N);
+    entries_[slot] = {key, std::move(value)};
+    return entries_[slot].second;
+  }
+  void clear() { count_ = 0; }
+
+ private:
+  std::array<std::pair<Key, Value>, N> entries_;
+  std::size_t count_ = 0;
+  std::size_t next_ = 0;
 };
 
 class Evaluator {
@@ -153,6 +183,9 @@ class Evaluator {
   const ComputeDevice& device(Precision p) const;
 
   const LayerCompute& layer_compute(const model::Training& tr, const Shapes& sh) const;
+  // The blocks' activations of tr's shape on this cluster's GPU (model::resolve_blocks). After
+  // shapes(tr), which drops the blocks resolved for other adapter targets.
+  const model::ResolvedBlocks& resolved_blocks(const model::Training& tr) const;
   // Tokens/s, samples/s, model and hardware FLOPs, MFU and HFU of a costed step.
   void throughput(StepCost& out, const model::Training& tr, const model::FlopCoefficients& flops,
                   FlopsPerSecond peak) const;
@@ -168,10 +201,9 @@ class Evaluator {
   int cuda_sm_ = 0;  // the GPU's compute capability (cuda_sm), read once
   std::array<ComputeDevice, 5> devices_;  // by Precision
   mutable Shapes shapes_;
-  static constexpr std::size_t kComputeCache = 8;
-  mutable std::array<std::pair<LayerComputeKey, LayerCompute>, kComputeCache> compute_cache_;
-  mutable std::size_t compute_cached_ = 0;
-  mutable std::size_t compute_next_ = 0;
+  static constexpr std::size_t kShapesKept = 8;
+  mutable RecentValues<LayerComputeKey, LayerCompute, kShapesKept> compute_cache_;
+  mutable RecentValues<LayerComputeKey, model::ResolvedBlocks, kShapesKept> blocks_cache_;
 };
 
 // Time to process `tokens` training tokens at the estimate's throughput.

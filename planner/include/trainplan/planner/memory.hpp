@@ -123,6 +123,11 @@ struct MemoryBreakdown {
 [[nodiscard]] MemoryBreakdown memory(const model::Architecture& a, const model::ParameterCounts& n,
                                      const model::Training& tr, const Layout& l,
                                      const MemoryConventions& mc = {});
+// The same with the activations worked out already: model::activation_memory of tr on the layout's
+// GPU (an Evaluator resolves the blocks once per shape).
+[[nodiscard]] MemoryBreakdown memory(const model::Architecture& a, const model::ParameterCounts& n,
+                                     const model::Training& tr, const Layout& l,
+                                     model::ActivationMemory activations, const MemoryConventions& mc = {});
 
 // The answer to "does it fit?", from what must be resident at the peak and what the allocator is
 // expected to hold on to:
