@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "trainplan/core/error.hpp"
 #include "trainplan/hardware/profile.hpp"
 #include "trainplan/io/catalog.hpp"
+#include "trainplan/model/lora.hpp"
 #include "trainplan/model/parameters.hpp"
 #include "trainplan/planner/evaluator.hpp"
 #include "trainplan/planner/search.hpp"
@@ -379,6 +381,63 @@ TEST(Evaluator, InfeasibleIsAResultNotAnException) {
   EXPECT_EQ(e.max_micro_batch, 0);
   EXPECT_GT(e.memory.device_total, gib(80.0));
   EXPECT_GT(e.time.step.value(), 0.0);
+}
+
+// The Evaluator keeps the blocks' activations per shape (LayerComputeKey). Priced in one evaluator,
+// in turn, configurations that share a shape but differ in what the blocks read (bitsandbytes'
+// saved matmul input, the adapters' targets, SDPA where the family has none and eager runs on the
+// GPU, the checkpointing that decides what the first block keeps) must come out as
+// planner::memory() prices each afresh, bit for bit: a field the key left out would return the
+// blocks of the configuration before.
+TEST(Evaluator, BlocksKeptPerShapeNeverServeAnotherConfiguration) {
+  struct Case {
+    std::string model;
+    Method method;
+    bool quant_keeps_input;
+    std::string targets;
+    Attention attention;
+    Checkpointing ck;
+  };
+  const std::vector<Case> cases{
+      {"llama-2-7b", Method::qlora, false, "q,v", Attention::flash, Checkpointing::none},
+      {"llama-2-7b", Method::qlora, true, "q,v", Attention::flash, Checkpointing::none},
+      {"llama-2-7b", Method::qlora, true, "all-linear", Attention::flash, Checkpointing::none},
+      {"llama-2-7b", Method::lora, true, "all-linear", Attention::sdpa, Checkpointing::selective},
+      {"llama-2-7b", Method::full, false, "q,v", Attention::sdpa, Checkpointing::full},
+      {"falcon-7b", Method::full, false, "q,v", Attention::sdpa, Checkpointing::none},
+      {"falcon-7b", Method::full, false, "q,v", Attention::sdpa, Checkpointing::full},
+      {"falcon-7b", Method::full, false, "q,v", Attention::eager, Checkpointing::full},
+      {"t5-3b", Method::full, false, "q,v", Attention::sdpa, Checkpointing::full},
+      {"t5-3b", Method::full, false, "q,v", Attention::sdpa, Checkpointing::none},
+      {"t5-3b", Method::lora, false, "q,v", Attention::sdpa, Checkpointing::none},
+  };
+  const hardware::Cluster c = catalog().resolve_cluster("8xA100-80GB", std::nullopt).cluster;
+  std::string model;
+  std::optional<Evaluator> ev;
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.model + " " + std::string(to_string(k.method)) + " " + k.targets + " " +
+                 std::string(to_string(k.attention)) + " " + std::string(to_string(k.ck)));
+    const model::Architecture a = catalog().resolve_model(k.model).arch;
+    const model::ParameterCounts n = model::count_parameters(a);
+    if (k.model != model) ev.emplace(a, n, c);
+    model = k.model;
+    model::Training tr;
+    tr.strategy = Strategy::ddp;
+    tr.seq = 512;
+    tr.micro_batch = 2;
+    tr.method = k.method;
+    tr.quant_keeps_input = k.quant_keeps_input;
+    tr.lora.targets = model::split_targets(k.targets);
+    tr.attention = k.attention;
+    tr.checkpointing = k.ck;
+    const MemoryBreakdown fresh = memory(a, n, tr, make_layout(a, tr, c));
+    const MemoryBreakdown kept = ev->cost(tr).memory;
+    EXPECT_EQ(kept.activation_detail.blocks.value(), fresh.activation_detail.blocks.value());
+    EXPECT_EQ(kept.activation_detail.recompute_peak.value(), fresh.activation_detail.recompute_peak.value());
+    EXPECT_EQ(kept.activations.value(), fresh.activations.value());
+    EXPECT_EQ(kept.peak_allocated.value(), fresh.peak_allocated.value());
+    EXPECT_EQ(kept.device_total.value(), fresh.device_total.value());
+  }
 }
 
 TEST(Evaluator, TimeToTrain) {
