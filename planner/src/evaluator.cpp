@@ -492,7 +492,7 @@ LayerComputeKey LayerComputeKey::of(const model::Training& tr) {
           adapters ? tr.lora.rank : 0,
           adapters ? tr.lora.dropout : 0.0,
           tr.frozen_base_fp32,
-          tr.quant_keeps_input};
+          tr.qlora_stack};
 }
 
 model::Training LayerComputeKey::training(const std::vector<std::string>& targets) const {
@@ -511,7 +511,7 @@ model::Training LayerComputeKey::training(const std::vector<std::string>& target
   t.lora.dropout = lora_dropout;
   t.lora.targets = targets;
   t.frozen_base_fp32 = frozen_base_fp32;
-  t.quant_keeps_input = quant_keeps_input;
+  t.qlora_stack = qlora_stack;
   return t;
 }
 

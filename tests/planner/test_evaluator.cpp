@@ -384,32 +384,32 @@ TEST(Evaluator, InfeasibleIsAResultNotAnException) {
 }
 
 // The Evaluator keeps the blocks' activations per shape (LayerComputeKey). Priced in one evaluator,
-// in turn, configurations that share a shape but differ in what the blocks read (bitsandbytes'
-// saved matmul input, the adapters' targets, SDPA where the family has none and eager runs on the
-// GPU, the checkpointing that decides what the first block keeps) must come out as
-// planner::memory() prices each afresh, bit for bit: a field the key left out would return the
-// blocks of the configuration before.
+// in turn, configurations that share a shape but differ in what the blocks read (the QLoRA stack,
+// the adapters' targets, SDPA where the family has none and eager runs on the GPU, the
+// checkpointing that decides what the first block keeps) must come out as planner::memory()
+// prices each afresh, bit for bit: a field the key left out would return the blocks of the
+// configuration before.
 TEST(Evaluator, BlocksKeptPerShapeNeverServeAnotherConfiguration) {
   struct Case {
     std::string model;
     Method method;
-    bool quant_keeps_input;
+    QloraStack stack;
     std::string targets;
     Attention attention;
     Checkpointing ck;
   };
   const std::vector<Case> cases{
-      {"llama-2-7b", Method::qlora, false, "q,v", Attention::flash, Checkpointing::none},
-      {"llama-2-7b", Method::qlora, true, "q,v", Attention::flash, Checkpointing::none},
-      {"llama-2-7b", Method::qlora, true, "all-linear", Attention::flash, Checkpointing::none},
-      {"llama-2-7b", Method::lora, true, "all-linear", Attention::sdpa, Checkpointing::selective},
-      {"llama-2-7b", Method::full, false, "q,v", Attention::sdpa, Checkpointing::full},
-      {"falcon-7b", Method::full, false, "q,v", Attention::sdpa, Checkpointing::none},
-      {"falcon-7b", Method::full, false, "q,v", Attention::sdpa, Checkpointing::full},
-      {"falcon-7b", Method::full, false, "q,v", Attention::eager, Checkpointing::full},
-      {"t5-3b", Method::full, false, "q,v", Attention::sdpa, Checkpointing::full},
-      {"t5-3b", Method::full, false, "q,v", Attention::sdpa, Checkpointing::none},
-      {"t5-3b", Method::lora, false, "q,v", Attention::sdpa, Checkpointing::none},
+      {"llama-2-7b", Method::qlora, QloraStack::hf_peft, "q,v", Attention::flash, Checkpointing::none},
+      {"llama-2-7b", Method::qlora, QloraStack::litgpt_2023, "q,v", Attention::flash, Checkpointing::none},
+      {"llama-2-7b", Method::qlora, QloraStack::litgpt_2023, "all-linear", Attention::flash, Checkpointing::none},
+      {"llama-2-7b", Method::lora, QloraStack::hf_peft, "all-linear", Attention::sdpa, Checkpointing::selective},
+      {"llama-2-7b", Method::full, QloraStack::hf_peft, "q,v", Attention::sdpa, Checkpointing::full},
+      {"falcon-7b", Method::full, QloraStack::hf_peft, "q,v", Attention::sdpa, Checkpointing::none},
+      {"falcon-7b", Method::full, QloraStack::hf_peft, "q,v", Attention::sdpa, Checkpointing::full},
+      {"falcon-7b", Method::full, QloraStack::hf_peft, "q,v", Attention::eager, Checkpointing::full},
+      {"t5-3b", Method::full, QloraStack::hf_peft, "q,v", Attention::sdpa, Checkpointing::full},
+      {"t5-3b", Method::full, QloraStack::hf_peft, "q,v", Attention::sdpa, Checkpointing::none},
+      {"t5-3b", Method::lora, QloraStack::hf_peft, "q,v", Attention::sdpa, Checkpointing::none},
   };
   const hardware::Cluster c = catalog().resolve_cluster("8xA100-80GB", std::nullopt).cluster;
   std::string model;
@@ -426,7 +426,7 @@ TEST(Evaluator, BlocksKeptPerShapeNeverServeAnotherConfiguration) {
     tr.seq = 512;
     tr.micro_batch = 2;
     tr.method = k.method;
-    tr.quant_keeps_input = k.quant_keeps_input;
+    tr.qlora_stack = k.stack;
     tr.lora.targets = model::split_targets(k.targets);
     tr.attention = k.attention;
     tr.checkpointing = k.ck;

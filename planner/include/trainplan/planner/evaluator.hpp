@@ -111,7 +111,7 @@ struct LayerComputeKey {
   std::int64_t lora_rank = 0;
   double lora_dropout = 0.0;
   bool frozen_base_fp32 = false;  // autocast casts an fp32 frozen base every forward
-  bool quant_keeps_input = false;  // what a QLoRA block saves (the resolved blocks)
+  QloraStack qlora_stack = QloraStack::hf_peft;  // what a QLoRA block saves (the resolved blocks)
 
   [[nodiscard]] static LayerComputeKey of(const model::Training& tr);
   // The training the compute is priced from: the key's fields over model::Training's defaults
