@@ -349,17 +349,6 @@ TEST(CalibrateProvenance, HasExactlyTheContractKeys) {
   EXPECT_TRUE(j["sources"].is_array());
 }
 
-TEST(CalibrateProvenance, WritesAtomically) {
-  const auto dir = fresh_dir("atomic");
-  tb::write_file_atomically(dir / "p.json", "{}\n");
-  tb::write_file_atomically(dir / "p.json", "{\"a\":1}\n");
-  std::ifstream in(dir / "p.json");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_EQ(text, "{\"a\":1}\n");
-  EXPECT_FALSE(std::filesystem::exists(dir / "p.json.tmp"));
-  std::filesystem::remove_all(dir);
-}
-
 TEST(CalibrateProvenance, FormatsVersionsDatesAndCommands) {
   EXPECT_EQ(tb::version_5digit(22809), "2.28.9");   // ncclGetVersion
   EXPECT_EQ(tb::version_5digit(91900), "9.19.0");   // cudnnGetVersion
