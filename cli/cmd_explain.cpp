@@ -17,7 +17,10 @@ namespace {
 
 std::string change_text(const planner::Suggestion& s) {
   std::string out;
-  for (const auto& c : s.changes) out += (out.empty() ? "" : ", ") + fmt::format("--{} {} (was {})", c.option, c.to, c.from);
+  for (const auto& c : s.changes) {
+    out += fmt::format("{}--{} {}", out.empty() ? "" : ", ", c.option, c.to);
+    if (!c.from.empty()) out += fmt::format(" (was {})", c.from);
+  }
   return out;
 }
 
@@ -40,15 +43,17 @@ void print_explanation(const io::Resolved& r, const planner::Explanation& x) {
     return;
   }
   std::cout << fmt::format("\n{} that make it fit, fastest first:\n", x.pairs ? "Pairs of changes" : "Changes");
-  Table t({"#", "change", "GiB/GPU", "tokens/s", "kept"});
+  Table t({"#", "change", "verdict", "GiB/GPU", "tokens/s", "kept"});
   for (std::size_t i = 0; i < x.suggestions.size(); ++i) {
     const planner::Suggestion& s = x.suggestions[i];
-    t.add({std::to_string(i + 1), change_text(s), gib_text(s.estimate.memory.device_total),
+    t.add({std::to_string(i + 1), change_text(s), std::string(to_string(s.estimate.verdict.verdict)),
+           gib_text(s.estimate.memory.device_total),
            thousands(static_cast<std::int64_t>(s.estimate.throughput.tokens_per_s)),
            fmt::format("{:.0f} %", 100.0 * s.throughput_kept)});
   }
   std::cout << t.render();
-  std::cout << "\nkept = tokens/s of the change over what the configuration as given would run at, had it fit.\n";
+  std::cout << "\nkept = tokens/s of the change over what the configuration as given would run at, had it fit. "
+               "tight = the peak fits, the allocator's expected cache does not (trainplan estimate says why).\n";
 }
 
 void run_explain(const io::Catalog& catalog, const io::Request& q) {

@@ -193,7 +193,8 @@ Explanation suggest_changes(const model::Architecture& a, const model::Parameter
     }
   };
   // Micro-batch and LoRA rank are listed from the smallest change on: only the first that fits
-  // counts, alone or in a pair.
+  // counts, alone or in a pair, and a tight one before it (the peak fits, the allocator's expected
+  // cache may not) is listed too.
   const auto key = [](const std::vector<Candidate>& v, std::size_t i) {
     const int k = v[i].kind;
     return k == kMicroBatch || k == kLoraRank ? -1 - k : static_cast<int>(i);
@@ -203,20 +204,25 @@ Explanation suggest_changes(const model::Architecture& a, const model::Parameter
   for (std::size_t i = 0; i < singles.size(); ++i) {
     if (done.contains({key(singles, i), 0})) continue;
     if (auto s = price(singles[i])) {
+      if (s->estimate.verdict.verdict == Verdict::fits) done.insert({key(singles, i), 0});
       out.suggestions.push_back(std::move(*s));
-      done.insert({key(singles, i), 0});
     }
   }
-  if (out.suggestions.empty()) {
-    out.pairs = true;
-    for (std::size_t i = 0; i < singles.size(); ++i) {
-      for (std::size_t j = i + 1; j < singles.size(); ++j) {
-        const std::pair<int, int> k{key(singles, i), key(singles, j)};
-        if (singles[i].kind == singles[j].kind || done.contains(k)) continue;
-        if (auto s = price(combine(singles[i], singles[j]))) {
-          out.suggestions.push_back(std::move(*s));
-          done.insert(k);
-        }
+  // Pairs of changes neither of which fits alone: all of them when no single change fits, else
+  // those faster than every single change (a smaller micro-batch with QLoRA can beat offloading).
+  double fastest_single = 0.0;
+  for (const Suggestion& s : out.suggestions)
+    fastest_single = std::max(fastest_single, s.estimate.throughput.tokens_per_s);
+  out.pairs = out.suggestions.empty();
+  for (std::size_t i = 0; i < singles.size(); ++i) {
+    for (std::size_t j = i + 1; j < singles.size(); ++j) {
+      const std::pair<int, int> k{key(singles, i), key(singles, j)};
+      if (singles[i].kind == singles[j].kind || done.contains(k)) continue;
+      if (done.contains({key(singles, i), 0}) || done.contains({key(singles, j), 0})) continue;
+      if (auto s = price(combine(singles[i], singles[j]))) {
+        if (s->estimate.verdict.verdict == Verdict::fits) done.insert(k);
+        s->pair = true;
+        if (out.pairs || s->estimate.throughput.tokens_per_s > fastest_single) out.suggestions.push_back(std::move(*s));
       }
     }
   }

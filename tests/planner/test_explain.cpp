@@ -7,6 +7,8 @@
 // and nf4-dq alike.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <string>
 
 #include "../common/catalog.hpp"
@@ -90,6 +92,36 @@ TEST(SuggestChanges, Llama2_13bLoraMicroBatch2FitsAtMicroBatch1) {
   const Suggestion* mb = find_change(x, "micro-batch");
   ASSERT_NE(mb, nullptr) << "micro-batch 1 ran at 38.12 GB";
   EXPECT_EQ(mb->changes.at(0).to, "1");
+}
+
+// When single changes fit, a pair is listed only if it is faster than every one of them and neither
+// of its changes fits alone: Llama-2-13B LoRA at micro-batch 8, s2048, on an A100-40GB, where only
+// checkpointing fits alone and micro-batch 1 fits only with QLoRA, which keeps more throughput.
+TEST(SuggestChanges, PairsBesideSinglesOnlyWhenFaster) {
+  const LoraRun s = litgpt_lora("llama-2-13b", 8, 2048);
+  const Explanation x = suggest_changes(s.a, s.n, s.t, s.c);
+  ASSERT_FALSE(x.given.fits);
+  expect_sound(x, s);
+  EXPECT_FALSE(x.pairs);
+  double fastest_single = 0.0;
+  std::vector<std::string> single_options;
+  for (const Suggestion& sug : x.suggestions) {
+    if (sug.pair) continue;
+    fastest_single = std::max(fastest_single, sug.estimate.throughput.tokens_per_s);
+    for (const auto& c : sug.changes) single_options.push_back(c.option);
+  }
+  ASSERT_GT(fastest_single, 0.0) << "a single change fits";
+  ASSERT_TRUE(std::any_of(x.suggestions.begin(), x.suggestions.end(), [](const Suggestion& u) { return u.pair; }));
+  for (const Suggestion& sug : x.suggestions) {
+    if (!sug.pair) continue;
+    EXPECT_GT(sug.estimate.throughput.tokens_per_s, fastest_single);
+    // Neither half fits alone: a checkpointing or offload change already listed is not repeated.
+    for (const auto& c : sug.changes) {
+      if (c.option == "checkpointing" || c.option == "offload" || c.option == "strategy") {
+        EXPECT_EQ(std::count(single_options.begin(), single_options.end(), c.option), 0) << c.option;
+      }
+    }
+  }
 }
 
 TEST(SuggestChanges, Falcon40bLoraDoesNotFitAsGiven) {

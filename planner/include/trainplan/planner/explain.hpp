@@ -2,7 +2,8 @@
 // "It does not fit: what should I change?" For one fully specified configuration, the smallest
 // changes that make it fit, each priced with planner::evaluate: a smaller micro-batch with more
 // accumulation (the global batch kept), activation checkpointing, more sharding, offload, a smaller
-// LoRA rank, QLoRA instead of LoRA. Single changes first; pairs only when no single change fits.
+// LoRA rank, QLoRA instead of LoRA. Single changes, and pairs of changes of two kinds: every pair
+// that fits when no single change does, else the pairs faster than every single change.
 // Pure: front ends print the result.
 
 #include <cstdint>
@@ -30,10 +31,11 @@ struct OptionChange {
 };
 
 struct Suggestion {
-  std::vector<OptionChange> changes;  // one, or two when no single change fits
+  std::vector<OptionChange> changes;  // the options one change sets (micro-batch with accumulation, ...)
   Estimate estimate;                  // the changed configuration, evaluated
   // tokens/s of the change over tokens/s the configuration as given would run at (had it fit).
   double throughput_kept = 0;
+  bool pair = false;  // two changes of different kinds, neither of which fits alone
 };
 
 struct Explanation {
