@@ -8,6 +8,7 @@
 #include "answer.hpp"
 #include "format.hpp"
 #include "options.hpp"
+#include "trainplan/io/estimate_json.hpp"
 #include "trainplan/model/parameters.hpp"
 #include "trainplan/planner/explain.hpp"
 #include "trainplan/planner/search.hpp"
@@ -67,7 +68,13 @@ void run_explain(const io::Catalog& catalog, const io::Request& q) {
   const model::ParameterCounts n = model::count_parameters(a);
   const planner::Explanation x =
       planner::suggest_changes(a, n, io::configuration(r), r.cluster.cluster, r.profile ? &*r.profile : nullptr);
-  print_explanation(r, x);
+  if (q.json) {
+    io::Json j = io::explain_json(a, n, r.cluster.cluster, x);
+    io::add_request_json(j, r);
+    std::cout << j.dump(2) << "\n";
+  } else {
+    print_explanation(r, x);
+  }
   if (!x.given.fits) throw AnsweredNo("it does not fit as given (exit 1)");
 }
 

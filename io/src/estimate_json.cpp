@@ -141,6 +141,26 @@ Json estimate_json(const model::Architecture& a, const model::ParameterCounts& n
               {"plan", plan}};
 }
 
+Json explain_json(const model::Architecture& a, const model::ParameterCounts& n,
+                  const hardware::Cluster& c, const planner::Explanation& x) {
+  Json suggestions = Json::array();
+  for (const planner::Suggestion& s : x.suggestions) {
+    Json changes = Json::array();
+    for (const planner::OptionChange& o : s.changes)
+      changes.push_back({{"option", o.option}, {"from", o.from.empty() ? Json(nullptr) : Json(o.from)}, {"to", o.to}});
+    suggestions.push_back({{"changes", std::move(changes)},
+                           {"pair", s.pair},
+                           {"throughput_kept", s.throughput_kept},
+                           {"plan", plan_json(s.estimate)}});
+  }
+  return Json{{"schema", kExplainSchema},
+              {"model", model_json(a, n, model::trainable_parameters(a, n, x.given.training))},
+              {"cluster", cluster_json(c)},
+              {"given", plan_json(x.given)},
+              {"fits", x.given.fits},
+              {"suggestions", std::move(suggestions)}};
+}
+
 Json plan_result_json(const model::Architecture& a, const model::ParameterCounts& n,
                       const hardware::Cluster& c, const planner::PlanResult& r,
                       std::optional<double> tokens) {

@@ -395,7 +395,7 @@ std::vector<Option> cluster_and_output_options() {
                    command::estimate));
   v.push_back(only(flag(describe("json", "", "JSON", "output", "print JSON instead of tables", "off"),
                         [](auto& r) -> auto& { return r.json; }),
-                   command::fit | command::estimate | command::plan));
+                   command::fit | command::estimate | command::plan | command::explain));
   return v;
 }
 
