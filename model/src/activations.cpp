@@ -527,14 +527,14 @@ HeadActivations head_activations(const Architecture& a, const Training& tr) {
   // T5 drops out the final norm's output.
   if (is_family(a, "t5") && a.hidden_dropout > 0.0) norm += kMaskBytes * t * h;
   // The loss: causal LMs upcast the logits and keep the fp32 log-softmax (T5 stays in the model
-  // dtype), plus the int64 labels (transformers loss/loss_utils.py ForCausalLMLoss:
+  // dtype), plus the int64 labels (transformers v5.17.0 loss/loss_utils.py:59 ForCausalLMLoss:
   // logits.float(); torch's cross_entropy is log_softmax then nll_loss, aten/src/ATen/native/
   // LossNLL.cpp cross_entropy_loss_symint). The largest of two moments is transient:
   // - forward, inside the loss: the model-dtype logits and their upcast copy;
   // - the start of backward: nll_loss_backward's dense gradient (zeroed, then scattered) and
   //   log_softmax_backward's output, both in the loss dtype, beside the saved log-softmax. The
-  //   logits themselves are gone by then: the Trainer (trainer.py compute_loss) and a plain
-  //   `model(...).loss` keep only the loss.
+  //   logits themselves are gone by then: the Trainer (v5.17.0 trainer.py:2088-2135 compute_loss
+  //   returns the loss alone) and a plain `model(...).loss` keep only the loss.
   const double loss_bytes = is_family(a, "t5") ? c : kFp32;
   const double saved = norm + loss_bytes * t * V / tp + 8.0 * t;
   const double transient = std::max(c + loss_bytes, 2.0 * loss_bytes) * t * V / tp;

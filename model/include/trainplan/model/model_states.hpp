@@ -55,14 +55,15 @@ struct ShardedBytes {
 //   (autograd/_functions.py MatMul4Bit: ctx.tensors = (A, B)); 0.43.2 on keeps only the packed
 //   weight (commit 9e753741, PR #1270).
 // - quantizes_head: lightning Fabric's BitsandbytesPrecision replaces every torch.nn.Linear, the LM
-//   head's too (fabric/plugins/precision/bitsandbytes.py module_init_context; litgpt passes no
-//   ignore_modules); transformers' bitsandbytes quantizer leaves the output embedding in 16 bits
-//   (get_keys_to_not_convert).
+//   head's too (lightning 71aed751, the commit lit-gpt 8641822 pins in requirements.txt:
+//   src/lightning/fabric/plugins/precision/bitsandbytes.py module_init_context; lit-gpt passes no
+//   ignore_modules, finetune/lora.py:74); transformers' bitsandbytes quantizer leaves the output
+//   embedding in 16 bits (get_keys_to_not_convert).
 // - dequantizes_to_fp16: bitsandbytes 0.41 quantized weights cast to fp16 (nn/modules.py
 //   Params4bit.cuda: self.data.contiguous().half()), so each matmul dequantizes to fp16 and casts to
 //   the compute dtype: two 16-bit copies at once under bf16.
-// - head_major_attention_output: litgpt's attention returns its heads' outputs head-major and its
-//   projection reads a token-major copy (lit_gpt/model.py CausalSelfAttention: y.reshape(B, T, C)),
+// - head_major_attention_output: lit-gpt's attention returns its heads' outputs head-major and its
+//   projection reads a token-major copy (lit-gpt 8641822 lit_gpt/model.py:229, y.reshape(B, T, C)),
 //   which a kept input keeps.
 struct QloraStackTraits {
   bool keeps_input = false;
