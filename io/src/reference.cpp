@@ -135,8 +135,6 @@ model::Training read_training(const Json& v, const std::string& what,
   r.ignore({"optimizer_impl"});
   t.zero_init = r.optional_boolean("zero_init").value_or(true);
   t.frozen_base_fp32 = r.optional_boolean("frozen_base_fp32").value_or(false);
-  if (r.has("qlora_stack")) t.qlora_stack = read_enum<QloraStack>(r, "qlora_stack");
-  r.ignore({"qlora_stack"});
 
   const bool adapter = t.method != Method::full;
   if (adapter && !r.has("lora"))
@@ -173,6 +171,11 @@ model::Training read_training(const Json& v, const std::string& what,
     if (!quantized) throw InputError(r.what() + ": key 'quant_block' is given but method is not 'qlora'");
     t.quant_block = *block;
   }
+  if (r.has("qlora_stack")) {
+    if (!quantized) throw InputError(r.what() + ": key 'qlora_stack' is given but method is not 'qlora'");
+    t.qlora_stack = read_enum<QloraStack>(r, "qlora_stack");
+  }
+  r.ignore({"qlora_stack"});
   r.reject_unknown();
   return t;
 }

@@ -127,6 +127,8 @@ TEST(Reference, BadInputNamesFileCaseAndKey) {
       {"lora_missing.json", {"key 'lora' is missing"}},
       {"quant_without_qlora.json", {"key 'quant' is given"}},
       {"quant_block_without_qlora.json", {"key 'quant_block' is given"}},
+      {"qlora_stack_without_qlora.json", {"key 'qlora_stack' is given"}},
+      {"unknown_qlora_stack.json", {"qlora_stack", "litgpt-2019"}},
       {"expert_parallel_dense.json", {"reference case 'tiny-llama-lora'", "key 'expert_parallel' 2", "not a mixture of experts"}},
       {"unknown_model.json", {"key 'model'", "'no-such-model'"}},
       {"no_hardware.json", {"key 'hardware' is missing"}},
