@@ -17,7 +17,8 @@
 # the script twice gives the same answer. Remove CHROOT_DIR to start from a new debootstrap.
 #
 # The repository goes in as `git archive REF` (default HEAD: committed files only) at
-# /src/trainplan, with the shared/ folder beside it at /src/shared, as on the CI machine. There
+# /src/trainplan, and nothing else: a user's clone has nothing beside it, so the build and the
+# tests must need no file outside the repository (ctest's style.repo_paths checks it too). There
 # is no CUDA in the chroot, so trainplan-calibrate is left out there (TRAINPLAN_REQUIRE_CUDA OFF).
 #
 # Environment: MIRROR (default: the .../debian URI in /etc/apt/sources.list*), SECURITY_MIRROR
@@ -76,9 +77,8 @@ main() {
   done
   [ -n "$dir" ] || usage
 
-  local repo shared
+  local repo
   repo=$(cd "$(dirname "$0")/.." && pwd)
-  shared=$(cd "$repo/.." && pwd)/shared
   [ "$(id -u)" -eq 0 ] || die "needs root (debootstrap, chroot, mount); run it with sudo"
   command -v debootstrap >/dev/null || die "debootstrap is missing: apt-get install debootstrap"
   git -C "$repo" rev-parse --verify -q "$ref^{commit}" >/dev/null || die "no commit $ref"
@@ -126,11 +126,6 @@ main() {
 
   mkdir -p "$root/src/trainplan" "$cache/partial"
   git -C "$repo" archive "$ref" | tar -x -C "$root/src/trainplan"
-  if [ -d "$shared" ]; then
-    cp -a "$shared" "$root/src/shared"
-  else
-    say "no $shared beside the repository: the tests that read real logs will fail"
-  fi
   say "repository at $ref ($(git -C "$repo" rev-parse --short "$ref")) copied to /src/trainplan"
 
   trap unmount_all EXIT

@@ -1,6 +1,6 @@
 #pragma once
-// Where the calibration tests find their logs: the shared real fixtures (beside the repository)
-// and the synthetic logs committed under tests/calibrate/data.
+// Where the calibration tests find their logs, all committed under tests/calibrate/data: the real
+// published logs in real/ (sources in data/README.md) and the synthetic ones beside them.
 
 #include <filesystem>
 #include <string>
@@ -8,7 +8,7 @@
 namespace trainplan::test {
 
 inline std::filesystem::path fixture(const std::string& name) {
-  return std::filesystem::path(TRAINPLAN_FIXTURES_DIR) / "nccl-tests" / name;
+  return std::filesystem::path(TRAINPLAN_CALIBRATE_DATA_DIR) / "real" / name;
 }
 
 inline std::filesystem::path synthetic(const std::string& name) {
