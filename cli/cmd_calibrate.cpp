@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -11,7 +12,9 @@
 #include <set>
 
 #include "format.hpp"
+#include "trainplan/calibrate/gemm_fit.hpp"
 #include "trainplan/calibrate/profile_fit.hpp"
+#include "trainplan/core/checked.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/io/catalog.hpp"
 #include "trainplan/io/collective_log.hpp"
@@ -37,15 +40,17 @@ std::string percent(double fraction) { return fmt::format("{:.1f}%", 100.0 * fra
 io::ImportHints hints_of(const CalibrateImportOptions& o) {
   io::ImportHints h;
   if (!o.collective.empty()) h.collective = parse_enum<hardware::Collective>(o.collective);
-  if (o.ranks != 0) {
-    if (o.ranks < 1)
-      throw InputError("--ranks must be at least 1 (got " + std::to_string(o.ranks) + ")");
-    h.ranks = o.ranks;
+  if (o.ranks) {
+    if (*o.ranks < 1 || *o.ranks > kMaxClusterGpus)
+      throw InputError("--ranks must be from 1 to " + std::to_string(kMaxClusterGpus) + " (got " +
+                       std::to_string(*o.ranks) + ")");
+    h.ranks = *o.ranks;
   }
-  if (o.nodes != 0) {
-    if (o.nodes < 1)
-      throw InputError("--nodes must be at least 1 (got " + std::to_string(o.nodes) + ")");
-    h.nodes = o.nodes;
+  if (o.nodes) {
+    if (*o.nodes < 1 || *o.nodes > kMaxClusterGpus)
+      throw InputError("--nodes must be from 1 to " + std::to_string(kMaxClusterGpus) + " (got " +
+                       std::to_string(*o.nodes) + ")");
+    h.nodes = *o.nodes;
   }
   if (o.gpus_per_node < 1) {
     throw InputError("--gpus-per-node must be at least 1 (got " + std::to_string(o.gpus_per_node) +
@@ -116,10 +121,17 @@ std::vector<calibrate::PeakThroughput> peaks_of(const CalibrateFitOptions& o,
     } catch (const std::exception&) {
       value = 0.0;
     }
-    if (!(value > 0.0)) {
+    if (!(value > 0.0) || !std::isfinite(value)) {
       throw InputError("--peak-tflops '" + entry +
                        "': the peak must be a positive number of TFLOP/s");
     }
+    if (tflops(value) < calibrate::kMinGpuPeak || tflops(value) > calibrate::kMaxGpuPeak)
+      throw InputError(fmt::format("--peak-tflops '{}': {:g} TFLOP/s is outside what a GPU has ({:g} to {:g}){}",
+                                   entry, value, to_tflops(calibrate::kMinGpuPeak),
+                                   to_tflops(calibrate::kMaxGpuPeak),
+                                   value < 1.0 ? fmt::format(" — in PFLOP/s? {:g} PFLOP/s is {:g} TFLOP/s", value,
+                                                             value * 1000.0)
+                                               : std::string()));
     peaks.push_back({dtype, tflops(value)});
   }
   if (spec) {
@@ -277,12 +289,13 @@ void run_calibrate_import(const CalibrateImportOptions& options, std::ostream& o
       }
     }
   }
-  if (!options.out_dir.empty()) {
-    const calibrate::Run run = io::imported_run(logs, options.out_dir);
-    io::write_run_dir(options.out_dir, run);
-    err << "wrote " << (std::filesystem::path(options.out_dir) / io::kMeasurementsFile).string()
+  if (options.out_dir) {
+    const std::string& dir = *options.out_dir;
+    const calibrate::Run run = io::imported_run(logs, dir);
+    io::write_run_dir(dir, run);
+    err << "wrote " << (std::filesystem::path(dir) / io::kMeasurementsFile).string()
         << " (" << run.measurements.size() << " measurements) and "
-        << (std::filesystem::path(options.out_dir) / io::kProvenanceFile).string() << "\n";
+        << (std::filesystem::path(dir) / io::kProvenanceFile).string() << "\n";
   }
   if (options.json) {
     out << io::imported_logs_json(logs);

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,11 +12,11 @@ namespace trainplan::cli {
 
 struct CalibrateImportOptions {
   std::vector<std::string> files;
-  std::string out_dir;  // empty: print only
+  std::optional<std::string> out_dir;  // absent: print only
   bool json = false;
-  std::string collective;  // empty: what the log says
-  int ranks = 0;           // 0: what the log says
-  int nodes = 0;           // 0: what the log says
+  std::string collective;    // empty: what the log says
+  std::optional<int> ranks;  // absent: what the log says
+  std::optional<int> nodes;  // absent: what the log says
   int gpus_per_node = 8;   // for logs that do not say how many nodes ran
 };
 

@@ -10,6 +10,7 @@
 #include "options.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/io/estimate_json.hpp"
+#include "trainplan/io/files.hpp"
 #include "trainplan/model/lora.hpp"
 #include "trainplan/model/parameters.hpp"
 #include "trainplan/planner/emit.hpp"
@@ -27,11 +28,19 @@ std::string duration_text(Seconds s) {
 }
 
 void print_emitted(const io::Request& q, const io::Resolved& r, const std::vector<planner::Estimate>& plans) {
-  const planner::RankedEmit out =
-      planner::emit_first_expressible(*q.emit, plans, r.cluster.cluster, r.model.arch, io::emit_context(r));
-  std::cout << out.emitted.text;
+  planner::RankedEmit out;
+  try {
+    out = planner::emit_first_expressible(*q.emit, plans, r.cluster.cluster, r.model.arch, io::emit_context(r));
+  } catch (const planner::EmitDoesNotFit& e) {
+    throw AnsweredNo(e.render(flag_words));
+  }
+  if (q.output.empty())
+    std::cout << out.emitted.text;
+  else
+    io::write_file_atomically(q.output, out.emitted.text);
   for (const auto& n : out.emitted.notes)
     std::cerr << "note: " << FieldError::render_with(n, flag_words) << "\n";
+  if (!q.output.empty()) std::cerr << "note: launch config written to " << q.output << "\n";
 }
 
 

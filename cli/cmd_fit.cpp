@@ -57,7 +57,8 @@ void run_fit(const io::Catalog& catalog, const io::Request& q) {
   print_warnings(r);
   const model::Architecture& a = r.model.arch;
   const model::ParameterCounts n = model::count_parameters(a);
-  const planner::FitResult f = planner::fit(a, n, r.fit, r.cluster.cluster);
+  const planner::FitResult f =
+      planner::fit(a, n, r.fit, r.cluster.cluster, {}, r.profile ? &*r.profile : nullptr);
   const std::string summary = verdict(r, n, f);
   const std::int64_t trainable = model::trainable_parameters(a, n, r.fit.base);
   if (q.json) {

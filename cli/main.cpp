@@ -1,6 +1,7 @@
 // trainplan: memory, throughput and communication of LLM training, answered from analytic models.
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
 #include <iostream>
 
 #include "answer.hpp"
@@ -63,6 +64,10 @@ int main(int argc, char** argv) {
       const int rc = app.exit(e);  // prints help, the version or the parse error
       return rc == 0 ? 0 : 2;      // a parse error is bad input
     }
+    // An answer that could not be written (a full disk, a closed pipe) is not an answer.
+    std::cout.flush();
+    if (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout))
+      throw trainplan::InputError("cannot write the answer to standard output (a full disk or a closed pipe?)");
     return 0;
   } catch (const trainplan::cli::AnsweredNo& e) {
     std::cerr << "no: " << e.what() << "\n";

@@ -337,7 +337,7 @@ planner::FitResult Evaluator::strategies(const Evaluation& e) {
   try {
     const io::Resolved r = io::resolve_with(model(e.settings.model), cluster(e.settings.cluster), q,
                                             io::command::gui, io::Irrelevant::ignore);
-    return planner::fit(e.arch, e.params, r.fit, r.cluster.cluster);
+    return planner::fit(e.arch, e.params, r.fit, r.cluster.cluster, {}, profile(e.settings.profile));
   } catch (const InputError&) {
     return {};
   }

@@ -1,6 +1,7 @@
 #include "trainplan/hardware/profile.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -333,6 +334,30 @@ bool HardwareProfile::empty() const {
          !memory.d2h && !cpu_adam_params_per_s && !kernels.optimizer_fp32_states &&
          !kernels.optimizer_bf16_states && !kernels.elementwise && !launch.empty_kernel &&
          !launch.small_gemm;
+}
+
+std::string gpu_model(std::string_view name) {
+  const auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  for (std::size_t i = 0; i < name.size();) {
+    while (i < name.size() && !alnum(name[i])) ++i;
+    std::size_t end = i;
+    while (end < name.size() && alnum(name[end])) ++end;
+    const std::string_view word = name.substr(i, end - i);
+    if (std::any_of(word.begin(), word.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      std::string out(word);
+      std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+      return out;
+    }
+    i = end;
+  }
+  return {};
+}
+
+bool profile_applies(const HardwareProfile& p, const GpuSpec& g) {
+  const std::string named = !p.gpu.empty() ? p.gpu : p.provenance.gpu.value_or("");
+  if (named.empty()) return true;
+  const std::string model = gpu_model(named);
+  return !model.empty() && model == gpu_model(g.name);
 }
 
 }  // namespace trainplan::hardware

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <regex>
 
+#include "trainplan/core/checked.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/io/embedded.hpp"
 #include "trainplan/io/files.hpp"
@@ -21,7 +22,7 @@ std::string lower(std::string s) {
 bool same(const std::string& a, const std::string& b) { return lower(a) == lower(b); }
 
 // Bounds on what a cluster may say: far beyond any machine, small enough that products stay in int.
-constexpr std::int64_t kMaxCount = 1'000'000;    // nodes, GPUs per node, GPUs in all
+constexpr std::int64_t kMaxCount = kMaxClusterGpus;  // nodes, GPUs per node, GPUs in all
 constexpr std::int64_t kMaxLinks = 1'024;        // NICs per node
 constexpr double kMaxLinkGbps = 100'000;         // one NIC; today's fastest are 800 Gb/s
 constexpr std::size_t kMaxNameLength = 4'096;    // a model name, Hugging Face id or path (PATH_MAX)
@@ -299,6 +300,14 @@ void check_spec_length(const std::string& text, const std::string& what) {
                      " characters long; expected a short spec such as 2x8xH100-80GB");
 }
 
+// "cl.JSON" is a cluster file as much as "cl.json".
+bool has_json_suffix(const std::string& spec) {
+  if (spec.size() < 5) return false;
+  std::string ext = spec.substr(spec.size() - 5);
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  return ext == ".json";
+}
+
 }  // namespace
 
 hardware::InterNodeLink parse_inter_node(const std::string& text) {
@@ -339,9 +348,9 @@ ResolvedCluster Catalog::resolve_cluster(const std::string& spec,
   if (spec.size() > kMaxNameLength)
     throw InputError("cluster is " + std::to_string(spec.size()) +
                      " characters long; expected a short spec such as 2x8xH100-80GB or a cluster JSON path");
-  if (spec.ends_with(".json")) {
+  if (has_json_suffix(spec)) {
     const std::string what = "cluster file '" + spec + "'";
-    const Json j = parse_json(read_text_file(spec, "cluster file"), what);
+    const Json j = parse_json(read_text_file(spec, "cluster file", kMaxConfigBytes), what);
     ObjectReader r(j, what);
     r.ignore({"name", "source"});
     gpu_name = r.string("gpu");

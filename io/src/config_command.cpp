@@ -8,10 +8,14 @@
 // --use-flash-attn, --attention-backend, --optimizer adam|sgd, --sgd-momentum (0.9 by default),
 // --optimizer-cpu-offload) or a Hugging Face Trainer script's TrainingArguments flags.
 
+#include <algorithm>
+#include <cctype>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "config_reader.hpp"
+#include "trainplan/core/checked.hpp"
 
 namespace trainplan::io::config {
 namespace {
@@ -91,7 +95,8 @@ void read_launcher(const Parsed& p, Reader& r) {
     }
   }
   if (per_node)
-    r.set("gpus", std::to_string(nodes * *per_node), "--nnodes x --nproc_per_node",
+    r.set("gpus", std::to_string(checked_product({nodes, *per_node}, r.read().path + ": --nnodes x --nproc_per_node (GPUs)", kMaxClusterGpus)),
+          "--nnodes x --nproc_per_node",
           std::to_string(nodes) + " x " + std::to_string(*per_node));
 }
 
@@ -103,11 +108,13 @@ void set_megatron_accumulation(Reader& r) {
   if (gpus && gb && mb) {
     const auto value_of = [&r](const char* option) {
       const Setting* s = r.read().find(option);
-      return s ? std::stoll(s->value) : 1LL;
+      return s ? std::int64_t{std::stoll(s->value)} : std::int64_t{1};
     };
-    const long long model_parallel = value_of("tp") * value_of("pp");
-    const long long dp = std::stoll(gpus->value) / model_parallel;
-    const long long per_step = std::stoll(mb->value) * dp;
+    const std::int64_t model_parallel =
+        checked_product({value_of("tp"), value_of("pp")}, r.read().path + ": --tensor-model-parallel-size x --pipeline-model-parallel-size (GPUs)", kMaxClusterGpus);
+    const std::int64_t dp = std::stoll(gpus->value) / model_parallel;
+    const std::int64_t per_step =
+        checked_product({std::stoll(mb->value), dp}, r.read().path + ": --micro-batch-size x data-parallel size");
     if (std::stoll(gpus->value) % model_parallel != 0) {
       // Megatron would refuse this world size; example scripts often leave the node count for
       // the user to raise.
@@ -214,6 +221,15 @@ void read_megatron_command(const std::vector<std::string>& args, Reader& r) {
         "");
 }
 
+// HfArgumentParser's string_to_bool (transformers hf_argparser.py): "--bf16 True" is a boolean
+// there, in any case, and so are yes/no, t/f, y/n and 1/0. Only those words; a number stays a number.
+std::optional<bool> hf_bool(std::string v) {
+  std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (v == "yes" || v == "true" || v == "t" || v == "y") return true;
+  if (v == "no" || v == "false" || v == "f" || v == "n") return false;
+  return std::nullopt;
+}
+
 void read_torchrun_command(const std::vector<std::string>& args, Reader& r) {
   const Parsed p = parse(args);
   read_launcher(p, r);
@@ -228,13 +244,15 @@ void read_torchrun_command(const std::vector<std::string>& args, Reader& r) {
       if (key == "per_device_train_batch_size" || key == "gradient_accumulation_steps" ||
           key == "max_seq_length")
         v = positive(r, flag, value);
+      else if (const auto b = hf_bool(value))
+        v = *b;
       j[key] = v;
     }
   }
   // --optim adamw_torch --optim_args foreach=False: torch's per-parameter loop.
   const bool for_loop = j.contains("optim_args") && j.at("optim_args") == "foreach=False";
   read_training_arguments(j, r);
-  if (for_loop && j.value("optim", "") == "adamw_torch")
+  if (for_loop && j.contains("optim") && j.at("optim") == "adamw_torch")
     r.set("optimizer-impl", "for-loop", "--optim_args", "foreach=False");
   // Without --fsdp or --deepspeed the Trainer wraps the model in DDP when the launcher starts
   // more than one process (transformers trainer.py, _wrap_model).

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "config_reader.hpp"
+#include "trainplan/core/checked.hpp"
 
 namespace trainplan::io::config {
 namespace {
@@ -231,19 +232,25 @@ void read_deepspeed(const Json& j, Reader& r) {
           j.at("gradient_accumulation_steps"));
   if (tb) r.set("global-batch", std::to_string(*tb), "train_batch_size", j.at("train_batch_size"));
   // config.py _batch_assertion: train_batch_size = micro-batch x accumulation x data-parallel size.
-  if (mb && ga && tb && *tb % (*mb * *ga) != 0)
-    r.fail("train_batch_size", j.at("train_batch_size"),
-           "is not a multiple of train_micro_batch_size_per_gpu x gradient_accumulation_steps = " +
-               std::to_string(*mb * *ga));
+  if (mb && ga && tb) {
+    const std::int64_t per_rank = checked_product(
+        {*mb, *ga}, r.read().path + ": train_micro_batch_size_per_gpu x gradient_accumulation_steps");
+    if (*tb % per_rank != 0)
+      r.fail("train_batch_size", j.at("train_batch_size"),
+             "is not a multiple of train_micro_batch_size_per_gpu x gradient_accumulation_steps = " +
+                 std::to_string(per_rank));
+  }
   read_precision(j, r);
   const int stage = read_zero(j, r);
   (void)stage;
   const Setting* off = r.read().find("offload");
   read_optimizer(j, off && off->value != "none", r);
   read_activation_checkpointing(j, r);
-  if (j.contains("amp") && j.at("amp").is_object() && j.at("amp").value("enabled", false))
-    r.unresolved("precision", "amp.enabled", j.at("amp").at("enabled"),
-                 "NVIDIA Apex AMP is not modelled");
+  if (j.contains("amp") && j.at("amp").is_object()) {
+    const std::optional<bool> amp = r.boolean(j.at("amp"), "enabled", "amp", "precision");
+    if (amp && *amp)
+      r.unresolved("precision", "amp.enabled", j.at("amp").at("enabled"), "NVIDIA Apex AMP is not modelled");
+  }
   r.check_keys(
       j, "",
       {"train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "train_batch_size", "fp16",

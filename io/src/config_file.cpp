@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstring>
 #include <map>
-#include <regex>
+#include <optional>
+#include <string_view>
 
 #include "config_reader.hpp"
 #include "trainplan/core/error.hpp"
@@ -85,19 +87,46 @@ bool looks_like_command(const std::string& text) {
                      [&](const char* l) { return text.compare(b, std::strlen(l), l) == 0; });
 }
 
+// `[export] NAME=VALUE [# comment]` with a plain VALUE (no $, quotes, parentheses, backquotes or
+// spaces): the name and the value; nothing otherwise. Read by hand, in one pass over the line.
+std::optional<std::pair<std::string, std::string>> plain_assignment(std::string_view line) {
+  const auto skip_blanks = [&line] {
+    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+  };
+  skip_blanks();
+  if (line.starts_with("export ") || line.starts_with("export\t")) {
+    line.remove_prefix(7);
+    skip_blanks();
+  }
+  const auto is_name_char = [](char c, bool first) {
+    return c == '_' || std::isalpha(static_cast<unsigned char>(c)) != 0 ||
+           (!first && std::isdigit(static_cast<unsigned char>(c)) != 0);
+  };
+  std::size_t i = 0;
+  while (i < line.size() && is_name_char(line[i], i == 0)) ++i;
+  if (i == 0 || i == line.size() || line[i] != '=') return std::nullopt;
+  const std::string name(line.substr(0, i));
+  line.remove_prefix(i + 1);
+  std::size_t v = 0;
+  while (v < line.size() && std::string_view(" \t\r$#()'\"`").find(line[v]) == std::string_view::npos) ++v;
+  if (v == 0) return std::nullopt;
+  const std::string value(line.substr(0, v));
+  line.remove_prefix(v);
+  skip_blanks();
+  if (!line.empty() && line.front() != '#' && line != "\r") return std::nullopt;
+  return std::make_pair(name, value);
+}
+
 // A launch script's plain assignments (GPUS_PER_NODE=8), substituted where a whole word is $NAME
 // or ${NAME}; anything computed ($((...)), $1) stays as written and reads as unresolved.
 std::vector<std::string> substitute_variables(const std::string& text,
                                               std::vector<std::string> words) {
-  static const std::regex kAssign(
-      R"(^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=([^\s$#()'"`]+)\s*(?:#.*)?$)");
   std::map<std::string, std::string> vars;
   std::size_t start = 0;
   while (start <= text.size()) {
     const std::size_t end = std::min(text.find('\n', start), text.size());
-    std::smatch m;
-    const std::string line = text.substr(start, end - start);
-    if (std::regex_match(line, m, kAssign)) vars[m[1]] = m[2];
+    if (const auto a = plain_assignment(std::string_view(text).substr(start, end - start)))
+      vars[a->first] = a->second;
     start = end + 1;
   }
   for (std::string& w : words) {
@@ -137,14 +166,19 @@ ConfigRead read_command(const std::string& text, ConfigRead out) {
   return out;
 }
 
+bool is_deepspeed(const Json& j) {
+  return j.is_object() && !j.contains("peft_type") &&
+         has_any(j, {"zero_optimization", "train_micro_batch_size_per_gpu", "train_batch_size",
+                     "zero_allow_untested_optimizer", "steps_per_print"});
+}
+
 ConfigRead read_json_kind(const Json& j, ConfigRead out) {
   if (!j.is_object()) throw InputError(out.path + ": expected a JSON object at the top");
   if (j.contains("peft_type")) {
     out.kind = "PEFT adapter_config";
     config::Reader r(out, "PEFT LoraConfig");
     config::read_peft(j, r);
-  } else if (has_any(j, {"zero_optimization", "train_micro_batch_size_per_gpu", "train_batch_size",
-                         "zero_allow_untested_optimizer", "steps_per_print"})) {
+  } else if (is_deepspeed(j)) {
     out.kind = "DeepSpeed config";
     config::Reader r(out, "DeepSpeed");
     config::read_deepspeed(j, r);
@@ -201,18 +235,37 @@ ConfigRead read_yaml_kind(const Json& j, ConfigRead out) {
 
 }  // namespace
 
-ConfigRead read_training_config_text(const std::string& text, const std::string& path) {
+namespace {
+
+ConfigRead read_any_kind(const std::string& text, const std::string& path) {
   ConfigRead out;
   out.path = path;
   const std::size_t b = text.find_first_not_of(" \t\r\n");
   if (b == std::string::npos) throw InputError(path + ": the file is empty");
-  if (text[b] == '{') return read_json_kind(parse_json(text, path), std::move(out));
+  if (text[b] == '{') {
+    // Python's json keeps the last of a key given twice (Trainer, PEFT); DeepSpeed refuses it.
+    Json j = parse_json(text, path, DuplicateKeys::last_wins);
+    if (is_deepspeed(j)) j = parse_json(text, path, DuplicateKeys::refuse);
+    return read_json_kind(j, std::move(out));
+  }
   if (looks_like_command(text)) return read_command(text, std::move(out));
   return read_yaml_kind(config::yaml_to_json(text, path), std::move(out));
 }
 
+}  // namespace
+
+ConfigRead read_training_config_text(const std::string& text, const std::string& path) {
+  try {
+    return read_any_kind(text, path);
+  } catch (const Json::exception& e) {
+    // The typed readers name a wrong type themselves; this is the net under a value some reader
+    // took as given. Whatever the file holds, it is bad input, not an internal error.
+    throw InputError(path + ": a value of an unexpected type (" + std::string(e.what()) + ")");
+  }
+}
+
 ConfigRead read_training_config(const std::string& path) {
-  return read_training_config_text(read_text_file(path, "training config"), path);
+  return read_training_config_text(read_text_file(path, "training config", kMaxConfigBytes), path);
 }
 
 void require_resolved(const std::vector<ConfigRead>& reads, const std::set<std::string>& given) {

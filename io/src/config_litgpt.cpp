@@ -9,6 +9,7 @@
 #include <string>
 
 #include "config_reader.hpp"
+#include "trainplan/core/checked.hpp"
 
 namespace trainplan::io::config {
 namespace {
@@ -150,7 +151,7 @@ void read_litgpt(const Json& j, Reader& r) {
   const auto nodes = r.integer(j, "num_nodes", "", "nodes", 1);
   if (j.contains("devices") && j.at("devices").is_number_integer()) {
     const auto devices = r.integer(j, "devices", "", "gpus", 1);
-    world = *devices * nodes.value_or(1);
+    world = checked_product({*devices, nodes.value_or(1)}, r.read().path + ": devices x num_nodes (GPUs)", kMaxClusterGpus);
     r.set("gpus", std::to_string(*world), "devices x num_nodes",
           std::to_string(*devices) + " x " + std::to_string(nodes.value_or(1)));
     if (*world > 1 && quant)

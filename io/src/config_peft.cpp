@@ -37,7 +37,7 @@ void read_peft(const Json& j, Reader& r) {
   } else if (const auto t = r.string_list(j, "target_modules", "", "lora-targets")) {
     r.set("lora-targets", *t, "target_modules", j.at("target_modules"));
   }
-  if (j.value("use_dora", false))
+  if (const std::optional<bool> dora = r.boolean(j, "use_dora", "", ""); dora && *dora)
     r.warn(
         "use_dora = true: DoRA's magnitude vectors and weight norms are not modelled; estimated "
         "as plain LoRA");

@@ -26,8 +26,8 @@ void read_trl_model_config(const Json& j, Reader& r) {
     r.set("method", quantized ? "qlora" : "lora",
           quantized ? (q4 && *q4 ? "load_in_4bit" : "load_in_8bit") : "use_peft", true);
     if (q4 && *q4) {
-      const std::string type = j.value("bnb_4bit_quant_type", std::string("nf4"));
-      const bool nested = j.value("use_bnb_nested_quant", false);
+      const std::string type = r.string(j, "bnb_4bit_quant_type", "", "quant").value_or("nf4");
+      const bool nested = r.boolean(j, "use_bnb_nested_quant", "", "quant").value_or(false);
       if (type != "nf4" && type != "fp4")
         r.fail("bnb_4bit_quant_type", j.at("bnb_4bit_quant_type"), "must be nf4 or fp4");
       r.set("quant", type == "fp4" ? "fp4" : (nested ? "nf4-dq" : "nf4"), "load_in_4bit", true);

@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <limits>
+#include <set>
+#include <vector>
 
 #include "trainplan/core/error.hpp"
 
@@ -9,15 +11,65 @@ namespace trainplan::io {
 
 std::string text_excerpt(const std::string& s) { return s.size() > 40 ? s.substr(0, 37) + "..." : s; }
 
+namespace {
+
+// Appends v's JSON text to out until out holds more than `limit` characters; iterative in the
+// containers' depth only up to the limit, so it stays shallow whatever v holds.
+void append_excerpt(const Json& v, std::string& out, std::size_t limit) {
+  if (out.size() > limit) return;
+  if (v.is_array() || v.is_object()) {
+    out += v.is_array() ? '[' : '{';
+    bool first = true;
+    for (auto it = v.begin(); it != v.end() && out.size() <= limit; ++it) {
+      if (!first) out += ',';
+      first = false;
+      if (v.is_object()) out += Json(it.key()).dump() + ':';
+      append_excerpt(*it, out, limit);
+    }
+    out += v.is_array() ? ']' : '}';
+    return;
+  }
+  out += v.dump();
+}
+
+}  // namespace
+
 std::string json_excerpt(const Json& v) {
-  std::string s = v.dump();
+  std::string s;
+  append_excerpt(v, s, 40);
   if (s.size() > 40) s = s.substr(0, 37) + "...";
   return s;
 }
 
-Json parse_json(std::string_view text, const std::string& what) {
+Json parse_json(std::string_view text, const std::string& what, DuplicateKeys duplicates) {
+  // One set of keys per open object (arrays push an empty one), so a key given twice is named
+  // where it occurs and the depth is known at every opening.
+  std::vector<std::set<std::string>> open;
+  const Json::parser_callback_t check = [&](int, Json::parse_event_t event, Json& parsed) {
+    switch (event) {
+      case Json::parse_event_t::object_start:
+      case Json::parse_event_t::array_start:
+        if (open.size() >= static_cast<std::size_t>(kMaxJsonDepth))
+          throw InputError(what + ": nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+        open.emplace_back();
+        break;
+      case Json::parse_event_t::object_end:
+      case Json::parse_event_t::array_end:
+        if (!open.empty()) open.pop_back();
+        break;
+      case Json::parse_event_t::key:
+        if (duplicates == DuplicateKeys::refuse && !open.empty() &&
+            !open.back().insert(parsed.get<std::string>()).second)
+          throw InputError(what + ": key '" + text_excerpt(parsed.get<std::string>()) +
+                           "' given twice in one object");
+        break;
+      case Json::parse_event_t::value:
+        break;
+    }
+    return true;
+  };
   try {
-    return Json::parse(text.begin(), text.end());
+    return Json::parse(text.begin(), text.end(), check);
   } catch (const Json::parse_error& e) {
     throw InputError(what + ": invalid JSON (" + std::string(e.what()) + ")");
   } catch (const Json::exception& e) {

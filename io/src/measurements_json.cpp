@@ -586,20 +586,18 @@ calibrate::Run read_run_dir(const std::filesystem::path& dir) {
     throw InputError("run directory '" + name + "' has no " + std::string(kMeasurementsFile));
   }
   // An empty measurements file is a run that measured nothing; fitting says so.
-  if (fs::file_size(measurements, ec) > 0 && !ec) {
-    std::ifstream in(measurements, std::ios::binary);
-    if (!in) {
-      throw InputError("cannot read measurements '" + measurements.string() +
-                       "': " + std::strerror(errno));
-    }
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    run.measurements = parse_measurements_jsonl(text, measurements.string());
-  }
+  if (!fs::is_regular_file(measurements, ec))
+    throw InputError("cannot read measurements '" + measurements.string() +
+                     "': not a regular file (a pipe, device or socket)");
+  if (fs::file_size(measurements, ec) > 0 && !ec)
+    run.measurements = parse_measurements_jsonl(read_text_file(measurements.string(), "measurements"),
+                                                measurements.string());
   return run;
 }
 
 void write_run_dir(const std::filesystem::path& dir, const calibrate::Run& run) {
   namespace fs = std::filesystem;
+  if (dir.empty()) throw InputError("cannot write a run directory: the output path is empty");
   const std::string measurements = measurements_to_jsonl(run.measurements);
   const std::string provenance = provenance_to_json(run.provenance);
   std::error_code ec;

@@ -375,7 +375,7 @@ std::vector<Option> cluster_and_output_options() {
   v.push_back(only(text(describe("profile", "FILE", "Profile", "cluster",
                                  "hardware profile JSON from trainplan calibrate fit", "datasheet numbers"),
                         [](auto& r) -> auto& { return r.profile; }),
-                   command::estimate | command::plan | command::gui | command::explain));
+                   command::fit | command::estimate | command::plan | command::gui | command::explain));
   v.push_back(only(text(describe("tokens", "N", "Tokens to train", "batch",
                                  "time to train this many tokens: 300B, 1T, 2.5e12 (K/M/B/T suffixes)", "not asked"),
                         [](auto& r) -> auto& { return r.tokens; }),
@@ -386,6 +386,21 @@ std::vector<Option> cluster_and_output_options() {
   emit.parse = [](Request& r, std::string_view value) { r.emit = parse_choice<planner::EmitFormat>("emit", value); };
   emit.text = [](const Request& r) { return r.emit ? std::string(to_string(*r.emit)) : std::string(); };
   v.push_back(only(emit, command::estimate | command::plan));
+  const auto emitting = [](const Request& r, unsigned) { return r.emit.has_value(); };
+  v.push_back(only(applies(flag(describe("force", "", "Force", "output",
+                                         "with --emit: write the launch config even when the plan does not fit "
+                                         "(the file opens with a warning)",
+                                         "off"),
+                                [](auto& r) -> auto& { return r.force; }),
+                           emitting, "with --emit"),
+                   command::estimate));
+  v.push_back(only(applies(text(describe("output", "FILE", "Output", "output",
+                                         "with --emit: write the launch config to FILE (all of it or nothing) "
+                                         "instead of standard output",
+                                         "standard output"),
+                                [](auto& r) -> auto& { return r.output; }),
+                           emitting, "with --emit"),
+                   command::estimate | command::plan));
   v.push_back(only(integer(describe("top", "N", "Plans shown", "output", "plans to show", "5"), 1, 100000,
                            [](auto& r) -> auto& { return r.top; }),
                    command::plan));

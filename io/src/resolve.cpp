@@ -6,6 +6,7 @@
 
 #include "trainplan/core/error.hpp"
 #include "trainplan/io/estimate_json.hpp"
+#include "trainplan/io/profile_json.hpp"
 #include "trainplan/io/request.hpp"
 #include "trainplan/model/lora.hpp"
 #include "trainplan/planner/memory.hpp"
@@ -19,9 +20,12 @@ void check_qlora_precision(const Request& r, const model::Training& t) {
                                  r.label("method"), r.label("precision")));
 }
 
-// Options set where they have no effect: refused, or put back to their defaults.
-void check_relevance(Request& r, unsigned cmd, Irrelevant irrelevant) {
-  if (irrelevant == Irrelevant::refuse && r.has("precision")) check_qlora_precision(r, r.training);
+// Options set where they have no effect are put back to their defaults, with a warning for the
+// command line (scripts pass every flag: a valid question is answered); an option of another
+// command from the command line is refused.
+std::vector<std::string> check_relevance(Request& r, unsigned cmd, Irrelevant irrelevant) {
+  if (irrelevant == Irrelevant::warn && r.has("precision")) check_qlora_precision(r, r.training);
+  std::vector<std::string> warnings;
   const Request defaults;
   for (const Option& o : options()) {
     if (!r.has(o.name)) continue;
@@ -34,11 +38,12 @@ void check_relevance(Request& r, unsigned cmd, Irrelevant irrelevant) {
       continue;
     }
     if (!o.applies || o.applies(r, cmd)) continue;
-    if (irrelevant == Irrelevant::refuse)
-      throw InputError(fmt::format("{} has no effect here: it applies {}", r.label(o.name), o.applies_text));
+    if (irrelevant == Irrelevant::warn)
+      warnings.push_back(fmt::format("{} {} ignored: it applies {}", r.label(o.name), o.text(r), o.applies_text));
     o.parse(r, o.text(defaults));
     r.given.erase(o.name);
   }
+  return warnings;
 }
 
 void check_shape(const Request& r, const hardware::Cluster& c) {
@@ -75,6 +80,9 @@ void check_training(const Request& r, Resolved& out, model::Training& t, unsigne
                                        r.label("seq"), t.seq, a.max_seq, a.name));
   // Degrees the user gave (plan searches the others) must fit the cluster.
   const hardware::Cluster& c = out.cluster.cluster;
+  if (c.world() == 1 && r.has("strategy") && t.strategy != Strategy::single)
+    out.warnings.push_back(fmt::format("{} {} on one GPU: nothing to shard or replicate, answered as a single GPU",
+                                       r.label("strategy"), to_string(t.strategy)));
   const bool searched = cmd == command::plan;
   const int tp = searched && !r.has("tp") ? 1 : t.tp;
   const int pp = searched && !r.has("pp") ? 1 : t.pp;
@@ -137,10 +145,20 @@ void fill_requests(const Request& r, Resolved& out, const model::Training& t) {
 void resolve_files(const Request& r, Resolved& out) {
   if (!r.profile.empty()) {
     try {
-      out.profile = read_profile_option(r.profile);
+      out.profile = read_profile(r.profile);
     } catch (const InputError& e) {
-      throw InputError(fmt::format("{} '{}' is not usable: {}", r.label("profile"), r.profile, e.what()));
+      throw InputError(
+          fmt::format("{} '{}' is not a usable hardware profile: {}", r.label("profile"), r.profile, e.what()));
     }
+    // A profile measured on other GPUs would price these with another machine's kernels.
+    const hardware::GpuSpec& gpu = out.cluster.cluster.gpu;
+    if (!hardware::profile_applies(*out.profile, gpu))
+      throw InputError(fmt::format("{} '{}' was measured on {}, but the cluster has {} GPUs: calibrate on "
+                                   "these GPUs (trainplan-calibrate) or leave the profile out",
+                                   r.label("profile"), r.profile,
+                                   out.profile->gpu.empty() ? out.profile->provenance.gpu.value_or("?")
+                                                            : out.profile->gpu,
+                                   gpu.name));
   }
   if (!r.tokens.empty()) {
     out.tokens = parse_count(r.tokens, r.label("tokens"));
@@ -160,7 +178,7 @@ std::string source_file(const std::string& source) {
 void check_options(const Request& r, unsigned cmd) {
   Request copy = r;
   try {
-    check_relevance(copy, cmd, Irrelevant::refuse);
+    (void)check_relevance(copy, cmd, Irrelevant::warn);
   } catch (const FieldError& e) {
     throw InputError(e.render([&](std::string_view field) { return r.label(field); }));
   }
@@ -195,7 +213,7 @@ Resolved resolve_with(const ResolvedModel& model, const ResolvedCluster& cluster
                       unsigned cmd, Irrelevant irrelevant) {
   Request r = request;
   try {
-    check_relevance(r, cmd, irrelevant);
+    const std::vector<std::string> ignored = check_relevance(r, cmd, irrelevant);
     // A file's gradient accumulation derived from its global batch and micro-batch no longer holds
     // when another input changes the micro-batch: the global batch decides it again.
     const std::string accum_file = source_file(r.label("grad-accum"));
@@ -206,6 +224,8 @@ Resolved resolve_with(const ResolvedModel& model, const ResolvedCluster& cluster
       r.given.erase("grad-accum");
     }
     Resolved out;
+    out.warnings = ignored;
+    out.force_emit = r.force;
     out.model = model;
     out.cluster = cluster;
     check_shape(r, out.cluster.cluster);
@@ -285,7 +305,7 @@ std::string Resolved::label(std::string_view option) const {
 }
 
 planner::EmitContext emit_context(const Resolved& r) {
-  return {r.model.entry ? r.model.entry->hf_id : std::nullopt, r.plan.options.zero_plus_plus};
+  return {r.model.entry ? r.model.entry->hf_id : std::nullopt, r.plan.options.zero_plus_plus, r.force_emit};
 }
 
 void add_request_json(Json& j, const Resolved& r) {

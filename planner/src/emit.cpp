@@ -640,15 +640,35 @@ Emitted emit(EmitFormat f, const Estimate& e, const hardware::Cluster& c,
              const model::Architecture& a, const EmitContext& x) {
   // Never write a config the GPU cannot run (bf16 or FlashAttention-2 on a V100).
   hardware::require_supported(c.gpu, e.training.precision, e.training.attention);
+  const std::string does_not_fit =
+      fmt::format("this plan does not fit in memory ({:.1f} of {:.1f} GiB per GPU)", to_gib(e.memory.device_total),
+                  to_gib(c.gpu.usable_memory));
+  if (!e.fits && !x.force)
+    throw EmitDoesNotFit(fmt::format("{{emit}} {}: {}; no launch config written ({{force}} writes one anyway)",
+                                     to_string(f), does_not_fit));
+  Emitted out;
   switch (f) {
     case EmitFormat::deepspeed:
-      return emit_deepspeed(e, x);
+      out = emit_deepspeed(e, x);
+      break;
     case EmitFormat::accelerate:
-      return emit_accelerate(e, c, a, x);
+      out = emit_accelerate(e, c, a, x);
+      break;
     case EmitFormat::torchrun:
-      return emit_torchrun(e, c, a, x);
+      out = emit_torchrun(e, c, a, x);
+      break;
   }
-  return {};
+  if (!e.fits) {
+    const std::string warning = "WARNING: written with --force: " + does_not_fit + "; it will run out of memory";
+    if (f == EmitFormat::deepspeed) {
+      const std::size_t open = out.text.find('{');
+      out.text.insert(open + 1, "\n  \"trainplan_warning\": " + nlohmann::json(warning).dump() + ",");
+    } else {
+      out.text.insert(0, "# " + warning + "\n");
+    }
+    out.notes.insert(out.notes.begin(), "{force}: " + does_not_fit);
+  }
+  return out;
 }
 
 RankedEmit emit_first_expressible(EmitFormat f, const std::vector<Estimate>& plans,

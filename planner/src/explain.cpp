@@ -22,10 +22,27 @@ enum Kind { kMicroBatch, kCheckpointing, kSharding, kOffload, kLoraRank, kQlora 
 
 std::string str(std::int64_t v) { return std::to_string(v); }
 
+// The divisors of n below n, largest first; found up to sqrt(n), so a micro-batch of 2^36 costs
+// 2^18 steps, not 2^36.
+std::vector<std::int64_t> proper_divisors_descending(std::int64_t n) {
+  std::vector<std::int64_t> small;
+  std::vector<std::int64_t> large;
+  for (std::int64_t d = 1; d <= n / d; ++d) {
+    if (n % d != 0) continue;
+    small.push_back(d);
+    if (d != n / d) large.push_back(n / d);
+  }
+  std::vector<std::int64_t> out;
+  for (auto it = large.begin(); it != large.end(); ++it)
+    if (*it != n) out.push_back(*it);
+  for (auto it = small.rbegin(); it != small.rend(); ++it)
+    if (*it != n) out.push_back(*it);
+  return out;
+}
+
 // Smaller micro-batches that keep micro-batch x accumulation, i.e. the global batch.
 void micro_batch_changes(const model::Training& t, std::vector<Candidate>& out) {
-  for (std::int64_t m = t.micro_batch - 1; m >= 1; --m) {
-    if (t.micro_batch % m != 0) continue;
+  for (const std::int64_t m : proper_divisors_descending(t.micro_batch)) {
     Candidate c{t, {}, kMicroBatch};
     c.training.micro_batch = m;
     c.training.grad_accum = t.grad_accum * (t.micro_batch / m);

@@ -49,7 +49,8 @@ std::int64_t max_micro_batch(const model::Architecture& a, const model::Paramete
 }
 
 FitResult fit(const model::Architecture& a, const model::ParameterCounts& n, const FitRequest& req,
-              const hardware::Cluster& c, const MemoryConventions& mc) {
+              const hardware::Cluster& c, const MemoryConventions& mc,
+              const hardware::HardwareProfile* profile) {
   {  // bad values are errors, not empty searches (the offload is searched unless given)
     // Precision and attention are never searched: the GPU must run the ones asked for.
     hardware::require_supported(c.gpu, req.base.precision, req.base.attention);
@@ -111,7 +112,7 @@ FitResult fit(const model::Architecture& a, const model::ParameterCounts& n, con
     if (!k.fits) continue;
     model::Training at = k.training;
     if (!req.micro_batch_pinned && k.max_micro_batch > 0) at.micro_batch = k.max_micro_batch;
-    k.tokens_per_s = evaluate(a, n, at, c, nullptr, mc).throughput.tokens_per_s;
+    k.tokens_per_s = evaluate(a, n, at, c, profile, mc).throughput.tokens_per_s;
   }
   for (Verdict wanted : {Verdict::fits, Verdict::tight}) {
     for (std::size_t i = 0; i < out.candidates.size(); ++i) {

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "trainplan/core/checked.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/model/lora.hpp"
 #include "trainplan/model/model_states.hpp"
@@ -93,6 +94,21 @@ double frozen_base_bytes(const Training& tr) {
   return param_bytes(tr.precision);
 }
 
+// The bounds on counts that every product the model forms from them stays exact and finite (see
+// memory.hpp).
+void check_token_counts(const Training& tr) {
+  std::int64_t tokens = 0;
+  if (!product_within({tr.micro_batch, tr.seq}, kMaxTokensPerMicroBatch, tokens))
+    throw FieldError("{micro-batch} x {seq} = " + product_text({tr.micro_batch, tr.seq}) +
+                     " tokens on each GPU: their input ids alone (8 bytes a token) would need more than "
+                     "1 TiB, beyond the memory of any GPU");
+  if (!product_within({tr.micro_batch, tr.seq, tr.grad_accum}, kMaxTokensPerStep, tokens))
+    throw FieldError("{micro-batch} x {seq} x {grad-accum} = " +
+                     product_text({tr.micro_batch, tr.seq, tr.grad_accum}) +
+                     " tokens per model replica in one optimizer step, beyond " + str(kMaxTokensPerStep) +
+                     " (2^50, more than any training run's whole data)");
+}
+
 }  // namespace
 
 void validate_training(const Architecture& a, const Training& tr) {
@@ -105,6 +121,7 @@ void validate_training(const Architecture& a, const Training& tr) {
   if (tr.grad_accum < 1)
     throw FieldError("{grad-accum} must be at least 1 (got " + str(tr.grad_accum) + ")");
   if (tr.seq < 1) throw FieldError("{seq} must be at least 1 (got " + str(tr.seq) + ")");
+  check_token_counts(tr);
   if (a.position == model::PositionKind::learned && tr.seq > a.max_seq)
     throw FieldError("{seq} " + str(tr.seq) + " exceeds the " + str(a.max_seq) +
                      " learned positions of model '" + a.name + "'");
@@ -158,6 +175,12 @@ Layout make_layout(const Architecture& a, const Training& tr, const hardware::Cl
                      "' does not exist in the megatron framework (use ddp, or zero1 for the "
                      "distributed optimizer)");
   l.dp = l.world / (tr.tp * tr.pp);
+  std::int64_t step_tokens = 0;
+  if (!product_within({tr.micro_batch, tr.seq, tr.grad_accum, l.dp}, kMaxTokensPerStep, step_tokens))
+    throw FieldError("{micro-batch} x {seq} x {grad-accum} x data-parallel size = " +
+                     product_text({tr.micro_batch, tr.seq, tr.grad_accum, l.dp}) +
+                     " tokens in one optimizer step, beyond " + str(kMaxTokensPerStep) +
+                     " (2^50, more than any training run's whole data)");
   if (tr.strategy == Strategy::single && l.world > 1 && l.dp > 1)
     throw InputError("strategy 'single' on " + str(l.world) +
                      " GPUs: choose a data-parallel strategy (ddp, zero1-3, fsdp-*) or --tp/--pp");

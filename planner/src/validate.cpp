@@ -51,7 +51,7 @@ struct Predictor {
             const hardware::HardwareProfile* hw)
       : c(rc),
         mc(conventions),
-        profile(hw != nullptr && profile_applies(*hw, rc.cluster.gpu) ? hw : nullptr),
+        profile(hw != nullptr && hardware::profile_applies(*hw, rc.cluster.gpu) ? hw : nullptr),
         n(model::count_parameters(rc.arch)),
         layout(make_layout(rc.arch, rc.training, rc.cluster)) {}
 
@@ -181,12 +181,6 @@ double Comparison::error_pct() const {
 }
 
 bool Comparison::within_tolerance() const { return std::abs(error_pct()) <= tolerance_pct; }
-
-bool profile_applies(const hardware::HardwareProfile& p, const hardware::GpuSpec& g) {
-  if (!p.provenance.gpu) return true;
-  const std::string model = g.name.substr(0, g.name.find('-'));
-  return !model.empty() && p.provenance.gpu->find(model) != std::string::npos;
-}
 
 CaseResult validate_case(const ReferenceCase& c, const MemoryConventions& mc,
                          const hardware::HardwareProfile* profile) {

@@ -1,6 +1,7 @@
 #include "trainplan/calibrate/gemm_fit.hpp"
 
 #include <Eigen/Dense>
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -172,6 +173,16 @@ std::vector<hardware::GemmModel> fit_gemm_roofline(std::span<const GemmMeasureme
     if (!(setup.peak.value() > 0.0)) {
       throw InputError(name + ": no peak throughput of the GPU to measure efficiency against");
     }
+    if (!(setup.peak >= kMinGpuPeak && setup.peak <= kMaxGpuPeak))
+      throw InputError(name + ": a peak of " + fmt::format("{:g}", to_tflops(setup.peak)) +
+                       " TFLOP/s is outside what a GPU has (" + fmt::format("{:g}", to_tflops(kMinGpuPeak)) +
+                       " to " + fmt::format("{:g}", to_tflops(kMaxGpuPeak)) + " TFLOP/s)");
+    for (const hardware::GemmPoint& q : g.points)
+      if (q.rate.value() > kMaxMeasuredOverPeak * setup.peak.value())
+        throw InputError(fmt::format("{}: measured {:.0f} TFLOP/s at M={} N={} K={}, above the stated peak "
+                                     "{:g} TFLOP/s: the peak is wrong (TFLOP/s, dense, for this GPU?)",
+                                     name, to_tflops(q.rate), q.m, q.n, q.k,
+                                     to_tflops(setup.peak)));
     if (static_cast<int>(g.points.size()) < kMinSaturationPoints) {
       throw InputError(name + " has " + std::to_string(g.points.size()) +
                        " measurement(s); its fit needs at least " +

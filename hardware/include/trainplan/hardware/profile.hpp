@@ -15,6 +15,7 @@
 #include "trainplan/core/enum_table.hpp"
 #include "trainplan/core/units.hpp"
 #include "trainplan/hardware/collective.hpp"
+#include "trainplan/hardware/gpu.hpp"
 
 namespace trainplan::hardware {
 
@@ -294,6 +295,15 @@ struct HardwareProfile {
 [[nodiscard]] constexpr double saturating_efficiency(double eta_max, double s, double s_half) {
   return eta_max * s / (s + s_half);
 }
+
+// The GPU model a name gives: its first word that holds a digit, lower-cased ("NVIDIA H200" and
+// "H200" -> "h200"; "NVIDIA A100-SXM4-80GB" and "A100-80GB" -> "a100"; "NVIDIA GeForce RTX 4090"
+// and "RTX-4090" -> "4090"; "AMD Instinct MI300X" -> "mi300x"). Empty when no word has a digit.
+[[nodiscard]] std::string gpu_model(std::string_view name);
+
+// Whether a profile describes this GPU: the model of the GPU it names (the catalogue name it was
+// fitted for, else the driver's device name) is the GPU's. A profile naming no GPU applies to any.
+[[nodiscard]] bool profile_applies(const HardwareProfile& p, const GpuSpec& g);
 
 }  // namespace trainplan::hardware
 

@@ -4,13 +4,19 @@
 
 namespace trainplan::io {
 
-// Inputs are configs, profiles and logs: far below these bounds.
+// Inputs are configs, profiles and logs: far below these bounds. A training config (DeepSpeed,
+// YAML, a launch script) is a few kilobytes; the bound keeps a YAML reader's nodes (hundreds of
+// bytes each) well under a gigabyte. Logs and measurement files may be large.
 inline constexpr std::size_t kMaxFileBytes = std::size_t{256} << 20;
+inline constexpr std::size_t kMaxConfigBytes = std::size_t{1} << 20;
+inline constexpr std::size_t kMaxModelConfigBytes = std::size_t{16} << 20;
 inline constexpr std::size_t kMaxPathLength = 4096;  // PATH_MAX on Linux
 
-// The whole file as text; InputError "cannot read <what> '<path>': <reason>" on failure, and for an
-// empty file, one larger than kMaxFileBytes, and a path longer than kMaxPathLength.
-[[nodiscard]] std::string read_text_file(const std::string& path, const std::string& what);
+// The whole file as text; InputError "cannot read <what> '<path>': <reason>" on failure, for a
+// path that is not a regular file (a FIFO, a device or a socket would block or never end), an
+// empty file, one larger than max_bytes, and a path longer than kMaxPathLength.
+[[nodiscard]] std::string read_text_file(const std::string& path, const std::string& what,
+                                         std::size_t max_bytes = kMaxFileBytes);
 
 // Writes through a temporary file in the same folder and renames it, so a failure leaves nothing
 // half-written. Throws InputError naming the path.

@@ -15,12 +15,23 @@ namespace trainplan::io {
 
 using Json = nlohmann::json;
 
-// A value or text as a message shows it: at most 40 characters, whatever the input holds.
+// A value or text as a message shows it: at most 40 characters, whatever the input holds (a
+// value's text is built only as far as it is shown, so a deep or huge value costs nothing).
 [[nodiscard]] std::string json_excerpt(const Json& v);
 [[nodiscard]] std::string text_excerpt(const std::string& s);
 
-// Parses text, throwing InputError "<what>: invalid JSON at line L, column C: ..." on failure.
-[[nodiscard]] Json parse_json(std::string_view text, const std::string& what);
+// Nesting deeper than this is refused by name: no config, profile or log nests past a few levels,
+// and a bound keeps every later walk of the value (messages included) off the stack's limit.
+inline constexpr int kMaxJsonDepth = 100;
+
+// A key given twice in one object: Python's json (Hugging Face, PEFT) keeps the last; DeepSpeed
+// (deepspeed/runtime/config_utils.py, dict_raise_error_on_duplicate_keys) and our own files refuse.
+enum class DuplicateKeys { refuse, last_wins };
+
+// Parses text, throwing InputError "<what>: invalid JSON (...)" on failure, naming the key given
+// twice (under DuplicateKeys::refuse) and the limit when nesting exceeds kMaxJsonDepth.
+[[nodiscard]] Json parse_json(std::string_view text, const std::string& what,
+                              DuplicateKeys duplicates = DuplicateKeys::refuse);
 
 class ObjectReader {
  public:

@@ -50,6 +50,8 @@ struct Request {
   std::string profile;  // hardware profile JSON; empty: datasheet numbers
   std::string tokens;   // tokens to train ("300B"); empty: not asked
   std::optional<planner::EmitFormat> emit;
+  bool force = false;   // --force: emit a launch config even for a plan that does not fit
+  std::string output;   // --output FILE: where the launch config goes (standard output if empty)
   std::int64_t top = 5;
   double margin = 0;  // fit: a share of usable memory a recommendation leaves free
   bool tp_across_nodes = false;
@@ -125,6 +127,7 @@ struct Resolved {
   planner::FitRequest fit;    // base training and what is pinned
   planner::PlanRequest plan;  // the same for the plan search, with the degrees given
   std::optional<hardware::HardwareProfile> profile;
+  bool force_emit = false;                   // --force: a launch config even for a plan that does not fit
   std::optional<double> tokens;              // to train
   std::optional<std::int64_t> global_batch;  // sequences per optimizer step
   std::vector<std::string> notes;     // defaults taken for the user (the GPU's precision, ...)
@@ -135,22 +138,23 @@ struct Resolved {
   [[nodiscard]] std::string label(std::string_view option) const;
 };
 
-// What to do with an option set where it has no effect: the CLI refuses it; the GUI, whose every
-// field always holds a value, ignores it.
-enum class Irrelevant { refuse, ignore };
+// What to do with an option set where it has no effect: the CLI answers with a warning naming it
+// ("--lora-rank 16 ignored: it applies with --method lora or qlora"); the GUI, whose every field
+// always holds a value, ignores it. Either way the option takes its default.
+enum class Irrelevant { warn, ignore };
 
 // Applies the catalogue, the GPU's defaults and every cross-option check; throws InputError naming
 // the options in the words of their sources.
 [[nodiscard]] Resolved resolve(const Catalog& catalog, const Request& r, unsigned cmd,
-                               Irrelevant irrelevant = Irrelevant::refuse);
+                               Irrelevant irrelevant = Irrelevant::warn);
 
-// The checks that need neither the catalogue nor the GPU: an option of another command, one set
-// where it has no effect. Throws InputError.
+// The checks that need neither the catalogue nor the GPU: an option of another command. Throws
+// InputError.
 void check_options(const Request& r, unsigned cmd);
 
 // The same with the model and cluster already looked up (the GUI keeps them between edits).
 [[nodiscard]] Resolved resolve_with(const ResolvedModel& model, const ResolvedCluster& cluster, const Request& r,
-                                    unsigned cmd, Irrelevant irrelevant = Irrelevant::refuse);
+                                    unsigned cmd, Irrelevant irrelevant = Irrelevant::warn);
 
 // The cluster spec to look up: the request's, or a bare GPU name given the shape a config file
 // states ("A100-80GB" with 2 nodes of 8 processes: "2x8xA100-80GB").

@@ -39,11 +39,20 @@ struct Emitted {
 struct EmitContext {
   std::optional<std::string> hf_id;  // the model's Hugging Face Hub id, when the catalogue has one
   bool zero_plus_plus = false;       // the plan was estimated with ZeRO++ (EstimateOptions)
+  // Write a launch config for a plan that does not fit, marked as such inside the file.
+  bool force = false;
 };
 
 // A plan the format cannot express: a FieldError naming the options to change ("{emit}
 // deepspeed: ... plan with {strategy} zero3"), an InputError (the CLI exits 2).
 class EmitRefused : public FieldError {
+ public:
+  using FieldError::FieldError;
+};
+
+// A plan that does not fit in memory gets no launch config unless EmitContext::force: a FieldError
+// naming {emit} and {force}, which the CLI answers as "no" (exit 1).
+class EmitDoesNotFit : public FieldError {
  public:
   using FieldError::FieldError;
 };
@@ -57,6 +66,9 @@ class EmitRefused : public FieldError {
                                       const model::Architecture& a, const EmitContext& x = {});
 [[nodiscard]] Emitted emit_torchrun(const Estimate& e, const hardware::Cluster& c,
                                     const model::Architecture& a, const EmitContext& x = {});
+// The launch config of one plan in format f. Throws EmitRefused when the format cannot express
+// it and EmitDoesNotFit when it does not fit and x.force is off; with x.force such a config opens
+// with a warning the format keeps (a "trainplan_warning" key in JSON, a comment elsewhere).
 [[nodiscard]] Emitted emit(EmitFormat f, const Estimate& e, const hardware::Cluster& c,
                            const model::Architecture& a, const EmitContext& x = {});
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "trainplan/hardware/gpu.hpp"
+#include "trainplan/hardware/profile.hpp"
 #include "trainplan/planner/memory.hpp"
 
 namespace trainplan::planner {
@@ -58,8 +59,10 @@ struct FitResult {
                                            double margin = 0.0);
 
 // Throws InputError when a pinned option is impossible on this cluster (e.g. --tp not dividing it).
+// The throughput of each candidate that fits is priced with the profile when one is given.
 [[nodiscard]] FitResult fit(const model::Architecture& a, const model::ParameterCounts& n,
                             const FitRequest& req, const hardware::Cluster& c,
-                            const MemoryConventions& mc = {});
+                            const MemoryConventions& mc = {},
+                            const hardware::HardwareProfile* profile = nullptr);
 
 }  // namespace trainplan::planner

@@ -31,8 +31,16 @@ struct Layout {
   int cuda_sm = 0;  // the GPU's CUDA compute capability, major*10+minor; 0: not NVIDIA
 };
 
-// Throws InputError naming the option when a value is out of range or the degrees do not fit the
-// model (independent of the cluster and strategy).
+// Bounds on what a user can type, derived from what a cluster can hold: one micro-batch's input ids
+// (8-byte token ids, the least a token keeps on the GPU) must fit in 1 TiB, above every GPU's
+// memory, so a larger micro-batch can never fit; and one optimizer step of the whole cluster stays
+// under 2^50 tokens (Llama 3 trained on about 2^44 in all). Within them, every product of counts
+// the model forms (tokens x hidden x vocabulary ...) stays exact in std::int64_t and double.
+inline constexpr std::int64_t kMaxTokensPerMicroBatch = std::int64_t{1} << 37;
+inline constexpr std::int64_t kMaxTokensPerStep = std::int64_t{1} << 50;
+
+// Throws FieldError naming the option when a value is out of range, its counts leave the bounds
+// above, or the degrees do not fit the model (independent of the cluster and strategy).
 void validate_training(const model::Architecture& a, const model::Training& tr);
 
 // Throws InputError when the degrees do not divide the cluster or the model, or the strategy does

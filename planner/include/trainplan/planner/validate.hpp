@@ -123,7 +123,7 @@ struct ValidationReport {
 // Predicts every measurement of the case. Throws InputError naming the case and its file when its
 // configuration is impossible (e.g. a parallel degree that does not divide the cluster).
 // With a hardware profile, cases on the GPU the profile was measured on are predicted with it
-// (profile_applies); the others with the datasheet.
+// (hardware::profile_applies); the others with the datasheet.
 [[nodiscard]] CaseResult validate_case(const ReferenceCase& c, const MemoryConventions& mc = {},
                                        const hardware::HardwareProfile* profile = nullptr);
 
@@ -135,11 +135,6 @@ struct ValidationReport {
 [[nodiscard]] ValidationReport validate(std::span<const ReferenceCase> cases,
                                         const MemoryConventions& mc = {},
                                         const hardware::HardwareProfile* profile = nullptr);
-
-// Whether a profile measured on the driver-named GPU ("NVIDIA H200", "NVIDIA A100-SXM4-80GB")
-// describes this catalogue GPU: the catalogue name's model ("H200", "A100") appears in the driver's
-// name. A profile with no GPU named applies everywhere.
-[[nodiscard]] bool profile_applies(const hardware::HardwareProfile& p, const hardware::GpuSpec& g);
 
 }  // namespace trainplan::planner
 

@@ -18,6 +18,14 @@ struct GemmDtypeSetup {
   FlopsPerSecond peak;  // dense datasheet peak
 };
 
+// The physical range of a GPU's dense peak: from the smallest card anyone trains on (a T4 has 65
+// TFLOP/s in fp16) with room below, to above the largest dense low-precision peak announced
+// (B300's FP4, 15 PFLOP/s). A peak outside it was typed in other units (PFLOP/s for TFLOP/s).
+inline constexpr FlopsPerSecond kMinGpuPeak = tflops(1.0);
+inline constexpr FlopsPerSecond kMaxGpuPeak = tflops(20'000.0);
+// A measured GEMM may beat the datasheet's dense peak only by measurement noise and boost clocks.
+inline constexpr double kMaxMeasuredOverPeak = 1.05;
+
 // Element sizes of A and B, and of C, as trainplan-calibrate runs each dtype (cuBLASLt; fp8 e4m3
 // inputs write bf16).
 [[nodiscard]] double gemm_input_bytes(hardware::GemmDtype dtype);
