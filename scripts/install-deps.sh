@@ -8,13 +8,14 @@
 # here, including libqt6opengl6-dev: Qt6Charts' CMake package needs Qt6OpenGL, which qt6-base-dev
 # only recommends and qt6-charts-dev does not depend on. (XKB, libxkbcommon-dev, is optional for
 # Qt6Gui and only Qt6::GuiPrivate links it; trainplan-gui does not.) scripts/check-fresh-debian.sh
-# proves the list on a pristine bookworm. libyaml-cpp-dev: trainplan reads the YAML training configs
-# people already have (accelerate, litgpt, torchtune, axolotl) with yaml-cpp.
+# proves the list on a pristine bookworm. libyaml-dev: trainplan reads the YAML training configs
+# people already have (accelerate, litgpt, torchtune, axolotl) with libyaml, the parser under
+# PyYAML's CSafeLoader.
 set -euo pipefail
 
 packages=(
   cmake ninja-build g++ pkg-config
-  libeigen3-dev nlohmann-json3-dev libcli11-dev libfmt-dev libyaml-cpp-dev
+  libeigen3-dev nlohmann-json3-dev libcli11-dev libfmt-dev libyaml-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   qt6-base-dev libqt6opengl6-dev qt6-charts-dev qt6-svg-dev libgl-dev
   fonts-dejavu-core

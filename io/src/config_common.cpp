@@ -1,5 +1,3 @@
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -36,126 +34,6 @@ bool is_auto(const Json& v) {
   return s == "auto";
 }
 
-namespace {
-
-// PyYAML's implicit resolvers (yaml/resolver.py, YAML 1.1): the frameworks read here all load their
-// YAML with PyYAML, so `no` is a boolean there, and `2e-5` (no dot) stays a string. Matched by hand,
-// in one pass, whatever the scalar's length.
-bool one_of(const std::string& s, std::initializer_list<std::string_view> words) {
-  return std::any_of(words.begin(), words.end(), [&](std::string_view w) { return s == w; });
-}
-
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-
-// [-+]?(0|[1-9][0-9_]*)
-bool is_yaml_int(std::string_view s) {
-  if (!s.empty() && (s[0] == '-' || s[0] == '+')) s.remove_prefix(1);
-  if (s.empty() || !is_digit(s[0])) return false;
-  if (s[0] == '0') return s.size() == 1;
-  return std::all_of(s.begin(), s.end(), [](char c) { return is_digit(c) || c == '_'; });
-}
-
-// [-+]?([0-9][0-9_]*)?\.[0-9_]*([eE][-+][0-9]+)?  or  [-+]?\.(inf|Inf|INF); not a bare "."
-bool is_yaml_float(std::string_view s) {
-  if (!s.empty() && (s[0] == '-' || s[0] == '+')) s.remove_prefix(1);
-  if (s == ".inf" || s == ".Inf" || s == ".INF") return true;
-  std::size_t i = 0;
-  if (i < s.size() && is_digit(s[i]))
-    while (i < s.size() && (is_digit(s[i]) || s[i] == '_')) ++i;
-  if (i == s.size() || s[i] != '.' || s == ".") return false;
-  ++i;
-  while (i < s.size() && (is_digit(s[i]) || s[i] == '_')) ++i;
-  if (i == s.size()) return true;
-  if (s[i] != 'e' && s[i] != 'E') return false;
-  if (++i == s.size() || (s[i] != '-' && s[i] != '+')) return false;
-  if (++i == s.size()) return false;
-  return std::all_of(s.begin() + static_cast<std::ptrdiff_t>(i), s.end(), is_digit);
-}
-
-Json plain_scalar(const std::string& s) {
-  if (one_of(s, {"~", "null", "Null", "NULL", ""})) return nullptr;
-  if (one_of(s, {"yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"})) return true;
-  if (one_of(s, {"no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"})) return false;
-  std::string digits = s;
-  digits.erase(std::remove(digits.begin(), digits.end(), '_'), digits.end());
-  if (is_yaml_int(s)) {
-    try {
-      return std::stoll(digits);
-    } catch (const std::out_of_range&) {
-      return s;
-    }
-  }
-  if (is_yaml_float(s)) {
-    try {
-      return std::stod(digits);
-    } catch (const std::exception&) {
-      return s;
-    }
-  }
-  return s;
-}
-
-// Aliases are followed as PyYAML follows them, within a budget: a recursive alias (`x: &x [*x]`)
-// meets the depth limit, and a "billion laughs" document the limit on values.
-constexpr int kMaxYamlDepth = 100;
-constexpr std::size_t kMaxYamlValues = 1'000'000;
-
-struct YamlBudget {
-  const std::string& path;
-  std::size_t values = 0;
-};
-
-Json to_json(const YAML::Node& n, YamlBudget& budget, int depth) {
-  if (depth > kMaxYamlDepth)
-    throw InputError(budget.path + ": YAML nested deeper than " + std::to_string(kMaxYamlDepth) +
-                     " levels (a recursive alias?)");
-  if (++budget.values > kMaxYamlValues)
-    throw InputError(budget.path + ": YAML expands to more than " + std::to_string(kMaxYamlValues) +
-                     " values (aliases repeated within aliases?)");
-  switch (n.Type()) {
-    case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined:
-      return nullptr;
-    case YAML::NodeType::Scalar:
-      // yaml-cpp tags quoted scalars "!": they are strings whatever they spell.
-      return n.Tag() == "!" ? Json(n.Scalar()) : plain_scalar(n.Scalar());
-    case YAML::NodeType::Sequence: {
-      Json a = Json::array();
-      for (const auto& e : n) a.push_back(to_json(e, budget, depth + 1));
-      return a;
-    }
-    case YAML::NodeType::Map: {
-      Json o = Json::object();
-      for (const auto& kv : n) {
-        if (!kv.first.IsScalar())
-          throw InputError(budget.path + ": a YAML key that is not a plain value (line " +
-                           std::to_string(kv.first.Mark().line + 1) + ")");
-        o[kv.first.Scalar()] = to_json(kv.second, budget, depth + 1);
-      }
-      return o;
-    }
-  }
-  return nullptr;
-}
-
-}  // namespace
-
-Json yaml_to_json(const std::string& text, const std::string& path) {
-  std::vector<YAML::Node> docs;
-  try {
-    docs = YAML::LoadAll(text);
-  } catch (const YAML::Exception& e) {
-    throw InputError(path + ": invalid YAML at line " + std::to_string(e.mark.line + 1) + ": " +
-                     text_excerpt(e.msg));
-  }
-  // PyYAML's safe_load, which the frameworks call, refuses a stream of several documents.
-  if (docs.size() > 1)
-    throw InputError(path + ": " + std::to_string(docs.size()) +
-                     " YAML documents (separated by ---); a training config is one");
-  YamlBudget budget{path};
-  return docs.empty() ? Json() : to_json(docs.front(), budget, 0);
-}
-
 Reader::Reader(ConfigRead& out, std::string format)
     : out_(out),
       name_(std::filesystem::path(out.path).filename().string()),
@@ -181,7 +59,7 @@ void Reader::set(const std::string& option, const std::string& value, const std:
 
 void Reader::unresolved(const std::string& option, const std::string& key, const Json& raw,
                         const std::string& why) {
-  out_.unresolved.push_back(name_ + ": " + key + " = " + shown(raw) + ": " + why);
+  out_.unresolved.push_back(name_ + ": " + text_excerpt(key) + " = " + shown(raw) + ": " + why);
   out_.unresolved_options.push_back(option);
 }
 
@@ -195,12 +73,12 @@ void Reader::check_keys(const Json& obj, const std::string& prefix,
     const auto is = [&k](std::string_view s) { return s == k; };
     if (std::any_of(used.begin(), used.end(), is) || std::any_of(known.begin(), known.end(), is))
       continue;
-    warn("key '" + join_key(prefix, k) + "' is not a " + format_ + " key; ignored");
+    warn("key '" + text_excerpt(join_key(prefix, k)) + "' is not a " + format_ + " key; ignored");
   }
 }
 
 void Reader::fail(const std::string& key, const Json& raw, const std::string& problem) const {
-  throw InputError(out_.path + ": key '" + key + "' = " + shown(raw) + ": " + problem);
+  throw InputError(out_.path + ": key '" + text_excerpt(key) + "' = " + shown(raw) + ": " + problem);
 }
 
 void Reader::fail(const std::string& problem) const {

@@ -1,6 +1,6 @@
 #pragma once
 // Shared by the per-format readers of config_file.hpp: every format is parsed into a JSON tree
-// (YAML through yaml-cpp, resolving plain scalars the way PyYAML does, since every framework read
+// (YAML through libyaml, resolving plain scalars the way PyYAML does, since every framework read
 // here loads its YAML with PyYAML), and a Reader collects what the file sets.
 
 #include <cstdint>

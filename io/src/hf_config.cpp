@@ -538,7 +538,7 @@ HfArchitecture read_hf_config(const std::string& path) {
     file = (fs::path(path) / "config.json").string();
     if (!fs::exists(file, ec)) throw InputError("folder '" + path + "' holds no config.json");
   }
-  const std::string text = read_text_file(file, "model config", kMaxModelConfigBytes);
+  const std::string text = read_text_file(file, "model config", kMaxJsonFileBytes);
   const std::string where = "config.json '" + file + "'";
   const Json j = parse_json(text, where, DuplicateKeys::last_wins);  // transformers reads it with json.loads
   // A file called config.json is named after its folder ("./config.json" after the working folder);

@@ -13,8 +13,6 @@ namespace trainplan::io {
 namespace {
 
 constexpr std::size_t kMaxText = 4096;
-constexpr std::int64_t kMaxDegree = 1 << 16;
-constexpr std::int64_t kMaxCount = std::int64_t{1} << 40;
 
 std::string_view trim(std::string_view v) {
   while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);

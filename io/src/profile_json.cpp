@@ -529,7 +529,7 @@ hardware::HardwareProfile parse_profile_json(std::string_view text, std::string_
 }
 
 hardware::HardwareProfile read_profile(const std::filesystem::path& path) {
-  return parse_profile_json(read_text_file(path.string(), "profile"), path.string());
+  return parse_profile_json(read_text_file(path.string(), "profile", kMaxJsonFileBytes), path.string());
 }
 
 void write_profile(const std::filesystem::path& path, const hardware::HardwareProfile& p) {

@@ -1,4 +1,5 @@
 #include "trainplan/io/reference.hpp"
+#include "trainplan/io/request.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -117,18 +118,18 @@ model::Training read_training(const Json& v, const std::string& what,
   t.precision = read_enum<Precision>(r, "precision");
   t.optimizer = read_enum<Optimizer>(r, "optimizer");
   t.strategy = read_enum<Strategy>(r, "strategy");
-  t.tp = static_cast<int>(r.integer("tp", 1));
-  t.pp = static_cast<int>(r.integer("pp", 1));
-  t.micro_batch = r.integer("micro_batch", 1);
-  t.grad_accum = r.integer("grad_accum", 1);
-  t.seq = r.integer("seq", 1);
+  t.tp = static_cast<int>(r.integer("tp", 1, kMaxDegree));
+  t.pp = static_cast<int>(r.integer("pp", 1, kMaxDegree));
+  t.micro_batch = r.integer("micro_batch", 1, kMaxCount);
+  t.grad_accum = r.integer("grad_accum", 1, kMaxCount);
+  t.seq = r.integer("seq", 1, kMaxCount);
   t.checkpointing = read_enum<Checkpointing>(r, "checkpointing");
   t.attention = read_enum<Attention>(r, "attention");
   t.offload = read_enum<Offload>(r, "offload");
   t.framework = read_enum<Framework>(r, "framework");
-  t.pp_virtual = static_cast<int>(r.optional_integer("pp_virtual", 1).value_or(1));
+  t.pp_virtual = static_cast<int>(r.optional_integer("pp_virtual", 1, kMaxDegree).value_or(1));
   t.sequence_parallel = r.optional_boolean("sequence_parallel").value_or(false);
-  t.ep = static_cast<int>(r.optional_integer("expert_parallel", 1).value_or(1));
+  t.ep = static_cast<int>(r.optional_integer("expert_parallel", 1, kMaxDegree).value_or(1));
   if (r.has("fsdp_wrap")) t.fsdp_wrap = read_enum<FsdpWrap>(r, "fsdp_wrap");
   r.ignore({"fsdp_wrap"});
   if (r.has("optimizer_impl")) t.optimizer_impl = read_enum<OptimizerImpl>(r, "optimizer_impl");
@@ -146,7 +147,7 @@ model::Training read_training(const Json& v, const std::string& what,
   r.ignore({"lora"});
   if (adapter) {
     ObjectReader l(r.raw("lora"), r.what() + " lora");
-    t.lora.rank = l.integer("rank", 1);
+    t.lora.rank = l.integer("rank", 1, kMaxDegree);
     t.lora.alpha = l.number("alpha");
     t.lora.dropout = l.number("dropout");
     if (t.lora.dropout < 0.0 || t.lora.dropout >= 1.0)
@@ -202,7 +203,7 @@ Measurement read_measurement(const Json& v, const std::string& what) {
   m.tolerance_pct = r.number("tolerance_pct");
   if (m.tolerance_pct < 0.0) throw InputError(what + ": key 'tolerance_pct' must not be negative");
   if (m.metric == Metric::saved_for_backward_layer)
-    m.layer = static_cast<int>(r.integer("layer", 0));
+    m.layer = static_cast<int>(r.integer("layer", 0, kMaxDegree));
   r.reject_unknown();
   return m;
 }
@@ -304,7 +305,7 @@ model::Training read_oracle_training(const Json& v, const std::string& what,
   t.seq = r.integer("seq", 1);
   if (t.method != Method::full) {
     ObjectReader l(r.raw("lora"), r.what() + " lora");
-    t.lora.rank = l.integer("rank", 1);
+    t.lora.rank = l.integer("rank", 1, kMaxDegree);
     t.lora.alpha = l.number("alpha");
     t.lora.dropout = 0.0;  // the oracle's peft config: lora_dropout=0
     t.lora.targets = lora_targets(l);
@@ -409,7 +410,7 @@ std::vector<ReferenceCase> parse_reference(const Json& j, const std::string& fil
 }
 
 std::vector<ReferenceCase> read_reference_file(const std::string& path, const Catalog& catalog) {
-  const std::string text = read_text_file(path, "reference file");
+  const std::string text = read_text_file(path, "reference file", kMaxJsonFileBytes);
   return parse_reference(parse_json(text, "reference file '" + path + "'"), path, catalog);
 }
 

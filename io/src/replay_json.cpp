@@ -368,7 +368,7 @@ ReplayInput read_replay_input(const Catalog& catalog, const std::string& path,
                               std::size_t plan_index, const std::vector<std::string>& settings) {
   const std::string what = "replay input '" + path + "'";
   ReplayInput in = replay_input_from_json(
-      catalog, parse_json(read_text_file(path, "replay input"), what), what, plan_index, settings);
+      catalog, parse_json(read_text_file(path, "replay input", kMaxJsonFileBytes), what), what, plan_index, settings);
   in.file = path;
   return in;
 }

@@ -143,6 +143,8 @@ void fill_requests(const Request& r, Resolved& out, const model::Training& t) {
 }
 
 void resolve_files(const Request& r, Resolved& out) {
+  if (r.has("output") && r.output.empty())
+    throw InputError(fmt::format("{}: the output path is empty", r.label("output")));
   if (!r.profile.empty()) {
     try {
       out.profile = read_profile(r.profile);
@@ -269,7 +271,8 @@ model::Training recommended(const Resolved& r) {
   planner::FitRequest req = r.fit;
   req.micro_batch_pinned = true;
   const model::ParameterCounts n = model::count_parameters(r.model.arch);
-  const planner::FitResult f = planner::fit(r.model.arch, n, req, r.cluster.cluster);
+  const planner::FitResult f =
+      planner::fit(r.model.arch, n, req, r.cluster.cluster, {}, r.profile ? &*r.profile : nullptr);
   if (f.candidates.empty()) {
     t.strategy = r.fit.strategy.value_or(planner::candidate_strategies(t.framework, r.cluster.cluster).front());
     t.checkpointing = r.fit.checkpointing.value_or(Checkpointing::none);

@@ -12,6 +12,7 @@
 #include <thread>
 #include <tuple>
 
+#include "trainplan/core/checked.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/planner/fit.hpp"
 
@@ -251,13 +252,17 @@ std::int64_t grad_accum_for(std::int64_t global_batch, std::int64_t micro_batch,
                             std::optional<std::int64_t> pinned_grad_accum) {
   if (global_batch < 1)
     throw FieldError(fmt::format("{{global-batch}} must be at least 1 (got {})", global_batch));
-  const std::int64_t per_step = micro_batch * dp;
+  std::int64_t per_step = 0;
+  if (!product_within({micro_batch, dp}, global_batch, per_step))
+    throw FieldError(fmt::format("{{global-batch}} {} is smaller than {{micro-batch}} {} x data-parallel degree {}",
+                                 global_batch, micro_batch, dp));
   if (pinned_grad_accum) {
-    if (per_step * *pinned_grad_accum != global_batch)
+    std::int64_t total = 0;
+    if (!product_within({per_step, *pinned_grad_accum}, global_batch, total) || total != global_batch)
       throw FieldError(fmt::format(
           "{{global-batch}} {} is not {{micro-batch}} {} x {{grad-accum}} {} x data-parallel "
-          "degree {} = {}",
-          global_batch, micro_batch, *pinned_grad_accum, dp, per_step * *pinned_grad_accum));
+          "degree {}",
+          global_batch, micro_batch, *pinned_grad_accum, dp));
     return *pinned_grad_accum;
   }
   if (global_batch % per_step != 0)
@@ -367,7 +372,8 @@ void check_plan_request(const model::Architecture& a, const hardware::Cluster& c
     (void)make_layout(a, probe, c);
     if (req.tp && req.pp && req.micro_batch && req.global_batch) {
       const int dp = c.world() / (probe.tp * probe.pp);
-      if (*req.global_batch % (*req.micro_batch * dp) != 0)
+      std::int64_t per_step = 0;
+      if (!product_within({*req.micro_batch, dp}, *req.global_batch, per_step) || *req.global_batch % per_step != 0)
         throw FieldError(
             fmt::format("{{global-batch}} {} is not divisible by {{micro-batch}} {} x data-parallel "
                         "degree {}",

@@ -316,15 +316,20 @@ TEST(CalibrateFit, GemmNeedsAPeak) {
   EXPECT_EQ(p.gemm[0].sm_count, 132);
 
   o.gpu = "my-accelerator";
-  o.peak_tflops = {"bf16=500"};
+  o.peak_tflops = {"bf16=800"};  // above every measured point (at most 692 TFLOP/s)
   o.sm_count = 100;
   const Output r = fit(o);
   EXPECT_NE(r.err.find("not in the catalogue"), std::string::npos) << r.err;
   p = io::read_profile(o.out);
   EXPECT_EQ(p.gpu, "my-accelerator");
-  EXPECT_DOUBLE_EQ(to_tflops(p.gemm[0].peak), 500.0);
+  EXPECT_DOUBLE_EQ(to_tflops(p.gemm[0].peak), 800.0);
   EXPECT_EQ(p.gemm[0].sm_count, 100);
 
+  // A peak the measurements beat names the point that beats it; nothing is written.
+  std::filesystem::remove(o.out);
+  o.peak_tflops = {"bf16=500"};
+  EXPECT_NE(error_of([&] { (void)fit(o); }).find("above the stated peak 500"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(o.out));
   o.peak_tflops = {"bf16:500"};
   EXPECT_NE(error_of([&] { (void)fit(o); }).find("DTYPE=TFLOPS"), std::string::npos);
   o.peak_tflops = {"bf17=500"};

@@ -168,6 +168,25 @@ TEST(ProfileFit, GemmAttentionMemoryAndAdam) {
   EXPECT_DOUBLE_EQ(*fit.profile.cpu_adam_params_per_s, 1.2e9);
   EXPECT_EQ(fit.profile.gpu, "unknown");
   EXPECT_FALSE(fit.notes.empty());
+
+  // A peak typed in PFLOP/s (0.989 for 989), or one the measurements beat, is refused by name:
+  // the profile would otherwise claim efficiencies above 1.
+  ProfileFitOptions pflops = opt;
+  pflops.peaks = {{hardware::GemmDtype::bf16, tflops(0.989)}};
+  try {
+    (void)fit_profile(std::vector<calibrate::Run>{r}, pflops);
+    ADD_FAILURE() << "a peak of 0.989 TFLOP/s was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("outside what a GPU has"), std::string::npos) << e.what();
+  }
+  ProfileFitOptions low = opt;
+  low.peaks = {{hardware::GemmDtype::bf16, tflops(300)}};  // the 8192^3 point ran at ~700
+  try {
+    (void)fit_profile(std::vector<calibrate::Run>{r}, low);
+    ADD_FAILURE() << "measurements above the stated peak were accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("above the stated peak 300"), std::string::npos) << e.what();
+  }
 }
 
 TEST(ProfileFit, AttentionWithoutCudnnKeepsTheProxyLabelled) {

@@ -5,10 +5,13 @@
 //
 // Table lines, tab-separated ('#' starts a comment line):
 //   file  NAME  CONTENT              writes WORK/NAME (escapes \n, \t, \\, \xNN)
+//   fifo  NAME                       makes WORK/NAME a named pipe that nobody writes to
 //   NAME  EXIT  STREAM  TEXT  ARG... runs TRAINPLAN ARG...; STREAM (err or out) must contain
 //                                    every '|'-separated TEXT
 // In ARGs and CONTENT, @DATA@ and @WORK@ are the folders, @ROOT@ the repository (DATA/../../..),
-// @X40K@ 40,000 'x', @D40K@ 40,000 '9'.
+// @X40K@ 40,000 'x', @D40K@ 40,000 '9', and @{N*TEXT}@ TEXT repeated N times.
+#include <sys/stat.h>
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -59,6 +62,23 @@ std::string unescape(const std::string& s) {
   return out;
 }
 
+// @{N*TEXT}@ -> TEXT repeated N times.
+std::string expand_repeats(std::string s) {
+  for (std::size_t at = s.find("@{"); at != std::string::npos; at = s.find("@{", at)) {
+    const std::size_t star = s.find('*', at);
+    const std::size_t end = s.find("}@", at);
+    if (star == std::string::npos || end == std::string::npos || star > end) break;
+    const std::size_t n = std::stoul(s.substr(at + 2, star - at - 2));
+    const std::string unit = s.substr(star + 1, end - star - 1);
+    std::string repeated;
+    repeated.reserve(n * unit.size());
+    for (std::size_t i = 0; i < n; ++i) repeated += unit;
+    s.replace(at, end + 2 - at, repeated);
+    at += repeated.size();
+  }
+  return s;
+}
+
 // Shortens what a failure report prints of a long argument or output.
 std::string brief(const std::string& s, std::size_t n = 300) {
   return s.size() <= n ? s : s.substr(0, n) + "... (" + std::to_string(s.size()) + " characters)";
@@ -85,7 +105,7 @@ int main(int argc, char** argv) {
     s = replace_all(std::move(s), "@WORK@", work);
     s = replace_all(std::move(s), "@ROOT@", data + "/../../..");
     s = replace_all(std::move(s), "@X40K@", std::string(40000, 'x'));
-    return replace_all(std::move(s), "@D40K@", std::string(40000, '9'));
+    return expand_repeats(replace_all(std::move(s), "@D40K@", std::string(40000, '9')));
   };
   int rows = 0;
   int failures = 0;
@@ -95,6 +115,15 @@ int main(int argc, char** argv) {
     ++line_no;
     if (line.empty() || line[0] == '#') continue;
     const std::vector<std::string> f = split(line, '\t');
+    if (f[0] == "fifo") {
+      const std::filesystem::path fifo = std::filesystem::path(work) / f.at(1);
+      std::filesystem::remove(fifo);
+      if (mkfifo(fifo.c_str(), 0600) != 0) {
+        std::cerr << argv[2] << ":" << line_no << ": cannot make the pipe " << fifo << "\n";
+        return 2;
+      }
+      continue;
+    }
     if (f[0] == "file") {
       if (f.size() != 3) {
         std::cerr << argv[2] << ":" << line_no << ": a file line has NAME and CONTENT\n";

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,6 +27,7 @@ struct ProcessResult {
   bool timed_out = false;
   std::string out;
   std::string err;
+  long max_rss_kib = 0;  // the child's peak resident memory (getrusage's ru_maxrss)
 };
 
 inline ProcessResult run_process(const std::string& program, const std::vector<std::string>& args,
@@ -87,8 +89,10 @@ inline ProcessResult run_process(const std::string& program, const std::vector<s
   for (auto& f : fds)
     if (f.fd >= 0) close(f.fd);
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  rusage usage{};
+  while (wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
   }
+  r.max_rss_kib = usage.ru_maxrss;
   if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
   return r;

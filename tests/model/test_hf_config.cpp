@@ -1,6 +1,8 @@
 // Reading Hugging Face config.json files: what is ignored, and what is an error naming the key.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -274,7 +276,8 @@ TEST(HfConfig, NameFromThePath) {
   fs::remove_all(dir.parent_path());
 }
 
-// Files are read up to a bound: a device that never ends is an error, not an exhausted memory.
+// Only regular files are read, up to a bound: a device that never ends (or a pipe nobody writes
+// to) is an error, and so is a file beyond the bound for its kind, before any of it is read.
 TEST(HfConfig, EndlessFileIsRefused) {
   if (!std::filesystem::exists("/dev/zero")) GTEST_SKIP() << "no /dev/zero";
   try {
@@ -282,8 +285,20 @@ TEST(HfConfig, EndlessFileIsRefused) {
     ADD_FAILURE() << "reading /dev/zero must stop";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("/dev/zero"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("larger than 256 MiB"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("not a regular file"), std::string::npos) << e.what();
   }
+  const std::filesystem::path big = std::filesystem::temp_directory_path() /
+                                    ("trainplan-big-" + std::to_string(::getpid()) + ".json");
+  { std::ofstream touch(big); }
+  std::filesystem::resize_file(big, io::kMaxJsonFileBytes + 1);  // sparse: nothing is written
+  try {
+    (void)io::read_text_file(big.string(), "model config", io::kMaxJsonFileBytes);
+    ADD_FAILURE() << "a file beyond the bound was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("larger than 16 MiB (the limit for a model config)"), std::string::npos)
+        << e.what();
+  }
+  std::filesystem::remove(big);
   const std::string msg = error_of_json("[1, 2]");
   EXPECT_NE(msg.find("expected a JSON object"), std::string::npos) << msg;
 }

@@ -137,7 +137,9 @@ Emitting emitting(const Plan& plan) {
   EstimateOptions opt;
   opt.zero_plus_plus = plan.zero_plus_plus;
   r.e = Evaluator(r.p.a, r.p.n, r.p.c, nullptr, {}, {}, opt).estimate(plan.t);
-  r.x = {r.p.hf_id, plan.zero_plus_plus};
+  // These tests check how each format expresses a plan, whatever its memory: the gate that keeps
+  // a plan that does not fit from getting a launch config is NoLaunchConfigForAPlanThatDoesNotFit.
+  r.x = {r.p.hf_id, plan.zero_plus_plus, /*force=*/true};
   return r;
 }
 
@@ -506,6 +508,42 @@ TEST(Emit, MultiNodeDdp) {
 }
 
 // --- What the formats cannot express ----------------------------------------------------------
+
+// --- a plan that does not fit gets no launch config, in any format, unless forced ---------------
+
+// llama-2-7b, full fine-tune, ZeRO-2 on 2x A100-80GB at micro-batch 64 x 2,048 tokens without
+// checkpointing: the activations alone are hundreds of GiB per GPU (Korthikanti et al. 2022,
+// arXiv:2205.05198, Table 2: about 34 s b h bytes per layer with flash attention's s^2 term gone).
+TEST(Emit, NoLaunchConfigForAPlanThatDoesNotFitUnlessForced) {
+  Plan plan{"oom", "llama-2-7b", "2xA100-80GB", training(Strategy::zero2, 64, 1), false, 128};
+  plan.t.framework = Framework::deepspeed;
+  Emitting r = emitting(plan);
+  r.x.force = false;
+  ASSERT_FALSE(r.e.fits) << "the premise: this plan does not fit";
+  for (const EmitFormat f : {EmitFormat::deepspeed, EmitFormat::accelerate, EmitFormat::torchrun}) {
+    SCOPED_TRACE(std::string(to_string(f)));
+    try {
+      (void)emit(f, r.e, r.p.c, r.p.a, r.x);
+      ADD_FAILURE() << "a launch config was written for a plan that does not fit";
+    } catch (const EmitDoesNotFit& e) {
+      EXPECT_TRUE(contains(e.message_template(), "{force}")) << e.message_template();
+      EXPECT_TRUE(contains(e.message_template(), "does not fit")) << e.message_template();
+    }
+    EmitContext forced = r.x;
+    forced.force = true;
+    const Emitted out = emit(f, r.e, r.p.c, r.p.a, forced);
+    EXPECT_TRUE(any_note(out, "does not fit"));
+    if (f == EmitFormat::deepspeed) {
+      const nlohmann::json j = nlohmann::json::parse(out.text);  // still valid JSON
+      EXPECT_TRUE(contains(j.at("trainplan_warning").get<std::string>(), "does not fit"));
+      EXPECT_EQ(j.at("train_batch_size"), plan.global_batch);
+    } else {
+      EXPECT_EQ(out.text.rfind("# WARNING: written with --force", 0), 0u) << out.text;
+    }
+  }
+  // plan --emit only ever sees plans that fit; one that does not is refused the same way.
+  EXPECT_THROW((void)emit_first_expressible(EmitFormat::deepspeed, {r.e}, r.p.c, r.p.a, r.x), EmitDoesNotFit);
+}
 
 TEST(Emit, RefusesWhatTheFormatCannotExpress) {
   struct Row {

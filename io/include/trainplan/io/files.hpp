@@ -9,7 +9,9 @@ namespace trainplan::io {
 // bytes each) well under a gigabyte. Logs and measurement files may be large.
 inline constexpr std::size_t kMaxFileBytes = std::size_t{256} << 20;
 inline constexpr std::size_t kMaxConfigBytes = std::size_t{1} << 20;
-inline constexpr std::size_t kMaxModelConfigBytes = std::size_t{16} << 20;
+// A model config.json, a profile, a reference file or an estimate to replay: a few kilobytes to
+// a megabyte.
+inline constexpr std::size_t kMaxJsonFileBytes = std::size_t{16} << 20;
 inline constexpr std::size_t kMaxPathLength = 4096;  // PATH_MAX on Linux
 
 // The whole file as text; InputError "cannot read <what> '<path>': <reason>" on failure, for a

@@ -70,6 +70,12 @@ struct Request {
   [[nodiscard]] std::string label(std::string_view option) const;
 };
 
+// The largest parallel degree (tp, pp, virtual stages, expert parallel) and the largest count
+// (micro-batch, accumulation, sequence length, global batch) any input may give; the products the
+// planner forms from them are bounded again there (planner::validate_training).
+inline constexpr std::int64_t kMaxDegree = std::int64_t{1} << 16;
+inline constexpr std::int64_t kMaxCount = std::int64_t{1} << 40;
+
 enum class OptionKind { text, choice, integer, real, flag };
 enum class Searched { no, by_plan, by_fit_and_plan };
 
