@@ -6,7 +6,8 @@
 //   cli_fuzz_configs TRAINPLAN CONFIG_DIR [RUNS] [SEED]
 //
 // CONFIG_DIR holds the real files (tests/io/configs, sources in its SOURCES.md). Each run takes one
-// at random and applies one to four mutations: a byte changed, a range deleted or repeated, lines
+// at random and either replaces one value by a hostile token or applies one to four mutations: a
+// byte changed, a range deleted or repeated, lines
 // swapped, the file cut short, or a hostile token inserted (huge and negative numbers, "auto",
 // null, brackets, YAML anchors and aliases, a second document, NUL bytes, long strings). The seed
 // is fixed, so a failure reproduces; each failure prints its file, kept under WORK.
@@ -48,7 +49,24 @@ const std::vector<std::string>& hostile_tokens() {
   return v;
 }
 
+// A value of the file (what follows a ':' or a flag, up to the end of its line, a ',' or a space)
+// replaced by a hostile token: the file still parses, and the reader's checks meet the token.
+std::string replace_value(Rng& rng, std::string s) {
+  std::vector<std::size_t> starts;
+  for (std::size_t i = 0; i + 1 < s.size(); ++i)
+    if ((s[i] == ':' || (s[i] == ' ' && i > 0 && s[i - 1] != ' ')) && s[i + 1] == ' ') starts.push_back(i + 2);
+  if (starts.empty()) return s;
+  const std::size_t at = starts[below(rng, starts.size())];
+  std::size_t end = at;
+  while (end < s.size() && s[end] != '\n' && s[end] != ',' && s[end] != ' ') ++end;
+  const auto& t = hostile_tokens();
+  s.replace(at, end - at, t[below(rng, t.size())]);
+  return s;
+}
+
 std::string mutate(Rng& rng, std::string s) {
+  // Half the runs change one value only, so most files still parse and reach the checks.
+  if (below(rng, 2) == 0) return replace_value(rng, std::move(s));
   const int n = 1 + static_cast<int>(below(rng, 4));
   for (int i = 0; i < n; ++i) {
     const std::size_t at = below(rng, s.size() + 1);
