@@ -348,19 +348,9 @@ int main(int argc, char** argv) {
   for (int run = 0; run < runs; ++run) {
     const std::vector<std::string> args = random_command(rng, data, work.string(), run);
     const auto r = trainplan::test::run_process(trainplan, args, std::chrono::seconds(10));
-    std::string problem;
-    if (r.timed_out)
-      problem = "no answer within 10 s";
-    else if (r.signal)
-      problem = "killed by signal " + std::to_string(r.signal);
-    else if (r.exit_code < 0 || r.exit_code > 2)
-      problem = "exit " + std::to_string(r.exit_code);
-    else if (r.err.find("internal error") != std::string::npos)
-      problem = "internal error on stderr";
-    else if (!ends_cleanly(r.out) || !ends_cleanly(r.err))
+    std::string problem = trainplan::test::answer_problem(r, "10 s");
+    if (problem.empty() && (!ends_cleanly(r.out) || !ends_cleanly(r.err)))
       problem = "output does not end in a newline";
-    else if (r.exit_code == 2 && r.err.empty())
-      problem = "exit 2 without a message";
     if (!r.timed_out && r.signal == 0 && r.exit_code >= 0 && r.exit_code <= 3)
       ++by_code[r.exit_code];
     if (problem.empty()) continue;

@@ -157,18 +157,8 @@ int main(int argc, char** argv) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     slowest = std::max(slowest, seconds);
     peak_kib = std::max(peak_kib, r.max_rss_kib);
-    std::string problem;
-    if (r.timed_out)
-      problem = "no answer within 2 s";
-    else if (r.signal)
-      problem = "killed by signal " + std::to_string(r.signal);
-    else if (r.exit_code < 0 || r.exit_code > 2)
-      problem = "exit " + std::to_string(r.exit_code);
-    else if (r.err.find("internal error") != std::string::npos)
-      problem = "internal error on stderr";
-    else if (r.exit_code == 2 && r.err.empty())
-      problem = "exit 2 without a message";
-    else if (r.max_rss_kib > kMemoryLimitKib)
+    std::string problem = trainplan::test::answer_problem(r, "2 s");
+    if (problem.empty() && r.max_rss_kib > kMemoryLimitKib)
       problem = "used " + std::to_string(r.max_rss_kib >> 10) + " MiB";
     if (problem.empty()) {
       ++by_code[r.exit_code];

@@ -98,4 +98,16 @@ inline ProcessResult run_process(const std::string& program, const std::vector<s
   return r;
 }
 
+// What is wrong with a run that must answer with exit 0, 1 or 2 (2 with a message) and nothing
+// else: a hang past its limit, a signal, another exit code, an internal error, a silent exit 2.
+// Empty when nothing is.
+inline std::string answer_problem(const ProcessResult& r, const std::string& limit_text) {
+  if (r.timed_out) return "no answer within " + limit_text;
+  if (r.signal) return "killed by signal " + std::to_string(r.signal);
+  if (r.exit_code < 0 || r.exit_code > 2) return "exit " + std::to_string(r.exit_code);
+  if (r.err.find("internal error") != std::string::npos) return "internal error on stderr";
+  if (r.exit_code == 2 && r.err.empty()) return "exit 2 without a message";
+  return {};
+}
+
 }  // namespace trainplan::test
