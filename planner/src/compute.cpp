@@ -89,16 +89,27 @@ bool fused_kernels(Framework f) {
   return false;
 }
 
-bool fused_attention(const model::Training& tr) {
+AttentionRun attention_run(const model::Architecture& a, const model::Training& tr, int cuda_sm) {
+  AttentionRun r;
   switch (tr.attention) {
     case Attention::flash:
-      return true;
+      r.fused = true;
+      break;
     case Attention::sdpa:
-      return compute_bytes(tr.precision) < 4.0;
+      r.gpu_sdpa = cuda_sm > 0;
+      if (r.gpu_sdpa) {
+        model::Training on_gpu = tr;
+        on_gpu.cuda_sm = cuda_sm;
+        r.sdpa = model::sdpa_choice(a, on_gpu);
+        r.fused = r.sdpa.fused();
+      } else {
+        r.fused = compute_bytes(tr.precision) < 4.0;
+      }
+      break;
     case Attention::eager:
-      return false;
+      break;
   }
-  return false;
+  return r;
 }
 
 double block_parameters_per_gpu(const BlockShape& shape, int tp) {
@@ -298,15 +309,10 @@ CoreTimes core_times(const model::Architecture& a, const BlockShape& shape,
   const double b = dbl(tr.micro_batch);
   const double attn_instances = shape.cross_attention ? 2.0 : 1.0;
   CoreTimes out;
-  // SDPA on a CUDA GPU runs the kernel PyTorch picks (model/sdpa.hpp); elsewhere the request.
-  const bool gpu_sdpa = tr.attention == Attention::sdpa && d.cuda_sm > 0;
-  model::SdpaChoice sdpa;
-  if (gpu_sdpa) {
-    model::Training on_gpu = tr;
-    on_gpu.cuda_sm = d.cuda_sm;
-    sdpa = model::sdpa_choice(a, on_gpu);
-  }
-  if (gpu_sdpa ? sdpa.fused() : fused_attention(tr)) {
+  const AttentionRun run = attention_run(a, tr, d.cuda_sm);
+  const bool gpu_sdpa = run.gpu_sdpa;
+  const model::SdpaChoice& sdpa = run.sdpa;
+  if (run.fused) {
     const double causal = shape.causal ? model::causal_fraction(s) : 1.0;
     const Flops f(4.0 * b * sd * sd * heads * dbl(hd) * causal);
     out.forward = f / (d.peak * attention_efficiency(d, false, s, shape.causal, hd));
@@ -408,7 +414,7 @@ BlockCompute block_compute(const model::Architecture& a, const BlockShape& shape
     out.launches_forward = gemms + tc.fused_block_kernels;
     out.launches_backward = 2.0 * gemms + tc.fused_block_kernels;
   } else {
-    const BlockKernelWork kw = hf_block_kernel_work(a, shape, tr);
+    const BlockKernelWork kw = hf_block_kernel_work(a, shape, tr, attention_run(a, tr, d.cuda_sm));
     const double params = block_parameters_per_gpu(shape, tr.tp);
     const KernelWork cast_f = autocast_weight_cast(params, tr, false);
     const KernelWork cast_b = autocast_weight_cast(params, tr, true);

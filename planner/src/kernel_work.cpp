@@ -239,13 +239,12 @@ void activation(Tally& t, const model::Architecture& a, const Ctx& x) {
 }  // namespace
 
 BlockKernelWork hf_block_kernel_work(const model::Architecture& a, const BlockShape& shape,
-                                     const model::Training& tr) {
+                                     const model::Training& tr, const AttentionRun& run) {
   Tally t;
   const Ctx x = context(a, tr);
   const double X = x.T * x.h;
   const bool separate_mlp_norm = !a.parallel_residual || a.norms_per_layer > 1;
-  const bool fused_kernel = tr.attention == Attention::flash ||
-                            (tr.attention == Attention::sdpa && compute_bytes(tr.precision) < 4.0);
+  const bool fused_kernel = !run.model_code_core();
 
   norm(t, a, x, true);
   const double norm_out = x.s;

@@ -214,7 +214,7 @@ Seconds add_attention_core(Components& out, const model::Architecture& a, const 
   const std::int64_t hd = a.head_dim;
   const double instances = shape.cross_attention ? 2.0 : 1.0;
   Seconds core_gemms_forward;  // the unfused path's two products, for Megatron's softmax below
-  if (fused_attention(tr)) {
+  if (attention_run(a, tr, d.cuda_sm).fused) {
     // The evaluator's kernel times: the attention core of forward, and what backward has beyond
     // its GEMMs and memory-bound work; shared between self- and cross-attention by their FLOPs
     // at the efficiency each reaches.
@@ -300,12 +300,12 @@ void add_block_memory_bound(Components& out, const model::Architecture& a,
     out.add(prefix + "fused elementwise backward", bwd,
             StreamWork{d.hbm * ew_b, tc.fused_block_kernels}, blocks, 0.0, ew_b);
     const Seconds softmax = blk.attention_forward - core_gemms_forward;
-    if (!fused_attention(tr) && softmax.value() > 0.0)
+    if (!attention_run(a, tr, d.cuda_sm).fused && softmax.value() > 0.0)
       out.add(prefix + "fused softmax forward", fwd, StreamWork{d.hbm * softmax, instances},
               forward_core, replay_core, softmax);
   } else {
     // Eager PyTorch op by op (kernel_work.hpp), with autocast's weight casts.
-    const BlockKernelWork kw = hf_block_kernel_work(a, shape, tr);
+    const BlockKernelWork kw = hf_block_kernel_work(a, shape, tr, attention_run(a, tr, d.cuda_sm));
     const double params = block_parameters_per_gpu(shape, t);
     const KernelWork f = kw.forward + autocast_weight_cast(params, tr, false);
     const KernelWork g = kw.backward + autocast_weight_cast(params, tr, true);

@@ -14,6 +14,7 @@
 #include "trainplan/io/catalog.hpp"
 #include "trainplan/io/profile_json.hpp"
 #include "trainplan/model/parameters.hpp"
+#include "trainplan/planner/compute.hpp"
 #include "trainplan/planner/replay.hpp"
 
 namespace trainplan::planner {
@@ -84,6 +85,42 @@ constexpr std::int64_t kH = 4096;
 constexpr std::int64_t kI = 11008;
 constexpr std::int64_t kV = 32000;
 constexpr double kLlama2BlockLinears = 4.0 * kH * kH + 3.0 * kH * kI;  // 202,375,168
+
+// The attention kernel is chosen in one place (attention_run): the replay runs the fused kernel
+// exactly where the evaluator prices one, for every family, precision and attention request on an
+// H100, including fp32 SDPA (PyTorch's dispatch sends it to the efficient kernel for most
+// families) and the families whose SDPA call the dispatch sends to the math kernel.
+TEST(Replay, AttentionKernelIsTheOneTheEvaluatorPrices) {
+  int fused_seen = 0;
+  int unfused_seen = 0;
+  for (const char* name : {"llama-2-7b", "falcon-7b", "gpt2", "bloom-560m", "mpt-7b", "phi-2", "t5-3b"}) {
+    const Subject s = subject(name, "1xH100-80GB");
+    for (const Precision p : {Precision::fp32, Precision::bf16_mixed}) {
+      for (const Attention at : {Attention::sdpa, Attention::eager}) {
+        model::Training tr;
+        tr.strategy = Strategy::single;
+        tr.precision = p;
+        tr.attention = at;
+        tr.micro_batch = 1;
+        tr.seq = 256;
+        SCOPED_TRACE(std::string(name) + " " + std::string(to_string(p)) + " " + std::string(to_string(at)));
+        const AttentionRun run = attention_run(s.a, tr, cuda_sm(s.c.gpu));
+        const ReplayPlan plan = plan_of(s, tr);
+        bool fused_kernel = false;
+        bool score_gemms = false;
+        for (const ReplayComponent& c : plan.components) {
+          fused_kernel = fused_kernel || c.name.ends_with("attention forward");
+          score_gemms = score_gemms || c.name.find("scores QK^T forward") != std::string::npos;
+        }
+        EXPECT_EQ(fused_kernel, run.fused);
+        EXPECT_EQ(score_gemms, !run.fused);
+        (run.fused ? fused_seen : unfused_seen) += 1;
+      }
+    }
+  }
+  EXPECT_GT(fused_seen, 0);
+  EXPECT_GT(unfused_seen, 0);
+}
 
 TEST(Replay, DenseShapesCountsAndSixNFlops) {
   const Subject s = subject("llama-2-7b", "1xH200");

@@ -11,6 +11,7 @@
 namespace trainplan::planner {
 
 struct BlockShape;
+struct AttentionRun;
 
 // HBM traffic and kernel launches of a piece of work.
 struct KernelWork {
@@ -38,9 +39,11 @@ struct BlockKernelWork {
 // RMSNorm or LayerNorm, autocast's input casts per linear, rotary embeddings, the attention
 // wrapper's copies (or the eager score path), activations, residual adds, dropout and LoRA, each op
 // followed through its autograd backward (grad formulas of torch's derivatives.yaml).
+// The score path's ops are counted when the attention the block runs is the model's own code
+// (AttentionRun::model_code_core).
 [[nodiscard]] BlockKernelWork hf_block_kernel_work(const model::Architecture& a,
                                                    const BlockShape& shape,
-                                                   const model::Training& tr);
+                                                   const model::Training& tr, const AttentionRun& run);
 
 // Launches outside the blocks, one micro-batch: the embedding lookup (first stage), the final norm,
 // LM head and the loss (last stage: logits.float(), log_softmax, nll_loss and the labels' shift),
