@@ -268,18 +268,18 @@ ConfigRead read_training_config(const std::string& path) {
   return read_training_config_text(read_text_file(path, "training config", kMaxConfigBytes), path);
 }
 
-void require_resolved(const std::vector<ConfigRead>& reads, const std::set<std::string>& given) {
+std::vector<LeftOpen> left_open(const std::vector<ConfigRead>& reads, const std::set<std::string>& given) {
+  std::vector<LeftOpen> out;
   for (const ConfigRead& r : reads) {
     for (std::size_t i = 0; i < r.unresolved.size(); ++i) {
       const std::string& option = i < r.unresolved_options.size() ? r.unresolved_options[i] : "";
       if (option.empty() || given.contains(option)) continue;
       const bool elsewhere = std::any_of(reads.begin(), reads.end(),
                                          [&](const ConfigRead& o) { return o.find(option); });
-      if (!elsewhere)
-        throw InputError(r.unresolved[i] + ", and no other input gives " + option + " (use --" +
-                         option + ")");
+      if (!elsewhere) out.push_back({r.unresolved[i], option});
     }
   }
+  return out;
 }
 
 }  // namespace trainplan::io

@@ -22,7 +22,12 @@ Request make_request(const std::vector<std::string>& files, const std::vector<Gi
   for (const auto& [name, source] : r.given) given.insert(name);
   for (const Option& o : options())
     if (!o.in(cmd)) given.insert(o.name);  // this command does not use it: nothing to resolve
-  require_resolved(reads, given);
+  for (const LeftOpen& open : left_open(reads, given)) {
+    const Option* o = find_option(open.option);
+    const std::string omitted = o ? when_omitted(*o, cmd) : std::string();
+    r.file_notes.push_back(open.text + "; nothing else gives " + open.option +
+                           (omitted.empty() ? std::string(": left out") : ": " + omitted));
+  }
   return r;
 }
 

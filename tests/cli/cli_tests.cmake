@@ -161,8 +161,13 @@ run_case(emit_note_in_flags 0 estimate llama-2-7b 8xA100-80GB --framework deepsp
 # The request layer: config files read with --from (tests/io/configs holds real ones), fit's margin,
 # explain.
 set(CONFIGS ${DATA}/../../io/configs)
-run_case(from_deepspeed_auto_needs_a_value 2 fit llama-2-7b 8xA100-80GB --from ${CONFIGS}/ds-accelerate-zero_stage3_offload.json
-         ERR "train_micro_batch_size_per_gpu = \"auto\"" "--micro-batch")
+# DeepSpeed's "auto" with nothing to resolve it is answered as if the key were left out, said in a
+# note (fit reports the largest micro-batch that fits; plan searches it).
+run_case(from_deepspeed_auto_left_open 0 fit llama-2-7b 8xA100-80GB --from ${CONFIGS}/ds-accelerate-zero_stage3_offload.json
+         MATCH "train_micro_batch_size_per_gpu = \"auto\": left to other inputs; nothing else gives micro-batch: default 1"
+               "micro-batch up to")
+run_case(from_deepspeed_auto_searched_by_plan 0 plan llama-2-7b 8xA100-80GB --top 1 --from ${CONFIGS}/ds-accelerate-zero_stage3_offload.json
+         MATCH "train_micro_batch_size_per_gpu = \"auto\".*micro-batch: searched when omitted")
 run_case(from_deepspeed_zero3 0 fit llama-2-7b 8xA100-80GB --from ${CONFIGS}/ds-accelerate-zero_stage3_offload.json --micro-batch 4
          MATCH "ZeRO-3, optimizer\\+params offload" "strategy zero3 +<- zero_optimization.stage = 3")
 run_case(from_accelerate_wrong_cluster 2 estimate llama-2-7b 8xA100-80GB --from ${CONFIGS}/accelerate-fsdp.yaml

@@ -42,8 +42,15 @@ struct ConfigRead {
 [[nodiscard]] ConfigRead read_training_config_text(const std::string& text,
                                                    const std::string& path);
 
-// Throws InputError naming the file and key of the first option a file left unresolved that neither
-// another file nor `given` (options set explicitly, e.g. on the command line) provides.
-void require_resolved(const std::vector<ConfigRead>& reads, const std::set<std::string>& given);
+// What the files left unresolved ("auto", a value the launch command decides) that neither another
+// file nor `given` (options set explicitly, e.g. on the command line) provides: each entry's text
+// ("ds.json: train_micro_batch_size_per_gpu = \"auto\": left to other inputs") and its option. The
+// request leaves those options out, as if the file had not named them: searched where the command
+// searches them, their defaults elsewhere, said in a note (a valid file is answered, not refused).
+struct LeftOpen {
+  std::string text;
+  std::string option;
+};
+[[nodiscard]] std::vector<LeftOpen> left_open(const std::vector<ConfigRead>& reads, const std::set<std::string>& given);
 
 }  // namespace trainplan::io

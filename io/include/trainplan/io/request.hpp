@@ -109,6 +109,9 @@ struct Option {
 [[nodiscard]] const std::vector<Option>& options();
 // nullptr for an unknown name.
 [[nodiscard]] const Option* find_option(std::string_view name);
+// What leaving the option out means under this command: "searched when omitted", "default 1", or
+// empty (a flag that is off).
+[[nodiscard]] std::string when_omitted(const Option& o, unsigned cmd);
 // Help for one option under one command: its text, its choices, and its default or that it is
 // searched when omitted.
 [[nodiscard]] std::string option_help(const Option& o, unsigned cmd);
