@@ -572,10 +572,16 @@ void read_adapter(const Json& j, Reader& r) {
     if (*v < 0 || *v >= 1) r.fail("lora_dropout", j.at("lora_dropout"), "must be in [0, 1)");
     r.set("lora-dropout", j.at("lora_dropout").dump(), "lora_dropout", j.at("lora_dropout"));
   }
-  if (r.boolean(j, "lora_target_linear", "", "lora-targets").value_or(false))
-    r.set("lora-targets", "all-linear", "lora_target_linear", true);
-  if (const auto t = r.string_list(j, "lora_target_modules", "", "lora-targets"))
-    r.set("lora-targets", *t, "lora_target_modules", j.at("lora_target_modules"));
+  // With lora_target_linear, axolotl adds every linear layer to lora_target_modules (the union,
+  // src/axolotl/loaders/adapter.py: list(set(lora_target_modules + find_all_linear_names(model)))):
+  // all-linear, whatever the list names.
+  const bool all_linear = r.boolean(j, "lora_target_linear", "", "lora-targets").value_or(false);
+  const auto listed = r.string_list(j, "lora_target_modules", "", "lora-targets");
+  if (all_linear)
+    r.set("lora-targets", "all-linear", listed ? "lora_target_linear (with lora_target_modules: the union)"
+                                               : "lora_target_linear", true);
+  else if (listed)
+    r.set("lora-targets", *listed, "lora_target_modules", j.at("lora_target_modules"));
   if (j.contains("lora_modules_to_save") && j.at("lora_modules_to_save").is_array() &&
       !j.at("lora_modules_to_save").empty())
     r.warn("lora_modules_to_save " + shown(j.at("lora_modules_to_save")) +

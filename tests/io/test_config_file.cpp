@@ -565,5 +565,18 @@ TEST(ConfigFile, YamlScalarsFollowPyYaml) {
                InputError);
 }
 
+// axolotl takes the union of lora_target_modules and every linear layer when lora_target_linear is
+// set (src/axolotl/loaders/adapter.py): all-linear, not a contradiction.
+TEST(ConfigFile, AxolotlTargetLinearWithModulesIsTheUnion) {
+  const ConfigRead r = read_training_config_text(
+      "base_model: NousResearch/Llama-2-7b-hf\nadapter: lora\nlora_r: 8\nlora_target_linear: true\n"
+      "lora_target_modules:\n  - q_proj\n  - v_proj\nmicro_batch_size: 1\n",
+      "ax.yaml");
+  const Setting* t = r.find("lora-targets");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->value, "all-linear");
+  EXPECT_NE(t->source.find("the union"), std::string::npos) << t->source;
+}
+
 }  // namespace
 }  // namespace trainplan::io
