@@ -167,17 +167,29 @@ void set_trainer_optim(Reader& r, const std::string& key, const Json& raw) {
   if (!raw.is_string()) r.fail(key, raw, "must be an optimizer name");
   const std::string name = raw.get<std::string>();
   struct Row {
-    std::string_view optim, optimizer, impl;
+    std::string_view optim, optimizer, impl, note;
   };
+  // transformers OptimizerNames (training_args.py). bitsandbytes' paged 32-bit AdamW keeps AdamW's
+  // fp32 states and moves them to the host only when the GPU runs out; Apex's fused AdamW keeps
+  // torch's states.
   static constexpr std::array kRows{
-      Row{"adamw_torch", "adamw", ""},      Row{"adamw_torch_fused", "adamw", "fused"},
-      Row{"adamw_hf", "adamw", "for-loop"}, Row{"adamw_bnb_8bit", "adamw-8bit", ""},
-      Row{"adamw_8bit", "adamw-8bit", ""},  Row{"paged_adamw_8bit", "paged-adamw-8bit", ""},
-      Row{"adafactor", "adafactor", ""},    Row{"sgd", "sgd", ""}};
+      Row{"adamw_torch", "adamw", "", ""},
+      Row{"adamw_torch_fused", "adamw", "fused", ""},
+      Row{"adamw_hf", "adamw", "for-loop", ""},
+      Row{"adamw_bnb_8bit", "adamw-8bit", "", ""},
+      Row{"adamw_8bit", "adamw-8bit", "", ""},
+      Row{"paged_adamw_8bit", "paged-adamw-8bit", "", ""},
+      Row{"paged_adamw_32bit", "adamw", "",
+          "paged 32-bit AdamW keeps AdamW's fp32 states (paged to the host only when the GPU runs out): "
+          "priced as AdamW"},
+      Row{"adamw_apex_fused", "adamw", "", "Apex's fused AdamW keeps torch AdamW's states: priced as AdamW"},
+      Row{"adafactor", "adafactor", "", ""},
+      Row{"sgd", "sgd", "", ""}};
   for (const Row& row : kRows) {
     if (row.optim != name) continue;
     r.set("optimizer", std::string(row.optimizer), key, raw);
     if (!row.impl.empty()) r.set("optimizer-impl", std::string(row.impl), key, raw);
+    if (!row.note.empty()) r.warn(key + " = " + name + ": " + std::string(row.note));
     return;
   }
   r.unresolved("optimizer", key, raw,

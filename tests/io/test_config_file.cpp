@@ -578,5 +578,19 @@ TEST(ConfigFile, AxolotlTargetLinearWithModulesIsTheUnion) {
   EXPECT_NE(t->source.find("the union"), std::string::npos) << t->source;
 }
 
+// transformers OptimizerNames that keep AdamW's states are priced as AdamW, with a warning saying so.
+TEST(ConfigFile, PagedAdamW32BitIsAdamWWithAWarning) {
+  for (const char* optim : {"paged_adamw_32bit", "adamw_apex_fused"}) {
+    SCOPED_TRACE(optim);
+    const ConfigRead r = read_training_config_text(
+        std::string(R"({"per_device_train_batch_size": 2, "output_dir": "x", "optim": ")") + optim + "\"}",
+        "args.json");
+    ASSERT_NE(r.find("optimizer"), nullptr);
+    EXPECT_EQ(r.find("optimizer")->value, "adamw");
+    ASSERT_EQ(r.warnings.size(), 1u);
+    EXPECT_NE(r.warnings[0].find("priced as AdamW"), std::string::npos) << r.warnings[0];
+  }
+}
+
 }  // namespace
 }  // namespace trainplan::io
