@@ -214,6 +214,11 @@ void read_megatron_command(const std::vector<std::string>& args, Reader& r) {
   }
   // Without --bf16 or --fp16 Megatron trains in fp32 (params_dtype defaults to float32).
   if (!r.read().find("precision")) r.set("precision", "fp32", "(no --bf16 or --fp16)", "");
+  // What Megatron does without the flags (arguments.py defaults): no recomputation, the optimizer
+  // on the GPU. The file decides these; fit does not search them.
+  if (!r.read().find("checkpointing"))
+    r.set("checkpointing", "none", "(no --recompute-granularity or --recompute-activations: Megatron's default)", "");
+  if (!r.read().find("offload")) r.set("offload", "none", "(no --optimizer-cpu-offload: Megatron's default)", "");
   set_megatron_accumulation(r);
   // Megatron's DDP all-reduces gradients; the distributed optimizer shards the optimizer states.
   r.set("strategy", distributed_optimizer ? "zero1" : "ddp",

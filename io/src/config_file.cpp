@@ -2,10 +2,7 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <cstring>
-#include <map>
-#include <optional>
 #include <string_view>
 
 #include "config_reader.hpp"
@@ -26,52 +23,6 @@ bool has_any(const Json& j, std::initializer_list<const char*> keys) {
   return std::any_of(keys.begin(), keys.end(), [&j](const char* k) { return j.contains(k); });
 }
 
-// Shell-style words: quotes, backslash escapes and line continuations; `#` comments to line end.
-std::vector<std::string> shell_words(const std::string& text, const std::string& path) {
-  std::vector<std::string> out;
-  std::string w;
-  bool in_word = false;
-  char quote = 0;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (quote) {
-      if (c == quote)
-        quote = 0;
-      else
-        w += c;
-      continue;
-    }
-    if (c == '\\' && i + 1 < text.size()) {
-      if (text[i + 1] != '\n') {
-        w += text[i + 1];
-        in_word = true;
-      }
-      ++i;
-      continue;
-    }
-    if (c == '\'' || c == '"') {
-      quote = c;
-      in_word = true;
-      continue;
-    }
-    if (c == '#' && !in_word) {
-      while (i < text.size() && text[i] != '\n') ++i;
-      continue;
-    }
-    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
-      if (in_word) out.push_back(w);
-      w.clear();
-      in_word = false;
-      continue;
-    }
-    w += c;
-    in_word = true;
-  }
-  if (quote) throw InputError(path + ": unterminated quote in the command line");
-  if (in_word) out.push_back(w);
-  return out;
-}
-
 bool looks_like_command(const std::string& text) {
   std::size_t b = text.find_first_not_of(" \t\r\n");
   // Comment lines above the command (but a "#!" line is already a script).
@@ -87,60 +38,8 @@ bool looks_like_command(const std::string& text) {
                      [&](const char* l) { return text.compare(b, std::strlen(l), l) == 0; });
 }
 
-// `[export] NAME=VALUE [# comment]` with a plain VALUE (no $, quotes, parentheses, backquotes or
-// spaces): the name and the value; nothing otherwise. Read by hand, in one pass over the line.
-std::optional<std::pair<std::string, std::string>> plain_assignment(std::string_view line) {
-  const auto skip_blanks = [&line] {
-    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
-  };
-  skip_blanks();
-  if (line.starts_with("export ") || line.starts_with("export\t")) {
-    line.remove_prefix(7);
-    skip_blanks();
-  }
-  const auto is_name_char = [](char c, bool first) {
-    return c == '_' || std::isalpha(static_cast<unsigned char>(c)) != 0 ||
-           (!first && std::isdigit(static_cast<unsigned char>(c)) != 0);
-  };
-  std::size_t i = 0;
-  while (i < line.size() && is_name_char(line[i], i == 0)) ++i;
-  if (i == 0 || i == line.size() || line[i] != '=') return std::nullopt;
-  const std::string name(line.substr(0, i));
-  line.remove_prefix(i + 1);
-  std::size_t v = 0;
-  while (v < line.size() && std::string_view(" \t\r$#()'\"`").find(line[v]) == std::string_view::npos) ++v;
-  if (v == 0) return std::nullopt;
-  const std::string value(line.substr(0, v));
-  line.remove_prefix(v);
-  skip_blanks();
-  if (!line.empty() && line.front() != '#' && line != "\r") return std::nullopt;
-  return std::make_pair(name, value);
-}
-
-// A launch script's plain assignments (GPUS_PER_NODE=8), substituted where a whole word is $NAME
-// or ${NAME}; anything computed ($((...)), $1) stays as written and reads as unresolved.
-std::vector<std::string> substitute_variables(const std::string& text,
-                                              std::vector<std::string> words) {
-  std::map<std::string, std::string> vars;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const std::size_t end = std::min(text.find('\n', start), text.size());
-    if (const auto a = plain_assignment(std::string_view(text).substr(start, end - start)))
-      vars[a->first] = a->second;
-    start = end + 1;
-  }
-  for (std::string& w : words) {
-    if (w.size() < 2 || w[0] != '$') continue;
-    std::string name = w.substr(1);
-    if (name.size() > 2 && name.front() == '{' && name.back() == '}')
-      name = name.substr(1, name.size() - 2);
-    if (const auto it = vars.find(name); it != vars.end()) w = it->second;
-  }
-  return words;
-}
-
 ConfigRead read_command(const std::string& text, ConfigRead out) {
-  const std::vector<std::string> args = substitute_variables(text, shell_words(text, out.path));
+  const std::vector<std::string> args = config::script_words(text, out.path);
   const bool megatron = std::any_of(args.begin(), args.end(), [](const std::string& a) {
     return a.find("pretrain_") != std::string::npos || a == "--tensor-model-parallel-size" ||
            a == "--micro-batch-size" || a == "--pipeline-model-parallel-size";

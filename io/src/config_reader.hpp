@@ -18,6 +18,11 @@ namespace trainplan::io::config {
 // A value as the file wrote it, for sources and messages: 3, "auto", true, [q_proj, v_proj].
 [[nodiscard]] std::string shown(const Json& v);
 
+// The words a launch script passes to its commands, as bash splits them: quotes, escapes, line
+// continuations, comments, and the script's own variables expanded (multi-line quoted values,
+// export, ${NAME:-default}); what it does not define stays as written (shell_words.cpp).
+[[nodiscard]] std::vector<std::string> script_words(const std::string& text, const std::string& path);
+
 // Parses YAML into JSON; InputError naming the file and line on a syntax error.
 [[nodiscard]] Json yaml_to_json(const std::string& text, const std::string& path);
 

@@ -378,6 +378,8 @@ const std::vector<Row>& rows() {
        {{"nodes", "1"},
         {"gpus", "8"},
         {"framework", "megatron"},
+        {"checkpointing", "none"},  // no --recompute-*: Megatron's default
+        {"offload", "none"},        // no --optimizer-cpu-offload
         {"seq", "2048"},
         {"micro-batch", "1"},
         {"global-batch", "1536"},
@@ -392,6 +394,8 @@ const std::vector<Row>& rows() {
        {{"nodes", "1"},
         {"gpus", "8"},
         {"framework", "megatron"},
+        {"checkpointing", "none"},  // no --recompute-*: Megatron's default
+        {"offload", "none"},        // no --optimizer-cpu-offload
         {"seq", "8192"},
         {"micro-batch", "1"},
         {"global-batch", "128"},
@@ -591,6 +595,46 @@ TEST(ConfigFile, PagedAdamW32BitIsAdamWWithAWarning) {
     ASSERT_EQ(r.warnings.size(), 1u);
     EXPECT_NE(r.warnings[0].find("priced as AdamW"), std::string::npos) << r.warnings[0];
   }
+}
+
+// Launch scripts keep their flags in variables, often quoted over several lines (Megatron-LM's
+// examples: GPT_ARGS="..."), with defaults from the environment (${GPUS_PER_NODE:-8}): bash
+// expands them, unquoted, into separate words, and so does the reader. A flag hidden in a variable
+// is read, never taken as absent.
+TEST(ConfigFile, LaunchScriptVariablesExpandAsBashExpandsThem) {
+  const std::string script =
+      "#!/bin/bash\n"
+      "GPUS_PER_NODE=${GPUS_PER_NODE:-8}\n"
+      "export NNODES=1\n"
+      "GPT_ARGS=\"\n"
+      "    --tensor-model-parallel-size 2 \\\n"
+      "    --micro-batch-size 4\n"
+      "    --global-batch-size 32\n"
+      "    --bf16\n"
+      "\"\n"
+      "DIST='--nproc_per_node '$GPUS_PER_NODE\" --nnodes $NNODES\"  # a comment\n"
+      "torchrun $DIST pretrain_gpt.py \\\n"
+      "    $GPT_ARGS --seq-length \"${SEQ:-4096}\" --use-distributed-optimizer\n";
+  const ConfigRead r = read_training_config_text(script, "pretrain.sh");
+  EXPECT_EQ(r.kind, "Megatron command");
+  const auto value = [&r](const char* option) {
+    const Setting* s = r.find(option);
+    return s ? s->value : std::string("(absent)");
+  };
+  EXPECT_EQ(value("precision"), "bf16-mixed");  // not "fp32 <- (no --bf16 or --fp16)"
+  EXPECT_EQ(value("tp"), "2");
+  EXPECT_EQ(value("micro-batch"), "4");
+  EXPECT_EQ(value("gpus"), "8");
+  EXPECT_EQ(value("nodes"), "1");
+  EXPECT_EQ(value("seq"), "4096");
+  EXPECT_EQ(value("strategy"), "zero1");
+  EXPECT_EQ(value("grad-accum"), "2");  // 32 / (4 x 8 / 2)
+  // A quoted expansion stays one word; what the script does not define stays as written.
+  const ConfigRead q = read_training_config_text(
+      "torchrun --nproc_per_node \"$NPROC\" train.py --per_device_train_batch_size 2\n", "t.sh");
+  EXPECT_EQ(q.find("gpus"), nullptr);
+  ASSERT_FALSE(q.unresolved.empty());
+  EXPECT_NE(q.unresolved[0].find("$NPROC"), std::string::npos) << q.unresolved[0];
 }
 
 }  // namespace
