@@ -51,6 +51,11 @@ void read_precision(const Json& j, Reader& r) {
                   "bf16_master_weights_and_grads", "bf16_optimizer_states"});
     const std::string option = "precision";
     const std::optional<bool> on = r.boolean(o, "enabled", key, option);
+    for (const char* kept : {"bf16_master_weights_and_grads", "bf16_optimizer_states", "fp16_master_weights_and_grads"})
+      if (r.boolean(o, kept, key, "").value_or(false))
+        r.warn(std::string(key) + "." + kept +
+               " = true: 16-bit master weights, gradients or optimizer states are not modelled; estimated with "
+               "DeepSpeed's fp32 master weights and states");
     if (!on || !*on) continue;
     // DeepSpeed keeps fp32 master weights in the optimizer for fp16 and bf16 alike.
     r.set(option, std::string(key) == "fp16" ? "fp16-mixed" : "bf16-mixed",
@@ -80,6 +85,21 @@ void read_zero_plus_plus(const Json& z, int stage, Reader& r) {
         "zero_optimization: only part of ZeRO++ is on (zero_quantized_weights, "
         "zero_quantized_gradients, zero_hpz_partition_size); trainplan's --zero-plus-plus "
         "estimates all three");
+}
+
+// What DeepSpeed does with a key left out (deepspeed/runtime/zero/config.py DeepSpeedZeroConfig:
+// stage 0, no offload_optimizer or offload_param), so that fit does not search what the file
+// decides. "auto" is not left out: it goes to the readers' unresolved list.
+void set_zero_defaults(const Json& j, Reader& r) {
+  const bool zero = j.contains("zero_optimization") && j.at("zero_optimization").is_object();
+  const Json& z = zero ? j.at("zero_optimization") : j;
+  if (!r.read().find("strategy") && !(zero && z.contains("stage")))
+    r.set("strategy", "ddp",
+          zero ? "(no zero_optimization.stage: DeepSpeed's default, stage 0)"
+               : "(no zero_optimization: DeepSpeed's default, stage 0)",
+          "");
+  if (!r.read().find("offload") && !(zero && (z.contains("offload_optimizer") || z.contains("offload_param"))))
+    r.set("offload", "none", "(no offload_optimizer or offload_param: DeepSpeed's default)", "");
 }
 
 int read_zero(const Json& j, Reader& r) {
@@ -241,8 +261,13 @@ void read_deepspeed(const Json& j, Reader& r) {
                  std::to_string(per_rank));
   }
   read_precision(j, r);
+  const auto& open = r.read().unresolved_options;
+  // Without an enabled fp16 or bf16 section DeepSpeed trains in fp32 (runtime/config.py).
+  if (!r.read().find("precision") && std::find(open.begin(), open.end(), "precision") == open.end())
+    r.set("precision", "fp32", "(no fp16 or bf16 enabled: DeepSpeed's default, fp32)", "");
   const int stage = read_zero(j, r);
   (void)stage;
+  set_zero_defaults(j, r);
   const Setting* off = r.read().find("offload");
   read_optimizer(j, off && off->value != "none", r);
   read_activation_checkpointing(j, r);

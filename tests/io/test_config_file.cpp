@@ -45,6 +45,7 @@ const std::vector<Row>& rows() {
         {"grad-accum", "1"},
         {"precision", "fp16-mixed"},
         {"strategy", "zero1"},
+        {"offload", "none"},  // no offload keys: DeepSpeed's default
         {"optimizer", "adamw"},
         {"optimizer-impl", "foreach"}},
        {"micro-batch", "global-batch"},
@@ -83,12 +84,14 @@ const std::vector<Row>& rows() {
        {"zero_optimization.zenflow"}},
       {"ds-examples-autotuning-fp16-z3.json",
        "DeepSpeed config",
-       {{"framework", "deepspeed"}, {"precision", "fp16-mixed"}, {"strategy", "zero3"}},
+       {{"framework", "deepspeed"}, {"precision", "fp16-mixed"}, {"strategy", "zero3"}, {"offload", "none"}},
        {"micro-batch"},
        {}},
       {"ds-tutorial-zeropp.json",
        "DeepSpeed config",
-       {{"framework", "deepspeed"}, {"strategy", "zero3"}, {"zero-plus-plus", "true"}},
+       // No fp16 or bf16 section, no offload keys: DeepSpeed's defaults (fp32, no offload).
+       {{"framework", "deepspeed"}, {"strategy", "zero3"}, {"zero-plus-plus", "true"}, {"precision", "fp32"},
+        {"offload", "none"}},
        {},
        {}},
       {"accelerate-fsdp.yaml",
@@ -487,7 +490,10 @@ TEST(ConfigFile, UnknownKeysAreNamedWarnings) {
       << ds.warnings[0];
   EXPECT_NE(ds.warnings[1].find("'zero_optimisation' is not a DeepSpeed key"), std::string::npos)
       << ds.warnings[1];
-  EXPECT_EQ(ds.find("strategy"), nullptr);  // the misspelt section is not read
+  // The misspelt section is not read: DeepSpeed's default, stage 0, applies (said in the source).
+  ASSERT_NE(ds.find("strategy"), nullptr);
+  EXPECT_EQ(ds.find("strategy")->value, "ddp");
+  EXPECT_NE(ds.find("strategy")->source.find("DeepSpeed's default"), std::string::npos);
   const ConfigRead ax = read_training_config(config_path("bad-axolotl-typos.yml"));
   ASSERT_EQ(ax.warnings.size(), 2u);
   EXPECT_NE(ax.warnings[0].find("'gradient_acumulation_steps' is not an axolotl key"),
@@ -635,6 +641,27 @@ TEST(ConfigFile, LaunchScriptVariablesExpandAsBashExpandsThem) {
   EXPECT_EQ(q.find("gpus"), nullptr);
   ASSERT_FALSE(q.unresolved.empty());
   EXPECT_NE(q.unresolved[0].find("$NPROC"), std::string::npos) << q.unresolved[0];
+}
+
+// A DeepSpeed JSON decides what it leaves out (deepspeed/runtime/zero/config.py: stage 0, no
+// offload; runtime/config.py: fp32 without an enabled fp16 or bf16 section), so fit does not
+// search those; "auto" stays open. Keys it reads but does not model are named warnings.
+TEST(ConfigFile, DeepSpeedOmittedKeysTakeDeepSpeedsDefaults) {
+  const ConfigRead bare = read_training_config_text(R"({"train_micro_batch_size_per_gpu": 2})", "ds.json");
+  const auto value = [](const ConfigRead& r, const char* option) {
+    const Setting* s = r.find(option);
+    return s ? s->value + " <- " + s->source : std::string("(absent)");
+  };
+  EXPECT_EQ(value(bare, "strategy"), "ddp <- ds.json: (no zero_optimization: DeepSpeed's default, stage 0)");
+  EXPECT_EQ(value(bare, "offload"), "none <- ds.json: (no offload_optimizer or offload_param: DeepSpeed's default)");
+  EXPECT_EQ(value(bare, "precision"), "fp32 <- ds.json: (no fp16 or bf16 enabled: DeepSpeed's default, fp32)");
+  const ConfigRead autos = read_training_config_text(
+      R"({"train_micro_batch_size_per_gpu": 2, "bf16": {"enabled": "auto", "bf16_master_weights_and_grads": true}})",
+      "ds.json");
+  EXPECT_EQ(autos.find("precision"), nullptr);  // "auto": left open, not fp32
+  ASSERT_EQ(autos.warnings.size(), 1u);
+  EXPECT_NE(autos.warnings[0].find("bf16.bf16_master_weights_and_grads = true"), std::string::npos)
+      << autos.warnings[0];
 }
 
 }  // namespace
