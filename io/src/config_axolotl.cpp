@@ -663,6 +663,14 @@ void read_axolotl(const Json& j, Reader& r) {
   if (const auto m = r.string(j, "base_model", "", "model"))
     r.set("model", *m, "base_model", j.at("base_model"));
   read_adapter(j, r);
+  // unfrozen_parameters trains only the weights its patterns name (axolotl freezes the rest):
+  // partial fine-tuning, which trainplan does not model. Refused by name, never priced as a full
+  // fine-tune of every weight.
+  if (j.contains("unfrozen_parameters") && !j.at("unfrozen_parameters").is_null() &&
+      !j.at("unfrozen_parameters").empty() && r.read().find("method") && r.read().find("method")->value == "full")
+    r.fail("unfrozen_parameters", j.at("unfrozen_parameters"),
+           "training only these parameters (the rest frozen) is not modelled; trainplan would price a full "
+           "fine-tune of every weight (use an adapter, or leave the key out to plan a full fine-tune)");
   if (const auto v = r.integer(j, "sequence_len", "", "seq", 1))
     r.set("seq", std::to_string(*v), "sequence_len", j.at("sequence_len"));
   if (const auto v = r.integer(j, "micro_batch_size", "", "micro-batch", 1))
@@ -674,7 +682,7 @@ void read_axolotl(const Json& j, Reader& r) {
   read_sharding(j, r);
   for (const auto& [k, v] : j.items())
     if (!std::binary_search(kAxolotlKeys.begin(), kAxolotlKeys.end(), std::string_view(k)))
-      r.warn("key '" + k + "' is not an axolotl key; ignored");
+      r.warn("key '" + text_excerpt(k) + "' is not an axolotl key; ignored");
 }
 
 }  // namespace trainplan::io::config
