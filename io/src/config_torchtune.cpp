@@ -132,6 +132,11 @@ void read_torchtune(const Json& j, Reader& r) {
   if (cpu_offload)
     r.set("offload", *cpu_offload ? "optimizer+params" : "none", "fsdp_cpu_offload",
           j.at("fsdp_cpu_offload"));
+  // torchtune names the configs of its single-device recipes *_single_device.yaml
+  // (recipes/configs/*/*_single_device.yaml, listed for those recipes in _recipe_registry.py).
+  if (!r.read().find("strategy") && r.name().find("single_device") != std::string::npos)
+    r.set("strategy", "single", "(the file name: torchtune's *_single_device configs are the single-device recipe's)",
+          "");
   if (!r.read().find("strategy"))
     r.unresolved("strategy", "(recipe)", "single-device or distributed",
                  "the recipe is named on the tune run command line; left to other inputs");

@@ -306,8 +306,9 @@ const std::vector<Row>& rows() {
         {"precision", "bf16-true"},
         {"checkpointing", "full"},
         {"optimizer", "adamw"},
-        {"optimizer-impl", "fused"}},
-       {"model", "strategy"},
+        {"optimizer-impl", "fused"},
+        {"strategy", "single"}},  // the file name names the single-device recipe
+       {"model"},
        {}},
       {"torchtune-llama3_1-8B_full.yaml",
        "torchtune config",
