@@ -102,6 +102,20 @@ void set_zero_defaults(const Json& j, Reader& r) {
     r.set("offload", "none", "(no offload_optimizer or offload_param: DeepSpeed's default)", "");
 }
 
+// AutoTP training (deepspeed/runtime/tensor_parallel/config.py, TPTrainingConfig.autotp_size, 0 by
+// default: off) splits each replica's linears over that many GPUs: tensor parallelism. Ulysses
+// sequence parallelism (sequence_parallel_size) splits the sequence, which is not modelled yet.
+void read_parallelism(const Json& j, Reader& r) {
+  if (j.contains("tensor_parallel") && j.at("tensor_parallel").is_object()) {
+    const Json& t = j.at("tensor_parallel");
+    if (const auto tp = r.integer(t, "autotp_size", "tensor_parallel", "tp", 0); tp && *tp > 0)
+      r.set("tp", std::to_string(*tp), "tensor_parallel.autotp_size", t.at("autotp_size"));
+  }
+  if (const auto sp = r.integer(j, "sequence_parallel_size", "", "", 1); sp && *sp > 1)
+    r.warn("sequence_parallel_size = " + std::to_string(*sp) +
+           ": DeepSpeed-Ulysses sequence parallelism is not modelled; estimated without it");
+}
+
 int read_zero(const Json& j, Reader& r) {
   if (!j.contains("zero_optimization")) return -1;
   const Json& z = j.at("zero_optimization");
@@ -268,6 +282,7 @@ void read_deepspeed(const Json& j, Reader& r) {
   const int stage = read_zero(j, r);
   (void)stage;
   set_zero_defaults(j, r);
+  read_parallelism(j, r);
   const Setting* off = r.read().find("offload");
   read_optimizer(j, off && off->value != "none", r);
   read_activation_checkpointing(j, r);

@@ -663,6 +663,13 @@ TEST(ConfigFile, DeepSpeedOmittedKeysTakeDeepSpeedsDefaults) {
   ASSERT_EQ(autos.warnings.size(), 1u);
   EXPECT_NE(autos.warnings[0].find("bf16.bf16_master_weights_and_grads = true"), std::string::npos)
       << autos.warnings[0];
+  // AutoTP's degree is tensor parallelism; Ulysses' sequence parallelism is named, not dropped.
+  const ConfigRead tp = read_training_config_text(
+      R"({"train_micro_batch_size_per_gpu": 1, "tensor_parallel": {"autotp_size": 4}, "sequence_parallel_size": 2})",
+      "ds.json");
+  EXPECT_EQ(value(tp, "tp"), "4 <- ds.json: tensor_parallel.autotp_size = 4");
+  ASSERT_EQ(tp.warnings.size(), 1u);
+  EXPECT_NE(tp.warnings[0].find("sequence_parallel_size = 2"), std::string::npos) << tp.warnings[0];
 }
 
 // axolotl's unfrozen_parameters trains a subset of the weights: refused by name rather than
