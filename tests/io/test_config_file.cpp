@@ -668,6 +668,11 @@ TEST(ConfigFile, DeepSpeedOmittedKeysTakeDeepSpeedsDefaults) {
       R"({"train_micro_batch_size_per_gpu": 1, "tensor_parallel": {"autotp_size": 4}, "sequence_parallel_size": 2})",
       "ds.json");
   EXPECT_EQ(value(tp, "tp"), "4 <- ds.json: tensor_parallel.autotp_size = 4");
+  // LAMB keeps Adam's moments: priced as Adam, said in a warning.
+  const ConfigRead lamb = read_training_config_text(
+      R"({"train_micro_batch_size_per_gpu": 1, "optimizer": {"type": "Lamb", "params": {"lr": 1e-3}}})", "ds.json");
+  EXPECT_EQ(value(lamb, "optimizer"), "adam <- ds.json: optimizer.type = \"Lamb\"");
+  ASSERT_EQ(lamb.warnings.size(), 1u);
   ASSERT_EQ(tp.warnings.size(), 1u);
   EXPECT_NE(tp.warnings[0].find("sequence_parallel_size = 2"), std::string::npos) << tp.warnings[0];
 }
