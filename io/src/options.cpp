@@ -386,16 +386,16 @@ std::vector<Option> cluster_and_output_options() {
   v.push_back(only(emit, command::estimate | command::plan));
   const auto emitting = [](const Request& r, unsigned) { return r.emit.has_value(); };
   v.push_back(only(applies(flag(describe("force", "", "Force", "output",
-                                         "with --emit: write the launch config even when the plan does not fit "
+                                         "write the launch config even when the plan does not fit "
                                          "(the file opens with a warning)",
                                          "off"),
                                 [](auto& r) -> auto& { return r.force; }),
                            emitting, "with --emit"),
                    command::estimate));
   v.push_back(only(applies(text(describe("output", "FILE", "Output", "output",
-                                         "with --emit: write the launch config to FILE (all of it or nothing) "
+                                         "write the launch config to FILE (all of it or nothing) "
                                          "instead of standard output",
-                                         "standard output"),
+                                         ""),
                                 [](auto& r) -> auto& { return r.output; }),
                            emitting, "with --emit"),
                    command::estimate | command::plan));
