@@ -119,6 +119,11 @@ ConfigRead read_yaml_kind(const Json& j, ConfigRead out) {
     out.kind = "axolotl config";
     config::Reader r(out, "axolotl");
     config::read_axolotl(j, r);
+  } else if (j.contains("model_name_or_path") &&
+             has_any(j, {"finetuning_type", "cutoff_len", "lora_target", "template", "stage"})) {
+    out.kind = "LLaMA-Factory config";
+    config::Reader r(out, "LLaMA-Factory");
+    config::read_llamafactory(j, r);
   } else if (has_any(j, {"per_device_train_batch_size", "gradient_accumulation_steps"})) {
     out.kind = "TrainingArguments";
     config::Reader r(out, "TrainingArguments");
@@ -126,7 +131,7 @@ ConfigRead read_yaml_kind(const Json& j, ConfigRead out) {
   } else {
     throw InputError(out.path +
                      ": YAML that is not a training config trainplan reads (an "
-                     "accelerate, litgpt, torchtune or axolotl config, or "
+                     "accelerate, litgpt, torchtune, axolotl or LLaMA-Factory config, or "
                      "TrainingArguments)");
   }
   return out;

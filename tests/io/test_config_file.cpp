@@ -310,6 +310,49 @@ const std::vector<Row>& rows() {
         {"strategy", "single"}},  // the file name names the single-device recipe
        {"model"},
        {}},
+      // LLaMA-Factory: its own defaults where a key is left out (finetuning_args.py, model_args.py).
+      {"llamafactory-llama3-lora-sft.yaml",
+       "LLaMA-Factory config",
+       {{"model", "meta-llama/Meta-Llama-3-8B-Instruct"},
+        {"method", "lora"},
+        {"lora-rank", "8"},
+        {"lora-alpha", "16"},
+        {"lora-dropout", "0.0"},
+        {"lora-targets", "all-linear"},
+        {"micro-batch", "1"},
+        {"grad-accum", "8"},
+        {"seq", "1024"},
+        {"precision", "bf16-mixed"},
+        {"checkpointing", "full"}},
+       {},
+       {}},
+      {"llamafactory-llama3-lora-sft-otfq.yaml",
+       "LLaMA-Factory config",
+       {{"model", "meta-llama/Meta-Llama-3-8B-Instruct"},
+        {"method", "qlora"},
+        {"quant", "nf4-dq"},
+        {"lora-rank", "8"},
+        {"lora-alpha", "16"},
+        {"lora-dropout", "0.0"},
+        {"lora-targets", "all-linear"},
+        {"micro-batch", "1"},
+        {"grad-accum", "8"},
+        {"seq", "2048"},
+        {"precision", "bf16-mixed"},
+        {"checkpointing", "full"}},
+       {},
+       {}},
+      {"llamafactory-llama3-full-sft.yaml",
+       "LLaMA-Factory config",
+       {{"model", "meta-llama/Meta-Llama-3-8B-Instruct"},
+        {"method", "full"},
+        {"micro-batch", "1"},
+        {"grad-accum", "2"},
+        {"seq", "2048"},
+        {"precision", "bf16-mixed"},
+        {"checkpointing", "full"}},
+       {"strategy"},  // the DeepSpeed file it names is read with a second --from
+       {}},
       {"torchtune-llama3_1-8B_full.yaml",
        "torchtune config",
        {{"method", "full"},
@@ -428,11 +471,13 @@ TEST(ConfigFile, RealConfigsGiveTheirOptions) {
   }
 }
 
-TEST(ConfigFile, AtLeastTwentyRealFilesFromSevenFrameworks) {
+// Every kind the readers tell apart has real files: DeepSpeed, accelerate, PEFT, TrainingArguments,
+// litgpt, torchtune, axolotl, LLaMA-Factory and launch commands (torchrun and Megatron).
+TEST(ConfigFile, AtLeastTwentyRealFilesOfEveryKind) {
   std::map<std::string, int> kinds;
   for (const Row& row : rows()) ++kinds[row.kind];
   EXPECT_GE(rows().size(), 20u);
-  EXPECT_EQ(kinds.size(), 8u);
+  EXPECT_EQ(kinds.size(), 9u);
 }
 
 TEST(ConfigFile, SourcesNameFileKeyAndValue) {
