@@ -90,6 +90,8 @@ void read_training(const Json& j, Reader& r) {
   if (j.contains("deepspeed") && j.at("deepspeed").is_string())
     r.unresolved("strategy", "deepspeed", j.at("deepspeed"),
                  "a DeepSpeed config this file names (read it too: --from that file)");
+  else  // the Trainer offloads only through DeepSpeed or FSDP
+    r.set("offload", "none", "(no deepspeed: the Trainer keeps the optimizer on the GPU)", "");
   // Keys that change what runs but are not modelled: said, never dropped in silence.
   for (const char* key : {"use_unsloth", "enable_liger_kernel", "use_dora", "use_galore", "use_badam", "use_apollo"})
     if (r.boolean(j, key, "", "").value_or(false))

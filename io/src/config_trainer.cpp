@@ -80,6 +80,9 @@ void read_training_arguments(const Json& j, Reader& r) {
     r.set("framework", "deepspeed", "deepspeed", j.at("deepspeed"));
     r.unresolved("", "deepspeed", j.at("deepspeed"),
                  "read that DeepSpeed config with another --from");
+  } else if (!r.read().find("offload")) {
+    // The Trainer offloads only through DeepSpeed (offload_optimizer) or FSDP's offload option.
+    r.set("offload", "none", "(no deepspeed, no fsdp offload: the Trainer keeps the optimizer on the GPU)", "");
   }
   for (const char* key : {"max_seq_length", "max_length"})
     if (const auto s = r.integer(j, key, "", "seq", 1))

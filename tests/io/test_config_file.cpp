@@ -191,7 +191,8 @@ const std::vector<Row>& rows() {
        {}},
       {"trainargs-zephyr-sft-full.yaml",
        "TrainingArguments",
-       {{"micro-batch", "16"},
+       {{"offload", "none"},  // no deepspeed or fsdp: the Trainer cannot offload
+        {"micro-batch", "16"},
         {"grad-accum", "1"},
         {"precision", "bf16-mixed"},
         {"checkpointing", "full"},
@@ -202,7 +203,8 @@ const std::vector<Row>& rows() {
        {"torch_dtype = bfloat16"}},
       {"trainargs-zephyr-sft-qlora.yaml",
        "TrainingArguments",
-       {{"micro-batch", "4"},
+       {{"offload", "none"},  // no deepspeed or fsdp: the Trainer cannot offload
+        {"micro-batch", "4"},
         {"grad-accum", "2"},
         {"precision", "bf16-mixed"},
         {"checkpointing", "full"},
@@ -219,7 +221,8 @@ const std::vector<Row>& rows() {
        {"torch_dtype = bfloat16"}},
       {"trainargs-hfargparser-bart.json",
        "TrainingArguments",
-       {{"micro-batch", "1"}, {"model", "facebook/bart-base"}},
+       {{"offload", "none"},  // no deepspeed or fsdp: the Trainer cannot offload
+        {"micro-batch", "1"}, {"model", "facebook/bart-base"}},
        {},
        {}},
       {"litgpt-llama-3.1-8b-lora.yaml",
@@ -313,7 +316,8 @@ const std::vector<Row>& rows() {
       // LLaMA-Factory: its own defaults where a key is left out (finetuning_args.py, model_args.py).
       {"llamafactory-llama3-lora-sft.yaml",
        "LLaMA-Factory config",
-       {{"model", "meta-llama/Meta-Llama-3-8B-Instruct"},
+       {{"offload", "none"},  // no deepspeed or fsdp: the Trainer cannot offload
+        {"model", "meta-llama/Meta-Llama-3-8B-Instruct"},
         {"method", "lora"},
         {"lora-rank", "8"},
         {"lora-alpha", "16"},
@@ -328,7 +332,8 @@ const std::vector<Row>& rows() {
        {}},
       {"llamafactory-llama3-lora-sft-otfq.yaml",
        "LLaMA-Factory config",
-       {{"model", "meta-llama/Meta-Llama-3-8B-Instruct"},
+       {{"offload", "none"},  // no deepspeed or fsdp: the Trainer cannot offload
+        {"model", "meta-llama/Meta-Llama-3-8B-Instruct"},
         {"method", "qlora"},
         {"quant", "nf4-dq"},
         {"lora-rank", "8"},
