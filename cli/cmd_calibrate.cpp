@@ -40,18 +40,15 @@ std::string percent(double fraction) { return fmt::format("{:.1f}%", 100.0 * fra
 io::ImportHints hints_of(const CalibrateImportOptions& o) {
   io::ImportHints h;
   if (!o.collective.empty()) h.collective = parse_enum<hardware::Collective>(o.collective);
-  if (o.ranks) {
-    if (*o.ranks < 1 || *o.ranks > kMaxClusterGpus)
-      throw InputError("--ranks must be from 1 to " + std::to_string(kMaxClusterGpus) + " (got " +
-                       std::to_string(*o.ranks) + ")");
-    h.ranks = *o.ranks;
-  }
-  if (o.nodes) {
-    if (*o.nodes < 1 || *o.nodes > kMaxClusterGpus)
-      throw InputError("--nodes must be from 1 to " + std::to_string(kMaxClusterGpus) + " (got " +
-                       std::to_string(*o.nodes) + ")");
-    h.nodes = *o.nodes;
-  }
+  // Given counts replace the log's, within what a cluster holds.
+  const auto count = [](std::optional<int> v, const char* flag) -> std::optional<int> {
+    if (v && (*v < 1 || *v > kMaxClusterGpus))
+      throw InputError(std::string(flag) + " must be from 1 to " + std::to_string(kMaxClusterGpus) + " (got " +
+                       std::to_string(*v) + ")");
+    return v;
+  };
+  if (const auto ranks = count(o.ranks, "--ranks")) h.ranks = *ranks;
+  if (const auto nodes = count(o.nodes, "--nodes")) h.nodes = *nodes;
   if (o.gpus_per_node < 1) {
     throw InputError("--gpus-per-node must be at least 1 (got " + std::to_string(o.gpus_per_node) +
                      ")");

@@ -34,13 +34,14 @@ void print_emitted(const io::Request& q, const io::Resolved& r, const std::vecto
   } catch (const planner::EmitDoesNotFit& e) {
     throw AnsweredNo(e.render(flag_words));
   }
-  if (q.output.empty())
-    std::cout << out.emitted.text;
-  else
-    io::write_file_atomically(q.output, out.emitted.text);
   for (const auto& n : out.emitted.notes)
     std::cerr << "note: " << FieldError::render_with(n, flag_words) << "\n";
-  if (!q.output.empty()) std::cerr << "note: launch config written to " << q.output << "\n";
+  if (q.output.empty()) {
+    std::cout << out.emitted.text;
+  } else {
+    io::write_file_atomically(q.output, out.emitted.text);
+    std::cerr << "note: launch config written to " << q.output << "\n";
+  }
 }
 
 

@@ -184,11 +184,11 @@ Json plan_result_json(const model::Architecture& a, const model::ParameterCounts
               {"rejected", rejected}};
 }
 
-hardware::HardwareProfile read_profile_option(const std::string& path) {
+hardware::HardwareProfile read_profile_option(const std::string& path, const std::string& label) {
   try {
     return read_profile(path);
   } catch (const InputError& e) {
-    throw InputError("--profile '" + path + "' is not a usable hardware profile: " + e.what());
+    throw InputError(label + " '" + path + "' is not a usable hardware profile: " + e.what());
   }
 }
 

@@ -6,7 +6,6 @@
 
 #include "trainplan/core/error.hpp"
 #include "trainplan/io/estimate_json.hpp"
-#include "trainplan/io/profile_json.hpp"
 #include "trainplan/io/request.hpp"
 #include "trainplan/model/lora.hpp"
 #include "trainplan/planner/memory.hpp"
@@ -146,12 +145,7 @@ void resolve_files(const Request& r, Resolved& out) {
   if (r.has("output") && r.output.empty())
     throw InputError(fmt::format("{}: the output path is empty", r.label("output")));
   if (!r.profile.empty()) {
-    try {
-      out.profile = read_profile(r.profile);
-    } catch (const InputError& e) {
-      throw InputError(
-          fmt::format("{} '{}' is not a usable hardware profile: {}", r.label("profile"), r.profile, e.what()));
-    }
+    out.profile = read_profile_option(r.profile, r.label("profile"));
     // A profile measured on other GPUs would price these with another machine's kernels.
     const hardware::GpuSpec& gpu = out.cluster.cluster.gpu;
     if (!hardware::profile_applies(*out.profile, gpu))

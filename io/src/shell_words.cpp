@@ -26,6 +26,20 @@ bool is_name_char(char c, bool first) {
 
 bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 
+// A builtin whose arguments are assignments: `export NAME=value`.
+bool is_declaration(const std::string& word) {
+  return word == "export" || word == "declare" || word == "local" || word == "readonly";
+}
+
+// NAME=... : the position of the '=', or npos when the word is not an assignment.
+std::size_t assignment_equals(const std::string& word) {
+  const std::size_t eq = word.find('=');
+  if (eq == std::string::npos || eq == 0) return std::string::npos;
+  for (std::size_t k = 0; k < eq; ++k)
+    if (!is_name_char(word[k], k == 0)) return std::string::npos;
+  return eq;
+}
+
 class ShellReader {
  public:
   ShellReader(const std::string& text, const std::string& path) : t_(text), path_(path) {}
@@ -122,14 +136,8 @@ class ShellReader {
   // The word being read is NAME=... at the start of a command (after `export`, `declare` or
   // `local`): an assignment.
   bool assigning() const {
-    const bool first = words_.empty() || (words_.size() == 1 && (words_[0] == "export" || words_[0] == "declare" ||
-                                                                 words_[0] == "local" || words_[0] == "readonly"));
-    if (!first) return false;
-    const std::size_t eq = word_.find('=');
-    if (eq == std::string::npos || eq == 0) return false;
-    for (std::size_t k = 0; k < eq; ++k)
-      if (!is_name_char(word_[k], k == 0)) return false;
-    return true;
+    const bool first = words_.empty() || (words_.size() == 1 && is_declaration(words_[0]));
+    return first && assignment_equals(word_) != std::string::npos;
   }
 
   // At a '$': the value of $NAME, ${NAME} or ${NAME:-default}, or the text as written when the
@@ -189,19 +197,13 @@ class ShellReader {
   // A command of assignments only sets variables; any other passes its words on.
   void end_command() {
     end_word();
-    std::size_t first = 0;
-    if (!words_.empty() && (words_[0] == "export" || words_[0] == "declare" || words_[0] == "local" ||
-                            words_[0] == "readonly"))
-      first = 1;
+    const std::size_t first = !words_.empty() && is_declaration(words_[0]) ? 1 : 0;
     bool assignments = words_.size() > first;
-    for (std::size_t k = first; k < words_.size() && assignments; ++k) {
-      const std::size_t eq = words_[k].find('=');
-      assignments = eq != std::string::npos && eq > 0;
-      for (std::size_t m = 0; assignments && m < eq; ++m) assignments = is_name_char(words_[k][m], m == 0);
-    }
+    for (std::size_t k = first; k < words_.size() && assignments; ++k)
+      assignments = assignment_equals(words_[k]) != std::string::npos;
     if (assignments) {
       for (std::size_t k = first; k < words_.size(); ++k) {
-        const std::size_t eq = words_[k].find('=');
+        const std::size_t eq = assignment_equals(words_[k]);
         vars_[words_[k].substr(0, eq)] = words_[k].substr(eq + 1);
       }
     } else {

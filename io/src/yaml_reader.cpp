@@ -20,7 +20,8 @@
 namespace trainplan::io::config {
 namespace {
 
-constexpr int kMaxYamlDepth = 100;
+// The tree becomes JSON: JSON's nesting limit (json_util.hpp) holds for it too.
+constexpr int kMaxYamlDepth = kMaxJsonDepth;
 constexpr std::size_t kMaxYamlValues = 1'000'000;
 
 bool one_of(std::string_view s, std::initializer_list<std::string_view> words) {

@@ -301,7 +301,7 @@ struct CoreTimes {
 
 CoreTimes core_times(const model::Architecture& a, const BlockShape& shape,
                      const model::Training& tr, const ComputeDevice& d,
-                     const TimeConventions& tc) {
+                     const TimeConventions& tc, const AttentionRun& run) {
   const std::int64_t s = tr.seq;
   const double sd = dbl(s);
   const double heads = dbl(a.heads) / tr.tp;
@@ -309,7 +309,6 @@ CoreTimes core_times(const model::Architecture& a, const BlockShape& shape,
   const double b = dbl(tr.micro_batch);
   const double attn_instances = shape.cross_attention ? 2.0 : 1.0;
   CoreTimes out;
-  const AttentionRun run = attention_run(a, tr, d.cuda_sm);
   const bool gpu_sdpa = run.gpu_sdpa;
   const model::SdpaChoice& sdpa = run.sdpa;
   if (run.fused) {
@@ -399,7 +398,8 @@ BlockCompute block_compute(const model::Architecture& a, const BlockShape& shape
                            const model::Training& tr, const ComputeDevice& d,
                            const TimeConventions& tc) {
   const LinearTimes lin = linear_times(a, shape, tr, d, tc);
-  const CoreTimes core = core_times(a, shape, tr, d, tc);
+  const AttentionRun run = attention_run(a, tr, d.cuda_sm);  // one choice for time and kernel work
+  const CoreTimes core = core_times(a, shape, tr, d, tc, run);
   const Seconds dequant = memory_bound_time(d, Bytes(lin.dequant_bytes));
   BlockCompute out;
   out.gemm_forward = lin.forward;
@@ -414,7 +414,7 @@ BlockCompute block_compute(const model::Architecture& a, const BlockShape& shape
     out.launches_forward = gemms + tc.fused_block_kernels;
     out.launches_backward = 2.0 * gemms + tc.fused_block_kernels;
   } else {
-    const BlockKernelWork kw = hf_block_kernel_work(a, shape, tr, attention_run(a, tr, d.cuda_sm));
+    const BlockKernelWork kw = hf_block_kernel_work(a, shape, tr, run);
     const double params = block_parameters_per_gpu(shape, tr.tp);
     const KernelWork cast_f = autocast_weight_cast(params, tr, false);
     const KernelWork cast_b = autocast_weight_cast(params, tr, true);

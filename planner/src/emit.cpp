@@ -640,9 +640,6 @@ Emitted emit(EmitFormat f, const Estimate& e, const hardware::Cluster& c,
              const model::Architecture& a, const EmitContext& x) {
   // Never write a config the GPU cannot run (bf16 or FlashAttention-2 on a V100).
   hardware::require_supported(c.gpu, e.training.precision, e.training.attention);
-  const std::string does_not_fit =
-      fmt::format("this plan does not fit in memory ({:.1f} of {:.1f} GiB per GPU)", to_gib(e.memory.device_total),
-                  to_gib(c.gpu.usable_memory));
   Emitted out;  // built first: what the format cannot express is refused, forced or not
   switch (f) {
     case EmitFormat::deepspeed:
@@ -655,10 +652,12 @@ Emitted emit(EmitFormat f, const Estimate& e, const hardware::Cluster& c,
       out = emit_torchrun(e, c, a, x);
       break;
   }
-  if (!e.fits && !x.force)
-    throw EmitDoesNotFit(fmt::format("{{emit}} {}: {}; no launch config written ({{force}} writes one anyway)",
-                                     to_string(f), does_not_fit));
   if (!e.fits) {
+    const std::string does_not_fit = fmt::format("this plan does not fit in memory ({:.1f} of {:.1f} GiB per GPU)",
+                                                 to_gib(e.memory.device_total), to_gib(c.gpu.usable_memory));
+    if (!x.force)
+      throw EmitDoesNotFit(fmt::format("{{emit}} {}: {}; no launch config written ({{force}} writes one anyway)",
+                                       to_string(f), does_not_fit));
     const std::string warning = "WARNING: written with --force: " + does_not_fit + "; it will run out of memory";
     if (f == EmitFormat::deepspeed) {
       const std::size_t open = out.text.find('{');

@@ -199,7 +199,7 @@ LinearsAdded add_block_linears(Components& out, const model::Architecture& a,
 // The attention core, fused or as its GEMMs; returns the unfused path's two forward products (for
 // Megatron's softmax), zero when fused.
 Seconds add_attention_core(Components& out, const model::Architecture& a, const BlockShape& shape,
-                           const model::Training& tr, const ComputeDevice& d,
+                           const model::Training& tr, const ComputeDevice& d, const AttentionRun& run,
                            const BlockCompute& blk, Seconds linear_backward,
                            const BlockRepeats& rep, const std::string& prefix) {
   const int t = tr.tp;
@@ -214,7 +214,7 @@ Seconds add_attention_core(Components& out, const model::Architecture& a, const 
   const std::int64_t hd = a.head_dim;
   const double instances = shape.cross_attention ? 2.0 : 1.0;
   Seconds core_gemms_forward;  // the unfused path's two products, for Megatron's softmax below
-  if (attention_run(a, tr, d.cuda_sm).fused) {
+  if (run.fused) {
     // The evaluator's kernel times: the attention core of forward, and what backward has beyond
     // its GEMMs and memory-bound work; shared between self- and cross-attention by their FLOPs
     // at the efficiency each reaches.
@@ -274,7 +274,7 @@ Seconds add_attention_core(Components& out, const model::Architecture& a, const 
 // replay streams.
 void add_block_memory_bound(Components& out, const model::Architecture& a,
                             const BlockShape& shape, const model::Training& tr,
-                            const ComputeDevice& d, const TimeConventions& tc,
+                            const ComputeDevice& d, const TimeConventions& tc, const AttentionRun& run,
                             const BlockCompute& blk, const LinearsAdded& lin,
                             Seconds core_gemms_forward, const BlockRepeats& rep,
                             const std::string& prefix) {
@@ -300,12 +300,12 @@ void add_block_memory_bound(Components& out, const model::Architecture& a,
     out.add(prefix + "fused elementwise backward", bwd,
             StreamWork{d.hbm * ew_b, tc.fused_block_kernels}, blocks, 0.0, ew_b);
     const Seconds softmax = blk.attention_forward - core_gemms_forward;
-    if (!attention_run(a, tr, d.cuda_sm).fused && softmax.value() > 0.0)
+    if (!run.fused && softmax.value() > 0.0)
       out.add(prefix + "fused softmax forward", fwd, StreamWork{d.hbm * softmax, instances},
               forward_core, replay_core, softmax);
   } else {
     // Eager PyTorch op by op (kernel_work.hpp), with autocast's weight casts.
-    const BlockKernelWork kw = hf_block_kernel_work(a, shape, tr, attention_run(a, tr, d.cuda_sm));
+    const BlockKernelWork kw = hf_block_kernel_work(a, shape, tr, run);
     const double params = block_parameters_per_gpu(shape, t);
     const KernelWork f = kw.forward + autocast_weight_cast(params, tr, false);
     const KernelWork g = kw.backward + autocast_weight_cast(params, tr, true);
@@ -331,9 +331,10 @@ void add_block(Components& out, const model::Architecture& a, const BlockShape& 
   const BlockRepeats rep = block_repeats(tr, blocks);
   const LinearsAdded lin = add_block_linears(out, a, shape, tr, d, rep, prefix);
   const BlockCompute blk = block_compute(a, shape, tr, d, tc);
+  const AttentionRun run = attention_run(a, tr, d.cuda_sm);
   const Seconds core_gemms_forward =
-      add_attention_core(out, a, shape, tr, d, blk, lin.linear_backward, rep, prefix);
-  add_block_memory_bound(out, a, shape, tr, d, tc, blk, lin, core_gemms_forward, rep, prefix);
+      add_attention_core(out, a, shape, tr, d, run, blk, lin.linear_backward, rep, prefix);
+  add_block_memory_bound(out, a, shape, tr, d, tc, run, blk, lin, core_gemms_forward, rep, prefix);
 }
 
 // The LM head with its loss (last stage) and the embedding (first stage): edge_compute.

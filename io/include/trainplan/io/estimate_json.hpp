@@ -48,8 +48,9 @@ inline constexpr std::string_view kExplainSchema = "trainplan.explain/1";
 // prefixes K, M, B or G, T). Throws InputError naming `what` for anything else or a value <= 0.
 [[nodiscard]] double parse_count(const std::string& text, const std::string& what);
 
-// `--profile FILE` of estimate and plan: the profile, or InputError naming the option and the file
-// when it cannot be read or does not parse.
-[[nodiscard]] hardware::HardwareProfile read_profile_option(const std::string& path);
+// `--profile FILE` of fit, estimate, plan and validate: the profile, or InputError naming the option
+// (`label`, in the words of its source) and the file when it cannot be read or does not parse.
+[[nodiscard]] hardware::HardwareProfile read_profile_option(const std::string& path,
+                                                            const std::string& label = "--profile");
 
 }  // namespace trainplan::io
