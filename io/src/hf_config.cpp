@@ -70,7 +70,24 @@ const FamilyDefaults& defaults_of(const std::string& family) {
   static const FamilyDefaults kMpt    {"MptConfig",     50368,  2048,  24,    16,   0,     0,  0,   2048,      true};
   static const FamilyDefaults kPhi    {"PhiConfig",     51200,  2048,  24,    32,   8192,  0,  0,   2048,      false};
   static const FamilyDefaults kT5     {"T5Config",      32128,  512,   6,     8,    2048,  0,  64,  0,         true};
+  // transformers v5.24.0 (the oracle's, tools/oracle/requirements.txt), configuration_<type>.py
+  // dataclass fields: Qwen3Config, Qwen3MoeConfig, Olmo2Config, Phi3Config, Gemma2Config,
+  // Gemma3TextConfig, GptOssConfig.
+  static const FamilyDefaults kQwen3  {"Qwen3Config",   151936, 4096,  32,    32,   22016, 32, 128, 32768,     false};
+  static const FamilyDefaults kQwen3M {"Qwen3MoeConfig",151936, 2048,  24,    32,   6144,  4,  0,   32768,     false};
+  static const FamilyDefaults kOlmo2  {"Olmo2Config",   50304,  4096,  32,    32,   11008, 0,  0,   2048,      false};
+  static const FamilyDefaults kPhi3   {"Phi3Config",    32064,  3072,  32,    32,   8192,  0,  0,   4096,      false};
+  static const FamilyDefaults kGemma2 {"Gemma2Config",  256000, 2304,  26,    8,    9216,  4,  256, 8192,      true};
+  static const FamilyDefaults kGemma3 {"Gemma3TextConfig", 262208, 2304, 26,  8,    9216,  4,  256, 131072,    true};
+  static const FamilyDefaults kGptOss {"GptOssConfig",  201088, 2880,  36,    64,   2880,  8,  64,  131072,    false};
   // clang-format on
+  if (family == "qwen3") return kQwen3;
+  if (family == "qwen3_moe") return kQwen3M;
+  if (family == "olmo2") return kOlmo2;
+  if (family == "phi3") return kPhi3;
+  if (family == "gemma2") return kGemma2;
+  if (family == "gemma3_text") return kGemma3;
+  if (family == "gpt_oss") return kGptOss;
   if (family == "mistral") return kMistral;
   if (family == "mixtral") return kMixtral;
   if (family == "qwen2") return kQwen2;
@@ -293,6 +310,156 @@ void read_llama_like(HfReader& r, Architecture& a) {
   }
 }
 
+// The share of each head's width that is rotated: transformers v5 keeps it in rope_parameters,
+// earlier versions at the top level (Phi: partial_rotary_factor, GPT-NeoX: rotary_pct).
+double partial_rotary(const HfReader& r, double fallback) {
+  double f = r.number_or({"partial_rotary_factor", "rotary_pct"}, fallback);
+  if (const Json* rope = r.find({"rope_parameters"}); rope && rope->is_object()) {
+    if (rope->contains("partial_rotary_factor")) {
+      const Json& v = rope->at("partial_rotary_factor");
+      if (!v.is_number())
+        throw InputError(r.where() +
+                         ": key 'rope_parameters.partial_rotary_factor' must be a number");
+      f = v.get<double>();
+    }
+  }
+  if (!(f > 0.0 && f <= 1.0))
+    throw InputError(r.where() + ": the partial rotary factor must be in (0, 1] (got " +
+                     std::to_string(f) + ")");
+  return f;
+}
+
+// How many layers attend within the sliding window: the config's layer_types when it lists them
+// (each "sliding_attention" or "full_attention"), else the class's rule, which `derived` gives.
+std::int64_t sliding_layer_count(HfReader& r, const Architecture& a, std::int64_t derived,
+                                 const std::string& rule) {
+  const Json* types = r.find({"layer_types"});
+  if (types == nullptr) {
+    r.note_text("layer_types missing: " + std::string(r.defaults().config_class) + " derives " +
+                std::to_string(derived) + " sliding-window layers (" + rule + ")");
+    return derived;
+  }
+  if (!types->is_array() || static_cast<std::int64_t>(types->size()) != a.layers)
+    throw InputError(r.where() + ": key 'layer_types' must list one entry per layer (" +
+                     std::to_string(a.layers) + "), got " + json_excerpt(*types));
+  std::int64_t n = 0;
+  for (const Json& t : *types) {
+    const bool sliding = t.is_string() && t.get<std::string>() == "sliding_attention";
+    if (!sliding && !(t.is_string() && t.get<std::string>() == "full_attention"))
+      throw InputError(r.where() + ": key 'layer_types' holds " + json_excerpt(t) +
+                       " (choices: \"sliding_attention\", \"full_attention\")");
+    n += sliding ? 1 : 0;
+  }
+  return n;
+}
+
+// The families after Llama whose blocks add norms, windows and experts of their own: Qwen3 and
+// Qwen3-MoE (q/k RMSNorm per head), OLMo 2 (q/k RMSNorm over the projection, norms after each
+// sublayer), Phi-3 (fused qkv and gate_up projections), Gemma 2 and Gemma 3 (four norms a block,
+// alternating sliding-window layers; Gemma 2 soft-caps scores and logits, Gemma 3 norms q and k),
+// gpt-oss (routed experts with biases, a router bias, attention sinks, alternating windows).
+// Each reads the keys of its transformers v5.24.0 configuration class.
+void read_recent(HfReader& r, Architecture& a) {
+  read_shape(r, a);
+  const std::string& f = a.family;
+  const bool gemma = f == "gemma2" || f == "gemma3_text";
+  a.mlp = MlpKind::gated;
+  a.norm = NormKind::rmsnorm;
+  a.position = PositionKind::rotary;
+  a.activation = gemma ? activation_of(r.string({"hidden_activation", "hidden_act"}, "gelu_pytorch_tanh"), r.where())
+                       : activation_of(r.string({"hidden_act"}, "silu"), r.where());
+  a.tie_embeddings = r.flag({"tie_word_embeddings"}, r.defaults().tie_embeddings);
+  a.attention_dropout = r.probability({"attention_dropout"}, 0.0);
+  // Phi3Attention builds qkv_proj and o_proj without bias whatever the config says.
+  a.qkv_bias = a.out_bias = f != "phi3" && r.flag({"attention_bias"}, f == "gpt_oss");
+  if (f == "phi3") {
+    a.fused_qkv_name = "qkv_proj";
+    a.fused_gate_up_name = "gate_up_proj";
+    a.hidden_dropout = r.probability({"resid_pdrop"}, 0.0);
+    a.rotary_fraction = partial_rotary(r, 1.0);
+  }
+  if (f == "qwen3" || f == "qwen3_moe" || f == "gemma3_text") a.qk_norm = model::QkNorm::per_head;
+  if (f == "olmo2") {
+    a.qk_norm = model::QkNorm::full_width;
+    a.norm_placement = model::NormPlacement::post;
+  }
+  if (gemma) {
+    a.norm_placement = model::NormPlacement::sandwich;
+    a.norms_per_layer = 4;
+  }
+  if (f == "gemma2") {
+    a.attention_softcap = r.number_or({"attn_logit_softcapping"}, 50.0);
+    a.logit_softcap = r.number_or({"final_logit_softcapping"}, 30.0);
+    if (r.is_null("attn_logit_softcapping")) a.attention_softcap = 0.0;
+    if (r.is_null("final_logit_softcapping")) a.logit_softcap = 0.0;
+  } else if (f == "gemma3_text") {
+    a.attention_softcap = r.number_or({"attn_logit_softcapping"}, 0.0);
+    a.logit_softcap = r.number_or({"final_logit_softcapping"}, 0.0);
+  }
+  if (a.attention_softcap < 0.0 || a.logit_softcap < 0.0)
+    throw InputError(r.where() + ": soft-capping values must be positive or null");
+  // Windows: Qwen3 only with use_sliding_window (layers from max_window_layers on); Phi-3 on every
+  // layer when sliding_window is set; Gemma 2 and gpt-oss every other layer, Gemma 3 five of six.
+  std::int64_t window = 0;
+  std::int64_t derived = 0;
+  std::string rule;
+  if (f == "qwen3" || f == "qwen3_moe") {
+    if (r.flag({"use_sliding_window"}, false) && !r.is_null("sliding_window")) {
+      window = r.integer({"sliding_window"}, {1, kPositions.hi}, 4096);
+      const std::int64_t from =
+          f == "qwen3" ? r.integer({"max_window_layers"}, {0, kLayers.hi}, 28) : 0;
+      derived = std::max<std::int64_t>(0, a.layers - from);
+      rule = "layers from max_window_layers on";
+    }
+  } else if (f == "phi3") {
+    if (r.find({"sliding_window"})) window = r.integer({"sliding_window"}, {1, kPositions.hi}, 0);
+    derived = a.layers;
+    rule = "every layer";
+  } else if (f != "olmo2" && !r.is_null("sliding_window")) {
+    window = r.integer({"sliding_window"}, {1, kPositions.hi}, r.defaults().config_class == std::string("GptOssConfig") ? 128 : 4096);
+    if (f == "gemma3_text") {
+      const std::int64_t pattern = r.integer({"sliding_window_pattern"}, {1, kLayers.hi}, 6);
+      derived = a.layers - a.layers / pattern;
+      rule = "all but every " + std::to_string(pattern) + "th layer";
+    } else {
+      derived = (a.layers + 1) / 2;
+      rule = "every other layer, the first included";
+    }
+  }
+  if (window > 0) {
+    a.sliding_layers = sliding_layer_count(r, a, derived, rule);
+    a.sliding_window = a.sliding_layers > 0 ? window : 0;
+  }
+  if (f == "qwen3_moe") {
+    const std::int64_t step = r.integer({"decoder_sparse_step"}, kLayers, 1);
+    const Json* dense = r.find({"mlp_only_layers"});
+    if (step != 1 || (dense != nullptr && !(dense->is_array() && dense->empty())))
+      throw InputError(r.where() + ": dense MLP layers among the expert layers (decoder_sparse_step " +
+                       std::to_string(step) + ", mlp_only_layers " +
+                       (dense ? json_excerpt(*dense) : std::string("[]")) +
+                       ") are not modelled yet: every layer must hold the experts");
+    a.experts = r.integer({"num_experts"}, kExperts, 128);
+    a.experts_per_token = r.integer({"num_experts_per_tok"}, kExperts, 8);
+    a.intermediate = r.integer({"moe_intermediate_size"}, kIntermediate, 768);
+  }
+  if (f == "gpt_oss") {
+    a.experts = r.integer({"num_local_experts"}, kExperts, 128);
+    a.experts_per_token = r.integer({"num_experts_per_tok", "experts_per_token"}, kExperts, 4);
+    a.mlp_bias = true;  // gate_up_proj_bias, down_proj_bias
+    a.router_bias = true;
+    a.attention_sinks = true;
+    a.activation = Activation::swiglu_clamped;
+    (void)r.string_or({"hidden_act"}, "silu");
+  }
+  if (a.is_moe()) {
+    const std::string impl = r.string_or({"experts_implementation"}, "grouped_mm");
+    if (impl != "grouped_mm" && impl != "eager")
+      throw InputError(r.where() + ": experts_implementation '" + impl.substr(0, 40) +
+                       "' is not modelled (choices: grouped_mm, eager)");
+    a.experts_loop = impl == "eager";
+  }
+}
+
 void read_gpt2(HfReader& r, Architecture& a) {
   read_shape(r, a);
   a.mlp = MlpKind::plain;
@@ -340,25 +507,6 @@ void read_falcon(HfReader& r, Architecture& a) {
   a.fused_qkv_name = "query_key_value";
   a.attention_dropout = r.probability({"attention_dropout"}, 0.0);
   a.hidden_dropout = r.probability({"hidden_dropout"}, 0.0);
-}
-
-// The share of each head's width that is rotated: transformers v5 keeps it in rope_parameters,
-// earlier versions at the top level (Phi: partial_rotary_factor, GPT-NeoX: rotary_pct).
-double partial_rotary(const HfReader& r, double fallback) {
-  double f = r.number_or({"partial_rotary_factor", "rotary_pct"}, fallback);
-  if (const Json* rope = r.find({"rope_parameters"}); rope && rope->is_object()) {
-    if (rope->contains("partial_rotary_factor")) {
-      const Json& v = rope->at("partial_rotary_factor");
-      if (!v.is_number())
-        throw InputError(r.where() +
-                         ": key 'rope_parameters.partial_rotary_factor' must be a number");
-      f = v.get<double>();
-    }
-  }
-  if (!(f > 0.0 && f <= 1.0))
-    throw InputError(r.where() + ": the partial rotary factor must be in (0, 1] (got " +
-                     std::to_string(f) + ")");
-  return f;
 }
 
 void read_gpt_neox(HfReader& r, Architecture& a) {
@@ -462,7 +610,8 @@ std::string joined(const std::vector<std::string>& notes) {
 const std::set<std::string, std::less<>>& supported_model_types() {
   static const std::set<std::string, std::less<>> kTypes{
       "llama", "mistral", "mixtral",  "qwen2", "gemma", "falcon", "RefinedWeb", "RefinedWebModel",
-      "bloom", "gpt2",    "gpt_neox", "mpt",   "phi",   "t5",     "mt5"};
+      "bloom", "gpt2",    "gpt_neox", "mpt",   "phi",   "t5",     "mt5", "qwen3", "qwen3_moe",
+      "olmo2", "phi3",    "gemma2",  "gemma3_text", "gemma3", "gpt_oss"};
   return kTypes;
 }
 
@@ -474,6 +623,18 @@ HfArchitecture hf_architecture(const Json& config, const std::string& name,
     throw InputError(where +
                      ": required key 'model_type' is missing (it names "
                      "the configuration class)");
+  // A multimodal Gemma 3 (Gemma3ForConditionalGeneration) keeps its language model in
+  // text_config: that is what is read, the vision tower is not.
+  if (config.at("model_type") == "gemma3") {
+    if (!config.contains("text_config") || !config.at("text_config").is_object())
+      throw InputError(where + ": a gemma3 config needs its 'text_config' object (the language model)");
+    Json text = config.at("text_config");
+    text["model_type"] = "gemma3_text";
+    HfArchitecture out = hf_architecture(text, name, where + " text_config");
+    out.notes.push_back("gemma3: the text_config's language model is read; the vision tower "
+                        "(vision_config) is not counted");
+    return out;
+  }
   const Json& type = config.at("model_type");
   if (!type.is_string())
     throw InputError(where + ": key 'model_type' must be a string (got " + json_excerpt(type) +
@@ -494,6 +655,9 @@ HfArchitecture hf_architecture(const Json& config, const std::string& name,
   HfReader r(config, where, defaults_of(t), out.notes);
   if (t == "llama" || t == "mistral" || t == "mixtral" || t == "qwen2" || t == "gemma")
     read_llama_like(r, a);
+  else if (t == "qwen3" || t == "qwen3_moe" || t == "olmo2" || t == "phi3" || t == "gemma2" ||
+           t == "gemma3_text" || t == "gpt_oss")
+    read_recent(r, a);
   else if (t == "gpt2")
     read_gpt2(r, a);
   else if (t == "bloom")

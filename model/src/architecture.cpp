@@ -31,6 +31,11 @@ HfNames hf_names(const Architecture& a) {
     return {"q", "k", "v", "o", "", "wi", "wo"};
   }
   if (f == "mixtral") return {"q_proj", "k_proj", "v_proj", "o_proj", "w1", "w3", "w2"};
+  if (f == "phi3") return {"qkv_proj", "qkv_proj", "qkv_proj", "o_proj", "gate_up_proj", "gate_up_proj", "down_proj"};
+  // Experts held as 3-d parameters (Qwen3-MoE, gpt-oss, Llama 4: gate_up_proj, down_proj); a
+  // shared expert is a plain MLP named like a dense one.
+  if (f == "gpt_oss" || f == "llama4_text")
+    return {"q_proj", "k_proj", "v_proj", "o_proj", "gate_up_proj", "gate_up_proj", "down_proj"};
   return {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
 }
 
@@ -48,13 +53,24 @@ void append_attention(const Architecture& a, const HfNames& n, Stack stack,
   out.push_back({Role::o, stack, n.o, a.q_dim(), a.hidden, a.out_bias, 1});
 }
 
+// The router's module name (Mixtral, Qwen3-MoE: "gate"; gpt-oss, Llama 4: "router").
+const char* router_name(const Architecture& a) {
+  return a.family == "gpt_oss" || a.family == "llama4_text" ? "router" : "gate";
+}
+
 void append_mlp(const Architecture& a, const HfNames& n, Stack stack, std::vector<Linear>& out) {
   const std::int64_t e = a.experts;
-  if (a.is_moe()) out.push_back({Role::router, stack, "gate", a.hidden, e, false, 1});
+  if (a.is_moe()) out.push_back({Role::router, stack, router_name(a), a.hidden, e, a.router_bias, 1});
   if (a.mlp == MlpKind::gated)
     out.push_back({Role::gate, stack, n.gate, a.hidden, a.intermediate, a.mlp_bias, e});
   out.push_back({Role::up, stack, n.up, a.hidden, a.intermediate, a.mlp_bias, e});
   out.push_back({Role::down, stack, n.down, a.intermediate, a.hidden, a.mlp_bias, e});
+  if (a.shared_intermediate > 0) {  // every token's dense MLP beside the routed experts
+    const std::int64_t w = a.shared_intermediate;
+    out.push_back({Role::gate, stack, "gate_proj", a.hidden, w, false, 1});
+    out.push_back({Role::up, stack, "up_proj", a.hidden, w, false, 1});
+    out.push_back({Role::down, stack, "down_proj", w, a.hidden, false, 1});
+  }
 }
 
 }  // namespace
@@ -78,6 +94,10 @@ void validate(const Architecture& a) {
     throw InputError("model '" + a.name + "': " + std::to_string(a.heads) +
                      " attention heads are not divisible by " + std::to_string(a.kv_heads) +
                      " key/value heads");
+  if (a.sliding_layers < 0 || a.sliding_layers > a.total_layers())
+    throw InputError("model '" + a.name + "': " + std::to_string(a.sliding_layers) +
+                     " sliding-window layers of " + std::to_string(a.total_layers()));
+  if (a.shared_intermediate < 0) require_positive(a, a.shared_intermediate, "shared expert width");
   if (a.experts_per_token > a.experts)
     throw InputError("model '" + a.name + "': experts per token (" +
                      std::to_string(a.experts_per_token) + ") exceed the number of experts (" +

@@ -21,7 +21,8 @@ std::int64_t block_parameters(const Architecture& a, Stack stack) {
   std::int64_t p = 0;
   for (const Linear& l : block_linears(a, stack)) p += l.parameters();
   const std::int64_t norms = a.norms_per_layer + (a.encoder_decoder && stack == Stack::decoder ? 1 : 0);
-  return p + norms * norm_parameters(a);
+  const std::int64_t sinks = a.attention_sinks ? a.heads : 0;
+  return p + norms * norm_parameters(a) + a.qk_norm_parameters() + sinks;
 }
 
 ParameterCounts count_parameters(const Architecture& a) {

@@ -1,8 +1,12 @@
 // Exact parameter counts against published numbers.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "../common/catalog.hpp"
 #include "trainplan/io/catalog.hpp"
+#include "trainplan/io/json_util.hpp"
 #include "trainplan/model/parameters.hpp"
 
 namespace trainplan {
@@ -53,6 +57,45 @@ TEST(Parameters, MixtralActive) {
   const auto n = model::count_parameters(catalog().resolve_model("mixtral-8x7b").arch);
   EXPECT_EQ(n.total, 46'702'792'704);
   EXPECT_EQ(n.active, 12'879'925'248);
+}
+
+// The families added after Llama 3.1 (Qwen3, Qwen3-MoE, OLMo 2, Phi-3, Gemma 2, Gemma 3, gpt-oss):
+// every catalogue entry's total and routed-expert parameters equal what transformers builds from
+// the same config on the meta device (tools/oracle/parameters.py wrote tests/model/data/
+// hf_parameters.json); active parameters follow for the MoE models and are checked against the
+// published ones (model cards; gpt-oss: arXiv:2508.10925 Table 1) to their precision.
+TEST(Parameters, RecentFamiliesEqualTransformers) {
+  std::ifstream in(std::string(TRAINPLAN_TEST_DATA) + "/hf_parameters.json");
+  ASSERT_TRUE(in) << "tests/model/data/hf_parameters.json";
+  std::stringstream text;
+  text << in.rdbuf();
+  const io::Json doc = io::parse_json(text.str(), "hf_parameters.json");
+  int checked = 0;
+  for (const auto& [name, row] : doc.at("models").items()) {
+    SCOPED_TRACE(name);
+    const auto n = model::count_parameters(catalog().resolve_model(name).arch);
+    EXPECT_EQ(n.total, row.at("total").get<std::int64_t>());
+    EXPECT_EQ(n.experts, row.value("routed_experts", std::int64_t{0}));
+    ++checked;
+  }
+  EXPECT_GE(checked, 12);
+  // Each publisher counts active parameters its own way: Qwen's model cards count every
+  // parameter a token uses, embedding included, and give one decimal cut off (30B-A3B: 3.35 is
+  // "3.3B"); the gpt-oss report (arXiv:2508.10925, Table 1) leaves out the embedding lookup,
+  // which is no matmul, and rounds to two decimals.
+  struct Active {
+    const char* model;
+    bool with_embedding;
+    double lo, hi;  // billions: what the published figure allows
+  };
+  for (const Active& r : {Active{"qwen3-30b-a3b", true, 3.3, 3.4}, Active{"qwen3-235b-a22b", true, 22.0, 23.0},
+                          Active{"gpt-oss-20b", false, 3.605, 3.615}, Active{"gpt-oss-120b", false, 5.125, 5.135}}) {
+    SCOPED_TRACE(r.model);
+    const auto n = model::count_parameters(catalog().resolve_model(r.model).arch);
+    const double active = static_cast<double>(n.active - (r.with_embedding ? 0 : n.embedding)) / 1e9;
+    EXPECT_GE(active, r.lo);
+    EXPECT_LT(active, r.hi);
+  }
 }
 
 // DeepSpeed's "largest layer" for t5-3b: the shared embedding 32128 x 1024 (memory.md §2.2).

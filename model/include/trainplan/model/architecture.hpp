@@ -12,9 +12,17 @@ namespace trainplan::model {
 
 enum class MlpKind { gated, plain };  // gated: gate, up, down (SwiGLU/GeGLU); plain: up, down
 enum class NormKind { rmsnorm, layernorm, layernorm_no_bias };
+// Where a block's norms sit: before each sublayer (pre), after it before the residual add (post:
+// OLMo 2), or both (sandwich: Gemma 2 and 3, four norms a block).
+enum class NormPlacement { pre, post, sandwich };
+// A norm of the queries and keys after their projections: none; an RMSNorm over each head
+// (Qwen3, Gemma 3); one over all heads of the projection (OLMo 2); a weightless L2 norm per head
+// (Llama 4).
+enum class QkNorm { none, per_head, full_width, l2 };
 enum class PositionKind { rotary, learned, alibi, relative };
-// gelu_new is Hugging Face's composite tanh GELU (several saved intermediates); the others are one op.
-enum class Activation { silu, gelu, gelu_tanh, gelu_new, relu };
+// gelu_new is Hugging Face's composite tanh GELU (several saved intermediates); swiglu_clamped is
+// gpt-oss's gate (clamp both halves, gate * sigmoid(1.702 gate) * (up + 1)); the others are one op.
+enum class Activation { silu, gelu, gelu_tanh, gelu_new, relu, swiglu_clamped };
 
 // The logical role of a linear layer; fused projections (query_key_value, c_attn, Wqkv) are split into
 // their q, k, v parts so that counts and LoRA targets are uniform across families.
@@ -38,6 +46,14 @@ struct Architecture {
   bool experts_loop = false;           // MoE: transformers' per-expert loop ("eager"), not grouped_mm
   std::int64_t relative_buckets = 0;   // T5 relative attention bias buckets
   std::int64_t sliding_window = 0;     // Mistral: attention window, 0 = full causal
+  std::int64_t sliding_layers = 0;     // layers that attend within the window (the others: full)
+  std::int64_t shared_intermediate = 0;  // MoE: width of the shared expert every token runs, 0 none
+  bool router_bias = false;            // MoE: the router has a bias (gpt-oss)
+  bool attention_sinks = false;        // one learned sink logit per head (gpt-oss)
+  double attention_softcap = 0.0;      // Gemma 2: scores soft-capped, cap * tanh(x / cap); 0 none
+  double logit_softcap = 0.0;          // Gemma 2: the LM head's logits soft-capped; 0 none
+  QkNorm qk_norm = QkNorm::none;
+  NormPlacement norm_placement = NormPlacement::pre;
   double rotary_fraction = 1.0;        // partial rotary (Phi, GPT-NeoX): share of a head rotated
   MlpKind mlp = MlpKind::gated;
   Activation activation = Activation::silu;
@@ -56,6 +72,7 @@ struct Architecture {
   double attention_dropout = 0.0;
   double hidden_dropout = 0.0;
   std::string fused_qkv_name;  // HF name of a fused q/k/v projection, "" when separate
+  std::string fused_gate_up_name;  // HF name of a fused gate/up projection (Phi-3), "" when separate
 
   [[nodiscard]] bool is_moe() const { return experts > 1; }
   [[nodiscard]] std::int64_t q_dim() const { return heads * head_dim; }
@@ -65,6 +82,20 @@ struct Architecture {
     return static_cast<std::int64_t>(static_cast<double>(head_dim) * rotary_fraction);
   }
   [[nodiscard]] std::int64_t total_layers() const { return layers + decoder_layers; }
+  // The MLP width a token's activations pass through: its top-k experts and the shared expert.
+  [[nodiscard]] std::int64_t active_intermediate() const {
+    return experts_per_token * intermediate + shared_intermediate;
+  }
+  // Parameters of a block's norms of queries and keys.
+  [[nodiscard]] std::int64_t qk_norm_parameters() const {
+    switch (qk_norm) {
+      case QkNorm::none:
+      case QkNorm::l2: return 0;
+      case QkNorm::per_head: return 2 * head_dim;
+      case QkNorm::full_width: return q_dim() + kv_dim();
+    }
+    return 0;
+  }
 };
 
 // One linear layer of a block: its role, the name the Hugging Face implementation gives it, its shape,
