@@ -438,7 +438,7 @@ void read_recent(HfReader& r, Architecture& a) {
                        std::to_string(step) + ", mlp_only_layers " +
                        (dense ? json_excerpt(*dense) : std::string("[]")) +
                        ") are not modelled yet: every layer must hold the experts");
-    a.experts = r.integer({"num_experts"}, kExperts, 128);
+    a.experts = r.integer({"num_experts", "num_local_experts"}, kExperts, 128);
     a.experts_per_token = r.integer({"num_experts_per_tok"}, kExperts, 8);
     a.intermediate = r.integer({"moe_intermediate_size"}, kIntermediate, 768);
   }

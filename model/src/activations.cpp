@@ -51,6 +51,14 @@ bool is_family(const Architecture& a, std::string_view model_type) {
   return std::string_view(a.family) == model_type;
 }
 
+// RMSNorms that multiply by their weight in fp32 and cast after, so that the normalised input
+// their weight's gradient reads stays fp32: Gemma's (1 + weight), OLMo 2's and gpt-oss's
+// weight * x.float().
+bool fp32_normalised_norm(const Architecture& a) {
+  return is_family(a, "gemma") || is_family(a, "gemma2") || is_family(a, "gemma3_text") ||
+         is_family(a, "olmo2") || is_family(a, "gpt_oss");
+}
+
 // Experts a token's activations pass through (MoE: top-k copies of the MLP intermediates).
 double mlp_copies(const Architecture& a) { return static_cast<double>(a.experts_per_token); }
 
@@ -183,7 +191,7 @@ class HfBlock {
         if (!shares_input) add("norm input (fp32 copy)", rms_input_bytes(a_, tr_) * th);
         add("norm statistics", kFp32 * x_.t / x_.rep);
         // Gemma scales by (1 + weight) in fp32, so its normalised input stays fp32.
-        if (full_) add("norm normalised input", (is_family(a_, "gemma") ? kFp32 : r_) * th);
+        if (full_) add("norm normalised input", (fp32_normalised_norm(a_) ? kFp32 : r_) * th);
         break;
       case NormKind::layernorm:
       case NormKind::layernorm_no_bias:
@@ -201,15 +209,18 @@ class HfBlock {
     add("LoRA dropout input and mask", n * (c_ + kMaskBytes) * x_.t * width / x_.rep);
   }
   // LoRA: each adapter's A output (t x r) is saved by its B.
+  // A fused projection (q/k/v, Phi-3's gate/up) carries one adapter for all its parts.
   void lora_a_outputs(std::initializer_list<Role> roles) {
     if (full_) return;
+    const auto among = [&](Role r) { return std::find(roles.begin(), roles.end(), r) != roles.end() && adapts(r); };
     int n = adapted(roles);
-    if (fused_ && n > 0 && *roles.begin() == Role::q && adapts(Role::q) && !adapts(Role::o) && n == 3)
-      n = 1;
+    if (fused_ && among(Role::q) && among(Role::k) && among(Role::v)) n -= 2;
+    if (!a_.fused_gate_up_name.empty() && among(Role::gate) && among(Role::up)) n -= 1;
     add("LoRA A outputs", n * c_ * x_.t * static_cast<double>(tr_.lora.rank) / x_.tp);
   }
 
   void attention();
+  void qk_norms();
   void attention_inputs(bool repeat);
   void attention_core();
   void mlp();
@@ -243,14 +254,18 @@ void HfBlock::attention() {
   lora_dropout({Role::q, Role::k, Role::v}, x_.h);
   // Grouped K/V are expanded to every head by eager attention (repeat_kv) and by Falcon's new
   // decoder everywhere; SDPA and flash kernels take them grouped (enable_gqa).
-  // (A single K/V head broadcasts without a copy; a sliding-window mask makes SDPA expand too.)
+  // (A single K/V head broadcasts without a copy, SDPA takes it strided; eager's matmul only while
+  // the micro-batch is one sequence: it folds batch and heads into one dimension, which a stride-0
+  // head dimension beside a batch of several cannot share. A sliding-window mask makes SDPA
+  // expand too.)
   // On a GPU, SDPA's inputs are those of the call model/sdpa.cpp describes.
   const bool repeat =
       gpu_sdpa_ ? sdpa_.kv_expanded
                 : a_.heads != a_.kv_heads &&
                       (is_family(a_, "falcon") ||
-                       (a_.kv_heads > 1 && (attn_ == Attention::eager ||
-                                            (attn_ == Attention::sdpa && sliding_window_masked(a_, tr_)))));
+                       ((a_.kv_heads > 1 || tr_.micro_batch > 1) && attn_ == Attention::eager) ||
+                       (a_.kv_heads > 1 && attn_ == Attention::sdpa && sliding_window_masked(a_, tr_)));
+  qk_norms();
   if (gpu_sdpa_ && sdpa_.fp32_math) {
     // The math fallback keeps fp32 copies of q, k, v (cast from the model's) for its matmuls.
     const double k_width = repeat ? x_.qd : x_.kd;
@@ -262,6 +277,9 @@ void HfBlock::attention() {
   if (first_ && full_ && a_.relative_buckets > 0) add("relative position buckets", 8.0 * x_.s * x_.s);
   attention_core();
   lora_dropout({Role::o}, x_.qd / x_.tp);
+  // Gemma 2 and 3 norm the attention output before the residual add.
+  if (a_.norm_placement == NormPlacement::sandwich)
+    norm(0, false, input_grad_ || adapted({Role::q, Role::k, Role::v, Role::o}) > 0);
   if (a_.hidden_dropout > 0.0) add("attention dropout mask", kMaskBytes * x_.t * x_.h / x_.rep);
   if (stack_ == Stack::decoder && a_.encoder_decoder) {
     const double q = c_ * x_.t * x_.qd / x_.tp;
@@ -273,6 +291,25 @@ void HfBlock::attention() {
     const int readers = saving({Role::k, Role::v});
     if (first_ && readers > 0)
       add("encoder output (k, v input)", (mixed_ ? readers * c_ : r_) * x_.t * x_.h / x_.rep);
+  }
+}
+
+// The RMSNorm of q and of k after their projections (Qwen3, Gemma 3: over each head; OLMo 2: over
+// the whole projection): like a block's norm, an fp32 copy of its input, one statistic per row
+// normed, and under full training its normalised input (the weight's gradient). Its output goes
+// to the rotary embedding, whose products with cos and sin keep only the tables. Nothing is kept
+// where the projection's output needs no gradient (a frozen one in the first block).
+void HfBlock::qk_norms() {
+  if (a_.qk_norm == QkNorm::none || a_.qk_norm == QkNorm::l2) return;
+  const bool per_head = a_.qk_norm == QkNorm::per_head;
+  const double d = static_cast<double>(a_.head_dim);
+  const auto grad = [&](Role role) { return input_grad_ || adapts(role); };
+  for (const Role role : {Role::q, Role::k}) {
+    if (!grad(role)) continue;
+    const double n = x_.t * (role == Role::q ? x_.qd : x_.kd) / x_.tp;
+    add("q/k norm input (fp32 copy)", rms_input_bytes(a_, tr_) * n);
+    add("q/k norm statistics", kFp32 * (per_head ? n / d : x_.t));
+    if (full_) add("q/k norm normalised input", (fp32_normalised_norm(a_) ? kFp32 : r_) * n);
   }
 }
 
@@ -314,7 +351,14 @@ void HfBlock::attention_core() {
   const double scores = x_.a * x_.s * x_.s * x_.b / x_.tp;
   switch (attn_) {
     case Attention::eager:
-      if (hf_sdpa_call(a_).eager_softmax_in_model_dtype) {
+      // Gemma 2's soft-capped scores: tanh keeps its output, in the scores' dtype.
+      if (a_.attention_softcap > 0.0) core_ += c_ * scores;
+      if (a_.attention_sinks) {
+        // gpt-oss: each row's logits and its head's sink, shifted by their max (int64 indices
+        // kept), one softmax in the model dtype over s + 1 columns whose first s the PV matmul
+        // reads as a view.
+        core_ += c_ * scores * (x_.s + 1.0) / x_.s + 8.0 * scores / x_.s;
+      } else if (hf_sdpa_call(a_).eager_softmax_in_model_dtype) {
         core_ += c_ * scores;  // one probability tensor, in the model dtype
       } else {
         core_ += kFp32 * scores;              // softmax output in fp32
@@ -342,7 +386,10 @@ void HfBlock::attention_core() {
     // The kernel lays its output out as its query; the o projection reads it token-major, which
     // is free for a query in the projection's layout (Llama's rotary, GPT-2's views) and a copy
     // for one concatenated head-major (partial rotary: Phi, GPT-NeoX; every litgpt model).
-    const bool head_major = (rotary && a_.rotary_fraction < 1.0) || quant_.head_major_attention_output;
+    // A rotated slice of a fused projection (Phi-3's qkv_proj) is not dense either: the rotary
+    // products write it head-major (Falcon's own attention splits its projection first).
+    const bool sliced = fused_ && !hf_sdpa_call(a_).own_attention;
+    const bool head_major = (rotary && (a_.rotary_fraction < 1.0 || sliced)) || quant_.head_major_attention_output;
     if (head_major && keeps_input(Role::o)) add("o input (contiguous copy)", q);
   }
   // The explicit mask, cast to the model dtype inside each block.
@@ -358,7 +405,14 @@ void HfBlock::mlp() {
   lora_dropout({Role::gate, Role::up}, x_.h);
   lora_a_outputs({Role::gate, Role::up, Role::down});
   const double tI = mlp_copies(a_) * x_.t * x_.I / x_.tp;
-  if (a_.mlp == MlpKind::gated) {
+  if (a_.activation == Activation::swiglu_clamped) {
+    // gpt-oss (GptOssExperts._apply_gate): the interleaved gate_up output, read by both clamps;
+    // the clamped gate, sigmoid(1.702 gate), their product, up + 1; the product of those two is
+    // the down projection's input.
+    add("gate_up projection output", 2.0 * c_ * tI);
+    add("clamped gate, its sigmoid, the gate product and up + 1", 4.0 * c_ * tI);
+    if (keeps_input(Role::down)) add("down projection input", c_ * tI);
+  } else if (a_.mlp == MlpKind::gated) {
     // The activation reads the gate projection (T5 v1.1's gated-gelu: the tanh GELU's intermediates).
     const double gate = a_.activation == Activation::gelu_new ? gelu_new_bytes(tr_) : 1.0;
     add("gate projection output", gate * c_ * tI);
@@ -376,6 +430,8 @@ void HfBlock::mlp() {
     if (is_family(a_, "t5") && a_.hidden_dropout > 0.0) add("feed-forward dropout mask", kMaskBytes * tI);
   }
   lora_dropout({Role::down}, x_.I / x_.tp);
+  // ... and the MLP output.
+  if (a_.norm_placement == NormPlacement::sandwich) norm(0, false, mlp_norm_grad || adapted({Role::gate, Role::up, Role::down}) > 0);
   if (a_.hidden_dropout > 0.0) add("mlp dropout mask", kMaskBytes * x_.t * x_.h / x_.rep);
   if (a_.is_moe()) {
     // Routing, per token: fp32 router logits, the top-k indices (int64), fp32 weights and their sum.
@@ -439,7 +495,10 @@ Bytes first_block_extra(const Architecture& a, const Training& tr, Stack stack, 
   const double s = static_cast<double>(tr.seq);
   double extra = 0.0;
   const bool rotary = a.position == PositionKind::rotary;
-  if (rotary) extra += 2.0 * c * s * static_cast<double>(a.rotary_dim());  // cos, sin
+  // cos, sin: in the model dtype, but fp32 where the model's rotary embedding returns them
+  // uncast (OLMo 2's Olmo2RotaryEmbedding.forward).
+  const double table = is_family(a, "olmo2") ? kFp32 : c;
+  if (rotary) extra += 2.0 * table * s * static_cast<double>(a.rotary_dim());
   if (recomputes_blocks(tr.checkpointing)) {
     if (rotary) extra += 8.0 * s;  // int64 position ids
     // The mask every checkpointed block is handed: eager's additive one in the model dtype, or
@@ -518,7 +577,7 @@ HeadActivations head_activations(const Architecture& a, const Training& tr) {
   switch (a.norm) {
     case NormKind::rmsnorm:
       norm = rms_input_bytes(a, tr) * t * h + kFp32 * t +
-             (full ? (is_family(a, "gemma") ? kFp32 : r) * t * h : 0.0);
+             (full ? (fp32_normalised_norm(a) ? kFp32 : r) * t * h : 0.0);
       break;
     case NormKind::layernorm:
     case NormKind::layernorm_no_bias: norm = (mixed ? kFp32 : r) * (t * h + 2.0 * t); break;
@@ -536,7 +595,10 @@ HeadActivations head_activations(const Architecture& a, const Training& tr) {
   //   logits themselves are gone by then: the Trainer (v5.17.0 trainer.py:2088-2135 compute_loss
   //   returns the loss alone) and a plain `model(...).loss` keep only the loss.
   const double loss_bytes = is_family(a, "t5") ? c : kFp32;
-  const double saved = norm + loss_bytes * t * V / tp + 8.0 * t;
+  // Gemma 2 soft-caps the logits, cap * tanh(logits / cap): tanh keeps its output, in the
+  // logits' dtype (modeling_gemma2.py Gemma2ForCausalLM.forward).
+  const double softcap = a.logit_softcap > 0.0 ? c * t * V / tp : 0.0;
+  const double saved = norm + softcap + loss_bytes * t * V / tp + 8.0 * t;
   const double transient = std::max(c + loss_bytes, 2.0 * loss_bytes) * t * V / tp;
   return {Bytes(saved), Bytes(transient)};
 }

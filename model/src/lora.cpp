@@ -8,8 +8,10 @@
 namespace trainplan::model {
 namespace {
 
+// A part of a fused projection: q, k or v of a fused qkv, gate or up of a fused gate_up (Phi-3).
 bool is_fused_part(const Architecture& a, const Linear& l) {
-  return !a.fused_qkv_name.empty() && l.hf_name == a.fused_qkv_name;
+  return (!a.fused_qkv_name.empty() && l.hf_name == a.fused_qkv_name) ||
+         (!a.fused_gate_up_name.empty() && l.hf_name == a.fused_gate_up_name);
 }
 
 std::string valid_names(const Architecture& a) {
@@ -60,14 +62,18 @@ std::vector<LoraAdapter> lora_block_adapters(const Architecture& a, const LoraCo
     return std::find(c.targets.begin(), c.targets.end(), n) != c.targets.end();
   };
   std::vector<LoraAdapter> out;
-  bool fused_done = false;
-  for (const Linear& l : block_linears(a, stack)) {
+  const std::vector<Linear> linears = block_linears(a, stack);
+  std::set<std::string> fused_done;
+  for (const Linear& l : linears) {
     if (l.role == Role::lm_head) continue;
     const Stack s = l.stack;
     if (is_fused_part(a, l) && (all || named(l.hf_name))) {
-      // PEFT on the fused projection: one adapter on the whole Linear(h, q + 2 kv).
-      if (!fused_done) out.push_back({s, a.hidden, a.q_dim() + 2 * a.kv_dim(), 1});
-      fused_done = true;
+      // PEFT on the fused projection: one adapter on the whole Linear(h, q + 2 kv), (h, 2 I).
+      if (!fused_done.insert(l.hf_name).second) continue;
+      std::int64_t width = 0;
+      for (const Linear& part : linears)
+        if (part.hf_name == l.hf_name && part.stack == l.stack) width += part.out;
+      out.push_back({s, l.in, width, 1});
       continue;
     }
     if (all || named(std::string(to_string(l.role))) || (!is_fused_part(a, l) && named(l.hf_name)))

@@ -209,6 +209,11 @@ HfSdpaCall hf_sdpa_call(const Architecture& a) {
       {"bloom", refused("models/bloom/modeling_bloom.py (no _supports_sdpa)", false)},
       {"mpt", refused("models/mpt/modeling_mpt.py (no _supports_sdpa)", false)},
       {"t5", refused("models/t5/modeling_t5.py (no _supports_sdpa)", true)},
+      // v5.24.0: Gemma 2 soft-caps its scores, gpt-oss adds a sink to every row; neither has an
+      // SDPA path (_supports_sdpa = False, modeling_gemma2.py, modeling_gpt_oss.py). Gemma 2's
+      // eager softmax is fp32 cast back, gpt-oss's in the model dtype.
+      {"gemma2", refused("models/gemma2/modeling_gemma2.py (_supports_sdpa = False: softcapping)", false)},
+      {"gpt_oss", refused("models/gpt_oss/modeling_gpt_oss.py (_supports_sdpa = False: attention sinks)", true)},
       {"mt5", refused("models/mt5/modeling_mt5.py (no _supports_sdpa)", true)},
   };
   const auto it = kTable.find(a.family);

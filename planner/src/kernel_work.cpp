@@ -196,7 +196,9 @@ void attention_core(Tally& t, const model::Architecture& a, const model::Trainin
     t.launches(1.0, 3.0);  // forward; backward: dO.O, the kernel, dQ conversion
   } else {
     t.launches(2.0, 4.0);  // QK^T, PV; dP, dV, dQ, dK
-    if (a.kv_heads != a.heads && a.kv_heads > 1) {
+    // repeat_kv copies grouped K/V (a single head only beside a micro-batch of several: see
+    // model/src/activations.cpp HfBlock::attention).
+    if (a.kv_heads != a.heads && (a.kv_heads > 1 || tr.micro_batch > 1)) {
       t.copy(x.q, x.c);
       t.copy(x.q, x.c);
     }

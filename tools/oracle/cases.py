@@ -106,6 +106,49 @@ FAMILIES: dict[str, dict] = {
     "mpt": dict(
         model_type="mpt", vocab_size=1024, d_model=128, n_heads=4, n_layers=2, max_seq_len=512,
     ),
+    # Qwen3: RMSNorm of q and k over each head, head_dim set apart from hidden / heads.
+    "qwen3-gqa": dict(
+        model_type="qwen3", vocab_size=1024, hidden_size=128, intermediate_size=352,
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=48,
+        max_position_embeddings=1024,
+    ),
+    # Qwen3-MoE: 4 experts, top-2, every layer sparse.
+    "qwen3_moe-e4k2": dict(
+        model_type="qwen3_moe", vocab_size=1024, hidden_size=128, intermediate_size=256,
+        moe_intermediate_size=96, num_experts=4, num_experts_per_tok=2, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=32, max_position_embeddings=1024,
+    ),
+    # OLMo 2: q/k RMSNorm over the whole projection, norms after attention and MLP.
+    "olmo2": dict(
+        model_type="olmo2", vocab_size=1024, hidden_size=128, intermediate_size=352, pad_token_id=0,
+        num_hidden_layers=2, num_attention_heads=4, max_position_embeddings=1024,
+    ),
+    # Phi-3: fused qkv_proj and gate_up_proj.
+    "phi3-gqa": dict(
+        model_type="phi3", vocab_size=1024, hidden_size=128, intermediate_size=352, pad_token_id=0,
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        max_position_embeddings=1024,
+    ),
+    # Gemma 2: four norms a block, scores and logits soft-capped, a window on every other layer
+    # (no SDPA path: softcapping).
+    "gemma2": dict(
+        model_type="gemma2", vocab_size=2048, hidden_size=128, intermediate_size=512,
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=32,
+        sliding_window=64, max_position_embeddings=1024,
+    ),
+    # Gemma 3 (text): four norms, q/k RMSNorm per head, five of six layers windowed.
+    "gemma3_text": dict(
+        model_type="gemma3_text", vocab_size=2048, hidden_size=128, intermediate_size=512,
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=1, head_dim=32,
+        sliding_window=64, max_position_embeddings=1024,
+    ),
+    # gpt-oss: 4 experts, top-2, with biases; router bias; attention sinks; alternate windows
+    # (no SDPA path: sinks).
+    "gpt_oss-e4k2": dict(
+        model_type="gpt_oss", vocab_size=1024, hidden_size=128, intermediate_size=96,
+        num_local_experts=4, num_experts_per_tok=2, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=32, sliding_window=64, max_position_embeddings=1024,
+    ),
 }
 
 # q,v-style LoRA targets per model_type.
@@ -122,6 +165,13 @@ QV_TARGETS: dict[str, list[str]] = {
     "gpt2": ["c_attn"],
     "t5": ["q", "v"],
     "mpt": ["Wqkv"],
+    "qwen3": ["q_proj", "v_proj"],
+    "qwen3_moe": ["q_proj", "v_proj"],
+    "olmo2": ["q_proj", "v_proj"],
+    "phi3": ["qkv_proj"],
+    "gemma2": ["q_proj", "v_proj"],
+    "gemma3_text": ["q_proj", "v_proj"],
+    "gpt_oss": ["q_proj", "v_proj"],
 }
 
 
@@ -225,4 +275,20 @@ CASES: list[Case] = [
     Case("gpt2-adrop0", "sdpa", 128, 2, F32),  # SDPA output read by c_proj without a copy
     Case("phi", "sdpa", 128, 2, BF16),  # partial rotary's copy, LayerNorm statistics in bf16
     Case("t5", "eager", 64, 2, BF16),  # T5 norms in bf16, relative buckets under full training
+    # the 2025 families
+    Case("qwen3-gqa", "sdpa", 128, 2, BF16),
+    Case("qwen3-gqa", "eager", 128, 2, F32),
+    Case("qwen3-gqa", "sdpa", 128, 2, BF16, lora="all16"),
+    Case("qwen3_moe-e4k2", "sdpa", 128, 2, BF16, experts="grouped_mm"),
+    Case("qwen3_moe-e4k2", "sdpa", 128, 2, F32, experts="eager"),
+    Case("olmo2", "sdpa", 128, 2, BF16),
+    Case("olmo2", "eager", 64, 2, F32),
+    Case("phi3-gqa", "sdpa", 128, 2, BF16),
+    Case("phi3-gqa", "sdpa", 128, 2, BF16, lora="all16"),
+    Case("gemma2", "eager", 128, 2, BF16),
+    Case("gemma2", "eager", 64, 2, F32),
+    Case("gemma3_text", "sdpa", 128, 2, BF16),
+    Case("gemma3_text", "eager", 64, 2, F32),
+    Case("gpt_oss-e4k2", "eager", 128, 2, BF16, experts="grouped_mm"),
+    Case("gpt_oss-e4k2", "eager", 64, 2, F32, experts="eager"),
 ]
