@@ -442,13 +442,17 @@ EdgeCompute edge_compute(const model::Architecture& a, const model::Training& tr
       gemm_time(d, T, a.hidden, v) + (trainable_head ? gemm_time(d, a.hidden, v, T) : Seconds(0.0));
   const Bytes loss(dbl(T) * dbl(v) * tc.loss_bytes_per_logit);
   const Bytes loss_backward(dbl(T) * dbl(v) * tc.loss_backward_bytes_per_logit);
-  e.head_forward += memory_bound_time(d, loss);
-  e.head_backward += memory_bound_time(d, loss_backward);
+  // Gemma 2's logit soft-capping, cap * tanh(logits / cap) in the logits' dtype: three
+  // elementwise kernels forward (each reads and writes the logits), and backward the two scalings
+  // (read, write) and tanh's gradient (reads the gradient and the output, writes one).
+  const Bytes softcap(a.logit_softcap > 0.0 ? dbl(T) * dbl(v) * c : 0.0);
+  e.head_forward += memory_bound_time(d, loss + softcap * 6.0);
+  e.head_backward += memory_bound_time(d, loss_backward + softcap * 7.0);
   const Bytes lookup(dbl(T) * dbl(a.hidden) * c * tc.dropout_passes);
   e.embedding_forward = memory_bound_time(d, lookup);
   e.embedding_backward =
       trainable_head ? memory_bound_time(d, lookup * tc.elementwise_backward_ratio) : Seconds(0.0);
-  e.head_memory_bound = memory_bound_time(d, loss + loss_backward);
+  e.head_memory_bound = memory_bound_time(d, loss + loss_backward + softcap * 13.0);
   e.embedding_memory_bound = e.embedding_forward + e.embedding_backward;
   const BlockKernelWork head = hf_edge_kernel_work(a, tr, false, true);
   const BlockKernelWork embedding = hf_edge_kernel_work(a, tr, true, false);

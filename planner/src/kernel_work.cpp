@@ -116,8 +116,8 @@ Ctx context(const model::Architecture& a, const model::Training& tr) {
 
 // LlamaRMSNorm: to(fp32), pow(2), mean, * rsqrt(var + eps), to(input dtype), * weight.
 // LayerNorm: one native_layer_norm kernel each way (and the weight/bias reduction).
-void norm(Tally& t, const model::Architecture& a, const Ctx& x, bool grad) {
-  const double X = x.T * x.h;
+// X elements normed (the hidden states by default; q or k for their norms).
+void norm(Tally& t, const model::Architecture& a, const Ctx& x, bool grad, double X) {
   switch (a.norm) {
     case model::NormKind::rmsnorm:
       t.cast(X, x.s, kFp32, grad);
@@ -135,6 +135,7 @@ void norm(Tally& t, const model::Architecture& a, const Ctx& x, bool grad) {
       break;
   }
 }
+void norm(Tally& t, const model::Architecture& a, const Ctx& x, bool grad) { norm(t, a, x, grad, x.T * x.h); }
 
 // Linears reading one input of `width`: autocast's cast per linear, gradients summed, GEMM
 // launches, bias gradients, and each adapter's dropout, A, B, scaling and add.
@@ -203,7 +204,17 @@ void attention_core(Tally& t, const model::Architecture& a, const model::Trainin
       t.copy(x.q, x.c);
     }
     t.scale(S, x.c, x.c, true, false);
+    if (a.attention_softcap > 0.0) {  // / cap, tanh, * cap (Gemma 2)
+      t.scale(S, x.c, x.c, true, false);
+      t.unary(S, x.c, x.c, true);
+      t.scale(S, x.c, x.c, true, false);
+    }
     t.forward(S * 2.0 * x.c);  // + causal mask
+    if (a.attention_sinks) {  // cat with the sinks, max, subtract it (gpt-oss)
+      t.copy(S, x.c);
+      t.row_mean(S, x.c);
+      t.add(S, x.c, x.c, x.c);
+    }
     t.unary(S, x.c, kFp32, true);
     t.cast(S, kFp32, x.c, true);
     if (a.attention_dropout > 0.0) t.dropout(S, x.c);
@@ -232,6 +243,15 @@ void activation(Tally& t, const model::Architecture& a, const Ctx& x) {
     t.scale(n, x.c, x.c, true, false);         // 0.5 * x
     t.product(n, x.c, x.c, x.c);               // .  * .
     t.fan_in(n, x.c, 3);
+  } else if (a.activation == model::Activation::swiglu_clamped) {
+    // gpt-oss: clamp gate and up, gate * sigmoid(1.702 gate), up + 1, and the product below.
+    t.unary(n, x.c, x.c, true);         // gate.clamp
+    t.unary(n, x.c, x.c, true);         // up.clamp
+    t.scale(n, x.c, x.c, true, false);  // * 1.702
+    t.unary(n, x.c, x.c, true);         // sigmoid
+    t.product(n, x.c, x.c, x.c);        // gate * sigmoid
+    t.scale(n, x.c, x.c, true, false);  // up + 1
+    t.fan_in(n, x.c, 2);
   } else {
     t.unary(n, x.c, x.c, true);
   }
@@ -251,18 +271,25 @@ BlockKernelWork hf_block_kernel_work(const model::Architecture& a, const BlockSh
   norm(t, a, x, true);
   const double norm_out = x.s;
   linears(t, shape, tr, x, {Role::q, Role::k, Role::v}, norm_out, true);
+  if (a.qk_norm != model::QkNorm::none) {  // RMSNorm (Llama 4: L2) of q and of k
+    norm(t, a, x, true, x.T * x.q);
+    norm(t, a, x, true, x.T * x.kv);
+  }
   if (a.position == model::PositionKind::rotary) {
     rotary(t, a, x, x.T * x.q, true);
     rotary(t, a, x, x.T * x.kv, true);
   }
   attention_core(t, a, tr, x, fused_kernel);
   linears(t, shape, tr, x, {Role::o}, x.c, true);
+  const bool sandwich = a.norm_placement == model::NormPlacement::sandwich;
+  if (sandwich) norm(t, a, x, true);  // Gemma 2/3: the attention output normed
   if (a.hidden_dropout > 0.0) t.dropout(X, x.c);
   t.add(X, x.s, x.c, x.s);  // residual
   if (separate_mlp_norm) norm(t, a, x, true);
   linears(t, shape, tr, x, {Role::gate, Role::up}, norm_out, true);
   activation(t, a, x);
   linears(t, shape, tr, x, {Role::down}, x.c, true);
+  if (sandwich) norm(t, a, x, true);  // ... and the MLP output
   if (a.hidden_dropout > 0.0) t.dropout(X, x.c);
   t.add(X, x.s, x.c, x.s);  // residual
   t.fan_in(X, x.s, 2);      // the block input feeds its norm and the residual
@@ -286,6 +313,7 @@ BlockKernelWork hf_edge_kernel_work(const model::Architecture& a, const model::T
   if (last) {
     if (a.final_norm) norm(t, a, x, true);
     t.launches(1.0 + 4.0, (full ? 2.0 : 1.0) + 4.0);  // head GEMM; loss kernels each way
+    if (a.logit_softcap > 0.0) t.launches(3.0, 3.0);  // Gemma 2: / cap, tanh, * cap
   }
   BlockKernelWork w = t.work();
   w.forward_launches += w.forward.kernels;
