@@ -5,6 +5,7 @@
 
 #include "trainplan/core/error.hpp"
 #include "trainplan/io/files.hpp"
+#include "trainplan/model/family.hpp"
 
 namespace trainplan::io {
 namespace {
@@ -33,83 +34,14 @@ constexpr Bounds kSmall{1, 1 << 10};  // expansion ratio, relative buckets
 // and a byte size stays far inside int64.
 constexpr long double kMaxParameters = 1e14L;
 
-// What a family's configuration class assumes for a key that config.json leaves out or sets to
-// null. Zero where the class derives the value instead (see the field comments).
-struct FamilyDefaults {
-  const char* config_class;
-  std::int64_t vocab, hidden, layers, heads;
-  std::int64_t intermediate;  // 0: 4 x hidden size (n_inner / ffn_hidden_size None)
-  std::int64_t kv_heads;      // 0: num_attention_heads (num_key_value_heads None)
-  std::int64_t head_dim;      // 0: hidden_size // num_attention_heads (head_dim None)
-  std::int64_t max_seq;       // 0: the class has no position limit
-  bool tie_embeddings;        // PretrainedConfig's default is true
-};
-
-// Each row is the class's __init__ / dataclass defaults in huggingface/transformers, file
-// src/transformers/models/<type>/configuration_<type>.py at the commit named, and
-// PretrainedConfig.__init__ (configuration_utils.py: tie_word_embeddings defaults to True) for the
-// classes that do not set tie_word_embeddings themselves.
-const FamilyDefaults& defaults_of(const std::string& family) {
-  // llama, mixtral, qwen2, gemma, gpt_neox, phi: @008e574391258935f3ecc3035c882e73bbcac419;
-  // mistral: @001f85b38fb432858ace93f18622f07cec46d874 (the same values at 008e574);
-  // falcon: @5fd8edad2a672d6a10d6352b62b823d56c3032bf; bloom:
-  // @d94ee404add5208a61220111258cbafa50aaa297; gpt2: @1c70522e01cdf5fcc6ebda6c372ee0198d557c53;
-  // mpt: @05699a763e76ee438fa65e6eeae4a294ea0026f5; t5: @038869d4d54db478c18dbe58a02aefc67f62beb0.
-  // clang-format off
-  //                                   class            vocab   hidden layers heads inter  kv  hd
-  // max_seq    tie
-  static const FamilyDefaults kLlama  {"LlamaConfig",   32000,  4096,  32,    32,   11008, 0,  0,   2048,      false};
-  static const FamilyDefaults kMistral{"MistralConfig", 32000,  4096,  32,    32,   14336, 8,  0,   4096 * 32, false};
-  static const FamilyDefaults kMixtral{"MixtralConfig", 32000,  4096,  32,    32,   14336, 8,  0,   4096 * 32, false};
-  static const FamilyDefaults kQwen2  {"Qwen2Config",   151936, 4096,  32,    32,   22016, 32, 0,   32768,     false};
-  static const FamilyDefaults kGemma  {"GemmaConfig",   256000, 3072,  28,    16,   24576, 16, 256, 8192,      true};
-  static const FamilyDefaults kFalcon {"FalconConfig",  65024,  4544,  32,    71,   0,     0,  0,   2048,      true};
-  static const FamilyDefaults kBloom  {"BloomConfig",   250880, 64,    2,     8,    0,     0,  0,   0,         true};
-  static const FamilyDefaults kGpt2   {"GPT2Config",    50257,  768,   12,    12,   0,     0,  0,   1024,      true};
-  static const FamilyDefaults kNeox   {"GPTNeoXConfig", 50432,  6144,  44,    64,   24576, 0,  0,   2048,      false};
-  static const FamilyDefaults kMpt    {"MptConfig",     50368,  2048,  24,    16,   0,     0,  0,   2048,      true};
-  static const FamilyDefaults kPhi    {"PhiConfig",     51200,  2048,  24,    32,   8192,  0,  0,   2048,      false};
-  static const FamilyDefaults kT5     {"T5Config",      32128,  512,   6,     8,    2048,  0,  64,  0,         true};
-  // transformers v5.24.0 (the oracle's, tools/oracle/requirements.txt), configuration_<type>.py
-  // dataclass fields: Qwen3Config, Qwen3MoeConfig, Olmo2Config, Phi3Config, Gemma2Config,
-  // Gemma3TextConfig, GptOssConfig.
-  static const FamilyDefaults kQwen3  {"Qwen3Config",   151936, 4096,  32,    32,   22016, 32, 128, 32768,     false};
-  static const FamilyDefaults kQwen3M {"Qwen3MoeConfig",151936, 2048,  24,    32,   6144,  4,  0,   32768,     false};
-  static const FamilyDefaults kOlmo2  {"Olmo2Config",   50304,  4096,  32,    32,   11008, 0,  0,   2048,      false};
-  static const FamilyDefaults kPhi3   {"Phi3Config",    32064,  3072,  32,    32,   8192,  0,  0,   4096,      false};
-  static const FamilyDefaults kGemma2 {"Gemma2Config",  256000, 2304,  26,    8,    9216,  4,  256, 8192,      true};
-  static const FamilyDefaults kGemma3 {"Gemma3TextConfig", 262208, 2304, 26,  8,    9216,  4,  256, 131072,    true};
-  static const FamilyDefaults kGptOss {"GptOssConfig",  201088, 2880,  36,    64,   2880,  8,  64,  131072,    false};
-  // clang-format on
-  if (family == "qwen3") return kQwen3;
-  if (family == "qwen3_moe") return kQwen3M;
-  if (family == "olmo2") return kOlmo2;
-  if (family == "phi3") return kPhi3;
-  if (family == "gemma2") return kGemma2;
-  if (family == "gemma3_text") return kGemma3;
-  if (family == "gpt_oss") return kGptOss;
-  if (family == "mistral") return kMistral;
-  if (family == "mixtral") return kMixtral;
-  if (family == "qwen2") return kQwen2;
-  if (family == "gemma") return kGemma;
-  if (family == "falcon") return kFalcon;
-  if (family == "bloom") return kBloom;
-  if (family == "gpt2") return kGpt2;
-  if (family == "gpt_neox") return kNeox;
-  if (family == "mpt") return kMpt;
-  if (family == "phi") return kPhi;
-  if (family == "t5") return kT5;
-  return kLlama;
-}
-
 // Reads the first present key of a list of aliases (n_embd / hidden_size / d_model ...),
 // range-checks it, and records a note whenever the configuration class's default stands in for a
 // missing key.
 class HfReader {
  public:
-  HfReader(const Json& j, std::string where, const FamilyDefaults& d,
+  HfReader(const Json& j, std::string where, const model::Family& f,
            std::vector<std::string>& notes)
-      : j_(j), where_(std::move(where)), d_(d), notes_(notes) {}
+      : j_(j), where_(std::move(where)), f_(f), d_(f.defaults), notes_(notes) {}
 
   [[nodiscard]] const Json* find(std::initializer_list<const char*> keys) const {
     for (const char* k : keys)
@@ -184,7 +116,9 @@ class HfReader {
     return j_.contains(key) && j_.at(key).is_null();
   }
   void note_text(const std::string& text) { notes_.push_back(text); }
-  [[nodiscard]] const FamilyDefaults& defaults() const { return d_; }
+  [[nodiscard]] const model::ClassDefaults& defaults() const { return d_; }
+  [[nodiscard]] const std::string& config_class() const { return f_.config_class; }
+  [[nodiscard]] model::ConfigKeys keys() const { return f_.keys; }
   [[nodiscard]] const std::string& where() const { return where_; }
 
  private:
@@ -196,7 +130,7 @@ class HfReader {
   void note(std::initializer_list<const char*> keys, const std::string& value) {
     const char* key = *keys.begin();
     notes_.push_back(std::string(key) + (is_null(key) ? " is null" : " missing") + ": " +
-                     d_.config_class + " default " + value);
+                     f_.config_class + " default " + value);
   }
   [[nodiscard]] std::int64_t checked_integer(const Json& v, std::initializer_list<const char*> keys,
                                              Bounds b) const {
@@ -213,7 +147,8 @@ class HfReader {
   }
   const Json& j_;
   std::string where_;
-  const FamilyDefaults& d_;
+  const model::Family& f_;
+  const model::ClassDefaults& d_;
   std::vector<std::string>& notes_;
 };
 
@@ -233,7 +168,7 @@ Activation activation_of(const std::string& act, const std::string& where) {
 // The sizes every family has. Where the class derives a value (kv heads, head dim, MLP width) the
 // note says so.
 void read_shape(HfReader& r, Architecture& a) {
-  const FamilyDefaults& d = r.defaults();
+  const model::ClassDefaults& d = r.defaults();
   a.hidden = r.integer({"hidden_size", "n_embd", "d_model", "n_embed"}, kWidth, d.hidden);
   a.layers =
       r.integer({"num_hidden_layers", "n_layer", "num_layers", "n_layers"}, kLayers, d.layers);
@@ -242,7 +177,7 @@ void read_shape(HfReader& r, Architecture& a) {
   const std::int64_t kv = d.kv_heads ? d.kv_heads : a.heads;
   a.kv_heads = r.integer({"num_key_value_heads", "num_kv_heads", "n_head_kv"}, kHeads, kv,
                          d.kv_heads ? "" : "num_attention_heads (" + std::to_string(kv) + ")");
-  if (a.family != "bloom" && a.family != "mpt") {
+  if (r.keys() != model::ConfigKeys::bloom && r.keys() != model::ConfigKeys::mpt) {
     const std::int64_t inter = d.intermediate ? d.intermediate : 4 * a.hidden;
     a.intermediate =
         r.integer({"intermediate_size", "n_inner", "d_ff", "ffn_hidden_size"}, kIntermediate, inter,
@@ -268,45 +203,43 @@ void read_shape(HfReader& r, Architecture& a) {
   }
 }
 
+// transformers' experts_implementation: the default grouped_mm, or "eager", a loop over experts.
+void read_experts_implementation(HfReader& r, Architecture& a) {
+  const std::string impl = r.string_or({"experts_implementation"}, "grouped_mm");
+  if (impl != "grouped_mm" && impl != "eager")
+    throw InputError(r.where() + ": experts_implementation '" + impl.substr(0, 40) +
+                     "' is not modelled (choices: grouped_mm, eager)");
+  a.experts_loop = impl == "eager";
+}
+
+// LlamaConfig, MistralConfig, MixtralConfig, Qwen2Config, GemmaConfig. The family's traits (a
+// gated MLP, RMSNorm, rotary positions; Qwen2's fixed q, k, v bias; Gemma's tanh GELU) are set.
 void read_llama_like(HfReader& r, Architecture& a) {
+  using K = model::ConfigKeys;
+  const K k = r.keys();
   read_shape(r, a);
-  const FamilyDefaults& d = r.defaults();
-  a.mlp = MlpKind::gated;
-  a.norm = NormKind::rmsnorm;
-  a.position = PositionKind::rotary;
-  if (a.family == "gemma") {
-    (void)r.string_or({"hidden_activation", "hidden_act"}, "gelu_pytorch_tanh");
-    a.activation = Activation::gelu_tanh;  // GemmaMLP always runs the tanh GELU
-  } else {
+  const model::ClassDefaults& d = r.defaults();
+  if (k == K::gemma)
+    (void)r.string_or({"hidden_activation", "hidden_act"}, "gelu_pytorch_tanh");  // always tanh
+  else
     a.activation = activation_of(r.string({"hidden_act"}, "silu"), r.where());
-  }
   a.tie_embeddings = r.flag({"tie_word_embeddings"}, d.tie_embeddings);
   a.attention_dropout = r.probability({"attention_dropout"}, 0.0);
   // Mistral, Mixtral and Qwen2 build their projections with fixed biases (Qwen2: q, k, v only);
   // only LlamaConfig and GemmaConfig have attention_bias, and only LlamaConfig has mlp_bias.
-  if (a.family == "llama" || a.family == "gemma") {
-    a.qkv_bias = a.out_bias = r.flag({"attention_bias"}, false);
-  } else {
-    a.qkv_bias = a.family == "qwen2";
-    a.out_bias = false;
+  if (k == K::llama || k == K::gemma) a.qkv_bias = a.out_bias = r.flag({"attention_bias"}, false);
+  if (k == K::llama) a.mlp_bias = r.flag({"mlp_bias"}, false);
+  const bool windowed =
+      k == K::mistral || k == K::mixtral || (k == K::qwen2 && r.flag({"use_sliding_window"}, false));
+  if (windowed && !r.is_null("sliding_window")) {
+    a.sliding_window = r.integer({"sliding_window"}, {0, kPositions.hi}, k == K::mixtral ? 0 : 4096,
+                                 k == K::mixtral ? "null (full attention)" : "");
+    a.sliding_layers = a.sliding_window > 0 ? a.layers : 0;
   }
-  a.mlp_bias = a.family == "llama" ? r.flag({"mlp_bias"}, false) : false;
-  const bool windowed = a.family == "mistral" || a.family == "mixtral" ||
-                        (a.family == "qwen2" && r.flag({"use_sliding_window"}, false));
-  if (windowed && !r.is_null("sliding_window"))
-    a.sliding_window =
-        r.integer({"sliding_window"}, {0, kPositions.hi}, a.family == "mixtral" ? 0 : 4096,
-                  a.family == "mixtral" ? "null (full attention)" : "");
-  if (a.family == "mixtral") {
+  if (k == K::mixtral) {
     a.experts = r.integer({"num_local_experts"}, kExperts, 8);
     a.experts_per_token = r.integer({"num_experts_per_tok"}, kExperts, 2);
-    // transformers' experts_implementation: the default grouped_mm, or "eager", a loop over
-    // experts.
-    const std::string impl = r.string_or({"experts_implementation"}, "grouped_mm");
-    if (impl != "grouped_mm" && impl != "eager")
-      throw InputError(r.where() + ": experts_implementation '" + impl.substr(0, 40) +
-                       "' is not modelled (choices: grouped_mm, eager)");
-    a.experts_loop = impl == "eager";
+    read_experts_implementation(r, a);
   }
 }
 
@@ -335,7 +268,7 @@ std::int64_t sliding_layer_count(HfReader& r, const Architecture& a, std::int64_
                                  const std::string& rule) {
   const Json* types = r.find({"layer_types"});
   if (types == nullptr) {
-    r.note_text("layer_types missing: " + std::string(r.defaults().config_class) + " derives " +
+    r.note_text("layer_types missing: " + r.config_class() + " derives " +
                 std::to_string(derived) + " sliding-window layers (" + rule + ")");
     return derived;
   }
@@ -360,39 +293,30 @@ std::int64_t sliding_layer_count(HfReader& r, const Architecture& a, std::int64_
 // gpt-oss (routed experts with biases, a router bias, attention sinks, alternating windows).
 // Each reads the keys of its transformers v5.24.0 configuration class.
 void read_recent(HfReader& r, Architecture& a) {
+  using K = model::ConfigKeys;
+  const K k = r.keys();
   read_shape(r, a);
-  const std::string& f = a.family;
-  const bool gemma = f == "gemma2" || f == "gemma3_text";
-  a.mlp = MlpKind::gated;
-  a.norm = NormKind::rmsnorm;
-  a.position = PositionKind::rotary;
-  a.activation = gemma ? activation_of(r.string({"hidden_activation", "hidden_act"}, "gelu_pytorch_tanh"), r.where())
-                       : activation_of(r.string({"hidden_act"}, "silu"), r.where());
+  const bool gemma = k == K::gemma2 || k == K::gemma3_text;
+  if (gemma)
+    a.activation = activation_of(r.string({"hidden_activation", "hidden_act"}, "gelu_pytorch_tanh"), r.where());
+  else if (k == K::gpt_oss)
+    (void)r.string_or({"hidden_act"}, "silu");  // its experts' clamped SwiGLU, whatever it says
+  else
+    a.activation = activation_of(r.string({"hidden_act"}, "silu"), r.where());
   a.tie_embeddings = r.flag({"tie_word_embeddings"}, r.defaults().tie_embeddings);
   a.attention_dropout = r.probability({"attention_dropout"}, 0.0);
   // Phi3Attention builds qkv_proj and o_proj without bias whatever the config says.
-  a.qkv_bias = a.out_bias = f != "phi3" && r.flag({"attention_bias"}, f == "gpt_oss");
-  if (f == "phi3") {
-    a.fused_qkv_name = "qkv_proj";
-    a.fused_gate_up_name = "gate_up_proj";
+  if (k != K::phi3) a.qkv_bias = a.out_bias = r.flag({"attention_bias"}, k == K::gpt_oss);
+  if (k == K::phi3) {
     a.hidden_dropout = r.probability({"resid_pdrop"}, 0.0);
     a.rotary_fraction = partial_rotary(r, 1.0);
   }
-  if (f == "qwen3" || f == "qwen3_moe" || f == "gemma3_text") a.qk_norm = model::QkNorm::per_head;
-  if (f == "olmo2") {
-    a.qk_norm = model::QkNorm::full_width;
-    a.norm_placement = model::NormPlacement::post;
-  }
-  if (gemma) {
-    a.norm_placement = model::NormPlacement::sandwich;
-    a.norms_per_layer = 4;
-  }
-  if (f == "gemma2") {
+  if (k == K::gemma2) {
     a.attention_softcap = r.number_or({"attn_logit_softcapping"}, 50.0);
     a.logit_softcap = r.number_or({"final_logit_softcapping"}, 30.0);
     if (r.is_null("attn_logit_softcapping")) a.attention_softcap = 0.0;
     if (r.is_null("final_logit_softcapping")) a.logit_softcap = 0.0;
-  } else if (f == "gemma3_text") {
+  } else if (k == K::gemma3_text) {
     a.attention_softcap = r.number_or({"attn_logit_softcapping"}, 0.0);
     a.logit_softcap = r.number_or({"final_logit_softcapping"}, 0.0);
   }
@@ -403,21 +327,20 @@ void read_recent(HfReader& r, Architecture& a) {
   std::int64_t window = 0;
   std::int64_t derived = 0;
   std::string rule;
-  if (f == "qwen3" || f == "qwen3_moe") {
+  if (k == K::qwen3 || k == K::qwen3_moe) {
     if (r.flag({"use_sliding_window"}, false) && !r.is_null("sliding_window")) {
       window = r.integer({"sliding_window"}, {1, kPositions.hi}, 4096);
-      const std::int64_t from =
-          f == "qwen3" ? r.integer({"max_window_layers"}, {0, kLayers.hi}, 28) : 0;
+      const std::int64_t from = k == K::qwen3 ? r.integer({"max_window_layers"}, {0, kLayers.hi}, 28) : 0;
       derived = std::max<std::int64_t>(0, a.layers - from);
       rule = "layers from max_window_layers on";
     }
-  } else if (f == "phi3") {
+  } else if (k == K::phi3) {
     if (r.find({"sliding_window"})) window = r.integer({"sliding_window"}, {1, kPositions.hi}, 0);
     derived = a.layers;
     rule = "every layer";
-  } else if (f != "olmo2" && !r.is_null("sliding_window")) {
-    window = r.integer({"sliding_window"}, {1, kPositions.hi}, r.defaults().config_class == std::string("GptOssConfig") ? 128 : 4096);
-    if (f == "gemma3_text") {
+  } else if (k != K::olmo2 && !r.is_null("sliding_window")) {
+    window = r.integer({"sliding_window"}, {1, kPositions.hi}, k == K::gpt_oss ? 128 : 4096);
+    if (k == K::gemma3_text) {
       const std::int64_t pattern = r.integer({"sliding_window_pattern"}, {1, kLayers.hi}, 6);
       derived = a.layers - a.layers / pattern;
       rule = "all but every " + std::to_string(pattern) + "th layer";
@@ -430,7 +353,7 @@ void read_recent(HfReader& r, Architecture& a) {
     a.sliding_layers = sliding_layer_count(r, a, derived, rule);
     a.sliding_window = a.sliding_layers > 0 ? window : 0;
   }
-  if (f == "qwen3_moe") {
+  if (k == K::qwen3_moe) {
     const std::int64_t step = r.integer({"decoder_sparse_step"}, kLayers, 1);
     const Json* dense = r.find({"mlp_only_layers"});
     if (step != 1 || (dense != nullptr && !(dense->is_array() && dense->empty())))
@@ -442,48 +365,25 @@ void read_recent(HfReader& r, Architecture& a) {
     a.experts_per_token = r.integer({"num_experts_per_tok"}, kExperts, 8);
     a.intermediate = r.integer({"moe_intermediate_size"}, kIntermediate, 768);
   }
-  if (f == "gpt_oss") {
+  if (k == K::gpt_oss) {
     a.experts = r.integer({"num_local_experts"}, kExperts, 128);
     a.experts_per_token = r.integer({"num_experts_per_tok", "experts_per_token"}, kExperts, 4);
-    a.mlp_bias = true;  // gate_up_proj_bias, down_proj_bias
-    a.router_bias = true;
-    a.attention_sinks = true;
-    a.activation = Activation::swiglu_clamped;
-    (void)r.string_or({"hidden_act"}, "silu");
   }
-  if (a.is_moe()) {
-    const std::string impl = r.string_or({"experts_implementation"}, "grouped_mm");
-    if (impl != "grouped_mm" && impl != "eager")
-      throw InputError(r.where() + ": experts_implementation '" + impl.substr(0, 40) +
-                       "' is not modelled (choices: grouped_mm, eager)");
-    a.experts_loop = impl == "eager";
-  }
+  if (a.is_moe()) read_experts_implementation(r, a);
 }
 
 void read_gpt2(HfReader& r, Architecture& a) {
   read_shape(r, a);
-  a.mlp = MlpKind::plain;
-  a.norm = NormKind::layernorm;
-  a.position = PositionKind::learned;
   a.activation = activation_of(r.string({"activation_function"}, "gelu_new"), r.where());
-  a.tie_embeddings = r.flag({"tie_word_embeddings"}, true);
-  a.qkv_bias = a.out_bias = a.mlp_bias = true;
-  a.fused_qkv_name = "c_attn";
+  a.tie_embeddings = r.flag({"tie_word_embeddings"}, r.defaults().tie_embeddings);
   a.hidden_dropout = r.probability({"resid_pdrop"}, 0.1);
   a.attention_dropout = r.probability({"attn_pdrop"}, 0.1);
 }
 
 void read_bloom(HfReader& r, Architecture& a) {
   read_shape(r, a);
-  a.mlp = MlpKind::plain;
   a.intermediate = 4 * a.hidden;  // BloomMLP: dense_h_to_4h, whatever n_inner says
-  a.norm = NormKind::layernorm;
-  a.position = PositionKind::alibi;
-  a.activation = Activation::gelu;
-  a.tie_embeddings = r.flag({"tie_word_embeddings"}, true);
-  a.qkv_bias = a.out_bias = a.mlp_bias = true;
-  a.embedding_norm = true;
-  a.fused_qkv_name = "query_key_value";
+  a.tie_embeddings = r.flag({"tie_word_embeddings"}, r.defaults().tie_embeddings);
   a.attention_dropout = r.probability({"attention_dropout"}, 0.0);
   a.hidden_dropout = r.probability({"hidden_dropout"}, 0.0);
 }
@@ -495,32 +395,23 @@ void read_falcon(HfReader& r, Architecture& a) {
   const bool parallel = r.flag({"parallel_attn"}, true);
   if (!new_arch)
     a.kv_heads = multi_query ? 1 : a.heads;  // num_kv_heads is read by the new decoder only
-  a.mlp = MlpKind::plain;
-  a.norm = NormKind::layernorm;
   a.position = r.flag({"alibi"}, false) ? PositionKind::alibi : PositionKind::rotary;
-  a.activation = Activation::gelu;
-  a.tie_embeddings = r.flag({"tie_word_embeddings"}, true);
+  a.tie_embeddings = r.flag({"tie_word_embeddings"}, r.defaults().tie_embeddings);
   const bool bias = r.flag({"bias"}, false);
   a.qkv_bias = a.out_bias = a.mlp_bias = bias;
   a.parallel_residual = new_arch || parallel;
   a.norms_per_layer = new_arch ? 2 : (parallel ? 1 : 2);
-  a.fused_qkv_name = "query_key_value";
   a.attention_dropout = r.probability({"attention_dropout"}, 0.0);
   a.hidden_dropout = r.probability({"hidden_dropout"}, 0.0);
 }
 
 void read_gpt_neox(HfReader& r, Architecture& a) {
   read_shape(r, a);
-  a.mlp = MlpKind::plain;
-  a.norm = NormKind::layernorm;
-  a.position = PositionKind::rotary;
   a.activation = activation_of(r.string({"hidden_act"}, "gelu"), r.where());
-  a.tie_embeddings = r.flag({"tie_word_embeddings"}, false);
+  a.tie_embeddings = r.flag({"tie_word_embeddings"}, r.defaults().tie_embeddings);
   const bool bias = r.flag({"attention_bias"}, true);
   a.qkv_bias = a.out_bias = bias;
-  a.mlp_bias = true;
   a.parallel_residual = r.flag({"use_parallel_residual"}, true);
-  a.fused_qkv_name = "query_key_value";
   a.rotary_fraction = partial_rotary(r, 0.25);  // GPTNeoXConfig's default rotary_pct
   a.attention_dropout = r.probability({"attention_dropout"}, 0.0);
   a.hidden_dropout = r.probability({"hidden_dropout"}, 0.0);
@@ -529,14 +420,10 @@ void read_gpt_neox(HfReader& r, Architecture& a) {
 void read_mpt(HfReader& r, Architecture& a) {
   read_shape(r, a);
   a.intermediate = a.hidden * r.integer({"expansion_ratio"}, kSmall, 4);
-  a.mlp = MlpKind::plain;
   const bool no_bias = r.flag({"no_bias"}, true);
   a.norm = no_bias ? NormKind::layernorm_no_bias : NormKind::layernorm;
-  a.position = PositionKind::alibi;  // the transformers port has no learned position table
-  a.activation = Activation::gelu;
-  a.tie_embeddings = r.flag({"tie_word_embeddings"}, true);
+  a.tie_embeddings = r.flag({"tie_word_embeddings"}, r.defaults().tie_embeddings);
   a.qkv_bias = a.out_bias = a.mlp_bias = !no_bias;
-  a.fused_qkv_name = "Wqkv";
   a.hidden_dropout = r.probability({"resid_pdrop"}, 0.0);
   if (const Json* cfg = r.find({"attn_config"});
       cfg && cfg->is_object() && cfg->contains("attn_pdrop"))
@@ -545,14 +432,8 @@ void read_mpt(HfReader& r, Architecture& a) {
 
 void read_phi(HfReader& r, Architecture& a) {
   read_shape(r, a);
-  a.mlp = MlpKind::plain;
-  a.norm = NormKind::layernorm;
-  a.position = PositionKind::rotary;
   a.activation = activation_of(r.string({"hidden_act"}, "gelu_new"), r.where());
-  a.tie_embeddings = r.flag({"tie_word_embeddings"}, false);
-  a.qkv_bias = a.out_bias = a.mlp_bias = a.lm_head_bias = true;
-  a.parallel_residual = true;
-  a.norms_per_layer = 1;
+  a.tie_embeddings = r.flag({"tie_word_embeddings"}, r.defaults().tie_embeddings);
   a.rotary_fraction = partial_rotary(r, 0.5);  // PhiConfig's default
   a.attention_dropout = r.probability({"attention_dropout"}, 0.0);
   a.hidden_dropout = r.probability({"resid_pdrop"}, 0.0);
@@ -560,7 +441,6 @@ void read_phi(HfReader& r, Architecture& a) {
 
 void read_t5(HfReader& r, Architecture& a) {
   read_shape(r, a);
-  a.encoder_decoder = true;
   a.decoder_layers = r.integer({"num_decoder_layers"}, kLayers, a.layers,
                                "num_layers (" + std::to_string(a.layers) + ")");
   const std::string proj = r.string({"feed_forward_proj"}, "relu");
@@ -568,10 +448,8 @@ void read_t5(HfReader& r, Architecture& a) {
   a.mlp = gated ? MlpKind::gated : MlpKind::plain;
   a.activation = activation_of(
       gated ? proj.substr(6) == "gelu" ? "gelu_new" : proj.substr(6) : proj, r.where());
-  a.norm = NormKind::rmsnorm;
-  a.position = PositionKind::relative;
   a.relative_buckets = r.integer({"relative_attention_num_buckets"}, kSmall, 32);
-  a.tie_embeddings = r.flag({"tie_word_embeddings"}, true);
+  a.tie_embeddings = r.flag({"tie_word_embeddings"}, r.defaults().tie_embeddings);
   a.attention_dropout = a.hidden_dropout = r.probability({"dropout_rate"}, 0.1);
 }
 
@@ -607,13 +485,34 @@ std::string joined(const std::vector<std::string>& notes) {
 
 }  // namespace
 
-const std::set<std::string, std::less<>>& supported_model_types() {
-  static const std::set<std::string, std::less<>> kTypes{
-      "llama", "mistral", "mixtral",  "qwen2", "gemma", "falcon", "RefinedWeb", "RefinedWebModel",
-      "bloom", "gpt2",    "gpt_neox", "mpt",   "phi",   "t5",     "mt5", "qwen3", "qwen3_moe",
-      "olmo2", "phi3",    "gemma2",  "gemma3_text", "gemma3", "gpt_oss"};
-  return kTypes;
+namespace {
+
+void read_keys(HfReader& r, Architecture& a) {
+  using K = model::ConfigKeys;
+  switch (r.keys()) {
+    case K::llama:
+    case K::mistral:
+    case K::mixtral:
+    case K::qwen2:
+    case K::gemma: read_llama_like(r, a); return;
+    case K::qwen3:
+    case K::qwen3_moe:
+    case K::olmo2:
+    case K::phi3:
+    case K::gemma2:
+    case K::gemma3_text:
+    case K::gpt_oss: read_recent(r, a); return;
+    case K::gpt2: read_gpt2(r, a); return;
+    case K::bloom: read_bloom(r, a); return;
+    case K::falcon: read_falcon(r, a); return;
+    case K::gpt_neox: read_gpt_neox(r, a); return;
+    case K::mpt: read_mpt(r, a); return;
+    case K::phi: read_phi(r, a); return;
+    case K::t5: read_t5(r, a); return;
+  }
 }
+
+}  // namespace
 
 HfArchitecture hf_architecture(const Json& config, const std::string& name,
                                const std::string& where) {
@@ -623,60 +522,42 @@ HfArchitecture hf_architecture(const Json& config, const std::string& name,
     throw InputError(where +
                      ": required key 'model_type' is missing (it names "
                      "the configuration class)");
-  // A multimodal Gemma 3 (Gemma3ForConditionalGeneration) keeps its language model in
-  // text_config: that is what is read, the vision tower is not.
-  if (config.at("model_type") == "gemma3") {
-    if (!config.contains("text_config") || !config.at("text_config").is_object())
-      throw InputError(where + ": a gemma3 config needs its 'text_config' object (the language model)");
-    Json text = config.at("text_config");
-    text["model_type"] = "gemma3_text";
-    HfArchitecture out = hf_architecture(text, name, where + " text_config");
-    out.notes.push_back("gemma3: the text_config's language model is read; the vision tower "
-                        "(vision_config) is not counted");
-    return out;
-  }
   const Json& type = config.at("model_type");
   if (!type.is_string())
     throw InputError(where + ": key 'model_type' must be a string (got " + json_excerpt(type) +
                      ")");
-  std::string t = type.get<std::string>();
-  if (!supported_model_types().contains(t)) {
+  const model::Family* family = model::find_family(type.get<std::string>());
+  if (family == nullptr) {
     std::string known;
-    for (const auto& k : supported_model_types()) known += (known.empty() ? "" : ", ") + k;
+    for (const auto& k : model::family_names()) known += (known.empty() ? "" : ", ") + k;
     throw InputError(where + ": unsupported model_type " + json_excerpt(type) +
                      " (supported: " + known + ")");
   }
-  if (t == "RefinedWeb" || t == "RefinedWebModel") t = "falcon";
-  if (t == "mt5") t = "t5";
+  // A multimodal wrapper (Gemma3ForConditionalGeneration) keeps its language model in
+  // text_config: that is what is read, the vision tower is not.
+  if (!family->text_config_family.empty()) {
+    if (!config.contains("text_config") || !config.at("text_config").is_object())
+      throw InputError(where + ": a " + family->model_type +
+                       " config needs its 'text_config' object (the language model)");
+    Json text = config.at("text_config");
+    text["model_type"] = family->text_config_family;
+    HfArchitecture out = hf_architecture(text, name, where + " text_config");
+    out.notes.push_back(family->model_type + ": the text_config's language model is read; the "
+                        "vision tower (vision_config) is not counted");
+    return out;
+  }
   HfArchitecture out;
   Architecture& a = out.arch;
+  a = family->traits;
   a.name = name;
-  a.family = t;
-  HfReader r(config, where, defaults_of(t), out.notes);
-  if (t == "llama" || t == "mistral" || t == "mixtral" || t == "qwen2" || t == "gemma")
-    read_llama_like(r, a);
-  else if (t == "qwen3" || t == "qwen3_moe" || t == "olmo2" || t == "phi3" || t == "gemma2" ||
-           t == "gemma3_text" || t == "gpt_oss")
-    read_recent(r, a);
-  else if (t == "gpt2")
-    read_gpt2(r, a);
-  else if (t == "bloom")
-    read_bloom(r, a);
-  else if (t == "falcon")
-    read_falcon(r, a);
-  else if (t == "gpt_neox")
-    read_gpt_neox(r, a);
-  else if (t == "mpt")
-    read_mpt(r, a);
-  else if (t == "phi")
-    read_phi(r, a);
-  else
-    read_t5(r, a);
+  a.family = family->model_type;
+  HfReader r(config, where, *family, out.notes);
+  read_keys(r, a);
   if (a.max_seq == 0) {
     // BLOOM (ALiBi) and T5 (relative buckets) have no position limit in their classes; 2048 is the
     // sequence length BLOOM was trained at (Le Scao et al. 2022, arXiv:2211.05100, Table 3).
     a.max_seq = 2048;
-    out.notes.push_back(std::string(defaults_of(t).config_class) +
+    out.notes.push_back(family->config_class +
                         " has no position limit; a 2048-token maximum sequence is assumed");
   }
   try {

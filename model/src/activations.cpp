@@ -6,6 +6,7 @@
 #include <span>
 #include <string_view>
 
+#include "trainplan/model/family.hpp"
 #include "trainplan/model/model_states.hpp"
 #include "trainplan/model/sdpa.hpp"
 
@@ -51,13 +52,8 @@ bool is_family(const Architecture& a, std::string_view model_type) {
   return std::string_view(a.family) == model_type;
 }
 
-// RMSNorms that multiply by their weight in fp32 and cast after, so that the normalised input
-// their weight's gradient reads stays fp32: Gemma's (1 + weight), OLMo 2's and gpt-oss's
-// weight * x.float().
-bool fp32_normalised_norm(const Architecture& a) {
-  return is_family(a, "gemma") || is_family(a, "gemma2") || is_family(a, "gemma3_text") ||
-         is_family(a, "olmo2") || is_family(a, "gpt_oss");
-}
+// RMSNorms whose normalised input stays fp32 (model/family.hpp).
+bool fp32_normalised_norm(const Architecture& a) { return family_of(a).fp32_normalised_norm; }
 
 // Experts a token's activations pass through (MoE: top-k copies of the MLP intermediates).
 double mlp_copies(const Architecture& a) { return static_cast<double>(a.experts_per_token); }
@@ -497,7 +493,7 @@ Bytes first_block_extra(const Architecture& a, const Training& tr, Stack stack, 
   const bool rotary = a.position == PositionKind::rotary;
   // cos, sin: in the model dtype, but fp32 where the model's rotary embedding returns them
   // uncast (OLMo 2's Olmo2RotaryEmbedding.forward).
-  const double table = is_family(a, "olmo2") ? kFp32 : c;
+  const double table = family_of(a).fp32_rotary_tables ? kFp32 : c;
   if (rotary) extra += 2.0 * table * s * static_cast<double>(a.rotary_dim());
   if (recomputes_blocks(tr.checkpointing)) {
     if (rotary) extra += 8.0 * s;  // int64 position ids

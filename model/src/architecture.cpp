@@ -3,41 +3,10 @@
 #include <string>
 
 #include "trainplan/core/error.hpp"
+#include "trainplan/model/family.hpp"
 
 namespace trainplan::model {
 namespace {
-
-struct HfNames {
-  const char* q;
-  const char* k;
-  const char* v;
-  const char* o;
-  const char* gate;
-  const char* up;
-  const char* down;
-};
-
-// The module names of each family's Hugging Face implementation (what PEFT's target_modules match).
-HfNames hf_names(const Architecture& a) {
-  const std::string& f = a.family;
-  if (f == "gpt2") return {"c_attn", "c_attn", "c_attn", "c_proj", "", "c_fc", "c_proj"};
-  if (f == "bloom" || f == "falcon" || f == "gpt_neox")
-    return {"query_key_value", "query_key_value", "query_key_value", "dense", "",
-            "dense_h_to_4h", "dense_4h_to_h"};
-  if (f == "mpt") return {"Wqkv", "Wqkv", "Wqkv", "out_proj", "", "up_proj", "down_proj"};
-  if (f == "phi") return {"q_proj", "k_proj", "v_proj", "dense", "", "fc1", "fc2"};
-  if (f == "t5" || f == "mt5") {
-    if (a.mlp == MlpKind::gated) return {"q", "k", "v", "o", "wi_0", "wi_1", "wo"};
-    return {"q", "k", "v", "o", "", "wi", "wo"};
-  }
-  if (f == "mixtral") return {"q_proj", "k_proj", "v_proj", "o_proj", "w1", "w3", "w2"};
-  if (f == "phi3") return {"qkv_proj", "qkv_proj", "qkv_proj", "o_proj", "gate_up_proj", "gate_up_proj", "down_proj"};
-  // Experts held as 3-d parameters (Qwen3-MoE, gpt-oss, Llama 4: gate_up_proj, down_proj); a
-  // shared expert is a plain MLP named like a dense one.
-  if (f == "gpt_oss" || f == "llama4_text")
-    return {"q_proj", "k_proj", "v_proj", "o_proj", "gate_up_proj", "gate_up_proj", "down_proj"};
-  return {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
-}
 
 void require_positive(const Architecture& a, std::int64_t v, const char* what) {
   if (v <= 0)
@@ -45,7 +14,7 @@ void require_positive(const Architecture& a, std::int64_t v, const char* what) {
                      std::to_string(v) + ")");
 }
 
-void append_attention(const Architecture& a, const HfNames& n, Stack stack,
+void append_attention(const Architecture& a, const ModuleNames& n, Stack stack,
                       std::vector<Linear>& out) {
   out.push_back({Role::q, stack, n.q, a.hidden, a.q_dim(), a.qkv_bias, 1});
   out.push_back({Role::k, stack, n.k, a.hidden, a.kv_dim(), a.qkv_bias, 1});
@@ -53,17 +22,13 @@ void append_attention(const Architecture& a, const HfNames& n, Stack stack,
   out.push_back({Role::o, stack, n.o, a.q_dim(), a.hidden, a.out_bias, 1});
 }
 
-// The router's module name (Mixtral, Qwen3-MoE: "gate"; gpt-oss, Llama 4: "router").
-const char* router_name(const Architecture& a) {
-  return a.family == "gpt_oss" || a.family == "llama4_text" ? "router" : "gate";
-}
-
-void append_mlp(const Architecture& a, const HfNames& n, Stack stack, std::vector<Linear>& out) {
+void append_mlp(const Architecture& a, const ModuleNames& n, Stack stack, std::vector<Linear>& out) {
   const std::int64_t e = a.experts;
-  if (a.is_moe()) out.push_back({Role::router, stack, router_name(a), a.hidden, e, a.router_bias, 1});
+  if (a.is_moe()) out.push_back({Role::router, stack, n.router, a.hidden, e, a.router_bias, 1});
   if (a.mlp == MlpKind::gated)
     out.push_back({Role::gate, stack, n.gate, a.hidden, a.intermediate, a.mlp_bias, e});
-  out.push_back({Role::up, stack, n.up, a.hidden, a.intermediate, a.mlp_bias, e});
+  const std::string& up = a.mlp == MlpKind::gated || n.up_ungated.empty() ? n.up : n.up_ungated;
+  out.push_back({Role::up, stack, up, a.hidden, a.intermediate, a.mlp_bias, e});
   out.push_back({Role::down, stack, n.down, a.intermediate, a.hidden, a.mlp_bias, e});
   if (a.shared_intermediate > 0) {  // every token's dense MLP beside the routed experts
     const std::int64_t w = a.shared_intermediate;
@@ -105,7 +70,7 @@ void validate(const Architecture& a) {
 }
 
 std::vector<Linear> block_linears(const Architecture& a, Stack stack) {
-  const HfNames n = hf_names(a);
+  const ModuleNames& n = family_of(a).names;
   std::vector<Linear> out;
   out.reserve(10);
   append_attention(a, n, stack == Stack::cross ? Stack::decoder : stack, out);

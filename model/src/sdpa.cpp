@@ -1,5 +1,7 @@
 #include "trainplan/model/sdpa.hpp"
 
+#include "trainplan/model/family.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -161,64 +163,7 @@ bool sliding_window_masked(const Architecture& a, const Training& tr) {
   return a.sliding_window > 0 && tr.seq >= a.sliding_window;
 }
 
-HfSdpaCall hf_sdpa_call(const Architecture& a) {
-  // transformers v5.17.0, src/transformers/integrations/sdpa_attention.py:79-170
-  // sdpa_attention_forward: is_causal when no mask is given (:124; masking_utils.py:497-500 gives
-  // None without padding, :269-270, unless a sliding window reaches the sequence, :263); K/V grouped
-  // with enable_gqa when the mask is None and the head dim <= 256 (use_gqa_in_sdpa :27-36, used at
-  // :97-102), else expanded by repeat_kv (:15-24); dropout = the module's attention_dropout in
-  // training (e.g. models/llama/modeling_llama.py:274). The same at 00c238bd242b: :40, :107-112.
-  // Not modelled: the head-dim <= 256 condition for enable_gqa (no catalogue family exceeds it).
-  static const HfSdpaCall kShared{.source = "integrations/sdpa_attention.py sdpa_attention_forward"};
-  // No SDPA path: ALiBi (bloom, mpt) and T5's relative position bias; transformers refuses
-  // attn_implementation="sdpa" (_supports_sdpa left False, modeling_utils.py:1131; raised at
-  // :1669-1674). T5 and mT5 have one in v5.17.0 (models/t5/modeling_t5.py:542,
-  // models/mt5/modeling_mt5.py:553: position bias as an additive mask), not in v4.57.1
-  // (modeling_t5.py:774-783 without _supports_sdpa); their rows keep the v4.57.1 rule.
-  auto refused = [](const char* source, bool softmax_in_model_dtype) {
-    return HfSdpaCall{.supported = false,
-                      .dropout = false,
-                      .eager_softmax_in_model_dtype = softmax_in_model_dtype,
-                      .source = source};
-  };
-  static const std::map<std::string, HfSdpaCall, std::less<>> kTable{
-      {"llama", kShared},
-      {"mistral", kShared},
-      {"mixtral", kShared},
-      {"qwen2", kShared},
-      {"gemma", kShared},
-      {"gpt2", kShared},
-      {"gpt_neox", kShared},
-      {"phi", kShared},
-      // v5.17.0 models/falcon/modeling_falcon.py:350-357 FalconAttention.forward: its own SDPA
-      // call with the causal mask the model builds (:763-770, allow_is_causal_skip=False),
-      // dropout_p = 0.0 on the rotary path (:355); K/V of the multi-query model passed with one
-      // head and no enable_gqa (_split_heads :280-283, :331-332), the new decoder's broadcast_to
-      // every query head and flattened, a copy (:265-275). Its eager softmax is bf16 in and out
-      // (:363; softmax_warp_forward<BFloat16, BFloat16, float> in the H200 profile).
-      {"falcon",
-       {.own_attention = true,
-        .always_mask = true,
-        .kv_as_is = true,
-        .kv_broadcast = true,
-        .dropout = false,
-        .eager_softmax_in_model_dtype = true,
-        .source = "models/falcon/modeling_falcon.py FalconAttention.forward"}},
-      // v5.17.0 models/bloom/modeling_bloom.py:406-412 and models/mpt/modeling_mpt.py:216-220:
-      // PreTrainedModel subclasses without _supports_sdpa.
-      {"bloom", refused("models/bloom/modeling_bloom.py (no _supports_sdpa)", false)},
-      {"mpt", refused("models/mpt/modeling_mpt.py (no _supports_sdpa)", false)},
-      {"t5", refused("models/t5/modeling_t5.py (no _supports_sdpa)", true)},
-      // v5.24.0: Gemma 2 soft-caps its scores, gpt-oss adds a sink to every row; neither has an
-      // SDPA path (_supports_sdpa = False, modeling_gemma2.py, modeling_gpt_oss.py). Gemma 2's
-      // eager softmax is fp32 cast back, gpt-oss's in the model dtype.
-      {"gemma2", refused("models/gemma2/modeling_gemma2.py (_supports_sdpa = False: softcapping)", false)},
-      {"gpt_oss", refused("models/gpt_oss/modeling_gpt_oss.py (_supports_sdpa = False: attention sinks)", true)},
-      {"mt5", refused("models/mt5/modeling_mt5.py (no _supports_sdpa)", true)},
-  };
-  const auto it = kTable.find(a.family);
-  return it == kTable.end() ? kShared : it->second;
-}
+HfSdpaCall hf_sdpa_call(const Architecture& a) { return family_of(a).sdpa; }
 
 SdpaChoice sdpa_choice(const Architecture& a, const Training& tr) {
   const HfSdpaCall call = hf_sdpa_call(a);

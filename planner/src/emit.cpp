@@ -1,5 +1,7 @@
 #include "trainplan/planner/emit.hpp"
 
+#include "trainplan/model/family.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -532,19 +534,10 @@ Emitted emit_megatron(const Estimate& e, const hardware::Cluster& c, const model
 }  // namespace
 
 std::optional<std::string> hf_block_class(const std::string& model_type) {
-  // The decoder-block classes of transformers' modeling_<type>.py (_no_split_modules).
-  static const std::map<std::string, std::string, std::less<>> kBlocks{
-      {"llama", "LlamaDecoderLayer"},     {"mistral", "MistralDecoderLayer"},
-      {"mixtral", "MixtralDecoderLayer"}, {"qwen2", "Qwen2DecoderLayer"},
-      {"gemma", "GemmaDecoderLayer"},     {"falcon", "FalconDecoderLayer"},
-      {"RefinedWeb", "FalconDecoderLayer"}, {"RefinedWebModel", "FalconDecoderLayer"},
-      {"bloom", "BloomBlock"},            {"gpt2", "GPT2Block"},
-      {"gpt_neox", "GPTNeoXLayer"},       {"mpt", "MptBlock"},
-      {"phi", "PhiDecoderLayer"},         {"t5", "T5Block"},
-      {"mt5", "MT5Block"}};
-  const auto it = kBlocks.find(model_type);
-  if (it == kBlocks.end()) return std::nullopt;
-  return it->second;
+  // The decoder-block class of transformers' modeling_<type>.py (_no_split_modules).
+  const model::Family* f = model::find_family(model_type);
+  if (f == nullptr || f->block_class.empty()) return std::nullopt;
+  return f->block_class;
 }
 
 Emitted emit_deepspeed(const Estimate& e, const EmitContext& x) {

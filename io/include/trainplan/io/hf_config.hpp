@@ -2,7 +2,6 @@
 // Hugging Face config.json -> Architecture. Unrelated keys are ignored (HF files carry many); a
 // missing or invalid required key is an error naming the key and the file.
 
-#include <set>
 #include <string>
 #include <vector>
 
@@ -11,9 +10,6 @@
 
 namespace trainplan::io {
 
-// The model types the reader understands.
-[[nodiscard]] const std::set<std::string, std::less<>>& supported_model_types();
-
 // An architecture and what stood in for the keys its file left out, one note per key in the form
 // "intermediate_size missing: LlamaConfig default 11008" (the Hugging Face class's default).
 struct HfArchitecture {
@@ -21,6 +17,7 @@ struct HfArchitecture {
   std::vector<std::string> notes;
 };
 
+// The model_type names its family in model/family.hpp, whose keys and class defaults are read.
 // Every value is range-checked; a missing key takes the default of its model_type's Hugging Face
 // configuration class. Throws InputError naming `where`, the key, the value and what is expected.
 [[nodiscard]] HfArchitecture hf_architecture(const Json& config, const std::string& name, const std::string& where);

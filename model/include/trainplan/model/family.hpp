@@ -1,0 +1,83 @@
+#pragma once
+// Every Hugging Face model family the tool reads, as one table: the model_type and its other
+// spellings, the configuration class whose keys and defaults the config reader applies, what the
+// class hard-codes about the block (the prototype architecture), the module names PEFT targets,
+// the transformers SDPA path, the decoder-block class the launch-config emitters wrap, and the
+// dtype quirks the activation model follows. The config reader (io/hf_config), the module names
+// (block_linears), the SDPA dispatch (sdpa.hpp), the activation model and the emitters read this
+// table and nothing else about a family. README "Add a model family" shows the steps.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trainplan/model/architecture.hpp"
+#include "trainplan/model/sdpa.hpp"
+
+namespace trainplan::model {
+
+// The keys of config.json a family's configuration class reads, one set per class: a family added
+// later reuses the set of the class it derives from (io/src/hf_config.cpp reads each).
+enum class ConfigKeys {
+  llama, mistral, mixtral, qwen2, gemma,                          // Llama-like decoders
+  qwen3, qwen3_moe, olmo2, phi3, gemma2, gemma3_text, gpt_oss,    // 2024-25 decoders
+  gpt2, bloom, falcon, gpt_neox, mpt, phi, t5                     // older families
+};
+
+// What the configuration class assumes for a key config.json leaves out or sets to null; 0 where
+// the class derives the value instead (intermediate: 4 x hidden; kv_heads: the attention heads;
+// head_dim: hidden / heads; max_seq: no position limit).
+struct ClassDefaults {
+  std::int64_t vocab = 0, hidden = 0, layers = 0, heads = 0;
+  std::int64_t intermediate = 0;
+  std::int64_t kv_heads = 0;
+  std::int64_t head_dim = 0;
+  std::int64_t max_seq = 0;
+  bool tie_embeddings = false;  // PretrainedConfig's default is true
+};
+
+// The names the Hugging Face implementation gives a block's linear layers (what PEFT's
+// target_modules match); fused projections repeat one name for their parts.
+struct ModuleNames {
+  std::string q = "q_proj", k = "k_proj", v = "v_proj", o = "o_proj";
+  std::string gate = "gate_proj", up = "up_proj", down = "down_proj";
+  std::string up_ungated;  // the up projection's name when the MLP is not gated (T5: "wi"); "" = up
+  std::string router = "gate";
+};
+
+struct Family {
+  std::string model_type;
+  std::vector<std::string> aliases;  // other model_type values read as this family
+  std::string config_class;
+  std::string source;  // where the defaults and traits were read (file @ commit)
+  ConfigKeys keys = ConfigKeys::llama;
+  ClassDefaults defaults;
+  // What the class hard-codes (MLP and norm kinds, positions, fixed biases, fused projections,
+  // q/k norms, norm placement, ...); the reader fills the sizes and the keyed values in.
+  Architecture traits;
+  ModuleNames names;
+  std::string block_class;  // the decoder-block class (_no_split_modules); "" when unknown
+  HfSdpaCall sdpa;          // transformers' SDPA path for the family (sdpa.hpp)
+  // RMSNorms that multiply by their weight in fp32 and cast after, so that the normalised input
+  // the weight's gradient reads stays fp32 (Gemma's 1 + weight; OLMo 2's and gpt-oss's
+  // weight * x.float()).
+  bool fp32_normalised_norm = false;
+  bool fp32_rotary_tables = false;  // the rotary embedding returns cos and sin uncast (OLMo 2)
+  // A multimodal wrapper (Gemma 3): its text_config is read as this family; its vision tower is
+  // not counted.
+  std::string text_config_family;
+};
+
+// The family of a model_type or one of its aliases; null when unknown.
+[[nodiscard]] const Family* find_family(std::string_view model_type);
+// The family an architecture was read as (its `family` field); the Llama row when unknown, for
+// architectures built by hand.
+[[nodiscard]] const Family& family_of(const Architecture& a);
+// Every model_type and alias, sorted (for messages).
+[[nodiscard]] std::vector<std::string> family_names();
+// Adds a family to the table, or replaces the one of the same model_type. Not thread-safe: call it
+// before any reading or pricing starts.
+void add_family(Family f);
+
+}  // namespace trainplan::model
