@@ -286,6 +286,58 @@ std::int64_t sliding_layer_count(HfReader& r, const Architecture& a, std::int64_
   return n;
 }
 
+// Llama4TextConfig: experts on every layer (others are refused until layers of two kinds are
+// modelled), a shared expert as wide as each expert, a weightless L2 norm of q and k
+// (use_qk_norm), and chunked attention on the layers with rotary positions (no_rope_layers: 1 =
+// rotary, one layer in no_rope_layer_interval without), counted as windowed layers.
+void read_llama4(HfReader& r, Architecture& a) {
+  a.experts = r.integer({"num_local_experts"}, kExperts, 16);
+  a.experts_per_token = r.integer({"num_experts_per_tok"}, kExperts, 1);
+  a.shared_intermediate = a.intermediate;
+  const std::int64_t step = r.integer({"interleave_moe_layer_step"}, kLayers, 1);
+  const Json* moe = r.find({"moe_layers"});
+  const bool all_moe = moe != nullptr ? moe->is_array() && static_cast<std::int64_t>(moe->size()) == a.layers
+                                      : step == 1;
+  if (!all_moe)
+    throw InputError(r.where() + ": dense MLP layers among the expert layers (interleave_moe_layer_step " +
+                     std::to_string(step) + (moe ? ", moe_layers " + json_excerpt(*moe) : std::string()) +
+                     ") are not modelled yet: every layer must hold the experts");
+  a.qk_norm = r.flag({"use_qk_norm"}, true) ? model::QkNorm::l2 : model::QkNorm::none;
+  a.query_temperature = r.flag({"attn_temperature_tuning"}, true);
+  // NoPE layers: one in every no_rope_layer_interval (Llama4TextConfig's default no_rope_layers);
+  // a list that says otherwise is counted, its layers taken as evenly spread.
+  std::int64_t interval = r.integer({"no_rope_layer_interval"}, kLayers, 4);
+  std::int64_t nope_layers = a.layers / interval;
+  if (const Json* nope = r.find({"no_rope_layers"}); nope != nullptr && nope->is_array() && !nope->empty()) {
+    if (static_cast<std::int64_t>(nope->size()) != a.layers)
+      throw InputError(r.where() + ": key 'no_rope_layers' must list one entry per layer (" +
+                       std::to_string(a.layers) + ")");
+    std::int64_t listed = 0;
+    bool regular = true;
+    for (std::size_t i = 0; i < nope->size(); ++i) {
+      const Json& v = (*nope)[i];
+      if (!v.is_number_integer() || (v.get<std::int64_t>() != 0 && v.get<std::int64_t>() != 1))
+        throw InputError(r.where() + ": key 'no_rope_layers' holds " + json_excerpt(v) + " (expected 0 or 1)");
+      const bool is_nope = v.get<std::int64_t>() == 0;
+      listed += is_nope ? 1 : 0;
+      regular = regular && is_nope == ((static_cast<std::int64_t>(i) + 1) % interval == 0);
+    }
+    if (!regular) {
+      interval = listed > 0 ? std::max<std::int64_t>(1, a.layers / listed) : 0;
+      r.note_text("no_rope_layers: " + std::to_string(listed) +
+                  " layers without rotary positions, taken as one in every " + std::to_string(interval));
+    }
+    nope_layers = listed;
+  }
+  a.nope_interval = nope_layers > 0 ? interval : 0;
+  const std::int64_t rope_layers = a.layers - a.nope_layers();
+  if (!r.is_null("attention_chunk_size")) {
+    a.sliding_window = r.integer({"attention_chunk_size"}, {1, kPositions.hi}, 8192);
+    a.sliding_layers = rope_layers;
+    if (a.sliding_layers == 0) a.sliding_window = 0;
+  }
+}
+
 // The families after Llama whose blocks add norms, windows and experts of their own: Qwen3 and
 // Qwen3-MoE (q/k RMSNorm per head), OLMo 2 (q/k RMSNorm over the projection, norms after each
 // sublayer), Phi-3 (fused qkv and gate_up projections), Gemma 2 and Gemma 3 (four norms a block,
@@ -338,7 +390,7 @@ void read_recent(HfReader& r, Architecture& a) {
     if (r.find({"sliding_window"})) window = r.integer({"sliding_window"}, {1, kPositions.hi}, 0);
     derived = a.layers;
     rule = "every layer";
-  } else if (k != K::olmo2 && !r.is_null("sliding_window")) {
+  } else if (k != K::olmo2 && k != K::llama4_text && !r.is_null("sliding_window")) {
     window = r.integer({"sliding_window"}, {1, kPositions.hi}, k == K::gpt_oss ? 128 : 4096);
     if (k == K::gemma3_text) {
       const std::int64_t pattern = r.integer({"sliding_window_pattern"}, {1, kLayers.hi}, 6);
@@ -369,7 +421,8 @@ void read_recent(HfReader& r, Architecture& a) {
     a.experts = r.integer({"num_local_experts"}, kExperts, 128);
     a.experts_per_token = r.integer({"num_experts_per_tok", "experts_per_token"}, kExperts, 4);
   }
-  if (a.is_moe()) read_experts_implementation(r, a);
+  if (k == K::llama4_text) read_llama4(r, a);
+  if (a.is_moe() && !a.experts_dense) read_experts_implementation(r, a);
 }
 
 void read_gpt2(HfReader& r, Architecture& a) {
@@ -501,7 +554,8 @@ void read_keys(HfReader& r, Architecture& a) {
     case K::phi3:
     case K::gemma2:
     case K::gemma3_text:
-    case K::gpt_oss: read_recent(r, a); return;
+    case K::gpt_oss:
+    case K::llama4_text: read_recent(r, a); return;
     case K::gpt2: read_gpt2(r, a); return;
     case K::bloom: read_bloom(r, a); return;
     case K::falcon: read_falcon(r, a); return;

@@ -24,7 +24,7 @@ struct Shape {
   double h;    // hidden
   double qd;   // query width a*d
   double kd;   // key/value width k*d
-  double I;    // MLP intermediate
+  double I;    // MLP intermediate a token passes through (MoE: its experts' and the shared one's)
   double a;    // attention heads
   double tp;   // tensor-parallel degree
   double rep;  // divisor of replicated (non-TP) terms: tp with sequence parallelism, else 1
@@ -40,7 +40,7 @@ Shape shape_of(const Architecture& a, const Training& tr) {
           static_cast<double>(a.hidden),
           static_cast<double>(a.q_dim()),
           static_cast<double>(a.kv_dim()),
-          static_cast<double>(a.intermediate),
+          static_cast<double>(a.active_intermediate()),  // experts a token runs, shared expert
           static_cast<double>(a.heads),
           tp,
           tr.sequence_parallel ? tp : 1.0};
@@ -55,8 +55,6 @@ bool is_family(const Architecture& a, std::string_view model_type) {
 // RMSNorms whose normalised input stays fp32 (model/family.hpp).
 bool fp32_normalised_norm(const Architecture& a) { return family_of(a).fp32_normalised_norm; }
 
-// Experts a token's activations pass through (MoE: top-k copies of the MLP intermediates).
-double mlp_copies(const Architecture& a) { return static_cast<double>(a.experts_per_token); }
 
 // The attention that runs: SDPA on a GPU for a family transformers has no SDPA path for runs the
 // model's eager attention (model/sdpa.hpp; the CPU accounting keeps the request as it is).
@@ -104,7 +102,7 @@ BlockActivations megatron_block(const Architecture& a, const Training& tr,
   const double qkv = 2.0 * x.t * (x.qd + 2.0 * x.kd) / x.tp;
   const double attn_out = 2.0 * x.t * x.qd / x.tp;
   const double mlp_tensors = a.mlp == MlpKind::gated ? 3.0 : 2.0;
-  const double mlp = mlp_copies(a) * mlp_tensors * 2.0 * x.t * x.I / x.tp;
+  const double mlp = mlp_tensors * 2.0 * x.t * x.I / x.tp;
   double core = 0.0;
   switch (tr.attention) {
     case Attention::eager: core = 5.0 * x.a * x.s * x.s * x.b / x.tp; break;
@@ -262,6 +260,9 @@ void HfBlock::attention() {
                        ((a_.kv_heads > 1 || tr_.micro_batch > 1) && attn_ == Attention::eager) ||
                        (a_.kv_heads > 1 && attn_ == Attention::sdpa && sliding_window_masked(a_, tr_)));
   qk_norms();
+  // Llama 4's NoPE layers scale the queries by a per-position temperature (fp32, kept for q's
+  // gradient).
+  if (a_.query_temperature && a_.position == PositionKind::none) add("query temperature scales", kFp32 * x_.t);
   if (gpu_sdpa_ && sdpa_.fp32_math) {
     // The math fallback keeps fp32 copies of q, k, v (cast from the model's) for its matmuls.
     const double k_width = repeat ? x_.qd : x_.kd;
@@ -291,13 +292,15 @@ void HfBlock::attention() {
 }
 
 // The RMSNorm of q and of k after their projections (Qwen3, Gemma 3: over each head; OLMo 2: over
-// the whole projection): like a block's norm, an fp32 copy of its input, one statistic per row
-// normed, and under full training its normalised input (the weight's gradient). Its output goes
+// the whole projection; Llama 4: a weightless L2 norm of each head after the rotary embedding):
+// like a block's norm, an fp32 copy of its input, one statistic per row normed, and under full
+// training the normalised input its weight's gradient reads. Its output goes
 // to the rotary embedding, whose products with cos and sin keep only the tables. Nothing is kept
 // where the projection's output needs no gradient (a frozen one in the first block).
 void HfBlock::qk_norms() {
-  if (a_.qk_norm == QkNorm::none || a_.qk_norm == QkNorm::l2) return;
-  const bool per_head = a_.qk_norm == QkNorm::per_head;
+  if (a_.qk_norm == QkNorm::none) return;
+  const bool per_head = a_.qk_norm != QkNorm::full_width;
+  const bool weighted = a_.qk_norm != QkNorm::l2;  // Llama 4's L2 norm has no weight
   const double d = static_cast<double>(a_.head_dim);
   const auto grad = [&](Role role) { return input_grad_ || adapts(role); };
   for (const Role role : {Role::q, Role::k}) {
@@ -305,7 +308,7 @@ void HfBlock::qk_norms() {
     const double n = x_.t * (role == Role::q ? x_.qd : x_.kd) / x_.tp;
     add("q/k norm input (fp32 copy)", rms_input_bytes(a_, tr_) * n);
     add("q/k norm statistics", kFp32 * (per_head ? n / d : x_.t));
-    if (full_) add("q/k norm normalised input", (fp32_normalised_norm(a_) ? kFp32 : r_) * n);
+    if (full_ && weighted) add("q/k norm normalised input", (fp32_normalised_norm(a_) ? kFp32 : r_) * n);
   }
 }
 
@@ -400,7 +403,7 @@ void HfBlock::mlp() {
   if (a_.norms_per_layer > 1) norm(saving({Role::gate, Role::up}), a_.parallel_residual, mlp_norm_grad);
   lora_dropout({Role::gate, Role::up}, x_.h);
   lora_a_outputs({Role::gate, Role::up, Role::down});
-  const double tI = mlp_copies(a_) * x_.t * x_.I / x_.tp;
+  const double tI = x_.t * x_.I / x_.tp;
   if (a_.activation == Activation::swiglu_clamped) {
     // gpt-oss (GptOssExperts._apply_gate): the interleaved gate_up output, read by both clamps;
     // the clamped gate, sigmoid(1.702 gate), their product, up + 1; the product of those two is
@@ -425,11 +428,19 @@ void HfBlock::mlp() {
     // T5 drops out inside the feed-forward, between its two matrices.
     if (is_family(a_, "t5") && a_.hidden_dropout > 0.0) add("feed-forward dropout mask", kMaskBytes * tI);
   }
-  lora_dropout({Role::down}, x_.I / x_.tp);
+  lora_dropout({Role::down}, static_cast<double>(a_.intermediate) / x_.tp);
   // ... and the MLP output.
   if (a_.norm_placement == NormPlacement::sandwich) norm(0, false, mlp_norm_grad || adapted({Role::gate, Role::up, Role::down}) > 0);
   if (a_.hidden_dropout > 0.0) add("mlp dropout mask", kMaskBytes * x_.t * x_.h / x_.rep);
-  if (a_.is_moe()) {
+  if (a_.is_moe() && a_.experts_dense) {
+    // Llama4TextMoe: the top-k indices (int64), the sigmoid of the scattered scores (fp32, the
+    // others -inf), every expert's copy of the input (hidden_states.repeat) and its score, and
+    // the weighted copy the experts' bmm reads.
+    const double k = static_cast<double>(a_.experts_per_token);
+    const double E = static_cast<double>(a_.experts);
+    add("router indices, scores and every expert's score", x_.t * (8.0 * k + kFp32 * E + c_ * E));
+    add("every expert's input copy and its weighted copy", 2.0 * c_ * x_.t * E * x_.h / x_.tp);
+  } else if (a_.is_moe()) {
     // Routing, per token: fp32 router logits, the top-k indices (int64), fp32 weights and their sum.
     // Per routed token: its weight, int64 indices (grouped_mm: three sort and scatter indices; the
     // loop: one per expert's token list), the gathered input and the expert output (the loop also
@@ -468,6 +479,22 @@ std::vector<ActivationTerm> block_activation_terms(const Architecture& a, const 
   return terms;
 }
 
+namespace {
+
+// A NoPE layer of Llama 4 as a block of its own: no rotary positions, full causal attention (no
+// chunk mask), no q/k norm (Llama4TextAttention norms q and k on its rotary layers only).
+Architecture nope_variant(const Architecture& a) {
+  Architecture v = a;
+  v.position = PositionKind::none;
+  v.qk_norm = QkNorm::none;
+  v.sliding_window = 0;
+  v.sliding_layers = 0;
+  v.nope_interval = 0;
+  return v;
+}
+
+}  // namespace
+
 ResolvedBlocks resolve_blocks(const Architecture& a, const Training& tr) {
   ResolvedBlocks r;
   r.attention = attention_run(a, tr);
@@ -478,6 +505,10 @@ ResolvedBlocks resolve_blocks(const Architecture& a, const Training& tr) {
     StackBlock& sb = stack == Stack::encoder ? r.encoder : r.decoder;
     sb.block = block_activations(a, tr, stack);
     if (hf && !recomputes_blocks(tr.checkpointing)) sb.first_saved = hf_block(a, tr, stack, true, nullptr).saved;
+    if (a.nope_interval > 0 && stack == Stack::decoder) {
+      sb.nope = block_activations(nope_variant(a), tr, stack);
+      sb.nope_share = static_cast<double>(a.nope_layers()) / static_cast<double>(a.layers);
+    }
   }
   return r;
 }
@@ -535,6 +566,16 @@ Bytes kept_per_block(const Architecture& a, const Training& tr, Stack stack, boo
   const ResolvedBlocks blocks = resolve_blocks(a, tr);
   const Bytes extra = first ? first_block_extra(a, tr, stack, blocks) : Bytes(0.0);
   return kept_after_policy(a, tr, blocks.of(stack).block, extra);
+}
+
+Bytes kept_per_layer(const Architecture& a, const Training& tr, std::int64_t layer) {
+  const ResolvedBlocks blocks = resolve_blocks(a, tr);
+  const Stack stack = a.encoder_decoder && layer < a.layers ? Stack::encoder : Stack::decoder;
+  const bool first = layer == 0 || (a.encoder_decoder && layer == a.layers);
+  const Bytes extra = first ? first_block_extra(a, tr, stack, blocks) : Bytes(0.0);
+  const StackBlock& sb = blocks.of(stack);
+  const bool nope = stack == Stack::decoder && a.nope_layer(layer);
+  return kept_after_policy(a, tr, nope ? sb.nope : sb.block, extra);
 }
 
 Bytes checkpoint_bytes(const Architecture& a, const Training& tr) {
@@ -625,8 +666,13 @@ ActivationMemory activation_memory(const Architecture& a, const Training& tr, co
   Bytes largest;     // one block's full activations (rebuilt in backward under full checkpointing)
   for (const auto& part : parts) {
     const double share = part.layers / all_layers * layers_on_stage;
-    kept += kept_after_policy(a, tr, *part.blk, Bytes(0.0)) * share;
+    const StackBlock& sb = blocks.of(part.stack);
+    kept += kept_after_policy(a, tr, *part.blk, Bytes(0.0)) * (share * (1.0 - sb.nope_share));
     largest = std::max(largest, part.blk->saved);
+    if (sb.nope_share > 0.0) {  // the stage's NoPE layers, in the model's proportion
+      kept += kept_after_policy(a, tr, sb.nope, Bytes(0.0)) * (share * sb.nope_share);
+      largest = std::max(largest, sb.nope.saved);
+    }
   }
   m.per_block = kept / layers_on_stage;
   if (recomputes_blocks(tr.checkpointing)) m.recompute_peak = largest;

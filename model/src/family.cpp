@@ -257,6 +257,23 @@ void add_recent(std::vector<Family>& t) {
     f.fp32_normalised_norm = true;
     t.push_back(f);
   }
+  {
+    // Llama4TextMoe on every layer here (interleave_moe_layer_step 1): a router, a shared expert
+    // (gate_proj, up_proj, down_proj of intermediate_size) and experts held as 3-d parameters that
+    // run every token (Llama4TextExperts: two bmm over all experts).
+    Architecture a = llama_like();
+    a.experts_dense = true;
+    ModuleNames n = names("q_proj", "k_proj", "v_proj", "o_proj", "gate_up_proj", "gate_up_proj", "down_proj");
+    n.router = "router";
+    Family f = row("llama4_text", {}, "Llama4TextConfig", kNew, ConfigKeys::llama4_text,
+                   {202048, 5120, 48, 40, 8192, 8, 128, 4096 * 32, false}, a, n, "Llama4TextDecoderLayer", shared_sdpa());
+    t.push_back(f);
+    Family w = f;  // Llama4ForConditionalGeneration: its language model is text_config
+    w.model_type = "llama4";
+    w.config_class = "Llama4Config";
+    w.text_config_family = "llama4_text";
+    t.push_back(w);
+  }
   // clang-format on
 }
 

@@ -12,7 +12,7 @@ namespace {
 double block_linear_flops_per_token(const Architecture& a, Stack s) {
   double f = 0.0;
   for (const Linear& l : block_linears(a, s)) {
-    const double copies = l.copies > 1 ? static_cast<double>(a.experts_per_token) : 1.0;
+    const double copies = l.copies > 1 ? static_cast<double>(a.expert_runs()) : 1.0;
     f += 2.0 * copies * static_cast<double>(l.in * l.out);
   }
   return f;
@@ -63,7 +63,7 @@ StackRules stack_rules(const Architecture& a, const Training& tr, Stack stack) {
   bool k_frozen = true;
   bool v_frozen = true;
   for (const Linear& l : block_linears(a, stack)) {
-    const double copies = l.copies > 1 ? static_cast<double>(a.experts_per_token) : 1.0;
+    const double copies = l.copies > 1 ? static_cast<double>(a.expert_runs()) : 1.0;
     const bool fused_part = !a.fused_qkv_name.empty() && l.hf_name == a.fused_qkv_name;
     bool adapted = false;
     bool reads_a = false;  // this linear's adapter A reads the block input
@@ -125,7 +125,7 @@ FlopCoefficients flop_coefficients(const Architecture& a, const Training& tr) {
     auto add_stack = [&](Stack s, std::int64_t layers) {
       for (const auto& ad : lora_block_adapters(a, tr.lora, s))
         k.adapters += static_cast<double>(layers) * 2.0 * r * static_cast<double>(ad.in + ad.out) *
-                      (ad.copies > 1 ? static_cast<double>(a.experts_per_token) : 1.0);
+                      (ad.copies > 1 ? static_cast<double>(a.expert_runs()) : 1.0);
     };
     add_stack(main, a.layers);
     if (a.encoder_decoder) add_stack(Stack::decoder, a.decoder_layers);

@@ -264,7 +264,7 @@ LinearTimes linear_times(const model::Architecture& a, const BlockShape& shape,
     // Balanced routing: each of the E experts multiplies t k / E tokens.
     const std::int64_t m =
         expert ? std::max<std::int64_t>(
-                     1, ceil_i(model::tokens_per_expert(Td, a.experts_per_token, a.experts)))
+                     1, ceil_i(model::tokens_per_expert(Td, a.expert_runs(), a.experts)))
                : T;
     const double count = expert ? dbl(l.copies) : 1.0;
     out.forward += gemm_time(d, m, kn.n, kn.k, count);

@@ -82,7 +82,7 @@ struct Ctx {
   double h;       // hidden (divided by the TP degree under sequence parallelism)
   double q;       // query width per GPU
   double kv;      // key/value width per GPU
-  double inter;   // MLP intermediate per GPU, times top-k for MoE
+  double inter;   // MLP intermediate per GPU a token passes through (MoE: its experts, shared one)
   double scores;  // attention score elements (b * heads/t * s * s)
   double c;       // compute dtype bytes
   double s;       // residual stream dtype bytes (fp32 under autocast of an fp32 model)
@@ -105,7 +105,7 @@ Ctx context(const model::Architecture& a, const model::Training& tr) {
           static_cast<double>(a.hidden) / (tr.sequence_parallel ? tp : 1.0),
           static_cast<double>(a.q_dim()) / tp,
           static_cast<double>(std::max(a.kv_dim() / tr.tp, a.head_dim)),
-          static_cast<double>(a.intermediate) / tp * static_cast<double>(a.experts_per_token),
+          static_cast<double>(a.active_intermediate()) / tp,
           static_cast<double>(tr.micro_batch) * static_cast<double>(a.heads) / tp * seq * seq,
           c,
           s,
@@ -271,13 +271,16 @@ BlockKernelWork hf_block_kernel_work(const model::Architecture& a, const BlockSh
   norm(t, a, x, true);
   const double norm_out = x.s;
   linears(t, shape, tr, x, {Role::q, Role::k, Role::v}, norm_out, true);
+  // The rotary embedding and the q/k norms; Llama 4's NoPE layers have neither, so they count
+  // for the model's share of rotary layers.
+  Tally positional;
   if (a.qk_norm != model::QkNorm::none) {  // RMSNorm (Llama 4: L2) of q and of k
-    norm(t, a, x, true, x.T * x.q);
-    norm(t, a, x, true, x.T * x.kv);
+    norm(positional, a, x, true, x.T * x.q);
+    norm(positional, a, x, true, x.T * x.kv);
   }
   if (a.position == model::PositionKind::rotary) {
-    rotary(t, a, x, x.T * x.q, true);
-    rotary(t, a, x, x.T * x.kv, true);
+    rotary(positional, a, x, x.T * x.q, true);
+    rotary(positional, a, x, x.T * x.kv, true);
   }
   attention_core(t, a, tr, x, fused_kernel);
   linears(t, shape, tr, x, {Role::o}, x.c, true);
@@ -287,6 +290,14 @@ BlockKernelWork hf_block_kernel_work(const model::Architecture& a, const BlockSh
   t.add(X, x.s, x.c, x.s);  // residual
   if (separate_mlp_norm) norm(t, a, x, true);
   linears(t, shape, tr, x, {Role::gate, Role::up}, norm_out, true);
+  if (a.is_moe() && a.experts_dense) {
+    // Llama 4: the input repeated for every expert, weighted by its score, the experts' outputs
+    // summed.
+    const double n = x.T * static_cast<double>(a.experts) * x.h;
+    t.copy(n, x.c);
+    t.product(n, x.c, x.c, x.c);
+    t.row_mean(n, x.c);
+  }
   activation(t, a, x);
   linears(t, shape, tr, x, {Role::down}, x.c, true);
   if (sandwich) norm(t, a, x, true);  // ... and the MLP output
@@ -299,6 +310,10 @@ BlockKernelWork hf_block_kernel_work(const model::Architecture& a, const BlockSh
     t.add(X, x.s, x.c, x.s);
   }
   BlockKernelWork w = t.work();
+  const double rope_share =
+      a.nope_interval > 0 ? 1.0 - static_cast<double>(a.nope_layers()) / static_cast<double>(a.layers) : 1.0;
+  w.forward += positional.work().forward * rope_share;
+  w.backward += positional.work().backward * rope_share;
   w.forward_launches += w.forward.kernels;
   w.backward_launches += w.backward.kernels;
   return w;

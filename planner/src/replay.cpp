@@ -162,7 +162,7 @@ LinearsAdded add_block_linears(Components& out, const model::Architecture& a,
     // Balanced routing: each of the E experts multiplies t k / E tokens.
     const std::int64_t m =
         expert ? std::max<std::int64_t>(
-                     1, ceil_i(model::tokens_per_expert(dbl(T), a.experts_per_token, a.experts)))
+                     1, ceil_i(model::tokens_per_expert(dbl(T), a.expert_runs(), a.experts)))
                : T;
     const std::int64_t e = expert ? l.copies : 1;
     const std::string name = prefix + std::string(to_string(l.role)) + (expert ? " experts" : "");

@@ -35,15 +35,9 @@ bool is_memory(Metric m) {
   return false;
 }
 
-// The block a layer index of the oracle's execution order belongs to: encoder blocks come first.
-model::Stack stack_of_layer(const model::Architecture& a, int layer) {
-  if (a.encoder_decoder && layer < a.layers) return model::Stack::encoder;
-  return model::Stack::decoder;
-}
-
+// A layer index of the oracle's execution order: encoder blocks come first.
 Bytes saved_per_layer(const model::Architecture& a, const model::Training& tr, int layer) {
-  const bool first = layer == 0 || (a.encoder_decoder && layer == a.layers);
-  return model::kept_per_block(a, tr, stack_of_layer(a, layer), first);
+  return model::kept_per_layer(a, tr, layer);
 }
 
 struct Predictor {

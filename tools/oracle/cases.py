@@ -142,6 +142,15 @@ FAMILIES: dict[str, dict] = {
         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=1, head_dim=32,
         sliding_window=64, max_position_embeddings=1024,
     ),
+    # Llama 4 (text): 4 experts that run every token, top-1 routing, a shared expert, L2 norm of q
+    # and k on the rotary layers, the fourth layer without rotary positions (NoPE), chunked
+    # attention on the others.
+    "llama4_text-e4k1": dict(
+        model_type="llama4_text", vocab_size=1024, hidden_size=128, intermediate_size=96,
+        intermediate_size_mlp=256, num_local_experts=4, num_experts_per_tok=1, num_hidden_layers=4,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=32, attention_chunk_size=64,
+        max_position_embeddings=1024,
+    ),
     # gpt-oss: 4 experts, top-2, with biases; router bias; attention sinks; alternate windows
     # (no SDPA path: sinks).
     "gpt_oss-e4k2": dict(
@@ -172,6 +181,7 @@ QV_TARGETS: dict[str, list[str]] = {
     "gemma2": ["q_proj", "v_proj"],
     "gemma3_text": ["q_proj", "v_proj"],
     "gpt_oss": ["q_proj", "v_proj"],
+    "llama4_text": ["q_proj", "v_proj"],
 }
 
 
@@ -291,4 +301,6 @@ CASES: list[Case] = [
     Case("gemma3_text", "eager", 64, 2, F32),
     Case("gpt_oss-e4k2", "eager", 128, 2, BF16, experts="grouped_mm"),
     Case("gpt_oss-e4k2", "eager", 64, 2, F32, experts="eager"),
+    Case("llama4_text-e4k1", "sdpa", 128, 2, BF16),
+    Case("llama4_text-e4k1", "eager", 64, 2, F32),
 ]

@@ -49,6 +49,10 @@ struct BlockActivations {
 // with its first_block_extra.
 [[nodiscard]] Bytes kept_per_block(const Architecture& a, const Training& tr, Stack stack, bool first);
 
+// What (0-based) layer `layer` of the model keeps for backward after the checkpointing policy
+// (the encoder's layers first for an encoder-decoder).
+[[nodiscard]] Bytes kept_per_layer(const Architecture& a, const Training& tr, std::int64_t layer);
+
 // What full checkpointing keeps per block: its input.
 [[nodiscard]] Bytes checkpoint_bytes(const Architecture& a, const Training& tr);
 
@@ -93,7 +97,9 @@ struct ActivationMemory {
 // accumulation or the strategy, so a caller pricing many such configurations of one shape resolves
 // it once (planner::Evaluator does).
 struct StackBlock {
-  BlockActivations block;  // any block but the first
+  BlockActivations block;  // any block but the first (with rotary positions, where layers differ)
+  BlockActivations nope;   // a layer without rotary positions (Architecture::nope_interval)
+  double nope_share = 0;   // of the stack's layers, the share without
   Bytes first_saved;       // the first block's saved tensors (Hugging Face accounting; unset for
                            // megatron, and where the training's checkpointing replays the blocks)
 };

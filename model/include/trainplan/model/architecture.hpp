@@ -19,7 +19,8 @@ enum class NormPlacement { pre, post, sandwich };
 // (Qwen3, Gemma 3); one over all heads of the projection (OLMo 2); a weightless L2 norm per head
 // (Llama 4).
 enum class QkNorm { none, per_head, full_width, l2 };
-enum class PositionKind { rotary, learned, alibi, relative };
+// none: no position signal in the block (Llama 4's NoPE layers, see Architecture::nope_interval).
+enum class PositionKind { rotary, learned, alibi, relative, none };
 // gelu_new is Hugging Face's composite tanh GELU (several saved intermediates); swiglu_clamped is
 // gpt-oss's gate (clamp both halves, gate * sigmoid(1.702 gate) * (up + 1)); the others are one op.
 enum class Activation { silu, gelu, gelu_tanh, gelu_new, relu, swiglu_clamped };
@@ -44,6 +45,9 @@ struct Architecture {
   std::int64_t experts = 1;            // MoE: routed experts per layer
   std::int64_t experts_per_token = 1;  // MoE: top-k
   bool experts_loop = false;           // MoE: transformers' per-expert loop ("eager"), not grouped_mm
+  // MoE: every expert runs every token, its output weighted by the router's score (zero for the
+  // experts not picked): Hugging Face's Llama 4 (Llama4TextMoe: hidden_states.repeat(experts)).
+  bool experts_dense = false;
   std::int64_t relative_buckets = 0;   // T5 relative attention bias buckets
   std::int64_t sliding_window = 0;     // Mistral: attention window, 0 = full causal
   std::int64_t sliding_layers = 0;     // layers that attend within the window (the others: full)
@@ -54,6 +58,11 @@ struct Architecture {
   double logit_softcap = 0.0;          // Gemma 2: the LM head's logits soft-capped; 0 none
   QkNorm qk_norm = QkNorm::none;
   NormPlacement norm_placement = NormPlacement::pre;
+  // Llama 4: every nope_interval-th layer has no rotary positions (NoPE), attends in full (no
+  // chunk), norms neither q nor k, and scales its queries by a per-position temperature
+  // (query_temperature); 0 when every layer is alike.
+  std::int64_t nope_interval = 0;
+  bool query_temperature = false;
   double rotary_fraction = 1.0;        // partial rotary (Phi, GPT-NeoX): share of a head rotated
   MlpKind mlp = MlpKind::gated;
   Activation activation = Activation::silu;
@@ -82,9 +91,17 @@ struct Architecture {
     return static_cast<std::int64_t>(static_cast<double>(head_dim) * rotary_fraction);
   }
   [[nodiscard]] std::int64_t total_layers() const { return layers + decoder_layers; }
-  // The MLP width a token's activations pass through: its top-k experts and the shared expert.
+  // Layers without rotary positions, and whether (0-based) layer i is one.
+  [[nodiscard]] std::int64_t nope_layers() const { return nope_interval > 0 ? layers / nope_interval : 0; }
+  [[nodiscard]] bool nope_layer(std::int64_t i) const {
+    return nope_interval > 0 && (i + 1) % nope_interval == 0;
+  }
+  // The experts a token runs through: its top-k, or all of them where the implementation runs
+  // every expert (experts_dense).
+  [[nodiscard]] std::int64_t expert_runs() const { return experts_dense ? experts : experts_per_token; }
+  // The MLP width a token's activations pass through: its experts and the shared expert.
   [[nodiscard]] std::int64_t active_intermediate() const {
-    return experts_per_token * intermediate + shared_intermediate;
+    return expert_runs() * intermediate + shared_intermediate;
   }
   // Parameters of a block's norms of queries and keys.
   [[nodiscard]] std::int64_t qk_norm_parameters() const {

@@ -22,6 +22,7 @@ namespace trainplan::model {
 enum class ConfigKeys {
   llama, mistral, mixtral, qwen2, gemma,                          // Llama-like decoders
   qwen3, qwen3_moe, olmo2, phi3, gemma2, gemma3_text, gpt_oss,    // 2024-25 decoders
+  llama4_text,
   gpt2, bloom, falcon, gpt_neox, mpt, phi, t5                     // older families
 };
 
