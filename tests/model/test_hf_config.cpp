@@ -329,3 +329,88 @@ TEST(HfConfig, StrictReaderRefusesOverflow) {
 
 }  // namespace
 }  // namespace trainplan
+
+namespace trainplan {
+namespace {
+
+// The 2025-26 families: what a config leaves to its class is derived as the class derives it, and
+// what cannot be read is refused with the file, the key and the value.
+TEST(HfConfig, RecentFamiliesDeriveWindowsAndRefuseWhatIsNotModelled) {
+  auto arch = [](const std::string& json) {
+    return io::hf_architecture(io::Json::parse(json), "x", "cfg.json").arch;
+  };
+  const std::string gemma2 = R"({"model_type":"gemma2","hidden_size":256,"num_hidden_layers":5,
+      "num_attention_heads":4,"num_key_value_heads":2,"head_dim":64,"intermediate_size":512,"vocab_size":100)";
+  // Gemma2Config: every other layer windowed, the first included (3 of 5), soft-capping 50 / 30.
+  const model::Architecture g = arch(gemma2 + "}");
+  EXPECT_EQ(g.sliding_layers, 3);
+  EXPECT_EQ(g.sliding_window, 4096);
+  EXPECT_EQ(g.attention_softcap, 50.0);
+  EXPECT_EQ(g.logit_softcap, 30.0);
+  EXPECT_EQ(arch(gemma2 + R"(,"final_logit_softcapping":null})").logit_softcap, 0.0);
+  // layer_types, when given, decide.
+  EXPECT_EQ(arch(gemma2 + R"(,"layer_types":["full_attention","full_attention","full_attention",
+      "full_attention","sliding_attention"]})").sliding_layers, 1);
+  // Gemma3TextConfig: five of six layers windowed.
+  EXPECT_EQ(arch(R"({"model_type":"gemma3_text","num_hidden_layers":12,"vocab_size":100})").sliding_layers, 10);
+  // Qwen3: no window unless use_sliding_window; then from max_window_layers on.
+  const std::string qwen3 = R"({"model_type":"qwen3","hidden_size":256,"num_hidden_layers":8,"num_attention_heads":4,
+      "num_key_value_heads":2,"head_dim":64,"intermediate_size":512,"vocab_size":100)";
+  EXPECT_EQ(arch(qwen3 + "}").sliding_window, 0);
+  EXPECT_EQ(arch(qwen3 + R"(,"use_sliding_window":true,"sliding_window":128,"max_window_layers":6})").sliding_layers, 2);
+  // Llama 4: NoPE layers one in four, chunked attention on the others.
+  const model::Architecture l4 = arch(R"({"model_type":"llama4_text","num_hidden_layers":8,"vocab_size":100,
+      "hidden_size":256,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":64,"intermediate_size":128})");
+  EXPECT_EQ(l4.nope_interval, 4);
+  EXPECT_EQ(l4.sliding_layers, 6);
+  EXPECT_EQ(l4.shared_intermediate, 128);
+  EXPECT_TRUE(l4.experts_dense);
+
+  struct Bad {
+    std::string json;
+    std::vector<std::string> says;
+  };
+  for (const Bad& b : std::vector<Bad>{
+           {gemma2 + R"(,"layer_types":["sliding_attention"]})", {"cfg.json", "'layer_types'", "one entry per layer (5)"}},
+           {gemma2 + R"(,"layer_types":["sliding_attention","full_attention","local","full_attention","full_attention"]})",
+            {"cfg.json", "'layer_types'", "\"local\""}},
+           {gemma2 + R"(,"attn_logit_softcapping":-1})", {"cfg.json", "soft-capping"}},
+           {R"({"model_type":"gemma3","vision_config":{}})", {"cfg.json", "gemma3", "'text_config'"}},
+           {R"({"model_type":"qwen3_moe","mlp_only_layers":[0]})", {"cfg.json", "mlp_only_layers [0]", "not modelled yet"}},
+           {R"({"model_type":"llama4_text","interleave_moe_layer_step":2})",
+            {"cfg.json", "interleave_moe_layer_step 2", "not modelled yet"}},
+           {R"({"model_type":"llama4_text","num_hidden_layers":4,"no_rope_layers":[1,1,2,0]})",
+            {"cfg.json", "'no_rope_layers'", "2"}},
+           {R"({"model_type":"gpt_oss","experts_implementation":"triton"})", {"cfg.json", "'triton'"}},
+           {R"({"model_type":"deepseek_v3"})", {"cfg.json", "unsupported model_type \"deepseek_v3\"", "qwen3"}}}) {
+    SCOPED_TRACE(b.json);
+    std::string msg;
+    try {
+      (void)arch(b.json);
+    } catch (const InputError& e) {
+      msg = e.what();
+    }
+    ASSERT_FALSE(msg.empty()) << "must be refused";
+    for (const auto& s : b.says) EXPECT_NE(msg.find(s), std::string::npos) << msg;
+  }
+}
+
+// A multimodal config's language model is read from its text_config, with a note that the vision
+// tower is not counted.
+TEST(HfConfig, MultimodalWrappersReadTheirTextConfig) {
+  const io::HfArchitecture h = io::hf_architecture(
+      io::Json::parse(R"({"model_type":"gemma3","text_config":{"hidden_size":1152,"num_hidden_layers":26,
+          "num_attention_heads":4,"num_key_value_heads":1,"head_dim":256,"intermediate_size":6912,
+          "vocab_size":262144,"max_position_embeddings":32768,"sliding_window":512},
+          "vision_config":{"hidden_size":1152}})"),
+      "g3", "cfg.json");
+  EXPECT_EQ(h.arch.family, "gemma3_text");
+  EXPECT_EQ(model::count_parameters(h.arch).total,
+            model::count_parameters(catalog().resolve_model("gemma-3-1b").arch).total);
+  bool noted = false;
+  for (const auto& n : h.notes) noted = noted || n.find("vision tower") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
+}  // namespace
+}  // namespace trainplan
