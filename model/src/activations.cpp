@@ -499,6 +499,8 @@ ResolvedBlocks resolve_blocks(const Architecture& a, const Training& tr) {
   ResolvedBlocks r;
   r.attention = attention_run(a, tr);
   r.explicit_mask = sdpa_explicit_mask(a, tr);
+  r.fp32_rotary_tables = family_of(a).fp32_rotary_tables;
+  r.fp32_normalised_norm = family_of(a).fp32_normalised_norm;
   const bool hf = tr.framework != Framework::megatron;
   for (Stack stack : {Stack::encoder, Stack::decoder}) {
     if (stack == Stack::encoder && !a.encoder_decoder) continue;
@@ -524,7 +526,7 @@ Bytes first_block_extra(const Architecture& a, const Training& tr, Stack stack, 
   const bool rotary = a.position == PositionKind::rotary;
   // cos, sin: in the model dtype, but fp32 where the model's rotary embedding returns them
   // uncast (OLMo 2's Olmo2RotaryEmbedding.forward).
-  const double table = family_of(a).fp32_rotary_tables ? kFp32 : c;
+  const double table = blocks.fp32_rotary_tables ? kFp32 : c;
   if (rotary) extra += 2.0 * table * s * static_cast<double>(a.rotary_dim());
   if (recomputes_blocks(tr.checkpointing)) {
     if (rotary) extra += 8.0 * s;  // int64 position ids
@@ -595,7 +597,17 @@ Bytes embedding_activations(const Architecture& a, const Training& tr) {
   return Bytes(ids + (a.hidden_dropout > 0.0 ? kMaskBytes * th / rep : 0.0));
 }
 
+namespace {
+HeadActivations head_activations(const Architecture& a, const Training& tr, bool fp32_normalised);
+}  // namespace
+
 HeadActivations head_activations(const Architecture& a, const Training& tr) {
+  return head_activations(a, tr, fp32_normalised_norm(a));
+}
+
+namespace {
+// The head, the family's norm trait looked up by the caller (the evaluator's per-shape cache).
+HeadActivations head_activations(const Architecture& a, const Training& tr, bool fp32_normalised) {
   const double t = static_cast<double>(tr.tokens_per_micro_batch());
   const double h = static_cast<double>(a.hidden);
   const double V = static_cast<double>(a.vocab);
@@ -614,7 +626,7 @@ HeadActivations head_activations(const Architecture& a, const Training& tr) {
   switch (a.norm) {
     case NormKind::rmsnorm:
       norm = rms_input_bytes(a, tr) * t * h + kFp32 * t +
-             (full ? (fp32_normalised_norm(a) ? kFp32 : r) * t * h : 0.0);
+             (full ? (fp32_normalised ? kFp32 : r) * t * h : 0.0);
       break;
     case NormKind::layernorm:
     case NormKind::layernorm_no_bias: norm = (mixed ? kFp32 : r) * (t * h + 2.0 * t); break;
@@ -639,6 +651,7 @@ HeadActivations head_activations(const Architecture& a, const Training& tr) {
   const double transient = std::max(c + loss_bytes, 2.0 * loss_bytes) * t * V / tp;
   return {Bytes(saved), Bytes(transient)};
 }
+}  // namespace
 
 ActivationMemory activation_memory(const Architecture& a, const Training& tr) {
   return activation_memory(a, tr, resolve_blocks(a, tr));
@@ -696,7 +709,7 @@ ActivationMemory activation_memory(const Architecture& a, const Training& tr, co
   m.blocks = (kept + firsts) * m.in_flight + in_transit;
   m.host = m.host * m.in_flight;
   m.embedding = embedding_activations(a, tr) * m.in_flight;
-  m.head = tr.pp == 1 ? head_activations(a, tr).total() : Bytes(0.0);
+  m.head = tr.pp == 1 ? head_activations(a, tr, blocks.fp32_normalised_norm).total() : Bytes(0.0);
   return m;
 }
 
