@@ -50,6 +50,24 @@ ModuleNames names(std::string q, std::string k, std::string v, std::string o, st
   return n;
 }
 
+// A multimodal wrapper whose language model is its text_config, read as `text`.
+Family wrapper(const Family& text, std::string model_type, std::string config_class) {
+  Family w = text;
+  w.model_type = std::move(model_type);
+  w.aliases.clear();
+  w.config_class = std::move(config_class);
+  w.text_config_family = text.model_type;
+  return w;
+}
+
+// Experts held as 3-d parameters gate_up_proj and down_proj, routed by a module named "router"
+// (gpt-oss, Llama 4).
+ModuleNames fused_expert_names() {
+  ModuleNames n = names("q_proj", "k_proj", "v_proj", "o_proj", "gate_up_proj", "gate_up_proj", "down_proj");
+  n.router = "router";
+  return n;
+}
+
 Family row(std::string model_type, std::vector<std::string> aliases, std::string config_class,
            std::string source, ConfigKeys keys, ClassDefaults defaults, Architecture traits,
            ModuleNames module_names, std::string block_class, HfSdpaCall sdpa) {
@@ -236,11 +254,7 @@ void add_recent(std::vector<Family>& t) {
              {262208, 2304, 26, 8, 9216, 4, 256, 131072, true}, a, {}, "Gemma3DecoderLayer", shared_sdpa());
     g.fp32_normalised_norm = true;
     t.push_back(g);
-    Family w = g;  // Gemma3ForConditionalGeneration: its language model is text_config
-    w.model_type = "gemma3";
-    w.config_class = "Gemma3Config";
-    w.text_config_family = "gemma3_text";
-    t.push_back(w);
+    t.push_back(wrapper(g, "gemma3", "Gemma3Config"));  // Gemma3ForConditionalGeneration
   }
   {
     Architecture a = llama_like();
@@ -248,12 +262,10 @@ void add_recent(std::vector<Family>& t) {
     a.mlp_bias = true;  // GptOssExperts: gate_up_proj_bias, down_proj_bias
     a.router_bias = true;
     a.attention_sinks = true;
-    ModuleNames n = names("q_proj", "k_proj", "v_proj", "o_proj", "gate_up_proj", "gate_up_proj", "down_proj");
-    n.router = "router";
     // Attention sinks: no SDPA path (_supports_sdpa = False, modeling_gpt_oss.py); its eager
     // softmax is in the model dtype.
     Family f = row("gpt_oss", {}, "GptOssConfig", kNew, ConfigKeys::gpt_oss, {201088, 2880, 36, 64, 2880, 8, 64, 131072, false},
-             a, n, "GptOssDecoderLayer", no_sdpa("models/gpt_oss/modeling_gpt_oss.py (_supports_sdpa = False: attention sinks)", true));
+             a, fused_expert_names(), "GptOssDecoderLayer", no_sdpa("models/gpt_oss/modeling_gpt_oss.py (_supports_sdpa = False: attention sinks)", true));
     f.fp32_normalised_norm = true;
     t.push_back(f);
   }
@@ -263,16 +275,11 @@ void add_recent(std::vector<Family>& t) {
     // run every token (Llama4TextExperts: two bmm over all experts).
     Architecture a = llama_like();
     a.experts_dense = true;
-    ModuleNames n = names("q_proj", "k_proj", "v_proj", "o_proj", "gate_up_proj", "gate_up_proj", "down_proj");
-    n.router = "router";
     Family f = row("llama4_text", {}, "Llama4TextConfig", kNew, ConfigKeys::llama4_text,
-                   {202048, 5120, 48, 40, 8192, 8, 128, 4096 * 32, false}, a, n, "Llama4TextDecoderLayer", shared_sdpa());
+                   {202048, 5120, 48, 40, 8192, 8, 128, 4096 * 32, false}, a, fused_expert_names(),
+                   "Llama4TextDecoderLayer", shared_sdpa());
     t.push_back(f);
-    Family w = f;  // Llama4ForConditionalGeneration: its language model is text_config
-    w.model_type = "llama4";
-    w.config_class = "Llama4Config";
-    w.text_config_family = "llama4_text";
-    t.push_back(w);
+    t.push_back(wrapper(f, "llama4", "Llama4Config"));  // Llama4ForConditionalGeneration
   }
   // clang-format on
 }
