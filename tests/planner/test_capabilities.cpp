@@ -223,3 +223,42 @@ TEST(GpuCapabilities, EmittersWriteFp16AndSdpaForAV100Plan) {
 
 }  // namespace
 }  // namespace trainplan::planner
+
+namespace trainplan::planner {
+namespace {
+
+// `trainplan fit 70b 8xB200`, worked by hand from the datasheet (stas00/ml-engineering @744d01e1,
+// data/gpus/B200.json) and the ZeRO paper's model-state formula (Rajbhandari et al. 2020,
+// arXiv:1910.02054, Sec. 3: mixed-precision Adam keeps 2 + 2 + 12 = 16 bytes per parameter, and
+// ZeRO-3 / FSDP full-shard holds 1/N_d of them).
+TEST(GpuCapabilities, Llama70bOnEightB200ByHand) {
+  const Problem p = problem("70b", "8xB200");
+  EXPECT_EQ(p.c.gpu.architecture, "Blackwell");
+  EXPECT_NEAR(to_gib(p.c.gpu.usable_memory), 178.35, 1e-9);  // torch's total capacity on a B200
+  EXPECT_DOUBLE_EQ(hardware::peak_flops(p.c.gpu, Precision::bf16_mixed).value(), 2250e12);
+  // 68,976,648,192 parameters x 16 bytes / 8 GPUs = 128.48 GiB of model states per GPU: inside a
+  // B200's 178.35 GiB, beyond an H100's 79.1 GiB.
+  const double states_gib = 16.0 * static_cast<double>(p.n.total) / 8.0 / 1073741824.0;
+  EXPECT_NEAR(states_gib, 128.48, 0.01);
+  FitRequest req;
+  req.base.precision = hardware::default_precision(p.c.gpu);
+  req.base.attention = hardware::default_attention(p.c.gpu);
+  const FitResult f = fit(p.a, p.n, req, p.c);
+  ASSERT_TRUE(f.recommended.has_value());
+  const Candidate& best = f.candidates[*f.recommended];
+  EXPECT_EQ(best.training.strategy, Strategy::fsdp_full);
+  const MemoryBreakdown& m = best.memory;
+  EXPECT_NEAR(to_gib(m.weights + m.gradients + m.optimizer), states_gib, 0.02 * states_gib);
+  EXPECT_LE(to_gib(m.device_total), 178.35);
+  EXPECT_EQ(best.training.precision, Precision::bf16_mixed);
+  // The same question on eight H100s has no answer without offloading the optimizer.
+  const Problem h = problem("70b", "8xH100-80GB");
+  FitRequest hreq;
+  hreq.offload = Offload::none;
+  const FitResult hf = fit(h.a, h.n, hreq, h.c);
+  EXPECT_FALSE(hf.recommended.has_value());
+  for (const Candidate& k : hf.candidates) EXPECT_FALSE(k.fits);
+}
+
+}  // namespace
+}  // namespace trainplan::planner
