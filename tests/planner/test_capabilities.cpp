@@ -65,6 +65,7 @@ const std::vector<GpuRow> kGpus = {
     {"H200", "9.0", true, true, true, true, "H200 datasheet"},
     {"MI250X", "gfx90a", true, false, true, false, "MI250X datasheet"},
     {"MI300X", "gfx942", true, true, true, false, "MI300X datasheet"},
+    {"B200", "10.0", true, true, true, false, "DGX B200 datasheet; FlashAttention-3 is Hopper-only"},
 };
 
 TEST(GpuCapabilities, EveryCatalogueGpuStatesThemWithASource) {
