@@ -56,18 +56,16 @@ bool is_family(const Architecture& a, std::string_view model_type) {
 bool fp32_normalised_norm(const Architecture& a) { return family_of(a).fp32_normalised_norm; }
 
 
-// The attention that runs: SDPA on a GPU for a family transformers has no SDPA path for runs the
-// model's eager attention (model/sdpa.hpp; the CPU accounting keeps the request as it is).
-Attention attention_run(const Architecture& a, const Training& tr) {
-  if (tr.attention == Attention::sdpa && tr.cuda_sm > 0 && !hf_sdpa_call(a).supported)
-    return Attention::eager;
-  return tr.attention;
+// The attention the model runs (model/sdpa.hpp; tr.cuda_sm 0 keeps the request as it is, the CPU
+// accounting of the oracle).
+Attention attention_runs(const Architecture& a, const Training& tr) {
+  return attention_executed(a, tr, tr.cuda_sm);
 }
 
 // SDPA runs causal without a mask, except where the model builds one (b x 1 x s x s, boolean until
 // the attention casts it): Falcon always (hf_sdpa_call), any model under a sliding window.
 bool sdpa_explicit_mask(const Architecture& a, const Training& tr) {
-  return attention_run(a, tr) == Attention::sdpa && (hf_sdpa_call(a).always_mask || sliding_window_masked(a, tr));
+  return attention_runs(a, tr) == Attention::sdpa && (hf_sdpa_call(a).always_mask || sliding_window_masked(a, tr));
 }
 
 // What Hugging Face's tanh GELU (activations.py NewGELUActivation:
@@ -134,7 +132,7 @@ class HfBlock {
         c_(compute_bytes(tr.precision)), r_(param_bytes(tr.precision)), mixed_(is_mixed(tr.precision)),
         full_(tr.method == Method::full), input_grad_(!first || full_),
         adapted_(full_ ? AdaptedRoles{} : adapted_roles(a, tr.lora)),
-        fused_(!a.fused_qkv_name.empty()), attn_(attention_run(a, tr)),
+        fused_(!a.fused_qkv_name.empty()), attn_(attention_runs(a, tr)),
         sdpa_(attn_ == Attention::sdpa ? sdpa_choice(a, tr) : SdpaChoice{}),
         gpu_sdpa_(attn_ == Attention::sdpa && tr.cuda_sm > 0),
         quant_(tr.method == Method::qlora ? qlora_stack_traits(tr.qlora_stack) : QloraStackTraits{}) {}
@@ -497,7 +495,7 @@ Architecture nope_variant(const Architecture& a) {
 
 ResolvedBlocks resolve_blocks(const Architecture& a, const Training& tr) {
   ResolvedBlocks r;
-  r.attention = attention_run(a, tr);
+  r.attention = attention_runs(a, tr);
   r.explicit_mask = sdpa_explicit_mask(a, tr);
   r.fp32_rotary_tables = family_of(a).fp32_rotary_tables;
   r.fp32_normalised_norm = family_of(a).fp32_normalised_norm;

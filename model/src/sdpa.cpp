@@ -165,6 +165,35 @@ bool sliding_window_masked(const Architecture& a, const Training& tr) {
 
 HfSdpaCall hf_sdpa_call(const Architecture& a) { return family_of(a).sdpa; }
 
+Attention attention_executed(const Architecture& a, const Training& tr, int cuda_sm) {
+  if (tr.attention == Attention::sdpa && cuda_sm > 0 && !hf_sdpa_call(a).supported) return Attention::eager;
+  return tr.attention;
+}
+
+AttentionRun attention_run(const Architecture& a, const Training& tr, int cuda_sm) {
+  AttentionRun r;
+  r.runs = attention_executed(a, tr, cuda_sm);
+  switch (r.runs) {
+    case Attention::flash:
+      r.fused = true;
+      break;
+    case Attention::sdpa:
+      r.gpu_sdpa = cuda_sm > 0;
+      if (r.gpu_sdpa) {
+        Training on_gpu = tr;
+        on_gpu.cuda_sm = cuda_sm;
+        r.sdpa = sdpa_choice(a, on_gpu);
+        r.fused = r.sdpa.fused();
+      } else {
+        r.fused = compute_bytes(tr.precision) < 4.0;
+      }
+      break;
+    case Attention::eager:
+      break;
+  }
+  return r;
+}
+
 SdpaChoice sdpa_choice(const Architecture& a, const Training& tr) {
   const HfSdpaCall call = hf_sdpa_call(a);
   if (!call.supported) {

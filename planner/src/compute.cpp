@@ -89,29 +89,6 @@ bool fused_kernels(Framework f) {
   return false;
 }
 
-AttentionRun attention_run(const model::Architecture& a, const model::Training& tr, int cuda_sm) {
-  AttentionRun r;
-  switch (tr.attention) {
-    case Attention::flash:
-      r.fused = true;
-      break;
-    case Attention::sdpa:
-      r.gpu_sdpa = cuda_sm > 0;
-      if (r.gpu_sdpa) {
-        model::Training on_gpu = tr;
-        on_gpu.cuda_sm = cuda_sm;
-        r.sdpa = model::sdpa_choice(a, on_gpu);
-        r.fused = r.sdpa.fused();
-      } else {
-        r.fused = compute_bytes(tr.precision) < 4.0;
-      }
-      break;
-    case Attention::eager:
-      break;
-  }
-  return r;
-}
-
 double block_parameters_per_gpu(const BlockShape& shape, int tp) {
   double n = 0.0;
   for (const model::Linear& l : shape.linears)

@@ -261,7 +261,7 @@ void activation(Tally& t, const model::Architecture& a, const Ctx& x) {
 }  // namespace
 
 BlockKernelWork hf_block_kernel_work(const model::Architecture& a, const BlockShape& shape,
-                                     const model::Training& tr, const AttentionRun& run) {
+                                     const model::Training& tr, const model::AttentionRun& run) {
   Tally t;
   const Ctx x = context(a, tr);
   const double X = x.T * x.h;

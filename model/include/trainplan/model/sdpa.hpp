@@ -89,6 +89,26 @@ struct HfSdpaCall {
 // on the GPU of compute capability tr.cuda_sm (0: the CPU kernels of the oracle).
 [[nodiscard]] SdpaChoice sdpa_choice(const Architecture& a, const Training& tr);
 
+// The attention a block runs on a device of CUDA compute capability cuda_sm: the one choice that
+// the activation model, the attention time, the memory-bound work and the replay follow. A family
+// transformers has no SDPA path for runs its eager attention; SDPA on a CUDA GPU runs the kernel
+// PyTorch's dispatch picks; elsewhere the request decides: flash is fused, SDPA is fused in 16 bits
+// (in fp32 it falls back to the math kernel, which materialises the scores like eager attention),
+// eager is not.
+struct AttentionRun {
+  Attention runs = Attention::flash;  // what the model executes (eager where SDPA has no path)
+  bool fused = false;
+  bool gpu_sdpa = false;  // `sdpa` below is PyTorch's dispatch
+  SdpaChoice sdpa;        // when gpu_sdpa
+  // The scores are the model's own ops (eager attention, or SDPA where no dispatch is modelled):
+  // their kernels are counted with the block's memory-bound work; the dispatch's math kernel is
+  // priced with the attention core instead.
+  [[nodiscard]] bool model_code_core() const { return !fused && !gpu_sdpa; }
+};
+[[nodiscard]] AttentionRun attention_run(const Architecture& a, const Training& tr, int cuda_sm);
+// AttentionRun::runs alone, without the dispatch.
+[[nodiscard]] Attention attention_executed(const Architecture& a, const Training& tr, int cuda_sm);
+
 }  // namespace trainplan::model
 
 namespace trainplan {

@@ -55,21 +55,9 @@ struct LinearShard {
 // Megatron runs fused elementwise kernels; Hugging Face blocks in eager PyTorch do not.
 [[nodiscard]] bool fused_kernels(Framework f);
 
-// The attention kernel a block runs on a device of CUDA compute capability cuda_sm, the one choice
-// that the attention time (core_times), the memory-bound work (kernel_work.hpp) and the replay
-// follow. SDPA on a CUDA GPU runs the kernel PyTorch's dispatch picks (model/sdpa.hpp); elsewhere
-// the request decides: flash is fused, SDPA is fused in 16 bits (in fp32 it falls back to the
-// math kernel, which materialises the scores like eager attention), eager is not.
-struct AttentionRun {
-  bool fused = false;
-  bool gpu_sdpa = false;   // `sdpa` below is PyTorch's dispatch
-  model::SdpaChoice sdpa;  // when gpu_sdpa
-  // The scores are the model's own ops (eager attention, or SDPA where no dispatch is modelled):
-  // their kernels are counted with the block's memory-bound work; the dispatch's math kernel is
-  // priced with the attention core instead.
-  [[nodiscard]] bool model_code_core() const { return !fused && !gpu_sdpa; }
-};
-[[nodiscard]] AttentionRun attention_run(const model::Architecture& a, const model::Training& tr, int cuda_sm);
+// The attention a block runs (model/sdpa.hpp): chosen once, for memory, time and the replay.
+using model::AttentionRun;
+using model::attention_run;
 
 // The GPU's CUDA compute capability as major*10+minor ("9.0" -> 90); 0 for AMD or an unknown GPU.
 [[nodiscard]] int cuda_sm(const hardware::GpuSpec& g);

@@ -6,12 +6,12 @@
 // "Memory-bound work and host overhead".
 
 #include "trainplan/model/architecture.hpp"
+#include "trainplan/model/sdpa.hpp"
 #include "trainplan/model/training.hpp"
 
 namespace trainplan::planner {
 
 struct BlockShape;
-struct AttentionRun;
 
 // HBM traffic and kernel launches of a piece of work.
 struct KernelWork {
@@ -43,7 +43,7 @@ struct BlockKernelWork {
 // (AttentionRun::model_code_core).
 [[nodiscard]] BlockKernelWork hf_block_kernel_work(const model::Architecture& a,
                                                    const BlockShape& shape,
-                                                   const model::Training& tr, const AttentionRun& run);
+                                                   const model::Training& tr, const model::AttentionRun& run);
 
 // Launches outside the blocks, one micro-batch: the embedding lookup (first stage), the final norm,
 // LM head and the loss (last stage: logits.float(), log_softmax, nll_loss and the labels' shift),
