@@ -4,6 +4,7 @@
 #include <string>
 
 #include "trainplan/model/lora.hpp"
+#include "trainplan/model/sdpa.hpp"
 
 namespace trainplan::model {
 namespace {
@@ -110,6 +111,7 @@ StackRules stack_rules(const Architecture& a, const Training& tr, Stack stack) {
 FlopCoefficients flop_coefficients(const Architecture& a, const Training& tr) {
   FlopCoefficients k;
   k.full = tr.method == Method::full;
+  k.sdpa_path = hf_sdpa_call(a).supported;
   const Stack main = a.encoder_decoder ? Stack::encoder : Stack::decoder;
   k.linear = static_cast<double>(a.layers) * block_linear_flops_per_token(a, main);
   k.attention = static_cast<double>(a.layers) * attention_flops_per_token_per_context(a);
@@ -148,7 +150,7 @@ StepFlops micro_batch_flops(const FlopCoefficients& k, const Training& tr) {
   const double t = static_cast<double>(tr.tokens_per_micro_batch());
   const double s = static_cast<double>(tr.seq);
   const double attention = k.attention * s;
-  const bool fused = fused_attention(tr.attention);
+  const bool fused = fused_attention(attention_executed(k.sdpa_path, tr.attention, tr.cuda_sm));
   StepFlops f;
   const double fwd = t * (k.linear + attention + k.head + k.adapters);
   f.forward = Flops(fwd);

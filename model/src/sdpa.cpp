@@ -165,9 +165,13 @@ bool sliding_window_masked(const Architecture& a, const Training& tr) {
 
 HfSdpaCall hf_sdpa_call(const Architecture& a) { return family_of(a).sdpa; }
 
+Attention attention_executed(bool sdpa_path, Attention requested, int cuda_sm) {
+  return requested == Attention::sdpa && cuda_sm > 0 && !sdpa_path ? Attention::eager : requested;
+}
+
 Attention attention_executed(const Architecture& a, const Training& tr, int cuda_sm) {
-  if (tr.attention == Attention::sdpa && cuda_sm > 0 && !hf_sdpa_call(a).supported) return Attention::eager;
-  return tr.attention;
+  if (tr.attention != Attention::sdpa) return tr.attention;
+  return attention_executed(hf_sdpa_call(a).supported, tr.attention, cuda_sm);
 }
 
 AttentionRun attention_run(const Architecture& a, const Training& tr, int cuda_sm) {

@@ -37,6 +37,9 @@ struct FlopCoefficients {
   // ... and eager attention skips the gradients of a frozen K and V there (per token per token
   // of context).
   double frozen_kv_gradients = 0;
+  // The family has an SDPA path in transformers; without one, SDPA requested on a GPU runs the
+  // eager attention (model/sdpa.hpp attention_executed), whose backward is 2x its forward.
+  bool sdpa_path = true;
 };
 
 [[nodiscard]] FlopCoefficients flop_coefficients(const Architecture& a, const Training& tr);

@@ -106,8 +106,10 @@ struct AttentionRun {
   [[nodiscard]] bool model_code_core() const { return !fused && !gpu_sdpa; }
 };
 [[nodiscard]] AttentionRun attention_run(const Architecture& a, const Training& tr, int cuda_sm);
-// AttentionRun::runs alone, without the dispatch.
+// AttentionRun::runs alone, without the dispatch; the second form for a caller that resolved the
+// family's SDPA path already (hf_sdpa_call(a).supported).
 [[nodiscard]] Attention attention_executed(const Architecture& a, const Training& tr, int cuda_sm);
+[[nodiscard]] Attention attention_executed(bool sdpa_path, Attention requested, int cuda_sm);
 
 }  // namespace trainplan::model
 
