@@ -262,6 +262,13 @@ double partial_rotary(const HfReader& r, double fallback) {
   return f;
 }
 
+// A per-layer list (layer_types, no_rope_layers): an array of one entry per layer.
+void require_per_layer(const HfReader& r, const Architecture& a, const char* key, const Json& list) {
+  if (!list.is_array() || static_cast<std::int64_t>(list.size()) != a.layers)
+    throw InputError(r.where() + ": key '" + key + "' must list one entry per layer (" +
+                     std::to_string(a.layers) + "), got " + json_excerpt(list));
+}
+
 // How many layers attend within the sliding window: the config's layer_types when it lists them
 // (each "sliding_attention" or "full_attention"), else the class's rule, which `derived` gives.
 std::int64_t sliding_layer_count(HfReader& r, const Architecture& a, std::int64_t derived,
@@ -272,9 +279,7 @@ std::int64_t sliding_layer_count(HfReader& r, const Architecture& a, std::int64_
                 std::to_string(derived) + " sliding-window layers (" + rule + ")");
     return derived;
   }
-  if (!types->is_array() || static_cast<std::int64_t>(types->size()) != a.layers)
-    throw InputError(r.where() + ": key 'layer_types' must list one entry per layer (" +
-                     std::to_string(a.layers) + "), got " + json_excerpt(*types));
+  require_per_layer(r, a, "layer_types", *types);
   std::int64_t n = 0;
   for (const Json& t : *types) {
     const bool sliding = t.is_string() && t.get<std::string>() == "sliding_attention";
@@ -309,9 +314,7 @@ void read_llama4(HfReader& r, Architecture& a) {
   std::int64_t interval = r.integer({"no_rope_layer_interval"}, kLayers, 4);
   std::int64_t nope_layers = a.layers / interval;
   if (const Json* nope = r.find({"no_rope_layers"}); nope != nullptr && nope->is_array() && !nope->empty()) {
-    if (static_cast<std::int64_t>(nope->size()) != a.layers)
-      throw InputError(r.where() + ": key 'no_rope_layers' must list one entry per layer (" +
-                       std::to_string(a.layers) + ")");
+    require_per_layer(r, a, "no_rope_layers", *nope);
     std::int64_t listed = 0;
     bool regular = true;
     for (std::size_t i = 0; i < nope->size(); ++i) {

@@ -56,16 +56,11 @@ bool is_family(const Architecture& a, std::string_view model_type) {
 bool fp32_normalised_norm(const Architecture& a) { return family_of(a).fp32_normalised_norm; }
 
 
-// The attention the model runs (model/sdpa.hpp; tr.cuda_sm 0 keeps the request as it is, the CPU
-// accounting of the oracle).
-Attention attention_runs(const Architecture& a, const Training& tr) {
-  return attention_executed(a, tr, tr.cuda_sm);
-}
 
 // SDPA runs causal without a mask, except where the model builds one (b x 1 x s x s, boolean until
 // the attention casts it): Falcon always (hf_sdpa_call), any model under a sliding window.
 bool sdpa_explicit_mask(const Architecture& a, const Training& tr) {
-  return attention_runs(a, tr) == Attention::sdpa && (hf_sdpa_call(a).always_mask || sliding_window_masked(a, tr));
+  return attention_executed(a, tr, tr.cuda_sm) == Attention::sdpa && (hf_sdpa_call(a).always_mask || sliding_window_masked(a, tr));
 }
 
 // What Hugging Face's tanh GELU (activations.py NewGELUActivation:
@@ -132,7 +127,8 @@ class HfBlock {
         c_(compute_bytes(tr.precision)), r_(param_bytes(tr.precision)), mixed_(is_mixed(tr.precision)),
         full_(tr.method == Method::full), input_grad_(!first || full_),
         adapted_(full_ ? AdaptedRoles{} : adapted_roles(a, tr.lora)),
-        fused_(!a.fused_qkv_name.empty()), attn_(attention_runs(a, tr)),
+        fused_(!a.fused_qkv_name.empty()), fp32_normalised_(fp32_normalised_norm(a)),
+        attn_(attention_executed(a, tr, tr.cuda_sm)),
         sdpa_(attn_ == Attention::sdpa ? sdpa_choice(a, tr) : SdpaChoice{}),
         gpu_sdpa_(attn_ == Attention::sdpa && tr.cuda_sm > 0),
         quant_(tr.method == Method::qlora ? qlora_stack_traits(tr.qlora_stack) : QloraStackTraits{}) {}
@@ -183,7 +179,7 @@ class HfBlock {
         if (!shares_input) add("norm input (fp32 copy)", rms_input_bytes(a_, tr_) * th);
         add("norm statistics", kFp32 * x_.t / x_.rep);
         // Gemma scales by (1 + weight) in fp32, so its normalised input stays fp32.
-        if (full_) add("norm normalised input", (fp32_normalised_norm(a_) ? kFp32 : r_) * th);
+        if (full_) add("norm normalised input", (fp32_normalised_ ? kFp32 : r_) * th);
         break;
       case NormKind::layernorm:
       case NormKind::layernorm_no_bias:
@@ -230,6 +226,7 @@ class HfBlock {
   const bool input_grad_;
   const AdaptedRoles adapted_;
   const bool fused_;
+  const bool fp32_normalised_;  // the family's norms keep an fp32 normalised input
   const Attention attn_;
   const SdpaChoice sdpa_;
   const bool gpu_sdpa_;  // SDPA on a CUDA GPU: the kernel PyTorch picks decides what is kept
@@ -306,7 +303,7 @@ void HfBlock::qk_norms() {
     const double n = x_.t * (role == Role::q ? x_.qd : x_.kd) / x_.tp;
     add("q/k norm input (fp32 copy)", rms_input_bytes(a_, tr_) * n);
     add("q/k norm statistics", kFp32 * (per_head ? n / d : x_.t));
-    if (full_ && weighted) add("q/k norm normalised input", (fp32_normalised_norm(a_) ? kFp32 : r_) * n);
+    if (full_ && weighted) add("q/k norm normalised input", (fp32_normalised_ ? kFp32 : r_) * n);
   }
 }
 
@@ -495,7 +492,7 @@ Architecture nope_variant(const Architecture& a) {
 
 ResolvedBlocks resolve_blocks(const Architecture& a, const Training& tr) {
   ResolvedBlocks r;
-  r.attention = attention_runs(a, tr);
+  r.attention = attention_executed(a, tr, tr.cuda_sm);
   r.explicit_mask = sdpa_explicit_mask(a, tr);
   r.fp32_rotary_tables = family_of(a).fp32_rotary_tables;
   r.fp32_normalised_norm = family_of(a).fp32_normalised_norm;

@@ -1,11 +1,9 @@
 // Exact parameter counts against published numbers.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "../common/catalog.hpp"
 #include "trainplan/io/catalog.hpp"
+#include "trainplan/io/files.hpp"
 #include "trainplan/io/json_util.hpp"
 #include "trainplan/model/parameters.hpp"
 
@@ -66,11 +64,8 @@ TEST(Parameters, MixtralActive) {
 // hf_parameters.json); active parameters follow for the MoE models and are checked against the
 // published ones (model cards; gpt-oss: arXiv:2508.10925 Table 1) to their precision.
 TEST(Parameters, RecentFamiliesEqualTransformers) {
-  std::ifstream in(std::string(TRAINPLAN_TEST_DATA) + "/hf_parameters.json");
-  ASSERT_TRUE(in) << "tests/model/data/hf_parameters.json";
-  std::stringstream text;
-  text << in.rdbuf();
-  const io::Json doc = io::parse_json(text.str(), "hf_parameters.json");
+  const std::string path = std::string(TRAINPLAN_TEST_DATA) + "/hf_parameters.json";
+  const io::Json doc = io::parse_json(io::read_text_file(path, "parameter counts", io::kMaxJsonFileBytes), path);
   int checked = 0;
   for (const auto& [name, row] : doc.at("models").items()) {
     SCOPED_TRACE(name);
