@@ -182,7 +182,7 @@ TermText term_text(Term t) {
               "each op of the implementation reads and writes over the bandwidth such kernels "
               "reach, each at least a minimum kernel time.",
               "Williams, Waterman & Patterson 2009 (roofline); torch "
-              "tools/autograd/derivatives.yaml; planner/kernel_work.hpp (docs/formulas.md, "
+              "tools/autograd/derivatives.yaml; model/block_ops.hpp (docs/formulas.md, "
               "Memory-bound work and host overhead)"};
     case Term::host_time:
       return {"host",

@@ -5,6 +5,7 @@
 #include <exception>
 #include <string>
 
+#include "trainplan/model/block_ops.hpp"
 #include "trainplan/model/flops.hpp"
 #include "trainplan/model/model_states.hpp"
 #include "trainplan/model/sdpa.hpp"
@@ -16,29 +17,6 @@ namespace {
 using model::Role;
 
 [[nodiscard]] constexpr double dbl(std::int64_t v) { return static_cast<double>(v); }
-[[nodiscard]] std::int64_t ceil_i(double v) { return static_cast<std::int64_t>(std::ceil(v)); }
-
-// Megatron's column- and row-parallel split of each linear (Shoeybi et al. 2019, arXiv:1909.08053,
-// Sec. 3): q, k, v, gate and up split their outputs over t ranks, o and down their inputs; the
-// router is replicated.
-enum class Split { column, row, replicated };
-[[nodiscard]] Split split_of(Role r) {
-  switch (r) {
-    case Role::q:
-    case Role::k:
-    case Role::v:
-    case Role::gate:
-    case Role::up:
-    case Role::lm_head:
-      return Split::column;
-    case Role::o:
-    case Role::down:
-      return Split::row;
-    case Role::router:
-      return Split::replicated;
-  }
-  return Split::replicated;
-}
 
 [[nodiscard]] std::string_view gemm_dtype_of(Precision p) {
   switch (p) {
@@ -62,21 +40,6 @@ constexpr int kMinTile = 16;
 }
 
 }  // namespace
-
-LinearShard linear_shard(const model::Architecture& a, const model::Linear& l, int t) {
-  switch (split_of(l.role)) {
-    case Split::column: {
-      const bool kv = l.role == Role::k || l.role == Role::v;
-      const std::int64_t n = kv ? std::max(l.out / t, a.head_dim) : l.out / t;
-      return {l.in, std::max<std::int64_t>(n, 1)};
-    }
-    case Split::row:
-      return {std::max<std::int64_t>(l.in / t, 1), l.out};
-    case Split::replicated:
-      return {l.in, l.out};
-  }
-  return {l.in, l.out};
-}
 
 bool fused_kernels(Framework f) {
   switch (f) {
@@ -225,45 +188,30 @@ struct LinearTimes {
   double lora_elementwise = 0.0;  // adapter dropout, scaling and add (fused-kernel accounting)
 };
 
-LinearTimes linear_times(const model::Architecture& a, const BlockShape& shape,
-                         const model::Training& tr, const ComputeDevice& d,
+LinearTimes linear_times(const model::BlockOps& ops, const model::Training& tr, const ComputeDevice& d,
                          const TimeConventions& tc) {
-  const int t = tr.tp;
-  const std::int64_t T = tr.tokens_per_micro_batch();
-  const double Td = dbl(T);
+  const double Td = dbl(tr.tokens_per_micro_batch());
   const double c = compute_bytes(tr.precision);
-  const bool full = tr.method == Method::full;
   LinearTimes out;
-  for (std::size_t i = 0; i < shape.linears.size(); ++i) {
-    const model::Linear& l = shape.linears[i];
-    const LinearShard kn = linear_shard(a, l, t);
-    const bool expert = l.copies > 1;
-    // Balanced routing: each of the E experts multiplies t k / E tokens.
-    const std::int64_t m =
-        expert ? std::max<std::int64_t>(
-                     1, ceil_i(model::tokens_per_expert(Td, a.expert_runs(), a.experts)))
-               : T;
-    const double count = expert ? dbl(l.copies) : 1.0;
-    out.forward += gemm_time(d, m, kn.n, kn.k, count);
-    out.backward += gemm_time(d, m, kn.k, kn.n, count);            // activation gradient
-    if (full) out.backward += gemm_time(d, kn.k, kn.n, m, count);  // weight gradient
-    if (tr.method == Method::qlora && l.role != Role::router)
-      out.dequant_bytes += dbl(kn.k) * dbl(kn.n) * count *
-                           model::dequant_bytes_per_weight(
-                               model::quantized_bytes_per_param(tr.quant, tr.quant_block, l.in), c);
-    if (!shape.adapted[i]) continue;
+  for (const model::Op& op : ops.ops) {
+    if (op.kind != model::OpKind::gemm) continue;
+    const model::GemmShape& g = op.gemm;
+    const std::int64_t m = g.m;
+    const double count = dbl(g.count);
+    out.forward += gemm_time(d, m, g.n, g.k, count);
+    out.backward += gemm_time(d, m, g.k, g.n, count);                   // activation gradient
+    if (g.weight_grad) out.backward += gemm_time(d, g.k, g.n, m, count);  // weight gradient
+    out.dequant_bytes += g.dequant_bytes;
+    if (!g.adapted) continue;
     // x A^T (rank r), then (.) B^T; both are thin and mostly memory-bound.
-    const std::int64_t rank = tr.lora.rank;
-    const double tokens = expert ? dbl(m) * count : Td;
-    const std::int64_t mt = expert ? m : T;
-    out.forward += gemm_time(d, mt, rank, kn.k, count) + gemm_time(d, mt, kn.n, rank, count);
+    const std::int64_t rank = g.rank;
+    const double tokens = g.expert() ? dbl(m) * count : Td;
+    out.forward += gemm_time(d, m, rank, g.k, count) + gemm_time(d, m, g.n, rank, count);
     // dX through B and A, and both weight gradients.
-    out.backward += gemm_time(d, mt, rank, kn.n, count) + gemm_time(d, mt, kn.k, rank, count) +
-                    gemm_time(d, rank, kn.n, mt, count) + gemm_time(d, kn.k, rank, mt, count);
-    const double drop =
-        tr.lora.dropout > 0.0 ? tokens * dbl(kn.k) * (tc.dropout_passes * c + 1.0) : 0.0;
-    out.lora_elementwise +=
-        drop + tokens * dbl(kn.n) * c * (tc.eager_residual_passes + tc.dropout_passes);
+    out.backward += gemm_time(d, m, rank, g.n, count) + gemm_time(d, m, g.k, rank, count) +
+                    gemm_time(d, rank, g.n, m, count) + gemm_time(d, g.k, rank, m, count);
+    const double drop = tr.lora.dropout > 0.0 ? tokens * dbl(g.k) * (tc.dropout_passes * c + 1.0) : 0.0;
+    out.lora_elementwise += drop + tokens * dbl(g.n) * c * (tc.eager_residual_passes + tc.dropout_passes);
   }
   return out;
 }
@@ -276,89 +224,81 @@ struct CoreTimes {
   double fused_softmax_bytes = 0.0;
 };
 
-CoreTimes core_times(const model::Architecture& a, const BlockShape& shape,
-                     const model::Training& tr, const ComputeDevice& d,
-                     const TimeConventions& tc, const AttentionRun& run) {
-  const std::int64_t s = tr.seq;
-  const double sd = dbl(s);
-  const double heads = dbl(a.heads) / tr.tp;
-  const std::int64_t hd = a.head_dim;
-  const double b = dbl(tr.micro_batch);
-  const double attn_instances = shape.cross_attention ? 2.0 : 1.0;
-  CoreTimes out;
-  const bool gpu_sdpa = run.gpu_sdpa;
+CoreTimes core_times(const model::BlockOps& ops, const model::Training& tr, const ComputeDevice& d,
+                     const TimeConventions& tc) {
+  const model::AttentionRun& run = ops.run;
   const model::SdpaChoice& sdpa = run.sdpa;
-  if (run.fused) {
-    const double causal = shape.causal ? model::causal_fraction(s) : 1.0;
-    const Flops f(4.0 * b * sd * sd * heads * dbl(hd) * causal);
-    out.forward = f / (d.peak * attention_efficiency(d, false, s, shape.causal, hd));
-    out.backward = (f * model::kFusedAttentionBackwardRatio) /
-                   (d.peak * attention_efficiency(d, true, s, shape.causal, hd));
-    if (shape.cross_attention) {
-      const Flops fx(4.0 * b * sd * sd * heads * dbl(hd));
-      out.forward += fx / (d.peak * attention_efficiency(d, false, s, false, hd));
-      out.backward += (fx * model::kFusedAttentionBackwardRatio) /
-                      (d.peak * attention_efficiency(d, true, s, false, hd));
-    }
-    return out;
-  }
-  const double batch = b * heads;
   // SDPA's math fallback upcasts 16-bit q, k, v and multiplies in fp32 on the SIMT units
   // (attention.cpp _scaled_dot_product_attention_math; Falcon-7B on the H200 ran
   // sm80_xmma_gemm_f32f32 ffma kernels), then takes the softmax of the fp32 scores.
   ComputeDevice dm = d;
-  if (gpu_sdpa && sdpa.fp32_math) {
+  if (run.gpu_sdpa && sdpa.fp32_math) {
     dm.peak = d.fp32_peak;
     dm.element_bytes = 4.0;
     dm.profile = nullptr;  // the profile measured tensor-core GEMMs
   }
-  // Scores Q K^T (s x d by d x s) and P V (s x s by s x d); backward: dP (like the scores), dQ,
-  // dK and dV (like P V).
-  const Seconds qk = gemm_time(dm, s, s, hd, batch);
-  const Seconds pv = gemm_time(dm, s, hd, s, batch);
-  out.forward = (qk + pv) * attn_instances;
-  out.backward = (qk + 3.0 * pv) * attn_instances;
-  if (gpu_sdpa && !sdpa.fused()) {
-    // The math kernel's own passes over the scores, which eager attention's kernel work counts for
-    // the model's code: forward writes the scores, adds the mask in place (read, write) and takes
-    // the softmax (read, write); backward writes dP and the softmax backward reads P and dP and
-    // writes dS. With dropout, forward writes the mask and the dropped probabilities, backward
-    // reads them.
-    constexpr double kForwardPasses = 5.0;
-    constexpr double kBackwardPasses = 4.0;
-    const double drop = sdpa.dropout > 0.0 ? 2.0 : 0.0;
-    const double scores = batch * sd * sd * attn_instances * dm.element_bytes;
-    out.forward += memory_bound_time(d, Bytes(scores * (kForwardPasses + drop)));
-    out.backward += memory_bound_time(d, Bytes(scores * (kBackwardPasses + drop)));
-  }
-  if (fused_kernels(tr.framework)) {
-    // Megatron's scaled masked softmax and attention dropout, 16-bit in and out.
-    const double c = compute_bytes(tr.precision);
-    out.fused_softmax_bytes = batch * sd * sd * attn_instances *
-                              (tc.fused_softmax_passes * c + tc.dropout_passes * c + 1.0);
+  CoreTimes out;
+  for (const model::Op& op : ops.ops) {
+    if (op.kind != model::OpKind::attention_core) continue;
+    const model::AttentionShape& at = op.attention;
+    const std::int64_t s = at.seq;
+    const double sd = dbl(s);
+    const std::int64_t hd = at.head_dim;
+    const double b = dbl(at.batch);
+    if (run.fused) {
+      const double causal = at.causal ? model::causal_fraction(s) : 1.0;
+      const Flops f(4.0 * b * sd * sd * at.heads_per_gpu * dbl(hd) * causal);
+      out.forward += f / (d.peak * attention_efficiency(d, false, s, at.causal, hd));
+      out.backward += (f * model::kFusedAttentionBackwardRatio) /
+                      (d.peak * attention_efficiency(d, true, s, at.causal, hd));
+      continue;
+    }
+    const double batch = b * at.heads_per_gpu;
+    // Scores Q K^T (s x d by d x s) and P V (s x s by s x d); backward: dP (like the scores), dQ,
+    // dK and dV (like P V).
+    const Seconds qk = gemm_time(dm, s, s, hd, batch);
+    const Seconds pv = gemm_time(dm, s, hd, s, batch);
+    out.forward += qk + pv;
+    out.backward += qk + 3.0 * pv;
+    if (run.gpu_sdpa && !sdpa.fused()) {
+      // The math kernel's own passes over the scores, which eager attention's kernel work counts
+      // for the model's code: forward writes the scores, adds the mask in place (read, write) and
+      // takes the softmax (read, write); backward writes dP and the softmax backward reads P and
+      // dP and writes dS. With dropout, forward writes the mask and the dropped probabilities,
+      // backward reads them.
+      constexpr double kForwardPasses = 5.0;
+      constexpr double kBackwardPasses = 4.0;
+      const double drop = sdpa.dropout > 0.0 ? 2.0 : 0.0;
+      const double scores = batch * sd * sd * dm.element_bytes;
+      out.forward += memory_bound_time(d, Bytes(scores * (kForwardPasses + drop)));
+      out.backward += memory_bound_time(d, Bytes(scores * (kBackwardPasses + drop)));
+    }
+    if (fused_kernels(tr.framework)) {
+      // Megatron's scaled masked softmax and attention dropout, 16-bit in and out.
+      const double c = compute_bytes(tr.precision);
+      out.fused_softmax_bytes += batch * sd * sd * (tc.fused_softmax_passes * c + tc.dropout_passes * c + 1.0);
+    }
   }
   return out;
 }
 
 // Megatron's fused elementwise kernels outside the attention core (apex fused LayerNorm, fused
-// bias-GeLU, bias-dropout-add, fused rotary), forward bytes.
-double fused_elementwise_bytes(const model::Architecture& a, const BlockShape& shape,
-                               const model::Training& tr, const TimeConventions& tc) {
-  const double tpd = tr.tp;
-  const double Td = dbl(tr.tokens_per_micro_batch());
-  const double c = compute_bytes(tr.precision);
-  const double rep = tr.sequence_parallel ? tpd : 1.0;  // SP shards the replicated work
-  const double h = dbl(a.hidden);
-  const double I = dbl(a.intermediate) / tpd;
-  const double norms = dbl(a.norms_per_layer) + (shape.cross_attention ? 1.0 : 0.0);
-  double ew = norms * tc.fused_norm_passes * Td * h * c / rep;
-  const double residuals = 2.0 + (shape.cross_attention ? 1.0 : 0.0);
-  ew += residuals * Td * h / rep * (tc.fused_residual_passes * c + 1.0);
-  ew += tc.fused_activation_passes * Td * dbl(a.experts_per_token) * I * c;
-  if (a.position == model::PositionKind::rotary)
-    ew += tc.fused_norm_passes * Td * dbl(a.q_dim() + a.kv_dim()) / tpd * c;
-  if (a.is_moe())  // permute, unpermute
-    ew += 2.0 * tc.eager_residual_passes * Td * dbl(a.experts_per_token) * h * c;
+// bias-GeLU, bias-dropout-add, fused rotary, MoE permutation), forward bytes: each kernel's passes
+// over its elements (the rotary kernel priced at the norm's passes).
+double fused_elementwise_bytes(const model::BlockOps& ops, const TimeConventions& tc) {
+  double ew = 0.0;
+  for (const model::Op& op : ops.ops) {
+    if (op.kind != model::OpKind::fused) continue;
+    double passes = 0.0;
+    switch (op.pass) {
+      case model::FusedPass::norm:
+      case model::FusedPass::rotary: passes = tc.fused_norm_passes; break;
+      case model::FusedPass::residual: passes = tc.fused_residual_passes; break;
+      case model::FusedPass::activation: passes = tc.fused_activation_passes; break;
+      case model::FusedPass::permute: passes = tc.eager_residual_passes; break;
+    }
+    ew += op.elements * (passes * op.element_bytes + op.mask_bytes);
+  }
   return ew;
 }
 
@@ -374,32 +314,33 @@ Seconds eager_elementwise_time(const ComputeDevice& d, const KernelWork& w,
 BlockCompute block_compute(const model::Architecture& a, const BlockShape& shape,
                            const model::Training& tr, const ComputeDevice& d,
                            const TimeConventions& tc) {
-  const LinearTimes lin = linear_times(a, shape, tr, d, tc);
-  const AttentionRun run = attention_run(a, tr, d.cuda_sm);  // one choice for time and kernel work
-  const CoreTimes core = core_times(a, shape, tr, d, tc, run);
+  model::Training on_gpu = tr;
+  on_gpu.cuda_sm = d.cuda_sm;  // one choice of attention for time and kernel work
+  const model::StackOps ops = model::stack_ops(a, on_gpu, shape.stack);
+  const LinearTimes lin = linear_times(ops.block, tr, d, tc);
+  const CoreTimes core = core_times(ops.block, tr, d, tc);
   const Seconds dequant = memory_bound_time(d, Bytes(lin.dequant_bytes));
   BlockCompute out;
   out.gemm_forward = lin.forward;
   if (fused_kernels(tr.framework)) {
-    const Seconds ew_fwd = memory_bound_time(
-        d, Bytes(fused_elementwise_bytes(a, shape, tr, tc) + lin.lora_elementwise));
+    const Seconds ew_fwd =
+        memory_bound_time(d, Bytes(fused_elementwise_bytes(ops.block, tc) + lin.lora_elementwise));
     const Seconds softmax = memory_bound_time(d, Bytes(core.fused_softmax_bytes));
     out.elementwise_forward = ew_fwd + dequant;
     out.elementwise_backward = (ew_fwd + softmax) * tc.elementwise_backward_ratio + dequant;
     out.attention_forward = core.forward + softmax;
-    const double gemms = dbl(static_cast<std::int64_t>(shape.linears.size()));
+    const double gemms = ops.block.gemm_count();
     out.launches_forward = gemms + tc.fused_block_kernels;
     out.launches_backward = 2.0 * gemms + tc.fused_block_kernels;
   } else {
-    const BlockKernelWork kw = hf_block_kernel_work(a, shape, tr, run);
     const double params = block_parameters_per_gpu(shape, tr.tp);
     const KernelWork cast_f = autocast_weight_cast(params, tr, false);
     const KernelWork cast_b = autocast_weight_cast(params, tr, true);
-    out.elementwise_forward = eager_elementwise_time(d, kw.forward + cast_f, tc) + dequant;
-    out.elementwise_backward = eager_elementwise_time(d, kw.backward + cast_b, tc) + dequant;
+    out.elementwise_forward = eager_elementwise_time(d, ops.forward_work() + cast_f, tc) + dequant;
+    out.elementwise_backward = eager_elementwise_time(d, ops.backward_work() + cast_b, tc) + dequant;
     out.attention_forward = core.forward;
-    out.launches_forward = kw.forward_launches;
-    out.launches_backward = kw.backward_launches;
+    out.launches_forward = ops.forward_launches();
+    out.launches_backward = ops.backward_launches();
   }
   out.forward = lin.forward + out.elementwise_forward + out.attention_forward;
   out.backward = lin.backward + core.backward + out.elementwise_backward;
@@ -431,12 +372,12 @@ EdgeCompute edge_compute(const model::Architecture& a, const model::Training& tr
       trainable_head ? memory_bound_time(d, lookup * tc.elementwise_backward_ratio) : Seconds(0.0);
   e.head_memory_bound = memory_bound_time(d, loss + loss_backward + softcap * 13.0);
   e.embedding_memory_bound = e.embedding_forward + e.embedding_backward;
-  const BlockKernelWork head = hf_edge_kernel_work(a, tr, false, true);
-  const BlockKernelWork embedding = hf_edge_kernel_work(a, tr, true, false);
-  e.head_launches_forward = head.forward_launches;
-  e.head_launches_backward = head.backward_launches;
-  e.embedding_launches_forward = embedding.forward_launches;
-  e.embedding_launches_backward = embedding.backward_launches;
+  const model::BlockOps head = model::edge_ops(a, tr, model::Edge::head);
+  const model::BlockOps embedding = model::edge_ops(a, tr, model::Edge::embedding);
+  e.head_launches_forward = head.forward_launches();
+  e.head_launches_backward = head.backward_launches();
+  e.embedding_launches_forward = embedding.forward_launches();
+  e.embedding_launches_backward = embedding.backward_launches();
   return e;
 }
 

@@ -20,7 +20,6 @@ using hardware::Collective;
 using model::Role;
 
 [[nodiscard]] constexpr double dbl(std::int64_t v) { return static_cast<double>(v); }
-[[nodiscard]] std::int64_t ceil_i(double v) { return static_cast<std::int64_t>(std::ceil(v)); }
 
 // The pieces of compute.cpp and evaluator.cpp that the replay needs at a finer grain than their
 // public results. Each is checked against those results by tests/planner/test_replay.cpp (the
@@ -138,83 +137,55 @@ struct LinearsAdded {
 };
 
 // Linears: forward Y = X W^T, backward dX = dY W and dW = X^T dY (full), adapters.
-LinearsAdded add_block_linears(Components& out, const model::Architecture& a,
-                               const BlockShape& shape, const model::Training& tr,
-                               const ComputeDevice& d, const BlockRepeats& rep,
-                               const std::string& prefix) {
-  const int t = tr.tp;
-  const std::int64_t T = tr.tokens_per_micro_batch();
-  const double c = compute_bytes(tr.precision);
-  const bool full = tr.method == Method::full;
+LinearsAdded add_block_linears(Components& out, const model::BlockOps& ops, const ComputeDevice& d,
+                               const BlockRepeats& rep, const std::string& prefix) {
   const double blocks = rep.blocks;
   const double forward_all = rep.forward_all;
   const double replay_all = rep.replay_all;
   const auto fwd = ReplayPhase::forward;
   const auto bwd = ReplayPhase::backward;
   LinearsAdded added;
-  double& dequant_bytes = added.dequant_bytes;
-  double& dequant_kernels = added.dequant_kernels;
   Seconds& linear_backward = added.linear_backward;
-  for (std::size_t i = 0; i < shape.linears.size(); ++i) {
-    const model::Linear& l = shape.linears[i];
-    const LinearShard kn = linear_shard(a, l, t);
-    const bool expert = l.copies > 1;
-    // Balanced routing: each of the E experts multiplies t k / E tokens.
-    const std::int64_t m =
-        expert ? std::max<std::int64_t>(
-                     1, ceil_i(model::tokens_per_expert(dbl(T), a.expert_runs(), a.experts)))
-               : T;
-    const std::int64_t e = expert ? l.copies : 1;
-    const std::string name = prefix + std::string(to_string(l.role)) + (expert ? " experts" : "");
-    out.gemm(name + " forward", fwd, d, {m, kn.n, kn.k, e, false, true}, forward_all, replay_all);
-    linear_backward +=
-        out.gemm(name + " backward dX", bwd, d, {m, kn.k, kn.n, e, false, false}, blocks, 0.0);
-    if (full)
-      linear_backward +=
-          out.gemm(name + " backward dW", bwd, d, {kn.k, kn.n, m, e, true, false}, blocks, 0.0);
-    if (tr.method == Method::qlora && l.role != Role::router) {
-      dequant_bytes += dbl(kn.k) * dbl(kn.n) * dbl(e) *
-                       model::dequant_bytes_per_weight(
-                           model::quantized_bytes_per_param(tr.quant, tr.quant_block, l.in), c);
-      dequant_kernels += dbl(e);
+  for (const model::Op& op : ops.ops) {
+    if (op.kind != model::OpKind::gemm) continue;
+    const model::GemmShape& g = op.gemm;
+    const std::int64_t m = g.m;
+    const std::int64_t e = g.count;
+    const std::string name = prefix + std::string(to_string(g.role)) + (g.expert() ? " experts" : "");
+    out.gemm(name + " forward", fwd, d, {m, g.n, g.k, e, false, true}, forward_all, replay_all);
+    linear_backward += out.gemm(name + " backward dX", bwd, d, {m, g.k, g.n, e, false, false}, blocks, 0.0);
+    if (g.weight_grad)
+      linear_backward += out.gemm(name + " backward dW", bwd, d, {g.k, g.n, m, e, true, false}, blocks, 0.0);
+    if (g.dequant_bytes > 0.0) {
+      added.dequant_bytes += g.dequant_bytes;
+      added.dequant_kernels += dbl(e);
     }
-    if (!shape.adapted[i]) continue;
+    if (!g.adapted) continue;
     // H = X A^T (rank r), Y += H B^T; backward dH = dY B, dX += dH A, dB = dY^T H, dA = dH^T X.
-    const std::int64_t r = tr.lora.rank;
+    const std::int64_t r = g.rank;
     const std::string lora = name + " lora";
-    out.gemm(lora + " A forward", fwd, d, {m, r, kn.k, e, false, true}, forward_all, replay_all);
-    out.gemm(lora + " B forward", fwd, d, {m, kn.n, r, e, false, true}, forward_all, replay_all);
-    linear_backward +=
-        out.gemm(lora + " B backward dX", bwd, d, {m, r, kn.n, e, false, false}, blocks, 0.0);
-    linear_backward +=
-        out.gemm(lora + " A backward dX", bwd, d, {m, kn.k, r, e, false, false}, blocks, 0.0);
-    linear_backward +=
-        out.gemm(lora + " B backward dW", bwd, d, {r, kn.n, m, e, true, false}, blocks, 0.0);
-    linear_backward +=
-        out.gemm(lora + " A backward dW", bwd, d, {kn.k, r, m, e, true, false}, blocks, 0.0);
+    out.gemm(lora + " A forward", fwd, d, {m, r, g.k, e, false, true}, forward_all, replay_all);
+    out.gemm(lora + " B forward", fwd, d, {m, g.n, r, e, false, true}, forward_all, replay_all);
+    linear_backward += out.gemm(lora + " B backward dX", bwd, d, {m, r, g.n, e, false, false}, blocks, 0.0);
+    linear_backward += out.gemm(lora + " A backward dX", bwd, d, {m, g.k, r, e, false, false}, blocks, 0.0);
+    linear_backward += out.gemm(lora + " B backward dW", bwd, d, {r, g.n, m, e, true, false}, blocks, 0.0);
+    linear_backward += out.gemm(lora + " A backward dW", bwd, d, {g.k, r, m, e, true, false}, blocks, 0.0);
   }
   return added;
 }
 
 // The attention core, fused or as its GEMMs; returns the unfused path's two forward products (for
 // Megatron's softmax), zero when fused.
-Seconds add_attention_core(Components& out, const model::Architecture& a, const BlockShape& shape,
-                           const model::Training& tr, const ComputeDevice& d, const AttentionRun& run,
-                           const BlockCompute& blk, Seconds linear_backward,
-                           const BlockRepeats& rep, const std::string& prefix) {
-  const int t = tr.tp;
+Seconds add_attention_core(Components& out, const model::BlockOps& ops, const ComputeDevice& d,
+                           const BlockCompute& blk, Seconds linear_backward, const BlockRepeats& rep,
+                           const std::string& prefix) {
   const double blocks = rep.blocks;
   const double forward_core = rep.forward_core;
   const double replay_core = rep.replay_core;
   const auto fwd = ReplayPhase::forward;
   const auto bwd = ReplayPhase::backward;
-  const std::int64_t s = tr.seq;
-  const std::int64_t b = tr.micro_batch;
-  const double heads = dbl(a.heads) / t;
-  const std::int64_t hd = a.head_dim;
-  const double instances = shape.cross_attention ? 2.0 : 1.0;
   Seconds core_gemms_forward;  // the unfused path's two products, for Megatron's softmax below
-  if (run.fused) {
+  if (ops.run.fused) {
     // The evaluator's kernel times: the attention core of forward, and what backward has beyond
     // its GEMMs and memory-bound work; shared between self- and cross-attention by their FLOPs
     // at the efficiency each reaches.
@@ -226,55 +197,55 @@ Seconds add_attention_core(Components& out, const model::Architecture& a, const 
       Seconds forward, backward;
     };
     std::vector<Kernel> kernels;
-    const auto kernel = [&](const std::string& name, bool causal) {
-      const double share = causal ? model::causal_fraction(s) : 1.0;
-      const Flops f(4.0 * dbl(b) * dbl(s) * dbl(s) * heads * dbl(hd) * share);
-      const AttentionWork w{
-          b, a.heads / t, std::max<std::int64_t>(1, a.kv_heads / t), s, hd, causal, false, f};
+    for (const model::Op& op : ops.ops) {
+      if (op.kind != model::OpKind::attention_core) continue;
+      const model::AttentionShape& at = op.attention;
+      const std::int64_t s = at.seq;
+      const double share = at.causal ? model::causal_fraction(s) : 1.0;
+      const Flops f(4.0 * dbl(at.batch) * dbl(s) * dbl(s) * at.heads_per_gpu * dbl(at.head_dim) * share);
+      const AttentionWork w{at.batch, at.heads, at.kv_heads, s, at.head_dim, at.causal, false, f};
       kernels.push_back(
-          {name, w, f / (d.peak * attention_efficiency(d, false, s)),
+          {prefix + std::string(op.name), w, f / (d.peak * attention_efficiency(d, false, s)),
            f * model::kFusedAttentionBackwardRatio / (d.peak * attention_efficiency(d, true, s))});
-    };
-    kernel(prefix + "attention", shape.causal);
-    if (shape.cross_attention) kernel(prefix + "cross-attention", false);
+    }
     Seconds sum_f, sum_b;
     for (const Kernel& k : kernels) {
       sum_f += k.forward;
       sum_b += k.backward;
     }
     for (Kernel& k : kernels) {
-      out.add(k.name + " forward", fwd, k.w, forward_core, replay_core,
-              core_forward * (k.forward / sum_f));
+      out.add(k.name + " forward", fwd, k.w, forward_core, replay_core, core_forward * (k.forward / sum_f));
       k.w.backward = true;
       k.w.flops = k.w.flops * model::kFusedAttentionBackwardRatio;
       out.add(k.name + " backward", bwd, k.w, blocks, 0.0, core_backward * (k.backward / sum_b));
     }
-  } else {
-    // Scores Q K^T (s x d by d x s) and P V (s x s by s x d); backward dP = dO V^T (like the
-    // scores), dV = P^T dO, dQ = dS K and dK = dS^T Q (like P V).
-    const std::int64_t batch = b * (a.heads / t);
-    const double n = blocks * instances;
-    const double fn = forward_core * instances;
-    const double rn = replay_core * instances;
-    const std::string at = prefix + "attention";
-    out.gemm(at + " scores QK^T forward", fwd, d, {s, s, hd, batch, false, true}, fn, rn);
-    out.gemm(at + " context PV forward", fwd, d, {s, hd, s, batch, false, false}, fn, rn);
-    out.gemm(at + " dP = dO V^T backward", bwd, d, {s, s, hd, batch, false, true}, n, 0.0);
-    out.gemm(at + " dV = P^T dO backward", bwd, d, {s, hd, s, batch, true, false}, n, 0.0);
-    out.gemm(at + " dQ = dS K backward", bwd, d, {s, hd, s, batch, false, false}, n, 0.0);
-    out.gemm(at + " dK = dS^T Q backward", bwd, d, {s, hd, s, batch, true, false}, n, 0.0);
-    core_gemms_forward =
-        (gemm_time(d, s, s, hd, dbl(b) * heads) + gemm_time(d, s, hd, s, dbl(b) * heads)) *
-        instances;
+    return core_gemms_forward;
+  }
+  // Scores Q K^T (s x d by d x s) and P V (s x s by s x d); backward dP = dO V^T (like the
+  // scores), dV = P^T dO, dQ = dS K and dK = dS^T Q (like P V).
+  for (const model::Op& op : ops.ops) {
+    if (op.kind != model::OpKind::attention_core) continue;
+    const model::AttentionShape& at = op.attention;
+    const std::int64_t s = at.seq;
+    const std::int64_t hd = at.head_dim;
+    const std::int64_t batch = at.batch * at.heads;
+    const std::string name = prefix + std::string(op.name);
+    out.gemm(name + " scores QK^T forward", fwd, d, {s, s, hd, batch, false, true}, forward_core, replay_core);
+    out.gemm(name + " context PV forward", fwd, d, {s, hd, s, batch, false, false}, forward_core, replay_core);
+    out.gemm(name + " dP = dO V^T backward", bwd, d, {s, s, hd, batch, false, true}, blocks, 0.0);
+    out.gemm(name + " dV = P^T dO backward", bwd, d, {s, hd, s, batch, true, false}, blocks, 0.0);
+    out.gemm(name + " dQ = dS K backward", bwd, d, {s, hd, s, batch, false, false}, blocks, 0.0);
+    out.gemm(name + " dK = dS^T Q backward", bwd, d, {s, hd, s, batch, true, false}, blocks, 0.0);
+    const double heads = dbl(at.batch) * at.heads_per_gpu;
+    core_gemms_forward += gemm_time(d, s, s, hd, heads) + gemm_time(d, s, hd, s, heads);
   }
   return core_gemms_forward;
 }
 
 // Memory-bound work. Times are the evaluator's (block_compute); the bytes and kernels are what the
 // replay streams.
-void add_block_memory_bound(Components& out, const model::Architecture& a,
-                            const BlockShape& shape, const model::Training& tr,
-                            const ComputeDevice& d, const TimeConventions& tc, const AttentionRun& run,
+void add_block_memory_bound(Components& out, const model::StackOps& ops, const BlockShape& shape,
+                            const model::Training& tr, const ComputeDevice& d, const TimeConventions& tc,
                             const BlockCompute& blk, const LinearsAdded& lin,
                             Seconds core_gemms_forward, const BlockRepeats& rep,
                             const std::string& prefix) {
@@ -300,15 +271,14 @@ void add_block_memory_bound(Components& out, const model::Architecture& a,
     out.add(prefix + "fused elementwise backward", bwd,
             StreamWork{d.hbm * ew_b, tc.fused_block_kernels}, blocks, 0.0, ew_b);
     const Seconds softmax = blk.attention_forward - core_gemms_forward;
-    if (!run.fused && softmax.value() > 0.0)
+    if (!ops.block.run.fused && softmax.value() > 0.0)
       out.add(prefix + "fused softmax forward", fwd, StreamWork{d.hbm * softmax, instances},
               forward_core, replay_core, softmax);
   } else {
-    // Eager PyTorch op by op (kernel_work.hpp), with autocast's weight casts.
-    const BlockKernelWork kw = hf_block_kernel_work(a, shape, tr, run);
+    // Eager PyTorch op by op (the block's op list), with autocast's weight casts.
     const double params = block_parameters_per_gpu(shape, t);
-    const KernelWork f = kw.forward + autocast_weight_cast(params, tr, false);
-    const KernelWork g = kw.backward + autocast_weight_cast(params, tr, true);
+    const KernelWork f = ops.forward_work() + autocast_weight_cast(params, tr, false);
+    const KernelWork g = ops.backward_work() + autocast_weight_cast(params, tr, true);
     out.add(prefix + "memory-bound forward", fwd, StreamWork{Bytes(f.bytes), f.kernels},
             forward_all, replay_all, ew_f);
     out.add(prefix + "memory-bound backward", bwd, StreamWork{Bytes(g.bytes), g.kernels}, blocks,
@@ -323,18 +293,19 @@ void add_block_memory_bound(Components& out, const model::Architecture& a,
 }
 
 // One block's kernels for one micro-batch, `blocks` times per step (layers of this stack on the
-// stage x micro-batches). Mirrors block_compute (compute.cpp): linears, attention core,
-// memory-bound work.
+// stage x micro-batches): the block's op list (model/block_ops.hpp) with the evaluator's times
+// (block_compute): linears, attention core, memory-bound work.
 void add_block(Components& out, const model::Architecture& a, const BlockShape& shape,
                const model::Training& tr, const ComputeDevice& d, const TimeConventions& tc,
                double blocks, const std::string& prefix) {
+  model::Training on_gpu = tr;
+  on_gpu.cuda_sm = d.cuda_sm;
+  const model::StackOps ops = model::stack_ops(a, on_gpu, shape.stack);
   const BlockRepeats rep = block_repeats(tr, blocks);
-  const LinearsAdded lin = add_block_linears(out, a, shape, tr, d, rep, prefix);
+  const LinearsAdded lin = add_block_linears(out, ops.block, d, rep, prefix);
   const BlockCompute blk = block_compute(a, shape, tr, d, tc);
-  const AttentionRun run = attention_run(a, tr, d.cuda_sm);
-  const Seconds core_gemms_forward =
-      add_attention_core(out, a, shape, tr, d, run, blk, lin.linear_backward, rep, prefix);
-  add_block_memory_bound(out, a, shape, tr, d, tc, run, blk, lin, core_gemms_forward, rep, prefix);
+  const Seconds core_gemms_forward = add_attention_core(out, ops.block, d, blk, lin.linear_backward, rep, prefix);
+  add_block_memory_bound(out, ops, shape, tr, d, tc, blk, lin, core_gemms_forward, rep, prefix);
 }
 
 // The LM head with its loss (last stage) and the embedding (first stage): edge_compute.
@@ -362,7 +333,7 @@ void add_edges(Components& out, const model::Architecture& a, const model::Train
   // Cross-entropy in fp32 over the logits: the upcast, log-softmax and nll_loss each way.
   const Bytes loss(dbl(T) * dbl(v) * tc.loss_bytes_per_logit);
   const Bytes loss_backward(dbl(T) * dbl(v) * tc.loss_backward_bytes_per_logit);
-  constexpr double kLossKernels = 4.0;  // hf_edge_kernel_work: the loss's kernels each way
+  constexpr double kLossKernels = 4.0;  // model::edge_ops: the loss's kernels each way
   out.add("loss forward", fwd, StreamWork{loss, kLossKernels}, micro_batches, 0.0, loss_f);
   out.add("loss backward", bwd, StreamWork{loss_backward, kLossKernels}, micro_batches, 0.0,
           loss_b);

@@ -2,11 +2,10 @@
 // Activation memory: the bytes autograd keeps for backward, per transformer block and for the
 // embedding and head, for one micro-batch on one GPU.
 //
-// Two accountings, chosen by the framework:
-//  * megatron: Korthikanti et al. 2022 (arXiv:2205.05198), Table 2 and Sec. 4, generalised to any
-//    MLP width, gated MLPs and grouped-query attention;
-//  * pytorch / deepspeed (Hugging Face models): the tensors the Hugging Face implementation saves,
-//    enumerated op by op (docs/formulas.md, "Activations"), checked against the PyTorch oracle.
+// A block's saved tensors are those of its op list (model/block_ops.hpp: Korthikanti et al. 2022
+// for megatron, the Hugging Face implementation op by op for pytorch / deepspeed); here they are
+// summed, with the checkpointing policy, the pipeline's micro-batches in flight, the embedding and
+// the head.
 
 #include <algorithm>
 #include <optional>

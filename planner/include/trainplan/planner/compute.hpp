@@ -12,6 +12,7 @@
 #include "trainplan/hardware/gpu.hpp"
 #include "trainplan/hardware/profile.hpp"
 #include "trainplan/model/architecture.hpp"
+#include "trainplan/model/block_ops.hpp"
 #include "trainplan/model/lora.hpp"
 #include "trainplan/model/sdpa.hpp"
 #include "trainplan/model/training.hpp"
@@ -42,15 +43,9 @@ struct ComputeDevice {
   std::string_view gemm_dtype = "bf16";
 };
 
-// The per-GPU (K, N) of a linear under tensor parallelism t: Megatron's column- and row-parallel
-// split (Shoeybi et al. 2019, arXiv:1909.08053, Sec. 3): q, k, v, gate, up and the head split
-// their outputs, o and down their inputs, the router is replicated; grouped K/V narrower than t
-// heads keep one head per rank.
-struct LinearShard {
-  std::int64_t k;
-  std::int64_t n;
-};
-[[nodiscard]] LinearShard linear_shard(const model::Architecture& a, const model::Linear& l, int t);
+// The per-GPU (K, N) of a linear under tensor parallelism (model/block_ops.hpp).
+using model::LinearShard;
+using model::linear_shard;
 
 // Megatron runs fused elementwise kernels; Hugging Face blocks in eager PyTorch do not.
 [[nodiscard]] bool fused_kernels(Framework f);

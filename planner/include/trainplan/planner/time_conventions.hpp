@@ -52,7 +52,7 @@ struct TimeConventions {
   // Passes over an activation tensor (one read or one write each) of Megatron's fused elementwise
   // kernels (apex fused LayerNorm, fused bias-GeLU, bias-dropout-add, scaled masked softmax;
   // Shoeybi et al. 2019 and Korthikanti et al. 2022 Sec. 5). Hugging Face blocks in eager PyTorch
-  // are accounted op by op instead (kernel_work.hpp).
+  // are accounted op by op instead (model/block_ops.hpp).
   double fused_norm_passes = 2.0;        // read x, write y
   double fused_residual_passes = 3.0;    // bias-dropout-add: read x and residual, write sum
   double eager_residual_passes = 3.0;    // add: read two, write one

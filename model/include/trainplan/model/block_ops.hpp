@@ -1,0 +1,177 @@
+#pragma once
+// One transformer block as the list of ops it runs, for one micro-batch on one GPU: the only place
+// that walks a block. Each op carries its kind, its GEMM or attention shape, the memory-bound bytes
+// and kernels of its forward and of its autograd backward, the kernels it launches, and the tensors
+// it keeps for backward. Family traits (model/family.hpp) and the attention that runs
+// (model/sdpa.hpp attention_run) enter here and nowhere else; the activation memory
+// (activations.hpp), the GEMM, attention and memory-bound times and the kernel counts
+// (planner/compute.hpp) and the replay's work list (planner/replay.hpp) are folds over the list.
+// Shape: Calculon's per-layer op list (Isaev et al. 2023, "Calculon: a methodology and tool for
+// high-level co-design of systems and large language models", SC'23).
+//
+// Two accountings, chosen by the framework:
+//  * pytorch / deepspeed (Hugging Face models in eager PyTorch): every elementwise op, cast, copy
+//    and reduction with its autograd backward (grad formulas of torch's
+//    tools/autograd/derivatives.yaml), and the tensors the implementation saves, op by op
+//    (docs/formulas.md, "Activations" and "Memory-bound work and host overhead"), checked against
+//    the PyTorch oracle;
+//  * megatron: Megatron-LM's fused kernels (norm, bias-dropout-add, bias-activation, rotary,
+//    MoE permutation) by the elements they stream, and the saved tensors of Korthikanti et al. 2022
+//    (arXiv:2205.05198), Table 2 and Sec. 4, generalised to any MLP width, gated MLPs and
+//    grouped-query attention.
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "trainplan/core/units.hpp"
+#include "trainplan/model/architecture.hpp"
+#include "trainplan/model/sdpa.hpp"
+#include "trainplan/model/training.hpp"
+
+namespace trainplan::model {
+
+// HBM traffic and kernel launches of a piece of work.
+struct KernelWork {
+  double bytes = 0.0;
+  double kernels = 0.0;
+  KernelWork& operator+=(const KernelWork& o) {
+    bytes += o.bytes;
+    kernels += o.kernels;
+    return *this;
+  }
+  [[nodiscard]] KernelWork operator*(double k) const { return {bytes * k, kernels * k}; }
+  [[nodiscard]] KernelWork operator+(const KernelWork& o) const { return {bytes + o.bytes, kernels + o.kernels}; }
+};
+
+enum class OpKind {
+  gemm,            // a linear layer (and its LoRA adapter's products)
+  attention_core,  // scores, softmax and context: one fused kernel, or two batched matmuls
+  norm,            // RMSNorm / LayerNorm
+  elementwise,     // activations, scalings, residual adds, dropout
+  copy_cast,       // materialising copies and dtype casts
+  reduction,       // row means and sums
+  routing,         // MoE router scores, top-k and token permutation
+  fused,           // a Megatron fused kernel, priced by its passes over `elements`
+};
+
+// A linear's products per GPU: forward Y[m x n] = X[m x k] W^T, backward dX (and dW when trained),
+// `count` back-to-back products (the experts, each on its balanced share of the tokens).
+struct GemmShape {
+  Role role = Role::q;
+  std::int64_t m = 0;
+  std::int64_t n = 0;
+  std::int64_t k = 0;
+  std::int64_t count = 1;
+  bool weight_grad = false;      // the weight is trained
+  bool adapted = false;          // carries a LoRA adapter of rank `rank` (two thin products more)
+  std::int64_t rank = 0;
+  double dequant_bytes = 0.0;    // QLoRA: one pass over the 4-bit weight and its 16-bit copy
+  [[nodiscard]] bool expert() const { return count > 1; }
+};
+
+// The attention core per GPU (query heads split over tensor-parallel ranks).
+struct AttentionShape {
+  std::int64_t batch = 1;
+  std::int64_t heads = 1;     // query heads on this GPU
+  std::int64_t kv_heads = 1;  // key/value heads on this GPU (at least one)
+  double heads_per_gpu = 1;   // a.heads / tp, unrounded (the FLOPs)
+  std::int64_t seq = 1;
+  std::int64_t head_dim = 1;
+  bool causal = true;
+  bool cross = false;  // an encoder-decoder's cross-attention
+};
+
+// Megatron's fused kernels, priced by TimeConventions' passes per kind.
+enum class FusedPass { norm, residual, activation, rotary, permute };
+
+struct Op {
+  std::string_view name;
+  OpKind kind = OpKind::elementwise;
+  bool core = false;          // part of the attention core: selective checkpointing re-runs it
+  KernelWork forward;         // memory-bound ops of forward (eager accounting)
+  KernelWork backward;        // their autograd backward
+  double forward_launches = 0.0;   // kernels beyond the memory-bound ones (GEMMs, attention)
+  double backward_launches = 0.0;
+  GemmShape gemm;             // kind gemm
+  AttentionShape attention;   // kind attention_core
+  FusedPass pass = FusedPass::norm;  // kind fused: `elements` of `element_bytes`, plus a
+  double elements = 0.0;             // `mask_bytes` per element (dropout masks)
+  double element_bytes = 0.0;
+  double mask_bytes = 0.0;
+};
+
+// A tensor kept from forward to backward, and the op that keeps it.
+struct SavedTensor {
+  std::string_view name;
+  Bytes bytes;
+  bool core = false;  // dropped by selective checkpointing (the attention core's)
+  std::size_t op = 0;
+};
+
+struct BlockOps {
+  Stack stack = Stack::decoder;
+  Framework framework = Framework::pytorch;
+  AttentionRun run;  // the attention this block runs (model/sdpa.hpp)
+  std::vector<Op> ops;
+  std::vector<SavedTensor> saved;
+
+  // Folds.
+  [[nodiscard]] Bytes saved_bytes() const;       // everything kept for backward
+  [[nodiscard]] Bytes saved_core_bytes() const;  // of which the attention core's
+  [[nodiscard]] KernelWork forward_work() const;  // memory-bound, eager accounting
+  [[nodiscard]] KernelWork backward_work() const;
+  [[nodiscard]] double forward_launches() const;  // every kernel of forward
+  [[nodiscard]] double backward_launches() const;
+  [[nodiscard]] double gemm_count() const;        // linear layers (not their adapters)
+};
+
+// The ops of one block of `stack` for tr's micro-batch on tr's GPU (tr.cuda_sm decides the SDPA
+// kernel). `first`: the first block of a stack, which also keeps what later blocks share with it
+// (T5's relative position buckets, the encoder output a decoder attends to) and, with a frozen
+// embedding, nothing for what needs no gradient yet.
+[[nodiscard]] BlockOps block_ops(const Architecture& a, const Training& tr, Stack stack, bool first = false);
+
+// The ops of one stack's layers: the block, and where some layers differ (Llama 4's NoPE layers,
+// Architecture::nope_interval) the other block with the share of layers that run it.
+struct StackOps {
+  BlockOps block;
+  BlockOps nope;          // a layer without rotary positions (empty where every layer has them)
+  double nope_share = 0;  // of the stack's layers, the share without
+  // Memory-bound work per layer, averaged over the stack's layers.
+  [[nodiscard]] KernelWork forward_work() const;
+  [[nodiscard]] KernelWork backward_work() const;
+  [[nodiscard]] double forward_launches() const;
+  [[nodiscard]] double backward_launches() const;
+};
+[[nodiscard]] StackOps stack_ops(const Architecture& a, const Training& tr, Stack stack);
+
+// Outside the blocks, one micro-batch: the embedding lookup (first stage), the final norm, the LM
+// head and the loss (last stage). Their bytes and times are priced by planner::edge_compute; the
+// list gives their kernels.
+enum class Edge { embedding, head };
+[[nodiscard]] BlockOps edge_ops(const Architecture& a, const Training& tr, Edge edge);
+
+// A NoPE layer of Llama 4 as a model of its own: no rotary positions, full causal attention (no
+// chunk mask), no q/k norm (Llama4TextAttention norms q and k on its rotary layers only).
+[[nodiscard]] Architecture nope_variant(const Architecture& a);
+
+// A linear's shard on one of `tp` tensor-parallel ranks (Shoeybi et al. 2019, arXiv:1909.08053,
+// Sec. 3): q, k, v, gate, up and the LM head split their outputs, o and down their inputs, the
+// router is replicated; K/V keep at least one head per rank.
+struct LinearShard {
+  std::int64_t k = 0;  // input features on this GPU
+  std::int64_t n = 0;  // output features on this GPU
+};
+[[nodiscard]] LinearShard linear_shard(const Architecture& a, const Linear& l, int tp);
+
+// Bytes per element an RMSNorm keeps of its input: the fp32 copy its variance is taken from, and
+// T5's, which multiplies the model-dtype input itself by the fp32 reciprocal (T5LayerNorm), also
+// that input when the model dtype is not fp32.
+[[nodiscard]] double rms_input_bytes(const Architecture& a, const Training& tr);
+
+// SDPA runs causal without a mask, except where the model builds one (b x 1 x s x s, boolean until
+// the attention casts it): Falcon always (hf_sdpa_call), any model under a sliding window.
+[[nodiscard]] bool sdpa_explicit_mask(const Architecture& a, const Training& tr);
+
+}  // namespace trainplan::model

@@ -1,0 +1,1042 @@
+#include "trainplan/model/block_ops.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <initializer_list>
+
+#include "trainplan/model/family.hpp"
+#include "trainplan/model/flops.hpp"
+#include "trainplan/model/lora.hpp"
+#include "trainplan/model/model_states.hpp"
+
+namespace trainplan::model {
+namespace {
+
+constexpr double kMaskBytes = 1.0;  // dropout masks are bool tensors
+constexpr double kFp32 = 4.0;
+
+[[nodiscard]] constexpr double dbl(std::int64_t v) { return static_cast<double>(v); }
+
+bool is_family(const Architecture& a, std::string_view model_type) {
+  return std::string_view(a.family) == model_type;
+}
+
+// What Hugging Face's tanh GELU (activations.py NewGELUActivation:
+// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))) keeps per intermediate element, in units of the
+// matmul dtype: x (for pow), the tanh output, 0.5 x and 1 + tanh. Under CUDA autocast torch.pow is
+// an fp32 op (PyTorch AMP docs, "CUDA Ops that can autocast to float32"), so x is kept as its fp32
+// copy and the tanh chain after it runs in fp32: only 0.5 x stays 16-bit. CPU autocast has no pow
+// in its fp32 list.
+double gelu_new_bytes(const Training& tr) {
+  const double c = compute_bytes(tr.precision);
+  if (tr.cuda_sm > 0 && is_mixed(tr.precision) && c < kFp32) return (3.0 * kFp32 + c) / c;
+  return 4.0;
+}
+
+// Shapes of one micro-batch of one block on one GPU.
+struct Shape {
+  // As the saved tensors see them.
+  double t;    // tokens in the micro-batch (s * b)
+  double s;    // sequence length
+  double b;    // micro-batch
+  double h;    // hidden
+  double qd;   // query width a*d
+  double kd;   // key/value width k*d
+  double I;    // MLP intermediate a token passes through (MoE: its experts' and the shared one's)
+  double a;    // attention heads
+  double tp;   // tensor-parallel degree
+  double rep;  // divisor of replicated (non-TP) terms: tp with sequence parallelism, else 1
+  // As the kernels see them, per GPU.
+  double kh;      // hidden (divided by the TP degree under sequence parallelism)
+  double kq;      // query width
+  double kkv;     // key/value width (at least one head)
+  double kinter;  // MLP intermediate
+  double scores;  // attention score elements (b * heads/t * s * s)
+  double c;       // compute dtype bytes
+  double r;       // parameter dtype bytes
+  double stream;  // residual stream dtype bytes (fp32 under autocast of an fp32 model)
+  bool mixed;     // autocast: linears cast their inputs to c
+  bool full;      // weights trained
+};
+
+Shape shape_of(const Architecture& a, const Training& tr) {
+  const double s = dbl(tr.seq);
+  const double b = dbl(tr.micro_batch);
+  const double tp = static_cast<double>(tr.tp);
+  const double c = compute_bytes(tr.precision);
+  const bool full = tr.method == Method::full;
+  // Under mixed precision an fp32 model (full training, or a frozen base kept fp32) carries an fp32
+  // residual stream; Hugging Face + PEFT load the frozen base in 16 bits.
+  const bool fp32_model = is_mixed(tr.precision) && (full || tr.frozen_base_fp32);
+  const double stream = fp32_model ? kFp32 : param_bytes(tr.precision) < kFp32 ? c : kFp32;
+  return {s * b,
+          s,
+          b,
+          dbl(a.hidden),
+          dbl(a.q_dim()),
+          dbl(a.kv_dim()),
+          dbl(a.active_intermediate()),  // experts a token runs, shared expert
+          dbl(a.heads),
+          tp,
+          tr.sequence_parallel ? tp : 1.0,
+          dbl(a.hidden) / (tr.sequence_parallel ? tp : 1.0),
+          dbl(a.q_dim()) / tp,
+          dbl(std::max(a.kv_dim() / tr.tp, a.head_dim)),
+          dbl(a.active_intermediate()) / tp,
+          b * dbl(a.heads) / tp * s * s,
+          c,
+          param_bytes(tr.precision),
+          stream,
+          is_mixed(tr.precision),
+          full};
+}
+
+// Appends ops and the tensors they keep.
+class Builder {
+ public:
+  explicit Builder(BlockOps& out) : out_(out) {}
+
+  Op& open(std::string_view name, OpKind kind, bool core = false) {
+    Op op;
+    op.name = name;
+    op.kind = kind;
+    op.core = core;
+    out_.ops.push_back(op);
+    return out_.ops.back();
+  }
+  Op& cur() { return out_.ops.back(); }
+  // A tensor the current op keeps for backward; `core`: the attention core's, which selective
+  // checkpointing drops.
+  void keep(std::string_view name, double bytes, bool core = false) {
+    if (bytes <= 0.0) return;
+    keep_at(out_.ops.size() - 1, name, bytes, core);
+  }
+  // The same for an op opened earlier.
+  void keep_at(std::size_t op, std::string_view name, double bytes, bool core = false) {
+    if (bytes <= 0.0) return;
+    out_.saved.push_back({name, Bytes(bytes), core, op});
+  }
+  [[nodiscard]] std::size_t last() const { return out_.ops.size() - 1; }
+
+  // The memory-bound kernels of the current op, forward and backward. n is the element count; the
+  // other arguments are bytes per element of the tensors involved.
+  void forward(double bytes, double kernels = 1.0) { cur().forward += {bytes, kernels}; }
+  void backward(double bytes, double kernels = 1.0) { cur().backward += {bytes, kernels}; }
+  void launches(double f, double b) {
+    cur().forward_launches += f;
+    cur().backward_launches += b;
+  }
+  // x.to(dtype): its gradient is converted back.
+  void cast(double n, double from, double to, bool grad) {
+    if (from == to) return;
+    forward(n * (from + to));
+    if (grad) backward(n * (to + from));
+  }
+  // y = f(x) whose gradient needs x (pow, silu, gelu, tanh, softmax): reads dy and x, writes dx.
+  void unary(double n, double in, double out, bool grad) {
+    forward(n * (in + out));
+    if (grad) backward(n * (out + in + in));
+  }
+  // z = x * y, both full-size and both differentiated: dx = dz y and dy = dz x.
+  void product(double n, double x, double y, double out) {
+    forward(n * (x + y + out));
+    backward(2.0 * n * (out + x + y), 2.0);
+  }
+  // y = x * s with s broadcast (a norm's weight or rsqrt, a constant): dx = dy s; when s needs a
+  // gradient it is the reduction of dy x (a product kernel and a sum).
+  void scale(double n, double in, double out, bool grad, bool scale_grad) {
+    forward(n * (in + out));
+    if (grad) backward(n * (out + in));
+    if (scale_grad) backward(n * (out + in + out) + n * out, 2.0);
+  }
+  // z = x + y: the gradient passes through, converted where an operand's dtype differs.
+  void add(double n, double x, double y, double out) {
+    forward(n * (x + y + out));
+    if (x != out) backward(n * (out + x));
+    if (y != out) backward(n * (out + y));
+  }
+  // mean over the last dimension; its backward expands the gradient.
+  void row_mean(double n, double in) {
+    forward(n * in);
+    backward(n * in);
+  }
+  // A materialising copy (transpose().contiguous(), cat): its backward copies the gradient back.
+  void copy(double n, double bytes) {
+    forward(2.0 * n * bytes);
+    backward(2.0 * n * bytes);
+  }
+  void dropout(double n, double bytes) {
+    forward(n * (2.0 * bytes + kMaskBytes));
+    backward(n * (2.0 * bytes + kMaskBytes));
+  }
+  // A tensor read by several differentiated ops: autograd sums their gradients.
+  void fan_in(double n, double bytes, int consumers) {
+    if (consumers > 1) backward(3.0 * n * bytes * (consumers - 1), consumers - 1.0);
+  }
+
+ private:
+  BlockOps& out_;
+};
+
+// LlamaRMSNorm: to(fp32), pow(2), mean, * rsqrt(var + eps), to(input dtype), * weight.
+// LayerNorm: one native_layer_norm kernel each way (and the weight/bias reduction).
+// X elements normed (the hidden states, or q or k for their norms).
+void norm_kernels(Builder& b, const Architecture& a, const Shape& x, double X) {
+  const double s = x.stream;
+  switch (a.norm) {
+    case NormKind::rmsnorm:
+      b.cast(X, s, kFp32, true);
+      b.unary(X, kFp32, kFp32, true);
+      b.row_mean(X, kFp32);
+      b.scale(X, kFp32, kFp32, true, true);
+      b.fan_in(X, kFp32, 2);
+      b.cast(X, kFp32, s, true);
+      b.scale(X, s, s, true, x.full);
+      break;
+    case NormKind::layernorm:
+    case NormKind::layernorm_no_bias:
+      b.forward(X * 2.0 * s);
+      b.backward(X * 3.0 * s + (x.full ? X * 2.0 * s : 0.0), x.full ? 2.0 : 1.0);
+      break;
+  }
+}
+
+// The GEMM of one linear per GPU.
+GemmShape gemm_of(const Architecture& a, const Training& tr, const Linear& l, bool adapted) {
+  const LinearShard kn = linear_shard(a, l, tr.tp);
+  const std::int64_t T = tr.tokens_per_micro_batch();
+  const bool expert = l.copies > 1;
+  GemmShape g;
+  g.role = l.role;
+  // Balanced routing: each of the E experts multiplies t k / E tokens.
+  g.m = expert ? std::max<std::int64_t>(
+                     1, static_cast<std::int64_t>(std::ceil(tokens_per_expert(dbl(T), a.expert_runs(), a.experts))))
+               : T;
+  g.n = kn.n;
+  g.k = kn.k;
+  g.count = expert ? l.copies : 1;
+  g.weight_grad = tr.method == Method::full;
+  g.adapted = adapted;
+  g.rank = adapted ? tr.lora.rank : 0;
+  if (tr.method == Method::qlora && l.role != Role::router)
+    g.dequant_bytes = dbl(kn.k) * dbl(kn.n) * dbl(g.count) *
+                      dequant_bytes_per_weight(quantized_bytes_per_param(tr.quant, tr.quant_block, l.in),
+                                               compute_bytes(tr.precision));
+  return g;
+}
+
+AttentionShape attention_of(const Architecture& a, const Training& tr, bool causal, bool cross) {
+  AttentionShape s;
+  s.batch = tr.micro_batch;
+  s.heads = a.heads / tr.tp;
+  s.kv_heads = std::max<std::int64_t>(1, a.kv_heads / tr.tp);
+  s.heads_per_gpu = dbl(a.heads) / tr.tp;
+  s.seq = tr.seq;
+  s.head_dim = a.head_dim;
+  s.causal = causal;
+  s.cross = cross;
+  return s;
+}
+
+// ---- Hugging Face blocks in eager PyTorch -----------------------------------------------------
+
+// The ops of a Hugging Face block and the tensors each saves for backward (docs/formulas.md,
+// "Activations"). The `first` block of a stack also keeps what later blocks share with it; with a
+// frozen embedding (adapters) its input needs no gradient, nor does a projection its adapter does
+// not train.
+class HfBlock {
+ public:
+  HfBlock(const Architecture& a, const Training& tr, Stack stack, bool first, BlockOps& out)
+      : a_(a), tr_(tr), stack_(stack), first_(first), b_(out), linears_(block_linears(a, stack)),
+        x_(shape_of(a, tr)), c_(x_.c), r_(x_.r), mixed_(x_.mixed), full_(x_.full), input_grad_(!first || full_),
+        adapted_(full_ ? AdaptedRoles{} : adapted_roles(a, tr.lora)),
+        fused_(!a.fused_qkv_name.empty()), fp32_normalised_(family_of(a).fp32_normalised_norm),
+        run_(out.run), attn_(run_.runs), sdpa_(run_.gpu_sdpa ? run_.sdpa : SdpaChoice{}),
+        gpu_sdpa_(run_.gpu_sdpa),
+        quant_(tr.method == Method::qlora ? qlora_stack_traits(tr.qlora_stack) : QloraStackTraits{}) {}
+
+  void run();
+
+ private:
+  bool adapts(Role role) const { return adapted_[static_cast<std::size_t>(role)]; }
+  // A linear keeps its input when its weight is trained, when its adapter reads the input directly
+  // (no LoRA dropout), and under a QLoRA stack whose 4-bit matmul keeps its input
+  // (model_states.hpp qlora_stack_traits).
+  bool keeps_input(Role role) const {
+    return full_ || quant_.keeps_input || (adapts(role) && tr_.lora.dropout <= 0.0);
+  }
+  // How many of these linears keep their input (an adapter with dropout keeps its dropped-out copy
+  // instead, counted by lora_dropout below).
+  int saving(std::initializer_list<Role> roles) const {
+    int n = 0;
+    for (Role role : roles) n += keeps_input(role) ? 1 : 0;
+    return n;
+  }
+  int adapted(std::initializer_list<Role> roles) const {
+    int n = 0;
+    for (Role role : roles) n += adapts(role) ? 1 : 0;
+    return n;
+  }
+  bool attention_trained() const { return adapted({Role::q, Role::k, Role::v, Role::o}) > 0; }
+
+  void norm(std::string_view name, bool kernels, bool saves, int consumers_saving, bool shares_input,
+            bool norm_input_grad);
+  void norm_kernels(double X);
+  void linears(std::initializer_list<Role> roles, double in_bytes);
+  void lora_dropout(std::initializer_list<Role> roles, double width);
+  void lora_a_outputs(std::initializer_list<Role> roles);
+  void qk_norms();
+  void rotary(double n);
+  void attention_inputs(bool repeat);
+  void attention_core(bool cross);
+  void attention_saved();
+  void activation();
+  void mlp_saved();
+  void routing();
+  void attention();
+  void cross_attention();
+  void mlp();
+
+  const Architecture& a_;
+  const Training& tr_;
+  const Stack stack_;
+  const bool first_;
+  Builder b_;
+  const std::vector<Linear> linears_;
+  const Shape x_;
+  const double c_;  // dtype of matmul outputs
+  const double r_;  // dtype of the residual stream (the parameters')
+  const bool mixed_;
+  const bool full_;
+  const bool input_grad_;
+  const AdaptedRoles adapted_;
+  const bool fused_;
+  const bool fp32_normalised_;  // the family's norms keep an fp32 normalised input
+  const AttentionRun run_;
+  const Attention attn_;
+  const SdpaChoice sdpa_;
+  const bool gpu_sdpa_;  // SDPA on a CUDA GPU: the kernel PyTorch picks decides what is kept
+  const QloraStackTraits quant_;  // what the 4-bit stack changes (none without QLoRA)
+  double core_ = 0.0;  // the attention core's saved bytes
+};
+
+void HfBlock::norm_kernels(double X) { model::norm_kernels(b_, a_, x_, X); }
+
+// A norm of the hidden states: its kernels, and what its backward needs. Its output is saved by
+// the linears that consume it, under autocast as one 16-bit cast copy per consuming linear. A second
+// norm reading the same input as the first (parallel residual) saves no new input; a norm whose
+// input needs no gradient saves nothing of its own.
+void HfBlock::norm(std::string_view name, bool kernels, bool saves, int consumers_saving, bool shares_input,
+                   bool norm_input_grad) {
+  if (!kernels && !saves) return;
+  b_.open(name, OpKind::norm);
+  if (kernels) norm_kernels(x_.t * x_.kh);
+  if (!saves) return;
+  const double th = x_.t * x_.h / x_.rep;
+  if (norm_input_grad) switch (a_.norm) {
+      case NormKind::rmsnorm:
+        if (!shares_input) b_.keep("norm input (fp32 copy)", rms_input_bytes(a_, tr_) * th);
+        b_.keep("norm statistics", kFp32 * x_.t / x_.rep);
+        // Gemma scales by (1 + weight) in fp32, so its normalised input stays fp32.
+        if (full_) b_.keep("norm normalised input", (fp32_normalised_ ? kFp32 : r_) * th);
+        break;
+      case NormKind::layernorm:
+      case NormKind::layernorm_no_bias:
+        if (!shares_input) b_.keep("norm input", (mixed_ ? kFp32 : r_) * th);
+        b_.keep("norm statistics", 2.0 * (mixed_ ? kFp32 : r_) * x_.t / x_.rep);  // mean, rstd in its dtype
+        break;
+    }
+  if (consumers_saving > 0) b_.keep("norm output (linear input)", (mixed_ ? consumers_saving * c_ : r_) * th);
+}
+
+// The linears of these roles reading one input (in_bytes per element): per linear its GEMM,
+// autocast's cast of the input, its launches and bias gradient, and its adapter's dropout, scaling
+// and add; the input's gradients summed.
+void HfBlock::linears(std::initializer_list<Role> roles, double in_bytes) {
+  const bool cast_weights = x_.mixed && (full_ || tr_.frozen_base_fp32);
+  const double T = x_.t;
+  int consumers = 0;
+  double width = 0.0;
+  for (const Linear& l : linears_) {
+    if (std::find(roles.begin(), roles.end(), l.role) == roles.end()) continue;
+    const bool adapted = !full_ && adapts(l.role);
+    Op& op = b_.open(to_string(l.role), OpKind::gemm);
+    op.gemm = gemm_of(a_, tr_, l, adapted);
+    const bool row = l.role == Role::o || l.role == Role::down;
+    const double in = dbl(l.in) / (row ? x_.tp : 1.0);
+    const double out = dbl(l.out) / (row ? 1.0 : x_.tp);
+    const double copies = dbl(l.copies);
+    width = in;
+    ++consumers;
+    if (x_.mixed) b_.cast(T * in, in_bytes, c_, true);
+    const double dequant = tr_.method == Method::qlora ? 1.0 : 0.0;
+    const double weight_cast = cast_weights ? 1.0 : 0.0;
+    b_.launches(copies * (1.0 + dequant + weight_cast), copies * (1.0 + (full_ ? 1.0 + weight_cast : 0.0) + dequant));
+    if (l.bias && full_) b_.backward(T * out * c_);
+    if (!adapted) continue;
+    ++consumers;
+    if (tr_.lora.dropout > 0.0) b_.dropout(T * in, c_);
+    b_.launches(2.0, 4.0);
+    b_.scale(T * out, c_, c_, true, false);
+    b_.add(T * out, c_, c_, c_);
+  }
+  if (consumers > 1) {
+    b_.open("gradient sum", OpKind::elementwise);
+    b_.fan_in(T * width, in_bytes, consumers);
+  }
+}
+
+// LoRA's dropout keeps, per adapted linear, the dropped-out input and its mask.
+void HfBlock::lora_dropout(std::initializer_list<Role> roles, double width) {
+  if (full_ || tr_.lora.dropout <= 0.0) return;
+  int n = adapted(roles);
+  if (fused_ && n > 0 && *roles.begin() == Role::q) n = 1;
+  b_.keep("LoRA dropout input and mask", n * (c_ + kMaskBytes) * x_.t * width / x_.rep);
+}
+
+// LoRA: each adapter's A output (t x r) is saved by its B.
+// A fused projection (q/k/v, Phi-3's gate/up) carries one adapter for all its parts.
+void HfBlock::lora_a_outputs(std::initializer_list<Role> roles) {
+  if (full_) return;
+  const auto among = [&](Role r) { return std::find(roles.begin(), roles.end(), r) != roles.end() && adapts(r); };
+  int n = adapted(roles);
+  if (fused_ && among(Role::q) && among(Role::k) && among(Role::v)) n -= 2;
+  if (!a_.fused_gate_up_name.empty() && among(Role::gate) && among(Role::up)) n -= 1;
+  b_.keep("LoRA A outputs", n * c_ * x_.t * dbl(tr_.lora.rank) / x_.tp);
+}
+
+// The RMSNorm of q and of k after their projections (Qwen3, Gemma 3: over each head; OLMo 2: over
+// the whole projection; Llama 4: a weightless L2 norm of each head after the rotary embedding):
+// like a block's norm, an fp32 copy of its input, one statistic per row normed, and under full
+// training the normalised input its weight's gradient reads. Its output goes to the rotary
+// embedding, whose products with cos and sin keep only the tables. Nothing is kept where the
+// projection's output needs no gradient (a frozen one in the first block).
+void HfBlock::qk_norms() {
+  if (a_.qk_norm == QkNorm::none) return;
+  const bool per_head = a_.qk_norm != QkNorm::full_width;
+  const bool weighted = a_.qk_norm != QkNorm::l2;  // Llama 4's L2 norm has no weight
+  const double d = dbl(a_.head_dim);
+  const auto grad = [&](Role role) { return input_grad_ || adapts(role); };
+  for (const Role role : {Role::q, Role::k}) {
+    b_.open(role == Role::q ? "q norm" : "k norm", OpKind::norm);
+    norm_kernels(x_.t * (role == Role::q ? x_.kq : x_.kkv));
+    if (!grad(role)) continue;
+    const double n = x_.t * (role == Role::q ? x_.qd : x_.kd) / x_.tp;
+    b_.keep("q/k norm input (fp32 copy)", rms_input_bytes(a_, tr_) * n);
+    b_.keep("q/k norm statistics", kFp32 * (per_head ? n / d : x_.t));
+    if (full_ && weighted) b_.keep("q/k norm normalised input", (fp32_normalised_ ? kFp32 : r_) * n);
+  }
+}
+
+// Rotary embeddings on q or k of n elements (apply_rotary_pos_emb: x cos + rotate_half(x) sin,
+// rotate_half = cat(-x2, x1)); partial rotary slices and concatenates the pass-through part. cos
+// and sin take the dtype of the hidden states, so an fp32 stream makes q and k fp32 until SDPA's
+// autocast casts them back.
+void HfBlock::rotary(double n) {
+  const double nr = n * a_.rotary_fraction;
+  const double rot = x_.stream;
+  const double c = c_;
+  if (a_.rotary_fraction < 1.0) b_.copy(n, rot);
+  b_.scale(nr, c, rot, true, false);
+  b_.forward(nr * c);  // neg of one half
+  b_.backward(nr * c);
+  b_.copy(nr, c);  // cat
+  b_.scale(nr, c, rot, true, false);
+  b_.add(nr, rot, rot, rot);
+  b_.fan_in(nr, c, 2);
+  if (x_.mixed) b_.cast(n, rot, c, true);
+}
+
+// The q, k, v the attention keeps, in the model dtype.
+void HfBlock::attention_inputs(bool repeat) {
+  const bool rotary = a_.position == PositionKind::rotary;
+  const double q = c_ * x_.t * x_.qd / x_.tp;
+  const double kv = c_ * x_.t * x_.kd / x_.tp;
+  const double k_used = repeat ? q : kv;
+  // Without rotary embeddings q, k, v are views of the projection output; a fused projection keeps
+  // its whole output alive through them. SDPA takes contiguous q, k, v: of a fused projection it
+  // copies the views (GPT-2: q and v, k stays a view; rotary models: v) and its output.
+  const bool sdpa_fused = attn_ == Attention::sdpa && fused_ && !repeat;
+  // GPT-NeoX splits its fused projection into contiguous q, k, v.
+  const bool neox = is_family(a_, "gpt_neox");
+  if ((sdpa_fused || neox) && rotary) {
+    b_.keep("rotary q, k", q + kv);
+    b_.keep("v (contiguous copy)", kv);
+  } else if (sdpa_fused) {
+    b_.keep("q, k, v projection output", c_ * x_.t * (x_.qd + 2.0 * x_.kd) / x_.tp);
+    b_.keep("q, v (contiguous copies)", q + kv);
+  } else if (fused_ && !repeat) {
+    b_.keep("q, k, v projection output", c_ * x_.t * (x_.qd + 2.0 * x_.kd) / x_.tp);
+    if (rotary) b_.keep("rotary q, k", q + kv);
+  } else {
+    // Q K^T keeps q for the gradient of k and k for that of q.
+    const auto grad = [&](Role role) { return input_grad_ || adapts(role); };
+    if (attn_ != Attention::eager || grad(Role::k)) b_.keep("q", q);
+    if (attn_ != Attention::eager || grad(Role::q)) b_.keep("k", k_used);
+    b_.keep("v", k_used);
+  }
+}
+
+// The attention core: the fused kernel or the two batched matmuls of the unfused path, and outside
+// them the wrapper's output transpose or Hugging Face's eager path (scores scaled, masked, softmax
+// in fp32, cast back, dropout; repeat_kv of grouped K/V).
+void HfBlock::attention_core(bool cross) {
+  const bool fused_kernel = !run_.model_code_core();
+  Op& op = b_.open(cross ? "cross-attention" : "attention", OpKind::attention_core, true);
+  op.attention = attention_of(a_, tr_, !cross && !(a_.encoder_decoder && stack_ == Stack::encoder), cross);
+  const double S = x_.scores;
+  const double c = c_;
+  if (fused_kernel) {
+    b_.launches(1.0, 3.0);  // forward; backward: dO.O, the kernel, dQ conversion
+  } else {
+    b_.launches(2.0, 4.0);  // QK^T, PV; dP, dV, dQ, dK
+    // repeat_kv copies grouped K/V (a single head only beside a micro-batch of several: see
+    // attention() below).
+    if (a_.kv_heads != a_.heads && (a_.kv_heads > 1 || tr_.micro_batch > 1)) {
+      b_.copy(x_.kq, c);
+      b_.copy(x_.kq, c);
+    }
+    b_.scale(S, c, c, true, false);
+    if (a_.attention_softcap > 0.0) {  // / cap, tanh, * cap (Gemma 2)
+      b_.scale(S, c, c, true, false);
+      b_.unary(S, c, c, true);
+      b_.scale(S, c, c, true, false);
+    }
+    b_.forward(S * 2.0 * c);  // + causal mask
+    if (a_.attention_sinks) {  // cat with the sinks, max, subtract it (gpt-oss)
+      b_.copy(S, c);
+      b_.row_mean(S, c);
+      b_.add(S, c, c, c);
+    }
+    b_.unary(S, c, kFp32, true);
+    b_.cast(S, kFp32, c, true);
+    if (a_.attention_dropout > 0.0) b_.dropout(S, c);
+  }
+  if (!cross) attention_saved();
+  b_.open("attention output transpose", OpKind::copy_cast);
+  b_.copy(x_.t * x_.kq, c);  // attn_output.transpose(1, 2).contiguous()
+  // SDPA takes contiguous q, k, v: the views of a fused projection are copied (GPT-2 q and v;
+  // rotary models' q and k are already fresh tensors, their v a view).
+  if (fused_kernel && !a_.fused_qkv_name.empty()) {
+    if (a_.position != PositionKind::rotary) b_.copy(x_.t * x_.kq, c);
+    b_.copy(x_.t * x_.kkv, c);
+  }
+}
+
+// What the attention core keeps: scores and probabilities (eager, SDPA's math fallback) or the
+// fused kernel's output and log-sum-exp.
+void HfBlock::attention_saved() {
+  const double scores = x_.a * x_.s * x_.s * x_.b / x_.tp;
+  switch (attn_) {
+    case Attention::eager:
+      // Gemma 2's soft-capped scores: tanh keeps its output, in the scores' dtype.
+      if (a_.attention_softcap > 0.0) core_ += c_ * scores;
+      if (a_.attention_sinks) {
+        // gpt-oss: each row's logits and its head's sink, shifted by their max (int64 indices
+        // kept), one softmax in the model dtype over s + 1 columns whose first s the PV matmul
+        // reads as a view.
+        core_ += c_ * scores * (x_.s + 1.0) / x_.s + 8.0 * scores / x_.s;
+      } else if (hf_sdpa_call(a_).eager_softmax_in_model_dtype) {
+        core_ += c_ * scores;  // one probability tensor, in the model dtype
+      } else {
+        core_ += kFp32 * scores;              // softmax output in fp32
+        if (c_ < kFp32) core_ += c_ * scores;  // probabilities cast back for the PV matmul
+      }
+      if (a_.attention_dropout > 0.0) core_ += (kMaskBytes + c_) * scores;
+      b_.keep("attention scores", core_, true);
+      return;
+    case Attention::flash:
+    case Attention::sdpa:
+      break;
+  }
+  if (gpu_sdpa_ && !sdpa_.fused()) {
+    // attention.cpp _scaled_dot_product_attention_math: the softmax output, shared by the softmax
+    // and P V backward, in fp32 when upcast; with dropout its mask and the dropped probabilities.
+    const double p = sdpa_.fp32_math ? kFp32 : c_;
+    core_ = p * scores + (sdpa_.dropout > 0.0 ? (kMaskBytes + p) * scores : 0.0);
+    b_.keep("attention probabilities (SDPA math)", core_, true);
+  } else {
+    core_ = kFp32 * x_.a * x_.t / x_.tp;  // log-sum-exp per row
+    b_.keep("attention log-sum-exp", core_);
+  }
+}
+
+// act(gate) * up, or act(fc1): SiLU, GELU and GELU-tanh are one kernel; Hugging Face's
+// NewGELUActivation (GPT-2, Phi) composes pow, three scalings, tanh, an add and a product.
+void HfBlock::activation() {
+  const double n = x_.t * x_.kinter;
+  const double c = c_;
+  b_.open("activation", OpKind::elementwise);
+  if (a_.activation == Activation::gelu_new) {
+    b_.unary(n, c, c, true);                // pow(x, 3)
+    b_.scale(n, c, c, true, false);         // * 0.044715
+    b_.add(n, c, c, c);                     // x + .
+    b_.scale(n, c, c, true, false);         // * sqrt(2 / pi)
+    b_.unary(n, c, c, true);                // tanh
+    b_.scale(n, c, c, true, false);         // 1 + .
+    b_.scale(n, c, c, true, false);         // 0.5 * x
+    b_.product(n, c, c, c);                 // .  * .
+    b_.fan_in(n, c, 3);
+  } else if (a_.activation == Activation::swiglu_clamped) {
+    // gpt-oss: clamp gate and up, gate * sigmoid(1.702 gate), up + 1, and the product below.
+    b_.unary(n, c, c, true);         // gate.clamp
+    b_.unary(n, c, c, true);         // up.clamp
+    b_.scale(n, c, c, true, false);  // * 1.702
+    b_.unary(n, c, c, true);         // sigmoid
+    b_.product(n, c, c, c);          // gate * sigmoid
+    b_.scale(n, c, c, true, false);  // up + 1
+    b_.fan_in(n, c, 2);
+  } else {
+    b_.unary(n, c, c, true);
+  }
+  if (a_.mlp == MlpKind::gated) b_.product(n, c, c, c);
+  mlp_saved();
+}
+
+// The MLP's intermediates kept for backward.
+void HfBlock::mlp_saved() {
+  const double tI = x_.t * x_.I / x_.tp;
+  if (a_.activation == Activation::swiglu_clamped) {
+    // gpt-oss (GptOssExperts._apply_gate): the interleaved gate_up output, read by both clamps;
+    // the clamped gate, sigmoid(1.702 gate), their product, up + 1; the product of those two is
+    // the down projection's input.
+    b_.keep("gate_up projection output", 2.0 * c_ * tI);
+    b_.keep("clamped gate, its sigmoid, the gate product and up + 1", 4.0 * c_ * tI);
+    if (keeps_input(Role::down)) b_.keep("down projection input", c_ * tI);
+  } else if (a_.mlp == MlpKind::gated) {
+    // The activation reads the gate projection (T5 v1.1's gated-gelu: the tanh GELU's intermediates).
+    const double gate = a_.activation == Activation::gelu_new ? gelu_new_bytes(tr_) : 1.0;
+    b_.keep("gate projection output", gate * c_ * tI);
+    b_.keep("activation output", c_ * tI);
+    b_.keep("up projection output", c_ * tI);
+    if (keeps_input(Role::down)) b_.keep("down projection input", c_ * tI);
+  } else {
+    if (a_.activation == Activation::gelu_new) {
+      b_.keep("up projection output", gelu_new_bytes(tr_) * c_ * tI);
+    } else {
+      b_.keep("up projection output", c_ * tI);
+    }
+    if (keeps_input(Role::down)) b_.keep("down projection input", c_ * tI);
+    // T5 drops out inside the feed-forward, between its two matrices.
+    if (is_family(a_, "t5") && a_.hidden_dropout > 0.0) b_.keep("feed-forward dropout mask", kMaskBytes * tI);
+  }
+}
+
+// The router and what routing keeps (its bytes moved are not priced yet).
+void HfBlock::routing() {
+  if (!a_.is_moe()) return;
+  const double k = dbl(a_.experts_per_token);
+  const double E = dbl(a_.experts);
+  b_.open("routing", OpKind::routing);
+  if (a_.experts_dense) {
+    // Llama4TextMoe: the top-k indices (int64), the sigmoid of the scattered scores (fp32, the
+    // others -inf), every expert's copy of the input (hidden_states.repeat) and its score, and
+    // the weighted copy the experts' bmm reads.
+    b_.keep("router indices, scores and every expert's score", x_.t * (8.0 * k + kFp32 * E + c_ * E));
+    b_.keep("every expert's input copy and its weighted copy", 2.0 * c_ * x_.t * E * x_.h / x_.tp);
+  } else {
+    // Routing, per token: fp32 router logits, the top-k indices (int64), fp32 weights and their sum.
+    // Per routed token: its weight, int64 indices (grouped_mm: three sort and scatter indices; the
+    // loop: one per expert's token list), the gathered input and the expert output (the loop also
+    // keeps that output's weighted copy).
+    const double indices = a_.experts_loop ? 1.0 : 3.0;
+    b_.keep("router logits and routing",
+            x_.t * (kFp32 * E + kFp32 + k * (8.0 + kFp32) + k * (kFp32 + indices * 8.0)));
+    b_.keep("expert input and output copies", (a_.experts_loop ? 3.0 : 2.0) * c_ * x_.t * k * x_.h / x_.tp);
+  }
+}
+
+void HfBlock::run() {
+  attention();
+  if (stack_ == Stack::decoder && a_.encoder_decoder) cross_attention();
+  mlp();
+}
+
+// Norm, q/k/v projections, q/k norms and rotary embedding, the attention core, o projection,
+// residual.
+void HfBlock::attention() {
+  const double X = x_.t * x_.kh;
+  const double th = x_.t * x_.h / x_.rep;
+  const double s = x_.stream;
+  const bool sandwich = a_.norm_placement == NormPlacement::sandwich;
+  const int attn_consumers = fused_ ? (saving({Role::q, Role::k, Role::v}) > 0 ? 1 : 0)
+                                    : saving({Role::q, Role::k, Role::v});
+  norm("input norm", true, true, attn_consumers, false, input_grad_);
+  linears({Role::q, Role::k, Role::v}, s);
+  lora_a_outputs({Role::q, Role::k, Role::v, Role::o});
+  lora_dropout({Role::q, Role::k, Role::v}, x_.h);
+  // Grouped K/V are expanded to every head by eager attention (repeat_kv) and by Falcon's new
+  // decoder everywhere; SDPA and flash kernels take them grouped (enable_gqa).
+  // (A single K/V head broadcasts without a copy, SDPA takes it strided; eager's matmul only while
+  // the micro-batch is one sequence: it folds batch and heads into one dimension, which a stride-0
+  // head dimension beside a batch of several cannot share. A sliding-window mask makes SDPA
+  // expand too.)
+  // On a GPU, SDPA's inputs are those of the call model/sdpa.cpp describes.
+  const bool repeat =
+      gpu_sdpa_ ? sdpa_.kv_expanded
+                : a_.heads != a_.kv_heads &&
+                      (is_family(a_, "falcon") ||
+                       ((a_.kv_heads > 1 || tr_.micro_batch > 1) && attn_ == Attention::eager) ||
+                       (a_.kv_heads > 1 && attn_ == Attention::sdpa && sliding_window_masked(a_, tr_)));
+  qk_norms();
+  if (a_.position == PositionKind::rotary) {
+    b_.open("rotary q", OpKind::elementwise);
+    rotary(x_.t * x_.kq);
+    b_.open("rotary k", OpKind::elementwise);
+    rotary(x_.t * x_.kkv);
+  }
+  // Llama 4's NoPE layers scale the queries by a per-position temperature (fp32, kept for q's
+  // gradient).
+  if (a_.query_temperature && a_.position == PositionKind::none) {
+    b_.open("query temperature", OpKind::elementwise);
+    b_.keep("query temperature scales", kFp32 * x_.t);
+  }
+  if (gpu_sdpa_ && sdpa_.fp32_math) {
+    // The math fallback keeps fp32 copies of q, k, v (cast from the model's) for its matmuls.
+    b_.open("q, k, v fp32 casts (SDPA math)", OpKind::copy_cast);
+    const double k_width = repeat ? x_.qd : x_.kd;
+    b_.keep("q, k, v (fp32 copies, SDPA math)", kFp32 * x_.t * (x_.qd + 2.0 * k_width) / x_.tp);
+  } else {
+    b_.open("attention inputs", OpKind::copy_cast);
+    attention_inputs(repeat);
+  }
+  // T5's relative attention bias: the int64 bucket of every (query, key) pair, for its gradient.
+  if (first_ && full_ && a_.relative_buckets > 0) {
+    b_.open("relative position buckets", OpKind::elementwise);
+    b_.keep("relative position buckets", 8.0 * x_.s * x_.s);
+  }
+  attention_core(false);
+  const double q = c_ * x_.t * x_.qd / x_.tp;
+  if (attn_ == Attention::eager || (gpu_sdpa_ && !sdpa_.fused())) {
+    if (keeps_input(Role::o)) b_.keep("attention output (o input)", q);
+  } else {
+    b_.keep("attention output", q);  // the kernel's backward needs it
+    // The kernel lays its output out as its query; the o projection reads it token-major, which
+    // is free for a query in the projection's layout (Llama's rotary, GPT-2's views) and a copy
+    // for one concatenated head-major (partial rotary: Phi, GPT-NeoX; every litgpt model).
+    // A rotated slice of a fused projection (Phi-3's qkv_proj) is not dense either: the rotary
+    // products write it head-major (Falcon's own attention splits its projection first).
+    const bool rotary = a_.position == PositionKind::rotary;
+    const bool sliced = fused_ && !hf_sdpa_call(a_).own_attention;
+    const bool head_major = (rotary && (a_.rotary_fraction < 1.0 || sliced)) || quant_.head_major_attention_output;
+    if (head_major && keeps_input(Role::o)) b_.keep("o input (contiguous copy)", q);
+  }
+  // The explicit mask, cast to the model dtype inside each block.
+  if (sdpa_explicit_mask(a_, tr_)) {
+    b_.open("attention mask cast", OpKind::copy_cast);
+    b_.keep("attention mask", c_ * x_.b * x_.s * x_.s);
+  }
+  linears({Role::o}, c_);
+  lora_dropout({Role::o}, x_.qd / x_.tp);
+  // Gemma 2 and 3 norm the attention output before the residual add.
+  if (sandwich) norm("attention output norm", true, true, 0, false, input_grad_ || attention_trained());
+  if (a_.hidden_dropout > 0.0) {
+    b_.open("attention dropout", OpKind::elementwise);
+    b_.dropout(X, c_);
+    b_.keep("attention dropout mask", kMaskBytes * th);
+  }
+  b_.open("attention residual", OpKind::elementwise);
+  b_.add(X, s, c_, s);
+}
+
+// An encoder-decoder's decoder: its norm, attention over the encoder output, residual (its
+// projections are among the block's q, k, v and o linears).
+void HfBlock::cross_attention() {
+  const double q = c_ * x_.t * x_.qd / x_.tp;
+  const double kv = c_ * x_.t * x_.kd / x_.tp;
+  norm("cross-attention norm", true, true, saving({Role::q}), false, true);
+  attention_core(true);
+  b_.keep("cross-attention q, k, v and output", 3.0 * q + kv);
+  if (attn_ == Attention::eager) b_.keep("cross-attention scores", core_);
+  // The encoder output every decoder block's k and v read: kept once, by the first.
+  const int readers = saving({Role::k, Role::v});
+  if (first_ && readers > 0)
+    b_.keep("encoder output (k, v input)", (mixed_ ? readers * c_ : r_) * x_.t * x_.h / x_.rep);
+  b_.open("cross-attention residual", OpKind::elementwise);
+  b_.add(x_.t * x_.kh, x_.stream, c_, x_.stream);
+}
+
+// Norm, router, gate/up projections, activation, down projection, residual.
+void HfBlock::mlp() {
+  const double X = x_.t * x_.kh;
+  const double th = x_.t * x_.h / x_.rep;
+  const double s = x_.stream;
+  const bool sandwich = a_.norm_placement == NormPlacement::sandwich;
+  // The MLP's norm reads the residual after attention, which needs a gradient once anything before
+  // it is trained (or, under a parallel residual, the block's input).
+  const bool mlp_norm_grad = input_grad_ || (!a_.parallel_residual && attention_trained());
+  const bool separate_mlp_norm = !a_.parallel_residual || a_.norms_per_layer > 1;
+  norm("post-attention norm", separate_mlp_norm, a_.norms_per_layer > 1, saving({Role::gate, Role::up}),
+       a_.parallel_residual, mlp_norm_grad);
+  if (a_.is_moe()) {
+    Op& router = b_.open("router", OpKind::gemm);
+    for (const Linear& l : linears_)
+      if (l.role == Role::router) router.gemm = gemm_of(a_, tr_, l, false);
+  }
+  linears({Role::gate, Role::up}, s);
+  lora_dropout({Role::gate, Role::up}, x_.h);
+  lora_a_outputs({Role::gate, Role::up, Role::down});
+  if (a_.is_moe() && a_.experts_dense) {
+    // Llama 4: the input repeated for every expert, weighted by its score, the experts' outputs
+    // summed.
+    b_.open("every expert's input", OpKind::routing);
+    const double n = x_.t * dbl(a_.experts) * x_.kh;
+    b_.copy(n, c_);
+    b_.product(n, c_, c_, c_);
+    b_.row_mean(n, c_);
+  }
+  activation();
+  linears({Role::down}, c_);
+  lora_dropout({Role::down}, dbl(a_.intermediate) / x_.tp);
+  if (sandwich)  // ... and the MLP output
+    norm("mlp output norm", true, true, 0, false, mlp_norm_grad || adapted({Role::gate, Role::up, Role::down}) > 0);
+  if (a_.hidden_dropout > 0.0) {
+    b_.open("mlp dropout", OpKind::elementwise);
+    b_.dropout(X, c_);
+    b_.keep("mlp dropout mask", kMaskBytes * th);
+  }
+  routing();
+  b_.open("mlp residual", OpKind::elementwise);
+  b_.add(X, s, c_, s);
+  b_.fan_in(X, s, 2);  // the block input feeds its norm and the residual
+}
+
+// ---- Megatron-LM ------------------------------------------------------------------------------
+
+// Megatron's block: its GEMMs and attention core, its fused kernels by the elements they stream
+// (apex fused LayerNorm, bias-dropout-add, fused bias-activation, fused rotary, MoE permutation),
+// and what Korthikanti et al. 2022 (arXiv:2205.05198), Table 2, count as saved, generalised:
+// replicated 10sbh (two norm inputs, QKV and MLP inputs, two dropout masks), TP-sharded Q, K, V,
+// attention output and the MLP intermediates, and the attention core 5as^2b (softmax, its dropout
+// mask and output).
+void megatron_block(const Architecture& a, const Training& tr, Stack stack, BlockOps& out) {
+  Builder b(out);
+  const Shape x = shape_of(a, tr);
+  const double T = x.t;
+  const double c = x.c;
+  const bool cross = a.encoder_decoder && stack == Stack::decoder;
+  const std::vector<Linear> linears = block_linears(a, stack);
+  const AdaptedRoles adapted = x.full ? AdaptedRoles{} : adapted_roles(a, tr.lora);
+  const auto gemms = [&](bool attention) {
+    for (const Linear& l : linears) {
+      const bool attn = l.role == Role::q || l.role == Role::k || l.role == Role::v || l.role == Role::o;
+      if (attn != attention) continue;
+      const bool adapts = !x.full && l.role != Role::router && adapted[static_cast<std::size_t>(l.role)];
+      b.open(to_string(l.role), OpKind::gemm).gemm = gemm_of(a, tr, l, adapts);
+    }
+  };
+  const double sbh = T * x.h;
+  const bool dropout = true;  // Megatron's GPT keeps attention and hidden dropout on
+  const double norms = dbl(a.norms_per_layer) + (cross ? 1.0 : 0.0);
+  Op& norm = b.open("fused norms", OpKind::fused);
+  norm.pass = FusedPass::norm;
+  norm.elements = norms * T * x.h / x.rep;
+  norm.element_bytes = c;
+  b.keep("norm, projection inputs and dropout masks", (4.0 + 2.0 + 2.0 + (dropout ? 2.0 : 0.0)) * sbh / x.rep);
+  gemms(true);
+  if (a.position == PositionKind::rotary) {
+    Op& rope = b.open("fused rotary", OpKind::fused);
+    rope.pass = FusedPass::rotary;
+    rope.elements = T * dbl(a.q_dim() + a.kv_dim()) / x.tp;
+    rope.element_bytes = c;
+  }
+  Op& core = b.open("attention", OpKind::attention_core, true);
+  core.attention = attention_of(a, tr, !(a.encoder_decoder && stack == Stack::encoder), false);
+  b.keep("q, k, v", 2.0 * T * (x.qd + 2.0 * x.kd) / x.tp);
+  b.keep("attention output", 2.0 * T * x.qd / x.tp);
+  double core_bytes = 0.0;
+  switch (tr.attention) {
+    case Attention::eager: core_bytes = 5.0 * x.a * x.s * x.s * x.b / x.tp; break;
+    case Attention::flash:
+    case Attention::sdpa: core_bytes = kFp32 * x.a * x.t / x.tp; break;  // log-sum-exp per row
+  }
+  const std::size_t core_op = b.last();
+  if (cross) b.open("cross-attention", OpKind::attention_core, true).attention = attention_of(a, tr, false, true);
+  Op& residual = b.open("fused bias-dropout-add", OpKind::fused);
+  residual.pass = FusedPass::residual;
+  residual.elements = (2.0 + (cross ? 1.0 : 0.0)) * T * x.h / x.rep;
+  residual.element_bytes = c;
+  residual.mask_bytes = kMaskBytes;
+  gemms(false);
+  Op& act = b.open("fused bias-activation", OpKind::fused);
+  act.pass = FusedPass::activation;
+  act.elements = T * dbl(a.experts_per_token) * dbl(a.intermediate) / x.tp;
+  act.element_bytes = c;
+  const double mlp_tensors = a.mlp == MlpKind::gated ? 3.0 : 2.0;
+  b.keep("mlp intermediates", mlp_tensors * 2.0 * T * x.I / x.tp);
+  b.keep_at(core_op, "attention core", core_bytes, true);
+  if (a.is_moe()) {  // permute, unpermute
+    Op& perm = b.open("token permutation", OpKind::fused);
+    perm.pass = FusedPass::permute;
+    perm.elements = 2.0 * T * dbl(a.experts_per_token) * x.h;
+    perm.element_bytes = c;
+  }
+}
+
+}  // namespace
+
+// ---- Folds ------------------------------------------------------------------------------------
+
+Bytes BlockOps::saved_bytes() const {
+  double s = 0.0;
+  for (const SavedTensor& t : saved) s += t.bytes.value();
+  return Bytes(s);
+}
+
+Bytes BlockOps::saved_core_bytes() const {
+  double s = 0.0;
+  for (const SavedTensor& t : saved)
+    if (t.core) s += t.bytes.value();
+  return Bytes(s);
+}
+
+KernelWork BlockOps::forward_work() const {
+  KernelWork w;
+  for (const Op& op : ops) w += op.forward;
+  return w;
+}
+
+KernelWork BlockOps::backward_work() const {
+  KernelWork w;
+  for (const Op& op : ops) w += op.backward;
+  return w;
+}
+
+double BlockOps::forward_launches() const {
+  double n = 0.0;
+  for (const Op& op : ops) n += op.forward_launches;
+  return n + forward_work().kernels;
+}
+
+double BlockOps::backward_launches() const {
+  double n = 0.0;
+  for (const Op& op : ops) n += op.backward_launches;
+  return n + backward_work().kernels;
+}
+
+double BlockOps::gemm_count() const {
+  double n = 0.0;
+  for (const Op& op : ops) n += op.kind == OpKind::gemm ? 1.0 : 0.0;
+  return n;
+}
+
+namespace {
+template <class F>
+auto layer_average(const StackOps& s, F f) {
+  if (s.nope_share <= 0.0) return f(s.block);
+  return f(s.block) * (1.0 - s.nope_share) + f(s.nope) * s.nope_share;
+}
+}  // namespace
+
+KernelWork StackOps::forward_work() const {
+  return layer_average(*this, [](const BlockOps& b) { return b.forward_work(); });
+}
+KernelWork StackOps::backward_work() const {
+  return layer_average(*this, [](const BlockOps& b) { return b.backward_work(); });
+}
+double StackOps::forward_launches() const {
+  return layer_average(*this, [](const BlockOps& b) { return b.forward_launches(); });
+}
+double StackOps::backward_launches() const {
+  return layer_average(*this, [](const BlockOps& b) { return b.backward_launches(); });
+}
+
+// ---- Builders ---------------------------------------------------------------------------------
+
+BlockOps block_ops(const Architecture& a, const Training& tr, Stack stack, bool first) {
+  BlockOps out;
+  out.stack = stack;
+  out.framework = tr.framework;
+  out.run = attention_run(a, tr, tr.cuda_sm);
+  out.ops.reserve(48);
+  out.saved.reserve(32);
+  switch (tr.framework) {
+    case Framework::megatron: megatron_block(a, tr, stack, out); break;
+    case Framework::pytorch:
+    case Framework::deepspeed: HfBlock(a, tr, stack, first, out).run(); break;
+  }
+  return out;
+}
+
+BlockOps edge_ops(const Architecture& a, const Training& tr, Edge edge) {
+  BlockOps out;
+  out.framework = tr.framework;
+  Builder b(out);
+  const Shape x = shape_of(a, tr);
+  switch (edge) {
+    case Edge::embedding:
+      b.open("embedding lookup", OpKind::copy_cast);
+      b.launches(1.0, x.full ? 3.0 : 0.0);  // lookup; embedding_dense_backward
+      break;
+    case Edge::head:
+      if (a.final_norm) {
+        b.open("final norm", OpKind::norm);
+        norm_kernels(b, a, x, x.t * x.kh);
+      }
+      b.open("lm_head", OpKind::gemm).gemm = {Role::lm_head, tr.tokens_per_micro_batch(),
+                                              std::max<std::int64_t>(1, a.vocab / tr.tp), a.hidden, 1, x.full};
+      b.launches(1.0, x.full ? 2.0 : 1.0);
+      // logits.float(), log_softmax, nll_loss and the labels' shift, each way.
+      b.open("loss", OpKind::reduction);
+      b.launches(4.0, 4.0);
+      if (a.logit_softcap > 0.0) {  // Gemma 2: / cap, tanh, * cap
+        b.open("logit soft-cap", OpKind::elementwise);
+        b.launches(3.0, 3.0);
+      }
+      break;
+  }
+  return out;
+}
+
+Architecture nope_variant(const Architecture& a) {
+  Architecture v = a;
+  v.position = PositionKind::none;
+  v.qk_norm = QkNorm::none;
+  v.sliding_window = 0;
+  v.sliding_layers = 0;
+  v.nope_interval = 0;
+  return v;
+}
+
+StackOps stack_ops(const Architecture& a, const Training& tr, Stack stack) {
+  StackOps s;
+  s.block = block_ops(a, tr, stack);
+  if (a.nope_interval > 0 && stack == Stack::decoder) {
+    s.nope = block_ops(nope_variant(a), tr, stack);
+    s.nope_share = dbl(a.nope_layers()) / dbl(a.layers);
+  }
+  return s;
+}
+
+LinearShard linear_shard(const Architecture& a, const Linear& l, int tp) {
+  switch (l.role) {
+    case Role::q:
+    case Role::k:
+    case Role::v:
+    case Role::gate:
+    case Role::up:
+    case Role::lm_head: {  // column-parallel
+      const bool kv = l.role == Role::k || l.role == Role::v;
+      const std::int64_t n = kv ? std::max(l.out / tp, a.head_dim) : l.out / tp;
+      return {l.in, std::max<std::int64_t>(n, 1)};
+    }
+    case Role::o:
+    case Role::down:  // row-parallel
+      return {std::max<std::int64_t>(l.in / tp, 1), l.out};
+    case Role::router:  // replicated
+      return {l.in, l.out};
+  }
+  return {l.in, l.out};
+}
+
+double rms_input_bytes(const Architecture& a, const Training& tr) {
+  const double r = param_bytes(tr.precision);
+  return kFp32 + (is_family(a, "t5") && r < kFp32 ? r : 0.0);
+}
+
+bool sdpa_explicit_mask(const Architecture& a, const Training& tr) {
+  return attention_executed(a, tr, tr.cuda_sm) == Attention::sdpa &&
+         (hf_sdpa_call(a).always_mask || sliding_window_masked(a, tr));
+}
+
+}  // namespace trainplan::model
