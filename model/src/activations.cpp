@@ -38,8 +38,12 @@ std::vector<ActivationTerm> block_activation_terms(const Architecture& a, const 
 }
 
 ResolvedBlocks resolve_blocks(const Architecture& a, const Training& tr) {
+  return resolve_blocks(a, tr, model_ops(a, tr));
+}
+
+ResolvedBlocks resolve_blocks(const Architecture& a, const Training& tr, const ModelOps& ops) {
   ResolvedBlocks r;
-  r.attention = attention_executed(a, tr, tr.cuda_sm);
+  r.attention = ops.decoder.block.run.runs;
   r.explicit_mask = sdpa_explicit_mask(a, tr);
   r.fp32_rotary_tables = family_of(a).fp32_rotary_tables;
   r.fp32_normalised_norm = family_of(a).fp32_normalised_norm;
@@ -47,11 +51,18 @@ ResolvedBlocks resolve_blocks(const Architecture& a, const Training& tr) {
   for (Stack stack : {Stack::encoder, Stack::decoder}) {
     if (stack == Stack::encoder && !a.encoder_decoder) continue;
     StackBlock& sb = stack == Stack::encoder ? r.encoder : r.decoder;
-    sb.block = block_activations(a, tr, stack);
-    if (hf && !recomputes_blocks(tr.checkpointing)) sb.first_saved = block_ops(a, tr, stack, true).saved_bytes();
-    if (a.nope_interval > 0 && stack == Stack::decoder) {
-      sb.nope = block_activations(nope_variant(a), tr, stack);
-      sb.nope_share = static_cast<double>(a.nope_layers()) / static_cast<double>(a.layers);
+    const StackOps& so = ops.of(stack);
+    sb.block = activations_of(so.block);
+    if (hf && !recomputes_blocks(tr.checkpointing)) {
+      // The first block differs where its input needs no gradient (adapters over a frozen
+      // embedding) or it keeps what later blocks share (block_ops).
+      const bool same = tr.method == Method::full && a.relative_buckets == 0 &&
+                        !(stack == Stack::decoder && a.encoder_decoder);
+      sb.first_saved = same ? sb.block.saved : block_ops(a, tr, stack, true).saved_bytes();
+    }
+    if (so.nope_share > 0.0) {
+      sb.nope = activations_of(so.nope);
+      sb.nope_share = so.nope_share;
     }
   }
   return r;

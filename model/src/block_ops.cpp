@@ -97,12 +97,11 @@ class Builder {
   explicit Builder(BlockOps& out) : out_(out) {}
 
   Op& open(std::string_view name, OpKind kind, bool core = false) {
-    Op op;
+    Op& op = out_.ops.emplace_back();
     op.name = name;
     op.kind = kind;
     op.core = core;
-    out_.ops.push_back(op);
-    return out_.ops.back();
+    return op;
   }
   Op& cur() { return out_.ops.back(); }
   // A tensor the current op keeps for backward; `core`: the attention core's, which selective
@@ -877,6 +876,19 @@ void megatron_block(const Architecture& a, const Training& tr, Stack stack, Bloc
 
 // ---- Folds ------------------------------------------------------------------------------------
 
+EagerWork BlockOps::eager_work() const {
+  EagerWork w;
+  for (const Op& op : ops) {
+    w.forward += op.forward;
+    w.backward += op.backward;
+    w.forward_launches += op.forward_launches;
+    w.backward_launches += op.backward_launches;
+  }
+  w.forward_launches += w.forward.kernels;
+  w.backward_launches += w.backward.kernels;
+  return w;
+}
+
 Bytes BlockOps::saved_bytes() const {
   double s = 0.0;
   for (const SavedTensor& t : saved) s += t.bytes.value();
@@ -928,6 +940,18 @@ auto layer_average(const StackOps& s, F f) {
 }
 }  // namespace
 
+EagerWork StackOps::eager_work() const {
+  EagerWork w = block.eager_work();
+  if (nope_share <= 0.0) return w;
+  const EagerWork n = nope.eager_work();
+  const double r = 1.0 - nope_share;
+  w.forward = w.forward * r + n.forward * nope_share;
+  w.backward = w.backward * r + n.backward * nope_share;
+  w.forward_launches = w.forward_launches * r + n.forward_launches * nope_share;
+  w.backward_launches = w.backward_launches * r + n.backward_launches * nope_share;
+  return w;
+}
+
 KernelWork StackOps::forward_work() const {
   return layer_average(*this, [](const BlockOps& b) { return b.forward_work(); });
 }
@@ -943,11 +967,13 @@ double StackOps::backward_launches() const {
 
 // ---- Builders ---------------------------------------------------------------------------------
 
-BlockOps block_ops(const Architecture& a, const Training& tr, Stack stack, bool first) {
-  BlockOps out;
+namespace {
+void build_block_ops(const Architecture& a, const Training& tr, Stack stack, bool first, BlockOps& out) {
   out.stack = stack;
   out.framework = tr.framework;
   out.run = attention_run(a, tr, tr.cuda_sm);
+  out.ops.clear();
+  out.saved.clear();
   out.ops.reserve(48);
   out.saved.reserve(32);
   switch (tr.framework) {
@@ -955,12 +981,30 @@ BlockOps block_ops(const Architecture& a, const Training& tr, Stack stack, bool 
     case Framework::pytorch:
     case Framework::deepspeed: HfBlock(a, tr, stack, first, out).run(); break;
   }
+}
+
+void build_stack_ops(const Architecture& a, const Training& tr, Stack stack, StackOps& out) {
+  build_block_ops(a, tr, stack, false, out.block);
+  out.nope_share = 0.0;
+  out.nope.ops.clear();
+  out.nope.saved.clear();
+  if (a.nope_interval > 0 && stack == Stack::decoder) {
+    build_block_ops(nope_variant(a), tr, stack, false, out.nope);
+    out.nope_share = dbl(a.nope_layers()) / dbl(a.layers);
+  }
+}
+}  // namespace
+
+BlockOps block_ops(const Architecture& a, const Training& tr, Stack stack, bool first) {
+  BlockOps out;
+  build_block_ops(a, tr, stack, first, out);
   return out;
 }
 
 BlockOps edge_ops(const Architecture& a, const Training& tr, Edge edge) {
   BlockOps out;
   out.framework = tr.framework;
+  out.ops.reserve(4);
   Builder b(out);
   const Shape x = shape_of(a, tr);
   switch (edge) {
@@ -1000,12 +1044,19 @@ Architecture nope_variant(const Architecture& a) {
 
 StackOps stack_ops(const Architecture& a, const Training& tr, Stack stack) {
   StackOps s;
-  s.block = block_ops(a, tr, stack);
-  if (a.nope_interval > 0 && stack == Stack::decoder) {
-    s.nope = block_ops(nope_variant(a), tr, stack);
-    s.nope_share = dbl(a.nope_layers()) / dbl(a.layers);
-  }
+  build_stack_ops(a, tr, stack, s);
   return s;
+}
+
+void build_model_ops(const Architecture& a, const Training& tr, ModelOps& out) {
+  if (a.encoder_decoder) build_stack_ops(a, tr, Stack::encoder, out.encoder);
+  build_stack_ops(a, tr, Stack::decoder, out.decoder);
+}
+
+ModelOps model_ops(const Architecture& a, const Training& tr) {
+  ModelOps m;
+  build_model_ops(a, tr, m);
+  return m;
 }
 
 LinearShard linear_shard(const Architecture& a, const Linear& l, int tp) {

@@ -316,7 +316,11 @@ BlockCompute block_compute(const model::Architecture& a, const BlockShape& shape
                            const TimeConventions& tc) {
   model::Training on_gpu = tr;
   on_gpu.cuda_sm = d.cuda_sm;  // one choice of attention for time and kernel work
-  const model::StackOps ops = model::stack_ops(a, on_gpu, shape.stack);
+  return block_compute(shape, model::stack_ops(a, on_gpu, shape.stack), tr, d, tc);
+}
+
+BlockCompute block_compute(const BlockShape& shape, const model::StackOps& ops, const model::Training& tr,
+                           const ComputeDevice& d, const TimeConventions& tc) {
   const LinearTimes lin = linear_times(ops.block, tr, d, tc);
   const CoreTimes core = core_times(ops.block, tr, d, tc);
   const Seconds dequant = memory_bound_time(d, Bytes(lin.dequant_bytes));
@@ -336,11 +340,12 @@ BlockCompute block_compute(const model::Architecture& a, const BlockShape& shape
     const double params = block_parameters_per_gpu(shape, tr.tp);
     const KernelWork cast_f = autocast_weight_cast(params, tr, false);
     const KernelWork cast_b = autocast_weight_cast(params, tr, true);
-    out.elementwise_forward = eager_elementwise_time(d, ops.forward_work() + cast_f, tc) + dequant;
-    out.elementwise_backward = eager_elementwise_time(d, ops.backward_work() + cast_b, tc) + dequant;
+    const model::EagerWork w = ops.eager_work();
+    out.elementwise_forward = eager_elementwise_time(d, w.forward + cast_f, tc) + dequant;
+    out.elementwise_backward = eager_elementwise_time(d, w.backward + cast_b, tc) + dequant;
     out.attention_forward = core.forward;
-    out.launches_forward = ops.forward_launches();
-    out.launches_backward = ops.backward_launches();
+    out.launches_forward = w.forward_launches;
+    out.launches_backward = w.backward_launches;
   }
   out.forward = lin.forward + out.elementwise_forward + out.attention_forward;
   out.backward = lin.backward + core.backward + out.elementwise_backward;

@@ -474,6 +474,7 @@ const Evaluator::Shapes& Evaluator::shapes(const model::Training& tr) const {
   shapes_.flops = model::flop_coefficients(a_, tr);
   compute_cache_.clear();  // the cached layers used the old adapters
   blocks_cache_.clear();
+  ops_cache_.clear();
   return shapes_;
 }
 
@@ -521,10 +522,11 @@ const LayerCompute& Evaluator::layer_compute(const model::Training& given, const
   const model::Training tr = key.training(given.lora.targets);
   const ComputeDevice& d = device(tr.precision);
   LayerCompute lc;
-  lc.block = block_compute(a_, sh.main, tr, d, tc_);
+  const model::ModelOps& ops = model_ops(given);
+  lc.block = block_compute(sh.main, ops.of(sh.main.stack), tr, d, tc_);
   if (a_.encoder_decoder) {
     // Stages hold both stacks in proportion: price the average layer.
-    const BlockCompute dec = block_compute(a_, sh.decoder, tr, d, tc_);
+    const BlockCompute dec = block_compute(sh.decoder, ops.decoder, tr, d, tc_);
     const double we = dbl(a_.layers) / dbl(a_.total_layers());
     const double wd = 1.0 - we;
     BlockCompute& b = lc.block;
@@ -546,7 +548,30 @@ const model::ResolvedBlocks& Evaluator::resolved_blocks(const model::Training& g
   if (const model::ResolvedBlocks* kept = blocks_cache_.find(key)) return *kept;
   model::Training tr = key.training(given.lora.targets);
   tr.cuda_sm = cuda_sm_;
-  return blocks_cache_.insert(key, model::resolve_blocks(a_, tr));
+  const model::ModelOps* ops = ops_cache_.find(key);
+  if (ops == nullptr) {
+    ops = &fill_ops(key, tr);
+  }
+  return blocks_cache_.insert(key, model::resolve_blocks(a_, tr, *ops));
+}
+
+const model::ModelOps& Evaluator::model_ops(const model::Training& given) const {
+  const LayerComputeKey key = LayerComputeKey::of(given);
+  if (const model::ModelOps* kept = ops_cache_.find(key)) return *kept;
+  model::Training tr = key.training(given.lora.targets);
+  tr.cuda_sm = cuda_sm_;
+  return fill_ops(key, tr);
+}
+
+const model::ModelOps& Evaluator::fill_ops(const LayerComputeKey& key, const model::Training& tr) const {
+  model::ModelOps& slot = ops_cache_.replace(key);
+  try {
+    model::build_model_ops(a_, tr, slot);
+  } catch (...) {
+    ops_cache_.clear();  // no half-built lists under the key
+    throw;
+  }
+  return slot;
 }
 
 StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) const {

@@ -14,6 +14,7 @@
 
 #include "trainplan/core/units.hpp"
 #include "trainplan/model/architecture.hpp"
+#include "trainplan/model/block_ops.hpp"
 #include "trainplan/model/sdpa.hpp"
 #include "trainplan/model/training.hpp"
 
@@ -112,6 +113,8 @@ struct ResolvedBlocks {
   [[nodiscard]] const StackBlock& of(Stack s) const { return s == Stack::encoder ? encoder : decoder; }
 };
 [[nodiscard]] ResolvedBlocks resolve_blocks(const Architecture& a, const Training& tr);
+// The same from the model's op lists for tr (model_ops(a, tr)).
+[[nodiscard]] ResolvedBlocks resolve_blocks(const Architecture& a, const Training& tr, const ModelOps& ops);
 
 // The activation memory of the most loaded pipeline stage (the first, under 1F1B), without the
 // detail (sdpa, block_terms).

@@ -44,6 +44,15 @@ struct KernelWork {
   [[nodiscard]] KernelWork operator+(const KernelWork& o) const { return {bytes + o.bytes, kernels + o.kernels}; }
 };
 
+// A block's memory-bound work of forward and backward (eager accounting) and every kernel each
+// launches.
+struct EagerWork {
+  KernelWork forward;
+  KernelWork backward;
+  double forward_launches = 0.0;
+  double backward_launches = 0.0;
+};
+
 enum class OpKind {
   gemm,            // a linear layer (and its LoRA adapter's products)
   attention_core,  // scores, softmax and context: one fused kernel, or two batched matmuls
@@ -117,6 +126,7 @@ struct BlockOps {
   std::vector<SavedTensor> saved;
 
   // Folds.
+  [[nodiscard]] EagerWork eager_work() const;    // memory-bound work and launches, one pass
   [[nodiscard]] Bytes saved_bytes() const;       // everything kept for backward
   [[nodiscard]] Bytes saved_core_bytes() const;  // of which the attention core's
   [[nodiscard]] KernelWork forward_work() const;  // memory-bound, eager accounting
@@ -139,12 +149,24 @@ struct StackOps {
   BlockOps nope;          // a layer without rotary positions (empty where every layer has them)
   double nope_share = 0;  // of the stack's layers, the share without
   // Memory-bound work per layer, averaged over the stack's layers.
+  [[nodiscard]] EagerWork eager_work() const;
   [[nodiscard]] KernelWork forward_work() const;
   [[nodiscard]] KernelWork backward_work() const;
   [[nodiscard]] double forward_launches() const;
   [[nodiscard]] double backward_launches() const;
 };
 [[nodiscard]] StackOps stack_ops(const Architecture& a, const Training& tr, Stack stack);
+
+// Every stack of a model: the encoder's (encoder-decoder models only) and the decoder's. A caller
+// pricing many configurations of one shape builds them once (planner::Evaluator does).
+struct ModelOps {
+  StackOps encoder;
+  StackOps decoder;
+  [[nodiscard]] const StackOps& of(Stack s) const { return s == Stack::encoder ? encoder : decoder; }
+};
+[[nodiscard]] ModelOps model_ops(const Architecture& a, const Training& tr);
+// The same into `out`, whose lists keep their capacity (no allocation when refilled).
+void build_model_ops(const Architecture& a, const Training& tr, ModelOps& out);
 
 // Outside the blocks, one micro-batch: the embedding lookup (first stage), the final norm, the LM
 // head and the loss (last stage). Their bytes and times are priced by planner::edge_compute; the

@@ -125,6 +125,10 @@ struct BlockCompute {
 [[nodiscard]] BlockCompute block_compute(const model::Architecture& a, const BlockShape& shape,
                                          const model::Training& tr, const ComputeDevice& d,
                                          const TimeConventions& tc);
+// The same from the stack's op list for tr on d's GPU (model::stack_ops with tr.cuda_sm = d.cuda_sm).
+[[nodiscard]] BlockCompute block_compute(const BlockShape& shape, const model::StackOps& ops,
+                                         const model::Training& tr, const ComputeDevice& d,
+                                         const TimeConventions& tc);
 
 // The LM head with its loss (last pipeline stage) and the embedding (first stage), one
 // micro-batch on one GPU.

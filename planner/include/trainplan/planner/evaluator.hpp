@@ -141,6 +141,15 @@ class RecentValues {
     entries_[slot] = {key, std::move(value)};
     return entries_[slot].second;
   }
+  // The slot the next value for `key` goes into, holding whatever it held before (a caller refills
+  // it in place, reusing its storage).
+  Value& replace(const Key& key) {
+    const std::size_t slot = next_;
+    next_ = (next_ + 1) % N;
+    count_ = std::min(count_ + 1, N);
+    entries_[slot].first = key;
+    return entries_[slot].second;
+  }
   void clear() { count_ = 0; }
 
  private:
@@ -186,6 +195,11 @@ class Evaluator {
   // The blocks' activations of tr's shape on this cluster's GPU (model::resolve_blocks). After
   // shapes(tr), which drops the blocks resolved for other adapter targets.
   const model::ResolvedBlocks& resolved_blocks(const model::Training& tr) const;
+  // The op lists of tr's shape on this cluster's GPU (model::model_ops), which both of the above
+  // fold.
+  const model::ModelOps& model_ops(const model::Training& tr) const;
+  // Builds them into the cache slot for `key` (tr is key.training() on this GPU), reusing its storage.
+  const model::ModelOps& fill_ops(const LayerComputeKey& key, const model::Training& tr) const;
   // Tokens/s, samples/s, model and hardware FLOPs, MFU and HFU of a costed step.
   void throughput(StepCost& out, const model::Training& tr, const model::FlopCoefficients& flops,
                   FlopsPerSecond peak) const;
@@ -204,6 +218,7 @@ class Evaluator {
   static constexpr std::size_t kShapesKept = 8;
   mutable RecentValues<LayerComputeKey, LayerCompute, kShapesKept> compute_cache_;
   mutable RecentValues<LayerComputeKey, model::ResolvedBlocks, kShapesKept> blocks_cache_;
+  mutable RecentValues<LayerComputeKey, model::ModelOps, kShapesKept> ops_cache_;
 };
 
 // Time to process `tokens` training tokens at the estimate's throughput.

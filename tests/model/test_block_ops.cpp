@@ -1,0 +1,136 @@
+// The op list of a block (model/block_ops.hpp): the one walk of a transformer block that the
+// activation memory, the times and the replay fold. Checked here against what the sources say a
+// block runs; the folds themselves are checked against the PyTorch oracle, the Korthikanti tables
+// and the H200 runs (validate, test_activations.cpp, tests/planner).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string_view>
+
+#include "../common/catalog.hpp"
+#include "trainplan/model/block_ops.hpp"
+#include "trainplan/model/flops.hpp"
+
+namespace trainplan {
+namespace {
+
+using test::catalog;
+
+model::Training training(Framework f, int tp = 1) {
+  model::Training tr;
+  tr.framework = f;
+  tr.precision = Precision::bf16_mixed;
+  tr.seq = 2048;
+  tr.micro_batch = 2;
+  tr.tp = tp;
+  tr.cuda_sm = 90;  // an H100
+  tr.attention = Attention::flash;
+  return tr;
+}
+
+std::size_t count(const model::BlockOps& ops, model::OpKind kind) {
+  return static_cast<std::size_t>(
+      std::count_if(ops.ops.begin(), ops.ops.end(), [&](const model::Op& op) { return op.kind == kind; }));
+}
+
+bool has(const model::BlockOps& ops, std::string_view name) {
+  return std::any_of(ops.ops.begin(), ops.ops.end(), [&](const model::Op& op) { return op.name == name; });
+}
+
+// Every linear of the block is one GEMM of the list, for each framework's accounting, and the
+// list's forward GEMM FLOPs are model::flop_coefficients' (2 x in x out per token of each linear,
+// worked out from the linears, not the GEMMs; balanced routing for MoE within the rounding of tokens per expert).
+TEST(BlockOps, EveryLinearIsOneGemmWithTheModelsFlops) {
+  for (const char* name : {"llama-3.1-8b", "qwen3-30b-a3b", "gemma-2-9b", "phi-3-mini-4k", "gpt2"}) {
+    SCOPED_TRACE(name);
+    const model::Architecture a = catalog().resolve_model(name).arch;
+    for (Framework f : {Framework::pytorch, Framework::megatron}) {
+      const model::Training tr = training(f);
+      const model::BlockOps ops = model::block_ops(a, tr, model::Stack::decoder);
+      EXPECT_EQ(count(ops, model::OpKind::gemm), model::block_linears(a, model::Stack::decoder).size());
+      double flops = 0.0;
+      for (const model::Op& op : ops.ops)
+        if (op.kind == model::OpKind::gemm)
+          flops += 2.0 * static_cast<double>(op.gemm.m * op.gemm.n * op.gemm.k * op.gemm.count);
+      // flop_coefficients sums over the layers.
+      const double per_token = flops / static_cast<double>(tr.tokens_per_micro_batch()) *
+                               static_cast<double>(a.total_layers());
+      EXPECT_NEAR(per_token, model::flop_coefficients(a, tr).linear, (a.is_moe() ? 1e-3 : 1e-9) * per_token);
+    }
+  }
+}
+
+// Tensor parallelism splits the GEMMs as Megatron's column- and row-parallel linears do (Shoeybi et
+// al. 2019, arXiv:1909.08053, Sec. 3): q, k, v, gate and up their outputs, o and down their inputs.
+TEST(BlockOps, TensorParallelGemmsSplitAsMegatron) {
+  const model::Architecture a = catalog().resolve_model("llama-2-13b").arch;  // 40 heads, no GQA
+  const model::BlockOps one = model::block_ops(a, training(Framework::megatron, 1), model::Stack::decoder);
+  const model::BlockOps four = model::block_ops(a, training(Framework::megatron, 4), model::Stack::decoder);
+  ASSERT_EQ(one.ops.size(), four.ops.size());
+  for (std::size_t i = 0; i < one.ops.size(); ++i) {
+    if (one.ops[i].kind != model::OpKind::gemm) continue;
+    const model::GemmShape& g1 = one.ops[i].gemm;
+    const model::GemmShape& g4 = four.ops[i].gemm;
+    SCOPED_TRACE(to_string(g1.role));
+    const bool row = g1.role == model::Role::o || g1.role == model::Role::down;
+    EXPECT_EQ(g4.m, g1.m);
+    EXPECT_EQ(g4.k, row ? g1.k / 4 : g1.k);
+    EXPECT_EQ(g4.n, row ? g1.n : g1.n / 4);
+  }
+}
+
+// One attention core per attention the block runs: T5's decoder attends to itself and to the
+// encoder output; its encoder is bidirectional.
+TEST(BlockOps, OneAttentionCorePerAttention) {
+  const model::Architecture t5 = catalog().resolve_model("t5-3b").arch;
+  const model::Training tr = training(Framework::pytorch);
+  const model::BlockOps enc = model::block_ops(t5, tr, model::Stack::encoder);
+  const model::BlockOps dec = model::block_ops(t5, tr, model::Stack::decoder);
+  ASSERT_EQ(count(enc, model::OpKind::attention_core), 1u);
+  EXPECT_FALSE(std::find_if(enc.ops.begin(), enc.ops.end(), [](const model::Op& op) {
+                 return op.kind == model::OpKind::attention_core;
+               })->attention.causal);
+  EXPECT_EQ(count(dec, model::OpKind::attention_core), 2u);
+  const model::Architecture llama = catalog().resolve_model("llama-3.1-8b").arch;
+  EXPECT_EQ(count(model::block_ops(llama, tr, model::Stack::decoder), model::OpKind::attention_core), 1u);
+}
+
+// Llama 4 Scout (Llama4TextAttention): three layers in four rotate q and k and L2-norm them; the
+// fourth has neither and scales its queries by a position temperature instead.
+TEST(BlockOps, Llama4NopeLayersHaveNoRotaryOps) {
+  const model::Architecture a = catalog().resolve_model("llama-4-scout").arch;
+  const model::StackOps s = model::stack_ops(a, training(Framework::pytorch), model::Stack::decoder);
+  EXPECT_TRUE(has(s.block, "rotary q") && has(s.block, "q norm"));
+  EXPECT_FALSE(has(s.block, "query temperature"));
+  EXPECT_FALSE(has(s.nope, "rotary q") || has(s.nope, "q norm"));
+  EXPECT_TRUE(has(s.nope, "query temperature"));
+  EXPECT_DOUBLE_EQ(s.nope_share, 0.25);  // 12 of Scout's 48 layers
+}
+
+// Eager attention keeps the s x s probabilities, which selective checkpointing drops; a fused
+// kernel keeps its output and the log-sum-exp instead (Dao et al. 2022, arXiv:2205.14135, Sec. 3.1).
+// Both are kept by the attention core's op.
+TEST(BlockOps, TheAttentionCoreKeepsWhatSelectiveCheckpointingDrops) {
+  const model::Architecture a = catalog().resolve_model("llama-3.1-8b").arch;
+  model::Training tr = training(Framework::pytorch);
+  for (Attention at : {Attention::eager, Attention::flash}) {
+    tr.attention = at;
+    const model::BlockOps ops = model::block_ops(a, tr, model::Stack::decoder);
+    const double s = static_cast<double>(tr.seq);
+    const double scores = static_cast<double>(a.heads) * s * s * static_cast<double>(tr.micro_batch);
+    if (at == Attention::eager) {
+      EXPECT_GT(ops.saved_core_bytes().value(), scores);  // at least one byte per score
+    } else {
+      EXPECT_EQ(ops.saved_core_bytes().value(), 0.0);
+    }
+    for (const model::SavedTensor& t : ops.saved) {
+      ASSERT_LT(t.op, ops.ops.size());
+      if (t.core) {
+        EXPECT_EQ(ops.ops[t.op].kind, model::OpKind::attention_core);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace trainplan
