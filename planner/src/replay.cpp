@@ -333,10 +333,14 @@ void add_edges(Components& out, const model::Architecture& a, const model::Train
   // Cross-entropy in fp32 over the logits: the upcast, log-softmax and nll_loss each way.
   const Bytes loss(dbl(T) * dbl(v) * tc.loss_bytes_per_logit);
   const Bytes loss_backward(dbl(T) * dbl(v) * tc.loss_backward_bytes_per_logit);
-  constexpr double kLossKernels = 4.0;  // model::edge_ops: the loss's kernels each way
-  out.add("loss forward", fwd, StreamWork{loss, kLossKernels}, micro_batches, 0.0, loss_f);
-  out.add("loss backward", bwd, StreamWork{loss_backward, kLossKernels}, micro_batches, 0.0,
-          loss_b);
+  // The loss's kernels each way, from the head's op list.
+  const model::BlockOps head_ops = model::edge_ops(a, tr, model::Edge::head);
+  const auto loss_op = std::find_if(head_ops.ops.begin(), head_ops.ops.end(),
+                                    [](const model::Op& op) { return op.kind == model::OpKind::reduction; });
+  const double loss_f_kernels = loss_op != head_ops.ops.end() ? loss_op->forward_launches : 0.0;
+  const double loss_b_kernels = loss_op != head_ops.ops.end() ? loss_op->backward_launches : 0.0;
+  out.add("loss forward", fwd, StreamWork{loss, loss_f_kernels}, micro_batches, 0.0, loss_f);
+  out.add("loss backward", bwd, StreamWork{loss_backward, loss_b_kernels}, micro_batches, 0.0, loss_b);
   if (!first_stage) return;
   const Bytes lookup(dbl(T) * dbl(h) * c * tc.dropout_passes);
   out.add("embedding forward", fwd, StreamWork{lookup, 1.0}, micro_batches, 0.0,
