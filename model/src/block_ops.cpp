@@ -902,43 +902,11 @@ Bytes BlockOps::saved_core_bytes() const {
   return Bytes(s);
 }
 
-KernelWork BlockOps::forward_work() const {
-  KernelWork w;
-  for (const Op& op : ops) w += op.forward;
-  return w;
-}
-
-KernelWork BlockOps::backward_work() const {
-  KernelWork w;
-  for (const Op& op : ops) w += op.backward;
-  return w;
-}
-
-double BlockOps::forward_launches() const {
-  double n = 0.0;
-  for (const Op& op : ops) n += op.forward_launches;
-  return n + forward_work().kernels;
-}
-
-double BlockOps::backward_launches() const {
-  double n = 0.0;
-  for (const Op& op : ops) n += op.backward_launches;
-  return n + backward_work().kernels;
-}
-
 double BlockOps::gemm_count() const {
   double n = 0.0;
   for (const Op& op : ops) n += op.kind == OpKind::gemm ? 1.0 : 0.0;
   return n;
 }
-
-namespace {
-template <class F>
-auto layer_average(const StackOps& s, F f) {
-  if (s.nope_share <= 0.0) return f(s.block);
-  return f(s.block) * (1.0 - s.nope_share) + f(s.nope) * s.nope_share;
-}
-}  // namespace
 
 EagerWork StackOps::eager_work() const {
   EagerWork w = block.eager_work();
@@ -950,19 +918,6 @@ EagerWork StackOps::eager_work() const {
   w.forward_launches = w.forward_launches * r + n.forward_launches * nope_share;
   w.backward_launches = w.backward_launches * r + n.backward_launches * nope_share;
   return w;
-}
-
-KernelWork StackOps::forward_work() const {
-  return layer_average(*this, [](const BlockOps& b) { return b.forward_work(); });
-}
-KernelWork StackOps::backward_work() const {
-  return layer_average(*this, [](const BlockOps& b) { return b.backward_work(); });
-}
-double StackOps::forward_launches() const {
-  return layer_average(*this, [](const BlockOps& b) { return b.forward_launches(); });
-}
-double StackOps::backward_launches() const {
-  return layer_average(*this, [](const BlockOps& b) { return b.backward_launches(); });
 }
 
 // ---- Builders ---------------------------------------------------------------------------------

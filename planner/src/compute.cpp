@@ -379,10 +379,12 @@ EdgeCompute edge_compute(const model::Architecture& a, const model::Training& tr
   e.embedding_memory_bound = e.embedding_forward + e.embedding_backward;
   const model::BlockOps head = model::edge_ops(a, tr, model::Edge::head);
   const model::BlockOps embedding = model::edge_ops(a, tr, model::Edge::embedding);
-  e.head_launches_forward = head.forward_launches();
-  e.head_launches_backward = head.backward_launches();
-  e.embedding_launches_forward = embedding.forward_launches();
-  e.embedding_launches_backward = embedding.backward_launches();
+  const model::EagerWork hw = head.eager_work();
+  const model::EagerWork ew = embedding.eager_work();
+  e.head_launches_forward = hw.forward_launches;
+  e.head_launches_backward = hw.backward_launches;
+  e.embedding_launches_forward = ew.forward_launches;
+  e.embedding_launches_backward = ew.backward_launches;
   return e;
 }
 

@@ -277,8 +277,9 @@ void add_block_memory_bound(Components& out, const model::StackOps& ops, const B
   } else {
     // Eager PyTorch op by op (the block's op list), with autocast's weight casts.
     const double params = block_parameters_per_gpu(shape, t);
-    const KernelWork f = ops.forward_work() + autocast_weight_cast(params, tr, false);
-    const KernelWork g = ops.backward_work() + autocast_weight_cast(params, tr, true);
+    const model::EagerWork w = ops.eager_work();
+    const KernelWork f = w.forward + autocast_weight_cast(params, tr, false);
+    const KernelWork g = w.backward + autocast_weight_cast(params, tr, true);
     out.add(prefix + "memory-bound forward", fwd, StreamWork{Bytes(f.bytes), f.kernels},
             forward_all, replay_all, ew_f);
     out.add(prefix + "memory-bound backward", bwd, StreamWork{Bytes(g.bytes), g.kernels}, blocks,

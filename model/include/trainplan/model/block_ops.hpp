@@ -129,10 +129,6 @@ struct BlockOps {
   [[nodiscard]] EagerWork eager_work() const;    // memory-bound work and launches, one pass
   [[nodiscard]] Bytes saved_bytes() const;       // everything kept for backward
   [[nodiscard]] Bytes saved_core_bytes() const;  // of which the attention core's
-  [[nodiscard]] KernelWork forward_work() const;  // memory-bound, eager accounting
-  [[nodiscard]] KernelWork backward_work() const;
-  [[nodiscard]] double forward_launches() const;  // every kernel of forward
-  [[nodiscard]] double backward_launches() const;
   [[nodiscard]] double gemm_count() const;        // linear layers (not their adapters)
 };
 
@@ -150,10 +146,6 @@ struct StackOps {
   double nope_share = 0;  // of the stack's layers, the share without
   // Memory-bound work per layer, averaged over the stack's layers.
   [[nodiscard]] EagerWork eager_work() const;
-  [[nodiscard]] KernelWork forward_work() const;
-  [[nodiscard]] KernelWork backward_work() const;
-  [[nodiscard]] double forward_launches() const;
-  [[nodiscard]] double backward_launches() const;
 };
 [[nodiscard]] StackOps stack_ops(const Architecture& a, const Training& tr, Stack stack);
 
