@@ -173,6 +173,24 @@ Option text(Option o, Field field) {
   return o;
 }
 
+// A transformers release, "5.17" or "5.17.0", held as major*100+minor.
+Option release(Option o) {
+  o.kind = OptionKind::text;
+  o.parse = [n = o.name](Request& r, std::string_view v) {
+    try {
+      r.training.transformers = model::parse_transformers_release(trim(v), "release");
+    } catch (const InputError&) {
+      bad(n, fmt::format("'{}' is not a transformers release (MAJOR.MINOR or MAJOR.MINOR.PATCH, 4.0 or later, "
+                         "e.g. 5.17)",
+                         shown(v)));
+    }
+  };
+  o.text = [](const Request& r) {
+    return fmt::format("{}.{}", r.training.transformers / 100, r.training.transformers % 100);
+  };
+  return o;
+}
+
 Option only(Option o, unsigned commands) {
   o.commands = commands;
   return o;
@@ -219,6 +237,10 @@ std::vector<Option> model_and_method() {
   v.push_back(choice<Framework>(describe("framework", "FRAMEWORK", "Framework", "method",
                                          "accounting conventions of the training framework", "pytorch"),
                                 [](auto& r) -> auto& { return r.training.framework; }));
+  v.push_back(release(describe("transformers", "VERSION", "transformers", "method",
+                               "Hugging Face transformers release whose model code runs (what a family passes to "
+                               "SDPA, how MoE experts run)",
+                               "5.24")));
   return v;
 }
 

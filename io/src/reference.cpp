@@ -136,6 +136,8 @@ model::Training read_training(const Json& v, const std::string& what,
   r.ignore({"optimizer_impl"});
   t.zero_init = r.optional_boolean("zero_init").value_or(true);
   t.frozen_base_fp32 = r.optional_boolean("frozen_base_fp32").value_or(false);
+  if (const auto release = r.optional_string("transformers"))
+    t.transformers = model::parse_transformers_release(*release, r.what() + ": key 'transformers'");
 
   const bool adapter = t.method != Method::full;
   if (adapter && !r.has("lora"))

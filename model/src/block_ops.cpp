@@ -243,6 +243,22 @@ AttentionShape attention_of(const Architecture& a, const Training& tr, bool caus
 // "Activations"). The `first` block of a stack also keeps what later blocks share with it; with a
 // frozen embedding (adapters) its input needs no gradient, nor does a projection its adapter does
 // not train.
+// MoE experts run as transformers' per-expert loop: where the config asks for it
+// (experts_implementation = "eager") and in every release before 5.0, which had no grouped_mm path
+// (v4.57.1 Qwen3MoeSparseMoeBlock, MixtralSparseMoeBlock and GptOssExperts in training loop over the
+// experts hit). Llama 4's experts are one batched matmul in every release.
+bool experts_loop(const Architecture& a, const Training& tr) {
+  return a.is_moe() && !a.experts_dense && (a.experts_loop || tr.transformers < 500);
+}
+
+// Experts that take at least one of the micro-batch's tokens when each token picks k of E
+// uniformly (a balanced router): E (1 - (1 - k/E)^T).
+double experts_hit(const Architecture& a, const Training& tr) {
+  const double E = dbl(a.experts);
+  const double miss = std::pow(1.0 - dbl(a.experts_per_token) / E, dbl(tr.tokens_per_micro_batch()));
+  return E * (1.0 - miss);
+}
+
 class HfBlock {
  public:
   HfBlock(const Architecture& a, const Training& tr, Stack stack, bool first, BlockOps& out)
@@ -252,7 +268,8 @@ class HfBlock {
         fused_(!a.fused_qkv_name.empty()), fp32_normalised_(family_of(a).fp32_normalised_norm),
         run_(out.run), attn_(run_.runs), sdpa_(run_.gpu_sdpa ? run_.sdpa : SdpaChoice{}),
         gpu_sdpa_(run_.gpu_sdpa),
-        quant_(tr.method == Method::qlora ? qlora_stack_traits(tr.qlora_stack) : QloraStackTraits{}) {}
+        quant_(tr.method == Method::qlora ? qlora_stack_traits(tr.qlora_stack) : QloraStackTraits{}),
+        loop_(experts_loop(a, tr)), hits_(loop_ ? experts_hit(a, tr) : 1.0) {}
 
   void run();
 
@@ -316,7 +333,12 @@ class HfBlock {
   const SdpaChoice sdpa_;
   const bool gpu_sdpa_;  // SDPA on a CUDA GPU: the kernel PyTorch picks decides what is kept
   const QloraStackTraits quant_;  // what the 4-bit stack changes (none without QLoRA)
+  // MoE: transformers' per-expert loop (its kernels run once per expert that took a token), and
+  // the number of such experts; 1 for the grouped path, whose kernels run once for all experts.
+  const bool loop_;
+  const double hits_;
   double core_ = 0.0;  // the attention core's saved bytes
+  void dispatch();
 };
 
 void HfBlock::norm_kernels(double X) { model::norm_kernels(b_, a_, x_, X); }
@@ -364,13 +386,15 @@ void HfBlock::linears(std::initializer_list<Role> roles, double in_bytes) {
     const bool row = l.role == Role::o || l.role == Role::down;
     const double in = dbl(l.in) / (row ? x_.tp : 1.0);
     const double out = dbl(l.out) / (row ? 1.0 : x_.tp);
-    const double copies = dbl(l.copies);
+    // An expert's linear runs once per expert that took a token in transformers' loop, once for
+    // all experts as a grouped GEMM (grouped_mm) or batched matmul (Llama 4's bmm).
+    const double runs = l.copies > 1 ? hits_ : 1.0;
     width = in;
     ++consumers;
     if (x_.mixed) b_.cast(T * in, in_bytes, c_, true);
     const double dequant = tr_.method == Method::qlora ? 1.0 : 0.0;
     const double weight_cast = cast_weights ? 1.0 : 0.0;
-    b_.launches(copies * (1.0 + dequant + weight_cast), copies * (1.0 + (full_ ? 1.0 + weight_cast : 0.0) + dequant));
+    b_.launches(runs * (1.0 + dequant + weight_cast), runs * (1.0 + (full_ ? 1.0 + weight_cast : 0.0) + dequant));
     if (l.bias && full_) b_.backward(T * out * c_);
     if (!adapted) continue;
     ++consumers;
@@ -535,7 +559,7 @@ void HfBlock::attention_saved() {
         // kept), one softmax in the model dtype over s + 1 columns whose first s the PV matmul
         // reads as a view.
         core_ += c_ * scores * (x_.s + 1.0) / x_.s + 8.0 * scores / x_.s;
-      } else if (hf_sdpa_call(a_).eager_softmax_in_model_dtype) {
+      } else if (hf_sdpa_call(a_, tr_).eager_softmax_in_model_dtype) {
         core_ += c_ * scores;  // one probability tensor, in the model dtype
       } else {
         core_ += kFp32 * scores;              // softmax output in fp32
@@ -589,6 +613,11 @@ void HfBlock::activation() {
     b_.unary(n, c, c, true);
   }
   if (a_.mlp == MlpKind::gated) b_.product(n, c, c, c);
+  if (loop_) {  // the loop runs the activation once per expert, on its tokens
+    Op& op = b_.cur();
+    op.forward_launches += op.forward.kernels * (hits_ - 1.0);
+    op.backward_launches += op.backward.kernels * (hits_ - 1.0);
+  }
   mlp_saved();
 }
 
@@ -638,10 +667,79 @@ void HfBlock::routing() {
     // Per routed token: its weight, int64 indices (grouped_mm: three sort and scatter indices; the
     // loop: one per expert's token list), the gathered input and the expert output (the loop also
     // keeps that output's weighted copy).
-    const double indices = a_.experts_loop ? 1.0 : 3.0;
+    const double indices = loop_ ? 1.0 : 3.0;
     b_.keep("router logits and routing",
             x_.t * (kFp32 * E + kFp32 + k * (8.0 + kFp32) + k * (kFp32 + indices * 8.0)));
-    b_.keep("expert input and output copies", (a_.experts_loop ? 3.0 : 2.0) * c_ * x_.t * k * x_.h / x_.tp);
+    b_.keep("expert input and output copies", (loop_ ? 3.0 : 2.0) * c_ * x_.t * k * x_.h / x_.tp);
+    dispatch();
+  }
+}
+
+// The router's softmax and top-k and the experts' dispatch, as transformers v5.17.0 runs them
+// (src/transformers/): the router of models/qwen3_moe/modeling_qwen3_moe.py Qwen3MoeTopKRouter
+// (softmax in fp32, top-k, renormalise, cast; gpt-oss and Mixtral differ by an op or two) and
+// either integrations/moe.py grouped_mm_experts_forward (sort the routed tokens by expert, gather,
+// histogram and offsets, masks, one grouped GEMM per projection, weight, unpermute, sum over k)
+// or the experts' own loop (Qwen3MoeExperts.forward: one-hot mask, the experts hit, and per expert
+// where/nonzero, gather, its two linears, weight, index_add_). One kernel per PyTorch op; the
+// backward as autograd runs it (an indexing's gradient is a zero fill and an accumulating
+// index_put_; each expert's gradient of the shared input is one more tensor to sum).
+void HfBlock::dispatch() {
+  const double k = dbl(a_.experts_per_token);
+  const double E = dbl(a_.experts);
+  const double T = x_.t;
+  const double S = T * k;            // routed (token, expert) pairs
+  const double H = S * x_.kh * c_;   // bytes of the routed hidden states
+  const double X = T * x_.kh * c_;   // bytes of the layer's input
+  const double gate_up = S * (a_.mlp == MlpKind::gated ? 2.0 : 1.0) * dbl(a_.intermediate) / x_.tp * c_;
+  b_.open("router softmax and top-k", OpKind::routing);
+  b_.forward(T * E * (c_ + kFp32), 1.0);   // softmax, fp32
+  b_.forward(T * E * kFp32 + S * (kFp32 + 8.0), 1.0);  // top-k: values and int64 indices
+  b_.forward(3.0 * S * kFp32, 2.0);        // renormalise: sum, divide
+  b_.forward(S * (kFp32 + c_), 1.0);       // cast to the model dtype
+  b_.backward(S * (c_ + kFp32), 1.0);      // the cast's gradient
+  b_.backward(5.0 * S * kFp32, 3.0);       // the renormalisation's
+  b_.backward(T * E * kFp32 + S * (kFp32 + 8.0), 2.0);  // top-k's: zero fill, scatter
+  b_.backward(T * E * (3.0 * kFp32 + c_), 1.0);         // softmax's
+  b_.open("expert dispatch", OpKind::routing);
+  if (!loop_) {
+    b_.forward(S * 8.0 * 3.0, 2.0);              // sort the expert ids (ids and permutation), perm // k
+    b_.forward(2.0 * H + S * 8.0, 1.0);          // gather the routed rows
+    b_.forward(S * (2.0 * c_ + 8.0), 1.0);       // gather their weights
+    b_.forward(S * 12.0 + E * 8.0, 3.0);         // int ids, histogram, offsets (cumsum)
+    b_.forward(S * 25.0, 2.0);                   // sentinel mask, clamp
+    b_.forward(2.0 * H + 2.0 * gate_up + 2.0 * H, 3.0);  // masked_fill of input, gate_up and down outputs
+    b_.forward(2.0 * H + S * c_, 1.0);           // weight the outputs
+    b_.forward(S * 8.0 * 3.0, 2.0);              // inverse permutation: arange, index_put
+    b_.forward(2.0 * H + S * 8.0, 1.0);          // unpermute
+    b_.forward(H + X, 1.0);                      // sum over k
+    b_.backward(H + 2.0 * H + S * 8.0, 2.0);     // unpermute's gradient: zero fill, index_put
+    b_.backward(3.0 * H + 2.0 * H, 3.0);         // the weighting's: two products, a row sum
+    b_.backward(2.0 * H + 2.0 * gate_up + 2.0 * H, 3.0);  // the masks'
+    b_.backward(2.0 * gate_up, 1.0);             // the gate/up split's (cat)
+    b_.backward(S * (c_ + c_ + 8.0), 2.0);       // the weights' gather
+    b_.backward(X + H + X + S * 8.0, 2.0);       // the rows' gather: zero fill, accumulating index_put
+    b_.backward(3.0 * X, 1.0);                   // the input's gradients summed (router, experts)
+  } else {
+    const double n = S / hits_;        // tokens per expert hit
+    const double h = n * x_.kh * c_;   // bytes of one expert's rows
+    b_.forward(X, 1.0);                          // the output's zero fill
+    b_.forward(S * (8.0 + E * 8.0) + S * E * 8.0 + E, 4.0);  // one-hot mask, its sum, > 0, nonzero
+    // Per expert hit: where (nonzero), gather rows, gather weights, weight, index_add_.
+    b_.forward(hits_ * (T * k * 8.0 + 2.0 * h + n * (c_ + 16.0) + 3.0 * h + 3.0 * h), 5.0 * hits_);
+    // Per expert hit: index_add_'s gradient (a gather), the weighting's (two products, a row sum),
+    // the weights' gather's (zero fill, index_put), the gate/up split's (cat), the rows' gather's (a
+    // zero fill of the whole input, index_put) and one more gradient of the input to sum.
+    b_.backward(hits_ * (2.0 * h + 5.0 * h + n * (2.0 * c_ + 8.0) + 2.0 * gate_up / S * n + X + 2.0 * h + 3.0 * X),
+                10.0 * hits_);
+    if (full_) {
+      // A trained expert weight is read as a slice (gate_up_proj[e]): the slice's gradient is a
+      // zero-filled gradient of every expert's weight with that slice written, summed into the
+      // parameter's gradient, per expert hit and per weight (select_backward, AccumulateGrad).
+      const double all = dbl(a_.experts) * dbl(a_.intermediate) / x_.tp * x_.kh * c_;
+      const double weights = (a_.mlp == MlpKind::gated ? 2.0 : 1.0) + 1.0;
+      b_.backward(hits_ * weights * 4.0 * all, hits_ * weights * 2.0);
+    }
   }
 }
 
@@ -716,7 +814,7 @@ void HfBlock::attention() {
     // A rotated slice of a fused projection (Phi-3's qkv_proj) is not dense either: the rotary
     // products write it head-major (Falcon's own attention splits its projection first).
     const bool rotary = a_.position == PositionKind::rotary;
-    const bool sliced = fused_ && !hf_sdpa_call(a_).own_attention;
+    const bool sliced = fused_ && !hf_sdpa_call(a_, tr_).own_attention;
     const bool head_major = (rotary && (a_.rotary_fraction < 1.0 || sliced)) || quant_.head_major_attention_output;
     if (head_major && keeps_input(Role::o)) b_.keep("o input (contiguous copy)", q);
   }
@@ -1042,7 +1140,7 @@ double rms_input_bytes(const Architecture& a, const Training& tr) {
 
 bool sdpa_explicit_mask(const Architecture& a, const Training& tr) {
   return attention_executed(a, tr, tr.cuda_sm) == Attention::sdpa &&
-         (hf_sdpa_call(a).always_mask || sliding_window_masked(a, tr));
+         (hf_sdpa_call(a, tr).always_mask || sliding_window_masked(a, tr));
 }
 
 }  // namespace trainplan::model

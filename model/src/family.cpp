@@ -243,10 +243,16 @@ void add_recent(std::vector<Family>& t) {
     a.activation = Activation::gelu_tanh;
     a.norm_placement = NormPlacement::sandwich;
     a.norms_per_layer = 4;
-    // Gemma 2 soft-caps its scores: no SDPA path (_supports_sdpa = False, modeling_gemma2.py); its
-    // eager softmax is fp32, cast back.
+    // Gemma 2 soft-caps its scores. Up to v5.20.0 it had an SDPA path (_supports_sdpa = True,
+    // models/gemma2/modeling_gemma2.py:360 at v5.17.0; SDPA takes no softcap, the scores run
+    // uncapped); v5.21.0 dropped it (_supports_sdpa = False: "sdpa does not support softcapping",
+    // :353 at v5.24.0): eager attention, whose softmax is fp32, cast back.
+    HfSdpaCall gemma2_sdpa = shared_sdpa();
+    gemma2_sdpa.sdpa_removed_in = 521;
+    gemma2_sdpa.source = "integrations/sdpa_attention.py sdpa_attention_forward (to v5.20; from v5.21 "
+                         "models/gemma2/modeling_gemma2.py _supports_sdpa = False: softcapping)";
     Family f = row("gemma2", {}, "Gemma2Config", kNew, ConfigKeys::gemma2, {256000, 2304, 26, 8, 9216, 4, 256, 8192, true}, a,
-             {}, "Gemma2DecoderLayer", no_sdpa("models/gemma2/modeling_gemma2.py (_supports_sdpa = False: softcapping)", false));
+             {}, "Gemma2DecoderLayer", gemma2_sdpa);
     f.fp32_normalised_norm = true;
     t.push_back(f);
     a.qk_norm = QkNorm::per_head;  // Gemma3Attention q_norm, k_norm: Gemma3RMSNorm(head_dim)

@@ -111,7 +111,7 @@ StackRules stack_rules(const Architecture& a, const Training& tr, Stack stack) {
 FlopCoefficients flop_coefficients(const Architecture& a, const Training& tr) {
   FlopCoefficients k;
   k.full = tr.method == Method::full;
-  k.sdpa_path = hf_sdpa_call(a).supported;
+  k.sdpa_path = hf_sdpa_call(a, tr).supported;
   const Stack main = a.encoder_decoder ? Stack::encoder : Stack::decoder;
   k.linear = static_cast<double>(a.layers) * block_linear_flops_per_token(a, main);
   k.attention = static_cast<double>(a.layers) * attention_flops_per_token_per_context(a);

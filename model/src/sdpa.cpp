@@ -163,7 +163,14 @@ bool sliding_window_masked(const Architecture& a, const Training& tr) {
   return a.sliding_window > 0 && tr.seq >= a.sliding_window;
 }
 
-HfSdpaCall hf_sdpa_call(const Architecture& a) { return family_of(a).sdpa; }
+HfSdpaCall hf_sdpa_call(const Architecture& a, const Training& tr) {
+  HfSdpaCall call = family_of(a).sdpa;
+  if (call.sdpa_removed_in > 0 && tr.transformers >= call.sdpa_removed_in) {
+    call.supported = false;
+    call.dropout = false;
+  }
+  return call;
+}
 
 Attention attention_executed(bool sdpa_path, Attention requested, int cuda_sm) {
   return requested == Attention::sdpa && cuda_sm > 0 && !sdpa_path ? Attention::eager : requested;
@@ -171,7 +178,7 @@ Attention attention_executed(bool sdpa_path, Attention requested, int cuda_sm) {
 
 Attention attention_executed(const Architecture& a, const Training& tr, int cuda_sm) {
   if (tr.attention != Attention::sdpa) return tr.attention;
-  return attention_executed(hf_sdpa_call(a).supported, tr.attention, cuda_sm);
+  return attention_executed(hf_sdpa_call(a, tr).supported, tr.attention, cuda_sm);
 }
 
 AttentionRun attention_run(const Architecture& a, const Training& tr, int cuda_sm) {
@@ -199,7 +206,7 @@ AttentionRun attention_run(const Architecture& a, const Training& tr, int cuda_s
 }
 
 SdpaChoice sdpa_choice(const Architecture& a, const Training& tr) {
-  const HfSdpaCall call = hf_sdpa_call(a);
+  const HfSdpaCall call = hf_sdpa_call(a, tr);
   if (!call.supported) {
     SdpaChoice c;
     c.kernel = SdpaKernel::unsupported;

@@ -493,7 +493,8 @@ LayerComputeKey LayerComputeKey::of(const model::Training& tr) {
           adapters ? tr.lora.rank : 0,
           adapters ? tr.lora.dropout : 0.0,
           tr.frozen_base_fp32,
-          tr.qlora_stack};
+          tr.qlora_stack,
+          tr.transformers};
 }
 
 model::Training LayerComputeKey::training(const std::vector<std::string>& targets) const {
@@ -513,6 +514,7 @@ model::Training LayerComputeKey::training(const std::vector<std::string>& target
   t.lora.targets = targets;
   t.frozen_base_fp32 = frozen_base_fp32;
   t.qlora_stack = qlora_stack;
+  t.transformers = transformers;
   return t;
 }
 

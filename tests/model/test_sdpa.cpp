@@ -20,8 +20,10 @@
 #include "../common/catalog.hpp"
 #include "trainplan/io/catalog.hpp"
 #include "trainplan/io/hf_config.hpp"
+#include "trainplan/core/error.hpp"
 #include "trainplan/model/activations.hpp"
 #include "trainplan/model/sdpa.hpp"
+#include "trainplan/model/training.hpp"
 
 namespace trainplan {
 namespace {
@@ -222,6 +224,45 @@ TEST(Sdpa, FalconMathFallbackKeepsWhatTheH200Measured) {
   const double measured_gib = 51.631 - 46.895;
   const double predicted_gib = (ms.total() - me.total()).value() / 1073741824.0;
   EXPECT_NEAR(predicted_gib / measured_gib, 1.0, 0.15) << "predicted " << predicted_gib << " GiB";
+}
+
+// Gemma 2's SDPA path existed up to transformers v5.20.0 (models/gemma2/modeling_gemma2.py:360 at
+// v5.17.0, _supports_sdpa = True) and was dropped in v5.21.0 (_supports_sdpa = False, "sdpa does not
+// support softcapping", :353 at v5.24.0). The H200 runs of 2026-11-27 (transformers 5.17.0,
+// data/reference/measured-h200-families.json) ran gemma-2-2b and gemma-2-9b with
+// attn_implementation="sdpa" and measured the memory of the SDPA path: gemma-2-2b LoRA s2048 b2,
+// 31.85 GiB peak, predicted 31.79 GiB with the release's path and 45.19 GiB with eager attention
+// (that file's bands in test_validate.cpp hold the numbers).
+TEST(Sdpa, Gemma2SdpaPathFollowsTheTransformersRelease) {
+  const model::Architecture a = catalog().resolve_model("gemma-2-2b").arch;
+  model::Training tr = h100_bf16(2048);
+  tr.cuda_sm = 90;
+  tr.transformers = 517;
+  const model::AttentionRun v517 = model::attention_run(a, tr, 90);
+  EXPECT_EQ(v517.runs, Attention::sdpa);
+  EXPECT_TRUE(v517.fused);
+  tr.transformers = 520;
+  EXPECT_EQ(model::attention_run(a, tr, 90).runs, Attention::sdpa);
+  tr.transformers = 521;
+  const model::AttentionRun v521 = model::attention_run(a, tr, 90);
+  EXPECT_EQ(v521.runs, Attention::eager);
+  EXPECT_FALSE(v521.fused);
+  EXPECT_EQ(model::sdpa_choice(a, tr).kernel, SdpaKernel::unsupported);
+}
+
+TEST(Sdpa, TransformersReleaseParsing) {
+  EXPECT_EQ(model::parse_transformers_release("5.17", "x"), 517);
+  EXPECT_EQ(model::parse_transformers_release("5.17.0", "x"), 517);
+  EXPECT_EQ(model::parse_transformers_release("4.57.1", "x"), 457);
+  EXPECT_EQ(model::parse_transformers_release("5.0", "x"), 500);
+  for (const char* bad : {"", "5", "5.", "five", "5.x", "3.9", "5.17.", "5.17.0rc1", "5.100", "-5.1", "5.17 "}) {
+    try {
+      (void)model::parse_transformers_release(bad, "training key 'transformers'");
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("training key 'transformers'"), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace

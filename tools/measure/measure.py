@@ -21,6 +21,7 @@ import datetime
 import gc
 import json
 import os
+import re
 import statistics
 import sys
 import time
@@ -34,6 +35,7 @@ GPUS_DIR = REPO / "data" / "gpus"
 WARMUP_STEPS = 2
 TIMED_STEPS = 5
 SEED = 0
+ROUTING = "balanced"  # --routing: balanced (noise at the routers' input) | model (as the random model routes)
 
 # Pass bands written next to each value. peak_allocated uses the band the litgpt runs are held to;
 # the others are provisional until the models of the allocator cache and of time are calibrated.
@@ -58,6 +60,14 @@ QV_TARGETS = {
     "gpt_neox": ["query_key_value"],
     "gpt2": ["c_attn"],
     "mpt": ["Wqkv"],
+    "qwen3": ["q_proj", "v_proj"],
+    "qwen3_moe": ["q_proj", "v_proj"],
+    "olmo2": ["q_proj", "v_proj"],
+    "gemma2": ["q_proj", "v_proj"],
+    "gemma3_text": ["q_proj", "v_proj"],
+    "gpt_oss": ["q_proj", "v_proj"],
+    "llama4_text": ["q_proj", "v_proj"],
+    "phi3": ["qkv_proj"],  # fused: q, k and v are one linear layer
 }
 
 
@@ -73,6 +83,7 @@ class Run:
     lora_alpha: int = 32
     lora_targets: str = "qv"  # qv | all-linear
     quant: Optional[str] = None  # nf4 | nf4-dq (qlora only)
+    experts: Optional[str] = None  # MoE: transformers' experts_implementation (None: its default, grouped_mm)
 
     @property
     def name(self) -> str:
@@ -84,6 +95,8 @@ class Run:
         parts += [self.precision, f"s{self.seq}", f"b{self.micro_batch}"]
         if self.checkpointing == "full":
             parts.append("ckpt")
+        if self.experts:
+            parts.append(f"experts-{self.experts}")
         return "-".join(parts)
 
 
@@ -114,6 +127,30 @@ PLAN: list[Run] = [
     # Last: full fine-tuning of 6.7B in bf16-true is near capacity (the optimizer step's peak).
     Run("llama-2-7b", "full", "bf16-true", 512, 1, checkpointing="full"),
 ]
+
+# The families of 2025-26 (`--plan families`): QK-norm (Qwen3, OLMo 2, Gemma 3), alternating sliding and
+# global attention with soft-capping (Gemma 2), 5 local : 1 global (Gemma 3), 256k vocabularies, fused qkv
+# and gate_up (Phi-3), mixture of experts with 128 fine-grained experts (Qwen3-MoE) and with attention
+# sinks (gpt-oss). Sized for one 80 GB GPU; the MoE runs last (largest weights).
+PLAN_FAMILIES: list[Run] = [
+    Run("qwen3-0.6b", "full", "bf16-mixed", 2048, 4),
+    Run("qwen3-0.6b", "full", "bf16-true", 4096, 2, checkpointing="full"),
+    Run("gemma-3-1b", "full", "bf16-mixed", 2048, 2),
+    Run("gemma-2-2b", "lora", "bf16-true", 2048, 2, lora_targets="all-linear"),
+    Run("phi-3-mini-4k", "lora", "bf16-true", 2048, 4, checkpointing="full", lora_targets="all-linear"),
+    Run("olmo-2-7b", "lora", "bf16-true", 2048, 1),
+    Run("qwen3-8b", "lora", "bf16-true", 2048, 2, checkpointing="full"),
+    Run("gemma-3-4b", "lora", "bf16-true", 4096, 1, lora_targets="all-linear"),
+    Run("gemma-2-9b", "lora", "bf16-true", 2048, 1, checkpointing="full"),
+    Run("gpt-oss-20b", "lora", "bf16-true", 1024, 1),
+    Run("qwen3-30b-a3b", "lora", "bf16-true", 1024, 1),
+    Run("qwen3-30b-a3b", "lora", "bf16-true", 2048, 2, checkpointing="full"),
+    # transformers' per-expert loop (experts_implementation="eager"), the path before grouped_mm.
+    Run("qwen3-30b-a3b", "lora", "bf16-true", 1024, 1, experts="eager"),
+    Run("gpt-oss-20b", "lora", "bf16-true", 1024, 1, experts="eager"),
+]
+
+PLANS = {"default": PLAN, "families": PLAN_FAMILIES}
 
 
 # ---- the catalogue ---------------------------------------------------------------------------------
@@ -191,7 +228,14 @@ def hf_config(entry: dict, tiny: bool):
         if "head_dim" in cfg:
             cfg["head_dim"] = 32
         cfg["vocab_size"] = 1000
-    return AutoConfig.for_model(model_type, **cfg), model_type
+        if isinstance(cfg.get("layer_types"), list):  # per-layer lists follow the layer count
+            cfg["layer_types"] = cfg["layer_types"][:2]
+    config = AutoConfig.for_model(model_type, **cfg)
+    if tiny:  # token ids, the class defaults included, must fall in the toy vocabulary
+        for k in ("pad_token_id", "bos_token_id", "eos_token_id"):
+            if isinstance(getattr(config, k, None), int) and getattr(config, k) >= cfg["vocab_size"]:
+                setattr(config, k, None)
+    return config, model_type
 
 
 def from_config(config, dtype, attn: str):
@@ -208,6 +252,8 @@ def build_model(run: Run, device: str, tiny: bool):
 
     entry = catalogue_model(run.model)
     config, model_type = hf_config(entry, tiny)
+    if run.experts:
+        config._experts_implementation = run.experts
     # bf16-mixed: fp32 weights under autocast; bf16-true: every tensor bf16, the optimizer's too.
     dtype = torch.float32 if run.precision == "bf16-mixed" else torch.bfloat16
     torch.manual_seed(SEED)
@@ -218,6 +264,8 @@ def build_model(run: Run, device: str, tiny: bool):
             model = from_config(config, dtype, "eager")
     model.train()
     attention = getattr(model.config, "_attn_implementation", None) or "eager"
+    if ROUTING == "balanced":
+        balance_routers(model)
 
     if run.checkpointing == "full":
         kwargs = {"use_reentrant": False}
@@ -244,6 +292,49 @@ def build_model(run: Run, device: str, tiny: bool):
                 if p.requires_grad:
                     p.data = p.data.to(torch.bfloat16)
     return model, attention, targets, config
+
+
+def routers(model) -> list:
+    """The MoE routers (transformers' *TopKRouter modules: weight [experts, hidden])."""
+    return [m for m in model.modules() if type(m).__name__.endswith("TopKRouter")]
+
+
+def balance_routers(model) -> None:
+    """Routes as a trained, load-balanced router does. A random-weight model sends most tokens of a layer
+    to the same few experts (its hidden states barely differ between tokens: on an H200, about 30 of
+    Qwen3-MoE's 128 experts took any token, the busiest 16x the mean load, whatever the router's
+    weights), while a trained router spreads them (its auxiliary balancing loss). Gaussian noise of
+    standard deviation 10 added to each router's input (the normed hidden state, about unit RMS) makes
+    its top-k independent of the token: every expert takes about tokens x k / experts. Cost: two
+    elementwise kernels per MoE layer (randn_like, add); the experts still read the hidden state
+    without noise."""
+    import torch
+
+    def noisy(module, args):
+        return (args[0] + 10.0 * torch.randn_like(args[0]),) + tuple(args[1:])
+
+    for r in routers(model):
+        r.register_forward_pre_hook(noisy)
+
+
+def watch_routing(model) -> dict:
+    """Hooks on the routers that record, per call, how many experts took a token and the busiest
+    expert's load over the mean; returns the lists they fill."""
+    import torch
+
+    seen: dict = {"experts_hit": [], "max_over_mean_load": []}
+
+    def hook(module, inputs, output):
+        indices = output[-1]
+        if not isinstance(indices, torch.Tensor) or indices.dtype not in (torch.int64, torch.int32):
+            return
+        load = torch.bincount(indices.reshape(-1), minlength=module.num_experts).float()
+        seen["experts_hit"].append(int((load > 0).sum()))
+        seen["max_over_mean_load"].append(float(load.max() / load.mean()))
+
+    for r in routers(model):
+        r.register_forward_hook(hook)
+    return seen
 
 
 def quantize_block_linears(model, quant: str, device: str) -> None:
@@ -273,25 +364,108 @@ def quantize_block_linears(model, quant: str, device: str) -> None:
     gc.collect()
 
 
-def measure(run: Run, device: str, tiny: bool) -> dict:
+# Kernel categories of a profiled step (`--profile`), first match wins: grouped GEMMs (MoE experts) before
+# dense GEMMs, attention before both.
+KERNEL_CATEGORIES = [
+    ("attention", r"flash|fmha|attention|attn|efficient|cudnn_generated|sdpa"),
+    ("grouped_gemm", r"group"),
+    ("gemm", r"gemm|cutlass|xmma|nvjet|sm90_|sm80_|sm100_|cublas|matmul|ampere_|hopper"),
+    ("optimizer", r"multi_tensor|foreach|fused_adam|adam"),
+    ("norm", r"norm"),
+    ("softmax_loss", r"softmax|cross_entropy|nll_loss|log_softmax"),
+    ("routing", r"sort|topk|histc|histogram|cumsum|scan|radix|nonzero|index_add|scatter_add"),
+    ("copy_cast", r"copy|convert|cast|memcpy|memset|fill|cat|index|gather|scatter|transpose|contiguous"),
+    ("elementwise", r"elementwise|vectorized|unrolled|pointwise|reduce|where|mul|add|silu|gelu|rotary|sum|mean"),
+]
+
+
+def kernel_category(name: str) -> str:
+    n = name.lower()
+    for category, pattern in KERNEL_CATEGORIES:
+        if re.search(pattern, n):
+            return category
+    return "other"
+
+
+def profile_step(forward, opt, sync) -> dict:
+    """Phases of a step timed separately (median of 3, synchronised), then one step under
+    torch.profiler: CUDA kernel time by category, the kernel count and the 15 longest kernels."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    phases: dict[str, list[float]] = {"forward_s": [], "backward_s": [], "optimizer_s": [], "zero_grad_s": []}
+    for _ in range(3):
+        t0 = time.perf_counter()
+        loss = forward()
+        sync()
+        t1 = time.perf_counter()
+        loss.backward()
+        sync()
+        t2 = time.perf_counter()
+        opt.step()
+        sync()
+        t3 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        sync()
+        t4 = time.perf_counter()
+        for k, v in zip(phases, (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
+            phases[k].append(v)
+    activities = [ProfilerActivity.CUDA] if torch.cuda.is_available() else [ProfilerActivity.CPU]  # --smoke
+    with profile(activities=activities) as prof:
+        forward().backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        sync()
+    by_category: dict[str, float] = {}
+    count_by_category: dict[str, int] = {}
+    top: dict[str, list] = {}
+    for e in prof.events():
+        if not str(getattr(e, "device_type", "")).endswith("CUDA"):
+            continue
+        seconds = e.time_range.elapsed_us() / 1e6
+        c = kernel_category(e.name)
+        by_category[c] = by_category.get(c, 0.0) + seconds
+        count_by_category[c] = count_by_category.get(c, 0) + 1
+        t = top.setdefault(e.name[:100], [0.0, 0])
+        t[0] += seconds
+        t[1] += 1
+    return {
+        "phases_s": {k: statistics.median(v) for k, v in phases.items()},
+        "kernel_time_s_total": sum(by_category.values()),
+        "kernels": sum(count_by_category.values()),
+        "kernel_time_s_by_category": by_category,
+        "kernels_by_category": count_by_category,
+        "top_kernels": [{"name": k, "s": v[0], "count": v[1]}
+                        for k, v in sorted(top.items(), key=lambda kv: -kv[1][0])[:15]],
+    }
+
+
+def measure(run: Run, device: str, tiny: bool, profile: bool = False) -> dict:
     import torch
 
     cuda = device.startswith("cuda")
     model, attention, targets, config = build_model(run, device, tiny)
     trainable = [p for p in model.parameters() if p.requires_grad]
+    routing = watch_routing(model)
     # torch's default AdamW: foreach on CUDA (the planner's default, fused_optimizer = false).
     opt = torch.optim.AdamW(trainable, lr=1e-5)
     vocab = config.vocab_size
     gen = torch.Generator(device="cpu").manual_seed(SEED)
     ids = torch.randint(0, vocab, (run.micro_batch, run.seq), generator=gen).to(device)
 
-    def step() -> float:
-        if cuda:
-            torch.cuda.synchronize()
-        t0 = time.perf_counter()
+    def forward():
         with torch.autocast(device_type="cuda" if cuda else "cpu", dtype=torch.bfloat16,
                             enabled=run.precision == "bf16-mixed"):
-            loss = model(input_ids=ids, labels=ids).loss
+            return model(input_ids=ids, labels=ids).loss
+
+    def sync() -> None:
+        if cuda:
+            torch.cuda.synchronize()
+
+    def step() -> float:
+        sync()
+        t0 = time.perf_counter()
+        loss = forward()
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
@@ -308,6 +482,7 @@ def measure(run: Run, device: str, tiny: bool) -> dict:
     times = [step() for _ in range(TIMED_STEPS)]
     out = {
         "attention": attention,
+        "experts_implementation": getattr(config, "_experts_implementation", None),
         "targets": targets,
         "step_time_s": statistics.median(times),
         "parameters": sum(p.numel() for p in model.parameters()),
@@ -318,7 +493,13 @@ def measure(run: Run, device: str, tiny: bool) -> dict:
         out["peak_allocated"] = torch.cuda.max_memory_allocated()
         out["reserved"] = torch.cuda.max_memory_reserved()
         out["device_total"] = total - free
-    del step, model, opt, trainable, ids
+    if routing["experts_hit"]:
+        out["routing"] = {"routing": ROUTING,
+                          "experts_hit_median": statistics.median(routing["experts_hit"]),
+                          "max_over_mean_load_median": statistics.median(routing["max_over_mean_load"])}
+    if profile:  # after the memory readings: the profiler's own buffers are not the run's
+        out["profile"] = profile_step(forward, opt, sync)
+    del step, forward, model, opt, trainable, ids
     gc.collect()
     if cuda:
         torch.cuda.empty_cache()
@@ -326,6 +507,12 @@ def measure(run: Run, device: str, tiny: bool) -> dict:
 
 
 # ---- reference cases -------------------------------------------------------------------------------
+
+
+def transformers_version() -> str:
+    import transformers
+
+    return transformers.__version__
 
 
 def versions() -> str:
@@ -366,6 +553,7 @@ def reference_case(run: Run, m: dict, gpu: str, device_name: str, stamp: str, en
         "attention": "eager" if m["attention"] == "eager" else "sdpa",
         "offload": "none",
         "framework": "pytorch",
+        "transformers": transformers_version(),
     }
     if run.method != "full":
         targets = m["targets"]
@@ -399,30 +587,39 @@ def reference_case(run: Run, m: dict, gpu: str, device_name: str, stamp: str, en
         "note": ("random weights from the catalogue config (no download); input: random token ids, labels = the "
                  f"inputs (the model's own shifted cross-entropy); {m['parameters']:,} parameters, "
                  f"{m['trainable']:,} trainable; LoRA dropout 0; QLoRA quantizes every linear layer but the output "
-                 "head (bitsandbytes Linear4bit, bf16 compute)"),
-        "model": run.model,
+                 "head (bitsandbytes Linear4bit, bf16 compute)"
+                 + (f"; MoE routing {'balanced (noise of std 10 at each router input)' if m['routing']['routing'] == 'balanced' else 'as the random-weight model routes'}: "
+                    f"median {m['routing']['experts_hit_median']:.0f} experts took tokens per layer, busiest at "
+                    f"{m['routing']['max_over_mean_load_median']:.2f}x the mean load" if m.get("routing") else "")),
+        "model": run.model if not run.experts else {
+            "name": f"{run.model} (experts_implementation={run.experts})",
+            "source": f"data/models/{run.model}.json with experts_implementation = {run.experts}",
+            "hf_config": {**catalogue_model(run.model)["config"], "experts_implementation": run.experts}},
         "hardware": {"gpu": gpu, "count": 1},
         "training": training,
         "measured": measured,
     }
 
 
-def write_reference(path: Path, cases: list[dict], device_name: str) -> None:
-    doc = {
-        "schema": "trainplan.reference/1",
-        "description": f"Training steps measured by tools/measure/measure.py on one {device_name}.",
-        "cases": cases,
-    }
+def write_json(path: Path, doc: dict) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     os.replace(tmp, path)
+
+
+def write_reference(path: Path, cases: list[dict], device_name: str) -> None:
+    write_json(path, {
+        "schema": "trainplan.reference/1",
+        "description": f"Training steps measured by tools/measure/measure.py on one {device_name}.",
+        "cases": cases,
+    })
 
 
 # ---- the command -----------------------------------------------------------------------------------
 
 
 def selected(args) -> list[Run]:
-    runs = PLAN
+    runs = PLANS[args.plan]
     if args.only:
         runs = [r for r in runs if any(s in r.name for s in args.only)]
     return runs
@@ -444,14 +641,26 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dry-run", action="store_true", help="print the plan of runs and exit (no CUDA needed)")
     ap.add_argument("--out", type=Path, help="reference file to write (default data/reference/measured-<gpu>.json)")
+    ap.add_argument("--plan", choices=sorted(PLANS), default="default",
+                    help="which plan: default (0.1B-8B Llama-era models) or families (Qwen3, Gemma 2/3, Phi-3, "
+                         "OLMo 2, gpt-oss, Qwen3-MoE)")
     ap.add_argument("--only", action="append", help="only runs whose name contains TEXT (repeatable)")
     ap.add_argument("--budget-s", type=float, default=540.0,
                     help="stop starting new runs when the next would pass this many seconds (default 540)")
     ap.add_argument("--gpu", help="catalogue GPU name, when the device's name is not in data/gpus/")
+    ap.add_argument("--profile", type=Path,
+                    help="also write, per run, the phases timed separately and one profiled step's CUDA kernels "
+                         "by category to this JSON file")
+    ap.add_argument("--routing", choices=["balanced", "model"], default="balanced",
+                    help="MoE: balanced = every expert takes about the same number of tokens, as under a trained "
+                         "router (noise at the routers' input; default); model = as the random-weight model routes "
+                         "(a few experts take most tokens)")
     ap.add_argument("--smoke", action="store_true",
                     help="toy-size models on the CPU (or the GPU if present) to check the code path; writes nothing")
     args = ap.parse_args(argv)
 
+    global ROUTING
+    ROUTING = args.routing
     runs = selected(args)
     if not runs:
         print("error: no run matches --only", file=sys.stderr)
@@ -486,6 +695,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     print(f"device: {device_name} = {gpu}; {env}", flush=True)
 
     cases: list[dict] = []
+    profiles: list[dict] = []
     for i, run in enumerate(runs, 1):
         elapsed = time.monotonic() - start
         if run.method == "qlora" and not have_bnb:
@@ -498,7 +708,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         t0 = time.monotonic()
         failure = None
         try:
-            m = measure(run, device, args.smoke)
+            m = measure(run, device, args.smoke, profile=args.profile is not None)
         except torch.cuda.OutOfMemoryError:
             failure = "out of memory"
         except Exception as e:  # one broken configuration must not lose the others' results
@@ -511,11 +721,24 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(f"[{i}/{len(runs)}] {run.name}: {failure}", flush=True)
             continue
         took = time.monotonic() - t0
-        line = f"[{i}/{len(runs)}] {run.name}: step {m['step_time_s'] * 1e3:.1f} ms"
+        line = f"[{i}/{len(runs)}] {run.name} ({m['attention']}): step {m['step_time_s'] * 1e3:.1f} ms"
         if cuda:
             line += (f", peak allocated {m['peak_allocated'] / 2**30:.2f} GiB, reserved {m['reserved'] / 2**30:.2f} GiB, "
                      f"device {m['device_total'] / 2**30:.2f} GiB")
+        if "routing" in m:
+            line += (f", experts hit {m['routing']['experts_hit_median']:.0f}, busiest/mean load "
+                     f"{m['routing']['max_over_mean_load_median']:.2f}")
         print(f"{line} ({took:.0f} s)", flush=True)
+        if args.profile is not None:
+            profiles.append({"run": run.name, "attention": m["attention"],
+                             "experts_implementation": m["experts_implementation"], "routing": m.get("routing"),
+                             "parameters": m["parameters"],
+                             "trainable": m["trainable"], "step_time_s": m["step_time_s"], **m["profile"]})
+            write_json(args.profile, {"what": "per run: forward, backward, optimizer step and zero_grad timed "
+                                              "separately (median of 3, synchronised), then one step under "
+                                              "torch.profiler: CUDA kernel time and count by category "
+                                              "(KERNEL_CATEGORIES in tools/measure/measure.py), 15 longest kernels",
+                                      "device": device_name, "versions": env, "date": stamp, "runs": profiles})
         if cuda and not args.smoke:
             cases.append(reference_case(run, m, gpu, device_name, stamp, env))
             write_reference(out, cases, device_name)  # after every run: a cut-off keeps what was measured

@@ -78,12 +78,16 @@ struct HfSdpaCall {
   // softmax(scores.float()).type_as(scores) (v4.57.1 modeling_t5.py:561; v5.17.0 :167 takes
   // nn.functional.softmax(attn_weights) in the model dtype).
   bool eager_softmax_in_model_dtype = false;
+  // The transformers release (major*100+minor) that dropped the SDPA path; 0: never. From that
+  // release on the family runs as if `supported` were false.
+  int sdpa_removed_in = 0;
   const char* source = "";     // the implementation read, file:line and function
 };
 // A sliding window (Mistral) the sequence reaches: transformers then builds an explicit mask
 // (v5.17.0 masking_utils.py:263, `kv_length >= local_attention_size`) instead of passing is_causal.
 [[nodiscard]] bool sliding_window_masked(const Architecture& a, const Training& tr);
-[[nodiscard]] HfSdpaCall hf_sdpa_call(const Architecture& a);
+// The family's call in the transformers release tr.transformers.
+[[nodiscard]] HfSdpaCall hf_sdpa_call(const Architecture& a, const Training& tr);
 
 // The kernel PyTorch picks for one block's self-attention of this model in this training setup,
 // on the GPU of compute capability tr.cuda_sm (0: the CPU kernels of the oracle).
@@ -107,7 +111,7 @@ struct AttentionRun {
 };
 [[nodiscard]] AttentionRun attention_run(const Architecture& a, const Training& tr, int cuda_sm);
 // AttentionRun::runs alone, without the dispatch; the second form for a caller that resolved the
-// family's SDPA path already (hf_sdpa_call(a).supported).
+// family's SDPA path already (hf_sdpa_call(a, tr).supported).
 [[nodiscard]] Attention attention_executed(const Architecture& a, const Training& tr, int cuda_sm);
 [[nodiscard]] Attention attention_executed(bool sdpa_path, Attention requested, int cuda_sm);
 

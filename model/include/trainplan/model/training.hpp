@@ -3,6 +3,7 @@
 // Hugging Face practice (bf16 autocast with fp32 master weights, torch AdamW, FSDP wrapped per block).
 
 #include <cstdint>
+#include <string_view>
 
 #include "trainplan/core/modes.hpp"
 #include "trainplan/model/lora.hpp"
@@ -40,11 +41,20 @@ struct Training {
   // The CUDA compute capability (major*10+minor) of the GPUs, which decides the SDPA kernel and
   // autocast's fp32 ops (model/sdpa.hpp); 0: not a CUDA GPU (the CPU oracle). Set by the planner.
   int cuda_sm = 0;
+  // The Hugging Face transformers release whose model code runs, major*100+minor (5.17 -> 517):
+  // what a family passes to SDPA and how its experts run change between releases (sdpa.hpp,
+  // block_ops.cpp). The default is the newest release this project's tables were read from.
+  int transformers = kNewestTransformers;
+  static constexpr int kNewestTransformers = 524;
 
   [[nodiscard]] std::int64_t tokens_per_micro_batch() const { return seq * micro_batch; }
   [[nodiscard]] OptimizerImpl optimizer_implementation() const {
     return resolved_optimizer_impl(optimizer_impl, framework, offload);
   }
 };
+
+// "5.17", "5.17.0" or "4.57.1" as major*100+minor; throws InputError naming `what` for anything else
+// (a release before 4.0 or a minor over 99).
+[[nodiscard]] int parse_transformers_release(std::string_view text, std::string_view what);
 
 }  // namespace trainplan::model

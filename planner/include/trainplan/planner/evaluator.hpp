@@ -112,6 +112,7 @@ struct LayerComputeKey {
   double lora_dropout = 0.0;
   bool frozen_base_fp32 = false;  // autocast casts an fp32 frozen base every forward
   QloraStack qlora_stack = QloraStack::hf_peft;  // what a QLoRA block saves (the resolved blocks)
+  int transformers = 0;  // the release whose model code runs (SDPA path, experts)
 
   [[nodiscard]] static LayerComputeKey of(const model::Training& tr);
   // The training the compute is priced from: the key's fields over model::Training's defaults
