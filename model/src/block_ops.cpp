@@ -378,12 +378,17 @@ void HfBlock::linears(std::initializer_list<Role> roles, double in_bytes) {
   const double T = x_.t;
   int consumers = 0;
   double width = 0.0;
+  bool mlp_reduced = false;
   for (const Linear& l : linears_) {
     if (std::find(roles.begin(), roles.end(), l.role) == roles.end()) continue;
     const bool adapted = !full_ && adapts(l.role);
     Op& op = b_.open(to_string(l.role), OpKind::gemm);
     op.gemm = gemm_of(a_, tr_, l, adapted);
     const bool row = l.role == Role::o || l.role == Role::down;
+    // One tensor-parallel pair per sublayer: each attention's output projection (self and
+    // cross), and the MLP's down projections together (routed and shared experts summed first).
+    if (l.role == Role::o || (l.role == Role::down && !mlp_reduced)) op.collective = OpCollective::tensor_parallel;
+    mlp_reduced = mlp_reduced || l.role == Role::down;
     const double in = dbl(l.in) / (row ? x_.tp : 1.0);
     const double out = dbl(l.out) / (row ? 1.0 : x_.tp);
     // An expert's linear runs once per expert that took a token in transformers' loop, once for
@@ -655,7 +660,7 @@ void HfBlock::routing() {
   if (!a_.is_moe()) return;
   const double k = dbl(a_.experts_per_token);
   const double E = dbl(a_.experts);
-  b_.open("routing", OpKind::routing);
+  b_.open("routing", OpKind::routing).collective = OpCollective::expert_all_to_all;
   if (a_.experts_dense) {
     // Llama4TextMoe: the top-k indices (int64), the sigmoid of the scattered scores (fp32, the
     // others -inf), every expert's copy of the input (hidden_states.repeat) and its score, and
@@ -914,12 +919,16 @@ void megatron_block(const Architecture& a, const Training& tr, Stack stack, Bloc
   const bool cross = a.encoder_decoder && stack == Stack::decoder;
   const std::vector<Linear> linears = block_linears(a, stack);
   const AdaptedRoles adapted = x.full ? AdaptedRoles{} : adapted_roles(a, tr.lora);
+  bool mlp_reduced = false;  // one tensor-parallel pair per sublayer (see HfBlock::linears)
   const auto gemms = [&](bool attention) {
     for (const Linear& l : linears) {
       const bool attn = l.role == Role::q || l.role == Role::k || l.role == Role::v || l.role == Role::o;
       if (attn != attention) continue;
       const bool adapts = !x.full && l.role != Role::router && adapted[static_cast<std::size_t>(l.role)];
-      b.open(to_string(l.role), OpKind::gemm).gemm = gemm_of(a, tr, l, adapts);
+      Op& op = b.open(to_string(l.role), OpKind::gemm);
+      op.gemm = gemm_of(a, tr, l, adapts);
+      if (l.role == Role::o || (l.role == Role::down && !mlp_reduced)) op.collective = OpCollective::tensor_parallel;
+      mlp_reduced = mlp_reduced || l.role == Role::down;
     }
   };
   const double sbh = T * x.h;
@@ -964,6 +973,7 @@ void megatron_block(const Architecture& a, const Training& tr, Stack stack, Bloc
   b.keep_at(core_op, "attention core", core_bytes, true);
   if (a.is_moe()) {  // permute, unpermute
     Op& perm = b.open("token permutation", OpKind::fused);
+    perm.collective = OpCollective::expert_all_to_all;
     perm.pass = FusedPass::permute;
     perm.elements = 2.0 * T * dbl(a.experts_per_token) * x.h;
     perm.element_bytes = c;
@@ -998,6 +1008,25 @@ Bytes BlockOps::saved_core_bytes() const {
   for (const SavedTensor& t : saved)
     if (t.core) s += t.bytes.value();
   return Bytes(s);
+}
+
+LayerCollectives BlockOps::collectives() const {
+  LayerCollectives n;
+  for (const Op& op : ops) {
+    if (op.collective == OpCollective::tensor_parallel) n.tensor_parallel += 1.0;
+    if (op.collective == OpCollective::expert_all_to_all) n.expert_all_to_all += 2.0;  // dispatch, combine
+  }
+  return n;
+}
+
+LayerCollectives StackOps::collectives() const {
+  LayerCollectives n = block.collectives();
+  if (nope_share <= 0.0) return n;
+  const LayerCollectives v = nope.collectives();
+  const double r = 1.0 - nope_share;
+  n.tensor_parallel = n.tensor_parallel * r + v.tensor_parallel * nope_share;
+  n.expert_all_to_all = n.expert_all_to_all * r + v.expert_all_to_all * nope_share;
+  return n;
 }
 
 double BlockOps::gemm_count() const {

@@ -89,15 +89,15 @@ ZeroPlusPlusVolume zero_plus_plus_volume(double psi, int n, int node_ranks, doub
   return v;
 }
 
-TensorParallelCollectives tensor_parallel_collectives(bool sequence_parallel, Checkpointing c) {
-  int n = 4;  // two forward (after attention and MLP), two backward
+TensorParallelCollectives tensor_parallel_collectives(double pairs, bool sequence_parallel, Checkpointing c) {
+  double n = 2.0 * pairs;  // one forward, one backward per pair
   switch (c) {
     case Checkpointing::none:
     case Checkpointing::selective:
       break;
     case Checkpointing::full:
     case Checkpointing::full_offload:
-      n += 2;
+      n += pairs;
       break;  // the replayed forward
   }
   TensorParallelCollectives out;
@@ -114,13 +114,19 @@ Bytes tensor_parallel_message(std::int64_t b, std::int64_t s, std::int64_t h, do
   return Bytes(dbl(b) * dbl(s) * dbl(h) * c);
 }
 
-Bytes tensor_parallel_bytes_per_layer(std::int64_t b, std::int64_t s, std::int64_t h, int t,
-                                      double c, bool sequence_parallel, Checkpointing ck) {
-  const TensorParallelCollectives n = tensor_parallel_collectives(sequence_parallel, ck);
+Bytes tensor_parallel_bytes(std::int64_t b, std::int64_t s, std::int64_t h, int t, double c,
+                            bool sequence_parallel, double n) {
   const Bytes x = tensor_parallel_message(b, s, h, c);
-  return bytes_sent(Collective::all_reduce, t, x) * n.all_reduce +
-         bytes_sent(Collective::all_gather, t, x) * n.all_gather +
-         bytes_sent(Collective::reduce_scatter, t, x) * n.reduce_scatter;
+  const double ar = sequence_parallel ? 0.0 : n;
+  const double sp = sequence_parallel ? n : 0.0;
+  return bytes_sent(Collective::all_reduce, t, x) * ar + bytes_sent(Collective::all_gather, t, x) * sp +
+         bytes_sent(Collective::reduce_scatter, t, x) * sp;
+}
+
+Bytes tensor_parallel_bytes_per_layer(std::int64_t b, std::int64_t s, std::int64_t h, int t,
+                                      double c, double pairs, bool sequence_parallel, Checkpointing ck) {
+  const TensorParallelCollectives n = tensor_parallel_collectives(pairs, sequence_parallel, ck);
+  return tensor_parallel_bytes(b, s, h, t, c, sequence_parallel, n.all_reduce + n.all_gather);
 }
 
 Bytes pipeline_message(std::int64_t b, std::int64_t s, std::int64_t h, double c, int t,

@@ -349,6 +349,9 @@ BlockCompute block_compute(const BlockShape& shape, const model::StackOps& ops, 
   }
   out.forward = lin.forward + out.elementwise_forward + out.attention_forward;
   out.backward = lin.backward + core.backward + out.elementwise_backward;
+  const model::LayerCollectives n = ops.collectives();
+  out.tensor_parallel_pairs = n.tensor_parallel;
+  out.expert_all_to_alls = n.expert_all_to_all;
   return out;
 }
 

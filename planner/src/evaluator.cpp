@@ -116,52 +116,50 @@ struct LayerComm {
 
 // Megatron's f/g operators (Shoeybi et al. 2019; with sequence parallelism each all-reduce becomes
 // an all-gather and a reduce-scatter, Korthikanti et al. 2022 Sec. 4.2.2).
-LayerComm tensor_parallel_comm(const TermInputs& in) {
+// `pairs`: the layer's f/g pairs a pass, from its op list (BlockCompute::tensor_parallel_pairs).
+LayerComm tensor_parallel_comm(const TermInputs& in, double pairs) {
   LayerComm out;
   const model::Training& tr = in.tr;
   if (in.l.tp <= 1) return out;
   out.group = tensor_parallel_group(in.l);
   const Bytes x = tensor_parallel_message(tr.micro_batch, tr.seq, in.a.hidden, in.c);
-  const TensorParallelCollectives none =
-      tensor_parallel_collectives(tr.sequence_parallel, Checkpointing::none);
   const TensorParallelCollectives all =
-      tensor_parallel_collectives(tr.sequence_parallel, tr.checkpointing);
+      tensor_parallel_collectives(pairs, tr.sequence_parallel, tr.checkpointing);
   const Seconds one =
       tr.sequence_parallel
           ? collective_time(in.links, Collective::all_gather, out.group, x) +
                 collective_time(in.links, Collective::reduce_scatter, out.group, x)
           : collective_time(in.links, Collective::all_reduce, out.group, x);
-  const int per_pass = (none.all_reduce + none.all_gather) / 2;  // forward (= backward) count
-  out.forward = one * per_pass;
-  out.backward = one * per_pass;
-  out.recompute = one * ((all.all_reduce + all.all_gather) - 2 * per_pass);
-  out.bytes = tensor_parallel_bytes_per_layer(tr.micro_batch, tr.seq, in.a.hidden, in.l.tp, in.c,
+  out.forward = one * pairs;
+  out.backward = one * pairs;
+  out.recompute = one * ((all.all_reduce + all.all_gather) - 2.0 * pairs);
+  out.bytes = tensor_parallel_bytes_per_layer(tr.micro_batch, tr.seq, in.a.hidden, in.l.tp, in.c, pairs,
                                               tr.sequence_parallel, tr.checkpointing);
   // Vocabulary-parallel embedding (forward) and LM-head input gradient (backward): one each.
   const int edges = in.l.pp == 1 ? 2 : 1;
   out.edge = one * edges;
-  out.edge_bytes = tensor_parallel_bytes_per_layer(tr.micro_batch, tr.seq, in.a.hidden, in.l.tp,
-                                                   in.c, tr.sequence_parallel, Checkpointing::none) *
-                   (edges / 4.0);
+  out.edge_bytes =
+      tensor_parallel_bytes(tr.micro_batch, tr.seq, in.a.hidden, in.l.tp, in.c, tr.sequence_parallel, edges);
   return out;
 }
 
-// MoE dispatch and combine all-to-alls among the expert-parallel ranks, half in each direction.
-LayerComm expert_comm(const TermInputs& in) {
+// MoE dispatch and combine all-to-alls among the expert-parallel ranks, half in each direction;
+// `per_pass`: the layer's all-to-alls a pass, from its op list (BlockCompute::expert_all_to_alls).
+LayerComm expert_comm(const TermInputs& in, double per_pass) {
   LayerComm out;
   const Layout& l = in.l;
-  if (!in.a.is_moe() || l.ep <= 1) return out;
+  if (!in.a.is_moe() || l.ep <= 1 || per_pass <= 0.0) return out;
   out.group.ranks = l.ep;
   out.group.per_node = std::clamp(l.gpus_per_node / l.tp, 1, out.group.ranks);
   out.group.nodes = (out.group.ranks + out.group.per_node - 1) / out.group.per_node;
   const Bytes msg = moe_all_to_all_message(in.a.experts_per_token, in.tr.micro_batch, in.tr.seq,
                                            in.a.hidden, in.c) /
                     static_cast<double>(l.tp);
-  const Seconds t =
-      collective_time(in.links, Collective::all_to_all, out.group, msg) * kMoeAllToAllsPerLayer;
+  const double per_layer = 2.0 * per_pass;  // forward and backward
+  const Seconds t = collective_time(in.links, Collective::all_to_all, out.group, msg) * per_layer;
   out.forward = t * 0.5;
   out.backward = t * 0.5;
-  out.bytes = bytes_sent(Collective::all_to_all, out.group.ranks, msg) * kMoeAllToAllsPerLayer;
+  out.bytes = bytes_sent(Collective::all_to_all, out.group.ranks, msg) * per_layer;
   return out;
 }
 
@@ -540,6 +538,8 @@ const LayerCompute& Evaluator::layer_compute(const model::Training& given, const
     b.elementwise_backward = b.elementwise_backward * we + dec.elementwise_backward * wd;
     b.launches_forward = b.launches_forward * we + dec.launches_forward * wd;
     b.launches_backward = b.launches_backward * we + dec.launches_backward * wd;
+    b.tensor_parallel_pairs = b.tensor_parallel_pairs * we + dec.tensor_parallel_pairs * wd;
+    b.expert_all_to_alls = b.expert_all_to_alls * we + dec.expert_all_to_alls * wd;
   }
   lc.edge = edge_compute(a_, tr, d, tc_);
   return compute_cache_.insert(key, lc);
@@ -596,8 +596,8 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
   const LayerCompute& lc = layer_compute(tr, sh);
   const BlockCompute& blk = lc.block;
   const EdgeCompute& edge = lc.edge;
-  const LayerComm tp = tensor_parallel_comm(in);
-  const LayerComm moe = expert_comm(in);
+  const LayerComm tp = tensor_parallel_comm(in, blk.tensor_parallel_pairs);
+  const LayerComm moe = expert_comm(in, blk.expert_all_to_alls);
   const double tp_expose = 1.0 - tc_.tp_overlap;
 
   // The slowest pipeline stage, one micro-batch: GPU work, host work, each phase the longer.

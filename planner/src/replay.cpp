@@ -418,23 +418,33 @@ void add_sharded_collectives(Components& out, const model::Training& tr, const L
   }
 }
 
-// Tensor-parallel collectives, as Evaluator::cost prices them.
+// A layer's collectives from its op list, averaged over the stacks as the evaluator averages them.
+model::LayerCollectives layer_collectives(const model::Architecture& a, const model::Training& tr) {
+  const model::Stack main = a.encoder_decoder ? model::Stack::encoder : model::Stack::decoder;
+  model::LayerCollectives n = model::stack_ops(a, tr, main).collectives();
+  if (a.encoder_decoder) {
+    const model::LayerCollectives dec = model::stack_ops(a, tr, model::Stack::decoder).collectives();
+    const double we = dbl(a.layers) / dbl(a.total_layers());
+    n.tensor_parallel = n.tensor_parallel * we + dec.tensor_parallel * (1.0 - we);
+    n.expert_all_to_all = n.expert_all_to_all * we + dec.expert_all_to_all * (1.0 - we);
+  }
+  return n;
+}
+
+// Tensor-parallel collectives, as Evaluator::cost prices them: `pairs` f/g pairs a layer and pass.
 void add_tensor_parallel_collectives(Components& out, const model::Architecture& a,
                                      const model::Training& tr, const Layout& l,
                                      const LinkModel& links, double layers, double md,
-                                     Bytes max_msg) {
+                                     Bytes max_msg, double pairs) {
   const double c_bytes = compute_bytes(tr.precision);
   const Placement g = tensor_parallel_group(l);
   const Bytes x = tensor_parallel_message(tr.micro_batch, tr.seq, a.hidden, c_bytes);
-  const TensorParallelCollectives none =
-      tensor_parallel_collectives(tr.sequence_parallel, Checkpointing::none);
   const TensorParallelCollectives all =
-      tensor_parallel_collectives(tr.sequence_parallel, tr.checkpointing);
-  const int per_pass = (none.all_reduce + none.all_gather) / 2;
-  const int replays = (all.all_reduce + all.all_gather) - 2 * per_pass;
+      tensor_parallel_collectives(pairs, tr.sequence_parallel, tr.checkpointing);
+  const double replays = (all.all_reduce + all.all_gather) - 2.0 * pairs;
   const double edges = l.pp == 1 ? 2.0 : 1.0;  // vocabulary-parallel embedding, head input grad
-  const double count = (dbl(2 * per_pass + replays) * layers + edges) * md;
-  const double recomputed = dbl(replays) * layers * md;
+  const double count = ((2.0 * pairs + replays) * layers + edges) * md;
+  const double recomputed = replays * layers * md;
   const CollectiveWork w{Collective::all_reduce, CommPurpose::tensor_parallel, x, g, 1,
                          tier_of(links, g)};
   if (tr.sequence_parallel) {
@@ -455,7 +465,7 @@ void add_tensor_parallel_collectives(Components& out, const model::Architecture&
 // MoE dispatch and combine all-to-alls, as Evaluator::cost prices them.
 void add_expert_collectives(Components& out, const model::Architecture& a,
                             const model::Training& tr, const Layout& l, const LinkModel& links,
-                            double layers, double md, Bytes max_msg) {
+                            double layers, double md, Bytes max_msg, double per_pass) {
   const double c_bytes = compute_bytes(tr.precision);
   Placement g;
   g.ranks = l.ep;
@@ -468,7 +478,7 @@ void add_expert_collectives(Components& out, const model::Architecture& a,
                          tier_of(links, g)};
   out.collective("MoE all_to_all (dispatch and combine, forward and backward)",
                  ReplayPhase::forward, w, collective_time(links, Collective::all_to_all, g, msg),
-                 kMoeAllToAllsPerLayer * layers * md, 0.0, max_msg);
+                 2.0 * per_pass * layers * md, 0.0, max_msg);
 }
 
 // Pipeline send/recv between stages, as Evaluator::cost prices it.
@@ -674,8 +684,10 @@ ReplayPlan replay_plan(const model::Architecture& a, const model::ParameterCount
 
   // ---- Communication, as Evaluator::cost prices it ----------------------------------------------
   const Bytes max_msg = options.max_message;
-  if (l.tp > 1) add_tensor_parallel_collectives(out, a, tr, l, links, layers, md, max_msg);
-  if (a.is_moe() && l.ep > 1) add_expert_collectives(out, a, tr, l, links, layers, md, max_msg);
+  const model::LayerCollectives per_layer = layer_collectives(a, tr);
+  if (l.tp > 1) add_tensor_parallel_collectives(out, a, tr, l, links, layers, md, max_msg, per_layer.tensor_parallel);
+  if (a.is_moe() && l.ep > 1 && per_layer.expert_all_to_all > 0.0)
+    add_expert_collectives(out, a, tr, l, links, layers, md, max_msg, per_layer.expert_all_to_all);
   if (l.pp > 1) add_pipeline_collectives(out, a, tr, l, links, md, max_msg);
   add_data_parallel_collectives(out, a, tr, cost, links, estimate_options, layers, md, max_msg);
 

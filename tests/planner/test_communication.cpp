@@ -5,7 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "../common/catalog.hpp"
 #include "trainplan/hardware/collective.hpp"
+#include "trainplan/io/catalog.hpp"
+#include "trainplan/model/block_ops.hpp"
 #include "trainplan/planner/communication.hpp"
 
 namespace trainplan::planner {
@@ -99,16 +102,28 @@ TEST(Communication, ZeroPlusPlusQuantizesTheGathersAndGradients) {
   EXPECT_DOUBLE_EQ(v.gradient_all_to_all.value(), 31.0 / 32.0 * psi * 0.5);
 }
 
-// Korthikanti et al. 2022 Sec. 4.2.2 / Shoeybi et al. 2019 Sec. 3: 4 all-reduces per layer per
-// micro-batch (2 forward, 2 backward), 6 with full recomputation; sequence parallelism turns each
-// into an all-gather and a reduce-scatter of the same bytes.
+// Korthikanti et al. 2022 Sec. 4.2.2 / Shoeybi et al. 2019 Sec. 3 (Fig. 3: f and g around the
+// attention and the MLP): 4 all-reduces per GPT layer per micro-batch (2 forward, 2 backward), 6
+// with full recomputation; sequence parallelism turns each into an all-gather and a reduce-scatter
+// of the same bytes. The pairs come from the layer's op list: 2 in a GPT block under both
+// accountings, 3 in a T5 decoder block (its cross-attention is a third sublayer).
 TEST(Communication, TensorParallelFourAllReducesPerLayer) {
-  const auto plain = tensor_parallel_collectives(false, Checkpointing::none);
+  model::Training tr;
+  tr.tp = 2;
+  const model::Architecture llama = test::catalog().resolve_model("llama-2-7b").arch;
+  EXPECT_EQ(model::block_ops(llama, tr, model::Stack::decoder).collectives().tensor_parallel, 2.0);
+  model::Training megatron = tr;
+  megatron.framework = Framework::megatron;
+  EXPECT_EQ(model::block_ops(llama, megatron, model::Stack::decoder).collectives().tensor_parallel, 2.0);
+  const model::Architecture t5 = test::catalog().resolve_model("t5-3b").arch;
+  EXPECT_EQ(model::block_ops(t5, tr, model::Stack::encoder).collectives().tensor_parallel, 2.0);
+  EXPECT_EQ(model::block_ops(t5, tr, model::Stack::decoder).collectives().tensor_parallel, 3.0);
+  const auto plain = tensor_parallel_collectives(2.0, false, Checkpointing::none);
   EXPECT_EQ(plain.all_reduce, 4);
   EXPECT_EQ(plain.all_gather + plain.reduce_scatter, 0);
-  EXPECT_EQ(tensor_parallel_collectives(false, Checkpointing::selective).all_reduce, 4);
-  EXPECT_EQ(tensor_parallel_collectives(false, Checkpointing::full).all_reduce, 6);
-  const auto sp = tensor_parallel_collectives(true, Checkpointing::none);
+  EXPECT_EQ(tensor_parallel_collectives(2.0, false, Checkpointing::selective).all_reduce, 4);
+  EXPECT_EQ(tensor_parallel_collectives(2.0, false, Checkpointing::full).all_reduce, 6);
+  const auto sp = tensor_parallel_collectives(2.0, true, Checkpointing::none);
   EXPECT_EQ(sp.all_reduce, 0);
   EXPECT_EQ(sp.all_gather, 4);
   EXPECT_EQ(sp.reduce_scatter, 4);
@@ -117,11 +132,11 @@ TEST(Communication, TensorParallelFourAllReducesPerLayer) {
   const Bytes x = tensor_parallel_message(1, 2048, 12288, 2.0);
   EXPECT_DOUBLE_EQ(x.value(), 2048.0 * 12288.0 * 2.0);
   const Bytes per_layer =
-      tensor_parallel_bytes_per_layer(1, 2048, 12288, 8, 2.0, false, Checkpointing::none);
+      tensor_parallel_bytes_per_layer(1, 2048, 12288, 8, 2.0, 2.0, false, Checkpointing::none);
   EXPECT_DOUBLE_EQ(per_layer.value(), 4.0 * 2.0 * 7.0 / 8.0 * x.value());
   EXPECT_NEAR(per_layer.value() / 1e6, 352.0, 1.0);
   EXPECT_DOUBLE_EQ(
-      tensor_parallel_bytes_per_layer(1, 2048, 12288, 8, 2.0, true, Checkpointing::none).value(),
+      tensor_parallel_bytes_per_layer(1, 2048, 12288, 8, 2.0, 2.0, true, Checkpointing::none).value(),
       per_layer.value());
 }
 
@@ -130,10 +145,17 @@ TEST(Communication, PipelineAndExpertMessages) {
   EXPECT_DOUBLE_EQ(pipeline_message(1, 2048, 12288, 2.0, 8, false).value(), 2048.0 * 12288.0 * 2.0);
   EXPECT_DOUBLE_EQ(pipeline_message(1, 2048, 12288, 2.0, 8, true).value(),
                    2048.0 * 12288.0 * 2.0 / 8.0);
-  // GShard: top-k copies of every token's hidden state, 4 all-to-alls per MoE layer.
+  // GShard: top-k copies of every token's hidden state, 4 all-to-alls per MoE layer (dispatch and
+  // combine, forward and backward): 2 a pass in the op list of both accountings; none in a dense one.
   EXPECT_DOUBLE_EQ(moe_all_to_all_message(2, 4, 4096, 4096, 2.0).value(),
                    2.0 * 4.0 * 4096.0 * 4096.0 * 2.0);
-  EXPECT_EQ(kMoeAllToAllsPerLayer, 4);
+  model::Training tr;
+  const model::Architecture mixtral = test::catalog().resolve_model("mixtral-8x7b").arch;
+  EXPECT_EQ(model::block_ops(mixtral, tr, model::Stack::decoder).collectives().expert_all_to_all, 2.0);
+  tr.framework = Framework::megatron;
+  EXPECT_EQ(model::block_ops(mixtral, tr, model::Stack::decoder).collectives().expert_all_to_all, 2.0);
+  EXPECT_EQ(model::block_ops(test::catalog().resolve_model("llama-2-7b").arch, tr, model::Stack::decoder).collectives().expert_all_to_all,
+            0.0);
 }
 
 struct BubbleRow {

@@ -94,6 +94,16 @@ struct AttentionShape {
 // Megatron's fused kernels, priced by TimeConventions' passes per kind.
 enum class FusedPass { norm, residual, activation, rotary, permute };
 
+// The collective an op brings under model parallelism, per micro-batch and pass:
+//  * tensor_parallel: a row-parallel linear (attention output, the MLP's down projection) ends
+//    with Megatron's g, an all-reduce of its output in forward (a reduce-scatter under sequence
+//    parallelism), and its sublayer's f, an all-reduce of the input gradient in backward (an
+//    all-gather) - Shoeybi et al. 2019 (arXiv:1909.08053) Fig. 3, Korthikanti et al. 2022
+//    (arXiv:2205.05198) Sec. 4.2.2: one pair per sublayer.
+//  * expert_all_to_all: the MoE dispatch and combine all-to-alls among expert-parallel ranks,
+//    two each pass (Lepikhin et al. 2020, GShard, arXiv:2006.16668, Sec. 2.2).
+enum class OpCollective { none, tensor_parallel, expert_all_to_all };
+
 struct Op {
   std::string_view name;
   OpKind kind = OpKind::elementwise;
@@ -108,6 +118,14 @@ struct Op {
   double elements = 0.0;             // `mask_bytes` per element (dropout masks)
   double element_bytes = 0.0;
   double mask_bytes = 0.0;
+  OpCollective collective = OpCollective::none;
+};
+
+// A layer's collectives in one pass (forward; backward has as many): tensor-parallel f/g pairs and
+// expert-parallel all-to-alls.
+struct LayerCollectives {
+  double tensor_parallel = 0.0;
+  double expert_all_to_all = 0.0;
 };
 
 // A tensor kept from forward to backward, and the op that keeps it.
@@ -130,6 +148,7 @@ struct BlockOps {
   [[nodiscard]] Bytes saved_bytes() const;       // everything kept for backward
   [[nodiscard]] Bytes saved_core_bytes() const;  // of which the attention core's
   [[nodiscard]] double gemm_count() const;        // linear layers (not their adapters)
+  [[nodiscard]] LayerCollectives collectives() const;
 };
 
 // The ops of one block of `stack` for tr's micro-batch on tr's GPU (tr.cuda_sm decides the SDPA
@@ -146,6 +165,7 @@ struct StackOps {
   double nope_share = 0;  // of the stack's layers, the share without
   // Memory-bound work per layer, averaged over the stack's layers.
   [[nodiscard]] EagerWork eager_work() const;
+  [[nodiscard]] LayerCollectives collectives() const;  // per layer, averaged likewise
 };
 [[nodiscard]] StackOps stack_ops(const Architecture& a, const Training& tr, Stack stack);
 

@@ -56,23 +56,29 @@ inline constexpr double kQgzBytes = 0.5;  // int4 gradients (qgZ)
                                                        std::int64_t k);
 
 // Tensor-parallel collectives of one transformer layer for one micro-batch (Megatron f/g operators;
-// Shoeybi et al. 2019 Sec. 3, Korthikanti et al. 2022 Sec. 4.2.2): 2 all-reduces forward and 2
-// backward (+2 when full recomputation replays the forward); with sequence parallelism each
-// all-reduce becomes an all-gather plus a reduce-scatter of the same bytes.
+// Shoeybi et al. 2019 Sec. 3, Korthikanti et al. 2022 Sec. 4.2.2): `pairs` f/g pairs a pass (the
+// layer's op list: one per sublayer, 2 in a GPT block, 3 in a T5 decoder block), so `pairs`
+// all-reduces forward and as many backward (+`pairs` when full recomputation replays the
+// forward); with sequence parallelism each all-reduce becomes an all-gather plus a reduce-scatter
+// of the same bytes.
 struct TensorParallelCollectives {
-  int all_reduce = 0;
-  int all_gather = 0;
-  int reduce_scatter = 0;
+  double all_reduce = 0;
+  double all_gather = 0;
+  double reduce_scatter = 0;
 };
-[[nodiscard]] TensorParallelCollectives tensor_parallel_collectives(bool sequence_parallel,
+[[nodiscard]] TensorParallelCollectives tensor_parallel_collectives(double pairs, bool sequence_parallel,
                                                                     Checkpointing c);
 // The activation each of them moves: b s h elements of the compute dtype.
 [[nodiscard]] Bytes tensor_parallel_message(std::int64_t b, std::int64_t s, std::int64_t h,
                                             double c);
-// Bytes sent per GPU per layer per micro-batch by the collectives above.
+// Bytes sent per GPU per micro-batch by `n` tensor-parallel all-reduces (or, with sequence
+// parallelism, as many all-gathers and reduce-scatters).
+[[nodiscard]] Bytes tensor_parallel_bytes(std::int64_t b, std::int64_t s, std::int64_t h, int t, double c,
+                                          bool sequence_parallel, double n);
+// Bytes sent per GPU per layer per micro-batch by a layer's collectives above.
 [[nodiscard]] Bytes tensor_parallel_bytes_per_layer(std::int64_t b, std::int64_t s, std::int64_t h,
-                                                    int t, double c, bool sequence_parallel,
-                                                    Checkpointing ck);
+                                                    int t, double c, double pairs,
+                                                    bool sequence_parallel, Checkpointing ck);
 
 // Pipeline point-to-point message per micro-batch per stage boundary and direction: b s h c bytes,
 // divided by t when Megatron's scatter-gather optimisation (Narayanan et al. 2021 Sec. 4.1) or
@@ -80,9 +86,9 @@ struct TensorParallelCollectives {
 [[nodiscard]] Bytes pipeline_message(std::int64_t b, std::int64_t s, std::int64_t h, double c,
                                      int t, bool split_over_tp);
 
-// MoE expert-parallel all-to-all: 2 forward + 2 backward per MoE layer per micro-batch, each of
-// k b s h c bytes (Lepikhin et al. 2020, GShard, arXiv:2006.16668; reference throughput.md 5.6).
-inline constexpr int kMoeAllToAllsPerLayer = 4;
+// MoE expert-parallel all-to-all: per MoE layer and micro-batch the op list's dispatch and combine,
+// forward and backward (model::OpCollective::expert_all_to_all), each of k b s h c bytes
+// (Lepikhin et al. 2020, GShard, arXiv:2006.16668).
 [[nodiscard]] Bytes moe_all_to_all_message(std::int64_t top_k, std::int64_t b, std::int64_t s,
                                            std::int64_t h, double c);
 

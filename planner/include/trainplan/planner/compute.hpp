@@ -108,6 +108,10 @@ struct BlockCompute {
   Seconds elementwise_backward;  // of backward: memory-bound work
   double launches_forward = 0;   // kernels launched by forward (what the host must issue)
   double launches_backward = 0;  // kernels launched by backward
+  // Collectives a layer brings under model parallelism, per pass (model::LayerCollectives): the
+  // tensor-parallel f/g pairs and the expert-parallel all-to-alls.
+  double tensor_parallel_pairs = 0;
+  double expert_all_to_alls = 0;
   [[nodiscard]] Seconds recompute(Checkpointing c) const {
     switch (c) {
       case Checkpointing::none:
