@@ -261,8 +261,12 @@ double experts_hit(const Architecture& a, const Training& tr) {
 
 class HfBlock {
  public:
-  HfBlock(const Architecture& a, const Training& tr, Stack stack, bool first, BlockOps& out)
-      : a_(a), tr_(tr), stack_(stack), first_(first), b_(out), linears_(block_linears(a, stack)),
+  // `linears`: block_linears(a, stack) worked out by the caller, or null.
+  HfBlock(const Architecture& a, const Training& tr, Stack stack, bool first, BlockOps& out,
+          const std::vector<Linear>* linears)
+      : a_(a), tr_(tr), stack_(stack), first_(first), b_(out),
+        own_(linears != nullptr ? std::vector<Linear>{} : block_linears(a, stack)),
+        linears_(linears != nullptr ? *linears : own_),
         x_(shape_of(a, tr)), c_(x_.c), r_(x_.r), mixed_(x_.mixed), full_(x_.full), input_grad_(!first || full_),
         adapted_(full_ ? AdaptedRoles{} : adapted_roles(a, tr.lora)),
         fused_(!a.fused_qkv_name.empty()), fp32_normalised_(family_of(a).fp32_normalised_norm),
@@ -318,7 +322,8 @@ class HfBlock {
   const Stack stack_;
   const bool first_;
   Builder b_;
-  const std::vector<Linear> linears_;
+  const std::vector<Linear> own_;
+  const std::vector<Linear>& linears_;
   const Shape x_;
   const double c_;  // dtype of matmul outputs
   const double r_;  // dtype of the residual stream (the parameters')
@@ -911,13 +916,15 @@ void HfBlock::mlp() {
 // replicated 10sbh (two norm inputs, QKV and MLP inputs, two dropout masks), TP-sharded Q, K, V,
 // attention output and the MLP intermediates, and the attention core 5as^2b (softmax, its dropout
 // mask and output).
-void megatron_block(const Architecture& a, const Training& tr, Stack stack, BlockOps& out) {
+void megatron_block(const Architecture& a, const Training& tr, Stack stack, BlockOps& out,
+                    const std::vector<Linear>* given) {
   Builder b(out);
   const Shape x = shape_of(a, tr);
   const double T = x.t;
   const double c = x.c;
   const bool cross = a.encoder_decoder && stack == Stack::decoder;
-  const std::vector<Linear> linears = block_linears(a, stack);
+  const std::vector<Linear> own = given != nullptr ? std::vector<Linear>{} : block_linears(a, stack);
+  const std::vector<Linear>& linears = given != nullptr ? *given : own;
   const AdaptedRoles adapted = x.full ? AdaptedRoles{} : adapted_roles(a, tr.lora);
   bool mlp_reduced = false;  // one tensor-parallel pair per sublayer (see HfBlock::linears)
   const auto gemms = [&](bool attention) {
@@ -1050,7 +1057,8 @@ EagerWork StackOps::eager_work() const {
 // ---- Builders ---------------------------------------------------------------------------------
 
 namespace {
-void build_block_ops(const Architecture& a, const Training& tr, Stack stack, bool first, BlockOps& out) {
+void build_block_ops(const Architecture& a, const Training& tr, Stack stack, bool first, BlockOps& out,
+                     const std::vector<Linear>* linears = nullptr) {
   out.stack = stack;
   out.framework = tr.framework;
   out.run = attention_run(a, tr, tr.cuda_sm);
@@ -1059,14 +1067,15 @@ void build_block_ops(const Architecture& a, const Training& tr, Stack stack, boo
   out.ops.reserve(48);
   out.saved.reserve(32);
   switch (tr.framework) {
-    case Framework::megatron: megatron_block(a, tr, stack, out); break;
+    case Framework::megatron: megatron_block(a, tr, stack, out, linears); break;
     case Framework::pytorch:
-    case Framework::deepspeed: HfBlock(a, tr, stack, first, out).run(); break;
+    case Framework::deepspeed: HfBlock(a, tr, stack, first, out, linears).run(); break;
   }
 }
 
-void build_stack_ops(const Architecture& a, const Training& tr, Stack stack, StackOps& out) {
-  build_block_ops(a, tr, stack, false, out.block);
+void build_stack_ops(const Architecture& a, const Training& tr, Stack stack, StackOps& out,
+                     const std::vector<Linear>* linears = nullptr) {
+  build_block_ops(a, tr, stack, false, out.block, linears);
   out.nope_share = 0.0;
   out.nope.ops.clear();
   out.nope.saved.clear();
@@ -1085,7 +1094,14 @@ BlockOps block_ops(const Architecture& a, const Training& tr, Stack stack, bool 
 
 BlockOps edge_ops(const Architecture& a, const Training& tr, Edge edge) {
   BlockOps out;
+  build_edge_ops(a, tr, edge, out);
+  return out;
+}
+
+void build_edge_ops(const Architecture& a, const Training& tr, Edge edge, BlockOps& out) {
   out.framework = tr.framework;
+  out.ops.clear();
+  out.saved.clear();
   out.ops.reserve(4);
   Builder b(out);
   const Shape x = shape_of(a, tr);
@@ -1111,7 +1127,6 @@ BlockOps edge_ops(const Architecture& a, const Training& tr, Edge edge) {
       }
       break;
   }
-  return out;
 }
 
 Architecture nope_variant(const Architecture& a) {
@@ -1130,9 +1145,11 @@ StackOps stack_ops(const Architecture& a, const Training& tr, Stack stack) {
   return s;
 }
 
-void build_model_ops(const Architecture& a, const Training& tr, ModelOps& out) {
-  if (a.encoder_decoder) build_stack_ops(a, tr, Stack::encoder, out.encoder);
-  build_stack_ops(a, tr, Stack::decoder, out.decoder);
+void build_model_ops(const Architecture& a, const Training& tr, ModelOps& out, StackLinears linears) {
+  if (a.encoder_decoder) build_stack_ops(a, tr, Stack::encoder, out.encoder, linears.encoder);
+  build_stack_ops(a, tr, Stack::decoder, out.decoder, linears.decoder);
+  build_edge_ops(a, tr, Edge::embedding, out.embedding);
+  build_edge_ops(a, tr, Edge::head, out.head);
 }
 
 ModelOps model_ops(const Architecture& a, const Training& tr) {

@@ -357,6 +357,13 @@ BlockCompute block_compute(const BlockShape& shape, const model::StackOps& ops, 
 
 EdgeCompute edge_compute(const model::Architecture& a, const model::Training& tr,
                          const ComputeDevice& d, const TimeConventions& tc) {
+  return edge_compute(a, tr, d, tc, model::edge_ops(a, tr, model::Edge::embedding),
+                      model::edge_ops(a, tr, model::Edge::head));
+}
+
+EdgeCompute edge_compute(const model::Architecture& a, const model::Training& tr,
+                         const ComputeDevice& d, const TimeConventions& tc,
+                         const model::BlockOps& embedding, const model::BlockOps& head) {
   EdgeCompute e;
   const int t = tr.tp;
   const std::int64_t T = tr.tokens_per_micro_batch();
@@ -380,8 +387,6 @@ EdgeCompute edge_compute(const model::Architecture& a, const model::Training& tr
       trainable_head ? memory_bound_time(d, lookup * tc.elementwise_backward_ratio) : Seconds(0.0);
   e.head_memory_bound = memory_bound_time(d, loss + loss_backward + softcap * 13.0);
   e.embedding_memory_bound = e.embedding_forward + e.embedding_backward;
-  const model::BlockOps head = model::edge_ops(a, tr, model::Edge::head);
-  const model::BlockOps embedding = model::edge_ops(a, tr, model::Edge::embedding);
   const model::EagerWork hw = head.eager_work();
   const model::EagerWork ew = embedding.eager_work();
   e.head_launches_forward = hw.forward_launches;

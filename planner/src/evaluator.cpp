@@ -541,7 +541,7 @@ const LayerCompute& Evaluator::layer_compute(const model::Training& given, const
     b.tensor_parallel_pairs = b.tensor_parallel_pairs * we + dec.tensor_parallel_pairs * wd;
     b.expert_all_to_alls = b.expert_all_to_alls * we + dec.expert_all_to_alls * wd;
   }
-  lc.edge = edge_compute(a_, tr, d, tc_);
+  lc.edge = edge_compute(a_, tr, d, tc_, ops.embedding, ops.head);
   return compute_cache_.insert(key, lc);
 }
 
@@ -566,9 +566,17 @@ const model::ModelOps& Evaluator::model_ops(const model::Training& given) const 
 }
 
 const model::ModelOps& Evaluator::fill_ops(const LayerComputeKey& key, const model::Training& tr) const {
+  const Shapes& sh = shapes(tr);  // before taking a slot: a change of adapters clears the caches
+  model::StackLinears linears;
+  if (a_.encoder_decoder) {
+    linears.encoder = &sh.main.linears;
+    linears.decoder = &sh.decoder.linears;
+  } else {
+    linears.decoder = &sh.main.linears;
+  }
   model::ModelOps& slot = ops_cache_.replace(key);
   try {
-    model::build_model_ops(a_, tr, slot);
+    model::build_model_ops(a_, tr, slot, linears);
   } catch (...) {
     ops_cache_.clear();  // no half-built lists under the key
     throw;

@@ -174,17 +174,25 @@ struct StackOps {
 struct ModelOps {
   StackOps encoder;
   StackOps decoder;
+  BlockOps embedding;  // edge_ops(Edge::embedding)
+  BlockOps head;       // edge_ops(Edge::head)
   [[nodiscard]] const StackOps& of(Stack s) const { return s == Stack::encoder ? encoder : decoder; }
 };
 [[nodiscard]] ModelOps model_ops(const Architecture& a, const Training& tr);
+// block_linears(a, stack) of each stack, where a caller holds them already (null: worked out).
+struct StackLinears {
+  const std::vector<Linear>* encoder = nullptr;
+  const std::vector<Linear>* decoder = nullptr;
+};
 // The same into `out`, whose lists keep their capacity (no allocation when refilled).
-void build_model_ops(const Architecture& a, const Training& tr, ModelOps& out);
+void build_model_ops(const Architecture& a, const Training& tr, ModelOps& out, StackLinears linears = {});
 
 // Outside the blocks, one micro-batch: the embedding lookup (first stage), the final norm, the LM
 // head and the loss (last stage). Their bytes and times are priced by planner::edge_compute; the
 // list gives their kernels.
 enum class Edge { embedding, head };
 [[nodiscard]] BlockOps edge_ops(const Architecture& a, const Training& tr, Edge edge);
+void build_edge_ops(const Architecture& a, const Training& tr, Edge edge, BlockOps& out);
 
 // A NoPE layer of Llama 4 as a model of its own: no rotary positions, full causal attention (no
 // chunk mask), no q/k norm (Llama4TextAttention norms q and k on its rotary layers only).

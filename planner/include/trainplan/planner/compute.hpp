@@ -153,6 +153,10 @@ struct EdgeCompute {
 
 [[nodiscard]] EdgeCompute edge_compute(const model::Architecture& a, const model::Training& tr,
                                        const ComputeDevice& d, const TimeConventions& tc);
+// The same with the edges' op lists given (model::ModelOps::embedding and ::head).
+[[nodiscard]] EdgeCompute edge_compute(const model::Architecture& a, const model::Training& tr,
+                                       const ComputeDevice& d, const TimeConventions& tc,
+                                       const model::BlockOps& embedding, const model::BlockOps& head);
 
 
 
