@@ -691,10 +691,23 @@ void HfBlock::routing() {
 // either integrations/moe.py grouped_mm_experts_forward (sort the routed tokens by expert, gather,
 // histogram and offsets, masks, one grouped GEMM per projection, weight, unpermute, sum over k)
 // or the experts' own loop (Qwen3MoeExperts.forward: one-hot mask, the experts hit, and per expert
-// where/nonzero, gather, its two linears, weight, index_add_). One kernel per PyTorch op; the
-// backward as autograd runs it (an indexing's gradient is a zero fill and an accumulating
-// index_put_; each expert's gradient of the shared input is one more tensor to sum).
+// where/nonzero, gather, its two linears, weight, index_add_). One kernel per PyTorch op, except
+// the ops CUDA PyTorch runs as several: a sort of int64 keys is CUB's radix sort over every key
+// bit (aten/src/ATen/native/cuda/Sort.cpp: cub radix_sort_pairs; a histogram, a scan, eight
+// onesweep passes of 8-bit digits and the indices' iota), an accumulating index_put_ sorts its
+// indices first (Indexing.cu index_put_with_sort_kernel: the linear index, an iota, a radix sort of
+// the index bits and indexing_backward_kernel), nonzero is CUB's select plus a copy of the count to
+// the host, and the loop's `if expert_idx == num_experts` reads a comparison back. The H200 step
+// profiles (data/measurements/h200-2026-11-27-families/run4-moe-balanced-profile.json) show them:
+// 14 onesweep and 2 indexing_backward kernels per grouped layer (8 for the sort, 3 for each index
+// sort), and per expert of the loop a select, two single-tile sorts, an index_add_ and five
+// device-to-host copies. The backward as autograd runs it (an indexing's gradient is a zero fill
+// and an accumulating index_put_; each expert's gradient of the shared input is one more tensor to
+// sum).
 void HfBlock::dispatch() {
+  constexpr double kSort = 11.0;                  // histogram, scan, 8 onesweep passes, iota
+  constexpr double kIndexPutAccumulate = 7.0;     // linear index, iota, sort (3 kernels, 3 passes), scatter
+  constexpr double kNonzero = 4.0;                // count, select (2 kernels), copy to the host
   const double k = dbl(a_.experts_per_token);
   const double E = dbl(a_.experts);
   const double T = x_.t;
@@ -713,7 +726,7 @@ void HfBlock::dispatch() {
   b_.backward(T * E * (3.0 * kFp32 + c_), 1.0);         // softmax's
   b_.open("expert dispatch", OpKind::routing);
   if (!loop_) {
-    b_.forward(S * 8.0 * 3.0, 2.0);              // sort the expert ids (ids and permutation), perm // k
+    b_.forward(S * 8.0 * 3.0, kSort + 1.0);      // sort the expert ids (ids and permutation), perm // k
     b_.forward(2.0 * H + S * 8.0, 1.0);          // gather the routed rows
     b_.forward(S * (2.0 * c_ + 8.0), 1.0);       // gather their weights
     b_.forward(S * 12.0 + E * 8.0, 3.0);         // int ids, histogram, offsets (cumsum)
@@ -723,25 +736,27 @@ void HfBlock::dispatch() {
     b_.forward(S * 8.0 * 3.0, 2.0);              // inverse permutation: arange, index_put
     b_.forward(2.0 * H + S * 8.0, 1.0);          // unpermute
     b_.forward(H + X, 1.0);                      // sum over k
-    b_.backward(H + 2.0 * H + S * 8.0, 2.0);     // unpermute's gradient: zero fill, index_put
+    b_.backward(H + 2.0 * H + S * 8.0, 1.0 + kIndexPutAccumulate);  // unpermute's gradient: zero fill, index_put
     b_.backward(3.0 * H + 2.0 * H, 3.0);         // the weighting's: two products, a row sum
     b_.backward(2.0 * H + 2.0 * gate_up + 2.0 * H, 3.0);  // the masks'
     b_.backward(2.0 * gate_up, 1.0);             // the gate/up split's (cat)
     b_.backward(S * (c_ + c_ + 8.0), 2.0);       // the weights' gather
-    b_.backward(X + H + X + S * 8.0, 2.0);       // the rows' gather: zero fill, accumulating index_put
+    b_.backward(X + H + X + S * 8.0, 1.0 + kIndexPutAccumulate);  // the rows' gather: zero fill, index_put
     b_.backward(3.0 * X, 1.0);                   // the input's gradients summed (router, experts)
   } else {
     const double n = S / hits_;        // tokens per expert hit
     const double h = n * x_.kh * c_;   // bytes of one expert's rows
     b_.forward(X, 1.0);                          // the output's zero fill
-    b_.forward(S * (8.0 + E * 8.0) + S * E * 8.0 + E, 4.0);  // one-hot mask, its sum, > 0, nonzero
-    // Per expert hit: where (nonzero), gather rows, gather weights, weight, index_add_.
-    b_.forward(hits_ * (T * k * 8.0 + 2.0 * h + n * (c_ + 16.0) + 3.0 * h + 3.0 * h), 5.0 * hits_);
+    b_.forward(S * (8.0 + E * 8.0) + S * E * 8.0 + E, 3.0 + kNonzero);  // one-hot mask, its sum, > 0, nonzero
+    // Per expert hit: the `== num_experts` test read back, where (nonzero), gather rows, gather
+    // weights, weight, index_add_.
+    b_.forward(hits_ * (T * k * 8.0 + 2.0 * h + n * (c_ + 16.0) + 3.0 * h + 3.0 * h), (6.0 + kNonzero) * hits_);
     // Per expert hit: index_add_'s gradient (a gather), the weighting's (two products, a row sum),
     // the weights' gather's (zero fill, index_put), the gate/up split's (cat), the rows' gather's (a
     // zero fill of the whole input, index_put) and one more gradient of the input to sum.
+    // Both gathers' index_put sort a few indices in one tile: linear index, sort, scatter.
     b_.backward(hits_ * (2.0 * h + 5.0 * h + n * (2.0 * c_ + 8.0) + 2.0 * gate_up / S * n + X + 2.0 * h + 3.0 * X),
-                10.0 * hits_);
+                (8.0 + 2.0 * 3.0) * hits_);
     if (full_) {
       // A trained expert weight is read as a slice (gate_up_proj[e]): the slice's gradient is a
       // zero-filled gradient of every expert's weight with that slice written, summed into the
