@@ -1042,13 +1042,8 @@ LayerCollectives BlockOps::collectives() const {
 }
 
 LayerCollectives StackOps::collectives() const {
-  LayerCollectives n = block.collectives();
-  if (nope_share <= 0.0) return n;
-  const LayerCollectives v = nope.collectives();
-  const double r = 1.0 - nope_share;
-  n.tensor_parallel = n.tensor_parallel * r + v.tensor_parallel * nope_share;
-  n.expert_all_to_all = n.expert_all_to_all * r + v.expert_all_to_all * nope_share;
-  return n;
+  if (nope_share <= 0.0) return block.collectives();
+  return block.collectives() * (1.0 - nope_share) + nope.collectives() * nope_share;
 }
 
 double BlockOps::gemm_count() const {
@@ -1058,15 +1053,8 @@ double BlockOps::gemm_count() const {
 }
 
 EagerWork StackOps::eager_work() const {
-  EagerWork w = block.eager_work();
-  if (nope_share <= 0.0) return w;
-  const EagerWork n = nope.eager_work();
-  const double r = 1.0 - nope_share;
-  w.forward = w.forward * r + n.forward * nope_share;
-  w.backward = w.backward * r + n.backward * nope_share;
-  w.forward_launches = w.forward_launches * r + n.forward_launches * nope_share;
-  w.backward_launches = w.backward_launches * r + n.backward_launches * nope_share;
-  return w;
+  if (nope_share <= 0.0) return block.eager_work();
+  return block.eager_work() * (1.0 - nope_share) + nope.eager_work() * nope_share;
 }
 
 // ---- Builders ---------------------------------------------------------------------------------

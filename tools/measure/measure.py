@@ -48,25 +48,15 @@ TOLERANCE_PCT = {
 }
 
 # LoRA targets by model_type: the q and v projections under their Hugging Face module names.
+SEPARATE_QV = ("llama", "mistral", "mixtral", "qwen2", "gemma", "phi", "qwen3", "qwen3_moe", "olmo2", "gemma2",
+               "gemma3_text", "gpt_oss", "llama4_text")
 QV_TARGETS = {
-    "llama": ["q_proj", "v_proj"],
-    "mistral": ["q_proj", "v_proj"],
-    "mixtral": ["q_proj", "v_proj"],
-    "qwen2": ["q_proj", "v_proj"],
-    "gemma": ["q_proj", "v_proj"],
-    "phi": ["q_proj", "v_proj"],
+    **{model_type: ["q_proj", "v_proj"] for model_type in SEPARATE_QV},
     "falcon": ["query_key_value"],
     "bloom": ["query_key_value"],
     "gpt_neox": ["query_key_value"],
     "gpt2": ["c_attn"],
     "mpt": ["Wqkv"],
-    "qwen3": ["q_proj", "v_proj"],
-    "qwen3_moe": ["q_proj", "v_proj"],
-    "olmo2": ["q_proj", "v_proj"],
-    "gemma2": ["q_proj", "v_proj"],
-    "gemma3_text": ["q_proj", "v_proj"],
-    "gpt_oss": ["q_proj", "v_proj"],
-    "llama4_text": ["q_proj", "v_proj"],
     "phi3": ["qkv_proj"],  # fused: q, k and v are one linear layer
 }
 

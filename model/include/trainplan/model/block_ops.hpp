@@ -51,6 +51,14 @@ struct EagerWork {
   KernelWork backward;
   double forward_launches = 0.0;
   double backward_launches = 0.0;
+  // Scaled and summed field by field (StackOps' average over its kinds of layer).
+  [[nodiscard]] EagerWork operator*(double k) const {
+    return {forward * k, backward * k, forward_launches * k, backward_launches * k};
+  }
+  [[nodiscard]] EagerWork operator+(const EagerWork& o) const {
+    return {forward + o.forward, backward + o.backward, forward_launches + o.forward_launches,
+            backward_launches + o.backward_launches};
+  }
 };
 
 enum class OpKind {
@@ -126,6 +134,10 @@ struct Op {
 struct LayerCollectives {
   double tensor_parallel = 0.0;
   double expert_all_to_all = 0.0;
+  [[nodiscard]] LayerCollectives operator*(double k) const { return {tensor_parallel * k, expert_all_to_all * k}; }
+  [[nodiscard]] LayerCollectives operator+(const LayerCollectives& o) const {
+    return {tensor_parallel + o.tensor_parallel, expert_all_to_all + o.expert_all_to_all};
+  }
 };
 
 // A tensor kept from forward to backward, and the op that keeps it.
