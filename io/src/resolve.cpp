@@ -8,6 +8,7 @@
 #include "trainplan/io/estimate_json.hpp"
 #include "trainplan/io/request.hpp"
 #include "trainplan/model/lora.hpp"
+#include "trainplan/model/sdpa.hpp"
 #include "trainplan/planner/memory.hpp"
 
 namespace trainplan::io {
@@ -74,6 +75,13 @@ void check_training(const Request& r, Resolved& out, model::Training& t, unsigne
   check_qlora_precision(r, t);
   t.lora.targets = model::split_targets(r.lora_targets);
   if (t.method != Method::full) (void)model::lora_parameters(a, t.lora);  // checks the targets
+  if (t.attention == Attention::sdpa && t.framework != Framework::megatron) {
+    const model::HfSdpaCall call = model::hf_sdpa_call(a, t);
+    if (!call.supported)
+      out.notes.push_back(fmt::format("attention sdpa: transformers {}.{} has no SDPA path for {} ({}), so its "
+                                      "eager attention runs and is priced",
+                                      t.transformers / 100, t.transformers % 100, a.family, call.source));
+  }
   if (t.seq > a.max_seq && a.position != model::PositionKind::learned)
     out.warnings.push_back(fmt::format("{} {} is beyond the {} positions model '{}' was trained with",
                                        r.label("seq"), t.seq, a.max_seq, a.name));

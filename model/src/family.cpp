@@ -249,8 +249,8 @@ void add_recent(std::vector<Family>& t) {
     // :353 at v5.24.0): eager attention, whose softmax is fp32, cast back.
     HfSdpaCall gemma2_sdpa = shared_sdpa();
     gemma2_sdpa.sdpa_removed_in = 521;
-    gemma2_sdpa.source = "integrations/sdpa_attention.py sdpa_attention_forward (to v5.20; from v5.21 "
-                         "models/gemma2/modeling_gemma2.py _supports_sdpa = False: softcapping)";
+    gemma2_sdpa.source = "models/gemma2/modeling_gemma2.py: _supports_sdpa = False from v5.21, softcapping; to "
+                         "v5.20 integrations/sdpa_attention.py sdpa_attention_forward";
     Family f = row("gemma2", {}, "Gemma2Config", kNew, ConfigKeys::gemma2, {256000, 2304, 26, 8, 9216, 4, 256, 8192, true}, a,
              {}, "Gemma2DecoderLayer", gemma2_sdpa);
     f.fp32_normalised_norm = true;

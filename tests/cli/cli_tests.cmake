@@ -110,6 +110,8 @@ run_case(quant_block_not_power_of_two 2 fit 7b A100 --method qlora --quant-block
 run_case(optimizer_impl_unknown 2 estimate 7b A100 --optimizer-impl turbo ERR "--optimizer-impl: unknown optimizer implementation")
 run_case(optimizer_impl_cpu_without_offload 2 estimate 7b A100 --optimizer-impl deepspeed-cpu ERR "--optimizer-impl deepspeed-cpu steps on the host")
 run_case(optimizer_impl_gpu_with_offload 2 estimate 7b 4xA100 --strategy zero2 --offload optimizer --optimizer-impl fused ERR "--optimizer-impl fused runs on the GPU")
+# A family without an SDPA path in the chosen transformers release: the note says eager runs.
+run_case(sdpa_path_gone 0 estimate gemma-2-2b 1xH100 --method lora --attention sdpa MATCH "transformers 5.24 has no SDPA path for gemma2")
 run_case(optimizer_impl_fused 0 estimate 7b 1xH200 --precision bf16-true --checkpointing full --optimizer-impl fused MATCH "optimizer step" "memory-bound" "host")
 run_case(bad_lora_target 2 fit 7b A100 --method lora --lora-targets q,qkv ERR "unknown LoRA target 'qkv'")
 run_case(truncated_config 2 fit ${DATA}/truncated_config.json A100 ERR "truncated_config.json" "invalid JSON")
