@@ -177,13 +177,10 @@ Option text(Option o, Field field) {
 Option release(Option o) {
   o.kind = OptionKind::text;
   o.parse = [n = o.name](Request& r, std::string_view v) {
-    try {
-      r.training.transformers = model::parse_transformers_release(trim(v), "release");
-    } catch (const InputError&) {
-      bad(n, fmt::format("'{}' is not a transformers release (MAJOR.MINOR or MAJOR.MINOR.PATCH, 4.0 or later, "
-                         "e.g. 5.17)",
-                         shown(v)));
-    }
+    const auto release = model::transformers_release(trim(v));
+    if (!release)
+      bad(n, fmt::format("'{}' is not a transformers release ({})", shown(v), model::kTransformersReleaseForm));
+    r.training.transformers = *release;
   };
   o.text = [](const Request& r) {
     return fmt::format("{}.{}", r.training.transformers / 100, r.training.transformers % 100);

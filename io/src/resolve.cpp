@@ -76,11 +76,8 @@ void check_training(const Request& r, Resolved& out, model::Training& t, unsigne
   t.lora.targets = model::split_targets(r.lora_targets);
   if (t.method != Method::full) (void)model::lora_parameters(a, t.lora);  // checks the targets
   if (t.attention == Attention::sdpa && t.framework != Framework::megatron) {
-    const model::HfSdpaCall call = model::hf_sdpa_call(a, t);
-    if (!call.supported)
-      out.notes.push_back(fmt::format("attention sdpa: transformers {}.{} has no SDPA path for {} ({}), so its "
-                                      "eager attention runs and is priced",
-                                      t.transformers / 100, t.transformers % 100, a.family, call.source));
+    const model::SdpaChoice sdpa = model::sdpa_choice(a, t);
+    if (sdpa.kernel == model::SdpaKernel::unsupported) out.notes.push_back("attention sdpa: " + sdpa.reason);
   }
   if (t.seq > a.max_seq && a.position != model::PositionKind::learned)
     out.warnings.push_back(fmt::format("{} {} is beyond the {} positions model '{}' was trained with",

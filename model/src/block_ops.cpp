@@ -239,10 +239,15 @@ AttentionShape attention_of(const Architecture& a, const Training& tr, bool caus
 
 // ---- Hugging Face blocks in eager PyTorch -----------------------------------------------------
 
-// The ops of a Hugging Face block and the tensors each saves for backward (docs/formulas.md,
-// "Activations"). The `first` block of a stack also keeps what later blocks share with it; with a
-// frozen embedding (adapters) its input needs no gradient, nor does a projection its adapter does
-// not train.
+// One tensor-parallel f/g pair per sublayer: each attention's output projection (self and cross)
+// and the MLP's down projections together (routed and shared experts are summed first).
+// `mlp_reduced` remembers that the block's MLP has its pair.
+OpCollective sublayer_collective(Role role, bool& mlp_reduced) {
+  const bool pair = role == Role::o || (role == Role::down && !mlp_reduced);
+  mlp_reduced = mlp_reduced || role == Role::down;
+  return pair ? OpCollective::tensor_parallel : OpCollective::none;
+}
+
 // MoE experts run as transformers' per-expert loop: where the config asks for it
 // (experts_implementation = "eager") and in every release before 5.0, which had no grouped_mm path
 // (v4.57.1 Qwen3MoeSparseMoeBlock, MixtralSparseMoeBlock and GptOssExperts in training loop over the
@@ -259,6 +264,10 @@ double experts_hit(const Architecture& a, const Training& tr) {
   return E * (1.0 - miss);
 }
 
+// The ops of a Hugging Face block and the tensors each saves for backward (docs/formulas.md,
+// "Activations"). The `first` block of a stack also keeps what later blocks share with it; with a
+// frozen embedding (adapters) its input needs no gradient, nor does a projection its adapter does
+// not train.
 class HfBlock {
  public:
   // `linears`: block_linears(a, stack) worked out by the caller, or null.
@@ -390,10 +399,7 @@ void HfBlock::linears(std::initializer_list<Role> roles, double in_bytes) {
     Op& op = b_.open(to_string(l.role), OpKind::gemm);
     op.gemm = gemm_of(a_, tr_, l, adapted);
     const bool row = l.role == Role::o || l.role == Role::down;
-    // One tensor-parallel pair per sublayer: each attention's output projection (self and
-    // cross), and the MLP's down projections together (routed and shared experts summed first).
-    if (l.role == Role::o || (l.role == Role::down && !mlp_reduced)) op.collective = OpCollective::tensor_parallel;
-    mlp_reduced = mlp_reduced || l.role == Role::down;
+    op.collective = sublayer_collective(l.role, mlp_reduced);
     const double in = dbl(l.in) / (row ? x_.tp : 1.0);
     const double out = dbl(l.out) / (row ? 1.0 : x_.tp);
     // An expert's linear runs once per expert that took a token in transformers' loop, once for
@@ -941,7 +947,7 @@ void megatron_block(const Architecture& a, const Training& tr, Stack stack, Bloc
   const std::vector<Linear> own = given != nullptr ? std::vector<Linear>{} : block_linears(a, stack);
   const std::vector<Linear>& linears = given != nullptr ? *given : own;
   const AdaptedRoles adapted = x.full ? AdaptedRoles{} : adapted_roles(a, tr.lora);
-  bool mlp_reduced = false;  // one tensor-parallel pair per sublayer (see HfBlock::linears)
+  bool mlp_reduced = false;
   const auto gemms = [&](bool attention) {
     for (const Linear& l : linears) {
       const bool attn = l.role == Role::q || l.role == Role::k || l.role == Role::v || l.role == Role::o;
@@ -949,8 +955,7 @@ void megatron_block(const Architecture& a, const Training& tr, Stack stack, Bloc
       const bool adapts = !x.full && l.role != Role::router && adapted[static_cast<std::size_t>(l.role)];
       Op& op = b.open(to_string(l.role), OpKind::gemm);
       op.gemm = gemm_of(a, tr, l, adapts);
-      if (l.role == Role::o || (l.role == Role::down && !mlp_reduced)) op.collective = OpCollective::tensor_parallel;
-      mlp_reduced = mlp_reduced || l.role == Role::down;
+      op.collective = sublayer_collective(l.role, mlp_reduced);
     }
   };
   const double sbh = T * x.h;

@@ -425,8 +425,7 @@ model::LayerCollectives layer_collectives(const model::Architecture& a, const mo
   if (a.encoder_decoder) {
     const model::LayerCollectives dec = model::stack_ops(a, tr, model::Stack::decoder).collectives();
     const double we = dbl(a.layers) / dbl(a.total_layers());
-    n.tensor_parallel = n.tensor_parallel * we + dec.tensor_parallel * (1.0 - we);
-    n.expert_all_to_all = n.expert_all_to_all * we + dec.expert_all_to_all * (1.0 - we);
+    n = n * we + dec * (1.0 - we);
   }
   return n;
 }

@@ -130,6 +130,8 @@ TEST(Reference, BadInputNamesFileCaseAndKey) {
       {"quant_block_without_qlora.json", {"key 'quant_block' is given"}},
       {"qlora_stack_without_qlora.json", {"key 'qlora_stack' is given"}},
       {"unknown_qlora_stack.json", {"qlora_stack", "litgpt-2019"}},
+      {"transformers_not_a_release.json",
+       {"case 'tiny-llama-lora' training", "key 'transformers'", "'latest' is not a transformers release"}},
       {"expert_parallel_dense.json", {"reference case 'tiny-llama-lora'", "key 'expert_parallel' 2", "not a mixture of experts"}},
       {"unknown_model.json", {"key 'model'", "'no-such-model'"}},
       {"no_hardware.json", {"key 'hardware' is missing"}},

@@ -3,6 +3,7 @@
 // Hugging Face practice (bf16 autocast with fp32 master weights, torch AdamW, FSDP wrapped per block).
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "trainplan/core/modes.hpp"
@@ -53,8 +54,11 @@ struct Training {
   }
 };
 
-// "5.17", "5.17.0" or "4.57.1" as major*100+minor; throws InputError naming `what` for anything else
-// (a release before 4.0 or a minor over 99).
+// "5.17", "5.17.0" or "4.57.1" as major*100+minor; nothing for anything else (a release before 4.0
+// or a minor over 99). The second form throws InputError naming `what`.
+inline constexpr std::string_view kTransformersReleaseForm =
+    "MAJOR.MINOR or MAJOR.MINOR.PATCH, 4.0 or later, e.g. 5.17";
+[[nodiscard]] std::optional<int> transformers_release(std::string_view text);
 [[nodiscard]] int parse_transformers_release(std::string_view text, std::string_view what);
 
 }  // namespace trainplan::model
