@@ -291,22 +291,45 @@ std::int64_t sliding_layer_count(HfReader& r, const Architecture& a, std::int64_
   return n;
 }
 
-// Llama4TextConfig: experts on every layer (others are refused until layers of two kinds are
-// modelled), a shared expert as wide as each expert, a weightless L2 norm of q and k
-// (use_qk_norm), and chunked attention on the layers with rotary positions (no_rope_layers: 1 =
+// The layers of an MoE model that run a dense MLP of width `dense_width` instead of the experts:
+// `moe` says which layer holds the experts.
+void set_dense_layers(HfReader& r, Architecture& a, const std::vector<bool>& moe, std::int64_t dense_width) {
+  std::int64_t dense = 0;
+  for (const bool m : moe) dense += m ? 0 : 1;
+  if (dense == 0) return;
+  a.expert_layers = moe;
+  a.dense_intermediate = dense_width;
+  r.note_text(std::to_string(dense) + " of " + std::to_string(a.layers) + " layers run a dense MLP of width " +
+                std::to_string(dense_width) + " instead of the experts");
+}
+
+// Llama4TextConfig: experts on every layer or interleaved with dense MLP layers, a shared expert
+// as wide as each expert, a weightless L2 norm of q and k (use_qk_norm), and chunked attention on the layers with rotary positions (no_rope_layers: 1 =
 // rotary, one layer in no_rope_layer_interval without), counted as windowed layers.
 void read_llama4(HfReader& r, Architecture& a) {
   a.experts = r.integer({"num_local_experts"}, kExperts, 16);
   a.experts_per_token = r.integer({"num_experts_per_tok"}, kExperts, 1);
   a.shared_intermediate = a.intermediate;
+  // Llama4TextConfig: moe_layers, else every interleave_moe_layer_step-th layer (the last of each
+  // step); the others run Llama4TextMLP of intermediate_size_mlp.
   const std::int64_t step = r.integer({"interleave_moe_layer_step"}, kLayers, 1);
-  const Json* moe = r.find({"moe_layers"});
-  const bool all_moe = moe != nullptr ? moe->is_array() && static_cast<std::int64_t>(moe->size()) == a.layers
-                                      : step == 1;
-  if (!all_moe)
-    throw InputError(r.where() + ": dense MLP layers among the expert layers (interleave_moe_layer_step " +
-                     std::to_string(step) + (moe ? ", moe_layers " + json_excerpt(*moe) : std::string()) +
-                     ") are not modelled yet: every layer must hold the experts");
+  std::vector<bool> moe(static_cast<std::size_t>(a.layers));
+  if (const Json* listed = r.find({"moe_layers"})) {
+    moe.assign(moe.size(), false);
+    if (!listed->is_array())
+      throw InputError(r.where() + ": key 'moe_layers' must be a list of layer indices (got " +
+                       json_excerpt(*listed) + ")");
+    for (const Json& v : *listed) {
+      if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() >= a.layers)
+        throw InputError(r.where() + ": key 'moe_layers' holds " + json_excerpt(v) +
+                         " (expected a layer index from 0 to " + std::to_string(a.layers - 1) + ")");
+      moe[static_cast<std::size_t>(v.get<std::int64_t>())] = true;
+    }
+  } else {
+    for (std::int64_t i = 0; i < a.layers; ++i) moe[static_cast<std::size_t>(i)] = (i + 1) % step == 0;
+  }
+  if (std::find(moe.begin(), moe.end(), false) != moe.end())
+    set_dense_layers(r, a, moe, r.integer({"intermediate_size_mlp"}, kIntermediate, 16384));
   a.qk_norm = r.flag({"use_qk_norm"}, true) ? model::QkNorm::l2 : model::QkNorm::none;
   a.query_temperature = r.flag({"attn_temperature_tuning"}, true);
   // NoPE layers: one in every no_rope_layer_interval (Llama4TextConfig's default no_rope_layers);
@@ -409,16 +432,27 @@ void read_recent(HfReader& r, Architecture& a) {
     a.sliding_window = a.sliding_layers > 0 ? window : 0;
   }
   if (k == K::qwen3_moe) {
+    // Qwen3MoeDecoderLayer: experts where the layer is not in mlp_only_layers and
+    // (layer + 1) % decoder_sparse_step == 0; the others Qwen3MoeMLP of intermediate_size.
     const std::int64_t step = r.integer({"decoder_sparse_step"}, kLayers, 1);
-    const Json* dense = r.find({"mlp_only_layers"});
-    if (step != 1 || (dense != nullptr && !(dense->is_array() && dense->empty())))
-      throw InputError(r.where() + ": dense MLP layers among the expert layers (decoder_sparse_step " +
-                       std::to_string(step) + ", mlp_only_layers " +
-                       (dense ? json_excerpt(*dense) : std::string("[]")) +
-                       ") are not modelled yet: every layer must hold the experts");
+    std::vector<bool> moe(static_cast<std::size_t>(a.layers));
+    for (std::int64_t i = 0; i < a.layers; ++i) moe[static_cast<std::size_t>(i)] = (i + 1) % step == 0;
+    if (const Json* dense = r.find({"mlp_only_layers"})) {
+      if (!dense->is_array())
+        throw InputError(r.where() + ": key 'mlp_only_layers' must be a list of layer indices (got " +
+                         json_excerpt(*dense) + ")");
+      for (const Json& v : *dense) {
+        if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() >= a.layers)
+          throw InputError(r.where() + ": key 'mlp_only_layers' holds " + json_excerpt(v) +
+                           " (expected a layer index from 0 to " + std::to_string(a.layers - 1) + ")");
+        moe[static_cast<std::size_t>(v.get<std::int64_t>())] = false;
+      }
+    }
+    const std::int64_t dense_width = a.intermediate;
     a.experts = r.integer({"num_experts", "num_local_experts"}, kExperts, 128);
     a.experts_per_token = r.integer({"num_experts_per_tok"}, kExperts, 8);
     a.intermediate = r.integer({"moe_intermediate_size"}, kIntermediate, 768);
+    set_dense_layers(r, a, moe, dense_width);
   }
   if (k == K::gpt_oss) {
     a.experts = r.integer({"num_local_experts"}, kExperts, 128);
@@ -426,6 +460,62 @@ void read_recent(HfReader& r, Architecture& a) {
   }
   if (k == K::llama4_text) read_llama4(r, a);
   if (a.is_moe() && !a.experts_dense) read_experts_implementation(r, a);
+}
+
+// DeepseekV2Config and DeepseekV3Config (transformers v5.24.0): multi-head latent attention (a
+// query compression of q_lora_rank, null for none; a key/value latent of kv_lora_rank; per head
+// qk_nope_head_dim + qk_rope_head_dim of query and key, v_head_dim of value), routed experts of
+// moe_intermediate_size with n_shared_experts beside them, and first_k_dense_replace dense layers
+// of intermediate_size in front (the decoder layer's own rule; moe_layer_freq is not read by it).
+void read_deepseek(HfReader& r, Architecture& a) {
+  using K = model::ConfigKeys;
+  const bool v3 = r.keys() == K::deepseek_v3;
+  read_shape(r, a);
+  a.activation = activation_of(r.string({"hidden_act"}, "silu"), r.where());
+  a.tie_embeddings = r.flag({"tie_word_embeddings"}, false);
+  a.attention_dropout = r.probability({"attention_dropout"}, 0.0);
+  a.qkv_bias = a.out_bias = r.flag({"attention_bias"}, false);  // q_a, kv_a and o projections
+  if (!v3 && r.flag({"mlp_bias"}, false))
+    r.note_text("mlp_bias: the dense MLPs' biases (DeepseekV2MLP) are not counted");
+  a.q_lora_rank = r.is_null("q_lora_rank") ? 0 : r.integer({"q_lora_rank"}, kWidth, 1536);
+  a.kv_lora_rank = r.integer({"kv_lora_rank"}, kWidth, 512);
+  const std::int64_t nope = r.integer({"qk_nope_head_dim"}, kWidth, 128);
+  a.qk_rope_dim = r.integer({"qk_rope_head_dim"}, kWidth, 64);
+  a.v_head_dim = r.integer({"v_head_dim"}, kWidth, 128);
+  a.head_dim = nope + a.qk_rope_dim;
+  const std::int64_t dense_width = a.intermediate;
+  if (r.is_null("n_routed_experts")) return;  // every layer dense
+  a.experts = r.integer({"n_routed_experts", "num_local_experts"}, kExperts, v3 ? 256 : 64);
+  a.experts_per_token = r.integer({"num_experts_per_tok"}, kExperts, v3 ? 8 : 6,
+                                  v3 ? "" : "none (required: torch.topk needs k); 6 taken");
+  a.intermediate = r.integer({"moe_intermediate_size"}, kIntermediate, v3 ? 2048 : 1407);
+  a.shared_intermediate = a.intermediate * r.integer({"n_shared_experts"}, {0, kExperts.hi}, v3 ? 1 : 2);
+  const std::int64_t first_dense = r.integer({"first_k_dense_replace"}, {0, kLayers.hi}, v3 ? 3 : 0);
+  // The router: V3 always group-limited (n_group, topk_group); V2 where topk_method says so.
+  a.router = v3 ? model::RouterKind::deepseek_v3 : model::RouterKind::deepseek_v2;
+  const std::string method = v3 ? "group_limited" : r.string_or({"topk_method"}, "greedy");
+  if (method != "greedy" && method != "group_limited_greedy" && method != "group_limited")
+    throw InputError(r.where() + ": topk_method '" + method.substr(0, 40) +
+                     "' is not one of DeepseekV2TopkRouter's (greedy, group_limited_greedy)");
+  if (method != "greedy") {
+    a.expert_groups = r.integer({"n_group"}, kExperts, 8);
+    a.groups_per_token = r.integer({"topk_group"}, kExperts, 4);
+    if (a.experts % a.expert_groups != 0 || a.groups_per_token > a.expert_groups)
+      throw InputError(r.where() + ": " + std::to_string(a.experts) + " routed experts in n_group " +
+                       std::to_string(a.expert_groups) + " groups, topk_group " + std::to_string(a.groups_per_token) +
+                       ": the groups must divide the experts and topk_group must not exceed n_group");
+  }
+  if (v3) a.router_renormalise = r.flag({"norm_topk_prob"}, true);  // V2's router never renormalises
+  std::vector<bool> moe(static_cast<std::size_t>(a.layers));
+  for (std::int64_t i = 0; i < a.layers; ++i) moe[static_cast<std::size_t>(i)] = i >= first_dense;
+  if (const Json* freq = r.find({"moe_layer_freq"}); freq != nullptr && !(freq->is_number_integer() && freq->get<std::int64_t>() == 1))
+    r.note_text("moe_layer_freq " + json_excerpt(*freq) + " is not read by transformers' DeepSeek layers: "
+                "every layer from first_k_dense_replace on holds the experts");
+  if (r.find({"num_nextn_predict_layers"}))
+    r.note_text("num_nextn_predict_layers: the multi-token prediction layers are not part of transformers' "
+                "model (their weights are skipped on load) and are not counted");
+  set_dense_layers(r, a, moe, dense_width);
+  read_experts_implementation(r, a);
 }
 
 void read_gpt2(HfReader& r, Architecture& a) {
@@ -559,6 +649,8 @@ void read_keys(HfReader& r, Architecture& a) {
     case K::gemma3_text:
     case K::gpt_oss:
     case K::llama4_text: read_recent(r, a); return;
+    case K::deepseek_v2:
+    case K::deepseek_v3: read_deepseek(r, a); return;
     case K::gpt2: read_gpt2(r, a); return;
     case K::bloom: read_bloom(r, a); return;
     case K::falcon: read_falcon(r, a); return;

@@ -46,6 +46,7 @@ ResolvedBlocks resolve_blocks(const Architecture& a, const Training& tr, const M
   r.attention = ops.decoder.block.run.runs;
   r.explicit_mask = sdpa_explicit_mask(a, tr);
   r.fp32_rotary_tables = family_of(a).fp32_rotary_tables;
+  r.complex_rotary_table = family_of(a).complex_rotary_table;
   r.fp32_normalised_norm = family_of(a).fp32_normalised_norm;
   const bool hf = tr.framework != Framework::megatron;
   for (Stack stack : {Stack::encoder, Stack::decoder}) {
@@ -53,16 +54,20 @@ ResolvedBlocks resolve_blocks(const Architecture& a, const Training& tr, const M
     StackBlock& sb = stack == Stack::encoder ? r.encoder : r.decoder;
     const StackOps& so = ops.of(stack);
     sb.block = activations_of(so.block);
+    sb.block_share = so.block_share;
+    sb.variants.clear();
+    for (const LayerVariant& v : so.variants) sb.variants.emplace_back(activations_of(v.ops), v.share);
     if (hf && !recomputes_blocks(tr.checkpointing)) {
       // The first block differs where its input needs no gradient (adapters over a frozen
       // embedding) or it keeps what later blocks share (block_ops).
       const bool same = tr.method == Method::full && a.relative_buckets == 0 &&
                         !(stack == Stack::decoder && a.encoder_decoder);
-      sb.first_saved = same ? sb.block.saved : block_ops(a, tr, stack, true).saved_bytes();
-    }
-    if (so.nope_share > 0.0) {
-      sb.nope = activations_of(so.nope);
-      sb.nope_share = so.nope_share;
+      if (!same) {
+        const Architecture first = layer_architecture(a, stack, 0);
+        const bool main_kind = a.dense_layers() == 0 && !(stack == Stack::decoder && a.nope_layer(0));
+        sb.first_extra = block_ops(first, tr, stack, true).saved_bytes() -
+                         (main_kind ? sb.block.saved : block_ops(first, tr, stack).saved_bytes());
+      }
     }
   }
   return r;
@@ -80,7 +85,9 @@ Bytes first_block_extra(const Architecture& a, const Training& tr, Stack stack, 
   // cos, sin: in the model dtype, but fp32 where the model's rotary embedding returns them
   // uncast (OLMo 2's Olmo2RotaryEmbedding.forward).
   const double table = blocks.fp32_rotary_tables ? kFp32 : c;
-  if (rotary) extra += 2.0 * table * s * static_cast<double>(a.rotary_dim());
+  // DeepSeek-V2's one complex64 table of s x d/2: 8 bytes per pair of dims.
+  if (rotary)
+    extra += (blocks.complex_rotary_table ? 4.0 : 2.0 * table) * s * static_cast<double>(a.rotary_dim());
   if (recomputes_blocks(tr.checkpointing)) {
     if (rotary) extra += 8.0 * s;  // int64 position ids
     // The mask every checkpointed block is handed: eager's additive one in the model dtype, or
@@ -95,7 +102,7 @@ Bytes first_block_extra(const Architecture& a, const Training& tr, Stack stack, 
   const double rep = tr.sequence_parallel ? static_cast<double>(tr.tp) : 1.0;
   Bytes out(extra / rep);
   const StackBlock& sb = blocks.of(stack);
-  if (!recomputes_blocks(tr.checkpointing)) out += sb.first_saved - sb.block.saved;
+  if (!recomputes_blocks(tr.checkpointing)) out += sb.first_extra;
   return out;
 }
 
@@ -128,9 +135,9 @@ Bytes kept_per_layer(const Architecture& a, const Training& tr, std::int64_t lay
   const Stack stack = a.encoder_decoder && layer < a.layers ? Stack::encoder : Stack::decoder;
   const bool first = layer == 0 || (a.encoder_decoder && layer == a.layers);
   const Bytes extra = first ? first_block_extra(a, tr, stack, blocks) : Bytes(0.0);
-  const StackBlock& sb = blocks.of(stack);
-  const bool nope = stack == Stack::decoder && a.nope_layer(layer);
-  return kept_after_policy(a, tr, nope ? sb.nope : sb.block, extra);
+  const std::int64_t in_stack = stack == Stack::decoder && a.encoder_decoder ? layer - a.layers : layer;
+  const BlockActivations own = activations_of(block_ops(layer_architecture(a, stack, in_stack), tr, stack));
+  return kept_after_policy(a, tr, own, extra);
 }
 
 Bytes checkpoint_bytes(const Architecture& a, const Training& tr) {
@@ -233,11 +240,11 @@ ActivationMemory activation_memory(const Architecture& a, const Training& tr, co
   for (const auto& part : parts) {
     const double share = part.layers / all_layers * layers_on_stage;
     const StackBlock& sb = blocks.of(part.stack);
-    kept += kept_after_policy(a, tr, *part.blk, Bytes(0.0)) * (share * (1.0 - sb.nope_share));
+    kept += kept_after_policy(a, tr, *part.blk, Bytes(0.0)) * (share * sb.block_share);
     largest = std::max(largest, part.blk->saved);
-    if (sb.nope_share > 0.0) {  // the stage's NoPE layers, in the model's proportion
-      kept += kept_after_policy(a, tr, sb.nope, Bytes(0.0)) * (share * sb.nope_share);
-      largest = std::max(largest, sb.nope.saved);
+    for (const auto& [blk, variant_share] : sb.variants) {  // the stage's other kinds of layer, in the model's proportion
+      kept += kept_after_policy(a, tr, blk, Bytes(0.0)) * (share * variant_share);
+      largest = std::max(largest, blk.saved);
     }
   }
   m.per_block = kept / layers_on_stage;

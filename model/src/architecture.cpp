@@ -16,6 +16,20 @@ void require_positive(const Architecture& a, std::int64_t v, const char* what) {
 
 void append_attention(const Architecture& a, const ModuleNames& n, Stack stack,
                       std::vector<Linear>& out) {
+  if (a.mla()) {  // DeepseekV3Attention (transformers v5.24.0 modeling_deepseek_v3.py)
+    const std::int64_t q_width = a.heads * a.head_dim;
+    if (a.q_lora_rank > 0) {
+      out.push_back({Role::q_a, stack, n.q_a, a.hidden, a.q_lora_rank, a.qkv_bias, 1});
+      out.push_back({Role::q, stack, n.q_b, a.q_lora_rank, q_width, false, 1});
+    } else {
+      out.push_back({Role::q, stack, n.q, a.hidden, q_width, false, 1});
+    }
+    out.push_back({Role::kv_a, stack, n.kv_a, a.hidden, a.kv_lora_rank + a.qk_rope_dim, a.qkv_bias, 1});
+    out.push_back({Role::kv_b, stack, n.kv_b, a.kv_lora_rank,
+                   a.heads * (a.head_dim - a.qk_rope_dim + a.value_head_dim()), false, 1});
+    out.push_back({Role::o, stack, n.o, a.attention_out_dim(), a.hidden, a.out_bias, 1});
+    return;
+  }
   out.push_back({Role::q, stack, n.q, a.hidden, a.q_dim(), a.qkv_bias, 1});
   out.push_back({Role::k, stack, n.k, a.hidden, a.kv_dim(), a.qkv_bias, 1});
   out.push_back({Role::v, stack, n.v, a.hidden, a.kv_dim(), a.qkv_bias, 1});
@@ -24,21 +38,54 @@ void append_attention(const Architecture& a, const ModuleNames& n, Stack stack,
 
 void append_mlp(const Architecture& a, const ModuleNames& n, Stack stack, std::vector<Linear>& out) {
   const std::int64_t e = a.experts;
+  const auto named = [&](const std::string& expert, const std::string& dense) -> const std::string& {
+    return a.is_moe() && !expert.empty() ? expert : dense;
+  };
   if (a.is_moe()) out.push_back({Role::router, stack, n.router, a.hidden, e, a.router_bias, 1});
   if (a.mlp == MlpKind::gated)
-    out.push_back({Role::gate, stack, n.gate, a.hidden, a.intermediate, a.mlp_bias, e});
+    out.push_back({Role::gate, stack, named(n.expert_gate, n.gate), a.hidden, a.intermediate, a.mlp_bias, e});
   const std::string& up = a.mlp == MlpKind::gated || n.up_ungated.empty() ? n.up : n.up_ungated;
-  out.push_back({Role::up, stack, up, a.hidden, a.intermediate, a.mlp_bias, e});
-  out.push_back({Role::down, stack, n.down, a.intermediate, a.hidden, a.mlp_bias, e});
+  out.push_back({Role::up, stack, named(n.expert_up, up), a.hidden, a.intermediate, a.mlp_bias, e});
+  out.push_back({Role::down, stack, named(n.expert_down, n.down), a.intermediate, a.hidden, a.mlp_bias, e});
   if (a.shared_intermediate > 0) {  // every token's dense MLP beside the routed experts
     const std::int64_t w = a.shared_intermediate;
-    out.push_back({Role::gate, stack, "gate_proj", a.hidden, w, false, 1});
-    out.push_back({Role::up, stack, "up_proj", a.hidden, w, false, 1});
-    out.push_back({Role::down, stack, "down_proj", w, a.hidden, false, 1});
+    out.push_back({Role::gate, stack, n.gate, a.hidden, w, false, 1});
+    out.push_back({Role::up, stack, n.up, a.hidden, w, false, 1});
+    out.push_back({Role::down, stack, n.down, w, a.hidden, false, 1});
   }
 }
 
 }  // namespace
+
+Architecture dense_variant(const Architecture& a) {
+  Architecture d = a;
+  d.experts = d.experts_per_token = 1;
+  d.experts_loop = d.experts_dense = d.router_bias = false;
+  d.intermediate = a.dense_intermediate > 0 ? a.dense_intermediate : a.intermediate;
+  d.shared_intermediate = 0;
+  d.expert_layers.clear();
+  d.dense_intermediate = 0;
+  return d;
+}
+
+std::vector<LayerKind> layer_kinds(const Architecture& a) {
+  std::vector<LayerKind> out;
+  if (a.encoder_decoder) {
+    out.push_back({a, Stack::encoder, a.layers});
+    out.push_back({a, Stack::decoder, a.decoder_layers});
+  } else if (const std::int64_t dense = a.dense_layers(); dense == 0) {
+    out.push_back({a, Stack::decoder, a.layers});
+  } else {  // the kind of layer 0 first
+    LayerKind experts{a, Stack::decoder, a.layers - dense};
+    LayerKind mlp{dense_variant(a), Stack::decoder, dense};
+    if (a.dense_layer(0)) std::swap(experts, mlp);
+    out.push_back(std::move(experts));
+    if (out.back().layers == 0) out.pop_back();
+    out.push_back(std::move(mlp));
+    if (out.back().layers == 0) out.pop_back();
+  }
+  return out;
+}
 
 void validate(const Architecture& a) {
   require_positive(a, a.hidden, "hidden size");
@@ -63,6 +110,16 @@ void validate(const Architecture& a) {
     throw InputError("model '" + a.name + "': " + std::to_string(a.sliding_layers) +
                      " sliding-window layers of " + std::to_string(a.total_layers()));
   if (a.shared_intermediate < 0) require_positive(a, a.shared_intermediate, "shared expert width");
+  if (!a.expert_layers.empty() && static_cast<std::int64_t>(a.expert_layers.size()) != a.layers)
+    throw InputError("model '" + a.name + "': the expert layers list " + std::to_string(a.expert_layers.size()) +
+                     " layers of " + std::to_string(a.layers));
+  if (a.mla()) {
+    if (a.qk_rope_dim <= 0 || a.qk_rope_dim >= a.head_dim)
+      throw InputError("model '" + a.name + "': the rotary key width (" + std::to_string(a.qk_rope_dim) +
+                       ") must be positive and below the query/key head width (" + std::to_string(a.head_dim) + ")");
+    require_positive(a, a.value_head_dim(), "value head dimension");
+    if (a.q_lora_rank < 0) require_positive(a, a.q_lora_rank, "query compression rank");
+  }
   if (a.experts_per_token > a.experts)
     throw InputError("model '" + a.name + "': experts per token (" +
                      std::to_string(a.experts_per_token) + ") exceed the number of experts (" +

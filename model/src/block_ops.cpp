@@ -42,6 +42,7 @@ struct Shape {
   double h;    // hidden
   double qd;   // query width a*d
   double kd;   // key/value width k*d
+  double vd;   // value width (k*d_v: narrower than keys under latent attention)
   double I;    // MLP intermediate a token passes through (MoE: its experts' and the shared one's)
   double a;    // attention heads
   double tp;   // tensor-parallel degree
@@ -50,6 +51,7 @@ struct Shape {
   double kh;      // hidden (divided by the TP degree under sequence parallelism)
   double kq;      // query width
   double kkv;     // key/value width (at least one head)
+  double kvo;     // value and attention output width (heads x d_v)
   double kinter;  // MLP intermediate
   double scores;  // attention score elements (b * heads/t * s * s)
   double c;       // compute dtype bytes
@@ -75,6 +77,7 @@ Shape shape_of(const Architecture& a, const Training& tr) {
           dbl(a.hidden),
           dbl(a.q_dim()),
           dbl(a.kv_dim()),
+          dbl(a.kv_heads * a.value_head_dim()),
           dbl(a.active_intermediate()),  // experts a token runs, shared expert
           dbl(a.heads),
           tp,
@@ -82,6 +85,7 @@ Shape shape_of(const Architecture& a, const Training& tr) {
           dbl(a.hidden) / (tr.sequence_parallel ? tp : 1.0),
           dbl(a.q_dim()) / tp,
           dbl(std::max(a.kv_dim() / tr.tp, a.head_dim)),
+          dbl(a.attention_out_dim()) / tp,
           dbl(a.active_intermediate()) / tp,
           b * dbl(a.heads) / tp * s * s,
           c,
@@ -232,6 +236,7 @@ AttentionShape attention_of(const Architecture& a, const Training& tr, bool caus
   s.heads_per_gpu = dbl(a.heads) / tr.tp;
   s.seq = tr.seq;
   s.head_dim = a.head_dim;
+  s.v_head_dim = a.value_head_dim();
   s.causal = causal;
   s.cross = cross;
   return s;
@@ -306,7 +311,9 @@ class HfBlock {
     for (Role role : roles) n += adapts(role) ? 1 : 0;
     return n;
   }
-  bool attention_trained() const { return adapted({Role::q, Role::k, Role::v, Role::o}) > 0; }
+  bool attention_trained() const {
+    return adapted({Role::q, Role::k, Role::v, Role::o, Role::q_a, Role::kv_a, Role::kv_b}) > 0;
+  }
 
   void norm(std::string_view name, bool kernels, bool saves, int consumers_saving, bool shares_input,
             bool norm_input_grad);
@@ -322,7 +329,11 @@ class HfBlock {
   void activation();
   void mlp_saved();
   void routing();
+  [[nodiscard]] double router_saved() const;
   void attention();
+  void latent_attention();
+  void latent_norm(std::string_view name, double width, double stored_width, bool grad, bool read_by_next);
+  void attention_end(double X);
   void cross_attention();
   void mlp();
 
@@ -553,7 +564,7 @@ void HfBlock::attention_core(bool cross) {
   }
   if (!cross) attention_saved();
   b_.open("attention output transpose", OpKind::copy_cast);
-  b_.copy(x_.t * x_.kq, c);  // attn_output.transpose(1, 2).contiguous()
+  b_.copy(x_.t * x_.kvo, c);  // attn_output.transpose(1, 2).contiguous()
   // SDPA takes contiguous q, k, v: the views of a fused projection are copied (GPT-2 q and v;
   // rotary models' q and k are already fresh tensors, their v a view).
   if (fused_kernel && !a_.fused_qkv_name.empty()) {
@@ -666,6 +677,31 @@ void HfBlock::mlp_saved() {
   }
 }
 
+// What the router keeps per token. Softmax and top-k (Qwen3MoeTopKRouter): the fp32 logits, the
+// top-k indices (int64), the fp32 weights and their sum. DeepSeek's routers (transformers v5.24.0
+// DeepseekV2TopkRouter, DeepseekV3TopkRouter) take the logits of an fp32 copy of the input (none
+// where the input is fp32 already; autocast's 16-bit copy under mixed precision): V2 its softmax
+// and the top-k indices, group-limited also the group maxima's and the best groups' indices and
+// the experts' mask; V3 its sigmoid, the two best scores' indices per group, the best groups'
+// indices, the mask, the top-k indices and, renormalised, the weights and their sum.
+double HfBlock::router_saved() const {
+  const double k = dbl(a_.experts_per_token);
+  const double E = dbl(a_.experts);
+  const double G = dbl(a_.expert_groups);
+  const double tg = dbl(a_.groups_per_token);
+  // The input copy is kept for the router weight's gradient: under full training only.
+  const double input = full_ ? (mixed_ ? c_ : c_ < kFp32 ? kFp32 : 0.0) * x_.h : 0.0;
+  switch (a_.router) {
+    case RouterKind::softmax_topk: return kFp32 * E + kFp32 + k * (8.0 + kFp32);
+    case RouterKind::deepseek_v2:
+      return input + kFp32 * E + 8.0 * k + (a_.expert_groups > 0 ? 8.0 * G + 8.0 * tg + E : 0.0);
+    case RouterKind::deepseek_v3:
+      return input + kFp32 * E + 16.0 * G + 8.0 * tg + E + 8.0 * k +
+             (a_.router_renormalise ? kFp32 + kFp32 * k : 0.0);
+  }
+  return 0.0;
+}
+
 // The router and what routing keeps (its bytes moved are not priced yet).
 void HfBlock::routing() {
   if (!a_.is_moe()) return;
@@ -679,14 +715,14 @@ void HfBlock::routing() {
     b_.keep("router indices, scores and every expert's score", x_.t * (8.0 * k + kFp32 * E + c_ * E));
     b_.keep("every expert's input copy and its weighted copy", 2.0 * c_ * x_.t * E * x_.h / x_.tp);
   } else {
-    // Routing, per token: fp32 router logits, the top-k indices (int64), fp32 weights and their sum.
-    // Per routed token: its weight, int64 indices (grouped_mm: three sort and scatter indices; the
-    // loop: one per expert's token list), the gathered input and the expert output (the loop also
-    // keeps that output's weighted copy).
+    // Routing, per token: router_saved. Per routed token: its weight, int64 indices (grouped_mm:
+    // three sort and scatter indices; the loop: one per expert's token list), the gathered input
+    // and the expert output (the loop also keeps that output's weighted copy).
     const double indices = loop_ ? 1.0 : 3.0;
-    b_.keep("router logits and routing",
-            x_.t * (kFp32 * E + kFp32 + k * (8.0 + kFp32) + k * (kFp32 + indices * 8.0)));
-    b_.keep("expert input and output copies", (loop_ ? 3.0 : 2.0) * c_ * x_.t * k * x_.h / x_.tp);
+    b_.keep("router logits and routing", x_.t * (router_saved() + k * (kFp32 + indices * 8.0)));
+    // The gathered input is kept for the experts' weight gradients (not where they are frozen).
+    const double input_copy = keeps_input(Role::gate) ? 1.0 : 0.0;
+    b_.keep("expert input and output copies", ((loop_ ? 2.0 : 1.0) + input_copy) * c_ * x_.t * k * x_.h / x_.tp);
     dispatch();
   }
 }
@@ -783,10 +819,12 @@ void HfBlock::run() {
 // Norm, q/k/v projections, q/k norms and rotary embedding, the attention core, o projection,
 // residual.
 void HfBlock::attention() {
+  if (a_.mla()) {
+    latent_attention();
+    return;
+  }
   const double X = x_.t * x_.kh;
-  const double th = x_.t * x_.h / x_.rep;
   const double s = x_.stream;
-  const bool sandwich = a_.norm_placement == NormPlacement::sandwich;
   const int attn_consumers = fused_ ? (saving({Role::q, Role::k, Role::v}) > 0 ? 1 : 0)
                                     : saving({Role::q, Role::k, Role::v});
   norm("input norm", true, true, attn_consumers, false, input_grad_);
@@ -834,7 +872,16 @@ void HfBlock::attention() {
     b_.keep("relative position buckets", 8.0 * x_.s * x_.s);
   }
   attention_core(false);
-  const double q = c_ * x_.t * x_.qd / x_.tp;
+  attention_end(X);
+}
+
+// After the attention core: what the o projection keeps, the explicit mask, the o projection, the
+// output norm and dropout, the residual.
+void HfBlock::attention_end(double X) {
+  const double th = x_.t * x_.h / x_.rep;
+  const double s = x_.stream;
+  const bool sandwich = a_.norm_placement == NormPlacement::sandwich;
+  const double q = c_ * x_.t * x_.kvo;
   if (attn_ == Attention::eager || (gpu_sdpa_ && !sdpa_.fused())) {
     if (keeps_input(Role::o)) b_.keep("attention output (o input)", q);
   } else {
@@ -855,7 +902,7 @@ void HfBlock::attention() {
     b_.keep("attention mask", c_ * x_.b * x_.s * x_.s);
   }
   linears({Role::o}, c_);
-  lora_dropout({Role::o}, x_.qd / x_.tp);
+  lora_dropout({Role::o}, x_.kvo);
   // Gemma 2 and 3 norm the attention output before the residual add.
   if (sandwich) norm("attention output norm", true, true, 0, false, input_grad_ || attention_trained());
   if (a_.hidden_dropout > 0.0) {
@@ -865,6 +912,78 @@ void HfBlock::attention() {
   }
   b_.open("attention residual", OpKind::elementwise);
   b_.add(X, s, c_, s);
+}
+
+// An RMSNorm of latent attention's compressed query or key/value latent (q_a_layernorm,
+// kv_a_layernorm), `width` wide: like a block's norm, its fp32 input (of `stored_width`: the whole
+// projection output where the input, already fp32, is a slice of it), one statistic per row and,
+// under full training, the normalised input; its output is the expanding projection's input.
+void HfBlock::latent_norm(std::string_view name, double width, double stored_width, bool grad, bool read_by_next) {
+  b_.open(name, OpKind::norm);
+  norm_kernels(x_.t * width);
+  if (grad) {
+    b_.keep("latent norm input (fp32)", rms_input_bytes(a_, tr_) * x_.t * stored_width);
+    b_.keep("latent norm statistics", kFp32 * x_.t);
+    if (full_) b_.keep("latent norm normalised input", r_ * x_.t * width);
+  }
+  if (read_by_next) b_.keep("latent norm output (expansion input)", c_ * x_.t * width);
+}
+
+// Multi-head latent attention as transformers v5.24.0 runs it (models/deepseek_v3/
+// modeling_deepseek_v3.py DeepseekV3Attention.forward; DeepSeek-V2's the same but for its complex
+// rotary product): q_a_proj, q_a_layernorm and q_b_proj (or q_proj); kv_a_proj_with_mqa, split into
+// the latent and the shared rotary key; kv_a_layernorm and kv_b_proj, split into every head's key
+// and value; the rotary dims of q and of the shared key rotated; the query concatenated and the key
+// written into a new tensor (expand_kv); attention with query/key heads of d = nope + rope and
+// value heads of d_v; o_proj. Eager attention's matmuls copy the transposed key and the strided
+// value; SDPA's fused kernels keep q, k and the value's view (the whole kv_b output); its math
+// fallback keeps fp32 copies.
+void HfBlock::latent_attention() {
+  const double X = x_.t * x_.kh;
+  const double s = x_.stream;
+  const bool compressed = a_.q_lora_rank > 0;
+  const Role q_in = compressed ? Role::q_a : Role::q;
+  const double Q = dbl(a_.q_lora_rank);
+  const double R = dbl(a_.kv_lora_rank);
+  const double dr = dbl(a_.qk_rope_dim);
+  const double heads = x_.a / x_.tp;
+  const double qk = x_.qd / x_.tp;   // every head's query (and key) on this GPU
+  const double v = x_.kvo;           // every head's value
+  norm("input norm", true, true, saving({q_in, Role::kv_a}), false, input_grad_);
+  linears({q_in, Role::kv_a}, s);
+  lora_a_outputs({Role::q_a, Role::q, Role::kv_a, Role::kv_b, Role::o});
+  lora_dropout({q_in, Role::kv_a}, x_.h);
+  const auto grad = [&](Role role) { return input_grad_ || adapts(role); };
+  if (compressed) {
+    latent_norm("q_a norm", Q, Q, grad(Role::q_a), keeps_input(Role::q));
+    linears({Role::q}, c_);
+    lora_dropout({Role::q}, Q);
+  }
+  // kv_a's output is split: an fp32 output is normed as a slice of itself (kept whole).
+  latent_norm("kv_a norm", R, c_ >= kFp32 ? R + dr : R, grad(Role::kv_a), keeps_input(Role::kv_b));
+  linears({Role::kv_b}, c_);
+  lora_dropout({Role::kv_b}, R);
+  b_.open("rotary q", OpKind::elementwise);
+  rotary(x_.t * heads * dr);
+  b_.open("rotary k", OpKind::elementwise);
+  rotary(x_.t * dr);
+  b_.open("query and key assembly", OpKind::copy_cast);
+  b_.copy(x_.t * qk, c_);  // cat(q_pass, q_rot)
+  b_.copy(x_.t * qk, c_);  // key_states[..., :nope] and [..., nope:] written
+  const double kv_b_out = c_ * x_.t * heads * (dbl(a_.head_dim) - dr + dbl(a_.value_head_dim()));
+  if (gpu_sdpa_ && sdpa_.fp32_math) {
+    b_.keep("q, k, v (fp32 copies, SDPA math)", kFp32 * x_.t * (2.0 * qk + v));
+  } else if (attn_ == Attention::eager || (gpu_sdpa_ && !sdpa_.fused())) {
+    // q, and the matmuls' contiguous copies of the transposed key and the strided value.
+    b_.keep("q", c_ * x_.t * qk);
+    b_.keep("k (contiguous copy)", c_ * x_.t * qk);
+    b_.keep("v (contiguous copy)", c_ * x_.t * v);
+  } else {
+    b_.keep("q, k", 2.0 * c_ * x_.t * qk);
+    b_.keep("v (a view of the kv_b output)", kv_b_out);
+  }
+  attention_core(false);
+  attention_end(X);
 }
 
 // An encoder-decoder's decoder: its norm, attention over the encoder output, residual (its
@@ -1047,8 +1166,7 @@ LayerCollectives BlockOps::collectives() const {
 }
 
 LayerCollectives StackOps::collectives() const {
-  if (nope_share <= 0.0) return block.collectives();
-  return block.collectives() * (1.0 - nope_share) + nope.collectives() * nope_share;
+  return average<LayerCollectives>([](const BlockOps& b) { return b.collectives(); });
 }
 
 double BlockOps::gemm_count() const {
@@ -1058,8 +1176,7 @@ double BlockOps::gemm_count() const {
 }
 
 EagerWork StackOps::eager_work() const {
-  if (nope_share <= 0.0) return block.eager_work();
-  return block.eager_work() * (1.0 - nope_share) + nope.eager_work() * nope_share;
+  return average<EagerWork>([](const BlockOps& b) { return b.eager_work(); });
 }
 
 // ---- Builders ---------------------------------------------------------------------------------
@@ -1081,15 +1198,43 @@ void build_block_ops(const Architecture& a, const Training& tr, Stack stack, boo
   }
 }
 
+// The stack's kinds of layer (model::layer_kinds, each with and without rotary positions where
+// Llama 4 drops them on some layers); the most common one is the main block.
 void build_stack_ops(const Architecture& a, const Training& tr, Stack stack, StackOps& out,
                      const std::vector<Linear>* linears = nullptr) {
-  build_block_ops(a, tr, stack, false, out.block, linears);
-  out.nope_share = 0.0;
-  out.nope.ops.clear();
-  out.nope.saved.clear();
-  if (a.nope_interval > 0 && stack == Stack::decoder) {
-    build_block_ops(nope_variant(a), tr, stack, false, out.nope);
-    out.nope_share = dbl(a.nope_layers()) / dbl(a.layers);
+  const bool decoder_only = stack == Stack::decoder && !a.encoder_decoder;
+  const bool nope = a.nope_interval > 0 && stack == Stack::decoder;
+  const double nope_share = nope ? dbl(a.nope_layers()) / dbl(a.layers) : 0.0;
+  if (!decoder_only || a.dense_layers() == 0) {
+    build_block_ops(a, tr, stack, false, out.block, linears);
+    out.block_share = 1.0 - nope_share;
+    out.variants.resize(nope ? 1 : 0);
+    if (nope) {
+      build_block_ops(nope_variant(a), tr, stack, false, out.variants[0].ops);
+      out.variants[0].share = nope_share;
+    }
+    return;
+  }
+  const std::vector<LayerKind> kinds = layer_kinds(a);
+  struct Part {
+    const Architecture* arch;
+    bool nope;
+    double share;
+  };
+  std::vector<Part> parts;
+  for (const LayerKind& k : kinds) {
+    const double share = dbl(k.layers) / dbl(a.layers);
+    parts.push_back({&k.arch, false, share * (1.0 - nope_share)});
+    if (nope) parts.push_back({&k.arch, true, share * nope_share});
+  }
+  std::stable_sort(parts.begin(), parts.end(), [](const Part& x, const Part& y) { return x.share > y.share; });
+  out.variants.resize(parts.size() - 1);
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const Part& p = parts[i];
+    BlockOps& ops = i == 0 ? out.block : out.variants[i - 1].ops;
+    const bool own_linears = p.arch->is_moe() == a.is_moe();
+    build_block_ops(p.nope ? nope_variant(*p.arch) : *p.arch, tr, stack, false, ops, own_linears ? linears : nullptr);
+    (i == 0 ? out.block_share : out.variants[i - 1].share) = p.share;
   }
 }
 }  // namespace
@@ -1147,6 +1292,12 @@ Architecture nope_variant(const Architecture& a) {
   return v;
 }
 
+Architecture layer_architecture(const Architecture& a, Stack stack, std::int64_t layer) {
+  if (stack != Stack::decoder) return a;
+  const Architecture kind = !a.encoder_decoder && a.dense_layer(layer) ? dense_variant(a) : a;
+  return a.nope_layer(layer) ? nope_variant(kind) : kind;
+}
+
 StackOps stack_ops(const Architecture& a, const Training& tr, Stack stack) {
   StackOps s;
   build_stack_ops(a, tr, stack, s);
@@ -1181,7 +1332,11 @@ LinearShard linear_shard(const Architecture& a, const Linear& l, int tp) {
     case Role::o:
     case Role::down:  // row-parallel
       return {std::max<std::int64_t>(l.in / tp, 1), l.out};
-    case Role::router:  // replicated
+    case Role::kv_b:  // column-parallel over the heads
+      return {l.in, std::max<std::int64_t>(l.out / tp, 1)};
+    case Role::router:  // replicated (and latent attention's compressions)
+    case Role::q_a:
+    case Role::kv_a:
       return {l.in, l.out};
   }
   return {l.in, l.out};

@@ -60,11 +60,13 @@ Family wrapper(const Family& text, std::string model_type, std::string config_cl
   return w;
 }
 
-// Experts held as 3-d parameters gate_up_proj and down_proj, routed by a module named "router"
-// (gpt-oss, Llama 4).
-ModuleNames fused_expert_names() {
-  ModuleNames n = names("q_proj", "k_proj", "v_proj", "o_proj", "gate_up_proj", "gate_up_proj", "down_proj");
-  n.router = "router";
+// Experts held as 3-d parameters gate_up_proj and down_proj (gpt-oss, Llama 4, DeepSeek), routed
+// by a module named `router`.
+ModuleNames fused_expert_names(std::string router) {
+  ModuleNames n;
+  n.expert_gate = n.expert_up = "gate_up_proj";
+  n.expert_down = "down_proj";
+  n.router = std::move(router);
   return n;
 }
 
@@ -96,7 +98,7 @@ void add_llama_like(std::vector<Family>& t) {
   // falcon: @5fd8edad2a672d6a10d6352b62b823d56c3032bf; bloom:
   // @d94ee404add5208a61220111258cbafa50aaa297; gpt2: @1c70522e01cdf5fcc6ebda6c372ee0198d557c53;
   // mpt: @05699a763e76ee438fa65e6eeae4a294ea0026f5; t5: @038869d4d54db478c18dbe58a02aefc67f62beb0;
-  // qwen3, qwen3_moe, olmo2, phi3, gemma2, gemma3_text, gpt_oss: v5.24.0 (the oracle's,
+  // qwen3, qwen3_moe, olmo2, phi3, gemma2, gemma3_text, gpt_oss, llama4_text, deepseek_v2, deepseek_v3: v5.24.0 (the oracle's,
   // tools/oracle/requirements.txt). SDPA rows: v5.17.0 unless named.
   const char* kOld = "transformers @008e5743 (and the commits of hf_config.cpp's history)";
   // clang-format off
@@ -271,7 +273,7 @@ void add_recent(std::vector<Family>& t) {
     // Attention sinks: no SDPA path (_supports_sdpa = False, modeling_gpt_oss.py); its eager
     // softmax is in the model dtype.
     Family f = row("gpt_oss", {}, "GptOssConfig", kNew, ConfigKeys::gpt_oss, {201088, 2880, 36, 64, 2880, 8, 64, 131072, false},
-             a, fused_expert_names(), "GptOssDecoderLayer", no_sdpa("models/gpt_oss/modeling_gpt_oss.py (_supports_sdpa = False: attention sinks)", true));
+             a, fused_expert_names("router"), "GptOssDecoderLayer", no_sdpa("models/gpt_oss/modeling_gpt_oss.py (_supports_sdpa = False: attention sinks)", true));
     f.fp32_normalised_norm = true;
     t.push_back(f);
   }
@@ -282,10 +284,23 @@ void add_recent(std::vector<Family>& t) {
     Architecture a = llama_like();
     a.experts_dense = true;
     Family f = row("llama4_text", {}, "Llama4TextConfig", kNew, ConfigKeys::llama4_text,
-                   {202048, 5120, 48, 40, 8192, 8, 128, 4096 * 32, false}, a, fused_expert_names(),
+                   {202048, 5120, 48, 40, 8192, 8, 128, 4096 * 32, false}, a, fused_expert_names("router"),
                    "Llama4TextDecoderLayer", shared_sdpa());
     t.push_back(f);
     t.push_back(wrapper(f, "llama4", "Llama4Config"));  // Llama4ForConditionalGeneration
+  }
+  {
+    // DeepSeek-V2 and V3: multi-head latent attention (q_a_proj/q_b_proj or q_proj,
+    // kv_a_proj_with_mqa, kv_b_proj, o_proj), routed experts as 3-d gate_up_proj and down_proj
+    // beside shared_experts' gate_proj, up_proj, down_proj, and a router named gate.
+    Architecture a = llama_like();
+    ModuleNames n = fused_expert_names("gate");
+    Family v2 = row("deepseek_v2", {}, "DeepseekV2Config", kNew, ConfigKeys::deepseek_v2,
+                    {102400, 4096, 32, 32, 11008, 0, 0, 2048, false}, a, n, "DeepseekV2DecoderLayer", shared_sdpa());
+    v2.complex_rotary_table = true;  // DeepseekV2RotaryEmbedding: torch.polar, complex64
+    t.push_back(v2);
+    t.push_back(row("deepseek_v3", {}, "DeepseekV3Config", kNew, ConfigKeys::deepseek_v3,
+                    {129280, 7168, 61, 128, 18432, 128, 0, 4096, false}, a, n, "DeepseekV3DecoderLayer", shared_sdpa()));
   }
   // clang-format on
 }

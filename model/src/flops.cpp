@@ -19,18 +19,24 @@ double block_linear_flops_per_token(const Architecture& a, Stack s) {
   return f;
 }
 
-// QK^T and PV: 2 * 2 * (a*d) per token per token of context (non-causal count).
+// QK^T and PV: 2 * (a*d) + 2 * (a*d_v) per token per token of context (non-causal count); d_v = d
+// except under multi-head latent attention.
 double attention_flops_per_token_per_context(const Architecture& a) {
-  return 4.0 * static_cast<double>(a.q_dim());
+  return 2.0 * static_cast<double>(a.q_dim() + a.attention_out_dim());
 }
 
 [[nodiscard]] bool reads_block_input(const Architecture& a, const Linear& l, Stack stack) {
   if (l.stack != stack) return false;  // cross-attention reads the encoder and the decoder state
   switch (l.role) {
-    case Role::q:
+    case Role::q:  // under latent attention with a query compression, q expands q_a's output
+      return !(a.mla() && a.q_lora_rank > 0);
     case Role::k:
     case Role::v:
+    case Role::q_a:
+    case Role::kv_a:
       return true;
+    case Role::kv_b:
+      return false;
     case Role::gate:
     case Role::up:
       return a.parallel_residual;  // attention and MLP read the same input
@@ -63,6 +69,10 @@ StackRules stack_rules(const Architecture& a, const Training& tr, Stack stack) {
   bool fused_counted = false;
   bool k_frozen = true;
   bool v_frozen = true;
+  // Latent attention: q (after a compression) and kv_b read what q_a and kv_a make of the block
+  // input, which needs no gradient either while those are frozen.
+  const bool q_a_frozen = !(adapters && lora_adapts(a, tr.lora, Role::q_a));
+  const bool kv_a_frozen = !(adapters && lora_adapts(a, tr.lora, Role::kv_a));
   for (const Linear& l : block_linears(a, stack)) {
     const double copies = l.copies > 1 ? static_cast<double>(a.expert_runs()) : 1.0;
     const bool fused_part = !a.fused_qkv_name.empty() && l.hf_name == a.fused_qkv_name;
@@ -78,19 +88,26 @@ StackRules stack_rules(const Architecture& a, const Training& tr, Stack stack) {
         reads_a = true;
       }
     }
-    if (l.stack == stack && l.role == Role::k) k_frozen = !adapted;
-    if (l.stack == stack && l.role == Role::v) v_frozen = !adapted;
+    // Latent attention's keys and values both come out of kv_b (and kv_a before it).
+    if (l.stack == stack && (l.role == Role::k || l.role == Role::kv_a || l.role == Role::kv_b))
+      k_frozen = k_frozen && !adapted;
+    if (l.stack == stack && (l.role == Role::v || l.role == Role::kv_a || l.role == Role::kv_b))
+      v_frozen = v_frozen && !adapted;
     if (l.role == Role::down)
       r.last_matmul = 2.0 * copies * static_cast<double>(l.in * l.out) +
                       (adapted ? 2.0 * copies * rank * static_cast<double>(l.out) : 0.0);
-    if (adapters && reads_block_input(a, l, stack)) {
+    const bool frozen_input = reads_block_input(a, l, stack) ||
+                              (a.mla() && l.stack == stack &&
+                               ((l.role == Role::q && a.q_lora_rank > 0 && q_a_frozen) ||
+                                (l.role == Role::kv_b && kv_a_frozen)));
+    if (adapters && frozen_input) {
       r.frozen_inputs += 2.0 * copies * static_cast<double>(l.in * l.out);
       if (reads_a) r.frozen_inputs += 2.0 * copies * rank * static_cast<double>(l.in);
     }
   }
-  if (adapters) {
-    const double qd = static_cast<double>(a.q_dim());  // K and V expanded to every query head
-    r.frozen_kv = (k_frozen ? 2.0 * qd : 0.0) + (v_frozen ? 2.0 * qd : 0.0);
+  if (adapters) {  // K and V expanded to every query head
+    r.frozen_kv = (k_frozen ? 2.0 * static_cast<double>(a.q_dim()) : 0.0) +
+                  (v_frozen ? 2.0 * static_cast<double>(a.attention_out_dim()) : 0.0);
   }
   return r;
 }
@@ -112,37 +129,31 @@ FlopCoefficients flop_coefficients(const Architecture& a, const Training& tr) {
   FlopCoefficients k;
   k.full = tr.method == Method::full;
   k.sdpa_path = hf_sdpa_call(a, tr).supported;
-  const Stack main = a.encoder_decoder ? Stack::encoder : Stack::decoder;
-  k.linear = static_cast<double>(a.layers) * block_linear_flops_per_token(a, main);
-  k.attention = static_cast<double>(a.layers) * attention_flops_per_token_per_context(a);
-  if (a.encoder_decoder) {
-    k.linear +=
-        static_cast<double>(a.decoder_layers) * block_linear_flops_per_token(a, Stack::decoder);
-    k.attention +=
-        2.0 * static_cast<double>(a.decoder_layers) * attention_flops_per_token_per_context(a);
-  }
+  k.sdpa_cpu_math = a.value_head_dim() != a.head_dim;
   k.head = 2.0 * static_cast<double>(a.hidden * a.vocab);
-  if (!k.full) {
-    const double r = static_cast<double>(tr.lora.rank);
-    auto add_stack = [&](Stack s, std::int64_t layers) {
-      for (const auto& ad : lora_block_adapters(a, tr.lora, s))
-        k.adapters += static_cast<double>(layers) * 2.0 * r * static_cast<double>(ad.in + ad.out) *
-                      (ad.copies > 1 ? static_cast<double>(a.expert_runs()) : 1.0);
-    };
-    add_stack(main, a.layers);
-    if (a.encoder_decoder) add_stack(Stack::decoder, a.decoder_layers);
+  const double r = static_cast<double>(tr.lora.rank);
+  const std::vector<LayerKind> kinds = layer_kinds(a);
+  for (std::size_t i = 0; i < kinds.size(); ++i) {
+    const LayerKind& kind = kinds[i];
+    const Architecture& ka = kind.arch;
+    const double layers = static_cast<double>(kind.layers);
+    k.linear += layers * block_linear_flops_per_token(ka, kind.stack);
+    // An encoder-decoder's decoder attends twice (self and cross).
+    k.attention += (kind.stack == Stack::decoder && a.encoder_decoder ? 2.0 : 1.0) * layers *
+                   attention_flops_per_token_per_context(ka);
+    if (!k.full)
+      for (const auto& ad : lora_block_adapters(ka, tr.lora, kind.stack))
+        k.adapters += layers * 2.0 * r * static_cast<double>(ad.in + ad.out) *
+                      (ad.copies > 1 ? static_cast<double>(ka.expert_runs()) : 1.0);
+    const StackRules m = stack_rules(ka, tr, kind.stack);
+    k.last_matmul += layers * m.last_matmul;
+    // The first block of each stack: an encoder-decoder's two, else layer 0's (the first kind).
+    if (a.encoder_decoder || i == 0) {
+      k.frozen_input_gradients += m.frozen_inputs;
+      k.frozen_kv_gradients += m.frozen_kv;
+    }
   }
-  const StackRules m = stack_rules(a, tr, main);
-  k.last_matmul = static_cast<double>(a.layers) * m.last_matmul;
   k.dropout_after_last_matmul = a.hidden_dropout > 0.0;
-  k.frozen_input_gradients = m.frozen_inputs;
-  k.frozen_kv_gradients = m.frozen_kv;
-  if (a.encoder_decoder) {
-    const StackRules d = stack_rules(a, tr, Stack::decoder);
-    k.last_matmul += static_cast<double>(a.decoder_layers) * d.last_matmul;
-    k.frozen_input_gradients += d.frozen_inputs;
-    k.frozen_kv_gradients += d.frozen_kv;
-  }
   return k;
 }
 
@@ -150,7 +161,8 @@ StepFlops micro_batch_flops(const FlopCoefficients& k, const Training& tr) {
   const double t = static_cast<double>(tr.tokens_per_micro_batch());
   const double s = static_cast<double>(tr.seq);
   const double attention = k.attention * s;
-  const bool fused = fused_attention(attention_executed(k.sdpa_path, tr.attention, tr.cuda_sm));
+  const Attention executed = attention_executed(k.sdpa_path, tr.attention, tr.cuda_sm);
+  const bool fused = fused_attention(executed) && !(executed == Attention::sdpa && tr.cuda_sm <= 0 && k.sdpa_cpu_math);
   StepFlops f;
   const double fwd = t * (k.linear + attention + k.head + k.adapters);
   f.forward = Flops(fwd);

@@ -109,11 +109,8 @@ bool lora_targets_lm_head(const Architecture& a, const LoraConfig& c) {
 std::int64_t lora_parameters(const Architecture& a, const LoraConfig& c) {
   if (c.rank <= 0) throw FieldError("{lora-rank} must be positive (got " + std::to_string(c.rank) + ")");
   std::int64_t p = 0;
-  const Stack main_stack = a.encoder_decoder ? Stack::encoder : Stack::decoder;
-  for (const auto& ad : lora_block_adapters(a, c, main_stack)) p += a.layers * ad.parameters(c.rank);
-  if (a.encoder_decoder)
-    for (const auto& ad : lora_block_adapters(a, c, Stack::decoder))
-      p += a.decoder_layers * ad.parameters(c.rank);
+  for (const LayerKind& kind : layer_kinds(a))
+    for (const auto& ad : lora_block_adapters(kind.arch, c, kind.stack)) p += kind.layers * ad.parameters(c.rank);
   if (lora_targets_lm_head(a, c)) p += c.rank * (a.hidden + a.vocab);
   return p;
 }

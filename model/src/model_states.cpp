@@ -108,14 +108,11 @@ std::int64_t adafactor_state_elements(const Architecture& a, const Training& tr)
   };
   if (tr.method != Method::full) {
     const std::int64_t r = tr.lora.rank;
-    auto stack_adapters = [&](Stack s, std::int64_t layers) {
-      for (const auto& ad : lora_block_adapters(a, tr.lora, s)) {
-        matrix(r, ad.in, layers * ad.copies);   // A: r x in
-        matrix(ad.out, r, layers * ad.copies);  // B: out x r
+    for (const LayerKind& kind : layer_kinds(a))
+      for (const auto& ad : lora_block_adapters(kind.arch, tr.lora, kind.stack)) {
+        matrix(r, ad.in, kind.layers * ad.copies);   // A: r x in
+        matrix(ad.out, r, kind.layers * ad.copies);  // B: out x r
       }
-    };
-    stack_adapters(a.encoder_decoder ? Stack::encoder : Stack::decoder, a.layers);
-    if (a.encoder_decoder) stack_adapters(Stack::decoder, a.decoder_layers);
     if (lora_targets_lm_head(a, tr.lora)) {
       matrix(r, a.hidden, 1);
       matrix(a.vocab, r, 1);
@@ -128,14 +125,11 @@ std::int64_t adafactor_state_elements(const Architecture& a, const Training& tr)
   if (!a.tie_embeddings) matrix(a.vocab, a.hidden, 1);
   std::int64_t matrices = a.vocab * a.hidden * (a.tie_embeddings ? 1 : 2) +
                           (a.position == PositionKind::learned ? a.max_seq * a.hidden : 0);
-  auto stack_linears = [&](Stack s, std::int64_t layers) {
-    for (const Linear& l : block_linears(a, s)) {
-      matrix(l.out, l.in, layers * l.copies);
-      matrices += layers * l.copies * l.in * l.out;
+  for (const LayerKind& kind : layer_kinds(a))
+    for (const Linear& l : block_linears(kind.arch, kind.stack)) {
+      matrix(l.out, l.in, kind.layers * l.copies);
+      matrices += kind.layers * l.copies * l.in * l.out;
     }
-  };
-  stack_linears(a.encoder_decoder ? Stack::encoder : Stack::decoder, a.layers);
-  if (a.encoder_decoder) stack_linears(Stack::decoder, a.decoder_layers);
   // Every remaining parameter (biases, norms, relative position bias) is a vector: kept in full.
   return n + (c.total - matrices);
 }

@@ -22,7 +22,7 @@ std::int64_t block_parameters(const Architecture& a, Stack stack) {
   for (const Linear& l : block_linears(a, stack)) p += l.parameters();
   const std::int64_t norms = a.norms_per_layer + (a.encoder_decoder && stack == Stack::decoder ? 1 : 0);
   const std::int64_t sinks = a.attention_sinks ? a.heads : 0;
-  return p + norms * norm_parameters(a) + a.qk_norm_parameters() + sinks;
+  return p + norms * norm_parameters(a) + a.qk_norm_parameters() + a.latent_norm_parameters() + sinks;
 }
 
 ParameterCounts count_parameters(const Architecture& a) {
@@ -32,30 +32,27 @@ ParameterCounts count_parameters(const Architecture& a) {
   c.embedding = tokens + positions + (a.embedding_norm ? norm_parameters(a) : 0);
   c.lm_head = a.tie_embeddings ? 0 : tokens + (a.lm_head_bias ? a.vocab : 0);
 
-  const Stack main_stack = a.encoder_decoder ? Stack::encoder : Stack::decoder;
-  std::int64_t expert_params_per_block = 0;
   std::int64_t largest = std::max({tokens, positions, c.lm_head});
-  for (const Linear& l : block_linears(a, main_stack)) {
-    largest = std::max(largest, l.in * l.out + (l.bias ? l.out : 0));
-    if (l.copies > 1) expert_params_per_block += l.parameters();
-  }
-  c.blocks = a.layers * block_parameters(a, main_stack);
-  for (const Linear& l : block_linears(a, main_stack)) c.block_linears += a.layers * l.parameters();
-  if (a.encoder_decoder) {
-    c.blocks += a.decoder_layers * block_parameters(a, Stack::decoder);
-    for (const Linear& l : block_linears(a, Stack::decoder))
-      c.block_linears += a.decoder_layers * l.parameters();
+  std::int64_t inactive_experts = 0;
+  for (const LayerKind& kind : layer_kinds(a)) {
+    const std::vector<Linear> linears = block_linears(kind.arch, kind.stack);
+    std::int64_t experts = 0;
+    for (const Linear& l : linears) {
+      largest = std::max(largest, l.in * l.out + (l.bias ? l.out : 0));
+      c.block_linears += kind.layers * l.parameters();
+      if (l.copies > 1) experts += l.parameters();
+    }
+    c.blocks += kind.layers * block_parameters(kind.arch, kind.stack);
+    c.experts += kind.layers * experts;
+    if (kind.arch.is_moe())
+      inactive_experts += kind.layers * experts / a.experts * (a.experts - a.experts_per_token);
   }
   // T5: the relative position bias lives in the first block of each stack.
   const std::int64_t relative = a.relative_buckets * a.heads * (a.encoder_decoder ? 2 : 1);
   const std::int64_t finals = a.final_norm ? norm_parameters(a) * (a.encoder_decoder ? 2 : 1) : 0;
 
   c.total = c.embedding + c.blocks + relative + finals + c.lm_head;
-  const std::int64_t inactive_experts =
-      a.is_moe() ? a.layers * expert_params_per_block / a.experts * (a.experts - a.experts_per_token)
-                 : 0;
   c.active = c.total - inactive_experts;
-  c.experts = a.is_moe() ? a.layers * expert_params_per_block : 0;
   c.largest_module = largest;
   return c;
 }

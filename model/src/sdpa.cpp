@@ -68,7 +68,10 @@ Refusal flash_refusal(const SdpaInputs& in) {
   // check_for_attn_mask (sdp_utils_cpp.h:261-269)
   if (in.mask == SdpaMask::boolean || in.mask == SdpaMask::additive)
     return std::string("an explicit attn_mask (check_for_attn_mask)");
-  // check_head_dim_size_flash (:195-254; 256 at :203)
+  // check_head_dim_size_flash (:195-254; 256 at :203): one head dim for q, k and v
+  if (in.v_head_dim > 0 && in.v_head_dim != in.head_dim)
+    return "value head dim " + num(in.v_head_dim) + " unlike query/key head dim " + num(in.head_dim) +
+           " (check_head_dim_size_flash)";
   if (in.head_dim > 256) return "head dim " + num(in.head_dim) + " above 256 (check_head_dim_size_flash)";
   // check_flash_attention_hardware_support (:426-481): [sm80, sm121] (:468)
   if (!in_range(in.cuda_sm, 80, 121))
@@ -93,7 +96,7 @@ Refusal efficient_refusal(const SdpaInputs& in) {
   const bool tensor_cores = in.cuda_sm >= 80 || (in.cuda_sm >= 70 && in.dtype == SdpaDtype::fp16);
   std::int64_t align = in.cuda_sm >= 80 ? 4 : 1;
   if (tensor_cores) align = std::max<std::int64_t>(align, half(in.dtype) ? 8 : 4);
-  if (in.head_dim % align != 0)
+  if (in.head_dim % align != 0 || (in.v_head_dim > 0 && in.v_head_dim % align != 0))
     return "head dim not a multiple of " + num(align) + " (check_head_dim_size_mem_efficient)";
   if (auto r = heads_refusal(in, true)) return r;
   // dtypes: fp16, fp32, and bf16 from sm80 (:1098-1099, :1106-1107, :1171-1175)
@@ -129,6 +132,15 @@ SdpaChoice choose_sdpa_kernel(const SdpaInputs& in) {
   c.mask = in.mask;
   c.dropout = in.dropout;
   if (in.cuda_sm <= 0) {
+    // sdp_utils_cpp.h check_head_dim_size_cpp: the CPU flash kernel takes one head dim for q, k
+    // and v; otherwise the math fallback.
+    if (in.v_head_dim > 0 && in.v_head_dim != in.head_dim) {
+      c.fp32_math = half(in.dtype);
+      c.kernel = SdpaKernel::math;
+      c.reason = "not a CUDA GPU: value heads narrower than query/key heads take the CPU math fallback" +
+                 std::string(c.fp32_math ? " in fp32" : "");
+      return c;
+    }
     c.kernel = SdpaKernel::cpu;
     c.reason = "not a CUDA GPU: PyTorch's CPU kernels (the oracle's), output and log-sum-exp kept";
     return c;
@@ -189,7 +201,9 @@ AttentionRun attention_run(const Architecture& a, const Training& tr, int cuda_s
       r.fused = true;
       break;
     case Attention::sdpa:
-      r.gpu_sdpa = cuda_sm > 0;
+      // The dispatch is followed on a GPU, and on the CPU where its flash kernel refuses the
+      // shapes (value heads narrower than query/key heads: the math fallback).
+      r.gpu_sdpa = cuda_sm > 0 || a.value_head_dim() != a.head_dim;
       if (r.gpu_sdpa) {
         Training on_gpu = tr;
         on_gpu.cuda_sm = cuda_sm;
@@ -222,6 +236,7 @@ SdpaChoice sdpa_choice(const Architecture& a, const Training& tr) {
                  ? SdpaDtype::fp16
                  : SdpaDtype::bf16;
   in.head_dim = a.head_dim;
+  in.v_head_dim = a.value_head_dim();
   in.q_heads = a.heads;
   const bool masked = call.always_mask || sliding_window_masked(a, tr);
   in.mask = masked ? SdpaMask::boolean : (a.encoder_decoder ? SdpaMask::none : SdpaMask::causal_flag);

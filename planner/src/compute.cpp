@@ -55,7 +55,8 @@ bool fused_kernels(Framework f) {
 double block_parameters_per_gpu(const BlockShape& shape, int tp) {
   double n = 0.0;
   for (const model::Linear& l : shape.linears)
-    n += dbl(l.parameters()) / (l.role == Role::router ? 1.0 : static_cast<double>(tp));
+    n += dbl(l.parameters()) /
+         (l.role == Role::router || l.role == Role::q_a || l.role == Role::kv_a ? 1.0 : static_cast<double>(tp));
   return n;
 }
 
@@ -244,10 +245,11 @@ CoreTimes core_times(const model::BlockOps& ops, const model::Training& tr, cons
     const std::int64_t s = at.seq;
     const double sd = dbl(s);
     const std::int64_t hd = at.head_dim;
+    const std::int64_t hv = at.v_head_dim;
     const double b = dbl(at.batch);
     if (run.fused) {
       const double causal = at.causal ? model::causal_fraction(s) : 1.0;
-      const Flops f(4.0 * b * sd * sd * at.heads_per_gpu * dbl(hd) * causal);
+      const Flops f(2.0 * b * sd * sd * at.heads_per_gpu * dbl(hd + hv) * causal);
       out.forward += f / (d.peak * attention_efficiency(d, false, s, at.causal, hd));
       out.backward += (f * model::kFusedAttentionBackwardRatio) /
                       (d.peak * attention_efficiency(d, true, s, at.causal, hd));
@@ -257,9 +259,11 @@ CoreTimes core_times(const model::BlockOps& ops, const model::Training& tr, cons
     // Scores Q K^T (s x d by d x s) and P V (s x s by s x d); backward: dP (like the scores), dQ,
     // dK and dV (like P V).
     const Seconds qk = gemm_time(dm, s, s, hd, batch);
-    const Seconds pv = gemm_time(dm, s, hd, s, batch);
+    const Seconds pv = gemm_time(dm, s, hv, s, batch);
     out.forward += qk + pv;
-    out.backward += qk + 3.0 * pv;
+    // dP = dO V^T (s x d_v by d_v x s), dV = P^T dO, dQ = dS K and dK = dS^T Q (s x s by s x d).
+    out.backward += hv == hd ? qk + 3.0 * pv
+                             : gemm_time(dm, s, s, hv, batch) + pv + 2.0 * gemm_time(dm, s, hd, s, batch);
     if (run.gpu_sdpa && !sdpa.fused()) {
       // The math kernel's own passes over the scores, which eager attention's kernel work counts
       // for the model's code: forward writes the scores, adds the mask in place (read, write) and
@@ -319,28 +323,38 @@ BlockCompute block_compute(const model::Architecture& a, const BlockShape& shape
   return block_compute(shape, model::stack_ops(a, on_gpu, shape.stack), tr, d, tc);
 }
 
-BlockCompute block_compute(const BlockShape& shape, const model::StackOps& ops, const model::Training& tr,
-                           const ComputeDevice& d, const TimeConventions& tc) {
-  const LinearTimes lin = linear_times(ops.block, tr, d, tc);
-  const CoreTimes core = core_times(ops.block, tr, d, tc);
+namespace {
+
+// The weights of a block's GEMMs on one GPU (every expert's).
+double gemm_weights(const model::BlockOps& ops) {
+  double n = 0.0;
+  for (const model::Op& op : ops.ops)
+    if (op.kind == model::OpKind::gemm) n += dbl(op.gemm.n) * dbl(op.gemm.k) * dbl(op.gemm.count);
+  return n;
+}
+
+// One kind of layer; `params`: the block's parameters on this GPU (what autocast casts).
+BlockCompute kind_compute(const model::BlockOps& block, double params, const model::Training& tr,
+                          const ComputeDevice& d, const TimeConventions& tc) {
+  const LinearTimes lin = linear_times(block, tr, d, tc);
+  const CoreTimes core = core_times(block, tr, d, tc);
   const Seconds dequant = memory_bound_time(d, Bytes(lin.dequant_bytes));
   BlockCompute out;
   out.gemm_forward = lin.forward;
   if (fused_kernels(tr.framework)) {
     const Seconds ew_fwd =
-        memory_bound_time(d, Bytes(fused_elementwise_bytes(ops.block, tc) + lin.lora_elementwise));
+        memory_bound_time(d, Bytes(fused_elementwise_bytes(block, tc) + lin.lora_elementwise));
     const Seconds softmax = memory_bound_time(d, Bytes(core.fused_softmax_bytes));
     out.elementwise_forward = ew_fwd + dequant;
     out.elementwise_backward = (ew_fwd + softmax) * tc.elementwise_backward_ratio + dequant;
     out.attention_forward = core.forward + softmax;
-    const double gemms = ops.block.gemm_count();
+    const double gemms = block.gemm_count();
     out.launches_forward = gemms + tc.fused_block_kernels;
     out.launches_backward = 2.0 * gemms + tc.fused_block_kernels;
   } else {
-    const double params = block_parameters_per_gpu(shape, tr.tp);
     const KernelWork cast_f = autocast_weight_cast(params, tr, false);
     const KernelWork cast_b = autocast_weight_cast(params, tr, true);
-    const model::EagerWork w = ops.eager_work();
+    const model::EagerWork w = block.eager_work();
     out.elementwise_forward = eager_elementwise_time(d, w.forward + cast_f, tc) + dequant;
     out.elementwise_backward = eager_elementwise_time(d, w.backward + cast_b, tc) + dequant;
     out.attention_forward = core.forward;
@@ -349,10 +363,24 @@ BlockCompute block_compute(const BlockShape& shape, const model::StackOps& ops, 
   }
   out.forward = lin.forward + out.elementwise_forward + out.attention_forward;
   out.backward = lin.backward + core.backward + out.elementwise_backward;
-  const model::LayerCollectives n = ops.collectives();
+  const model::LayerCollectives n = block.collectives();
   out.tensor_parallel_pairs = n.tensor_parallel;
   out.expert_all_to_alls = n.expert_all_to_all;
   return out;
+}
+
+}  // namespace
+
+BlockCompute block_compute(const BlockShape& shape, const model::StackOps& ops, const model::Training& tr,
+                           const ComputeDevice& d, const TimeConventions& tc) {
+  const double params = fused_kernels(tr.framework) ? 0.0 : block_parameters_per_gpu(shape, tr.tp);
+  if (ops.variants.empty()) return kind_compute(ops.block, params, tr, d, tc);
+  // Several kinds of layer: the average layer. Each kind's weights differ from the main block's
+  // (the shape's) by their GEMMs'.
+  const double main_gemms = gemm_weights(ops.block);
+  return ops.average<BlockCompute>([&](const model::BlockOps& b) {
+    return kind_compute(b, &b == &ops.block ? params : params + gemm_weights(b) - main_gemms, tr, d, tc);
+  });
 }
 
 EdgeCompute edge_compute(const model::Architecture& a, const model::Training& tr,

@@ -102,9 +102,12 @@ TEST(BlockOps, Llama4NopeLayersHaveNoRotaryOps) {
   const model::StackOps s = model::stack_ops(a, training(Framework::pytorch), model::Stack::decoder);
   EXPECT_TRUE(has(s.block, "rotary q") && has(s.block, "q norm"));
   EXPECT_FALSE(has(s.block, "query temperature"));
-  EXPECT_FALSE(has(s.nope, "rotary q") || has(s.nope, "q norm"));
-  EXPECT_TRUE(has(s.nope, "query temperature"));
-  EXPECT_DOUBLE_EQ(s.nope_share, 0.25);  // 12 of Scout's 48 layers
+  ASSERT_EQ(s.variants.size(), 1u);
+  const model::BlockOps& nope = s.variants[0].ops;
+  EXPECT_FALSE(has(nope, "rotary q") || has(nope, "q norm"));
+  EXPECT_TRUE(has(nope, "query temperature"));
+  EXPECT_DOUBLE_EQ(s.variants[0].share, 0.25);  // 12 of Scout's 48 layers
+  EXPECT_DOUBLE_EQ(s.block_share, 0.75);
 }
 
 // Eager attention keeps the s x s probabilities, which selective checkpointing drops; a fused

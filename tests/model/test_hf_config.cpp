@@ -365,6 +365,41 @@ TEST(HfConfig, RecentFamiliesDeriveWindowsAndRefuseWhatIsNotModelled) {
   EXPECT_EQ(l4.sliding_layers, 6);
   EXPECT_EQ(l4.shared_intermediate, 128);
   EXPECT_TRUE(l4.experts_dense);
+  EXPECT_EQ(l4.dense_layers(), 0);
+  // Llama 4 Maverick's interleaving: experts on every other layer (the second of each pair), the
+  // others Llama4TextMLP of intermediate_size_mlp.
+  const model::Architecture mav = arch(R"({"model_type":"llama4_text","num_hidden_layers":8,"vocab_size":100,
+      "hidden_size":256,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":64,"intermediate_size":128,
+      "interleave_moe_layer_step":2,"intermediate_size_mlp":512})");
+  EXPECT_EQ(mav.dense_layers(), 4);
+  EXPECT_TRUE(mav.dense_layer(0) && !mav.dense_layer(1));
+  EXPECT_EQ(mav.dense_intermediate, 512);
+  // Qwen3-MoE: mlp_only_layers and decoder_sparse_step.
+  const std::string qmoe = R"({"model_type":"qwen3_moe","num_hidden_layers":6,"vocab_size":100,"intermediate_size":640)";
+  EXPECT_EQ(arch(qmoe + R"(,"mlp_only_layers":[0,5]})").dense_layers(), 2);
+  EXPECT_EQ(arch(qmoe + R"(,"decoder_sparse_step":3})").dense_layers(), 4);  // experts on layers 2 and 5
+  EXPECT_EQ(arch(qmoe + "}").dense_layers(), 0);
+  // DeepSeek-V3 (DeepseekV3Config defaults): latent attention with a query compression,
+  // first_k_dense_replace dense layers, a shared expert, group-limited sigmoid routing.
+  const model::Architecture v3 = arch(R"({"model_type":"deepseek_v3","num_hidden_layers":5,"vocab_size":100})");
+  EXPECT_TRUE(v3.mla());
+  EXPECT_EQ(v3.q_lora_rank, 1536);
+  EXPECT_EQ(v3.head_dim, 192);  // qk_nope_head_dim + qk_rope_head_dim
+  EXPECT_EQ(v3.value_head_dim(), 128);
+  EXPECT_EQ(v3.dense_layers(), 3);
+  EXPECT_TRUE(v3.dense_layer(2) && !v3.dense_layer(3));
+  EXPECT_EQ(v3.dense_intermediate, 18432);
+  EXPECT_EQ(v3.intermediate, 2048);
+  EXPECT_EQ(v3.shared_intermediate, 2048);
+  EXPECT_EQ(v3.expert_groups, 8);
+  EXPECT_EQ(v3.router, model::RouterKind::deepseek_v3);
+  // DeepSeek-V2: q_lora_rank null is one query projection; greedy routing has no groups.
+  const model::Architecture v2 = arch(R"({"model_type":"deepseek_v2","num_hidden_layers":4,"vocab_size":100,
+      "q_lora_rank":null,"num_experts_per_tok":6,"first_k_dense_replace":1})");
+  EXPECT_EQ(v2.q_lora_rank, 0);
+  EXPECT_EQ(v2.dense_layers(), 1);
+  EXPECT_EQ(v2.expert_groups, 0);
+  EXPECT_EQ(v2.shared_intermediate, 2 * 1407);
 
   struct Bad {
     std::string json;
@@ -376,13 +411,19 @@ TEST(HfConfig, RecentFamiliesDeriveWindowsAndRefuseWhatIsNotModelled) {
             {"cfg.json", "'layer_types'", "\"local\""}},
            {gemma2 + R"(,"attn_logit_softcapping":-1})", {"cfg.json", "soft-capping"}},
            {R"({"model_type":"gemma3","vision_config":{}})", {"cfg.json", "gemma3", "'text_config'"}},
-           {R"({"model_type":"qwen3_moe","mlp_only_layers":[0]})", {"cfg.json", "mlp_only_layers [0]", "not modelled yet"}},
-           {R"({"model_type":"llama4_text","interleave_moe_layer_step":2})",
-            {"cfg.json", "interleave_moe_layer_step 2", "not modelled yet"}},
+           {R"({"model_type":"qwen3_moe","num_hidden_layers":4,"mlp_only_layers":[4]})",
+            {"cfg.json", "'mlp_only_layers'", "4", "from 0 to 3"}},
+           {R"({"model_type":"qwen3_moe","mlp_only_layers":"all"})", {"cfg.json", "'mlp_only_layers'", "list"}},
+           {R"({"model_type":"llama4_text","num_hidden_layers":4,"moe_layers":[1,"3"]})",
+            {"cfg.json", "'moe_layers'", "\"3\""}},
+           {R"({"model_type":"deepseek_v2","num_experts_per_tok":2,"topk_method":"noaux"})",
+            {"cfg.json", "topk_method 'noaux'", "greedy, group_limited_greedy"}},
+           {R"({"model_type":"deepseek_v3","n_group":3})", {"cfg.json", "n_group 3", "must divide"}},
+           {R"({"model_type":"deepseek_v3","qk_rope_head_dim":0})", {"cfg.json", "'qk_rope_head_dim'", "from 1"}},
            {R"({"model_type":"llama4_text","num_hidden_layers":4,"no_rope_layers":[1,1,2,0]})",
             {"cfg.json", "'no_rope_layers'", "2"}},
            {R"({"model_type":"gpt_oss","experts_implementation":"triton"})", {"cfg.json", "'triton'"}},
-           {R"({"model_type":"deepseek_v3"})", {"cfg.json", "unsupported model_type \"deepseek_v3\"", "qwen3"}}}) {
+           {R"({"model_type":"mamba"})", {"cfg.json", "unsupported model_type \"mamba\"", "deepseek_v3"}}}) {
     SCOPED_TRACE(b.json);
     std::string msg;
     try {

@@ -58,7 +58,7 @@ TEST(Parameters, MixtralActive) {
 }
 
 // The families added after Llama 3.1 (Qwen3, Qwen3-MoE, OLMo 2, Phi-3, Gemma 2, Gemma 3, gpt-oss,
-// Llama 4):
+// Llama 4, DeepSeek-V2 and V3):
 // every catalogue entry's total and routed-expert parameters equal what transformers builds from
 // the same config on the meta device (tools/oracle/parameters.py wrote tests/model/data/
 // hf_parameters.json); active parameters follow for the MoE models and are checked against the
@@ -78,7 +78,9 @@ TEST(Parameters, RecentFamiliesEqualTransformers) {
   // Each publisher counts active parameters its own way: Qwen's model cards count every
   // parameter a token uses, embedding included, and give one decimal cut off (30B-A3B: 3.35 is
   // "3.3B"); the gpt-oss report (arXiv:2508.10925, Table 1) leaves out the embedding lookup,
-  // which is no matmul, and rounds to two decimals; Meta's Llama 4 card gives "17B" active.
+  // which is no matmul, and rounds to two decimals; Meta's Llama 4 card gives "17B" active;
+  // DeepSeek: "37B activated" of V3 (arXiv:2412.19437, abstract), "2.4B are activated" of V2-Lite
+  // (arXiv:2405.04434, Appendix B), which leaves the embedding out as gpt-oss does.
   struct Active {
     const char* model;
     bool with_embedding;
@@ -86,7 +88,8 @@ TEST(Parameters, RecentFamiliesEqualTransformers) {
   };
   for (const Active& r : {Active{"qwen3-30b-a3b", true, 3.3, 3.4}, Active{"qwen3-235b-a22b", true, 22.0, 23.0},
                           Active{"gpt-oss-20b", false, 3.605, 3.615}, Active{"gpt-oss-120b", false, 5.125, 5.135},
-                          Active{"llama-4-scout", true, 17.0, 18.0}}) {
+                          Active{"llama-4-scout", true, 17.0, 18.0}, Active{"deepseek-v3", true, 37.0, 38.0},
+                          Active{"deepseek-v2-lite", false, 2.4, 2.5}}) {
     SCOPED_TRACE(r.model);
     const auto n = model::count_parameters(catalog().resolve_model(r.model).arch);
     const double active = static_cast<double>(n.active - (r.with_embedding ? 0 : n.embedding)) / 1e9;

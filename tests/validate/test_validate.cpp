@@ -52,7 +52,7 @@ void expect_oracle_exact(std::initializer_list<Metric> metrics) {
       EXPECT_EQ(std::llround(c.predicted), std::llround(c.measured)) << describe(c);
     }
   }
-  EXPECT_EQ(seen, 58u * metrics.size());
+  EXPECT_EQ(seen, 65u * metrics.size());
 }
 
 TEST(Oracle, ParameterCountsExact) {
@@ -107,15 +107,15 @@ TEST(Oracle, SavedForBackwardPerBlockAndHeadWithinFivePercent) {
       EXPECT_EQ(c.tolerance_pct, 5.0);
       EXPECT_LE(std::abs(c.error_pct()), 5.0) << describe(c);
       // The families added with the 2025-26 catalogue (Qwen3, Qwen3-MoE, OLMo 2, Phi-3, Gemma 2
-      // and 3, gpt-oss, Llama 4) are held to 2 %.
-      for (const char* family : {"qwen3", "olmo2", "phi3", "gemma2", "gemma3", "gpt_oss", "llama4"})
+      // and 3, gpt-oss, Llama 4, DeepSeek-V2 and V3) are held to 2 %.
+      for (const char* family : {"qwen3", "olmo2", "phi3", "gemma2", "gemma3", "gpt_oss", "llama4", "deepseek"})
         if (r.name.rfind(family, 0) == 0) {
           EXPECT_LE(std::abs(c.error_pct()), 2.0) << describe(c);
         }
     }
     std::cout << line << "\n";
   }
-  EXPECT_EQ(seen, 129u + 58u);  // 129 blocks and 58 heads over the 58 cases
+  EXPECT_EQ(seen, 151u + 65u);  // 151 blocks and 65 heads over the 65 cases
 }
 
 // The pass band each source's issue sets; the data files must carry the same (no silent loosening).
@@ -291,7 +291,7 @@ TEST(MeasuredRuns, H200StepTimesWithTheCalibratedProfile) {
 
 TEST(Validate, OracleMedianErrorAtMostFivePercent) {
   const planner::Summary& s = report().oracle;
-  EXPECT_EQ(s.cases, 58u);
+  EXPECT_EQ(s.cases, 65u);
   EXPECT_LE(s.median_abs_pct, 5.0);
   for (const auto& m : s.metrics)
     std::cout << "  " << to_string(m.metric) << ": median " << m.median_abs_pct << " %, max "

@@ -151,12 +151,46 @@ FAMILIES: dict[str, dict] = {
         num_attention_heads=4, num_key_value_heads=2, head_dim=32, attention_chunk_size=64,
         max_position_embeddings=1024,
     ),
+    # Llama 4 (text) as Maverick interleaves it: experts on every other layer (the second of each
+    # pair), dense MLPs of intermediate_size_mlp on the others.
+    "llama4_text-e4k1-step2": dict(
+        model_type="llama4_text", vocab_size=1024, hidden_size=128, intermediate_size=96,
+        intermediate_size_mlp=256, num_local_experts=4, num_experts_per_tok=1, num_hidden_layers=4,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=32, attention_chunk_size=64,
+        max_position_embeddings=1024, interleave_moe_layer_step=2,
+    ),
+    # Qwen3-MoE with its first layer dense (mlp_only_layers).
+    "qwen3_moe-e4k2-dense0": dict(
+        model_type="qwen3_moe", vocab_size=1024, hidden_size=128, intermediate_size=256,
+        moe_intermediate_size=96, num_experts=4, num_experts_per_tok=2, num_hidden_layers=3,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=32, max_position_embeddings=1024,
+        mlp_only_layers=[0],
+    ),
     # gpt-oss: 4 experts, top-2, with biases; router bias; attention sinks; alternate windows
     # (no SDPA path: sinks).
     "gpt_oss-e4k2": dict(
         model_type="gpt_oss", vocab_size=1024, hidden_size=128, intermediate_size=96,
         num_local_experts=4, num_experts_per_tok=2, num_hidden_layers=2, num_attention_heads=4,
         num_key_value_heads=2, head_dim=32, sliding_window=64, max_position_embeddings=1024,
+    ),
+    # DeepSeek-V3: multi-head latent attention (a query compression, a key/value latent, rotary
+    # dims apart, value heads narrower than query/key heads), 4 routed experts top-2 in 2 groups
+    # (sigmoid scores, group-limited), a shared expert, the first layer dense.
+    "deepseek_v3-e4k2": dict(
+        model_type="deepseek_v3", vocab_size=1024, hidden_size=128, intermediate_size=256,
+        moe_intermediate_size=64, n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=1,
+        n_group=2, topk_group=1, first_k_dense_replace=1, num_hidden_layers=3,
+        num_attention_heads=4, num_key_value_heads=4, q_lora_rank=48, kv_lora_rank=32,
+        qk_nope_head_dim=32, qk_rope_head_dim=16, v_head_dim=32, max_position_embeddings=1024,
+    ),
+    # DeepSeek-V2-Lite style: no query compression (q_proj), softmax routing (greedy top-k), two
+    # shared experts, the first layer dense.
+    "deepseek_v2-e4k2": dict(
+        model_type="deepseek_v2", vocab_size=1024, hidden_size=128, intermediate_size=256,
+        moe_intermediate_size=64, n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=2,
+        first_k_dense_replace=1, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=4,
+        q_lora_rank=None, kv_lora_rank=32, qk_nope_head_dim=32, qk_rope_head_dim=16, v_head_dim=32,
+        max_position_embeddings=1024,
     ),
 }
 
@@ -182,6 +216,8 @@ QV_TARGETS: dict[str, list[str]] = {
     "gemma3_text": ["q_proj", "v_proj"],
     "gpt_oss": ["q_proj", "v_proj"],
     "llama4_text": ["q_proj", "v_proj"],
+    "deepseek_v3": ["q_b_proj", "kv_b_proj"],
+    "deepseek_v2": ["q_proj", "kv_b_proj"],
 }
 
 
@@ -303,4 +339,11 @@ CASES: list[Case] = [
     Case("gpt_oss-e4k2", "eager", 64, 2, F32, experts="eager"),
     Case("llama4_text-e4k1", "sdpa", 128, 2, BF16),
     Case("llama4_text-e4k1", "eager", 64, 2, F32),
+    Case("llama4_text-e4k1-step2", "sdpa", 128, 2, BF16),
+    Case("qwen3_moe-e4k2-dense0", "sdpa", 128, 2, BF16, experts="grouped_mm"),
+    Case("deepseek_v3-e4k2", "sdpa", 128, 2, BF16, experts="grouped_mm"),
+    Case("deepseek_v3-e4k2", "eager", 64, 2, F32, experts="eager"),
+    Case("deepseek_v3-e4k2", "sdpa", 128, 2, BF16, lora="qv8", experts="grouped_mm"),
+    Case("deepseek_v2-e4k2", "sdpa", 128, 2, BF16, experts="grouped_mm"),
+    Case("deepseek_v2-e4k2", "eager", 64, 2, F32, experts="eager"),
 ]

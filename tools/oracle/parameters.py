@@ -27,7 +27,8 @@ OUT = ROOT / "tests" / "model" / "data" / "hf_parameters.json"
 
 # Families whose counts are recorded here (the ones added after the first catalogue; the older ones
 # cite their safetensors metadata in the catalogue files).
-FAMILIES = ("qwen3", "qwen3_moe", "olmo2", "phi3", "gemma2", "gemma3_text", "gpt_oss", "llama4_text")
+FAMILIES = ("qwen3", "qwen3_moe", "olmo2", "phi3", "gemma2", "gemma3_text", "gpt_oss", "llama4_text",
+            "deepseek_v2", "deepseek_v3")
 # Module attribute holding the routed experts of each MoE family.
 EXPERT_MODULES = ("experts",)
 

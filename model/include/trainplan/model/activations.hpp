@@ -97,11 +97,13 @@ struct ActivationMemory {
 // accumulation or the strategy, so a caller pricing many such configurations of one shape resolves
 // it once (planner::Evaluator does).
 struct StackBlock {
-  BlockActivations block;  // any block but the first (with rotary positions, where layers differ)
-  BlockActivations nope;   // a layer without rotary positions (Architecture::nope_interval)
-  double nope_share = 0;   // of the stack's layers, the share without
-  Bytes first_saved;       // the first block's saved tensors (Hugging Face accounting; unset for
-                           // megatron, and where the training's checkpointing replays the blocks)
+  BlockActivations block;  // the main kind of layer, not the first (StackOps::block)
+  double block_share = 1.0;
+  // The other kinds of layer (StackOps::variants) and their shares of the stack's layers.
+  std::vector<std::pair<BlockActivations, double>> variants;
+  // What the first block saves beyond a block of its kind that is not first (Hugging Face
+  // accounting; zero for megatron, and where the training's checkpointing replays the blocks).
+  Bytes first_extra;
 };
 struct ResolvedBlocks {
   StackBlock encoder;  // encoder-decoder models only
@@ -109,6 +111,7 @@ struct ResolvedBlocks {
   Attention attention = Attention::flash;  // the attention that runs (model/sdpa.hpp)
   bool explicit_mask = false;              // SDPA handed a b x 1 x s x s mask the model builds
   bool fp32_rotary_tables = false;         // the family's rotary cos/sin stay fp32 (model/family.hpp)
+  bool complex_rotary_table = false;       // one complex64 table instead (the same)
   bool fp32_normalised_norm = false;       // its norms keep an fp32 normalised input (the same)
   [[nodiscard]] const StackBlock& of(Stack s) const { return s == Stack::encoder ? encoder : decoder; }
 };

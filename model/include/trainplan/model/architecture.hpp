@@ -24,10 +24,19 @@ enum class PositionKind { rotary, learned, alibi, relative, none };
 // gelu_new is Hugging Face's composite tanh GELU (several saved intermediates); swiglu_clamped is
 // gpt-oss's gate (clamp both halves, gate * sigmoid(1.702 gate) * (up + 1)); the others are one op.
 enum class Activation { silu, gelu, gelu_tanh, gelu_new, relu, swiglu_clamped };
+// How an MoE router scores and picks experts, as the family's code runs it: softmax then top-k
+// (Mixtral, Qwen3-MoE, gpt-oss, Llama 4's sigmoid of the top-k), DeepSeek-V2's (softmax of an fp32
+// copy of the input, top-k, within the best expert groups where it limits them) and DeepSeek-V3's
+// (sigmoid of an fp32 copy, a bias for the choice only, top-k within the best groups,
+// renormalised).
+enum class RouterKind { softmax_topk, deepseek_v2, deepseek_v3 };
 
 // The logical role of a linear layer; fused projections (query_key_value, c_attn, Wqkv) are split into
-// their q, k, v parts so that counts and LoRA targets are uniform across families.
-enum class Role { q, k, v, o, gate, up, down, router, lm_head };
+// their q, k, v parts so that counts and LoRA targets are uniform across families. Multi-head latent
+// attention (DeepSeek-V2/V3) has no k or v projection: q_a compresses the queries (q then expands
+// them), kv_a the keys and values into one latent with a shared rotary key, kv_b expands the latent
+// into every head's key and value.
+enum class Role { q, k, v, o, gate, up, down, router, lm_head, q_a, kv_a, kv_b };
 enum class Stack { decoder, encoder, cross };  // encoder/cross only for encoder-decoder models
 
 struct Architecture {
@@ -53,6 +62,12 @@ struct Architecture {
   std::int64_t sliding_layers = 0;     // layers that attend within the window (the others: full)
   std::int64_t shared_intermediate = 0;  // MoE: width of the shared expert every token runs, 0 none
   bool router_bias = false;            // MoE: the router has a bias (gpt-oss)
+  RouterKind router = RouterKind::softmax_topk;
+  // DeepSeek: experts in expert_groups groups, of which the best groups_per_token are open to a
+  // token; 0 where routing is not group-limited.
+  std::int64_t expert_groups = 0;
+  std::int64_t groups_per_token = 0;
+  bool router_renormalise = true;      // DeepSeek: norm_topk_prob
   bool attention_sinks = false;        // one learned sink logit per head (gpt-oss)
   double attention_softcap = 0.0;      // Gemma 2: scores soft-capped, cap * tanh(x / cap); 0 none
   double logit_softcap = 0.0;          // Gemma 2: the LM head's logits soft-capped; 0 none
@@ -82,12 +97,41 @@ struct Architecture {
   double hidden_dropout = 0.0;
   std::string fused_qkv_name;  // HF name of a fused q/k/v projection, "" when separate
   std::string fused_gate_up_name;  // HF name of a fused gate/up projection (Phi-3), "" when separate
+  // MoE models some of whose layers run a dense MLP of dense_intermediate instead of the experts
+  // (DeepSeek's first_k_dense_replace, Llama 4's interleave_moe_layer_step, Qwen3-MoE's
+  // mlp_only_layers): which layers hold the experts, one entry per layer; empty: every layer.
+  std::vector<bool> expert_layers;
+  std::int64_t dense_intermediate = 0;
+  // Multi-head latent attention (DeepSeek-V2/V3; kv_lora_rank > 0): queries through a rank
+  // q_lora_rank bottleneck (0: one projection), keys and values expanded from a kv_lora_rank latent,
+  // and one rotary key of qk_rope_dim shared by every head. head_dim is then a query's and a key's
+  // width (qk_nope_head_dim + qk_rope_head_dim), v_head_dim a value's.
+  std::int64_t q_lora_rank = 0;
+  std::int64_t kv_lora_rank = 0;
+  std::int64_t qk_rope_dim = 0;
+  std::int64_t v_head_dim = 0;  // 0: head_dim
 
   [[nodiscard]] bool is_moe() const { return experts > 1; }
   [[nodiscard]] std::int64_t q_dim() const { return heads * head_dim; }
   [[nodiscard]] std::int64_t kv_dim() const { return kv_heads * head_dim; }
-  // The rotated width of a head (transformers: int(head_dim * partial_rotary_factor)).
+  [[nodiscard]] bool mla() const { return kv_lora_rank > 0; }
+  // A value's width per head, and the attention output's (the o projection's input).
+  [[nodiscard]] std::int64_t value_head_dim() const { return v_head_dim > 0 ? v_head_dim : head_dim; }
+  [[nodiscard]] std::int64_t attention_out_dim() const { return heads * value_head_dim(); }
+  // Whether (0-based) layer i runs a dense MLP in an MoE model, and how many do.
+  [[nodiscard]] bool dense_layer(std::int64_t i) const {
+    return is_moe() && i >= 0 && static_cast<std::size_t>(i) < expert_layers.size() &&
+           !expert_layers[static_cast<std::size_t>(i)];
+  }
+  [[nodiscard]] std::int64_t dense_layers() const {
+    std::int64_t n = 0;
+    for (std::int64_t i = 0; i < layers; ++i) n += dense_layer(i) ? 1 : 0;
+    return n;
+  }
+  // The rotated width of a head (transformers: int(head_dim * partial_rotary_factor); latent
+  // attention: qk_rope_head_dim).
   [[nodiscard]] std::int64_t rotary_dim() const {
+    if (mla()) return qk_rope_dim;  // latent attention: the rotary dims apart
     return static_cast<std::int64_t>(static_cast<double>(head_dim) * rotary_fraction);
   }
   [[nodiscard]] std::int64_t total_layers() const { return layers + decoder_layers; }
@@ -103,6 +147,8 @@ struct Architecture {
   [[nodiscard]] std::int64_t active_intermediate() const {
     return expert_runs() * intermediate + shared_intermediate;
   }
+  // Parameters of the norms of multi-head latent attention's compressed query and key/value latent.
+  [[nodiscard]] std::int64_t latent_norm_parameters() const { return mla() ? q_lora_rank + kv_lora_rank : 0; }
   // Parameters of a block's norms of queries and keys.
   [[nodiscard]] std::int64_t qk_norm_parameters() const {
     switch (qk_norm) {
@@ -128,6 +174,21 @@ struct Linear {
   [[nodiscard]] std::int64_t parameters() const { return copies * (in * out + (bias ? out : 0)); }
 };
 
+// A dense layer of an MoE model (Architecture::expert_layers) as a model of its own: one MLP of
+// dense_intermediate, no router, no experts.
+[[nodiscard]] Architecture dense_variant(const Architecture& a);
+
+// The kinds of layer of a model with how many layers each: an encoder-decoder's encoder and decoder
+// blocks; a decoder-only model's one block, or for an MoE model with dense layers its expert
+// layers and its dense ones (dense_variant), the kind of layer 0 first. Whole-model counts
+// (parameters, FLOPs, adapters) sum over them.
+struct LayerKind {
+  Architecture arch;
+  Stack stack = Stack::decoder;
+  std::int64_t layers = 0;
+};
+[[nodiscard]] std::vector<LayerKind> layer_kinds(const Architecture& a);
+
 // Throws InputError naming the architecture and the offending value when sizes are nonsense
 // (zero/negative, heads not dividing hidden where the family requires it, kv heads not dividing heads).
 void validate(const Architecture& a);
@@ -150,6 +211,9 @@ struct EnumTable<model::Role> {
       std::pair{model::Role::up, std::string_view{"up"}},
       std::pair{model::Role::down, std::string_view{"down"}},
       std::pair{model::Role::router, std::string_view{"router"}},
-      std::pair{model::Role::lm_head, std::string_view{"lm_head"}}};
+      std::pair{model::Role::lm_head, std::string_view{"lm_head"}},
+      std::pair{model::Role::q_a, std::string_view{"q_a"}},
+      std::pair{model::Role::kv_a, std::string_view{"kv_a"}},
+      std::pair{model::Role::kv_b, std::string_view{"kv_b"}}};
 };
 }  // namespace trainplan

@@ -94,7 +94,8 @@ struct AttentionShape {
   std::int64_t kv_heads = 1;  // key/value heads on this GPU (at least one)
   double heads_per_gpu = 1;   // a.heads / tp, unrounded (the FLOPs)
   std::int64_t seq = 1;
-  std::int64_t head_dim = 1;
+  std::int64_t head_dim = 1;    // of a query and a key
+  std::int64_t v_head_dim = 1;  // of a value (narrower under latent attention)
   bool causal = true;
   bool cross = false;  // an encoder-decoder's cross-attention
 };
@@ -169,12 +170,27 @@ struct BlockOps {
 // embedding, nothing for what needs no gradient yet.
 [[nodiscard]] BlockOps block_ops(const Architecture& a, const Training& tr, Stack stack, bool first = false);
 
-// The ops of one stack's layers: the block, and where some layers differ (Llama 4's NoPE layers,
-// Architecture::nope_interval) the other block with the share of layers that run it.
+// A kind of layer of a stack beside its main block, and the share of the stack's layers that run
+// it: Llama 4's NoPE layers (Architecture::nope_interval), the dense layers of an MoE model
+// (Architecture::expert_layers), and the two combined (taken as spread independently).
+struct LayerVariant {
+  BlockOps ops;
+  double share = 0;
+};
+
+// The ops of one stack's layers: the main block (the expert layers, with rotary positions) and the
+// other kinds of layer with their shares.
 struct StackOps {
   BlockOps block;
-  BlockOps nope;          // a layer without rotary positions (empty where every layer has them)
-  double nope_share = 0;  // of the stack's layers, the share without
+  double block_share = 1.0;
+  std::vector<LayerVariant> variants;
+  // A per-layer quantity of the blocks, averaged over the stack's layers.
+  template <class T, class F>
+  [[nodiscard]] T average(F of_block) const {
+    T out = of_block(block) * block_share;
+    for (const LayerVariant& v : variants) out = out + of_block(v.ops) * v.share;
+    return out;
+  }
   // Memory-bound work per layer, averaged over the stack's layers.
   [[nodiscard]] EagerWork eager_work() const;
   [[nodiscard]] LayerCollectives collectives() const;  // per layer, averaged likewise
@@ -209,6 +225,9 @@ void build_edge_ops(const Architecture& a, const Training& tr, Edge edge, BlockO
 // A NoPE layer of Llama 4 as a model of its own: no rotary positions, full causal attention (no
 // chunk mask), no q/k norm (Llama4TextAttention norms q and k on its rotary layers only).
 [[nodiscard]] Architecture nope_variant(const Architecture& a);
+// The architecture (0-based) layer `layer` of `stack` runs: the model's, its dense_variant for a
+// dense layer of an MoE model, its nope_variant for a NoPE layer.
+[[nodiscard]] Architecture layer_architecture(const Architecture& a, Stack stack, std::int64_t layer);
 
 // A linear's shard on one of `tp` tensor-parallel ranks (Shoeybi et al. 2019, arXiv:1909.08053,
 // Sec. 3): q, k, v, gate, up and the LM head split their outputs, o and down their inputs, the

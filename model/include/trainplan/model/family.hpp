@@ -22,7 +22,7 @@ namespace trainplan::model {
 enum class ConfigKeys {
   llama, mistral, mixtral, qwen2, gemma,                          // Llama-like decoders
   qwen3, qwen3_moe, olmo2, phi3, gemma2, gemma3_text, gpt_oss,    // 2024-25 decoders
-  llama4_text,
+  llama4_text, deepseek_v2, deepseek_v3,
   gpt2, bloom, falcon, gpt_neox, mpt, phi, t5                     // older families
 };
 
@@ -45,6 +45,12 @@ struct ModuleNames {
   std::string gate = "gate_proj", up = "up_proj", down = "down_proj";
   std::string up_ungated;  // the up projection's name when the MLP is not gated (T5: "wi"); "" = up
   std::string router = "gate";
+  // Routed experts held apart from the dense MLP's names (3-d gate_up_proj and down_proj: gpt-oss,
+  // Llama 4, DeepSeek); "" = gate, up, down. A shared expert and a dense layer use gate, up, down.
+  std::string expert_gate, expert_up, expert_down;
+  // Multi-head latent attention: the query's compression and expansion (q then names the single
+  // query projection of a model without the compression), the key/value latent and its expansion.
+  std::string q_a = "q_a_proj", q_b = "q_b_proj", kv_a = "kv_a_proj_with_mqa", kv_b = "kv_b_proj";
 };
 
 struct Family {
@@ -65,6 +71,9 @@ struct Family {
   // weight * x.float()).
   bool fp32_normalised_norm = false;
   bool fp32_rotary_tables = false;  // the rotary embedding returns cos and sin uncast (OLMo 2)
+  // The rotary embedding is one complex64 table of s x d/2 (DeepSeek-V2's freqs_cis), not cos and
+  // sin.
+  bool complex_rotary_table = false;
   // A multimodal wrapper (Gemma 3): its text_config is read as this family; its vision tower is
   // not counted.
   std::string text_config_family;

@@ -40,6 +40,9 @@ struct FlopCoefficients {
   // The family has an SDPA path in transformers; without one, SDPA requested on a GPU runs the
   // eager attention (model/sdpa.hpp attention_executed), whose backward is 2x its forward.
   bool sdpa_path = true;
+  // Value heads narrower than query/key heads (latent attention): SDPA on the CPU takes its math
+  // fallback (model/sdpa.hpp), whose backward is 2x its forward.
+  bool sdpa_cpu_math = false;
 };
 
 [[nodiscard]] FlopCoefficients flop_coefficients(const Architecture& a, const Training& tr);

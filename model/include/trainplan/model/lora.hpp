@@ -43,7 +43,7 @@ struct LoraAdapter {
 [[nodiscard]] bool lora_adapts(const Architecture& a, const LoraConfig& c, Role role);
 
 // lora_adapts for every role at once (one pass over the block's linears), indexed by Role.
-using AdaptedRoles = std::array<bool, static_cast<std::size_t>(Role::lm_head) + 1>;
+using AdaptedRoles = std::array<bool, static_cast<std::size_t>(Role::kv_b) + 1>;
 [[nodiscard]] AdaptedRoles adapted_roles(const Architecture& a, const LoraConfig& c);
 
 // Total trainable adapter parameters over the whole model.

@@ -36,7 +36,8 @@ struct SdpaInputs {
   SdpaMask mask = SdpaMask::causal_flag;
   SdpaDtype dtype = SdpaDtype::bf16;      // query, key, value
   SdpaDtype mask_dtype = SdpaDtype::bf16;  // an additive mask
-  std::int64_t head_dim = 128;
+  std::int64_t head_dim = 128;   // of queries and keys
+  std::int64_t v_head_dim = 0;   // of values; 0: head_dim
   std::int64_t q_heads = 32;
   std::int64_t kv_heads = 32;  // as passed: after any repeat_kv expansion
   bool enable_gqa = false;

@@ -112,6 +112,24 @@ struct BlockCompute {
   // tensor-parallel f/g pairs and the expert-parallel all-to-alls.
   double tensor_parallel_pairs = 0;
   double expert_all_to_alls = 0;
+  // Scaled and summed field by field (the average over a stack's kinds of layer).
+  [[nodiscard]] BlockCompute operator*(double k) const {
+    return {forward * k,          backward * k,          attention_forward * k,    gemm_forward * k,
+            elementwise_forward * k, elementwise_backward * k, launches_forward * k, launches_backward * k,
+            tensor_parallel_pairs * k, expert_all_to_alls * k};
+  }
+  [[nodiscard]] BlockCompute operator+(const BlockCompute& o) const {
+    return {forward + o.forward,
+            backward + o.backward,
+            attention_forward + o.attention_forward,
+            gemm_forward + o.gemm_forward,
+            elementwise_forward + o.elementwise_forward,
+            elementwise_backward + o.elementwise_backward,
+            launches_forward + o.launches_forward,
+            launches_backward + o.launches_backward,
+            tensor_parallel_pairs + o.tensor_parallel_pairs,
+            expert_all_to_alls + o.expert_all_to_alls};
+  }
   [[nodiscard]] Seconds recompute(Checkpointing c) const {
     switch (c) {
       case Checkpointing::none:
