@@ -1069,7 +1069,8 @@ void megatron_block(const Architecture& a, const Training& tr, Stack stack, Bloc
   bool mlp_reduced = false;
   const auto gemms = [&](bool attention) {
     for (const Linear& l : linears) {
-      const bool attn = l.role == Role::q || l.role == Role::k || l.role == Role::v || l.role == Role::o;
+      const bool attn = l.role == Role::q || l.role == Role::k || l.role == Role::v || l.role == Role::o ||
+                        l.role == Role::q_a || l.role == Role::kv_a || l.role == Role::kv_b;
       if (attn != attention) continue;
       const bool adapts = !x.full && l.role != Role::router && adapted[static_cast<std::size_t>(l.role)];
       Op& op = b.open(to_string(l.role), OpKind::gemm);
@@ -1086,16 +1087,27 @@ void megatron_block(const Architecture& a, const Training& tr, Stack stack, Bloc
   norm.element_bytes = c;
   b.keep("norm, projection inputs and dropout masks", (4.0 + 2.0 + 2.0 + (dropout ? 2.0 : 0.0)) * sbh / x.rep);
   gemms(true);
+  if (a.mla()) {
+    // Megatron-Core's multi-latent attention: the compressed query and key/value latent are
+    // normed (q_layernorm, kv_layernorm) and expanded; each norm keeps its input and the expansion
+    // its own, replicated across tensor-parallel ranks.
+    Op& latent = b.open("fused latent norms", OpKind::fused);
+    latent.pass = FusedPass::norm;
+    latent.elements = T * dbl(a.q_lora_rank + a.kv_lora_rank);
+    latent.element_bytes = c;
+    b.keep("latent norm and expansion inputs", 2.0 * 2.0 * T * dbl(a.q_lora_rank + a.kv_lora_rank) / x.rep);
+  }
   if (a.position == PositionKind::rotary) {
     Op& rope = b.open("fused rotary", OpKind::fused);
     rope.pass = FusedPass::rotary;
-    rope.elements = T * dbl(a.q_dim() + a.kv_dim()) / x.tp;
+    // Latent attention rotates its rotary dims only: every query head's and the shared key's.
+    rope.elements = a.mla() ? T * dbl(a.qk_rope_dim) * (dbl(a.heads) / x.tp + 1.0) : T * dbl(a.q_dim() + a.kv_dim()) / x.tp;
     rope.element_bytes = c;
   }
   Op& core = b.open("attention", OpKind::attention_core, true);
   core.attention = attention_of(a, tr, !(a.encoder_decoder && stack == Stack::encoder), false);
-  b.keep("q, k, v", 2.0 * T * (x.qd + 2.0 * x.kd) / x.tp);
-  b.keep("attention output", 2.0 * T * x.qd / x.tp);
+  b.keep("q, k, v", 2.0 * T * (x.qd + x.kd + x.vd) / x.tp);
+  b.keep("attention output", 2.0 * T * x.kvo);
   double core_bytes = 0.0;
   switch (tr.attention) {
     case Attention::eager: core_bytes = 5.0 * x.a * x.s * x.s * x.b / x.tp; break;

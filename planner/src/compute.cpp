@@ -371,15 +371,25 @@ BlockCompute kind_compute(const model::BlockOps& block, double params, const mod
 
 }  // namespace
 
+double kind_parameters_per_gpu(const BlockShape& shape, const model::StackOps& ops, const model::BlockOps& kind,
+                               int tp) {
+  const double params = block_parameters_per_gpu(shape, tp);
+  return &kind == &ops.block ? params : params + gemm_weights(kind) - gemm_weights(ops.block);
+}
+
+double stack_parameters_per_gpu(const BlockShape& shape, const model::StackOps& ops, int tp) {
+  if (ops.variants.empty()) return block_parameters_per_gpu(shape, tp);
+  return ops.average<double>([&](const model::BlockOps& b) { return kind_parameters_per_gpu(shape, ops, b, tp); });
+}
+
 BlockCompute block_compute(const BlockShape& shape, const model::StackOps& ops, const model::Training& tr,
                            const ComputeDevice& d, const TimeConventions& tc) {
-  const double params = fused_kernels(tr.framework) ? 0.0 : block_parameters_per_gpu(shape, tr.tp);
-  if (ops.variants.empty()) return kind_compute(ops.block, params, tr, d, tc);
-  // Several kinds of layer: the average layer. Each kind's weights differ from the main block's
-  // (the shape's) by their GEMMs'.
-  const double main_gemms = gemm_weights(ops.block);
+  const bool eager = !fused_kernels(tr.framework);
+  if (ops.variants.empty())
+    return kind_compute(ops.block, eager ? block_parameters_per_gpu(shape, tr.tp) : 0.0, tr, d, tc);
+  // Several kinds of layer: the average layer.
   return ops.average<BlockCompute>([&](const model::BlockOps& b) {
-    return kind_compute(b, &b == &ops.block ? params : params + gemm_weights(b) - main_gemms, tr, d, tc);
+    return kind_compute(b, eager ? kind_parameters_per_gpu(shape, ops, b, tr.tp) : 0.0, tr, d, tc);
   });
 }
 

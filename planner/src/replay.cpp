@@ -202,7 +202,7 @@ Seconds add_attention_core(Components& out, const model::BlockOps& ops, const Co
       const model::AttentionShape& at = op.attention;
       const std::int64_t s = at.seq;
       const double share = at.causal ? model::causal_fraction(s) : 1.0;
-      const Flops f(4.0 * dbl(at.batch) * dbl(s) * dbl(s) * at.heads_per_gpu * dbl(at.head_dim) * share);
+      const Flops f(2.0 * dbl(at.batch) * dbl(s) * dbl(s) * at.heads_per_gpu * dbl(at.head_dim + at.v_head_dim) * share);
       const AttentionWork w{at.batch, at.heads, at.kv_heads, s, at.head_dim, at.causal, false, f};
       kernels.push_back(
           {prefix + std::string(op.name), w, f / (d.peak * attention_efficiency(d, false, s)),
@@ -228,16 +228,17 @@ Seconds add_attention_core(Components& out, const model::BlockOps& ops, const Co
     const model::AttentionShape& at = op.attention;
     const std::int64_t s = at.seq;
     const std::int64_t hd = at.head_dim;
+    const std::int64_t hv = at.v_head_dim;
     const std::int64_t batch = at.batch * at.heads;
     const std::string name = prefix + std::string(op.name);
     out.gemm(name + " scores QK^T forward", fwd, d, {s, s, hd, batch, false, true}, forward_core, replay_core);
-    out.gemm(name + " context PV forward", fwd, d, {s, hd, s, batch, false, false}, forward_core, replay_core);
-    out.gemm(name + " dP = dO V^T backward", bwd, d, {s, s, hd, batch, false, true}, blocks, 0.0);
-    out.gemm(name + " dV = P^T dO backward", bwd, d, {s, hd, s, batch, true, false}, blocks, 0.0);
+    out.gemm(name + " context PV forward", fwd, d, {s, hv, s, batch, false, false}, forward_core, replay_core);
+    out.gemm(name + " dP = dO V^T backward", bwd, d, {s, s, hv, batch, false, true}, blocks, 0.0);
+    out.gemm(name + " dV = P^T dO backward", bwd, d, {s, hv, s, batch, true, false}, blocks, 0.0);
     out.gemm(name + " dQ = dS K backward", bwd, d, {s, hd, s, batch, false, false}, blocks, 0.0);
     out.gemm(name + " dK = dS^T Q backward", bwd, d, {s, hd, s, batch, true, false}, blocks, 0.0);
     const double heads = dbl(at.batch) * at.heads_per_gpu;
-    core_gemms_forward += gemm_time(d, s, s, hd, heads) + gemm_time(d, s, hd, s, heads);
+    core_gemms_forward += gemm_time(d, s, s, hd, heads) + gemm_time(d, s, hv, s, heads);
   }
   return core_gemms_forward;
 }
@@ -276,7 +277,7 @@ void add_block_memory_bound(Components& out, const model::StackOps& ops, const B
               forward_core, replay_core, softmax);
   } else {
     // Eager PyTorch op by op (the block's op list), with autocast's weight casts.
-    const double params = block_parameters_per_gpu(shape, t);
+    const double params = stack_parameters_per_gpu(shape, ops, t);
     const model::EagerWork w = ops.eager_work();
     const KernelWork f = w.forward + autocast_weight_cast(params, tr, false);
     const KernelWork g = w.backward + autocast_weight_cast(params, tr, true);
@@ -303,7 +304,22 @@ void add_block(Components& out, const model::Architecture& a, const BlockShape& 
   on_gpu.cuda_sm = d.cuda_sm;
   const model::StackOps ops = model::stack_ops(a, on_gpu, shape.stack);
   const BlockRepeats rep = block_repeats(tr, blocks);
-  const LinearsAdded lin = add_block_linears(out, ops.block, d, rep, prefix);
+  // Each kind of layer's linears on its share of the blocks; what they leave for the rest of the
+  // block is the average layer's.
+  LinearsAdded lin = add_block_linears(out, ops.block, d, block_repeats(tr, blocks * ops.block_share), prefix);
+  if (!ops.variants.empty()) {
+    lin.dequant_bytes *= ops.block_share;
+    lin.dequant_kernels *= ops.block_share;
+    lin.linear_backward = lin.linear_backward * ops.block_share;
+    for (std::size_t i = 0; i < ops.variants.size(); ++i) {
+      const model::LayerVariant& v = ops.variants[i];
+      const std::string kind = prefix + "layer kind " + std::to_string(i + 2) + ": ";
+      const LinearsAdded more = add_block_linears(out, v.ops, d, block_repeats(tr, blocks * v.share), kind);
+      lin.dequant_bytes += more.dequant_bytes * v.share;
+      lin.dequant_kernels += more.dequant_kernels * v.share;
+      lin.linear_backward += more.linear_backward * v.share;
+    }
+  }
   const BlockCompute blk = block_compute(a, shape, tr, d, tc);
   const Seconds core_gemms_forward = add_attention_core(out, ops.block, d, blk, lin.linear_backward, rep, prefix);
   add_block_memory_bound(out, ops, shape, tr, d, tc, blk, lin, core_gemms_forward, rep, prefix);
