@@ -63,10 +63,14 @@ ResolvedBlocks resolve_blocks(const Architecture& a, const Training& tr, const M
       const bool same = tr.method == Method::full && a.relative_buckets == 0 &&
                         !(stack == Stack::decoder && a.encoder_decoder);
       if (!same) {
-        const Architecture first = layer_architecture(a, stack, 0);
-        const bool main_kind = a.dense_layers() == 0 && !(stack == Stack::decoder && a.nope_layer(0));
-        sb.first_extra = block_ops(first, tr, stack, true).saved_bytes() -
-                         (main_kind ? sb.block.saved : block_ops(first, tr, stack).saved_bytes());
+        // Layer 0 is of the main kind unless it is a dense or a NoPE layer.
+        const bool main_kind = !a.dense_layer(0) && !(stack == Stack::decoder && a.nope_layer(0));
+        if (main_kind) {
+          sb.first_extra = block_ops(a, tr, stack, true).saved_bytes() - sb.block.saved;
+        } else {
+          const Architecture first = layer_architecture(a, stack, 0);
+          sb.first_extra = block_ops(first, tr, stack, true).saved_bytes() - block_ops(first, tr, stack).saved_bytes();
+        }
       }
     }
   }

@@ -124,6 +124,7 @@ struct Architecture {
            !expert_layers[static_cast<std::size_t>(i)];
   }
   [[nodiscard]] std::int64_t dense_layers() const {
+    if (expert_layers.empty() || !is_moe()) return 0;
     std::int64_t n = 0;
     for (std::int64_t i = 0; i < layers; ++i) n += dense_layer(i) ? 1 : 0;
     return n;
