@@ -291,6 +291,22 @@ std::int64_t sliding_layer_count(HfReader& r, const Architecture& a, std::int64_
   return n;
 }
 
+// A list of (0-based) layer indices under `key`; empty when the key is absent.
+std::vector<std::int64_t> layer_indices(const HfReader& r, const Architecture& a, const char* key) {
+  std::vector<std::int64_t> out;
+  const Json* list = r.find({key});
+  if (list == nullptr) return out;
+  if (!list->is_array())
+    throw InputError(r.where() + ": key '" + key + "' must be a list of layer indices (got " + json_excerpt(*list) + ")");
+  for (const Json& v : *list) {
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() >= a.layers)
+      throw InputError(r.where() + ": key '" + key + "' holds " + json_excerpt(v) +
+                       " (expected a layer index from 0 to " + std::to_string(a.layers - 1) + ")");
+    out.push_back(v.get<std::int64_t>());
+  }
+  return out;
+}
+
 // The layers of an MoE model that run a dense MLP of width `dense_width` instead of the experts:
 // `moe` says which layer holds the experts.
 void set_dense_layers(HfReader& r, Architecture& a, const std::vector<bool>& moe, std::int64_t dense_width) {
@@ -314,17 +330,8 @@ void read_llama4(HfReader& r, Architecture& a) {
   // step); the others run Llama4TextMLP of intermediate_size_mlp.
   const std::int64_t step = r.integer({"interleave_moe_layer_step"}, kLayers, 1);
   std::vector<bool> moe(static_cast<std::size_t>(a.layers));
-  if (const Json* listed = r.find({"moe_layers"})) {
-    moe.assign(moe.size(), false);
-    if (!listed->is_array())
-      throw InputError(r.where() + ": key 'moe_layers' must be a list of layer indices (got " +
-                       json_excerpt(*listed) + ")");
-    for (const Json& v : *listed) {
-      if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() >= a.layers)
-        throw InputError(r.where() + ": key 'moe_layers' holds " + json_excerpt(v) +
-                         " (expected a layer index from 0 to " + std::to_string(a.layers - 1) + ")");
-      moe[static_cast<std::size_t>(v.get<std::int64_t>())] = true;
-    }
+  if (r.find({"moe_layers"}) != nullptr) {
+    for (const std::int64_t i : layer_indices(r, a, "moe_layers")) moe[static_cast<std::size_t>(i)] = true;
   } else {
     for (std::int64_t i = 0; i < a.layers; ++i) moe[static_cast<std::size_t>(i)] = (i + 1) % step == 0;
   }
@@ -437,17 +444,7 @@ void read_recent(HfReader& r, Architecture& a) {
     const std::int64_t step = r.integer({"decoder_sparse_step"}, kLayers, 1);
     std::vector<bool> moe(static_cast<std::size_t>(a.layers));
     for (std::int64_t i = 0; i < a.layers; ++i) moe[static_cast<std::size_t>(i)] = (i + 1) % step == 0;
-    if (const Json* dense = r.find({"mlp_only_layers"})) {
-      if (!dense->is_array())
-        throw InputError(r.where() + ": key 'mlp_only_layers' must be a list of layer indices (got " +
-                         json_excerpt(*dense) + ")");
-      for (const Json& v : *dense) {
-        if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() >= a.layers)
-          throw InputError(r.where() + ": key 'mlp_only_layers' holds " + json_excerpt(v) +
-                           " (expected a layer index from 0 to " + std::to_string(a.layers - 1) + ")");
-        moe[static_cast<std::size_t>(v.get<std::int64_t>())] = false;
-      }
-    }
+    for (const std::int64_t i : layer_indices(r, a, "mlp_only_layers")) moe[static_cast<std::size_t>(i)] = false;
     const std::int64_t dense_width = a.intermediate;
     a.experts = r.integer({"num_experts", "num_local_experts"}, kExperts, 128);
     a.experts_per_token = r.integer({"num_experts_per_tok"}, kExperts, 8);

@@ -679,25 +679,21 @@ void HfBlock::mlp_saved() {
 
 // What the router keeps per token. Softmax and top-k (Qwen3MoeTopKRouter): the fp32 logits, the
 // top-k indices (int64), the fp32 weights and their sum. DeepSeek's routers (transformers v5.24.0
-// DeepseekV2TopkRouter, DeepseekV3TopkRouter) take the logits of an fp32 copy of the input (none
-// where the input is fp32 already; autocast's 16-bit copy under mixed precision): V2 its softmax
-// and the top-k indices, group-limited also the group maxima's and the best groups' indices and
-// the experts' mask; V3 its sigmoid, the two best scores' indices per group, the best groups'
-// indices, the mask, the top-k indices and, renormalised, the weights and their sum.
+// DeepseekV2TopkRouter, DeepseekV3TopkRouter) take the logits of an fp32 copy of the input (kept
+// when the router trains; none where the input is fp32 already, autocast's 16-bit copy under mixed
+// precision); V2 keeps its softmax and the top-k indices (group-limited: the experts' mask too),
+// V3 its sigmoid, the top-k indices its gather reads and, renormalised, the weights and their sum.
+// The choice of groups (their top-2 sums, the best groups' indices; V3's mask) feeds only indices,
+// a branch of the graph autograd drops before forward ends.
 double HfBlock::router_saved() const {
   const double k = dbl(a_.experts_per_token);
   const double E = dbl(a_.experts);
-  const double G = dbl(a_.expert_groups);
-  const double tg = dbl(a_.groups_per_token);
-  // The input copy is kept for the router weight's gradient: under full training only.
   const double input = full_ ? (mixed_ ? c_ : c_ < kFp32 ? kFp32 : 0.0) * x_.h : 0.0;
   switch (a_.router) {
     case RouterKind::softmax_topk: return kFp32 * E + kFp32 + k * (8.0 + kFp32);
-    case RouterKind::deepseek_v2:
-      return input + kFp32 * E + 8.0 * k + (a_.expert_groups > 0 ? 8.0 * G + 8.0 * tg + E : 0.0);
+    case RouterKind::deepseek_v2: return input + kFp32 * E + 8.0 * k + (a_.expert_groups > 0 ? E : 0.0);
     case RouterKind::deepseek_v3:
-      return input + kFp32 * E + 16.0 * G + 8.0 * tg + E + 8.0 * k +
-             (a_.router_renormalise ? kFp32 + kFp32 * k : 0.0);
+      return input + kFp32 * E + 8.0 * k + (a_.router_renormalise ? kFp32 + kFp32 * k : 0.0);
   }
   return 0.0;
 }

@@ -4,6 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# What the two DeepSeek cases share: 4 routed experts top-2 of width 64, the first of 3 layers dense
+# (width 256), a key/value latent of 32, query/key heads of 32 + 16 rotary dims, value heads of 32.
+_DEEPSEEK = dict(
+    vocab_size=1024, hidden_size=128, intermediate_size=256, moe_intermediate_size=64, n_routed_experts=4,
+    num_experts_per_tok=2, first_k_dense_replace=1, num_hidden_layers=3, num_attention_heads=4,
+    num_key_value_heads=4, kv_lora_rank=32, qk_nope_head_dim=32, qk_rope_head_dim=16, v_head_dim=32,
+    max_position_embeddings=1024,
+)
+
 # Architecture of each family, small: 2-4 layers, hidden 64-256, 4-8 heads.
 # Keys are the Hugging Face config keys of that model_type.
 FAMILIES: dict[str, dict] = {
@@ -177,21 +186,11 @@ FAMILIES: dict[str, dict] = {
     # dims apart, value heads narrower than query/key heads), 4 routed experts top-2 in 2 groups
     # (sigmoid scores, group-limited), a shared expert, the first layer dense.
     "deepseek_v3-e4k2": dict(
-        model_type="deepseek_v3", vocab_size=1024, hidden_size=128, intermediate_size=256,
-        moe_intermediate_size=64, n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=1,
-        n_group=2, topk_group=1, first_k_dense_replace=1, num_hidden_layers=3,
-        num_attention_heads=4, num_key_value_heads=4, q_lora_rank=48, kv_lora_rank=32,
-        qk_nope_head_dim=32, qk_rope_head_dim=16, v_head_dim=32, max_position_embeddings=1024,
+        _DEEPSEEK, model_type="deepseek_v3", n_shared_experts=1, n_group=2, topk_group=1, q_lora_rank=48,
     ),
     # DeepSeek-V2-Lite style: no query compression (q_proj), softmax routing (greedy top-k), two
     # shared experts, the first layer dense.
-    "deepseek_v2-e4k2": dict(
-        model_type="deepseek_v2", vocab_size=1024, hidden_size=128, intermediate_size=256,
-        moe_intermediate_size=64, n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=2,
-        first_k_dense_replace=1, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=4,
-        q_lora_rank=None, kv_lora_rank=32, qk_nope_head_dim=32, qk_rope_head_dim=16, v_head_dim=32,
-        max_position_embeddings=1024,
-    ),
+    "deepseek_v2-e4k2": dict(_DEEPSEEK, model_type="deepseek_v2", n_shared_experts=2, q_lora_rank=None),
 }
 
 # q,v-style LoRA targets per model_type.

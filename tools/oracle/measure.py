@@ -7,6 +7,8 @@ do not depend on the random values of the weights or the inputs.
 
 from __future__ import annotations
 
+import weakref
+
 import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode, register_flop_formula
@@ -139,6 +141,10 @@ class SavedTensorTracker:
       * a tensor whose storage is a parameter's or a buffer's is skipped;
       * each storage is counted once, with untyped_storage().nbytes(), and is
         attributed to the region where it was first saved;
+      * only what autograd still holds when forward ends is counted: a tensor
+        saved by a branch of the graph that forward already dropped (the top-k
+        values a router discards) is freed, and its address may be reused by a
+        later saved tensor, which then counts as a storage of its own;
       * regions: the innermost block running; else 'embedding' when inside an
         nn.Embedding or before the first block started; else 'head' once the
         last block has finished; else 'other';
@@ -160,7 +166,7 @@ class SavedTensorTracker:
         self.embedding_depth = 0
         self.started = False
         self.finished = 0
-        self.seen: dict[int, tuple[str | int, int]] = {}
+        self.seen: dict[int, tuple[str | int, int, weakref.ref]] = {}
         self.detail: list[tuple] = []  # (region, shape, dtype, storage bytes), in save order
         self.handles = []
         self.keep = []  # keeps the checkpoint arguments' storages alive
@@ -185,10 +191,12 @@ class SavedTensorTracker:
         if nbytes == 0:
             return
         ptr = st.data_ptr()
-        if ptr in self.excluded or ptr in self.seen:
+        if ptr in self.excluded:
             return
+        if ptr in self.seen and self.seen[ptr][2]() is not None:
+            return  # a storage already counted, still held
         region = self._region()
-        self.seen[ptr] = (region, nbytes)
+        self.seen[ptr] = (region, nbytes, weakref.ref(t))
         self.detail.append((region, tuple(t.shape), str(t.dtype).replace("torch.", ""), nbytes))
 
     def install(self) -> None:
@@ -252,7 +260,9 @@ class SavedTensorTracker:
     def summary(self) -> dict:
         per_layer = [0] * len(self.blocks)
         emb = head = other = 0
-        for region, nbytes in self.seen.values():
+        for region, nbytes, alive in self.seen.values():
+            if alive() is None:
+                continue  # freed before forward ended
             if isinstance(region, int):
                 per_layer[region] += nbytes
             elif region == "embedding":
