@@ -699,6 +699,13 @@ HfArchitecture hf_architecture(const Json& config, const std::string& name,
   a.family = family->model_type;
   HfReader r(config, where, *family, out.notes);
   read_keys(r, a);
+  // The checkpoint's stored format (DeepSeek-V3's FP8 blocks, a GPTQ or AWQ export) is not the
+  // training's: the training is priced at its --precision and --method.
+  if (const Json* q = r.find({"quantization_config"}); q != nullptr && q->is_object()) {
+    const Json* method = q->contains("quant_method") ? &q->at("quant_method") : nullptr;
+    out.notes.push_back("quantization_config" + (method != nullptr ? " (quant_method " + json_excerpt(*method) + ")" : std::string()) +
+                        ": the checkpoint's stored format, not read; the training is priced at its precision and method");
+  }
   if (a.max_seq == 0) {
     // BLOOM (ALiBi) and T5 (relative buckets) have no position limit in their classes; 2048 is the
     // sequence length BLOOM was trained at (Le Scao et al. 2022, arXiv:2211.05100, Table 3).

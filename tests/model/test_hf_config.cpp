@@ -393,6 +393,14 @@ TEST(HfConfig, RecentFamiliesDeriveWindowsAndRefuseWhatIsNotModelled) {
   EXPECT_EQ(v3.shared_intermediate, 2048);
   EXPECT_EQ(v3.expert_groups, 8);
   EXPECT_EQ(v3.router, model::RouterKind::deepseek_v3);
+  // Its FP8 checkpoint's quantization_config is named in a note, not read as the training's.
+  const io::HfArchitecture v3_fp8 = io::hf_architecture(
+      io::Json::parse(R"({"model_type":"deepseek_v3","num_hidden_layers":5,"vocab_size":100,
+          "quantization_config":{"quant_method":"fp8","fmt":"e4m3"},"num_nextn_predict_layers":1})"),
+      "x", "cfg.json");
+  const std::string notes = io::joined_notes(v3_fp8.notes);
+  EXPECT_NE(notes.find("quantization_config (quant_method \"fp8\")"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("num_nextn_predict_layers"), std::string::npos) << notes;
   // DeepSeek-V2: q_lora_rank null is one query projection; greedy routing has no groups.
   const model::Architecture v2 = arch(R"({"model_type":"deepseek_v2","num_hidden_layers":4,"vocab_size":100,
       "q_lora_rank":null,"num_experts_per_tok":6,"first_k_dense_replace":1})");
