@@ -238,6 +238,11 @@ std::vector<Option> model_and_method() {
                                "Hugging Face transformers release whose model code runs (what a family passes to "
                                "SDPA, how MoE experts run)",
                                "5.24")));
+  v.push_back(applies(integer(describe("mtp-layers", "N", "MTP modules", "method",
+                                       "multi-token prediction modules trained with the model", "0"),
+                              0, 16, [](auto& r) -> auto& { return r.mtp_layers; }),
+                      [](const Request& r, unsigned /*cmd*/) { return r.training.framework == Framework::megatron; },
+                      "with --framework megatron (transformers' models have none)"));
   return v;
 }
 
@@ -471,6 +476,10 @@ void add_details(std::vector<Option>& all) {
       {"quant-block",
        "QLoRA: weights per fp32 absmax constant in bitsandbytes' 4-bit blocks (default 64: "
        "4 + 32/64 = 4.5 bits per weight; QLoRA, arXiv:2305.14314)."},
+      {"mtp-layers",
+       "Multi-token prediction (DeepSeek-V3, arXiv:2412.19437 Sec. 2.2), as Megatron-Core's "
+       "--mtp-num-layers trains it: each module adds a block, a 2h x h projection, two norms "
+       "and one more pass through the shared output head and a loss, on the last pipeline stage."},
       {"expert-parallel",
        "Mixture of experts: spread the experts over this many data-parallel ranks, each holding "
        "1/n of them; tokens travel to their experts by all-to-all (DeepSpeed-MoE, "

@@ -228,6 +228,9 @@ Resolved resolve_with(const ResolvedModel& model, const ResolvedCluster& cluster
     out.warnings = ignored;
     out.force_emit = r.force;
     out.model = model;
+    // Multi-token prediction modules are part of the model Megatron trains (a warning says the
+    // option changes nothing elsewhere).
+    if (r.training.framework == Framework::megatron) out.model.arch.mtp_layers = r.mtp_layers;
     out.cluster = cluster;
     check_shape(r, out.cluster.cluster);
     if (r.host_memory_gib) out.cluster.cluster.host_memory = gib(*r.host_memory_gib);

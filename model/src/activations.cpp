@@ -274,6 +274,15 @@ ActivationMemory activation_memory(const Architecture& a, const Training& tr, co
   m.host = m.host * m.in_flight;
   m.embedding = embedding_activations(a, tr) * m.in_flight;
   m.head = tr.pp == 1 ? head_activations(a, tr, blocks.fp32_normalised_norm).total() : Bytes(0.0);
+  // Multi-token prediction (last stage, like the head): per module its block (of the main kind),
+  // the inputs of its two norms and of its projection (4 h per token) and its head's; they are
+  // freed by its backward before the model's last block is replayed, as the head's are.
+  if (a.mtp_layers > 0 && tr.pp == 1) {
+    const double rep = tr.sequence_parallel ? static_cast<double>(tr.tp) : 1.0;
+    const Bytes inputs(4.0 * compute_bytes(tr.precision) * static_cast<double>(tr.tokens_per_micro_batch() * a.hidden) / rep);
+    m.head += (kept_after_policy(a, tr, blocks.decoder.block, Bytes(0.0)) + inputs + m.head) *
+              static_cast<double>(a.mtp_layers);
+  }
   return m;
 }
 

@@ -154,6 +154,16 @@ FlopCoefficients flop_coefficients(const Architecture& a, const Training& tr) {
     }
   }
   k.dropout_after_last_matmul = a.hidden_dropout > 0.0;
+  // Multi-token prediction: per module a block of the expert kind, the projection 2h -> h and one
+  // more pass through the output head.
+  if (a.mtp_layers > 0) {
+    const double n = static_cast<double>(a.mtp_layers);
+    const double h = static_cast<double>(a.hidden);
+    k.linear += n * (block_linear_flops_per_token(a, Stack::decoder) + 2.0 * 2.0 * h * h);
+    k.attention += n * attention_flops_per_token_per_context(a);
+    k.head *= 1.0 + n;
+    k.last_matmul += n * stack_rules(a, tr, Stack::decoder).last_matmul;
+  }
   return k;
 }
 

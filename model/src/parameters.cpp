@@ -51,7 +51,17 @@ ParameterCounts count_parameters(const Architecture& a) {
   const std::int64_t relative = a.relative_buckets * a.heads * (a.encoder_decoder ? 2 : 1);
   const std::int64_t finals = a.final_norm ? norm_parameters(a) * (a.encoder_decoder ? 2 : 1) : 0;
 
-  c.total = c.embedding + c.blocks + relative + finals + c.lm_head;
+  // Multi-token prediction: per module a block of the model's expert kind, the projection 2h -> h
+  // and three RMSNorms (the hidden state's, the embedding's, the module's final one).
+  if (a.mtp_layers > 0) {
+    std::int64_t experts = 0;
+    for (const Linear& l : block_linears(a, Stack::decoder))
+      if (l.copies > 1) experts += l.parameters();
+    c.mtp = a.mtp_layers * (block_parameters(a, Stack::decoder) + 2 * a.hidden * a.hidden + 3 * norm_parameters(a));
+    c.mtp_experts = a.mtp_layers * experts;
+    if (a.is_moe()) inactive_experts += c.mtp_experts / a.experts * (a.experts - a.experts_per_token);
+  }
+  c.total = c.embedding + c.blocks + relative + finals + c.lm_head + c.mtp;
   c.active = c.total - inactive_experts;
   c.largest_module = largest;
   return c;

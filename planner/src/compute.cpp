@@ -431,6 +431,21 @@ EdgeCompute edge_compute(const model::Architecture& a, const model::Training& tr
   e.head_launches_backward = hw.backward_launches;
   e.embedding_launches_forward = ew.forward_launches;
   e.embedding_launches_backward = ew.backward_launches;
+  if (a.mtp_layers > 0) {
+    // Multi-token prediction: each module runs the head and its loss again, after its projection
+    // 2h -> h (column-parallel under TP); its block is one more layer of the last stage
+    // (planner::Evaluator).
+    const double n = dbl(a.mtp_layers);
+    const std::int64_t h = a.hidden;
+    const std::int64_t h_tp = std::max<std::int64_t>(1, h / t);
+    const Seconds proj_f = gemm_time(d, T, h_tp, 2 * h);
+    const Seconds proj_b = gemm_time(d, T, 2 * h, h_tp) + (trainable_head ? gemm_time(d, 2 * h, h_tp, T) : Seconds(0.0));
+    e.head_forward = e.head_forward * (1.0 + n) + proj_f * n;
+    e.head_backward = e.head_backward * (1.0 + n) + proj_b * n;
+    e.head_memory_bound = e.head_memory_bound * (1.0 + n);
+    e.head_launches_forward *= 1.0 + n;
+    e.head_launches_backward *= 1.0 + n;
+  }
   return e;
 }
 

@@ -528,18 +528,7 @@ const LayerCompute& Evaluator::layer_compute(const model::Training& given, const
     // Stages hold both stacks in proportion: price the average layer.
     const BlockCompute dec = block_compute(sh.decoder, ops.decoder, tr, d, tc_);
     const double we = dbl(a_.layers) / dbl(a_.total_layers());
-    const double wd = 1.0 - we;
-    BlockCompute& b = lc.block;
-    b.forward = b.forward * we + dec.forward * wd;
-    b.backward = b.backward * we + dec.backward * wd;
-    b.attention_forward = b.attention_forward * we + dec.attention_forward * wd;
-    b.gemm_forward = b.gemm_forward * we + dec.gemm_forward * wd;
-    b.elementwise_forward = b.elementwise_forward * we + dec.elementwise_forward * wd;
-    b.elementwise_backward = b.elementwise_backward * we + dec.elementwise_backward * wd;
-    b.launches_forward = b.launches_forward * we + dec.launches_forward * wd;
-    b.launches_backward = b.launches_backward * we + dec.launches_backward * wd;
-    b.tensor_parallel_pairs = b.tensor_parallel_pairs * we + dec.tensor_parallel_pairs * wd;
-    b.expert_all_to_alls = b.expert_all_to_alls * we + dec.expert_all_to_alls * wd;
+    lc.block = lc.block * we + dec * (1.0 - we);
   }
   lc.edge = edge_compute(a_, tr, d, tc_, ops.embedding, ops.head);
   return compute_cache_.insert(key, lc);
@@ -608,8 +597,9 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
   const LayerComm moe = expert_comm(in, blk.expert_all_to_alls);
   const double tp_expose = 1.0 - tc_.tp_overlap;
 
-  // The slowest pipeline stage, one micro-batch: GPU work, host work, each phase the longer.
-  const double layers_stage = std::ceil(dbl(a_.total_layers()) / l.pp);
+  // The slowest pipeline stage, one micro-batch: GPU work, host work, each phase the longer. The
+  // last stage also runs the multi-token prediction modules' blocks (Architecture::mtp_layers).
+  const double layers_stage = std::ceil(dbl(a_.total_layers()) / l.pp) + dbl(a_.mtp_layers);
   const Seconds recompute_layer = blk.recompute(tr.checkpointing);
   const Seconds layer_fwd = blk.forward + (tp.forward + moe.forward) * tp_expose;
   const Seconds layer_bwd = blk.backward + (tp.backward + moe.backward) * tp_expose;

@@ -66,8 +66,11 @@ StageParams stage_params(const Architecture& a, const model::ParameterCounts& n,
   s.experts = static_cast<double>(n.experts) / l.ep * share / tp;
   s.block_linear = block_linear * share / tp;
   s.head = l.pp == 1 ? static_cast<double>(n.lm_head) / tp : 0.0;
-  const double rest = static_cast<double>(n.total - n.blocks - n.embedding - n.lm_head);  // finals
-  s.root = static_cast<double>(n.embedding) / tp + s.head + (l.pp == 1 ? rest : 0.0);
+  // Final norms, and the multi-token prediction modules (last stage: with one stage only), split
+  // over TP like blocks, their experts over EP.
+  const double finals = static_cast<double>(n.total - n.blocks - n.embedding - n.lm_head - n.mtp);
+  const double mtp = (static_cast<double>(n.mtp) - static_cast<double>(n.mtp_experts) * (1.0 - 1.0 / l.ep)) / tp;
+  s.root = static_cast<double>(n.embedding) / tp + s.head + (l.pp == 1 ? finals + mtp : 0.0);
   s.all = s.block_linear + block_other * share + s.root;
   s.largest_unit = (static_cast<double>(n.blocks) - elsewhere) / total_layers / tp;
   return s;

@@ -106,6 +106,7 @@ run_case(unknown_strategy 2 fit 7b 4xA100 --strategy zero4 ERR "unknown strategy
 run_case(lora_option_without_lora 0 fit 7b A100 --lora-rank 8 ERR "warning: --lora-rank 8 ignored: it applies with --method lora or qlora")
 run_case(frozen_base_without_adapters 0 fit 7b A100 --frozen-base-fp32 ERR "warning: --frozen-base-fp32 true ignored")
 run_case(quant_block_without_qlora 0 fit 7b A100 --quant-block 128 ERR "warning: --quant-block 128 ignored: it applies with --method qlora")
+run_case(mtp_layers_without_megatron 0 estimate deepseek-v2-lite A100 --method lora --mtp-layers 1 ERR "warning: --mtp-layers 1 ignored: it applies with --framework megatron")
 run_case(quant_block_not_power_of_two 2 fit 7b A100 --method qlora --quant-block 100 ERR "--quant-block must be a power of two")
 run_case(optimizer_impl_unknown 2 estimate 7b A100 --optimizer-impl turbo ERR "--optimizer-impl: unknown optimizer implementation")
 run_case(optimizer_impl_cpu_without_offload 2 estimate 7b A100 --optimizer-impl deepspeed-cpu ERR "--optimizer-impl deepspeed-cpu steps on the host")

@@ -98,6 +98,24 @@ TEST(Parameters, RecentFamiliesEqualTransformers) {
   }
 }
 
+// DeepSeek-V3's checkpoint (deepseek-ai/DeepSeek-V3) holds the main model, one multi-token
+// prediction module (num_nextn_predict_layers 1, as Megatron-Core's --mtp-num-layers builds it:
+// a block of the expert kind, eh_proj 2h -> h, enorm, hnorm and a final norm) and that module's own
+// copies of the embedding and the output head, which training shares. Its safetensors metadata on
+// the Hugging Face Hub (api/models/deepseek-ai/DeepSeek-V3?expand[]=safetensors: BF16 3,918,786,560,
+// F8_E4M3 680,571,043,840 and F32 41,555,600, the F32 being the FP8 blocks' scales and the routers'
+// score-correction buffers; recorded 2026-09-04 in public repositories) counts the weights exactly.
+TEST(Parameters, DeepSeekV3WithItsPredictionModuleEqualsTheCheckpoint) {
+  model::Architecture a = catalog().resolve_model("deepseek-v3").arch;
+  const auto main = model::count_parameters(a);
+  a.mtp_layers = 1;
+  const auto n = model::count_parameters(a);
+  EXPECT_EQ(n.total - main.total, n.mtp);
+  EXPECT_EQ(n.total + 2 * a.vocab * a.hidden, std::int64_t{3'918'786'560} + std::int64_t{680'571'043'840});
+  // The module's experts are of the main model's width and number (one more expert layer).
+  EXPECT_EQ(n.mtp_experts, main.experts / (a.layers - a.dense_layers()));
+}
+
 // DeepSpeed's "largest layer" for t5-3b: the shared embedding 32128 x 1024 (memory.md §2.2).
 TEST(Parameters, LargestModuleIsTheEmbedding) {
   EXPECT_EQ(model::count_parameters(catalog().resolve_model("t5-3b").arch).largest_module, 32'899'072);

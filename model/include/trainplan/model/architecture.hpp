@@ -110,6 +110,12 @@ struct Architecture {
   std::int64_t kv_lora_rank = 0;
   std::int64_t qk_rope_dim = 0;
   std::int64_t v_head_dim = 0;  // 0: head_dim
+  // Multi-token prediction modules trained with the model (DeepSeek-V3, arXiv:2412.19437 Sec. 2.2,
+  // as Megatron-Core's --mtp-num-layers builds them): each an RMSNorm of the hidden state and of the
+  // next token's embedding, a projection 2h -> h, one block of the model's expert kind, a final
+  // RMSNorm, and the shared embedding and output head with a loss of its own; on the last pipeline
+  // stage. 0: none (transformers has no such module).
+  std::int64_t mtp_layers = 0;
 
   [[nodiscard]] bool is_moe() const { return experts > 1; }
   [[nodiscard]] std::int64_t q_dim() const { return heads * head_dim; }

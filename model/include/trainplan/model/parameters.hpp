@@ -17,6 +17,10 @@ struct ParameterCounts {
   std::int64_t blocks = 0;          // all transformer blocks together
   std::int64_t block_linears = 0;   // linear weights+biases inside blocks (what bitsandbytes quantizes)
   std::int64_t experts = 0;         // MoE: the routed experts' linears, all blocks (part of block_linears)
+  // Multi-token prediction modules (Architecture::mtp_layers): their blocks, projections and norms
+  // (the embedding and head are shared), outside `blocks`; of which routed experts.
+  std::int64_t mtp = 0;
+  std::int64_t mtp_experts = 0;
   std::int64_t largest_module = 0;  // max over modules of directly-held parameters (DeepSpeed ZeRO-3)
 };
 
