@@ -45,9 +45,10 @@ ResolvedBlocks resolve_blocks(const Architecture& a, const Training& tr, const M
   ResolvedBlocks r;
   r.attention = ops.decoder.block.run.runs;
   r.explicit_mask = sdpa_explicit_mask(a, tr);
-  r.fp32_rotary_tables = family_of(a).fp32_rotary_tables;
-  r.complex_rotary_table = family_of(a).complex_rotary_table;
-  r.fp32_normalised_norm = family_of(a).fp32_normalised_norm;
+  const Family& family = family_of(a);
+  r.fp32_rotary_tables = family.fp32_rotary_tables;
+  r.complex_rotary_table = family.complex_rotary_table;
+  r.fp32_normalised_norm = family.fp32_normalised_norm;
   const bool hf = tr.framework != Framework::megatron;
   for (Stack stack : {Stack::encoder, Stack::decoder}) {
     if (stack == Stack::encoder && !a.encoder_decoder) continue;
