@@ -143,23 +143,35 @@ CatalogGpu parse_gpu(const Json& j, const std::string& what) {
     p.reject_unknown();
   }
   s.hbm_bandwidth = gbps(r.number("hbm_bandwidth_GBps"));
+  if (!(s.hbm_bandwidth.value() > 0.0) || !(s.peak.fp32 > 0.0))
+    throw InputError(what + ": keys 'hbm_bandwidth_GBps' and 'peak_dense_TFLOPS.fp32' must be positive");
   s.sm_count = static_cast<int>(r.optional_integer("sm_count", 1, std::numeric_limits<int>::max()).value_or(0));
   {
     ObjectReader in(r.raw("intra_node"), what + " intra_node");
     s.intra_node.link = in.string("link");
     s.intra_node.topology = parse_enum<hardware::IntraTopology>(in.string("topology"));
     s.intra_node.bandwidth = gbps(in.number("bandwidth_GBps"));
+    if (!(s.intra_node.bandwidth.value() > 0.0))
+      throw InputError(what + " intra_node: key 'bandwidth_GBps' must be positive");
     in.reject_unknown();
   }
   {
     ObjectReader pc(r.raw("pcie"), what + " pcie");
     pc.ignore({"generation"});
     s.pcie_bandwidth = gbps(pc.number("bandwidth_GBps"));
+    if (!(s.pcie_bandwidth.value() > 0.0)) throw InputError(what + " pcie: key 'bandwidth_GBps' must be positive");
     pc.reject_unknown();
   }
   s.default_gpus_per_node = static_cast<int>(r.integer("default_gpus_per_node", 1, kMaxCount));
   s.default_inter_node = parse_inter_node_json(r.raw("default_inter_node"), what + " default_inter_node");
   s.capabilities = parse_capabilities(r.raw("capabilities"), what + " capabilities");
+  // The 16-bit tensor-core dtypes it lists have a peak (the training dtypes; others may be unknown).
+  const std::pair<hardware::TensorCoreDtype, double> peaks[] = {{hardware::TensorCoreDtype::fp16, s.peak.fp16},
+                                                                {hardware::TensorCoreDtype::bf16, s.peak.bf16}};
+  for (const auto& [dtype, peak] : peaks)
+    if (s.capabilities.has(dtype) && !(peak > 0.0))
+      throw InputError(what + ": capabilities list " + std::string(to_string(dtype)) +
+                       " tensor cores but peak_dense_TFLOPS." + std::string(to_string(dtype)) + " is not positive");
   const Json& src = r.raw("sources");
   if (!src.is_object()) throw InputError(what + ": key 'sources' must be an object");
   if (!src.contains("capabilities") || !src["capabilities"].is_string())
@@ -342,6 +354,7 @@ ResolvedCluster Catalog::resolve_cluster(const std::string& spec,
   std::string gpu_name = spec;
   bool explicit_nodes = false;
   std::optional<hardware::InterNodeLink> file_inter;
+  std::optional<hardware::GpuSpec> inline_gpu;
   if (spec.empty())
     throw InputError(
         "empty cluster; expected a spec such as 4xA100-80GB or 2x8xH100-80GB, or a cluster JSON path");
@@ -353,7 +366,14 @@ ResolvedCluster Catalog::resolve_cluster(const std::string& spec,
     const Json j = parse_json(read_text_file(spec, "cluster file", kMaxConfigBytes), what);
     ObjectReader r(j, what);
     r.ignore({"name", "source"});
-    gpu_name = r.string("gpu");
+    // The GPU by catalogue name, or described inline as a data/gpus file describes one (a GPU the
+    // catalogue lacks), checked the same way.
+    if (r.has("gpu") && r.raw("gpu").is_object()) {
+      inline_gpu = parse_gpu(r.raw("gpu"), what + " gpu").spec;
+      gpu_name = inline_gpu->name;
+    } else {
+      gpu_name = r.string("gpu");
+    }
     c.nodes = static_cast<int>(r.integer("nodes", 1, kMaxCount));
     c.gpus_per_node = static_cast<int>(r.integer("gpus_per_node", 1, kMaxCount));
     if (r.has("inter_node")) file_inter = parse_inter_node_json(r.raw("inter_node"), what + " inter_node");
@@ -384,7 +404,12 @@ ResolvedCluster Catalog::resolve_cluster(const std::string& spec,
                      " GPUs is more than 1,000,000 GPUs");
   ResolvedGpu g;
   try {
-    g = resolve_gpu(gpu_name);
+    if (inline_gpu) {
+      g.spec = *inline_gpu;
+      g.note = "GPU " + inline_gpu->name + " as the cluster file '" + spec + "' describes it (not catalogued)";
+    } else {
+      g = resolve_gpu(gpu_name);
+    }
   } catch (const InputError& e) {
     if (!spec.ends_with(".json")) throw;
     throw InputError("cluster file '" + spec + "': key 'gpu': " + e.what());

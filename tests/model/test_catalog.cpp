@@ -80,6 +80,14 @@ TEST(Catalog, ClusterSpecs) {
   EXPECT_EQ(f.world(), 16);
   EXPECT_DOUBLE_EQ(f.host_memory.value(), 1024.0 * 1024 * 1024 * 1024);
   EXPECT_DOUBLE_EQ(c.host_memory.value(), 0.0);  // not stated: not checked
+  // A GPU the catalogue lacks, described inline in the cluster file: its own numbers, and a note.
+  const auto inl = catalog().resolve_cluster(std::string(TRAINPLAN_TEST_DATA) + "/cluster_inline_gpu.json", std::nullopt);
+  EXPECT_EQ(inl.cluster.gpu.name, "MI355X");
+  EXPECT_DOUBLE_EQ(inl.cluster.gpu.peak.bf16, 2500.0);
+  EXPECT_DOUBLE_EQ(inl.cluster.gpu.hbm_bandwidth.value(), 8000e9);
+  EXPECT_EQ(inl.cluster.world(), 8);
+  ASSERT_FALSE(inl.notes.empty());
+  EXPECT_NE(inl.notes.front().find("not catalogued"), std::string::npos);
 }
 
 TEST(Catalog, BadClusterSpecsNameTheInput) {
@@ -101,6 +109,9 @@ TEST(Catalog, BadClusterSpecsNameTheInput) {
       {"2x8xA100-80GB", std::string("2000x200Gbps"), "at most 1024 NICs per node"},
       {"2x8xA100-80GB", std::string("8x99999999Gbps"), "at most 100000 Gb/s"},
       {std::string(5000, 'x') + ".json", std::nullopt, "cluster is 5005 characters long"},
+      // A GPU described inline is checked as a catalogue file is.
+      {std::string(TRAINPLAN_TEST_DATA) + "/cluster_inline_gpu_bad.json", std::nullopt,
+       "gpu: keys 'hbm_bandwidth_GBps' and 'peak_dense_TFLOPS.fp32' must be positive"},
   };
   for (const auto& r : rows) {
     SCOPED_TRACE(r.spec);
