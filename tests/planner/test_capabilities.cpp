@@ -65,6 +65,8 @@ const std::vector<GpuRow> kGpus = {
     {"H200", "9.0", true, true, true, true, "H200 datasheet"},
     {"MI250X", "gfx90a", true, false, true, false, "MI250X datasheet"},
     {"MI300X", "gfx942", true, true, true, false, "MI300X datasheet"},
+    {"MI325X", "gfx942", true, true, true, false, "MI325X specifications (MI300X compute)"},
+    {"MI355X", "gfx950", true, true, true, false, "MI355X specifications"},
     {"B200", "10.0", true, true, true, false, "DGX B200 datasheet; FlashAttention-3 is Hopper-only"},
 };
 
@@ -220,6 +222,37 @@ TEST(GpuCapabilities, EmittersWriteFp16AndSdpaForAV100Plan) {
   bf16.training.precision = Precision::bf16_mixed;
   EXPECT_TRUE(contains(error_of([&] { (void)emit(EmitFormat::deepspeed, bf16, p.c, p.a); }),
                        "precision bf16-mixed"));
+}
+
+// `trainplan fit 8b 1xMI355X`, worked by hand from the datasheet (stas00/ml-engineering @744d01e1,
+// data/gpus/MI355X.json) and the ZeRO paper's 16 bytes per parameter of mixed-precision Adam
+// (Rajbhandari et al. 2020, arXiv:1910.02054, Sec. 3): 8,030,261,248 x 16 bytes = 119.66 GiB of model
+// states on one GPU, inside an MI355X's 287.98 GiB and beyond an H100's 79.1 GiB, at AMD's dense
+// bf16 2.5 PFLOP/s.
+TEST(GpuCapabilities, Llama8bOnOneMI355XByHand) {
+  const Problem p = problem("8b", "1xMI355X");
+  EXPECT_EQ(p.c.gpu.architecture, "CDNA4");
+  EXPECT_NEAR(to_gib(p.c.gpu.usable_memory), 287.98, 1e-9);
+  EXPECT_DOUBLE_EQ(hardware::peak_flops(p.c.gpu, Precision::bf16_mixed).value(), 2500e12);
+  const double states_gib = 16.0 * static_cast<double>(p.n.total) / 1073741824.0;
+  EXPECT_NEAR(states_gib, 119.66, 0.01);
+  FitRequest req;
+  req.base.precision = hardware::default_precision(p.c.gpu);
+  req.base.attention = hardware::default_attention(p.c.gpu);
+  req.offload = Offload::none;
+  req.checkpointing = Checkpointing::none;
+  const FitResult f = fit(p.a, p.n, req, p.c);
+  ASSERT_TRUE(f.recommended.has_value());
+  const Candidate& best = f.candidates[*f.recommended];
+  const MemoryBreakdown& m = best.memory;
+  EXPECT_NEAR(to_gib(m.weights + m.gradients + m.optimizer), states_gib, 0.02 * states_gib);
+  EXPECT_LE(to_gib(m.device_total), 287.98);
+  EXPECT_EQ(best.training.precision, Precision::bf16_mixed);
+  // Without checkpointing or offload the same step does not fit an H100.
+  const Problem h = problem("8b", "1xH100-80GB");
+  FitRequest hreq = req;
+  const FitResult hf = fit(h.a, h.n, hreq, h.c);
+  EXPECT_FALSE(hf.recommended.has_value());
 }
 
 }  // namespace
