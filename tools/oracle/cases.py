@@ -160,21 +160,6 @@ FAMILIES: dict[str, dict] = {
         num_attention_heads=4, num_key_value_heads=2, head_dim=32, attention_chunk_size=64,
         max_position_embeddings=1024,
     ),
-    # Llama 4 (text) as Maverick interleaves it: experts on every other layer (the second of each
-    # pair), dense MLPs of intermediate_size_mlp on the others.
-    "llama4_text-e4k1-step2": dict(
-        model_type="llama4_text", vocab_size=1024, hidden_size=128, intermediate_size=96,
-        intermediate_size_mlp=256, num_local_experts=4, num_experts_per_tok=1, num_hidden_layers=4,
-        num_attention_heads=4, num_key_value_heads=2, head_dim=32, attention_chunk_size=64,
-        max_position_embeddings=1024, interleave_moe_layer_step=2,
-    ),
-    # Qwen3-MoE with its first layer dense (mlp_only_layers).
-    "qwen3_moe-e4k2-dense0": dict(
-        model_type="qwen3_moe", vocab_size=1024, hidden_size=128, intermediate_size=256,
-        moe_intermediate_size=96, num_experts=4, num_experts_per_tok=2, num_hidden_layers=3,
-        num_attention_heads=4, num_key_value_heads=2, head_dim=32, max_position_embeddings=1024,
-        mlp_only_layers=[0],
-    ),
     # gpt-oss: 4 experts, top-2, with biases; router bias; attention sinks; alternate windows
     # (no SDPA path: sinks).
     "gpt_oss-e4k2": dict(
@@ -192,6 +177,11 @@ FAMILIES: dict[str, dict] = {
     # shared experts, the first layer dense.
     "deepseek_v2-e4k2": dict(_DEEPSEEK, model_type="deepseek_v2", n_shared_experts=2, q_lora_rank=None),
 }
+# Llama 4 (text) as Maverick interleaves it: experts on every other layer (the second of each pair),
+# dense MLPs of intermediate_size_mlp on the others.
+FAMILIES["llama4_text-e4k1-step2"] = dict(FAMILIES["llama4_text-e4k1"], interleave_moe_layer_step=2)
+# Qwen3-MoE with its first layer dense (mlp_only_layers), three layers.
+FAMILIES["qwen3_moe-e4k2-dense0"] = dict(FAMILIES["qwen3_moe-e4k2"], num_hidden_layers=3, mlp_only_layers=[0])
 
 # q,v-style LoRA targets per model_type.
 QV_TARGETS: dict[str, list[str]] = {
