@@ -1220,6 +1220,7 @@ void build_stack_ops(const Architecture& a, const Training& tr, Stack stack, Sta
     if (nope) {
       build_block_ops(nope_variant(a), tr, stack, false, out.variants[0].ops);
       out.variants[0].share = nope_share;
+      out.variants[0].kind = "NoPE layers";
     }
     return;
   }
@@ -1243,6 +1244,11 @@ void build_stack_ops(const Architecture& a, const Training& tr, Stack stack, Sta
     const bool own_linears = p.arch->is_moe() == a.is_moe();
     build_block_ops(p.nope ? nope_variant(*p.arch) : *p.arch, tr, stack, false, ops, own_linears ? linears : nullptr);
     (i == 0 ? out.block_share : out.variants[i - 1].share) = p.share;
+    if (i > 0) {
+      const bool dense = !p.arch->is_moe();
+      out.variants[i - 1].kind = dense ? (p.nope ? "dense NoPE layers" : "dense layers")
+                                       : (p.nope ? "NoPE layers" : "expert layers");
+    }
   }
 }
 }  // namespace

@@ -311,9 +311,8 @@ void add_block(Components& out, const model::Architecture& a, const BlockShape& 
     lin.dequant_bytes *= ops.block_share;
     lin.dequant_kernels *= ops.block_share;
     lin.linear_backward = lin.linear_backward * ops.block_share;
-    for (std::size_t i = 0; i < ops.variants.size(); ++i) {
-      const model::LayerVariant& v = ops.variants[i];
-      const std::string kind = prefix + "layer kind " + std::to_string(i + 2) + ": ";
+    for (const model::LayerVariant& v : ops.variants) {
+      const std::string kind = prefix + std::string(v.kind) + ": ";
       const LinearsAdded more = add_block_linears(out, v.ops, d, block_repeats(tr, blocks * v.share), kind);
       lin.dequant_bytes += more.dequant_bytes * v.share;
       lin.dequant_kernels += more.dequant_kernels * v.share;
@@ -341,12 +340,24 @@ void add_edges(Components& out, const model::Architecture& a, const model::Train
   const GemmWork head{T, v, h, 1, false, true};
   const GemmWork head_dx{T, h, v, 1, false, false};
   const GemmWork head_dw{h, v, T, 1, true, false};
-  out.gemm("lm_head forward", fwd, d, head, micro_batches, 0.0);
-  out.gemm("lm_head backward dX", bwd, d, head_dx, micro_batches, 0.0);
-  if (full) out.gemm("lm_head backward dW", bwd, d, head_dw, micro_batches, 0.0);
-  const Seconds loss_f = e.head_forward - gemm_time(d, T, v, h);
-  const Seconds loss_b =
-      e.head_backward - gemm_time(d, T, h, v) - (full ? gemm_time(d, h, v, T) : Seconds(0.0));
+  // Multi-token prediction runs the head and the loss once more per module, after its projection
+  // 2h -> h (edge_compute).
+  const double mtp = dbl(a.mtp_layers);
+  const double heads = 1.0 + mtp;
+  const Seconds head_f = out.gemm("lm_head forward", fwd, d, head, micro_batches * heads, 0.0);
+  Seconds head_b = out.gemm("lm_head backward dX", bwd, d, head_dx, micro_batches * heads, 0.0);
+  if (full) head_b += out.gemm("lm_head backward dW", bwd, d, head_dw, micro_batches * heads, 0.0);
+  Seconds proj_f;
+  Seconds proj_b;
+  if (a.mtp_layers > 0) {
+    const std::int64_t h_tp = std::max<std::int64_t>(1, h / tr.tp);
+    proj_f = out.gemm("mtp projection forward", fwd, d, {T, h_tp, 2 * h, 1, false, true}, micro_batches * mtp, 0.0);
+    proj_b = out.gemm("mtp projection backward dX", bwd, d, {T, 2 * h, h_tp, 1, false, false}, micro_batches * mtp, 0.0);
+    if (full)
+      proj_b += out.gemm("mtp projection backward dW", bwd, d, {2 * h, h_tp, T, 1, true, false}, micro_batches * mtp, 0.0);
+  }
+  const Seconds loss_f = (e.head_forward - head_f * heads - proj_f * mtp) / heads;
+  const Seconds loss_b = (e.head_backward - head_b * heads - proj_b * mtp) / heads;
   // Cross-entropy in fp32 over the logits: the upcast, log-softmax and nll_loss each way.
   const Bytes loss(dbl(T) * dbl(v) * tc.loss_bytes_per_logit);
   const Bytes loss_backward(dbl(T) * dbl(v) * tc.loss_backward_bytes_per_logit);
@@ -356,8 +367,8 @@ void add_edges(Components& out, const model::Architecture& a, const model::Train
                                     [](const model::Op& op) { return op.kind == model::OpKind::reduction; });
   const double loss_f_kernels = loss_op != head_ops.ops.end() ? loss_op->forward_launches : 0.0;
   const double loss_b_kernels = loss_op != head_ops.ops.end() ? loss_op->backward_launches : 0.0;
-  out.add("loss forward", fwd, StreamWork{loss, loss_f_kernels}, micro_batches, 0.0, loss_f);
-  out.add("loss backward", bwd, StreamWork{loss_backward, loss_b_kernels}, micro_batches, 0.0, loss_b);
+  out.add("loss forward", fwd, StreamWork{loss, loss_f_kernels}, micro_batches * heads, 0.0, loss_f);
+  out.add("loss backward", bwd, StreamWork{loss_backward, loss_b_kernels}, micro_batches * heads, 0.0, loss_b);
   if (!first_stage) return;
   const Bytes lookup(dbl(T) * dbl(h) * c * tc.dropout_passes);
   out.add("embedding forward", fwd, StreamWork{lookup, 1.0}, micro_batches, 0.0,
@@ -678,7 +689,8 @@ ReplayPlan replay_plan(const model::Architecture& a, const model::ParameterCount
   plan.time = cost.time;
   plan.micro_batches = tr.grad_accum;
   const double md = dbl(tr.grad_accum);
-  const double layers = std::ceil(dbl(a.total_layers()) / l.pp);
+  // The slowest stage's layers, as the evaluator prices them (the last also runs the MTP blocks).
+  const double layers = std::ceil(dbl(a.total_layers()) / l.pp) + dbl(a.mtp_layers);
   plan.layers = layers;
   Components out(cost);
 

@@ -388,6 +388,7 @@ struct SumCase {
   std::string model;
   std::string cluster;
   model::Training tr;
+  std::int64_t mtp_layers = 0;  // multi-token prediction modules trained with the model
 };
 
 std::vector<SumCase> sum_cases() {
@@ -448,6 +449,21 @@ std::vector<SumCase> sum_cases() {
     t.strategy = Strategy::single;
   });
   add("encoder-decoder", "t5-3b", "1xH100-80GB", [](model::Training& t) { t.seq = 512; });
+  // Layers of two kinds (a dense first layer, expert layers) and latent attention.
+  add("deepseek lora", "deepseek-v2-lite", "1xH100-80GB", [](model::Training& t) {
+    t.method = Method::lora;
+    t.lora.targets = {"all-linear"};
+    t.attention = Attention::sdpa;
+  });
+  add("deepseek megatron mtp", "deepseek-v2-lite", "8xH100-80GB", [](model::Training& t) {
+    t.framework = Framework::megatron;
+    t.tp = 2;
+    t.ep = 4;
+    t.strategy = Strategy::zero1;
+    t.checkpointing = Checkpointing::selective;
+    t.grad_accum = 2;
+  });
+  cases.back().mtp_layers = 1;
   add("offload", "llama-2-7b", "1xH100-80GB", [](model::Training& t) {
     t.strategy = Strategy::zero3;
     t.offload = Offload::optimizer;
@@ -466,7 +482,9 @@ TEST(Replay, PredictionsAddUpToTheEvaluatorsTerms) {
   for (const bool with_profile : {false, true})
     for (const SumCase& k : sum_cases()) {
       SCOPED_TRACE(k.name + (with_profile ? " with the H200 profile" : ""));
-      const Subject s = subject(k.model, k.cluster);
+      Subject s = subject(k.model, k.cluster);
+      s.a.mtp_layers = k.mtp_layers;
+      s.n = model::count_parameters(s.a);
       const hardware::HardwareProfile* profile = with_profile ? h200_profile() : nullptr;
       const ReplayPlan p = replay_plan(s.a, s.n, k.tr, s.c, profile);
       const Evaluator ev(s.a, s.n, s.c, profile);

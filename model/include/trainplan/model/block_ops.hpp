@@ -176,6 +176,7 @@ struct BlockOps {
 struct LayerVariant {
   BlockOps ops;
   double share = 0;
+  std::string_view kind;  // "NoPE layers", "dense layers", "dense NoPE layers", "expert layers"
 };
 
 // The ops of one stack's layers: the main block (the expert layers, with rotary positions) and the
