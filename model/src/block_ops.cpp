@@ -1,6 +1,7 @@
 #include "trainplan/model/block_ops.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <initializer_list>
 
@@ -1206,8 +1207,8 @@ void build_block_ops(const Architecture& a, const Training& tr, Stack stack, boo
   }
 }
 
-// The stack's kinds of layer (model::layer_kinds, each with and without rotary positions where
-// Llama 4 drops them on some layers); the most common one is the main block.
+// The stack's kinds of layer (an MoE model's expert and dense layers, each with and without rotary
+// positions where Llama 4 drops them on some layers); the most common one is the main block.
 void build_stack_ops(const Architecture& a, const Training& tr, Stack stack, StackOps& out,
                      const std::vector<Linear>* linears = nullptr) {
   const bool decoder_only = stack == Stack::decoder && !a.encoder_decoder;
@@ -1224,18 +1225,20 @@ void build_stack_ops(const Architecture& a, const Training& tr, Stack stack, Sta
     }
     return;
   }
-  const std::vector<LayerKind> kinds = layer_kinds(a);
+  // Each layer's kind: expert or dense, with or without rotary positions, counted layer by layer.
+  const Architecture dense_kind = dense_variant(a);
+  std::array<std::array<std::int64_t, 2>, 2> count{};  // [dense][nope]
+  for (std::int64_t i = 0; i < a.layers; ++i)
+    ++count[a.dense_layer(i) ? 1 : 0][nope && a.nope_layer(i) ? 1 : 0];
   struct Part {
     const Architecture* arch;
     bool nope;
     double share;
   };
   std::vector<Part> parts;
-  for (const LayerKind& k : kinds) {
-    const double share = dbl(k.layers) / dbl(a.layers);
-    parts.push_back({&k.arch, false, share * (1.0 - nope_share)});
-    if (nope) parts.push_back({&k.arch, true, share * nope_share});
-  }
+  for (int d = 0; d < 2; ++d)
+    for (int n = 0; n < 2; ++n)
+      if (count[d][n] > 0) parts.push_back({d == 1 ? &dense_kind : &a, n == 1, dbl(count[d][n]) / dbl(a.layers)});
   std::stable_sort(parts.begin(), parts.end(), [](const Part& x, const Part& y) { return x.share > y.share; });
   out.variants.resize(parts.size() - 1);
   for (std::size_t i = 0; i < parts.size(); ++i) {

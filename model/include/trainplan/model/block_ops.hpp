@@ -172,7 +172,7 @@ struct BlockOps {
 
 // A kind of layer of a stack beside its main block, and the share of the stack's layers that run
 // it: Llama 4's NoPE layers (Architecture::nope_interval), the dense layers of an MoE model
-// (Architecture::expert_layers), and the two combined (taken as spread independently).
+// (Architecture::expert_layers), and the two combined, each counted layer by layer.
 struct LayerVariant {
   BlockOps ops;
   double share = 0;
