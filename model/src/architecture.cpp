@@ -68,25 +68,6 @@ Architecture dense_variant(const Architecture& a) {
   return d;
 }
 
-std::vector<LayerKind> layer_kinds(const Architecture& a) {
-  std::vector<LayerKind> out;
-  if (a.encoder_decoder) {
-    out.push_back({a, Stack::encoder, a.layers});
-    out.push_back({a, Stack::decoder, a.decoder_layers});
-  } else if (const std::int64_t dense = a.dense_layers(); dense == 0) {
-    out.push_back({a, Stack::decoder, a.layers});
-  } else {  // the kind of layer 0 first
-    LayerKind experts{a, Stack::decoder, a.layers - dense};
-    LayerKind mlp{dense_variant(a), Stack::decoder, dense};
-    if (a.dense_layer(0)) std::swap(experts, mlp);
-    out.push_back(std::move(experts));
-    if (out.back().layers == 0) out.pop_back();
-    out.push_back(std::move(mlp));
-    if (out.back().layers == 0) out.pop_back();
-  }
-  return out;
-}
-
 void validate(const Architecture& a) {
   require_positive(a, a.hidden, "hidden size");
   require_positive(a, a.layers, "number of layers");

@@ -129,30 +129,29 @@ FlopCoefficients flop_coefficients(const Architecture& a, const Training& tr) {
   FlopCoefficients k;
   k.full = tr.method == Method::full;
   k.sdpa_path = hf_sdpa_call(a, tr).supported;
-  k.sdpa_cpu_math = a.value_head_dim() != a.head_dim;
+  // The CPU dispatch decides (model/sdpa.hpp): its flash kernel refuses unequal head dims.
+  Training cpu = tr;
+  cpu.cuda_sm = 0;
+  k.sdpa_cpu_math = k.sdpa_path && sdpa_choice(a, cpu).kernel == SdpaKernel::math;
   k.head = 2.0 * static_cast<double>(a.hidden * a.vocab);
   const double r = static_cast<double>(tr.lora.rank);
-  const std::vector<LayerKind> kinds = layer_kinds(a);
-  for (std::size_t i = 0; i < kinds.size(); ++i) {
-    const LayerKind& kind = kinds[i];
-    const Architecture& ka = kind.arch;
-    const double layers = static_cast<double>(kind.layers);
-    k.linear += layers * block_linear_flops_per_token(ka, kind.stack);
+  for_each_layer_kind(a, [&](const Architecture& ka, Stack stack, std::int64_t count, bool first) {
+    const double layers = static_cast<double>(count);
+    k.linear += layers * block_linear_flops_per_token(ka, stack);
     // An encoder-decoder's decoder attends twice (self and cross).
-    k.attention += (kind.stack == Stack::decoder && a.encoder_decoder ? 2.0 : 1.0) * layers *
+    k.attention += (stack == Stack::decoder && a.encoder_decoder ? 2.0 : 1.0) * layers *
                    attention_flops_per_token_per_context(ka);
     if (!k.full)
-      for (const auto& ad : lora_block_adapters(ka, tr.lora, kind.stack))
+      for (const auto& ad : lora_block_adapters(ka, tr.lora, stack))
         k.adapters += layers * 2.0 * r * static_cast<double>(ad.in + ad.out) *
                       (ad.copies > 1 ? static_cast<double>(ka.expert_runs()) : 1.0);
-    const StackRules m = stack_rules(ka, tr, kind.stack);
+    const StackRules m = stack_rules(ka, tr, stack);
     k.last_matmul += layers * m.last_matmul;
-    // The first block of each stack: an encoder-decoder's two, else layer 0's (the first kind).
-    if (a.encoder_decoder || i == 0) {
+    if (first) {  // the stack's first block
       k.frozen_input_gradients += m.frozen_inputs;
       k.frozen_kv_gradients += m.frozen_kv;
     }
-  }
+  });
   k.dropout_after_last_matmul = a.hidden_dropout > 0.0;
   // Multi-token prediction: per module a block of the expert kind, the projection 2h -> h and one
   // more pass through the output head.

@@ -109,8 +109,9 @@ bool lora_targets_lm_head(const Architecture& a, const LoraConfig& c) {
 std::int64_t lora_parameters(const Architecture& a, const LoraConfig& c) {
   if (c.rank <= 0) throw FieldError("{lora-rank} must be positive (got " + std::to_string(c.rank) + ")");
   std::int64_t p = 0;
-  for (const LayerKind& kind : layer_kinds(a))
-    for (const auto& ad : lora_block_adapters(kind.arch, c, kind.stack)) p += kind.layers * ad.parameters(c.rank);
+  for_each_layer_kind(a, [&](const Architecture& kind, Stack stack, std::int64_t layers, bool) {
+    for (const auto& ad : lora_block_adapters(kind, c, stack)) p += layers * ad.parameters(c.rank);
+  });
   if (lora_targets_lm_head(a, c)) p += c.rank * (a.hidden + a.vocab);
   return p;
 }

@@ -108,11 +108,12 @@ std::int64_t adafactor_state_elements(const Architecture& a, const Training& tr)
   };
   if (tr.method != Method::full) {
     const std::int64_t r = tr.lora.rank;
-    for (const LayerKind& kind : layer_kinds(a))
-      for (const auto& ad : lora_block_adapters(kind.arch, tr.lora, kind.stack)) {
-        matrix(r, ad.in, kind.layers * ad.copies);   // A: r x in
-        matrix(ad.out, r, kind.layers * ad.copies);  // B: out x r
+    for_each_layer_kind(a, [&](const Architecture& kind, Stack stack, std::int64_t layers, bool) {
+      for (const auto& ad : lora_block_adapters(kind, tr.lora, stack)) {
+        matrix(r, ad.in, layers * ad.copies);   // A: r x in
+        matrix(ad.out, r, layers * ad.copies);  // B: out x r
       }
+    });
     if (lora_targets_lm_head(a, tr.lora)) {
       matrix(r, a.hidden, 1);
       matrix(a.vocab, r, 1);
@@ -125,11 +126,18 @@ std::int64_t adafactor_state_elements(const Architecture& a, const Training& tr)
   if (!a.tie_embeddings) matrix(a.vocab, a.hidden, 1);
   std::int64_t matrices = a.vocab * a.hidden * (a.tie_embeddings ? 1 : 2) +
                           (a.position == PositionKind::learned ? a.max_seq * a.hidden : 0);
-  for (const LayerKind& kind : layer_kinds(a))
-    for (const Linear& l : block_linears(kind.arch, kind.stack)) {
-      matrix(l.out, l.in, kind.layers * l.copies);
-      matrices += kind.layers * l.copies * l.in * l.out;
+  const auto linears = [&](const Architecture& kind, Stack stack, std::int64_t layers, bool) {
+    for (const Linear& l : block_linears(kind, stack)) {
+      matrix(l.out, l.in, layers * l.copies);
+      matrices += layers * l.copies * l.in * l.out;
     }
+  };
+  for_each_layer_kind(a, linears);
+  if (a.mtp_layers > 0) {  // multi-token prediction: a block of the expert kind and a 2h x h projection
+    linears(a, Stack::decoder, a.mtp_layers, false);
+    matrix(a.hidden, 2 * a.hidden, a.mtp_layers);
+    matrices += a.mtp_layers * 2 * a.hidden * a.hidden;
+  }
   // Every remaining parameter (biases, norms, relative position bias) is a vector: kept in full.
   return n + (c.total - matrices);
 }

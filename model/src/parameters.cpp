@@ -17,6 +17,14 @@ std::int64_t norm_parameters(const Architecture& a) {
 
 // One block: its linears plus its norms (an encoder-decoder's decoder block has a third norm in
 // front of cross-attention).
+// The routed experts' linears of one block (their copies), 0 without experts.
+std::int64_t expert_parameters(const Architecture& a, Stack stack) {
+  std::int64_t p = 0;
+  for (const Linear& l : block_linears(a, stack))
+    if (l.copies > 1) p += l.parameters();
+  return p;
+}
+
 std::int64_t block_parameters(const Architecture& a, Stack stack) {
   std::int64_t p = 0;
   for (const Linear& l : block_linears(a, stack)) p += l.parameters();
@@ -33,20 +41,14 @@ ParameterCounts count_parameters(const Architecture& a) {
   c.lm_head = a.tie_embeddings ? 0 : tokens + (a.lm_head_bias ? a.vocab : 0);
 
   std::int64_t largest = std::max({tokens, positions, c.lm_head});
-  std::int64_t inactive_experts = 0;
-  for (const LayerKind& kind : layer_kinds(a)) {
-    const std::vector<Linear> linears = block_linears(kind.arch, kind.stack);
-    std::int64_t experts = 0;
-    for (const Linear& l : linears) {
+  for_each_layer_kind(a, [&](const Architecture& kind, Stack stack, std::int64_t layers, bool) {
+    for (const Linear& l : block_linears(kind, stack)) {
       largest = std::max(largest, l.in * l.out + (l.bias ? l.out : 0));
-      c.block_linears += kind.layers * l.parameters();
-      if (l.copies > 1) experts += l.parameters();
+      c.block_linears += layers * l.parameters();
     }
-    c.blocks += kind.layers * block_parameters(kind.arch, kind.stack);
-    c.experts += kind.layers * experts;
-    if (kind.arch.is_moe())
-      inactive_experts += kind.layers * experts / a.experts * (a.experts - a.experts_per_token);
-  }
+    c.blocks += layers * block_parameters(kind, stack);
+    c.experts += layers * expert_parameters(kind, stack);
+  });
   // T5: the relative position bias lives in the first block of each stack.
   const std::int64_t relative = a.relative_buckets * a.heads * (a.encoder_decoder ? 2 : 1);
   const std::int64_t finals = a.final_norm ? norm_parameters(a) * (a.encoder_decoder ? 2 : 1) : 0;
@@ -54,13 +56,12 @@ ParameterCounts count_parameters(const Architecture& a) {
   // Multi-token prediction: per module a block of the model's expert kind, the projection 2h -> h
   // and three RMSNorms (the hidden state's, the embedding's, the module's final one).
   if (a.mtp_layers > 0) {
-    std::int64_t experts = 0;
-    for (const Linear& l : block_linears(a, Stack::decoder))
-      if (l.copies > 1) experts += l.parameters();
     c.mtp = a.mtp_layers * (block_parameters(a, Stack::decoder) + 2 * a.hidden * a.hidden + 3 * norm_parameters(a));
-    c.mtp_experts = a.mtp_layers * experts;
-    if (a.is_moe()) inactive_experts += c.mtp_experts / a.experts * (a.experts - a.experts_per_token);
+    c.mtp_experts = a.mtp_layers * expert_parameters(a, Stack::decoder);
   }
+  // A token runs the top-k of each expert layer's experts (its model's and its MTP modules').
+  const std::int64_t inactive_experts =
+      a.is_moe() ? (c.experts + c.mtp_experts) / a.experts * (a.experts - a.experts_per_token) : 0;
   c.total = c.embedding + c.blocks + relative + finals + c.lm_head + c.mtp;
   c.active = c.total - inactive_experts;
   c.largest_module = largest;

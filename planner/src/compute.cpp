@@ -371,26 +371,39 @@ BlockCompute kind_compute(const model::BlockOps& block, double params, const mod
 
 }  // namespace
 
-double kind_parameters_per_gpu(const BlockShape& shape, const model::StackOps& ops, const model::BlockOps& kind,
-                               int tp) {
-  const double params = block_parameters_per_gpu(shape, tp);
-  return &kind == &ops.block ? params : params + gemm_weights(kind) - gemm_weights(ops.block);
-}
+namespace {
+
+// The parameters on one GPU of each kind of layer of a stack: the shape's for its main block, and
+// for another kind as much more as its GEMMs' weights differ.
+struct KindParameters {
+  double main = 0.0;
+  double main_gemms = 0.0;
+  const model::BlockOps* block = nullptr;
+  KindParameters(const BlockShape& shape, const model::StackOps& ops, int tp)
+      : main(block_parameters_per_gpu(shape, tp)),
+        main_gemms(ops.variants.empty() ? 0.0 : gemm_weights(ops.block)),
+        block(&ops.block) {}
+  [[nodiscard]] double of(const model::BlockOps& kind) const {
+    return &kind == block ? main : main + gemm_weights(kind) - main_gemms;
+  }
+};
+
+}  // namespace
 
 double stack_parameters_per_gpu(const BlockShape& shape, const model::StackOps& ops, int tp) {
-  if (ops.variants.empty()) return block_parameters_per_gpu(shape, tp);
-  return ops.average<double>([&](const model::BlockOps& b) { return kind_parameters_per_gpu(shape, ops, b, tp); });
+  const KindParameters p(shape, ops, tp);
+  if (ops.variants.empty()) return p.main;
+  return ops.average<double>([&](const model::BlockOps& b) { return p.of(b); });
 }
 
 BlockCompute block_compute(const BlockShape& shape, const model::StackOps& ops, const model::Training& tr,
                            const ComputeDevice& d, const TimeConventions& tc) {
-  const bool eager = !fused_kernels(tr.framework);
+  const bool eager = !fused_kernels(tr.framework);  // the weights' casts are eager PyTorch's
   if (ops.variants.empty())
     return kind_compute(ops.block, eager ? block_parameters_per_gpu(shape, tr.tp) : 0.0, tr, d, tc);
-  // Several kinds of layer: the average layer.
-  return ops.average<BlockCompute>([&](const model::BlockOps& b) {
-    return kind_compute(b, eager ? kind_parameters_per_gpu(shape, ops, b, tr.tp) : 0.0, tr, d, tc);
-  });
+  // Several kinds of layer: the average layer, each kind with its own weights' casts.
+  const KindParameters p(shape, ops, tr.tp);
+  return ops.average<BlockCompute>([&](const model::BlockOps& b) { return kind_compute(b, eager ? p.of(b) : 0.0, tr, d, tc); });
 }
 
 EdgeCompute edge_compute(const model::Architecture& a, const model::Training& tr,

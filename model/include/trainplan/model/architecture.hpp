@@ -185,16 +185,28 @@ struct Linear {
 // dense_intermediate, no router, no experts.
 [[nodiscard]] Architecture dense_variant(const Architecture& a);
 
-// The kinds of layer of a model with how many layers each: an encoder-decoder's encoder and decoder
-// blocks; a decoder-only model's one block, or for an MoE model with dense layers its expert
-// layers and its dense ones (dense_variant), the kind of layer 0 first. Whole-model counts
-// (parameters, FLOPs, adapters) sum over them.
-struct LayerKind {
-  Architecture arch;
-  Stack stack = Stack::decoder;
-  std::int64_t layers = 0;
-};
-[[nodiscard]] std::vector<LayerKind> layer_kinds(const Architecture& a);
+// Calls f(kind, stack, layers, first) for each kind of layer of a model: an encoder-decoder's
+// encoder and decoder blocks; a decoder-only model's one block, or for an MoE model with dense
+// layers its expert layers and its dense ones (dense_variant). `first`: the kind holds its stack's
+// first block. Whole-model counts (parameters, FLOPs, adapters) sum over them; the model itself is
+// passed as is (no copy) wherever its layers are all alike.
+template <class F>
+void for_each_layer_kind(const Architecture& a, F&& f) {
+  if (a.encoder_decoder) {
+    f(a, Stack::encoder, a.layers, true);
+    f(a, Stack::decoder, a.decoder_layers, true);
+    return;
+  }
+  const std::int64_t dense = a.dense_layers();
+  if (dense == 0) {
+    f(a, Stack::decoder, a.layers, true);
+    return;
+  }
+  const Architecture mlp = dense_variant(a);
+  const bool dense_first = a.dense_layer(0);
+  if (a.layers > dense) f(a, Stack::decoder, a.layers - dense, !dense_first);
+  f(mlp, Stack::decoder, dense, dense_first);
+}
 
 // Throws InputError naming the architecture and the offending value when sizes are nonsense
 // (zero/negative, heads not dividing hidden where the family requires it, kv heads not dividing heads).

@@ -97,10 +97,8 @@ struct BlockShape {
 
 // Parameters of the block's linears held by one GPU (tensor-parallel shard; the router whole).
 [[nodiscard]] double block_parameters_per_gpu(const BlockShape& shape, int tp);
-// The same for each kind of layer of a stack (its main block is the shape's; another kind differs
-// by its GEMMs' weights), and averaged over the stack's layers.
-[[nodiscard]] double kind_parameters_per_gpu(const BlockShape& shape, const model::StackOps& ops,
-                                             const model::BlockOps& kind, int tp);
+// The same averaged over a stack's kinds of layer (its main block is the shape's; another kind
+// differs by its GEMMs' weights).
 [[nodiscard]] double stack_parameters_per_gpu(const BlockShape& shape, const model::StackOps& ops, int tp);
 
 // Time of one block for one micro-batch on one GPU (tensor-parallel shard), communication excluded.
