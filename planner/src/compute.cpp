@@ -189,30 +189,47 @@ struct LinearTimes {
   double lora_elementwise = 0.0;  // adapter dropout, scaling and add (fused-kernel accounting)
 };
 
+// Two linears whose GEMMs take the same time: k and v under grouped-query attention, gate and up.
+bool same_products(const model::GemmShape& x, const model::GemmShape& y) {
+  return x.m == y.m && x.n == y.n && x.k == y.k && x.count == y.count && x.weight_grad == y.weight_grad &&
+         x.adapted == y.adapted && x.rank == y.rank;
+}
+
 LinearTimes linear_times(const model::BlockOps& ops, const model::Training& tr, const ComputeDevice& d,
                          const TimeConventions& tc) {
   const double Td = dbl(tr.tokens_per_micro_batch());
   const double c = compute_bytes(tr.precision);
   LinearTimes out;
+  const model::GemmShape* last = nullptr;  // the previous linear, priced once for its twins
+  Seconds last_forward;
+  Seconds last_backward;
   for (const model::Op& op : ops.ops) {
     if (op.kind != model::OpKind::gemm) continue;
     const model::GemmShape& g = op.gemm;
-    const std::int64_t m = g.m;
-    const double count = dbl(g.count);
-    out.forward += gemm_time(d, m, g.n, g.k, count);
-    out.backward += gemm_time(d, m, g.k, g.n, count);                   // activation gradient
-    if (g.weight_grad) out.backward += gemm_time(d, g.k, g.n, m, count);  // weight gradient
     out.dequant_bytes += g.dequant_bytes;
-    if (!g.adapted) continue;
-    // x A^T (rank r), then (.) B^T; both are thin and mostly memory-bound.
-    const std::int64_t rank = g.rank;
-    const double tokens = g.expert() ? dbl(m) * count : Td;
-    out.forward += gemm_time(d, m, rank, g.k, count) + gemm_time(d, m, g.n, rank, count);
-    // dX through B and A, and both weight gradients.
-    out.backward += gemm_time(d, m, rank, g.n, count) + gemm_time(d, m, g.k, rank, count) +
-                    gemm_time(d, rank, g.n, m, count) + gemm_time(d, g.k, rank, m, count);
-    const double drop = tr.lora.dropout > 0.0 ? tokens * dbl(g.k) * (tc.dropout_passes * c + 1.0) : 0.0;
-    out.lora_elementwise += drop + tokens * dbl(g.n) * c * (tc.eager_residual_passes + tc.dropout_passes);
+    const double tokens = g.expert() ? dbl(g.m) * dbl(g.count) : Td;
+    if (g.adapted) {
+      const double drop = tr.lora.dropout > 0.0 ? tokens * dbl(g.k) * (tc.dropout_passes * c + 1.0) : 0.0;
+      out.lora_elementwise += drop + tokens * dbl(g.n) * c * (tc.eager_residual_passes + tc.dropout_passes);
+    }
+    if (last == nullptr || !same_products(*last, g)) {
+      last = &g;
+      const std::int64_t m = g.m;
+      const double count = dbl(g.count);
+      last_forward = gemm_time(d, m, g.n, g.k, count);
+      last_backward = gemm_time(d, m, g.k, g.n, count);                        // activation gradient
+      if (g.weight_grad) last_backward += gemm_time(d, g.k, g.n, m, count);  // weight gradient
+      if (g.adapted) {
+        // x A^T (rank r), then (.) B^T; both are thin and mostly memory-bound.
+        const std::int64_t rank = g.rank;
+        last_forward += gemm_time(d, m, rank, g.k, count) + gemm_time(d, m, g.n, rank, count);
+        // dX through B and A, and both weight gradients.
+        last_backward += gemm_time(d, m, rank, g.n, count) + gemm_time(d, m, g.k, rank, count) +
+                         gemm_time(d, rank, g.n, m, count) + gemm_time(d, g.k, rank, m, count);
+      }
+    }
+    out.forward += last_forward;
+    out.backward += last_backward;
   }
   return out;
 }

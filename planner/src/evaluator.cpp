@@ -495,8 +495,7 @@ LayerComputeKey LayerComputeKey::of(const model::Training& tr) {
           tr.transformers};
 }
 
-model::Training LayerComputeKey::training(const std::vector<std::string>& targets) const {
-  model::Training t;
+void LayerComputeKey::write_to(model::Training& t, const std::vector<std::string>& targets) const {
   t.tp = tp;
   t.micro_batch = micro_batch;
   t.seq = seq;
@@ -513,49 +512,37 @@ model::Training LayerComputeKey::training(const std::vector<std::string>& target
   t.frozen_base_fp32 = frozen_base_fp32;
   t.qlora_stack = qlora_stack;
   t.transformers = transformers;
-  return t;
 }
 
 const LayerCompute& Evaluator::layer_compute(const model::Training& given, const Shapes& sh) const {
   const LayerComputeKey key = LayerComputeKey::of(given);
   if (const LayerCompute* kept = compute_cache_.find(key)) return *kept;
-  const model::Training tr = key.training(given.lora.targets);
+  const ShapeOps& so = shape_ops(given);
+  const model::Training& tr = so.training;
   const ComputeDevice& d = device(tr.precision);
   LayerCompute lc;
-  const model::ModelOps& ops = model_ops(given);
-  lc.block = block_compute(sh.main, ops.of(sh.main.stack), tr, d, tc_);
+  lc.block = block_compute(sh.main, so.ops.of(sh.main.stack), tr, d, tc_);
   if (a_.encoder_decoder) {
     // Stages hold both stacks in proportion: price the average layer.
-    const BlockCompute dec = block_compute(sh.decoder, ops.decoder, tr, d, tc_);
+    const BlockCompute dec = block_compute(sh.decoder, so.ops.decoder, tr, d, tc_);
     const double we = dbl(a_.layers) / dbl(a_.total_layers());
     lc.block = lc.block * we + dec * (1.0 - we);
   }
-  lc.edge = edge_compute(a_, tr, d, tc_, ops.embedding, ops.head);
+  lc.edge = edge_compute(a_, tr, d, tc_, so.ops.embedding, so.ops.head);
   return compute_cache_.insert(key, lc);
 }
 
 const model::ResolvedBlocks& Evaluator::resolved_blocks(const model::Training& given) const {
   const LayerComputeKey key = LayerComputeKey::of(given);
   if (const model::ResolvedBlocks* kept = blocks_cache_.find(key)) return *kept;
-  model::Training tr = key.training(given.lora.targets);
-  tr.cuda_sm = cuda_sm_;
-  const model::ModelOps* ops = ops_cache_.find(key);
-  if (ops == nullptr) {
-    ops = &fill_ops(key, tr);
-  }
-  return blocks_cache_.insert(key, model::resolve_blocks(a_, tr, *ops));
+  const ShapeOps& so = shape_ops(given);
+  return blocks_cache_.insert(key, model::resolve_blocks(a_, so.training, so.ops));
 }
 
-const model::ModelOps& Evaluator::model_ops(const model::Training& given) const {
+const ShapeOps& Evaluator::shape_ops(const model::Training& given) const {
   const LayerComputeKey key = LayerComputeKey::of(given);
-  if (const model::ModelOps* kept = ops_cache_.find(key)) return *kept;
-  model::Training tr = key.training(given.lora.targets);
-  tr.cuda_sm = cuda_sm_;
-  return fill_ops(key, tr);
-}
-
-const model::ModelOps& Evaluator::fill_ops(const LayerComputeKey& key, const model::Training& tr) const {
-  const Shapes& sh = shapes(tr);  // before taking a slot: a change of adapters clears the caches
+  if (const ShapeOps* kept = ops_cache_.find(key)) return *kept;
+  const Shapes& sh = shapes(given);  // before taking a slot: a change of adapters clears the caches
   model::StackLinears linears;
   if (a_.encoder_decoder) {
     linears.encoder = &sh.main.linears;
@@ -563,9 +550,13 @@ const model::ModelOps& Evaluator::fill_ops(const LayerComputeKey& key, const mod
   } else {
     linears.decoder = &sh.main.linears;
   }
-  model::ModelOps& slot = ops_cache_.replace(key);
+  // The slot's training has only ever been written here: its other fields keep their defaults, and
+  // its storage (the lists', the targets') is reused.
+  ShapeOps& slot = ops_cache_.replace(key);
+  key.write_to(slot.training, given.lora.targets);
+  slot.training.cuda_sm = cuda_sm_;
   try {
-    model::build_model_ops(a_, tr, slot, linears);
+    model::build_model_ops(a_, slot.training, slot.ops, linears);
   } catch (...) {
     ops_cache_.clear();  // no half-built lists under the key
     throw;

@@ -95,8 +95,9 @@ struct StepCost {
 // Per-layer and edge compute of one micro-batch, and the blocks' activations before checkpointing,
 // depend on a few fields only; the search prices many strategies over the same shapes, so the last
 // few are kept. The key is also their only input: block_compute, edge_compute and
-// model::resolve_blocks see training() (these fields, every other one at its default), so the
-// caches cannot return a result computed from a field the key leaves out.
+// model::resolve_blocks see the training write_to() gives (these fields and the GPU's compute
+// capability, every other one at its default), so the caches cannot return a result computed from
+// a field the key leaves out.
 struct LayerComputeKey {
   int tp = 0;
   std::int64_t micro_batch = 0;
@@ -115,10 +116,16 @@ struct LayerComputeKey {
   int transformers = 0;  // the release whose model code runs (SDPA path, experts)
 
   [[nodiscard]] static LayerComputeKey of(const model::Training& tr);
-  // The training the compute is priced from: the key's fields over model::Training's defaults
-  // (the adapters' targets from `targets`, which the evaluator's shapes already hold).
-  [[nodiscard]] model::Training training(const std::vector<std::string>& targets) const;
+  // Writes the key's fields into `t` (the adapters' targets from `targets`): the training the
+  // compute is priced from where t's other fields are model::Training's defaults.
+  void write_to(model::Training& t, const std::vector<std::string>& targets) const;
   friend bool operator==(const LayerComputeKey&, const LayerComputeKey&) = default;
+};
+// The op lists of one shape (model::build_model_ops) and the training they were built from: the
+// key's fields on the evaluator's GPU, every other field at its default.
+struct ShapeOps {
+  model::Training training;
+  model::ModelOps ops;
 };
 struct LayerCompute {
   BlockCompute block;  // average layer
@@ -196,11 +203,9 @@ class Evaluator {
   // The blocks' activations of tr's shape on this cluster's GPU (model::resolve_blocks). After
   // shapes(tr), which drops the blocks resolved for other adapter targets.
   const model::ResolvedBlocks& resolved_blocks(const model::Training& tr) const;
-  // The op lists of tr's shape on this cluster's GPU (model::model_ops), which both of the above
-  // fold.
-  const model::ModelOps& model_ops(const model::Training& tr) const;
-  // Builds them into the cache slot for `key` (tr is key.training() on this GPU), reusing its storage.
-  const model::ModelOps& fill_ops(const LayerComputeKey& key, const model::Training& tr) const;
+  // The op lists of tr's shape on this cluster's GPU (model::build_model_ops), which both of the
+  // above fold, built once into the cache slot they replace, reusing its storage.
+  const ShapeOps& shape_ops(const model::Training& tr) const;
   // Tokens/s, samples/s, model and hardware FLOPs, MFU and HFU of a costed step.
   void throughput(StepCost& out, const model::Training& tr, const model::FlopCoefficients& flops,
                   FlopsPerSecond peak) const;
@@ -219,7 +224,7 @@ class Evaluator {
   static constexpr std::size_t kShapesKept = 8;
   mutable RecentValues<LayerComputeKey, LayerCompute, kShapesKept> compute_cache_;
   mutable RecentValues<LayerComputeKey, model::ResolvedBlocks, kShapesKept> blocks_cache_;
-  mutable RecentValues<LayerComputeKey, model::ModelOps, kShapesKept> ops_cache_;
+  mutable RecentValues<LayerComputeKey, ShapeOps, kShapesKept> ops_cache_;
 };
 
 // Time to process `tokens` training tokens at the estimate's throughput.
