@@ -17,10 +17,6 @@ namespace {
 constexpr double kMaskBytes = 1.0;  // dropout masks are bool tensors
 constexpr double kFp32 = 4.0;
 
-bool is_family(const Architecture& a, std::string_view model_type) {
-  return std::string_view(a.family) == model_type;
-}
-
 BlockActivations activations_of(const BlockOps& ops) { return {ops.saved_bytes(), ops.saved_core_bytes()}; }
 
 }  // namespace
@@ -46,9 +42,7 @@ ResolvedBlocks resolve_blocks(const Architecture& a, const Training& tr, const M
   r.attention = ops.decoder.block.run.runs;
   r.explicit_mask = sdpa_explicit_mask(a, tr);
   const Family& family = family_of(a);
-  r.fp32_rotary_tables = family.fp32_rotary_tables;
-  r.complex_rotary_table = family.complex_rotary_table;
-  r.fp32_normalised_norm = family.fp32_normalised_norm;
+  r.variant = family.ops;
   const bool hf = tr.framework != Framework::megatron;
   for (Stack stack : {Stack::encoder, Stack::decoder}) {
     if (stack == Stack::encoder && !a.encoder_decoder) continue;
@@ -89,10 +83,10 @@ Bytes first_block_extra(const Architecture& a, const Training& tr, Stack stack, 
   const bool rotary = a.position == PositionKind::rotary;
   // cos, sin: in the model dtype, but fp32 where the model's rotary embedding returns them
   // uncast (OLMo 2's Olmo2RotaryEmbedding.forward).
-  const double table = blocks.fp32_rotary_tables ? kFp32 : c;
+  const double table = blocks.variant.fp32_rotary_tables ? kFp32 : c;
   // DeepSeek-V2's one complex64 table of s x d/2: 8 bytes per pair of dims.
   if (rotary)
-    extra += (blocks.complex_rotary_table ? 4.0 : 2.0 * table) * s * static_cast<double>(a.rotary_dim());
+    extra += (blocks.variant.complex_rotary_table ? 4.0 : 2.0 * table) * s * static_cast<double>(a.rotary_dim());
   if (recomputes_blocks(tr.checkpointing)) {
     if (rotary) extra += 8.0 * s;  // int64 position ids
     // The mask every checkpointed block is handed: eager's additive one in the model dtype, or
@@ -163,16 +157,16 @@ Bytes embedding_activations(const Architecture& a, const Training& tr) {
 }
 
 namespace {
-HeadActivations head_activations(const Architecture& a, const Training& tr, bool fp32_normalised);
+HeadActivations head_activations(const Architecture& a, const Training& tr, const OpListVariant& family);
 }  // namespace
 
 HeadActivations head_activations(const Architecture& a, const Training& tr) {
-  return head_activations(a, tr, family_of(a).fp32_normalised_norm);
+  return head_activations(a, tr, family_of(a).ops);
 }
 
 namespace {
-// The head, the family's norm trait looked up by the caller (the evaluator's per-shape cache).
-HeadActivations head_activations(const Architecture& a, const Training& tr, bool fp32_normalised) {
+// The head, the family's op-list variant looked up by the caller (the evaluator's per-shape cache).
+HeadActivations head_activations(const Architecture& a, const Training& tr, const OpListVariant& family) {
   const double t = static_cast<double>(tr.tokens_per_micro_batch());
   const double h = static_cast<double>(a.hidden);
   const double V = static_cast<double>(a.vocab);
@@ -190,15 +184,15 @@ HeadActivations head_activations(const Architecture& a, const Training& tr, bool
   double norm = 0.0;
   switch (a.norm) {
     case NormKind::rmsnorm:
-      norm = rms_input_bytes(a, tr) * t * h + kFp32 * t +
-             (full ? (fp32_normalised ? kFp32 : r) * t * h : 0.0);
+      norm = rms_input_bytes(family, tr) * t * h + kFp32 * t +
+             (full ? (family.fp32_normalised_norm ? kFp32 : r) * t * h : 0.0);
       break;
     case NormKind::layernorm:
     case NormKind::layernorm_no_bias: norm = (mixed ? kFp32 : r) * (t * h + 2.0 * t); break;
   }
   if (head_trainable) norm += (mixed ? c : r) * t * h;
   // T5 drops out the final norm's output.
-  if (is_family(a, "t5") && a.hidden_dropout > 0.0) norm += kMaskBytes * t * h;
+  if (family.feed_forward_dropout && a.hidden_dropout > 0.0) norm += kMaskBytes * t * h;
   // The loss: causal LMs upcast the logits and keep the fp32 log-softmax (T5 stays in the model
   // dtype), plus the int64 labels (transformers v5.17.0 loss/loss_utils.py:59 ForCausalLMLoss:
   // logits.float(); torch's cross_entropy is log_softmax then nll_loss, aten/src/ATen/native/
@@ -208,7 +202,7 @@ HeadActivations head_activations(const Architecture& a, const Training& tr, bool
   //   log_softmax_backward's output, both in the loss dtype, beside the saved log-softmax. The
   //   logits themselves are gone by then: the Trainer (v5.17.0 trainer.py:2088-2135 compute_loss
   //   returns the loss alone) and a plain `model(...).loss` keep only the loss.
-  const double loss_bytes = is_family(a, "t5") ? c : kFp32;
+  const double loss_bytes = family.loss_in_model_dtype ? c : kFp32;
   // Gemma 2 soft-caps the logits, cap * tanh(logits / cap): tanh keeps its output, in the
   // logits' dtype (modeling_gemma2.py Gemma2ForCausalLM.forward).
   const double softcap = a.logit_softcap > 0.0 ? c * t * V / tp : 0.0;
@@ -274,7 +268,7 @@ ActivationMemory activation_memory(const Architecture& a, const Training& tr, co
   m.blocks = (kept + firsts) * m.in_flight + in_transit;
   m.host = m.host * m.in_flight;
   m.embedding = embedding_activations(a, tr) * m.in_flight;
-  m.head = tr.pp == 1 ? head_activations(a, tr, blocks.fp32_normalised_norm).total() : Bytes(0.0);
+  m.head = tr.pp == 1 ? head_activations(a, tr, blocks.variant).total() : Bytes(0.0);
   // Multi-token prediction (last stage, like the head): per module its block (of the main kind),
   // the inputs of its two norms and of its projection (4 h per token) and its head's; they are
   // freed by its backward before the model's last block is replayed, as the head's are.

@@ -18,10 +18,6 @@ constexpr double kFp32 = 4.0;
 
 [[nodiscard]] constexpr double dbl(std::int64_t v) { return static_cast<double>(v); }
 
-bool is_family(const Architecture& a, std::string_view model_type) {
-  return std::string_view(a.family) == model_type;
-}
-
 // What Hugging Face's tanh GELU (activations.py NewGELUActivation:
 // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))) keeps per intermediate element, in units of the
 // matmul dtype: x (for pow), the tanh output, 0.5 x and 1 + tanh. Under CUDA autocast torch.pow is
@@ -284,7 +280,7 @@ class HfBlock {
         linears_(linears != nullptr ? *linears : own_),
         x_(shape_of(a, tr)), c_(x_.c), r_(x_.r), mixed_(x_.mixed), full_(x_.full), input_grad_(!first || full_),
         adapted_(full_ ? AdaptedRoles{} : adapted_roles(a, tr.lora)),
-        fused_(!a.fused_qkv_name.empty()), fp32_normalised_(family_of(a).fp32_normalised_norm),
+        fused_(!a.fused_qkv_name.empty()), variant_(family_of(a).ops),
         run_(out.run), attn_(run_.runs), sdpa_(run_.gpu_sdpa ? run_.sdpa : SdpaChoice{}),
         gpu_sdpa_(run_.gpu_sdpa),
         quant_(tr.method == Method::qlora ? qlora_stack_traits(tr.qlora_stack) : QloraStackTraits{}),
@@ -353,7 +349,7 @@ class HfBlock {
   const bool input_grad_;
   const AdaptedRoles adapted_;
   const bool fused_;
-  const bool fp32_normalised_;  // the family's norms keep an fp32 normalised input
+  const OpListVariant variant_;  // the family's op-list variant
   const AttentionRun run_;
   const Attention attn_;
   const SdpaChoice sdpa_;
@@ -382,10 +378,10 @@ void HfBlock::norm(std::string_view name, bool kernels, bool saves, int consumer
   const double th = x_.t * x_.h / x_.rep;
   if (norm_input_grad) switch (a_.norm) {
       case NormKind::rmsnorm:
-        if (!shares_input) b_.keep("norm input (fp32 copy)", rms_input_bytes(a_, tr_) * th);
+        if (!shares_input) b_.keep("norm input (fp32 copy)", rms_input_bytes(variant_, tr_) * th);
         b_.keep("norm statistics", kFp32 * x_.t / x_.rep);
         // Gemma scales by (1 + weight) in fp32, so its normalised input stays fp32.
-        if (full_) b_.keep("norm normalised input", (fp32_normalised_ ? kFp32 : r_) * th);
+        if (full_) b_.keep("norm normalised input", (variant_.fp32_normalised_norm ? kFp32 : r_) * th);
         break;
       case NormKind::layernorm:
       case NormKind::layernorm_no_bias:
@@ -473,9 +469,9 @@ void HfBlock::qk_norms() {
     norm_kernels(x_.t * (role == Role::q ? x_.kq : x_.kkv));
     if (!grad(role)) continue;
     const double n = x_.t * (role == Role::q ? x_.qd : x_.kd) / x_.tp;
-    b_.keep("q/k norm input (fp32 copy)", rms_input_bytes(a_, tr_) * n);
+    b_.keep("q/k norm input (fp32 copy)", rms_input_bytes(variant_, tr_) * n);
     b_.keep("q/k norm statistics", kFp32 * (per_head ? n / d : x_.t));
-    if (full_ && weighted) b_.keep("q/k norm normalised input", (fp32_normalised_ ? kFp32 : r_) * n);
+    if (full_ && weighted) b_.keep("q/k norm normalised input", (variant_.fp32_normalised_norm ? kFp32 : r_) * n);
   }
 }
 
@@ -508,9 +504,7 @@ void HfBlock::attention_inputs(bool repeat) {
   // its whole output alive through them. SDPA takes contiguous q, k, v: of a fused projection it
   // copies the views (GPT-2: q and v, k stays a view; rotary models: v) and its output.
   const bool sdpa_fused = attn_ == Attention::sdpa && fused_ && !repeat;
-  // GPT-NeoX splits its fused projection into contiguous q, k, v.
-  const bool neox = is_family(a_, "gpt_neox");
-  if ((sdpa_fused || neox) && rotary) {
+  if ((sdpa_fused || variant_.contiguous_qkv_split) && rotary) {
     b_.keep("rotary q, k", q + kv);
     b_.keep("v (contiguous copy)", kv);
   } else if (sdpa_fused) {
@@ -674,7 +668,7 @@ void HfBlock::mlp_saved() {
     }
     if (keeps_input(Role::down)) b_.keep("down projection input", c_ * tI);
     // T5 drops out inside the feed-forward, between its two matrices.
-    if (is_family(a_, "t5") && a_.hidden_dropout > 0.0) b_.keep("feed-forward dropout mask", kMaskBytes * tI);
+    if (variant_.feed_forward_dropout && a_.hidden_dropout > 0.0) b_.keep("feed-forward dropout mask", kMaskBytes * tI);
   }
 }
 
@@ -838,7 +832,7 @@ void HfBlock::attention() {
   const bool repeat =
       gpu_sdpa_ ? sdpa_.kv_expanded
                 : a_.heads != a_.kv_heads &&
-                      (is_family(a_, "falcon") ||
+                      (variant_.kv_always_repeated ||
                        ((a_.kv_heads > 1 || tr_.micro_batch > 1) && attn_ == Attention::eager) ||
                        (a_.kv_heads > 1 && attn_ == Attention::sdpa && sliding_window_masked(a_, tr_)));
   qk_norms();
@@ -919,7 +913,7 @@ void HfBlock::latent_norm(std::string_view name, double width, double stored_wid
   b_.open(name, OpKind::norm);
   norm_kernels(x_.t * width);
   if (grad) {
-    b_.keep("latent norm input (fp32)", rms_input_bytes(a_, tr_) * x_.t * stored_width);
+    b_.keep("latent norm input (fp32)", rms_input_bytes(variant_, tr_) * x_.t * stored_width);
     b_.keep("latent norm statistics", kFp32 * x_.t);
     if (full_) b_.keep("latent norm normalised input", r_ * x_.t * width);
   }
@@ -1359,9 +1353,9 @@ LinearShard linear_shard(const Architecture& a, const Linear& l, int tp) {
   return {l.in, l.out};
 }
 
-double rms_input_bytes(const Architecture& a, const Training& tr) {
+double rms_input_bytes(const OpListVariant& family, const Training& tr) {
   const double r = param_bytes(tr.precision);
-  return kFp32 + (is_family(a, "t5") && r < kFp32 ? r : 0.0);
+  return kFp32 + (family.norm_keeps_model_dtype_input && r < kFp32 ? r : 0.0);
 }
 
 bool sdpa_explicit_mask(const Architecture& a, const Training& tr) {

@@ -121,7 +121,7 @@ void add_llama_like(std::vector<Family>& t) {
     g.activation = Activation::gelu_tanh;  // GemmaMLP always runs the tanh GELU
     Family f = row("gemma", {}, "GemmaConfig", kOld, ConfigKeys::gemma,
              {256000, 3072, 28, 16, 24576, 16, 256, 8192, true}, g, {}, "GemmaDecoderLayer", shared_sdpa());
-    f.fp32_normalised_norm = true;
+    f.ops.fp32_normalised_norm = true;
     t.push_back(f);
   }
   // clang-format on
@@ -147,10 +147,12 @@ void add_older(std::vector<Family>& t) {
                             .dropout = false,
                             .eager_softmax_in_model_dtype = true,
                             .source = "models/falcon/modeling_falcon.py FalconAttention.forward"};
-    t.push_back(row("falcon", {"RefinedWeb", "RefinedWebModel"}, "FalconConfig", kOld, ConfigKeys::falcon,
-                 {65024, 4544, 32, 71, 0, 0, 0, 2048, true}, a,
-                 names("query_key_value", "query_key_value", "query_key_value", "dense", "", "dense_h_to_4h", "dense_4h_to_h"),
-                 "FalconDecoderLayer", falcon));
+    Family f = row("falcon", {"RefinedWeb", "RefinedWebModel"}, "FalconConfig", kOld, ConfigKeys::falcon,
+                   {65024, 4544, 32, 71, 0, 0, 0, 2048, true}, a,
+                   names("query_key_value", "query_key_value", "query_key_value", "dense", "", "dense_h_to_4h", "dense_4h_to_h"),
+                   "FalconDecoderLayer", falcon);
+    f.ops.kv_always_repeated = true;
+    t.push_back(f);
   }
   {
     Architecture a = decoder(MlpKind::plain, NormKind::layernorm, PositionKind::alibi, Activation::gelu);
@@ -173,10 +175,12 @@ void add_older(std::vector<Family>& t) {
     Architecture a = decoder(MlpKind::plain, NormKind::layernorm, PositionKind::rotary, Activation::gelu);
     a.mlp_bias = true;
     a.fused_qkv_name = "query_key_value";
-    t.push_back(row("gpt_neox", {}, "GPTNeoXConfig", kOld, ConfigKeys::gpt_neox,
-                 {50432, 6144, 44, 64, 24576, 0, 0, 2048, false}, a,
-                 names("query_key_value", "query_key_value", "query_key_value", "dense", "", "dense_h_to_4h", "dense_4h_to_h"),
-                 "GPTNeoXLayer", shared_sdpa()));
+    Family f = row("gpt_neox", {}, "GPTNeoXConfig", kOld, ConfigKeys::gpt_neox,
+                   {50432, 6144, 44, 64, 24576, 0, 0, 2048, false}, a,
+                   names("query_key_value", "query_key_value", "query_key_value", "dense", "", "dense_h_to_4h", "dense_4h_to_h"),
+                   "GPTNeoXLayer", shared_sdpa());
+    f.ops.contiguous_qkv_split = true;
+    t.push_back(f);
   }
   {
     // The transformers port has no learned position table: ALiBi.
@@ -204,8 +208,12 @@ void add_older(std::vector<Family>& t) {
     // models/mt5/modeling_mt5.py:553: position bias as an additive mask), not in v4.57.1
     // (modeling_t5.py:774-783 without _supports_sdpa); their rows keep the v4.57.1 rule. T5's
     // eager softmax: softmax(scores.float()).type_as(scores) (v4.57.1 modeling_t5.py:561).
-    t.push_back(row("t5", {"mt5"}, "T5Config", kOld, ConfigKeys::t5, {32128, 512, 6, 8, 2048, 0, 64, 0, true}, a, n,
-                 "T5Block", no_sdpa("models/t5/modeling_t5.py (no _supports_sdpa)", true)));
+    Family f = row("t5", {"mt5"}, "T5Config", kOld, ConfigKeys::t5, {32128, 512, 6, 8, 2048, 0, 64, 0, true}, a, n,
+                 "T5Block", no_sdpa("models/t5/modeling_t5.py (no _supports_sdpa)", true));
+    f.ops.norm_keeps_model_dtype_input = true;  // T5LayerNorm
+    f.ops.feed_forward_dropout = true;          // T5DenseActDense, T5Stack
+    f.ops.loss_in_model_dtype = true;           // T5ForConditionalGeneration
+    t.push_back(f);
   }
   // clang-format on
 }
@@ -228,8 +236,8 @@ void add_recent(std::vector<Family>& t) {
     a.norm_placement = NormPlacement::post;
     Family f = row("olmo2", {}, "Olmo2Config", kNew, ConfigKeys::olmo2, {50304, 4096, 32, 32, 11008, 0, 0, 2048, false}, a,
              {}, "Olmo2DecoderLayer", shared_sdpa());
-    f.fp32_normalised_norm = true;
-    f.fp32_rotary_tables = true;  // Olmo2RotaryEmbedding.forward returns fp32 cos and sin
+    f.ops.fp32_normalised_norm = true;
+    f.ops.fp32_rotary_tables = true;  // Olmo2RotaryEmbedding.forward returns fp32 cos and sin
     t.push_back(f);
   }
   {
@@ -255,12 +263,12 @@ void add_recent(std::vector<Family>& t) {
                          "v5.20 integrations/sdpa_attention.py sdpa_attention_forward";
     Family f = row("gemma2", {}, "Gemma2Config", kNew, ConfigKeys::gemma2, {256000, 2304, 26, 8, 9216, 4, 256, 8192, true}, a,
              {}, "Gemma2DecoderLayer", gemma2_sdpa);
-    f.fp32_normalised_norm = true;
+    f.ops.fp32_normalised_norm = true;
     t.push_back(f);
     a.qk_norm = QkNorm::per_head;  // Gemma3Attention q_norm, k_norm: Gemma3RMSNorm(head_dim)
     Family g = row("gemma3_text", {}, "Gemma3TextConfig", kNew, ConfigKeys::gemma3_text,
              {262208, 2304, 26, 8, 9216, 4, 256, 131072, true}, a, {}, "Gemma3DecoderLayer", shared_sdpa());
-    g.fp32_normalised_norm = true;
+    g.ops.fp32_normalised_norm = true;
     t.push_back(g);
     t.push_back(wrapper(g, "gemma3", "Gemma3Config"));  // Gemma3ForConditionalGeneration
   }
@@ -274,7 +282,7 @@ void add_recent(std::vector<Family>& t) {
     // softmax is in the model dtype.
     Family f = row("gpt_oss", {}, "GptOssConfig", kNew, ConfigKeys::gpt_oss, {201088, 2880, 36, 64, 2880, 8, 64, 131072, false},
              a, fused_expert_names("router"), "GptOssDecoderLayer", no_sdpa("models/gpt_oss/modeling_gpt_oss.py (_supports_sdpa = False: attention sinks)", true));
-    f.fp32_normalised_norm = true;
+    f.ops.fp32_normalised_norm = true;
     t.push_back(f);
   }
   {
@@ -297,7 +305,7 @@ void add_recent(std::vector<Family>& t) {
     ModuleNames n = fused_expert_names("gate");
     Family v2 = row("deepseek_v2", {}, "DeepseekV2Config", kNew, ConfigKeys::deepseek_v2,
                     {102400, 4096, 32, 32, 11008, 0, 0, 2048, false}, a, n, "DeepseekV2DecoderLayer", shared_sdpa());
-    v2.complex_rotary_table = true;  // DeepseekV2RotaryEmbedding: torch.polar, complex64
+    v2.ops.complex_rotary_table = true;  // DeepseekV2RotaryEmbedding: torch.polar, complex64
     t.push_back(v2);
     t.push_back(row("deepseek_v3", {}, "DeepseekV3Config", kNew, ConfigKeys::deepseek_v3,
                     {129280, 7168, 61, 128, 18432, 128, 0, 4096, false}, a, n, "DeepseekV3DecoderLayer", shared_sdpa()));

@@ -98,5 +98,53 @@ TEST(Family, EveryBuiltInFamilyHasItsTraitsInTheTable) {
   EXPECT_EQ(model::find_family("no_such_model"), nullptr);
 }
 
+// What a family's block does beyond its Architecture is its row's op-list variant, never its name:
+// the same row under another model_type prices every shape alike. Falcon repeats grouped K/V on the
+// eager path (one sequence: other families do not), GPT-NeoX splits q, k, v into contiguous copies,
+// T5 keeps its norms' model-dtype input, drops out inside its feed-forward and takes its loss in the
+// model dtype, Gemma 2 and OLMo 2 keep fp32 normalised inputs (OLMo 2 fp32 rotary tables too),
+// DeepSeek-V2 a complex rotary table (in fp32 larger than cos and sin).
+TEST(Family, AFamilyIsItsRowNotItsName) {
+  const hardware::Cluster cl = catalog().resolve_cluster("1xH100-80GB", std::nullopt).cluster;
+  const io::Json neox{{"model_type", "gpt_neox"},   {"hidden_size", 1024},       {"num_hidden_layers", 4},
+                      {"num_attention_heads", 8},   {"intermediate_size", 4096}, {"vocab_size", 50304},
+                      {"max_position_embeddings", 2048}, {"rotary_pct", 0.25}};
+  std::vector<model::Architecture> models{io::hf_architecture(neox, "neox-tiny", "test config").arch};
+  for (const char* name : {"falcon-7b", "t5-3b", "gemma-2-2b", "olmo-2-7b", "deepseek-v2-lite"})
+    models.push_back(catalog().resolve_model(name).arch);
+  for (const model::Architecture& a : models) {
+    SCOPED_TRACE(a.family);
+    model::Family copy = model::family_of(a);
+    copy.model_type = "renamed_" + a.family;
+    copy.aliases.clear();
+    model::add_family(copy);
+    model::Architecture renamed = a;
+    renamed.family = copy.model_type;
+    const auto n = model::count_parameters(a);
+    for (const Method method : {Method::full, Method::lora}) {
+      for (const Attention attention : {Attention::eager, Attention::sdpa}) {
+        for (const Precision precision : {Precision::bf16_true, Precision::fp32}) {
+          model::Training tr;
+          tr.method = method;
+          tr.attention = attention;
+          tr.precision = precision;
+          tr.seq = 512;
+          tr.micro_batch = 1;
+          const planner::Estimate e = planner::evaluate(a, n, tr, cl);
+          const planner::Estimate r = planner::evaluate(renamed, n, tr, cl);
+          const model::ActivationMemory& ea = e.memory.activation_detail;
+          const model::ActivationMemory& ra = r.memory.activation_detail;
+          EXPECT_GT(ea.per_block.value(), 0.0);
+          EXPECT_DOUBLE_EQ(ra.per_block.value(), ea.per_block.value());
+          EXPECT_DOUBLE_EQ(ra.embedding.value(), ea.embedding.value());
+          EXPECT_DOUBLE_EQ(ra.head.value(), ea.head.value());
+          EXPECT_DOUBLE_EQ(r.memory.peak_allocated.value(), e.memory.peak_allocated.value());
+          EXPECT_DOUBLE_EQ(r.time.step.value(), e.time.step.value());
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace trainplan

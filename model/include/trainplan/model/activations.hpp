@@ -110,9 +110,7 @@ struct ResolvedBlocks {
   StackBlock decoder;
   Attention attention = Attention::flash;  // the attention that runs (model/sdpa.hpp)
   bool explicit_mask = false;              // SDPA handed a b x 1 x s x s mask the model builds
-  bool fp32_rotary_tables = false;         // the family's rotary cos/sin stay fp32 (model/family.hpp)
-  bool complex_rotary_table = false;       // one complex64 table instead (the same)
-  bool fp32_normalised_norm = false;       // its norms keep an fp32 normalised input (the same)
+  OpListVariant variant;                   // the family's (model/family.hpp)
   [[nodiscard]] const StackBlock& of(Stack s) const { return s == Stack::encoder ? encoder : decoder; }
 };
 [[nodiscard]] ResolvedBlocks resolve_blocks(const Architecture& a, const Training& tr);

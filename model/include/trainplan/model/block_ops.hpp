@@ -26,6 +26,7 @@
 
 #include "trainplan/core/units.hpp"
 #include "trainplan/model/architecture.hpp"
+#include "trainplan/model/family.hpp"
 #include "trainplan/model/sdpa.hpp"
 #include "trainplan/model/training.hpp"
 
@@ -240,9 +241,9 @@ struct LinearShard {
 [[nodiscard]] LinearShard linear_shard(const Architecture& a, const Linear& l, int tp);
 
 // Bytes per element an RMSNorm keeps of its input: the fp32 copy its variance is taken from, and
-// T5's, which multiplies the model-dtype input itself by the fp32 reciprocal (T5LayerNorm), also
-// that input when the model dtype is not fp32.
-[[nodiscard]] double rms_input_bytes(const Architecture& a, const Training& tr);
+// where the family's norm multiplies the model-dtype input itself by the fp32 reciprocal (T5, its
+// OpListVariant), also that input when the model dtype is not fp32.
+[[nodiscard]] double rms_input_bytes(const OpListVariant& family, const Training& tr);
 
 // SDPA runs causal without a mask, except where the model builds one (b x 1 x s x s, boolean until
 // the attention casts it): Falcon always (hf_sdpa_call), any model under a sliding window.

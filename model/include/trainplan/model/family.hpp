@@ -2,8 +2,8 @@
 // Every Hugging Face model family the tool reads, as one table: the model_type and its other
 // spellings, the configuration class whose keys and defaults the config reader applies, what the
 // class hard-codes about the block (the prototype architecture), the module names PEFT targets,
-// the transformers SDPA path, the decoder-block class the launch-config emitters wrap, and the
-// dtype quirks the activation model follows. The config reader (io/hf_config), the module names
+// the transformers SDPA path, the decoder-block class the launch-config emitters wrap, and its
+// op-list variant (what its block's ops do beyond the Architecture). The config reader (io/hf_config), the module names
 // (block_linears), the SDPA dispatch (sdpa.hpp), the activation model and the emitters read this
 // table and nothing else about a family. README "Add a model family" shows the steps.
 
@@ -53,6 +53,36 @@ struct ModuleNames {
   std::string q_a = "q_a_proj", q_b = "q_b_proj", kv_a = "kv_a_proj_with_mqa", kv_b = "kv_b_proj";
 };
 
+// How a family's op list differs from the Llama block's beyond what its Architecture describes:
+// the dtypes its norms, rotary tables and loss keep, the copies its attention makes, the dropouts
+// its class adds. The op-list builder (model/block_ops.cpp) and the head's activations read these,
+// never a family's name.
+struct OpListVariant {
+  // RMSNorms that multiply by their weight in fp32 and cast after, so that the normalised input
+  // the weight's gradient reads stays fp32 (Gemma's 1 + weight; OLMo 2's and gpt-oss's
+  // weight * x.float()).
+  bool fp32_normalised_norm = false;
+  // An RMSNorm that multiplies its input in the model dtype by the fp32 rsqrt, keeping that input
+  // beside its fp32 copy (T5LayerNorm: hidden_states * torch.rsqrt(variance + eps)).
+  bool norm_keeps_model_dtype_input = false;
+  bool fp32_rotary_tables = false;  // the rotary embedding returns cos and sin uncast (OLMo 2)
+  // The rotary embedding is one complex64 table of s x d/2 (DeepSeek-V2's freqs_cis), not cos and
+  // sin.
+  bool complex_rotary_table = false;
+  // Grouped K/V repeated to every head on every attention path, eager and SDPA alike (Falcon's
+  // FalconAttention).
+  bool kv_always_repeated = false;
+  // The fused q/k/v projection split into contiguous q, k, v before the rotary embedding
+  // (GPTNeoXAttention), not left as views.
+  bool contiguous_qkv_split = false;
+  // Dropout inside the feed-forward, between its two matrices, and on the final norm's output
+  // (T5DenseActDense, T5Stack's final_layer_norm then dropout), where hidden_dropout is set.
+  bool feed_forward_dropout = false;
+  // The loss takes the log-softmax of the logits in the model dtype, not of an fp32 upcast (T5's
+  // CrossEntropyLoss on lm_logits; causal LMs' ForCausalLMLoss upcasts).
+  bool loss_in_model_dtype = false;
+};
+
 struct Family {
   std::string model_type;
   std::vector<std::string> aliases;  // other model_type values read as this family
@@ -66,14 +96,7 @@ struct Family {
   ModuleNames names;
   std::string block_class;  // the decoder-block class (_no_split_modules); "" when unknown
   HfSdpaCall sdpa;          // transformers' SDPA path for the family (sdpa.hpp)
-  // RMSNorms that multiply by their weight in fp32 and cast after, so that the normalised input
-  // the weight's gradient reads stays fp32 (Gemma's 1 + weight; OLMo 2's and gpt-oss's
-  // weight * x.float()).
-  bool fp32_normalised_norm = false;
-  bool fp32_rotary_tables = false;  // the rotary embedding returns cos and sin uncast (OLMo 2)
-  // The rotary embedding is one complex64 table of s x d/2 (DeepSeek-V2's freqs_cis), not cos and
-  // sin.
-  bool complex_rotary_table = false;
+  OpListVariant ops;        // what its op list does beyond its Architecture (block_ops.hpp)
   // A multimodal wrapper (Gemma 3): its text_config is read as this family; its vision tower is
   // not counted.
   std::string text_config_family;
