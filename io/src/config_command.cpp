@@ -5,6 +5,8 @@
 // --global-batch-size, --seq-length, --bf16/--fp16 (fp32 master weights in the optimizer),
 // --recompute-granularity full|selective, --recompute-activations (= selective),
 // --use-distributed-optimizer, --sequence-parallel, --expert-model-parallel-size,
+// --moe-expert-capacity-factor, --moe-pad-expert-input-to-capacity (megatron/core/transformer/moe/
+// README.md, "Token Dispatching", at d98e8a6),
 // --use-flash-attn, --attention-backend, --optimizer adam|sgd, --sgd-momentum (0.9 by default),
 // --optimizer-cpu-offload) or a Hugging Face Trainer script's TrainingArguments flags.
 
@@ -172,6 +174,10 @@ void read_megatron_command(const std::vector<std::string>& args, Reader& r) {
       distributed_optimizer = true;
     } else if (flag == "--sequence-parallel") {
       r.set("sequence-parallel", "true", flag, "");
+    } else if (flag == "--moe-expert-capacity-factor") {
+      r.set("moe-capacity-factor", value, flag, value);
+    } else if (flag == "--moe-pad-expert-input-to-capacity") {
+      r.set("moe-pad-to-capacity", "true", flag, "");
     } else if (flag == "--use-flash-attn") {
       r.set("attention", "flash", flag, "");
     } else if (flag == "--optimizer-cpu-offload") {

@@ -315,6 +315,17 @@ std::vector<Option> parallel_options() {
                                         "MoE: spread the experts over this many data-parallel ranks", "1"),
                                1, kMaxDegree, [](auto& r) -> auto& { return r.training.ep; }),
                        Searched::by_fit_and_plan));
+  const auto megatron = [](const Request& r, unsigned /*cmd*/) { return r.training.framework == Framework::megatron; };
+  v.push_back(applies(real(describe("moe-capacity-factor", "F", "Expert capacity", "parallelism",
+                                    "MoE: each expert takes at most F times its balanced share of tokens; "
+                                    "0: dropless",
+                                    "0 (dropless)"),
+                           0, 1000, false, false, [](auto& r) -> auto& { return r.training.moe_capacity_factor; }),
+                      megatron, "with --framework megatron (transformers' MoE blocks are dropless)"));
+  v.push_back(applies(flag(describe("moe-pad-to-capacity", "", "Pad to capacity", "parallelism",
+                                    "MoE: pad each expert's input to its capacity", "off"),
+                           [](auto& r) -> auto& { return r.training.moe_pad_to_capacity; }),
+                      megatron, "with --framework megatron (transformers' MoE blocks are dropless)"));
   v.push_back(choice<FsdpWrap>(describe("fsdp-wrap", "POLICY", "FSDP wrap", "parallelism",
                                         "block (one unit per transformer block) | none (whole model)", "block"),
                                [](auto& r) -> auto& { return r.training.fsdp_wrap; }));
@@ -484,6 +495,14 @@ void add_details(std::vector<Option>& all) {
        "Mixture of experts: spread the experts over this many data-parallel ranks, each holding "
        "1/n of them; tokens travel to their experts by all-to-all (DeepSpeed-MoE, "
        "arXiv:2201.05596). Must divide the experts and the data-parallel degree."},
+      {"moe-capacity-factor",
+       "Megatron-Core's --moe-expert-capacity-factor: each expert takes at most "
+       "ceil(t k / E x F) of the t tokens a rank routes (Fedus et al. 2021, Switch Transformer, "
+       "arXiv:2101.03961, Sec. 2.2); under F = 1 the surplus of a balanced router is dropped, so "
+       "the experts' GEMMs, activations and all-to-alls shrink. 0 (the default) is dropless."},
+      {"moe-pad-to-capacity",
+       "Megatron-Core's --moe-pad-expert-input-to-capacity: every expert multiplies exactly its "
+       "capacity, padded, and the all-to-alls carry the padding. Needs --moe-capacity-factor."},
       {"sequence-parallel",
        "With TP: shard norms and dropout along the sequence (Korthikanti et al. 2022, "
        "arXiv:2205.05198)."},

@@ -98,6 +98,18 @@ void check_training(const Request& r, Resolved& out, model::Training& t, unsigne
     out.warnings.push_back(fmt::format("{} {} is larger than the hidden size {} of model '{}': each adapter is "
                                        "larger than the layer it adapts",
                                        r.label("lora-rank"), t.lora.rank, a.hidden, a.name));
+  if (t.moe_pad_to_capacity && t.moe_capacity_factor <= 0.0)
+    throw InputError(fmt::format("{} needs {}: Megatron-Core pads each expert's input to a capacity the factor sets",
+                                 r.label("moe-pad-to-capacity"), r.label("moe-capacity-factor")));
+  if ((t.moe_capacity_factor > 0.0 || t.moe_pad_to_capacity) && (!a.is_moe() || a.experts_dense)) {
+    const std::string given = t.moe_capacity_factor > 0.0
+                                  ? fmt::format("{} {}", r.label("moe-capacity-factor"), t.moe_capacity_factor)
+                                  : r.label("moe-pad-to-capacity");
+    out.warnings.push_back(fmt::format("{} ignored: model '{}' {}", given, a.name,
+                                       a.is_moe() ? "runs every token through every expert" : "has no experts"));
+    t.moe_capacity_factor = 0.0;
+    t.moe_pad_to_capacity = false;
+  }
   // The checks the planner makes of any configuration, in the words of this request.
   model::Training probe = t;
   if (cmd == command::plan) probe.tp = probe.pp = probe.pp_virtual = 1;

@@ -208,9 +208,11 @@ GemmShape gemm_of(const Architecture& a, const Training& tr, const Linear& l, bo
   const bool expert = l.copies > 1;
   GemmShape g;
   g.role = l.role;
-  // Balanced routing: each of the E experts multiplies t k / E tokens.
-  g.m = expert ? std::max<std::int64_t>(
-                     1, static_cast<std::int64_t>(std::ceil(tokens_per_expert(dbl(T), a.expert_runs(), a.experts))))
+  // Balanced routing: each of the E experts multiplies t k / E tokens (fewer where a capacity
+  // drops some, more where the framework pads to it).
+  g.m = expert ? std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(
+                                               tokens_per_expert(dbl(T), a.expert_runs(), a.experts) *
+                                               expert_token_share(a, tr))))
                : T;
   g.n = kn.n;
   g.k = kn.k;
@@ -1113,18 +1115,22 @@ void megatron_block(const Architecture& a, const Training& tr, Stack stack, Bloc
   residual.element_bytes = c;
   residual.mask_bytes = kMaskBytes;
   gemms(false);
+  // Routed experts take a share of the tokens a capacity leaves them (expert_token_share: 1
+  // dropless): their activations, intermediates and permuted tokens scale with it.
+  const double routed = expert_token_share(a, tr);
+  const double routed_intermediate = a.is_moe() ? dbl(a.expert_runs() * a.intermediate) : 0.0;
   Op& act = b.open("fused bias-activation", OpKind::fused);
   act.pass = FusedPass::activation;
-  act.elements = T * dbl(a.experts_per_token) * dbl(a.intermediate) / x.tp;
+  act.elements = T * dbl(a.experts_per_token) * dbl(a.intermediate) * routed / x.tp;
   act.element_bytes = c;
   const double mlp_tensors = a.mlp == MlpKind::gated ? 3.0 : 2.0;
-  b.keep("mlp intermediates", mlp_tensors * 2.0 * T * x.I / x.tp);
+  b.keep("mlp intermediates", mlp_tensors * 2.0 * T * (x.I + routed_intermediate * (routed - 1.0)) / x.tp);
   b.keep_at(core_op, "attention core", core_bytes, true);
   if (a.is_moe()) {  // permute, unpermute
     Op& perm = b.open("token permutation", OpKind::fused);
     perm.collective = OpCollective::expert_all_to_all;
     perm.pass = FusedPass::permute;
-    perm.elements = 2.0 * T * dbl(a.experts_per_token) * x.h;
+    perm.elements = 2.0 * T * dbl(a.experts_per_token) * x.h * routed;
     perm.element_bytes = c;
   }
 }

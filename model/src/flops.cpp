@@ -1,6 +1,7 @@
 #include "trainplan/model/flops.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "trainplan/model/lora.hpp"
@@ -229,6 +230,16 @@ Flops model_flops_per_token(const Architecture& a, std::int64_t seq) {
   tr.micro_batch = 1;
   tr.checkpointing = Checkpointing::none;
   return Flops(model_flops(flop_coefficients(a, tr), tr).value() / static_cast<double>(seq));
+}
+
+double expert_token_share(const Architecture& a, const Training& tr) {
+  if (tr.framework != Framework::megatron || tr.moe_capacity_factor <= 0.0 || !a.is_moe() || a.experts_dense)
+    return 1.0;
+  const double routed_tokens = static_cast<double>(tr.tokens_per_micro_batch()) /
+                               (tr.sequence_parallel ? static_cast<double>(tr.tp) : 1.0);
+  const double routed = tokens_per_expert(routed_tokens, a.experts_per_token, a.experts);
+  const double capacity = std::ceil(routed * tr.moe_capacity_factor);
+  return (tr.moe_pad_to_capacity ? capacity : std::min(capacity, routed)) / routed;
 }
 
 }  // namespace trainplan::model

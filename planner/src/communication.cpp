@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include "trainplan/model/flops.hpp"
+
 namespace trainplan::planner {
 namespace {
 
@@ -137,6 +139,11 @@ Bytes pipeline_message(std::int64_t b, std::int64_t s, std::int64_t h, double c,
 Bytes moe_all_to_all_message(std::int64_t top_k, std::int64_t b, std::int64_t s, std::int64_t h,
                              double c) {
   return Bytes(dbl(top_k) * dbl(b) * dbl(s) * dbl(h) * c);
+}
+
+Bytes expert_all_to_all_message(const model::Architecture& a, const model::Training& tr) {
+  return moe_all_to_all_message(a.experts_per_token, tr.micro_batch, tr.seq, a.hidden, compute_bytes(tr.precision)) *
+         model::expert_token_share(a, tr) / static_cast<double>(tr.tp);
 }
 
 Placement tensor_parallel_group(const Layout& l) {

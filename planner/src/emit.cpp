@@ -464,6 +464,8 @@ std::string megatron_training_args(const Estimate& e, const model::Architecture&
   }
   if (t.sequence_parallel) s += " --sequence-parallel";
   if (t.ep > 1) s += fmt::format(" --expert-model-parallel-size {}", t.ep);
+  if (t.moe_capacity_factor > 0.0) s += fmt::format(" --moe-expert-capacity-factor {}", t.moe_capacity_factor);
+  if (t.moe_pad_to_capacity) s += " --moe-pad-expert-input-to-capacity";
   if (t.precision == Precision::bf16_mixed) s += " --bf16";
   if (t.precision == Precision::fp16_mixed) s += " --fp16";  // dynamic loss scaling by default
   switch (t.checkpointing) {

@@ -152,9 +152,7 @@ LayerComm expert_comm(const TermInputs& in, double per_pass) {
   out.group.ranks = l.ep;
   out.group.per_node = std::clamp(l.gpus_per_node / l.tp, 1, out.group.ranks);
   out.group.nodes = (out.group.ranks + out.group.per_node - 1) / out.group.per_node;
-  const Bytes msg = moe_all_to_all_message(in.a.experts_per_token, in.tr.micro_batch, in.tr.seq,
-                                           in.a.hidden, in.c) /
-                    static_cast<double>(l.tp);
+  const Bytes msg = expert_all_to_all_message(in.a, in.tr);
   const double per_layer = 2.0 * per_pass;  // forward and backward
   const Seconds t = collective_time(in.links, Collective::all_to_all, out.group, msg) * per_layer;
   out.forward = t * 0.5;
@@ -492,7 +490,9 @@ LayerComputeKey LayerComputeKey::of(const model::Training& tr) {
           adapters ? tr.lora.dropout : 0.0,
           tr.frozen_base_fp32,
           tr.qlora_stack,
-          tr.transformers};
+          tr.transformers,
+          tr.moe_capacity_factor,
+          tr.moe_pad_to_capacity};
 }
 
 void LayerComputeKey::write_to(model::Training& t, const std::vector<std::string>& targets) const {
@@ -512,6 +512,8 @@ void LayerComputeKey::write_to(model::Training& t, const std::vector<std::string
   t.frozen_base_fp32 = frozen_base_fp32;
   t.qlora_stack = qlora_stack;
   t.transformers = transformers;
+  t.moe_capacity_factor = moe_capacity_factor;
+  t.moe_pad_to_capacity = moe_pad_to_capacity;
 }
 
 const LayerCompute& Evaluator::layer_compute(const model::Training& given, const Shapes& sh) const {

@@ -492,14 +492,11 @@ void add_tensor_parallel_collectives(Components& out, const model::Architecture&
 void add_expert_collectives(Components& out, const model::Architecture& a,
                             const model::Training& tr, const Layout& l, const LinkModel& links,
                             double layers, double md, Bytes max_msg, double per_pass) {
-  const double c_bytes = compute_bytes(tr.precision);
   Placement g;
   g.ranks = l.ep;
   g.per_node = std::clamp(l.gpus_per_node / l.tp, 1, g.ranks);
   g.nodes = (g.ranks + g.per_node - 1) / g.per_node;
-  const Bytes msg =
-      moe_all_to_all_message(a.experts_per_token, tr.micro_batch, tr.seq, a.hidden, c_bytes) /
-      static_cast<double>(l.tp);
+  const Bytes msg = expert_all_to_all_message(a, tr);
   const CollectiveWork w{Collective::all_to_all, CommPurpose::expert_all_to_all, msg, g, l.tp,
                          tier_of(links, g)};
   out.collective("MoE all_to_all (dispatch and combine, forward and backward)",

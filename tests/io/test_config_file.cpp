@@ -694,6 +694,19 @@ TEST(ConfigFile, LaunchScriptVariablesExpandAsBashExpandsThem) {
   EXPECT_NE(q.unresolved[0].find("$NPROC"), std::string::npos) << q.unresolved[0];
 }
 
+// Megatron-Core's token dropping and padding (moe/README.md, "Token Dispatching", at d98e8a6) are
+// the expert capacity options.
+TEST(ConfigFile, MegatronExpertCapacityFlagsAreRead) {
+  const ConfigRead r = read_training_config_text(
+      "torchrun --nproc_per_node 8 pretrain_gpt.py --expert-model-parallel-size 4 "
+      "--moe-expert-capacity-factor 1.25 --moe-pad-expert-input-to-capacity\n",
+      "moe.sh");
+  ASSERT_NE(r.find("moe-capacity-factor"), nullptr);
+  EXPECT_EQ(r.find("moe-capacity-factor")->value, "1.25");
+  ASSERT_NE(r.find("moe-pad-to-capacity"), nullptr);
+  EXPECT_EQ(r.find("moe-pad-to-capacity")->value, "true");
+}
+
 // A DeepSpeed JSON decides what it leaves out (deepspeed/runtime/zero/config.py: stage 0, no
 // offload; runtime/config.py: fp32 without an enabled fp16 or bf16 section), so fit does not
 // search those; "auto" stays open. Keys it reads but does not model are named warnings.

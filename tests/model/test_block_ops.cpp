@@ -135,5 +135,64 @@ TEST(BlockOps, TheAttentionCoreKeepsWhatSelectiveCheckpointingDrops) {
   }
 }
 
+// Megatron-Core's expert capacity (moe_utils.py get_capacity(num_tokens x topk, experts, factor) =
+// ceil(t k / E x factor), Megatron-LM @ d98e8a6): an expert's GEMMs multiply at most that many of
+// the t k / E tokens a balanced router sends it, exactly that many when padded
+// (token_dispatcher.py drop_and_pad), and its permuted tokens and intermediates follow. Mixtral
+// (E 8, k 2), 2 x 2048 tokens: 1024 routed per expert.
+TEST(BlockOps, MegatronExpertCapacityCapsOrPadsEachExpertsTokens) {
+  const model::Architecture a = catalog().resolve_model("mixtral-8x7b").arch;
+  const auto expert_m = [&](const model::Training& tr) {
+    for (const model::Op& op : model::block_ops(a, tr, model::Stack::decoder).ops)
+      if (op.kind == model::OpKind::gemm && op.gemm.expert()) return op.gemm.m;
+    return std::int64_t{0};
+  };
+  const auto permuted = [&](const model::Training& tr) {
+    for (const model::Op& op : model::block_ops(a, tr, model::Stack::decoder).ops)
+      if (op.name == "token permutation") return op.elements;
+    return 0.0;
+  };
+  const auto saved = [&](const model::Training& tr) {
+    return model::block_ops(a, tr, model::Stack::decoder).saved_bytes().value();
+  };
+  const model::Training dropless = training(Framework::megatron);
+  ASSERT_EQ(expert_m(dropless), 1024);
+  struct Case {
+    double factor;
+    bool pad;
+    std::int64_t tokens;  // get_capacity's, or the routed 1024 where the capacity is above them
+  };
+  for (const Case c : {Case{1.25, false, 1024}, Case{1.25, true, 1280}, Case{0.5, false, 512}, Case{0.5, true, 512},
+                       Case{1.1, true, 1127}}) {
+    SCOPED_TRACE(c.factor);
+    model::Training tr = dropless;
+    tr.moe_capacity_factor = c.factor;
+    tr.moe_pad_to_capacity = c.pad;
+    EXPECT_EQ(expert_m(tr), c.tokens);
+    const double share = static_cast<double>(c.tokens) / 1024.0;
+    EXPECT_NEAR(permuted(tr), permuted(dropless) * share, 1e-9 * permuted(dropless));
+    if (c.tokens == 1024) {
+      EXPECT_DOUBLE_EQ(saved(tr), saved(dropless));
+    } else if (c.tokens > 1024) {
+      EXPECT_GT(saved(tr), saved(dropless));
+    } else {
+      EXPECT_LT(saved(tr), saved(dropless));
+    }
+  }
+  // Each rank routes its own sequence shard under sequence parallelism: 2048 tokens, 512 per expert,
+  // a capacity of ceil(512 x 1.1) = 564 from each of the two ranks.
+  model::Training sp = training(Framework::megatron, 2);
+  sp.sequence_parallel = true;
+  sp.moe_capacity_factor = 1.1;
+  sp.moe_pad_to_capacity = true;
+  EXPECT_EQ(expert_m(sp), 1128);
+  // Hugging Face's blocks are dropless whatever the factor.
+  model::Training hf = training(Framework::pytorch);
+  const std::int64_t hf_m = expert_m(hf);
+  hf.moe_capacity_factor = 0.5;
+  hf.moe_pad_to_capacity = true;
+  EXPECT_EQ(expert_m(hf), hf_m);
+}
+
 }  // namespace
 }  // namespace trainplan

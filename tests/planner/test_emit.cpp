@@ -366,6 +366,16 @@ TEST(Emit, MoeWithExpertParallelism) {
   EXPECT_EQ(flag(cmd, "--num-query-groups"), "8");
   EXPECT_EQ(flag(cmd, "--global-batch-size"), "128");
   EXPECT_TRUE(flag(cmd, "--use-distributed-optimizer").has_value());
+  EXPECT_FALSE(flag(cmd, "--moe-expert-capacity-factor").has_value());  // dropless, Megatron's default
+
+  // A capacity, and padding to it: Megatron-Core's flags (moe/README.md, "Token Dispatching").
+  Plan capped = plan;
+  capped.t.moe_capacity_factor = 1.25;
+  capped.t.moe_pad_to_capacity = true;
+  const Emitting c = emitting(capped);
+  const std::string capped_cmd = emit(EmitFormat::torchrun, c.e, c.p.c, c.p.a, c.x).text;
+  EXPECT_EQ(flag(capped_cmd, "--moe-expert-capacity-factor"), "1.25");
+  EXPECT_TRUE(flag(capped_cmd, "--moe-pad-expert-input-to-capacity").has_value());
 
   // Neither a DeepSpeed nor an accelerate config can say where the experts go.
   Plan ds_plan = plan;

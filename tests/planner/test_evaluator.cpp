@@ -107,6 +107,36 @@ TEST(Evaluator, StepIsTheSumOfItsPartsAndExposureNeverExceedsTime) {
   }
 }
 
+// Megatron-Core pads each expert's input to its capacity and sends the padding through the
+// dispatch and combine all-to-alls (token_dispatcher.py drop_and_pad); a factor of 1 or more
+// without padding drops nothing a balanced router sends. Mixtral, TP 2 with sequence parallelism:
+// each rank routes 2048 / 2 tokens, 256 per expert, a capacity of ceil(256 x 1.25) = 320 (get_capacity).
+TEST(Evaluator, ExpertCapacityPaddingTravelsInTheAllToAlls) {
+  const Evaluator ev = evaluator("mixtral-8x7b", "8xH100-80GB");
+  model::Training tr;
+  tr.framework = Framework::megatron;
+  tr.strategy = Strategy::zero1;
+  tr.tp = 2;
+  tr.sequence_parallel = true;
+  tr.ep = 4;
+  tr.seq = 2048;
+  tr.checkpointing = Checkpointing::selective;
+  const auto all_to_all = [&](const model::Training& t) {
+    const StepCost c = ev.cost(t, true);
+    for (std::size_t i = 0; i < c.comm_count; ++i)
+      if (c.comm[i].purpose == CommPurpose::expert_all_to_all) return c.comm[i].bytes.value();
+    return 0.0;
+  };
+  const double dropless = all_to_all(tr);
+  ASSERT_GT(dropless, 0.0);
+  model::Training capped = tr;
+  capped.moe_capacity_factor = 1.25;
+  EXPECT_DOUBLE_EQ(all_to_all(capped), dropless);
+  capped.moe_pad_to_capacity = true;
+  EXPECT_NEAR(all_to_all(capped), dropless * 320.0 / 256.0, 1e-9 * dropless);
+  EXPECT_GT(ev.cost(capped, true).time.step.value(), ev.cost(tr, true).time.step.value());
+}
+
 TEST(Evaluator, FreeFunctionMatchesTheEvaluator) {
   const model::Architecture a = catalog().resolve_model("llama-2-7b").arch;
   const model::ParameterCounts n = model::count_parameters(a);

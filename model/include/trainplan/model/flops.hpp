@@ -91,4 +91,13 @@ inline constexpr double kFusedAttentionBackwardRatio = 2.5;
   return tokens * static_cast<double>(top_k) / static_cast<double>(experts);
 }
 
+// The tokens each routed expert multiplies, as a share of the t k / E a balanced router sends it:
+// 1 where the framework is dropless. Megatron-Core with a capacity factor f caps each expert at
+// C = ceil(t_r k / E f) of the t_r tokens each rank routes (moe_utils.py get_capacity called with
+// num_tokens x topk; t_r is the micro-batch's tokens, split over the tensor-parallel ranks under
+// sequence parallelism): an expert takes min(C, t_r k / E) and drops the rest, or exactly C when
+// its input is padded to capacity (token_dispatcher.py drop_and_pad: num_out_tokens = C x E).
+// Megatron-LM @ d98e8a6, megatron/core/transformer/moe/.
+[[nodiscard]] double expert_token_share(const Architecture& a, const Training& tr);
+
 }  // namespace trainplan::model

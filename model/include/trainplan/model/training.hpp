@@ -39,6 +39,11 @@ struct Training {
   bool frozen_base_fp32 = false;
   // QLoRA: the software that runs the 4-bit layers (model/model_states.hpp qlora_stack_traits).
   QloraStack qlora_stack = QloraStack::hf_peft;
+  // MoE under Megatron-Core: the expert capacity factor (--moe-expert-capacity-factor; 0: dropless,
+  // its default) and whether each expert's input is padded to its capacity
+  // (--moe-pad-expert-input-to-capacity). Hugging Face's MoE blocks are always dropless.
+  double moe_capacity_factor = 0.0;
+  bool moe_pad_to_capacity = false;
   // The CUDA compute capability (major*10+minor) of the GPUs, which decides the SDPA kernel and
   // autocast's fp32 ops (model/sdpa.hpp); 0: not a CUDA GPU (the CPU oracle). Set by the planner.
   int cuda_sm = 0;

@@ -12,6 +12,7 @@
 #include "trainplan/hardware/collective.hpp"
 #include "trainplan/hardware/gpu.hpp"
 #include "trainplan/hardware/profile.hpp"
+#include "trainplan/model/architecture.hpp"
 #include "trainplan/model/training.hpp"
 #include "trainplan/planner/memory.hpp"
 #include "trainplan/planner/time_conventions.hpp"
@@ -91,6 +92,10 @@ struct TensorParallelCollectives {
 // (Lepikhin et al. 2020, GShard, arXiv:2006.16668).
 [[nodiscard]] Bytes moe_all_to_all_message(std::int64_t top_k, std::int64_t b, std::int64_t s,
                                            std::int64_t h, double c);
+// The same for one tensor-parallel rank of tr's micro-batch, the tokens a capacity drops or pads
+// counted as the framework sends them (model::expert_token_share): what the cost and the replay
+// price.
+[[nodiscard]] Bytes expert_all_to_all_message(const model::Architecture& a, const model::Training& tr);
 
 // Pipeline bubble as a fraction of the ideal time: (p - 1) / (v m) (Narayanan et al. 2021,
 // arXiv:2104.04473, Sec. 2.2; 1F1B for v = 1, interleaved 1F1B for v model chunks per stage).

@@ -114,6 +114,8 @@ struct LayerComputeKey {
   bool frozen_base_fp32 = false;  // autocast casts an fp32 frozen base every forward
   QloraStack qlora_stack = QloraStack::hf_peft;  // what a QLoRA block saves (the resolved blocks)
   int transformers = 0;  // the release whose model code runs (SDPA path, experts)
+  double moe_capacity_factor = 0.0;  // Megatron's expert capacity (what each expert multiplies)
+  bool moe_pad_to_capacity = false;
 
   [[nodiscard]] static LayerComputeKey of(const model::Training& tr);
   // Writes the key's fields into `t` (the adapters' targets from `targets`): the training the
