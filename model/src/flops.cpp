@@ -136,16 +136,21 @@ FlopCoefficients flop_coefficients(const Architecture& a, const Training& tr) {
   k.sdpa_cpu_math = k.sdpa_path && sdpa_choice(a, cpu).kernel == SdpaKernel::math;
   k.head = 2.0 * static_cast<double>(a.hidden * a.vocab);
   const double r = static_cast<double>(tr.lora.rank);
+  // The adapters' forward FLOPs per token of one block of this kind (none when fully trained).
+  const auto adapter_flops = [&](const Architecture& ka, Stack stack) {
+    double f = 0.0;
+    if (!k.full)
+      for (const auto& ad : lora_block_adapters(ka, tr.lora, stack))
+        f += 2.0 * r * static_cast<double>(ad.in + ad.out) * (ad.copies > 1 ? static_cast<double>(ka.expert_runs()) : 1.0);
+    return f;
+  };
   for_each_layer_kind(a, [&](const Architecture& ka, Stack stack, std::int64_t count, bool first) {
     const double layers = static_cast<double>(count);
     k.linear += layers * block_linear_flops_per_token(ka, stack);
     // An encoder-decoder's decoder attends twice (self and cross).
     k.attention += (stack == Stack::decoder && a.encoder_decoder ? 2.0 : 1.0) * layers *
                    attention_flops_per_token_per_context(ka);
-    if (!k.full)
-      for (const auto& ad : lora_block_adapters(ka, tr.lora, stack))
-        k.adapters += layers * 2.0 * r * static_cast<double>(ad.in + ad.out) *
-                      (ad.copies > 1 ? static_cast<double>(ka.expert_runs()) : 1.0);
+    k.adapters += layers * adapter_flops(ka, stack);
     const StackRules m = stack_rules(ka, tr, stack);
     k.last_matmul += layers * m.last_matmul;
     if (first) {  // the stack's first block
@@ -154,8 +159,8 @@ FlopCoefficients flop_coefficients(const Architecture& a, const Training& tr) {
     }
   });
   k.dropout_after_last_matmul = a.hidden_dropout > 0.0;
-  // Multi-token prediction: per module a block of the expert kind, the projection 2h -> h and one
-  // more pass through the output head.
+  // Multi-token prediction: per module a block of the expert kind (with its adapters), the
+  // projection 2h -> h and one more pass through the output head.
   if (a.mtp_layers > 0) {
     const double n = static_cast<double>(a.mtp_layers);
     const double h = static_cast<double>(a.hidden);
@@ -163,6 +168,7 @@ FlopCoefficients flop_coefficients(const Architecture& a, const Training& tr) {
     k.attention += n * attention_flops_per_token_per_context(a);
     k.head *= 1.0 + n;
     k.last_matmul += n * stack_rules(a, tr, Stack::decoder).last_matmul;
+    k.adapters += n * adapter_flops(a, Stack::decoder);
   }
   return k;
 }

@@ -112,6 +112,10 @@ std::int64_t lora_parameters(const Architecture& a, const LoraConfig& c) {
   for_each_layer_kind(a, [&](const Architecture& kind, Stack stack, std::int64_t layers, bool) {
     for (const auto& ad : lora_block_adapters(kind, c, stack)) p += layers * ad.parameters(c.rank);
   });
+  // Multi-token prediction modules: a block of the main kind each, adapted like the model's (the
+  // shared head's adapter is the head's; their projections are not linears PEFT names).
+  if (a.mtp_layers > 0)
+    for (const auto& ad : lora_block_adapters(a, c, Stack::decoder)) p += a.mtp_layers * ad.parameters(c.rank);
   if (lora_targets_lm_head(a, c)) p += c.rank * (a.hidden + a.vocab);
   return p;
 }

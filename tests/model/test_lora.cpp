@@ -7,6 +7,7 @@
 #include "trainplan/core/error.hpp"
 #include "trainplan/io/catalog.hpp"
 #include "trainplan/io/hf_config.hpp"
+#include "trainplan/model/flops.hpp"
 #include "trainplan/model/lora.hpp"
 #include "trainplan/model/parameters.hpp"
 
@@ -109,6 +110,24 @@ TEST(Parameters, T5v11WithHead) {
   EXPECT_EQ(n.total, 2'849'757'184);
   EXPECT_EQ(n.total - n.lm_head, 2'783'959'040);
   EXPECT_EQ(n.largest_module, 65'798'144);
+}
+
+// A multi-token prediction module is one more block of the model's own kind: PEFT's target names
+// match its linears as they match the model's, so each module carries one layer's adapters
+// (Qwen3-30B-A3B: every layer alike), and their FLOPs follow.
+TEST(Lora, PredictionModulesCarryOneLayersAdapters) {
+  model::Architecture a = test::catalog().resolve_model("qwen3-30b-a3b").arch;
+  model::LoraConfig c;
+  c.targets = {"all-linear"};
+  const std::int64_t model_only = model::lora_parameters(a, c);
+  model::Training tr;
+  tr.method = Method::lora;
+  tr.lora = c;
+  const double adapter_flops = model::flop_coefficients(a, tr).adapters;
+  a.mtp_layers = 2;
+  ASSERT_EQ(model_only % a.layers, 0);
+  EXPECT_EQ(model::lora_parameters(a, c), model_only + 2 * model_only / a.layers);
+  EXPECT_DOUBLE_EQ(model::flop_coefficients(a, tr).adapters, adapter_flops * (1.0 + 2.0 / static_cast<double>(a.layers)));
 }
 
 }  // namespace
