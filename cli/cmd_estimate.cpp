@@ -73,8 +73,9 @@ void print_estimate(const io::Resolved& r, const model::ParameterCounts& n, cons
       thousands(e.global_batch * t.seq), to_string(t.precision), to_string(t.optimizer),
       to_string(t.attention));
   std::cout << fmt::format(
-      "  memory: {} of {} GiB per GPU — {} (largest micro-batch that fits: {})\n",
+      "  memory: {} of {} GiB per GPU{} — {} (largest micro-batch that fits: {})\n",
       gib_text(e.memory.device_total), gib_text(c.gpu.usable_memory),
+      e.memory.peak_stage.empty() ? std::string() : fmt::format(" on the {} pipeline stage", e.memory.peak_stage),
       verdict_text(e.verdict),
       e.max_micro_batch);
   if (e.memory.host.value() > 0.0)

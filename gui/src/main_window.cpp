@@ -909,7 +909,9 @@ void MainWindow::refreshBanner() {
                  rate_text(est.throughput.tokens_per_s, QStringLiteral("tokens/s")),
                  percent_text(est.throughput.mfu))
             .arg(est.global_batch)
-            .arg(qstr(est.memory.peak_phase),
+            .arg(est.memory.peak_stage.empty()
+                     ? qstr(est.memory.peak_phase)
+                     : QStringLiteral("%1 (%2 pipeline stage)").arg(qstr(est.memory.peak_phase), qstr(est.memory.peak_stage)),
                  sent.value() > 0 ? QStringLiteral("%1 sent per GPU per step").arg(bytes_text(sent))
                                   : QStringLiteral("no communication"));
     if (e.time_to_train)

@@ -46,6 +46,7 @@ Json memory_json(const planner::MemoryBreakdown& m) {
               {"device_total_bytes", bytes(m.device_total)},
               {"host_bytes", bytes(m.host)},
               {"peak_phase", std::string(m.peak_phase)},
+              {"peak_stage", m.peak_stage.empty() ? Json(nullptr) : Json(std::string(m.peak_stage))},
               {"breakdown", breakdown_json(m)}};
 }
 

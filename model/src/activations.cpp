@@ -216,8 +216,12 @@ ActivationMemory activation_memory(const Architecture& a, const Training& tr) {
   return activation_memory(a, tr, resolve_blocks(a, tr));
 }
 
-ActivationMemory activation_memory(const Architecture& a, const Training& tr, const ResolvedBlocks& blocks) {
+ActivationMemory activation_memory(const Architecture& a, const Training& tr, const ResolvedBlocks& blocks,
+                                   PipelineStage stage) {
   ActivationMemory m;
+  m.stage = stage;
+  const bool first = stage == PipelineStage::first || tr.pp == 1;
+  const bool last = stage == PipelineStage::last || tr.pp == 1;
   // Per-stack blocks and layer counts (an encoder-decoder has two stacks, encoder first).
   struct StackPart {
     Stack stack = Stack::decoder;
@@ -258,21 +262,31 @@ ActivationMemory activation_memory(const Architecture& a, const Training& tr, co
   }
 
   // 1F1B: the first stage holds min(p, m) micro-batches; interleaving with v chunks adds
-  // (p-1)/(p*v) (Narayanan et al. 2021, arXiv:2104.04473; Korthikanti Sec. 4.2.3).
+  // (p-1)/(p*v) (Narayanan et al. 2021, arXiv:2104.04473; Korthikanti Sec. 4.2.3). The last stage
+  // runs each micro-batch's backward right after its forward: one in flight; interleaved, its
+  // warm-up of (v-1) p chunk micro-batches and the one in 1F1B, of m v, each 1/v of the stage's
+  // layers (Megatron-LM @ d98e8a6, pipeline_parallel/schedules.py get_pp_rank_microbatches).
   const double micro_batches = static_cast<double>(tr.grad_accum);
-  m.in_flight = tr.pp > 1 ? std::min(p, micro_batches) : 1.0;
-  if (tr.pp > 1 && tr.pp_virtual > 1)
-    m.in_flight *= 1.0 + (p - 1.0) / (p * static_cast<double>(tr.pp_virtual));
+  const double v = static_cast<double>(tr.pp_virtual);
+  if (tr.pp == 1) {
+    m.in_flight = 1.0;
+  } else if (first) {
+    m.in_flight = std::min(p, micro_batches);
+    if (tr.pp_virtual > 1) m.in_flight *= 1.0 + (p - 1.0) / (p * v);
+  } else {
+    m.in_flight = std::min((v - 1.0) * p + 1.0, micro_batches * v) / v;
+  }
   Bytes firsts;  // what the first block of each stack keeps beyond the others
-  for (const auto& part : parts) firsts += first_block_extra(a, tr, part.stack, blocks);
+  if (first)
+    for (const auto& part : parts) firsts += first_block_extra(a, tr, part.stack, blocks);
   m.blocks = (kept + firsts) * m.in_flight + in_transit;
   m.host = m.host * m.in_flight;
-  m.embedding = embedding_activations(a, tr) * m.in_flight;
-  m.head = tr.pp == 1 ? head_activations(a, tr, blocks.variant).total() : Bytes(0.0);
+  m.embedding = first ? embedding_activations(a, tr) * m.in_flight : Bytes(0.0);
+  m.head = last ? head_activations(a, tr, blocks.variant).total() : Bytes(0.0);
   // Multi-token prediction (last stage, like the head): per module its block (of the main kind),
   // the inputs of its two norms and of its projection (4 h per token) and its head's; they are
   // freed by its backward before the model's last block is replayed, as the head's are.
-  if (a.mtp_layers > 0 && tr.pp == 1) {
+  if (a.mtp_layers > 0 && last) {
     const double rep = tr.sequence_parallel ? static_cast<double>(tr.tp) : 1.0;
     const Bytes inputs(4.0 * compute_bytes(tr.precision) * static_cast<double>(tr.tokens_per_micro_batch() * a.hidden) / rep);
     m.head += (kept_after_policy(a, tr, blocks.decoder.block, Bytes(0.0)) + inputs + m.head) *

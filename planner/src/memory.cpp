@@ -42,20 +42,25 @@ bool framework_supports(Framework f, Strategy s) {
   return false;
 }
 
-// Parameters on the most loaded pipeline stage of one tensor-parallel rank: the first stage holds
-// the embedding and its share of blocks (and the head when there is one stage). Linear and
-// embedding weights split over TP; norms are replicated; a MoE's experts split over EP.
+// Parameters on a pipeline stage of one tensor-parallel rank: the first stage holds the embedding
+// and its share of blocks, the last its share of blocks, the final norm, the output layer and the
+// multi-token prediction modules (one stage holds everything). Linear and embedding weights split
+// over TP; norms are replicated; a MoE's experts split over EP.
 struct StageParams {
   double all = 0;          // every parameter on this rank
   double block_linear = 0; // of which linear weights inside blocks (quantizable)
   double experts = 0;      // of which routed experts (this rank's 1/ep of them)
-  double head = 0;         // LM head (untied) on this rank
+  double head = 0;         // the output layer on this rank (untied head, or the tied copy of the last stage)
   double largest_unit = 0; // one block (the FSDP wrap unit)
   double root = 0;         // what is outside the blocks: embeddings, final norm, head
+  bool holds_head = false; // the last stage (or the only one)
 };
 
-StageParams stage_params(const Architecture& a, const model::ParameterCounts& n, const Layout& l) {
+StageParams stage_params(const Architecture& a, const model::ParameterCounts& n, const Layout& l,
+                         model::PipelineStage stage = model::PipelineStage::first) {
   const double tp = l.tp;
+  const bool first = stage == model::PipelineStage::first || l.pp == 1;
+  const bool last = stage == model::PipelineStage::last || l.pp == 1;
   const double total_layers = static_cast<double>(a.total_layers());
   const double share = std::ceil(total_layers / l.pp) / total_layers;
   // The experts other EP ranks hold, out of every block.
@@ -63,31 +68,35 @@ StageParams stage_params(const Architecture& a, const model::ParameterCounts& n,
   const double block_linear = static_cast<double>(n.block_linears) - elsewhere;
   const double block_other = static_cast<double>(n.blocks - n.block_linears);
   StageParams s;
+  s.holds_head = last;
   s.experts = static_cast<double>(n.experts) / l.ep * share / tp;
   s.block_linear = block_linear * share / tp;
-  s.head = l.pp == 1 ? static_cast<double>(n.lm_head) / tp : 0.0;
-  // Final norms, and the multi-token prediction modules (last stage: with one stage only), split
-  // over TP like blocks, their experts over EP.
+  // Tied embeddings split over stages: the last stage keeps its own copy of the word embedding as
+  // the output layer (Megatron-LM's shared_embedding_or_output_weight, kept equal to the first
+  // stage's by an all-reduce of their gradients).
+  const double output = a.tie_embeddings && l.pp > 1 ? static_cast<double>(a.vocab * a.hidden)
+                                                     : static_cast<double>(n.lm_head);
+  s.head = last ? output / tp : 0.0;
+  // Final norms, and the multi-token prediction modules (last stage), split over TP like blocks,
+  // their experts over EP.
   const double finals = static_cast<double>(n.total - n.blocks - n.embedding - n.lm_head - n.mtp);
   const double mtp = (static_cast<double>(n.mtp) - static_cast<double>(n.mtp_experts) * (1.0 - 1.0 / l.ep)) / tp;
-  s.root = static_cast<double>(n.embedding) / tp + s.head + (l.pp == 1 ? finals + mtp : 0.0);
+  s.root = (first ? static_cast<double>(n.embedding) / tp : 0.0) + s.head + (last ? finals + mtp : 0.0);
   s.all = s.block_linear + block_other * share + s.root;
   s.largest_unit = (static_cast<double>(n.blocks) - elsewhere) / total_layers / tp;
   return s;
 }
 
 // Trainable parameters on this rank (LoRA adapters split with their host layers).
-double stage_trainable(const Architecture& a, const Training& tr, const model::ParameterCounts& n,
-                       const Layout& l, const StageParams& s) {
+double stage_trainable(const Architecture& a, const Training& tr, const Layout& l, const StageParams& s) {
   if (tr.method == Method::full) return s.all;
   const double total_layers = static_cast<double>(a.total_layers());
   const double share = std::ceil(total_layers / l.pp) / total_layers;
   model::LoraConfig no_head = tr.lora;
   std::erase(no_head.targets, std::string("lm_head"));
   double adapters = static_cast<double>(model::lora_parameters(a, no_head)) * share / l.tp;
-  if (l.pp == 1 && model::lora_targets_lm_head(a, tr.lora))
+  if (s.holds_head && model::lora_targets_lm_head(a, tr.lora))
     adapters += static_cast<double>(tr.lora.rank * (a.hidden + a.vocab)) / l.tp;
-  (void)n;
   return adapters;
 }
 
@@ -203,7 +212,7 @@ namespace {
 // model_states() of a stage whose parameters are counted already (memory() reads them too).
 ModelStates stage_states(const Architecture& a, const model::ParameterCounts& n, const Training& tr,
                          const Layout& l, const StageParams& sp, const MemoryConventions& mc) {
-  const double trainable = stage_trainable(a, tr, n, l, sp);
+  const double trainable = stage_trainable(a, tr, l, sp);
   const double N = l.shard;
   const Strategy st = tr.strategy;
   // Under PyTorch FSDP every variant keeps parameters sharded at rest (SHARD_GRAD_OP only gathers
@@ -329,13 +338,18 @@ MemoryBreakdown memory(const Architecture& a, const model::ParameterCounts& n, c
   // The activations as PyTorch keeps them on this GPU (the SDPA kernel it picks, autocast's ops).
   model::Training on_gpu = tr;
   on_gpu.cuda_sm = l.cuda_sm;
-  return memory(a, n, tr, l, model::activation_memory(a, on_gpu), mc);
+  const model::ResolvedBlocks blocks = model::resolve_blocks(a, on_gpu);
+  return memory(a, n, tr, l, model::activation_memory(a, on_gpu, blocks, model::PipelineStage::first),
+                model::activation_memory(a, on_gpu, blocks, model::PipelineStage::last), mc);
 }
 
-MemoryBreakdown memory(const Architecture& a, const model::ParameterCounts& n, const Training& tr,
-                       const Layout& l, model::ActivationMemory activations, const MemoryConventions& mc) {
+namespace {
+
+// The memory of one pipeline stage.
+MemoryBreakdown stage_memory(const Architecture& a, const model::ParameterCounts& n, const Training& tr,
+                             const Layout& l, model::ActivationMemory activations, const MemoryConventions& mc) {
   MemoryBreakdown m;
-  const StageParams sp = stage_params(a, n, l);
+  const StageParams sp = stage_params(a, n, l, activations.stage);
   m.states = stage_states(a, n, tr, l, sp, mc);
   const ModelStates& ms = m.states;
   m.activation_detail = std::move(activations);
@@ -369,7 +383,7 @@ MemoryBreakdown memory(const Architecture& a, const model::ParameterCounts& n, c
     // are alive at a time (bitsandbytes 0.50.1 backends/cuda/ops.py _dequant_linear_fallback,
     // autograd/_functions.py MatMul4Bit).
     if (tr.method == Method::qlora) {
-      const bool head = model::qlora_stack_traits(tr.qlora_stack).quantizes_head && l.pp == 1;
+      const bool head = model::qlora_stack_traits(tr.qlora_stack).quantizes_head && sp.holds_head;
       const double largest = static_cast<double>(std::max(a.hidden * a.intermediate, head ? a.vocab * a.hidden : 0));
       fwd_bwd += Bytes(model::dequantized_bytes_per_weight(tr) * largest / l.tp);
     }
@@ -424,6 +438,21 @@ MemoryBreakdown memory(const Architecture& a, const model::ParameterCounts& n, c
   m.device_total = m.reserved + m.outside_torch;
   m.host = (ms.host + m.activation_detail.host) * static_cast<double>(std::min(l.gpus_per_node, l.world));
   return m;
+}
+
+}  // namespace
+
+MemoryBreakdown memory(const Architecture& a, const model::ParameterCounts& n, const Training& tr,
+                       const Layout& l, model::ActivationMemory first, model::ActivationMemory last,
+                       const MemoryConventions& mc) {
+  first.stage = model::PipelineStage::first;
+  MemoryBreakdown m = stage_memory(a, n, tr, l, std::move(first), mc);
+  if (l.pp == 1) return m;
+  m.peak_stage = "first";
+  last.stage = model::PipelineStage::last;
+  MemoryBreakdown end = stage_memory(a, n, tr, l, std::move(last), mc);
+  end.peak_stage = "last";
+  return end.peak_allocated > m.peak_allocated ? end : m;
 }
 
 Bytes allocator_cache(Bytes peak_allocated, Bytes transient, bool recompute, const MemoryConventions& mc) {

@@ -5,6 +5,7 @@
 
 #include "../common/catalog.hpp"
 #include "trainplan/io/catalog.hpp"
+#include "trainplan/model/activations.hpp"
 #include "trainplan/planner/fit.hpp"
 
 namespace trainplan {
@@ -136,6 +137,55 @@ TEST(MemoryProperties, BreakdownSumsToTotals) {
 
 // The allocator's cache sits between the peak and what nvidia-smi shows; with expandable segments
 // only the 2 MiB page rounding of the peak is left (docs/formulas.md, "The caching allocator").
+// With several pipeline stages the answer is the heavier of the first (the embedding and, under
+// 1F1B, min(p, m) micro-batches in flight) and the last (the output layer, its loss and the
+// multi-token prediction modules, one micro-batch in flight).
+TEST(MemoryProperties, ThePipelineStageWithTheLargerPeakIsTheAnswer) {
+  // DeepSeek-V2-Lite under Megatron, PP 2, one micro-batch: both stages hold one, the last the
+  // head and its logits too.
+  Case s = setup("deepseek-v2-lite", "8xH100-80GB");
+  model::Training tr = training(s);
+  tr.framework = Framework::megatron;
+  tr.strategy = Strategy::zero1;
+  tr.pp = 2;
+  const planner::MemoryBreakdown without = mem(s, tr);
+  EXPECT_EQ(without.peak_stage, "last");
+  EXPECT_EQ(without.activation_detail.stage, model::PipelineStage::last);
+  EXPECT_GT(without.activation_detail.head.value(), 0.0);
+  EXPECT_EQ(without.activation_detail.embedding.value(), 0.0);
+  // One prediction module lives on the last stage: its parameters (counted as the DeepSeek-V3
+  // checkpoint holds them, test_parameters.cpp) are that stage's, one to one.
+  s.arch.mtp_layers = 1;
+  s.n = model::count_parameters(s.arch);
+  const planner::MemoryBreakdown with = mem(s, tr);
+  EXPECT_EQ(with.peak_stage, "last");
+  EXPECT_NEAR(static_cast<double>(with.states.local_params - without.states.local_params),
+              static_cast<double>(s.n.mtp), 1.0);
+  EXPECT_GT(with.peak_allocated.value(), without.peak_allocated.value());
+  // Llama-2-7B, PP 4 and eight micro-batches: the first stage holds four of them, the last one.
+  const Case l = setup("llama-2-7b", "8xH100-80GB");
+  model::Training deep = training(l);
+  deep.strategy = Strategy::ddp;
+  deep.pp = 4;
+  deep.grad_accum = 8;
+  const planner::MemoryBreakdown first = mem(l, deep);
+  EXPECT_EQ(first.peak_stage, "first");
+  EXPECT_EQ(first.activation_detail.in_flight, 4.0);
+  EXPECT_EQ(first.activation_detail.head.value(), 0.0);
+  // Interleaved with two chunks a stage: Megatron's last rank warms up (v-1) p = 4 chunk
+  // micro-batches and runs one more, each half its layers (schedules.py get_pp_rank_microbatches);
+  // with two micro-batches all four of its chunk micro-batches are in flight.
+  deep.pp_virtual = 2;
+  const model::ResolvedBlocks blocks = model::resolve_blocks(l.arch, deep);
+  EXPECT_DOUBLE_EQ(model::activation_memory(l.arch, deep, blocks, model::PipelineStage::last).in_flight, 2.5);
+  deep.grad_accum = 2;
+  EXPECT_DOUBLE_EQ(model::activation_memory(l.arch, deep, blocks, model::PipelineStage::last).in_flight, 2.0);
+  deep.pp_virtual = 1;
+  // One stage: no stage named.
+  deep.pp = 1;
+  EXPECT_EQ(mem(l, deep).peak_stage, "");
+}
+
 TEST(Allocator, ReservedLiesBetweenThePeakAndTheDeviceTotal) {
   for (const char* name : kModels) {
     SCOPED_TRACE(name);

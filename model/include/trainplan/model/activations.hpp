@@ -74,7 +74,13 @@ struct StackActivationTerms {
   std::vector<ActivationTerm> terms;
 };
 
+// The pipeline stages whose memory can be the largest: the first holds the embedding and, under
+// 1F1B, the most micro-batches in flight; the last holds the head and its loss, the multi-token
+// prediction modules, and one micro-batch (more when interleaved). With one stage both are it.
+enum class PipelineStage { first, last };
+
 struct ActivationMemory {
+  PipelineStage stage = PipelineStage::first;  // whose activations these are
   // The detail outputs show (activation_detail fills it; the searches never need it):
   // --attention sdpa: the kernel PyTorch picks for this model on this GPU, and why (model/sdpa.hpp).
   std::optional<SdpaChoice> sdpa;
@@ -117,13 +123,14 @@ struct ResolvedBlocks {
 // The same from the model's op lists for tr (model_ops(a, tr)).
 [[nodiscard]] ResolvedBlocks resolve_blocks(const Architecture& a, const Training& tr, const ModelOps& ops);
 
-// The activation memory of the most loaded pipeline stage (the first, under 1F1B), without the
+// The activation memory of the first pipeline stage (the most loaded under 1F1B), without the
 // detail (sdpa, block_terms).
 [[nodiscard]] ActivationMemory activation_memory(const Architecture& a, const Training& tr);
-// The same from blocks resolved already (resolve_blocks, for tr's shape and GPU); tr's cuda_sm is
-// not read.
+// The same from blocks resolved already (resolve_blocks, for tr's shape and GPU), of either stage;
+// tr's cuda_sm is not read.
 [[nodiscard]] ActivationMemory activation_memory(const Architecture& a, const Training& tr,
-                                                 const ResolvedBlocks& blocks);
+                                                 const ResolvedBlocks& blocks,
+                                                 PipelineStage stage = PipelineStage::first);
 // Adds what outputs show beside the numbers: the SDPA kernel chosen and one block's saved tensors
 // by name.
 void add_activation_detail(ActivationMemory& m, const Architecture& a, const Training& tr);

@@ -124,6 +124,9 @@ struct MemoryBreakdown {
   Bytes device_total;    // what nvidia-smi reports: reserved + outside_torch
   Bytes host;            // per node
   std::string_view peak_phase;  // "backward" or "optimizer step"
+  // With several pipeline stages, the one these numbers are of: "first" (the embedding and the most
+  // micro-batches in flight) or "last" (the head, its loss and any prediction modules); "" with one.
+  std::string_view peak_stage;
   model::ActivationMemory activation_detail;
   ModelStates states;
 };
@@ -131,11 +134,14 @@ struct MemoryBreakdown {
 [[nodiscard]] MemoryBreakdown memory(const model::Architecture& a, const model::ParameterCounts& n,
                                      const model::Training& tr, const Layout& l,
                                      const MemoryConventions& mc = {});
-// The same with the activations worked out already: model::activation_memory of tr on the layout's
-// GPU (an Evaluator resolves the blocks once per shape).
+// The same with the activations of the first and the last pipeline stage worked out already
+// (model::activation_memory of tr on the layout's GPU; an Evaluator resolves the blocks once per
+// shape). With several stages the answer is the stage whose peak is the larger (its
+// activation_detail.stage says which); with one, `last` is not read.
 [[nodiscard]] MemoryBreakdown memory(const model::Architecture& a, const model::ParameterCounts& n,
                                      const model::Training& tr, const Layout& l,
-                                     model::ActivationMemory activations, const MemoryConventions& mc = {});
+                                     model::ActivationMemory first, model::ActivationMemory last,
+                                     const MemoryConventions& mc = {});
 
 // The answer to "does it fit?", from what must be resident at the peak and what the allocator is
 // expected to hold on to:
