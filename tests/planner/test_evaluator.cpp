@@ -5,6 +5,7 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "../common/catalog.hpp"
@@ -112,15 +113,14 @@ TEST(Evaluator, StepIsTheSumOfItsPartsAndExposureNeverExceedsTime) {
 // without padding drops nothing a balanced router sends. Mixtral, TP 2 with sequence parallelism:
 // each rank routes 2048 / 2 tokens, 256 per expert, a capacity of ceil(256 x 1.25) = 320 (get_capacity).
 TEST(Evaluator, ExpertCapacityPaddingTravelsInTheAllToAlls) {
-  const Evaluator ev = evaluator("mixtral-8x7b", "8xH100-80GB");
   model::Training tr;
+  tr.seq = 2048;
+  // Each rank routes its sequence shard to experts spread over four ranks.
+  std::tie(tr.tp, tr.sequence_parallel, tr.ep) = std::tuple{2, true, 4};
   tr.framework = Framework::megatron;
   tr.strategy = Strategy::zero1;
-  tr.tp = 2;
-  tr.sequence_parallel = true;
-  tr.ep = 4;
-  tr.seq = 2048;
   tr.checkpointing = Checkpointing::selective;
+  const Evaluator ev = evaluator("mixtral-8x7b", "8xH100-80GB");
   const auto all_to_all = [&](const model::Training& t) {
     const StepCost c = ev.cost(t, true);
     for (std::size_t i = 0; i < c.comm_count; ++i)
