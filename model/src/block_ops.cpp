@@ -1132,6 +1132,12 @@ void megatron_block(const Architecture& a, const Training& tr, Stack stack, Bloc
     perm.pass = FusedPass::permute;
     perm.elements = 2.0 * T * dbl(a.experts_per_token) * x.h * routed;
     perm.element_bytes = c;
+    // The routed experts' first grouped GEMM keeps its input, the k permuted copies of each token a
+    // rank receives (gathered over the tensor-parallel ranks, whose experts share them); the
+    // routing probabilities scale the activation, so unpermuting keeps nothing more (Megatron-LM
+    // @ d98e8a6, moe/experts.py: permuted_probs into the scaled activation; token_dispatcher.py
+    // unpermute without probs).
+    b.keep("permuted tokens (routed experts' input)", 2.0 * T * dbl(a.experts_per_token) * x.h * routed);
   }
 }
 

@@ -155,8 +155,15 @@ TEST(BlockOps, MegatronExpertCapacityCapsOrPadsEachExpertsTokens) {
   const auto saved = [&](const model::Training& tr) {
     return model::block_ops(a, tr, model::Stack::decoder).saved_bytes().value();
   };
+  // The experts' grouped GEMM keeps the permuted tokens it multiplies.
+  const auto permuted_kept = [&](const model::Training& tr) {
+    for (const model::SavedTensor& t : model::block_ops(a, tr, model::Stack::decoder).saved)
+      if (t.name == "permuted tokens (routed experts' input)") return t.bytes.value();
+    return 0.0;
+  };
   const model::Training dropless = training(Framework::megatron);
   ASSERT_EQ(expert_m(dropless), 1024);
+  ASSERT_GT(permuted_kept(dropless), 0.0);
   struct Case {
     double factor;
     bool pad;
@@ -171,6 +178,7 @@ TEST(BlockOps, MegatronExpertCapacityCapsOrPadsEachExpertsTokens) {
     EXPECT_EQ(expert_m(tr), c.tokens);
     const double share = static_cast<double>(c.tokens) / 1024.0;
     EXPECT_NEAR(permuted(tr), permuted(dropless) * share, 1e-9 * permuted(dropless));
+    EXPECT_NEAR(permuted_kept(tr), permuted_kept(dropless) * share, 1e-9 * permuted_kept(dropless));
     if (c.tokens == 1024) {
       EXPECT_DOUBLE_EQ(saved(tr), saved(dropless));
     } else if (c.tokens > 1024) {
