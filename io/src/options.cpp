@@ -319,7 +319,7 @@ std::vector<Option> parallel_options() {
   v.push_back(applies(real(describe("moe-capacity-factor", "F", "Expert capacity", "parallelism",
                                     "MoE: each expert takes at most F times its balanced share of tokens; "
                                     "0: dropless",
-                                    "0 (dropless)"),
+                                    "0"),
                            0, 1000, false, false, [](auto& r) -> auto& { return r.training.moe_capacity_factor; }),
                       megatron, "with --framework megatron (transformers' MoE blocks are dropless)"));
   v.push_back(applies(flag(describe("moe-pad-to-capacity", "", "Pad to capacity", "parallelism",
