@@ -476,9 +476,9 @@ const Evaluator::Shapes& Evaluator::shapes(const model::Training& tr) const {
 
 LayerComputeKey LayerComputeKey::of(const model::Training& tr) {
   const bool adapters = tr.method != Method::full;
-  return {tr.tp,
-          tr.micro_batch,
+  return {tr.micro_batch,
           tr.seq,
+          tr.tp,
           tr.precision,
           tr.method,
           tr.attention,
@@ -572,10 +572,12 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
   const Layout& l = out.layout;
   const Shapes& sh = shapes(tr);
   const model::ResolvedBlocks& blocks = resolved_blocks(tr);
-  out.memory = memory(a_, n_, tr, l, model::activation_memory(a_, tr, blocks, model::PipelineStage::first),
-                      l.pp > 1 ? model::activation_memory(a_, tr, blocks, model::PipelineStage::last)
-                               : model::ActivationMemory{},
-                      mc_);
+  if (l.pp == 1) {
+    out.memory = memory(a_, n_, tr, l, model::activation_memory(a_, tr, blocks), nullptr, mc_);
+  } else {
+    const model::ActivationMemory last = model::activation_memory(a_, tr, blocks, model::PipelineStage::last);
+    out.memory = memory(a_, n_, tr, l, model::activation_memory(a_, tr, blocks), &last, mc_);
+  }
   out.fits = verdict_of(out.memory, c_, 0.0, mc_) == Verdict::fits;  // the search keeps a margin: no tight plans
   const std::int64_t m = tr.grad_accum;
   const double md = dbl(m);

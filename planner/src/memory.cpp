@@ -4,6 +4,7 @@
 #include "trainplan/planner/optimizer_step.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -339,8 +340,10 @@ MemoryBreakdown memory(const Architecture& a, const model::ParameterCounts& n, c
   model::Training on_gpu = tr;
   on_gpu.cuda_sm = l.cuda_sm;
   const model::ResolvedBlocks blocks = model::resolve_blocks(a, on_gpu);
+  const model::ActivationMemory last =
+      l.pp > 1 ? model::activation_memory(a, on_gpu, blocks, model::PipelineStage::last) : model::ActivationMemory{};
   return memory(a, n, tr, l, model::activation_memory(a, on_gpu, blocks, model::PipelineStage::first),
-                model::activation_memory(a, on_gpu, blocks, model::PipelineStage::last), mc);
+                l.pp > 1 ? &last : nullptr, mc);
 }
 
 namespace {
@@ -443,16 +446,19 @@ MemoryBreakdown stage_memory(const Architecture& a, const model::ParameterCounts
 }  // namespace
 
 MemoryBreakdown memory(const Architecture& a, const model::ParameterCounts& n, const Training& tr,
-                       const Layout& l, model::ActivationMemory first, model::ActivationMemory last,
+                       const Layout& l, model::ActivationMemory first, const model::ActivationMemory* last,
                        const MemoryConventions& mc) {
   first.stage = model::PipelineStage::first;
   MemoryBreakdown m = stage_memory(a, n, tr, l, std::move(first), mc);
   if (l.pp == 1) return m;
+  if (last == nullptr) throw std::logic_error("memory: several pipeline stages need the last stage's activations");
   m.peak_stage = "first";
-  last.stage = model::PipelineStage::last;
-  MemoryBreakdown end = stage_memory(a, n, tr, l, std::move(last), mc);
+  model::ActivationMemory end_activations = *last;
+  end_activations.stage = model::PipelineStage::last;
+  MemoryBreakdown end = stage_memory(a, n, tr, l, std::move(end_activations), mc);
   end.peak_stage = "last";
-  return end.peak_allocated > m.peak_allocated ? end : m;
+  if (end.peak_allocated > m.peak_allocated) return end;
+  return m;
 }
 
 Bytes allocator_cache(Bytes peak_allocated, Bytes transient, bool recompute, const MemoryConventions& mc) {

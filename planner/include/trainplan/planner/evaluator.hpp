@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <vector>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -99,9 +100,11 @@ struct StepCost {
 // capability, every other one at its default), so the caches cannot return a result computed from
 // a field the key leaves out.
 struct LayerComputeKey {
-  int tp = 0;
+  // The fields that differ most between the shapes a search prices come first: a lookup among
+  // many kept shapes rejects the others on their first comparison.
   std::int64_t micro_batch = 0;
   std::int64_t seq = 0;
+  int tp = 0;
   Precision precision = Precision::fp32;
   Method method = Method::full;
   Attention attention = Attention::flash;
@@ -135,7 +138,8 @@ struct LayerCompute {
 };
 
 // The last N values worked out, looked up by key, the oldest replaced first (a search varies the
-// strategy, checkpointing and pipeline over few shapes).
+// strategy, checkpointing and pipeline over few shapes). Slots are made as they are first needed,
+// so an evaluator that prices one configuration builds one.
 template <class Key, class Value, std::size_t N>
 class RecentValues {
  public:
@@ -145,11 +149,9 @@ class RecentValues {
     return nullptr;
   }
   const Value& insert(const Key& key, Value value) {
-    const std::size_t slot = next_;
-    next_ = (next_ + 1) % N;
-    count_ = std::min(count_ + 1, N);
-    entries_[slot] = {key, std::move(value)};
-    return entries_[slot].second;
+    Value& slot = replace(key);
+    slot = std::move(value);
+    return slot;
   }
   // The slot the next value for `key` goes into, holding whatever it held before (a caller refills
   // it in place, reusing its storage).
@@ -157,13 +159,20 @@ class RecentValues {
     const std::size_t slot = next_;
     next_ = (next_ + 1) % N;
     count_ = std::min(count_ + 1, N);
+    if (entries_.empty()) entries_.reserve(N);  // never reallocated: references stay valid
+    if (slot == entries_.size()) entries_.emplace_back();
     entries_[slot].first = key;
     return entries_[slot].second;
   }
-  void clear() { count_ = 0; }
+  // Forgets every value (the slots keep their storage). The next value goes into the first slot,
+  // the one find() looks at first.
+  void clear() {
+    count_ = 0;
+    next_ = 0;
+  }
 
  private:
-  std::array<std::pair<Key, Value>, N> entries_;
+  std::vector<std::pair<Key, Value>> entries_;  // at most N; the first count_ hold values
   std::size_t count_ = 0;
   std::size_t next_ = 0;
 };
@@ -223,7 +232,7 @@ class Evaluator {
   int cuda_sm_ = 0;  // the GPU's compute capability (cuda_sm), read once
   std::array<ComputeDevice, 5> devices_;  // by Precision
   mutable Shapes shapes_;
-  static constexpr std::size_t kShapesKept = 8;
+  static constexpr std::size_t kShapesKept = 16;
   mutable RecentValues<LayerComputeKey, LayerCompute, kShapesKept> compute_cache_;
   mutable RecentValues<LayerComputeKey, model::ResolvedBlocks, kShapesKept> blocks_cache_;
   mutable RecentValues<LayerComputeKey, ShapeOps, kShapesKept> ops_cache_;

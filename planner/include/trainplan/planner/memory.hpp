@@ -137,10 +137,10 @@ struct MemoryBreakdown {
 // The same with the activations of the first and the last pipeline stage worked out already
 // (model::activation_memory of tr on the layout's GPU; an Evaluator resolves the blocks once per
 // shape). With several stages the answer is the stage whose peak is the larger (its
-// activation_detail.stage says which); with one, `last` is not read.
+// activation_detail.stage says which); with one, `last` may be null.
 [[nodiscard]] MemoryBreakdown memory(const model::Architecture& a, const model::ParameterCounts& n,
                                      const model::Training& tr, const Layout& l,
-                                     model::ActivationMemory first, model::ActivationMemory last,
+                                     model::ActivationMemory first, const model::ActivationMemory* last,
                                      const MemoryConventions& mc = {});
 
 // The answer to "does it fit?", from what must be resident at the peak and what the allocator is
