@@ -419,6 +419,26 @@ TEST(Evaluator, InfeasibleIsAResultNotAnException) {
 // checkpointing that decides what the first block keeps) must come out as planner::memory()
 // prices each afresh, bit for bit: a field the key left out would return the blocks of the
 // configuration before.
+// A change of adapter targets forgets every shape kept for the old ones, however many were kept
+// and priced since: each answer equals a fresh evaluator's.
+TEST(Evaluator, ShapesKeptForOtherAdaptersAreNeverServed) {
+  const Evaluator shared = evaluator("llama-2-7b", "1xA100-80GB");
+  model::Training tr;
+  tr.method = Method::lora;
+  tr.strategy = Strategy::single;
+  for (const std::vector<std::string>& targets : {std::vector<std::string>{"q", "v"}, std::vector<std::string>{"all-linear"}}) {
+    tr.lora.targets = targets;
+    for (const std::int64_t b : {1, 2, 3, 4, 2, 1}) {
+      SCOPED_TRACE(targets.front() + " micro-batch " + std::to_string(b));
+      tr.micro_batch = b;
+      const Evaluator fresh = evaluator("llama-2-7b", "1xA100-80GB");
+      EXPECT_DOUBLE_EQ(shared.cost(tr, true).memory.peak_allocated.value(),
+                       fresh.cost(tr, true).memory.peak_allocated.value());
+      EXPECT_DOUBLE_EQ(shared.cost(tr, true).time.step.value(), fresh.cost(tr, true).time.step.value());
+    }
+  }
+}
+
 TEST(Evaluator, BlocksKeptPerShapeNeverServeAnotherConfiguration) {
   struct Case {
     std::string model;
