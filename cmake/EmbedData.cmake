@@ -22,10 +22,13 @@ endif()
 
 function(trainplan_embed_data out_cpp data_dir)
   file(GLOB_RECURSE files CONFIGURE_DEPENDS "${data_dir}/*.json")
+  # The list of files itself, rewritten only when it changes: a file deleted from data/ leaves the
+  # others older than the embedding, and this list is what makes it out of date.
+  file(CONFIGURE OUTPUT "${out_cpp}.files" CONTENT "${files}")
   add_custom_command(
     OUTPUT "${out_cpp}"
     COMMAND ${CMAKE_COMMAND} -DDATA_DIR=${data_dir} -DOUT=${out_cpp} -P ${PROJECT_SOURCE_DIR}/cmake/EmbedData.cmake
-    DEPENDS ${files} ${PROJECT_SOURCE_DIR}/cmake/EmbedData.cmake
+    DEPENDS ${files} "${out_cpp}.files" ${PROJECT_SOURCE_DIR}/cmake/EmbedData.cmake
     COMMENT "Embedding data/ JSON"
     VERBATIM)
 endfunction()
