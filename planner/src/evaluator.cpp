@@ -571,13 +571,7 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
   out.layout = make_layout(a_, tr, c_, cuda_sm_);
   const Layout& l = out.layout;
   const Shapes& sh = shapes(tr);
-  const model::ResolvedBlocks& blocks = resolved_blocks(tr);
-  if (l.pp == 1) {
-    out.memory = memory(a_, n_, tr, l, model::activation_memory(a_, tr, blocks), nullptr, mc_);
-  } else {
-    const model::ActivationMemory last = model::activation_memory(a_, tr, blocks, model::PipelineStage::last);
-    out.memory = memory(a_, n_, tr, l, model::activation_memory(a_, tr, blocks), &last, mc_);
-  }
+  out.memory = memory(a_, n_, tr, l, resolved_blocks(tr), mc_);
   out.fits = verdict_of(out.memory, c_, 0.0, mc_) == Verdict::fits;  // the search keeps a margin: no tight plans
   const std::int64_t m = tr.grad_accum;
   const double md = dbl(m);

@@ -4,7 +4,6 @@
 #include "trainplan/planner/optimizer_step.hpp"
 
 #include <algorithm>
-#include <stdexcept>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -339,11 +338,7 @@ MemoryBreakdown memory(const Architecture& a, const model::ParameterCounts& n, c
   // The activations as PyTorch keeps them on this GPU (the SDPA kernel it picks, autocast's ops).
   model::Training on_gpu = tr;
   on_gpu.cuda_sm = l.cuda_sm;
-  const model::ResolvedBlocks blocks = model::resolve_blocks(a, on_gpu);
-  const model::ActivationMemory last =
-      l.pp > 1 ? model::activation_memory(a, on_gpu, blocks, model::PipelineStage::last) : model::ActivationMemory{};
-  return memory(a, n, tr, l, model::activation_memory(a, on_gpu, blocks, model::PipelineStage::first),
-                l.pp > 1 ? &last : nullptr, mc);
+  return memory(a, n, tr, l, model::resolve_blocks(a, on_gpu), mc);
 }
 
 namespace {
@@ -446,16 +441,13 @@ MemoryBreakdown stage_memory(const Architecture& a, const model::ParameterCounts
 }  // namespace
 
 MemoryBreakdown memory(const Architecture& a, const model::ParameterCounts& n, const Training& tr,
-                       const Layout& l, model::ActivationMemory first, const model::ActivationMemory* last,
-                       const MemoryConventions& mc) {
-  first.stage = model::PipelineStage::first;
-  MemoryBreakdown m = stage_memory(a, n, tr, l, std::move(first), mc);
+                       const Layout& l, const model::ResolvedBlocks& blocks, const MemoryConventions& mc) {
+  MemoryBreakdown m =
+      stage_memory(a, n, tr, l, model::activation_memory(a, tr, blocks, model::PipelineStage::first), mc);
   if (l.pp == 1) return m;
-  if (last == nullptr) throw std::logic_error("memory: several pipeline stages need the last stage's activations");
   m.peak_stage = "first";
-  model::ActivationMemory end_activations = *last;
-  end_activations.stage = model::PipelineStage::last;
-  MemoryBreakdown end = stage_memory(a, n, tr, l, std::move(end_activations), mc);
+  MemoryBreakdown end =
+      stage_memory(a, n, tr, l, model::activation_memory(a, tr, blocks, model::PipelineStage::last), mc);
   end.peak_stage = "last";
   if (end.peak_allocated > m.peak_allocated) return end;
   return m;

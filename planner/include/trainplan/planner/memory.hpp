@@ -134,14 +134,13 @@ struct MemoryBreakdown {
 [[nodiscard]] MemoryBreakdown memory(const model::Architecture& a, const model::ParameterCounts& n,
                                      const model::Training& tr, const Layout& l,
                                      const MemoryConventions& mc = {});
-// The same with the activations of the first and the last pipeline stage worked out already
-// (model::activation_memory of tr on the layout's GPU; an Evaluator resolves the blocks once per
-// shape). With several stages the answer is the stage whose peak is the larger (its
-// activation_detail.stage says which); with one, `last` may be null.
+// The same from the blocks resolved already for tr's shape on the layout's GPU
+// (model::resolve_blocks; an Evaluator resolves them once per shape). With several stages the first
+// and the last are priced and the answer is the one whose peak is the larger (peak_stage and its
+// activation_detail.stage say which).
 [[nodiscard]] MemoryBreakdown memory(const model::Architecture& a, const model::ParameterCounts& n,
                                      const model::Training& tr, const Layout& l,
-                                     model::ActivationMemory first, const model::ActivationMemory* last,
-                                     const MemoryConventions& mc = {});
+                                     const model::ResolvedBlocks& blocks, const MemoryConventions& mc = {});
 
 // The answer to "does it fit?", from what must be resident at the peak and what the allocator is
 // expected to hold on to:
