@@ -5,7 +5,7 @@
 #include <array>
 #include <optional>
 
-#include "trainplan/io/catalog.hpp"
+#include "trainplan/request/catalog.hpp"
 #include "trainplan/model/parameters.hpp"
 #include "trainplan/planner/evaluator.hpp"
 #include "trainplan/planner/fit.hpp"
@@ -15,8 +15,8 @@ namespace {
 
 using namespace trainplan;
 
-const io::Catalog& catalog() {
-  static const io::Catalog c = io::Catalog::builtin();
+const request::Catalog& catalog() {
+  static const request::Catalog c = request::Catalog::builtin();
   return c;
 }
 

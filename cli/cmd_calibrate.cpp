@@ -12,14 +12,14 @@
 #include <set>
 
 #include "format.hpp"
-#include "trainplan/calibrate/gemm_fit.hpp"
-#include "trainplan/calibrate/profile_fit.hpp"
+#include "trainplan/calibration/gemm_fit.hpp"
+#include "trainplan/calibration/profile_fit.hpp"
 #include "trainplan/core/checked.hpp"
 #include "trainplan/core/error.hpp"
-#include "trainplan/io/catalog.hpp"
-#include "trainplan/io/collective_log.hpp"
-#include "trainplan/io/measurements.hpp"
-#include "trainplan/io/profile_json.hpp"
+#include "trainplan/request/catalog.hpp"
+#include "trainplan/request/collective_log.hpp"
+#include "trainplan/request/measurements.hpp"
+#include "trainplan/request/profile_json.hpp"
 
 namespace trainplan::cli {
 namespace {
@@ -37,8 +37,8 @@ std::string size_text(double bytes) {
 
 std::string percent(double fraction) { return fmt::format("{:.1f}%", 100.0 * fraction); }
 
-io::ImportHints hints_of(const CalibrateImportOptions& o) {
-  io::ImportHints h;
+request::ImportHints hints_of(const CalibrateImportOptions& o) {
+  request::ImportHints h;
   if (!o.collective.empty()) h.collective = parse_enum<hardware::Collective>(o.collective);
   // Given counts replace the log's, within what a cluster holds.
   const auto count = [](std::optional<int> v, const char* flag) -> std::optional<int> {
@@ -57,19 +57,19 @@ io::ImportHints hints_of(const CalibrateImportOptions& o) {
   return h;
 }
 
-void print_import_table(const std::vector<io::CollectiveLog>& logs, std::ostream& out) {
+void print_import_table(const std::vector<request::CollectiveLog>& logs, std::ostream& out) {
   Table t({"file", "tool", "collective", "dtype", "ranks", "nodes", "GPU", "points", "wrong",
            "sizes", "peak busbw GB/s"});
-  for (const io::CollectiveLog& log : logs) {
+  for (const request::CollectiveLog& log : logs) {
     const std::string file = std::filesystem::path(log.source).filename().string();
-    for (const io::LogBlock& b : log.blocks) {
-      std::map<std::string, std::vector<const io::LogRow*>> by_dtype;
-      for (const io::LogRow& row : b.rows) by_dtype[row.dtype].push_back(&row);
+    for (const request::LogBlock& b : log.blocks) {
+      std::map<std::string, std::vector<const request::LogRow*>> by_dtype;
+      for (const request::LogRow& row : b.rows) by_dtype[row.dtype].push_back(&row);
       for (const auto& [dtype, rows] : by_dtype) {
         int points = 0;
         int wrong = 0;
         double peak = 0.0;
-        for (const io::LogRow* row : rows) {
+        for (const request::LogRow* row : rows) {
           for (const auto& timing : {row->out_of_place, row->in_place}) {
             if (!timing) continue;
             ++points;
@@ -82,7 +82,7 @@ void print_import_table(const std::vector<io::CollectiveLog>& logs, std::ostream
         }
         const auto [lo, hi] = std::minmax_element(
             rows.begin(), rows.end(),
-            [](const io::LogRow* a, const io::LogRow* c) { return a->bytes < c->bytes; });
+            [](const request::LogRow* a, const request::LogRow* c) { return a->bytes < c->bytes; });
         t.add({file, std::string(to_string(log.tool)), std::string(to_string(b.collective)), dtype,
                std::to_string(b.ranks), std::to_string(b.nodes) + (b.nodes_assumed ? "?" : ""),
                b.gpu.empty() ? "-" : b.gpu, std::to_string(points), std::to_string(wrong),
@@ -94,16 +94,16 @@ void print_import_table(const std::vector<io::CollectiveLog>& logs, std::ostream
   }
   out << t.render();
   int skipped = 0;
-  for (const io::CollectiveLog& log : logs) skipped += log.skipped_lines;
+  for (const request::CollectiveLog& log : logs) skipped += log.skipped_lines;
   out << "points: out-of-place and in-place timings; wrong: rows with #wrong > 0, kept as "
          "invalid.\n";
   if (skipped > 0) out << "Skipped " << skipped << " line(s) that were not benchmark output.\n";
 }
 
 // Dense peaks by dtype from --peak-tflops, then from the catalogue entry of the GPU.
-std::vector<calibrate::PeakThroughput> peaks_of(const CalibrateFitOptions& o,
+std::vector<calibration::PeakThroughput> peaks_of(const CalibrateFitOptions& o,
                                                 const std::optional<hardware::GpuSpec>& spec) {
-  std::vector<calibrate::PeakThroughput> peaks;
+  std::vector<calibration::PeakThroughput> peaks;
   for (const std::string& entry : o.peak_tflops) {
     const std::size_t eq = entry.find('=');
     if (eq == std::string::npos) {
@@ -122,10 +122,10 @@ std::vector<calibrate::PeakThroughput> peaks_of(const CalibrateFitOptions& o,
       throw InputError("--peak-tflops '" + entry +
                        "': the peak must be a positive number of TFLOP/s");
     }
-    if (tflops(value) < calibrate::kMinGpuPeak || tflops(value) > calibrate::kMaxGpuPeak)
+    if (tflops(value) < calibration::kMinGpuPeak || tflops(value) > calibration::kMaxGpuPeak)
       throw InputError(fmt::format("--peak-tflops '{}': {:g} TFLOP/s is outside what a GPU has ({:g} to {:g}){}",
-                                   entry, value, to_tflops(calibrate::kMinGpuPeak),
-                                   to_tflops(calibrate::kMaxGpuPeak),
+                                   entry, value, to_tflops(calibration::kMinGpuPeak),
+                                   to_tflops(calibration::kMaxGpuPeak),
                                    value < 1.0 ? fmt::format(" — in PFLOP/s? {:g} PFLOP/s is {:g} TFLOP/s", value,
                                                              value * 1000.0)
                                                : std::string()));
@@ -140,20 +140,20 @@ std::vector<calibrate::PeakThroughput> peaks_of(const CalibrateFitOptions& o,
     for (const auto& [dtype, value] : catalogue) {
       const bool given =
           std::any_of(peaks.begin(), peaks.end(),
-                      [&](const calibrate::PeakThroughput& p) { return p.dtype == dtype; });
+                      [&](const calibration::PeakThroughput& p) { return p.dtype == dtype; });
       if (!given && value > 0.0) peaks.push_back({dtype, tflops(value)});
     }
   }
   return peaks;
 }
 
-void print_fit_table(const calibrate::ProfileFit& fit, std::ostream& out) {
+void print_fit_table(const calibration::ProfileFit& fit, std::ostream& out) {
   const hardware::HardwareProfile& p = fit.profile;
   if (!fit.curves.empty()) {
     Table t({"collective", "scope", "ranks", "nodes", "points", "invalid", "alpha us", "busbw GB/s",
              "line max err", "regimes", "median err", "max err"});
     for (std::size_t i = 0; i < fit.curves.size(); ++i) {
-      const calibrate::CurveReport& r = fit.curves[i];
+      const calibration::CurveReport& r = fit.curves[i];
       const hardware::CollectiveCurve& c = p.collectives[i];
       t.add({std::string(to_string(r.collective)), std::string(to_string(r.scope)),
              std::to_string(r.ranks), std::to_string(r.nodes), std::to_string(r.points),
@@ -170,7 +170,7 @@ void print_fit_table(const calibrate::ProfileFit& fit, std::ostream& out) {
     out << "\n";
     Table t({"family", "source", "points", "model median", "model max", "profile median",
              "profile max", "held-out median", "held-out max"});
-    for (const calibrate::FamilyReport& f : fit.families) {
+    for (const calibration::FamilyReport& f : fit.families) {
       const auto q = [](const std::optional<hardware::FitQuality>& v, bool max) {
         return v ? percent(max ? v->max_rel_err : v->median_rel_err) : std::string("-");
       };
@@ -261,7 +261,7 @@ void print_fit_table(const calibrate::ProfileFit& fit, std::ostream& out) {
   if (!fit.skipped.empty()) {
     out << "\n";
     Table t({"skipped in run", "family", "points", "reason", "measured instead"});
-    for (const calibrate::SkippedReport& r : fit.skipped) {
+    for (const calibration::SkippedReport& r : fit.skipped) {
       t.add({r.run, r.family, std::to_string(r.count), r.reason,
              r.fallback.empty() ? "-" : r.fallback});
     }
@@ -275,11 +275,11 @@ void print_fit_table(const calibrate::ProfileFit& fit, std::ostream& out) {
 void run_calibrate_import(const CalibrateImportOptions& options, std::ostream& out,
                           std::ostream& err) {
   if (options.files.empty()) throw InputError("calibrate import: no log files given");
-  const io::ImportHints hints = hints_of(options);
-  std::vector<io::CollectiveLog> logs;
+  const request::ImportHints hints = hints_of(options);
+  std::vector<request::CollectiveLog> logs;
   for (const std::string& file : options.files) {
-    logs.push_back(io::read_collective_log(file, hints));
-    for (const io::LogBlock& b : logs.back().blocks) {
+    logs.push_back(request::read_collective_log(file, hints));
+    for (const request::LogBlock& b : logs.back().blocks) {
       if (b.nodes_assumed) {
         err << "note: " << file << " does not say how many nodes ran; assuming " << b.nodes << " ("
             << hints.gpus_per_node_if_unknown << " GPUs per node); pass --nodes to say otherwise\n";
@@ -288,14 +288,14 @@ void run_calibrate_import(const CalibrateImportOptions& options, std::ostream& o
   }
   if (options.out_dir) {
     const std::string& dir = *options.out_dir;
-    const calibrate::Run run = io::imported_run(logs, dir);
-    io::write_run_dir(dir, run);
-    err << "wrote " << (std::filesystem::path(dir) / io::kMeasurementsFile).string()
+    const calibration::Run run = request::imported_run(logs, dir);
+    request::write_run_dir(dir, run);
+    err << "wrote " << (std::filesystem::path(dir) / request::kMeasurementsFile).string()
         << " (" << run.measurements.size() << " measurements) and "
-        << (std::filesystem::path(dir) / io::kProvenanceFile).string() << "\n";
+        << (std::filesystem::path(dir) / request::kProvenanceFile).string() << "\n";
   }
   if (options.json) {
-    out << io::imported_logs_json(logs);
+    out << request::imported_logs_json(logs);
   } else {
     print_import_table(logs, out);
   }
@@ -304,29 +304,29 @@ void run_calibrate_import(const CalibrateImportOptions& options, std::ostream& o
 void run_calibrate_fit(const CalibrateFitOptions& options, std::ostream& out, std::ostream& err) {
   if (options.run_dirs.empty()) throw InputError("calibrate fit: no run directories given");
   if (options.out.empty()) throw InputError("calibrate fit: -o PROFILE.json is required");
-  std::vector<calibrate::Run> runs;
-  for (const std::string& dir : options.run_dirs) runs.push_back(io::read_run_dir(dir));
+  std::vector<calibration::Run> runs;
+  for (const std::string& dir : options.run_dirs) runs.push_back(request::read_run_dir(dir));
 
   // The GPU: as given, else as the runs name it; the catalogue supplies its name, peaks and SMs.
   std::optional<std::string> gpu_name;
   if (!options.gpu.empty()) {
     gpu_name = options.gpu;
   } else {
-    for (const calibrate::Run& r : runs) {
+    for (const calibration::Run& r : runs) {
       if (r.provenance.gpu && !gpu_name) gpu_name = r.provenance.gpu;
     }
   }
   std::optional<hardware::GpuSpec> spec;
   if (gpu_name) {
     try {
-      spec = io::Catalog::builtin().resolve_gpu(*gpu_name).spec;
+      spec = request::Catalog::builtin().resolve_gpu(*gpu_name).spec;
     } catch (const InputError&) {
       err << "note: GPU '" << *gpu_name
           << "' is not in the catalogue; the profile names it as given\n";
     }
   }
 
-  calibrate::ProfileFitOptions fit_options;
+  calibration::ProfileFitOptions fit_options;
   fit_options.name =
       options.name.empty() ? std::filesystem::path(options.out).stem().string() : options.name;
   if (spec) {
@@ -345,12 +345,12 @@ void run_calibrate_fit(const CalibrateFitOptions& options, std::ostream& out, st
     const auto dtype = try_parse<hardware::GemmDtype>(dtype_name);
     const bool have =
         dtype && std::any_of(fit_options.peaks.begin(), fit_options.peaks.end(),
-                             [&](const calibrate::PeakThroughput& p) { return p.dtype == *dtype; });
+                             [&](const calibration::PeakThroughput& p) { return p.dtype == *dtype; });
     if (!have) missing.insert(std::string(dtype_name));
   };
-  for (const calibrate::Run& r : runs) {
-    for (const calibrate::GemmMeasurement& g : r.measurements.gemms) need(to_string(g.dtype));
-    for (const calibrate::AttentionMeasurement& a : r.measurements.attention) need(a.dtype);
+  for (const calibration::Run& r : runs) {
+    for (const calibration::GemmMeasurement& g : r.measurements.gemms) need(to_string(g.dtype));
+    for (const calibration::AttentionMeasurement& a : r.measurements.attention) need(a.dtype);
   }
   if (!missing.empty()) {
     std::string list;
@@ -362,11 +362,11 @@ void run_calibrate_fit(const CalibrateFitOptions& options, std::ostream& out, st
                      *missing.begin() + "=TFLOPS");
   }
 
-  const calibrate::ProfileFit fit = calibrate::fit_profile(runs, fit_options);
-  io::write_profile(options.out, fit.profile);
+  const calibration::ProfileFit fit = calibration::fit_profile(runs, fit_options);
+  request::write_profile(options.out, fit.profile);
   for (const std::string& note : fit.notes) err << "note: " << note << "\n";
   if (options.json) {
-    out << io::profile_to_json(fit.profile);
+    out << request::profile_to_json(fit.profile);
     return;
   }
   out << fmt::format("Profile '{}' for {} from {} run(s), written to {}\n\n", fit.profile.name,

@@ -6,19 +6,19 @@
 #include <memory>
 
 #include "format.hpp"
-#include "trainplan/io/result_json.hpp"
+#include "trainplan/reports/result_json.hpp"
 #include "trainplan/model/parameters.hpp"
 
 namespace trainplan::cli {
 namespace {
 
-void run_models(const io::Catalog& c, bool json) {
+void run_models(const request::Catalog& c, bool json) {
   if (json) {
-    io::Json out = io::Json::array();
+    request::Json out = request::Json::array();
     for (const auto& m : c.models()) {
       const auto n = model::count_parameters(m.arch);
       out.push_back({{"name", m.name},
-                     {"hf_id", m.hf_id ? io::Json(*m.hf_id) : io::Json(nullptr)},
+                     {"hf_id", m.hf_id ? request::Json(*m.hf_id) : request::Json(nullptr)},
                      {"family", m.arch.family},
                      {"parameters", n.total},
                      {"active_parameters", n.active},
@@ -30,7 +30,7 @@ void run_models(const io::Catalog& c, bool json) {
                      {"max_seq", m.arch.max_seq},
                      {"source", m.source}});
     }
-    std::cout << io::Json{{"schema", "trainplan.models/1"}, {"models", out}}.dump(2) << "\n";
+    std::cout << request::Json{{"schema", "trainplan.models/1"}, {"models", out}}.dump(2) << "\n";
     return;
   }
   Table t({"name", "family", "params", "layers", "hidden", "heads/kv", "vocab", "max seq", "Hugging Face id"});
@@ -47,9 +47,9 @@ void run_models(const io::Catalog& c, bool json) {
   std::cout << "\nAny Hugging Face config.json (a file or a folder holding one) works too.\n";
 }
 
-void run_gpus(const io::Catalog& c, bool json) {
+void run_gpus(const request::Catalog& c, bool json) {
   if (json) {
-    io::Json out = io::Json::array();
+    request::Json out = request::Json::array();
     for (const auto& g : c.gpus()) {
       const auto& s = g.spec;
       out.push_back({{"name", s.name},
@@ -61,7 +61,7 @@ void run_gpus(const io::Catalog& c, bool json) {
                      {"intra_node_GBps", to_gbps(s.intra_node.bandwidth)},
                      {"source", g.source}});
     }
-    std::cout << io::Json{{"schema", "trainplan.gpus/1"}, {"gpus", out}}.dump(2) << "\n";
+    std::cout << request::Json{{"schema", "trainplan.gpus/1"}, {"gpus", out}}.dump(2) << "\n";
     return;
   }
   Table t({"name", "memory MiB", "usable GiB", "bf16 TFLOP/s", "fp16 TFLOP/s", "HBM GB/s", "intra-node",
@@ -82,7 +82,7 @@ void run_gpus(const io::Catalog& c, bool json) {
 
 }  // namespace
 
-void setup_catalog(CLI::App& app, const io::Catalog& catalog) {
+void setup_catalog(CLI::App& app, const request::Catalog& catalog) {
   auto json = std::make_shared<bool>(false);
   CLI::App* models = app.add_subcommand("models", "the built-in model catalogue");
   models->add_flag("--json", *json, "print JSON");

@@ -9,8 +9,8 @@
 #include "format.hpp"
 #include "options.hpp"
 #include "trainplan/core/error.hpp"
-#include "trainplan/io/estimate_json.hpp"
-#include "trainplan/io/files.hpp"
+#include "trainplan/reports/estimate_json.hpp"
+#include "trainplan/request/files.hpp"
 #include "trainplan/model/lora.hpp"
 #include "trainplan/model/parameters.hpp"
 #include "trainplan/planner/emit.hpp"
@@ -27,10 +27,10 @@ std::string duration_text(Seconds s) {
   return fmt::format("{:.1f} ms", v * 1e3);
 }
 
-void print_emitted(const io::Request& q, const io::Resolved& r, const std::vector<planner::Estimate>& plans) {
+void print_emitted(const request::Request& q, const request::Resolved& r, const std::vector<planner::Estimate>& plans) {
   planner::RankedEmit out;
   try {
-    out = planner::emit_first_expressible(*q.emit, plans, r.cluster.cluster, r.model.arch, io::emit_context(r));
+    out = planner::emit_first_expressible(*q.emit, plans, r.cluster.cluster, r.model.arch, request::emit_context(r));
   } catch (const planner::EmitDoesNotFit& e) {
     throw AnsweredNo(e.render(flag_words));
   }
@@ -39,7 +39,7 @@ void print_emitted(const io::Request& q, const io::Resolved& r, const std::vecto
   if (q.output.empty()) {
     std::cout << out.emitted.text;
   } else {
-    io::write_file_atomically(q.output, out.emitted.text);
+    request::write_file_atomically(q.output, out.emitted.text);
     std::cerr << "note: launch config written to " << q.output << "\n";
   }
 }
@@ -56,7 +56,7 @@ std::string bytes_text(Bytes b) {
   return fmt::format("{:.0f} KB", v / 1e3);
 }
 
-void print_estimate(const io::Resolved& r, const model::ParameterCounts& n, const planner::Estimate& e,
+void print_estimate(const request::Resolved& r, const model::ParameterCounts& n, const planner::Estimate& e,
                     std::optional<double> tokens, bool profiled) {
   const hardware::Cluster& c = r.cluster.cluster;
   const model::Training& t = e.training;
@@ -162,13 +162,13 @@ void print_activations(const model::Architecture& a, const planner::Estimate& e)
   if (m.sdpa) std::cout << fmt::format("SDPA kernel: {}: {}.\n", to_string(m.sdpa->kernel), m.sdpa->reason);
 }
 
-void run_estimate(const io::Catalog& catalog, const io::Request& q) {
-  const io::Resolved r = io::resolve(catalog, q, io::command::estimate);
+void run_estimate(const request::Catalog& catalog, const request::Request& q) {
+  const request::Resolved r = request::resolve(catalog, q, request::command::estimate);
   print_warnings(r);
   const model::Architecture& a = r.model.arch;
   const hardware::Cluster& c = r.cluster.cluster;
   const model::ParameterCounts n = model::count_parameters(a);
-  const model::Training tr = io::configuration(r);
+  const model::Training tr = request::configuration(r);
   const hardware::HardwareProfile* profile = r.profile ? &*r.profile : nullptr;
   const planner::Evaluator ev(a, n, c, profile, {}, {}, r.plan.options);
   const planner::Estimate e = ev.estimate(tr);
@@ -177,8 +177,8 @@ void run_estimate(const io::Catalog& catalog, const io::Request& q) {
     return;
   }
   if (q.json) {
-    io::Json j = io::estimate_json(a, n, c, e, r.tokens);
-    io::add_request_json(j, r);
+    request::Json j = reports::estimate_json(a, n, c, e, r.tokens);
+    request::add_request_json(j, r);
     std::cout << j.dump(2) << "\n";
   } else {
     print_estimate(r, n, e, r.tokens, profile != nullptr);
@@ -189,11 +189,11 @@ void run_estimate(const io::Catalog& catalog, const io::Request& q) {
 
 }  // namespace
 
-void setup_estimate(CLI::App& app, const io::Catalog& catalog) {
+void setup_estimate(CLI::App& app, const request::Catalog& catalog) {
   auto line = std::make_shared<CommandLine>();
   CLI::App* cmd = app.add_subcommand(
       "estimate", "one configuration: memory, step time, throughput, communication");
-  add_request_options(*cmd, *line, io::command::estimate);
+  add_request_options(*cmd, *line, request::command::estimate);
   cmd->callback([&catalog, line] { run_estimate(catalog, build_request(*line)); });
 }
 

@@ -8,7 +8,7 @@
 #include "answer.hpp"
 #include "format.hpp"
 #include "options.hpp"
-#include "trainplan/io/estimate_json.hpp"
+#include "trainplan/reports/estimate_json.hpp"
 #include "trainplan/model/parameters.hpp"
 #include "trainplan/planner/explain.hpp"
 #include "trainplan/planner/search.hpp"
@@ -25,7 +25,7 @@ std::string change_text(const planner::Suggestion& s) {
   return out;
 }
 
-void print_explanation(const io::Resolved& r, const planner::Explanation& x) {
+void print_explanation(const request::Resolved& r, const planner::Explanation& x) {
   const hardware::Cluster& c = r.cluster.cluster;
   const planner::Estimate& g = x.given;
   std::cout << fmt::format("{} on {}x {}: {}, micro-batch {} x grad-accum {}, seq {}\n", r.model.arch.name, c.world(),
@@ -57,8 +57,8 @@ void print_explanation(const io::Resolved& r, const planner::Explanation& x) {
                "tight = the peak fits, the allocator's expected cache does not (trainplan estimate says why).\n";
 }
 
-void run_explain(const io::Catalog& catalog, const io::Request& q) {
-  io::Resolved r = io::resolve(catalog, q, io::command::explain);
+void run_explain(const request::Catalog& catalog, const request::Request& q) {
+  request::Resolved r = request::resolve(catalog, q, request::command::explain);
   // As given: what the inputs leave out runs as the frameworks default to it (no checkpointing,
   // no offload); only an omitted strategy is the one fit recommends.
   if (!r.fit.checkpointing) r.fit.checkpointing = Checkpointing::none;
@@ -67,10 +67,10 @@ void run_explain(const io::Catalog& catalog, const io::Request& q) {
   const model::Architecture& a = r.model.arch;
   const model::ParameterCounts n = model::count_parameters(a);
   const planner::Explanation x =
-      planner::suggest_changes(a, n, io::configuration(r), r.cluster.cluster, r.profile ? &*r.profile : nullptr);
+      planner::suggest_changes(a, n, request::configuration(r), r.cluster.cluster, r.profile ? &*r.profile : nullptr);
   if (q.json) {
-    io::Json j = io::explain_json(a, n, r.cluster.cluster, x);
-    io::add_request_json(j, r);
+    request::Json j = reports::explain_json(a, n, r.cluster.cluster, x);
+    request::add_request_json(j, r);
     std::cout << j.dump(2) << "\n";
   } else {
     print_explanation(r, x);
@@ -80,13 +80,13 @@ void run_explain(const io::Catalog& catalog, const io::Request& q) {
 
 }  // namespace
 
-void setup_explain(CLI::App& app, const io::Catalog& catalog) {
+void setup_explain(CLI::App& app, const request::Catalog& catalog) {
   auto line = std::make_shared<CommandLine>();
   CLI::App* cmd = app.add_subcommand(
       "explain",
       "a configuration that does not fit (from --from files and flags): the smallest changes that make it fit, "
       "with their memory and tokens/s");
-  add_request_options(*cmd, *line, io::command::explain);
+  add_request_options(*cmd, *line, request::command::explain);
   cmd->callback([&catalog, line] { run_explain(catalog, build_request(*line)); });
 }
 

@@ -9,7 +9,7 @@
 
 #include "format.hpp"
 #include "options.hpp"
-#include "trainplan/io/result_json.hpp"
+#include "trainplan/reports/result_json.hpp"
 #include "trainplan/model/lora.hpp"
 #include "trainplan/model/parameters.hpp"
 #include "trainplan/planner/search.hpp"
@@ -18,7 +18,7 @@ namespace trainplan::cli {
 namespace {
 
 
-std::string verdict(const io::Resolved& r, const model::ParameterCounts& n, const planner::FitResult& f) {
+std::string verdict(const request::Resolved& r, const model::ParameterCounts& n, const planner::FitResult& f) {
   const hardware::Cluster& c = r.cluster.cluster;
   const std::string where = c.world() == 1 ? fmt::format("1x {}", c.gpu.name)
                                            : fmt::format("{}x {}", c.world(), c.gpu.name);
@@ -52,8 +52,8 @@ std::string verdict(const io::Resolved& r, const model::ParameterCounts& n, cons
                      planner::plan_label(best->training, best->layout), best->verdict.reason);
 }
 
-void run_fit(const io::Catalog& catalog, const io::Request& q) {
-  const io::Resolved r = io::resolve(catalog, q, io::command::fit);
+void run_fit(const request::Catalog& catalog, const request::Request& q) {
+  const request::Resolved r = request::resolve(catalog, q, request::command::fit);
   print_warnings(r);
   const model::Architecture& a = r.model.arch;
   const model::ParameterCounts n = model::count_parameters(a);
@@ -62,9 +62,9 @@ void run_fit(const io::Catalog& catalog, const io::Request& q) {
   const std::string summary = verdict(r, n, f);
   const std::int64_t trainable = model::trainable_parameters(a, n, r.fit.base);
   if (q.json) {
-    io::Json j = io::fit_json(a, n, r.cluster.cluster, f, summary);
+    request::Json j = reports::fit_json(a, n, r.cluster.cluster, f, summary);
     j["model"]["trainable_parameters"] = trainable;
-    io::add_request_json(j, r);
+    request::add_request_json(j, r);
     std::cout << j.dump(2) << "\n";
     if (!f.recommended) throw AnsweredNo("it does not fit (exit 1)");
     return;
@@ -101,10 +101,10 @@ void run_fit(const io::Catalog& catalog, const io::Request& q) {
 
 }  // namespace
 
-void setup_fit(CLI::App& app, const io::Catalog& catalog) {
+void setup_fit(CLI::App& app, const request::Catalog& catalog) {
   auto line = std::make_shared<CommandLine>();
   CLI::App* cmd = app.add_subcommand("fit", "will it fit? memory per GPU over strategies");
-  add_request_options(*cmd, *line, io::command::fit);
+  add_request_options(*cmd, *line, request::command::fit);
   cmd->callback([&catalog, line] { run_fit(catalog, build_request(*line)); });
 }
 

@@ -1,9 +1,9 @@
 #pragma once
 #include <CLI/CLI.hpp>
 
-#include "trainplan/io/catalog.hpp"
+#include "trainplan/request/catalog.hpp"
 
 namespace trainplan::cli {
 // `trainplan fit MODEL CLUSTER [options]`: the memory verdict over strategies.
-void setup_fit(CLI::App& app, const io::Catalog& catalog);
+void setup_fit(CLI::App& app, const request::Catalog& catalog);
 }  // namespace trainplan::cli

@@ -11,14 +11,14 @@
 #include "format.hpp"
 #include "options.hpp"
 #include "trainplan/core/error.hpp"
-#include "trainplan/io/estimate_json.hpp"
+#include "trainplan/reports/estimate_json.hpp"
 #include "trainplan/model/parameters.hpp"
 #include "trainplan/planner/search.hpp"
 
 namespace trainplan::cli {
 namespace {
 
-void print_plans(const io::Resolved& r, const model::ParameterCounts& n, const planner::PlanResult& p,
+void print_plans(const request::Resolved& r, const model::ParameterCounts& n, const planner::PlanResult& p,
                  std::optional<double> tokens, std::optional<std::int64_t> global_batch) {
   const hardware::Cluster& c = r.cluster.cluster;
   const model::Training& base = r.plan.base;
@@ -75,8 +75,8 @@ void print_plans(const io::Resolved& r, const model::ParameterCounts& n, const p
                "Use `trainplan estimate` with the plan's options for the full breakdown.\n";
 }
 
-void run_plan(const io::Catalog& catalog, const io::Request& q) {
-  const io::Resolved r = io::resolve(catalog, q, io::command::plan);
+void run_plan(const request::Catalog& catalog, const request::Request& q) {
+  const request::Resolved r = request::resolve(catalog, q, request::command::plan);
   print_warnings(r);
   const model::Architecture& a = r.model.arch;
   const hardware::Cluster& c = r.cluster.cluster;
@@ -88,8 +88,8 @@ void run_plan(const io::Catalog& catalog, const io::Request& q) {
     return;
   }
   if (q.json) {
-    io::Json j = io::plan_result_json(a, n, c, p, r.tokens);
-    io::add_request_json(j, r);
+    request::Json j = reports::plan_result_json(a, n, c, p, r.tokens);
+    request::add_request_json(j, r);
     std::cout << j.dump(2) << "\n";
   } else {
     print_plans(r, n, p, r.tokens, r.plan.global_batch);
@@ -99,11 +99,11 @@ void run_plan(const io::Catalog& catalog, const io::Request& q) {
 
 }  // namespace
 
-void setup_plan(CLI::App& app, const io::Catalog& catalog) {
+void setup_plan(CLI::App& app, const request::Catalog& catalog) {
   auto line = std::make_shared<CommandLine>();
   CLI::App* cmd =
       app.add_subcommand("plan", "search the strategies that fit and rank them by throughput");
-  add_request_options(*cmd, *line, io::command::plan);
+  add_request_options(*cmd, *line, request::command::plan);
   cmd->callback([&catalog, line] { run_plan(catalog, build_request(*line)); });
 }
 

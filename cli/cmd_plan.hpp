@@ -3,10 +3,10 @@
 
 #include <CLI/CLI.hpp>
 
-#include "trainplan/io/catalog.hpp"
+#include "trainplan/request/catalog.hpp"
 
 namespace trainplan::cli {
 
-void setup_plan(CLI::App& app, const io::Catalog& catalog);
+void setup_plan(CLI::App& app, const request::Catalog& catalog);
 
 }  // namespace trainplan::cli

@@ -12,8 +12,9 @@
 
 #include "answer.hpp"
 #include "format.hpp"
-#include "trainplan/io/estimate_json.hpp"
-#include "trainplan/io/reference.hpp"
+#include "trainplan/request/profile_json.hpp"
+#include "trainplan/reports/estimate_json.hpp"
+#include "trainplan/request/reference.hpp"
 #include "trainplan/planner/validate.hpp"
 
 namespace trainplan::cli {
@@ -68,8 +69,8 @@ std::string pct(double v) { return fmt::format("{:.2f}", v); }
 // ---- JSON
 // ----------------------------------------------------------------------------------------
 
-io::Json summary_json(const Summary& s) {
-  io::Json per = io::Json::object();
+request::Json summary_json(const Summary& s) {
+  request::Json per = request::Json::object();
   for (const auto& m : s.metrics)
     per[std::string(to_string(m.metric))] = {{"count", m.count},
                                              {"median_abs_pct_error", m.median_abs_pct},
@@ -84,16 +85,16 @@ io::Json summary_json(const Summary& s) {
           {"per_metric", per}};
 }
 
-io::Json report_json(const planner::ValidationReport& rep) {
-  io::Json summary = summary_json(rep.all);
+request::Json report_json(const planner::ValidationReport& rep) {
+  request::Json summary = summary_json(rep.all);
   summary["by_kind"] = {{"oracle", summary_json(rep.oracle)},
                         {"measured", summary_json(rep.measured)},
                         {"measured_held_out", summary_json(rep.held_out)}};
-  io::Json cases = io::Json::array();
+  request::Json cases = request::Json::array();
   for (const CaseResult& r : rep.cases) {
-    io::Json cmps = io::Json::array();
+    request::Json cmps = request::Json::array();
     for (const Comparison& c : r.comparisons) {
-      io::Json j = {{"metric", to_string(c.metric)},
+      request::Json j = {{"metric", to_string(c.metric)},
                     {"unit", to_string(c.unit)},
                     {"measured", c.measured},
                     {"predicted", c.predicted},
@@ -313,15 +314,15 @@ std::string markdown_report(const planner::ValidationReport& rep,
   return out;
 }
 
-void run_validate(const io::Catalog& catalog, const ValidateOptions& o) {
-  const auto cases = io::read_reference_paths(o.paths, catalog);
+void run_validate(const request::Catalog& catalog, const ValidateOptions& o) {
+  const auto cases = request::read_reference_paths(o.paths, catalog);
   // The profile predicts the cases on the GPU it was measured on; the others keep the datasheet.
   std::optional<hardware::HardwareProfile> profile;
-  if (o.profile) profile = io::read_profile_option(*o.profile);
+  if (o.profile) profile = request::read_profile_option(*o.profile);
   const planner::ValidationReport rep =
       planner::validate(cases, planner::MemoryConventions{}, profile ? &*profile : nullptr);
   if (o.json) {
-    io::Json j = report_json(rep);
+    request::Json j = report_json(rep);
     if (o.profile) j["profile"] = *o.profile;
     std::cout << j.dump(2) << "\n";
   } else if (o.markdown) {
@@ -346,7 +347,7 @@ void run_validate(const io::Catalog& catalog, const ValidateOptions& o) {
 
 }  // namespace
 
-void setup_validate(CLI::App& app, const io::Catalog& catalog) {
+void setup_validate(CLI::App& app, const request::Catalog& catalog) {
   auto opts = std::make_shared<ValidateOptions>();
   CLI::App* cmd = app.add_subcommand(
       "validate", "predictions against measured runs and the oracle: error table");

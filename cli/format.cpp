@@ -65,12 +65,12 @@ std::string Table::render() const {
   return out;
 }
 
-void print_context(const io::Resolved& r) {
+void print_context(const request::Resolved& r) {
   for (const auto& note : r.notes) std::cout << "  note: " << note << "\n";
   // What each config file set, file by file: "option value  <- key = value".
   std::string file;
   for (const auto& p : r.provenance) {
-    const std::string here = io::source_file(p.source);
+    const std::string here = request::source_file(p.source);
     if (here.empty()) continue;  // a flag or an argument
     if (here != file) std::cout << "  from " << here << ":\n";
     file = here;
@@ -78,7 +78,7 @@ void print_context(const io::Resolved& r) {
   }
 }
 
-void print_warnings(const io::Resolved& r) {
+void print_warnings(const request::Resolved& r) {
   for (const auto& w : r.warnings) std::cerr << "warning: " << w << "\n";
 }
 

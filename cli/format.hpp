@@ -6,7 +6,7 @@
 
 #include "trainplan/core/modes.hpp"
 #include "trainplan/core/units.hpp"
-#include "trainplan/io/request.hpp"
+#include "trainplan/request/request.hpp"
 #include "trainplan/planner/memory.hpp"
 
 namespace trainplan::cli {
@@ -31,8 +31,8 @@ class Table {
 };
 
 // The notes, warnings and the options read from config files, above a table answer.
-void print_context(const io::Resolved& r);
+void print_context(const request::Resolved& r);
 // The legal but suspicious parts of the request, on stderr (whatever the output format).
-void print_warnings(const io::Resolved& r);
+void print_warnings(const request::Resolved& r);
 
 }  // namespace trainplan::cli

@@ -5,28 +5,20 @@
 #include <iostream>
 
 #include "answer.hpp"
+#include "cmd_calibrate.hpp"
 #include "cmd_catalog.hpp"
+#include "cmd_estimate.hpp"
 #include "cmd_explain.hpp"
 #include "cmd_fit.hpp"
+#include "cmd_plan.hpp"
+#include "cmd_validate.hpp"
 #include "options.hpp"
 #include "trainplan/core/error.hpp"
-#include "trainplan/io/catalog.hpp"
-#ifdef TRAINPLAN_HAVE_CALIBRATE
-#include "cmd_calibrate.hpp"
-#endif
-#ifdef TRAINPLAN_HAVE_CMD_ESTIMATE
-#include "cmd_estimate.hpp"
-#endif
-#ifdef TRAINPLAN_HAVE_CMD_PLAN
-#include "cmd_plan.hpp"
-#endif
-#ifdef TRAINPLAN_HAVE_CMD_VALIDATE
-#include "cmd_validate.hpp"
-#endif
+#include "trainplan/request/catalog.hpp"
 
 int main(int argc, char** argv) {
   try {
-    const trainplan::io::Catalog catalog = trainplan::io::Catalog::builtin();
+    const trainplan::request::Catalog catalog = trainplan::request::Catalog::builtin();
     CLI::App app{"trainplan: will this model train on this hardware, how, and how fast"};
     app.require_subcommand(1);
     app.set_version_flag("--version", "trainplan 0.1.0");
@@ -34,20 +26,12 @@ int main(int argc, char** argv) {
         "Exit codes: 0 the answer is yes (it fits, a plan fits, every value within tolerance); 1 the "
         "answer is no; 2 bad input (the message names it); 3 internal error.");
     trainplan::cli::setup_fit(app, catalog);
-#ifdef TRAINPLAN_HAVE_CMD_ESTIMATE
     trainplan::cli::setup_estimate(app, catalog);
-#endif
-#ifdef TRAINPLAN_HAVE_CMD_PLAN
     trainplan::cli::setup_plan(app, catalog);
-#endif
     trainplan::cli::setup_explain(app, catalog);
     trainplan::cli::setup_catalog(app, catalog);
-#ifdef TRAINPLAN_HAVE_CALIBRATE
     trainplan::cli::setup_calibrate(app);
-#endif
-#ifdef TRAINPLAN_HAVE_CMD_VALIDATE
     trainplan::cli::setup_validate(app, catalog);
-#endif
     if (argc > 1 && argv[1][0] != '-') {
       std::string known;
       bool found = false;

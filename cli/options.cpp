@@ -4,14 +4,14 @@ namespace trainplan::cli {
 
 void add_request_options(CLI::App& app, CommandLine& line, unsigned cmd) {
   line.command = cmd;
-  for (const io::Option& o : io::options()) {
+  for (const request::Option& o : request::options()) {
     if (!o.in(cmd)) continue;
-    const std::string help = io::option_help(o, cmd);
+    const std::string help = request::option_help(o, cmd);
     const std::string source = o.positional ? "the " + o.name + " argument" : "--" + o.name;
     auto store = [&line, name = o.name, source](const std::string& v) { line.values.push_back({name, v, source}); };
     if (o.positional)
       app.add_option_function<std::string>(o.name, store, help)->required();
-    else if (o.kind == io::OptionKind::flag)
+    else if (o.kind == request::OptionKind::flag)
       app.add_flag_function("--" + o.name, [store](std::int64_t) { store("true"); }, help);
     else
       app.add_option_function<std::string>("--" + o.name, store, help)->type_name(o.value_name);
@@ -23,7 +23,7 @@ void add_request_options(CLI::App& app, CommandLine& line, unsigned cmd) {
       ->type_name("FILE");
 }
 
-io::Request build_request(const CommandLine& line) { return io::make_request(line.from, line.values, line.command); }
+request::Request build_request(const CommandLine& line) { return request::make_request(line.from, line.values, line.command); }
 
 std::string flag_words(std::string_view field) { return "--" + std::string(field); }
 

@@ -21,7 +21,7 @@ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTRAINPLAN_WERRO
 cmake --build "$BUILD_DIR" -j "$(nproc)"
 
 expected=(cli/trainplan gui/trainplan-gui bench/trainplan-bench)
-if [ "$require_cuda" = ON ]; then expected+=(calibrate/bench/trainplan-calibrate); fi
+if [ "$require_cuda" = ON ]; then expected+=(calibrate/trainplan-calibrate); fi
 for bin in "${expected[@]}"; do
   if [ ! -x "$BUILD_DIR/$bin" ]; then
     echo "test.sh: $BUILD_DIR/$bin was not built" >&2

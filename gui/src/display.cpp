@@ -285,7 +285,7 @@ QString term_tooltip(Term t) {
 }
 
 // The window's own fields; the training options' explanations live in the option schema
-// (io::Option::details).
+// (request::Option::details).
 QString option_tooltip(std::string_view option) {
   struct Entry {
     std::string_view key;

@@ -8,7 +8,7 @@
 #include "main_window.hpp"
 #include "session.hpp"
 #include "trainplan/core/error.hpp"
-#include "trainplan/io/catalog.hpp"
+#include "trainplan/request/catalog.hpp"
 
 int main(int argc, char** argv) {
   QApplication app(argc, argv);
@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
   QApplication::setApplicationVersion(QStringLiteral("0.1.0"));
   using namespace trainplan;
   try {
-    const io::Catalog catalog = io::Catalog::builtin();
+    const request::Catalog catalog = request::Catalog::builtin();
     const gui::CommandLine cl = gui::parse_command_line(QApplication::arguments(), catalog);
     if (cl.help) {
       std::fputs(cl.help_text.toLocal8Bit().constData(), stdout);

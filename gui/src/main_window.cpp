@@ -39,9 +39,9 @@
 #include "charts.hpp"
 #include "display.hpp"
 #include "trainplan/core/error.hpp"
-#include "trainplan/io/estimate_json.hpp"
-#include "trainplan/io/files.hpp"
-#include "trainplan/io/result_json.hpp"
+#include "trainplan/reports/estimate_json.hpp"
+#include "trainplan/request/files.hpp"
+#include "trainplan/reports/result_json.hpp"
 #include "trainplan/planner/emit.hpp"
 
 namespace trainplan::gui {
@@ -84,23 +84,23 @@ QString object_name(const std::string& option) {
 
 // A field for one schema option: a combo box for a choice, a spin box for a number, a check box
 // for a flag, a line edit for text.
-QWidget* option_widget(const io::Option& o) {
+QWidget* option_widget(const request::Option& o) {
   QWidget* w = nullptr;
   switch (o.kind) {
-    case io::OptionKind::choice: {
+    case request::OptionKind::choice: {
       auto* c = new QComboBox;
       for (const std::string& choice : o.choices) c->addItem(qstr(choice));
       w = c;
       break;
     }
-    case io::OptionKind::integer: {
+    case request::OptionKind::integer: {
       auto* sb = new QSpinBox;
       sb->setRange(static_cast<int>(std::max(o.lowest, 0.0)), static_cast<int>(std::min(o.highest, 1e9)));
       sb->setAccelerated(true);
       w = sb;
       break;
     }
-    case io::OptionKind::real: {
+    case request::OptionKind::real: {
       auto* d = new QDoubleSpinBox;
       d->setRange(o.lowest, std::min(o.highest, 1e9));
       d->setDecimals(2);
@@ -108,15 +108,15 @@ QWidget* option_widget(const io::Option& o) {
       w = d;
       break;
     }
-    case io::OptionKind::flag:
+    case request::OptionKind::flag:
       w = new QCheckBox(qstr(o.label));
       break;
-    case io::OptionKind::text:
+    case request::OptionKind::text:
       w = new QLineEdit;
       break;
   }
   w->setObjectName(object_name(o.name));
-  w->setToolTip(qstr(o.details.empty() ? io::option_help(o, io::command::estimate) : o.details));
+  w->setToolTip(qstr(o.details.empty() ? request::option_help(o, request::command::estimate) : o.details));
   return w;
 }
 
@@ -310,7 +310,7 @@ QWidget* MainWindow::buildForm() {
   model_->setEditable(true);
   model_->setInsertPolicy(QComboBox::NoInsert);
   model_->setToolTip(option_tooltip("model"));
-  for (const io::CatalogModel& m : session_.catalog().models()) {
+  for (const request::CatalogModel& m : session_.catalog().models()) {
     model_->addItem(qstr(m.name));
     if (m.parameters)
       model_->setItemData(model_->count() - 1,
@@ -340,7 +340,7 @@ QWidget* MainWindow::buildForm() {
   gpu_ = new QComboBox;
   gpu_->setObjectName(QStringLiteral("gpu"));
   gpu_->setToolTip(option_tooltip("gpu"));
-  for (const io::CatalogGpu& g : session_.catalog().gpus()) {
+  for (const request::CatalogGpu& g : session_.catalog().gpus()) {
     gpu_->addItem(qstr(g.spec.name));
     gpu_->setItemData(
         gpu_->count() - 1,
@@ -572,11 +572,11 @@ QWidget* MainWindow::buildCentral() {
 }
 
 void MainWindow::addOptionRows(QFormLayout* form, const char* group) {
-  for (const io::Option& o : io::options()) {
-    if (!o.in(io::command::gui) || o.positional || o.group != group) continue;
+  for (const request::Option& o : request::options()) {
+    if (!o.in(request::command::gui) || o.positional || o.group != group) continue;
     QWidget* w = option_widget(o);
     option_widgets_.emplace_back(&o, w);
-    if (o.kind == io::OptionKind::flag) {
+    if (o.kind == request::OptionKind::flag) {
       form->addRow(QString(), w);
     } else if (o.name == "strategy") {
       auto* recommend_button = new QPushButton(QStringLiteral("Recommend"));
@@ -681,7 +681,7 @@ void MainWindow::updateEnabled() {
   lora_box_->setVisible(is_adapter(s.training.method));
   const bool moe = session_.current() && session_.current()->arch.is_moe();
   for (const auto& [option, w] : option_widgets_) {
-    bool on = !option->applies || option->applies(s, io::command::gui);
+    bool on = !option->applies || option->applies(s, request::command::gui);
     if (option->name == "expert-parallel") on = moe || s.training.ep > 1;
     w->setEnabled(on);
   }
@@ -1201,7 +1201,7 @@ QString MainWindow::estimateJson() const {
   const auto& cur = session_.current();
   if (!cur) return {};
   const Evaluation& e = *cur;
-  return qstr(io::estimate_json(e.arch, e.params, e.cluster, e.estimate, e.tokens).dump(2) + "\n");
+  return qstr(reports::estimate_json(e.arch, e.params, e.cluster, e.estimate, e.tokens).dump(2) + "\n");
 }
 
 bool MainWindow::exportEstimateJson(const QString& path, QString* error) {
@@ -1211,7 +1211,7 @@ bool MainWindow::exportEstimateJson(const QString& path, QString* error) {
     return false;
   }
   try {
-    io::write_file_atomically(sstr(path), sstr(text));
+    request::write_file_atomically(sstr(path), sstr(text));
   } catch (const std::exception& e) {
     if (error) *error = QString::fromUtf8(e.what());
     return false;
@@ -1257,7 +1257,7 @@ bool MainWindow::exportPlan(const QString& kind, const QString& path, QString* e
   const QString text = planText(kind, nullptr, error);
   if (text.isEmpty()) return false;
   try {
-    io::write_file_atomically(sstr(path), sstr(text));
+    request::write_file_atomically(sstr(path), sstr(text));
   } catch (const std::exception& e) {
     if (error) *error = QString::fromUtf8(e.what());
     return false;

@@ -150,8 +150,8 @@ class MainWindow : public QMainWindow {
   QGroupBox* lora_box_ = nullptr;
   QDoubleSpinBox* host_memory_ = nullptr;
   QComboBox* sweep_axis_ = nullptr;
-  // The schema's options (io::options()) and the field showing each.
-  std::vector<std::pair<const io::Option*, QWidget*>> option_widgets_;
+  // The schema's options (request::options()) and the field showing each.
+  std::vector<std::pair<const request::Option*, QWidget*>> option_widgets_;
 
   // Centre.
   QFrame* banner_ = nullptr;

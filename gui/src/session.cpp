@@ -8,9 +8,9 @@
 
 #include "display.hpp"
 #include "trainplan/core/error.hpp"
-#include "trainplan/io/estimate_json.hpp"
-#include "trainplan/io/profile_json.hpp"
-#include "trainplan/io/request_files.hpp"
+#include "trainplan/reports/estimate_json.hpp"
+#include "trainplan/request/profile_json.hpp"
+#include "trainplan/request/request_files.hpp"
 #include "trainplan/model/lora.hpp"
 #include "trainplan/planner/search.hpp"
 
@@ -62,8 +62,8 @@ Settings::Settings() {
 namespace {
 
 // The settings as a request, the cluster fields as its spec; `given` as the settings hold it.
-io::Request with_cluster(const Settings& s) {
-  io::Request r = s;
+request::Request with_cluster(const Settings& s) {
+  request::Request r = s;
   r.cluster_spec = s.cluster.spec();
   r.inter_node = s.cluster.inter_node.empty() ? std::nullopt : std::optional(s.cluster.inter_node);
   r.host_memory_gib = s.cluster.host_memory_gib > 0.0 ? std::optional(s.cluster.host_memory_gib) : std::nullopt;
@@ -72,17 +72,17 @@ io::Request with_cluster(const Settings& s) {
 
 }  // namespace
 
-io::Request window_request(const Settings& s) {
-  io::Request r = with_cluster(s);
+request::Request window_request(const Settings& s) {
+  request::Request r = with_cluster(s);
   r.given.clear();
-  for (const io::Option& o : io::options())
-    if (o.in(io::command::gui) && !o.positional && o.group != "cluster" && !(o.kind == io::OptionKind::text && o.text(r).empty()))
+  for (const request::Option& o : request::options())
+    if (o.in(request::command::gui) && !o.positional && o.group != "cluster" && !(o.kind == request::OptionKind::text && o.text(r).empty()))
       r.given[o.name] = o.label;
   return r;
 }
 
 std::string field_label(std::string_view field) {
-  const io::Option* o = io::find_option(field);
+  const request::Option* o = request::find_option(field);
   return o ? o->label : std::string(field);
 }
 
@@ -91,8 +91,8 @@ std::string field_label(std::string_view field) {
 // Every schema option the window shows, under its schema name, and the window's own.
 void store_settings(QSettings& q, const Settings& s) {
   q.beginGroup(QStringLiteral("settings"));
-  for (const io::Option& o : io::options())
-    if (o.in(io::command::gui) && !o.positional && o.group != "cluster")
+  for (const request::Option& o : request::options())
+    if (o.in(request::command::gui) && !o.positional && o.group != "cluster")
       q.setValue(qstr(o.name), qstr(o.text(s)));
   q.setValue(QStringLiteral("model"), qstr(s.model));
   q.setValue(QStringLiteral("cluster_file"), qstr(s.cluster.file));
@@ -110,8 +110,8 @@ Settings restore_settings(const QSettings& stored) {
   if (!stored.childGroups().contains(QStringLiteral("settings"))) return s;
   // QSettings::beginGroup needs a mutable object: read through prefixed keys.
   auto value = [&](const std::string& key) { return stored.value(QStringLiteral("settings/") + qstr(key)); };
-  for (const io::Option& o : io::options()) {
-    if (!o.in(io::command::gui) || o.positional || o.group == "cluster") continue;
+  for (const request::Option& o : request::options()) {
+    if (!o.in(request::command::gui) || o.positional || o.group == "cluster") continue;
     const QVariant v = value(o.name);
     if (!v.isValid() || v.toString().isEmpty()) continue;
     try {
@@ -134,17 +134,17 @@ Settings restore_settings(const QSettings& stored) {
 
 // ---- Command line -------------------------------------------------------------------------------
 
-CommandLine parse_command_line(const QStringList& arguments, const io::Catalog& catalog) {
+CommandLine parse_command_line(const QStringList& arguments, const request::Catalog& catalog) {
   QCommandLineParser p;
   p.setApplicationDescription(QStringLiteral(
       "trainplan-gui: explore memory, step time and communication of LLM training. Options as in "
       "`trainplan fit`; an option left out keeps its default (the strategy, checkpointing and "
       "offload left out are the ones `trainplan fit` recommends)."));
   p.addHelpOption();
-  for (const io::Option& o : io::options()) {
-    if (!o.in(io::command::gui)) continue;
-    const QString help = qstr(io::option_help(o, io::command::estimate));
-    if (o.kind == io::OptionKind::flag)
+  for (const request::Option& o : request::options()) {
+    if (!o.in(request::command::gui)) continue;
+    const QString help = qstr(request::option_help(o, request::command::estimate));
+    if (o.kind == request::OptionKind::flag)
       p.addOption(QCommandLineOption(qstr(o.name), help));
     else
       p.addOption(QCommandLineOption(qstr(o.name), help, qstr(o.value_name.empty() ? o.name : o.value_name)));
@@ -179,22 +179,22 @@ CommandLine parse_command_line(const QStringList& arguments, const io::Catalog& 
     out.help_text = p.helpText();
     return out;
   }
-  std::vector<io::GivenValue> values;
-  for (const io::Option& o : io::options())
-    if (o.in(io::command::gui) && p.isSet(qstr(o.name)))
-      values.push_back({o.name, o.kind == io::OptionKind::flag ? std::string("true") : sstr(p.value(qstr(o.name))),
+  std::vector<request::GivenValue> values;
+  for (const request::Option& o : request::options())
+    if (o.in(request::command::gui) && p.isSet(qstr(o.name)))
+      values.push_back({o.name, o.kind == request::OptionKind::flag ? std::string("true") : sstr(p.value(qstr(o.name))),
                         "--" + o.name});
   std::vector<std::string> files;
   for (const QString& f : p.values(QStringLiteral("from"))) files.push_back(sstr(f));
   Settings& s = out.settings;
-  static_cast<io::Request&>(s) = io::make_request(files, values, io::command::gui, s);
-  io::check_options(s, io::command::gui);
+  static_cast<request::Request&>(s) = request::make_request(files, values, request::command::gui, s);
+  request::check_options(s, request::command::gui);
   if (s.has("cluster") || s.gpus || s.nodes) {
-    const std::string spec = io::cluster_spec(s);
+    const std::string spec = request::cluster_spec(s);
     if (spec.ends_with(".json")) {
       s.cluster.file = spec;
     } else {
-      const io::ResolvedCluster c = catalog.resolve_cluster(spec, std::nullopt);
+      const request::ResolvedCluster c = catalog.resolve_cluster(spec, std::nullopt);
       s.cluster.file.clear();
       s.cluster.gpu = c.cluster.gpu.name;
       s.cluster.nodes = c.cluster.nodes;
@@ -226,20 +226,20 @@ CommandLine parse_command_line(const QStringList& arguments, const io::Catalog& 
   return out;
 }
 
-const io::ResolvedModel& Evaluator::model(const std::string& spec) {
+const request::ResolvedModel& Evaluator::model(const std::string& spec) {
   auto it = models_.find(spec);
   if (it == models_.end()) it = models_.emplace(spec, catalog_.resolve_model(spec)).first;
   return it->second;
 }
 
-const io::ResolvedCluster& Evaluator::cluster(const ClusterChoice& c) {
+const request::ResolvedCluster& Evaluator::cluster(const ClusterChoice& c) {
   const std::string spec = c.spec();
   const std::string key = spec + "|" + c.inter_node + "|" + std::to_string(c.host_memory_gib);
   auto it = clusters_.find(key);
   if (it == clusters_.end()) {
     const std::optional<std::string> inter =
         c.inter_node.empty() ? std::nullopt : std::optional<std::string>(c.inter_node);
-    io::ResolvedCluster resolved = catalog_.resolve_cluster(spec, inter);
+    request::ResolvedCluster resolved = catalog_.resolve_cluster(spec, inter);
     if (c.host_memory_gib > 0.0) resolved.cluster.host_memory = gib(c.host_memory_gib);
     it = clusters_.emplace(key, std::move(resolved)).first;
   }
@@ -251,7 +251,7 @@ const hardware::HardwareProfile* Evaluator::profile(const std::string& path) {
   auto it = profiles_.find(path);
   if (it == profiles_.end()) {
     try {
-      it = profiles_.emplace(path, io::read_profile(path)).first;
+      it = profiles_.emplace(path, request::read_profile(path)).first;
     } catch (const InputError& e) {
       throw InputError("hardware profile '" + path + "' is not usable: " + e.what());
     }
@@ -260,10 +260,10 @@ const hardware::HardwareProfile* Evaluator::profile(const std::string& path) {
 }
 
 Evaluation Evaluator::evaluate(const Settings& s) {
-  const io::ResolvedModel& m = model(s.model);
-  const io::ResolvedCluster& c = cluster(s.cluster);
-  const io::Resolved r =
-      io::resolve_with(m, c, window_request(s), io::command::gui, io::Irrelevant::ignore);
+  const request::ResolvedModel& m = model(s.model);
+  const request::ResolvedCluster& c = cluster(s.cluster);
+  const request::Resolved r =
+      request::resolve_with(m, c, window_request(s), request::command::gui, request::Irrelevant::ignore);
   Evaluation e;
   e.settings = s;
   e.arch = m.arch;
@@ -275,7 +275,7 @@ Evaluation Evaluator::evaluate(const Settings& s) {
   const hardware::HardwareProfile* p = profile(s.profile);
   if (p) e.profile_name = p->name.empty() ? s.profile : p->name;
   e.estimate = planner::evaluate(m.arch, e.params, t, e.cluster, p);
-  e.emit = io::emit_context(r);
+  e.emit = request::emit_context(r);
   e.tokens = r.tokens;
   if (e.tokens) e.time_to_train = planner::time_to_train(e.estimate, *e.tokens);
   e.notes = r.notes;
@@ -311,7 +311,7 @@ Sweep Evaluator::sweep(const Evaluation& e) {
   }
   std::sort(xs.begin(), xs.end());
   xs.erase(std::unique(xs.begin(), xs.end()), xs.end());
-  const io::ResolvedModel& m = model(e.settings.model);
+  const request::ResolvedModel& m = model(e.settings.model);
   for (std::int64_t x : xs) {
     model::Training tx = t;
     (out.axis == SweepAxis::micro_batch ? tx.micro_batch : tx.seq) = x;
@@ -331,19 +331,19 @@ Sweep Evaluator::sweep(const Evaluation& e) {
 planner::FitResult Evaluator::strategies(const Evaluation& e) {
   // `trainplan fit` with the window's values: what fit searches is left free, the rest (the
   // micro-batch, the margin, ...) as set.
-  io::Request q = window_request(e.settings);
-  for (const io::Option& o : io::options())
-    if (o.searched == io::Searched::by_fit_and_plan) q.given.erase(o.name);
+  request::Request q = window_request(e.settings);
+  for (const request::Option& o : request::options())
+    if (o.searched == request::Searched::by_fit_and_plan) q.given.erase(o.name);
   try {
-    const io::Resolved r = io::resolve_with(model(e.settings.model), cluster(e.settings.cluster), q,
-                                            io::command::gui, io::Irrelevant::ignore);
+    const request::Resolved r = request::resolve_with(model(e.settings.model), cluster(e.settings.cluster), q,
+                                            request::command::gui, request::Irrelevant::ignore);
     return planner::fit(e.arch, e.params, r.fit, r.cluster.cluster, {}, profile(e.settings.profile));
   } catch (const InputError&) {
     return {};
   }
 }
 
-Session::Session(const io::Catalog& catalog, QObject* parent)
+Session::Session(const request::Catalog& catalog, QObject* parent)
     : QObject(parent), catalog_(catalog), evaluator_(catalog) {}
 
 Session::~Session() {
@@ -378,13 +378,13 @@ void Session::setSettings(const Settings& s) {
 
 Settings Session::recommended(const Settings& s, bool free_strategy, bool free_checkpointing,
                               bool free_offload) {
-  io::Request q = window_request(s);
+  request::Request q = window_request(s);
   if (free_strategy) q.given.erase("strategy");
   if (free_checkpointing) q.given.erase("checkpointing");
   if (free_offload) q.given.erase("offload");
-  const io::Resolved r = io::resolve_with(evaluator_.model(s.model), evaluator_.cluster(s.cluster), q,
-                                          io::command::gui, io::Irrelevant::ignore);
-  const model::Training t = io::configuration(r);
+  const request::Resolved r = request::resolve_with(evaluator_.model(s.model), evaluator_.cluster(s.cluster), q,
+                                          request::command::gui, request::Irrelevant::ignore);
+  const model::Training t = request::configuration(r);
   Settings out = s;
   out.training.strategy = t.strategy;
   out.training.checkpointing = t.checkpointing;
@@ -393,24 +393,24 @@ Settings Session::recommended(const Settings& s, bool free_strategy, bool free_c
 }
 
 Settings Session::completed(const Settings& s) {
-  const io::Resolved r = io::resolve_with(evaluator_.model(s.model), evaluator_.cluster(s.cluster), with_cluster(s),
-                                          io::command::gui, io::Irrelevant::ignore);
+  const request::Resolved r = request::resolve_with(evaluator_.model(s.model), evaluator_.cluster(s.cluster), with_cluster(s),
+                                          request::command::gui, request::Irrelevant::ignore);
   Settings out = s;
-  out.training = io::configuration(r);
+  out.training = request::configuration(r);
   return out;
 }
 
 Settings Session::withConfigFile(const Settings& s, const std::string& path, std::vector<std::string>* notes) {
-  const io::Request before = window_request(s);
-  const io::Request read = io::make_request({path}, {}, io::command::gui, before);
+  const request::Request before = window_request(s);
+  const request::Request read = request::make_request({path}, {}, request::command::gui, before);
   Settings out = s;
-  static_cast<io::Request&>(out) = read;
+  static_cast<request::Request&>(out) = read;
   out.cluster_spec.clear();
   if (read.gpus || read.nodes) {
-    // The shape the file states, on the window's GPU (io::cluster_spec, as the CLI takes it).
-    io::Request shape = read;
+    // The shape the file states, on the window's GPU (request::cluster_spec, as the CLI takes it).
+    request::Request shape = read;
     shape.cluster_spec = s.cluster.gpu;
-    const hardware::Cluster c = catalog_.resolve_cluster(io::cluster_spec(shape), std::nullopt).cluster;
+    const hardware::Cluster c = catalog_.resolve_cluster(request::cluster_spec(shape), std::nullopt).cluster;
     out.cluster.file.clear();
     out.cluster.nodes = c.nodes;
     out.cluster.gpus_per_node = c.gpus_per_node;
@@ -419,7 +419,7 @@ Settings Session::withConfigFile(const Settings& s, const std::string& path, std
     *notes = read.file_notes;
     for (const auto& [name, source] : read.given)
       if (before.given.find(name) == before.given.end() || before.given.find(name)->second != source)
-        if (const io::Option* o = io::find_option(name)) notes->push_back(source + ": " + name + " " + o->text(read));
+        if (const request::Option* o = request::find_option(name)) notes->push_back(source + ": " + name + " " + o->text(read));
   }
   (void)evaluator_.evaluate(out);  // the file's values are checked now, naming the file
   return out;
@@ -482,7 +482,7 @@ void Session::startSearch() {
   });
   Q_EMIT searchStarted();
   const Settings s = settings_;
-  const io::Catalog* catalog = &catalog_;
+  const request::Catalog* catalog = &catalog_;
   const std::shared_ptr<std::atomic<bool>> cancel = search_cancel_;
   search_watcher_->setFuture(QtConcurrent::run([s, catalog, cancel](QPromise<SearchOutcome>& promise) {
     SearchOutcome out;

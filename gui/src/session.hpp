@@ -20,8 +20,8 @@
 
 #include "trainplan/hardware/gpu.hpp"
 #include "trainplan/hardware/profile.hpp"
-#include "trainplan/io/catalog.hpp"
-#include "trainplan/io/request.hpp"
+#include "trainplan/request/catalog.hpp"
+#include "trainplan/request/request.hpp"
 #include "trainplan/model/architecture.hpp"
 #include "trainplan/model/parameters.hpp"
 #include "trainplan/model/training.hpp"
@@ -55,16 +55,16 @@ struct ClusterChoice {
   int nodes = 1;
   std::string inter_node;  // "8x200Gbps"; empty: the GPU's usual network
   double host_memory_gib = 0;  // CPU memory per node; 0: the file's, or not checked
-  // What io::Catalog::resolve_cluster reads: "NODESxGPUSxGPU" or the file.
+  // What request::Catalog::resolve_cluster reads: "NODESxGPUSxGPU" or the file.
   [[nodiscard]] std::string spec() const;
 };
 
 // The first start: a 7B model on one 8-GPU node, sharded with FSDP.
 [[nodiscard]] model::Training default_training();
 
-// The request as the window holds it (io::Request: the library's option schema reads and writes
+// The request as the window holds it (request::Request: the library's option schema reads and writes
 // it), with the cluster as the window's fields and the sweep axis.
-struct Settings : io::Request {
+struct Settings : request::Request {
   Settings();
   ClusterChoice cluster;
   SweepAxis sweep = SweepAxis::micro_batch;
@@ -88,11 +88,11 @@ struct CommandLine {
 };
 // Throws InputError naming the bad option.
 [[nodiscard]] CommandLine parse_command_line(const QStringList& arguments,
-                                             const io::Catalog& catalog);
+                                             const request::Catalog& catalog);
 
 // The window's request for the library: the cluster fields as a spec, every option given in the
 // window's words (its labels).
-[[nodiscard]] io::Request window_request(const Settings& s);
+[[nodiscard]] request::Request window_request(const Settings& s);
 
 // How the window names a field of a FieldError template or an emitter's note: the option's label
 // in the schema ("Strategy"), or the field itself when the schema has no such option.
@@ -143,15 +143,15 @@ void mark_pareto_front(std::vector<PlanPoint>& plans);
 // Resolution and evaluation, Qt-free apart from the class below. Throws InputError.
 class Evaluator {
  public:
-  explicit Evaluator(const io::Catalog& catalog) : catalog_(catalog) {}
-  [[nodiscard]] const io::ResolvedModel& model(const std::string& spec);
-  [[nodiscard]] const io::ResolvedCluster& cluster(const ClusterChoice& c);
+  explicit Evaluator(const request::Catalog& catalog) : catalog_(catalog) {}
+  [[nodiscard]] const request::ResolvedModel& model(const std::string& spec);
+  [[nodiscard]] const request::ResolvedCluster& cluster(const ClusterChoice& c);
   // The profile read from `path` (nullptr for an empty path), kept for the evaluator's lifetime.
   [[nodiscard]] const hardware::HardwareProfile* profile(const std::string& path);
   [[nodiscard]] Evaluation evaluate(const Settings& s);
   [[nodiscard]] Sweep sweep(const Evaluation& e);
   // Every strategy x checkpointing x offload with the other options as set: planner::fit of the
-  // request `trainplan fit` makes of them (io::resolve_with), the margin included.
+  // request `trainplan fit` makes of them (request::resolve_with), the margin included.
   [[nodiscard]] planner::FitResult strategies(const Evaluation& e);
   void forget_files() {
     models_.clear();
@@ -160,9 +160,9 @@ class Evaluator {
   }
 
  private:
-  const io::Catalog& catalog_;
-  std::map<std::string, io::ResolvedModel> models_;
-  std::map<std::string, io::ResolvedCluster> clusters_;
+  const request::Catalog& catalog_;
+  std::map<std::string, request::ResolvedModel> models_;
+  std::map<std::string, request::ResolvedCluster> clusters_;
   std::map<std::string, hardware::HardwareProfile> profiles_;
 };
 
@@ -174,10 +174,10 @@ class Session : public QObject {
  public:
   static constexpr std::size_t kMaxPins = 3;
 
-  explicit Session(const io::Catalog& catalog, QObject* parent = nullptr);
+  explicit Session(const request::Catalog& catalog, QObject* parent = nullptr);
   ~Session() override;
 
-  [[nodiscard]] const io::Catalog& catalog() const { return catalog_; }
+  [[nodiscard]] const request::Catalog& catalog() const { return catalog_; }
   [[nodiscard]] const Settings& settings() const { return settings_; }
   // Evaluates at once (current, sweep, strategies) and emits changed(); bad input leaves an error.
   void setSettings(const Settings& s);
@@ -186,7 +186,7 @@ class Session : public QObject {
   [[nodiscard]] Settings recommended(const Settings& s, bool free_strategy = true,
                                      bool free_checkpointing = true, bool free_offload = true);
   // Settings from a request in which only s.given holds what was asked (the command line, an
-  // opened config file): the rest as `trainplan estimate` takes them (io::configuration).
+  // opened config file): the rest as `trainplan estimate` takes them (request::configuration).
   [[nodiscard]] Settings completed(const Settings& s);
   // The settings with what a training config file says (DeepSpeed JSON, accelerate YAML, PEFT
   // adapter_config.json, ... as `trainplan fit --from`) over them; `notes` gets what the file was
@@ -238,7 +238,7 @@ class Session : public QObject {
     QString message;
     bool ok = false;
   };
-  const io::Catalog& catalog_;
+  const request::Catalog& catalog_;
   Evaluator evaluator_;
   Settings settings_;
   std::optional<Evaluation> current_;

@@ -10,7 +10,7 @@
 #include "models.hpp"
 #include "session.hpp"
 #include "trainplan/core/error.hpp"
-#include "trainplan/io/catalog.hpp"
+#include "trainplan/request/catalog.hpp"
 #include "trainplan/planner/estimate.hpp"
 #include "trainplan/planner/fit.hpp"
 
@@ -39,7 +39,7 @@ struct Expected {
   planner::Estimate estimate;
 };
 
-Expected library(const io::Catalog& catalog, const Settings& s) {
+Expected library(const request::Catalog& catalog, const Settings& s) {
   Expected x;
   x.arch = catalog.resolve_model(s.model).arch;
   x.params = model::count_parameters(x.arch);
@@ -55,7 +55,7 @@ Expected library(const io::Catalog& catalog, const Settings& s) {
 class TestGuiModels : public QObject {
   Q_OBJECT
  private:
-  io::Catalog catalog_ = io::Catalog::builtin();
+  request::Catalog catalog_ = request::Catalog::builtin();
 
  private Q_SLOTS:
   void models_pass_the_item_model_tester_data();

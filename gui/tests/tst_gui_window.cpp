@@ -30,9 +30,9 @@
 #include "charts.hpp"
 #include "main_window.hpp"
 #include "session.hpp"
-#include "trainplan/io/catalog.hpp"
-#include "trainplan/io/profile_json.hpp"
-#include "trainplan/io/request.hpp"
+#include "trainplan/request/catalog.hpp"
+#include "trainplan/request/profile_json.hpp"
+#include "trainplan/request/request.hpp"
 #include "trainplan/model/parameters.hpp"
 #include "trainplan/planner/fit.hpp"
 #include "trainplan/planner/estimate.hpp"
@@ -52,7 +52,7 @@ Settings base_settings(const QString& model, int gpus, Strategy strategy,
   return s;
 }
 
-planner::Estimate library_estimate(const io::Catalog& catalog, const Settings& s) {
+planner::Estimate library_estimate(const request::Catalog& catalog, const Settings& s) {
   const model::Architecture a = catalog.resolve_model(s.model).arch;
   const hardware::Cluster c = catalog.resolve_cluster(s.cluster.spec(), std::nullopt).cluster;
   model::Training t = s.training;
@@ -83,7 +83,7 @@ void type_into(QWidget* w, const QString& text) {
 class TestGuiWindow : public QObject {
   Q_OBJECT
  private:
-  io::Catalog catalog_ = io::Catalog::builtin();
+  request::Catalog catalog_ = request::Catalog::builtin();
   std::unique_ptr<Session> session_;
   std::unique_ptr<MainWindow> window_;
 
@@ -309,12 +309,12 @@ void TestGuiWindow::margin_in_the_form_makes_the_strategies_table_tight() {
   QVERIFY2(turned_tight > 0, qPrintable(after.join(QStringLiteral(", "))));
   // The same request on the command line: trainplan fit llama-2-7b 8xA100-80GB --micro-batch 2
   // --margin 0.5.
-  io::Request q;
+  request::Request q;
   q.model = "llama-2-7b";
   q.cluster_spec = "8xA100-80GB";
-  io::set_option(q, "micro-batch", "2", "--micro-batch");
-  io::set_option(q, "margin", "0.5", "--margin");
-  const io::Resolved r = io::resolve(catalog_, q, io::command::fit);
+  request::set_option(q, "micro-batch", "2", "--micro-batch");
+  request::set_option(q, "margin", "0.5", "--margin");
+  const request::Resolved r = request::resolve(catalog_, q, request::command::fit);
   const planner::FitResult f =
       planner::fit(r.model.arch, model::count_parameters(r.model.arch), r.fit, r.cluster.cluster);
   QCOMPARE(session_->strategies().candidates.size(), f.candidates.size());
@@ -656,7 +656,7 @@ void TestGuiWindow::time_to_train_and_profile() {
   hardware::HardwareProfile profile;
   profile.name = "test-cluster";
   const std::string good = dir.filePath(QStringLiteral("profile.json")).toStdString();
-  io::write_profile(good, profile);
+  request::write_profile(good, profile);
   Settings s = session_->settings();
   s.profile = good;
   window_->applySettings(s);
@@ -699,7 +699,7 @@ void TestGuiWindow::tight_shows_its_reason() {
 }
 
 void TestGuiWindow::opens_a_training_config() {
-  // DeepSpeed's own ZeRO-3 example (tests/io/configs/ds-accelerate-zero_stage3_offload.json) leaves
+  // DeepSpeed's own ZeRO-3 example (tests/request/configs/ds-accelerate-zero_stage3_offload.json) leaves
   // its batch to "auto": the window's micro-batch fills it; stage 3 with CPU offload of optimizer and
   // parameters become the strategy and offload.
   window_->applySettings(base_settings(QStringLiteral("llama-2-7b"), 8, Strategy::ddp, 2));

@@ -164,9 +164,9 @@ run_case(emit_refusal_in_flags 2 estimate llama-2-7b 8xA100-80GB --strategy fsdp
 run_case(emit_note_in_flags 0 estimate llama-2-7b 8xA100-80GB --framework deepspeed --strategy zero3 --offload optimizer
          --emit accelerate ERR "note: write ds_config.json with --emit deepspeed")
 
-# The request layer: config files read with --from (tests/io/configs holds real ones), fit's margin,
+# The request layer: config files read with --from (tests/request/configs holds real ones), fit's margin,
 # explain.
-set(CONFIGS ${DATA}/../../io/configs)
+set(CONFIGS ${DATA}/../../request/configs)
 # DeepSpeed's "auto" with nothing to resolve it is answered as if the key were left out, said in a
 # note (fit reports the largest micro-batch that fits; plan searches it).
 run_case(from_deepspeed_auto_left_open 0 fit llama-2-7b 8xA100-80GB --from ${CONFIGS}/ds-accelerate-zero_stage3_offload.json

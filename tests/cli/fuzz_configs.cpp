@@ -5,7 +5,7 @@
 //
 //   cli_fuzz_configs TRAINPLAN CONFIG_DIR [RUNS] [SEED]
 //
-// CONFIG_DIR holds the real files (tests/io/configs, sources in its SOURCES.md). Each run takes one
+// CONFIG_DIR holds the real files (tests/request/configs, sources in its SOURCES.md). Each run takes one
 // at random and either replaces one value by a hostile token or applies one to four mutations: a
 // byte changed, a range deleted or repeated, lines
 // swapped, the file cut short, or a hostile token inserted (huge and negative numbers, "auto",

@@ -1,12 +1,12 @@
 #pragma once
 // The built-in catalogue (data/models, data/gpus, data/clusters), read once for every test in a
 // binary.
-#include "trainplan/io/catalog.hpp"
+#include "trainplan/request/catalog.hpp"
 
 namespace trainplan::test {
 
-inline const io::Catalog& catalog() {
-  static const io::Catalog c = io::Catalog::builtin();
+inline const request::Catalog& catalog() {
+  static const request::Catalog c = request::Catalog::builtin();
   return c;
 }
 

@@ -1,5 +1,5 @@
 // The lines trainplan-calibrate writes are read back by the project's run-directory reader
-// (trainplan/io/measurements.hpp), which rejects unknown keys: the two sides of the contract.
+// (trainplan/request/measurements.hpp), which rejects unknown keys: the two sides of the contract.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -7,9 +7,9 @@
 #include "measurement.hpp"
 #include "provenance.hpp"
 #include "sweep.hpp"
-#include "trainplan/io/measurements.hpp"
+#include "trainplan/request/measurements.hpp"
 
-namespace tb = trainplan::calibrate::bench;
+namespace tb = trainplan::calibrate;
 
 TEST(CalibrateContract, ReaderAcceptsEveryLineKind) {
   const tb::GemmShape g{4096, 12288, 4096, tb::GemmLabel::kQkv};
@@ -37,7 +37,7 @@ TEST(CalibrateContract, ReaderAcceptsEveryLineKind) {
   }
   text += tb::with_cpu_adam_result(tb::cpu_adam_params(100), 100, 5.0).dump() + "\n";
 
-  const auto m = trainplan::io::parse_measurements_jsonl(text, "measurements.jsonl");
+  const auto m = trainplan::request::parse_measurements_jsonl(text, "measurements.jsonl");
   EXPECT_EQ(m.collectives.size(), 3u);
   EXPECT_EQ(m.gemms.size(), 1u);
   EXPECT_EQ(m.attention.size(), 2u);
@@ -60,7 +60,7 @@ TEST(CalibrateContract, ReaderAcceptsProvenance) {
   p.cudnn = "9.19.0";
   p.command = "trainplan-calibrate --comm -o runs/2nodes";
   p.date = tb::iso8601_utc_now();
-  const auto r = trainplan::io::parse_provenance_json(tb::to_json(p).dump(2), "provenance.json");
+  const auto r = trainplan::request::parse_provenance_json(tb::to_json(p).dump(2), "provenance.json");
   EXPECT_EQ(r.tool, "trainplan-calibrate");
   EXPECT_EQ(r.ranks, 16);
   EXPECT_EQ(r.hosts.size(), 2u);

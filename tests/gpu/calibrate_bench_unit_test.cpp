@@ -18,7 +18,7 @@
 #include "provenance.hpp"
 #include "sweep.hpp"
 
-namespace tb = trainplan::calibrate::bench;
+namespace tb = trainplan::calibrate;
 
 namespace {
 

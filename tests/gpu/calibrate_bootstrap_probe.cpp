@@ -10,7 +10,7 @@
 #include "bootstrap.hpp"
 #include "launch_env.hpp"
 
-namespace tb = trainplan::calibrate::bench;
+namespace tb = trainplan::calibrate;
 
 int main() {
   try {

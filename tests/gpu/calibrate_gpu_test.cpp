@@ -40,7 +40,7 @@
 #include "progress.hpp"
 #include "sweep.hpp"
 
-namespace tb = trainplan::calibrate::bench;
+namespace tb = trainplan::calibrate;
 
 namespace {
 

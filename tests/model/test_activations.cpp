@@ -1,7 +1,7 @@
 // Activation memory against Korthikanti et al. 2022 (arXiv:2205.05198), via the megatron convention.
 #include <gtest/gtest.h>
 
-#include "trainplan/io/hf_config.hpp"
+#include "trainplan/request/hf_config.hpp"
 #include "trainplan/model/activations.hpp"
 
 namespace trainplan {
@@ -9,9 +9,9 @@ namespace {
 
 // The paper's GPT models (Table 3): 4h GeLU MLP, LayerNorm, vocabulary 51200, sequence 2048.
 model::Architecture gpt(std::int64_t h, std::int64_t a, std::int64_t L) {
-  io::Json j{{"model_type", "gpt2"}, {"n_embd", h},  {"n_head", a},
+  request::Json j{{"model_type", "gpt2"}, {"n_embd", h},  {"n_head", a},
              {"n_layer", L},         {"vocab_size", 51200}, {"n_positions", 2048}};
-  return io::architecture_from_hf_config(j, "gpt", "Korthikanti Table 3");
+  return request::architecture_from_hf_config(j, "gpt", "Korthikanti Table 3");
 }
 
 struct PaperModel {

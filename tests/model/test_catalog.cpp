@@ -6,7 +6,7 @@
 
 #include "../common/catalog.hpp"
 #include "trainplan/core/error.hpp"
-#include "trainplan/io/catalog.hpp"
+#include "trainplan/request/catalog.hpp"
 
 namespace trainplan {
 namespace {
@@ -161,8 +161,8 @@ TEST(Catalog, LongModelNamesAreRefused) {
 
 // Our own JSON files reject unknown keys: checked through the same reader on a typo'd copy.
 TEST(Catalog, OwnFilesRejectUnknownKeys) {
-  const io::Json j = io::Json::parse(R"({"name":"x","gpu":"A100-80GB","nodes":1,"gpus_per_node":1,"colour":"red"})");
-  io::ObjectReader r(j, "cluster file 'x.json'");
+  const request::Json j = request::Json::parse(R"({"name":"x","gpu":"A100-80GB","nodes":1,"gpus_per_node":1,"colour":"red"})");
+  request::ObjectReader r(j, "cluster file 'x.json'");
   r.ignore({"name", "gpu", "nodes", "gpus_per_node"});
   EXPECT_THROW(r.reject_unknown(), InputError);
 }

@@ -6,8 +6,8 @@
 
 #include "../common/catalog.hpp"
 #include "trainplan/core/error.hpp"
-#include "trainplan/io/catalog.hpp"
-#include "trainplan/io/hf_config.hpp"
+#include "trainplan/request/catalog.hpp"
+#include "trainplan/request/hf_config.hpp"
 #include "trainplan/model/family.hpp"
 #include "trainplan/model/lora.hpp"
 #include "trainplan/model/parameters.hpp"
@@ -38,16 +38,16 @@ model::Family acme() {
   return f;
 }
 
-io::Json config(const char* model_type) {
-  return io::Json{{"model_type", model_type}, {"hidden_size", 1024},      {"num_hidden_layers", 8},
+request::Json config(const char* model_type) {
+  return request::Json{{"model_type", model_type}, {"hidden_size", 1024},      {"num_hidden_layers", 8},
                   {"num_attention_heads", 8}, {"num_key_value_heads", 2}, {"head_dim", 128},
                   {"intermediate_size", 2816}, {"vocab_size", 32000},    {"max_position_embeddings", 4096}};
 }
 
 TEST(Family, DefinedThroughTheTableGetsAFullEstimate) {
   model::add_family(acme());
-  const io::HfArchitecture mine = io::hf_architecture(config("acme"), "acme-1b", "test config");
-  const io::HfArchitecture qwen = io::hf_architecture(config("qwen3"), "qwen3-1b", "test config");
+  const request::HfArchitecture mine = request::hf_architecture(config("acme"), "acme-1b", "test config");
+  const request::HfArchitecture qwen = request::hf_architecture(config("qwen3"), "qwen3-1b", "test config");
   EXPECT_EQ(mine.arch.family, "acme_lm");  // the alias resolves to the family
   EXPECT_EQ(mine.arch.qk_norm, model::QkNorm::per_head);
   // Its own defaults and class name in the notes (rope_parameters etc. are not read; tie is).
@@ -106,10 +106,10 @@ TEST(Family, EveryBuiltInFamilyHasItsTraitsInTheTable) {
 // DeepSeek-V2 a complex rotary table (in fp32 larger than cos and sin).
 TEST(Family, AFamilyIsItsRowNotItsName) {
   const hardware::Cluster cl = catalog().resolve_cluster("1xH100-80GB", std::nullopt).cluster;
-  const io::Json neox{{"model_type", "gpt_neox"},   {"hidden_size", 1024},       {"num_hidden_layers", 4},
+  const request::Json neox{{"model_type", "gpt_neox"},   {"hidden_size", 1024},       {"num_hidden_layers", 4},
                       {"num_attention_heads", 8},   {"intermediate_size", 4096}, {"vocab_size", 50304},
                       {"max_position_embeddings", 2048}, {"rotary_pct", 0.25}};
-  std::vector<model::Architecture> models{io::hf_architecture(neox, "neox-tiny", "test config").arch};
+  std::vector<model::Architecture> models{request::hf_architecture(neox, "neox-tiny", "test config").arch};
   for (const char* name : {"falcon-7b", "t5-3b", "gemma-2-2b", "olmo-2-7b", "deepseek-v2-lite"})
     models.push_back(catalog().resolve_model(name).arch);
   for (const model::Architecture& a : models) {

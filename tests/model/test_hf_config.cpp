@@ -9,9 +9,9 @@
 
 #include "../common/catalog.hpp"
 #include "trainplan/core/error.hpp"
-#include "trainplan/io/catalog.hpp"
-#include "trainplan/io/files.hpp"
-#include "trainplan/io/hf_config.hpp"
+#include "trainplan/request/catalog.hpp"
+#include "trainplan/request/files.hpp"
+#include "trainplan/request/hf_config.hpp"
 #include "trainplan/model/parameters.hpp"
 
 namespace trainplan {
@@ -21,7 +21,7 @@ const std::string kData = TRAINPLAN_TEST_DATA;
 
 std::string error_of(const std::string& file) {
   try {
-    (void)io::read_hf_config_file(kData + "/" + file);
+    (void)request::read_hf_config_file(kData + "/" + file);
   } catch (const InputError& e) {
     return e.what();
   }
@@ -29,7 +29,7 @@ std::string error_of(const std::string& file) {
 }
 
 TEST(HfConfig, FolderWithConfigAndUnrelatedKeys) {
-  const auto a = io::read_hf_config_file(kData + "/tiny-llama");
+  const auto a = request::read_hf_config_file(kData + "/tiny-llama");
   EXPECT_EQ(a.family, "llama");
   EXPECT_EQ(a.kv_heads, 2);
   EXPECT_EQ(a.head_dim, 64);
@@ -67,7 +67,7 @@ TEST(HfConfig, BadFilesNameTheFileAndTheKey) {
 }
 
 TEST(HfConfig, FamilyRulesFromTheImplementations) {
-  auto read = [](const char* json) { return io::architecture_from_hf_config(io::Json::parse(json), "x", "x"); };
+  auto read = [](const char* json) { return request::architecture_from_hf_config(request::Json::parse(json), "x", "x"); };
   // Falcon's old decoder: multi-query (one K/V head) whatever num_kv_heads says, one shared norm.
   const auto falcon = read(R"({"model_type":"falcon","hidden_size":256,"num_hidden_layers":2,"num_attention_heads":4,
                                "num_kv_heads":4,"vocab_size":100,"multi_query":true,"parallel_attn":true})");
@@ -86,7 +86,7 @@ TEST(HfConfig, FamilyRulesFromTheImplementations) {
 // top-level keys of v4 configs and v5's rope_parameters.
 TEST(HfConfig, PartialRotaryFactor) {
   auto read = [](const std::string& json) {
-    return io::architecture_from_hf_config(io::Json::parse(json), "x", "rope.json");
+    return request::architecture_from_hf_config(request::Json::parse(json), "x", "rope.json");
   };
   const std::string phi = R"({"model_type":"phi","hidden_size":256,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":100)";
   const std::string neox = R"({"model_type":"gpt_neox","hidden_size":256,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":100)";
@@ -112,7 +112,7 @@ TEST(HfConfig, MixtralExpertsImplementation) {
       "num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"vocab_size":100,
       "num_local_experts":4,"num_experts_per_tok":2)";
   auto read = [&](const std::string& extra) {
-    return io::architecture_from_hf_config(io::Json::parse(base + extra + "}"), "x", "moe.json");
+    return request::architecture_from_hf_config(request::Json::parse(base + extra + "}"), "x", "moe.json");
   };
   EXPECT_FALSE(read("").experts_loop);  // transformers' default, grouped_mm
   EXPECT_FALSE(read(R"(,"experts_implementation":"grouped_mm")").experts_loop);
@@ -129,7 +129,7 @@ TEST(HfConfig, MixtralExpertsImplementation) {
 
 std::string error_of_json(const std::string& json) {
   try {
-    (void)io::hf_architecture(io::Json::parse(json), "x", "cfg.json");
+    (void)request::hf_architecture(request::Json::parse(json), "x", "cfg.json");
   } catch (const InputError& e) {
     return e.what();
   }
@@ -138,7 +138,7 @@ std::string error_of_json(const std::string& json) {
 
 using test::catalog;
 
-bool has_note(const io::HfArchitecture& h, const std::string& text) {
+bool has_note(const request::HfArchitecture& h, const std::string& text) {
   for (const auto& n : h.notes)
     if (n == text) return true;
   return false;
@@ -148,10 +148,10 @@ bool has_note(const io::HfArchitecture& h, const std::string& text) {
 // 6,738,415,616 parameters (the catalogue's llama-2-7b count, with its source); the old fallback,
 // 4 x hidden, gave 8.9B.
 TEST(HfConfig, MissingIntermediateSizeTakesLlamaConfigDefault) {
-  const io::HfArchitecture h = io::read_hf_config(kData + "/llama-2-7b-no-intermediate");
+  const request::HfArchitecture h = request::read_hf_config(kData + "/llama-2-7b-no-intermediate");
   EXPECT_EQ(h.arch.intermediate, 11008);
   EXPECT_EQ(model::count_parameters(h.arch).total, *catalog().resolve_model("llama-2-7b").entry->parameters);
-  EXPECT_TRUE(has_note(h, "intermediate_size missing: LlamaConfig default 11008")) << io::joined_notes(h.notes);
+  EXPECT_TRUE(has_note(h, "intermediate_size missing: LlamaConfig default 11008")) << request::joined_notes(h.notes);
   // The user sees the note where the model is resolved.
   const auto r = catalog().resolve_model(kData + "/llama-2-7b-no-intermediate");
   EXPECT_NE(r.note.find("intermediate_size missing: LlamaConfig default 11008"), std::string::npos) << r.note;
@@ -173,8 +173,8 @@ TEST(HfConfig, EmptyConfigIsTheClassDefaultModel) {
                        Row{"falcon", "falcon-7b"},      // FalconConfig: tiiuae/falcon-7b
                        Row{"gpt2", "gpt2"}}) {          // GPT2Config: openai-community/gpt2
     SCOPED_TRACE(r.model_type);
-    const io::HfArchitecture h =
-        io::hf_architecture(io::Json{{"model_type", r.model_type}}, r.model_type, "defaults.json");
+    const request::HfArchitecture h =
+        request::hf_architecture(request::Json{{"model_type", r.model_type}}, r.model_type, "defaults.json");
     const auto& entry = *catalog().resolve_model(r.checkpoint).entry;
     ASSERT_TRUE(entry.parameters.has_value());
     EXPECT_EQ(model::count_parameters(h.arch).total, *entry.parameters) << entry.parameters_source;
@@ -252,10 +252,10 @@ TEST(HfConfig, ValidationErrorsListTheDefaultsUsed) {
 TEST(HfConfig, NullIsNotMissingForSlidingWindow) {
   const std::string base = R"({"model_type":"mistral","hidden_size":256,"intermediate_size":512,"num_hidden_layers":2,
       "num_attention_heads":4,"num_key_value_heads":2,"vocab_size":100)";
-  EXPECT_EQ(io::hf_architecture(io::Json::parse(base + "}"), "x", "x").arch.sliding_window, 4096);
-  EXPECT_EQ(io::hf_architecture(io::Json::parse(base + R"(,"sliding_window":null})"), "x", "x").arch.sliding_window, 0);
+  EXPECT_EQ(request::hf_architecture(request::Json::parse(base + "}"), "x", "x").arch.sliding_window, 4096);
+  EXPECT_EQ(request::hf_architecture(request::Json::parse(base + R"(,"sliding_window":null})"), "x", "x").arch.sliding_window, 0);
   // GemmaConfig's head_dim is 256 whatever hidden_size / heads gives (gemma-7b: 3072 / 16 = 192).
-  EXPECT_EQ(io::hf_architecture(io::Json{{"model_type", "gemma"}}, "x", "x").arch.head_dim, 256);
+  EXPECT_EQ(request::hf_architecture(request::Json{{"model_type", "gemma"}}, "x", "x").arch.head_dim, 256);
 }
 
 // A config.json is named after its folder, any other file after itself; never "." or "configs".
@@ -265,13 +265,13 @@ TEST(HfConfig, NameFromThePath) {
   fs::create_directories(dir);
   fs::copy_file(kData + "/tiny-llama/config.json", dir / "config.json", fs::copy_options::overwrite_existing);
   fs::copy_file(kData + "/tiny-llama/config.json", dir / "small.json", fs::copy_options::overwrite_existing);
-  EXPECT_EQ(io::read_hf_config_file((dir / "config.json").string()).name, "my-model");
-  EXPECT_EQ(io::read_hf_config_file(dir.string()).name, "my-model");
-  EXPECT_EQ(io::read_hf_config_file((dir / "small.json").string()).name, "small");
+  EXPECT_EQ(request::read_hf_config_file((dir / "config.json").string()).name, "my-model");
+  EXPECT_EQ(request::read_hf_config_file(dir.string()).name, "my-model");
+  EXPECT_EQ(request::read_hf_config_file((dir / "small.json").string()).name, "small");
   const fs::path cwd = fs::current_path();
   fs::current_path(dir);
-  EXPECT_EQ(io::read_hf_config_file("./config.json").name, "my-model");
-  EXPECT_EQ(io::read_hf_config_file(".").name, "my-model");
+  EXPECT_EQ(request::read_hf_config_file("./config.json").name, "my-model");
+  EXPECT_EQ(request::read_hf_config_file(".").name, "my-model");
   fs::current_path(cwd);
   fs::remove_all(dir.parent_path());
 }
@@ -281,7 +281,7 @@ TEST(HfConfig, NameFromThePath) {
 TEST(HfConfig, EndlessFileIsRefused) {
   if (!std::filesystem::exists("/dev/zero")) GTEST_SKIP() << "no /dev/zero";
   try {
-    (void)io::read_text_file("/dev/zero", "model config");
+    (void)request::read_text_file("/dev/zero", "model config");
     ADD_FAILURE() << "reading /dev/zero must stop";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("/dev/zero"), std::string::npos) << e.what();
@@ -290,9 +290,9 @@ TEST(HfConfig, EndlessFileIsRefused) {
   const std::filesystem::path big = std::filesystem::temp_directory_path() /
                                     ("trainplan-big-" + std::to_string(::getpid()) + ".json");
   { std::ofstream touch(big); }
-  std::filesystem::resize_file(big, io::kMaxJsonFileBytes + 1);  // sparse: nothing is written
+  std::filesystem::resize_file(big, request::kMaxJsonFileBytes + 1);  // sparse: nothing is written
   try {
-    (void)io::read_text_file(big.string(), "model config", io::kMaxJsonFileBytes);
+    (void)request::read_text_file(big.string(), "model config", request::kMaxJsonFileBytes);
     ADD_FAILURE() << "a file beyond the bound was read";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("larger than 16 MiB (the limit for a model config)"), std::string::npos)
@@ -306,13 +306,13 @@ TEST(HfConfig, EndlessFileIsRefused) {
 // Our own JSON readers: numbers beyond double and integers beyond int64 are named, never wrapped.
 TEST(HfConfig, StrictReaderRefusesOverflow) {
   try {
-    (void)io::parse_json(R"({"a": 1e400})", "profile 'p.json'");
+    (void)request::parse_json(R"({"a": 1e400})", "profile 'p.json'");
     ADD_FAILURE();
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("profile 'p.json': invalid JSON"), std::string::npos) << e.what();
   }
-  const io::Json j = io::Json::parse(R"({"n": 18446744073709551615, "m": 3000000000})");
-  io::ObjectReader r(j, "cluster file 'c.json'");
+  const request::Json j = request::Json::parse(R"({"n": 18446744073709551615, "m": 3000000000})");
+  request::ObjectReader r(j, "cluster file 'c.json'");
   try {
     (void)r.integer("n", 1);
     ADD_FAILURE();
@@ -337,7 +337,7 @@ namespace {
 // what cannot be read is refused with the file, the key and the value.
 TEST(HfConfig, RecentFamiliesDeriveWindowsAndRefuseWhatIsNotModelled) {
   auto arch = [](const std::string& json) {
-    return io::hf_architecture(io::Json::parse(json), "x", "cfg.json").arch;
+    return request::hf_architecture(request::Json::parse(json), "x", "cfg.json").arch;
   };
   const std::string gemma2 = R"({"model_type":"gemma2","hidden_size":256,"num_hidden_layers":5,
       "num_attention_heads":4,"num_key_value_heads":2,"head_dim":64,"intermediate_size":512,"vocab_size":100)";
@@ -394,11 +394,11 @@ TEST(HfConfig, RecentFamiliesDeriveWindowsAndRefuseWhatIsNotModelled) {
   EXPECT_EQ(v3.expert_groups, 8);
   EXPECT_EQ(v3.router, model::RouterKind::deepseek_v3);
   // Its FP8 checkpoint's quantization_config is named in a note, not read as the training's.
-  const io::HfArchitecture v3_fp8 = io::hf_architecture(
-      io::Json::parse(R"({"model_type":"deepseek_v3","num_hidden_layers":5,"vocab_size":100,
+  const request::HfArchitecture v3_fp8 = request::hf_architecture(
+      request::Json::parse(R"({"model_type":"deepseek_v3","num_hidden_layers":5,"vocab_size":100,
           "quantization_config":{"quant_method":"fp8","fmt":"e4m3"},"num_nextn_predict_layers":1})"),
       "x", "cfg.json");
-  const std::string notes = io::joined_notes(v3_fp8.notes);
+  const std::string notes = request::joined_notes(v3_fp8.notes);
   EXPECT_NE(notes.find("quantization_config (quant_method \"fp8\")"), std::string::npos) << notes;
   EXPECT_NE(notes.find("num_nextn_predict_layers"), std::string::npos) << notes;
   // DeepSeek-V2: q_lora_rank null is one query projection; greedy routing has no groups.
@@ -447,8 +447,8 @@ TEST(HfConfig, RecentFamiliesDeriveWindowsAndRefuseWhatIsNotModelled) {
 // A multimodal config's language model is read from its text_config, with a note that the vision
 // tower is not counted.
 TEST(HfConfig, MultimodalWrappersReadTheirTextConfig) {
-  const io::HfArchitecture h = io::hf_architecture(
-      io::Json::parse(R"({"model_type":"gemma3","text_config":{"hidden_size":1152,"num_hidden_layers":26,
+  const request::HfArchitecture h = request::hf_architecture(
+      request::Json::parse(R"({"model_type":"gemma3","text_config":{"hidden_size":1152,"num_hidden_layers":26,
           "num_attention_heads":4,"num_key_value_heads":1,"head_dim":256,"intermediate_size":6912,
           "vocab_size":262144,"max_position_embeddings":32768,"sliding_window":512},
           "vision_config":{"hidden_size":1152}})"),

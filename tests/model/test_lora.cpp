@@ -5,8 +5,8 @@
 
 #include "../common/catalog.hpp"
 #include "trainplan/core/error.hpp"
-#include "trainplan/io/catalog.hpp"
-#include "trainplan/io/hf_config.hpp"
+#include "trainplan/request/catalog.hpp"
+#include "trainplan/request/hf_config.hpp"
 #include "trainplan/model/flops.hpp"
 #include "trainplan/model/lora.hpp"
 #include "trainplan/model/parameters.hpp"
@@ -15,7 +15,7 @@ namespace trainplan {
 namespace {
 
 model::Architecture from_config(const char* json) {
-  return io::architecture_from_hf_config(io::Json::parse(json), "inline", "test config");
+  return request::architecture_from_hf_config(request::Json::parse(json), "inline", "test config");
 }
 
 model::Architecture named(const char* name) {

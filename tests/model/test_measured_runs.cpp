@@ -2,8 +2,8 @@
 #include <gtest/gtest.h>
 
 #include "../common/catalog.hpp"
-#include "trainplan/io/catalog.hpp"
-#include "trainplan/io/hf_config.hpp"
+#include "trainplan/request/catalog.hpp"
+#include "trainplan/request/hf_config.hpp"
 #include "trainplan/planner/fit.hpp"
 
 namespace trainplan {
@@ -12,7 +12,7 @@ namespace {
 using test::catalog;
 
 model::Architecture arch(const std::string& spec) {
-  if (spec.front() == '{') return io::architecture_from_hf_config(io::Json::parse(spec), "inline", "test config");
+  if (spec.front() == '{') return request::architecture_from_hf_config(request::Json::parse(spec), "inline", "test config");
   return catalog().resolve_model(spec).arch;
 }
 

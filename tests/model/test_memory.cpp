@@ -4,7 +4,7 @@
 #include <set>
 
 #include "../common/catalog.hpp"
-#include "trainplan/io/catalog.hpp"
+#include "trainplan/request/catalog.hpp"
 #include "trainplan/model/activations.hpp"
 #include "trainplan/planner/fit.hpp"
 

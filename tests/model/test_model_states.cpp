@@ -2,8 +2,8 @@
 #include <gtest/gtest.h>
 
 #include "../common/catalog.hpp"
-#include "trainplan/io/catalog.hpp"
-#include "trainplan/io/hf_config.hpp"
+#include "trainplan/request/catalog.hpp"
+#include "trainplan/request/hf_config.hpp"
 #include "trainplan/model/model_states.hpp"
 #include "trainplan/planner/memory.hpp"
 
@@ -81,7 +81,7 @@ struct DsSetup {
 };
 
 DsSetup setup(const model::Architecture& a, int gpus) {
-  const io::Catalog& cat = test::catalog();
+  const request::Catalog& cat = test::catalog();
   DsSetup s{a, cat.resolve_cluster(std::to_string(gpus) + "xA100-80GB", std::nullopt).cluster};
   return s;
 }
@@ -103,7 +103,7 @@ void check(const DsSetup& s, const DsCase& c, double tol, double unit) {
 }
 
 model::Architecture t5(const char* json) {
-  return io::architecture_from_hf_config(io::Json::parse(json), "t5", "test config");
+  return request::architecture_from_hf_config(request::Json::parse(json), "t5", "test config");
 }
 
 // A2: t5-3b (T5Model, 2,851,598,336 params) on 8 GPUs, ZeRO-2 (current code: 2P + 18P/N).

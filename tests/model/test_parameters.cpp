@@ -2,9 +2,9 @@
 #include <gtest/gtest.h>
 
 #include "../common/catalog.hpp"
-#include "trainplan/io/catalog.hpp"
-#include "trainplan/io/files.hpp"
-#include "trainplan/io/json_util.hpp"
+#include "trainplan/request/catalog.hpp"
+#include "trainplan/request/files.hpp"
+#include "trainplan/request/json_util.hpp"
 #include "trainplan/model/parameters.hpp"
 
 namespace trainplan {
@@ -65,7 +65,7 @@ TEST(Parameters, MixtralActive) {
 // published ones (model cards; gpt-oss: arXiv:2508.10925 Table 1) to their precision.
 TEST(Parameters, RecentFamiliesEqualTransformers) {
   const std::string path = std::string(TRAINPLAN_TEST_DATA) + "/hf_parameters.json";
-  const io::Json doc = io::parse_json(io::read_text_file(path, "parameter counts", io::kMaxJsonFileBytes), path);
+  const request::Json doc = request::parse_json(request::read_text_file(path, "parameter counts", request::kMaxJsonFileBytes), path);
   int checked = 0;
   for (const auto& [name, row] : doc.at("models").items()) {
     SCOPED_TRACE(name);

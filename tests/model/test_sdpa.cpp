@@ -18,8 +18,8 @@
 #include <gtest/gtest.h>
 
 #include "../common/catalog.hpp"
-#include "trainplan/io/catalog.hpp"
-#include "trainplan/io/hf_config.hpp"
+#include "trainplan/request/catalog.hpp"
+#include "trainplan/request/hf_config.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/model/activations.hpp"
 #include "trainplan/model/sdpa.hpp"
@@ -114,7 +114,7 @@ TEST(Sdpa, EveryCatalogueFamilyOnH100Bf16) {
     SCOPED_TRACE(std::string(row.model).substr(0, 40) + " — " + row.source);
     const std::string spec = row.model;
     const model::Architecture a =
-        spec.front() == '{' ? io::architecture_from_hf_config(io::Json::parse(spec), "inline", "test")
+        spec.front() == '{' ? request::architecture_from_hf_config(request::Json::parse(spec), "inline", "test")
                             : catalog().resolve_model(spec).arch;
     const model::SdpaChoice c = model::sdpa_choice(a, h100_bf16(4096));
     EXPECT_EQ(to_string(c.kernel), to_string(row.kernel)) << c.reason;

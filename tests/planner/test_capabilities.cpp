@@ -10,7 +10,7 @@
 #include "../common/catalog.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/hardware/gpu.hpp"
-#include "trainplan/io/catalog.hpp"
+#include "trainplan/request/catalog.hpp"
 #include "trainplan/model/parameters.hpp"
 #include "trainplan/planner/emit.hpp"
 #include "trainplan/planner/fit.hpp"
@@ -74,7 +74,7 @@ TEST(GpuCapabilities, EveryCatalogueGpuStatesThemWithASource) {
   EXPECT_EQ(catalog().gpus().size(), kGpus.size()) << "a GPU was added: give it a row here";
   for (const GpuRow& row : kGpus) {
     SCOPED_TRACE(row.name + ": " + row.source);
-    const io::ResolvedGpu r = catalog().resolve_gpu(row.name);
+    const request::ResolvedGpu r = catalog().resolve_gpu(row.name);
     const hardware::GpuCapabilities& k = r.spec.capabilities;
     EXPECT_EQ(k.compute_capability, row.compute_capability);
     EXPECT_EQ(k.bf16, row.bf16);
@@ -86,7 +86,7 @@ TEST(GpuCapabilities, EveryCatalogueGpuStatesThemWithASource) {
     EXPECT_EQ(k.bf16, r.spec.peak.bf16 > 0);
     EXPECT_EQ(k.fp8, r.spec.peak.fp8 > 0);
   }
-  for (const io::CatalogGpu& g : catalog().gpus()) {
+  for (const request::CatalogGpu& g : catalog().gpus()) {
     SCOPED_TRACE(g.spec.name);
     EXPECT_TRUE(contains(g.source, "capabilities: ")) << g.source;
     EXPECT_FALSE(g.spec.capabilities.compute_capability.empty());

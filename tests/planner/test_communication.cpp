@@ -7,7 +7,7 @@
 
 #include "../common/catalog.hpp"
 #include "trainplan/hardware/collective.hpp"
-#include "trainplan/io/catalog.hpp"
+#include "trainplan/request/catalog.hpp"
 #include "trainplan/model/block_ops.hpp"
 #include "trainplan/planner/communication.hpp"
 

@@ -3,7 +3,7 @@
 
 #include "../common/catalog.hpp"
 #include "megatron_gpt.hpp"
-#include "trainplan/io/catalog.hpp"
+#include "trainplan/request/catalog.hpp"
 #include "trainplan/model/flops.hpp"
 #include "trainplan/planner/compute.hpp"
 

@@ -30,7 +30,7 @@
 
 #include "../common/catalog.hpp"
 #include "trainplan/core/error.hpp"
-#include "trainplan/io/catalog.hpp"
+#include "trainplan/request/catalog.hpp"
 #include "trainplan/model/parameters.hpp"
 #include "trainplan/planner/emit.hpp"
 #include "trainplan/planner/evaluator.hpp"
@@ -48,7 +48,7 @@ struct Problem {
 };
 
 Problem problem(const std::string& model, const std::string& cluster) {
-  const io::ResolvedModel m = catalog().resolve_model(model);
+  const request::ResolvedModel m = catalog().resolve_model(model);
   Problem p{m.arch, model::count_parameters(m.arch),
             catalog().resolve_cluster(cluster, std::nullopt).cluster,
             m.entry ? m.entry->hf_id : std::nullopt};

@@ -12,16 +12,20 @@
 #include <string>
 
 #include "../common/catalog.hpp"
+#include "trainplan/request/profile_json.hpp"
+#include "trainplan/request/request.hpp"
 #include "trainplan/core/error.hpp"
-#include "trainplan/io/catalog.hpp"
-#include "trainplan/io/estimate_json.hpp"
-#include "trainplan/io/result_json.hpp"
+#include "trainplan/request/catalog.hpp"
+#include "trainplan/reports/estimate_json.hpp"
+#include "trainplan/reports/result_json.hpp"
 #include "trainplan/model/parameters.hpp"
 #include "trainplan/planner/evaluator.hpp"
 #include "trainplan/planner/fit.hpp"
 #include "trainplan/planner/search.hpp"
 
-namespace trainplan::io {
+namespace trainplan::reports {
+
+using namespace request;
 namespace {
 
 const std::string kData = TRAINPLAN_PLANNER_TEST_DATA;
@@ -316,4 +320,4 @@ TEST(EstimateJson, AProfileThatDoesNotParseIsAnInputErrorNamingTheFile) {
 }
 
 }  // namespace
-}  // namespace trainplan::io
+}  // namespace trainplan::reports

@@ -12,7 +12,7 @@
 #include "megatron_gpt.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/hardware/profile.hpp"
-#include "trainplan/io/catalog.hpp"
+#include "trainplan/request/catalog.hpp"
 #include "trainplan/model/lora.hpp"
 #include "trainplan/model/parameters.hpp"
 #include "trainplan/planner/evaluator.hpp"

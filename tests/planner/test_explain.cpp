@@ -12,7 +12,7 @@
 #include <string>
 
 #include "../common/catalog.hpp"
-#include "trainplan/io/catalog.hpp"
+#include "trainplan/request/catalog.hpp"
 #include "trainplan/model/parameters.hpp"
 #include "trainplan/planner/explain.hpp"
 
@@ -27,7 +27,7 @@ struct LoraRun {
 };
 
 LoraRun litgpt_lora(const std::string& model, std::int64_t micro_batch, std::int64_t seq) {
-  const io::Catalog& catalog = test::catalog();
+  const request::Catalog& catalog = test::catalog();
   LoraRun s{catalog.resolve_model(model).arch,
             {},
             catalog.resolve_cluster("A100-40GB", std::nullopt).cluster,

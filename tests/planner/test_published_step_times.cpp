@@ -9,7 +9,7 @@
 
 #include "../common/catalog.hpp"
 #include "megatron_gpt.hpp"
-#include "trainplan/io/catalog.hpp"
+#include "trainplan/request/catalog.hpp"
 #include "trainplan/model/parameters.hpp"
 #include "trainplan/planner/communication.hpp"
 #include "trainplan/planner/compute.hpp"
@@ -30,7 +30,7 @@ struct PublishedRow {
 };
 
 hardware::Cluster selene(int gpus) {
-  const io::Catalog& cat = test::catalog();
+  const request::Catalog& cat = test::catalog();
   hardware::Cluster c = cat.resolve_cluster("A100-80GB", std::nullopt).cluster;
   c.gpus_per_node = std::min(gpus, 8);
   c.nodes = std::max(1, gpus / 8);

@@ -11,8 +11,8 @@
 
 #include "../common/catalog.hpp"
 #include "trainplan/core/error.hpp"
-#include "trainplan/io/catalog.hpp"
-#include "trainplan/io/profile_json.hpp"
+#include "trainplan/request/catalog.hpp"
+#include "trainplan/request/profile_json.hpp"
 #include "trainplan/model/parameters.hpp"
 #include "trainplan/planner/compute.hpp"
 #include "trainplan/planner/replay.hpp"
@@ -473,7 +473,7 @@ std::vector<SumCase> sum_cases() {
 
 // With a calibrated profile (data/profiles/h200.json) the same must hold.
 const hardware::HardwareProfile* h200_profile() {
-  static const hardware::HardwareProfile p = io::read_profile(
+  static const hardware::HardwareProfile p = request::read_profile(
       std::string(TRAINPLAN_PLANNER_TEST_DATA) + "/../../../data/profiles/h200.json");
   return &p;
 }

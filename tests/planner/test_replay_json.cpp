@@ -11,13 +11,15 @@
 
 #include "../common/catalog.hpp"
 #include "trainplan/core/error.hpp"
-#include "trainplan/io/catalog.hpp"
-#include "trainplan/io/estimate_json.hpp"
-#include "trainplan/io/replay_json.hpp"
+#include "trainplan/request/catalog.hpp"
+#include "trainplan/reports/estimate_json.hpp"
+#include "trainplan/reports/replay_json.hpp"
 #include "trainplan/model/parameters.hpp"
 #include "trainplan/planner/evaluator.hpp"
 
-namespace trainplan::io {
+namespace trainplan::reports {
+
+using namespace request;
 namespace {
 
 using test::catalog;
@@ -282,4 +284,4 @@ TEST(ReplayJson, WritesComponentsTotalsAndProvenance) {
 }
 
 }  // namespace
-}  // namespace trainplan::io
+}  // namespace trainplan::reports

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "../common/catalog.hpp"
-#include "trainplan/io/reference.hpp"
+#include "trainplan/request/reference.hpp"
 
 namespace trainplan::test {
 
@@ -14,7 +14,7 @@ inline const std::string kFixtureDir = TRAINPLAN_VALIDATE_FIXTURES;  // tests/va
 // Every case under data/reference (measured runs and the oracle), read once.
 inline const std::vector<planner::ReferenceCase>& reference_cases() {
   static const std::vector<planner::ReferenceCase> cases =
-      io::read_reference_paths({kReferenceDir}, catalog());
+      request::read_reference_paths({kReferenceDir}, catalog());
   return cases;
 }
 

@@ -37,7 +37,7 @@ TEST(Reference, CommittedDataParses) {
 }
 
 TEST(Reference, OracleFileBecomesOneCaseWithEveryMetric) {
-  const auto cases = io::read_reference_file(
+  const auto cases = request::read_reference_file(
       test::kReferenceDir + "/oracle/llama-gqa-eager-s128-b2-fp32.json", test::catalog());
   ASSERT_EQ(cases.size(), 1u);
   const auto& c = cases.front();
@@ -63,7 +63,7 @@ TEST(Reference, OracleFileBecomesOneCaseWithEveryMetric) {
 
 TEST(Reference, FixtureReadsAsWritten) {
   const auto cases =
-      io::read_reference_file(test::kFixtureDir + "/good/minimal.json", test::catalog());
+      request::read_reference_file(test::kFixtureDir + "/good/minimal.json", test::catalog());
   ASSERT_EQ(cases.size(), 2u);
   const auto& c = cases[0];
   EXPECT_EQ(c.kind, CaseKind::measured);
@@ -106,7 +106,7 @@ struct BadInput {
 // Reading or predicting the file fails with an InputError whose message holds every fragment.
 void expect_rejected(const std::string& path, const std::vector<std::string>& fragments) {
   try {
-    const auto cases = io::read_reference_paths({path}, test::catalog());
+    const auto cases = request::read_reference_paths({path}, test::catalog());
     (void)planner::validate(cases);
     ADD_FAILURE() << "accepted " << path;
   } catch (const InputError& e) {
@@ -166,7 +166,7 @@ TEST(Reference, UnreadablePathsAreInputErrors) {
   std::ofstream(blank) << "  \n";
   expect_rejected(blank.string(), {"the file is empty"});
   fs::remove(blank);
-  EXPECT_THROW((void)io::read_reference_paths({}, test::catalog()), InputError);
+  EXPECT_THROW((void)request::read_reference_paths({}, test::catalog()), InputError);
 }
 
 }  // namespace

@@ -14,7 +14,7 @@
 #include <iostream>
 
 #include "paths.hpp"
-#include "trainplan/io/profile_json.hpp"
+#include "trainplan/request/profile_json.hpp"
 #include "trainplan/core/error.hpp"
 
 namespace trainplan {
@@ -265,7 +265,7 @@ TEST(MeasuredRuns, StepTimesWithinTheIssuesBands) {
 // the datasheet path).
 TEST(MeasuredRuns, H200StepTimesWithTheCalibratedProfile) {
   const hardware::HardwareProfile profile =
-      io::read_profile(std::string(TRAINPLAN_REFERENCE_DIR) + "/../profiles/h200.json");
+      request::read_profile(std::string(TRAINPLAN_REFERENCE_DIR) + "/../profiles/h200.json");
   std::vector<planner::ReferenceCase> h200;
   for (const planner::ReferenceCase& c : test::reference_cases())
     if (c.file.ends_with("measured-h200.json")) h200.push_back(c);
@@ -357,7 +357,7 @@ TEST(Summary, UnitsOfTheSameQuantityAgree) {
   // The fixture states one peak twice, in GB and in GiB: the predictions differ by 2^30 / 10^9
   // only.
   const auto cases =
-      io::read_reference_file(test::kFixtureDir + "/good/minimal.json", test::catalog());
+      request::read_reference_file(test::kFixtureDir + "/good/minimal.json", test::catalog());
   const CaseResult r = planner::validate_case(cases.front());
   ASSERT_GE(r.comparisons.size(), 2u);
   EXPECT_NEAR(r.comparisons[0].predicted / r.comparisons[1].predicted, 1073741824.0 / 1e9, 1e-12);

@@ -1,6 +1,6 @@
 #pragma once
 // A hardware profile: what `trainplan calibrate fit` learned from measurements on one cluster,
-// as plain values, with the queries the time model asks. No I/O here; trainplan/io/profile_json.hpp
+// as plain values, with the queries the time model asks. No I/O here; trainplan/request/profile_json.hpp
 // reads and writes it. Every section may be empty, and every query answers nullopt when the
 // profile cannot say, so the caller falls back to datasheet defaults.
 

@@ -3,7 +3,7 @@
 // spellings, the configuration class whose keys and defaults the config reader applies, what the
 // class hard-codes about the block (the prototype architecture), the module names PEFT targets,
 // the transformers SDPA path, the decoder-block class the launch-config emitters wrap, and its
-// op-list variant (what its block's ops do beyond the Architecture). The config reader (io/hf_config), the module names
+// op-list variant (what its block's ops do beyond the Architecture). The config reader (request/hf_config), the module names
 // (block_linears), the SDPA dispatch (sdpa.hpp), the activation model and the emitters read this
 // table and nothing else about a family. README "Add a model family" shows the steps.
 
@@ -18,7 +18,7 @@
 namespace trainplan::model {
 
 // The keys of config.json a family's configuration class reads, one set per class: a family added
-// later reuses the set of the class it derives from (io/src/hf_config.cpp reads each).
+// later reuses the set of the class it derives from (request/src/hf_config.cpp reads each).
 enum class ConfigKeys {
   llama, mistral, mixtral, qwen2, gemma,                          // Llama-like decoders
   qwen3, qwen3_moe, olmo2, phi3, gemma2, gemma3_text, gpt_oss,    // 2024-25 decoders

@@ -1,7 +1,7 @@
 #pragma once
 // Predictions against reference cases: measured runs from public sources (data/reference/*.json)
 // and the PyTorch oracle's exact numbers (data/reference/oracle/*.json). Pure: the cases come in as
-// values (io/reference.hpp reads them), the comparisons and their summary come out.
+// values (request/reference.hpp reads them), the comparisons and their summary come out.
 
 #include <cstdint>
 #include <optional>

@@ -1,0 +1,77 @@
+// The collectives of a replayed plan among the job's ranks: every set of `ranks` world ranks
+// `stride` apart (tensor-parallel ranks adjacent, then data-parallel, then pipeline stages, as the
+// plan places them) is one NCCL group, and all groups of the job run the collective at once, as
+// they do in training. Communicators are nonblocking so that a hang ends in an error after the
+// --timeout instead of holding the job.
+#pragma once
+
+#include <nccl.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bootstrap.hpp"
+#include "device.hpp"
+#include "names.hpp"
+
+namespace trainplan::calibrate {
+
+class ReplayComm {
+ public:
+  // Creates the world communicator and gathers the host names. Collective over all ranks.
+  ReplayComm(const Bootstrap& boot, double timeout_s);
+  ~ReplayComm();
+  ReplayComm(const ReplayComm&) = delete;
+  ReplayComm& operator=(const ReplayComm&) = delete;
+
+  [[nodiscard]] std::vector<std::string> hosts() const;  // distinct, in rank order
+  [[nodiscard]] int world() const { return world_; }
+
+  // Whether the job holds at least one whole group of `ranks` members `stride` apart.
+  [[nodiscard]] bool fits(int ranks, int stride) const;
+
+  // Mean time over the ranks of the whole groups of one collective of nccl-tests size `bytes`
+  // (16-bit elements), every group running it at once: `warmup` runs, then `iters` timed back to
+  // back. Collective over all ranks; ranks outside a whole group sit it out.
+  [[nodiscard]] double time_us(Collective c, std::int64_t bytes, int ranks, int stride, int warmup,
+                               int iters);
+
+  // Finalizes and destroys the communicators; without it the destructor aborts them.
+  void shutdown();
+
+ private:
+  struct Local {
+    int device = 0;
+    int world_rank = 0;
+    StreamPtr stream;
+    ncclComm_t world = nullptr;
+    std::map<std::pair<int, int>, ncclComm_t> groups;  // by (ranks, stride); null: not a member
+    DeviceBuffer send;
+    DeviceBuffer recv;
+    DeviceBuffer scratch;  // results and host names
+    PinnedBuffer host;
+  };
+  using Clock = std::chrono::steady_clock;
+
+  void wait_ready(const std::vector<ncclComm_t>& comms, const std::string& what);
+  void wait_streams(const std::vector<Local*>& gpus, const std::string& what);
+  void end_group(ncclResult_t r, const std::vector<ncclComm_t>& comms, const std::string& what);
+  [[noreturn]] void abort_all(const std::string& what);
+  void split(int ranks, int stride);
+  // Element-wise sum over every rank of the job of a few doubles (results, a barrier).
+  [[nodiscard]] std::vector<double> sum_over_world(const std::vector<std::vector<double>>& values);
+
+  const Bootstrap& boot_;
+  std::chrono::duration<double> timeout_;
+  int world_ = 1;
+  std::vector<Local> gpus_;
+  std::vector<ncclComm_t> owned_;  // every communicator, world first
+  std::vector<std::string> rank_hosts_;
+};
+
+}  // namespace trainplan::calibrate

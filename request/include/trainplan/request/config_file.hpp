@@ -1,0 +1,56 @@
+#pragma once
+// Training configs people already have, read as trainplan options: DeepSpeed JSON, accelerate YAML,
+// PEFT adapter_config.json, Hugging Face TrainingArguments (JSON or YAML, as HfArgumentParser takes
+// them), litgpt, torchtune and axolotl YAML, and torchrun / Megatron-LM command lines. The kind is
+// found from the content, never from the file name. What a file leaves to another input
+// (DeepSpeed's "auto") is reported as unresolved, never guessed.
+
+#include <set>
+#include <string>
+#include <vector>
+
+namespace trainplan::request {
+
+// One training option a file sets, in the CLI's long-option spelling without dashes.
+struct Setting {
+  std::string option;  // "micro-batch", "strategy", "lora-rank", ...
+  std::string value;   // as the CLI would take it: "4", "zero3", "bf16-mixed", "true" for flags
+  std::string source;  // "ds_config.json: zero_optimization.stage = 3"
+};
+
+struct ConfigRead {
+  std::string path;
+  std::string kind;  // "DeepSpeed config", "accelerate config", "PEFT adapter_config",
+                     // "TrainingArguments", "litgpt config", "torchtune config", "axolotl config",
+                     // "torchrun command", "Megatron command"
+  std::vector<Setting> settings;
+  std::vector<std::string> warnings;    // "ds.json: key 'foo' is not a DeepSpeed key; ignored"
+  std::vector<std::string> unresolved;  // "ds.json: train_micro_batch_size_per_gpu = \"auto\" ..."
+  // The option each unresolved entry leaves open ("micro-batch"), "" where it is not one option;
+  // parallel to `unresolved`.
+  std::vector<std::string> unresolved_options;
+
+  // The value the file gives an option, or nullptr.
+  [[nodiscard]] const Setting* find(const std::string& option) const;
+};
+
+// Detects the kind by content (never by extension); throws InputError naming the file (and key)
+// when it is not a training config trainplan reads, cannot be parsed, or contradicts itself.
+[[nodiscard]] ConfigRead read_training_config(const std::string& path);
+
+// The same from text already in memory; `path` names it in messages.
+[[nodiscard]] ConfigRead read_training_config_text(const std::string& text,
+                                                   const std::string& path);
+
+// What the files left unresolved ("auto", a value the launch command decides) that neither another
+// file nor `given` (options set explicitly, e.g. on the command line) provides: each entry's text
+// ("ds.json: train_micro_batch_size_per_gpu = \"auto\": left to other inputs") and its option. The
+// request leaves those options out, as if the file had not named them: searched where the command
+// searches them, their defaults elsewhere, said in a note (a valid file is answered, not refused).
+struct LeftOpen {
+  std::string text;
+  std::string option;
+};
+[[nodiscard]] std::vector<LeftOpen> left_open(const std::vector<ConfigRead>& reads, const std::set<std::string>& given);
+
+}  // namespace trainplan::request

@@ -1,0 +1,275 @@
+// Launch command lines: torchrun's own options (pytorch/pytorch v2.5, torch/distributed/run.py:
+// --nnodes, --nproc_per_node / --nproc-per-node), then either Megatron-LM's pretrain script
+// (NVIDIA/Megatron-LM core_r0.9.0, megatron/training/arguments.py: --tensor-model-parallel-size,
+// --pipeline-model-parallel-size, --num-layers-per-virtual-pipeline-stage, --micro-batch-size,
+// --global-batch-size, --seq-length, --bf16/--fp16 (fp32 master weights in the optimizer),
+// --recompute-granularity full|selective, --recompute-activations (= selective),
+// --use-distributed-optimizer, --sequence-parallel, --expert-model-parallel-size,
+// --moe-expert-capacity-factor, --moe-pad-expert-input-to-capacity (megatron/core/transformer/moe/
+// README.md, "Token Dispatching", at d98e8a6),
+// --use-flash-attn, --attention-backend, --optimizer adam|sgd, --sgd-momentum (0.9 by default),
+// --optimizer-cpu-offload) or a Hugging Face Trainer script's TrainingArguments flags.
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "config_reader.hpp"
+#include "trainplan/core/checked.hpp"
+
+namespace trainplan::request::config {
+namespace {
+
+// "--name value", "--name=value" and bare flags, in order; the script is the first word ending in
+// ".py" (not an assignment such as SCRIPT=pretrain_gpt.py). Launcher options (before the script)
+// and script options are kept apart.
+struct Parsed {
+  std::vector<std::pair<std::string, std::string>> launcher;
+  std::vector<std::pair<std::string, std::string>> script;
+  std::string script_name;
+};
+
+Parsed parse(const std::vector<std::string>& args) {
+  Parsed p;
+  auto* into = &p.launcher;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.rfind("--", 0) != 0) {
+      if (p.script_name.empty() && a.size() > 3 && a.substr(a.size() - 3) == ".py" &&
+          a.find('=') == std::string::npos) {
+        p.script_name = a;
+        into = &p.script;
+      }
+      continue;
+    }
+    const std::size_t eq = a.find('=');
+    if (eq != std::string::npos) {
+      into->emplace_back(a.substr(0, eq), a.substr(eq + 1));
+    } else if (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0 && args[i + 1] != ")" &&
+               !(p.script_name.empty() && args[i + 1].size() > 3 &&
+                 args[i + 1].substr(args[i + 1].size() - 3) == ".py")) {
+      into->emplace_back(a, args[i + 1]);
+      ++i;
+    } else {  // a bare flag (also "--flag train.py": the word is the script)
+      into->emplace_back(a, "");
+    }
+  }
+  return p;
+}
+
+std::int64_t positive(Reader& r, const std::string& flag, const std::string& value) {
+  std::size_t used = 0;
+  std::int64_t v = 0;
+  try {
+    v = std::stoll(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != value.size() || v < 1) r.fail(flag, value, "must be a positive integer");
+  return v;
+}
+
+void read_launcher(const Parsed& p, Reader& r) {
+  std::int64_t nodes = 1;
+  std::optional<std::int64_t> per_node;
+  for (const auto& [flag, value] : p.launcher) {
+    if (!value.empty() && value[0] == '$' &&
+        (flag == "--nnodes" || flag == "--num_nodes" || flag == "--nproc_per_node" ||
+         flag == "--nproc-per-node" || flag == "--num_gpus")) {
+      r.unresolved(flag == "--nnodes" || flag == "--num_nodes" ? "nodes" : "gpus", flag, value,
+                   "a shell variable this file does not set");
+    } else if (flag == "--nnodes" || flag == "--num_nodes") {
+      // torchrun also takes an elastic "MIN:MAX" range.
+      if (value.find(':') != std::string::npos) {
+        r.unresolved("nodes", flag, value, "an elastic node range; left to other inputs");
+        continue;
+      }
+      nodes = positive(r, flag, value);
+      r.set("nodes", std::to_string(nodes), flag, value);
+    } else if (flag == "--nproc_per_node" || flag == "--nproc-per-node" || flag == "--num_gpus") {
+      if (value == "gpu" || value == "auto") {
+        r.unresolved("gpus", flag, value, "every visible GPU; left to other inputs");
+        continue;
+      }
+      per_node = positive(r, flag, value);
+    }
+  }
+  if (per_node)
+    r.set("gpus", std::to_string(checked_product({nodes, *per_node}, r.read().path + ": --nnodes x --nproc_per_node (GPUs)", kMaxClusterGpus)),
+          "--nnodes x --nproc_per_node",
+          std::to_string(nodes) + " x " + std::to_string(*per_node));
+}
+
+// arguments.py: num_micro_batches = global_batch_size / (micro_batch_size x data-parallel size).
+void set_megatron_accumulation(Reader& r) {
+  const Setting* gpus = r.read().find("gpus");
+  const Setting* gb = r.read().find("global-batch");
+  const Setting* mb = r.read().find("micro-batch");
+  if (gpus && gb && mb) {
+    const auto value_of = [&r](const char* option) {
+      const Setting* s = r.read().find(option);
+      return s ? std::int64_t{std::stoll(s->value)} : std::int64_t{1};
+    };
+    const std::int64_t model_parallel =
+        checked_product({value_of("tp"), value_of("pp")}, r.read().path + ": --tensor-model-parallel-size x --pipeline-model-parallel-size (GPUs)", kMaxClusterGpus);
+    const std::int64_t dp = std::stoll(gpus->value) / model_parallel;
+    const std::int64_t per_step =
+        checked_product({std::stoll(mb->value), dp}, r.read().path + ": --micro-batch-size x data-parallel size");
+    if (std::stoll(gpus->value) % model_parallel != 0) {
+      // Megatron would refuse this world size; example scripts often leave the node count for
+      // the user to raise.
+      r.warn("the launcher starts " + gpus->value + " processes, not a multiple of TP x PP = " +
+             std::to_string(model_parallel) + ": the accumulation is left to the cluster");
+      r.unresolved("grad-accum", "--global-batch-size", gb->value,
+                   "micro-batches per step depend on the data-parallel size");
+    } else if (std::stoll(gb->value) % per_step != 0) {
+      r.fail("--global-batch-size", gb->value,
+             "is not a multiple of --micro-batch-size x data-parallel size (" +
+                 std::to_string(per_step) + ")");
+    } else {
+      r.set("grad-accum", std::to_string(std::stoll(gb->value) / per_step),
+            "--global-batch-size / (--micro-batch-size x data-parallel size)",
+            gb->value + " / (" + mb->value + " x " + std::to_string(dp) + ")");
+    }
+  }
+}
+
+}  // namespace
+
+void read_megatron_command(const std::vector<std::string>& args, Reader& r) {
+  Parsed p = parse(args);
+  // Launch scripts collect the flags in bash arrays, wherever they stand.
+  p.script.insert(p.script.begin(), p.launcher.begin(), p.launcher.end());
+  p.launcher = p.script;
+  read_launcher(p, r);
+  r.set("framework", "megatron", "(a Megatron-LM command)", p.script_name);
+  const std::map<std::string, std::string, std::less<>> kInts{
+      {"--tensor-model-parallel-size", "tp"},
+      {"--pipeline-model-parallel-size", "pp"},
+      {"--micro-batch-size", "micro-batch"},
+      {"--global-batch-size", "global-batch"},
+      {"--seq-length", "seq"},
+      {"--expert-model-parallel-size", "expert-parallel"}};
+  bool distributed_optimizer = false;
+  bool sgd = false;
+  std::string momentum = "0.9";  // arguments.py: --sgd-momentum defaults to 0.9
+  for (const auto& [flag, value] : p.script) {
+    if (const auto it = kInts.find(flag); it != kInts.end()) {
+      if (!value.empty() && value[0] == '$')
+        r.unresolved(it->second, flag, value, "a shell variable this file does not set");
+      else
+        r.set(it->second, std::to_string(positive(r, flag, value)), flag, value);
+    } else if (flag == "--bf16") {
+      r.set("precision", "bf16-mixed", flag, "");
+    } else if (flag == "--fp16") {
+      r.set("precision", "fp16-mixed", flag, "");
+    } else if (flag == "--recompute-granularity") {
+      if (value != "full" && value != "selective") r.fail(flag, value, "must be full or selective");
+      r.set("checkpointing", value, flag, value);
+    } else if (flag == "--recompute-activations") {
+      r.set("checkpointing", "selective", flag, "");
+    } else if (flag == "--use-distributed-optimizer") {
+      distributed_optimizer = true;
+    } else if (flag == "--sequence-parallel") {
+      r.set("sequence-parallel", "true", flag, "");
+    } else if (flag == "--moe-expert-capacity-factor") {
+      r.set("moe-capacity-factor", value, flag, value);
+    } else if (flag == "--moe-pad-expert-input-to-capacity") {
+      r.set("moe-pad-to-capacity", "true", flag, "");
+    } else if (flag == "--use-flash-attn") {
+      r.set("attention", "flash", flag, "");
+    } else if (flag == "--optimizer-cpu-offload") {
+      r.set("offload", "optimizer", flag, "");
+    } else if (flag == "--optimizer") {
+      // Megatron's adam is Apex/TE FusedAdam with decoupled weight decay (AdamW).
+      if (value == "adam")
+        r.set("optimizer", "adamw", flag, value);
+      else if (value == "sgd")
+        sgd = true;
+      else
+        r.unresolved("optimizer", flag, value, "an optimizer trainplan does not model");
+    } else if (flag == "--sgd-momentum") {
+      momentum = value;
+    } else if (flag == "--attention-backend") {
+      if (value == "flash")
+        r.set("attention", "flash", flag, value);
+      else if (value == "unfused")
+        r.set("attention", "eager", flag, value);
+      else
+        r.unresolved("attention", flag, value, "an attention backend trainplan does not model");
+    } else if (flag.rfind("--fp8-format", 0) == 0) {
+      r.warn(
+          flag +
+          ": Transformer Engine fp8 matmuls are not modelled; estimated at the 16-bit precision");
+    } else if (flag == "--num-layers-per-virtual-pipeline-stage") {
+      r.unresolved("pp-virtual", flag, value,
+                   "virtual stages = layers / (pipeline size x this); give --pp-virtual");
+    }
+  }
+  if (sgd) {
+    double m = 0;
+    try {
+      m = std::stod(momentum);
+    } catch (const std::exception&) {
+      r.fail("--sgd-momentum", momentum, "must be a number");
+    }
+    r.set("optimizer", m == 0 ? "sgd" : "sgd-momentum", "--optimizer",
+          "sgd, --sgd-momentum " + momentum);
+  }
+  // Without --bf16 or --fp16 Megatron trains in fp32 (params_dtype defaults to float32).
+  if (!r.read().find("precision")) r.set("precision", "fp32", "(no --bf16 or --fp16)", "");
+  // What Megatron does without the flags (arguments.py defaults): no recomputation, the optimizer
+  // on the GPU. The file decides these; fit does not search them.
+  if (!r.read().find("checkpointing"))
+    r.set("checkpointing", "none", "(no --recompute-granularity or --recompute-activations: Megatron's default)", "");
+  if (!r.read().find("offload")) r.set("offload", "none", "(no --optimizer-cpu-offload: Megatron's default)", "");
+  set_megatron_accumulation(r);
+  // Megatron's DDP all-reduces gradients; the distributed optimizer shards the optimizer states.
+  r.set("strategy", distributed_optimizer ? "zero1" : "ddp",
+        distributed_optimizer ? "--use-distributed-optimizer" : "(no --use-distributed-optimizer)",
+        "");
+}
+
+// HfArgumentParser's string_to_bool (transformers hf_argparser.py): "--bf16 True" is a boolean
+// there, in any case, and so are yes/no, t/f, y/n and 1/0. Only those words; a number stays a number.
+std::optional<bool> hf_bool(std::string v) {
+  std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (v == "yes" || v == "true" || v == "t" || v == "y") return true;
+  if (v == "no" || v == "false" || v == "f" || v == "n") return false;
+  return std::nullopt;
+}
+
+void read_torchrun_command(const std::vector<std::string>& args, Reader& r) {
+  const Parsed p = parse(args);
+  read_launcher(p, r);
+  // The flags are TrainingArguments fields: read them as such a file would be.
+  Json j = Json::object();
+  for (const auto& [flag, value] : p.script) {
+    const std::string key = flag.substr(2);
+    if (value.empty()) {
+      j[key] = true;
+    } else {
+      Json v = value;
+      if (key == "per_device_train_batch_size" || key == "gradient_accumulation_steps" ||
+          key == "max_seq_length")
+        v = positive(r, flag, value);
+      else if (const auto b = hf_bool(value))
+        v = *b;
+      j[key] = v;
+    }
+  }
+  // --optim adamw_torch --optim_args foreach=False: torch's per-parameter loop.
+  const bool for_loop = j.contains("optim_args") && j.at("optim_args") == "foreach=False";
+  read_training_arguments(j, r);
+  if (for_loop && j.contains("optim") && j.at("optim") == "adamw_torch")
+    r.set("optimizer-impl", "for-loop", "--optim_args", "foreach=False");
+  // Without --fsdp or --deepspeed the Trainer wraps the model in DDP when the launcher starts
+  // more than one process (transformers trainer.py, _wrap_model).
+  const Setting* gpus = r.read().find("gpus");
+  if (gpus && !r.read().find("strategy") && !j.contains("deepspeed"))
+    r.set("strategy", gpus->value == "1" ? "single" : "ddp", "(no --fsdp or --deepspeed)", "");
+}
+
+}  // namespace trainplan::request::config

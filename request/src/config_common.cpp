@@ -1,0 +1,250 @@
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+
+#include "config_reader.hpp"
+#include "trainplan/core/error.hpp"
+
+namespace trainplan::request::config {
+
+std::string shown(const Json& v) {
+  if (v.is_string()) return "\"" + text_excerpt(v.get<std::string>()) + "\"";
+  if (v.is_object()) return "{...}";
+  if (!v.is_array()) return json_excerpt(v);
+  // Element by element, only as far as a message shows: a deep or long list costs nothing.
+  constexpr std::size_t kShown = 200;
+  std::string s = "[";
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    if (s.size() > kShown) return s + ", ... (" + std::to_string(v.size()) + " values)]";
+    s += (s.size() > 1 ? ", " : "") + (it->is_array() ? std::string("[...]") : shown(*it));
+  }
+  return s + "]";
+}
+
+std::string join_key(const std::string& prefix, const std::string& key) {
+  return prefix.empty() ? key : prefix + "." + key;
+}
+
+bool is_auto(const Json& v) {
+  if (!v.is_string()) return false;
+  std::string s = v.get<std::string>();
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s == "auto";
+}
+
+Reader::Reader(ConfigRead& out, std::string format)
+    : out_(out),
+      name_(std::filesystem::path(out.path).filename().string()),
+      format_(std::move(format)) {}
+
+void Reader::set(const std::string& option, const std::string& value, const std::string& key,
+                 const Json& raw) {
+  set(option, value, key, shown(raw));
+}
+
+void Reader::set(const std::string& option, const std::string& value, const std::string& key,
+                 const std::string& raw_text) {
+  const std::string source = name_ + ": " + key + (raw_text.empty() ? "" : " = " + raw_text);
+  for (const Setting& s : out_.settings) {
+    if (s.option != option) continue;
+    if (s.value == value) return;
+    throw InputError(out_.path + ": " + key + (raw_text.empty() ? "" : " = " + raw_text) +
+                     " contradicts " + s.source.substr(name_.size() + 2) + " (" + option + " " +
+                     value + " vs " + s.value + ")");
+  }
+  out_.settings.push_back({option, value, source});
+}
+
+void Reader::unresolved(const std::string& option, const std::string& key, const Json& raw,
+                        const std::string& why) {
+  out_.unresolved.push_back(name_ + ": " + text_excerpt(key) + " = " + shown(raw) + ": " + why);
+  out_.unresolved_options.push_back(option);
+}
+
+void Reader::warn(const std::string& text) { out_.warnings.push_back(name_ + ": " + text); }
+
+void Reader::check_keys(const Json& obj, const std::string& prefix,
+                        std::initializer_list<std::string_view> used,
+                        std::initializer_list<std::string_view> known) {
+  if (!obj.is_object()) return;
+  for (const auto& [k, v] : obj.items()) {
+    const auto is = [&k](std::string_view s) { return s == k; };
+    if (std::any_of(used.begin(), used.end(), is) || std::any_of(known.begin(), known.end(), is))
+      continue;
+    warn("key '" + text_excerpt(join_key(prefix, k)) + "' is not a " + format_ + " key; ignored");
+  }
+}
+
+void Reader::fail(const std::string& key, const Json& raw, const std::string& problem) const {
+  throw InputError(out_.path + ": key '" + text_excerpt(key) + "' = " + shown(raw) + ": " + problem);
+}
+
+void Reader::fail(const std::string& problem) const {
+  throw InputError(out_.path + ": " + problem);
+}
+
+const Json* Reader::given(const Json& obj, const std::string& key, const std::string& prefix,
+                          const std::string& option) {
+  if (!obj.contains(key) || obj.at(key).is_null()) return nullptr;
+  const Json& v = obj.at(key);
+  if (is_auto(v)) {
+    unresolved(option, join_key(prefix, key), v, "left to other inputs");
+    return nullptr;
+  }
+  return &v;
+}
+
+std::optional<std::int64_t> Reader::integer(const Json& obj, const std::string& key,
+                                            const std::string& prefix, const std::string& option,
+                                            std::int64_t min) {
+  const Json* value = given(obj, key, prefix, option);
+  if (!value) return std::nullopt;
+  const Json& v = *value;
+  const std::string path = join_key(prefix, key);
+  std::int64_t i = 0;
+  if (v.is_number_integer()) {
+    i = v.get<std::int64_t>();
+  } else if (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>() &&
+             std::abs(v.get<double>()) < 9.0e15) {
+    i = static_cast<std::int64_t>(v.get<double>());  // DeepSpeed's 2e8 style
+  } else {
+    fail(path, v, "must be an integer");
+  }
+  if (i < min) fail(path, v, "must be at least " + std::to_string(min));
+  return i;
+}
+
+std::optional<double> Reader::number(const Json& obj, const std::string& key,
+                                     const std::string& prefix, const std::string& option) {
+  const Json* value = given(obj, key, prefix, option);
+  if (!value) return std::nullopt;
+  const Json& v = *value;
+  if (!v.is_number()) fail(join_key(prefix, key), v, "must be a number");
+  return v.get<double>();
+}
+
+std::optional<bool> Reader::boolean(const Json& obj, const std::string& key,
+                                    const std::string& prefix, const std::string& option) {
+  const Json* value = given(obj, key, prefix, option);
+  if (!value) return std::nullopt;
+  const Json& v = *value;
+  if (!v.is_boolean()) fail(join_key(prefix, key), v, "must be true or false");
+  return v.get<bool>();
+}
+
+std::optional<std::string> Reader::string(const Json& obj, const std::string& key,
+                                          const std::string& prefix, const std::string& option) {
+  const Json* value = given(obj, key, prefix, option);
+  if (!value) return std::nullopt;
+  const Json& v = *value;
+  if (!v.is_string()) fail(join_key(prefix, key), v, "must be a string");
+  return v.get<std::string>();
+}
+
+std::optional<std::string> Reader::string_list(const Json& obj, const std::string& key,
+                                               const std::string& prefix,
+                                               const std::string& option) {
+  if (!obj.contains(key) || obj.at(key).is_null()) return std::nullopt;
+  const Json& v = obj.at(key);
+  if (!v.is_array()) return string(obj, key, prefix, option);
+  std::string joined;
+  for (const Json& e : v) {
+    if (!e.is_string() || e.get<std::string>().empty())
+      fail(join_key(prefix, key), v, "must be a list of module names");
+    joined += (joined.empty() ? "" : ",") + e.get<std::string>();
+  }
+  if (joined.empty()) fail(join_key(prefix, key), v, "must name at least one module");
+  return joined;
+}
+
+// transformers/training_args.py OptimizerNames (v4.46): the names whose optimizer trainplan models.
+// adamw_torch is torch.optim.AdamW with its default (foreach on CUDA), adamw_torch_fused passes
+// fused=True, adamw_hf was transformers' own per-parameter AdamW; the bitsandbytes names are
+// bnb.optim.AdamW8bit and PagedAdamW8bit.
+void set_trainer_optim(Reader& r, const std::string& key, const Json& raw) {
+  if (!raw.is_string()) r.fail(key, raw, "must be an optimizer name");
+  const std::string name = raw.get<std::string>();
+  struct Row {
+    std::string_view optim, optimizer, impl, note;
+  };
+  // transformers OptimizerNames (training_args.py). bitsandbytes' paged 32-bit AdamW keeps AdamW's
+  // fp32 states and moves them to the host only when the GPU runs out; Apex's fused AdamW keeps
+  // torch's states.
+  static constexpr std::array kRows{
+      Row{"adamw_torch", "adamw", "", ""},
+      Row{"adamw_torch_fused", "adamw", "fused", ""},
+      Row{"adamw_hf", "adamw", "for-loop", ""},
+      Row{"adamw_bnb_8bit", "adamw-8bit", "", ""},
+      Row{"adamw_8bit", "adamw-8bit", "", ""},
+      Row{"paged_adamw_8bit", "paged-adamw-8bit", "", ""},
+      Row{"paged_adamw_32bit", "adamw", "",
+          "paged 32-bit AdamW keeps AdamW's fp32 states (paged to the host only when the GPU runs out): "
+          "priced as AdamW"},
+      Row{"adamw_apex_fused", "adamw", "", "Apex's fused AdamW keeps torch AdamW's states: priced as AdamW"},
+      Row{"adafactor", "adafactor", "", ""},
+      Row{"sgd", "sgd", "", ""}};
+  for (const Row& row : kRows) {
+    if (row.optim != name) continue;
+    r.set("optimizer", std::string(row.optimizer), key, raw);
+    if (!row.impl.empty()) r.set("optimizer-impl", std::string(row.impl), key, raw);
+    if (!row.note.empty()) r.warn(key + " = " + name + ": " + std::string(row.note));
+    return;
+  }
+  r.unresolved("optimizer", key, raw,
+               "an optimizer trainplan does not model; left to other inputs");
+}
+
+namespace {
+std::vector<std::string> words(const Json& raw) {
+  std::vector<std::string> out;
+  const auto split = [&out](const std::string& s) {
+    std::string w;
+    for (char c : s) {
+      if (c == ' ' || c == ',') {
+        if (!w.empty()) out.push_back(w);
+        w.clear();
+      } else {
+        w += c;
+      }
+    }
+    if (!w.empty()) out.push_back(w);
+  };
+  if (raw.is_string()) split(raw.get<std::string>());
+  if (raw.is_array())
+    for (const Json& e : raw)
+      if (e.is_string()) split(e.get<std::string>());
+  return out;
+}
+}  // namespace
+
+// transformers/training_args.py FSDPOption (v4.46): full_shard, shard_grad_op, no_shard,
+// hybrid_shard, hybrid_shard_zero2, offload, auto_wrap.
+void set_trainer_fsdp(Reader& r, const std::string& key, const Json& raw) {
+  if (!raw.is_string() && !raw.is_array())
+    r.fail(key, raw, "must be a string or a list of FSDP options");
+  for (const std::string& w : words(raw)) {
+    if (w == "full_shard")
+      r.set("strategy", "fsdp-full", key, raw);
+    else if (w == "shard_grad_op")
+      r.set("strategy", "fsdp-grad-op", key, raw);
+    else if (w == "hybrid_shard")
+      r.set("strategy", "fsdp-hybrid", key, raw);
+    else if (w == "no_shard")
+      r.set("strategy", "ddp", key, raw);
+    else if (w == "offload")
+      r.set("offload", "optimizer+params", key, raw);
+    else if (w == "auto_wrap")
+      r.set("fsdp-wrap", "block", key, raw);
+    else if (w == "hybrid_shard_zero2")
+      r.unresolved("strategy", key, raw, "hybrid_shard_zero2 has no trainplan strategy");
+    else
+      r.fail(key, raw,
+             "'" + w +
+                 "' is not an FSDP option (full_shard, shard_grad_op, "
+                 "hybrid_shard, no_shard, offload, auto_wrap)");
+  }
+}
+
+}  // namespace trainplan::request::config

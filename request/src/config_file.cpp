@@ -1,0 +1,189 @@
+#include "trainplan/request/config_file.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <string_view>
+
+#include "config_reader.hpp"
+#include "trainplan/core/error.hpp"
+#include "trainplan/request/files.hpp"
+
+namespace trainplan::request {
+
+const Setting* ConfigRead::find(const std::string& option) const {
+  for (const Setting& s : settings)
+    if (s.option == option) return &s;
+  return nullptr;
+}
+
+namespace {
+
+bool has_any(const Json& j, std::initializer_list<const char*> keys) {
+  return std::any_of(keys.begin(), keys.end(), [&j](const char* k) { return j.contains(k); });
+}
+
+bool looks_like_command(const std::string& text) {
+  std::size_t b = text.find_first_not_of(" \t\r\n");
+  // Comment lines above the command (but a "#!" line is already a script).
+  while (b != std::string::npos && text[b] == '#' && text.compare(b, 2, "#!") != 0) {
+    const std::size_t eol = text.find('\n', b);
+    if (eol == std::string::npos) return false;
+    b = text.find_first_not_of(" \t\r\n", eol);
+  }
+  if (b == std::string::npos) return false;
+  static constexpr std::array kLaunchers{"torchrun ",          "python ", "python3 ", "deepspeed ",
+                                         "accelerate launch ", "srun ",   "#!"};
+  return std::any_of(kLaunchers.begin(), kLaunchers.end(),
+                     [&](const char* l) { return text.compare(b, std::strlen(l), l) == 0; });
+}
+
+ConfigRead read_command(const std::string& text, ConfigRead out) {
+  const std::vector<std::string> args = config::script_words(text, out.path);
+  const bool megatron = std::any_of(args.begin(), args.end(), [](const std::string& a) {
+    return a.find("pretrain_") != std::string::npos || a == "--tensor-model-parallel-size" ||
+           a == "--micro-batch-size" || a == "--pipeline-model-parallel-size";
+  });
+  const bool trainer = std::any_of(args.begin(), args.end(), [](const std::string& a) {
+    return a.rfind("--per_device_train_batch_size", 0) == 0 ||
+           a.rfind("--gradient_accumulation_steps", 0) == 0 || a.rfind("--deepspeed", 0) == 0;
+  });
+  if (megatron) {
+    out.kind = "Megatron command";
+    config::Reader r(out, "Megatron-LM");
+    config::read_megatron_command(args, r);
+  } else if (trainer) {
+    out.kind = "torchrun command";
+    config::Reader r(out, "Trainer command-line");
+    config::read_torchrun_command(args, r);
+  } else {
+    throw InputError(out.path +
+                     ": a command line, but neither a Megatron-LM pretrain script nor a "
+                     "Hugging Face Trainer script (no --micro-batch-size or "
+                     "--per_device_train_batch_size)");
+  }
+  return out;
+}
+
+bool is_deepspeed(const Json& j) {
+  return j.is_object() && !j.contains("peft_type") &&
+         has_any(j, {"zero_optimization", "train_micro_batch_size_per_gpu", "train_batch_size",
+                     "zero_allow_untested_optimizer", "steps_per_print"});
+}
+
+ConfigRead read_json_kind(const Json& j, ConfigRead out) {
+  if (!j.is_object()) throw InputError(out.path + ": expected a JSON object at the top");
+  if (j.contains("peft_type")) {
+    out.kind = "PEFT adapter_config";
+    config::Reader r(out, "PEFT LoraConfig");
+    config::read_peft(j, r);
+  } else if (is_deepspeed(j)) {
+    out.kind = "DeepSpeed config";
+    config::Reader r(out, "DeepSpeed");
+    config::read_deepspeed(j, r);
+  } else if (has_any(j, {"per_device_train_batch_size", "output_dir", "gradient_checkpointing"})) {
+    out.kind = "TrainingArguments";
+    config::Reader r(out, "TrainingArguments");
+    config::read_training_arguments(j, r);
+  } else {
+    throw InputError(out.path +
+                     ": JSON that is not a training config trainplan reads (a DeepSpeed "
+                     "config, a PEFT adapter_config.json or TrainingArguments)");
+  }
+  return out;
+}
+
+bool is_torchtune(const Json& j) {
+  if (!j.contains("model") || !j.at("model").is_object()) return false;
+  const Json& m = j.at("model");
+  return m.contains("_component_") && m.at("_component_").is_string() &&
+         m.at("_component_").get<std::string>().rfind("torchtune.", 0) == 0;
+}
+
+ConfigRead read_yaml_kind(const Json& j, ConfigRead out) {
+  if (!j.is_object()) throw InputError(out.path + ": expected a YAML mapping at the top");
+  if (has_any(j, {"distributed_type", "compute_environment"})) {
+    out.kind = "accelerate config";
+    config::Reader r(out, "accelerate config");
+    config::read_accelerate(j, r);
+  } else if (is_torchtune(j)) {
+    out.kind = "torchtune config";
+    config::Reader r(out, "torchtune");
+    config::read_torchtune(j, r);
+  } else if (j.contains("checkpoint_dir") && j.contains("train")) {
+    out.kind = "litgpt config";
+    config::Reader r(out, "litgpt finetune");
+    config::read_litgpt(j, r);
+  } else if (j.contains("base_model") &&
+             has_any(j, {"micro_batch_size", "sequence_len", "adapter", "datasets"})) {
+    out.kind = "axolotl config";
+    config::Reader r(out, "axolotl");
+    config::read_axolotl(j, r);
+  } else if (j.contains("model_name_or_path") &&
+             has_any(j, {"finetuning_type", "cutoff_len", "lora_target", "template", "stage"})) {
+    out.kind = "LLaMA-Factory config";
+    config::Reader r(out, "LLaMA-Factory");
+    config::read_llamafactory(j, r);
+  } else if (has_any(j, {"per_device_train_batch_size", "gradient_accumulation_steps"})) {
+    out.kind = "TrainingArguments";
+    config::Reader r(out, "TrainingArguments");
+    config::read_training_arguments(j, r);
+  } else {
+    throw InputError(out.path +
+                     ": YAML that is not a training config trainplan reads (an "
+                     "accelerate, litgpt, torchtune, axolotl or LLaMA-Factory config, or "
+                     "TrainingArguments)");
+  }
+  return out;
+}
+
+}  // namespace
+
+namespace {
+
+ConfigRead read_any_kind(const std::string& text, const std::string& path) {
+  ConfigRead out;
+  out.path = path;
+  const std::size_t b = text.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) throw InputError(path + ": the file is empty");
+  if (text[b] == '{') {
+    // Python's json keeps the last of a key given twice (Trainer, PEFT); DeepSpeed refuses it.
+    Json j = parse_json(text, path, DuplicateKeys::last_wins);
+    if (is_deepspeed(j)) j = parse_json(text, path, DuplicateKeys::refuse);
+    return read_json_kind(j, std::move(out));
+  }
+  if (looks_like_command(text)) return read_command(text, std::move(out));
+  return read_yaml_kind(config::yaml_to_json(text, path), std::move(out));
+}
+
+}  // namespace
+
+ConfigRead read_training_config_text(const std::string& text, const std::string& path) {
+  try {
+    return read_any_kind(text, path);
+  } catch (const Json::exception& e) {
+    // The typed readers name a wrong type themselves; this is the net under a value some reader
+    // took as given. Whatever the file holds, it is bad input, not an internal error.
+    throw InputError(path + ": a value of an unexpected type (" + std::string(e.what()) + ")");
+  }
+}
+
+ConfigRead read_training_config(const std::string& path) {
+  return read_training_config_text(read_text_file(path, "training config", kMaxConfigBytes), path);
+}
+
+std::vector<LeftOpen> left_open(const std::vector<ConfigRead>& reads, const std::set<std::string>& given) {
+  std::vector<LeftOpen> out;
+  for (const ConfigRead& r : reads) {
+    for (std::size_t i = 0; i < r.unresolved.size(); ++i) {
+      const std::string& option = i < r.unresolved_options.size() ? r.unresolved_options[i] : "";
+      if (option.empty() || given.contains(option)) continue;
+      const bool elsewhere = std::any_of(reads.begin(), reads.end(),
+                                         [&](const ConfigRead& o) { return o.find(option); });
+      if (!elsewhere) out.push_back({r.unresolved[i], option});
+    }
+  }
+  return out;
+}
+
+}  // namespace trainplan::request

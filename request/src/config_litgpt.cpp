@@ -1,0 +1,183 @@
+// litgpt finetune YAML (config_hub/finetune/*, `litgpt finetune_lora --config`). Key meanings:
+// Lightning-AI/litgpt v0.5.13 (@26857050): litgpt/finetune/lora.py setup() (lora_* flags with
+// lora_query and lora_value on by default; quantize bnb.*; devices x num_nodes > 1 runs
+// ModelParallelStrategy, whose parallelize_fn wraps every block in fully_shard and a
+// checkpoint_wrapper), litgpt/finetune/full.py (several devices: FSDPStrategy with
+// auto_wrap_policy and activation_checkpointing_policy {Block}), litgpt/args.py TrainArgs
+// (gradient_accumulation_iters = global_batch_size / (devices x num_nodes) / micro_batch_size).
+
+#include <string>
+
+#include "config_reader.hpp"
+#include "trainplan/core/checked.hpp"
+
+namespace trainplan::request::config {
+namespace {
+
+void read_precision(const Json& j, Reader& r) {
+  const auto p = r.string(j, "precision", "", "precision");
+  if (!p) return;
+  struct Row {
+    std::string_view litgpt, trainplan;
+  };
+  static constexpr std::array kRows{Row{"bf16-true", "bf16-true"}, Row{"bf16-mixed", "bf16-mixed"},
+                                    Row{"16-true", "fp16-true"},   Row{"16-mixed", "fp16-mixed"},
+                                    Row{"32-true", "fp32"},        Row{"32", "fp32"}};
+  for (const Row& row : kRows)
+    if (row.litgpt == *p)
+      return r.set("precision", std::string(row.trainplan), "precision", j.at("precision"));
+  r.unresolved("precision", "precision", j.at("precision"), "a precision trainplan does not model");
+}
+
+// lora.py: quantize is one of bnb.nf4, bnb.nf4-dq, bnb.fp4, bnb.fp4-dq, bnb.int8-training.
+bool read_quantize(const Json& j, Reader& r) {
+  const auto q = r.string(j, "quantize", "", "quant");
+  if (!q) return false;
+  if (*q == "bnb.nf4")
+    r.set("quant", "nf4", "quantize", j.at("quantize"));
+  else if (*q == "bnb.nf4-dq")
+    r.set("quant", "nf4-dq", "quantize", j.at("quantize"));
+  else if (*q == "bnb.fp4")
+    r.set("quant", "fp4", "quantize", j.at("quantize"));
+  else if (*q == "bnb.int8-training")
+    r.set("quant", "int8", "quantize", j.at("quantize"));
+  else if (*q == "bnb.fp4-dq")
+    r.unresolved("quant", "quantize", j.at("quantize"),
+                 "fp4 with double quantization is not modelled");
+  else
+    r.fail("quantize", j.at("quantize"),
+           "must be bnb.nf4, bnb.nf4-dq, bnb.fp4, bnb.fp4-dq or bnb.int8-training");
+  return true;
+}
+
+void read_lora(const Json& j, Reader& r) {
+  if (const auto v = r.integer(j, "lora_r", "", "lora-rank", 1))
+    r.set("lora-rank", std::to_string(*v), "lora_r", j.at("lora_r"));
+  if (const auto v = r.number(j, "lora_alpha", "", "lora-alpha"))
+    r.set("lora-alpha", j.at("lora_alpha").dump(), "lora_alpha", j.at("lora_alpha"));
+  if (const auto v = r.number(j, "lora_dropout", "", "lora-dropout")) {
+    if (*v < 0 || *v >= 1) r.fail("lora_dropout", j.at("lora_dropout"), "must be in [0, 1)");
+    r.set("lora-dropout", j.at("lora_dropout").dump(), "lora_dropout", j.at("lora_dropout"));
+  }
+  struct Flag {
+    const char* key;
+    bool on_by_default;
+    const char* roles;
+  };
+  static constexpr std::array kFlags{
+      Flag{"lora_query", true, "q"},           Flag{"lora_key", false, "k"},
+      Flag{"lora_value", true, "v"},           Flag{"lora_projection", false, "o"},
+      Flag{"lora_mlp", false, "gate,up,down"}, Flag{"lora_head", false, "lm_head"}};
+  std::string targets;
+  std::string keys;
+  for (const Flag& f : kFlags) {
+    const bool on = r.boolean(j, f.key, "", "lora-targets").value_or(f.on_by_default);
+    if (on) targets += (targets.empty() ? "" : ",") + std::string(f.roles);
+    if (j.contains(f.key))
+      keys += (keys.empty() ? "" : ", ") + std::string(f.key) + " = " + shown(j.at(f.key));
+  }
+  if (targets.empty()) r.fail("every lora_* target flag is false: no adapters to train");
+  r.set("lora-targets", targets, "lora_query/key/value/projection/mlp/head", keys);
+}
+
+void read_train(const Json& j, Reader& r, std::optional<std::int64_t> world) {
+  if (!j.contains("train") || !j.at("train").is_object()) return;
+  const Json& t = j.at("train");
+  const auto gb = r.integer(t, "global_batch_size", "train", "global-batch", 1);
+  const auto mb = r.integer(t, "micro_batch_size", "train", "micro-batch", 1);
+  if (gb)
+    r.set("global-batch", std::to_string(*gb), "train.global_batch_size",
+          t.at("global_batch_size"));
+  if (mb)
+    r.set("micro-batch", std::to_string(*mb), "train.micro_batch_size", t.at("micro_batch_size"));
+  if (const auto s = r.integer(t, "max_seq_length", "train", "seq", 1))
+    r.set("seq", std::to_string(*s), "train.max_seq_length", t.at("max_seq_length"));
+  if (gb && mb && world) {
+    const std::int64_t per_rank = *gb / *world;
+    if (per_rank < *mb || per_rank % *mb != 0)
+      r.fail("train.global_batch_size", t.at("global_batch_size"),
+             "over " + std::to_string(*world) +
+                 " devices is not a multiple of train.micro_batch_size = " + std::to_string(*mb));
+    r.set("grad-accum", std::to_string(per_rank / *mb),
+          "train.global_batch_size / (devices x num_nodes) / train.micro_batch_size",
+          std::to_string(*gb) + " / " + std::to_string(*world) + " / " + std::to_string(*mb));
+  }
+  r.check_keys(t, "train", {"global_batch_size", "micro_batch_size", "max_seq_length"},
+               {"save_interval", "log_interval", "lr_warmup_steps", "lr_warmup_fraction", "epochs",
+                "max_tokens", "max_steps", "max_time", "tie_embeddings", "max_norm", "min_lr"});
+}
+
+void read_optimizer(const Json& j, Reader& r) {
+  if (!j.contains("optimizer") || j.at("optimizer").is_null()) return;
+  const Json& o = j.at("optimizer");
+  const Json cls = o.is_object() ? o.value("class_path", Json()) : o;
+  if (!cls.is_string()) r.fail("optimizer", o, "must be a class name or {class_path, init_args}");
+  const std::string c = cls.get<std::string>();
+  const std::string key = o.is_object() ? "optimizer.class_path" : "optimizer";
+  if (c == "torch.optim.AdamW" || c == "AdamW")
+    r.set("optimizer", "adamw", key, cls);
+  else if (c == "torch.optim.Adam" || c == "Adam")
+    r.set("optimizer", "adam", key, cls);
+  else if (c == "torch.optim.SGD" || c == "SGD")
+    r.set("optimizer", "sgd", key, cls);
+  else if (c == "bitsandbytes.optim.AdamW8bit")
+    r.set("optimizer", "adamw-8bit", key, cls);
+  else if (c == "bitsandbytes.optim.PagedAdamW8bit")
+    r.set("optimizer", "paged-adamw-8bit", key, cls);
+  else
+    r.unresolved("optimizer", key, cls, "an optimizer trainplan does not model");
+}
+
+}  // namespace
+
+void read_litgpt(const Json& j, Reader& r) {
+  if (const auto dir = r.string(j, "checkpoint_dir", "", "model")) {
+    // litgpt download puts checkpoints/<org>/<name>: the rest is the Hugging Face repo id.
+    std::string id = *dir;
+    if (id.rfind("checkpoints/", 0) == 0) id = id.substr(12);
+    r.set("model", id, "checkpoint_dir", j.at("checkpoint_dir"));
+  }
+  read_precision(j, r);
+  const bool lora = j.contains("lora_r");
+  const bool quant = read_quantize(j, r);
+  if (quant && !lora)
+    r.fail("quantize", j.at("quantize"),
+           "litgpt quantizes the base of LoRA finetuning only (no lora_r)");
+  r.set("method", quant ? "qlora" : (lora ? "lora" : "full"),
+        quant ? "quantize" : (lora ? "lora_r" : "(no lora_* keys: finetune_full)"),
+        quant ? shown(j.at("quantize")) : (lora ? shown(j.at("lora_r")) : ""));
+  if (lora) read_lora(j, r);
+  std::optional<std::int64_t> world;
+  const auto nodes = r.integer(j, "num_nodes", "", "nodes", 1);
+  if (j.contains("devices") && j.at("devices").is_number_integer()) {
+    const auto devices = r.integer(j, "devices", "", "gpus", 1);
+    world = checked_product({*devices, nodes.value_or(1)}, r.read().path + ": devices x num_nodes (GPUs)", kMaxClusterGpus);
+    r.set("gpus", std::to_string(*world), "devices x num_nodes",
+          std::to_string(*devices) + " x " + std::to_string(nodes.value_or(1)));
+    if (*world > 1 && quant)
+      r.fail("quantize", j.at("quantize"),
+             "litgpt quantizes on one device only (lora.py raises NotImplementedError for "
+             "devices x num_nodes > 1)");
+    if (*world > 1) {
+      r.set("strategy", "fsdp-full", "devices x num_nodes > 1", std::to_string(*world));
+      r.set("fsdp-wrap", "block", "devices x num_nodes > 1", std::to_string(*world));
+      r.set("checkpointing", "full", "devices x num_nodes > 1", std::to_string(*world));
+    } else {
+      r.set("strategy", "single", "devices", j.at("devices"));
+    }
+  } else if (j.contains("devices")) {
+    r.unresolved("gpus", "devices", j.at("devices"),
+                 "litgpt counts the visible GPUs; left to other inputs");
+  }
+  if (nodes) r.set("nodes", std::to_string(*nodes), "num_nodes", j.at("num_nodes"));
+  read_train(j, r, world);
+  read_optimizer(j, r);
+  r.check_keys(j, "",
+               {"checkpoint_dir", "precision", "quantize", "lora_r", "lora_alpha", "lora_dropout",
+                "lora_query", "lora_key", "lora_value", "lora_projection", "lora_mlp", "lora_head",
+                "devices", "num_nodes", "train", "optimizer"},
+               {"out_dir", "data", "eval", "log", "logger_name", "seed", "resume", "access_token",
+                "initial_checkpoint_dir"});
+}
+
+}  // namespace trainplan::request::config

@@ -1,0 +1,137 @@
+// LLaMA-Factory YAML (`llamafactory-cli train FILE`, examples/train_*/*.yaml). Key meanings and
+// defaults: hiyouga/LLaMA-Factory, src/llamafactory/hparams/finetuning_args.py (finetuning_type
+// lora|freeze|full, default lora; lora_rank 8; lora_alpha default lora_rank x 2; lora_dropout 0.0;
+// lora_target "all" = every linear layer; pure_bf16 = bf16 without autocast), model_args.py
+// (quantization_bit 4|8 on the fly, quantization_method bitsandbytes by default, quantization_type
+// nf4, double_quantization true; disable_gradient_checkpointing false: checkpointing is on unless
+// disabled; flash_attn auto|disabled|sdpa|fa2) and data_args.py (cutoff_len). The training keys
+// are the Hugging Face Trainer's (per_device_train_batch_size, gradient_accumulation_steps,
+// bf16/fp16, optim, deepspeed).
+
+#include <string>
+
+#include "config_reader.hpp"
+
+namespace trainplan::request::config {
+namespace {
+
+void read_method(const Json& j, Reader& r) {
+  const std::string type = r.string(j, "finetuning_type", "", "method").value_or("lora");
+  const bool given = j.contains("finetuning_type");
+  const std::string source = given ? "finetuning_type" : "(no finetuning_type: LLaMA-Factory's default, lora)";
+  if (type == "freeze")
+    r.fail("finetuning_type", j.at("finetuning_type"),
+           "freeze (partial-parameter) fine-tuning trains only some layers, which is not modelled (use lora "
+           "or full)");
+  if (type != "lora" && type != "full")
+    r.fail("finetuning_type", j.at("finetuning_type"), "must be lora, freeze or full");
+  const auto bits = r.integer(j, "quantization_bit", "", "quant", 1);
+  if (bits && *bits != 4 && *bits != 8)
+    r.fail("quantization_bit", j.at("quantization_bit"),
+           "trainplan models bitsandbytes' 4- and 8-bit quantization only");
+  if (bits && type != "lora")
+    r.fail("quantization_bit", j.at("quantization_bit"), "quantizes the frozen base of LoRA only");
+  const std::string method = r.string(j, "quantization_method", "", "quant").value_or("bitsandbytes");
+  if (bits && method != "bitsandbytes" && method != "bnb")
+    r.warn("quantization_method = " + method + ": priced as bitsandbytes' " + std::to_string(*bits) + "-bit");
+  r.set("method", bits ? "qlora" : type, bits ? "quantization_bit" : source,
+        bits ? shown(j.at("quantization_bit")) : (given ? shown(j.at("finetuning_type")) : ""));
+  if (bits) {
+    const std::string qtype = r.string(j, "quantization_type", "", "quant").value_or("nf4");
+    const bool dq = r.boolean(j, "double_quantization", "", "quant").value_or(true);
+    if (qtype != "nf4" && qtype != "fp4") r.fail("quantization_type", j.at("quantization_type"), "must be nf4 or fp4");
+    r.set("quant", *bits == 8 ? "int8" : qtype == "fp4" ? "fp4" : (dq ? "nf4-dq" : "nf4"),
+          "quantization_bit (quantization_type " + qtype + ", double_quantization " + (dq ? "true" : "false") + ")",
+          "");
+  }
+  if (type != "lora") return;
+  const std::int64_t rank = r.integer(j, "lora_rank", "", "lora-rank", 1).value_or(8);
+  r.set("lora-rank", std::to_string(rank), j.contains("lora_rank") ? "lora_rank" : "(LLaMA-Factory's default)",
+        j.contains("lora_rank") ? shown(j.at("lora_rank")) : "");
+  if (const auto a = r.number(j, "lora_alpha", "", "lora-alpha"))
+    r.set("lora-alpha", j.at("lora_alpha").dump(), "lora_alpha", j.at("lora_alpha"));
+  else
+    r.set("lora-alpha", std::to_string(2 * rank), "(no lora_alpha: LLaMA-Factory's default, lora_rank x 2)", "");
+  const double dropout = r.number(j, "lora_dropout", "", "lora-dropout").value_or(0.0);
+  if (dropout < 0 || dropout >= 1) r.fail("lora_dropout", j.at("lora_dropout"), "must be in [0, 1)");
+  r.set("lora-dropout", j.contains("lora_dropout") ? j.at("lora_dropout").dump() : "0.0",
+        j.contains("lora_dropout") ? "lora_dropout" : "(LLaMA-Factory's default)", "");
+  const std::string targets = r.string(j, "lora_target", "", "lora-targets").value_or("all");
+  r.set("lora-targets", targets == "all" ? "all-linear" : targets,
+        j.contains("lora_target") ? "lora_target" : "(no lora_target: LLaMA-Factory's default, all)",
+        j.contains("lora_target") ? shown(j.at("lora_target")) : "");
+}
+
+void read_training(const Json& j, Reader& r) {
+  if (const auto v = r.integer(j, "per_device_train_batch_size", "", "micro-batch", 1))
+    r.set("micro-batch", std::to_string(*v), "per_device_train_batch_size", j.at("per_device_train_batch_size"));
+  if (const auto v = r.integer(j, "gradient_accumulation_steps", "", "grad-accum", 1))
+    r.set("grad-accum", std::to_string(*v), "gradient_accumulation_steps", j.at("gradient_accumulation_steps"));
+  if (const auto v = r.integer(j, "cutoff_len", "", "seq", 1))
+    r.set("seq", std::to_string(*v), "cutoff_len", j.at("cutoff_len"));
+  const bool pure = r.boolean(j, "pure_bf16", "", "precision").value_or(false);
+  const bool bf16 = r.boolean(j, "bf16", "", "precision").value_or(false);
+  const bool fp16 = r.boolean(j, "fp16", "", "precision").value_or(false);
+  if (pure)
+    r.set("precision", "bf16-true", "pure_bf16", true);
+  else if (bf16 && fp16)
+    r.fail("bf16 and fp16 are both true");
+  else if (bf16 || fp16)
+    r.set("precision", bf16 ? "bf16-mixed" : "fp16-mixed", bf16 ? "bf16" : "fp16", true);
+  const bool off = r.boolean(j, "disable_gradient_checkpointing", "", "checkpointing").value_or(false);
+  r.set("checkpointing", off ? "none" : "full",
+        j.contains("disable_gradient_checkpointing")
+            ? "disable_gradient_checkpointing"
+            : "(no disable_gradient_checkpointing: LLaMA-Factory checkpoints by default)",
+        j.contains("disable_gradient_checkpointing") ? shown(j.at("disable_gradient_checkpointing")) : "");
+  if (const auto fa = r.string(j, "flash_attn", "", "attention"); fa && *fa != "auto")
+    r.set("attention", *fa == "fa2" ? "flash" : *fa == "sdpa" ? "sdpa" : "eager", "flash_attn", j.at("flash_attn"));
+  if (j.contains("optim")) set_trainer_optim(r, "optim", j.at("optim"));
+  if (j.contains("deepspeed") && j.at("deepspeed").is_string())
+    r.unresolved("strategy", "deepspeed", j.at("deepspeed"),
+                 "a DeepSpeed config this file names (read it too: --from that file)");
+  else  // the Trainer offloads only through DeepSpeed or FSDP
+    r.set("offload", "none", "(no deepspeed: the Trainer keeps the optimizer on the GPU)", "");
+  // Keys that change what runs but are not modelled: said, never dropped in silence.
+  for (const char* key : {"use_unsloth", "enable_liger_kernel", "use_dora", "use_galore", "use_badam", "use_apollo"})
+    if (r.boolean(j, key, "", "").value_or(false))
+      r.warn(std::string(key) + " = true: not modelled; estimated without it");
+  if (j.contains("additional_target") && !j.at("additional_target").is_null())
+    r.warn("additional_target " + shown(j.at("additional_target")) +
+           ": these modules train in full, which trainplan does not count");
+  const std::string stage = r.string(j, "stage", "", "").value_or("sft");
+  if (stage != "sft" && stage != "pt")
+    r.warn("stage = " + stage +
+           ": the reference, reward or value models of preference training are not counted; priced as the "
+           "policy's training alone");
+}
+
+}  // namespace
+
+void read_llamafactory(const Json& j, Reader& r) {
+  if (const auto m = r.string(j, "model_name_or_path", "", "model"))
+    r.set("model", *m, "model_name_or_path", j.at("model_name_or_path"));
+  read_method(j, r);
+  read_training(j, r);
+  r.check_keys(j, "",
+               {"model_name_or_path", "finetuning_type", "quantization_bit", "quantization_method",
+                "quantization_type", "double_quantization", "lora_rank", "lora_alpha", "lora_dropout",
+                "lora_target", "per_device_train_batch_size", "gradient_accumulation_steps", "cutoff_len",
+                "pure_bf16", "bf16", "fp16", "disable_gradient_checkpointing", "flash_attn", "optim",
+                "deepspeed", "stage"},
+               {"do_train", "do_eval", "do_predict", "dataset", "dataset_dir", "eval_dataset", "template",
+                "max_samples", "overwrite_cache", "preprocessing_num_workers", "output_dir", "logging_steps",
+                "save_steps", "save_strategy", "save_total_limit", "save_only_model", "plot_loss",
+                "overwrite_output_dir", "learning_rate", "num_train_epochs", "max_steps", "lr_scheduler_type",
+                "warmup_ratio", "warmup_steps", "weight_decay", "max_grad_norm", "ddp_timeout", "val_size",
+                "per_device_eval_batch_size", "eval_strategy", "eval_steps", "report_to", "run_name",
+                "trust_remote_code", "resume_from_checkpoint", "dataloader_num_workers", "seed", "packing",
+                "neat_packing", "tokenized_path", "adapter_name_or_path", "export_dir", "use_fast_tokenizer",
+                "pref_beta", "pref_loss", "ref_model", "reward_model", "reward_model_type", "logging_dir",
+                "image_max_pixels", "video_max_pixels", "enable_thinking", "use_unsloth", "enable_liger_kernel",
+                "use_dora", "use_galore", "use_badam", "use_apollo", "use_rslora", "additional_target",
+                "freeze_vision_tower", "streaming", "buffer_size",
+                "mix_strategy", "cache_dir", "hf_hub_token", "push_to_hub", "include_num_input_tokens_seen"});
+}
+
+}  // namespace trainplan::request::config

@@ -1,0 +1,194 @@
+// torchtune recipe YAML (recipes/configs/*). Key meanings: pytorch/torchtune v0.6.0 (@bd2a0fc7):
+// the model builders torchtune/models/*/_model_builders.py (lora_* and qlora_* builders;
+// lora_attn_modules q_proj, k_proj, v_proj, output_proj; apply_lora_to_mlp adapts w1, w2, w3;
+// apply_lora_to_output the output projection; qlora_* quantizes the base with torchao's
+// NF4Tensor, which also quantizes its scales: double quantization), recipes/
+// lora_finetune_single_device.py and full_finetune_distributed.py (batch_size per device,
+// gradient_accumulation_steps, dtype: the weights themselves are bf16 or fp32 (no autocast),
+// enable_activation_checkpointing, enable_activation_offloading, fsdp_cpu_offload,
+// fsdp_reshard_after_forward; the distributed recipes shard with FSDP2 fully_shard).
+
+#include <string>
+
+#include "config_reader.hpp"
+
+namespace trainplan::request::config {
+namespace {
+
+void read_model(const Json& j, Reader& r) {
+  const Json& m = j.at("model");
+  const std::string comp = m.at("_component_").get<std::string>();
+  const std::string leaf = comp.substr(comp.rfind('.') + 1);
+  const bool qlora = leaf.rfind("qlora_", 0) == 0;
+  const bool lora = qlora || leaf.rfind("lora_", 0) == 0;
+  r.set("method", qlora ? "qlora" : (lora ? "lora" : "full"), "model._component_",
+        m.at("_component_"));
+  if (qlora) r.set("quant", "nf4-dq", "model._component_", m.at("_component_"));
+  r.unresolved("model", "model._component_", m.at("_component_"),
+               "a torchtune builder, not a model trainplan can name; give the model");
+  if (!lora) return;
+  const std::string p = "model";
+  if (const auto v = r.integer(m, "lora_rank", p, "lora-rank", 1))
+    r.set("lora-rank", std::to_string(*v), "model.lora_rank", m.at("lora_rank"));
+  if (const auto v = r.number(m, "lora_alpha", p, "lora-alpha"))
+    r.set("lora-alpha", m.at("lora_alpha").dump(), "model.lora_alpha", m.at("lora_alpha"));
+  if (const auto v = r.number(m, "lora_dropout", p, "lora-dropout")) {
+    if (*v < 0 || *v >= 1) r.fail("model.lora_dropout", m.at("lora_dropout"), "must be in [0, 1)");
+    r.set("lora-dropout", m.at("lora_dropout").dump(), "model.lora_dropout", m.at("lora_dropout"));
+  }
+  std::string targets;
+  std::string keys;
+  if (m.contains("lora_attn_modules")) {
+    const Json& a = m.at("lora_attn_modules");
+    if (!a.is_array()) r.fail("model.lora_attn_modules", a, "must be a list");
+    for (const Json& e : a) {
+      const std::string s = e.is_string() ? e.get<std::string>() : "";
+      const char* role = s == "q_proj"        ? "q"
+                         : s == "k_proj"      ? "k"
+                         : s == "v_proj"      ? "v"
+                         : s == "output_proj" ? "o"
+                                              : nullptr;
+      if (!role)
+        r.fail("model.lora_attn_modules", a,
+               "'" + s + "' is not one of q_proj, k_proj, v_proj, output_proj");
+      targets += (targets.empty() ? "" : ",") + std::string(role);
+    }
+    keys = "lora_attn_modules = " + shown(a);
+  }
+  if (r.boolean(m, "apply_lora_to_mlp", p, "lora-targets").value_or(false)) {
+    targets += (targets.empty() ? "" : ",") + std::string("gate,up,down");
+    keys += ", apply_lora_to_mlp = true";
+  }
+  if (r.boolean(m, "apply_lora_to_output", p, "lora-targets").value_or(false)) {
+    targets += (targets.empty() ? "" : ",") + std::string("lm_head");
+    keys += ", apply_lora_to_output = true";
+  }
+  if (targets.empty())
+    r.fail("model: a LoRA builder with no lora_attn_modules and no MLP or output adapters");
+  r.set("lora-targets", targets, "model", keys);
+  r.check_keys(m, p,
+               {"_component_", "lora_rank", "lora_alpha", "lora_dropout", "lora_attn_modules",
+                "apply_lora_to_mlp", "apply_lora_to_output"},
+               {"use_dora", "quantize_base", "max_seq_len"});
+}
+
+void read_optimizer(const Json& j, Reader& r) {
+  if (!j.contains("optimizer") || !j.at("optimizer").is_object()) return;
+  const Json& o = j.at("optimizer");
+  const auto comp = r.string(o, "_component_", "optimizer", "optimizer");
+  if (!comp) return;
+  const std::string k = "optimizer._component_";
+  if (*comp == "torch.optim.AdamW")
+    r.set("optimizer", "adamw", k, o.at("_component_"));
+  else if (*comp == "torch.optim.Adam")
+    r.set("optimizer", "adam", k, o.at("_component_"));
+  else if (*comp == "torch.optim.SGD")
+    r.set("optimizer", "sgd", k, o.at("_component_"));
+  else if (*comp == "bitsandbytes.optim.PagedAdamW8bit")
+    r.set("optimizer", "paged-adamw-8bit", k, o.at("_component_"));
+  else if (*comp == "bitsandbytes.optim.AdamW8bit" || *comp == "torchao.optim.AdamW8bit")
+    r.set("optimizer", "adamw-8bit", k, o.at("_component_"));
+  else
+    r.unresolved("optimizer", k, o.at("_component_"), "an optimizer trainplan does not model");
+  if (const auto fused = r.boolean(o, "fused", "optimizer", "optimizer-impl"))
+    r.set("optimizer-impl", *fused ? "fused" : "foreach", "optimizer.fused", o.at("fused"));
+}
+
+}  // namespace
+
+void read_torchtune(const Json& j, Reader& r) {
+  read_model(j, r);
+  if (const auto v = r.integer(j, "batch_size", "", "micro-batch", 1))
+    r.set("micro-batch", std::to_string(*v), "batch_size", j.at("batch_size"));
+  if (const auto v = r.integer(j, "gradient_accumulation_steps", "", "grad-accum", 1))
+    r.set("grad-accum", std::to_string(*v), "gradient_accumulation_steps",
+          j.at("gradient_accumulation_steps"));
+  if (const auto d = r.string(j, "dtype", "", "precision")) {
+    if (*d == "bf16")
+      r.set("precision", "bf16-true", "dtype", j.at("dtype"));
+    else if (*d == "fp32")
+      r.set("precision", "fp32", "dtype", j.at("dtype"));
+    else
+      r.fail("dtype", j.at("dtype"), "must be bf16 or fp32 (torchtune refuses fp16 training)");
+  }
+  if (j.contains("tokenizer") && j.at("tokenizer").is_object())
+    if (const auto s = r.integer(j.at("tokenizer"), "max_seq_len", "tokenizer", "seq", 1))
+      r.set("seq", std::to_string(*s), "tokenizer.max_seq_len",
+            j.at("tokenizer").at("max_seq_len"));
+  const auto ac = r.boolean(j, "enable_activation_checkpointing", "", "checkpointing");
+  const auto ao = r.boolean(j, "enable_activation_offloading", "", "checkpointing");
+  if (ac) {
+    const bool offload = ao && *ao;
+    r.set("checkpointing", *ac ? (offload ? "full-offload" : "full") : "none",
+          "enable_activation_checkpointing", j.at("enable_activation_checkpointing"));
+  }
+  // Only the distributed recipes read these keys.
+  const auto reshard = r.boolean(j, "fsdp_reshard_after_forward", "", "strategy");
+  const auto cpu_offload = r.boolean(j, "fsdp_cpu_offload", "", "offload");
+  for (const char* key :
+       {"fsdp_reshard_after_forward", "fsdp_cpu_offload", "custom_sharded_layers"})
+    if (j.contains(key))
+      r.set("strategy", reshard.value_or(true) ? "fsdp-full" : "fsdp-grad-op", key, j.at(key));
+  if (cpu_offload)
+    r.set("offload", *cpu_offload ? "optimizer+params" : "none", "fsdp_cpu_offload",
+          j.at("fsdp_cpu_offload"));
+  // torchtune names the configs of its single-device recipes *_single_device.yaml
+  // (recipes/configs/*/*_single_device.yaml, listed for those recipes in _recipe_registry.py).
+  if (!r.read().find("strategy") && r.name().find("single_device") != std::string::npos)
+    r.set("strategy", "single", "(the file name: torchtune's *_single_device configs are the single-device recipe's)",
+          "");
+  if (!r.read().find("strategy"))
+    r.unresolved("strategy", "(recipe)", "single-device or distributed",
+                 "the recipe is named on the tune run command line; left to other inputs");
+  if (r.boolean(j, "optimizer_in_bwd", "", "").value_or(false))
+    r.warn(
+        "optimizer_in_bwd = true: the optimizer steps during backward and frees each gradient; "
+        "trainplan keeps all gradients until the step");
+  read_optimizer(j, r);
+  r.check_keys(j, "",
+               {"model", "batch_size", "gradient_accumulation_steps", "dtype", "tokenizer",
+                "enable_activation_checkpointing", "enable_activation_offloading",
+                "fsdp_reshard_after_forward", "fsdp_cpu_offload", "custom_sharded_layers",
+                "optimizer_in_bwd", "optimizer"},
+               {"output_dir",
+                "checkpointer",
+                "resume_from_checkpoint",
+                "save_adapter_weights_only",
+                "dataset",
+                "dataset_val",
+                "seed",
+                "shuffle",
+                "run_val_every_n_steps",
+                "batch_size_val",
+                "lr_scheduler",
+                "loss",
+                "epochs",
+                "max_steps_per_epoch",
+                "clip_grad_norm",
+                "compile",
+                "metric_logger",
+                "log_every_n_steps",
+                "log_peak_memory_stats",
+                "log_level",
+                "device",
+                "profiler",
+                "low_cpu_ram",
+                "collate_fn",
+                "tensor_parallel_plan",
+                "tensor_parallel_dim",
+                "data_parallel_shard_dim",
+                "data_parallel_replicate_dim",
+                "context_parallel_dim",
+                "quantizer",
+                "ref_model",
+                "ref_checkpointer",
+                "teacher_model",
+                "teacher_checkpointer",
+                "kd_loss",
+                "kd_ratio",
+                "cudnn_deterministic_mode",
+                "num_output_chunks",
+                "save_last_epoch_only"});
+}
+
+}  // namespace trainplan::request::config

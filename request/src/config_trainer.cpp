@@ -1,0 +1,159 @@
+// Hugging Face TrainingArguments as JSON or YAML (HfArgumentParser.parse_json_file /
+// parse_yaml_file). Key meanings: huggingface/transformers v4.46.0, src/transformers/
+// training_args.py (per_device_train_batch_size, gradient_accumulation_steps, bf16/fp16 = mixed
+// precision through autocast with fp32 weights, gradient_checkpointing, optim: OptimizerNames,
+// fsdp: FSDPOption, deepspeed: a path or dict). Files written for TRL scripts also carry TRL's
+// ModelConfig (huggingface/trl v0.12, trl/trainer/model_config.py: use_peft, lora_r, lora_alpha,
+// lora_dropout, lora_target_modules, load_in_4bit / load_in_8bit, bnb_4bit_quant_type "nf4",
+// use_bnb_nested_quant) and SFTConfig's max_seq_length (trl/trainer/sft_config.py).
+
+#include <string>
+
+#include "config_reader.hpp"
+
+namespace trainplan::request::config {
+namespace {
+
+void read_trl_model_config(const Json& j, Reader& r) {
+  if (const auto m = r.string(j, "model_name_or_path", "", "model"))
+    r.set("model", *m, "model_name_or_path", j.at("model_name_or_path"));
+  const auto peft = r.boolean(j, "use_peft", "", "method");
+  const auto q4 = r.boolean(j, "load_in_4bit", "", "quant");
+  const auto q8 = r.boolean(j, "load_in_8bit", "", "quant");
+  if (q4 && *q4 && q8 && *q8) r.fail("load_in_4bit and load_in_8bit are both true");
+  const bool quantized = (q4 && *q4) || (q8 && *q8);
+  if (peft && *peft) {
+    r.set("method", quantized ? "qlora" : "lora",
+          quantized ? (q4 && *q4 ? "load_in_4bit" : "load_in_8bit") : "use_peft", true);
+    if (q4 && *q4) {
+      const std::string type = r.string(j, "bnb_4bit_quant_type", "", "quant").value_or("nf4");
+      const bool nested = r.boolean(j, "use_bnb_nested_quant", "", "quant").value_or(false);
+      if (type != "nf4" && type != "fp4")
+        r.fail("bnb_4bit_quant_type", j.at("bnb_4bit_quant_type"), "must be nf4 or fp4");
+      r.set("quant", type == "fp4" ? "fp4" : (nested ? "nf4-dq" : "nf4"), "load_in_4bit", true);
+    } else if (q8 && *q8) {
+      r.set("quant", "int8", "load_in_8bit", true);
+    }
+    if (const auto rank = r.integer(j, "lora_r", "", "lora-rank", 1))
+      r.set("lora-rank", std::to_string(*rank), "lora_r", j.at("lora_r"));
+    if (const auto a = r.number(j, "lora_alpha", "", "lora-alpha"))
+      r.set("lora-alpha", j.at("lora_alpha").dump(), "lora_alpha", j.at("lora_alpha"));
+    if (const auto d = r.number(j, "lora_dropout", "", "lora-dropout")) {
+      if (*d < 0 || *d >= 1) r.fail("lora_dropout", j.at("lora_dropout"), "must be in [0, 1)");
+      r.set("lora-dropout", j.at("lora_dropout").dump(), "lora_dropout", j.at("lora_dropout"));
+    }
+    if (const auto t = r.string_list(j, "lora_target_modules", "", "lora-targets"))
+      r.set("lora-targets", *t, "lora_target_modules", j.at("lora_target_modules"));
+  } else if (quantized) {
+    r.fail(q4 && *q4 ? "load_in_4bit" : "load_in_8bit", true,
+           "a quantized base needs adapters to train (use_peft: true)");
+  }
+  if (const auto dt = r.string(j, "torch_dtype", "", "");
+      dt && (*dt == "bfloat16" || *dt == "float16"))
+    r.warn("torch_dtype = " + *dt +
+           ": the model loads in 16 bits; without DeepSpeed or FSDP mixed "
+           "precision the weights and optimizer stay 16-bit (" +
+           (*dt == "bfloat16" ? "bf16" : "fp16") + "-true), which this file alone does not settle");
+}
+
+}  // namespace
+
+void read_training_arguments(const Json& j, Reader& r) {
+  if (const auto mb = r.integer(j, "per_device_train_batch_size", "", "micro-batch", 1))
+    r.set("micro-batch", std::to_string(*mb), "per_device_train_batch_size",
+          j.at("per_device_train_batch_size"));
+  if (const auto ga = r.integer(j, "gradient_accumulation_steps", "", "grad-accum", 1))
+    r.set("grad-accum", std::to_string(*ga), "gradient_accumulation_steps",
+          j.at("gradient_accumulation_steps"));
+  if (const auto bf = r.boolean(j, "bf16", "", "precision"); bf && *bf)
+    r.set("precision", "bf16-mixed", "bf16", true);
+  if (const auto fp = r.boolean(j, "fp16", "", "precision"); fp && *fp)
+    r.set("precision", "fp16-mixed", "fp16", true);
+  if (const auto gc = r.boolean(j, "gradient_checkpointing", "", "checkpointing"))
+    r.set("checkpointing", *gc ? "full" : "none", "gradient_checkpointing",
+          j.at("gradient_checkpointing"));
+  if (j.contains("optim") && !j.at("optim").is_null()) set_trainer_optim(r, "optim", j.at("optim"));
+  if (j.contains("fsdp") && !j.at("fsdp").is_null() && j.at("fsdp") != "" &&
+      j.at("fsdp") != Json::array())
+    set_trainer_fsdp(r, "fsdp", j.at("fsdp"));
+  if (j.contains("deepspeed") && !j.at("deepspeed").is_null()) {
+    r.set("framework", "deepspeed", "deepspeed", j.at("deepspeed"));
+    r.unresolved("", "deepspeed", j.at("deepspeed"),
+                 "read that DeepSpeed config with another --from");
+  } else if (!r.read().find("offload")) {
+    // The Trainer offloads only through DeepSpeed (offload_optimizer) or FSDP's offload option.
+    r.set("offload", "none", "(no deepspeed, no fsdp offload: the Trainer keeps the optimizer on the GPU)", "");
+  }
+  for (const char* key : {"max_seq_length", "max_length"})
+    if (const auto s = r.integer(j, key, "", "seq", 1))
+      r.set("seq", std::to_string(*s), key, j.at(key));
+  if (const auto attn = r.string(j, "attn_implementation", "", "attention")) {
+    if (*attn == "flash_attention_2")
+      r.set("attention", "flash", "attn_implementation", j.at("attn_implementation"));
+    else if (*attn == "sdpa" || *attn == "eager")
+      r.set("attention", *attn, "attn_implementation", j.at("attn_implementation"));
+    else
+      r.unresolved("attention", "attn_implementation", j.at("attn_implementation"),
+                   "an attention kernel trainplan does not model");
+  }
+  read_trl_model_config(j, r);
+  r.check_keys(
+      j, "",
+      {"per_device_train_batch_size",
+       "gradient_accumulation_steps",
+       "bf16",
+       "fp16",
+       "gradient_checkpointing",
+       "optim",
+       "fsdp",
+       "deepspeed",
+       "max_seq_length",
+       "max_length",
+       "attn_implementation",
+       "model_name_or_path",
+       "use_peft",
+       "load_in_4bit",
+       "load_in_8bit",
+       "bnb_4bit_quant_type",
+       "use_bnb_nested_quant",
+       "lora_r",
+       "lora_alpha",
+       "lora_dropout",
+       "lora_target_modules",
+       "torch_dtype"},
+      {// TrainingArguments fields that do not change memory or step time.
+       "output_dir", "overwrite_output_dir", "do_train", "do_eval", "do_predict", "eval_strategy",
+       "evaluation_strategy", "prediction_loss_only", "per_device_eval_batch_size",
+       "eval_accumulation_steps", "eval_delay", "learning_rate", "weight_decay", "adam_beta1",
+       "adam_beta2", "adam_epsilon", "max_grad_norm", "num_train_epochs", "max_steps",
+       "lr_scheduler_type", "lr_scheduler_kwargs", "warmup_ratio", "warmup_steps", "log_level",
+       "log_level_replica", "log_on_each_node", "logging_dir", "logging_strategy",
+       "logging_first_step", "logging_steps", "logging_nan_inf_filter", "save_strategy",
+       "save_steps", "save_total_limit", "save_safetensors", "save_on_each_node", "save_only_model",
+       "seed", "data_seed", "jit_mode_eval", "use_cpu", "bf16_full_eval", "fp16_full_eval", "tf32",
+       "local_rank", "ddp_backend", "eval_steps", "dataloader_drop_last", "dataloader_num_workers",
+       "dataloader_pin_memory", "dataloader_persistent_workers", "dataloader_prefetch_factor",
+       "past_index", "run_name", "disable_tqdm", "remove_unused_columns", "label_names",
+       "load_best_model_at_end", "metric_for_best_model", "greater_is_better", "ignore_data_skip",
+       "fsdp_config", "accelerator_config", "label_smoothing_factor", "optim_args", "adafactor",
+       "group_by_length", "length_column_name", "report_to", "ddp_find_unused_parameters",
+       "ddp_bucket_cap_mb", "ddp_broadcast_buffers", "skip_memory_metrics", "push_to_hub",
+       "resume_from_checkpoint", "hub_model_id", "hub_strategy", "hub_token", "hub_private_repo",
+       "hub_always_push", "gradient_checkpointing_kwargs", "include_inputs_for_metrics",
+       "include_for_metrics", "eval_do_concat_batches", "auto_find_batch_size", "full_determinism",
+       "torchdynamo", "ray_scope", "ddp_timeout", "torch_compile", "torch_compile_backend",
+       "torch_compile_mode", "include_tokens_per_second", "include_num_input_tokens_seen",
+       "neftune_noise_alpha", "optim_target_modules", "batch_eval_metrics", "eval_on_start",
+       "use_liger_kernel", "eval_use_gather_object", "average_tokens_across_devices",
+       "predict_with_generate", "generation_max_length", "generation_num_beams", "sortish_sampler",
+       "restore_callback_states_from_checkpoint",
+       // TRL ModelConfig and SFTConfig fields, and the script's own arguments in such files.
+       "model_revision", "trust_remote_code", "use_fast_tokenizer", "chat_template",
+       "dataset_mixture", "dataset_name", "dataset_config", "dataset_text_field",
+       "dataset_num_proc", "dataset_kwargs", "packing", "dataset_train_split", "dataset_test_split",
+       "lora_modules_to_save", "lora_task_type", "use_rslora", "use_dora", "bnb_4bit_compute_dtype",
+       "train_file", "validation_file", "test_file", "cache_dir", "max_train_samples",
+       "max_eval_samples", "preprocessing_num_workers"});
+}
+
+}  // namespace trainplan::request::config

@@ -1,0 +1,621 @@
+// The option schema: every option of fit, estimate, plan and the GUI, spelt, parsed, checked and
+// documented once (request.hpp).
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "trainplan/core/error.hpp"
+#include "trainplan/request/request.hpp"
+
+namespace trainplan::request {
+namespace {
+
+constexpr std::size_t kMaxText = 4096;
+
+std::string_view trim(std::string_view v) {
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+  return v;
+}
+
+std::string shown(std::string_view v) {
+  if (v.size() <= 40) return std::string(v);
+  return std::string(v.substr(0, 37)) + "... (" + std::to_string(v.size()) + " characters)";
+}
+
+[[noreturn]] void bad(const std::string& name, const std::string& problem) {
+  throw FieldError("{" + name + "}: " + problem);
+}
+
+std::int64_t parse_integer(const std::string& name, std::string_view raw, std::int64_t lo, std::int64_t hi) {
+  const std::string_view v = trim(raw);
+  std::int64_t x = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+  if (v.empty() || end != v.data() + v.size() || ec == std::errc::invalid_argument)
+    bad(name, fmt::format("'{}' is not a whole number", shown(raw)));
+  if (ec == std::errc::result_out_of_range || x > hi)
+    throw FieldError(fmt::format("{{{}}} must be at most {} (got {})", name, hi, shown(raw)));
+  if (x < lo) throw FieldError(fmt::format("{{{}}} must be at least {} (got {})", name, lo, shown(raw)));
+  return x;
+}
+
+double parse_real(const std::string& name, std::string_view raw, double lo, double hi, bool open_low,
+                  bool open_high) {
+  const std::string_view v = trim(raw);
+  double x = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+  if (v.empty() || end != v.data() + v.size() || ec == std::errc::invalid_argument)
+    bad(name, fmt::format("'{}' is not a number", shown(raw)));
+  if (ec == std::errc::result_out_of_range || !std::isfinite(x))
+    throw FieldError(fmt::format("{{{}}} must be a finite number (got {})", name, shown(raw)));
+  if (open_low ? x <= lo : x < lo)
+    throw FieldError(
+        fmt::format("{{{}}} must be {} {:g} (got {})", name, open_low ? "above" : "at least", lo, shown(raw)));
+  if (open_high ? x >= hi : x > hi)
+    throw FieldError(
+        fmt::format("{{{}}} must be {} {:g} (got {})", name, open_high ? "below" : "at most", hi, shown(raw)));
+  return x;
+}
+
+bool parse_flag(const std::string& name, std::string_view raw) {
+  const std::string_view v = trim(raw);
+  if (v == "true" || v == "1" || v == "yes" || v == "on") return true;
+  if (v == "false" || v == "0" || v == "no" || v == "off") return false;
+  bad(name, fmt::format("'{}' is not true or false", shown(raw)));
+}
+
+std::string parse_text(const std::string& name, std::string_view raw) {
+  const std::string_view v = trim(raw);
+  if (v.size() > kMaxText) bad(name, fmt::format("too long ({} characters; at most {})", v.size(), kMaxText));
+  return std::string(v);
+}
+
+template <class E>
+std::vector<std::string> choice_names() {
+  std::vector<std::string> out;
+  for (const auto& [value, spelling] : EnumTable<E>::kEntries) out.emplace_back(spelling);
+  return out;
+}
+
+template <class E>
+E parse_choice(const std::string& name, std::string_view raw) {
+  if (const auto e = try_parse<E>(trim(raw))) return *e;
+  bad(name, fmt::format("unknown {} '{}' (expected one of: {})", EnumTable<E>::kWhat, shown(raw),
+                        enum_choices<E>()));
+}
+
+std::string real_text(double x) { return fmt::format("{:g}", x); }
+
+// One option's spelling and documentation; the typed builders below add parse and text.
+Option describe(std::string name, std::string value_name, std::string label, std::string group,
+                std::string help, std::string default_text) {
+  Option o;
+  o.name = std::move(name);
+  o.value_name = std::move(value_name);
+  o.label = std::move(label);
+  o.group = std::move(group);
+  o.help = std::move(help);
+  o.default_text = std::move(default_text);
+  return o;
+}
+
+// `field` is a generic lambda returning a reference to the field: [](auto& r) -> auto& {...}.
+template <class E, class Field>
+Option choice(Option o, Field field) {
+  o.kind = OptionKind::choice;
+  o.choices = choice_names<E>();
+  o.parse = [n = o.name, field](Request& r, std::string_view v) { field(r) = parse_choice<E>(n, v); };
+  o.text = [field](const Request& r) { return std::string(to_string(field(r))); };
+  return o;
+}
+
+template <class Field>
+Option integer(Option o, std::int64_t lo, std::int64_t hi, Field field) {
+  o.kind = OptionKind::integer;
+  o.lowest = static_cast<double>(lo);
+  o.highest = static_cast<double>(hi);
+  o.parse = [n = o.name, lo, hi, field](Request& r, std::string_view v) {
+    using T = std::remove_cvref_t<decltype(field(r))>;
+    field(r) = static_cast<T>(parse_integer(n, v, lo, hi));
+  };
+  o.text = [field](const Request& r) { return std::to_string(field(r)); };
+  return o;
+}
+
+// An integer the request holds as std::optional (no value: not asked).
+template <class Field>
+Option optional_integer(Option o, std::int64_t lo, std::int64_t hi, Field field) {
+  o.kind = OptionKind::integer;
+  o.lowest = static_cast<double>(lo);
+  o.highest = static_cast<double>(hi);
+  o.parse = [n = o.name, lo, hi, field](Request& r, std::string_view v) { field(r) = parse_integer(n, v, lo, hi); };
+  o.text = [field](const Request& r) { return field(r) ? std::to_string(*field(r)) : std::string(); };
+  return o;
+}
+
+template <class Field>
+Option real(Option o, double lo, double hi, bool open_low, bool open_high, Field field) {
+  o.kind = OptionKind::real;
+  o.lowest = lo;
+  o.highest = hi;
+  o.parse = [n = o.name, lo, hi, open_low, open_high, field](Request& r, std::string_view v) {
+    field(r) = parse_real(n, v, lo, hi, open_low, open_high);
+  };
+  o.text = [field](const Request& r) -> std::string {
+    if constexpr (requires { field(r).has_value(); })
+      return field(r) ? real_text(*field(r)) : std::string();
+    else
+      return real_text(field(r));
+  };
+  return o;
+}
+
+template <class Field>
+Option flag(Option o, Field field) {
+  o.kind = OptionKind::flag;
+  o.parse = [n = o.name, field](Request& r, std::string_view v) { field(r) = parse_flag(n, v); };
+  o.text = [field](const Request& r) { return std::string(field(r) ? "true" : "false"); };
+  return o;
+}
+
+template <class Field>
+Option text(Option o, Field field) {
+  o.kind = OptionKind::text;
+  o.parse = [n = o.name, field](Request& r, std::string_view v) { field(r) = parse_text(n, v); };
+  o.text = [field](const Request& r) -> std::string {
+    if constexpr (requires { field(r).has_value(); })
+      return field(r).value_or(std::string());
+    else
+      return field(r);
+  };
+  return o;
+}
+
+// A transformers release, "5.17" or "5.17.0", held as major*100+minor.
+Option release(Option o) {
+  o.kind = OptionKind::text;
+  o.parse = [n = o.name](Request& r, std::string_view v) {
+    const auto release = model::transformers_release(trim(v));
+    if (!release)
+      bad(n, fmt::format("'{}' is not a transformers release ({})", shown(v), model::kTransformersReleaseForm));
+    r.training.transformers = *release;
+  };
+  o.text = [](const Request& r) {
+    return fmt::format("{}.{}", r.training.transformers / 100, r.training.transformers % 100);
+  };
+  return o;
+}
+
+Option only(Option o, unsigned commands) {
+  o.commands = commands;
+  return o;
+}
+
+Option searched(Option o, Searched s) {
+  o.searched = s;
+  return o;
+}
+
+Option applies(Option o, std::function<bool(const Request&, unsigned)> when, std::string words) {
+  o.applies = std::move(when);
+  o.applies_text = std::move(words);
+  return o;
+}
+
+bool adapters(const Request& r, unsigned /*cmd*/) { return r.training.method != Method::full; }
+
+std::vector<Option> model_and_method() {
+  std::vector<Option> v;
+  Option m = text(describe("model", "MODEL", "Model", "model",
+                           "catalogue name, Hugging Face id, size alias (13b) or config.json path", ""),
+                  [](auto& r) -> auto& { return r.model; });
+  m.positional = true;
+  v.push_back(m);
+  Option c = text(describe("cluster", "CLUSTER", "Cluster", "cluster",
+                           "4xA100-80GB, A100-80GB, 2x8xH100-80GB, a family (A100) or a cluster JSON", ""),
+                  [](auto& r) -> auto& { return r.cluster_spec; });
+  c.positional = true;
+  v.push_back(c);
+  v.push_back(choice<Method>(describe("method", "METHOD", "Method", "method", "full fine-tuning or adapters",
+                                      "full"),
+                             [](auto& r) -> auto& { return r.training.method; }));
+  v.push_back(choice<Precision>(
+      describe("precision", "PRECISION", "Precision", "method", "weights, compute and gradient precision",
+               "bf16-mixed where the GPU has bf16 tensor cores, else fp16-mixed"),
+      [](auto& r) -> auto& { return r.training.precision; }));
+  v.push_back(choice<Optimizer>(describe("optimizer", "OPTIMIZER", "Optimizer", "method", "optimizer", "adamw"),
+                                [](auto& r) -> auto& { return r.training.optimizer; }));
+  v.push_back(choice<OptimizerImpl>(
+      describe("optimizer-impl", "IMPL", "Optimizer impl.", "method", "how the optimizer step runs",
+               "the framework's own (torch foreach on CUDA)"),
+      [](auto& r) -> auto& { return r.training.optimizer_impl; }));
+  v.push_back(choice<Framework>(describe("framework", "FRAMEWORK", "Framework", "method",
+                                         "accounting conventions of the training framework", "pytorch"),
+                                [](auto& r) -> auto& { return r.training.framework; }));
+  v.push_back(release(describe("transformers", "VERSION", "transformers", "method",
+                               "Hugging Face transformers release whose model code runs (what a family passes to "
+                               "SDPA, how MoE experts run)",
+                               "5.24")));
+  v.push_back(applies(integer(describe("mtp-layers", "N", "MTP modules", "method",
+                                       "multi-token prediction modules trained with the model", "0"),
+                              0, 16, [](auto& r) -> auto& { return r.mtp_layers; }),
+                      [](const Request& r, unsigned /*cmd*/) { return r.training.framework == Framework::megatron; },
+                      "with --framework megatron (transformers' models have none)"));
+  return v;
+}
+
+std::vector<Option> adapter_options() {
+  const std::string words = "with --method lora or qlora";
+  std::vector<Option> v;
+  v.push_back(applies(integer(describe("lora-rank", "N", "Rank", "adapters", "LoRA rank r", "16"), 1, 65536,
+                              [](auto& r) -> auto& { return r.training.lora.rank; }),
+                      adapters, words));
+  v.push_back(applies(real(describe("lora-alpha", "X", "Alpha", "adapters", "LoRA alpha", "32"), 0, 1e6, true,
+                           false, [](auto& r) -> auto& { return r.training.lora.alpha; }),
+                      adapters, words));
+  v.push_back(applies(real(describe("lora-dropout", "P", "Dropout", "adapters", "LoRA dropout probability", "0.05"),
+                           0, 1, false, true, [](auto& r) -> auto& { return r.training.lora.dropout; }),
+                      adapters, words));
+  v.push_back(applies(text(describe("lora-targets", "LIST", "Targets", "adapters",
+                                    "q,v | all-linear | module names", "q,v"),
+                           [](auto& r) -> auto& { return r.lora_targets; }),
+                      adapters, words));
+  v.push_back(applies(
+      choice<Quant>(describe("quant", "KIND", "Quantisation", "adapters", "QLoRA base quantization", "nf4"),
+                    [](auto& r) -> auto& { return r.training.quant; }),
+      [](const Request& r, unsigned) { return r.training.method == Method::qlora; }, "with --method qlora"));
+  v.push_back(applies(
+      integer(describe("quant-block", "N", "Block", "adapters",
+                       "QLoRA 4-bit blocksize: weights per absmax constant, a power of two", "64"),
+              64, 4096, [](auto& r) -> auto& { return r.training.quant_block; }),
+      [](const Request& r, unsigned) { return r.training.method == Method::qlora; }, "with --method qlora"));
+  v.push_back(applies(
+      flag(describe("frozen-base-fp32", "", "fp32 frozen base", "adapters",
+                    "adapters under *-mixed: the frozen base stays fp32 (litgpt; from_pretrained without "
+                    "torch_dtype) instead of 16-bit",
+                    "off"),
+           [](auto& r) -> auto& { return r.training.frozen_base_fp32; }),
+      [](const Request& r, unsigned) { return r.training.method != Method::full && is_mixed(r.training.precision); },
+      "with --method lora or qlora and a *-mixed precision"));
+  return v;
+}
+
+std::vector<Option> parallel_options() {
+  std::vector<Option> v;
+  v.push_back(searched(
+      choice<Strategy>(describe("strategy", "STRATEGY", "Strategy", "parallelism", "data-parallel strategy",
+                                "estimate: what fit recommends"),
+                       [](auto& r) -> auto& { return r.training.strategy; }),
+      Searched::by_fit_and_plan));
+  v.push_back(searched(integer(describe("tp", "N", "Tensor parallel", "parallelism", "tensor-parallel degree", "1"),
+                               1, kMaxDegree, [](auto& r) -> auto& { return r.training.tp; }),
+                       Searched::by_plan));
+  v.push_back(searched(integer(describe("pp", "N", "Pipeline parallel", "parallelism", "pipeline-parallel degree",
+                                        "1"),
+                               1, kMaxDegree, [](auto& r) -> auto& { return r.training.pp; }),
+                       Searched::by_plan));
+  v.push_back(searched(applies(integer(describe("pp-virtual", "N", "Virtual stages", "parallelism",
+                                                "interleaved pipeline chunks per stage", "1"),
+                                       1, 1024, [](auto& r) -> auto& { return r.training.pp_virtual; }),
+                               [](const Request& r, unsigned cmd) {
+                                 return r.training.pp > 1 || (cmd == command::plan && !r.has("pp"));
+                               },
+                               "with --pp above 1"),
+                       Searched::by_plan));
+  v.push_back(applies(flag(describe("sequence-parallel", "", "Sequence parallel", "parallelism",
+                                    "shard norms and dropout along the sequence (Megatron; with --tp)", "off"),
+                           [](auto& r) -> auto& { return r.training.sequence_parallel; }),
+                      [](const Request& r, unsigned cmd) {
+                        return r.training.tp > 1 || (cmd == command::plan && !r.has("tp"));
+                      },
+                      "with --tp above 1"));
+  v.push_back(searched(integer(describe("expert-parallel", "N", "Expert parallel", "parallelism",
+                                        "MoE: spread the experts over this many data-parallel ranks", "1"),
+                               1, kMaxDegree, [](auto& r) -> auto& { return r.training.ep; }),
+                       Searched::by_fit_and_plan));
+  const auto megatron = [](const Request& r, unsigned /*cmd*/) { return r.training.framework == Framework::megatron; };
+  v.push_back(applies(real(describe("moe-capacity-factor", "F", "Expert capacity", "parallelism",
+                                    "MoE: each expert takes at most F times its balanced share of tokens; "
+                                    "0: dropless",
+                                    "0"),
+                           0, 1000, false, false, [](auto& r) -> auto& { return r.training.moe_capacity_factor; }),
+                      megatron, "with --framework megatron (transformers' MoE blocks are dropless)"));
+  v.push_back(applies(flag(describe("moe-pad-to-capacity", "", "Pad to capacity", "parallelism",
+                                    "MoE: pad each expert's input to its capacity", "off"),
+                           [](auto& r) -> auto& { return r.training.moe_pad_to_capacity; }),
+                      megatron, "with --framework megatron (transformers' MoE blocks are dropless)"));
+  v.push_back(choice<FsdpWrap>(describe("fsdp-wrap", "POLICY", "FSDP wrap", "parallelism",
+                                        "block (one unit per transformer block) | none (whole model)", "block"),
+                               [](auto& r) -> auto& { return r.training.fsdp_wrap; }));
+  v.push_back(only(applies(flag(describe("zero-plus-plus", "", "ZeRO++", "parallelism",
+                                         "DeepSpeed ZeRO++ (quantized gathers, hpZ, qgZ)", "off"),
+                                [](auto& r) -> auto& { return r.zero_plus_plus; }),
+                           [](const Request& r, unsigned cmd) {
+                             return r.training.strategy == Strategy::zero3 ||
+                                    (cmd == command::plan && !r.has("strategy"));
+                           },
+                           "with --strategy zero3"),
+                   command::estimate | command::plan));
+  v.push_back(only(flag(describe("tp-across-nodes", "", "TP across nodes", "parallelism",
+                                 "also try tensor parallelism wider than a node", "off"),
+                        [](auto& r) -> auto& { return r.tp_across_nodes; }),
+                   command::plan));
+  return v;
+}
+
+std::vector<Option> batch_and_memory_options() {
+  std::vector<Option> v;
+  v.push_back(searched(integer(describe("micro-batch", "N", "Micro-batch", "batch",
+                                        "sequences per GPU per step (fit also reports the largest that fits)", "1"),
+                               1, kMaxCount, [](auto& r) -> auto& { return r.training.micro_batch; }),
+                       Searched::by_plan));
+  v.push_back(searched(integer(describe("grad-accum", "N", "Gradient accumulation", "batch",
+                                        "micro-batches per optimizer step", "1"),
+                               1, kMaxCount, [](auto& r) -> auto& { return r.training.grad_accum; }),
+                       Searched::by_plan));
+  // 2^24 tokens: above the longest contexts trained today (10M).
+  v.push_back(integer(describe("seq", "N", "Sequence length", "batch", "sequence length in tokens",
+                               "min(2048, the model's maximum)"),
+                      1, std::int64_t{1} << 24, [](auto& r) -> auto& { return r.training.seq; }));
+  v.push_back(only(optional_integer(describe("global-batch", "N", "Global batch", "batch",
+                                             "sequences per optimizer step (micro-batch x grad-accum x DP)",
+                                             "micro-batch x grad-accum x DP"),
+                                    1, kMaxCount, [](auto& r) -> auto& { return r.global_batch; }),
+                   command::estimate | command::plan | command::explain | command::from_file));
+  v.push_back(only(optional_integer(describe("global-batch-tokens", "N", "Global batch tokens", "batch",
+                                             "tokens per optimizer step (a multiple of --seq)", "not set"),
+                                    1, kMaxCount, [](auto& r) -> auto& { return r.global_batch_tokens; }),
+                   command::estimate | command::plan | command::explain));
+  v.push_back(searched(choice<Checkpointing>(describe("checkpointing", "MODE", "Checkpointing", "memory",
+                                                      "activation checkpointing",
+                                                      "estimate: what fit recommends"),
+                                             [](auto& r) -> auto& { return r.training.checkpointing; }),
+                       Searched::by_fit_and_plan));
+  v.push_back(choice<Attention>(
+      describe("attention", "KIND", "Attention", "memory", "attention kernel",
+               "flash where the GPU runs FlashAttention-2, else sdpa"),
+      [](auto& r) -> auto& { return r.training.attention; }));
+  v.push_back(searched(choice<Offload>(describe("offload", "MODE", "Offload", "memory",
+                                                "optimizer states (and parameters) in CPU memory",
+                                                "estimate: what fit recommends"),
+                                       [](auto& r) -> auto& { return r.training.offload; }),
+                       Searched::by_fit_and_plan));
+  return v;
+}
+
+std::vector<Option> cluster_and_output_options() {
+  std::vector<Option> v;
+  v.push_back(text(describe("inter-node", "SPEC", "Inter-node", "cluster", "NICs per node x rate, e.g. 8x200Gbps",
+                            "the GPU's usual network"),
+                   [](auto& r) -> auto& { return r.inter_node; }));
+  v.push_back(real(describe("host-memory", "GiB", "Host memory", "cluster",
+                            "CPU memory per node in GiB for offloaded states and checkpoints", "not checked"),
+                   0, 1e9, true, false, [](auto& r) -> auto& { return r.host_memory_gib; }));
+  v.push_back(only(optional_integer(describe("nodes", "N", "Nodes", "cluster", "nodes the config file runs on", ""),
+                                    1, kMaxDegree, [](auto& r) -> auto& { return r.nodes; }),
+                   command::from_file));
+  v.push_back(only(optional_integer(describe("gpus", "N", "GPUs", "cluster", "processes the config file starts", ""),
+                                    1, kMaxDegree * 64, [](auto& r) -> auto& { return r.gpus; }),
+                   command::from_file));
+  v.push_back(only(real(describe("margin", "F", "Margin", "memory",
+                                 "share of the usable GPU memory a recommendation leaves free: candidates "
+                                 "within it are tight, not recommended while one fits with it (0.1 = 10 %)",
+                                 "0"),
+                        0, 1, false, true, [](auto& r) -> auto& { return r.margin; }),
+                   command::fit | command::gui));
+  v.push_back(only(text(describe("profile", "FILE", "Profile", "cluster",
+                                 "hardware profile JSON from trainplan calibrate fit", "datasheet numbers"),
+                        [](auto& r) -> auto& { return r.profile; }),
+                   command::fit | command::estimate | command::plan | command::gui | command::explain));
+  v.push_back(only(text(describe("tokens", "N", "Tokens to train", "batch",
+                                 "time to train this many tokens: 300B, 1T, 2.5e12 (K/M/B/T suffixes)", "not asked"),
+                        [](auto& r) -> auto& { return r.tokens; }),
+                   command::estimate | command::plan | command::gui));
+  Option emit = describe("emit", "FORMAT", "Emit", "output", "print the launch config of the plan", "none");
+  emit.kind = OptionKind::choice;
+  emit.choices = choice_names<planner::EmitFormat>();
+  emit.parse = [](Request& r, std::string_view value) { r.emit = parse_choice<planner::EmitFormat>("emit", value); };
+  emit.text = [](const Request& r) { return r.emit ? std::string(to_string(*r.emit)) : std::string(); };
+  v.push_back(only(emit, command::estimate | command::plan));
+  const auto emitting = [](const Request& r, unsigned) { return r.emit.has_value(); };
+  v.push_back(only(applies(flag(describe("force", "", "Force", "output",
+                                         "write the launch config even when the plan does not fit "
+                                         "(the file opens with a warning)",
+                                         "off"),
+                                [](auto& r) -> auto& { return r.force; }),
+                           emitting, "with --emit"),
+                   command::estimate));
+  v.push_back(only(applies(text(describe("output", "FILE", "Output", "output",
+                                         "write the launch config to FILE (all of it or nothing) "
+                                         "instead of standard output",
+                                         ""),
+                                [](auto& r) -> auto& { return r.output; }),
+                           emitting, "with --emit"),
+                   command::estimate | command::plan));
+  v.push_back(only(integer(describe("top", "N", "Plans shown", "output", "plans to show", "5"), 1, 100000,
+                           [](auto& r) -> auto& { return r.top; }),
+                   command::plan));
+  v.push_back(only(flag(describe("activations", "", "Activations", "output",
+                                 "also list what one block saves for backward, tensor by tensor", "off"),
+                        [](auto& r) -> auto& { return r.activations; }),
+                   command::estimate));
+  v.push_back(only(flag(describe("json", "", "JSON", "output", "print JSON instead of tables", "off"),
+                        [](auto& r) -> auto& { return r.json; }),
+                   command::fit | command::estimate | command::plan | command::explain));
+  return v;
+}
+
+// Longer explanations with their primary sources: the GUI's tooltips.
+void add_details(std::vector<Option>& all) {
+  struct Entry {
+    std::string_view name;
+    const char* text;
+  };
+  static constexpr Entry kEntries[] = {
+      {"frozen-base-fp32",
+       "Adapters under mixed precision: keep the frozen base in fp32 (litgpt's bf16-mixed, "
+       "from_pretrained without torch_dtype) instead of 16-bit (Hugging Face + PEFT)."},
+      {"method",
+       "full: every parameter trains. lora: frozen base, low-rank adapters train (Hu et al. "
+       "2021, arXiv:2106.09685). qlora: LoRA over a 4-bit quantised base (Dettmers et al. 2023, "
+       "arXiv:2305.14314)."},
+      {"precision",
+       "fp32; fp16-mixed / bf16-mixed: autocast with fp32 master weights (Micikevicius et al. "
+       "2018, arXiv:1710.03740); fp16-true / bf16-true: everything 16-bit."},
+      {"optimizer",
+       "adamw / adam: two fp32 moments; 8-bit variants quantise them (arXiv:2110.02861); "
+       "paged: bitsandbytes paged memory; sgd-momentum: one moment; adafactor: factored "
+       "second moment (arXiv:1804.04235)."},
+      {"strategy",
+       "single: one GPU. ddp: replicated model. zero1/2/3: shard optimizer / +gradients / "
+       "+parameters (arXiv:1910.02054). fsdp-*: PyTorch FSDP full shard, grad-op (ZeRO-2-like) "
+       "or hybrid (shard in the node, replicate across nodes; arXiv:2304.11277)."},
+      {"framework",
+       "Accounting conventions: pytorch (Hugging Face/torch), deepspeed (its estimators and "
+       "buckets), megatron (Megatron-LM's activation formulas)."},
+      {"tp",
+       "Tensor-parallel degree: splits every layer's matrices (Shoeybi et al. 2019, "
+       "arXiv:1909.08053). Must divide the attention heads."},
+      {"pp",
+       "Pipeline-parallel degree: splits the layers into stages (1F1B schedule, Narayanan et al. "
+       "2021, arXiv:2104.04473)."},
+      {"pp-virtual",
+       "Interleaved model chunks per pipeline stage: a smaller bubble for more "
+       "point-to-point traffic."},
+      {"quant-block",
+       "QLoRA: weights per fp32 absmax constant in bitsandbytes' 4-bit blocks (default 64: "
+       "4 + 32/64 = 4.5 bits per weight; QLoRA, arXiv:2305.14314)."},
+      {"mtp-layers",
+       "Multi-token prediction (DeepSeek-V3, arXiv:2412.19437 Sec. 2.2), as Megatron-Core's "
+       "--mtp-num-layers trains it: each module adds a block, a 2h x h projection, two norms "
+       "and one more pass through the shared output head and a loss, on the last pipeline stage."},
+      {"expert-parallel",
+       "Mixture of experts: spread the experts over this many data-parallel ranks, each holding "
+       "1/n of them; tokens travel to their experts by all-to-all (DeepSpeed-MoE, "
+       "arXiv:2201.05596). Must divide the experts and the data-parallel degree."},
+      {"moe-capacity-factor",
+       "Megatron-Core's --moe-expert-capacity-factor: each expert takes at most "
+       "ceil(t k / E x F) of the t tokens a rank routes (Fedus et al. 2021, Switch Transformer, "
+       "arXiv:2101.03961, Sec. 2.2); under F = 1 the surplus of a balanced router is dropped, so "
+       "the experts' GEMMs, activations and all-to-alls shrink. 0 (the default) is dropless."},
+      {"moe-pad-to-capacity",
+       "Megatron-Core's --moe-pad-expert-input-to-capacity: every expert multiplies exactly its "
+       "capacity, padded, and the all-to-alls carry the padding. Needs --moe-capacity-factor."},
+      {"sequence-parallel",
+       "With TP: shard norms and dropout along the sequence (Korthikanti et al. 2022, "
+       "arXiv:2205.05198)."},
+      {"micro-batch",
+       "Sequences per GPU per forward/backward. Activations grow with it."},
+      {"grad-accum",
+       "Micro-batches per optimizer step: a larger global batch at the same memory."},
+      {"seq",
+       "Sequence length in tokens."},
+      {"tokens",
+       "Training tokens, e.g. 300B or 2T: the banner shows how long they take at this "
+       "throughput (planner::time_to_train). Empty: not shown."},
+      {"checkpointing",
+       "none; selective: recompute the attention core; full: keep only each block's input "
+       "and recompute the block (arXiv:2205.05198, arXiv:1604.06174); full-offload: keep those "
+       "inputs in host memory, copied over PCIe behind each block's compute (ZeRO-R, "
+       "arXiv:1910.02054)."},
+      {"attention",
+       "flash / sdpa: no s x s score matrix kept; eager: the Hugging Face eager path keeps "
+       "scores and softmax (s^2 per head)."},
+      {"offload",
+       "optimizer: optimizer state and step on the CPU (ZeRO-Offload, arXiv:2101.06840); "
+       "optimizer+params: parameters too (ZeRO-Infinity, arXiv:2104.07857)."},
+      {"lora-rank",
+       "LoRA rank r: each adapted Linear(in, out) gains r (in + out) trainable parameters."},
+      {"lora-alpha",
+       "LoRA scaling alpha (alpha / r scales the update); no effect on memory."},
+      {"lora-dropout",
+       "Dropout on each adapter's input; when positive each adapted linear keeps a "
+       "dropped-out input copy for backward."},
+      {"lora-targets",
+       "Comma-separated roles (q,k,v,o,gate,up,down,lm_head), the model's module names, or "
+       "all-linear."},
+      {"quant",
+       "QLoRA base weights: nf4, nf4 with double quantisation, fp4, or int8 "
+       "(arXiv:2305.14314)."},
+      {"optimizer-impl",
+       "How the optimizer step runs: default (the framework's own: torch foreach on CUDA, "
+       "DeepSpeed FusedAdam, CPU Adam when offloaded), foreach, fused (AdamW(fused=True)), "
+       "for-loop, deepspeed-fused, deepspeed-cpu. Changes the step's time and its transient "
+       "memory (foreach holds sqrt(v) for every parameter)."},
+      {"fsdp-wrap",
+       "block: one FSDP unit per transformer block (only one block gathered at a time); none: "
+       "the whole model is one unit."},
+  };
+  for (const Entry& e : kEntries)
+    for (Option& o : all)
+      if (o.name == e.name) o.details = e.text;
+}
+
+std::vector<Option> build() {
+  std::vector<Option> all;
+  for (auto part : {model_and_method(), adapter_options(), parallel_options(), batch_and_memory_options(),
+                    cluster_and_output_options()})
+    for (auto& o : part) all.push_back(std::move(o));
+  add_details(all);
+  return all;
+}
+
+}  // namespace
+
+std::string Request::label(std::string_view option) const {
+  if (const auto it = given.find(option); it != given.end()) return it->second;
+  return "--" + std::string(option);
+}
+
+const std::vector<Option>& options() {
+  static const std::vector<Option> all = build();
+  return all;
+}
+
+const Option* find_option(std::string_view name) {
+  for (const Option& o : options())
+    if (o.name == name) return &o;
+  return nullptr;
+}
+
+std::string when_omitted(const Option& o, unsigned cmd) {
+  const bool by_fit = o.searched == Searched::by_fit_and_plan && (cmd == command::fit || cmd == command::plan);
+  if (o.searched == Searched::by_fit_and_plan && (cmd == command::estimate || cmd == command::explain) &&
+      o.default_text.starts_with("estimate: "))
+    return "default " + o.default_text.substr(10);
+  const bool by_plan = o.searched != Searched::no && cmd == command::plan;
+  if (by_fit || by_plan) return "searched when omitted";
+  if (!o.default_text.empty() && o.kind != OptionKind::flag) return "default " + o.default_text;
+  return {};
+}
+
+std::string option_help(const Option& o, unsigned cmd) {
+  std::string s = o.help;
+  if (o.kind == OptionKind::choice) {
+    std::string list;
+    for (const auto& c : o.choices) list += (list.empty() ? "" : " | ") + c;
+    s += ": " + list;
+  }
+  if (const std::string omitted = when_omitted(o, cmd); !omitted.empty()) s += " (" + omitted + ")";
+  if (!o.applies_text.empty()) s += "; " + o.applies_text;
+  return s;
+}
+
+void set_option(Request& r, std::string_view name, std::string_view value, const std::string& source) {
+  const Option* o = find_option(name);
+  if (!o) throw InputError(source + ": unknown option '" + std::string(name) + "'");
+  const auto before = r.given.find(name);
+  const std::string previous = before == r.given.end() ? std::string() : o->text(r);
+  try {
+    o->parse(r, value);
+  } catch (const FieldError& e) {
+    throw InputError(e.render([&](std::string_view) { return source; }));
+  }
+  if (before != r.given.end() && before->second != source && o->text(r) != previous)
+    r.overridden.push_back(source + " " + o->text(r) + " overrides " + before->second + " = " + previous);
+  r.given[std::string(name)] = source;
+}
+
+}  // namespace trainplan::request

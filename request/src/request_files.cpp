@@ -1,0 +1,34 @@
+#include "trainplan/request/request_files.hpp"
+
+#include <set>
+
+#include "trainplan/request/config_file.hpp"
+
+namespace trainplan::request {
+
+Request make_request(const std::vector<std::string>& files, const std::vector<GivenValue>& values, unsigned cmd,
+                     Request base) {
+  Request r = std::move(base);
+  std::vector<ConfigRead> reads;
+  for (const std::string& path : files) {
+    reads.push_back(read_training_config(path));
+    const ConfigRead& read = reads.back();
+    r.file_notes.push_back(path + ": read as " + read.kind);
+    for (const Setting& s : read.settings) set_option(r, s.option, s.value, s.source);
+    for (const std::string& w : read.warnings) r.file_notes.push_back("warning: " + w);
+  }
+  for (const GivenValue& v : values) set_option(r, v.option, v.value, v.source);
+  std::set<std::string> given;
+  for (const auto& [name, source] : r.given) given.insert(name);
+  for (const Option& o : options())
+    if (!o.in(cmd)) given.insert(o.name);  // this command does not use it: nothing to resolve
+  for (const LeftOpen& open : left_open(reads, given)) {
+    const Option* o = find_option(open.option);
+    const std::string omitted = o ? when_omitted(*o, cmd) : std::string();
+    r.file_notes.push_back(open.text + "; nothing else gives " + open.option +
+                           (omitted.empty() ? std::string(": left out") : ": " + omitted));
+  }
+  return r;
+}
+
+}  // namespace trainplan::request

@@ -1,0 +1,382 @@
+// resolve(): a Request against the catalogue, the GPU's defaults and every check that involves more
+// than one option (request.hpp).
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "trainplan/core/error.hpp"
+#include "trainplan/request/profile_json.hpp"
+#include "trainplan/request/request.hpp"
+#include "trainplan/model/lora.hpp"
+#include "trainplan/model/sdpa.hpp"
+#include "trainplan/planner/memory.hpp"
+
+namespace trainplan::request {
+namespace {
+
+void check_qlora_precision(const Request& r, const model::Training& t) {
+  if (t.method == Method::qlora && t.precision == Precision::fp32)
+    throw InputError(fmt::format("{} qlora computes in 16-bit: {} fp32 cannot run it (use bf16 or fp16)",
+                                 r.label("method"), r.label("precision")));
+}
+
+// Options set where they have no effect are put back to their defaults, with a warning for the
+// command line (scripts pass every flag: a valid question is answered); an option of another
+// command from the command line is refused.
+std::vector<std::string> check_relevance(Request& r, unsigned cmd, Irrelevant irrelevant) {
+  if (irrelevant == Irrelevant::warn && r.has("precision")) check_qlora_precision(r, r.training);
+  std::vector<std::string> warnings;
+  const Request defaults;
+  for (const Option& o : options()) {
+    if (!r.has(o.name)) continue;
+    if (!o.in(cmd) && !o.in(command::from_file)) {
+      const std::string& source = r.given.find(o.name)->second;
+      if (source.starts_with("--") || source.starts_with("the "))
+        throw InputError(r.label(o.name) + " does not apply to this command");
+      r.file_notes.push_back(source + ": not used by this command");
+      r.given.erase(o.name);
+      continue;
+    }
+    if (!o.applies || o.applies(r, cmd)) continue;
+    if (irrelevant == Irrelevant::warn)
+      warnings.push_back(fmt::format("{} {} ignored: it applies {}", r.label(o.name), o.text(r), o.applies_text));
+    o.parse(r, o.text(defaults));
+    r.given.erase(o.name);
+  }
+  return warnings;
+}
+
+void check_shape(const Request& r, const hardware::Cluster& c) {
+  if (r.gpus && *r.gpus != c.world())
+    throw InputError(fmt::format("{} starts {} processes but the cluster '{}' has {} GPUs", r.label("gpus"),
+                                 *r.gpus, r.cluster_spec, c.world()));
+  if (r.nodes && *r.nodes != c.nodes)
+    throw InputError(fmt::format("{} says {} nodes but the cluster '{}' has {}", r.label("nodes"), *r.nodes,
+                                 r.cluster_spec, c.nodes));
+}
+
+// The GPU's own defaults for what was left out, and a refusal of what it cannot run.
+void apply_gpu(const Request& r, Resolved& out, model::Training& t) {
+  const hardware::GpuSpec& gpu = out.cluster.cluster.gpu;
+  if (!r.has("precision")) t.precision = hardware::default_precision(gpu);
+  if (!r.has("attention")) t.attention = hardware::default_attention(gpu);
+  hardware::require_supported(gpu, t.precision, t.attention);
+  if (!r.has("precision") && !gpu.capabilities.bf16)
+    out.notes.push_back(fmt::format("precision {}: {} has no bf16 tensor cores ({} to choose)",
+                                    to_string(t.precision), gpu.name, r.label("precision")));
+  if (!r.has("attention") && t.attention != Attention::flash)
+    out.notes.push_back(fmt::format("attention {}: {} cannot run FlashAttention-2 ({} to choose)",
+                                    to_string(t.attention), gpu.name, r.label("attention")));
+}
+
+void check_training(const Request& r, Resolved& out, model::Training& t, unsigned cmd) {
+  const model::Architecture& a = out.model.arch;
+  if (!r.has("seq")) t.seq = std::min<std::int64_t>(2048, a.max_seq);
+  check_qlora_precision(r, t);
+  t.lora.targets = model::split_targets(r.lora_targets);
+  if (t.method != Method::full) (void)model::lora_parameters(a, t.lora);  // checks the targets
+  if (t.attention == Attention::sdpa && t.framework != Framework::megatron) {
+    const model::SdpaChoice sdpa = model::sdpa_choice(a, t);
+    if (sdpa.kernel == model::SdpaKernel::unsupported) out.notes.push_back("attention sdpa: " + sdpa.reason);
+  }
+  if (t.seq > a.max_seq && a.position != model::PositionKind::learned)
+    out.warnings.push_back(fmt::format("{} {} is beyond the {} positions model '{}' was trained with",
+                                       r.label("seq"), t.seq, a.max_seq, a.name));
+  // Degrees the user gave (plan searches the others) must fit the cluster.
+  const hardware::Cluster& c = out.cluster.cluster;
+  if (c.world() == 1 && r.has("strategy") && t.strategy != Strategy::single)
+    out.warnings.push_back(fmt::format("{} {} on one GPU: nothing to shard or replicate, answered as a single GPU",
+                                       r.label("strategy"), to_string(t.strategy)));
+  const bool searched = cmd == command::plan;
+  const int tp = searched && !r.has("tp") ? 1 : t.tp;
+  const int pp = searched && !r.has("pp") ? 1 : t.pp;
+  const std::int64_t replica = static_cast<std::int64_t>(tp) * pp;
+  if (replica > c.world() || c.world() % replica != 0)
+    throw InputError(fmt::format("{} {} x {} {} = {} GPUs per model replica does not divide the cluster's {} GPUs",
+                                 r.label("tp"), tp, r.label("pp"), pp, replica, c.world()));
+  if (t.method != Method::full && t.lora.rank > a.hidden)
+    out.warnings.push_back(fmt::format("{} {} is larger than the hidden size {} of model '{}': each adapter is "
+                                       "larger than the layer it adapts",
+                                       r.label("lora-rank"), t.lora.rank, a.hidden, a.name));
+  if (t.moe_pad_to_capacity && t.moe_capacity_factor <= 0.0)
+    throw InputError(fmt::format("{} needs {}: Megatron-Core pads each expert's input to a capacity the factor sets",
+                                 r.label("moe-pad-to-capacity"), r.label("moe-capacity-factor")));
+  if ((t.moe_capacity_factor > 0.0 || t.moe_pad_to_capacity) && (!a.is_moe() || a.experts_dense)) {
+    const std::string given = t.moe_capacity_factor > 0.0
+                                  ? fmt::format("{} {}", r.label("moe-capacity-factor"), t.moe_capacity_factor)
+                                  : r.label("moe-pad-to-capacity");
+    out.warnings.push_back(fmt::format("{} ignored: model '{}' {}", given, a.name,
+                                       a.is_moe() ? "runs every token through every expert" : "has no experts"));
+    t.moe_capacity_factor = 0.0;
+    t.moe_pad_to_capacity = false;
+  }
+  // The checks the planner makes of any configuration, in the words of this request.
+  model::Training probe = t;
+  if (cmd == command::plan) probe.tp = probe.pp = probe.pp_virtual = 1;
+  if (cmd == command::plan && !r.has("expert-parallel")) probe.ep = 1;
+  planner::validate_training(a, probe);
+}
+
+std::optional<std::int64_t> global_batch(const Request& r, std::int64_t seq) {
+  if (r.global_batch && r.global_batch_tokens)
+    throw InputError(fmt::format("give {} (sequences) or {} (tokens), not both", r.label("global-batch"),
+                                 r.label("global-batch-tokens")));
+  if (r.global_batch) return r.global_batch;
+  if (r.global_batch_tokens) {
+    if (*r.global_batch_tokens % seq != 0)
+      throw InputError(fmt::format("{} {} is not a multiple of the sequence length {}",
+                                   r.label("global-batch-tokens"), *r.global_batch_tokens, seq));
+    return *r.global_batch_tokens / seq;
+  }
+  return std::nullopt;
+}
+
+void fill_requests(const Request& r, Resolved& out, const model::Training& t) {
+  planner::FitRequest& f = out.fit;
+  f.base = t;
+  if (r.has("strategy")) f.strategy = t.strategy;
+  if (r.has("checkpointing")) f.checkpointing = t.checkpointing;
+  if (r.has("offload")) f.offload = t.offload;
+  if (r.has("expert-parallel")) f.expert_parallel = t.ep;
+  f.micro_batch_pinned = r.has("micro-batch");
+  f.margin = r.margin;
+  planner::PlanRequest& p = out.plan;
+  p.base = t;
+  p.strategy = f.strategy;
+  p.checkpointing = f.checkpointing;
+  p.offload = f.offload;
+  p.expert_parallel = f.expert_parallel;
+  if (r.has("tp")) p.tp = t.tp;
+  if (r.has("pp")) p.pp = t.pp;
+  if (r.has("pp-virtual")) p.pp_virtual = t.pp_virtual;
+  if (t.sequence_parallel) p.sequence_parallel = true;
+  if (r.has("micro-batch")) p.micro_batch = t.micro_batch;
+  if (r.has("grad-accum")) p.grad_accum = t.grad_accum;
+  p.global_batch = out.global_batch;
+  p.tp_across_nodes = r.tp_across_nodes;
+  p.top = static_cast<std::size_t>(r.top);
+  p.options.zero_plus_plus = r.zero_plus_plus;
+}
+
+void resolve_files(const Request& r, Resolved& out) {
+  if (r.has("output") && r.output.empty())
+    throw InputError(fmt::format("{}: the output path is empty", r.label("output")));
+  if (!r.profile.empty()) {
+    out.profile = read_profile_option(r.profile, r.label("profile"));
+    // A profile measured on other GPUs would price these with another machine's kernels.
+    const hardware::GpuSpec& gpu = out.cluster.cluster.gpu;
+    if (!hardware::profile_applies(*out.profile, gpu))
+      throw InputError(fmt::format("{} '{}' was measured on {}, but the cluster has {} GPUs: calibrate on "
+                                   "these GPUs (trainplan-calibrate) or leave the profile out",
+                                   r.label("profile"), r.profile,
+                                   out.profile->gpu.empty() ? out.profile->provenance.gpu.value_or("?")
+                                                            : out.profile->gpu,
+                                   gpu.name));
+  }
+  if (!r.tokens.empty()) {
+    out.tokens = parse_count(r.tokens, r.label("tokens"));
+    // More than 1e16 tokens is beyond any corpus (the largest public runs are ~1e13-1e14).
+    if (*out.tokens > 1e16)
+      throw InputError(fmt::format("{} {}: more than 1e16 tokens is not a training run", r.label("tokens"), r.tokens));
+  }
+}
+
+}  // namespace
+
+std::string source_file(const std::string& source) {
+  const std::size_t colon = source.find(": ");
+  return colon == std::string::npos ? std::string() : source.substr(0, colon);
+}
+
+void check_options(const Request& r, unsigned cmd) {
+  Request copy = r;
+  try {
+    (void)check_relevance(copy, cmd, Irrelevant::warn);
+  } catch (const FieldError& e) {
+    throw InputError(e.render([&](std::string_view field) { return r.label(field); }));
+  }
+}
+
+// A config file may say how many processes it starts: the cluster has to agree, or a bare GPU
+// name takes that shape.
+std::string cluster_spec(const Request& r) {
+  if (!r.gpus && !r.nodes) return r.cluster_spec;
+  const std::int64_t nodes = r.nodes.value_or(1);
+  const std::int64_t gpus = r.gpus.value_or(nodes);
+  if (gpus % nodes != 0)
+    throw InputError(fmt::format("{} = {} processes do not split evenly over {} = {} nodes", r.label("gpus"),
+                                 gpus, r.label("nodes"), nodes));
+  const bool bare = r.cluster_spec.find('x') == std::string::npos && !r.cluster_spec.ends_with(".json");
+  if (bare) return fmt::format("{}x{}x{}", nodes, gpus / nodes, r.cluster_spec);
+  return r.cluster_spec;
+}
+
+Resolved resolve(const Catalog& catalog, const Request& r, unsigned cmd, Irrelevant irrelevant) {
+  if (r.model.empty()) throw InputError("no model given");
+  if (r.cluster_spec.empty()) throw InputError("no cluster given");
+  try {
+    return resolve_with(catalog.resolve_model(r.model), catalog.resolve_cluster(cluster_spec(r), r.inter_node), r,
+                        cmd, irrelevant);
+  } catch (const FieldError& e) {
+    throw InputError(e.render([&](std::string_view field) { return r.label(field); }));
+  }
+}
+
+Resolved resolve_with(const ResolvedModel& model, const ResolvedCluster& cluster, const Request& request,
+                      unsigned cmd, Irrelevant irrelevant) {
+  Request r = request;
+  try {
+    const std::vector<std::string> ignored = check_relevance(r, cmd, irrelevant);
+    // A file's gradient accumulation derived from its global batch and micro-batch no longer holds
+    // when another input changes the micro-batch: the global batch decides it again.
+    const std::string accum_file = source_file(r.label("grad-accum"));
+    if (r.has("global-batch") && r.has("grad-accum") && r.has("micro-batch") && !accum_file.empty() &&
+        accum_file != source_file(r.label("micro-batch"))) {
+      r.file_notes.push_back(r.label("grad-accum") + ": recomputed from the global batch, since " +
+                             r.label("micro-batch") + " sets the micro-batch");
+      r.given.erase("grad-accum");
+    }
+    Resolved out;
+    out.warnings = ignored;
+    out.force_emit = r.force;
+    out.model = model;
+    // Multi-token prediction modules are part of the model Megatron trains (a warning says the
+    // option changes nothing elsewhere).
+    if (r.training.framework == Framework::megatron) out.model.arch.mtp_layers = r.mtp_layers;
+    out.cluster = cluster;
+    check_shape(r, out.cluster.cluster);
+    if (r.host_memory_gib) out.cluster.cluster.host_memory = gib(*r.host_memory_gib);
+    out.notes = r.file_notes;
+    out.notes.insert(out.notes.end(), r.overridden.begin(), r.overridden.end());
+    if (!out.model.note.empty()) out.notes.push_back(out.model.note);
+    out.notes.insert(out.notes.end(), out.cluster.notes.begin(), out.cluster.notes.end());
+    out.cluster.notes.clear();
+    model::Training t = r.training;
+    apply_gpu(r, out, t);
+    check_training(r, out, t, cmd);
+    out.global_batch = global_batch(r, t.seq);
+    resolve_files(r, out);
+    fill_requests(r, out, t);
+    for (const auto& [name, source] : r.given)
+      if (const Option* o = find_option(name)) out.provenance.push_back({name, o->text(r), source});
+    // Grouped by where the values came from (a file's keys together), each group by option.
+    std::stable_sort(out.provenance.begin(), out.provenance.end(), [](const Provenance& x, const Provenance& y) {
+      return source_file(x.source) < source_file(y.source);
+    });
+    return out;
+  } catch (const FieldError& e) {
+    throw InputError(e.render([&](std::string_view field) { return r.label(field); }));
+  }
+}
+
+namespace {
+
+// The gradient accumulation the global batch asks for at this layout.
+model::Training with_global_batch(const Resolved& r, model::Training t) {
+  if (!r.global_batch) return t;
+  const planner::Layout l = planner::make_layout(r.model.arch, t, r.cluster.cluster);
+  t.grad_accum = planner::grad_accum_for(*r.global_batch, t.micro_batch, l.dp, r.plan.grad_accum);
+  return t;
+}
+
+model::Training recommended(const Resolved& r) {
+  model::Training t = r.fit.base;
+  if (r.fit.strategy && r.fit.checkpointing && r.fit.offload) return t;
+  planner::FitRequest req = r.fit;
+  req.micro_batch_pinned = true;
+  const model::ParameterCounts n = model::count_parameters(r.model.arch);
+  const planner::FitResult f =
+      planner::fit(r.model.arch, n, req, r.cluster.cluster, {}, r.profile ? &*r.profile : nullptr);
+  if (f.candidates.empty()) {
+    t.strategy = r.fit.strategy.value_or(planner::candidate_strategies(t.framework, r.cluster.cluster).front());
+    t.checkpointing = r.fit.checkpointing.value_or(Checkpointing::none);
+    t.offload = r.fit.offload.value_or(Offload::none);
+    return t;
+  }
+  const planner::Candidate* pick =
+      f.recommended ? &f.candidates[*f.recommended]
+                    : &*std::min_element(f.candidates.begin(), f.candidates.end(), [](const auto& a, const auto& b) {
+                        return a.memory.device_total < b.memory.device_total;
+                      });
+  t.strategy = pick->training.strategy;
+  t.checkpointing = pick->training.checkpointing;
+  t.offload = pick->training.offload;
+  t.ep = pick->training.ep;
+  return t;
+}
+
+}  // namespace
+
+model::Training configuration(const Resolved& r) {
+  try {
+    return with_global_batch(r, recommended(r));
+  } catch (const FieldError& e) {
+    throw InputError(e.render([&](std::string_view field) { return r.label(field); }));
+  }
+}
+
+std::string Resolved::label(std::string_view option) const {
+  for (const Provenance& p : provenance)
+    if (p.option == option) return p.source;
+  return "--" + std::string(option);
+}
+
+planner::EmitContext emit_context(const Resolved& r) {
+  return {r.model.entry ? r.model.entry->hf_id : std::nullopt, r.plan.options.zero_plus_plus, r.force_emit};
+}
+
+void add_request_json(Json& j, const Resolved& r) {
+  j["notes"] = r.notes;
+  j["warnings"] = r.warnings;
+  Json list = Json::array();
+  for (const Provenance& p : r.provenance)
+    list.push_back({{"option", p.option}, {"value", p.value}, {"source", p.source}});
+  j["provenance"] = list;
+}
+
+double parse_count(const std::string& text, const std::string& what) {
+  auto bad = [&] {
+    return InputError(what + ": '" + text +
+                      "' is not a positive count (examples: 300B, 1T, 2.5e12)");
+  };
+  if (text.empty()) throw bad();
+  std::size_t used = 0;
+  double v = 0.0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    throw bad();
+  }
+  std::string rest = text.substr(used);
+  double scale = 1.0;
+  if (rest.size() == 1) {
+    switch (rest[0]) {
+      case 'k':
+      case 'K':
+        scale = 1e3;
+        break;
+      case 'm':
+      case 'M':
+        scale = 1e6;
+        break;
+      case 'b':
+      case 'B':
+      case 'g':
+      case 'G':
+        scale = 1e9;
+        break;
+      case 't':
+      case 'T':
+        scale = 1e12;
+        break;
+      default:
+        throw bad();
+    }
+  } else if (!rest.empty()) {
+    throw bad();
+  }
+  if (!(v > 0.0) || !std::isfinite(v)) throw bad();
+  return v * scale;
+}
+
+}  // namespace trainplan::request
