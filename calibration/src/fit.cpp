@@ -8,7 +8,9 @@
 #include <numeric>
 #include <optional>
 #include <string>
+#include <utility>
 
+#include "levenberg_marquardt.hpp"
 #include "trainplan/core/error.hpp"
 
 namespace trainplan::calibration {
@@ -125,6 +127,124 @@ struct Prepared {
   return p;
 }
 
+// The points in ascending size; equal sizes keep their input order.
+[[nodiscard]] Prepared sorted_by_size(const Prepared& input) {
+  const std::size_t n = input.x.size();
+  std::vector<std::size_t> order(n);
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return input.bytes[a] < input.bytes[b]; });
+  Prepared sorted{std::vector<double>(n), std::vector<double>(n), std::vector<double>(n)};
+  for (std::size_t i = 0; i < n; ++i) {
+    sorted.x[i] = input.x[order[i]];
+    sorted.t[i] = input.t[order[i]];
+    sorted.bytes[i] = input.bytes[order[i]];
+  }
+  return sorted;
+}
+
+// Lines over contiguous runs of the sorted points, predicting with their minimum.
+struct Candidate {
+  std::vector<Line> lines;
+  std::vector<std::size_t> ends;  // one past the last sorted point of each line
+  double score = std::numeric_limits<double>::infinity();
+};
+
+// The best candidate of each regime count, breakpoints scanned at the sample sizes with at least
+// `min_points` points per regime.
+class RegimeSearch {
+ public:
+  RegimeSearch(Prepared sorted, std::size_t min_points)
+      : p_(std::move(sorted)), n_(p_.x.size()), m_(min_points) {}
+
+  [[nodiscard]] const Prepared& points() const { return p_; }
+
+  [[nodiscard]] Candidate one() const {
+    const std::optional<Line> all = segment(0, n_);
+    return {{*all}, {n_}, score({*all})};
+  }
+
+  [[nodiscard]] std::optional<Candidate> two() const {
+    if (n_ < 2 * m_) return std::nullopt;
+    Candidate best;
+    for (std::size_t b = m_; b + m_ <= n_; ++b) {
+      const auto l1 = segment(0, b);
+      const auto l2 = segment(b, n_);
+      if (!l1 || !l2) continue;
+      const double s = score({*l1, *l2});
+      if (s < best.score) best = {{*l1, *l2}, {b, n_}, s};
+    }
+    if (best.lines.empty()) return std::nullopt;
+    return best;
+  }
+
+  [[nodiscard]] std::optional<Candidate> three() const {
+    if (n_ < 3 * m_) return std::nullopt;
+    Candidate best;
+    for (std::size_t b1 = m_; b1 + 2 * m_ <= n_; ++b1) {
+      const auto l1 = segment(0, b1);
+      if (!l1) continue;
+      for (std::size_t b2 = b1 + m_; b2 + m_ <= n_; ++b2) {
+        const auto l2 = segment(b1, b2);
+        const auto l3 = segment(b2, n_);
+        if (!l2 || !l3) continue;
+        const double s = score({*l1, *l2, *l3});
+        if (s < best.score) best = {{*l1, *l2, *l3}, {b1, b2, n_}, s};
+      }
+    }
+    if (best.lines.empty()) return std::nullopt;
+    return best;
+  }
+
+ private:
+  // A line over the sorted points [lo, hi), if they span 2 distinct sizes.
+  [[nodiscard]] std::optional<Line> segment(std::size_t lo, std::size_t hi) const {
+    if (p_.bytes[hi - 1] == p_.bytes[lo]) return std::nullopt;
+    std::vector<char> use(n_, 0);
+    std::fill(use.begin() + static_cast<std::ptrdiff_t>(lo),
+              use.begin() + static_cast<std::ptrdiff_t>(hi), char{1});
+    return solve_relative(p_.x, p_.t, use);
+  }
+
+  // Sum of squared relative errors of the minimum over lines, or infinity if the lines are not
+  // ordered (alpha and bandwidth both growing).
+  [[nodiscard]] double score(const std::vector<Line>& lines) const {
+    for (std::size_t j = 1; j < lines.size(); ++j) {
+      if (lines[j].alpha < lines[j - 1].alpha || lines[j].beta > lines[j - 1].beta) {
+        return std::numeric_limits<double>::infinity();
+      }
+    }
+    double sum = 0.0;
+    for (std::size_t i = 0; i < n_; ++i) {
+      double best = std::numeric_limits<double>::infinity();
+      for (const Line& l : lines) best = std::min(best, l.at(p_.x[i]));
+      const double rel = (best - p_.t[i]) / p_.t[i];
+      sum += rel * rel;
+    }
+    return sum;
+  }
+
+  Prepared p_;
+  std::size_t n_;
+  std::size_t m_;
+};
+
+// Fewest regimes unless one more clearly lowers the RMS relative error over the n points.
+[[nodiscard]] std::size_t chosen_count(const std::vector<Candidate>& best_by_count, std::size_t n,
+                                       const PiecewiseOptions& options) {
+  std::size_t chosen = 0;
+  const auto rms = [&](const Candidate& c) { return std::sqrt(c.score / static_cast<double>(n)); };
+  for (std::size_t k = 1; k < best_by_count.size(); ++k) {
+    const double current = rms(best_by_count[chosen]);
+    const double next = rms(best_by_count[k]);
+    if (next < (1.0 - options.min_relative_gain) * current &&
+        current - next > options.min_absolute_gain) {
+      chosen = k;
+    }
+  }
+  return chosen;
+}
+
 // Parameters of eta_i = a c_i x_i / (x_i + h), solved in (log a, log h).
 struct Saturation {
   double a = 0.0;
@@ -132,8 +252,8 @@ struct Saturation {
   std::vector<double> residuals;  // (predicted - measured) / measured
 };
 
-[[nodiscard]] Saturation fit_scaled_saturation(std::span<const double> x, std::span<const double> c,
-                                               std::span<const double> y, const char* what) {
+void check_saturation_input(std::span<const double> x, std::span<const double> c,
+                            std::span<const double> y, const char* what) {
   const std::size_t n = x.size();
   if (n < static_cast<std::size_t>(kMinSaturationPoints)) {
     throw InputError(std::string(what) + " fit needs at least " +
@@ -148,70 +268,56 @@ struct Saturation {
   if (distinct_count(x) < 2) {
     throw InputError(std::string(what) + " fit needs at least 2 distinct sizes");
   }
+}
+
+// (log a, log h) by Levenberg-Marquardt on log(predicted / measured), log h kept within 12
+// decades of the sizes, from h at the median size and the a that fits it on average.
+[[nodiscard]] Eigen::Vector2d solve_saturation(std::span<const double> x, std::span<const double> c,
+                                               std::span<const double> y) {
+  const std::size_t n = x.size();
   // Fixed part of each residual: log c + log x - log y.
   std::vector<double> base(n);
   for (std::size_t i = 0; i < n; ++i) base[i] = std::log(c[i]) + std::log(x[i]) - std::log(y[i]);
-  const auto [min_x, max_x] = std::minmax_element(x.begin(), x.end());
-  const double lo = std::log(*min_x * 1e-6);
-  const double hi = std::log(*max_x * 1e6);
-
-  auto residuals = [&](double la, double lh, Eigen::VectorXd& r) {
-    const double h = std::exp(lh);
+  const auto residuals = [&](const Eigen::Vector2d& p) {
+    const double h = std::exp(p(1));
+    Eigen::VectorXd r(static_cast<Eigen::Index>(n));
     for (std::size_t i = 0; i < n; ++i) {
-      r(static_cast<Eigen::Index>(i)) = la + base[i] - std::log(x[i] + h);
+      r(static_cast<Eigen::Index>(i)) = p(0) + base[i] - std::log(x[i] + h);
     }
+    return r;
   };
-  double lh = std::log(median(std::vector<double>(x.begin(), x.end())));
-  double la = 0.0;
-  for (std::size_t i = 0; i < n; ++i) la -= base[i] - std::log(x[i] + std::exp(lh));
-  la /= static_cast<double>(n);
-
-  const auto rows = static_cast<Eigen::Index>(n);
-  Eigen::VectorXd r(rows);
-  Eigen::VectorXd trial(rows);
-  Eigen::MatrixXd jac(rows, 2);
-  residuals(la, lh, r);
-  double cost = r.squaredNorm();
-  double lambda = 1e-3;
-  for (int iter = 0; iter < 500 && cost > 1e-30; ++iter) {
-    const double h = std::exp(lh);
+  const auto jacobian = [&](const Eigen::Vector2d& p, const Eigen::VectorXd&) {
+    const double h = std::exp(p(1));
+    Eigen::MatrixXd jac(static_cast<Eigen::Index>(n), 2);
     for (std::size_t i = 0; i < n; ++i) {
       jac(static_cast<Eigen::Index>(i), 0) = 1.0;
       jac(static_cast<Eigen::Index>(i), 1) = -h / (x[i] + h);
     }
-    const Eigen::Matrix2d jtj = jac.transpose() * jac;
-    const Eigen::Vector2d g = jac.transpose() * r;
-    bool improved = false;
-    double step = 0.0;
-    while (lambda < 1e12) {
-      Eigen::Matrix2d damped = jtj;
-      damped(0, 0) += lambda * jtj(0, 0) + 1e-300;
-      damped(1, 1) += lambda * jtj(1, 1) + 1e-300;
-      const Eigen::Vector2d delta = damped.ldlt().solve(-g);
-      const double new_la = la + delta(0);
-      const double new_lh = std::clamp(lh + delta(1), lo, hi);
-      residuals(new_la, new_lh, trial);
-      const double new_cost = trial.squaredNorm();
-      if (new_cost < cost) {
-        step = std::max(std::abs(new_la - la), std::abs(new_lh - lh));
-        la = new_la;
-        lh = new_lh;
-        r = trial;
-        cost = new_cost;
-        lambda = std::max(lambda / 3.0, 1e-12);
-        improved = true;
-        break;
-      }
-      lambda *= 4.0;
-    }
-    if (!improved || step < 1e-14) break;
-  }
+    return jac;
+  };
+  const double lh = std::log(median(std::vector<double>(x.begin(), x.end())));
+  double la = 0.0;
+  for (std::size_t i = 0; i < n; ++i) la -= base[i] - std::log(x[i] + std::exp(lh));
+  la /= static_cast<double>(n);
 
+  const auto [min_x, max_x] = std::minmax_element(x.begin(), x.end());
+  constexpr double kUnbounded = std::numeric_limits<double>::infinity();
+  const LmBounds<2> bounds{{-kUnbounded, std::log(*min_x * 1e-6)},
+                           {kUnbounded, std::log(*max_x * 1e6)}};
+  constexpr LmRules kRules{.max_iterations = 500, .min_step = 1e-14, .min_cost = 1e-30,
+                           .diagonal_floor = 1e-300};
+  return levenberg_marquardt<2>(Eigen::Vector2d(la, lh), residuals, jacobian, kRules, bounds);
+}
+
+[[nodiscard]] Saturation fit_scaled_saturation(std::span<const double> x, std::span<const double> c,
+                                               std::span<const double> y, const char* what) {
+  check_saturation_input(x, c, y, what);
+  const Eigen::Vector2d p = solve_saturation(x, c, y);
   Saturation s;
-  s.a = std::exp(la);
-  s.h = std::exp(lh);
-  s.residuals.resize(n);
-  for (std::size_t i = 0; i < n; ++i) {
+  s.a = std::exp(p(0));
+  s.h = std::exp(p(1));
+  s.residuals.resize(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
     const double predicted = s.a * c[i] * x[i] / (x[i] + s.h);
     s.residuals[i] = (predicted - y[i]) / y[i];
   }
@@ -282,99 +388,20 @@ PiecewiseFit fit_piecewise(std::span<const hardware::TimedSize> points, double b
                            const PiecewiseOptions& options) {
   const Prepared input = prepare(points, bus_factor);
   const std::size_t n = input.x.size();
-  std::vector<std::size_t> order(n);
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return input.bytes[a] < input.bytes[b]; });
-  std::vector<double> x(n);
-  std::vector<double> t(n);
-  std::vector<double> bytes(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    x[i] = input.x[order[i]];
-    t[i] = input.t[order[i]];
-    bytes[i] = input.bytes[order[i]];
+  const RegimeSearch search(sorted_by_size(input),
+                            static_cast<std::size_t>(std::max(2, options.min_points_per_regime)));
+  std::vector<Candidate> best_by_count{search.one()};
+  if (options.max_regimes >= 2) {
+    if (std::optional<Candidate> two = search.two()) best_by_count.push_back(std::move(*two));
   }
-
-  // A line over the sorted points [lo, hi), if they span 2 distinct sizes.
-  auto segment = [&](std::size_t lo, std::size_t hi) -> std::optional<Line> {
-    if (bytes[hi - 1] == bytes[lo]) return std::nullopt;
-    std::vector<char> use(n, 0);
-    std::fill(use.begin() + static_cast<std::ptrdiff_t>(lo),
-              use.begin() + static_cast<std::ptrdiff_t>(hi), char{1});
-    return solve_relative(x, t, use);
-  };
-  // Sum of squared relative errors of the minimum over lines, or infinity if the lines are not
-  // ordered (alpha and bandwidth both growing).
-  auto score = [&](const std::vector<Line>& lines) {
-    for (std::size_t j = 1; j < lines.size(); ++j) {
-      if (lines[j].alpha < lines[j - 1].alpha || lines[j].beta > lines[j - 1].beta) {
-        return std::numeric_limits<double>::infinity();
-      }
-    }
-    double sum = 0.0;
-    for (std::size_t i = 0; i < n; ++i) {
-      double best = std::numeric_limits<double>::infinity();
-      for (const Line& l : lines) best = std::min(best, l.at(x[i]));
-      const double rel = (best - t[i]) / t[i];
-      sum += rel * rel;
-    }
-    return sum;
-  };
-
-  struct Candidate {
-    std::vector<Line> lines;
-    std::vector<std::size_t> ends;  // one past the last sorted point of each line
-    double score = std::numeric_limits<double>::infinity();
-  };
-  std::vector<Candidate> best_by_count;
-  {
-    const std::optional<Line> all = segment(0, n);
-    best_by_count.push_back({{*all}, {n}, score({*all})});
+  if (options.max_regimes >= 3 && best_by_count.size() == 2) {
+    if (std::optional<Candidate> three = search.three()) best_by_count.push_back(std::move(*three));
   }
-  const auto m = static_cast<std::size_t>(std::max(2, options.min_points_per_regime));
-  if (options.max_regimes >= 2 && n >= 2 * m) {
-    Candidate best;
-    for (std::size_t b = m; b + m <= n; ++b) {
-      const auto l1 = segment(0, b);
-      const auto l2 = segment(b, n);
-      if (!l1 || !l2) continue;
-      const double s = score({*l1, *l2});
-      if (s < best.score) best = {{*l1, *l2}, {b, n}, s};
-    }
-    if (!best.lines.empty()) best_by_count.push_back(best);
-  }
-  if (options.max_regimes >= 3 && n >= 3 * m && best_by_count.size() == 2) {
-    Candidate best;
-    for (std::size_t b1 = m; b1 + 2 * m <= n; ++b1) {
-      const auto l1 = segment(0, b1);
-      if (!l1) continue;
-      for (std::size_t b2 = b1 + m; b2 + m <= n; ++b2) {
-        const auto l2 = segment(b1, b2);
-        const auto l3 = segment(b2, n);
-        if (!l2 || !l3) continue;
-        const double s = score({*l1, *l2, *l3});
-        if (s < best.score) best = {{*l1, *l2, *l3}, {b1, b2, n}, s};
-      }
-    }
-    if (!best.lines.empty()) best_by_count.push_back(best);
-  }
-
-  // Fewest regimes unless one more clearly lowers the RMS relative error.
-  std::size_t chosen = 0;
-  const auto rms = [&](const Candidate& c) { return std::sqrt(c.score / static_cast<double>(n)); };
-  for (std::size_t k = 1; k < best_by_count.size(); ++k) {
-    const double current = rms(best_by_count[chosen]);
-    const double next = rms(best_by_count[k]);
-    if (next < (1.0 - options.min_relative_gain) * current &&
-        current - next > options.min_absolute_gain) {
-      chosen = k;
-    }
-  }
-  const Candidate& c = best_by_count[chosen];
+  const Candidate& c = best_by_count[chosen_count(best_by_count, n, options)];
 
   PiecewiseFit fit;
   for (std::size_t j = 0; j < c.lines.size(); ++j) {
-    fit.regimes.push_back(to_regime(c.lines[j], Bytes(bytes[c.ends[j] - 1])));
+    fit.regimes.push_back(to_regime(c.lines[j], Bytes(search.points().bytes[c.ends[j] - 1])));
   }
   fit.residuals.resize(n);
   for (std::size_t i = 0; i < n; ++i) {

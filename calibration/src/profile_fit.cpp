@@ -169,17 +169,15 @@ void fit_collectives(std::span<const Run> runs, const ProfileFitOptions& options
     const AlphaBetaFit line = fit_alpha_beta(points, factor);
     const PiecewiseFit pieces = fit_piecewise(points, factor, options.piecewise);
 
-    hardware::CollectiveCurve curve;
-    curve.collective = key.collective;
-    curve.scope = report.scope;
-    curve.ranks = key.ranks;
-    curve.nodes = key.nodes;
-    curve.alpha = line.alpha;
-    curve.busbw = line.busbw;
-    curve.regimes = pieces.regimes;
-    curve.points = std::move(points);
-    curve.fit = pieces.quality;
-    out.profile.collectives.push_back(std::move(curve));
+    out.profile.collectives.push_back({.collective = key.collective,
+                                       .scope = report.scope,
+                                       .ranks = key.ranks,
+                                       .nodes = key.nodes,
+                                       .alpha = line.alpha,
+                                       .busbw = line.busbw,
+                                       .regimes = pieces.regimes,
+                                       .points = std::move(points),
+                                       .fit = pieces.quality});
 
     report.points = pieces.quality.points;
     report.outliers = static_cast<int>(std::count(line.dropped.begin(), line.dropped.end(), true));
@@ -272,96 +270,107 @@ void report_skipped(std::span<const Run> runs, ProfileFit& out) {
   return n;
 }
 
+// eta_max and seq_half of the chosen points against the dtype's peak, with the time errors of the
+// saturating model and of what the profile answers (interpolation included).
+[[nodiscard]] hardware::AttentionModel attention_model(
+    const std::string& name, const std::vector<const AttentionMeasurement*>& chosen, bool fused,
+    const ProfileFitOptions& options) {
+  hardware::AttentionModel model;
+  model.kernel = fused ? hardware::AttentionKernel::fused : hardware::AttentionKernel::unfused;
+  std::vector<double> seq;
+  std::vector<double> eta;
+  for (const AttentionMeasurement* a : chosen) {
+    const std::optional<hardware::GemmDtype> dtype = try_parse<hardware::GemmDtype>(a->dtype);
+    const std::optional<FlopsPerSecond> peak = dtype ? peak_of(options, *dtype) : std::nullopt;
+    if (!peak) {
+      throw InputError(name + ": no peak " + a->dtype +
+                       " throughput of the GPU to measure efficiency against");
+    }
+    model.peak = *peak;
+    model.points.push_back({a->seq, a->rate, a->head_dim});
+    seq.push_back(static_cast<double>(a->seq));
+    eta.push_back(a->rate / *peak);
+  }
+  const SaturationFit fit = fit_saturation(seq, eta);
+  model.efficiency = fit.efficiency;
+  model.seq_half = fit.half;
+  // Errors of the time: measured eta / predicted eta - 1.
+  std::vector<double> model_err;
+  std::vector<double> profile_err;
+  for (std::size_t i = 0; i < chosen.size(); ++i) {
+    const double saturating =
+        hardware::saturating_efficiency(model.efficiency, seq[i], model.seq_half);
+    const double interpolated =
+        hardware::attention_model_efficiency(model, chosen[i]->seq, chosen[i]->head_dim);
+    model_err.push_back(eta[i] / saturating - 1.0);
+    profile_err.push_back(eta[i] / interpolated - 1.0);
+  }
+  model.fit = fit_quality(model_err);
+  model.interpolated = fit_quality(profile_err);
+  return model;
+}
+
+// One pass and mask. The fused kernel is what training runs. The unfused proxy is kept only as a
+// labelled fallback, which fused-kernel queries do not use.
+void fit_attention_family(std::span<const Run> runs, AttentionPass pass, bool causal,
+                          const ProfileFitOptions& options, ProfileFit& out) {
+  std::vector<const AttentionMeasurement*> cudnn;
+  std::vector<const AttentionMeasurement*> unfused;
+  for (const Run& run : runs) {
+    for (const AttentionMeasurement& a : run.measurements.attention) {
+      if (a.pass != pass || a.causal != causal) continue;
+      (a.impl == AttentionImpl::cudnn ? cudnn : unfused).push_back(&a);
+    }
+  }
+  const std::string name = attention_family(pass, causal);
+  const int skipped = skipped_count(runs, pass, causal);
+  const bool fused = !cudnn.empty();
+  const std::vector<const AttentionMeasurement*>& chosen = fused ? cudnn : unfused;
+  if (!fused) {
+    std::string note = name + ": no cuDNN point in the runs";
+    if (skipped > 0) {
+      note += " (" + plural(skipped, "cuDNN point", "cuDNN points") + " skipped, see above)";
+    }
+    if (chosen.empty()) {
+      if (skipped > 0) out.notes.push_back(note + "; not fitted");
+      return;
+    }
+    note +=
+        "; the unfused proxy is fitted and kept as kernel 'unfused', which predictions "
+        "of the fused kernel do not use";
+    if (causal) {
+      note += " (causal queries use the non-causal fused model where there is one)";
+    } else {
+      note += " (they fall back to datasheet defaults)";
+    }
+    out.notes.push_back(note);
+  }
+  if (static_cast<int>(chosen.size()) < kMinSaturationPoints) {
+    throw InputError(name + " has " +
+                     plural(static_cast<int>(chosen.size()), "measurement", "measurements") +
+                     "; its efficiency fit needs at least " + std::to_string(kMinSaturationPoints));
+  }
+  hardware::AttentionModel model = attention_model(name, chosen, fused, options);
+
+  FamilyReport r;
+  r.family = name;
+  r.source = fused ? "cuDNN" : "unfused proxy";
+  r.used = fused;
+  r.points = model.fit.points;
+  r.model = model.fit;
+  r.profile = model.interpolated;
+  out.families.push_back(r);
+
+  std::optional<hardware::AttentionModel>& slot =
+      pass == AttentionPass::fwd
+          ? (causal ? out.profile.attention_fwd_causal : out.profile.attention_fwd)
+          : (causal ? out.profile.attention_bwd_causal : out.profile.attention_bwd);
+  slot = std::move(model);
+}
+
 void fit_attention(std::span<const Run> runs, const ProfileFitOptions& options, ProfileFit& out) {
   for (const AttentionPass pass : {AttentionPass::fwd, AttentionPass::bwd}) {
-    for (const bool causal : {false, true}) {
-      std::vector<const AttentionMeasurement*> cudnn;
-      std::vector<const AttentionMeasurement*> unfused;
-      for (const Run& run : runs) {
-        for (const AttentionMeasurement& a : run.measurements.attention) {
-          if (a.pass != pass || a.causal != causal) continue;
-          (a.impl == AttentionImpl::cudnn ? cudnn : unfused).push_back(&a);
-        }
-      }
-      const std::string name = attention_family(pass, causal);
-      const int skipped = skipped_count(runs, pass, causal);
-      // The fused kernel is what training runs. The unfused proxy is kept only as a labelled
-      // fallback, which fused-kernel queries do not use.
-      const bool fused = !cudnn.empty();
-      const std::vector<const AttentionMeasurement*>& chosen = fused ? cudnn : unfused;
-      if (!fused) {
-        std::string note = name + ": no cuDNN point in the runs";
-        if (skipped > 0) {
-          note += " (" + plural(skipped, "cuDNN point", "cuDNN points") + " skipped, see above)";
-        }
-        if (chosen.empty()) {
-          if (skipped > 0) out.notes.push_back(note + "; not fitted");
-          continue;
-        }
-        note +=
-            "; the unfused proxy is fitted and kept as kernel 'unfused', which predictions "
-            "of the fused kernel do not use";
-        if (causal) {
-          note += " (causal queries use the non-causal fused model where there is one)";
-        } else {
-          note += " (they fall back to datasheet defaults)";
-        }
-        out.notes.push_back(note);
-      }
-      if (static_cast<int>(chosen.size()) < kMinSaturationPoints) {
-        throw InputError(name + " has " +
-                         plural(static_cast<int>(chosen.size()), "measurement", "measurements") +
-                         "; its efficiency fit needs at least " +
-                         std::to_string(kMinSaturationPoints));
-      }
-      hardware::AttentionModel model;
-      model.kernel = fused ? hardware::AttentionKernel::fused : hardware::AttentionKernel::unfused;
-      std::vector<double> seq;
-      std::vector<double> eta;
-      for (const AttentionMeasurement* a : chosen) {
-        const std::optional<hardware::GemmDtype> dtype = try_parse<hardware::GemmDtype>(a->dtype);
-        const std::optional<FlopsPerSecond> peak = dtype ? peak_of(options, *dtype) : std::nullopt;
-        if (!peak) {
-          throw InputError(name + ": no peak " + a->dtype +
-                           " throughput of the GPU to measure efficiency against");
-        }
-        model.peak = *peak;
-        model.points.push_back({a->seq, a->rate, a->head_dim});
-        seq.push_back(static_cast<double>(a->seq));
-        eta.push_back(a->rate / *peak);
-      }
-      const SaturationFit fit = fit_saturation(seq, eta);
-      model.efficiency = fit.efficiency;
-      model.seq_half = fit.half;
-      // Errors of the time: measured eta / predicted eta - 1.
-      std::vector<double> model_err;
-      std::vector<double> profile_err;
-      for (std::size_t i = 0; i < chosen.size(); ++i) {
-        const double saturating =
-            hardware::saturating_efficiency(model.efficiency, seq[i], model.seq_half);
-        const double interpolated =
-            hardware::attention_model_efficiency(model, chosen[i]->seq, chosen[i]->head_dim);
-        model_err.push_back(eta[i] / saturating - 1.0);
-        profile_err.push_back(eta[i] / interpolated - 1.0);
-      }
-      model.fit = fit_quality(model_err);
-      model.interpolated = fit_quality(profile_err);
-
-      FamilyReport r;
-      r.family = name;
-      r.source = fused ? "cuDNN" : "unfused proxy";
-      r.used = fused;
-      r.points = model.fit.points;
-      r.model = model.fit;
-      r.profile = model.interpolated;
-      out.families.push_back(r);
-
-      std::optional<hardware::AttentionModel>& slot =
-          pass == AttentionPass::fwd
-              ? (causal ? out.profile.attention_fwd_causal : out.profile.attention_fwd)
-              : (causal ? out.profile.attention_bwd_causal : out.profile.attention_bwd);
-      slot = std::move(model);
-    }
+    for (const bool causal : {false, true}) fit_attention_family(runs, pass, causal, options, out);
   }
 }
 
