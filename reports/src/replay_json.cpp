@@ -116,25 +116,6 @@ std::pair<std::string, Json> parse_setting(const std::string& setting) {
   throw bad("a value");
 }
 
-// An enum-valued key; the message names the object and the key.
-template <class E>
-E enum_key(ObjectReader& r, const std::string& key) {
-  const std::string text = r.string(key);
-  try {
-    return parse_enum<E>(text);
-  } catch (const InputError& e) {
-    throw InputError(fmt::format("{}: key '{}': {}", r.what(), key, e.what()));
-  }
-}
-template <class E>
-std::optional<E> optional_enum_key(ObjectReader& r, const std::string& key) {
-  if (!r.has(key)) {
-    r.ignore({key});
-    return std::nullopt;
-  }
-  return enum_key<E>(r, key);
-}
-
 int int_key(ObjectReader& r, const std::string& key, std::int64_t min_value) {
   const std::int64_t v = r.integer(key, min_value);
   if (v > 1'000'000'000) throw InputError(fmt::format("{}: key '{}' is too large", r.what(), key));
@@ -166,18 +147,18 @@ std::vector<std::string> targets_key(ObjectReader& r, const std::string& key) {
 // defaults because neither the file nor a setting gave them.
 model::Training read_training(ObjectReader& r, std::vector<std::string>& assumed) {
   model::Training t;
-  t.strategy = enum_key<Strategy>(r, "strategy");
+  t.strategy = r.enumeration<Strategy>("strategy");
   t.tp = int_key(r, "tp", 1);
   t.pp = int_key(r, "pp", 1);
   if (r.has("pp_virtual")) t.pp_virtual = int_key(r, "pp_virtual", 1);
   if (const auto sp = r.optional_boolean("sequence_parallel")) t.sequence_parallel = *sp;
   if (r.has("expert_parallel")) t.ep = int_key(r, "expert_parallel", 1);
-  t.method = enum_key<Method>(r, "method");
-  t.precision = enum_key<Precision>(r, "precision");
-  t.optimizer = enum_key<Optimizer>(r, "optimizer");
-  t.checkpointing = enum_key<Checkpointing>(r, "checkpointing");
-  t.offload = enum_key<Offload>(r, "offload");
-  if (const auto f = optional_enum_key<Framework>(r, "framework")) t.framework = *f;
+  t.method = r.enumeration<Method>("method");
+  t.precision = r.enumeration<Precision>("precision");
+  t.optimizer = r.enumeration<Optimizer>("optimizer");
+  t.checkpointing = r.enumeration<Checkpointing>("checkpointing");
+  t.offload = r.enumeration<Offload>("offload");
+  if (const auto f = r.optional_enumeration<Framework>("framework")) t.framework = *f;
   if (const auto f = r.optional_boolean("frozen_base_fp32")) t.frozen_base_fp32 = *f;
   t.micro_batch = r.integer("micro_batch", 1);
   t.grad_accum = r.integer("grad_accum", 1);
@@ -186,17 +167,17 @@ model::Training read_training(ObjectReader& r, std::vector<std::string>& assumed
   const auto assume = [&](const std::string& key, std::string_view value) {
     assumed.push_back(fmt::format("{}={}", key, value));
   };
-  if (const auto a = optional_enum_key<Attention>(r, "attention")) {
+  if (const auto a = r.optional_enumeration<Attention>("attention")) {
     t.attention = *a;
   } else {
     assume("attention", to_string(t.attention));
   }
-  if (const auto o = optional_enum_key<OptimizerImpl>(r, "optimizer_impl")) {
+  if (const auto o = r.optional_enumeration<OptimizerImpl>("optimizer_impl")) {
     t.optimizer_impl = *o;
   } else {
     assume("optimizer_impl", to_string(t.optimizer_impl));
   }
-  if (const auto w = optional_enum_key<FsdpWrap>(r, "fsdp_wrap")) {
+  if (const auto w = r.optional_enumeration<FsdpWrap>("fsdp_wrap")) {
     t.fsdp_wrap = *w;
   } else if (shards_parameters(t.strategy)) {
     assume("fsdp_wrap", to_string(t.fsdp_wrap));
@@ -230,7 +211,7 @@ model::Training read_training(ObjectReader& r, std::vector<std::string>& assumed
       assume("lora_targets", joined);
     }
   }
-  if (const auto q = optional_enum_key<Quant>(r, "quant")) {
+  if (const auto q = r.optional_enumeration<Quant>("quant")) {
     t.quant = *q;
   } else if (t.method == Method::qlora) {
     assume("quant", to_string(t.quant));
@@ -248,6 +229,108 @@ std::string joined(const std::vector<std::string>& v) {
   std::string out;
   for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
   return out;
+}
+
+// The PLAN object a replay reads: an estimate's one plan, or plans[plan_index] of plan --json's;
+// `what` names it in messages.
+struct SelectedPlan {
+  Json plan;
+  std::string what;
+};
+
+SelectedPlan select_plan(ObjectReader& top, const std::string& schema, const std::string& what,
+                         std::size_t plan_index) {
+  SelectedPlan out;
+  if (schema == kEstimateSchema) {
+    if (plan_index != 0)
+      throw InputError(fmt::format(
+          "{}: an estimate holds one plan; --plan-index {} applies to the output of plan --json",
+          what, plan_index));
+    out.plan = top.raw("plan");
+    out.what = what + " plan";
+  } else if (schema == kPlanSchema) {
+    const Json& plans = top.raw("plans");
+    if (!plans.is_array()) throw InputError(what + ": key 'plans' must be an array");
+    if (plans.empty()) throw InputError(what + ": key 'plans' is empty: the search found no plan");
+    if (plan_index >= plans.size())
+      throw InputError(
+          fmt::format("{}: --plan-index {} is out of range: 'plans' holds {} (0 to {})", what,
+                      plan_index, plans.size(), plans.size() - 1));
+    out.plan = plans[plan_index];
+    out.what = fmt::format("{} plans[{}]", what, plan_index);
+  } else {
+    throw InputError(
+        fmt::format("{}: key 'schema' is '{}'; expected '{}' (trainplan estimate --json) or '{}' "
+                    "(trainplan plan --json)",
+                    what, schema, kEstimateSchema, kPlanSchema));
+  }
+  if (!out.plan.is_object()) throw InputError(out.what + ": expected a JSON object");
+  return out;
+}
+
+// The model by its catalogue name; the file's parameter count must be the catalogue's.
+void read_model(const Catalog& catalog, ObjectReader& m, const std::string& what, ReplayInput& in) {
+  const std::string name = m.string("name");
+  try {
+    in.arch = catalog.resolve_model(name).arch;
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{} model: key 'name': {}", what, e.what()));
+  }
+  in.counts = model::count_parameters(in.arch);
+  if (const auto p = m.optional_integer("parameters", 0); p && *p != in.counts.total)
+    throw InputError(
+        fmt::format("{} model: key 'parameters' is {} but '{}' has {} parameters here: the file "
+                    "was written for another model or another version of it",
+                    what, *p, name, in.counts.total));
+}
+
+hardware::Cluster read_cluster(const Catalog& catalog, ObjectReader& cl, const std::string& what) {
+  const std::string gpu = cl.string("gpu");
+  const std::int64_t nodes = cl.integer("nodes", 1);
+  const std::int64_t per_node = cl.integer("gpus_per_node", 1);
+  if (const auto g = cl.optional_integer("gpus", 1); g && *g != nodes * per_node)
+    throw InputError(fmt::format("{} cluster: key 'gpus' is {} but nodes x gpus_per_node is {}",
+                                 what, *g, nodes * per_node));
+  hardware::Cluster cluster;
+  try {
+    cluster =
+        catalog.resolve_cluster(fmt::format("{}x{}x{}", nodes, per_node, gpu), std::nullopt)
+            .cluster;
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{} cluster: key 'gpu': {}", what, e.what()));
+  }
+  if (const auto host = cl.optional_number("host_memory_bytes")) cluster.host_memory = Bytes(*host);
+  return cluster;
+}
+
+// The training must lay out on the cluster as the file says (its dp) and its adapters fit the model.
+void check_layout(ObjectReader& r, const std::string& plan_what, const ReplayInput& in) {
+  try {
+    const planner::Layout l = planner::make_layout(in.arch, in.training, in.cluster);
+    if (const auto dp = r.optional_integer("dp", 1); dp && *dp != l.dp)
+      throw InputError(fmt::format("key 'dp' is {} but tp {} x pp {} on {} GPUs leaves {}", *dp,
+                                   l.tp, l.pp, l.world, l.dp));
+    if (in.training.method != Method::full) (void)model::lora_parameters(in.arch, in.training.lora);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}", plan_what, e.what()));
+  }
+}
+
+// The LoRA rank and targets are not in the file: the adapters' size must agree with them.
+void check_trainable(ObjectReader& m, const std::string& what, const ReplayInput& in) {
+  const auto trainable = m.optional_integer("trainable_parameters", 0);
+  if (!trainable) return;
+  const std::int64_t here = model::trainable_parameters(in.arch, in.counts, in.training);
+  if (*trainable != here && in.training.method != Method::full)
+    throw InputError(fmt::format(
+        "{} model: key 'trainable_parameters' is {} but LoRA rank {} on {} gives {}: the file "
+        "does not record the adapters; give them with --plan-set lora_rank=R --plan-set "
+        "lora_targets=LIST",
+        what, *trainable, in.training.lora.rank, joined(in.training.lora.targets), here));
+  if (*trainable != here)
+    throw InputError(
+        fmt::format("{} model: key 'trainable_parameters' is {} but a full fine-tune trains {}",
+                    what, *trainable, here));
 }
 
 }  // namespace
@@ -268,99 +351,24 @@ ReplayInput replay_input_from_json(const Catalog& catalog, const Json& j, const 
   in.plan_index = plan_index;
   ObjectReader top(j, what);
   in.schema = top.string("schema");
-  Json plan;
-  std::string plan_what;
-  if (in.schema == kEstimateSchema) {
-    if (plan_index != 0)
-      throw InputError(fmt::format(
-          "{}: an estimate holds one plan; --plan-index {} applies to the output of plan --json",
-          what, plan_index));
-    plan = top.raw("plan");
-    plan_what = what + " plan";
-  } else if (in.schema == kPlanSchema) {
-    const Json& plans = top.raw("plans");
-    if (!plans.is_array()) throw InputError(what + ": key 'plans' must be an array");
-    if (plans.empty()) throw InputError(what + ": key 'plans' is empty: the search found no plan");
-    if (plan_index >= plans.size())
-      throw InputError(
-          fmt::format("{}: --plan-index {} is out of range: 'plans' holds {} (0 to {})", what,
-                      plan_index, plans.size(), plans.size() - 1));
-    plan = plans[plan_index];
-    plan_what = fmt::format("{} plans[{}]", what, plan_index);
-  } else {
-    throw InputError(
-        fmt::format("{}: key 'schema' is '{}'; expected '{}' (trainplan estimate --json) or '{}' "
-                    "(trainplan plan --json)",
-                    what, in.schema, kEstimateSchema, kPlanSchema));
-  }
-  if (!plan.is_object()) throw InputError(plan_what + ": expected a JSON object");
-
-  // ---- Model ------------------------------------------------------------------------------------
+  SelectedPlan selected = select_plan(top, in.schema, what, plan_index);
   ObjectReader m(top.raw("model"), what + " model");
-  const std::string name = m.string("name");
-  try {
-    in.arch = catalog.resolve_model(name).arch;
-  } catch (const InputError& e) {
-    throw InputError(fmt::format("{} model: key 'name': {}", what, e.what()));
-  }
-  in.counts = model::count_parameters(in.arch);
-  if (const auto p = m.optional_integer("parameters", 0); p && *p != in.counts.total)
-    throw InputError(
-        fmt::format("{} model: key 'parameters' is {} but '{}' has {} parameters here: the file "
-                    "was written for another model or another version of it",
-                    what, *p, name, in.counts.total));
-
-  // ---- Cluster ----------------------------------------------------------------------------------
+  read_model(catalog, m, what, in);
   ObjectReader cl(top.raw("cluster"), what + " cluster");
-  const std::string gpu = cl.string("gpu");
-  const std::int64_t nodes = cl.integer("nodes", 1);
-  const std::int64_t per_node = cl.integer("gpus_per_node", 1);
-  if (const auto g = cl.optional_integer("gpus", 1); g && *g != nodes * per_node)
-    throw InputError(fmt::format("{} cluster: key 'gpus' is {} but nodes x gpus_per_node is {}",
-                                 what, *g, nodes * per_node));
-  try {
-    in.cluster =
-        catalog.resolve_cluster(fmt::format("{}x{}x{}", nodes, per_node, gpu), std::nullopt)
-            .cluster;
-  } catch (const InputError& e) {
-    throw InputError(fmt::format("{} cluster: key 'gpu': {}", what, e.what()));
-  }
-  if (const auto host = cl.optional_number("host_memory_bytes"))
-    in.cluster.host_memory = Bytes(*host);
+  in.cluster = read_cluster(catalog, cl, what);
 
   // ---- Training ---------------------------------------------------------------------------------
   for (const std::string& s : settings) {
     auto [key, value] = parse_setting(s);
-    plan[key] = std::move(value);
+    selected.plan[key] = std::move(value);
     in.settings.push_back(s);
   }
-  ObjectReader r(plan, plan_what);
+  ObjectReader r(selected.plan, selected.what);
   in.training = read_training(r, in.assumed);
-  try {
-    const planner::Layout l = planner::make_layout(in.arch, in.training, in.cluster);
-    if (const auto dp = r.optional_integer("dp", 1); dp && *dp != l.dp)
-      throw InputError(fmt::format("key 'dp' is {} but tp {} x pp {} on {} GPUs leaves {}", *dp,
-                                   l.tp, l.pp, l.world, l.dp));
-    if (in.training.method != Method::full) (void)model::lora_parameters(in.arch, in.training.lora);
-  } catch (const InputError& e) {
-    throw InputError(fmt::format("{}: {}", plan_what, e.what()));
-  }
-  // The LoRA rank and targets are not in the file: the adapters' size must agree with them.
-  if (const auto trainable = m.optional_integer("trainable_parameters", 0)) {
-    const std::int64_t here = model::trainable_parameters(in.arch, in.counts, in.training);
-    if (*trainable != here && in.training.method != Method::full)
-      throw InputError(fmt::format(
-          "{} model: key 'trainable_parameters' is {} but LoRA rank {} on {} gives {}: the file "
-          "does not record the adapters; give them with --plan-set lora_rank=R --plan-set "
-          "lora_targets=LIST",
-          what, *trainable, in.training.lora.rank, joined(in.training.lora.targets), here));
-    if (*trainable != here)
-      throw InputError(
-          fmt::format("{} model: key 'trainable_parameters' is {} but a full fine-tune trains {}",
-                      what, *trainable, here));
-  }
+  check_layout(r, selected.what, in);
+  check_trainable(m, what, in);
   if (r.has("time")) {
-    ObjectReader t(r.raw("time"), plan_what + " time");
+    ObjectReader t(r.raw("time"), selected.what + " time");
     if (const auto step = t.optional_number("step_s")) in.recorded_step_s = *step;
   }
   return in;

@@ -85,13 +85,7 @@ hardware::InterNodeLink parse_inter_node_json(const Json& j, const std::string& 
 template <class E>
 std::vector<E> enum_list(ObjectReader& r, const std::string& key) {
   std::vector<E> out;
-  for (const std::string& v : string_list(r, key)) {
-    try {
-      out.push_back(parse_enum<E>(v));
-    } catch (const InputError& e) {
-      throw InputError(r.what() + ": key '" + key + "': " + e.what());
-    }
-  }
+  for (const std::string& v : string_list(r, key)) out.push_back(r.enumeration_of<E>(key, v));
   return out;
 }
 
@@ -320,6 +314,76 @@ bool has_json_suffix(const std::string& spec) {
   return ext == ".json";
 }
 
+// What a cluster spec or file says before its GPU is looked up: the counts (and a file's host
+// memory), the GPU's name, and what only a file gives.
+struct ClusterSpec {
+  hardware::Cluster cluster;
+  std::string gpu_name;
+  bool explicit_nodes = false;  // NODESxGPUSxGPU or a file: the GPUs are never regrouped into nodes
+  std::optional<hardware::InterNodeLink> inter_node;
+  std::optional<hardware::GpuSpec> inline_gpu;  // a GPU the catalogue lacks, described in the file
+};
+
+ClusterSpec read_cluster_file(const std::string& spec) {
+  ClusterSpec out;
+  hardware::Cluster& c = out.cluster;
+  const std::string what = "cluster file '" + spec + "'";
+  const Json j = parse_json(read_text_file(spec, "cluster file", kMaxConfigBytes), what);
+  ObjectReader r(j, what);
+  r.ignore({"name", "source"});
+  // The GPU by catalogue name, or described inline as a data/gpus file describes one (a GPU the
+  // catalogue lacks), checked the same way.
+  if (r.has("gpu") && r.raw("gpu").is_object()) {
+    out.inline_gpu = parse_gpu(r.raw("gpu"), what + " gpu").spec;
+    out.gpu_name = out.inline_gpu->name;
+  } else {
+    out.gpu_name = r.string("gpu");
+  }
+  c.nodes = static_cast<int>(r.integer("nodes", 1, kMaxCount));
+  c.gpus_per_node = static_cast<int>(r.integer("gpus_per_node", 1, kMaxCount));
+  if (r.has("inter_node")) out.inter_node = parse_inter_node_json(r.raw("inter_node"), what + " inter_node");
+  else r.ignore({"inter_node"});
+  if (const auto host = r.optional_number("host_memory_GiB")) {
+    if (!(*host > 0.0 && *host <= kMaxHostGiB))
+      throw InputError(what + ": key 'host_memory_GiB' must be positive and at most " +
+                       std::to_string(static_cast<int>(kMaxHostGiB)) + " GiB per node (got " + std::to_string(*host) + ")");
+    c.host_memory = gib(*host);
+  }
+  r.reject_unknown();
+  out.explicit_nodes = true;
+  return out;
+}
+
+// A cluster file, NODESxGPUSxGPU, GPUSxGPU or a GPU alone.
+ClusterSpec parse_cluster_spec(const std::string& spec) {
+  static const std::regex kNodes(R"(^(\d+)[xX](\d+)[xX](.+)$)");
+  static const std::regex kGpus(R"(^(\d+)[xX](.+)$)");
+  if (spec.empty())
+    throw InputError(
+        "empty cluster; expected a spec such as 4xA100-80GB or 2x8xH100-80GB, or a cluster JSON path");
+  if (spec.size() > kMaxNameLength)
+    throw InputError("cluster is " + std::to_string(spec.size()) +
+                     " characters long; expected a short spec such as 2x8xH100-80GB or a cluster JSON path");
+  if (has_json_suffix(spec)) return read_cluster_file(spec);
+  check_spec_length(spec, "cluster");
+  ClusterSpec out;
+  hardware::Cluster& c = out.cluster;
+  out.gpu_name = spec;
+  std::smatch m;
+  if (std::regex_match(spec, m, kNodes)) {
+    c.nodes = spec_count(m[1].str(), "cluster '" + spec + "'");
+    c.gpus_per_node = spec_count(m[2].str(), "cluster '" + spec + "'");
+    out.gpu_name = m[3].str();
+    out.explicit_nodes = true;
+  } else if (std::regex_match(spec, m, kGpus)) {
+    c.gpus_per_node = spec_count(m[1].str(), "cluster '" + spec + "'");
+    out.gpu_name = m[2].str();
+  } else {
+    c.gpus_per_node = 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 hardware::InterNodeLink parse_inter_node(const std::string& text) {
@@ -345,58 +409,11 @@ hardware::InterNodeLink parse_inter_node(const std::string& text) {
 
 ResolvedCluster Catalog::resolve_cluster(const std::string& spec,
                                          const std::optional<std::string>& inter_node) const {
+  ClusterSpec given = parse_cluster_spec(spec);
   ResolvedCluster out;
   hardware::Cluster& c = out.cluster;
+  c = std::move(given.cluster);
   c.description = spec;
-  static const std::regex kNodes(R"(^(\d+)[xX](\d+)[xX](.+)$)");
-  static const std::regex kGpus(R"(^(\d+)[xX](.+)$)");
-  std::smatch m;
-  std::string gpu_name = spec;
-  bool explicit_nodes = false;
-  std::optional<hardware::InterNodeLink> file_inter;
-  std::optional<hardware::GpuSpec> inline_gpu;
-  if (spec.empty())
-    throw InputError(
-        "empty cluster; expected a spec such as 4xA100-80GB or 2x8xH100-80GB, or a cluster JSON path");
-  if (spec.size() > kMaxNameLength)
-    throw InputError("cluster is " + std::to_string(spec.size()) +
-                     " characters long; expected a short spec such as 2x8xH100-80GB or a cluster JSON path");
-  if (has_json_suffix(spec)) {
-    const std::string what = "cluster file '" + spec + "'";
-    const Json j = parse_json(read_text_file(spec, "cluster file", kMaxConfigBytes), what);
-    ObjectReader r(j, what);
-    r.ignore({"name", "source"});
-    // The GPU by catalogue name, or described inline as a data/gpus file describes one (a GPU the
-    // catalogue lacks), checked the same way.
-    if (r.has("gpu") && r.raw("gpu").is_object()) {
-      inline_gpu = parse_gpu(r.raw("gpu"), what + " gpu").spec;
-      gpu_name = inline_gpu->name;
-    } else {
-      gpu_name = r.string("gpu");
-    }
-    c.nodes = static_cast<int>(r.integer("nodes", 1, kMaxCount));
-    c.gpus_per_node = static_cast<int>(r.integer("gpus_per_node", 1, kMaxCount));
-    if (r.has("inter_node")) file_inter = parse_inter_node_json(r.raw("inter_node"), what + " inter_node");
-    else r.ignore({"inter_node"});
-    if (const auto host = r.optional_number("host_memory_GiB")) {
-      if (!(*host > 0.0 && *host <= kMaxHostGiB))
-        throw InputError(what + ": key 'host_memory_GiB' must be positive and at most " +
-                         std::to_string(static_cast<int>(kMaxHostGiB)) + " GiB per node (got " + std::to_string(*host) + ")");
-      c.host_memory = gib(*host);
-    }
-    r.reject_unknown();
-    explicit_nodes = true;
-  } else if (check_spec_length(spec, "cluster"), std::regex_match(spec, m, kNodes)) {
-    c.nodes = spec_count(m[1].str(), "cluster '" + spec + "'");
-    c.gpus_per_node = spec_count(m[2].str(), "cluster '" + spec + "'");
-    gpu_name = m[3].str();
-    explicit_nodes = true;
-  } else if (std::regex_match(spec, m, kGpus)) {
-    c.gpus_per_node = spec_count(m[1].str(), "cluster '" + spec + "'");
-    gpu_name = m[2].str();
-  } else {
-    c.gpus_per_node = 1;
-  }
   if (c.nodes < 1 || c.gpus_per_node < 1)
     throw InputError("cluster '" + spec + "': node and GPU counts must be at least 1");
   if (static_cast<std::int64_t>(c.nodes) * c.gpus_per_node > kMaxCount)
@@ -404,11 +421,12 @@ ResolvedCluster Catalog::resolve_cluster(const std::string& spec,
                      " GPUs is more than 1,000,000 GPUs");
   ResolvedGpu g;
   try {
-    if (inline_gpu) {
-      g.spec = *inline_gpu;
-      g.note = "GPU " + inline_gpu->name + " as the cluster file '" + spec + "' describes it (not catalogued)";
+    if (given.inline_gpu) {
+      g.spec = *given.inline_gpu;
+      g.note = "GPU " + given.inline_gpu->name + " as the cluster file '" + spec +
+               "' describes it (not catalogued)";
     } else {
-      g = resolve_gpu(gpu_name);
+      g = resolve_gpu(given.gpu_name);
     }
   } catch (const InputError& e) {
     if (!spec.ends_with(".json")) throw;
@@ -418,7 +436,7 @@ ResolvedCluster Catalog::resolve_cluster(const std::string& spec,
   if (!g.note.empty()) out.notes.push_back(g.note);
   // "16xA100" on GPUs that come 8 to a node means two nodes.
   const int per_node = c.gpu.default_gpus_per_node;
-  if (!explicit_nodes && c.gpus_per_node > per_node) {
+  if (!given.explicit_nodes && c.gpus_per_node > per_node) {
     if (c.gpus_per_node % per_node != 0)
       throw InputError("cluster '" + spec + "': " + std::to_string(c.gpus_per_node) + " GPUs do not fill nodes of " +
                        std::to_string(per_node) + "; write NODESxGPUSxGPU, e.g. 2x8x" + c.gpu.name);
@@ -427,7 +445,8 @@ ResolvedCluster Catalog::resolve_cluster(const std::string& spec,
     out.notes.push_back(spec + " = " + std::to_string(c.nodes) + " nodes x " + std::to_string(per_node) +
                         " GPUs (nodes of " + std::to_string(per_node) + ")");
   }
-  c.inter_node = inter_node ? parse_inter_node(*inter_node) : file_inter.value_or(c.gpu.default_inter_node);
+  c.inter_node =
+      inter_node ? parse_inter_node(*inter_node) : given.inter_node.value_or(c.gpu.default_inter_node);
   return out;
 }
 

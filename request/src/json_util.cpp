@@ -1,5 +1,6 @@
 #include "trainplan/request/json_util.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -167,6 +168,15 @@ void ObjectReader::ignore(std::initializer_list<std::string_view> keys) {
 void ObjectReader::reject_unknown() const {
   for (const auto& [k, v] : j_.items())
     if (!seen_.contains(k)) throw InputError(what_ + ": unknown key '" + text_excerpt(k) + "'");
+}
+
+void ObjectReader::reject_unknown(std::span<const std::string_view> allowed) const {
+  for (const auto& [k, v] : j_.items()) {
+    if (std::find(allowed.begin(), allowed.end(), k) != allowed.end()) continue;
+    std::string list;
+    for (const std::string_view a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+    throw InputError(what_ + ": unknown key '" + k + "' (expected one of: " + list + ")");
+  }
 }
 
 }  // namespace trainplan::request

@@ -19,16 +19,6 @@ using planner::Metric;
 using planner::ReferenceCase;
 using planner::Unit;
 
-template <class E>
-E read_enum(ObjectReader& r, const std::string& key) {
-  const std::string s = r.string(key);
-  try {
-    return parse_enum<E>(s);
-  } catch (const InputError& e) {
-    throw InputError(r.what() + ": key '" + key + "': " + e.what());
-  }
-}
-
 std::vector<std::string> string_list(const Json& v, const std::string& what,
                                      const std::string& key) {
   if (!v.is_array() || v.empty())
@@ -114,26 +104,24 @@ model::Training read_training(const Json& v, const std::string& what,
                               const model::Architecture& a) {
   ObjectReader r(v, what + " training");
   model::Training t;
-  t.method = read_enum<Method>(r, "method");
-  t.precision = read_enum<Precision>(r, "precision");
-  t.optimizer = read_enum<Optimizer>(r, "optimizer");
-  t.strategy = read_enum<Strategy>(r, "strategy");
+  t.method = r.enumeration<Method>("method");
+  t.precision = r.enumeration<Precision>("precision");
+  t.optimizer = r.enumeration<Optimizer>("optimizer");
+  t.strategy = r.enumeration<Strategy>("strategy");
   t.tp = static_cast<int>(r.integer("tp", 1, kMaxDegree));
   t.pp = static_cast<int>(r.integer("pp", 1, kMaxDegree));
   t.micro_batch = r.integer("micro_batch", 1, kMaxCount);
   t.grad_accum = r.integer("grad_accum", 1, kMaxCount);
   t.seq = r.integer("seq", 1, kMaxCount);
-  t.checkpointing = read_enum<Checkpointing>(r, "checkpointing");
-  t.attention = read_enum<Attention>(r, "attention");
-  t.offload = read_enum<Offload>(r, "offload");
-  t.framework = read_enum<Framework>(r, "framework");
+  t.checkpointing = r.enumeration<Checkpointing>("checkpointing");
+  t.attention = r.enumeration<Attention>("attention");
+  t.offload = r.enumeration<Offload>("offload");
+  t.framework = r.enumeration<Framework>("framework");
   t.pp_virtual = static_cast<int>(r.optional_integer("pp_virtual", 1, kMaxDegree).value_or(1));
   t.sequence_parallel = r.optional_boolean("sequence_parallel").value_or(false);
   t.ep = static_cast<int>(r.optional_integer("expert_parallel", 1, kMaxDegree).value_or(1));
-  if (r.has("fsdp_wrap")) t.fsdp_wrap = read_enum<FsdpWrap>(r, "fsdp_wrap");
-  r.ignore({"fsdp_wrap"});
-  if (r.has("optimizer_impl")) t.optimizer_impl = read_enum<OptimizerImpl>(r, "optimizer_impl");
-  r.ignore({"optimizer_impl"});
+  if (const auto w = r.optional_enumeration<FsdpWrap>("fsdp_wrap")) t.fsdp_wrap = *w;
+  if (const auto i = r.optional_enumeration<OptimizerImpl>("optimizer_impl")) t.optimizer_impl = *i;
   t.zero_init = r.optional_boolean("zero_init").value_or(true);
   t.frozen_base_fp32 = r.optional_boolean("frozen_base_fp32").value_or(false);
   if (const auto release = r.optional_string("transformers"))
@@ -168,7 +156,7 @@ model::Training read_training(const Json& v, const std::string& what,
                      ": key 'quant' is missing (method 'qlora' needs nf4, nf4-dq, fp4 or int8)");
   if (!quantized && r.has("quant"))
     throw InputError(r.what() + ": key 'quant' is given but method is not 'qlora'");
-  if (quantized) t.quant = read_enum<Quant>(r, "quant");
+  if (quantized) t.quant = r.enumeration<Quant>("quant");
   r.ignore({"quant"});
   if (const auto block = r.optional_integer("quant_block", 64)) {
     if (!quantized) throw InputError(r.what() + ": key 'quant_block' is given but method is not 'qlora'");
@@ -176,7 +164,7 @@ model::Training read_training(const Json& v, const std::string& what,
   }
   if (r.has("qlora_stack")) {
     if (!quantized) throw InputError(r.what() + ": key 'qlora_stack' is given but method is not 'qlora'");
-    t.qlora_stack = read_enum<QloraStack>(r, "qlora_stack");
+    t.qlora_stack = r.enumeration<QloraStack>("qlora_stack");
   }
   r.ignore({"qlora_stack"});
   r.reject_unknown();
@@ -186,13 +174,13 @@ model::Training read_training(const Json& v, const std::string& what,
 Measurement read_measurement(const Json& v, const std::string& what) {
   ObjectReader r(v, what);
   Measurement m;
-  m.metric = read_enum<Metric>(r, "metric");
+  m.metric = r.enumeration<Metric>("metric");
   m.value = r.number("value");
   if (m.value <= 0.0) throw InputError(what + ": key 'value' must be positive");
   if (!r.has("unit"))
     throw InputError(what + ": key 'unit' is missing: state the unit the value is written in (" +
                      planner::allowed_units(m.metric) + ")");
-  m.unit = read_enum<Unit>(r, "unit");
+  m.unit = r.enumeration<Unit>("unit");
   if (!planner::unit_fits(m.metric, m.unit))
     throw InputError(what + ": key 'unit': '" + std::string(to_string(m.unit)) +
                      "' is not a unit of metric '" + std::string(to_string(m.metric)) + "' (use " +
@@ -300,9 +288,9 @@ model::Training read_oracle_training(const Json& v, const std::string& what,
   else
     throw InputError(r.what() + ": key 'dtype' must be \"float32\" or \"bfloat16\" (got \"" +
                      dtype + "\")");
-  t.attention = read_enum<Attention>(r, "attention");
-  t.checkpointing = read_enum<Checkpointing>(r, "checkpointing");
-  t.method = read_enum<Method>(r, "method");
+  t.attention = r.enumeration<Attention>("attention");
+  t.checkpointing = r.enumeration<Checkpointing>("checkpointing");
+  t.method = r.enumeration<Method>("method");
   t.micro_batch = r.integer("micro_batch", 1);
   t.seq = r.integer("seq", 1);
   if (t.method != Method::full) {

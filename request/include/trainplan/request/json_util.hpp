@@ -3,13 +3,18 @@
 // key is an error that names it and the file.
 
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
+
+#include "trainplan/core/enum_table.hpp"
+#include "trainplan/core/error.hpp"
 
 namespace trainplan::request {
 
@@ -33,9 +38,13 @@ enum class DuplicateKeys { refuse, last_wins };
 [[nodiscard]] Json parse_json(std::string_view text, const std::string& what,
                               DuplicateKeys duplicates = DuplicateKeys::refuse);
 
+// The one way our readers take a JSON object's keys: each key read once, typed and range-checked,
+// and a key the reader does not know refused by name, either before any is read (against a list) or
+// after (whatever was never read).
 class ObjectReader {
  public:
-  // `what` names the object in messages, e.g. "GPU file data/gpus/a100.json".
+  // `what` names the object in messages, e.g. "GPU file data/gpus/a100.json". Throws when `j` is
+  // not an object.
   ObjectReader(const Json& j, std::string what);
 
   [[nodiscard]] bool has(const std::string& key) const;
@@ -52,10 +61,38 @@ class ObjectReader {
       std::int64_t max_value = std::numeric_limits<std::int64_t>::max());
   [[nodiscard]] bool boolean(const std::string& key);
   [[nodiscard]] std::optional<bool> optional_boolean(const std::string& key);
+  // An enum-valued key, spelt as the enum's one string table spells it; the message names the key
+  // and the valid values. The optional form: absent or null gives nullopt.
+  template <class E>
+  [[nodiscard]] E enumeration(const std::string& key) {
+    return enumeration_of<E>(key, string(key));
+  }
+  template <class E>
+  [[nodiscard]] std::optional<E> optional_enumeration(const std::string& key) {
+    seen_.insert(key);
+    if (!has(key)) return std::nullopt;
+    return enumeration<E>(key);
+  }
+  // `text`, found under `key` (an entry of its list), as an E; the message names the key.
+  template <class E>
+  [[nodiscard]] E enumeration_of(const std::string& key, std::string_view text) const {
+    try {
+      return parse_enum<E>(text);
+    } catch (const InputError& e) {
+      throw InputError(what_ + ": key '" + key + "': " + e.what());
+    }
+  }
   // Marks keys as read without interpreting them (free-text provenance, comments).
   void ignore(std::initializer_list<std::string_view> keys);
   // Throws naming the first key that was never read.
   void reject_unknown() const;
+  // Throws naming the first key not in `allowed`, and the list: checked before any key is read, so
+  // that a misspelt key is reported as itself rather than as the key it was meant to be being
+  // missing.
+  void reject_unknown(std::span<const std::string_view> allowed) const;
+  void reject_unknown(std::initializer_list<std::string_view> allowed) const {
+    reject_unknown(std::span<const std::string_view>(allowed.begin(), allowed.size()));
+  }
   [[nodiscard]] const std::string& what() const { return what_; }
 
  private:
