@@ -6,12 +6,25 @@
 // reshard_after_forward true by default; MegatronLMPlugin: recompute_activations is "selective
 // activation recomputation").
 
+#include <array>
 #include <string>
+#include <string_view>
 
 #include "config_reader.hpp"
 
 namespace trainplan::request::config {
 namespace {
+
+// ClusterConfig's and SageMakerConfig's other fields (config_args.py): read without a warning,
+// though they change nothing trainplan prices.
+constexpr std::array kOtherKeys = std::to_array<std::string_view>({
+    "compute_environment", "debug", "downcast_bf16", "machine_rank", "main_training_function",
+    "rdzv_backend", "same_network", "tpu_env", "tpu_use_cluster", "tpu_use_sudo", "tpu_name",
+    "tpu_zone", "tpu_vm", "main_process_ip", "main_process_port", "enable_cpu_affinity", "gpu_ids",
+    "dynamo_config", "fp8_config", "mpirun_config", "ipex_config", "command_file", "commands",
+    "parallelism_config", "additional_args", "base_job_name", "ec2_instance_type", "iam_role_name",
+    "image_uri", "profile", "py_version", "pytorch_version", "region", "sagemaker_inputs_file",
+    "sagemaker_metrics_file", "transformers_version"});
 
 // FSDP1 ShardingStrategy names (also the older integer spellings 1..5 of accelerate <= 0.20).
 void set_sharding(const Json& v, const std::string& key, Reader& r) {
@@ -22,14 +35,8 @@ void set_sharding(const Json& v, const std::string& key, Reader& r) {
     const auto i = v.get<std::int64_t>();
     if (i >= 1 && i <= 5) s = kByIndex.at(static_cast<std::size_t>(i));
   }
-  if (s == "FULL_SHARD")
-    r.set("strategy", "fsdp-full", key, v);
-  else if (s == "SHARD_GRAD_OP")
-    r.set("strategy", "fsdp-grad-op", key, v);
-  else if (s == "HYBRID_SHARD")
-    r.set("strategy", "fsdp-hybrid", key, v);
-  else if (s == "NO_SHARD")
-    r.set("strategy", "ddp", key, v);
+  if (const Named* n = find_named(fsdp_sharding_strategies(), s))
+    r.set("strategy", std::string(n->value), key, v);
   else if (s == "HYBRID_SHARD_ZERO2")
     r.unresolved("strategy", key, v, "HYBRID_SHARD_ZERO2 has no trainplan strategy");
   else
@@ -39,8 +46,7 @@ void set_sharding(const Json& v, const std::string& key, Reader& r) {
 
 void read_fsdp(const Json& j, Reader& r) {
   r.set("framework", "pytorch", "distributed_type", j.at("distributed_type"));
-  const Json f = j.contains("fsdp_config") && j.at("fsdp_config").is_object() ? j.at("fsdp_config")
-                                                                              : Json::object();
+  const Json f = section(j, "fsdp_config");
   const std::string p = "fsdp_config";
   const std::int64_t version = r.integer(f, "fsdp_version", p, "", 1).value_or(1);
   if (f.contains("fsdp_sharding_strategy")) {
@@ -90,9 +96,7 @@ void read_fsdp(const Json& j, Reader& r) {
 
 void read_deepspeed_section(const Json& j, Reader& r) {
   r.set("framework", "deepspeed", "distributed_type", j.at("distributed_type"));
-  const Json d = j.contains("deepspeed_config") && j.at("deepspeed_config").is_object()
-                     ? j.at("deepspeed_config")
-                     : Json::object();
+  const Json d = section(j, "deepspeed_config");
   const std::string p = "deepspeed_config";
   if (d.contains("deepspeed_config_file") && !d.at("deepspeed_config_file").is_null()) {
     // accelerate then takes everything from that JSON and refuses the inline keys.
@@ -105,9 +109,7 @@ void read_deepspeed_section(const Json& j, Reader& r) {
     r.set("strategy", kStrategy.at(static_cast<std::size_t>(*st)), p + ".zero_stage",
           d.at("zero_stage"));
   }
-  if (const auto ga = r.integer(d, "gradient_accumulation_steps", p, "grad-accum", 1))
-    r.set("grad-accum", std::to_string(*ga), p + ".gradient_accumulation_steps",
-          d.at("gradient_accumulation_steps"));
+  r.set_integer(d, "gradient_accumulation_steps", p, "grad-accum", 1);
   const auto device = [&](const char* key) -> std::optional<bool> {
     const auto v = r.string(d, key, p, "offload");
     if (!v) return std::nullopt;
@@ -133,17 +135,11 @@ void read_deepspeed_section(const Json& j, Reader& r) {
 
 void read_megatron_section(const Json& j, Reader& r) {
   r.set("framework", "megatron", "distributed_type", j.at("distributed_type"));
-  const Json m = j.contains("megatron_lm_config") && j.at("megatron_lm_config").is_object()
-                     ? j.at("megatron_lm_config")
-                     : Json::object();
+  const Json m = section(j, "megatron_lm_config");
   const std::string p = "megatron_lm_config";
-  const auto put_int = [&](const char* key, const char* option) {
-    if (const auto v = r.integer(m, key, p, option, 1))
-      r.set(option, std::to_string(*v), p + "." + key, m.at(key));
-  };
-  put_int("megatron_lm_tp_degree", "tp");
-  put_int("megatron_lm_pp_degree", "pp");
-  put_int("megatron_lm_num_micro_batches", "grad-accum");
+  r.set_integer(m, "megatron_lm_tp_degree", p, "tp", 1);
+  r.set_integer(m, "megatron_lm_pp_degree", p, "pp", 1);
+  r.set_integer(m, "megatron_lm_num_micro_batches", p, "grad-accum", 1);
   if (const auto sp = r.boolean(m, "megatron_lm_sequence_parallelism", p, "sequence-parallel");
       sp && *sp)
     r.set("sequence-parallel", "true", p + ".megatron_lm_sequence_parallelism",
@@ -192,10 +188,8 @@ void read_accelerate(const Json& j, Reader& r) {
       dt.is_boolean() && !dt.get<bool>() ? "NO" : (dt.is_string() ? dt.get<std::string>() : "?");
   if (const auto cpu = r.boolean(j, "use_cpu", "", ""); cpu && *cpu)
     r.fail("use_cpu", j.at("use_cpu"), "a CPU run; trainplan plans GPU training");
-  const auto nodes = r.integer(j, "num_machines", "", "nodes", 1);
-  const auto procs = r.integer(j, "num_processes", "", "gpus", 1);
-  if (nodes) r.set("nodes", std::to_string(*nodes), "num_machines", j.at("num_machines"));
-  if (procs) r.set("gpus", std::to_string(*procs), "num_processes", j.at("num_processes"));
+  r.set_integer(j, "num_machines", "", "nodes", 1);
+  r.set_integer(j, "num_processes", "", "gpus", 1);
   read_mixed_precision(j, r);
   if (type == "NO") {
     r.set("strategy", "single", "distributed_type", dt);
@@ -214,42 +208,7 @@ void read_accelerate(const Json& j, Reader& r) {
   r.check_keys(j, "",
                {"distributed_type", "use_cpu", "num_machines", "num_processes", "mixed_precision",
                 "fsdp_config", "deepspeed_config", "megatron_lm_config"},
-               {"compute_environment",
-                "debug",
-                "downcast_bf16",
-                "machine_rank",
-                "main_training_function",
-                "rdzv_backend",
-                "same_network",
-                "tpu_env",
-                "tpu_use_cluster",
-                "tpu_use_sudo",
-                "tpu_name",
-                "tpu_zone",
-                "tpu_vm",
-                "main_process_ip",
-                "main_process_port",
-                "enable_cpu_affinity",
-                "gpu_ids",
-                "dynamo_config",
-                "fp8_config",
-                "mpirun_config",
-                "ipex_config",
-                "command_file",
-                "commands",
-                "parallelism_config",
-                "additional_args",
-                "base_job_name",
-                "ec2_instance_type",
-                "iam_role_name",
-                "image_uri",
-                "profile",
-                "py_version",
-                "pytorch_version",
-                "region",
-                "sagemaker_inputs_file",
-                "sagemaker_metrics_file",
-                "transformers_version"});
+               kOtherKeys);
 }
 
 }  // namespace trainplan::request::config

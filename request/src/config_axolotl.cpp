@@ -564,14 +564,8 @@ void read_adapter(const Json& j, Reader& r) {
   } else {
     r.fail("adapter", j.at("adapter"), "trainplan estimates lora and qlora adapters only");
   }
-  if (const auto v = r.integer(j, "lora_r", "", "lora-rank", 1))
-    r.set("lora-rank", std::to_string(*v), "lora_r", j.at("lora_r"));
-  if (const auto v = r.number(j, "lora_alpha", "", "lora-alpha"))
-    r.set("lora-alpha", j.at("lora_alpha").dump(), "lora_alpha", j.at("lora_alpha"));
-  if (const auto v = r.number(j, "lora_dropout", "", "lora-dropout")) {
-    if (*v < 0 || *v >= 1) r.fail("lora_dropout", j.at("lora_dropout"), "must be in [0, 1)");
-    r.set("lora-dropout", j.at("lora_dropout").dump(), "lora_dropout", j.at("lora_dropout"));
-  }
+  r.set_integer(j, "lora_r", "", "lora-rank", 1);
+  set_lora_alpha_and_dropout(r, j, "");
   // With lora_target_linear, axolotl adds every linear layer to lora_target_modules (the union,
   // src/axolotl/loaders/adapter.py: list(set(lora_target_modules + find_all_linear_names(model)))):
   // all-linear, whatever the list names.
@@ -601,15 +595,7 @@ void read_precision_and_kernels(const Json& j, Reader& r) {
     r.set("checkpointing", "full-offload", "gradient_checkpointing", gc);
   else if (const auto g = r.boolean(j, "gradient_checkpointing", "", "checkpointing"))
     r.set("checkpointing", *g ? "full" : "none", "gradient_checkpointing", gc);
-  if (const auto a = r.string(j, "attn_implementation", "", "attention")) {
-    if (*a == "flash_attention_2")
-      r.set("attention", "flash", "attn_implementation", j.at("attn_implementation"));
-    else if (*a == "sdpa" || *a == "eager")
-      r.set("attention", *a, "attn_implementation", j.at("attn_implementation"));
-    else
-      r.unresolved("attention", "attn_implementation", j.at("attn_implementation"),
-                   "an attention kernel trainplan does not model");
-  }
+  set_attn_implementation(r, j);
   if (r.boolean(j, "flash_attention", "", "attention").value_or(false))
     r.set("attention", "flash", "flash_attention", true);
   if (r.boolean(j, "sdp_attention", "", "attention").value_or(false))
@@ -633,20 +619,9 @@ void read_sharding(const Json& j, Reader& r) {
       if (const auto re = r.boolean(f, key, "fsdp_config", "strategy"))
         r.set("strategy", *re ? "fsdp-full" : "fsdp-grad-op", std::string("fsdp_config.") + key,
               f.at(key));
-    if (const auto s = r.string(f, "fsdp_sharding_strategy", "fsdp_config", "strategy")) {
-      const std::string k = "fsdp_config.fsdp_sharding_strategy";
-      if (*s == "FULL_SHARD")
-        r.set("strategy", "fsdp-full", k, f.at("fsdp_sharding_strategy"));
-      else if (*s == "SHARD_GRAD_OP")
-        r.set("strategy", "fsdp-grad-op", k, f.at("fsdp_sharding_strategy"));
-      else if (*s == "HYBRID_SHARD")
-        r.set("strategy", "fsdp-hybrid", k, f.at("fsdp_sharding_strategy"));
-      else if (*s == "NO_SHARD")
-        r.set("strategy", "ddp", k, f.at("fsdp_sharding_strategy"));
-      else
-        r.unresolved("strategy", k, f.at("fsdp_sharding_strategy"),
-                     "a sharding strategy trainplan does not model");
-    }
+    if (r.string(f, "fsdp_sharding_strategy", "fsdp_config", "strategy"))
+      set_named(r, "strategy", fsdp_sharding_strategies(), "fsdp_config.fsdp_sharding_strategy",
+                f.at("fsdp_sharding_strategy"), "a sharding strategy trainplan does not model");
     if (!r.read().find("strategy"))
       r.set("strategy", "fsdp-full", "fsdp_config", "(FSDP, full sharding by default)");
   }
@@ -671,13 +646,9 @@ void read_axolotl(const Json& j, Reader& r) {
     r.fail("unfrozen_parameters", j.at("unfrozen_parameters"),
            "training only these parameters (the rest frozen) is not modelled; trainplan would price a full "
            "fine-tune of every weight (use an adapter, or leave the key out to plan a full fine-tune)");
-  if (const auto v = r.integer(j, "sequence_len", "", "seq", 1))
-    r.set("seq", std::to_string(*v), "sequence_len", j.at("sequence_len"));
-  if (const auto v = r.integer(j, "micro_batch_size", "", "micro-batch", 1))
-    r.set("micro-batch", std::to_string(*v), "micro_batch_size", j.at("micro_batch_size"));
-  if (const auto v = r.integer(j, "gradient_accumulation_steps", "", "grad-accum", 1))
-    r.set("grad-accum", std::to_string(*v), "gradient_accumulation_steps",
-          j.at("gradient_accumulation_steps"));
+  r.set_integer(j, "sequence_len", "", "seq", 1);
+  r.set_integer(j, "micro_batch_size", "", "micro-batch", 1);
+  r.set_integer(j, "gradient_accumulation_steps", "", "grad-accum", 1);
   read_precision_and_kernels(j, r);
   read_sharding(j, r);
   for (const auto& [k, v] : j.items())

@@ -136,6 +136,76 @@ void set_megatron_accumulation(Reader& r) {
   }
 }
 
+// What the script's flags leave to be settled once all are read.
+struct MegatronFlags {
+  bool distributed_optimizer = false;
+  bool sgd = false;
+  std::string momentum = "0.9";  // arguments.py: --sgd-momentum defaults to 0.9
+};
+
+// One flag of the pretrain script.
+void read_megatron_flag(const std::string& flag, const std::string& value, Reader& r,
+                        MegatronFlags& flags) {
+  static const std::map<std::string, std::string, std::less<>> kInts{
+      {"--tensor-model-parallel-size", "tp"},
+      {"--pipeline-model-parallel-size", "pp"},
+      {"--micro-batch-size", "micro-batch"},
+      {"--global-batch-size", "global-batch"},
+      {"--seq-length", "seq"},
+      {"--expert-model-parallel-size", "expert-parallel"}};
+  if (const auto it = kInts.find(flag); it != kInts.end()) {
+    if (!value.empty() && value[0] == '$')
+      r.unresolved(it->second, flag, value, "a shell variable this file does not set");
+    else
+      r.set(it->second, std::to_string(positive(r, flag, value)), flag, value);
+  } else if (flag == "--bf16") {
+    r.set("precision", "bf16-mixed", flag, "");
+  } else if (flag == "--fp16") {
+    r.set("precision", "fp16-mixed", flag, "");
+  } else if (flag == "--recompute-granularity") {
+    if (value != "full" && value != "selective") r.fail(flag, value, "must be full or selective");
+    r.set("checkpointing", value, flag, value);
+  } else if (flag == "--recompute-activations") {
+    r.set("checkpointing", "selective", flag, "");
+  } else if (flag == "--use-distributed-optimizer") {
+    flags.distributed_optimizer = true;
+  } else if (flag == "--sequence-parallel") {
+    r.set("sequence-parallel", "true", flag, "");
+  } else if (flag == "--moe-expert-capacity-factor") {
+    r.set("moe-capacity-factor", value, flag, value);
+  } else if (flag == "--moe-pad-expert-input-to-capacity") {
+    r.set("moe-pad-to-capacity", "true", flag, "");
+  } else if (flag == "--use-flash-attn") {
+    r.set("attention", "flash", flag, "");
+  } else if (flag == "--optimizer-cpu-offload") {
+    r.set("offload", "optimizer", flag, "");
+  } else if (flag == "--optimizer") {
+    // Megatron's adam is Apex/TE FusedAdam with decoupled weight decay (AdamW).
+    if (value == "adam")
+      r.set("optimizer", "adamw", flag, value);
+    else if (value == "sgd")
+      flags.sgd = true;
+    else
+      r.unresolved("optimizer", flag, value, "an optimizer trainplan does not model");
+  } else if (flag == "--sgd-momentum") {
+    flags.momentum = value;
+  } else if (flag == "--attention-backend") {
+    if (value == "flash")
+      r.set("attention", "flash", flag, value);
+    else if (value == "unfused")
+      r.set("attention", "eager", flag, value);
+    else
+      r.unresolved("attention", flag, value, "an attention backend trainplan does not model");
+  } else if (flag.rfind("--fp8-format", 0) == 0) {
+    r.warn(
+        flag +
+        ": Transformer Engine fp8 matmuls are not modelled; estimated at the 16-bit precision");
+  } else if (flag == "--num-layers-per-virtual-pipeline-stage") {
+    r.unresolved("pp-virtual", flag, value,
+                 "virtual stages = layers / (pipeline size x this); give --pp-virtual");
+  }
+}
+
 }  // namespace
 
 void read_megatron_command(const std::vector<std::string>& args, Reader& r) {
@@ -145,78 +215,17 @@ void read_megatron_command(const std::vector<std::string>& args, Reader& r) {
   p.launcher = p.script;
   read_launcher(p, r);
   r.set("framework", "megatron", "(a Megatron-LM command)", p.script_name);
-  const std::map<std::string, std::string, std::less<>> kInts{
-      {"--tensor-model-parallel-size", "tp"},
-      {"--pipeline-model-parallel-size", "pp"},
-      {"--micro-batch-size", "micro-batch"},
-      {"--global-batch-size", "global-batch"},
-      {"--seq-length", "seq"},
-      {"--expert-model-parallel-size", "expert-parallel"}};
-  bool distributed_optimizer = false;
-  bool sgd = false;
-  std::string momentum = "0.9";  // arguments.py: --sgd-momentum defaults to 0.9
-  for (const auto& [flag, value] : p.script) {
-    if (const auto it = kInts.find(flag); it != kInts.end()) {
-      if (!value.empty() && value[0] == '$')
-        r.unresolved(it->second, flag, value, "a shell variable this file does not set");
-      else
-        r.set(it->second, std::to_string(positive(r, flag, value)), flag, value);
-    } else if (flag == "--bf16") {
-      r.set("precision", "bf16-mixed", flag, "");
-    } else if (flag == "--fp16") {
-      r.set("precision", "fp16-mixed", flag, "");
-    } else if (flag == "--recompute-granularity") {
-      if (value != "full" && value != "selective") r.fail(flag, value, "must be full or selective");
-      r.set("checkpointing", value, flag, value);
-    } else if (flag == "--recompute-activations") {
-      r.set("checkpointing", "selective", flag, "");
-    } else if (flag == "--use-distributed-optimizer") {
-      distributed_optimizer = true;
-    } else if (flag == "--sequence-parallel") {
-      r.set("sequence-parallel", "true", flag, "");
-    } else if (flag == "--moe-expert-capacity-factor") {
-      r.set("moe-capacity-factor", value, flag, value);
-    } else if (flag == "--moe-pad-expert-input-to-capacity") {
-      r.set("moe-pad-to-capacity", "true", flag, "");
-    } else if (flag == "--use-flash-attn") {
-      r.set("attention", "flash", flag, "");
-    } else if (flag == "--optimizer-cpu-offload") {
-      r.set("offload", "optimizer", flag, "");
-    } else if (flag == "--optimizer") {
-      // Megatron's adam is Apex/TE FusedAdam with decoupled weight decay (AdamW).
-      if (value == "adam")
-        r.set("optimizer", "adamw", flag, value);
-      else if (value == "sgd")
-        sgd = true;
-      else
-        r.unresolved("optimizer", flag, value, "an optimizer trainplan does not model");
-    } else if (flag == "--sgd-momentum") {
-      momentum = value;
-    } else if (flag == "--attention-backend") {
-      if (value == "flash")
-        r.set("attention", "flash", flag, value);
-      else if (value == "unfused")
-        r.set("attention", "eager", flag, value);
-      else
-        r.unresolved("attention", flag, value, "an attention backend trainplan does not model");
-    } else if (flag.rfind("--fp8-format", 0) == 0) {
-      r.warn(
-          flag +
-          ": Transformer Engine fp8 matmuls are not modelled; estimated at the 16-bit precision");
-    } else if (flag == "--num-layers-per-virtual-pipeline-stage") {
-      r.unresolved("pp-virtual", flag, value,
-                   "virtual stages = layers / (pipeline size x this); give --pp-virtual");
-    }
-  }
-  if (sgd) {
+  MegatronFlags flags;
+  for (const auto& [flag, value] : p.script) read_megatron_flag(flag, value, r, flags);
+  if (flags.sgd) {
     double m = 0;
     try {
-      m = std::stod(momentum);
+      m = std::stod(flags.momentum);
     } catch (const std::exception&) {
-      r.fail("--sgd-momentum", momentum, "must be a number");
+      r.fail("--sgd-momentum", flags.momentum, "must be a number");
     }
     r.set("optimizer", m == 0 ? "sgd" : "sgd-momentum", "--optimizer",
-          "sgd, --sgd-momentum " + momentum);
+          "sgd, --sgd-momentum " + flags.momentum);
   }
   // Without --bf16 or --fp16 Megatron trains in fp32 (params_dtype defaults to float32).
   if (!r.read().find("precision")) r.set("precision", "fp32", "(no --bf16 or --fp16)", "");
@@ -227,8 +236,8 @@ void read_megatron_command(const std::vector<std::string>& args, Reader& r) {
   if (!r.read().find("offload")) r.set("offload", "none", "(no --optimizer-cpu-offload: Megatron's default)", "");
   set_megatron_accumulation(r);
   // Megatron's DDP all-reduces gradients; the distributed optimizer shards the optimizer states.
-  r.set("strategy", distributed_optimizer ? "zero1" : "ddp",
-        distributed_optimizer ? "--use-distributed-optimizer" : "(no --use-distributed-optimizer)",
+  r.set("strategy", flags.distributed_optimizer ? "zero1" : "ddp",
+        flags.distributed_optimizer ? "--use-distributed-optimizer" : "(no --use-distributed-optimizer)",
         "");
 }
 

@@ -66,8 +66,8 @@ void Reader::unresolved(const std::string& option, const std::string& key, const
 void Reader::warn(const std::string& text) { out_.warnings.push_back(name_ + ": " + text); }
 
 void Reader::check_keys(const Json& obj, const std::string& prefix,
-                        std::initializer_list<std::string_view> used,
-                        std::initializer_list<std::string_view> known) {
+                        std::span<const std::string_view> used,
+                        std::span<const std::string_view> known) {
   if (!obj.is_object()) return;
   for (const auto& [k, v] : obj.items()) {
     const auto is = [&k](std::string_view s) { return s == k; };
@@ -157,6 +157,62 @@ std::optional<std::string> Reader::string_list(const Json& obj, const std::strin
   }
   if (joined.empty()) fail(join_key(prefix, key), v, "must name at least one module");
   return joined;
+}
+
+std::optional<std::int64_t> Reader::set_integer(const Json& obj, const std::string& key,
+                                                const std::string& prefix, const std::string& option,
+                                                std::int64_t min) {
+  const std::optional<std::int64_t> v = integer(obj, key, prefix, option, min);
+  if (v) set(option, std::to_string(*v), join_key(prefix, key), obj.at(key));
+  return v;
+}
+
+Json section(const Json& j, const std::string& key) {
+  return j.contains(key) && j.at(key).is_object() ? j.at(key) : Json::object();
+}
+
+const Named* find_named(std::span<const Named> table, std::string_view name) {
+  for (const Named& n : table)
+    if (n.name == name) return &n;
+  return nullptr;
+}
+
+void set_named(Reader& r, const std::string& option, std::span<const Named> table,
+               const std::string& key, const Json& raw, const std::string& why) {
+  if (const Named* n = find_named(table, raw.get<std::string>()))
+    r.set(option, std::string(n->value), key, raw);
+  else
+    r.unresolved(option, key, raw, why);
+}
+
+std::span<const Named> fsdp_sharding_strategies() {
+  static constexpr std::array kStrategies{
+      Named{"FULL_SHARD", "fsdp-full"}, Named{"SHARD_GRAD_OP", "fsdp-grad-op"},
+      Named{"HYBRID_SHARD", "fsdp-hybrid"}, Named{"NO_SHARD", "ddp"}};
+  return kStrategies;
+}
+
+void set_lora_alpha_and_dropout(Reader& r, const Json& obj, const std::string& prefix) {
+  const std::string alpha = join_key(prefix, "lora_alpha");
+  const std::string dropout = join_key(prefix, "lora_dropout");
+  if (r.number(obj, "lora_alpha", prefix, "lora-alpha"))
+    r.set("lora-alpha", obj.at("lora_alpha").dump(), alpha, obj.at("lora_alpha"));
+  if (const auto v = r.number(obj, "lora_dropout", prefix, "lora-dropout")) {
+    if (*v < 0 || *v >= 1) r.fail(dropout, obj.at("lora_dropout"), "must be in [0, 1)");
+    r.set("lora-dropout", obj.at("lora_dropout").dump(), dropout, obj.at("lora_dropout"));
+  }
+}
+
+void set_attn_implementation(Reader& r, const Json& j) {
+  const auto attn = r.string(j, "attn_implementation", "", "attention");
+  if (!attn) return;
+  if (*attn == "flash_attention_2")
+    r.set("attention", "flash", "attn_implementation", j.at("attn_implementation"));
+  else if (*attn == "sdpa" || *attn == "eager")
+    r.set("attention", *attn, "attn_implementation", j.at("attn_implementation"));
+  else
+    r.unresolved("attention", "attn_implementation", j.at("attn_implementation"),
+                 "an attention kernel trainplan does not model");
 }
 
 // transformers/training_args.py OptimizerNames (v4.46): the names whose optimizer trainplan models.

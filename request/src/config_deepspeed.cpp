@@ -9,12 +9,46 @@
 #include <array>
 #include <cctype>
 #include <string>
+#include <string_view>
 
 #include "config_reader.hpp"
 #include "trainplan/core/checked.hpp"
 
 namespace trainplan::request::config {
 namespace {
+
+// DeepSpeedZeroConfig's other fields: read without a warning, though they change nothing
+// trainplan prices.
+constexpr std::array kZeroOtherKeys = std::to_array<std::string_view>({
+    "contiguous_gradients", "reduce_scatter", "reduce_bucket_size", "use_multi_rank_bucket_allreduce",
+    "allgather_partitions", "allgather_bucket_size", "overlap_comm", "load_from_fp32_weights",
+    "elastic_checkpoint", "sub_group_size", "cpu_offload_param", "cpu_offload_use_pin_memory",
+    "cpu_offload", "stage3_prefetch_bucket_size", "stage3_param_persistence_threshold",
+    "stage3_model_persistence_threshold", "stage3_max_live_parameters", "stage3_max_reuse_distance",
+    "stage3_gather_16bit_weights_on_model_save", "stage3_module_granularity_threshold",
+    "stage3_use_all_reduce_for_fetch_params", "stage3_allgather_sequential",
+    "stage3_gather_fp16_weights_on_model_save", "ignore_unused_parameters", "legacy_stage1",
+    "round_robin_gradients", "zero_quantized_nontrainable_weights", "zeropp_loco_param",
+    "mics_hierarchical_params_gather", "memory_efficient_linear", "pipeline_loading_checkpoint",
+    "override_module_apply", "log_trace_cache_warnings", "enable_sanity_checks",
+    "save_muon_momentum_buffer_in_memory", "leaf_module", "prefetch_bucket_size",
+    "param_persistence_threshold", "model_persistence_threshold", "max_live_parameters",
+    "max_reuse_distance", "gather_16bit_weights_on_model_save"});
+
+// The config's other sections and keys (runtime/config.py), likewise.
+constexpr std::array kOtherKeys = std::to_array<std::string_view>({
+    "scheduler", "gradient_clipping", "steps_per_print", "wall_clock_breakdown",
+    "zero_allow_untested_optimizer", "zero_force_ds_cpu_optimizer", "prescale_gradients",
+    "gradient_predivide_factor", "communication_data_type", "seq_parallel_communication_data_type",
+    "sparse_gradients", "dump_state", "memory_breakdown", "tensorboard", "wandb", "csv_monitor",
+    "comet", "flops_profiler", "comms_logger", "checkpoint", "data_types", "aio", "elasticity",
+    "autotuning", "compression_training", "data_efficiency", "curriculum_learning", "sparse_attention",
+    "pipeline", "eigenvalue", "progressive_layer_drop", "quantize_training", "nebula",
+    "dataloader_drop_last", "torch_autocast", "gradient_allreduce_op", "disable_allgather",
+    "managed_gradient_accumulation", "check_overflow", "use_data_before_expert_parallelism",
+    "hybrid_engine", "weight_quantization", "compile", "timers", "monitor_config", "graph_harvesting",
+    "use_node_local_storage", "load_universal_checkpoint", "zenflow", "tensor_parallel",
+    "sequence_parallel_size", "log_level"});
 
 // "cpu" or "nvme" moves the state off the GPU; "none" keeps it.
 std::optional<bool> offload_device(const Json& zero, const std::string& key, Reader& r) {
@@ -37,6 +71,21 @@ std::optional<bool> offload_device(const Json& zero, const std::string& key, Rea
     return true;
   }
   r.fail(path + ".device", o.at("device"), "must be none, cpu or nvme");
+}
+
+void read_batch(const Json& j, Reader& r) {
+  const auto mb = r.set_integer(j, "train_micro_batch_size_per_gpu", "", "micro-batch", 1);
+  const auto ga = r.set_integer(j, "gradient_accumulation_steps", "", "grad-accum", 1);
+  const auto tb = r.set_integer(j, "train_batch_size", "", "global-batch", 1);
+  // config.py _batch_assertion: train_batch_size = micro-batch x accumulation x data-parallel size.
+  if (mb && ga && tb) {
+    const std::int64_t per_rank = checked_product(
+        {*mb, *ga}, r.read().path + ": train_micro_batch_size_per_gpu x gradient_accumulation_steps");
+    if (*tb % per_rank != 0)
+      r.fail("train_batch_size", j.at("train_batch_size"),
+             "is not a multiple of train_micro_batch_size_per_gpu x gradient_accumulation_steps = " +
+                 std::to_string(per_rank));
+  }
 }
 
 void read_precision(const Json& j, Reader& r) {
@@ -116,22 +165,8 @@ void read_parallelism(const Json& j, Reader& r) {
            ": DeepSpeed-Ulysses sequence parallelism is not modelled; estimated without it");
 }
 
-int read_zero(const Json& j, Reader& r) {
-  if (!j.contains("zero_optimization")) return -1;
-  const Json& z = j.at("zero_optimization");
-  if (!z.is_object()) r.fail("zero_optimization", z, "must be an object");
-  const std::optional<std::int64_t> st = r.integer(z, "stage", "zero_optimization", "strategy", 0);
-  const int stage = st ? static_cast<int>(*st) : 0;  // DeepSpeedZeroConfig.stage defaults to 0
-  if (st && *st > 3) r.fail("zero_optimization.stage", z.at("stage"), "must be 0, 1, 2 or 3");
-  static constexpr std::array kStrategy{"ddp", "zero1", "zero2", "zero3"};
-  // MiCS (mics_shard_size > 0 with stage 3) shards within groups of that size and replicates
-  // across them: hybrid sharding.
-  const auto mics = r.integer(z, "mics_shard_size", "zero_optimization", "strategy", -1);
-  if (mics && *mics > 0 && stage == 3)
-    r.set("strategy", "fsdp-hybrid", "zero_optimization.mics_shard_size", z.at("mics_shard_size"));
-  else if (st)
-    r.set("strategy", kStrategy.at(static_cast<std::size_t>(stage)), "zero_optimization.stage",
-          z.at("stage"));
+// offload_optimizer and offload_param: the optimizer on the host, or the parameters too (stage 3 only).
+void read_zero_offload(const Json& z, int stage, Reader& r) {
   const std::optional<bool> opt = offload_device(z, "offload_optimizer", r);
   const std::optional<bool> par = offload_device(z, "offload_param", r);
   if (par && *par && stage != 3)
@@ -148,6 +183,25 @@ int read_zero(const Json& j, Reader& r) {
     r.set("offload", *opt ? "optimizer" : "none", "zero_optimization.offload_optimizer.device",
           z.at("offload_optimizer").at("device"));
   }
+}
+
+int read_zero(const Json& j, Reader& r) {
+  if (!j.contains("zero_optimization")) return -1;
+  const Json& z = j.at("zero_optimization");
+  if (!z.is_object()) r.fail("zero_optimization", z, "must be an object");
+  const std::optional<std::int64_t> st = r.integer(z, "stage", "zero_optimization", "strategy", 0);
+  const int stage = st ? static_cast<int>(*st) : 0;  // DeepSpeedZeroConfig.stage defaults to 0
+  if (st && *st > 3) r.fail("zero_optimization.stage", z.at("stage"), "must be 0, 1, 2 or 3");
+  static constexpr std::array kStrategy{"ddp", "zero1", "zero2", "zero3"};
+  // MiCS (mics_shard_size > 0 with stage 3) shards within groups of that size and replicates
+  // across them: hybrid sharding.
+  const auto mics = r.integer(z, "mics_shard_size", "zero_optimization", "strategy", -1);
+  if (mics && *mics > 0 && stage == 3)
+    r.set("strategy", "fsdp-hybrid", "zero_optimization.mics_shard_size", z.at("mics_shard_size"));
+  else if (st)
+    r.set("strategy", kStrategy.at(static_cast<std::size_t>(stage)), "zero_optimization.stage",
+          z.at("stage"));
+  read_zero_offload(z, stage, r);
   if (z.contains("zenflow") && !z.at("zenflow").is_null())
     r.warn(
         "zero_optimization.zenflow: ZenFlow's selective GPU updates are not modelled; "
@@ -156,48 +210,7 @@ int read_zero(const Json& j, Reader& r) {
   r.check_keys(z, "zero_optimization",
                {"stage", "mics_shard_size", "offload_optimizer", "offload_param", "zenflow",
                 "zero_quantized_weights", "zero_quantized_gradients", "zero_hpz_partition_size"},
-               {"contiguous_gradients",
-                "reduce_scatter",
-                "reduce_bucket_size",
-                "use_multi_rank_bucket_allreduce",
-                "allgather_partitions",
-                "allgather_bucket_size",
-                "overlap_comm",
-                "load_from_fp32_weights",
-                "elastic_checkpoint",
-                "sub_group_size",
-                "cpu_offload_param",
-                "cpu_offload_use_pin_memory",
-                "cpu_offload",
-                "stage3_prefetch_bucket_size",
-                "stage3_param_persistence_threshold",
-                "stage3_model_persistence_threshold",
-                "stage3_max_live_parameters",
-                "stage3_max_reuse_distance",
-                "stage3_gather_16bit_weights_on_model_save",
-                "stage3_module_granularity_threshold",
-                "stage3_use_all_reduce_for_fetch_params",
-                "stage3_allgather_sequential",
-                "stage3_gather_fp16_weights_on_model_save",
-                "ignore_unused_parameters",
-                "legacy_stage1",
-                "round_robin_gradients",
-                "zero_quantized_nontrainable_weights",
-                "zeropp_loco_param",
-                "mics_hierarchical_params_gather",
-                "memory_efficient_linear",
-                "pipeline_loading_checkpoint",
-                "override_module_apply",
-                "log_trace_cache_warnings",
-                "enable_sanity_checks",
-                "save_muon_momentum_buffer_in_memory",
-                "leaf_module",
-                "prefetch_bucket_size",
-                "param_persistence_threshold",
-                "model_persistence_threshold",
-                "max_live_parameters",
-                "max_reuse_distance",
-                "gather_16bit_weights_on_model_save"});
+               kZeroOtherKeys);
   return stage;
 }
 
@@ -222,8 +235,7 @@ void read_optimizer(const Json& j, bool offloaded, Reader& r) {
                  "an optimizer trainplan does not model; left to other inputs");
     return;
   }
-  const Json params =
-      o.contains("params") && o.at("params").is_object() ? o.at("params") : Json::object();
+  const Json params = section(o, "params");
   const std::optional<bool> w_mode =
       r.boolean(params, "adam_w_mode", "optimizer.params", "optimizer");
   // engine.py: type AdamW forces decoupled weight decay; Adam uses adam_w_mode (default true).
@@ -262,25 +274,7 @@ void read_activation_checkpointing(const Json& j, Reader& r) {
 
 void read_deepspeed(const Json& j, Reader& r) {
   r.set("framework", "deepspeed", "(a DeepSpeed config)", "");
-  const auto mb = r.integer(j, "train_micro_batch_size_per_gpu", "", "micro-batch", 1);
-  const auto ga = r.integer(j, "gradient_accumulation_steps", "", "grad-accum", 1);
-  const auto tb = r.integer(j, "train_batch_size", "", "global-batch", 1);
-  if (mb)
-    r.set("micro-batch", std::to_string(*mb), "train_micro_batch_size_per_gpu",
-          j.at("train_micro_batch_size_per_gpu"));
-  if (ga)
-    r.set("grad-accum", std::to_string(*ga), "gradient_accumulation_steps",
-          j.at("gradient_accumulation_steps"));
-  if (tb) r.set("global-batch", std::to_string(*tb), "train_batch_size", j.at("train_batch_size"));
-  // config.py _batch_assertion: train_batch_size = micro-batch x accumulation x data-parallel size.
-  if (mb && ga && tb) {
-    const std::int64_t per_rank = checked_product(
-        {*mb, *ga}, r.read().path + ": train_micro_batch_size_per_gpu x gradient_accumulation_steps");
-    if (*tb % per_rank != 0)
-      r.fail("train_batch_size", j.at("train_batch_size"),
-             "is not a multiple of train_micro_batch_size_per_gpu x gradient_accumulation_steps = " +
-                 std::to_string(per_rank));
-  }
+  read_batch(j, r);
   read_precision(j, r);
   const auto& open = r.read().unresolved_options;
   // Without an enabled fp16 or bf16 section DeepSpeed trains in fp32 (runtime/config.py).
@@ -302,58 +296,7 @@ void read_deepspeed(const Json& j, Reader& r) {
       j, "",
       {"train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "train_batch_size", "fp16",
        "bf16", "bfloat16", "zero_optimization", "optimizer", "activation_checkpointing", "amp"},
-      {"scheduler",
-       "gradient_clipping",
-       "steps_per_print",
-       "wall_clock_breakdown",
-       "zero_allow_untested_optimizer",
-       "zero_force_ds_cpu_optimizer",
-       "prescale_gradients",
-       "gradient_predivide_factor",
-       "communication_data_type",
-       "seq_parallel_communication_data_type",
-       "sparse_gradients",
-       "dump_state",
-       "memory_breakdown",
-       "tensorboard",
-       "wandb",
-       "csv_monitor",
-       "comet",
-       "flops_profiler",
-       "comms_logger",
-       "checkpoint",
-       "data_types",
-       "aio",
-       "elasticity",
-       "autotuning",
-       "compression_training",
-       "data_efficiency",
-       "curriculum_learning",
-       "sparse_attention",
-       "pipeline",
-       "eigenvalue",
-       "progressive_layer_drop",
-       "quantize_training",
-       "nebula",
-       "dataloader_drop_last",
-       "torch_autocast",
-       "gradient_allreduce_op",
-       "disable_allgather",
-       "managed_gradient_accumulation",
-       "check_overflow",
-       "use_data_before_expert_parallelism",
-       "hybrid_engine",
-       "weight_quantization",
-       "compile",
-       "timers",
-       "monitor_config",
-       "graph_harvesting",
-       "use_node_local_storage",
-       "load_universal_checkpoint",
-       "zenflow",
-       "tensor_parallel",
-       "sequence_parallel_size",
-       "log_level"});
+      kOtherKeys);
 }
 
 }  // namespace trainplan::request::config

@@ -71,28 +71,6 @@ bool is_deepspeed(const Json& j) {
                      "zero_allow_untested_optimizer", "steps_per_print"});
 }
 
-ConfigRead read_json_kind(const Json& j, ConfigRead out) {
-  if (!j.is_object()) throw InputError(out.path + ": expected a JSON object at the top");
-  if (j.contains("peft_type")) {
-    out.kind = "PEFT adapter_config";
-    config::Reader r(out, "PEFT LoraConfig");
-    config::read_peft(j, r);
-  } else if (is_deepspeed(j)) {
-    out.kind = "DeepSpeed config";
-    config::Reader r(out, "DeepSpeed");
-    config::read_deepspeed(j, r);
-  } else if (has_any(j, {"per_device_train_batch_size", "output_dir", "gradient_checkpointing"})) {
-    out.kind = "TrainingArguments";
-    config::Reader r(out, "TrainingArguments");
-    config::read_training_arguments(j, r);
-  } else {
-    throw InputError(out.path +
-                     ": JSON that is not a training config trainplan reads (a DeepSpeed "
-                     "config, a PEFT adapter_config.json or TrainingArguments)");
-  }
-  return out;
-}
-
 bool is_torchtune(const Json& j) {
   if (!j.contains("model") || !j.at("model").is_object()) return false;
   const Json& m = j.at("model");
@@ -100,41 +78,71 @@ bool is_torchtune(const Json& j) {
          m.at("_component_").get<std::string>().rfind("torchtune.", 0) == 0;
 }
 
+// A kind of training config: its name in ConfigRead::kind, its format as warnings name it ("is not
+// a DeepSpeed key"), and its reader.
+struct Kind {
+  const char* kind;
+  const char* format;
+  void (*read)(const Json&, config::Reader&);
+};
+
+constexpr Kind kPeft{"PEFT adapter_config", "PEFT LoraConfig", config::read_peft};
+constexpr Kind kDeepSpeed{"DeepSpeed config", "DeepSpeed", config::read_deepspeed};
+constexpr Kind kTrainingArguments{"TrainingArguments", "TrainingArguments",
+                                  config::read_training_arguments};
+constexpr Kind kAccelerate{"accelerate config", "accelerate config", config::read_accelerate};
+constexpr Kind kTorchtune{"torchtune config", "torchtune", config::read_torchtune};
+constexpr Kind kLitgpt{"litgpt config", "litgpt finetune", config::read_litgpt};
+constexpr Kind kAxolotl{"axolotl config", "axolotl", config::read_axolotl};
+constexpr Kind kLlamaFactory{"LLaMA-Factory config", "LLaMA-Factory", config::read_llamafactory};
+
+ConfigRead read_as(const Kind& k, const Json& j, ConfigRead out) {
+  out.kind = k.kind;
+  config::Reader r(out, k.format);
+  k.read(j, r);
+  return out;
+}
+
+// The kind of a JSON object, or nullptr.
+const Kind* json_kind(const Json& j) {
+  if (j.contains("peft_type")) return &kPeft;
+  if (is_deepspeed(j)) return &kDeepSpeed;
+  if (has_any(j, {"per_device_train_batch_size", "output_dir", "gradient_checkpointing"}))
+    return &kTrainingArguments;
+  return nullptr;
+}
+
+// The kind of a YAML mapping, or nullptr.
+const Kind* yaml_kind(const Json& j) {
+  if (has_any(j, {"distributed_type", "compute_environment"})) return &kAccelerate;
+  if (is_torchtune(j)) return &kTorchtune;
+  if (j.contains("checkpoint_dir") && j.contains("train")) return &kLitgpt;
+  if (j.contains("base_model") &&
+      has_any(j, {"micro_batch_size", "sequence_len", "adapter", "datasets"}))
+    return &kAxolotl;
+  if (j.contains("model_name_or_path") &&
+      has_any(j, {"finetuning_type", "cutoff_len", "lora_target", "template", "stage"}))
+    return &kLlamaFactory;
+  if (has_any(j, {"per_device_train_batch_size", "gradient_accumulation_steps"}))
+    return &kTrainingArguments;
+  return nullptr;
+}
+
+ConfigRead read_json_kind(const Json& j, ConfigRead out) {
+  if (!j.is_object()) throw InputError(out.path + ": expected a JSON object at the top");
+  if (const Kind* k = json_kind(j)) return read_as(*k, j, std::move(out));
+  throw InputError(out.path +
+                   ": JSON that is not a training config trainplan reads (a DeepSpeed "
+                   "config, a PEFT adapter_config.json or TrainingArguments)");
+}
+
 ConfigRead read_yaml_kind(const Json& j, ConfigRead out) {
   if (!j.is_object()) throw InputError(out.path + ": expected a YAML mapping at the top");
-  if (has_any(j, {"distributed_type", "compute_environment"})) {
-    out.kind = "accelerate config";
-    config::Reader r(out, "accelerate config");
-    config::read_accelerate(j, r);
-  } else if (is_torchtune(j)) {
-    out.kind = "torchtune config";
-    config::Reader r(out, "torchtune");
-    config::read_torchtune(j, r);
-  } else if (j.contains("checkpoint_dir") && j.contains("train")) {
-    out.kind = "litgpt config";
-    config::Reader r(out, "litgpt finetune");
-    config::read_litgpt(j, r);
-  } else if (j.contains("base_model") &&
-             has_any(j, {"micro_batch_size", "sequence_len", "adapter", "datasets"})) {
-    out.kind = "axolotl config";
-    config::Reader r(out, "axolotl");
-    config::read_axolotl(j, r);
-  } else if (j.contains("model_name_or_path") &&
-             has_any(j, {"finetuning_type", "cutoff_len", "lora_target", "template", "stage"})) {
-    out.kind = "LLaMA-Factory config";
-    config::Reader r(out, "LLaMA-Factory");
-    config::read_llamafactory(j, r);
-  } else if (has_any(j, {"per_device_train_batch_size", "gradient_accumulation_steps"})) {
-    out.kind = "TrainingArguments";
-    config::Reader r(out, "TrainingArguments");
-    config::read_training_arguments(j, r);
-  } else {
-    throw InputError(out.path +
-                     ": YAML that is not a training config trainplan reads (an "
-                     "accelerate, litgpt, torchtune, axolotl or LLaMA-Factory config, or "
-                     "TrainingArguments)");
-  }
-  return out;
+  if (const Kind* k = yaml_kind(j)) return read_as(*k, j, std::move(out));
+  throw InputError(out.path +
+                   ": YAML that is not a training config trainplan reads (an "
+                   "accelerate, litgpt, torchtune, axolotl or LLaMA-Factory config, or "
+                   "TrainingArguments)");
 }
 
 }  // namespace

@@ -17,16 +17,11 @@ namespace {
 void read_precision(const Json& j, Reader& r) {
   const auto p = r.string(j, "precision", "", "precision");
   if (!p) return;
-  struct Row {
-    std::string_view litgpt, trainplan;
-  };
-  static constexpr std::array kRows{Row{"bf16-true", "bf16-true"}, Row{"bf16-mixed", "bf16-mixed"},
-                                    Row{"16-true", "fp16-true"},   Row{"16-mixed", "fp16-mixed"},
-                                    Row{"32-true", "fp32"},        Row{"32", "fp32"}};
-  for (const Row& row : kRows)
-    if (row.litgpt == *p)
-      return r.set("precision", std::string(row.trainplan), "precision", j.at("precision"));
-  r.unresolved("precision", "precision", j.at("precision"), "a precision trainplan does not model");
+  static constexpr std::array kPrecisions{
+      Named{"bf16-true", "bf16-true"}, Named{"bf16-mixed", "bf16-mixed"}, Named{"16-true", "fp16-true"},
+      Named{"16-mixed", "fp16-mixed"}, Named{"32-true", "fp32"},          Named{"32", "fp32"}};
+  set_named(r, "precision", kPrecisions, "precision", j.at("precision"),
+            "a precision trainplan does not model");
 }
 
 // lora.py: quantize is one of bnb.nf4, bnb.nf4-dq, bnb.fp4, bnb.fp4-dq, bnb.int8-training.
@@ -51,14 +46,8 @@ bool read_quantize(const Json& j, Reader& r) {
 }
 
 void read_lora(const Json& j, Reader& r) {
-  if (const auto v = r.integer(j, "lora_r", "", "lora-rank", 1))
-    r.set("lora-rank", std::to_string(*v), "lora_r", j.at("lora_r"));
-  if (const auto v = r.number(j, "lora_alpha", "", "lora-alpha"))
-    r.set("lora-alpha", j.at("lora_alpha").dump(), "lora_alpha", j.at("lora_alpha"));
-  if (const auto v = r.number(j, "lora_dropout", "", "lora-dropout")) {
-    if (*v < 0 || *v >= 1) r.fail("lora_dropout", j.at("lora_dropout"), "must be in [0, 1)");
-    r.set("lora-dropout", j.at("lora_dropout").dump(), "lora_dropout", j.at("lora_dropout"));
-  }
+  r.set_integer(j, "lora_r", "", "lora-rank", 1);
+  set_lora_alpha_and_dropout(r, j, "");
   struct Flag {
     const char* key;
     bool on_by_default;
@@ -83,15 +72,9 @@ void read_lora(const Json& j, Reader& r) {
 void read_train(const Json& j, Reader& r, std::optional<std::int64_t> world) {
   if (!j.contains("train") || !j.at("train").is_object()) return;
   const Json& t = j.at("train");
-  const auto gb = r.integer(t, "global_batch_size", "train", "global-batch", 1);
-  const auto mb = r.integer(t, "micro_batch_size", "train", "micro-batch", 1);
-  if (gb)
-    r.set("global-batch", std::to_string(*gb), "train.global_batch_size",
-          t.at("global_batch_size"));
-  if (mb)
-    r.set("micro-batch", std::to_string(*mb), "train.micro_batch_size", t.at("micro_batch_size"));
-  if (const auto s = r.integer(t, "max_seq_length", "train", "seq", 1))
-    r.set("seq", std::to_string(*s), "train.max_seq_length", t.at("max_seq_length"));
+  const auto gb = r.set_integer(t, "global_batch_size", "train", "global-batch", 1);
+  const auto mb = r.set_integer(t, "micro_batch_size", "train", "micro-batch", 1);
+  r.set_integer(t, "max_seq_length", "train", "seq", 1);
   if (gb && mb && world) {
     const std::int64_t per_rank = *gb / *world;
     if (per_rank < *mb || per_rank % *mb != 0)
@@ -112,20 +95,14 @@ void read_optimizer(const Json& j, Reader& r) {
   const Json& o = j.at("optimizer");
   const Json cls = o.is_object() ? o.value("class_path", Json()) : o;
   if (!cls.is_string()) r.fail("optimizer", o, "must be a class name or {class_path, init_args}");
-  const std::string c = cls.get<std::string>();
   const std::string key = o.is_object() ? "optimizer.class_path" : "optimizer";
-  if (c == "torch.optim.AdamW" || c == "AdamW")
-    r.set("optimizer", "adamw", key, cls);
-  else if (c == "torch.optim.Adam" || c == "Adam")
-    r.set("optimizer", "adam", key, cls);
-  else if (c == "torch.optim.SGD" || c == "SGD")
-    r.set("optimizer", "sgd", key, cls);
-  else if (c == "bitsandbytes.optim.AdamW8bit")
-    r.set("optimizer", "adamw-8bit", key, cls);
-  else if (c == "bitsandbytes.optim.PagedAdamW8bit")
-    r.set("optimizer", "paged-adamw-8bit", key, cls);
-  else
-    r.unresolved("optimizer", key, cls, "an optimizer trainplan does not model");
+  static constexpr std::array kOptimizers{
+      Named{"torch.optim.AdamW", "adamw"}, Named{"AdamW", "adamw"},
+      Named{"torch.optim.Adam", "adam"},   Named{"Adam", "adam"},
+      Named{"torch.optim.SGD", "sgd"},     Named{"SGD", "sgd"},
+      Named{"bitsandbytes.optim.AdamW8bit", "adamw-8bit"},
+      Named{"bitsandbytes.optim.PagedAdamW8bit", "paged-adamw-8bit"}};
+  set_named(r, "optimizer", kOptimizers, key, cls, "an optimizer trainplan does not model");
 }
 
 }  // namespace

@@ -63,12 +63,9 @@ void read_method(const Json& j, Reader& r) {
 }
 
 void read_training(const Json& j, Reader& r) {
-  if (const auto v = r.integer(j, "per_device_train_batch_size", "", "micro-batch", 1))
-    r.set("micro-batch", std::to_string(*v), "per_device_train_batch_size", j.at("per_device_train_batch_size"));
-  if (const auto v = r.integer(j, "gradient_accumulation_steps", "", "grad-accum", 1))
-    r.set("grad-accum", std::to_string(*v), "gradient_accumulation_steps", j.at("gradient_accumulation_steps"));
-  if (const auto v = r.integer(j, "cutoff_len", "", "seq", 1))
-    r.set("seq", std::to_string(*v), "cutoff_len", j.at("cutoff_len"));
+  r.set_integer(j, "per_device_train_batch_size", "", "micro-batch", 1);
+  r.set_integer(j, "gradient_accumulation_steps", "", "grad-accum", 1);
+  r.set_integer(j, "cutoff_len", "", "seq", 1);
   const bool pure = r.boolean(j, "pure_bf16", "", "precision").value_or(false);
   const bool bf16 = r.boolean(j, "bf16", "", "precision").value_or(false);
   const bool fp16 = r.boolean(j, "fp16", "", "precision").value_or(false);

@@ -17,8 +17,7 @@ void read_peft(const Json& j, Reader& r) {
   r.set("method", "lora", "peft_type", j.at("peft_type"));
   if (const auto base = r.string(j, "base_model_name_or_path", "", "model"))
     r.set("model", *base, "base_model_name_or_path", j.at("base_model_name_or_path"));
-  if (const auto rank = r.integer(j, "r", "", "lora-rank", 1))
-    r.set("lora-rank", std::to_string(*rank), "r", j.at("r"));
+  r.set_integer(j, "r", "", "lora-rank", 1);
   if (const auto alpha = r.number(j, "lora_alpha", "", "lora-alpha")) {
     if (*alpha <= 0) r.fail("lora_alpha", j.at("lora_alpha"), "must be positive");
     r.set("lora-alpha", j.at("lora_alpha").dump(), "lora_alpha", j.at("lora_alpha"));

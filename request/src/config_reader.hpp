@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,9 +45,18 @@ class Reader {
                   const std::string& why);
   void warn(const std::string& text);
   // Warns once for each key of `obj` that is neither in `used` nor in `known`.
+  void check_keys(const Json& obj, const std::string& prefix, std::span<const std::string_view> used,
+                  std::span<const std::string_view> known);
   void check_keys(const Json& obj, const std::string& prefix,
                   std::initializer_list<std::string_view> used,
-                  std::initializer_list<std::string_view> known);
+                  std::span<const std::string_view> known) {
+    check_keys(obj, prefix, std::span<const std::string_view>(used.begin(), used.size()), known);
+  }
+  void check_keys(const Json& obj, const std::string& prefix,
+                  std::initializer_list<std::string_view> used,
+                  std::initializer_list<std::string_view> known) {
+    check_keys(obj, prefix, used, std::span<const std::string_view>(known.begin(), known.size()));
+  }
   [[noreturn]] void fail(const std::string& key, const Json& raw, const std::string& problem) const;
   [[noreturn]] void fail(const std::string& problem) const;
 
@@ -70,6 +80,10 @@ class Reader {
   [[nodiscard]] std::optional<std::string> string_list(const Json& obj, const std::string& key,
                                                        const std::string& prefix,
                                                        const std::string& option);
+  // The integer member `key` (at least `min`) set as `option`, and returned; nullopt as integer().
+  std::optional<std::int64_t> set_integer(const Json& obj, const std::string& key,
+                                          const std::string& prefix, const std::string& option,
+                                          std::int64_t min);
 
   [[nodiscard]] const std::string& name() const { return name_; }
   [[nodiscard]] const std::string& format() const { return format_; }
@@ -83,6 +97,33 @@ class Reader {
 
 [[nodiscard]] std::string join_key(const std::string& prefix, const std::string& key);
 [[nodiscard]] bool is_auto(const Json& v);
+// The object member `key` of `j`, or an empty object where it is absent or not an object (a
+// section the file leaves out).
+[[nodiscard]] Json section(const Json& j, const std::string& key);
+
+// A name a file spells (an optimizer class, a sharding strategy) and the option value it stands for.
+struct Named {
+  std::string_view name;
+  std::string_view value;
+};
+// The row of `table` whose name is `name`, or nullptr.
+[[nodiscard]] const Named* find_named(std::span<const Named> table, std::string_view name);
+// Sets `option` to the value `table` gives the string `raw` (found under `key`); a name the table
+// lacks goes to unresolved with `why`.
+void set_named(Reader& r, const std::string& option, std::span<const Named> table,
+               const std::string& key, const Json& raw, const std::string& why);
+
+// torch.distributed.fsdp.ShardingStrategy's names, as accelerate and axolotl spell them, and the
+// strategy each is; HYBRID_SHARD_ZERO2 has none.
+[[nodiscard]] std::span<const Named> fsdp_sharding_strategies();
+
+// LoRA's lora_alpha and lora_dropout (PEFT LoraConfig's names, which litgpt, TRL, axolotl and
+// torchtune's builders share) of `obj`, set as lora-alpha and lora-dropout; the dropout is a
+// probability in [0, 1).
+void set_lora_alpha_and_dropout(Reader& r, const Json& obj, const std::string& prefix);
+// from_pretrained's attn_implementation (transformers modeling_utils.py): flash_attention_2, sdpa
+// or eager, as the Trainer's scripts and axolotl pass it.
+void set_attn_implementation(Reader& r, const Json& j);
 
 // The optimizer (and its implementation) of a Hugging Face Trainer `optim` name
 // (transformers OptimizerNames); shared by TrainingArguments, torchrun and axolotl.

@@ -8,12 +8,25 @@
 // enable_activation_checkpointing, enable_activation_offloading, fsdp_cpu_offload,
 // fsdp_reshard_after_forward; the distributed recipes shard with FSDP2 fully_shard).
 
+#include <array>
 #include <string>
+#include <string_view>
 
 #include "config_reader.hpp"
 
 namespace trainplan::request::config {
 namespace {
+
+// Recipe keys read without a warning though they change nothing trainplan prices.
+constexpr std::array kOtherKeys = std::to_array<std::string_view>({
+    "output_dir", "checkpointer", "resume_from_checkpoint", "save_adapter_weights_only", "dataset",
+    "dataset_val", "seed", "shuffle", "run_val_every_n_steps", "batch_size_val", "lr_scheduler", "loss",
+    "epochs", "max_steps_per_epoch", "clip_grad_norm", "compile", "metric_logger", "log_every_n_steps",
+    "log_peak_memory_stats", "log_level", "device", "profiler", "low_cpu_ram", "collate_fn",
+    "tensor_parallel_plan", "tensor_parallel_dim", "data_parallel_shard_dim",
+    "data_parallel_replicate_dim", "context_parallel_dim", "quantizer", "ref_model", "ref_checkpointer",
+    "teacher_model", "teacher_checkpointer", "kd_loss", "kd_ratio", "cudnn_deterministic_mode",
+    "num_output_chunks", "save_last_epoch_only"});
 
 void read_model(const Json& j, Reader& r) {
   const Json& m = j.at("model");
@@ -28,14 +41,8 @@ void read_model(const Json& j, Reader& r) {
                "a torchtune builder, not a model trainplan can name; give the model");
   if (!lora) return;
   const std::string p = "model";
-  if (const auto v = r.integer(m, "lora_rank", p, "lora-rank", 1))
-    r.set("lora-rank", std::to_string(*v), "model.lora_rank", m.at("lora_rank"));
-  if (const auto v = r.number(m, "lora_alpha", p, "lora-alpha"))
-    r.set("lora-alpha", m.at("lora_alpha").dump(), "model.lora_alpha", m.at("lora_alpha"));
-  if (const auto v = r.number(m, "lora_dropout", p, "lora-dropout")) {
-    if (*v < 0 || *v >= 1) r.fail("model.lora_dropout", m.at("lora_dropout"), "must be in [0, 1)");
-    r.set("lora-dropout", m.at("lora_dropout").dump(), "model.lora_dropout", m.at("lora_dropout"));
-  }
+  r.set_integer(m, "lora_rank", p, "lora-rank", 1);
+  set_lora_alpha_and_dropout(r, m, p);
   std::string targets;
   std::string keys;
   if (m.contains("lora_attn_modules")) {
@@ -75,46 +82,22 @@ void read_model(const Json& j, Reader& r) {
 void read_optimizer(const Json& j, Reader& r) {
   if (!j.contains("optimizer") || !j.at("optimizer").is_object()) return;
   const Json& o = j.at("optimizer");
-  const auto comp = r.string(o, "_component_", "optimizer", "optimizer");
-  if (!comp) return;
-  const std::string k = "optimizer._component_";
-  if (*comp == "torch.optim.AdamW")
-    r.set("optimizer", "adamw", k, o.at("_component_"));
-  else if (*comp == "torch.optim.Adam")
-    r.set("optimizer", "adam", k, o.at("_component_"));
-  else if (*comp == "torch.optim.SGD")
-    r.set("optimizer", "sgd", k, o.at("_component_"));
-  else if (*comp == "bitsandbytes.optim.PagedAdamW8bit")
-    r.set("optimizer", "paged-adamw-8bit", k, o.at("_component_"));
-  else if (*comp == "bitsandbytes.optim.AdamW8bit" || *comp == "torchao.optim.AdamW8bit")
-    r.set("optimizer", "adamw-8bit", k, o.at("_component_"));
-  else
-    r.unresolved("optimizer", k, o.at("_component_"), "an optimizer trainplan does not model");
+  if (!r.string(o, "_component_", "optimizer", "optimizer")) return;
+  static constexpr std::array kOptimizers{
+      Named{"torch.optim.AdamW", "adamw"},
+      Named{"torch.optim.Adam", "adam"},
+      Named{"torch.optim.SGD", "sgd"},
+      Named{"bitsandbytes.optim.PagedAdamW8bit", "paged-adamw-8bit"},
+      Named{"bitsandbytes.optim.AdamW8bit", "adamw-8bit"},
+      Named{"torchao.optim.AdamW8bit", "adamw-8bit"}};
+  set_named(r, "optimizer", kOptimizers, "optimizer._component_", o.at("_component_"),
+            "an optimizer trainplan does not model");
   if (const auto fused = r.boolean(o, "fused", "optimizer", "optimizer-impl"))
     r.set("optimizer-impl", *fused ? "fused" : "foreach", "optimizer.fused", o.at("fused"));
 }
 
-}  // namespace
-
-void read_torchtune(const Json& j, Reader& r) {
-  read_model(j, r);
-  if (const auto v = r.integer(j, "batch_size", "", "micro-batch", 1))
-    r.set("micro-batch", std::to_string(*v), "batch_size", j.at("batch_size"));
-  if (const auto v = r.integer(j, "gradient_accumulation_steps", "", "grad-accum", 1))
-    r.set("grad-accum", std::to_string(*v), "gradient_accumulation_steps",
-          j.at("gradient_accumulation_steps"));
-  if (const auto d = r.string(j, "dtype", "", "precision")) {
-    if (*d == "bf16")
-      r.set("precision", "bf16-true", "dtype", j.at("dtype"));
-    else if (*d == "fp32")
-      r.set("precision", "fp32", "dtype", j.at("dtype"));
-    else
-      r.fail("dtype", j.at("dtype"), "must be bf16 or fp32 (torchtune refuses fp16 training)");
-  }
-  if (j.contains("tokenizer") && j.at("tokenizer").is_object())
-    if (const auto s = r.integer(j.at("tokenizer"), "max_seq_len", "tokenizer", "seq", 1))
-      r.set("seq", std::to_string(*s), "tokenizer.max_seq_len",
-            j.at("tokenizer").at("max_seq_len"));
+// Activation checkpointing and offloading, and the recipe's sharding.
+void read_memory_and_sharding(const Json& j, Reader& r) {
   const auto ac = r.boolean(j, "enable_activation_checkpointing", "", "checkpointing");
   const auto ao = r.boolean(j, "enable_activation_offloading", "", "checkpointing");
   if (ac) {
@@ -140,6 +123,25 @@ void read_torchtune(const Json& j, Reader& r) {
   if (!r.read().find("strategy"))
     r.unresolved("strategy", "(recipe)", "single-device or distributed",
                  "the recipe is named on the tune run command line; left to other inputs");
+}
+
+}  // namespace
+
+void read_torchtune(const Json& j, Reader& r) {
+  read_model(j, r);
+  r.set_integer(j, "batch_size", "", "micro-batch", 1);
+  r.set_integer(j, "gradient_accumulation_steps", "", "grad-accum", 1);
+  if (const auto d = r.string(j, "dtype", "", "precision")) {
+    if (*d == "bf16")
+      r.set("precision", "bf16-true", "dtype", j.at("dtype"));
+    else if (*d == "fp32")
+      r.set("precision", "fp32", "dtype", j.at("dtype"));
+    else
+      r.fail("dtype", j.at("dtype"), "must be bf16 or fp32 (torchtune refuses fp16 training)");
+  }
+  if (j.contains("tokenizer") && j.at("tokenizer").is_object())
+    r.set_integer(j.at("tokenizer"), "max_seq_len", "tokenizer", "seq", 1);
+  read_memory_and_sharding(j, r);
   if (r.boolean(j, "optimizer_in_bwd", "", "").value_or(false))
     r.warn(
         "optimizer_in_bwd = true: the optimizer steps during backward and frees each gradient; "
@@ -150,45 +152,7 @@ void read_torchtune(const Json& j, Reader& r) {
                 "enable_activation_checkpointing", "enable_activation_offloading",
                 "fsdp_reshard_after_forward", "fsdp_cpu_offload", "custom_sharded_layers",
                 "optimizer_in_bwd", "optimizer"},
-               {"output_dir",
-                "checkpointer",
-                "resume_from_checkpoint",
-                "save_adapter_weights_only",
-                "dataset",
-                "dataset_val",
-                "seed",
-                "shuffle",
-                "run_val_every_n_steps",
-                "batch_size_val",
-                "lr_scheduler",
-                "loss",
-                "epochs",
-                "max_steps_per_epoch",
-                "clip_grad_norm",
-                "compile",
-                "metric_logger",
-                "log_every_n_steps",
-                "log_peak_memory_stats",
-                "log_level",
-                "device",
-                "profiler",
-                "low_cpu_ram",
-                "collate_fn",
-                "tensor_parallel_plan",
-                "tensor_parallel_dim",
-                "data_parallel_shard_dim",
-                "data_parallel_replicate_dim",
-                "context_parallel_dim",
-                "quantizer",
-                "ref_model",
-                "ref_checkpointer",
-                "teacher_model",
-                "teacher_checkpointer",
-                "kd_loss",
-                "kd_ratio",
-                "cudnn_deterministic_mode",
-                "num_output_chunks",
-                "save_last_epoch_only"});
+               kOtherKeys);
 }
 
 }  // namespace trainplan::request::config

@@ -7,12 +7,50 @@
 // lora_dropout, lora_target_modules, load_in_4bit / load_in_8bit, bnb_4bit_quant_type "nf4",
 // use_bnb_nested_quant) and SFTConfig's max_seq_length (trl/trainer/sft_config.py).
 
+#include <array>
 #include <string>
+#include <string_view>
 
 #include "config_reader.hpp"
 
 namespace trainplan::request::config {
 namespace {
+
+// Keys read without a warning though they change nothing trainplan prices.
+constexpr std::array kOtherKeys = std::to_array<std::string_view>({
+    // TrainingArguments fields that do not change memory or step time.
+    "output_dir", "overwrite_output_dir", "do_train", "do_eval", "do_predict", "eval_strategy",
+    "evaluation_strategy", "prediction_loss_only", "per_device_eval_batch_size",
+    "eval_accumulation_steps", "eval_delay", "learning_rate", "weight_decay", "adam_beta1",
+    "adam_beta2", "adam_epsilon", "max_grad_norm", "num_train_epochs", "max_steps",
+    "lr_scheduler_type", "lr_scheduler_kwargs", "warmup_ratio", "warmup_steps", "log_level",
+    "log_level_replica", "log_on_each_node", "logging_dir", "logging_strategy",
+    "logging_first_step", "logging_steps", "logging_nan_inf_filter", "save_strategy",
+    "save_steps", "save_total_limit", "save_safetensors", "save_on_each_node", "save_only_model",
+    "seed", "data_seed", "jit_mode_eval", "use_cpu", "bf16_full_eval", "fp16_full_eval", "tf32",
+    "local_rank", "ddp_backend", "eval_steps", "dataloader_drop_last", "dataloader_num_workers",
+    "dataloader_pin_memory", "dataloader_persistent_workers", "dataloader_prefetch_factor",
+    "past_index", "run_name", "disable_tqdm", "remove_unused_columns", "label_names",
+    "load_best_model_at_end", "metric_for_best_model", "greater_is_better", "ignore_data_skip",
+    "fsdp_config", "accelerator_config", "label_smoothing_factor", "optim_args", "adafactor",
+    "group_by_length", "length_column_name", "report_to", "ddp_find_unused_parameters",
+    "ddp_bucket_cap_mb", "ddp_broadcast_buffers", "skip_memory_metrics", "push_to_hub",
+    "resume_from_checkpoint", "hub_model_id", "hub_strategy", "hub_token", "hub_private_repo",
+    "hub_always_push", "gradient_checkpointing_kwargs", "include_inputs_for_metrics",
+    "include_for_metrics", "eval_do_concat_batches", "auto_find_batch_size", "full_determinism",
+    "torchdynamo", "ray_scope", "ddp_timeout", "torch_compile", "torch_compile_backend",
+    "torch_compile_mode", "include_tokens_per_second", "include_num_input_tokens_seen",
+    "neftune_noise_alpha", "optim_target_modules", "batch_eval_metrics", "eval_on_start",
+    "use_liger_kernel", "eval_use_gather_object", "average_tokens_across_devices",
+    "predict_with_generate", "generation_max_length", "generation_num_beams", "sortish_sampler",
+    "restore_callback_states_from_checkpoint",
+    // TRL ModelConfig and SFTConfig fields, and the script's own arguments in such files.
+    "model_revision", "trust_remote_code", "use_fast_tokenizer", "chat_template",
+    "dataset_mixture", "dataset_name", "dataset_config", "dataset_text_field",
+    "dataset_num_proc", "dataset_kwargs", "packing", "dataset_train_split", "dataset_test_split",
+    "lora_modules_to_save", "lora_task_type", "use_rslora", "use_dora", "bnb_4bit_compute_dtype",
+    "train_file", "validation_file", "test_file", "cache_dir", "max_train_samples",
+    "max_eval_samples", "preprocessing_num_workers"});
 
 void read_trl_model_config(const Json& j, Reader& r) {
   if (const auto m = r.string(j, "model_name_or_path", "", "model"))
@@ -34,14 +72,8 @@ void read_trl_model_config(const Json& j, Reader& r) {
     } else if (q8 && *q8) {
       r.set("quant", "int8", "load_in_8bit", true);
     }
-    if (const auto rank = r.integer(j, "lora_r", "", "lora-rank", 1))
-      r.set("lora-rank", std::to_string(*rank), "lora_r", j.at("lora_r"));
-    if (const auto a = r.number(j, "lora_alpha", "", "lora-alpha"))
-      r.set("lora-alpha", j.at("lora_alpha").dump(), "lora_alpha", j.at("lora_alpha"));
-    if (const auto d = r.number(j, "lora_dropout", "", "lora-dropout")) {
-      if (*d < 0 || *d >= 1) r.fail("lora_dropout", j.at("lora_dropout"), "must be in [0, 1)");
-      r.set("lora-dropout", j.at("lora_dropout").dump(), "lora_dropout", j.at("lora_dropout"));
-    }
+    r.set_integer(j, "lora_r", "", "lora-rank", 1);
+    set_lora_alpha_and_dropout(r, j, "");
     if (const auto t = r.string_list(j, "lora_target_modules", "", "lora-targets"))
       r.set("lora-targets", *t, "lora_target_modules", j.at("lora_target_modules"));
   } else if (quantized) {
@@ -59,12 +91,8 @@ void read_trl_model_config(const Json& j, Reader& r) {
 }  // namespace
 
 void read_training_arguments(const Json& j, Reader& r) {
-  if (const auto mb = r.integer(j, "per_device_train_batch_size", "", "micro-batch", 1))
-    r.set("micro-batch", std::to_string(*mb), "per_device_train_batch_size",
-          j.at("per_device_train_batch_size"));
-  if (const auto ga = r.integer(j, "gradient_accumulation_steps", "", "grad-accum", 1))
-    r.set("grad-accum", std::to_string(*ga), "gradient_accumulation_steps",
-          j.at("gradient_accumulation_steps"));
+  r.set_integer(j, "per_device_train_batch_size", "", "micro-batch", 1);
+  r.set_integer(j, "gradient_accumulation_steps", "", "grad-accum", 1);
   if (const auto bf = r.boolean(j, "bf16", "", "precision"); bf && *bf)
     r.set("precision", "bf16-mixed", "bf16", true);
   if (const auto fp = r.boolean(j, "fp16", "", "precision"); fp && *fp)
@@ -84,18 +112,8 @@ void read_training_arguments(const Json& j, Reader& r) {
     // The Trainer offloads only through DeepSpeed (offload_optimizer) or FSDP's offload option.
     r.set("offload", "none", "(no deepspeed, no fsdp offload: the Trainer keeps the optimizer on the GPU)", "");
   }
-  for (const char* key : {"max_seq_length", "max_length"})
-    if (const auto s = r.integer(j, key, "", "seq", 1))
-      r.set("seq", std::to_string(*s), key, j.at(key));
-  if (const auto attn = r.string(j, "attn_implementation", "", "attention")) {
-    if (*attn == "flash_attention_2")
-      r.set("attention", "flash", "attn_implementation", j.at("attn_implementation"));
-    else if (*attn == "sdpa" || *attn == "eager")
-      r.set("attention", *attn, "attn_implementation", j.at("attn_implementation"));
-    else
-      r.unresolved("attention", "attn_implementation", j.at("attn_implementation"),
-                   "an attention kernel trainplan does not model");
-  }
+  for (const char* key : {"max_seq_length", "max_length"}) r.set_integer(j, key, "", "seq", 1);
+  set_attn_implementation(r, j);
   read_trl_model_config(j, r);
   r.check_keys(
       j, "",
@@ -121,39 +139,7 @@ void read_training_arguments(const Json& j, Reader& r) {
        "lora_dropout",
        "lora_target_modules",
        "torch_dtype"},
-      {// TrainingArguments fields that do not change memory or step time.
-       "output_dir", "overwrite_output_dir", "do_train", "do_eval", "do_predict", "eval_strategy",
-       "evaluation_strategy", "prediction_loss_only", "per_device_eval_batch_size",
-       "eval_accumulation_steps", "eval_delay", "learning_rate", "weight_decay", "adam_beta1",
-       "adam_beta2", "adam_epsilon", "max_grad_norm", "num_train_epochs", "max_steps",
-       "lr_scheduler_type", "lr_scheduler_kwargs", "warmup_ratio", "warmup_steps", "log_level",
-       "log_level_replica", "log_on_each_node", "logging_dir", "logging_strategy",
-       "logging_first_step", "logging_steps", "logging_nan_inf_filter", "save_strategy",
-       "save_steps", "save_total_limit", "save_safetensors", "save_on_each_node", "save_only_model",
-       "seed", "data_seed", "jit_mode_eval", "use_cpu", "bf16_full_eval", "fp16_full_eval", "tf32",
-       "local_rank", "ddp_backend", "eval_steps", "dataloader_drop_last", "dataloader_num_workers",
-       "dataloader_pin_memory", "dataloader_persistent_workers", "dataloader_prefetch_factor",
-       "past_index", "run_name", "disable_tqdm", "remove_unused_columns", "label_names",
-       "load_best_model_at_end", "metric_for_best_model", "greater_is_better", "ignore_data_skip",
-       "fsdp_config", "accelerator_config", "label_smoothing_factor", "optim_args", "adafactor",
-       "group_by_length", "length_column_name", "report_to", "ddp_find_unused_parameters",
-       "ddp_bucket_cap_mb", "ddp_broadcast_buffers", "skip_memory_metrics", "push_to_hub",
-       "resume_from_checkpoint", "hub_model_id", "hub_strategy", "hub_token", "hub_private_repo",
-       "hub_always_push", "gradient_checkpointing_kwargs", "include_inputs_for_metrics",
-       "include_for_metrics", "eval_do_concat_batches", "auto_find_batch_size", "full_determinism",
-       "torchdynamo", "ray_scope", "ddp_timeout", "torch_compile", "torch_compile_backend",
-       "torch_compile_mode", "include_tokens_per_second", "include_num_input_tokens_seen",
-       "neftune_noise_alpha", "optim_target_modules", "batch_eval_metrics", "eval_on_start",
-       "use_liger_kernel", "eval_use_gather_object", "average_tokens_across_devices",
-       "predict_with_generate", "generation_max_length", "generation_num_beams", "sortish_sampler",
-       "restore_callback_states_from_checkpoint",
-       // TRL ModelConfig and SFTConfig fields, and the script's own arguments in such files.
-       "model_revision", "trust_remote_code", "use_fast_tokenizer", "chat_template",
-       "dataset_mixture", "dataset_name", "dataset_config", "dataset_text_field",
-       "dataset_num_proc", "dataset_kwargs", "packing", "dataset_train_split", "dataset_test_split",
-       "lora_modules_to_save", "lora_task_type", "use_rslora", "use_dora", "bnb_4bit_compute_dtype",
-       "train_file", "validation_file", "test_file", "cache_dir", "max_train_samples",
-       "max_eval_samples", "preprocessing_num_workers"});
+      kOtherKeys);
 }
 
 }  // namespace trainplan::request::config
