@@ -111,6 +111,7 @@ Option choice(Option o, Field field) {
   return o;
 }
 
+// An integer field, or one the request holds as std::optional (no value: not asked).
 template <class Field>
 Option integer(Option o, std::int64_t lo, std::int64_t hi, Field field) {
   o.kind = OptionKind::integer;
@@ -120,18 +121,12 @@ Option integer(Option o, std::int64_t lo, std::int64_t hi, Field field) {
     using T = std::remove_cvref_t<decltype(field(r))>;
     field(r) = static_cast<T>(parse_integer(n, v, lo, hi));
   };
-  o.text = [field](const Request& r) { return std::to_string(field(r)); };
-  return o;
-}
-
-// An integer the request holds as std::optional (no value: not asked).
-template <class Field>
-Option optional_integer(Option o, std::int64_t lo, std::int64_t hi, Field field) {
-  o.kind = OptionKind::integer;
-  o.lowest = static_cast<double>(lo);
-  o.highest = static_cast<double>(hi);
-  o.parse = [n = o.name, lo, hi, field](Request& r, std::string_view v) { field(r) = parse_integer(n, v, lo, hi); };
-  o.text = [field](const Request& r) { return field(r) ? std::to_string(*field(r)) : std::string(); };
+  o.text = [field](const Request& r) -> std::string {
+    if constexpr (requires { field(r).has_value(); })
+      return field(r) ? std::to_string(*field(r)) : std::string();
+    else
+      return std::to_string(field(r));
+  };
   return o;
 }
 
@@ -359,14 +354,14 @@ std::vector<Option> batch_and_memory_options() {
   v.push_back(integer(describe("seq", "N", "Sequence length", "batch", "sequence length in tokens",
                                "min(2048, the model's maximum)"),
                       1, std::int64_t{1} << 24, [](auto& r) -> auto& { return r.training.seq; }));
-  v.push_back(only(optional_integer(describe("global-batch", "N", "Global batch", "batch",
-                                             "sequences per optimizer step (micro-batch x grad-accum x DP)",
-                                             "micro-batch x grad-accum x DP"),
-                                    1, kMaxCount, [](auto& r) -> auto& { return r.global_batch; }),
+  v.push_back(only(integer(describe("global-batch", "N", "Global batch", "batch",
+                                    "sequences per optimizer step (micro-batch x grad-accum x DP)",
+                                    "micro-batch x grad-accum x DP"),
+                           1, kMaxCount, [](auto& r) -> auto& { return r.global_batch; }),
                    command::estimate | command::plan | command::explain | command::from_file));
-  v.push_back(only(optional_integer(describe("global-batch-tokens", "N", "Global batch tokens", "batch",
-                                             "tokens per optimizer step (a multiple of --seq)", "not set"),
-                                    1, kMaxCount, [](auto& r) -> auto& { return r.global_batch_tokens; }),
+  v.push_back(only(integer(describe("global-batch-tokens", "N", "Global batch tokens", "batch",
+                                    "tokens per optimizer step (a multiple of --seq)", "not set"),
+                           1, kMaxCount, [](auto& r) -> auto& { return r.global_batch_tokens; }),
                    command::estimate | command::plan | command::explain));
   v.push_back(searched(choice<Checkpointing>(describe("checkpointing", "MODE", "Checkpointing", "memory",
                                                       "activation checkpointing",
@@ -393,11 +388,11 @@ std::vector<Option> cluster_and_output_options() {
   v.push_back(real(describe("host-memory", "GiB", "Host memory", "cluster",
                             "CPU memory per node in GiB for offloaded states and checkpoints", "not checked"),
                    0, 1e9, true, false, [](auto& r) -> auto& { return r.host_memory_gib; }));
-  v.push_back(only(optional_integer(describe("nodes", "N", "Nodes", "cluster", "nodes the config file runs on", ""),
-                                    1, kMaxDegree, [](auto& r) -> auto& { return r.nodes; }),
+  v.push_back(only(integer(describe("nodes", "N", "Nodes", "cluster", "nodes the config file runs on", ""),
+                           1, kMaxDegree, [](auto& r) -> auto& { return r.nodes; }),
                    command::from_file));
-  v.push_back(only(optional_integer(describe("gpus", "N", "GPUs", "cluster", "processes the config file starts", ""),
-                                    1, kMaxDegree * 64, [](auto& r) -> auto& { return r.gpus; }),
+  v.push_back(only(integer(describe("gpus", "N", "GPUs", "cluster", "processes the config file starts", ""),
+                           1, kMaxDegree * 64, [](auto& r) -> auto& { return r.gpus; }),
                    command::from_file));
   v.push_back(only(real(describe("margin", "F", "Margin", "memory",
                                  "share of the usable GPU memory a recommendation leaves free: candidates "
@@ -448,107 +443,108 @@ std::vector<Option> cluster_and_output_options() {
 }
 
 // Longer explanations with their primary sources: the GUI's tooltips.
+struct Detail {
+  std::string_view name;
+  const char* text;
+};
+constexpr Detail kDetails[] = {
+    {"frozen-base-fp32",
+     "Adapters under mixed precision: keep the frozen base in fp32 (litgpt's bf16-mixed, "
+     "from_pretrained without torch_dtype) instead of 16-bit (Hugging Face + PEFT)."},
+    {"method",
+     "full: every parameter trains. lora: frozen base, low-rank adapters train (Hu et al. "
+     "2021, arXiv:2106.09685). qlora: LoRA over a 4-bit quantised base (Dettmers et al. 2023, "
+     "arXiv:2305.14314)."},
+    {"precision",
+     "fp32; fp16-mixed / bf16-mixed: autocast with fp32 master weights (Micikevicius et al. "
+     "2018, arXiv:1710.03740); fp16-true / bf16-true: everything 16-bit."},
+    {"optimizer",
+     "adamw / adam: two fp32 moments; 8-bit variants quantise them (arXiv:2110.02861); "
+     "paged: bitsandbytes paged memory; sgd-momentum: one moment; adafactor: factored "
+     "second moment (arXiv:1804.04235)."},
+    {"strategy",
+     "single: one GPU. ddp: replicated model. zero1/2/3: shard optimizer / +gradients / "
+     "+parameters (arXiv:1910.02054). fsdp-*: PyTorch FSDP full shard, grad-op (ZeRO-2-like) "
+     "or hybrid (shard in the node, replicate across nodes; arXiv:2304.11277)."},
+    {"framework",
+     "Accounting conventions: pytorch (Hugging Face/torch), deepspeed (its estimators and "
+     "buckets), megatron (Megatron-LM's activation formulas)."},
+    {"tp",
+     "Tensor-parallel degree: splits every layer's matrices (Shoeybi et al. 2019, "
+     "arXiv:1909.08053). Must divide the attention heads."},
+    {"pp",
+     "Pipeline-parallel degree: splits the layers into stages (1F1B schedule, Narayanan et al. "
+     "2021, arXiv:2104.04473)."},
+    {"pp-virtual",
+     "Interleaved model chunks per pipeline stage: a smaller bubble for more "
+     "point-to-point traffic."},
+    {"quant-block",
+     "QLoRA: weights per fp32 absmax constant in bitsandbytes' 4-bit blocks (default 64: "
+     "4 + 32/64 = 4.5 bits per weight; QLoRA, arXiv:2305.14314)."},
+    {"mtp-layers",
+     "Multi-token prediction (DeepSeek-V3, arXiv:2412.19437 Sec. 2.2), as Megatron-Core's "
+     "--mtp-num-layers trains it: each module adds a block, a 2h x h projection, two norms "
+     "and one more pass through the shared output head and a loss, on the last pipeline stage."},
+    {"expert-parallel",
+     "Mixture of experts: spread the experts over this many data-parallel ranks, each holding "
+     "1/n of them; tokens travel to their experts by all-to-all (DeepSpeed-MoE, "
+     "arXiv:2201.05596). Must divide the experts and the data-parallel degree."},
+    {"moe-capacity-factor",
+     "Megatron-Core's --moe-expert-capacity-factor: each expert takes at most "
+     "ceil(t k / E x F) of the t tokens a rank routes (Fedus et al. 2021, Switch Transformer, "
+     "arXiv:2101.03961, Sec. 2.2); under F = 1 the surplus of a balanced router is dropped, so "
+     "the experts' GEMMs, activations and all-to-alls shrink. 0 (the default) is dropless."},
+    {"moe-pad-to-capacity",
+     "Megatron-Core's --moe-pad-expert-input-to-capacity: every expert multiplies exactly its "
+     "capacity, padded, and the all-to-alls carry the padding. Needs --moe-capacity-factor."},
+    {"sequence-parallel",
+     "With TP: shard norms and dropout along the sequence (Korthikanti et al. 2022, "
+     "arXiv:2205.05198)."},
+    {"micro-batch",
+     "Sequences per GPU per forward/backward. Activations grow with it."},
+    {"grad-accum",
+     "Micro-batches per optimizer step: a larger global batch at the same memory."},
+    {"seq",
+     "Sequence length in tokens."},
+    {"tokens",
+     "Training tokens, e.g. 300B or 2T: the banner shows how long they take at this "
+     "throughput (planner::time_to_train). Empty: not shown."},
+    {"checkpointing",
+     "none; selective: recompute the attention core; full: keep only each block's input "
+     "and recompute the block (arXiv:2205.05198, arXiv:1604.06174); full-offload: keep those "
+     "inputs in host memory, copied over PCIe behind each block's compute (ZeRO-R, "
+     "arXiv:1910.02054)."},
+    {"attention",
+     "flash / sdpa: no s x s score matrix kept; eager: the Hugging Face eager path keeps "
+     "scores and softmax (s^2 per head)."},
+    {"offload",
+     "optimizer: optimizer state and step on the CPU (ZeRO-Offload, arXiv:2101.06840); "
+     "optimizer+params: parameters too (ZeRO-Infinity, arXiv:2104.07857)."},
+    {"lora-rank",
+     "LoRA rank r: each adapted Linear(in, out) gains r (in + out) trainable parameters."},
+    {"lora-alpha",
+     "LoRA scaling alpha (alpha / r scales the update); no effect on memory."},
+    {"lora-dropout",
+     "Dropout on each adapter's input; when positive each adapted linear keeps a "
+     "dropped-out input copy for backward."},
+    {"lora-targets",
+     "Comma-separated roles (q,k,v,o,gate,up,down,lm_head), the model's module names, or "
+     "all-linear."},
+    {"quant",
+     "QLoRA base weights: nf4, nf4 with double quantisation, fp4, or int8 "
+     "(arXiv:2305.14314)."},
+    {"optimizer-impl",
+     "How the optimizer step runs: default (the framework's own: torch foreach on CUDA, "
+     "DeepSpeed FusedAdam, CPU Adam when offloaded), foreach, fused (AdamW(fused=True)), "
+     "for-loop, deepspeed-fused, deepspeed-cpu. Changes the step's time and its transient "
+     "memory (foreach holds sqrt(v) for every parameter)."},
+    {"fsdp-wrap",
+     "block: one FSDP unit per transformer block (only one block gathered at a time); none: "
+     "the whole model is one unit."},
+};
+
 void add_details(std::vector<Option>& all) {
-  struct Entry {
-    std::string_view name;
-    const char* text;
-  };
-  static constexpr Entry kEntries[] = {
-      {"frozen-base-fp32",
-       "Adapters under mixed precision: keep the frozen base in fp32 (litgpt's bf16-mixed, "
-       "from_pretrained without torch_dtype) instead of 16-bit (Hugging Face + PEFT)."},
-      {"method",
-       "full: every parameter trains. lora: frozen base, low-rank adapters train (Hu et al. "
-       "2021, arXiv:2106.09685). qlora: LoRA over a 4-bit quantised base (Dettmers et al. 2023, "
-       "arXiv:2305.14314)."},
-      {"precision",
-       "fp32; fp16-mixed / bf16-mixed: autocast with fp32 master weights (Micikevicius et al. "
-       "2018, arXiv:1710.03740); fp16-true / bf16-true: everything 16-bit."},
-      {"optimizer",
-       "adamw / adam: two fp32 moments; 8-bit variants quantise them (arXiv:2110.02861); "
-       "paged: bitsandbytes paged memory; sgd-momentum: one moment; adafactor: factored "
-       "second moment (arXiv:1804.04235)."},
-      {"strategy",
-       "single: one GPU. ddp: replicated model. zero1/2/3: shard optimizer / +gradients / "
-       "+parameters (arXiv:1910.02054). fsdp-*: PyTorch FSDP full shard, grad-op (ZeRO-2-like) "
-       "or hybrid (shard in the node, replicate across nodes; arXiv:2304.11277)."},
-      {"framework",
-       "Accounting conventions: pytorch (Hugging Face/torch), deepspeed (its estimators and "
-       "buckets), megatron (Megatron-LM's activation formulas)."},
-      {"tp",
-       "Tensor-parallel degree: splits every layer's matrices (Shoeybi et al. 2019, "
-       "arXiv:1909.08053). Must divide the attention heads."},
-      {"pp",
-       "Pipeline-parallel degree: splits the layers into stages (1F1B schedule, Narayanan et al. "
-       "2021, arXiv:2104.04473)."},
-      {"pp-virtual",
-       "Interleaved model chunks per pipeline stage: a smaller bubble for more "
-       "point-to-point traffic."},
-      {"quant-block",
-       "QLoRA: weights per fp32 absmax constant in bitsandbytes' 4-bit blocks (default 64: "
-       "4 + 32/64 = 4.5 bits per weight; QLoRA, arXiv:2305.14314)."},
-      {"mtp-layers",
-       "Multi-token prediction (DeepSeek-V3, arXiv:2412.19437 Sec. 2.2), as Megatron-Core's "
-       "--mtp-num-layers trains it: each module adds a block, a 2h x h projection, two norms "
-       "and one more pass through the shared output head and a loss, on the last pipeline stage."},
-      {"expert-parallel",
-       "Mixture of experts: spread the experts over this many data-parallel ranks, each holding "
-       "1/n of them; tokens travel to their experts by all-to-all (DeepSpeed-MoE, "
-       "arXiv:2201.05596). Must divide the experts and the data-parallel degree."},
-      {"moe-capacity-factor",
-       "Megatron-Core's --moe-expert-capacity-factor: each expert takes at most "
-       "ceil(t k / E x F) of the t tokens a rank routes (Fedus et al. 2021, Switch Transformer, "
-       "arXiv:2101.03961, Sec. 2.2); under F = 1 the surplus of a balanced router is dropped, so "
-       "the experts' GEMMs, activations and all-to-alls shrink. 0 (the default) is dropless."},
-      {"moe-pad-to-capacity",
-       "Megatron-Core's --moe-pad-expert-input-to-capacity: every expert multiplies exactly its "
-       "capacity, padded, and the all-to-alls carry the padding. Needs --moe-capacity-factor."},
-      {"sequence-parallel",
-       "With TP: shard norms and dropout along the sequence (Korthikanti et al. 2022, "
-       "arXiv:2205.05198)."},
-      {"micro-batch",
-       "Sequences per GPU per forward/backward. Activations grow with it."},
-      {"grad-accum",
-       "Micro-batches per optimizer step: a larger global batch at the same memory."},
-      {"seq",
-       "Sequence length in tokens."},
-      {"tokens",
-       "Training tokens, e.g. 300B or 2T: the banner shows how long they take at this "
-       "throughput (planner::time_to_train). Empty: not shown."},
-      {"checkpointing",
-       "none; selective: recompute the attention core; full: keep only each block's input "
-       "and recompute the block (arXiv:2205.05198, arXiv:1604.06174); full-offload: keep those "
-       "inputs in host memory, copied over PCIe behind each block's compute (ZeRO-R, "
-       "arXiv:1910.02054)."},
-      {"attention",
-       "flash / sdpa: no s x s score matrix kept; eager: the Hugging Face eager path keeps "
-       "scores and softmax (s^2 per head)."},
-      {"offload",
-       "optimizer: optimizer state and step on the CPU (ZeRO-Offload, arXiv:2101.06840); "
-       "optimizer+params: parameters too (ZeRO-Infinity, arXiv:2104.07857)."},
-      {"lora-rank",
-       "LoRA rank r: each adapted Linear(in, out) gains r (in + out) trainable parameters."},
-      {"lora-alpha",
-       "LoRA scaling alpha (alpha / r scales the update); no effect on memory."},
-      {"lora-dropout",
-       "Dropout on each adapter's input; when positive each adapted linear keeps a "
-       "dropped-out input copy for backward."},
-      {"lora-targets",
-       "Comma-separated roles (q,k,v,o,gate,up,down,lm_head), the model's module names, or "
-       "all-linear."},
-      {"quant",
-       "QLoRA base weights: nf4, nf4 with double quantisation, fp4, or int8 "
-       "(arXiv:2305.14314)."},
-      {"optimizer-impl",
-       "How the optimizer step runs: default (the framework's own: torch foreach on CUDA, "
-       "DeepSpeed FusedAdam, CPU Adam when offloaded), foreach, fused (AdamW(fused=True)), "
-       "for-loop, deepspeed-fused, deepspeed-cpu. Changes the step's time and its transient "
-       "memory (foreach holds sqrt(v) for every parameter)."},
-      {"fsdp-wrap",
-       "block: one FSDP unit per transformer block (only one block gathered at a time); none: "
-       "the whole model is one unit."},
-  };
-  for (const Entry& e : kEntries)
+  for (const Detail& e : kDetails)
     for (Option& o : all)
       if (o.name == e.name) o.details = e.text;
 }
