@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -24,7 +25,7 @@ template <class E>
 
 // Checked before any key is read, so that a misspelt key is reported as itself rather than as the
 // key it was meant to be being missing.
-inline void reject_unknown_keys(const Json& j, std::initializer_list<std::string_view> allowed,
+inline void reject_unknown_keys(const Json& j, std::span<const std::string_view> allowed,
                                 const std::string& what) {
   if (!j.is_object()) throw InputError(what + ": expected a JSON object");
   for (const auto& [key, value] : j.items()) {
@@ -36,6 +37,11 @@ inline void reject_unknown_keys(const Json& j, std::initializer_list<std::string
     }
     throw InputError(what + ": unknown key '" + key + "' (expected one of: " + list + ")");
   }
+}
+
+inline void reject_unknown_keys(const Json& j, std::initializer_list<std::string_view> allowed,
+                                const std::string& what) {
+  reject_unknown_keys(j, std::span(allowed.begin(), allowed.size()), what);
 }
 
 }  // namespace trainplan::request::calibrate_json

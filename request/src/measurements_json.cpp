@@ -71,21 +71,6 @@ constexpr std::array<std::string_view, 4> kSkippedKeys{"kind", "point", "reason"
   return {};
 }
 
-// Checked before any key is read, so that a misspelt key is reported as itself.
-void reject_unknown_keys(const nlohmann::json& j, std::span<const std::string_view> allowed,
-                         const std::string& what) {
-  if (!j.is_object()) throw InputError(what + ": expected a JSON object");
-  for (const auto& [key, value] : j.items()) {
-    if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
-    std::string list;
-    for (const std::string_view a : allowed) {
-      if (!list.empty()) list += ", ";
-      list += a;
-    }
-    throw InputError(what + ": unknown key '" + key + "' (expected one of: " + list + ")");
-  }
-}
-
 [[nodiscard]] double us(Seconds t) { return round_significant(t.value() * 1e6); }
 [[nodiscard]] Seconds from_us(double v) { return Seconds(v * 1e-6); }
 [[nodiscard]] double gbps_value(BytesPerSecond r) { return round_significant(to_gbps(r)); }
@@ -391,7 +376,7 @@ std::string check_point(const nlohmann::json& point, const std::string& what,
                      "' (expected a measured kind: collective, gemm, attention, memory_bandwidth, "
                      "cpu_adam, optimizer, elementwise, launch)");
   }
-  reject_unknown_keys(point, keys, what);
+  calibrate_json::reject_unknown_keys(point, keys, what);
   if (kind == "attention") {
     ObjectReader r(point, what);
     *attention = read_attention_shape(r);
@@ -479,7 +464,7 @@ calibration::Measurements parse_measurements_jsonl(std::string_view text, std::s
     ObjectReader r(j, what);
     const std::string kind = r.string("kind");
     if (kind == "skipped") {
-      reject_unknown_keys(j, kSkippedKeys, what);
+      calibrate_json::reject_unknown_keys(j, kSkippedKeys, what);
       m.skipped.push_back(read_skipped(r));
       r.reject_unknown();
       continue;
@@ -489,7 +474,7 @@ calibration::Measurements parse_measurements_jsonl(std::string_view text, std::s
       throw InputError(what + ": unknown measurement kind '" + kind +
                        "' (expected one of: " + std::string(kKinds) + ")");
     }
-    reject_unknown_keys(j, keys, what);
+    calibrate_json::reject_unknown_keys(j, keys, what);
     if (kind == "collective") {
       m.collectives.push_back(read_collective(r));
     } else if (kind == "gemm") {

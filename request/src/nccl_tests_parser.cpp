@@ -5,25 +5,21 @@
 //   4 (2025-)      adds "# nccl-tests version", "Collective test starting/concluded", -S timestamps
 // Columns are mapped by the names in the header; a line is a data row only if it has exactly the
 // header's number of fields and every numeric field parses, so launcher and library noise (also
-// lines that begin with a digit) is skipped.
+// lines that begin with a digit) is skipped. The table of nccl-tests binaries and the resolution
+// of a block's collective and ranks serve the -J JSON report too (nccl_tests_json.cpp).
 
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <filesystem>
-#include <map>
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "collective_log_detail.hpp"
 #include "log_text.hpp"
-#include "trainplan/calibration/fit.hpp"
-#include "trainplan/calibration/profile_fit.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/request/collective_log.hpp"
-#include "trainplan/request/files.hpp"
-#include "trainplan/request/json_util.hpp"
 
 namespace trainplan::request {
 namespace {
@@ -192,20 +188,15 @@ std::optional<LogRow> parse_row(std::string_view content, const Columns& c) {
   return row;
 }
 
-struct RankInfo {
-  std::string host;
-  std::string gpu;
-};
-
 // "Rank  0 Group  0 Pid  54740 on     thanos device  0 [0x07] NVIDIA A100-SXM4-80GB"
 // (no Group before 2022, no Pid in 2017).
-std::optional<std::pair<int, RankInfo>> parse_rank_line(std::string_view content) {
+std::optional<std::pair<int, detail::RankInfo>> parse_rank_line(std::string_view content) {
   const std::vector<std::string_view> toks = split_ws(content);
   if (toks.size() < 6 || toks[0] != "Rank") return std::nullopt;
   const std::optional<std::int64_t> rank = to_int(toks[1]);
   const auto on = std::find(toks.begin(), toks.end(), "on");
   if (!rank || on == toks.end() || on + 1 == toks.end()) return std::nullopt;
-  RankInfo info;
+  detail::RankInfo info;
   info.host = std::string(*(on + 1));
   const std::size_t device = content.find(" device ");
   if (device == std::string_view::npos) return std::nullopt;
@@ -222,16 +213,21 @@ std::optional<std::pair<int, RankInfo>> parse_rank_line(std::string_view content
   return std::pair{static_cast<int>(*rank), info};
 }
 
-struct Context {
-  std::string test;
-  std::map<int, RankInfo> ranks;
-  int generation = 0;  // 4 once a version, starting or unalign line was seen
-};
+}  // namespace
 
-void resolve_block(LogBlock& block, const Context& ctx, std::string_view source,
-                   const ImportHints& hints) {
+namespace detail {
+
+std::optional<std::string_view> nccl_tests_binary(std::string_view token) {
+  if (const TestBinary* b = binary_named(token)) return b->name;
+  return std::nullopt;
+}
+
+bool is_nccl_tests_header(std::string_view content) { return parse_header(content).has_value(); }
+
+void resolve_nccl_tests_block(LogBlock& block, const RunContext& ctx, std::string_view source,
+                              const ImportHints& hints) {
   const std::string src(source);
-  const std::optional<double> ratio = detail::bandwidth_ratio(block);
+  const std::optional<double> ratio = bandwidth_ratio(block);
 
   std::optional<Collective> collective = hints.collective;
   if (!collective && !ctx.test.empty()) {
@@ -277,7 +273,7 @@ void resolve_block(LogBlock& block, const Context& ctx, std::string_view source,
   } else if (!ctx.ranks.empty()) {
     block.ranks = static_cast<int>(ctx.ranks.size());
   } else if (const std::optional<int> n =
-                 ratio ? detail::ranks_from_ratio(*collective, *ratio) : std::nullopt) {
+                 ratio ? ranks_from_ratio(*collective, *ratio) : std::nullopt) {
     block.ranks = *n;
   } else {
     throw InputError(src + ": cannot tell how many ranks ran (no '# Rank' lines); pass --ranks");
@@ -292,72 +288,7 @@ void resolve_block(LogBlock& block, const Context& ctx, std::string_view source,
   }
   std::optional<int> known_nodes = hints.nodes;
   if (!known_nodes && !block.hosts.empty()) known_nodes = static_cast<int>(block.hosts.size());
-  detail::settle_nodes(block, known_nodes, hints, ratio, source);
-}
-
-}  // namespace
-
-namespace detail {
-
-std::optional<double> bandwidth_ratio(const LogBlock& block) {
-  std::vector<double> ratios;
-  for (const LogRow& row : block.rows) {
-    for (const auto& t : {row.out_of_place, row.in_place}) {
-      if (t && t->valid() && t->algbw_GBps >= 1.0) ratios.push_back(t->busbw_GBps / t->algbw_GBps);
-    }
-  }
-  if (ratios.empty()) return std::nullopt;
-  return calibration::median(std::move(ratios));
-}
-
-std::optional<int> ranks_from_ratio(Collective c, double ratio) {
-  double n = 0.0;
-  switch (c) {
-    case Collective::all_reduce:
-      if (ratio >= 2.0) return std::nullopt;
-      n = 2.0 / (2.0 - ratio);
-      break;
-    case Collective::all_gather:
-    case Collective::reduce_scatter:
-    case Collective::all_to_all:
-      if (ratio >= 1.0) return std::nullopt;
-      n = 1.0 / (1.0 - ratio);
-      break;
-    case Collective::broadcast:
-    case Collective::send_recv: return std::nullopt;
-  }
-  const long rounded = std::lround(n);
-  if (rounded < 2) return std::nullopt;
-  return static_cast<int>(rounded);
-}
-
-void check_bus_factor(const LogBlock& block, std::optional<double> ratio, std::string_view source) {
-  // nccl-tests prints busbw = algbw * factor(n): a different ratio means the collective or the
-  // rank count is not what we think (e.g. NCCL_TESTS_SPLIT groups).
-  if (!ratio) return;
-  const double factor = hardware::bus_factor(block.collective, block.ranks);
-  if (factor > 0.0 && std::abs(*ratio / factor - 1.0) > 0.02) {
-    throw InputError(std::string(source) + ": busbw/algbw is " + std::to_string(*ratio) +
-                     " in this log, but " + std::string(to_string(block.collective)) + " over " +
-                     std::to_string(block.ranks) + " ranks has bus factor " +
-                     std::to_string(factor) + "; pass --collective or --ranks");
-  }
-}
-
-void settle_nodes(LogBlock& block, std::optional<int> known, const ImportHints& hints,
-                  std::optional<double> ratio, std::string_view source) {
-  if (known) {
-    block.nodes = *known;
-  } else {
-    const int per_node = std::max(1, hints.gpus_per_node_if_unknown);
-    block.nodes = (block.ranks + per_node - 1) / per_node;
-    block.nodes_assumed = true;
-  }
-  if (block.ranks < 1 || block.nodes < 1 || block.nodes > block.ranks) {
-    throw InputError(std::string(source) + ": " + std::to_string(block.ranks) + " ranks on " +
-                     std::to_string(block.nodes) + " nodes is not a possible job");
-  }
-  check_bus_factor(block, ratio, source);
+  settle_nodes(block, known_nodes, hints, ratio, source);
 }
 
 }  // namespace detail
@@ -377,14 +308,14 @@ struct NcclTestsParse {
   explicit NcclTestsParse(CollectiveLog& into) : log(into) {}
 
   CollectiveLog& log;
-  Context ctx;
-  Context block_ctx;
+  detail::RunContext ctx;
+  detail::RunContext block_ctx;
   std::optional<Columns> cols;
   LogBlock block;
   bool block_open = false;
   bool in_rows = false;
   bool header_seen = false;
-  std::vector<std::pair<LogBlock, Context>> finished;
+  std::vector<std::pair<LogBlock, detail::RunContext>> finished;
 
   void finish_block() {
     if (block_open && !block.rows.empty()) finished.emplace_back(std::move(block), block_ctx);
@@ -396,7 +327,7 @@ struct NcclTestsParse {
   void new_run() {
     if (block_open && !block.rows.empty()) {
       finish_block();
-      ctx = Context{};
+      ctx = detail::RunContext{};
     }
   }
 };
@@ -556,206 +487,11 @@ CollectiveLog parse_nccl_tests_log(std::string_view text, std::string_view sourc
                                       "algbw busbw') found"));
   }
   for (auto& [b, c] : p.finished) {
-    resolve_block(b, c, source, hints);
+    detail::resolve_nccl_tests_block(b, c, source, hints);
     take_date_from_rows(b, log);
     log.blocks.push_back(std::move(b));
   }
   return log;
-}
-
-CollectiveLog parse_nccl_tests_json(std::string_view text, std::string_view source,
-                                    const ImportHints& hints) {
-  const std::string src(source);
-  const Json doc = parse_json(text, src);
-  ObjectReader top(doc, src);
-  const std::int64_t version = top.integer("version", 1);
-  if (version != 2)
-    throw InputError(src + ": nccl-tests JSON version " + std::to_string(version) +
-                     " (this reader knows version 2, nccl-tests src/util.cu)");
-  if (!top.has("results") || !top.raw("results").is_array())
-    throw InputError(src + ": no 'results' list: the run ended before its first size, or this is "
-                           "not an nccl-tests -J report");
-
-  CollectiveLog log;
-  log.source = src;
-  log.tool = LogTool::nccl_tests;
-  Context ctx;
-  ctx.generation = 4;
-  if (top.has("args") && top.raw("args").is_array() && !top.raw("args").empty()) {
-    std::string command;
-    for (const Json& a : top.raw("args")) {
-      if (!a.is_string()) continue;
-      command += (command.empty() ? "" : " ") + a.get<std::string>();
-    }
-    log.command = command;
-    const Json& program = top.raw("args").front();
-    if (program.is_string()) {
-      if (const TestBinary* b = binary_named(program.get<std::string>())) ctx.test = std::string(b->name);
-    }
-  }
-  if (const auto code = top.optional_integer("nccl_version", 0); code && *code > 0)
-    log.nccl = nccl_version_string(static_cast<long>(*code));
-  if (const auto start = top.optional_string("start_time"); start && start->size() == 19)
-    log.date = start->substr(0, 10) + "T" + start->substr(11);
-
-  // The devices list holds one line per process (its first rank); each process drives
-  // nthreads x ngpus ranks, numbered from that rank, on its host.
-  if (top.has("config")) {
-    ObjectReader config(top.raw("config"), src + ": config");
-    const std::int64_t per_process =
-        config.integer("nthreads", 1) * config.integer("ngpus", 1);
-    if (config.has("devices") && config.raw("devices").is_array()) {
-      for (const Json& d : config.raw("devices")) {
-        ObjectReader dev(d, src + ": config.devices");
-        const std::int64_t first = dev.integer("rank", 0);
-        RankInfo info;
-        info.host = dev.optional_string("hostname").value_or("");
-        info.gpu = dev.optional_string("device_info").value_or("");
-        for (std::int64_t i = 0; i < per_process; ++i) ctx.ranks[static_cast<int>(first + i)] = info;
-      }
-    }
-  }
-
-  LogBlock block;
-  block.format_generation = 4;
-  block.footer = top.has("average_bus_bandwidth");
-  // A timing group: time (or cpu_time) in us, algbw and busbw in GB/s, nwrong (null: not checked).
-  // The writer prints "nan" as a string; such a group is dropped.
-  auto timing = [&](const Json& g, const std::string& where) -> std::optional<TimingColumns> {
-    if (g.is_null()) return std::nullopt;
-    ObjectReader r(g, where);
-    const char* time_key = r.has("cpu_time") ? "cpu_time" : "time";
-    const Json& time = r.raw(time_key);
-    const Json& alg = r.raw("alg_bw");
-    const Json& bus = r.raw("bus_bw");
-    if (!time.is_number() || !alg.is_number() || !bus.is_number()) return std::nullopt;
-    TimingColumns t;
-    t.time_us = time.get<double>();
-    t.algbw_GBps = alg.get<double>();
-    t.busbw_GBps = bus.get<double>();
-    t.wrong = r.optional_number("nwrong");
-    return t;
-  };
-  std::size_t index = 0;
-  for (const Json& item : top.raw("results")) {
-    const std::string where = src + ": results[" + std::to_string(index++) + "]";
-    ObjectReader r(item, where);
-    LogRow row;
-    row.bytes = r.integer("size", 0);
-    row.count = r.integer("count", 0);
-    row.dtype = r.optional_string("type").value_or("");
-    row.redop = r.optional_string("redop").value_or("");
-    if (const auto root = r.optional_string("root")) {
-      if (const auto v = to_int(trim(*root)); v && *v >= 0) row.root = static_cast<int>(*v);
-    }
-    if (r.has("out_of_place")) row.out_of_place = timing(r.raw("out_of_place"), where + ".out_of_place");
-    if (r.has("in_place")) row.in_place = timing(r.raw("in_place"), where + ".in_place");
-    if (row.out_of_place || row.in_place) block.rows.push_back(std::move(row));
-  }
-  if (block.rows.empty()) throw InputError(src + ": the nccl-tests JSON report has no timed results");
-  resolve_block(block, ctx, source, hints);
-  log.blocks.push_back(std::move(block));
-  return log;
-}
-
-CollectiveLog parse_collective_log(std::string_view text, std::string_view source,
-                                   const ImportHints& hints) {
-  if (trim(text).empty() || text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
-    throw InputError(std::string(source) + ": the file is empty");
-  }
-  if (const std::size_t first = text.find_first_not_of(" \t\r\n\xEF\xBB\xBF");
-      first != std::string_view::npos && text[first] == '{')
-    return parse_nccl_tests_json(text.substr(first), source, hints);
-  bool nccl_tests = false;
-  bool all_reduce_bench = false;
-  for (const std::string_view raw : split_lines(text)) {
-    std::string_view content = trim(strip_launcher_prefix(raw));
-    while (!content.empty() && content.front() == '#') content.remove_prefix(1);
-    if (parse_header(content)) nccl_tests = true;
-    const std::string l = lower(content);
-    if ((l.starts_with("|") && l.find("payload") != std::string::npos &&
-         l.find("busbw") != std::string::npos) ||
-        l.find("the average bandwidth of all_reduce") != std::string::npos) {
-      all_reduce_bench = true;
-    }
-  }
-  if (nccl_tests) return parse_nccl_tests_log(text, source, hints);
-  if (all_reduce_bench) return parse_all_reduce_bench_log(text, source, hints);
-  throw InputError(std::string(source) +
-                   ": not a log of a known tool (expected nccl-tests output with a 'size count "
-                   "type ... time algbw busbw' header, or an all_reduce_bench.py table)");
-}
-
-CollectiveLog read_collective_log(const std::filesystem::path& path, const ImportHints& hints) {
-  const std::string text = read_text_file(path.string(), "benchmark log");
-  return parse_collective_log(text, path.string(), hints);
-}
-
-std::vector<calibration::CollectiveMeasurement> to_measurements(const CollectiveLog& log) {
-  std::vector<calibration::CollectiveMeasurement> out;
-  for (const LogBlock& block : log.blocks) {
-    for (const LogRow& row : block.rows) {
-      for (const bool in_place : {false, true}) {
-        const std::optional<TimingColumns>& t = in_place ? row.in_place : row.out_of_place;
-        if (!t) continue;
-        calibration::CollectiveMeasurement m;
-        m.collective = block.collective;
-        m.scope =
-            block.nodes == 1 ? hardware::LinkScope::intra_node : hardware::LinkScope::inter_node;
-        m.ranks = block.ranks;
-        m.nodes = block.nodes;
-        m.dtype = row.dtype;
-        m.bytes = Bytes(static_cast<double>(row.bytes));
-        m.time = Seconds(t->time_us * 1e-6);
-        m.algbw = gbps(t->algbw_GBps);
-        m.busbw = gbps(t->busbw_GBps);
-        m.in_place = in_place;
-        m.valid = t->valid() && t->time_us > 0.0;
-        out.push_back(std::move(m));
-      }
-    }
-  }
-  return out;
-}
-
-hardware::RunProvenance provenance_of(const CollectiveLog& log) {
-  hardware::RunProvenance p;
-  p.tool = std::string(to_string(log.tool));
-  bool nodes_known = true;
-  for (const LogBlock& b : log.blocks) {
-    if (!b.gpu.empty() && (!p.gpu || p.gpu->find(b.gpu) == std::string::npos)) {
-      p.gpu = p.gpu ? *p.gpu + ", " + b.gpu : b.gpu;
-    }
-    p.ranks = std::max(p.ranks.value_or(0), b.ranks);
-    if (b.nodes_assumed) nodes_known = false;
-    p.nodes = std::max(p.nodes.value_or(0), b.nodes);
-    for (const std::string& h : b.hosts) {
-      if (std::find(p.hosts.begin(), p.hosts.end(), h) == p.hosts.end()) p.hosts.push_back(h);
-    }
-  }
-  if (!nodes_known) p.nodes.reset();
-  p.gpu_count = p.ranks;
-  p.nccl = log.nccl;
-  p.cuda = log.cuda;
-  p.command = log.command;
-  p.date = log.date;
-  p.sources.push_back(std::filesystem::path(log.source).filename().string());
-  return p;
-}
-
-calibration::Run imported_run(std::span<const CollectiveLog> logs, std::string name) {
-  calibration::Run run;
-  run.name = std::move(name);
-  std::vector<hardware::RunProvenance> provenances;
-  for (const CollectiveLog& log : logs) {
-    provenances.push_back(provenance_of(log));
-    std::vector<calibration::CollectiveMeasurement> m = to_measurements(log);
-    run.measurements.collectives.insert(run.measurements.collectives.end(),
-                                        std::make_move_iterator(m.begin()),
-                                        std::make_move_iterator(m.end()));
-  }
-  run.provenance = calibration::merge_provenance(provenances);
-  return run;
 }
 
 }  // namespace trainplan::request

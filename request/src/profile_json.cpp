@@ -395,6 +395,74 @@ void read_launch(const Json& j, hardware::LaunchOverheads& l, const std::string&
   r.reject_unknown();
 }
 
+// The sections of a profile that hold several models, each read when present and otherwise
+// marked as read (r.ignore), so that reject_unknown sees only misspelt keys.
+void read_collectives_section(ObjectReader& r, hardware::HardwareProfile& p, const std::string& what) {
+  if (!r.has("collectives")) {
+    r.ignore({"collectives"});
+    return;
+  }
+  int index = 0;
+  for (const Json& c : array_field(r, "collectives")) {
+    p.collectives.push_back(read_curve(c, what + " collectives[" + std::to_string(index++) + "]"));
+  }
+}
+
+void read_gemm_section(ObjectReader& r, hardware::HardwareProfile& p, const std::string& what) {
+  if (!r.has("gemm")) {
+    r.ignore({"gemm"});
+    return;
+  }
+  calibrate_json::reject_unknown_keys(r.raw("gemm"), {"dtypes"}, what + " gemm");
+  ObjectReader gemm(r.raw("gemm"), what + " gemm");
+  const Json& dtypes = gemm.raw("dtypes");
+  if (!dtypes.is_object()) throw InputError(what + " gemm: key 'dtypes' must be an object");
+  for (const auto& [name, model] : dtypes.items()) {
+    const auto dtype = try_parse<hardware::GemmDtype>(name);
+    if (!dtype) {
+      throw InputError(what + " gemm dtypes: unknown key '" + name +
+                       "' (expected one of: " + enum_choices<hardware::GemmDtype>() + ")");
+    }
+    p.gemm.push_back(read_gemm(model, *dtype, what + " gemm " + name));
+  }
+  gemm.reject_unknown();
+}
+
+void read_attention_section(ObjectReader& r, hardware::HardwareProfile& p, const std::string& what) {
+  if (!r.has("attention")) {
+    r.ignore({"attention"});
+    return;
+  }
+  calibrate_json::reject_unknown_keys(
+      r.raw("attention"), {"fwd", "bwd", "fwd_causal", "bwd_causal"}, what + " attention");
+  ObjectReader att(r.raw("attention"), what + " attention");
+  for (const auto& [key, slot] :
+       {std::pair{"fwd", &p.attention_fwd}, std::pair{"bwd", &p.attention_bwd},
+        std::pair{"fwd_causal", &p.attention_fwd_causal},
+        std::pair{"bwd_causal", &p.attention_bwd_causal}}) {
+    if (att.has(key)) *slot = read_attention(att.raw(key), what + " attention " + key);
+    att.ignore({key});
+  }
+  att.reject_unknown();
+}
+
+void read_memory_section(ObjectReader& r, hardware::HardwareProfile& p, const std::string& what) {
+  if (!r.has("memory")) {
+    r.ignore({"memory"});
+    return;
+  }
+  calibrate_json::reject_unknown_keys(r.raw("memory"), {"hbm_GBps", "h2d_GBps", "d2h_GBps"},
+                                      what + " memory");
+  ObjectReader mem(r.raw("memory"), what + " memory");
+  for (const auto& [key, slot] :
+       {std::pair{"hbm_GBps", &p.memory.hbm}, std::pair{"h2d_GBps", &p.memory.h2d},
+        std::pair{"d2h_GBps", &p.memory.d2h}}) {
+    if (mem.has(key)) *slot = gbps(positive(mem, key));
+    mem.ignore({key});
+  }
+  mem.reject_unknown();
+}
+
 }  // namespace
 
 std::string profile_to_json(const hardware::HardwareProfile& p) {
@@ -463,61 +531,10 @@ hardware::HardwareProfile parse_profile_json(std::string_view text, std::string_
   } else {
     r.ignore({"provenance"});
   }
-  if (r.has("collectives")) {
-    int index = 0;
-    for (const Json& c : array_field(r, "collectives")) {
-      p.collectives.push_back(
-          read_curve(c, what + " collectives[" + std::to_string(index++) + "]"));
-    }
-  } else {
-    r.ignore({"collectives"});
-  }
-  if (r.has("gemm")) {
-    calibrate_json::reject_unknown_keys(r.raw("gemm"), {"dtypes"}, what + " gemm");
-    ObjectReader gemm(r.raw("gemm"), what + " gemm");
-    const Json& dtypes = gemm.raw("dtypes");
-    if (!dtypes.is_object()) throw InputError(what + " gemm: key 'dtypes' must be an object");
-    for (const auto& [name, model] : dtypes.items()) {
-      const auto dtype = try_parse<hardware::GemmDtype>(name);
-      if (!dtype) {
-        throw InputError(what + " gemm dtypes: unknown key '" + name +
-                         "' (expected one of: " + enum_choices<hardware::GemmDtype>() + ")");
-      }
-      p.gemm.push_back(read_gemm(model, *dtype, what + " gemm " + name));
-    }
-    gemm.reject_unknown();
-  } else {
-    r.ignore({"gemm"});
-  }
-  if (r.has("attention")) {
-    calibrate_json::reject_unknown_keys(
-        r.raw("attention"), {"fwd", "bwd", "fwd_causal", "bwd_causal"}, what + " attention");
-    ObjectReader att(r.raw("attention"), what + " attention");
-    for (const auto& [key, slot] :
-         {std::pair{"fwd", &p.attention_fwd}, std::pair{"bwd", &p.attention_bwd},
-          std::pair{"fwd_causal", &p.attention_fwd_causal},
-          std::pair{"bwd_causal", &p.attention_bwd_causal}}) {
-      if (att.has(key)) *slot = read_attention(att.raw(key), what + " attention " + key);
-      att.ignore({key});
-    }
-    att.reject_unknown();
-  } else {
-    r.ignore({"attention"});
-  }
-  if (r.has("memory")) {
-    calibrate_json::reject_unknown_keys(r.raw("memory"), {"hbm_GBps", "h2d_GBps", "d2h_GBps"},
-                                        what + " memory");
-    ObjectReader mem(r.raw("memory"), what + " memory");
-    for (const auto& [key, slot] :
-         {std::pair{"hbm_GBps", &p.memory.hbm}, std::pair{"h2d_GBps", &p.memory.h2d},
-          std::pair{"d2h_GBps", &p.memory.d2h}}) {
-      if (mem.has(key)) *slot = gbps(positive(mem, key));
-      mem.ignore({key});
-    }
-    mem.reject_unknown();
-  } else {
-    r.ignore({"memory"});
-  }
+  read_collectives_section(r, p, what);
+  read_gemm_section(r, p, what);
+  read_attention_section(r, p, what);
+  read_memory_section(r, p, what);
   if (r.has("cpu_adam_params_per_s"))
     p.cpu_adam_params_per_s = positive(r, "cpu_adam_params_per_s");
   r.ignore({"cpu_adam_params_per_s"});
