@@ -20,6 +20,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
+#include <utility>
+#include <vector>
 
 #include "models.hpp"
 #include "trainplan/planner/search.hpp"
@@ -87,11 +90,55 @@ void tooltip_on_hover(QBarSet* set, const QString& unit, const QString& explanat
   });
 }
 
-QPen dashed(const QColor& c, qreal width) {
+QPen solid(const QColor& c, qreal width) {
   QPen p(c);
   p.setWidthF(width);
+  return p;
+}
+
+QPen dashed(const QColor& c, qreal width) {
+  QPen p = solid(c, width);
   p.setStyle(Qt::DashLine);
   return p;
+}
+
+QLineSeries* line(const QString& name, const QPen& pen) {
+  auto* l = new QLineSeries;
+  l->setName(name);
+  l->setPen(pen);
+  return l;
+}
+
+// Filled markers, their border the same colour.
+QScatterSeries* markers(const QString& name, const QColor& color, qreal size) {
+  auto* s = new QScatterSeries;
+  s->setName(name);
+  s->setColor(color);
+  s->setBorderColor(color);
+  s->setMarkerSize(size);
+  return s;
+}
+
+// A ring in the text colour around the point it marks.
+QScatterSeries* ring(const QString& name, qreal size, const QPalette& pal) {
+  auto* s = new QScatterSeries;
+  s->setName(name);
+  s->setMarkerSize(size);
+  s->setColor(Qt::transparent);
+  s->setPen(solid(text_color(pal), 2));
+  return s;
+}
+
+// Shows what `text` says of the point under the mouse, if anything.
+void tooltip_on_hover(QScatterSeries* series, std::function<QString(QPointF)> text) {
+  QObject::connect(series, &QScatterSeries::hovered, series,
+                   [text = std::move(text)](const QPointF& point, bool on) {
+                     if (!on) {
+                       QToolTip::hideText();
+                       return;
+                     }
+                     if (const QString t = text(point); !t.isEmpty()) QToolTip::showText(QCursor::pos(), t);
+                   });
 }
 
 }  // namespace
@@ -170,18 +217,33 @@ void build_memory(QChart* chart, const MemoryModel& m, const QPalette& pal) {
   chart->addAxis(hx, Qt::AlignBottom);
   for (int c = 0; c < cols; ++c) {
     const double usable = m.value(usable_row, c);
-    auto* line = new QLineSeries;
-    line->setName(QStringLiteral("usable capacity"));
-    line->setPen(dashed(kCapacity, 2.5));
+    auto* capacity = line(QStringLiteral("usable capacity"), dashed(kCapacity, 2.5));
     const double half = cols == 1 ? 0.3 : 0.4;
-    line->append(c - half, usable);
-    line->append(c + half, usable);
-    chart->addSeries(line);
-    line->attachAxis(hx);
-    line->attachAxis(y);
-    if (c > 0) hide_legend_marker(chart, line);
+    capacity->append(c - half, usable);
+    capacity->append(c + half, usable);
+    chart->addSeries(capacity);
+    capacity->attachAxis(hx);
+    capacity->attachAxis(y);
+    if (c > 0) hide_legend_marker(chart, capacity);
   }
 }
+
+namespace {
+
+// Each part of the step keeps its colour whichever parts are shown; the communication rows take
+// turns at three.
+QColor step_part_color(Term t, int& comm_index) {
+  static constexpr std::pair<Term, int> kColours[] = {
+      {Term::compute, 0}, {Term::memory_bound, 8},   {Term::host_time, 9},   {Term::recompute, 4},
+      {Term::bubble, 5},  {Term::optimizer_step, 2}, {Term::offload_time, 3},
+  };
+  for (const auto& [term, index] : kColours)
+    if (term == t) return color_for(index);
+  static constexpr int kComm[] = {1, 7, 6};
+  return color_for(kComm[comm_index++ % 3]);
+}
+
+}  // namespace
 
 void build_step_time(QChart* chart, const StepTimeModel& m, const QPalette& pal) {
   clear(chart);
@@ -203,35 +265,7 @@ void build_step_time(QChart* chart, const StepTimeModel& m, const QPalette& pal)
     if (!any)
       continue;  // a part no configuration has (no bubble without PP): keep the legend short
     auto* set = new QBarSet(m.headerData(r, Qt::Vertical, Qt::DisplayRole).toString());
-    QColor color;
-    switch (m.term(r)) {
-      case Term::compute:
-        color = color_for(0);
-        break;
-      case Term::memory_bound:
-        color = color_for(8);
-        break;
-      case Term::host_time:
-        color = color_for(9);
-        break;
-      case Term::recompute:
-        color = color_for(4);
-        break;
-      case Term::bubble:
-        color = color_for(5);
-        break;
-      case Term::optimizer_step:
-        color = color_for(2);
-        break;
-      case Term::offload_time:
-        color = color_for(3);
-        break;
-      default: {
-        static constexpr int kComm[] = {1, 7, 6};
-        color = color_for(kComm[comm_index++ % 3]);
-        break;
-      }
-    }
+    const QColor color = step_part_color(m.term(r), comm_index);
     set->setColor(color);
     set->setBorderColor(color);
     // Bottom-up categories: the current configuration goes on top.
@@ -260,99 +294,92 @@ void build_step_time(QChart* chart, const StepTimeModel& m, const QPalette& pal)
   add_axis(chart, x, Qt::AlignBottom, pal, {bars});
 }
 
-void build_sweep(QChart* chart, const SweepModel& m, const QPalette& pal) {
-  clear(chart);
-  style(chart, pal);
-  const Sweep& s = m.sweep();
-  if (s.points.empty()) return;
-  const bool by_mb = s.axis == SweepAxis::micro_batch;
-  const double usable = to_gib(s.usable);
+// ---- The sweep ----------------------------------------------------------------------------------
 
-  auto* memory = new QLineSeries;
-  memory->setName(QStringLiteral("memory"));
-  QPen mp(color_for(0));
-  mp.setWidthF(2.5);
-  memory->setPen(mp);
-  auto* fit_points = new QScatterSeries;
-  fit_points->setName(QStringLiteral("fits"));
-  fit_points->setColor(color_for(0));
-  fit_points->setBorderColor(color_for(0));
-  fit_points->setMarkerSize(8);
-  auto* oom_points = new QScatterSeries;
-  oom_points->setName(QStringLiteral("out of memory"));
-  oom_points->setColor(kCapacity);
-  oom_points->setBorderColor(kCapacity);
-  oom_points->setMarkerShape(QScatterSeries::MarkerShapeRectangle);
-  oom_points->setMarkerSize(9);
-  auto* tokens_fit = new QLineSeries;
-  tokens_fit->setName(QStringLiteral("tokens/s"));
-  QPen tp(color_for(2));
-  tp.setWidthF(2.5);
-  tokens_fit->setPen(tp);
-  auto* tokens_oom = new QLineSeries;
-  tokens_oom->setName(QStringLiteral("tokens/s (would not fit)"));
-  tokens_oom->setPen(dashed(color_for(2), 1.5));
+namespace {
 
-  double max_gib = usable;
-  double max_tokens = 0;
+// The series of the sweep chart, in the order they are drawn.
+struct SweepSeries {
+  QLineSeries* memory;
+  QLineSeries* capacity;
+  QLineSeries* tokens_oom;
+  QLineSeries* tokens_fit;
+  QScatterSeries* fit_points;
+  QScatterSeries* oom_points;
+  QScatterSeries* current;
+  QScatterSeries* oom;
+};
+
+struct Extent {
   double min_x = 0;
   double max_x = 0;
+  double max_gib = 0;
+  double max_tokens = 0;
+};
+
+SweepSeries sweep_series(const QPalette& pal) {
+  SweepSeries ss{};
+  ss.memory = line(QStringLiteral("memory"), solid(color_for(0), 2.5));
+  ss.fit_points = markers(QStringLiteral("fits"), color_for(0), 8);
+  ss.oom_points = markers(QStringLiteral("out of memory"), kCapacity, 9);
+  ss.oom_points->setMarkerShape(QScatterSeries::MarkerShapeRectangle);
+  ss.tokens_fit = line(QStringLiteral("tokens/s"), solid(color_for(2), 2.5));
+  ss.tokens_oom = line(QStringLiteral("tokens/s (would not fit)"), dashed(color_for(2), 1.5));
+  ss.capacity = line(QStringLiteral("capacity"), dashed(kCapacity, 2));
+  ss.current = ring(QStringLiteral("current"), 16, pal);
+  ss.oom = markers(QStringLiteral("first OOM"), kCapacity, 20);
+  ss.oom->setMarkerShape(QScatterSeries::MarkerShapeStar);
+  ss.oom->setPointLabelsColor(text_color(pal));
+  return ss;
+}
+
+// Memory and throughput of every point: solid where it fits, dashed on from the last that does.
+Extent plot_sweep(const Sweep& s, const SweepSeries& ss) {
+  Extent x{0, 0, to_gib(s.usable), 0};
   for (std::size_t i = 0; i < s.points.size(); ++i) {
     const SweepPoint& p = s.points[i];
-    const auto x = static_cast<double>(p.x);
+    const auto px = static_cast<double>(p.x);
     const double gib = to_gib(p.estimate.memory.device_total);
     const double tok = p.estimate.throughput.tokens_per_s;
-    min_x = i == 0 ? x : std::min(min_x, x);
-    max_x = std::max(max_x, x);
-    max_gib = std::max(max_gib, gib);
-    max_tokens = std::max(max_tokens, tok);
-    memory->append(x, gib);
-    (p.estimate.fits ? fit_points : oom_points)->append(x, gib);
-    if (p.estimate.fits) tokens_fit->append(x, tok);
+    x.min_x = i == 0 ? px : std::min(x.min_x, px);
+    x.max_x = std::max(x.max_x, px);
+    x.max_gib = std::max(x.max_gib, gib);
+    x.max_tokens = std::max(x.max_tokens, tok);
+    ss.memory->append(px, gib);
+    (p.estimate.fits ? ss.fit_points : ss.oom_points)->append(px, gib);
+    if (p.estimate.fits) ss.tokens_fit->append(px, tok);
     // The dashed continuation starts at the last point that fits.
     if (!p.estimate.fits || (i + 1 < s.points.size() && !s.points[i + 1].estimate.fits))
-      tokens_oom->append(x, tok);
+      ss.tokens_oom->append(px, tok);
   }
-  // Memory can run far past the capacity; keep the capacity in the upper part of the plot.
-  const double gib_top = std::min(max_gib, usable * 2.5) * 1.08;
+  return x;
+}
 
-  auto* capacity = new QLineSeries;
-  capacity->setName(QStringLiteral("capacity"));
-  capacity->setPen(dashed(kCapacity, 2));
-  capacity->append(min_x, usable);
-  capacity->append(max_x, usable);
-
-  auto* current = new QScatterSeries;
-  current->setName(QStringLiteral("current"));
-  current->setMarkerSize(16);
-  current->setColor(Qt::transparent);
-  current->setBorderColor(text_color(pal));
-  QPen cp(text_color(pal));
-  cp.setWidthF(2);
-  current->setPen(cp);
+// The capacity across the sweep, the current point ringed and the first out-of-memory point starred
+// (below the top of the plot, `gib_top`, however far past it memory runs).
+void mark_sweep(const Sweep& s, const SweepSeries& ss, const Extent& x, double gib_top) {
+  const double usable = to_gib(s.usable);
+  ss.capacity->append(x.min_x, usable);
+  ss.capacity->append(x.max_x, usable);
   if (s.current) {
     const SweepPoint& p = s.points[*s.current];
-    current->append(static_cast<double>(p.x), to_gib(p.estimate.memory.device_total));
+    ss.current->append(static_cast<double>(p.x), to_gib(p.estimate.memory.device_total));
   }
-  auto* oom = new QScatterSeries;
-  oom->setName(QStringLiteral("first OOM"));
-  oom->setMarkerShape(QScatterSeries::MarkerShapeStar);
-  oom->setMarkerSize(20);
-  oom->setColor(kCapacity);
-  oom->setBorderColor(kCapacity);
-  oom->setPointLabelsColor(text_color(pal));
   if (s.first_oom) {
     const SweepPoint& p = s.points[*s.first_oom];
-    oom->append(static_cast<double>(p.x),
-                std::min(to_gib(p.estimate.memory.device_total), gib_top / 1.08));
-    oom->setPointLabelsFormat(
+    ss.oom->append(static_cast<double>(p.x),
+                   std::min(to_gib(p.estimate.memory.device_total), gib_top / 1.08));
+    ss.oom->setPointLabelsFormat(
         QStringLiteral("OOM at %1 %2")
             .arg(p.x)
-            .arg(by_mb ? QStringLiteral("sequences") : QStringLiteral("tokens")));
-    oom->setPointLabelsVisible(true);
-    oom->setPointLabelsClipping(false);
+            .arg(s.axis == SweepAxis::micro_batch ? QStringLiteral("sequences") : QStringLiteral("tokens")));
+    ss.oom->setPointLabelsVisible(true);
+    ss.oom->setPointLabelsClipping(false);
   }
+}
 
+QString sweep_title(const Sweep& s) {
+  const bool by_mb = s.axis == SweepAxis::micro_batch;
   QString title = by_mb ? QStringLiteral("<b>Micro-batch sweep</b>")
                         : QStringLiteral("<b>Sequence-length sweep</b>");
   if (s.first_oom)
@@ -361,68 +388,169 @@ void build_sweep(QChart* chart, const SweepModel& m, const QPalette& pal) {
                  .arg(by_mb ? QStringLiteral("sequences per GPU") : QStringLiteral("tokens"));
   else
     title += QStringLiteral(" — every point fits");
-  chart->setTitle(title);
-  for (QScatterSeries* series : {fit_points, oom_points}) {
-    QObject::connect(
-        series, &QScatterSeries::hovered, series, [&m, by_mb](const QPointF& point, bool on) {
-          if (!on) {
-            QToolTip::hideText();
-            return;
-          }
-          for (const SweepPoint& p : m.sweep().points) {
-            if (static_cast<double>(p.x) != point.x()) continue;
-            QToolTip::showText(
-                QCursor::pos(),
-                QStringLiteral("<b>%1 %2</b>: %3 per GPU (%4) · %5 · step %6")
-                    .arg(by_mb ? QStringLiteral("micro-batch") : QStringLiteral("sequence length"))
-                    .arg(p.x)
-                    .arg(gib_text(p.estimate.memory.device_total),
-                         p.estimate.fits ? QStringLiteral("fits") : QStringLiteral("out of memory"),
-                         rate_text(p.estimate.throughput.tokens_per_s, QStringLiteral("tokens/s")),
-                         seconds_text(p.estimate.time.step)));
-            return;
-          }
-        });
-  }
-  for (QAbstractSeries* sr : std::initializer_list<QAbstractSeries*>{
-           memory, capacity, tokens_oom, tokens_fit, fit_points, oom_points, current, oom})
-    chart->addSeries(sr);
-  for (QAbstractSeries* sr :
-       std::initializer_list<QAbstractSeries*>{fit_points, oom_points, tokens_oom})
-    hide_legend_marker(chart, sr);
-  if (!s.current) hide_legend_marker(chart, current);
-  if (!s.first_oom) hide_legend_marker(chart, oom);
+  return title;
+}
 
+// What a point of the sweep says, for its tooltip.
+QString sweep_point_text(const SweepModel& m, QPointF point) {
+  const bool by_mb = m.sweep().axis == SweepAxis::micro_batch;
+  for (const SweepPoint& p : m.sweep().points) {
+    if (static_cast<double>(p.x) != point.x()) continue;
+    return QStringLiteral("<b>%1 %2</b>: %3 per GPU (%4) · %5 · step %6")
+        .arg(by_mb ? QStringLiteral("micro-batch") : QStringLiteral("sequence length"))
+        .arg(p.x)
+        .arg(gib_text(p.estimate.memory.device_total),
+             p.estimate.fits ? QStringLiteral("fits") : QStringLiteral("out of memory"),
+             rate_text(p.estimate.throughput.tokens_per_s, QStringLiteral("tokens/s")),
+             seconds_text(p.estimate.time.step));
+  }
+  return {};
+}
+
+// A log-scale x axis, memory on the left and tokens/s (in thousands when large) on the right.
+void add_sweep_axes(QChart* chart, const Sweep& s, const SweepSeries& ss, const Extent& e, double gib_top,
+                    const QPalette& pal) {
   auto* x = new QLogValueAxis;
   x->setBase(2);
   x->setLabelFormat(QStringLiteral("%.0f"));
-  x->setTitleText(by_mb ? QStringLiteral("micro-batch (sequences per GPU, log scale)")
-                        : QStringLiteral("sequence length (tokens, log scale)"));
-  x->setRange(min_x / 1.25, max_x * 1.25);
+  x->setTitleText(s.axis == SweepAxis::micro_batch
+                      ? QStringLiteral("micro-batch (sequences per GPU, log scale)")
+                      : QStringLiteral("sequence length (tokens, log scale)"));
+  x->setRange(e.min_x / 1.25, e.max_x * 1.25);
   add_axis(chart, x, Qt::AlignBottom, pal,
-           {memory, capacity, tokens_oom, tokens_fit, fit_points, oom_points, current, oom});
+           {ss.memory, ss.capacity, ss.tokens_oom, ss.tokens_fit, ss.fit_points, ss.oom_points, ss.current,
+            ss.oom});
   auto* y = new QValueAxis;
   y->setTitleText(QStringLiteral("GiB per GPU"));
   y->setRange(0, gib_top);
   y->applyNiceNumbers();
   y->setLabelFormat(QStringLiteral("%.0f"));
-  add_axis(chart, y, Qt::AlignLeft, pal, {memory, capacity, fit_points, oom_points, current, oom});
+  add_axis(chart, y, Qt::AlignLeft, pal,
+           {ss.memory, ss.capacity, ss.fit_points, ss.oom_points, ss.current, ss.oom});
   auto* y2 = new QValueAxis;
-  const bool kilo = max_tokens >= 1e4;
+  const bool kilo = e.max_tokens >= 1e4;
   y2->setTitleText(kilo ? QStringLiteral("thousand tokens/s") : QStringLiteral("tokens/s"));
   if (kilo) {
-    for (QLineSeries* l : {tokens_fit, tokens_oom}) {
+    for (QLineSeries* l : {ss.tokens_fit, ss.tokens_oom}) {
       QList<QPointF> pts = l->points();
       for (QPointF& p : pts) p.setY(p.y() / 1e3);
       l->replace(pts);
     }
   }
-  y2->setRange(0, (kilo ? max_tokens / 1e3 : max_tokens) * 1.1);
+  y2->setRange(0, (kilo ? e.max_tokens / 1e3 : e.max_tokens) * 1.1);
   y2->applyNiceNumbers();
   y2->setLabelFormat(QStringLiteral("%.0f"));
-  add_axis(chart, y2, Qt::AlignRight, pal, {tokens_fit, tokens_oom});
+  add_axis(chart, y2, Qt::AlignRight, pal, {ss.tokens_fit, ss.tokens_oom});
   y2->setLabelsColor(color_for(2).darker(is_dark(pal) ? 80 : 120));
 }
+
+}  // namespace
+
+void build_sweep(QChart* chart, const SweepModel& m, const QPalette& pal) {
+  clear(chart);
+  style(chart, pal);
+  const Sweep& s = m.sweep();
+  if (s.points.empty()) return;
+  const SweepSeries ss = sweep_series(pal);
+  const Extent e = plot_sweep(s, ss);
+  // Memory can run far past the capacity; keep the capacity in the upper part of the plot.
+  const double gib_top = std::min(e.max_gib, to_gib(s.usable) * 2.5) * 1.08;
+  mark_sweep(s, ss, e, gib_top);
+  chart->setTitle(sweep_title(s));
+  for (QScatterSeries* series : {ss.fit_points, ss.oom_points})
+    tooltip_on_hover(series, [&m](QPointF point) { return sweep_point_text(m, point); });
+  for (QAbstractSeries* sr :
+       std::initializer_list<QAbstractSeries*>{ss.memory, ss.capacity, ss.tokens_oom, ss.tokens_fit,
+                                               ss.fit_points, ss.oom_points, ss.current, ss.oom})
+    chart->addSeries(sr);
+  for (QAbstractSeries* sr :
+       std::initializer_list<QAbstractSeries*>{ss.fit_points, ss.oom_points, ss.tokens_oom})
+    hide_legend_marker(chart, sr);
+  if (!s.current) hide_legend_marker(chart, ss.current);
+  if (!s.first_oom) hide_legend_marker(chart, ss.oom);
+  add_sweep_axes(chart, s, ss, e, gib_top, pal);
+}
+
+// ---- The plan search ----------------------------------------------------------------------------
+
+namespace {
+
+// The series of the plans chart, in the order they are drawn.
+struct PlanSeries {
+  QLineSeries* capacity;
+  QLineSeries* front_line;
+  QScatterSeries* others;
+  QScatterSeries* front;
+  QScatterSeries* here;
+};
+
+// Every plan a point (GiB, thousand tokens/s), the Pareto front joined, the loaded plan ringed;
+// each series holds the plan row of each of its points.
+Extent plot_plans(const std::vector<PlanPoint>& plans, std::optional<int> current, const PlanSeries& ps) {
+  QVariantList other_rows;
+  QVariantList front_rows;
+  std::vector<QPointF> front_points;
+  Extent x;
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    const planner::Estimate& e = plans[i].estimate;
+    const QPointF p(to_gib(e.memory.device_total), e.throughput.tokens_per_s / 1e3);
+    x.max_gib = std::max(x.max_gib, p.x());
+    x.max_tokens = std::max(x.max_tokens, p.y());
+    if (plans[i].pareto) {
+      ps.front->append(p);
+      front_rows << static_cast<int>(i);
+      front_points.push_back(p);
+    } else {
+      ps.others->append(p);
+      other_rows << static_cast<int>(i);
+    }
+    if (current && *current == static_cast<int>(i)) ps.here->append(p);
+  }
+  std::sort(front_points.begin(), front_points.end(),
+            [](QPointF a, QPointF b) { return a.x() < b.x(); });
+  for (QPointF p : front_points) ps.front_line->append(p);
+  ps.others->setProperty(kPlanRowsProperty, other_rows);
+  ps.front->setProperty(kPlanRowsProperty, front_rows);
+  return x;
+}
+
+// What the plan under a point of `series` is, for its tooltip.
+QString plan_point_text(const PlansModel& m, const QScatterSeries* series, QPointF point) {
+  const QVariantList rows = series->property(kPlanRowsProperty).toList();
+  const QList<QPointF> points = series->points();
+  for (qsizetype i = 0; i < points.size() && i < rows.size(); ++i) {
+    if (points[i] != point) continue;
+    const int row = rows[i].toInt();
+    const PlanPoint& p = m.plans()[static_cast<std::size_t>(row)];
+    return QStringLiteral("<b>#%1 %2</b><br>%3 per GPU · %4 · MFU %5%6<br><i>Click to load "
+                          "this plan.</i>")
+        .arg(row + 1)
+        .arg(qstr(planner::plan_label(p.estimate.training, p.estimate.layout)).toHtmlEscaped(),
+             gib_text(p.estimate.memory.device_total),
+             rate_text(p.estimate.throughput.tokens_per_s, QStringLiteral("tokens/s")),
+             percent_text(p.estimate.throughput.mfu),
+             p.note.empty() ? QString() : QStringLiteral("<br>%1").arg(qstr(p.note).toHtmlEscaped()));
+  }
+  return {};
+}
+
+// Memory per GPU across, throughput up; the capacity a dashed vertical line.
+void add_plans_axes(QChart* chart, const PlanSeries& ps, double x_top, double y_low, double y_high,
+                    const QPalette& pal) {
+  auto* x = new QValueAxis;
+  x->setTitleText(QStringLiteral("GiB per GPU (device total)"));
+  x->setRange(0, x_top);
+  x->applyNiceNumbers();
+  x->setLabelFormat(QStringLiteral("%.0f"));
+  add_axis(chart, x, Qt::AlignBottom, pal, {ps.capacity, ps.front_line, ps.others, ps.front, ps.here});
+  auto* y = new QValueAxis;
+  y->setTitleText(QStringLiteral("thousand tokens/s"));
+  y->setRange(y_low, y_high);
+  y->applyNiceNumbers();
+  add_axis(chart, y, Qt::AlignLeft, pal, {ps.capacity, ps.front_line, ps.others, ps.front, ps.here});
+}
+
+}  // namespace
 
 void build_plans(QChart* chart, const PlansModel& m, std::optional<int> current,
                  const QPalette& pal) {
@@ -435,114 +563,34 @@ void build_plans(QChart* chart, const PlansModel& m, std::optional<int> current,
                        "throughput of every plan"));
     return;
   }
-  auto* others = new QScatterSeries;
-  others->setName(QStringLiteral("plans"));
-  others->setColor(color_for(5));
-  others->setBorderColor(color_for(5));
-  others->setMarkerSize(8);
-  auto* front = new QScatterSeries;
-  front->setName(QStringLiteral("Pareto front"));
-  front->setColor(color_for(0));
-  front->setBorderColor(color_for(0));
-  front->setMarkerSize(12);
-  auto* front_line = new QLineSeries;
-  front_line->setPen(dashed(color_for(0), 1.5));
-  auto* here = new QScatterSeries;
-  here->setName(QStringLiteral("loaded plan"));
-  here->setMarkerSize(20);
-  here->setColor(Qt::transparent);
-  QPen hp(text_color(pal));
-  hp.setWidthF(2);
-  here->setPen(hp);
-
-  QVariantList other_rows;
-  QVariantList front_rows;
-  std::vector<QPointF> front_points;
-  double max_gib = 0;
-  double max_tokens = 0;
-  for (std::size_t i = 0; i < plans.size(); ++i) {
-    const planner::Estimate& e = plans[i].estimate;
-    const QPointF p(to_gib(e.memory.device_total), e.throughput.tokens_per_s / 1e3);
-    max_gib = std::max(max_gib, p.x());
-    max_tokens = std::max(max_tokens, p.y());
-    if (plans[i].pareto) {
-      front->append(p);
-      front_rows << static_cast<int>(i);
-      front_points.push_back(p);
-    } else {
-      others->append(p);
-      other_rows << static_cast<int>(i);
-    }
-    if (current && *current == static_cast<int>(i)) here->append(p);
-  }
-  std::sort(front_points.begin(), front_points.end(),
-            [](QPointF a, QPointF b) { return a.x() < b.x(); });
-  for (QPointF p : front_points) front_line->append(p);
-  others->setProperty(kPlanRowsProperty, other_rows);
-  front->setProperty(kPlanRowsProperty, front_rows);
-  for (QScatterSeries* series : {others, front}) {
-    QObject::connect(
-        series, &QScatterSeries::hovered, series, [series, &m](const QPointF& point, bool on) {
-          if (!on) {
-            QToolTip::hideText();
-            return;
-          }
-          const QVariantList rows = series->property(kPlanRowsProperty).toList();
-          const QList<QPointF> points = series->points();
-          for (qsizetype i = 0; i < points.size() && i < rows.size(); ++i) {
-            if (points[i] != point) continue;
-            const int row = rows[i].toInt();
-            const PlanPoint& p = m.plans()[static_cast<std::size_t>(row)];
-            QToolTip::showText(
-                QCursor::pos(),
-                QStringLiteral("<b>#%1 %2</b><br>%3 per GPU · %4 · MFU %5%6<br><i>Click to load "
-                               "this plan.</i>")
-                    .arg(row + 1)
-                    .arg(qstr(planner::plan_label(p.estimate.training, p.estimate.layout))
-                             .toHtmlEscaped(),
-                         gib_text(p.estimate.memory.device_total),
-                         rate_text(p.estimate.throughput.tokens_per_s, QStringLiteral("tokens/s")),
-                         percent_text(p.estimate.throughput.mfu),
-                         p.note.empty()
-                             ? QString()
-                             : QStringLiteral("<br>%1").arg(qstr(p.note).toHtmlEscaped())));
-            return;
-          }
-        });
-  }
-  double min_tokens = max_tokens;
+  const PlanSeries ps{line(QStringLiteral("capacity"), dashed(kCapacity, 2)),
+                      line({}, dashed(color_for(0), 1.5)),
+                      markers(QStringLiteral("plans"), color_for(5), 8),
+                      markers(QStringLiteral("Pareto front"), color_for(0), 12),
+                      ring(QStringLiteral("loaded plan"), 20, pal)};
+  const Extent e = plot_plans(plans, current, ps);
+  for (QScatterSeries* series : {ps.others, ps.front})
+    tooltip_on_hover(series, [series, &m](QPointF point) { return plan_point_text(m, series, point); });
+  double min_tokens = e.max_tokens;
   for (const PlanPoint& p : plans)
     min_tokens = std::min(min_tokens, p.estimate.throughput.tokens_per_s / 1e3);
   const double usable = to_gib(m.usable());
-  const double x_top = std::max(max_gib, usable) * 1.05;
+  const double x_top = std::max(e.max_gib, usable) * 1.05;
   // Throughput differences between plans are often a few per cent: zoom on them.
-  const double y_low =
-      std::max(0.0, min_tokens - (max_tokens - min_tokens) * 0.3 - max_tokens * 0.02);
-  const double y_high = max_tokens + (max_tokens - min_tokens) * 0.15 + max_tokens * 0.02;
-  auto* capacity = new QLineSeries;
-  capacity->setName(QStringLiteral("capacity"));
-  capacity->setPen(dashed(kCapacity, 2));
-  capacity->append(usable, y_low);
-  capacity->append(usable, y_high);
+  const double spread = e.max_tokens - min_tokens;
+  const double y_low = std::max(0.0, min_tokens - spread * 0.3 - e.max_tokens * 0.02);
+  const double y_high = e.max_tokens + spread * 0.15 + e.max_tokens * 0.02;
+  ps.capacity->append(usable, y_low);
+  ps.capacity->append(usable, y_high);
   for (QAbstractSeries* s :
-       std::initializer_list<QAbstractSeries*>{capacity, front_line, others, front, here})
+       std::initializer_list<QAbstractSeries*>{ps.capacity, ps.front_line, ps.others, ps.front, ps.here})
     chart->addSeries(s);
-  hide_legend_marker(chart, front_line);
-  if (here->count() == 0) hide_legend_marker(chart, here);
-  if (usable <= 0) hide_legend_marker(chart, capacity);
+  hide_legend_marker(chart, ps.front_line);
+  if (ps.here->count() == 0) hide_legend_marker(chart, ps.here);
+  if (usable <= 0) hide_legend_marker(chart, ps.capacity);
   chart->setTitle(QStringLiteral("<b>Plan search</b> — %1 plans that fit; click one to load it")
                       .arg(plans.size()));
-  auto* x = new QValueAxis;
-  x->setTitleText(QStringLiteral("GiB per GPU (device total)"));
-  x->setRange(0, x_top);
-  x->applyNiceNumbers();
-  x->setLabelFormat(QStringLiteral("%.0f"));
-  add_axis(chart, x, Qt::AlignBottom, pal, {capacity, front_line, others, front, here});
-  auto* y = new QValueAxis;
-  y->setTitleText(QStringLiteral("thousand tokens/s"));
-  y->setRange(y_low, y_high);
-  y->applyNiceNumbers();
-  add_axis(chart, y, Qt::AlignLeft, pal, {capacity, front_line, others, front, here});
+  add_plans_axes(chart, ps, x_top, y_low, y_high, pal);
 }
 
 bool save_png(QWidget* view, const QString& path) { return view->grab().save(path, "PNG"); }

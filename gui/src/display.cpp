@@ -2,6 +2,7 @@
 
 #include <QLocale>
 #include <cmath>
+#include <iterator>
 
 namespace trainplan::gui {
 
@@ -68,209 +69,154 @@ QString strategy_label(Strategy s) {
 namespace {
 
 struct TermText {
+  Term term;
   const char* label;
   const char* meaning;
   const char* source;
 };
 
+// Every term's label, meaning and source.
+constexpr TermText kTerms[] = {
+    {Term::weights, "weights",
+     "Parameters held by one GPU at the memory peak, in the dtype they are stored in (fp32 under fp32 and "
+     "the mixed precisions, 16-bit under *-true, 4/8-bit base weights under QLoRA), split by tensor and "
+     "pipeline parallelism and sharded by ZeRO-3/FSDP.",
+     "ZeRO, Rajbhandari et al. 2020 (arXiv:1910.02054) §3; QLoRA, Dettmers et al. 2023 (arXiv:2305.14314) "
+     "§3; docs/formulas.md, Model states"},
+    {Term::gradients, "gradients",
+     "Gradients of the trainable parameters as they stand at the peak; sharded by ZeRO-2/3 and FSDP. Only "
+     "adapters carry gradients under LoRA and QLoRA.",
+     "ZeRO (arXiv:1910.02054) §3 and §5.2; LoRA, Hu et al. 2021 (arXiv:2106.09685); docs/formulas.md, Model "
+     "states"},
+    {Term::optimizer_state, "optimizer",
+     "Optimizer state on the GPU: Adam(W) moments (two fp32 values per trainable parameter), 8-bit moments "
+     "for the 8-bit optimizers, factored moments for Adafactor, one momentum for SGD with momentum, plus "
+     "the fp32 master copy where the precision keeps one. Sharded by ZeRO-1/2/3 and FSDP; moved to the host "
+     "by optimizer offload.",
+     "ZeRO (arXiv:1910.02054) §3.1 (K = 12 bytes per parameter for mixed-precision Adam); Dettmers et al. "
+     "2022, 8-bit optimizers (arXiv:2110.02861); Shazeer & Stern 2018, Adafactor (arXiv:1804.04235); "
+     "docs/formulas.md, Model states"},
+    {Term::activations, "activations",
+     "Tensors autograd keeps from forward to backward for the micro-batches in flight, after the "
+     "checkpointing policy, plus the embedding output, logits and the loss's fp32 upcast.",
+     "Korthikanti et al. 2022 (arXiv:2205.05198) Table 2 (Megatron accounting); Hugging Face models op by "
+     "op, checked against the PyTorch oracle (docs/formulas.md, Activations)"},
+    {Term::buffers, "buffers",
+     "Framework buffers alive at the peak: DDP gradient buckets, ZeRO/FSDP parameters gathered for compute "
+     "and their gradients before the reduce-scatter, the optimizer step's temporary.",
+     "Zhao et al. 2023, PyTorch FSDP (arXiv:2304.11277) §3; DeepSpeed zero/config.py bucket sizes; "
+     "docs/formulas.md, Buffers, phases and the peak"},
+    {Term::overhead, "overhead",
+     "What nvidia-smi shows beyond the allocator's peak: the CUDA context, NCCL communicators (with more "
+     "than one GPU) and the caching allocator's reserve above the peak.",
+     "stas00/ml-engineering, training/performance (CUDA context, torch.distributed memory); "
+     "MemoryConventions in planner/memory.hpp; docs/formulas.md, Buffers, phases and the peak"},
+    {Term::peak_allocated, "peak allocated",
+     "weights + gradients + optimizer + activations + buffers at the peak: what "
+     "torch.cuda.max_memory_allocated() reports.",
+     "PyTorch CUDA caching allocator documentation"},
+    {Term::device_total, "device total",
+     "Peak allocated + overhead: what nvidia-smi reports. Verdict: fits when this is at most the usable "
+     "capacity; tight when only the peak and the cache the allocator cannot release fit (it frees cached "
+     "blocks and retries before out-of-memory); no otherwise.",
+     "docs/formulas.md, The verdict: fits / tight / no"},
+    {Term::usable, "usable capacity",
+     "Memory the framework can allocate on this GPU (torch.cuda.get_device_properties total), below the "
+     "datasheet capacity.",
+     "GPU catalogue, data/gpus/ (each number with its datasheet)"},
+    {Term::headroom, "headroom",
+     "Usable capacity minus device total: room left for a larger micro-batch or longer sequences. Negative "
+     "means out of memory.",
+     "definition: usable capacity (data/gpus/) minus the device total"},
+    {Term::host, "host memory per node",
+     "CPU memory per node for offloaded optimizer state and parameters (DeepSpeed's estimators add a 1.5x "
+     "buffer).",
+     "ZeRO-Offload, Ren et al. 2021 (arXiv:2101.06840); DeepSpeed stage3.py "
+     "estimate_zero3_model_states_mem_needs"},
+    {Term::max_micro_batch, "largest micro-batch",
+     "The largest micro-batch whose device total still fits, with every other option as set.",
+     "planner::max_micro_batch (planner/fit.hpp)"},
+    {Term::step, "step time",
+     "One optimizer step over all micro-batches: compute + memory-bound + host + recompute + exposed "
+     "communication + bubble + optimizer + exposed offload transfers.",
+     "planner/estimate.hpp TimeBreakdown"},
+    {Term::compute, "compute",
+     "Forward and backward matrix multiplies and attention kernels of all micro-batches on this GPU: FLOPs "
+     "over the achieved FLOP/s.",
+     "Narayanan et al. 2021 (arXiv:2104.04473) eq. 3; Kaplan et al. 2020 (arXiv:2001.08361) §2.1 (6N FLOPs "
+     "per token); planner/evaluator.hpp (docs/formulas.md, Time and communication)"},
+    {Term::memory_bound, "memory-bound",
+     "Elementwise, cast, copy, norm and loss kernels of forward and backward: the bytes each op of the "
+     "implementation reads and writes over the bandwidth such kernels reach, each at least a minimum kernel "
+     "time.",
+     "Williams, Waterman & Patterson 2009 (roofline); torch tools/autograd/derivatives.yaml; "
+     "model/block_ops.hpp (docs/formulas.md, Memory-bound work and host overhead)"},
+    {Term::host_time, "host",
+     "Time the GPU waits for the host to issue kernels: each phase takes the longer of its GPU work and its "
+     "kernels times the host's cost per kernel (eager PyTorch).",
+     "planner/evaluator.hpp stage_host (docs/formulas.md, Memory-bound work and host overhead)"},
+    {Term::recompute, "recompute",
+     "The extra forward work of activation checkpointing: the whole block for full, the attention core for "
+     "selective.",
+     "Korthikanti et al. 2022 (arXiv:2205.05198) §5; Chen et al. 2016 (arXiv:1604.06174); "
+     "planner/evaluator.hpp (docs/formulas.md, Time and communication)"},
+    {Term::communication_exposed, "exposed communication",
+     "Communication not hidden behind compute, per collective and link tier, each priced with the "
+     "latency-bandwidth (alpha-beta) model: alpha + bytes x bus factor / bus bandwidth.",
+     "Thakur, Rabenseifner & Gropp 2005 (collective algorithms); nccl-tests doc/PERFORMANCE.md (bus "
+     "bandwidth factors); hardware/collective.hpp; planner/evaluator.hpp (docs/formulas.md, Time and "
+     "communication)"},
+    {Term::bubble, "pipeline bubble",
+     "Pipeline fill and drain: (p - 1) / (v m) of the compute time for p stages, v interleaved chunks per "
+     "stage and m micro-batches.",
+     "Narayanan et al. 2021 (arXiv:2104.04473) §2.2; planner/evaluator.hpp (docs/formulas.md, Time and "
+     "communication)"},
+    {Term::optimizer_step, "optimizer step",
+     "The parameter update: its kernels' bytes per parameter by implementation (foreach, fused, per-tensor "
+     "loop) over the bandwidth they reach, plus the host's per-tensor work; on the CPU when the optimizer "
+     "is offloaded.",
+     "ZeRO-Offload, Ren et al. 2021 (arXiv:2101.06840) §4; planner/evaluator.hpp (docs/formulas.md, Time "
+     "and communication)"},
+    {Term::offload_time, "offload transfers",
+     "PCIe transfers of offloaded gradients, optimizer state and parameters that compute does not hide.",
+     "ZeRO-Offload (arXiv:2101.06840); ZeRO-Infinity, Rajbhandari et al. 2021 (arXiv:2104.07857); "
+     "planner/evaluator.hpp (docs/formulas.md, Time and communication)"},
+    {Term::tokens_per_s, "tokens/s",
+     "Tokens trained per second by the whole cluster: global batch x sequence length / step time.",
+     "planner/estimate.hpp Throughput"},
+    {Term::samples_per_s, "samples/s",
+     "Sequences per second by the whole cluster: global batch / step time.",
+     "planner/estimate.hpp Throughput"},
+    {Term::mfu, "MFU",
+     "Model FLOPs utilisation: the model's FLOPs per step (no recomputation) over step time x GPUs x peak "
+     "dense FLOP/s of the matmul dtype.",
+     "Chowdhery et al. 2022, PaLM (arXiv:2204.02311) Appendix B"},
+    {Term::hfu, "HFU",
+     "Hardware FLOPs utilisation: like MFU, but counting the FLOPs of recomputation too.",
+     "Korthikanti et al. 2022 (arXiv:2205.05198) §6; Chowdhery et al. 2022 Appendix B"},
+    {Term::global_batch, "global batch",
+     "Sequences per optimizer step: micro-batch x gradient accumulation x data-parallel degree.",
+     "planner/estimate.hpp"},
+    {Term::communication_bytes, "bytes per GPU per step",
+     "Bytes each GPU sends per optimizer step for this collective (algorithm bytes times the bus factor of "
+     "the ring).",
+     "nccl-tests doc/PERFORMANCE.md"},
+    {Term::collective, "collective",
+     "all_reduce: 2(n-1)/n of the buffer per GPU on a ring; all_gather and reduce_scatter: (n-1)/n; "
+     "all_to_all: (n-1)/n; send_recv: point to point between pipeline stages.",
+     "nccl-tests doc/PERFORMANCE.md; Thakur et al. 2005"},
+    {Term::link_tier, "link tier",
+     "nvlink: inside a node over NVLink/NVSwitch; pcie: inside a node over PCIe; network: between nodes "
+     "(InfiniBand, RoCE, Ethernet), bandwidth per GPU = NICs x rate / GPUs per node.",
+     "GPU catalogue data/gpus/, cluster files data/clusters/"},
+};
+
+static_assert(std::size(kTerms) == static_cast<std::size_t>(Term::link_tier) + 1, "a row per term");
+
 TermText term_text(Term t) {
-  switch (t) {
-    case Term::weights:
-      return {"weights",
-              "Parameters held by one GPU at the memory peak, in the dtype they are stored in "
-              "(fp32 under "
-              "fp32 and the mixed precisions, 16-bit under *-true, 4/8-bit base weights under "
-              "QLoRA), split "
-              "by tensor and pipeline parallelism and sharded by ZeRO-3/FSDP.",
-              "ZeRO, Rajbhandari et al. 2020 (arXiv:1910.02054) §3; QLoRA, Dettmers et al. 2023 "
-              "(arXiv:2305.14314) §3; docs/formulas.md, Model states"};
-    case Term::gradients:
-      return {"gradients",
-              "Gradients of the trainable parameters as they stand at the peak; sharded by "
-              "ZeRO-2/3 and "
-              "FSDP. Only adapters carry gradients under LoRA and QLoRA.",
-              "ZeRO (arXiv:1910.02054) §3 and §5.2; LoRA, Hu et al. 2021 (arXiv:2106.09685); "
-              "docs/formulas.md, "
-              "Model states"};
-    case Term::optimizer_state:
-      return {
-          "optimizer",
-          "Optimizer state on the GPU: Adam(W) moments (two fp32 values per trainable parameter), "
-          "8-bit moments for the 8-bit optimizers, factored moments for Adafactor, one momentum "
-          "for "
-          "SGD with momentum, plus the fp32 master copy where the precision keeps one. Sharded by "
-          "ZeRO-1/2/3 and FSDP; moved to the host by optimizer offload.",
-          "ZeRO (arXiv:1910.02054) §3.1 (K = 12 bytes per parameter for mixed-precision Adam); "
-          "Dettmers et al. 2022, 8-bit optimizers (arXiv:2110.02861); Shazeer & Stern 2018, "
-          "Adafactor (arXiv:1804.04235); docs/formulas.md, Model states"};
-    case Term::activations:
-      return {
-          "activations",
-          "Tensors autograd keeps from forward to backward for the micro-batches in flight, after "
-          "the checkpointing policy, plus the embedding output, logits and the loss's fp32 upcast.",
-          "Korthikanti et al. 2022 (arXiv:2205.05198) Table 2 (Megatron accounting); Hugging Face "
-          "models op by op, checked against the PyTorch oracle (docs/formulas.md, Activations)"};
-    case Term::buffers:
-      return {
-          "buffers",
-          "Framework buffers alive at the peak: DDP gradient buckets, ZeRO/FSDP parameters "
-          "gathered "
-          "for compute and their gradients before the reduce-scatter, the optimizer step's "
-          "temporary.",
-          "Zhao et al. 2023, PyTorch FSDP (arXiv:2304.11277) §3; DeepSpeed zero/config.py bucket "
-          "sizes; docs/formulas.md, Buffers, phases and the peak"};
-    case Term::overhead:
-      return {
-          "overhead",
-          "What nvidia-smi shows beyond the allocator's peak: the CUDA context, NCCL communicators "
-          "(with more than one GPU) and the caching allocator's reserve above the peak.",
-          "stas00/ml-engineering, training/performance (CUDA context, torch.distributed memory); "
-          "MemoryConventions in planner/memory.hpp; docs/formulas.md, Buffers, phases and the "
-          "peak"};
-    case Term::peak_allocated:
-      return {"peak allocated",
-              "weights + gradients + optimizer + activations + buffers at the peak: what "
-              "torch.cuda.max_memory_allocated() reports.",
-              "PyTorch CUDA caching allocator documentation"};
-    case Term::device_total:
-      return {"device total",
-              "Peak allocated + overhead: what nvidia-smi reports. Verdict: fits when this is at "
-              "most the usable capacity; tight when only the peak and the cache the allocator "
-              "cannot release fit (it frees cached blocks and retries before out-of-memory); no "
-              "otherwise.",
-              "docs/formulas.md, The verdict: fits / tight / no"};
-    case Term::usable:
-      return {
-          "usable capacity",
-          "Memory the framework can allocate on this GPU (torch.cuda.get_device_properties total), "
-          "below the datasheet capacity.",
-          "GPU catalogue, data/gpus/ (each number with its datasheet)"};
-    case Term::headroom:
-      return {"headroom",
-              "Usable capacity minus device total: room left for a larger micro-batch or longer "
-              "sequences. Negative means out of memory.",
-              "definition: usable capacity (data/gpus/) minus the device total"};
-    case Term::host:
-      return {"host memory per node",
-              "CPU memory per node for offloaded optimizer state and parameters (DeepSpeed's "
-              "estimators "
-              "add a 1.5x buffer).",
-              "ZeRO-Offload, Ren et al. 2021 (arXiv:2101.06840); DeepSpeed stage3.py "
-              "estimate_zero3_model_states_mem_needs"};
-    case Term::max_micro_batch:
-      return {
-          "largest micro-batch",
-          "The largest micro-batch whose device total still fits, with every other option as set.",
-          "planner::max_micro_batch (planner/fit.hpp)"};
-    case Term::step:
-      return {"step time",
-              "One optimizer step over all micro-batches: compute + memory-bound + host + "
-              "recompute + exposed communication + bubble + optimizer + exposed offload "
-              "transfers.",
-              "planner/estimate.hpp TimeBreakdown"};
-    case Term::compute:
-      return {
-          "compute",
-          "Forward and backward matrix multiplies and attention kernels of all micro-batches on "
-          "this GPU: FLOPs over the achieved FLOP/s.",
-          "Narayanan et al. 2021 (arXiv:2104.04473) eq. 3; Kaplan et al. 2020 (arXiv:2001.08361) "
-          "§2.1 (6N FLOPs per token); planner/evaluator.hpp (docs/formulas.md, Time and "
-          "communication)"};
-    case Term::memory_bound:
-      return {"memory-bound",
-              "Elementwise, cast, copy, norm and loss kernels of forward and backward: the bytes "
-              "each op of the implementation reads and writes over the bandwidth such kernels "
-              "reach, each at least a minimum kernel time.",
-              "Williams, Waterman & Patterson 2009 (roofline); torch "
-              "tools/autograd/derivatives.yaml; model/block_ops.hpp (docs/formulas.md, "
-              "Memory-bound work and host overhead)"};
-    case Term::host_time:
-      return {"host",
-              "Time the GPU waits for the host to issue kernels: each phase takes the longer of "
-              "its GPU work and its kernels times the host's cost per kernel (eager PyTorch).",
-              "planner/evaluator.hpp stage_host (docs/formulas.md, Memory-bound work and host "
-              "overhead)"};
-    case Term::recompute:
-      return {"recompute",
-              "The extra forward work of activation checkpointing: the whole block for full, the "
-              "attention core for selective.",
-              "Korthikanti et al. 2022 (arXiv:2205.05198) §5; Chen et al. 2016 (arXiv:1604.06174); "
-              "planner/evaluator.hpp (docs/formulas.md, Time and communication)"};
-    case Term::communication_exposed:
-      return {
-          "exposed communication",
-          "Communication not hidden behind compute, per collective and link tier, each priced with "
-          "the latency-bandwidth (alpha-beta) model: alpha + bytes x bus factor / bus bandwidth.",
-          "Thakur, Rabenseifner & Gropp 2005 (collective algorithms); nccl-tests "
-          "doc/PERFORMANCE.md "
-          "(bus bandwidth factors); hardware/collective.hpp; planner/evaluator.hpp "
-          "(docs/formulas.md, Time and communication)"};
-    case Term::bubble:
-      return {"pipeline bubble",
-              "Pipeline fill and drain: (p - 1) / (v m) of the compute time for p stages, v "
-              "interleaved "
-              "chunks per stage and m micro-batches.",
-              "Narayanan et al. 2021 (arXiv:2104.04473) §2.2; planner/evaluator.hpp "
-              "(docs/formulas.md, Time and communication)"};
-    case Term::optimizer_step:
-      return {"optimizer step",
-              "The parameter update: its kernels' bytes per parameter by implementation (foreach, "
-              "fused, per-tensor loop) over the bandwidth they reach, plus the host's per-tensor "
-              "work; on the CPU when the optimizer is offloaded.",
-              "ZeRO-Offload, Ren et al. 2021 (arXiv:2101.06840) §4; planner/evaluator.hpp "
-              "(docs/formulas.md, Time and communication)"};
-    case Term::offload_time:
-      return {
-          "offload transfers",
-          "PCIe transfers of offloaded gradients, optimizer state and parameters that compute does "
-          "not hide.",
-          "ZeRO-Offload (arXiv:2101.06840); ZeRO-Infinity, Rajbhandari et al. 2021 "
-          "(arXiv:2104.07857); planner/evaluator.hpp (docs/formulas.md, Time and communication)"};
-    case Term::tokens_per_s:
-      return {
-          "tokens/s",
-          "Tokens trained per second by the whole cluster: global batch x sequence length / step "
-          "time.",
-          "planner/estimate.hpp Throughput"};
-    case Term::samples_per_s:
-      return {"samples/s", "Sequences per second by the whole cluster: global batch / step time.",
-              "planner/estimate.hpp Throughput"};
-    case Term::mfu:
-      return {
-          "MFU",
-          "Model FLOPs utilisation: the model's FLOPs per step (no recomputation) over step time x "
-          "GPUs x peak dense FLOP/s of the matmul dtype.",
-          "Chowdhery et al. 2022, PaLM (arXiv:2204.02311) Appendix B"};
-    case Term::hfu:
-      return {"HFU",
-              "Hardware FLOPs utilisation: like MFU, but counting the FLOPs of recomputation too.",
-              "Korthikanti et al. 2022 (arXiv:2205.05198) §6; Chowdhery et al. 2022 Appendix B"};
-    case Term::global_batch:
-      return {"global batch",
-              "Sequences per optimizer step: micro-batch x gradient accumulation x data-parallel "
-              "degree.",
-              "planner/estimate.hpp"};
-    case Term::communication_bytes:
-      return {
-          "bytes per GPU per step",
-          "Bytes each GPU sends per optimizer step for this collective (algorithm bytes times the "
-          "bus factor of the ring).",
-          "nccl-tests doc/PERFORMANCE.md"};
-    case Term::collective:
-      return {
-          "collective",
-          "all_reduce: 2(n-1)/n of the buffer per GPU on a ring; all_gather and reduce_scatter: "
-          "(n-1)/n; all_to_all: (n-1)/n; send_recv: point to point between pipeline stages.",
-          "nccl-tests doc/PERFORMANCE.md; Thakur et al. 2005"};
-    case Term::link_tier:
-      return {
-          "link tier",
-          "nvlink: inside a node over NVLink/NVSwitch; pcie: inside a node over PCIe; network: "
-          "between nodes (InfiniBand, RoCE, Ethernet), bandwidth per GPU = NICs x rate / GPUs per "
-          "node.",
-          "GPU catalogue data/gpus/, cluster files data/clusters/"};
-  }
-  return {"?", "", ""};
+  for (const TermText& x : kTerms)
+    if (x.term == t) return x;
+  return {t, "?", "", ""};
 }
 
 }  // namespace

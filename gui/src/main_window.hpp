@@ -6,6 +6,7 @@
 #include <QElapsedTimer>
 #include <QMainWindow>
 #include <QString>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -86,29 +87,47 @@ class MainWindow : public QMainWindow {
   void changeEvent(QEvent* event) override;
 
  private:
-  void buildActions();
+  // The form (main_window_form.cpp).
   QWidget* buildForm();
-  QWidget* buildCentral();
-  void connectForm();
+  QGroupBox* buildModelBox();
+  QGroupBox* buildClusterBox();
+  void addFileRows(QFormLayout* form);
   // The fields of every schema option of `group`, one row each.
   void addOptionRows(QFormLayout* form, const char* group);
+  void connectForm();
   void syncForm(const Settings& s);
   void updateEnabled();
   void formEdited();
   void modelEdited();
   void clusterEdited();
-  void sessionChanged();
-  void pinsChanged();
-  void refreshModels();
+  void loadStrategy(const QModelIndex& index);
+  void recommend();
+
+  // The charts, the plan search and the tables (main_window_central.cpp).
+  QWidget* buildCentral();
+  QWidget* buildCharts();
+  QWidget* buildPlansPage();
+  QWidget* buildTables();
+  QWidget* buildComparePage();
   void refreshCharts();
-  void refreshBanner();
-  void restyle();
   void searchStarted();
   void searchProgress(int done, int total);
   void searchFinished();
   void planClicked(const QPointF& point);
-  void loadStrategy(const QModelIndex& index);
-  void recommend();
+
+  // The verdict (main_window_banner.cpp).
+  QFrame* buildBanner();
+  void refreshBanner();
+  void restyle();
+
+  // The menus (main_window_menus.cpp).
+  void buildActions();
+  void showAbout();
+
+  // Files in and out (main_window_files.cpp). `use` puts the path of the file chosen into the
+  // settings.
+  void openFile(const QString& title, const QString& filter,
+                const std::function<void(Settings&, const QString&)>& use);
   void openModelConfig();
   void openTrainingConfig();
   void openClusterFile();
@@ -118,9 +137,13 @@ class MainWindow : public QMainWindow {
   void exportChartDialog(const QString& chart);
   void exportEstimateDialog();
   void exportPlanDialog(const QString& kind);
-  void showAbout();
-  [[nodiscard]] QChartView* chartView(const QString& name) const;
+
+  // The session's answer in the models (main_window.cpp).
+  void sessionChanged();
+  void pinsChanged();
+  void refreshModels();
   [[nodiscard]] std::vector<const Evaluation*> columns(QStringList* names) const;
+  [[nodiscard]] QChartView* chartView(const QString& name) const;
 
   Session& session_;
   Options options_;

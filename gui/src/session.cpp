@@ -134,8 +134,10 @@ Settings restore_settings(const QSettings& stored) {
 
 // ---- Command line -------------------------------------------------------------------------------
 
-CommandLine parse_command_line(const QStringList& arguments, const request::Catalog& catalog) {
-  QCommandLineParser p;
+namespace {
+
+// The schema's training options, as `trainplan fit` takes them, and the window's own.
+void add_options(QCommandLineParser& p) {
   p.setApplicationDescription(QStringLiteral(
       "trainplan-gui: explore memory, step time and communication of LLM training. Options as in "
       "`trainplan fit`; an option left out keeps its default (the strategy, checkpointing and "
@@ -168,17 +170,10 @@ CommandLine parse_command_line(const QStringList& arguments, const request::Cata
     p.addOption(o.value ? QCommandLineOption(QString::fromUtf8(o.name), QString::fromUtf8(o.help),
                                              QString::fromUtf8(o.value))
                         : QCommandLineOption(QString::fromUtf8(o.name), QString::fromUtf8(o.help)));
-  if (!p.parse(arguments)) throw InputError(sstr(p.errorText()));
-  if (!p.positionalArguments().isEmpty())
-    throw InputError("unexpected argument '" + sstr(p.positionalArguments().front()) +
-                     "' (use --model and --cluster)");
+}
 
-  CommandLine out;
-  if (p.isSet(QStringLiteral("help"))) {
-    out.help = true;
-    out.help_text = p.helpText();
-    return out;
-  }
+// The settings the options and the files of --from give; the others keep their defaults.
+Settings given_settings(const QCommandLineParser& p, const request::Catalog& catalog) {
   std::vector<request::GivenValue> values;
   for (const request::Option& o : request::options())
     if (o.in(request::command::gui) && p.isSet(qstr(o.name)))
@@ -186,7 +181,7 @@ CommandLine parse_command_line(const QStringList& arguments, const request::Cata
                         "--" + o.name});
   std::vector<std::string> files;
   for (const QString& f : p.values(QStringLiteral("from"))) files.push_back(sstr(f));
-  Settings& s = out.settings;
+  Settings s;
   static_cast<request::Request&>(s) = request::make_request(files, values, request::command::gui, s);
   request::check_options(s, request::command::gui);
   if (s.has("cluster") || s.gpus || s.nodes) {
@@ -209,6 +204,26 @@ CommandLine parse_command_line(const QStringList& arguments, const request::Cata
     } catch (const InputError& e) {
       throw InputError(std::string("--sweep: ") + e.what());
     }
+  return s;
+}
+
+}  // namespace
+
+CommandLine parse_command_line(const QStringList& arguments, const request::Catalog& catalog) {
+  QCommandLineParser p;
+  add_options(p);
+  if (!p.parse(arguments)) throw InputError(sstr(p.errorText()));
+  if (!p.positionalArguments().isEmpty())
+    throw InputError("unexpected argument '" + sstr(p.positionalArguments().front()) +
+                     "' (use --model and --cluster)");
+
+  CommandLine out;
+  if (p.isSet(QStringLiteral("help"))) {
+    out.help = true;
+    out.help_text = p.helpText();
+    return out;
+  }
+  out.settings = given_settings(p, catalog);
   if (p.isSet(QStringLiteral("screenshot"))) out.screenshot = p.value(QStringLiteral("screenshot"));
   if (p.isSet(QStringLiteral("size"))) {
     const QString size = p.value(QStringLiteral("size"));
@@ -226,13 +241,13 @@ CommandLine parse_command_line(const QStringList& arguments, const request::Cata
   return out;
 }
 
-const request::ResolvedModel& Evaluator::model(const std::string& spec) {
+const request::ResolvedModel& SettingsResolver::model(const std::string& spec) {
   auto it = models_.find(spec);
   if (it == models_.end()) it = models_.emplace(spec, catalog_.resolve_model(spec)).first;
   return it->second;
 }
 
-const request::ResolvedCluster& Evaluator::cluster(const ClusterChoice& c) {
+const request::ResolvedCluster& SettingsResolver::cluster(const ClusterChoice& c) {
   const std::string spec = c.spec();
   const std::string key = spec + "|" + c.inter_node + "|" + std::to_string(c.host_memory_gib);
   auto it = clusters_.find(key);
@@ -246,7 +261,7 @@ const request::ResolvedCluster& Evaluator::cluster(const ClusterChoice& c) {
   return it->second;
 }
 
-const hardware::HardwareProfile* Evaluator::profile(const std::string& path) {
+const hardware::HardwareProfile* SettingsResolver::profile(const std::string& path) {
   if (path.empty()) return nullptr;
   auto it = profiles_.find(path);
   if (it == profiles_.end()) {
@@ -259,7 +274,7 @@ const hardware::HardwareProfile* Evaluator::profile(const std::string& path) {
   return &it->second;
 }
 
-Evaluation Evaluator::evaluate(const Settings& s) {
+Evaluation SettingsResolver::evaluate(const Settings& s) {
   const request::ResolvedModel& m = model(s.model);
   const request::ResolvedCluster& c = cluster(s.cluster);
   const request::Resolved r =
@@ -283,7 +298,7 @@ Evaluation Evaluator::evaluate(const Settings& s) {
   return e;
 }
 
-Sweep Evaluator::sweep(const Evaluation& e) {
+Sweep SettingsResolver::sweep(const Evaluation& e) {
   Sweep out;
   out.axis = e.settings.sweep;
   out.usable = e.usable();
@@ -328,7 +343,7 @@ Sweep Evaluator::sweep(const Evaluation& e) {
   return out;
 }
 
-planner::FitResult Evaluator::strategies(const Evaluation& e) {
+planner::FitResult SettingsResolver::strategies(const Evaluation& e) {
   // `trainplan fit` with the window's values: what fit searches is left free, the rest (the
   // micro-batch, the margin, ...) as set.
   request::Request q = window_request(e.settings);
@@ -344,7 +359,7 @@ planner::FitResult Evaluator::strategies(const Evaluation& e) {
 }
 
 Session::Session(const request::Catalog& catalog, QObject* parent)
-    : QObject(parent), catalog_(catalog), evaluator_(catalog) {}
+    : QObject(parent), catalog_(catalog), resolver_(catalog) {}
 
 Session::~Session() {
   if (search_watcher_) {
@@ -362,9 +377,9 @@ void Session::setSettings(const Settings& s) {
   sweep_ = {};
   strategies_ = {};
   try {
-    current_ = evaluator_.evaluate(s);
-    sweep_ = evaluator_.sweep(*current_);
-    strategies_ = evaluator_.strategies(*current_);
+    current_ = resolver_.evaluate(s);
+    sweep_ = resolver_.sweep(*current_);
+    strategies_ = resolver_.strategies(*current_);
   } catch (const InputError& e) {
     current_.reset();
     error_ = QString::fromUtf8(e.what());
@@ -382,7 +397,7 @@ Settings Session::recommended(const Settings& s, bool free_strategy, bool free_c
   if (free_strategy) q.given.erase("strategy");
   if (free_checkpointing) q.given.erase("checkpointing");
   if (free_offload) q.given.erase("offload");
-  const request::Resolved r = request::resolve_with(evaluator_.model(s.model), evaluator_.cluster(s.cluster), q,
+  const request::Resolved r = request::resolve_with(resolver_.model(s.model), resolver_.cluster(s.cluster), q,
                                           request::command::gui, request::Irrelevant::ignore);
   const model::Training t = request::configuration(r);
   Settings out = s;
@@ -393,7 +408,7 @@ Settings Session::recommended(const Settings& s, bool free_strategy, bool free_c
 }
 
 Settings Session::completed(const Settings& s) {
-  const request::Resolved r = request::resolve_with(evaluator_.model(s.model), evaluator_.cluster(s.cluster), with_cluster(s),
+  const request::Resolved r = request::resolve_with(resolver_.model(s.model), resolver_.cluster(s.cluster), with_cluster(s),
                                           request::command::gui, request::Irrelevant::ignore);
   Settings out = s;
   out.training = request::configuration(r);
@@ -421,19 +436,19 @@ Settings Session::withConfigFile(const Settings& s, const std::string& path, std
       if (before.given.find(name) == before.given.end() || before.given.find(name)->second != source)
         if (const request::Option* o = request::find_option(name)) notes->push_back(source + ": " + name + " " + o->text(read));
   }
-  (void)evaluator_.evaluate(out);  // the file's values are checked now, naming the file
+  (void)resolver_.evaluate(out);  // the file's values are checked now, naming the file
   return out;
 }
 
 std::optional<std::int64_t> Session::defaultSeq(const std::string& model) {
   try {
-    return default_seq(evaluator_.model(model).arch);
+    return default_seq(resolver_.model(model).arch);
   } catch (const std::exception&) {
     return std::nullopt;
   }
 }
 
-void Session::reloadFiles() { evaluator_.forget_files(); }
+void Session::reloadFiles() { resolver_.forget_files(); }
 
 bool Session::pinCurrent() {
   if (!current_ || pins_.size() >= kMaxPins) return false;
@@ -491,8 +506,8 @@ void Session::startSearch() {
     try {
       QElapsedTimer timer;
       timer.start();
-      Evaluator ev(*catalog);
-      const Evaluation e = ev.evaluate(s);
+      SettingsResolver resolver(*catalog);
+      const Evaluation e = resolver.evaluate(s);
       planner::PlanRequest req;
       req.base = e.settings.training;
       req.global_batch = e.estimate.global_batch;
@@ -504,7 +519,7 @@ void Session::startSearch() {
         return !cancel->load();
       };
       const planner::PlanResult r =
-          planner::search(e.arch, e.params, e.cluster, req, ev.profile(s.profile));
+          planner::search(e.arch, e.params, e.cluster, req, resolver.profile(s.profile));
       for (std::size_t i = 0; i < r.plans.size(); ++i)
         out.plans.push_back(
             {r.plans[i], false, i < r.why_slower.size() ? r.why_slower[i] : std::string()});

@@ -140,13 +140,15 @@ struct PlanPoint {
 // Marks the plans no other plan beats on both memory per GPU (less) and tokens/s (more).
 void mark_pareto_front(std::vector<PlanPoint>& plans);
 
-// Resolution and evaluation, Qt-free apart from the class below. Throws InputError.
-class Evaluator {
+// Resolves the window's settings through the catalogue, keeping the model, cluster and profile
+// files it has read until forget_files(), and evaluates them. Qt-free, unlike the class below.
+// Throws InputError.
+class SettingsResolver {
  public:
-  explicit Evaluator(const request::Catalog& catalog) : catalog_(catalog) {}
+  explicit SettingsResolver(const request::Catalog& catalog) : catalog_(catalog) {}
   [[nodiscard]] const request::ResolvedModel& model(const std::string& spec);
   [[nodiscard]] const request::ResolvedCluster& cluster(const ClusterChoice& c);
-  // The profile read from `path` (nullptr for an empty path), kept for the evaluator's lifetime.
+  // The profile read from `path` (nullptr for an empty path), kept for the resolver's lifetime.
   [[nodiscard]] const hardware::HardwareProfile* profile(const std::string& path);
   [[nodiscard]] Evaluation evaluate(const Settings& s);
   [[nodiscard]] Sweep sweep(const Evaluation& e);
@@ -239,7 +241,7 @@ class Session : public QObject {
     bool ok = false;
   };
   const request::Catalog& catalog_;
-  Evaluator evaluator_;
+  SettingsResolver resolver_;
   Settings settings_;
   std::optional<Evaluation> current_;
   QString error_;

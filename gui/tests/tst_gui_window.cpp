@@ -1,22 +1,16 @@
-// The window driven the way a user drives it (keyboard and mouse, headless): every chart and
-// verdict follows the library's numbers, bad input becomes a message, exports write files.
+// The window driven the way a user drives it (keyboard and mouse, headless): every chart, table
+// and verdict follows the library's numbers, bad input becomes a message. Files in and out are
+// tst_gui_window_files.cpp's.
 #include <QAbstractItemModelTester>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
-#include <QFile>
 #include <QGroupBox>
-#include <QJsonDocument>
-#include <QJsonObject>
-#include <QLabel>
 #include <QLineEdit>
 #include <QLocale>
 #include <QPushButton>
-#include <QSettings>
 #include <QSpinBox>
-#include <QStandardPaths>
 #include <QTableView>
-#include <QTemporaryDir>
 #include <QtCharts/QBarCategoryAxis>
 #include <QtCharts/QBarSet>
 #include <QtCharts/QChart>
@@ -31,72 +25,18 @@
 #include "main_window.hpp"
 #include "session.hpp"
 #include "trainplan/request/catalog.hpp"
-#include "trainplan/request/profile_json.hpp"
 #include "trainplan/request/request.hpp"
 #include "trainplan/model/parameters.hpp"
 #include "trainplan/planner/fit.hpp"
 #include "trainplan/planner/estimate.hpp"
+#include "window_fixture.hpp"
 
 using namespace trainplan;
 using namespace trainplan::gui;
 
-namespace {
-
-Settings base_settings(const QString& model, int gpus, Strategy strategy,
-                       std::int64_t micro_batch) {
-  Settings s;
-  s.model = model.toStdString();
-  s.cluster.gpus_per_node = gpus;
-  s.training.strategy = strategy;
-  s.training.micro_batch = micro_batch;
-  return s;
-}
-
-planner::Estimate library_estimate(const request::Catalog& catalog, const Settings& s) {
-  const model::Architecture a = catalog.resolve_model(s.model).arch;
-  const hardware::Cluster c = catalog.resolve_cluster(s.cluster.spec(), std::nullopt).cluster;
-  model::Training t = s.training;
-  t.lora.targets = model::split_targets(s.lora_targets);
-  return planner::evaluate(a, model::count_parameters(a), t, c);
-}
-
-QStackedBarSeries* memory_bars(QChart* chart) {
-  for (QAbstractSeries* s : chart->series())
-    if (auto* b = qobject_cast<QStackedBarSeries*>(s)) return b;
-  return nullptr;
-}
-
-QStringList categories(QChart* chart) {
-  for (QAbstractAxis* a : chart->axes(Qt::Horizontal))
-    if (auto* c = qobject_cast<QBarCategoryAxis*>(a)) return c->categories();
-  return {};
-}
-
-void type_into(QWidget* w, const QString& text) {
-  w->setFocus();
-  QTest::keyClick(w, Qt::Key_A, Qt::ControlModifier);
-  QTest::keyClicks(w, text);
-}
-
-}  // namespace
-
-class TestGuiWindow : public QObject {
+class TestGuiWindow : public WindowFixture {
   Q_OBJECT
- private:
-  request::Catalog catalog_ = request::Catalog::builtin();
-  std::unique_ptr<Session> session_;
-  std::unique_ptr<MainWindow> window_;
-
-  template <class T>
-  T* child(const char* name) {
-    T* w = window_->findChild<T*>(QString::fromUtf8(name));
-    if (!w) qFatal("no child %s", name);
-    return w;
-  }
-
  private Q_SLOTS:
-  void init();
-  void cleanup();
   void micro_batch_spin_box_updates_memory_chart_and_verdict_data();
   void micro_batch_spin_box_updates_memory_chart_and_verdict();
   void over_large_model_does_not_fit();
@@ -104,38 +44,16 @@ class TestGuiWindow : public QObject {
   void bad_input_shows_a_message();
   void strategies_table_loads_a_candidate_by_keyboard();
   void margin_in_the_form_makes_the_strategies_table_tight();
-  void plan_refusal_names_the_windows_fields();
   void pins_appear_in_charts_and_compare_table();
   void step_time_chart_follows_the_library();
-  void exports_write_files();
   void dark_palette_restyles_the_charts();
   void sweep_axis_switches_to_sequence_length();
   void lora_options_appear_for_adapters();
   void expert_parallel_spreads_the_experts();
-  void host_memory_of_a_cluster_file_is_checked();
   void search_runs_off_the_ui_thread();
   void clicking_a_plan_loads_it();
-  void plan_exports_through_the_emitters_data();
-  void plan_exports_through_the_emitters();
-  void time_to_train_and_profile();
-  void screenshot_is_the_whole_window();
   void tight_shows_its_reason();
-  void opens_a_training_config();
-  void settings_are_remembered();
 };
-
-void TestGuiWindow::init() {
-  session_ = std::make_unique<Session>(catalog_);
-  window_ = std::make_unique<MainWindow>(*session_, MainWindow::Options{false});
-  window_->resize(1280, 800);
-  window_->show();
-  QVERIFY(QTest::qWaitForWindowExposed(window_.get()));
-}
-
-void TestGuiWindow::cleanup() {
-  window_.reset();
-  session_.reset();
-}
 
 void TestGuiWindow::micro_batch_spin_box_updates_memory_chart_and_verdict_data() {
   QTest::addColumn<QString>("model");
@@ -323,18 +241,6 @@ void TestGuiWindow::margin_in_the_form_makes_the_strategies_table_tight() {
   QCOMPARE(session_->strategies().recommended, f.recommended);
 }
 
-void TestGuiWindow::plan_refusal_names_the_windows_fields() {
-  // DeepSpeed has no hybrid sharding: the refusal suggests fields in the window's labels, not the
-  // command line's flags.
-  window_->applySettings(base_settings(QStringLiteral("llama-2-7b"), 8, Strategy::fsdp_hybrid, 2));
-  QString error;
-  QVERIFY(window_->planText(QStringLiteral("deepspeed"), nullptr, &error).isEmpty());
-  QVERIFY2(
-      error.contains(QStringLiteral("plan with Strategy zero3 (ZeRO++ adds node-local gathers)")),
-      qPrintable(error));
-  QVERIFY2(!error.contains(QStringLiteral("--")), qPrintable(error));
-}
-
 void TestGuiWindow::pins_appear_in_charts_and_compare_table() {
   window_->applySettings(base_settings(QStringLiteral("llama-2-7b"), 8, Strategy::fsdp_full, 1));
   auto* pin = child<QPushButton>("pinCurrent");
@@ -374,55 +280,6 @@ void TestGuiWindow::step_time_chart_follows_the_library() {
            qPrintable(QStringLiteral("%1 vs %2").arg(sum).arg(e.time.step.value() * scale)));
   QCOMPARE(bars->barSets().front()->label(), QStringLiteral("compute"));
   QCOMPARE(bars->barSets().front()->at(0), e.time.compute.value() * scale);
-}
-
-void TestGuiWindow::exports_write_files() {
-  window_->applySettings(base_settings(QStringLiteral("llama-2-7b"), 8, Strategy::fsdp_full, 2));
-  QTemporaryDir dir;
-  QVERIFY(dir.isValid());
-  for (const char* chart : {"memory", "time", "sweep", "plans"}) {
-    const QString png = dir.filePath(QString::fromUtf8(chart) + QStringLiteral(".png"));
-    const QString svg = dir.filePath(QString::fromUtf8(chart) + QStringLiteral(".svg"));
-    QString error;
-    QVERIFY2(window_->exportChart(QString::fromUtf8(chart), png, &error), qPrintable(error));
-    QVERIFY2(window_->exportChart(QString::fromUtf8(chart), svg, &error), qPrintable(error));
-    QImage image(png);
-    QVERIFY(!image.isNull());
-    QVERIFY(image.width() > 100 && image.height() > 100);
-    QFile f(svg);
-    QVERIFY(f.open(QIODevice::ReadOnly));
-    QVERIFY(f.readAll().contains("<svg"));
-  }
-  // The memory chart really draws its first part in its colour somewhere.
-  QImage memory(dir.filePath(QStringLiteral("memory.png")));
-  bool found = false;
-  const QColor want = charts::color_for(0);
-  for (int y = 0; y < memory.height() && !found; y += 2)
-    for (int x = 0; x < memory.width() && !found; x += 2) found = memory.pixelColor(x, y) == want;
-  QVERIFY(found);
-
-  const QString json_path = dir.filePath(QStringLiteral("estimate.json"));
-  QString error;
-  QVERIFY2(window_->exportEstimateJson(json_path, &error), qPrintable(error));
-  QFile jf(json_path);
-  QVERIFY(jf.open(QIODevice::ReadOnly));
-  const QJsonObject j = QJsonDocument::fromJson(jf.readAll()).object();
-  QCOMPARE(j.value(QStringLiteral("schema")).toString(), QStringLiteral("trainplan.estimate/1"));
-  const planner::Estimate e = library_estimate(catalog_, session_->settings());
-  const QJsonObject plan = j.value(QStringLiteral("plan")).toObject();
-  QCOMPARE(plan.value(QStringLiteral("memory"))
-               .toObject()
-               .value(QStringLiteral("device_total_bytes"))
-               .toDouble(),
-           std::round(e.memory.device_total.value()));
-  QCOMPARE(plan.value(QStringLiteral("strategy")).toString(), QStringLiteral("fsdp-full"));
-
-  // Nothing to export while the input is bad: a message, not a crash.
-  Settings bad = session_->settings();
-  bad.training.tp = 3;
-  window_->applySettings(bad);
-  QVERIFY(!window_->exportEstimateJson(json_path, &error));
-  QVERIFY(error.contains(QStringLiteral("does not divide")));
 }
 
 void TestGuiWindow::dark_palette_restyles_the_charts() {
@@ -477,40 +334,6 @@ void TestGuiWindow::expert_parallel_spreads_the_experts() {
   QVERIFY2(window_->verdictText().contains(QStringLiteral("Expert parallel 3")), qPrintable(window_->verdictText()));
   window_->applySettings(base_settings(QStringLiteral("llama-2-7b"), 8, Strategy::ddp, 1));
   QVERIFY(!ep->isEnabled());
-}
-
-// A cluster file that states its nodes' CPU memory: offloading more than that does not fit, and the
-// verdict says it is the host, not the GPUs.
-void TestGuiWindow::host_memory_of_a_cluster_file_is_checked() {
-  QTemporaryDir dir;
-  QVERIFY(dir.isValid());
-  const QString path = dir.filePath(QStringLiteral("small-ram.json"));
-  QFile f(path);
-  QVERIFY(f.open(QIODevice::WriteOnly));
-  f.write(R"({"name": "small-ram", "gpu": "A100-80GB", "nodes": 1, "gpus_per_node": 8,
-              "host_memory_GiB": 100})");
-  f.close();
-  Settings s = base_settings(QStringLiteral("llama-2-70b"), 8, Strategy::fsdp_full, 1);
-  s.cluster.file = path.toStdString();
-  s.training.seq = 8192;
-  s.training.checkpointing = Checkpointing::full_offload;
-  s.training.offload = Offload::optimizer;
-  window_->applySettings(s);
-  QCOMPARE(window_->verdict(), MainWindow::Verdict::does_not_fit);
-  QVERIFY2(window_->verdictText().contains(QStringLiteral("CPU memory per node")),
-           qPrintable(window_->verdictText()));
-  QVERIFY(!session_->current()->estimate.fits);
-  // The same through the form's own field, without a file; a generous node fits.
-  s.cluster.file.clear();
-  window_->applySettings(s);
-  QVERIFY(session_->current()->estimate.fits);  // not stated: not checked
-  type_into(child<QDoubleSpinBox>("hostMemory"), QStringLiteral("100"));
-  QTest::keyClick(child<QDoubleSpinBox>("hostMemory"), Qt::Key_Return);
-  QCOMPARE(session_->settings().cluster.host_memory_gib, 100.0);
-  QCOMPARE(window_->verdict(), MainWindow::Verdict::does_not_fit);
-  type_into(child<QDoubleSpinBox>("hostMemory"), QStringLiteral("4096"));
-  QTest::keyClick(child<QDoubleSpinBox>("hostMemory"), Qt::Key_Return);
-  QCOMPARE(window_->verdict(), MainWindow::Verdict::fits);
 }
 
 void TestGuiWindow::lora_options_appear_for_adapters() {
@@ -602,87 +425,6 @@ void TestGuiWindow::clicking_a_plan_loads_it() {
            session_->plans().front().estimate.training.strategy);
 }
 
-void TestGuiWindow::plan_exports_through_the_emitters_data() {
-  QTest::addColumn<QString>("kind");
-  QTest::addColumn<QString>("expected");
-  QTest::newRow("deepspeed") << "deepspeed"
-                             << "\"zero_optimization\"";
-  QTest::newRow("accelerate") << "accelerate"
-                              << "distributed_type";
-  QTest::newRow("torchrun") << "torchrun"
-                            << "torchrun";
-}
-
-void TestGuiWindow::plan_exports_through_the_emitters() {
-  QFETCH(QString, kind);
-  QFETCH(QString, expected);
-  Settings s = base_settings(QStringLiteral("llama-2-7b"), 8, Strategy::zero3, 2);
-  s.training.framework = Framework::deepspeed;
-  window_->applySettings(s);
-  QString error;
-  QStringList notes;
-  const QString text = window_->planText(kind, &notes, &error);
-  QVERIFY2(!text.isEmpty(), qPrintable(error));
-  QVERIFY2(text.contains(expected), qPrintable(text));
-  QTemporaryDir dir;
-  const QString path = dir.filePath(QStringLiteral("plan.out"));
-  QVERIFY2(window_->exportPlan(kind, path, &error), qPrintable(error));
-  QFile f(path);
-  QVERIFY(f.open(QIODevice::ReadOnly));
-  QCOMPARE(QString::fromUtf8(f.readAll()), text);
-  if (kind == QLatin1String("deepspeed")) QVERIFY(!QJsonDocument::fromJson(text.toUtf8()).isNull());
-}
-
-void TestGuiWindow::time_to_train_and_profile() {
-  window_->applySettings(base_settings(QStringLiteral("llama-2-7b"), 8, Strategy::fsdp_full, 2));
-  auto* tokens = child<QLineEdit>("tokens");
-  type_into(tokens, QStringLiteral("300B"));
-  QTest::keyClick(tokens, Qt::Key_Return);
-  QVERIFY(session_->current() && session_->current()->time_to_train);
-  const QString details = child<QLabel>("details")->text();
-  QVERIFY2(details.contains(QStringLiteral("300B tokens in")), qPrintable(details));
-  type_into(tokens, QStringLiteral("lots"));
-  QTest::keyClick(tokens, Qt::Key_Return);
-  QCOMPARE(window_->verdict(), MainWindow::Verdict::invalid);
-  QVERIFY2(window_->verdictText().contains(QStringLiteral("lots")),
-           qPrintable(window_->verdictText()));
-  tokens->clear();
-  QTest::keyClick(tokens, Qt::Key_Return);
-  QCOMPARE(window_->verdict(), MainWindow::Verdict::fits);
-
-  // A profile file: an empty one keeps the datasheet numbers but is named; a broken one is a
-  // message.
-  QTemporaryDir dir;
-  hardware::HardwareProfile profile;
-  profile.name = "test-cluster";
-  const std::string good = dir.filePath(QStringLiteral("profile.json")).toStdString();
-  request::write_profile(good, profile);
-  Settings s = session_->settings();
-  s.profile = good;
-  window_->applySettings(s);
-  QVERIFY2(session_->current(), qPrintable(session_->error()));
-  QVERIFY(child<QLabel>("details")->text().contains(QStringLiteral("profile test-cluster")));
-  QFile broken(dir.filePath(QStringLiteral("broken.json")));
-  QVERIFY(broken.open(QIODevice::WriteOnly));
-  broken.write("{\"schema\": \"trainplan.profile/1\", \"colectives\": []}");
-  broken.close();
-  s.profile = broken.fileName().toStdString();
-  window_->applySettings(s);
-  QCOMPARE(window_->verdict(), MainWindow::Verdict::invalid);
-  QVERIFY2(window_->verdictText().contains(QStringLiteral("broken.json")),
-           qPrintable(window_->verdictText()));
-}
-
-void TestGuiWindow::screenshot_is_the_whole_window() {
-  window_->applySettings(base_settings(QStringLiteral("llama-2-7b"), 8, Strategy::fsdp_full, 4));
-  QTemporaryDir dir;
-  const QString path = dir.filePath(QStringLiteral("shot.png"));
-  QVERIFY(window_->saveScreenshot(path, QSize(1280, 800)));
-  const QImage image(path);
-  QVERIFY(!image.isNull());
-  QVERIFY(image.width() >= 1280 && image.height() >= 800);
-}
-
 void TestGuiWindow::tight_shows_its_reason() {
   // The seed lab's DDP run (teaching-on-testbeds/llm-chi torch/a100_llama7b_4ddp.py at 5bb926bb:
   // OpenLLaMA-7B, bf16, 4x A100-80GB, micro-batch 4, 512 tokens) printed 73.98 GB allocated and
@@ -696,57 +438,6 @@ void TestGuiWindow::tight_shows_its_reason() {
   QCOMPARE(window_->verdict(), MainWindow::Verdict::fits);
   QVERIFY2(window_->verdictText().startsWith(QStringLiteral("Tight")), qPrintable(window_->verdictText()));
   QVERIFY2(window_->verdictText().contains(QStringLiteral("allocator")), qPrintable(window_->verdictText()));
-}
-
-void TestGuiWindow::opens_a_training_config() {
-  // DeepSpeed's own ZeRO-3 example (tests/request/configs/ds-accelerate-zero_stage3_offload.json) leaves
-  // its batch to "auto": the window's micro-batch fills it; stage 3 with CPU offload of optimizer and
-  // parameters become the strategy and offload.
-  window_->applySettings(base_settings(QStringLiteral("llama-2-7b"), 8, Strategy::ddp, 2));
-  QString error;
-  QVERIFY2(window_->loadTrainingConfig(QStringLiteral(TRAINPLAN_CONFIGS_DIR "/ds-accelerate-zero_stage3_offload.json"), &error),
-           qPrintable(error));
-  QCOMPARE(session_->settings().training.strategy, Strategy::zero3);
-  QCOMPARE(session_->settings().training.offload, Offload::optimizer_params);
-  QCOMPARE(child<QComboBox>("strategy")->currentText(), QStringLiteral("zero3"));
-  QCOMPARE(session_->settings().training.micro_batch, std::int64_t{2});
-  // Not a training config: a message naming the file, the settings unchanged.
-  QVERIFY(!window_->loadTrainingConfig(QStringLiteral(TRAINPLAN_CONFIGS_DIR "/bad-wrong-kind.json"), &error));
-  QVERIFY2(error.contains(QStringLiteral("bad-wrong-kind.json")), qPrintable(error));
-  QCOMPARE(session_->settings().training.strategy, Strategy::zero3);
-  // accelerate's FSDP example starts 2 processes on one machine: the cluster takes that shape.
-  QVERIFY2(window_->loadTrainingConfig(QStringLiteral(TRAINPLAN_CONFIGS_DIR "/accelerate-fsdp.yaml"), &error),
-           qPrintable(error));
-  QCOMPARE(session_->settings().cluster.nodes, 1);
-  QCOMPARE(session_->settings().cluster.gpus_per_node, 2);
-  QCOMPARE(session_->settings().training.strategy, Strategy::fsdp_full);
-}
-
-void TestGuiWindow::settings_are_remembered() {
-  QStandardPaths::setTestModeEnabled(true);
-  QCoreApplication::setOrganizationName(QStringLiteral("trainplan-test"));
-  QCoreApplication::setApplicationName(QStringLiteral("tst_gui_window"));
-  QSettings().clear();
-  Settings s = base_settings(QStringLiteral("mistral-7b"), 4, Strategy::zero2, 3);
-  s.training.checkpointing = Checkpointing::selective;
-  s.lora_targets = "all-linear";
-  s.tokens = "1T";
-  {
-    Session session(catalog_);
-    MainWindow remembering(session, MainWindow::Options{true});
-    remembering.applySettings(s);
-    remembering.show();
-    remembering.close();
-  }
-  const Settings r = restore_settings(QSettings());
-  QCOMPARE(r.model, s.model);
-  QCOMPARE(r.cluster.spec(), s.cluster.spec());
-  QCOMPARE(r.training.strategy, Strategy::zero2);
-  QCOMPARE(r.training.micro_batch, std::int64_t{3});
-  QCOMPARE(r.training.checkpointing, Checkpointing::selective);
-  QCOMPARE(r.lora_targets, s.lora_targets);
-  QCOMPARE(r.tokens, s.tokens);
-  QSettings().clear();
 }
 
 QTEST_MAIN(TestGuiWindow)
