@@ -12,7 +12,6 @@
 #include <string>
 #include <tuple>
 
-#include "calibrate_json.hpp"
 #include "log_text.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/request/files.hpp"
@@ -133,8 +132,8 @@ OJson cpu_adam_line(const CpuAdamMeasurement& c) {
 
 CollectiveMeasurement read_collective(ObjectReader& r) {
   CollectiveMeasurement m;
-  m.collective = calibrate_json::enum_field<hardware::Collective>(r, "collective");
-  m.scope = calibrate_json::enum_field<hardware::LinkScope>(r, "scope");
+  m.collective = r.enumeration<hardware::Collective>("collective");
+  m.scope = r.enumeration<hardware::LinkScope>("scope");
   m.ranks = static_cast<int>(r.integer("ranks", 1, std::numeric_limits<int>::max()));
   m.nodes = static_cast<int>(r.integer("nodes", 1, std::numeric_limits<int>::max()));
   m.dtype = r.optional_string("dtype").value_or("");
@@ -159,7 +158,7 @@ CollectiveMeasurement read_collective(ObjectReader& r) {
 
 GemmMeasurement read_gemm(ObjectReader& r) {
   GemmMeasurement g;
-  g.dtype = calibrate_json::enum_field<hardware::GemmDtype>(r, "dtype");
+  g.dtype = r.enumeration<hardware::GemmDtype>("dtype");
   g.m = r.integer("m", 1);
   g.n = r.integer("n", 1);
   g.k = r.integer("k", 1);
@@ -186,8 +185,8 @@ GemmMeasurement read_gemm(ObjectReader& r) {
 // The parameters of an attention point, without its timing (a skipped point has none).
 AttentionMeasurement read_attention_shape(ObjectReader& r) {
   AttentionMeasurement a;
-  a.pass = calibrate_json::enum_field<calibration::AttentionPass>(r, "pass");
-  a.impl = calibrate_json::enum_field<calibration::AttentionImpl>(r, "impl");
+  a.pass = r.enumeration<calibration::AttentionPass>("pass");
+  a.impl = r.enumeration<calibration::AttentionImpl>("impl");
   a.dtype = r.string("dtype");
   a.batch = r.integer("batch", 1);
   a.heads = r.integer("heads", 1);
@@ -212,7 +211,7 @@ AttentionMeasurement read_attention(ObjectReader& r) {
 
 BandwidthMeasurement read_bandwidth(ObjectReader& r) {
   BandwidthMeasurement b;
-  b.direction = calibrate_json::enum_field<calibration::CopyDirection>(r, "direction");
+  b.direction = r.enumeration<calibration::CopyDirection>("direction");
   b.bytes = Bytes(static_cast<double>(r.integer("bytes", 1)));
   b.time = positive_time(r, false);
   b.rate = r.has("GBps") ? gbps(r.number("GBps")) : b.bytes / b.time;
@@ -289,10 +288,10 @@ OJson skipped_line(const SkippedPoint& s) {
 
 OptimizerMeasurement read_optimizer(ObjectReader& r) {
   OptimizerMeasurement o;
-  o.optimizer = calibrate_json::enum_field<calibration::StepOptimizer>(r, "optimizer");
-  o.param_dtype = calibrate_json::enum_field<calibration::ElementDtype>(r, "param_dtype");
-  o.grad_dtype = calibrate_json::enum_field<calibration::ElementDtype>(r, "grad_dtype");
-  o.state_dtype = calibrate_json::enum_field<calibration::ElementDtype>(r, "state_dtype");
+  o.optimizer = r.enumeration<calibration::StepOptimizer>("optimizer");
+  o.param_dtype = r.enumeration<calibration::ElementDtype>("param_dtype");
+  o.grad_dtype = r.enumeration<calibration::ElementDtype>("grad_dtype");
+  o.state_dtype = r.enumeration<calibration::ElementDtype>("state_dtype");
   o.params = r.integer("params", 1);
   o.tensors = r.integer("tensors", 1);
   if (o.tensors > o.params) {
@@ -313,9 +312,9 @@ OptimizerMeasurement read_optimizer(ObjectReader& r) {
 
 ElementwiseMeasurement read_elementwise(ObjectReader& r) {
   ElementwiseMeasurement e;
-  e.op = calibrate_json::enum_field<calibration::ElementwiseOp>(r, "op");
-  e.in_dtype = calibrate_json::enum_field<calibration::ElementDtype>(r, "in_dtype");
-  e.out_dtype = calibrate_json::enum_field<calibration::ElementDtype>(r, "out_dtype");
+  e.op = r.enumeration<calibration::ElementwiseOp>("op");
+  e.in_dtype = r.enumeration<calibration::ElementDtype>("in_dtype");
+  e.out_dtype = r.enumeration<calibration::ElementDtype>("out_dtype");
   e.elements = r.integer("elements", 1);
   // Only RMSNorm normalises over rows; a row on another op is a line of some other tool.
   if (e.op == calibration::ElementwiseOp::rmsnorm) {
@@ -338,10 +337,10 @@ ElementwiseMeasurement read_elementwise(ObjectReader& r) {
 
 LaunchMeasurement read_launch(ObjectReader& r) {
   LaunchMeasurement l;
-  l.op = calibrate_json::enum_field<calibration::LaunchOp>(r, "op");
+  l.op = r.enumeration<calibration::LaunchOp>("op");
   switch (l.op) {
     case calibration::LaunchOp::gemm:
-      l.dtype = calibrate_json::enum_field<hardware::GemmDtype>(r, "dtype");
+      l.dtype = r.enumeration<hardware::GemmDtype>("dtype");
       l.m = r.integer("m", 1);
       l.n = r.integer("n", 1);
       l.k = r.integer("k", 1);
@@ -376,7 +375,7 @@ std::string check_point(const nlohmann::json& point, const std::string& what,
                      "' (expected a measured kind: collective, gemm, attention, memory_bandwidth, "
                      "cpu_adam, optimizer, elementwise, launch)");
   }
-  calibrate_json::reject_unknown_keys(point, keys, what);
+  ObjectReader(point, what).reject_unknown(keys);
   if (kind == "attention") {
     ObjectReader r(point, what);
     *attention = read_attention_shape(r);
@@ -464,7 +463,7 @@ calibration::Measurements parse_measurements_jsonl(std::string_view text, std::s
     ObjectReader r(j, what);
     const std::string kind = r.string("kind");
     if (kind == "skipped") {
-      calibrate_json::reject_unknown_keys(j, kSkippedKeys, what);
+      r.reject_unknown(kSkippedKeys);
       m.skipped.push_back(read_skipped(r));
       r.reject_unknown();
       continue;
@@ -474,7 +473,7 @@ calibration::Measurements parse_measurements_jsonl(std::string_view text, std::s
       throw InputError(what + ": unknown measurement kind '" + kind +
                        "' (expected one of: " + std::string(kKinds) + ")");
     }
-    calibrate_json::reject_unknown_keys(j, keys, what);
+    r.reject_unknown(keys);
     if (kind == "collective") {
       m.collectives.push_back(read_collective(r));
     } else if (kind == "gemm") {
@@ -508,12 +507,9 @@ nlohmann::ordered_json provenance_object(const hardware::RunProvenance& p) {
 }
 
 hardware::RunProvenance provenance_from_object(const nlohmann::json& j, const std::string& what) {
-  calibrate_json::reject_unknown_keys(
-      j,
-      {"schema", "tool", "gpu", "gpu_count", "hosts", "nodes", "ranks", "driver", "cuda", "nccl",
-       "cublas", "cudnn", "command", "date", "sources"},
-      what);
   ObjectReader r(j, what);
+  r.reject_unknown({"schema", "tool", "gpu", "gpu_count", "hosts", "nodes", "ranks", "driver", "cuda",
+                    "nccl", "cublas", "cudnn", "command", "date", "sources"});
   hardware::RunProvenance p;
   p.tool = r.optional_string("tool");
   p.gpu = r.optional_string("gpu");

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <string>
 
-#include "calibrate_json.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/request/files.hpp"
 #include "trainplan/request/json_util.hpp"
@@ -163,9 +162,8 @@ FitQuality read_quality(ObjectReader& parent, const std::string& key) {
     parent.ignore({key});
     return q;
   }
-  calibrate_json::reject_unknown_keys(parent.raw(key), {"median_rel_err", "max_rel_err", "points"},
-                                      parent.what() + " '" + key + "'");
   ObjectReader r(parent.raw(key), parent.what() + " '" + key + "'");
+  r.reject_unknown({"median_rel_err", "max_rel_err", "points"});
   q.median_rel_err = r.number("median_rel_err");
   q.max_rel_err = r.number("max_rel_err");
   q.points = static_cast<int>(r.integer("points", 0, std::numeric_limits<int>::max()));
@@ -186,23 +184,20 @@ FitQuality read_quality(ObjectReader& parent, const std::string& key) {
 }
 
 hardware::CollectiveCurve read_curve(const Json& j, const std::string& what) {
-  calibrate_json::reject_unknown_keys(j,
-                                      {"collective", "scope", "ranks", "nodes", "alpha_us",
-                                       "busbw_GBps", "regimes", "points", "fit"},
-                                      what);
   ObjectReader r(j, what);
+  r.reject_unknown({"collective", "scope", "ranks", "nodes", "alpha_us", "busbw_GBps", "regimes",
+                    "points", "fit"});
   hardware::CollectiveCurve c;
-  c.collective = calibrate_json::enum_field<hardware::Collective>(r, "collective");
-  c.scope = calibrate_json::enum_field<hardware::LinkScope>(r, "scope");
+  c.collective = r.enumeration<hardware::Collective>("collective");
+  c.scope = r.enumeration<hardware::LinkScope>("scope");
   c.ranks = static_cast<int>(r.integer("ranks", 1, std::numeric_limits<int>::max()));
   c.nodes = static_cast<int>(r.integer("nodes", 1, std::numeric_limits<int>::max()));
   c.alpha = Seconds(non_negative(r, "alpha_us") * 1e-6);
   c.busbw = gbps(positive(r, "busbw_GBps"));
   if (r.has("regimes")) {
     for (const Json& reg : array_field(r, "regimes")) {
-      calibrate_json::reject_unknown_keys(reg, {"max_bytes", "alpha_us", "busbw_GBps"},
-                                          what + " regime");
       ObjectReader rr(reg, what + " regime");
+      rr.reject_unknown({"max_bytes", "alpha_us", "busbw_GBps"});
       hardware::Regime regime;
       regime.max_bytes = Bytes(static_cast<double>(rr.integer("max_bytes", 0)));
       regime.alpha = Seconds(non_negative(rr, "alpha_us") * 1e-6);
@@ -243,13 +238,10 @@ hardware::CollectiveCurve read_curve(const Json& j, const std::string& what) {
 }
 
 hardware::GemmModel read_gemm(const Json& j, hardware::GemmDtype dtype, const std::string& what) {
-  calibrate_json::reject_unknown_keys(
-      j,
-      {"peak_efficiency", "k0", "tile_m", "tile_n", "sm_count", "peak_TFLOPS", "overhead_us",
-       "read_GBps", "write_GBps", "smoothness", "a_bytes", "c_bytes", "interpolation", "points",
-       "fit", "model_fit", "leave_one_out"},
-      what);
   ObjectReader r(j, what);
+  r.reject_unknown({"peak_efficiency", "k0", "tile_m", "tile_n", "sm_count", "peak_TFLOPS", "overhead_us",
+                    "read_GBps", "write_GBps", "smoothness", "a_bytes", "c_bytes", "interpolation",
+                    "points", "fit", "model_fit", "leave_one_out"});
   hardware::GemmModel g;
   g.dtype = dtype;
   g.peak_efficiency = positive(r, "peak_efficiency");
@@ -281,8 +273,8 @@ hardware::GemmModel read_gemm(const Json& j, hardware::GemmDtype dtype, const st
   }
   if (r.has("interpolation")) {
     const std::string where = what + " interpolation";
-    calibrate_json::reject_unknown_keys(r.raw("interpolation"), {"octaves", "prior"}, where);
     ObjectReader ir(r.raw("interpolation"), where);
+    ir.reject_unknown({"octaves", "prior"});
     g.interpolation_octaves = positive(ir, "octaves");
     g.interpolation_prior = non_negative(ir, "prior");
     ir.reject_unknown();
@@ -306,17 +298,15 @@ hardware::GemmModel read_gemm(const Json& j, hardware::GemmDtype dtype, const st
 }
 
 hardware::AttentionModel read_attention(const Json& j, const std::string& what) {
-  calibrate_json::reject_unknown_keys(
-      j, {"efficiency", "seq_half", "peak_TFLOPS", "kernel", "points", "fit", "interpolated"},
-      what);
   ObjectReader r(j, what);
+  r.reject_unknown({"efficiency", "seq_half", "peak_TFLOPS", "kernel", "points", "fit", "interpolated"});
   hardware::AttentionModel a;
   a.efficiency = positive(r, "efficiency");
   a.seq_half = r.has("seq_half") ? non_negative(r, "seq_half") : 0.0;
   r.ignore({"seq_half"});
   a.peak = tflops(r.optional_number("peak_TFLOPS").value_or(0.0));
   if (r.has("kernel")) {
-    a.kernel = calibrate_json::enum_field<hardware::AttentionKernel>(r, "kernel");
+    a.kernel = r.enumeration<hardware::AttentionKernel>("kernel");
   } else {
     r.ignore({"kernel"});
   }
@@ -339,13 +329,12 @@ hardware::AttentionModel read_attention(const Json& j, const std::string& what) 
 }
 
 void read_kernels(const Json& j, hardware::KernelBandwidths& k, const std::string& what) {
-  calibrate_json::reject_unknown_keys(j, {"optimizer", "elementwise"}, what);
   ObjectReader r(j, what);
+  r.reject_unknown({"optimizer", "elementwise"});
   if (r.has("optimizer")) {
     const std::string where = what + " optimizer";
-    calibrate_json::reject_unknown_keys(r.raw("optimizer"),
-                                        {"fp32_states_GBps", "bf16_states_GBps"}, where);
     ObjectReader o(r.raw("optimizer"), where);
+    o.reject_unknown({"fp32_states_GBps", "bf16_states_GBps"});
     if (o.has("fp32_states_GBps")) k.optimizer_fp32_states = gbps(positive(o, "fp32_states_GBps"));
     if (o.has("bf16_states_GBps")) k.optimizer_bf16_states = gbps(positive(o, "bf16_states_GBps"));
     o.ignore({"fp32_states_GBps", "bf16_states_GBps"});
@@ -355,9 +344,8 @@ void read_kernels(const Json& j, hardware::KernelBandwidths& k, const std::strin
   }
   if (r.has("elementwise")) {
     const std::string where = what + " elementwise";
-    calibrate_json::reject_unknown_keys(r.raw("elementwise"), {"GBps", "min_bytes", "by_op_GBps"},
-                                        where);
     ObjectReader e(r.raw("elementwise"), where);
+    e.reject_unknown({"GBps", "min_bytes", "by_op_GBps"});
     k.elementwise = gbps(positive(e, "GBps"));
     k.elementwise_min_bytes =
         Bytes(static_cast<double>(e.optional_integer("min_bytes", 0).value_or(0)));
@@ -381,9 +369,8 @@ void read_kernels(const Json& j, hardware::KernelBandwidths& k, const std::strin
 }
 
 void read_launch(const Json& j, hardware::LaunchOverheads& l, const std::string& what) {
-  calibrate_json::reject_unknown_keys(j, {"empty_kernel_us", "small_gemm_us", "small_gemm_size"},
-                                      what);
   ObjectReader r(j, what);
+  r.reject_unknown({"empty_kernel_us", "small_gemm_us", "small_gemm_size"});
   if (r.has("empty_kernel_us")) l.empty_kernel = Seconds(positive(r, "empty_kernel_us") * 1e-6);
   if (r.has("small_gemm_us")) {
     l.small_gemm = Seconds(positive(r, "small_gemm_us") * 1e-6);
@@ -413,8 +400,8 @@ void read_gemm_section(ObjectReader& r, hardware::HardwareProfile& p, const std:
     r.ignore({"gemm"});
     return;
   }
-  calibrate_json::reject_unknown_keys(r.raw("gemm"), {"dtypes"}, what + " gemm");
   ObjectReader gemm(r.raw("gemm"), what + " gemm");
+  gemm.reject_unknown({"dtypes"});
   const Json& dtypes = gemm.raw("dtypes");
   if (!dtypes.is_object()) throw InputError(what + " gemm: key 'dtypes' must be an object");
   for (const auto& [name, model] : dtypes.items()) {
@@ -433,9 +420,8 @@ void read_attention_section(ObjectReader& r, hardware::HardwareProfile& p, const
     r.ignore({"attention"});
     return;
   }
-  calibrate_json::reject_unknown_keys(
-      r.raw("attention"), {"fwd", "bwd", "fwd_causal", "bwd_causal"}, what + " attention");
   ObjectReader att(r.raw("attention"), what + " attention");
+  att.reject_unknown({"fwd", "bwd", "fwd_causal", "bwd_causal"});
   for (const auto& [key, slot] :
        {std::pair{"fwd", &p.attention_fwd}, std::pair{"bwd", &p.attention_bwd},
         std::pair{"fwd_causal", &p.attention_fwd_causal},
@@ -451,9 +437,8 @@ void read_memory_section(ObjectReader& r, hardware::HardwareProfile& p, const st
     r.ignore({"memory"});
     return;
   }
-  calibrate_json::reject_unknown_keys(r.raw("memory"), {"hbm_GBps", "h2d_GBps", "d2h_GBps"},
-                                      what + " memory");
   ObjectReader mem(r.raw("memory"), what + " memory");
+  mem.reject_unknown({"hbm_GBps", "h2d_GBps", "d2h_GBps"});
   for (const auto& [key, slot] :
        {std::pair{"hbm_GBps", &p.memory.hbm}, std::pair{"h2d_GBps", &p.memory.h2d},
         std::pair{"d2h_GBps", &p.memory.d2h}}) {
@@ -514,12 +499,9 @@ std::string profile_to_json(const hardware::HardwareProfile& p) {
 hardware::HardwareProfile parse_profile_json(std::string_view text, std::string_view source) {
   const std::string what = "profile " + std::string(source);
   const Json j = parse_json(text, what);
-  calibrate_json::reject_unknown_keys(
-      j,
-      {"schema", "name", "gpu", "provenance", "collectives", "gemm", "attention", "memory",
-       "cpu_adam_params_per_s", "kernels", "launch"},
-      what);
   ObjectReader r(j, what);
+  r.reject_unknown({"schema", "name", "gpu", "provenance", "collectives", "gemm", "attention", "memory",
+                    "cpu_adam_params_per_s", "kernels", "launch"});
   if (r.string("schema") != kProfileSchema) {
     throw InputError(what + ": key 'schema' must be \"" + std::string(kProfileSchema) + "\"");
   }
