@@ -147,127 +147,150 @@ std::vector<calibration::PeakThroughput> peaks_of(const CalibrateFitOptions& o,
   return peaks;
 }
 
-void print_fit_table(const calibration::ProfileFit& fit, std::ostream& out) {
-  const hardware::HardwareProfile& p = fit.profile;
-  if (!fit.curves.empty()) {
-    Table t({"collective", "scope", "ranks", "nodes", "points", "invalid", "alpha us", "busbw GB/s",
-             "line max err", "regimes", "median err", "max err"});
-    for (std::size_t i = 0; i < fit.curves.size(); ++i) {
-      const calibration::CurveReport& r = fit.curves[i];
-      const hardware::CollectiveCurve& c = p.collectives[i];
-      t.add({std::string(to_string(r.collective)), std::string(to_string(r.scope)),
-             std::to_string(r.ranks), std::to_string(r.nodes), std::to_string(r.points),
-             std::to_string(r.invalid), fmt::format("{:.1f}", c.alpha.value() * 1e6),
-             fmt::format("{:.1f}", to_gbps(c.busbw)), percent(r.line.max_rel_err),
-             std::to_string(r.regimes), percent(r.piecewise.median_rel_err),
-             percent(r.piecewise.max_rel_err)});
-    }
-    out << t.render();
-    out << "alpha, busbw: one alpha-beta line; errors: |predicted - measured| / measured of the "
-           "regimes kept (minimum over regimes).\n";
+// The summary of `calibrate fit`, one table per kind of model.
+void print_curves(const calibration::ProfileFit& fit, std::ostream& out) {
+  if (fit.curves.empty()) return;
+  Table t({"collective", "scope", "ranks", "nodes", "points", "invalid", "alpha us", "busbw GB/s",
+           "line max err", "regimes", "median err", "max err"});
+  for (std::size_t i = 0; i < fit.curves.size(); ++i) {
+    const calibration::CurveReport& r = fit.curves[i];
+    const hardware::CollectiveCurve& c = fit.profile.collectives[i];
+    t.add({std::string(to_string(r.collective)), std::string(to_string(r.scope)),
+           std::to_string(r.ranks), std::to_string(r.nodes), std::to_string(r.points),
+           std::to_string(r.invalid), fmt::format("{:.1f}", c.alpha.value() * 1e6),
+           fmt::format("{:.1f}", to_gbps(c.busbw)), percent(r.line.max_rel_err),
+           std::to_string(r.regimes), percent(r.piecewise.median_rel_err),
+           percent(r.piecewise.max_rel_err)});
   }
-  if (!fit.families.empty()) {
-    out << "\n";
-    Table t({"family", "source", "points", "model median", "model max", "profile median",
-             "profile max", "held-out median", "held-out max"});
-    for (const calibration::FamilyReport& f : fit.families) {
-      const auto q = [](const std::optional<hardware::FitQuality>& v, bool max) {
-        return v ? percent(max ? v->max_rel_err : v->median_rel_err) : std::string("-");
-      };
-      t.add({f.family, f.used ? f.source : f.source + " (not used)", std::to_string(f.points),
-             percent(f.model.median_rel_err), percent(f.model.max_rel_err), q(f.profile, false),
-             q(f.profile, true), q(f.leave_one_out, false), q(f.leave_one_out, true)});
-    }
-    out << t.render();
-    out << "errors: |predicted - measured| / measured of the time. model: the compact model alone; "
-           "profile: what the profile answers at the measured points (interpolation included); "
-           "held-out: each point predicted from a fit to the others (leave-one-out).\n";
+  out << t.render();
+  out << "alpha, busbw: one alpha-beta line; errors: |predicted - measured| / measured of the "
+         "regimes kept (minimum over regimes).\n";
+}
+
+void print_families(const calibration::ProfileFit& fit, std::ostream& out) {
+  if (fit.families.empty()) return;
+  out << "\n";
+  Table t({"family", "source", "points", "model median", "model max", "profile median",
+           "profile max", "held-out median", "held-out max"});
+  for (const calibration::FamilyReport& f : fit.families) {
+    const auto q = [](const std::optional<hardware::FitQuality>& v, bool max) {
+      return v ? percent(max ? v->max_rel_err : v->median_rel_err) : std::string("-");
+    };
+    t.add({f.family, f.used ? f.source : f.source + " (not used)", std::to_string(f.points),
+           percent(f.model.median_rel_err), percent(f.model.max_rel_err), q(f.profile, false),
+           q(f.profile, true), q(f.leave_one_out, false), q(f.leave_one_out, true)});
   }
-  if (!p.gemm.empty()) {
-    out << "\n";
-    Table t({"GEMM dtype", "points", "peak TFLOP/s", "eta_max", "K0", "SMs", "overhead us",
-             "read GB/s", "write GB/s", "p"});
-    for (const hardware::GemmModel& g : p.gemm) {
-      const bool roof = g.roofline();
-      t.add({std::string(to_string(g.dtype)), std::to_string(g.fit.points),
-             fmt::format("{:g}", to_tflops(g.peak)), fmt::format("{:.3f}", g.peak_efficiency),
-             fmt::format("{:.0f}", g.k0), g.sm_count > 0 ? std::to_string(g.sm_count) : "-",
-             roof ? fmt::format("{:.2f}", g.overhead.value() * 1e6) : "-",
-             roof ? fmt::format("{:.0f}", to_gbps(g.read_bandwidth)) : "-",
-             roof ? fmt::format("{:.0f}", to_gbps(g.write_bandwidth)) : "-",
-             roof ? fmt::format("{:.2f}", g.smoothness) : "-"});
-    }
-    out << t.render();
-    out << "t = overhead + (compute^p + memory^p)^(1/p); compute at eta_max, tile, wave and "
-           "K / (K + K0); measured shapes answer their measured time (docs/calibration.md).\n";
+  out << t.render();
+  out << "errors: |predicted - measured| / measured of the time. model: the compact model alone; "
+         "profile: what the profile answers at the measured points (interpolation included); "
+         "held-out: each point predicted from a fit to the others (leave-one-out).\n";
+}
+
+void print_gemm_models(const hardware::HardwareProfile& p, std::ostream& out) {
+  if (p.gemm.empty()) return;
+  out << "\n";
+  Table t({"GEMM dtype", "points", "peak TFLOP/s", "eta_max", "K0", "SMs", "overhead us",
+           "read GB/s", "write GB/s", "p"});
+  for (const hardware::GemmModel& g : p.gemm) {
+    const bool roof = g.roofline();
+    t.add({std::string(to_string(g.dtype)), std::to_string(g.fit.points),
+           fmt::format("{:g}", to_tflops(g.peak)), fmt::format("{:.3f}", g.peak_efficiency),
+           fmt::format("{:.0f}", g.k0), g.sm_count > 0 ? std::to_string(g.sm_count) : "-",
+           roof ? fmt::format("{:.2f}", g.overhead.value() * 1e6) : "-",
+           roof ? fmt::format("{:.0f}", to_gbps(g.read_bandwidth)) : "-",
+           roof ? fmt::format("{:.0f}", to_gbps(g.write_bandwidth)) : "-",
+           roof ? fmt::format("{:.2f}", g.smoothness) : "-"});
   }
+  out << t.render();
+  out << "t = overhead + (compute^p + memory^p)^(1/p); compute at eta_max, tile, wave and "
+         "K / (K + K0); measured shapes answer their measured time (docs/calibration.md).\n";
+}
+
+void print_attention_models(const hardware::HardwareProfile& p, std::ostream& out) {
   const std::pair<const char*, const std::optional<hardware::AttentionModel>*> attention[] = {
       {"fwd", &p.attention_fwd},
       {"bwd", &p.attention_bwd},
       {"fwd causal", &p.attention_fwd_causal},
       {"bwd causal", &p.attention_bwd_causal}};
-  if (std::any_of(std::begin(attention), std::end(attention),
-                  [](const auto& a) { return a.second->has_value(); })) {
-    out << "\n";
-    Table t({"attention", "kernel", "points", "eta_max", "seq half"});
-    for (const auto& [label, a] : attention) {
-      if (!*a) continue;
-      t.add({label, std::string(to_string((*a)->kernel)), std::to_string((*a)->fit.points),
-             fmt::format("{:.3f}", (*a)->efficiency), fmt::format("{:.0f}", (*a)->seq_half)});
-    }
-    out << t.render();
+  if (std::none_of(std::begin(attention), std::end(attention),
+                   [](const auto& a) { return a.second->has_value(); })) {
+    return;
   }
+  out << "\n";
+  Table t({"attention", "kernel", "points", "eta_max", "seq half"});
+  for (const auto& [label, a] : attention) {
+    if (!*a) continue;
+    t.add({label, std::string(to_string((*a)->kernel)), std::to_string((*a)->fit.points),
+           fmt::format("{:.3f}", (*a)->efficiency), fmt::format("{:.0f}", (*a)->seq_half)});
+  }
+  out << t.render();
+}
+
+// The models of one number each: bandwidths, rates and launch times.
+void print_rates(const hardware::HardwareProfile& p, std::ostream& out) {
   const hardware::KernelBandwidths& k = p.kernels;
-  if (p.memory.hbm || p.memory.h2d || p.memory.d2h || p.cpu_adam_params_per_s ||
-      k.optimizer_fp32_states || k.optimizer_bf16_states || k.elementwise ||
-      p.launch.empty_kernel || p.launch.small_gemm) {
-    out << "\n";
-    if (p.memory.hbm)
-      out << fmt::format("HBM (device copy)              {:.1f} GB/s\n", to_gbps(*p.memory.hbm));
-    if (p.memory.h2d)
-      out << fmt::format("host to device                 {:.1f} GB/s\n", to_gbps(*p.memory.h2d));
-    if (p.memory.d2h)
-      out << fmt::format("device to host                 {:.1f} GB/s\n", to_gbps(*p.memory.d2h));
-    if (p.cpu_adam_params_per_s) {
-      out << fmt::format("CPU Adam                       {:.3g} parameters/s\n",
-                         *p.cpu_adam_params_per_s);
-    }
-    if (k.optimizer_fp32_states) {
-      out << fmt::format("GPU AdamW, fp32 states         {:.1f} GB/s\n",
-                         to_gbps(*k.optimizer_fp32_states));
-    }
-    if (k.optimizer_bf16_states) {
-      out << fmt::format("GPU AdamW, bf16 states         {:.1f} GB/s\n",
-                         to_gbps(*k.optimizer_bf16_states));
-    }
-    if (k.elementwise) {
-      std::string ops;
-      for (const auto& [op, rate] : k.elementwise_by_op) {
-        ops += fmt::format("{}{} {:.0f}", ops.empty() ? "" : ", ", op, to_gbps(rate));
-      }
-      out << fmt::format("elementwise                    {:.1f} GB/s ({})\n",
-                         to_gbps(*k.elementwise), ops);
-    }
-    if (p.launch.empty_kernel) {
-      out << fmt::format("launch, empty kernel           {:.2f} us\n",
-                         p.launch.empty_kernel->value() * 1e6);
-    }
-    if (p.launch.small_gemm) {
-      out << fmt::format("{:<31}{:.2f} us\n",
-                         fmt::format("launch, bf16 GEMM {}^3", p.launch.small_gemm_size),
-                         p.launch.small_gemm->value() * 1e6);
-    }
+  if (!(p.memory.hbm || p.memory.h2d || p.memory.d2h || p.cpu_adam_params_per_s ||
+        k.optimizer_fp32_states || k.optimizer_bf16_states || k.elementwise ||
+        p.launch.empty_kernel || p.launch.small_gemm)) {
+    return;
   }
-  if (!fit.skipped.empty()) {
-    out << "\n";
-    Table t({"skipped in run", "family", "points", "reason", "measured instead"});
-    for (const calibration::SkippedReport& r : fit.skipped) {
-      t.add({r.run, r.family, std::to_string(r.count), r.reason,
-             r.fallback.empty() ? "-" : r.fallback});
-    }
-    out << t.render();
-    out << "Skipped points are never fitted.\n";
+  out << "\n";
+  if (p.memory.hbm)
+    out << fmt::format("HBM (device copy)              {:.1f} GB/s\n", to_gbps(*p.memory.hbm));
+  if (p.memory.h2d)
+    out << fmt::format("host to device                 {:.1f} GB/s\n", to_gbps(*p.memory.h2d));
+  if (p.memory.d2h)
+    out << fmt::format("device to host                 {:.1f} GB/s\n", to_gbps(*p.memory.d2h));
+  if (p.cpu_adam_params_per_s) {
+    out << fmt::format("CPU Adam                       {:.3g} parameters/s\n",
+                       *p.cpu_adam_params_per_s);
   }
+  if (k.optimizer_fp32_states) {
+    out << fmt::format("GPU AdamW, fp32 states         {:.1f} GB/s\n",
+                       to_gbps(*k.optimizer_fp32_states));
+  }
+  if (k.optimizer_bf16_states) {
+    out << fmt::format("GPU AdamW, bf16 states         {:.1f} GB/s\n",
+                       to_gbps(*k.optimizer_bf16_states));
+  }
+  if (k.elementwise) {
+    std::string ops;
+    for (const auto& [op, rate] : k.elementwise_by_op) {
+      ops += fmt::format("{}{} {:.0f}", ops.empty() ? "" : ", ", op, to_gbps(rate));
+    }
+    out << fmt::format("elementwise                    {:.1f} GB/s ({})\n",
+                       to_gbps(*k.elementwise), ops);
+  }
+  if (p.launch.empty_kernel) {
+    out << fmt::format("launch, empty kernel           {:.2f} us\n",
+                       p.launch.empty_kernel->value() * 1e6);
+  }
+  if (p.launch.small_gemm) {
+    out << fmt::format("{:<31}{:.2f} us\n",
+                       fmt::format("launch, bf16 GEMM {}^3", p.launch.small_gemm_size),
+                       p.launch.small_gemm->value() * 1e6);
+  }
+}
+
+void print_skipped(const calibration::ProfileFit& fit, std::ostream& out) {
+  if (fit.skipped.empty()) return;
+  out << "\n";
+  Table t({"skipped in run", "family", "points", "reason", "measured instead"});
+  for (const calibration::SkippedReport& r : fit.skipped) {
+    t.add({r.run, r.family, std::to_string(r.count), r.reason,
+           r.fallback.empty() ? "-" : r.fallback});
+  }
+  out << t.render();
+  out << "Skipped points are never fitted.\n";
+}
+
+void print_fit_table(const calibration::ProfileFit& fit, std::ostream& out) {
+  print_curves(fit, out);
+  print_families(fit, out);
+  print_gemm_models(fit.profile, out);
+  print_attention_models(fit.profile, out);
+  print_rates(fit.profile, out);
+  print_skipped(fit, out);
 }
 
 }  // namespace
