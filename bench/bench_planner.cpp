@@ -129,7 +129,7 @@ BENCHMARK(BM_EvaluateFreeFunction);
 
 void BM_Fit13bOn4xA100(benchmark::State& state) {
   const Setup s = setup("llama-2-13b", "4xA100-80GB");
-  planner::FitRequest req;
+  planner::SearchRequest req;
   req.base.seq = 2048;
   for (auto _ : state) benchmark::DoNotOptimize(planner::fit(s.arch, s.counts, req, s.cluster));
 }
@@ -138,7 +138,7 @@ BENCHMARK(BM_Fit13bOn4xA100)->Unit(benchmark::kMillisecond);
 // The full `trainplan plan gpt3-175b 128x8xA100-80GB --global-batch 1536` search on two threads.
 void BM_PlanGpt3On1024A100(benchmark::State& state) {
   const Setup s = setup("gpt3-175b", "128x8xA100-80GB");
-  planner::PlanRequest req;
+  planner::SearchRequest req;
   req.global_batch = 1536;
   req.threads = static_cast<unsigned>(state.range(0));
   std::int64_t configs = 0;

@@ -170,7 +170,7 @@ void run_estimate(const request::Catalog& catalog, const request::Request& q) {
   const model::ParameterCounts n = model::count_parameters(a);
   const model::Training tr = request::configuration(r);
   const hardware::HardwareProfile* profile = r.profile ? &*r.profile : nullptr;
-  const planner::Evaluator ev(a, n, c, profile, {}, {}, r.plan.options);
+  const planner::Evaluator ev(a, n, c, profile, {}, {}, r.search.options);
   const planner::Estimate e = ev.estimate(tr);
   if (q.emit) {
     print_emitted(q, r, {e});

@@ -61,8 +61,8 @@ void run_explain(const request::Catalog& catalog, const request::Request& q) {
   request::Resolved r = request::resolve(catalog, q, request::command::explain);
   // As given: what the inputs leave out runs as the frameworks default to it (no checkpointing,
   // no offload); only an omitted strategy is the one fit recommends.
-  if (!r.fit.checkpointing) r.fit.checkpointing = Checkpointing::none;
-  if (!r.fit.offload) r.fit.offload = Offload::none;
+  if (!r.search.checkpointing) r.search.checkpointing = Checkpointing::none;
+  if (!r.search.offload) r.search.offload = Offload::none;
   print_warnings(r);
   const model::Architecture& a = r.model.arch;
   const model::ParameterCounts n = model::count_parameters(a);

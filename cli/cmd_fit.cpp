@@ -23,10 +23,10 @@ std::string verdict(const request::Resolved& r, const model::ParameterCounts& n,
   const std::string where = c.world() == 1 ? fmt::format("1x {}", c.gpu.name)
                                            : fmt::format("{}x {}", c.world(), c.gpu.name);
   const std::string what = fmt::format("{} ({} params, {})", r.model.arch.name, count_text(n.total),
-                                       to_string(r.fit.base.method));
+                                       to_string(r.search.base.method));
   if (f.recommended) {
     const planner::Candidate& k = f.candidates[*f.recommended];
-    std::string mb = r.fit.micro_batch_pinned
+    std::string mb = r.search.micro_batch.has_value()
                          ? fmt::format("micro-batch {} (up to {})", k.training.micro_batch, k.max_micro_batch)
                          : fmt::format("micro-batch up to {}", k.max_micro_batch);
     const std::string speed =
@@ -58,9 +58,9 @@ void run_fit(const request::Catalog& catalog, const request::Request& q) {
   const model::Architecture& a = r.model.arch;
   const model::ParameterCounts n = model::count_parameters(a);
   const planner::FitResult f =
-      planner::fit(a, n, r.fit, r.cluster.cluster, {}, r.profile ? &*r.profile : nullptr);
+      planner::fit(a, n, r.search, r.cluster.cluster, {}, r.profile ? &*r.profile : nullptr);
   const std::string summary = verdict(r, n, f);
-  const std::int64_t trainable = model::trainable_parameters(a, n, r.fit.base);
+  const std::int64_t trainable = model::trainable_parameters(a, n, r.search.base);
   if (q.json) {
     request::Json j = reports::fit_json(a, n, r.cluster.cluster, f, summary);
     j["model"]["trainable_parameters"] = trainable;
@@ -72,9 +72,9 @@ void run_fit(const request::Catalog& catalog, const request::Request& q) {
   std::cout << summary << "\n";
   print_context(r);
   std::cout << fmt::format("  model: {} parameters, {} trainable; seq {}, micro-batch {}, {}, {}\n\n",
-                           thousands(n.total), thousands(trainable), r.fit.base.seq,
-                           r.fit.base.micro_batch, to_string(r.fit.base.precision),
-                           to_string(r.fit.base.optimizer));
+                           thousands(n.total), thousands(trainable), r.search.base.seq,
+                           r.search.base.micro_batch, to_string(r.search.base.precision),
+                           to_string(r.search.base.optimizer));
   Table t({"strategy", "checkpointing", "offload", "fits", "GiB/GPU", "weights", "grads", "optim", "activ",
            "buffers", "overhead", "max micro-batch", "tokens/s"});
   for (std::size_t i = 0; i < f.candidates.size(); ++i) {

@@ -21,7 +21,7 @@ namespace {
 void print_plans(const request::Resolved& r, const model::ParameterCounts& n, const planner::PlanResult& p,
                  std::optional<double> tokens, std::optional<std::int64_t> global_batch) {
   const hardware::Cluster& c = r.cluster.cluster;
-  const model::Training& base = r.plan.base;
+  const model::Training& base = r.search.base;
   std::cout << fmt::format(
       "{} ({} params, {}) on {}x {}{}: {} configurations tried, {} fit in memory\n",
       r.model.arch.name, count_text(n.total), to_string(base.method), c.world(), c.gpu.name,
@@ -81,7 +81,7 @@ void run_plan(const request::Catalog& catalog, const request::Request& q) {
   const model::Architecture& a = r.model.arch;
   const hardware::Cluster& c = r.cluster.cluster;
   const model::ParameterCounts n = model::count_parameters(a);
-  const planner::PlanResult p = planner::search(a, n, c, r.plan, r.profile ? &*r.profile : nullptr);
+  const planner::PlanResult p = planner::search(a, n, c, r.search, r.profile ? &*r.profile : nullptr);
   if (q.emit) {
     if (p.plans.empty()) throw InputError("--emit: no plan fits, nothing to emit");
     print_emitted(q, r, p.plans);
@@ -92,7 +92,7 @@ void run_plan(const request::Catalog& catalog, const request::Request& q) {
     request::add_request_json(j, r);
     std::cout << j.dump(2) << "\n";
   } else {
-    print_plans(r, n, p, r.tokens, r.plan.global_batch);
+    print_plans(r, n, p, r.tokens, r.search.global_batch);
   }
   if (p.plans.empty()) throw AnsweredNo("no plan fits (exit 1)");
 }

@@ -1,34 +1,21 @@
 #pragma once
-// Display formatting only: names for people, fixed-width tables, GiB with one decimal.
+// What the CLI prints above and beside its tables; the text helpers and tables are reports/text.hpp.
 
 #include <string>
 #include <vector>
 
-#include "trainplan/core/modes.hpp"
-#include "trainplan/core/units.hpp"
+#include "trainplan/reports/text.hpp"
 #include "trainplan/request/request.hpp"
 #include "trainplan/planner/memory.hpp"
 
 namespace trainplan::cli {
 
-[[nodiscard]] std::string strategy_label(Strategy s);
-[[nodiscard]] std::string gib_text(Bytes b);                  // "52.3"
-[[nodiscard]] std::string count_text(std::int64_t n);         // "13.0B", "124.4M"
-[[nodiscard]] std::string thousands(std::int64_t n);          // "13,015,864,320"
-// "fits", "tight — <reason>", "DOES NOT FIT — <reason>"
-[[nodiscard]] std::string verdict_text(const planner::MemoryVerdict& v);
-
-// Left-aligned first column, right-aligned others, two spaces between columns.
-class Table {
- public:
-  explicit Table(std::vector<std::string> header) : header_(std::move(header)) {}
-  void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
-  [[nodiscard]] std::string render() const;
-
- private:
-  std::vector<std::string> header_;
-  std::vector<std::vector<std::string>> rows_;
-};
+using reports::count_text;
+using reports::gib_text;
+using reports::strategy_label;
+using reports::Table;
+using reports::thousands;
+using reports::verdict_text;
 
 // The notes, warnings and the options read from config files, above a table answer.
 void print_context(const request::Resolved& r);

@@ -171,6 +171,13 @@ void add_older(std::vector<Family>& t) {
     t.push_back(row("gpt2", {}, "GPT2Config", kOld, ConfigKeys::gpt2, {50257, 768, 12, 12, 0, 0, 0, 1024, true}, a,
                  names("c_attn", "c_attn", "c_attn", "c_proj", "", "c_fc", "c_proj"), "GPT2Block", shared_sdpa()));
   }
+  // clang-format on
+}
+
+// The older families, continued: GPT-NeoX, MPT, Phi and T5.
+void add_older_rest(std::vector<Family>& t) {
+  const char* kOld = "transformers @008e5743 (and the commits of hf_config.cpp's history)";
+  // clang-format off
   {
     Architecture a = decoder(MlpKind::plain, NormKind::layernorm, PositionKind::rotary, Activation::gelu);
     a.mlp_bias = true;
@@ -248,6 +255,13 @@ void add_recent(std::vector<Family>& t) {
                  names("qkv_proj", "qkv_proj", "qkv_proj", "o_proj", "gate_up_proj", "gate_up_proj", "down_proj"),
                  "Phi3DecoderLayer", shared_sdpa()));
   }
+  // clang-format on
+}
+
+// The newer families, continued.
+void add_recent_rest(std::vector<Family>& t) {
+  const char* kNew = "transformers v5.24.0 configuration_<type>.py and modeling_<type>.py";
+  // clang-format off
   {
     Architecture a = llama_like();
     a.activation = Activation::gelu_tanh;
@@ -317,7 +331,9 @@ std::vector<Family> builtin() {
   std::vector<Family> t;
   add_llama_like(t);
   add_older(t);
+  add_older_rest(t);
   add_recent(t);
+  add_recent_rest(t);
   return t;
 }
 

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "trainplan/model/model_states.hpp"
-#include "trainplan/planner/fit.hpp"
+#include "trainplan/planner/memory.hpp"
 #include "trainplan/planner/optimizer_step.hpp"
 
 namespace trainplan::planner {
@@ -566,6 +566,25 @@ const ShapeOps& Evaluator::shape_ops(const model::Training& given) const {
   return slot;
 }
 
+Seconds Evaluator::optimizer_step(const model::Training& tr, const Layout& l, const Shapes& sh,
+                                  double layers_stage, double opt_params) const {
+  if (tr.offload == Offload::none) {
+    // Sharded or not, each rank steps a slice of every tensor it trains. A measured streaming
+    // bandwidth (profile) scales the datasheet's.
+    const double tensors = trainable_tensors(a_, sh.main, tr, layers_stage);
+    std::optional<BytesPerSecond> measured;
+    if (profile_ != nullptr) measured = profile_->optimizer_bandwidth(optimizer_states_fp32(tr));
+    const OptimizerStepTime step = optimizer_step_time(tr, device(tr.precision).hbm / tc_.hbm_efficiency,
+                                                       c_.gpu.peak.fp32, opt_params, tensors, tc_, measured);
+    return step.kernels + step.host;
+  }
+  double rate = tc_.cpu_adam_params_per_s_per_node;
+  if (profile_ != nullptr) {
+    if (const auto r = profile_->cpu_adam_rate()) rate = *r;
+  }
+  return Seconds(opt_params * std::min(l.gpus_per_node, l.world) / rate);
+}
+
 StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) const {
   StepCost out;
   out.layout = make_layout(a_, tr, c_, cuda_sm_);
@@ -622,26 +641,10 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
 
   // Optimizer step and offload.
   const double opt_params = out.memory.states.optimizer_params;
-  Seconds optimizer;
+  const Seconds optimizer = optimizer_step(tr, l, sh, layers_stage, opt_params);
   Seconds offload;
-  if (tr.offload == Offload::none) {
-    // Sharded or not, each rank steps a slice of every tensor it trains. A measured streaming
-    // bandwidth (profile) scales the datasheet's.
-    const double tensors = trainable_tensors(a_, sh.main, tr, layers_stage);
-    std::optional<BytesPerSecond> measured;
-    if (profile_ != nullptr) measured = profile_->optimizer_bandwidth(optimizer_states_fp32(tr));
-    const OptimizerStepTime step =
-        optimizer_step_time(tr, d.hbm / tc_.hbm_efficiency, c_.gpu.peak.fp32, opt_params, tensors,
-                            tc_, measured);
-    optimizer = step.kernels + step.host;
-  } else {
-    double rate = tc_.cpu_adam_params_per_s_per_node;
-    if (profile_ != nullptr) {
-      if (const auto r = profile_->cpu_adam_rate()) rate = *r;
-    }
-    optimizer = Seconds(opt_params * std::min(l.gpus_per_node, l.world) / rate);
+  if (tr.offload != Offload::none)
     offload = optimizer_offload_term(sink, in, opt_params, dpb.local, stage_fwd_mb, stage_bwd_mb);
-  }
   if (tr.checkpointing == Checkpointing::full_offload)
     offload += checkpoint_offload_term(sink, in, layer_fwd, layer_bwd + layer_rec, layers_stage);
 

@@ -209,6 +209,64 @@ Layout make_layout(const Architecture& a, const Training& tr, const hardware::Cl
 
 namespace {
 
+// Bytes per trainable parameter of each model state (model::state_bytes) for this optimizer.
+model::StateBytes stage_state_bytes(const Architecture& a, const model::ParameterCounts& n, const Training& tr) {
+  const double ada_elements = tr.optimizer == Optimizer::adafactor
+                                  ? static_cast<double>(model::adafactor_state_elements(a, tr)) /
+                                        std::max(1.0, static_cast<double>(tr.method == Method::full
+                                                                              ? n.total
+                                                                              : model::lora_parameters(a, tr.lora)))
+                                  : 0.0;
+  const double opt_bytes = model::optimizer_state_bytes(tr.optimizer, tr.precision, ada_elements);
+  model::StateBytes sb = model::state_bytes(tr.framework, tr.precision, opt_bytes);
+  // DeepSpeed ZeRO-3 reduce-scatters each layer's 16-bit gradients straight into the fp32
+  // partition: they live only in the per-layer gather buffer (stage3.py estimator, 18/N).
+  if (tr.framework == Framework::deepspeed && shards_parameters(tr.strategy) && is_mixed(tr.precision))
+    sb.grads = 0.0;
+  return sb;
+}
+
+// Frozen base of an adapter method, in bytes on this stage: {all parameters, the experts' part}.
+// Block linears are quantized under QLoRA; otherwise 16-bit under mixed precision (Hugging Face
+// practice: from_pretrained(torch_dtype=bfloat16), PEFT keeps the adapters in fp32) unless the
+// whole model is kept fp32 (litgpt's bf16-mixed). Zero for full fine-tuning.
+std::pair<double, double> frozen_base(const Architecture& a, const Training& tr, const StageParams& sp) {
+  if (tr.method == Method::full) return {0.0, 0.0};
+  const double base = frozen_base_bytes(tr);
+  const bool qlora = tr.method == Method::qlora;
+  const double linear_bytes = qlora ? model::quantized_bytes_per_param(tr.quant, tr.quant_block, a.hidden) : base;
+  // Which linears are 4-bit: the blocks', and the head's under a stack that converts every Linear.
+  const double quantized =
+      sp.block_linear + (qlora && model::qlora_stack_traits(tr.qlora_stack).quantizes_head ? sp.head : 0.0);
+  return {quantized * linear_bytes + (sp.all - quantized) * base, sp.experts * linear_bytes};
+}
+
+// DeepSpeed's estimator also charges the host for materialising the model at load time: the host
+// memory per GPU (stage3.py and stage_1_and_2.py estimate_zero*_model_states_mem_needs).
+Bytes deepspeed_host_per_gpu(const model::ParameterCounts& n, const Training& tr, const Layout& l,
+                             const MemoryConventions& mc) {
+  const bool offload_params = tr.offload == Offload::optimizer_params;
+  const bool offload_opt = tr.offload != Offload::none;
+  const double P = static_cast<double>(n.total);
+  const double f = mc.deepspeed_host_buffer_factor;
+  const double gpn = l.gpus_per_node;
+  const double per_node_factor = 1.0 / l.nodes;
+  double host_node = 0.0;
+  if (tr.strategy == Strategy::zero3) {
+    if (offload_params)
+      host_node = tr.zero_init ? P * 18.0 * per_node_factor * f : P * std::max(4.0 * gpn, 18.0 * per_node_factor) * f;
+    else if (offload_opt)
+      host_node = tr.zero_init ? P * 16.0 * per_node_factor * f : P * std::max(4.0 * gpn, 16.0 * per_node_factor) * f;
+    else
+      host_node = tr.zero_init ? static_cast<double>(n.largest_module) * 4.0 * gpn * f : P * 4.0 * gpn * f;
+  } else if (offload_opt) {
+    host_node = P * std::max(4.0 * l.world, 16.0) * f;
+  } else {
+    host_node = P * 4.0 * gpn * f;
+  }
+  return Bytes(host_node / gpn);
+}
+
 // model_states() of a stage whose parameters are counted already (memory() reads them too).
 ModelStates stage_states(const Architecture& a, const model::ParameterCounts& n, const Training& tr,
                          const Layout& l, const StageParams& sp, const MemoryConventions& mc) {
@@ -224,36 +282,11 @@ ModelStates stage_states(const Architecture& a, const model::ParameterCounts& n,
   const model::ShardedBytes keep = model::shard({1.0, 1.0, 0.0, 0.0, 1.0}, st, N, fsdp_rest);
   const model::ShardedBytes keep_e = model::shard({1.0, 1.0, 0.0, 0.0, 1.0}, st, N / l.ep, fsdp_rest);
 
-  const double ada_elements = tr.optimizer == Optimizer::adafactor
-                                  ? static_cast<double>(model::adafactor_state_elements(a, tr)) /
-                                        std::max(1.0, static_cast<double>(tr.method == Method::full
-                                                                              ? n.total
-                                                                              : model::lora_parameters(a, tr.lora)))
-                                  : 0.0;
-  const double opt_bytes = model::optimizer_state_bytes(tr.optimizer, tr.precision, ada_elements);
-  model::StateBytes sb = model::state_bytes(tr.framework, tr.precision, opt_bytes);
-  // DeepSpeed ZeRO-3 reduce-scatters each layer's 16-bit gradients straight into the fp32
-  // partition: they live only in the per-layer gather buffer (stage3.py estimator, 18/N).
-  if (tr.framework == Framework::deepspeed && shards_parameters(tr.strategy) && is_mixed(tr.precision))
-    sb.grads = 0.0;
+  const model::StateBytes sb = stage_state_bytes(a, n, tr);
 
-  // Frozen base of an adapter method: block linears quantized under QLoRA; otherwise 16-bit under
-  // mixed precision (Hugging Face practice: from_pretrained(torch_dtype=bfloat16), PEFT keeps the
-  // adapters in fp32) unless the whole model is kept fp32 (litgpt's bf16-mixed).
   // Expert parts: trainable (full fine-tuning) or frozen (adapters, which stay with the rest).
-  double frozen = 0.0;
-  double frozen_e = 0.0;
+  const auto [frozen, frozen_e] = frozen_base(a, tr, sp);
   const double trainable_e = tr.method == Method::full ? sp.experts : 0.0;
-  if (tr.method != Method::full) {
-    const double base = frozen_base_bytes(tr);
-    const bool qlora = tr.method == Method::qlora;
-    const double linear_bytes = qlora ? model::quantized_bytes_per_param(tr.quant, tr.quant_block, a.hidden) : base;
-    // Which linears are 4-bit: the blocks', and the head's under a stack that converts every Linear.
-    const double quantized =
-        sp.block_linear + (qlora && model::qlora_stack_traits(tr.qlora_stack).quantizes_head ? sp.head : 0.0);
-    frozen = quantized * linear_bytes + (sp.all - quantized) * base;
-    frozen_e = sp.experts * linear_bytes;
-  }
   // Bytes this rank keeps of a part: the dense share sharded over N, the experts' over N / ep.
   auto held = [&](double dense, double experts, double model::ShardedBytes::*part) {
     return Bytes(dense * (keep.*part) + experts * (keep_e.*part));
@@ -299,30 +332,7 @@ ModelStates stage_states(const Architecture& a, const model::ParameterCounts& n,
     case Framework::megatron: break;  // FSDP's gathered units are phase buffers, see memory()
   }
 
-  // DeepSpeed's estimator also charges the host for materialising the model at load time.
-  if (tr.framework == Framework::deepspeed) {
-    const double P = static_cast<double>(n.total);
-    const double f = mc.deepspeed_host_buffer_factor;
-    const double gpn = l.gpus_per_node;
-    const double per_node_factor = 1.0 / l.nodes;
-    double host_node = 0.0;
-    if (st == Strategy::zero3) {
-      if (offload_params)
-        host_node = tr.zero_init ? P * 18.0 * per_node_factor * f
-                                 : P * std::max(4.0 * gpn, 18.0 * per_node_factor) * f;
-      else if (offload_opt)
-        host_node = tr.zero_init ? P * 16.0 * per_node_factor * f
-                                 : P * std::max(4.0 * gpn, 16.0 * per_node_factor) * f;
-      else
-        host_node = tr.zero_init ? static_cast<double>(n.largest_module) * 4.0 * gpn * f
-                                 : P * 4.0 * gpn * f;
-    } else if (offload_opt) {
-      host_node = P * std::max(4.0 * l.world, 16.0) * f;
-    } else {
-      host_node = P * 4.0 * gpn * f;
-    }
-    ms.host = Bytes(host_node / gpn);
-  }
+  if (tr.framework == Framework::deepspeed) ms.host = deepspeed_host_per_gpu(n, tr, l, mc);
   return ms;
 }
 
@@ -343,6 +353,43 @@ MemoryBreakdown memory(const Architecture& a, const model::ParameterCounts& n, c
 
 namespace {
 
+// PyTorch's buffers of one stage: {alive through forward and backward, alive all step}.
+std::pair<Bytes, Bytes> pytorch_buffers(const Architecture& a, const Training& tr, const Layout& l,
+                                        const StageParams& sp, const ModelStates& ms) {
+  const double c = compute_bytes(tr.precision);
+  Bytes fwd_bwd;
+  Bytes persistent;
+  if (is_fsdp(tr.strategy) || tr.strategy == Strategy::zero3 || tr.strategy == Strategy::zero2) {
+    // FSDP gathers each unit in the compute dtype; the root (embeddings, head) is not resharded
+    // after forward, and the next unit is prefetched. Without a wrap policy, or with
+    // SHARD_GRAD_OP, every unit stays gathered from forward to backward (torch FSDP _post_forward).
+    const bool all_gathered = tr.fsdp_wrap == FsdpWrap::none || tr.strategy == Strategy::fsdp_grad_op ||
+                              tr.strategy == Strategy::zero2;
+    const double units = all_gathered ? sp.all : 2.0 * sp.largest_unit + sp.root;
+    // Unsharded gradients of the unit being reduced.
+    const double unit_grads = (tr.fsdp_wrap == FsdpWrap::none ? sp.all : sp.largest_unit) *
+                              (tr.method == Method::full ? 1.0 : 0.0);
+    fwd_bwd = Bytes(c * (units + unit_grads));
+  } else if (is_mixed(tr.precision)) {
+    // Autocast keeps a 16-bit copy of every fp32 linear weight it casts, saved for backward.
+    const bool fp32_linears = tr.method == Method::full || frozen_base_bytes(tr) > c;
+    if (fp32_linears) fwd_bwd = Bytes(c * (tr.method == Method::qlora ? sp.head : sp.block_linear + sp.head));
+  }
+  // bitsandbytes dequantizes a 4-bit weight to the compute dtype for every training-size matmul,
+  // forward (dequantize + F.linear fallback) and backward (dequantize_4bit then matmul): the
+  // 16-bit copies of the largest quantized linear, the MLP's (or the head's when it is 4-bit),
+  // are alive at a time (bitsandbytes 0.50.1 backends/cuda/ops.py _dequant_linear_fallback,
+  // autograd/_functions.py MatMul4Bit).
+  if (tr.method == Method::qlora) {
+    const bool head = model::qlora_stack_traits(tr.qlora_stack).quantizes_head && sp.holds_head;
+    const double largest = static_cast<double>(std::max(a.hidden * a.intermediate, head ? a.vocab * a.hidden : 0));
+    fwd_bwd += Bytes(model::dequantized_bytes_per_weight(tr) * largest / l.tp);
+  }
+  if (tr.strategy == Strategy::ddp && l.dp > 1)  // DDP buckets: gradient_as_bucket_view=False
+    persistent = ms.gradients;
+  return {fwd_bwd, persistent};
+}
+
 // The memory of one pipeline stage.
 MemoryBreakdown stage_memory(const Architecture& a, const model::ParameterCounts& n, const Training& tr,
                              const Layout& l, model::ActivationMemory activations, const MemoryConventions& mc) {
@@ -352,42 +399,11 @@ MemoryBreakdown stage_memory(const Architecture& a, const model::ParameterCounts
   const ModelStates& ms = m.states;
   m.activation_detail = std::move(activations);
   const Bytes A = m.activation_detail.total();
-  const double c = compute_bytes(tr.precision);
   const double grad_bytes = ms.grad_bytes_per_param;
 
-  // Buffers alive through forward and backward.
-  Bytes fwd_bwd;
-  Bytes persistent;
-  if (tr.framework == Framework::pytorch) {
-    if (is_fsdp(tr.strategy) || tr.strategy == Strategy::zero3 || tr.strategy == Strategy::zero2) {
-      // FSDP gathers each unit in the compute dtype; the root (embeddings, head) is not resharded
-      // after forward, and the next unit is prefetched. Without a wrap policy, or with
-      // SHARD_GRAD_OP, every unit stays gathered from forward to backward (torch FSDP _post_forward).
-      const bool all_gathered = tr.fsdp_wrap == FsdpWrap::none || tr.strategy == Strategy::fsdp_grad_op ||
-                                tr.strategy == Strategy::zero2;
-      const double units = all_gathered ? sp.all : 2.0 * sp.largest_unit + sp.root;
-      // Unsharded gradients of the unit being reduced.
-      const double unit_grads = (tr.fsdp_wrap == FsdpWrap::none ? sp.all : sp.largest_unit) *
-                                (tr.method == Method::full ? 1.0 : 0.0);
-      fwd_bwd = Bytes(c * (units + unit_grads));
-    } else if (is_mixed(tr.precision)) {
-      // Autocast keeps a 16-bit copy of every fp32 linear weight it casts, saved for backward.
-      const bool fp32_linears = tr.method == Method::full || frozen_base_bytes(tr) > c;
-      if (fp32_linears) fwd_bwd = Bytes(c * (tr.method == Method::qlora ? sp.head : sp.block_linear + sp.head));
-    }
-    // bitsandbytes dequantizes a 4-bit weight to the compute dtype for every training-size matmul,
-    // forward (dequantize + F.linear fallback) and backward (dequantize_4bit then matmul): the
-    // 16-bit copies of the largest quantized linear, the MLP's (or the head's when it is 4-bit),
-    // are alive at a time (bitsandbytes 0.50.1 backends/cuda/ops.py _dequant_linear_fallback,
-    // autograd/_functions.py MatMul4Bit).
-    if (tr.method == Method::qlora) {
-      const bool head = model::qlora_stack_traits(tr.qlora_stack).quantizes_head && sp.holds_head;
-      const double largest = static_cast<double>(std::max(a.hidden * a.intermediate, head ? a.vocab * a.hidden : 0));
-      fwd_bwd += Bytes(model::dequantized_bytes_per_weight(tr) * largest / l.tp);
-    }
-    if (tr.strategy == Strategy::ddp && l.dp > 1)  // DDP buckets: gradient_as_bucket_view=False
-      persistent = ms.gradients;
-  }
+  // Buffers alive through forward and backward, and all step.
+  auto [fwd_bwd, persistent] =
+      tr.framework == Framework::pytorch ? pytorch_buffers(a, tr, l, sp, ms) : std::pair<Bytes, Bytes>{};
   persistent += ms.gather_buffers + ms.buckets;
 
   // First gradients of backward: the LM head's (when trainable and on this stage).
@@ -538,5 +554,28 @@ MemoryVerdict judge(const MemoryBreakdown& m, const hardware::Cluster& c, double
 }
 
 bool fits(const MemoryBreakdown& m, const hardware::Cluster& c) { return verdict_of(m, c) != Verdict::no; }
+
+std::int64_t max_micro_batch(const model::Architecture& a, const model::ParameterCounts& n,
+                             model::Training tr, const Layout& l, const hardware::Cluster& c,
+                             const MemoryConventions& mc, std::int64_t limit, double margin) {
+  auto ok = [&](std::int64_t b) {
+    tr.micro_batch = b;
+    return verdict_of(memory(a, n, tr, l, mc), c, margin, mc) == Verdict::fits;
+  };
+  if (!ok(1)) return 0;
+  // Memory grows with the micro-batch: double until it no longer fits, then bisect.
+  std::int64_t lo = 1;
+  std::int64_t hi = 2;
+  while (hi <= limit && ok(hi)) {
+    lo = hi;
+    hi *= 2;
+  }
+  if (hi > limit) return lo;
+  while (hi - lo > 1) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    (ok(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
 
 }  // namespace trainplan::planner

@@ -12,9 +12,9 @@
 #include <thread>
 #include <tuple>
 
+#include "candidate_space.hpp"
 #include "trainplan/core/checked.hpp"
 #include "trainplan/core/error.hpp"
-#include "trainplan/planner/fit.hpp"
 
 namespace trainplan::planner {
 namespace {
@@ -103,26 +103,8 @@ bool faster(const Found& x, const Found& y) {
   return x.cost.memory.device_total < y.cost.memory.device_total;
 }
 
-std::vector<Strategy> strategies_for(const PlanRequest& req, const hardware::Cluster& c, int dp) {
-  if (req.strategy) return {*req.strategy};
-  if (c.world() == 1) return {Strategy::single};
-  std::vector<Strategy> all = candidate_strategies(req.base.framework, c);
-  if (dp == 1) return {all.front()};  // nothing to shard or replicate: the variants coincide
-  return all;
-}
-
-std::vector<Offload> offloads_for(const PlanRequest& req, Strategy s, Framework f) {
-  if (req.offload) return {*req.offload};
-  if (f == Framework::megatron) return {Offload::none};
-  std::vector<Offload> o{Offload::none, Offload::optimizer};
-  if (shards_parameters(s)) o.push_back(Offload::optimizer_params);
-  // An optimizer implementation that runs on the GPU rules out offloading it; the CPU one needs it.
-  std::erase_if(o, [&](Offload x) { return !optimizer_impl_allows(req.base.optimizer_impl, x); });
-  return o;
-}
-
 // (micro-batch, grad-accum) pairs for one data-parallel degree, smallest micro-batch first.
-std::vector<std::pair<std::int64_t, std::int64_t>> batches_for(const PlanRequest& req, int dp) {
+std::vector<std::pair<std::int64_t, std::int64_t>> batches_for(const SearchRequest& req, int dp) {
   std::vector<std::pair<std::int64_t, std::int64_t>> out;
   if (req.global_batch) {
     const std::int64_t per_replica = *req.global_batch / dp;
@@ -141,60 +123,103 @@ std::vector<std::pair<std::int64_t, std::int64_t>> batches_for(const PlanRequest
   return out;
 }
 
-PairResult explore(const Evaluator& ev, const PlanRequest& req, int tp, int pp,
+// Why the global batch cannot be split over `dp` replicas of this (TP, PP) layout, if it cannot.
+std::optional<Rejection> batch_split_rejection(const SearchRequest& req, int tp, int pp, int dp,
+                                               bool no_batches) {
+  const std::int64_t gb = req.global_batch.value_or(0);
+  std::string why;
+  if (req.global_batch && gb % dp != 0)
+    why = fmt::format("global batch {} is not divisible by the data-parallel degree {}", gb, dp);
+  else if (no_batches)
+    why = fmt::format("global batch {} cannot be split into {} replicas of the pinned "
+                      "micro-batch x grad-accum",
+                      gb, dp);
+  else
+    return std::nullopt;
+  return Rejection{fmt::format("TP {}, PP {}, DP {}", tp, pp, dp), why, RejectionCode::batch_split,
+                   {{"global_batch", static_cast<double>(gb)}, {"data_parallel", static_cast<double>(dp)}}};
+}
+
+// The degrees searched inside one (TP, PP) layout: interleaving, sequence and expert parallelism.
+struct InnerDegrees {
+  std::vector<int> pp_virtual;
+  std::vector<bool> sequence_parallel;
+  std::vector<int> expert_parallel;
+};
+
+InnerDegrees inner_degrees(const model::Architecture& a, const SearchRequest& req, int tp, int pp, int dp) {
+  InnerDegrees d;
+  if (req.pp_virtual)
+    d.pp_virtual = {*req.pp_virtual};
+  else
+    for (int v : kVirtualStages)
+      if (v == 1 || (pp > 1 && a.total_layers() % (pp * v) == 0)) d.pp_virtual.push_back(v);
+  if (req.sequence_parallel)
+    d.sequence_parallel = {*req.sequence_parallel};
+  else
+    d.sequence_parallel = tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false};
+  d.expert_parallel =
+      req.expert_parallel ? std::vector<int>{*req.expert_parallel} : expert_parallel_degrees(a, dp);
+  return d;
+}
+
+// One configuration but its batch split: the fastest (micro-batch, grad-accum) that fits goes to
+// out.best; when none fits, the smallest micro-batch's needs go to out.infeasible.
+void walk_micro_batches(const Evaluator& ev, const SearchRequest& req, model::Training tr,
+                        const std::vector<std::pair<std::int64_t, std::int64_t>>& batches, PairResult& out) {
+  const hardware::Cluster& c = ev.cluster();
+  std::optional<Found> best;
+  std::optional<Infeasible> leanest;
+  for (const auto& [b, m] : batches) {
+    // Interleaved 1F1B needs the micro-batches to fill every stage (Megatron asserts it).
+    if (tr.pp_virtual > 1 && m % tr.pp != 0) continue;
+    tr.micro_batch = b;
+    tr.grad_accum = m;
+    ++out.evaluated;
+    StepCost cost;
+    try {
+      cost = ev.cost(tr, false);
+    } catch (const InputError& e) {
+      // A searched degree the strategy's shard group cannot split is not worth a line.
+      if (!req.expert_parallel && tr.ep > 1) break;
+      const int dp = c.world() / (tr.tp * tr.pp);
+      out.invalid.push_back({plan_label(tr, Layout{c.world(), c.nodes, c.gpus_per_node, tr.tp, tr.pp, dp, dp}),
+                             e.what(), RejectionCode::invalid, {}});
+      break;
+    }
+    if (!cost.fits) {
+      if (!best && !leanest) leanest = Infeasible{tr, cost.layout, cost.memory.device_total, cost.memory.host};
+      break;  // memory grows with the micro-batch
+    }
+    ++out.fitting;
+    Found f{tr, cost};
+    if (!best || faster(f, *best)) best = f;
+  }
+  if (best)
+    out.best.push_back(std::move(*best));
+  else if (leanest)
+    out.infeasible.push_back(std::move(*leanest));
+}
+
+PairResult explore(const Evaluator& ev, const SearchRequest& req, int tp, int pp,
                    const std::atomic<bool>& stop) {
   PairResult out;
   const hardware::Cluster& c = ev.cluster();
-  const model::Architecture& a = ev.architecture();
   const int dp = c.world() / (tp * pp);
-  if (req.global_batch && *req.global_batch % dp != 0) {
-    out.invalid.push_back(
-        {fmt::format("TP {}, PP {}, DP {}", tp, pp, dp),
-         fmt::format("global batch {} is not divisible by the data-parallel degree {}",
-                     *req.global_batch, dp),
-         RejectionCode::batch_split,
-         {{"global_batch", static_cast<double>(*req.global_batch)},
-          {"data_parallel", static_cast<double>(dp)}}});
+  const bool splits = !req.global_batch || *req.global_batch % dp == 0;
+  const auto batches = splits ? batches_for(req, dp) : std::vector<std::pair<std::int64_t, std::int64_t>>{};
+  if (auto why = batch_split_rejection(req, tp, pp, dp, batches.empty())) {
+    out.invalid.push_back(std::move(*why));
     return out;
   }
-  const auto batches = batches_for(req, dp);
-  if (batches.empty()) {
-    out.invalid.push_back(
-        {fmt::format("TP {}, PP {}, DP {}", tp, pp, dp),
-         fmt::format("global batch {} cannot be split into {} replicas of the pinned "
-                     "micro-batch x grad-accum",
-                     req.global_batch.value_or(0), dp),
-         RejectionCode::batch_split,
-         {{"global_batch", static_cast<double>(req.global_batch.value_or(0))},
-          {"data_parallel", static_cast<double>(dp)}}});
-    return out;
-  }
-  std::vector<int> vs;
-  if (req.pp_virtual)
-    vs = {*req.pp_virtual};
-  else
-    for (int v : kVirtualStages)
-      if (v == 1 || (pp > 1 && a.total_layers() % (pp * v) == 0)) vs.push_back(v);
-  std::vector<bool> sps;
-  if (req.sequence_parallel)
-    sps = {*req.sequence_parallel};
-  else
-    sps = tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false};
-  const std::vector<int> eps =
-      req.expert_parallel ? std::vector<int>{*req.expert_parallel} : expert_parallel_degrees(a, dp);
-  std::vector<Checkpointing> ckpts =
-      req.checkpointing ? std::vector<Checkpointing>{*req.checkpointing}
-                        : std::vector<Checkpointing>{Checkpointing::none, Checkpointing::selective,
-                                                     Checkpointing::full};
-  if (!req.checkpointing && req.base.framework != Framework::megatron)
-    ckpts.push_back(Checkpointing::full_offload);
-
-  for (Strategy s : strategies_for(req, c, dp)) {
+  const InnerDegrees d = inner_degrees(ev.architecture(), req, tp, pp, dp);
+  const std::vector<Checkpointing> ckpts = checkpointings_for(req, Breadth::plan);
+  for (Strategy s : strategies_for(req, c, dp, Breadth::plan)) {
     if (stop.load(std::memory_order_relaxed)) break;
-    for (int ep : eps) {
-      for (Offload off : offloads_for(req, s, req.base.framework)) {
-        for (int v : vs) {
-          for (bool sp : sps) {
+    for (int ep : d.expert_parallel)
+      for (Offload off : offloads_for(req, s, Breadth::plan))
+        for (int v : d.pp_virtual)
+          for (bool sp : d.sequence_parallel)
             for (Checkpointing ck : ckpts) {
               model::Training tr = req.base;
               tr.strategy = s;
@@ -205,43 +230,8 @@ PairResult explore(const Evaluator& ev, const PlanRequest& req, int tp, int pp,
               tr.checkpointing = ck;
               tr.offload = off;
               tr.ep = ep;
-              std::optional<Found> best;
-              std::optional<Infeasible> leanest;
-              for (const auto& [b, m] : batches) {
-                // Interleaved 1F1B needs the micro-batches to fill every stage (Megatron asserts it).
-                if (v > 1 && m % pp != 0) continue;
-                tr.micro_batch = b;
-                tr.grad_accum = m;
-                ++out.evaluated;
-                StepCost cost;
-                try {
-                  cost = ev.cost(tr, false);
-                } catch (const InputError& e) {
-                  // A searched degree the strategy's shard group cannot split is not worth a line.
-                  if (!req.expert_parallel && ep > 1) break;
-                  out.invalid.push_back(
-                      {plan_label(tr, Layout{c.world(), c.nodes, c.gpus_per_node, tp, pp, dp, dp}),
-                       e.what(), RejectionCode::invalid, {}});
-                  break;
-                }
-                if (!cost.fits) {
-                  if (!best && !leanest)
-                    leanest = Infeasible{tr, cost.layout, cost.memory.device_total, cost.memory.host};
-                  break;  // memory grows with the micro-batch
-                }
-                ++out.fitting;
-                Found f{tr, cost};
-                if (!best || faster(f, *best)) best = f;
-              }
-              if (best)
-                out.best.push_back(std::move(*best));
-              else if (leanest)
-                out.infeasible.push_back(std::move(*leanest));
+              walk_micro_batches(ev, req, tr, batches, out);
             }
-          }
-        }
-      }
-    }
   }
   return out;
 }
@@ -347,13 +337,12 @@ namespace {
 
 // Requests no layout can honour are the user's error: say why before searching.
 void check_plan_request(const model::Architecture& a, const hardware::Cluster& c,
-                        const PlanRequest& req) {
+                        const SearchRequest& req) {
   if (req.global_batch && *req.global_batch < 1)
     throw FieldError("{global-batch} must be at least 1 (got " + std::to_string(*req.global_batch) +
                      ")");
   if (req.top < 1) throw FieldError("{top} must be at least 1");
-  // Precision and attention are never searched: the GPU must run the ones asked for.
-  hardware::require_supported(c.gpu, req.base.precision, req.base.attention);
+  check_searchable(c, req);
   // A pinned degree that no layout can honour is the user's error: say why.
   if (req.expert_parallel) {
     model::Training probe = req.base;
@@ -384,7 +373,7 @@ void check_plan_request(const model::Architecture& a, const hardware::Cluster& c
 
 // The outer loop's (TP, PP) pairs: divisors of the world the request and the model allow.
 std::vector<std::pair<int, int>> tp_pp_pairs(const model::Architecture& a,
-                                             const hardware::Cluster& c, const PlanRequest& req) {
+                                             const hardware::Cluster& c, const SearchRequest& req) {
   std::vector<std::pair<int, int>> pairs;
   const int world = c.world();
   for (int tp : divisors(world)) {
@@ -402,7 +391,7 @@ std::vector<std::pair<int, int>> tp_pp_pairs(const model::Architecture& a,
 
 // Explores every pair on up to req.threads threads, each with its own copy of the evaluator;
 // sets `cancelled` when the progress callback asked to stop.
-std::vector<PairResult> explore_pairs(const Evaluator& prototype, const PlanRequest& req,
+std::vector<PairResult> explore_pairs(const Evaluator& prototype, const SearchRequest& req,
                                       const std::vector<std::pair<int, int>>& pairs,
                                       bool& cancelled) {
   unsigned threads =
@@ -492,7 +481,7 @@ void add_unfit_rejections(PlanResult& out, std::vector<Infeasible>& infeasible,
 }  // namespace
 
 PlanResult search(const model::Architecture& a, const model::ParameterCounts& n,
-                  const hardware::Cluster& c, const PlanRequest& req,
+                  const hardware::Cluster& c, const SearchRequest& req,
                   const hardware::HardwareProfile* profile, const MemoryConventions& mc,
                   const TimeConventions& tc) {
   check_plan_request(a, c, req);

@@ -131,31 +131,24 @@ std::optional<std::int64_t> global_batch(const Request& r, std::int64_t seq) {
   return std::nullopt;
 }
 
-void fill_requests(const Request& r, Resolved& out, const model::Training& t) {
-  planner::FitRequest& f = out.fit;
-  f.base = t;
-  if (r.has("strategy")) f.strategy = t.strategy;
-  if (r.has("checkpointing")) f.checkpointing = t.checkpointing;
-  if (r.has("offload")) f.offload = t.offload;
-  if (r.has("expert-parallel")) f.expert_parallel = t.ep;
-  f.micro_batch_pinned = r.has("micro-batch");
-  f.margin = r.margin;
-  planner::PlanRequest& p = out.plan;
-  p.base = t;
-  p.strategy = f.strategy;
-  p.checkpointing = f.checkpointing;
-  p.offload = f.offload;
-  p.expert_parallel = f.expert_parallel;
-  if (r.has("tp")) p.tp = t.tp;
-  if (r.has("pp")) p.pp = t.pp;
-  if (r.has("pp-virtual")) p.pp_virtual = t.pp_virtual;
-  if (t.sequence_parallel) p.sequence_parallel = true;
-  if (r.has("micro-batch")) p.micro_batch = t.micro_batch;
-  if (r.has("grad-accum")) p.grad_accum = t.grad_accum;
-  p.global_batch = out.global_batch;
-  p.tp_across_nodes = r.tp_across_nodes;
-  p.top = static_cast<std::size_t>(r.top);
-  p.options.zero_plus_plus = r.zero_plus_plus;
+void fill_request(const Request& r, Resolved& out, const model::Training& t) {
+  planner::SearchRequest& q = out.search;
+  q.base = t;
+  if (r.has("strategy")) q.strategy = t.strategy;
+  if (r.has("checkpointing")) q.checkpointing = t.checkpointing;
+  if (r.has("offload")) q.offload = t.offload;
+  if (r.has("expert-parallel")) q.expert_parallel = t.ep;
+  if (r.has("tp")) q.tp = t.tp;
+  if (r.has("pp")) q.pp = t.pp;
+  if (r.has("pp-virtual")) q.pp_virtual = t.pp_virtual;
+  if (t.sequence_parallel) q.sequence_parallel = true;
+  if (r.has("micro-batch")) q.micro_batch = t.micro_batch;
+  if (r.has("grad-accum")) q.grad_accum = t.grad_accum;
+  q.global_batch = out.global_batch;
+  q.tp_across_nodes = r.tp_across_nodes;
+  q.margin = r.margin;
+  q.top = static_cast<std::size_t>(r.top);
+  q.options.zero_plus_plus = r.zero_plus_plus;
 }
 
 void resolve_files(const Request& r, Resolved& out) {
@@ -256,7 +249,7 @@ Resolved resolve_with(const ResolvedModel& model, const ResolvedCluster& cluster
     check_training(r, out, t, cmd);
     out.global_batch = global_batch(r, t.seq);
     resolve_files(r, out);
-    fill_requests(r, out, t);
+    fill_request(r, out, t);
     for (const auto& [name, source] : r.given)
       if (const Option* o = find_option(name)) out.provenance.push_back({name, o->text(r), source});
     // Grouped by where the values came from (a file's keys together), each group by option.
@@ -275,22 +268,22 @@ namespace {
 model::Training with_global_batch(const Resolved& r, model::Training t) {
   if (!r.global_batch) return t;
   const planner::Layout l = planner::make_layout(r.model.arch, t, r.cluster.cluster);
-  t.grad_accum = planner::grad_accum_for(*r.global_batch, t.micro_batch, l.dp, r.plan.grad_accum);
+  t.grad_accum = planner::grad_accum_for(*r.global_batch, t.micro_batch, l.dp, r.search.grad_accum);
   return t;
 }
 
 model::Training recommended(const Resolved& r) {
-  model::Training t = r.fit.base;
-  if (r.fit.strategy && r.fit.checkpointing && r.fit.offload) return t;
-  planner::FitRequest req = r.fit;
-  req.micro_batch_pinned = true;
+  model::Training t = r.search.base;
+  if (r.search.strategy && r.search.checkpointing && r.search.offload) return t;
+  planner::SearchRequest req = r.search;
+  req.micro_batch = t.micro_batch;
   const model::ParameterCounts n = model::count_parameters(r.model.arch);
   const planner::FitResult f =
       planner::fit(r.model.arch, n, req, r.cluster.cluster, {}, r.profile ? &*r.profile : nullptr);
   if (f.candidates.empty()) {
-    t.strategy = r.fit.strategy.value_or(planner::candidate_strategies(t.framework, r.cluster.cluster).front());
-    t.checkpointing = r.fit.checkpointing.value_or(Checkpointing::none);
-    t.offload = r.fit.offload.value_or(Offload::none);
+    t.strategy = r.search.strategy.value_or(planner::candidate_strategies(t.framework, r.cluster.cluster).front());
+    t.checkpointing = r.search.checkpointing.value_or(Checkpointing::none);
+    t.offload = r.search.offload.value_or(Offload::none);
     return t;
   }
   const planner::Candidate* pick =
@@ -322,7 +315,7 @@ std::string Resolved::label(std::string_view option) const {
 }
 
 planner::EmitContext emit_context(const Resolved& r) {
-  return {r.model.entry ? r.model.entry->hf_id : std::nullopt, r.plan.options.zero_plus_plus, r.force_emit};
+  return {r.model.entry ? r.model.entry->hf_id : std::nullopt, r.search.options.zero_plus_plus, r.force_emit};
 }
 
 void add_request_json(Json& j, const Resolved& r) {

@@ -98,7 +98,7 @@ TEST(MeasuredRuns, LitgptOutOfMemory) {
                        Oom{"llama-2-13b", Precision::bf16_true, 4, "B4 resource-tables.md"},
                        Oom{"llama-2-7b", Precision::bf16_mixed, 1, "B5 finetune_lora.md"}}) {
     SCOPED_TRACE(std::string(o.model) + " micro-batch " + std::to_string(o.micro_batch) + ": " + o.source);
-    planner::FitRequest req;
+    planner::SearchRequest req;
     req.base.method = Method::lora;
     req.base.precision = o.precision;
     req.base.frozen_base_fp32 = true;  // litgpt's bf16-mixed autocasts an fp32 model
@@ -107,7 +107,7 @@ TEST(MeasuredRuns, LitgptOutOfMemory) {
     req.base.lora.dropout = 0.05;
     req.base.micro_batch = o.micro_batch;
     req.base.seq = 1304;
-    req.micro_batch_pinned = true;
+    req.micro_batch = req.base.micro_batch;
     req.strategy = Strategy::single;
     req.checkpointing = Checkpointing::none;
     req.offload = Offload::none;
@@ -129,11 +129,11 @@ TEST(MeasuredRuns, LitgptOutOfMemory) {
 TEST(MeasuredRuns, SeedLabDdpOpenLlama7bRuns) {
   const auto cluster = catalog().resolve_cluster("4xA100-80GB", std::nullopt).cluster;
   const auto a = arch("open-llama-7b");
-  planner::FitRequest req;
+  planner::SearchRequest req;
   req.base.precision = Precision::bf16_true;
   req.base.micro_batch = 4;
   req.base.seq = 512;
-  req.micro_batch_pinned = true;
+  req.micro_batch = req.base.micro_batch;
   req.strategy = Strategy::ddp;
   req.checkpointing = Checkpointing::none;
   req.offload = Offload::none;

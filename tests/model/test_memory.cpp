@@ -239,7 +239,7 @@ TEST(Verdict, BandsFollowTheUsableCapacityAndTheMargin) {
 // fit's margin: the recommended plan leaves that share of the GPU free, or is tight when none can.
 TEST(Fit, MarginIsLeftFreeByTheRecommendation) {
   const Case s = setup("llama-2-7b", "A100-80GB");
-  planner::FitRequest req;
+  planner::SearchRequest req;
   req.base.method = Method::lora;
   req.base.seq = 1024;
   req.margin = 0.2;
@@ -257,7 +257,7 @@ TEST(Fit, MarginIsLeftFreeByTheRecommendation) {
 
 TEST(Fit, AllOptionsPinnedGivesOneCandidate) {
   const Case s = setup("llama-2-13b", "4xA100-80GB");
-  planner::FitRequest req;
+  planner::SearchRequest req;
   req.strategy = Strategy::fsdp_full;
   req.checkpointing = Checkpointing::full;
   req.offload = Offload::none;
@@ -317,7 +317,7 @@ TEST(Fit, SearchesStrategiesThatSuitTheCluster) {
 
 TEST(Fit, ImpossiblePinnedDegreesAreErrors) {
   const Case s = setup("llama-2-7b", "4xA100-80GB");
-  planner::FitRequest req;
+  planner::SearchRequest req;
   req.base.tp = 3;
   req.strategy = Strategy::ddp;
   EXPECT_THROW((void)planner::fit(s.arch, s.n, req, s.cluster), InputError);
@@ -367,7 +367,7 @@ TEST(ExpertParallel, EachRankHoldsItsShareOfTheExperts) {
 // gets one.
 TEST(ExpertParallel, FitTriesTheWidestDegree) {
   const Case s = setup("mixtral-8x7b", "8xH100-80GB");
-  planner::FitRequest req;
+  planner::SearchRequest req;
   req.base = training(s);
   req.checkpointing = Checkpointing::full;
   req.offload = Offload::optimizer;
@@ -380,7 +380,7 @@ TEST(ExpertParallel, FitTriesTheWidestDegree) {
   req.base.ep = 2;
   for (const auto& k : planner::fit(s.arch, s.n, req, s.cluster).candidates) EXPECT_EQ(k.training.ep, 2);
   const Case dense = setup("llama-2-7b", "8xH100-80GB");
-  planner::FitRequest plain;
+  planner::SearchRequest plain;
   plain.base = training(dense);
   for (const auto& k : planner::fit(dense.arch, dense.n, plain, dense.cluster).candidates)
     EXPECT_EQ(k.training.ep, 1);

@@ -154,7 +154,7 @@ TEST(GpuCapabilities, FitOnAV100UsesFp16MixedAndSdpa) {
   for (const char* cluster : {"V100-32GB", "8xV100-32GB"}) {
     SCOPED_TRACE(cluster);
     const Problem p = problem("7b", cluster);
-    FitRequest req;
+    SearchRequest req;
     req.base.precision = hardware::default_precision(p.c.gpu);
     req.base.attention = hardware::default_attention(p.c.gpu);
     const FitResult f = fit(p.a, p.n, req, p.c);
@@ -172,14 +172,14 @@ TEST(GpuCapabilities, FitOnAV100UsesFp16MixedAndSdpa) {
 
 TEST(GpuCapabilities, FitAndPlanRefuseBf16AndFlashOnAV100) {
   const Problem p = problem("7b", "8xV100-32GB");
-  FitRequest bf16;  // the library's own default, bf16-mixed with flash
+  SearchRequest bf16;  // the library's own default, bf16-mixed with flash
   EXPECT_TRUE(
       contains(error_of([&] { (void)fit(p.a, p.n, bf16, p.c); }), "precision bf16-mixed"));
-  FitRequest flash;
+  SearchRequest flash;
   flash.base.precision = Precision::fp16_mixed;
   flash.base.attention = Attention::flash;
   EXPECT_TRUE(contains(error_of([&] { (void)fit(p.a, p.n, flash, p.c); }), "attention flash"));
-  PlanRequest plan;
+  SearchRequest plan;
   plan.base.precision = Precision::bf16_true;
   plan.base.attention = Attention::sdpa;
   EXPECT_TRUE(
@@ -189,7 +189,7 @@ TEST(GpuCapabilities, FitAndPlanRefuseBf16AndFlashOnAV100) {
 // The launch configs of a V100 plan: fp16 with loss scaling, SDPA, never bf16 or FlashAttention-2.
 TEST(GpuCapabilities, EmittersWriteFp16AndSdpaForAV100Plan) {
   const Problem p = problem("7b", "8xV100-32GB");
-  PlanRequest req;
+  SearchRequest req;
   req.base.precision = hardware::default_precision(p.c.gpu);
   req.base.attention = hardware::default_attention(p.c.gpu);
   req.base.method = Method::lora;
@@ -236,7 +236,7 @@ TEST(GpuCapabilities, Llama8bOnOneMI355XByHand) {
   EXPECT_DOUBLE_EQ(hardware::peak_flops(p.c.gpu, Precision::bf16_mixed).value(), 2500e12);
   const double states_gib = 16.0 * static_cast<double>(p.n.total) / 1073741824.0;
   EXPECT_NEAR(states_gib, 119.66, 0.01);
-  FitRequest req;
+  SearchRequest req;
   req.base.precision = hardware::default_precision(p.c.gpu);
   req.base.attention = hardware::default_attention(p.c.gpu);
   req.offload = Offload::none;
@@ -250,7 +250,7 @@ TEST(GpuCapabilities, Llama8bOnOneMI355XByHand) {
   EXPECT_EQ(best.training.precision, Precision::bf16_mixed);
   // Without checkpointing or offload the same step does not fit an H100.
   const Problem h = problem("8b", "1xH100-80GB");
-  FitRequest hreq = req;
+  SearchRequest hreq = req;
   const FitResult hf = fit(h.a, h.n, hreq, h.c);
   EXPECT_FALSE(hf.recommended.has_value());
 }
@@ -274,7 +274,7 @@ TEST(GpuCapabilities, Llama70bOnEightB200ByHand) {
   // B200's 178.35 GiB, beyond an H100's 79.1 GiB.
   const double states_gib = 16.0 * static_cast<double>(p.n.total) / 8.0 / 1073741824.0;
   EXPECT_NEAR(states_gib, 128.48, 0.01);
-  FitRequest req;
+  SearchRequest req;
   req.base.precision = hardware::default_precision(p.c.gpu);
   req.base.attention = hardware::default_attention(p.c.gpu);
   const FitResult f = fit(p.a, p.n, req, p.c);
@@ -287,7 +287,7 @@ TEST(GpuCapabilities, Llama70bOnEightB200ByHand) {
   EXPECT_EQ(best.training.precision, Precision::bf16_mixed);
   // The same question on eight H100s has no answer without offloading the optimizer.
   const Problem h = problem("70b", "8xH100-80GB");
-  FitRequest hreq;
+  SearchRequest hreq;
   hreq.offload = Offload::none;
   const FitResult hf = fit(h.a, h.n, hreq, h.c);
   EXPECT_FALSE(hf.recommended.has_value());

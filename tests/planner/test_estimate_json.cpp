@@ -159,7 +159,7 @@ TEST(EstimateJson, GoldenShapeAndValues) {
 
 TEST(EstimateJson, PlanGoldenShape) {
   const Problem p = problem("llama-2-13b", "2x8xA100-80GB");
-  planner::PlanRequest req;
+  planner::SearchRequest req;
   req.global_batch = 128;
   req.top = 3;
   const planner::PlanResult r = planner::search(p.a, p.n, p.c, req);
@@ -229,7 +229,7 @@ TEST(EstimateJson, QuantitiesCarryTheirUnitInTheName) {
 // slower one has fewer tokens/s than the best).
 TEST(EstimateJson, RejectionsAreStructured) {
   const Problem p = problem("llama-2-70b", "8xA100-80GB");
-  planner::PlanRequest req;
+  planner::SearchRequest req;
   req.global_batch = 64;
   req.top = 1;
   const planner::PlanResult r = planner::search(p.a, p.n, p.c, req);
@@ -261,7 +261,7 @@ TEST(EstimateJson, RejectionsAreStructured) {
 // recommended one is the fastest that fits (planner::fit's rule).
 TEST(EstimateJson, FitCandidatesCarryTokensPerSecond) {
   const Problem p = problem("llama-2-13b", "8xA100-80GB");
-  planner::FitRequest req;
+  planner::SearchRequest req;
   const planner::FitResult f = planner::fit(p.a, p.n, req, p.c);
   const Json j = fit_json(p.a, p.n, p.c, f, "summary");
   ASSERT_TRUE(j["verdict"]["recommended"].is_number());

@@ -33,7 +33,7 @@ Problem problem(const std::string& model, const std::string& cluster) {
 
 TEST(Search, PlansFitAreRankedAndHonourTheGlobalBatch) {
   const Problem p = problem("llama-3.1-8b", "2x8xA100-80GB");
-  PlanRequest req;
+  SearchRequest req;
   req.base.seq = 8192;
   req.global_batch = 512;
   req.top = 5;
@@ -59,7 +59,7 @@ TEST(Search, PlansFitAreRankedAndHonourTheGlobalBatch) {
 
 TEST(Search, ResultDoesNotDependOnTheNumberOfThreads) {
   const Problem p = problem("llama-2-13b", "2x8xA100-80GB");
-  PlanRequest req;
+  SearchRequest req;
   req.global_batch = 256;
   req.top = 8;
   req.threads = 1;
@@ -84,7 +84,7 @@ TEST(Search, ResultDoesNotDependOnTheNumberOfThreads) {
 
 TEST(Search, PinnedOptionsAreKept) {
   const Problem p = problem("llama-2-13b", "8xA100-80GB");
-  PlanRequest req;
+  SearchRequest req;
   req.strategy = Strategy::fsdp_full;
   req.checkpointing = Checkpointing::full;
   req.micro_batch = 2;
@@ -102,7 +102,7 @@ TEST(Search, PinnedOptionsAreKept) {
 // degree are tried; a dense model only ever runs with ep = 1; a pinned degree is kept.
 TEST(Search, ExpertParallelDegreesAreSearchedForMixturesOfExperts) {
   const Problem moe = problem("mixtral-8x7b", "8xH100-80GB");
-  PlanRequest req;
+  SearchRequest req;
   req.strategy = Strategy::zero1;
   req.global_batch = 64;
   req.top = 50;
@@ -122,7 +122,7 @@ TEST(Search, ExpertParallelDegreesAreSearchedForMixturesOfExperts) {
   EXPECT_THROW((void)search(moe.a, moe.n, moe.c, req), InputError);
 
   const Problem dense = problem("llama-2-7b", "8xH100-80GB");
-  PlanRequest plain;
+  SearchRequest plain;
   plain.global_batch = 64;
   plain.top = 50;
   for (const auto& e : search(dense.a, dense.n, dense.c, plain).plans) EXPECT_EQ(e.training.ep, 1);
@@ -132,7 +132,7 @@ TEST(Search, ExpertParallelDegreesAreSearchedForMixturesOfExperts) {
 // search with what it has, marked cancelled.
 TEST(Search, ReportsProgressAndStopsWhenAsked) {
   const Problem p = problem("llama-2-13b", "2x8xA100-80GB");
-  PlanRequest req;
+  SearchRequest req;
   req.global_batch = 256;
   req.threads = 2;
   std::vector<std::size_t> seen;
@@ -159,7 +159,7 @@ TEST(Search, ReportsProgressAndStopsWhenAsked) {
 // Nothing fits: a result with reasons, not an exception.
 TEST(Search, NothingFitsIsAResultWithReasons) {
   const Problem p = problem("llama-2-70b", "A100-80GB");
-  const PlanResult r = search(p.a, p.n, p.c, PlanRequest{});
+  const PlanResult r = search(p.a, p.n, p.c, SearchRequest{});
   EXPECT_TRUE(r.plans.empty());
   ASSERT_FALSE(r.rejected.empty());
   EXPECT_NE(r.rejected.front().reason.find("does not fit"), std::string::npos)
@@ -168,7 +168,7 @@ TEST(Search, NothingFitsIsAResultWithReasons) {
 
 TEST(Search, ImpossiblePinnedDegreesAndBatchesAreInputErrors) {
   const Problem p = problem("llama-2-13b", "8xA100-80GB");
-  PlanRequest req;
+  SearchRequest req;
   req.tp = 3;
   EXPECT_THROW((void)search(p.a, p.n, p.c, req), InputError);
   req.tp = 2;
@@ -181,7 +181,7 @@ TEST(Search, ImpossiblePinnedDegreesAndBatchesAreInputErrors) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("global-batch 36"), std::string::npos) << e.what();
   }
-  PlanRequest zero;
+  SearchRequest zero;
   zero.global_batch = 0;
   EXPECT_THROW((void)search(p.a, p.n, p.c, zero), InputError);
 }

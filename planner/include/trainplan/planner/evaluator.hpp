@@ -218,6 +218,9 @@ class Evaluator {
   // above fold, built once into the cache slot they replace, reusing its storage.
   const ShapeOps& shape_ops(const model::Training& tr) const;
   // Tokens/s, samples/s, model and hardware FLOPs, MFU and HFU of a costed step.
+  // The optimizer step on the GPU (tr.offload none) or on the host CPUs: its time alone.
+  Seconds optimizer_step(const model::Training& tr, const Layout& l, const Shapes& sh, double layers_stage,
+                         double opt_params) const;
   void throughput(StepCost& out, const model::Training& tr, const model::FlopCoefficients& flops,
                   FlopsPerSecond peak) const;
 

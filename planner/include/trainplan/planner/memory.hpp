@@ -176,6 +176,13 @@ struct MemoryVerdict {
 // judge(m, c).verdict != Verdict::no: tight counts as fitting.
 [[nodiscard]] bool fits(const MemoryBreakdown& m, const hardware::Cluster& c);
 
+// The largest micro-batch (up to `limit`) whose verdict is "fits" with `margin` (judge); 0 when
+// none is. Memory grows with the micro-batch, so it doubles then bisects.
+[[nodiscard]] std::int64_t max_micro_batch(const model::Architecture& a, const model::ParameterCounts& n,
+                                           model::Training tr, const Layout& l, const hardware::Cluster& c,
+                                           const MemoryConventions& mc, std::int64_t limit = 4096,
+                                           double margin = 0.0);
+
 }  // namespace trainplan::planner
 
 namespace trainplan {

@@ -23,33 +23,10 @@
 #include "trainplan/planner/estimate.hpp"
 #include "trainplan/planner/evaluator.hpp"
 #include "trainplan/planner/memory.hpp"
+#include "trainplan/planner/search_request.hpp"
 #include "trainplan/planner/time_conventions.hpp"
 
 namespace trainplan::planner {
-
-// The user's options: `base` holds defaults and pinned values; an unset optional is searched.
-struct PlanRequest {
-  model::Training base;
-  std::optional<Strategy> strategy;
-  std::optional<Checkpointing> checkpointing;
-  std::optional<Offload> offload;
-  std::optional<int> tp;
-  std::optional<int> pp;
-  std::optional<int> pp_virtual;
-  std::optional<bool> sequence_parallel;
-  std::optional<int> expert_parallel;  // searched over the divisors of experts and dp for MoE models
-  std::optional<std::int64_t> micro_batch;
-  std::optional<std::int64_t> grad_accum;
-  std::optional<std::int64_t> global_batch;  // sequences per optimizer step
-  bool tp_across_nodes = false;
-  std::size_t top = 5;
-  unsigned threads = 2;  // 0: std::thread::hardware_concurrency()
-  EstimateOptions options;
-  // Called after each (TP, PP) layout is explored, one call at a time, with how many of them are
-  // done; returning false stops the search, which then returns what it found so far, marked
-  // cancelled.
-  std::function<bool(std::size_t done, std::size_t total)> progress;
-};
 
 // Why a configuration is not among the plans, for scripts: the code, and the numbers behind the
 // message, each named with its unit.
@@ -74,13 +51,13 @@ struct PlanResult {
   std::vector<Rejection> rejected;      // runners-up beyond the top K, and what could not run
   std::int64_t evaluated = 0;           // configurations priced or pruned
   std::int64_t fitting = 0;             // of which fit in memory
-  bool cancelled = false;               // stopped by PlanRequest::progress: a partial answer
+  bool cancelled = false;               // stopped by SearchRequest::progress: a partial answer
 };
 
 // Throws InputError when a pinned option is impossible for every layout (e.g. --tp not dividing
 // the model's heads) or the global batch cannot be split at all.
 [[nodiscard]] PlanResult search(const model::Architecture& a, const model::ParameterCounts& n,
-                                const hardware::Cluster& c, const PlanRequest& req,
+                                const hardware::Cluster& c, const SearchRequest& req,
                                 const hardware::HardwareProfile* profile = nullptr,
                                 const MemoryConventions& mc = {}, const TimeConventions& tc = {});
 

@@ -134,8 +134,7 @@ struct Provenance {
 struct Resolved {
   ResolvedModel model;
   ResolvedCluster cluster;
-  planner::FitRequest fit;    // base training and what is pinned
-  planner::PlanRequest plan;  // the same for the plan search, with the degrees given
+  planner::SearchRequest search;  // base training and what is pinned, for fit and plan alike
   std::optional<hardware::HardwareProfile> profile;
   bool force_emit = false;                   // --force: a launch config even for a plan that does not fit
   std::optional<double> tokens;              // to train

@@ -1,0 +1,58 @@
+#include "candidate_space.hpp"
+
+#include <algorithm>
+
+namespace trainplan::planner {
+
+std::vector<int> expert_parallel_degrees(const model::Architecture& a, int ranks) {
+  std::vector<int> out;
+  for (int e = 1; e <= ranks; ++e)
+    if (ranks % e == 0 && a.experts % e == 0) out.push_back(e);
+  return out;
+}
+
+std::vector<Strategy> candidate_strategies(Framework f, const hardware::Cluster& c) {
+  if (c.world() == 1) return {Strategy::single};
+  switch (f) {
+    case Framework::pytorch:
+      if (c.nodes > 1)
+        return {Strategy::ddp, Strategy::fsdp_grad_op, Strategy::fsdp_hybrid, Strategy::fsdp_full};
+      return {Strategy::ddp, Strategy::fsdp_grad_op, Strategy::fsdp_full};
+    case Framework::deepspeed: return {Strategy::zero1, Strategy::zero2, Strategy::zero3};
+    case Framework::megatron: return {Strategy::ddp, Strategy::zero1};
+  }
+  return {Strategy::single};
+}
+
+std::vector<Strategy> strategies_for(const SearchRequest& req, const hardware::Cluster& c, int dp,
+                                     Breadth b) {
+  if (req.strategy) return {*req.strategy};
+  std::vector<Strategy> all = candidate_strategies(req.base.framework, c);
+  if (b == Breadth::plan && dp == 1) return {all.front()};
+  return all;
+}
+
+std::vector<Checkpointing> checkpointings_for(const SearchRequest& req, Breadth b) {
+  if (req.checkpointing) return {*req.checkpointing};
+  if (b == Breadth::fit) return {Checkpointing::none, Checkpointing::full};
+  std::vector<Checkpointing> out{Checkpointing::none, Checkpointing::selective, Checkpointing::full};
+  if (req.base.framework != Framework::megatron) out.push_back(Checkpointing::full_offload);
+  return out;
+}
+
+std::vector<Offload> offloads_for(const SearchRequest& req, Strategy s, Breadth b) {
+  if (req.offload) return {*req.offload};
+  std::vector<Offload> out{Offload::none, Offload::optimizer};
+  if (b == Breadth::plan) {
+    if (req.base.framework == Framework::megatron) return {Offload::none};
+    if (shards_parameters(s)) out.push_back(Offload::optimizer_params);
+  }
+  std::erase_if(out, [&](Offload x) { return !optimizer_impl_allows(req.base.optimizer_impl, x); });
+  return out;
+}
+
+void check_searchable(const hardware::Cluster& c, const SearchRequest& req) {
+  hardware::require_supported(c.gpu, req.base.precision, req.base.attention);
+}
+
+}  // namespace trainplan::planner

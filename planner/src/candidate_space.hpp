@@ -1,0 +1,28 @@
+#pragma once
+// The candidate space both searches walk: the values each searched option takes, in the order they
+// are tried. `fit` asks the coarse question at the given layout (no or full checkpointing, the
+// optimizer offloaded or not); `search` walks the whole space (selective checkpointing and
+// activation offload, parameter offload under sharding). A pinned option takes its one value.
+
+#include <vector>
+
+#include "trainplan/hardware/gpu.hpp"
+#include "trainplan/planner/search_request.hpp"
+
+namespace trainplan::planner {
+
+enum class Breadth { fit, plan };
+
+// The strategies for a data-parallel degree `dp` (plan: with one replica the variants coincide,
+// so only the simplest is tried; fit does not know dp before the layout and tries them all).
+[[nodiscard]] std::vector<Strategy> strategies_for(const SearchRequest& req, const hardware::Cluster& c,
+                                                   int dp, Breadth b);
+[[nodiscard]] std::vector<Checkpointing> checkpointings_for(const SearchRequest& req, Breadth b);
+// An optimizer implementation that runs on the GPU rules out offloading it; the CPU one needs it.
+[[nodiscard]] std::vector<Offload> offloads_for(const SearchRequest& req, Strategy s, Breadth b);
+
+// What both searches refuse before searching: a precision or attention the GPU cannot run (they
+// are never searched).
+void check_searchable(const hardware::Cluster& c, const SearchRequest& req);
+
+}  // namespace trainplan::planner

@@ -1,0 +1,33 @@
+#pragma once
+// Text for people: names, counts and sizes as the tables print them, and fixed-width tables.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trainplan/core/modes.hpp"
+#include "trainplan/core/units.hpp"
+#include "trainplan/planner/memory.hpp"
+
+namespace trainplan::reports {
+
+[[nodiscard]] std::string strategy_label(Strategy s);
+[[nodiscard]] std::string gib_text(Bytes b);                  // "52.3"
+[[nodiscard]] std::string count_text(std::int64_t n);         // "13.0B", "124.4M"
+[[nodiscard]] std::string thousands(std::int64_t n);          // "13,015,864,320"
+// "fits", "tight — <reason>", "DOES NOT FIT — <reason>"
+[[nodiscard]] std::string verdict_text(const planner::MemoryVerdict& v);
+
+// Left-aligned first column, right-aligned others, two spaces between columns.
+class Table {
+ public:
+  explicit Table(std::vector<std::string> header) : header_(std::move(header)) {}
+  void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  [[nodiscard]] std::string render() const;
+
+ private:
+  std::vector<std::string> header_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+}  // namespace trainplan::reports

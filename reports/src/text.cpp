@@ -1,0 +1,66 @@
+#include "trainplan/reports/text.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace trainplan::reports {
+
+std::string strategy_label(Strategy s) { return std::string(display_name(s)); }
+
+std::string gib_text(Bytes b) { return fmt::format("{:.1f}", to_gib(b)); }
+
+std::string verdict_text(const planner::MemoryVerdict& v) {
+  switch (v.verdict) {
+    case planner::Verdict::fits: return "fits";
+    case planner::Verdict::tight: return "tight — " + v.reason;
+    case planner::Verdict::no: return "DOES NOT FIT — " + v.reason;
+  }
+  return "?";
+}
+
+std::string count_text(std::int64_t n) {
+  const double v = static_cast<double>(n);
+  if (v >= 1e9) return fmt::format("{:.1f}B", v / 1e9);
+  if (v >= 1e6) return fmt::format("{:.1f}M", v / 1e6);
+  if (v >= 1e3) return fmt::format("{:.1f}K", v / 1e3);
+  return fmt::format("{}", n);
+}
+
+std::string thousands(std::int64_t n) {
+  const std::string digits = std::to_string(n < 0 ? -n : n);
+  std::string out;
+  out.reserve(digits.size() + digits.size() / 3 + 1);
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return n < 0 ? "-" + out : out;
+}
+
+std::string Table::render() const {
+  std::vector<std::size_t> w(header_.size(), 0);
+  auto widen = [&](const std::vector<std::string>& r) {
+    for (std::size_t i = 0; i < r.size() && i < w.size(); ++i) w[i] = std::max(w[i], r[i].size());
+  };
+  widen(header_);
+  for (const auto& r : rows_) widen(r);
+  auto line = [&](const std::vector<std::string>& r) {
+    std::string out;
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      const std::string cell = i < r.size() ? r[i] : "";
+      const std::string pad(w[i] - cell.size(), ' ');
+      out += (i ? "  " : "") + (i == 0 ? cell + pad : pad + cell);
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out + "\n";
+  };
+  std::string out = line(header_);
+  std::size_t total = 0;
+  for (auto x : w) total += x + 2;
+  out += std::string(total > 2 ? total - 2 : 0, '-') + "\n";
+  for (const auto& r : rows_) out += line(r);
+  return out;
+}
+
+}  // namespace trainplan::reports
