@@ -12,11 +12,11 @@
 #include <QTableView>
 #include <QTimer>
 #include <QVBoxLayout>
-#include <initializer_list>
-#include <utility>
 #include <QtCharts/QChart>
 #include <QtCharts/QChartView>
 #include <QtCharts/QScatterSeries>
+#include <initializer_list>
+#include <utility>
 
 #include "charts.hpp"
 #include "main_window.hpp"

@@ -33,7 +33,7 @@ class BreakdownModel : public TableModel {
 
  protected:
   void reset(QStringList columns, QStringList column_tooltips, std::vector<Row> rows);
-  // A row of `term` with `text_of` and `value_of` each configuration.
+  // A row of `term`: `text_of` and `value_of` each configuration.
   template <class Text, class Value>
   [[nodiscard]] static Row configRow(const std::vector<const Evaluation*>& configs, Term term, bool part,
                                      Text text_of, Value value_of) {
