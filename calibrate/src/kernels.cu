@@ -1,6 +1,7 @@
 #include "kernels.hpp"
 
 #include <algorithm>
+#include <type_traits>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -178,25 +179,16 @@ __global__ void softmax_backward_kernel(const __nv_bfloat16* probs, __nv_bfloat1
 
 // ---- optimizer and elementwise kernels ----
 
+// The kernels' arithmetic is fp32 whatever the element type (fp32 or bf16).
+__device__ __forceinline__ float to_float(float x) { return x; }
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
 template <class T>
-__device__ __forceinline__ float to_float(T x);
-template <>
-__device__ __forceinline__ float to_float(float x) {
-  return x;
-}
-template <>
-__device__ __forceinline__ float to_float(__nv_bfloat16 x) {
-  return __bfloat162float(x);
-}
-template <class T>
-__device__ __forceinline__ T from_float(float x);
-template <>
-__device__ __forceinline__ float from_float(float x) {
-  return x;
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float(float x) {
-  return __float2bfloat16(x);
+__device__ __forceinline__ T from_float(float x) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return __float2bfloat16(x);
+  } else {
+    return x;
+  }
 }
 
 // Four consecutive elements, loaded and stored as one vector (16 bytes fp32, 8 bytes bf16).
@@ -211,6 +203,18 @@ __device__ __forceinline__ void adamw_update(float& p, float g, float& m, float&
   m = c.beta1 * m + (1.0f - c.beta1) * g;
   v = c.beta2 * v + (1.0f - c.beta2) * g * g;
   p -= c.step_size * m / (sqrtf(v) / c.bias2_sqrt + c.eps);
+}
+
+// One element of p, m and v through adamw_update, in fp32 and back to their types.
+template <class P, class G, class S>
+__device__ __forceinline__ void adamw_element(P& p, G g, S& m, S& v, const AdamWScalars& c) {
+  float pf = to_float(p);
+  float mf = to_float(m);
+  float vf = to_float(v);
+  adamw_update(pf, to_float(g), mf, vf, c);
+  p = from_float<P>(pf);
+  m = from_float<S>(mf);
+  v = from_float<S>(vf);
 }
 
 template <class P, class G, class S>
@@ -231,15 +235,7 @@ __global__ void adamw_kernel(P* __restrict__ p, const G* __restrict__ g, S* __re
       Quad<S> mq = *reinterpret_cast<const Quad<S>*>(m + i);
       Quad<S> vq = *reinterpret_cast<const Quad<S>*>(v + i);
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        float pf = to_float(pq.v[e]);
-        float mf = to_float(mq.v[e]);
-        float vf = to_float(vq.v[e]);
-        adamw_update(pf, to_float(gq.v[e]), mf, vf, c);
-        pq.v[e] = from_float<P>(pf);
-        mq.v[e] = from_float<S>(mf);
-        vq.v[e] = from_float<S>(vf);
-      }
+      for (int e = 0; e < 4; ++e) adamw_element(pq.v[e], gq.v[e], mq.v[e], vq.v[e], c);
       *reinterpret_cast<Quad<P>*>(p + i) = pq;
       *reinterpret_cast<Quad<S>*>(m + i) = mq;
       *reinterpret_cast<Quad<S>*>(v + i) = vq;
@@ -249,13 +245,7 @@ __global__ void adamw_kernel(P* __restrict__ p, const G* __restrict__ g, S* __re
   for (int k = scalar_from + static_cast<int>(threadIdx.x); k < count;
        k += static_cast<int>(blockDim.x)) {
     const std::int64_t i = start + k;
-    float pf = to_float(p[i]);
-    float mf = to_float(m[i]);
-    float vf = to_float(v[i]);
-    adamw_update(pf, to_float(g[i]), mf, vf, c);
-    p[i] = from_float<P>(pf);
-    m[i] = from_float<S>(mf);
-    v[i] = from_float<S>(vf);
+    adamw_element(p[i], g[i], m[i], v[i], c);
   }
 }
 

@@ -61,6 +61,27 @@ void check_rank(const LaunchInfo& info, const char* rank_var, const char* size_v
   }
 }
 
+// A launcher that tells each process who it is through environment variables alone.
+struct EnvLauncher {
+  const char* name;
+  const char* rank_var;
+  const char* size_var;
+  const char* local_rank_var;
+};
+
+// Rank, world size and local rank as `launcher` sets them, and the NCCL_COMM_ID every rank derives.
+LaunchInfo from_env(const EnvLookup& env, const EnvLauncher& launcher) {
+  LaunchInfo info;
+  info.mode = LaunchMode::kEnv;
+  info.launcher = launcher.name;
+  info.rank = env_int(env, launcher.rank_var, 0);
+  info.world_size = env_int(env, launcher.size_var, 1);
+  info.local_rank = env_int(env, launcher.local_rank_var, 0);
+  check_rank(info, launcher.rank_var, launcher.size_var);
+  info.nccl_comm_id = comm_id_for(env, info.world_size);
+  return info;
+}
+
 }  // namespace
 
 EnvLookup process_environment() {
@@ -85,32 +106,18 @@ LaunchInfo detect_launch(const EnvLookup& env, bool mpi_built) {
     return info;
   }
   if (env("RANK") && env("WORLD_SIZE")) {
-    info.mode = LaunchMode::kEnv;
-    info.launcher = "torchrun";
-    info.rank = env_int(env, "RANK", 0);
-    info.world_size = env_int(env, "WORLD_SIZE", 1);
-    info.local_rank = env_int(env, "LOCAL_RANK", 0);
-    check_rank(info, "RANK", "WORLD_SIZE");
-  } else if (open_mpi) {
-    info.mode = LaunchMode::kEnv;
-    info.launcher = "mpirun (built without MPI: MASTER_ADDR rendezvous)";
-    info.rank = env_int(env, "OMPI_COMM_WORLD_RANK", 0);
-    info.world_size = env_int(env, "OMPI_COMM_WORLD_SIZE", 1);
-    info.local_rank = env_int(env, "OMPI_COMM_WORLD_LOCAL_RANK", 0);
-    check_rank(info, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE");
-  } else if (env("SLURM_PROCID") && (env("SLURM_STEP_NUM_TASKS") || env("SLURM_NTASKS"))) {
-    info.mode = LaunchMode::kEnv;
-    info.launcher = "slurm";
-    info.rank = env_int(env, "SLURM_PROCID", 0);
+    return from_env(env, {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK"});
+  }
+  if (open_mpi) {
+    return from_env(env, {"mpirun (built without MPI: MASTER_ADDR rendezvous)",
+                          "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                          "OMPI_COMM_WORLD_LOCAL_RANK"});
+  }
+  if (env("SLURM_PROCID") && (env("SLURM_STEP_NUM_TASKS") || env("SLURM_NTASKS"))) {
     // srun sets the step's task count; a batch script only has the job's.
     const char* size_var = env("SLURM_STEP_NUM_TASKS") ? "SLURM_STEP_NUM_TASKS" : "SLURM_NTASKS";
-    info.world_size = env_int(env, size_var, 1);
-    info.local_rank = env_int(env, "SLURM_LOCALID", 0);
-    check_rank(info, "SLURM_PROCID", size_var);
-  } else {
-    return info;
+    return from_env(env, {"slurm", "SLURM_PROCID", size_var, "SLURM_LOCALID"});
   }
-  info.nccl_comm_id = comm_id_for(env, info.world_size);
   return info;
 }
 

@@ -1,12 +1,17 @@
-// Modes of trainplan-calibrate, each an enum class with one string table. The strings are the
-// ones written to measurements.jsonl and accepted on the command line.
+// Modes of trainplan-calibrate, each an enum class with one string table, the project's
+// EnumTable (trainplan/core/enum_table.hpp). The strings are the ones written to
+// measurements.jsonl and accepted on the command line.
 #pragma once
 
 #include <array>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
+
+#include "trainplan/core/enum_table.hpp"
 
 namespace trainplan::calibrate {
 
@@ -24,115 +29,120 @@ enum class OptimizerPrecision { kFp32Master, kBf16 };
 enum class ElementwiseOp { kCopy, kCast, kAdd, kRmsNorm };
 enum class LaunchOp { kEmptyKernel, kGemm };
 
-template <class E, std::size_t N>
-using NameTable = std::array<std::pair<E, std::string_view>, N>;
+// calibrate::to_string(e) names an enum of this file through its table, as trainplan::to_string.
+using trainplan::to_string;
 
-inline constexpr NameTable<Collective, 6> kCollectiveNames{{
-    {Collective::kAllReduce, "all_reduce"},
-    {Collective::kAllGather, "all_gather"},
-    {Collective::kReduceScatter, "reduce_scatter"},
-    {Collective::kAllToAll, "all_to_all"},
-    {Collective::kBroadcast, "broadcast"},
-    {Collective::kSendRecv, "send_recv"},
-}};
-inline constexpr NameTable<Scope, 3> kScopeNames{{
-    {Scope::kIntraNode, "intra_node"},
-    {Scope::kInterNode, "inter_node"},
-    {Scope::kWorld, "world"},
-}};
-// nccl-tests spells the datatypes this way (-d float|half|bfloat16); "bf16" is the project's name.
-inline constexpr NameTable<CollDtype, 3> kCollDtypeNames{{
-    {CollDtype::kFloat, "float"},
-    {CollDtype::kBf16, "bf16"},
-    {CollDtype::kHalf, "half"},
-}};
-inline constexpr NameTable<GemmDtype, 4> kGemmDtypeNames{{
-    {GemmDtype::kBf16, "bf16"},
-    {GemmDtype::kFp16, "fp16"},
-    {GemmDtype::kTf32, "tf32"},
-    {GemmDtype::kFp8, "fp8"},
-}};
-inline constexpr NameTable<GemmLabel, 7> kGemmLabelNames{{
-    {GemmLabel::kQkv, "qkv"},
-    {GemmLabel::kOut, "out"},
-    {GemmLabel::kMlpUp, "mlp_up"},
-    {GemmLabel::kMlpDown, "mlp_down"},
-    {GemmLabel::kLmHead, "lm_head"},
-    {GemmLabel::kSquare, "square"},
-    {GemmLabel::kSkinny, "skinny"},
-}};
-inline constexpr NameTable<AttentionPass, 2> kAttentionPassNames{{
-    {AttentionPass::kFwd, "fwd"},
-    {AttentionPass::kBwd, "bwd"},
-}};
-inline constexpr NameTable<AttentionImpl, 2> kAttentionImplNames{{
-    {AttentionImpl::kCudnn, "cudnn"},
-    {AttentionImpl::kUnfused, "unfused"},
-}};
-inline constexpr NameTable<MemDirection, 3> kMemDirectionNames{{
-    {MemDirection::kD2D, "d2d"},
-    {MemDirection::kH2D, "h2d"},
-    {MemDirection::kD2H, "d2h"},
-}};
-
-inline constexpr NameTable<OptimizerPrecision, 2> kOptimizerPrecisionNames{{
-    {OptimizerPrecision::kFp32Master, "fp32_master"},
-    {OptimizerPrecision::kBf16, "bf16"},
-}};
-inline constexpr NameTable<ElementwiseOp, 4> kElementwiseOpNames{{
-    {ElementwiseOp::kCopy, "copy"},
-    {ElementwiseOp::kCast, "cast"},
-    {ElementwiseOp::kAdd, "add"},
-    {ElementwiseOp::kRmsNorm, "rmsnorm"},
-}};
-inline constexpr NameTable<LaunchOp, 2> kLaunchOpNames{{
-    {LaunchOp::kEmptyKernel, "empty_kernel"},
-    {LaunchOp::kGemm, "gemm"},
-}};
-
-template <class E, std::size_t N>
-[[nodiscard]] constexpr std::string_view name_in(const NameTable<E, N>& table, E value) {
-  for (const auto& [e, name] : table) {
-    if (e == value) return name;
-  }
-  return "?";
+// Throws std::invalid_argument naming `flag` and the bad string.
+template <class E>
+[[nodiscard]] E parse_flag(std::string_view text, std::string_view flag) {
+  if (const std::optional<E> v = try_parse<E>(text)) return *v;
+  throw std::invalid_argument("unknown " + std::string(flag) + " '" + std::string(text) +
+                              "' (expected one of: " + enum_choices<E>() + ")");
 }
 
-// Throws std::invalid_argument naming `what` and the bad string.
-template <class E, std::size_t N>
-[[nodiscard]] E parse_in(const NameTable<E, N>& table, std::string_view text, std::string_view what) {
-  for (const auto& [e, name] : table) {
-    if (name == text) return e;
-  }
-  std::string allowed;
-  for (const auto& entry : table) {
-    if (!allowed.empty()) allowed += ", ";
-    allowed += entry.second;
-  }
-  throw std::invalid_argument("unknown " + std::string(what) + " '" + std::string(text) +
-                              "' (expected one of: " + allowed + ")");
+// Every value of E in the order of its table.
+template <class E>
+[[nodiscard]] std::vector<E> all_values() {
+  std::vector<E> out;
+  for (const auto& [value, name] : EnumTable<E>::kEntries) out.push_back(value);
+  return out;
 }
-
-[[nodiscard]] inline std::string_view to_string(Collective v) { return name_in(kCollectiveNames, v); }
-[[nodiscard]] inline std::string_view to_string(Scope v) { return name_in(kScopeNames, v); }
-[[nodiscard]] inline std::string_view to_string(CollDtype v) { return name_in(kCollDtypeNames, v); }
-[[nodiscard]] inline std::string_view to_string(GemmDtype v) { return name_in(kGemmDtypeNames, v); }
-[[nodiscard]] inline std::string_view to_string(GemmLabel v) { return name_in(kGemmLabelNames, v); }
-[[nodiscard]] inline std::string_view to_string(AttentionPass v) {
-  return name_in(kAttentionPassNames, v);
-}
-[[nodiscard]] inline std::string_view to_string(AttentionImpl v) {
-  return name_in(kAttentionImplNames, v);
-}
-[[nodiscard]] inline std::string_view to_string(MemDirection v) {
-  return name_in(kMemDirectionNames, v);
-}
-[[nodiscard]] inline std::string_view to_string(OptimizerPrecision v) {
-  return name_in(kOptimizerPrecisionNames, v);
-}
-[[nodiscard]] inline std::string_view to_string(ElementwiseOp v) {
-  return name_in(kElementwiseOpNames, v);
-}
-[[nodiscard]] inline std::string_view to_string(LaunchOp v) { return name_in(kLaunchOpNames, v); }
 
 }  // namespace trainplan::calibrate
+
+namespace trainplan {
+template <>
+struct EnumTable<calibrate::Collective> {
+  static constexpr std::string_view kWhat = "collective";
+  static constexpr std::array kEntries{
+      std::pair{calibrate::Collective::kAllReduce, std::string_view{"all_reduce"}},
+      std::pair{calibrate::Collective::kAllGather, std::string_view{"all_gather"}},
+      std::pair{calibrate::Collective::kReduceScatter, std::string_view{"reduce_scatter"}},
+      std::pair{calibrate::Collective::kAllToAll, std::string_view{"all_to_all"}},
+      std::pair{calibrate::Collective::kBroadcast, std::string_view{"broadcast"}},
+      std::pair{calibrate::Collective::kSendRecv, std::string_view{"send_recv"}}};
+};
+template <>
+struct EnumTable<calibrate::Scope> {
+  static constexpr std::string_view kWhat = "scope";
+  static constexpr std::array kEntries{
+      std::pair{calibrate::Scope::kIntraNode, std::string_view{"intra_node"}},
+      std::pair{calibrate::Scope::kInterNode, std::string_view{"inter_node"}},
+      std::pair{calibrate::Scope::kWorld, std::string_view{"world"}}};
+};
+// nccl-tests spells the datatypes this way (-d float|half|bfloat16); "bf16" is the project's name.
+template <>
+struct EnumTable<calibrate::CollDtype> {
+  static constexpr std::string_view kWhat = "collective datatype";
+  static constexpr std::array kEntries{
+      std::pair{calibrate::CollDtype::kFloat, std::string_view{"float"}},
+      std::pair{calibrate::CollDtype::kBf16, std::string_view{"bf16"}},
+      std::pair{calibrate::CollDtype::kHalf, std::string_view{"half"}}};
+};
+template <>
+struct EnumTable<calibrate::GemmDtype> {
+  static constexpr std::string_view kWhat = "GEMM datatype";
+  static constexpr std::array kEntries{
+      std::pair{calibrate::GemmDtype::kBf16, std::string_view{"bf16"}},
+      std::pair{calibrate::GemmDtype::kFp16, std::string_view{"fp16"}},
+      std::pair{calibrate::GemmDtype::kTf32, std::string_view{"tf32"}},
+      std::pair{calibrate::GemmDtype::kFp8, std::string_view{"fp8"}}};
+};
+template <>
+struct EnumTable<calibrate::GemmLabel> {
+  static constexpr std::string_view kWhat = "GEMM label";
+  static constexpr std::array kEntries{
+      std::pair{calibrate::GemmLabel::kQkv, std::string_view{"qkv"}},
+      std::pair{calibrate::GemmLabel::kOut, std::string_view{"out"}},
+      std::pair{calibrate::GemmLabel::kMlpUp, std::string_view{"mlp_up"}},
+      std::pair{calibrate::GemmLabel::kMlpDown, std::string_view{"mlp_down"}},
+      std::pair{calibrate::GemmLabel::kLmHead, std::string_view{"lm_head"}},
+      std::pair{calibrate::GemmLabel::kSquare, std::string_view{"square"}},
+      std::pair{calibrate::GemmLabel::kSkinny, std::string_view{"skinny"}}};
+};
+template <>
+struct EnumTable<calibrate::AttentionPass> {
+  static constexpr std::string_view kWhat = "attention pass";
+  static constexpr std::array kEntries{
+      std::pair{calibrate::AttentionPass::kFwd, std::string_view{"fwd"}},
+      std::pair{calibrate::AttentionPass::kBwd, std::string_view{"bwd"}}};
+};
+template <>
+struct EnumTable<calibrate::AttentionImpl> {
+  static constexpr std::string_view kWhat = "attention implementation";
+  static constexpr std::array kEntries{
+      std::pair{calibrate::AttentionImpl::kCudnn, std::string_view{"cudnn"}},
+      std::pair{calibrate::AttentionImpl::kUnfused, std::string_view{"unfused"}}};
+};
+template <>
+struct EnumTable<calibrate::MemDirection> {
+  static constexpr std::string_view kWhat = "copy direction";
+  static constexpr std::array kEntries{
+      std::pair{calibrate::MemDirection::kD2D, std::string_view{"d2d"}},
+      std::pair{calibrate::MemDirection::kH2D, std::string_view{"h2d"}},
+      std::pair{calibrate::MemDirection::kD2H, std::string_view{"d2h"}}};
+};
+template <>
+struct EnumTable<calibrate::OptimizerPrecision> {
+  static constexpr std::string_view kWhat = "optimizer precision";
+  static constexpr std::array kEntries{
+      std::pair{calibrate::OptimizerPrecision::kFp32Master, std::string_view{"fp32_master"}},
+      std::pair{calibrate::OptimizerPrecision::kBf16, std::string_view{"bf16"}}};
+};
+template <>
+struct EnumTable<calibrate::ElementwiseOp> {
+  static constexpr std::string_view kWhat = "elementwise op";
+  static constexpr std::array kEntries{
+      std::pair{calibrate::ElementwiseOp::kCopy, std::string_view{"copy"}},
+      std::pair{calibrate::ElementwiseOp::kCast, std::string_view{"cast"}},
+      std::pair{calibrate::ElementwiseOp::kAdd, std::string_view{"add"}},
+      std::pair{calibrate::ElementwiseOp::kRmsNorm, std::string_view{"rmsnorm"}}};
+};
+template <>
+struct EnumTable<calibrate::LaunchOp> {
+  static constexpr std::string_view kWhat = "launch op";
+  static constexpr std::array kEntries{
+      std::pair{calibrate::LaunchOp::kEmptyKernel, std::string_view{"empty_kernel"}},
+      std::pair{calibrate::LaunchOp::kGemm, std::string_view{"gemm"}}};
+};
+}  // namespace trainplan

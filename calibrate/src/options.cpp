@@ -144,27 +144,27 @@ void finalize_options(const CLI::App& app, Options& o) {
   (void)sweep_sizes(o.min_bytes, o.max_bytes, o.step_factor);
 
   o.dtypes.clear();
-  for (const auto& t : o.dtype_texts) o.dtypes.push_back(parse_in(kCollDtypeNames, t, "--dtype"));
+  for (const auto& t : o.dtype_texts) o.dtypes.push_back(parse_flag<CollDtype>(t, "--dtype"));
   o.collectives.clear();
   for (const auto& t : o.collective_texts) {
-    o.collectives.push_back(parse_in(kCollectiveNames, t, "--collectives"));
+    o.collectives.push_back(parse_flag<Collective>(t, "--collectives"));
   }
   if (o.collectives.empty()) {
     if (o.quick) {
       o.collectives = {Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter};
     } else {
-      for (const auto& entry : kCollectiveNames) o.collectives.push_back(entry.first);
+      o.collectives = all_values<Collective>();
     }
   }
   o.gemm_dtypes.clear();
   for (const auto& t : o.gemm_dtype_texts) {
-    o.gemm_dtypes.push_back(parse_in(kGemmDtypeNames, t, "--gemm-dtype"));
+    o.gemm_dtypes.push_back(parse_flag<GemmDtype>(t, "--gemm-dtype"));
   }
   if (o.gemm_dtypes.empty()) {
     if (o.quick) {
       o.gemm_dtypes = {GemmDtype::kBf16};
     } else {
-      for (const auto& entry : kGemmDtypeNames) o.gemm_dtypes.push_back(entry.first);
+      o.gemm_dtypes = all_values<GemmDtype>();
     }
   }
   o.optimizer_params.clear();

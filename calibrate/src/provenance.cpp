@@ -1,5 +1,8 @@
 #include "provenance.hpp"
 
+#include <unistd.h>
+
+#include <array>
 #include <chrono>
 #include <ctime>
 
@@ -8,23 +11,20 @@
 namespace trainplan::calibrate {
 
 nlohmann::ordered_json to_json(const Provenance& p) {
-  nlohmann::ordered_json j;
-  j["schema"] = "trainplan.run/1";
-  j["tool"] = "trainplan-calibrate";
-  j["gpu"] = p.gpu;
-  j["gpu_count"] = p.gpu_count;
-  j["hosts"] = p.hosts;
-  j["nodes"] = p.nodes;
-  j["ranks"] = p.ranks;
-  j["driver"] = p.driver;
-  j["cuda"] = p.cuda;
-  j["nccl"] = p.nccl;
-  j["cublas"] = p.cublas;
-  j["cudnn"] = p.cudnn;
-  j["command"] = p.command;
-  j["date"] = p.date;
-  j["sources"] = p.sources;
-  return j;
+  return {{"schema", "trainplan.run/1"}, {"tool", "trainplan-calibrate"},
+          {"gpu", p.gpu},                {"gpu_count", p.gpu_count},
+          {"hosts", p.hosts},            {"nodes", p.nodes},
+          {"ranks", p.ranks},            {"driver", p.driver},
+          {"cuda", p.cuda},              {"nccl", p.nccl},
+          {"cublas", p.cublas},          {"cudnn", p.cudnn},
+          {"command", p.command},        {"date", p.date},
+          {"sources", p.sources}};
+}
+
+std::string local_hostname() {
+  std::array<char, 256> name{};
+  gethostname(name.data(), name.size() - 1);
+  return name.data();
 }
 
 std::string iso8601_utc_now() {

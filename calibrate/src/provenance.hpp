@@ -29,6 +29,9 @@ struct Provenance {
 
 [[nodiscard]] nlohmann::ordered_json to_json(const Provenance& p);
 
+// This host's name, as gethostname gives it.
+[[nodiscard]] std::string local_hostname();
+
 // 2025-01-31T12:34:56Z
 [[nodiscard]] std::string iso8601_utc_now();
 

@@ -72,14 +72,13 @@ ComputePlan plan_compute(const Options& o, bool fp8_supported, const Progress& p
                             : std::vector<std::int64_t>{10'000'000, 100'000'000};
   }
   if (o.optimizer) {
-    for (const auto& entry : kOptimizerPrecisionNames) {
-      for (const std::int64_t n : o.optimizer_params) p.optimizer.emplace_back(entry.first, n);
+    for (const OptimizerPrecision precision : all_values<OptimizerPrecision>()) {
+      for (const std::int64_t n : o.optimizer_params) p.optimizer.emplace_back(precision, n);
     }
   }
   if (o.elementwise) {
-    for (const auto& entry : kElementwiseOpNames) {
-      for (const std::int64_t n : elementwise_sizes(o.quick))
-        p.elementwise.emplace_back(entry.first, n);
+    for (const ElementwiseOp op : all_values<ElementwiseOp>()) {
+      for (const std::int64_t n : elementwise_sizes(o.quick)) p.elementwise.emplace_back(op, n);
     }
   }
   if (o.launch) {
