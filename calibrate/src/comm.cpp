@@ -1,15 +1,13 @@
 #include "comm.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <array>
 #include <cstring>
-#include <thread>
+#include <functional>
 
 #include <fmt/format.h>
 
 #include "kernels.hpp"
+#include "provenance.hpp"
 
 namespace trainplan::calibrate {
 namespace {
@@ -65,12 +63,6 @@ constexpr std::size_t kReserveBytes = std::size_t{1} << 30;
 }
 
 
-[[nodiscard]] std::string local_hostname() {
-  std::array<char, kHostNameBytes> name{};
-  gethostname(name.data(), name.size() - 1);
-  return name.data();
-}
-
 }  // namespace
 
 ncclResult_t issue_collective(Collective c, const CollectiveShape& s, ncclDataType_t type, const void* send,
@@ -100,13 +92,12 @@ ncclResult_t issue_collective(Collective c, const CollectiveShape& s, ncclDataTy
   return ncclInvalidArgument;
 }
 
-CommSuite::CommSuite(const Bootstrap& boot, double timeout_s) : boot_(boot), timeout_(timeout_s) {
+CommSuite::CommSuite(const Bootstrap& boot, double timeout_s)
+    : boot_(boot), comms_(timeout_s, [this] {
+        for (auto& g : gpus_) std::fill(std::begin(g.comm), std::end(g.comm), nullptr);
+      }) {
   const ncclUniqueId id = boot_.unique_id();
-  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0;
-
   gpus_.resize(boot_.devices().size());
-  std::vector<ncclComm_t> world(gpus_.size(), nullptr);
   for (std::size_t i = 0; i < gpus_.size(); ++i) {
     gpus_[i].device = boot_.devices()[i];
     gpus_[i].world_rank = boot_.first_rank() + static_cast<int>(i);
@@ -114,29 +105,21 @@ CommSuite::CommSuite(const Bootstrap& boot, double timeout_s) : boot_(boot), tim
     gpus_[i].stream = make_stream();
     gpus_[i].error_count = DeviceBuffer(sizeof(unsigned long long));
   }
-  TP_NCCL(ncclGroupStart());
-  for (std::size_t i = 0; i < gpus_.size(); ++i) {
-    const DeviceGuard guard(gpus_[i].device);
-    const ncclResult_t r = ncclCommInitRankConfig(&world[i], boot_.world_size(), id,
-                                                  gpus_[i].world_rank, &config);
-    if (r != ncclSuccess && r != ncclInProgress) {
-      ncclGroupEnd();
-      check_nccl(r, "ncclCommInitRankConfig");
-    }
-  }
-  const ncclResult_t end = ncclGroupEnd();
-  for (auto* c : world) {
-    if (c != nullptr) owned_.emplace_back(c);
-  }
-  if (end != ncclSuccess && end != ncclInProgress) check_nccl(end, "ncclGroupEnd (ncclCommInitRank)");
-  wait_ready(world, fmt::format("ncclCommInitRank ({} ranks)", boot_.world_size()));
+  const std::vector<ncclComm_t> world =
+      comms_.init(id, boot_.world_size(), boot_.first_rank(), boot_.devices());
   for (std::size_t i = 0; i < gpus_.size(); ++i) {
     gpus_[i].comm[idx(Scope::kWorld)] = world[i];
     gpus_[i].rank_in[idx(Scope::kWorld)] = gpus_[i].world_rank;
     gpus_[i].size_of[idx(Scope::kWorld)] = boot_.world_size();
   }
+  find_hosts();
+  split_scopes();
+}
 
-  // Host of every rank, gathered over NCCL so that no MPI is needed.
+CommSuite::~CommSuite() = default;
+
+// Host of every rank, gathered over NCCL so that no MPI is needed.
+void CommSuite::find_hosts() {
   std::vector<std::vector<char>> blocks(gpus_.size(), std::vector<char>(kHostNameBytes, '\0'));
   const std::string host = local_hostname();
   for (auto& b : blocks) std::copy(host.begin(), host.end(), b.begin());
@@ -153,10 +136,7 @@ CommSuite::CommSuite(const Bootstrap& boot, double timeout_s) : boot_(boot), tim
   }
   nodes_ = static_cast<int>(distinct.size());
   ranks_on_node0_ = static_cast<int>(std::count(rank_hosts_.begin(), rank_hosts_.end(), distinct[0]));
-  split_scopes();
 }
-
-CommSuite::~CommSuite() = default;
 
 std::vector<std::string> CommSuite::hosts() const {
   std::vector<std::string> distinct;
@@ -167,30 +147,15 @@ std::vector<std::string> CommSuite::hosts() const {
 }
 
 void CommSuite::split_scopes() {
-  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0;
-  const auto split = [&](Scope s, const auto& color_of) {
-    std::vector<ncclComm_t> made(gpus_.size(), nullptr);
-    TP_NCCL(ncclGroupStart());
-    for (std::size_t i = 0; i < gpus_.size(); ++i) {
-      const int r = gpus_[i].world_rank;
-      const ncclResult_t res = ncclCommSplit(gpus_[i].comm[idx(Scope::kWorld)], color_of(r), r,
-                                             &made[i], &config);
-      if (res != ncclSuccess && res != ncclInProgress) {
-        ncclGroupEnd();
-        check_nccl(res, "ncclCommSplit");
-      }
+  const auto split = [&](Scope s, const std::function<int(int)>& color_of) {
+    std::vector<ncclComm_t> parents;
+    std::vector<int> ranks;
+    for (const auto& g : gpus_) {
+      parents.push_back(g.comm[idx(Scope::kWorld)]);
+      ranks.push_back(g.world_rank);
     }
-    const ncclResult_t end = ncclGroupEnd();
-    std::vector<ncclComm_t> live;
-    for (auto* c : made) {
-      if (c != nullptr) {
-        owned_.emplace_back(c);
-        live.push_back(c);
-      }
-    }
-    if (end != ncclSuccess && end != ncclInProgress) check_nccl(end, "ncclGroupEnd (ncclCommSplit)");
-    wait_ready(live, fmt::format("ncclCommSplit ({})", to_string(s)));
+    const std::vector<ncclComm_t> made =
+        comms_.split(parents, ranks, color_of, fmt::format("ncclCommSplit ({})", to_string(s)));
     for (std::size_t i = 0; i < gpus_.size(); ++i) {
       if (made[i] == nullptr) continue;
       gpus_[i].comm[idx(s)] = made[i];
@@ -222,63 +187,16 @@ std::vector<CommSuite::LocalGpu*> CommSuite::members(Scope s) {
   return out;
 }
 
-void CommSuite::abort_all(const std::string& what) {
-  owned_.clear();  // the deleter aborts each communicator
-  for (auto& g : gpus_) std::fill(std::begin(g.comm), std::end(g.comm), nullptr);
-  throw GpuError(fmt::format(
-      "timeout: {} did not complete within {:.0f} s (--timeout); NCCL communicators aborted", what,
-      timeout_.count()));
-}
-
-void CommSuite::wait_ready(const std::vector<ncclComm_t>& comms, const std::string& what) {
-  const auto deadline = Clock::now() + timeout_;
-  for (auto* c : comms) {
-    for (;;) {
-      ncclResult_t state = ncclSuccess;
-      TP_NCCL(ncclCommGetAsyncError(c, &state));
-      if (state == ncclSuccess) break;
-      if (state != ncclInProgress) {
-        throw GpuError(fmt::format("NCCL error in {}: {} ({})", what, ncclGetErrorString(state),
-                                   ncclGetLastError(c)));
-      }
-      if (Clock::now() > deadline) abort_all(what);
-      std::this_thread::yield();
-    }
-  }
-}
-
-void CommSuite::check_group_end(ncclResult_t r, const std::vector<LocalGpu*>& gpus, Scope s,
-                                const std::string& what) {
-  if (r == ncclSuccess) return;
-  if (r != ncclInProgress) {
-    throw GpuError(fmt::format("NCCL error in {}: {} ({})", what, ncclGetErrorString(r),
-                               ncclGetLastError(nullptr)));
-  }
+std::vector<ncclComm_t> CommSuite::comms_of(const std::vector<LocalGpu*>& gpus, Scope s) {
   std::vector<ncclComm_t> comms;
-  for (auto* g : gpus) comms.push_back(g->comm[idx(s)]);
-  wait_ready(comms, what);
+  for (const LocalGpu* g : gpus) comms.push_back(g->comm[idx(s)]);
+  return comms;
 }
 
-void CommSuite::wait_streams(const std::vector<LocalGpu*>& gpus, Scope s, const std::string& what) {
-  const auto deadline = Clock::now() + timeout_;
-  std::size_t polls = 0;
-  for (auto* g : gpus) {
-    for (;;) {
-      const cudaError_t q = cudaStreamQuery(g->stream.get());
-      if (q == cudaSuccess) break;
-      if (q != cudaErrorNotReady) check_cuda(q, fmt::format("cudaStreamQuery ({})", what).c_str());
-      // Checking NCCL and the clock on every poll would slow the smallest sizes down.
-      if (++polls % 256 == 0) {
-        ncclResult_t state = ncclSuccess;
-        TP_NCCL(ncclCommGetAsyncError(g->comm[idx(s)], &state));
-        if (state != ncclSuccess && state != ncclInProgress) {
-          throw GpuError(fmt::format("NCCL error in {}: {} ({})", what, ncclGetErrorString(state),
-                                     ncclGetLastError(g->comm[idx(s)])));
-        }
-        if (Clock::now() > deadline) abort_all(what);
-      }
-    }
-  }
+std::vector<PolledStream> CommSuite::streams_of(const std::vector<LocalGpu*>& gpus, Scope s) {
+  std::vector<PolledStream> work;
+  for (const LocalGpu* g : gpus) work.push_back({g->stream.get(), g->comm[idx(s)]});
+  return work;
 }
 
 void CommSuite::ensure_scratch(std::size_t bytes) {
@@ -302,22 +220,18 @@ std::vector<char> CommSuite::all_gather_bytes(const std::vector<std::vector<char
     TP_CUDA(cudaMemcpyAsync(g.scratch.as<char>() + total - block, g.host_scratch.get(), block,
                             cudaMemcpyHostToDevice, g.stream.get()));
   }
-  TP_NCCL(ncclGroupStart());
-  for (auto& g : gpus_) {
+  const ncclResult_t end = nccl_group(gpus_.size(), "ncclAllGather (host names)", [&](std::size_t i) {
+    auto& g = gpus_[i];
     // The send block sits at the end of the buffer, out of the way of the gathered result.
-    const ncclResult_t r = ncclAllGather(g.scratch.as<char>() + total - block, g.scratch.get(), block,
-                                         ncclChar, g.comm[idx(Scope::kWorld)], g.stream.get());
-    if (r != ncclSuccess && r != ncclInProgress) {
-      ncclGroupEnd();
-      check_nccl(r, "ncclAllGather (host names)");
-    }
-  }
-  check_group_end(ncclGroupEnd(), all, Scope::kWorld, "ncclAllGather (host names)");
+    return ncclAllGather(g.scratch.as<char>() + total - block, g.scratch.get(), block, ncclChar,
+                         g.comm[idx(Scope::kWorld)], g.stream.get());
+  });
+  comms_.end_group(end, comms_of(all, Scope::kWorld), "ncclAllGather (host names)");
   auto& g0 = gpus_[0];
   const DeviceGuard guard(g0.device);
   TP_CUDA(cudaMemcpyAsync(g0.host_scratch.get(), g0.scratch.get(), total, cudaMemcpyDeviceToHost,
                           g0.stream.get()));
-  wait_streams(all, Scope::kWorld, "ncclAllGather (host names)");
+  comms_.wait_streams(streams_of(all, Scope::kWorld), "ncclAllGather (host names)");
   const char* p = g0.host_scratch.as<char>();
   return {p, p + total};
 }
@@ -337,21 +251,16 @@ std::vector<double> CommSuite::reduce_doubles(Scope s, const std::vector<std::ve
     TP_CUDA(cudaMemcpyAsync(g.scratch.get(), g.host_scratch.get(), bytes, cudaMemcpyHostToDevice,
                             g.stream.get()));
   }
-  TP_NCCL(ncclGroupStart());
-  for (auto* g : in) {
-    const ncclResult_t r = ncclAllReduce(g->scratch.get(), g->scratch.get(), n, ncclFloat64, op,
-                                         g->comm[idx(s)], g->stream.get());
-    if (r != ncclSuccess && r != ncclInProgress) {
-      ncclGroupEnd();
-      check_nccl(r, "ncclAllReduce (results)");
-    }
-  }
-  check_group_end(ncclGroupEnd(), in, s, "ncclAllReduce (results)");
+  const ncclResult_t end = nccl_group(in.size(), "ncclAllReduce (results)", [&](std::size_t i) {
+    return ncclAllReduce(in[i]->scratch.get(), in[i]->scratch.get(), n, ncclFloat64, op,
+                         in[i]->comm[idx(s)], in[i]->stream.get());
+  });
+  comms_.end_group(end, comms_of(in, s), "ncclAllReduce (results)");
   LocalGpu* first = in[0];
   const DeviceGuard guard(first->device);
   TP_CUDA(cudaMemcpyAsync(first->host_scratch.get(), first->scratch.get(), bytes,
                           cudaMemcpyDeviceToHost, first->stream.get()));
-  wait_streams(in, s, "ncclAllReduce (results)");
+  comms_.wait_streams(streams_of(in, s), "ncclAllReduce (results)");
   const double* p = first->host_scratch.as<double>();
   return {p, p + n};
 }
@@ -367,17 +276,14 @@ std::vector<std::uint8_t> CommSuite::broadcast_from_rank0(std::vector<std::uint8
   std::memcpy(g.host_scratch.get(), data.data(), bytes);
   TP_CUDA(cudaMemcpyAsync(g.scratch.get(), g.host_scratch.get(), bytes, cudaMemcpyHostToDevice,
                           g.stream.get()));
-  TP_NCCL(ncclGroupStart());
-  const ncclResult_t r = ncclBroadcast(g.scratch.get(), g.scratch.get(), bytes, ncclUint8, 0,
-                                       g.comm[idx(Scope::kWorld)], g.stream.get());
-  if (r != ncclSuccess && r != ncclInProgress) {
-    ncclGroupEnd();
-    check_nccl(r, "ncclBroadcast (resume state)");
-  }
-  check_group_end(ncclGroupEnd(), all, Scope::kWorld, "ncclBroadcast (resume state)");
+  const ncclResult_t end = nccl_group(1, "ncclBroadcast (resume state)", [&](std::size_t) {
+    return ncclBroadcast(g.scratch.get(), g.scratch.get(), bytes, ncclUint8, 0,
+                         g.comm[idx(Scope::kWorld)], g.stream.get());
+  });
+  comms_.end_group(end, comms_of(all, Scope::kWorld), "ncclBroadcast (resume state)");
   TP_CUDA(cudaMemcpyAsync(g.host_scratch.get(), g.scratch.get(), bytes, cudaMemcpyDeviceToHost,
                           g.stream.get()));
-  wait_streams(all, Scope::kWorld, "ncclBroadcast (resume state)");
+  comms_.wait_streams(streams_of(all, Scope::kWorld), "ncclBroadcast (resume state)");
   std::memcpy(data.data(), g.host_scratch.get(), bytes);
   return data;
 }
@@ -479,28 +385,27 @@ void CommSuite::measure(const CommPoint& p, const Options& o, MeasurementLog* lo
     fill_pattern(g->send.get(), p.shape.send_count, type, g->rank_in[idx(s)], g->stream.get());
     fill_constant(g->recv.get(), p.shape.recv_count, type, -1.0f, g->stream.get());
   }
+  const std::vector<ncclComm_t> comms = comms_of(in, s);
+  const std::vector<PolledStream> streams = streams_of(in, s);
   const auto issue_all = [&] {
-    TP_NCCL(ncclGroupStart());
-    for (auto* g : in) {
-      const ncclResult_t r = issue_collective(p.collective, p.shape, nccl_dtype, g->send.get(), g->recv.get(),
-                                   g->comm[idx(s)], g->rank_in[idx(s)], g->size_of[idx(s)],
-                                   g->stream.get());
-      if (r != ncclSuccess && r != ncclInProgress) {
-        ncclGroupEnd();
-        throw GpuError(fmt::format("NCCL error in {}: {} ({})", what, ncclGetErrorString(r),
-                                   ncclGetLastError(g->comm[idx(s)])));
-      }
-    }
-    check_group_end(ncclGroupEnd(), in, s, what);
+    const ncclResult_t end = nccl_group(
+        in.size(),
+        [&](std::size_t i) {
+          const LocalGpu* g = in[i];
+          return issue_collective(p.collective, p.shape, nccl_dtype, g->send.get(), g->recv.get(),
+                                  comms[i], g->rank_in[idx(s)], g->size_of[idx(s)], g->stream.get());
+        },
+        [&](std::size_t i, ncclResult_t r) { throw nccl_error(what, r, comms[i]); });
+    comms_.end_group(end, comms, what);
   };
   const std::vector<std::vector<double>> zero(gpus_.size(), std::vector<double>{0.0});
 
   for (int i = 0; i < o.warmup; ++i) issue_all();
-  wait_streams(in, s, what);
+  comms_.wait_streams(streams, what);
   (void)reduce_doubles(s, zero, ncclSum);  // a barrier, so that all ranks start the clock together
   const auto t0 = Clock::now();
   for (int i = 0; i < o.iters; ++i) issue_all();
-  wait_streams(in, s, what);
+  comms_.wait_streams(streams, what);
   const double time_us =
       std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / o.iters;
 
@@ -535,28 +440,6 @@ void CommSuite::measure(const CommPoint& p, const Options& o, MeasurementLog* lo
                             valid ? "" : fmt::format("  INVALID: {:.0f} wrong elements", sums[1])));
 }
 
-void CommSuite::shutdown() {
-  std::vector<ncclComm_t> comms;
-  for (const auto& c : owned_) comms.push_back(c.get());
-  if (comms.empty()) return;
-  TP_NCCL(ncclGroupStart());
-  for (auto* c : comms) {
-    const ncclResult_t r = ncclCommFinalize(c);
-    if (r != ncclSuccess && r != ncclInProgress) {
-      ncclGroupEnd();
-      check_nccl(r, "ncclCommFinalize");
-    }
-  }
-  const ncclResult_t end = ncclGroupEnd();
-  if (end != ncclSuccess && end != ncclInProgress) check_nccl(end, "ncclGroupEnd (ncclCommFinalize)");
-  wait_ready(comms, "ncclCommFinalize");
-  // Finalized: destroy instead of the deleter's abort, newest first.
-  while (!owned_.empty()) {
-    ncclComm_t c = owned_.back().release();
-    owned_.pop_back();
-    TP_NCCL(ncclCommDestroy(c));
-  }
-  for (auto& g : gpus_) std::fill(std::begin(g.comm), std::end(g.comm), nullptr);
-}
+void CommSuite::shutdown() { comms_.shutdown(); }
 
 }  // namespace trainplan::calibrate

@@ -4,7 +4,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,6 +12,7 @@
 #include "bootstrap.hpp"
 #include "device.hpp"
 #include "measurement.hpp"
+#include "nccl_comms.hpp"
 #include "names.hpp"
 #include "options.hpp"
 #include "progress.hpp"
@@ -54,11 +54,6 @@ class CommSuite {
   void shutdown();
 
  private:
-  struct CommAbort {
-    void operator()(ncclComm_t c) const noexcept { ncclCommAbort(c); }
-  };
-  using CommPtr = std::unique_ptr<ncclComm, CommAbort>;
-
   struct LocalGpu {
     int device = 0;
     int world_rank = 0;
@@ -77,14 +72,10 @@ class CommSuite {
   using Clock = std::chrono::steady_clock;
 
   [[nodiscard]] std::vector<LocalGpu*> members(Scope s);
+  [[nodiscard]] static std::vector<ncclComm_t> comms_of(const std::vector<LocalGpu*>& gpus, Scope s);
+  [[nodiscard]] static std::vector<PolledStream> streams_of(const std::vector<LocalGpu*>& gpus,
+                                                            Scope s);
   void ensure_scratch(std::size_t bytes);
-  // Waits until no communicator of `comms` is still initialising or enqueueing.
-  void wait_ready(const std::vector<ncclComm_t>& comms, const std::string& what);
-  // Waits for the streams of `gpus`, polling NCCL for asynchronous errors and the --timeout.
-  void wait_streams(const std::vector<LocalGpu*>& gpus, Scope s, const std::string& what);
-  [[noreturn]] void abort_all(const std::string& what);
-  void check_group_end(ncclResult_t r, const std::vector<LocalGpu*>& gpus, Scope s,
-                       const std::string& what);
 
   // Small host-side helpers over NCCL (no MPI needed): gather, sum/min, broadcast.
   [[nodiscard]] std::vector<char> all_gather_bytes(const std::vector<std::vector<char>>& blocks);
@@ -93,13 +84,13 @@ class CommSuite {
                                                    ncclRedOp_t op);
   [[nodiscard]] std::vector<std::uint8_t> broadcast_from_rank0(std::vector<std::uint8_t> data);
 
+  void find_hosts();
   void split_scopes();
   void measure(const CommPoint& p, const Options& o, MeasurementLog* log, Progress& progress);
 
   const Bootstrap& boot_;
-  std::chrono::duration<double> timeout_;
   std::vector<LocalGpu> gpus_;
-  std::vector<CommPtr> owned_;
+  NcclComms comms_;  // after gpus_: the communicators go before the streams and buffers
   std::vector<std::string> rank_hosts_;
   std::vector<int> node_of_rank_;
   std::vector<int> local_index_of_rank_;

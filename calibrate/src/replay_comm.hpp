@@ -10,13 +10,13 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
-#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "bootstrap.hpp"
 #include "device.hpp"
+#include "nccl_comms.hpp"
 #include "names.hpp"
 
 namespace trainplan::calibrate {
@@ -58,19 +58,17 @@ class ReplayComm {
   };
   using Clock = std::chrono::steady_clock;
 
-  void wait_ready(const std::vector<ncclComm_t>& comms, const std::string& what);
-  void wait_streams(const std::vector<Local*>& gpus, const std::string& what);
-  void end_group(ncclResult_t r, const std::vector<ncclComm_t>& comms, const std::string& what);
-  [[noreturn]] void abort_all(const std::string& what);
+  void gather_hosts();
   void split(int ranks, int stride);
   // Element-wise sum over every rank of the job of a few doubles (results, a barrier).
   [[nodiscard]] std::vector<double> sum_over_world(const std::vector<std::vector<double>>& values);
+  // The streams of `gpus`, polled with their world communicators.
+  [[nodiscard]] static std::vector<PolledStream> world_streams(const std::vector<Local*>& gpus);
 
   const Bootstrap& boot_;
-  std::chrono::duration<double> timeout_;
   int world_ = 1;
   std::vector<Local> gpus_;
-  std::vector<ncclComm_t> owned_;  // every communicator, world first
+  NcclComms comms_;  // after gpus_: the communicators go before the streams and buffers
   std::vector<std::string> rank_hosts_;
 };
 
