@@ -283,7 +283,7 @@ Evaluation SettingsResolver::evaluate(const Settings& s) {
   e.settings = s;
   e.arch = m.arch;
   e.params = model::count_parameters(m.arch);
-  e.settings.training = r.fit.base;
+  e.settings.training = r.search.base;
   const model::Training& t = e.settings.training;
   e.trainable = model::trainable_parameters(m.arch, e.params, t);
   e.cluster = r.cluster.cluster;
@@ -352,7 +352,7 @@ planner::FitResult SettingsResolver::strategies(const Evaluation& e) {
   try {
     const request::Resolved r = request::resolve_with(model(e.settings.model), cluster(e.settings.cluster), q,
                                             request::command::gui, request::Irrelevant::ignore);
-    return planner::fit(e.arch, e.params, r.fit, r.cluster.cluster, {}, profile(e.settings.profile));
+    return planner::fit(e.arch, e.params, r.search, r.cluster.cluster, {}, profile(e.settings.profile));
   } catch (const InputError&) {
     return {};
   }
@@ -508,7 +508,7 @@ void Session::startSearch() {
       timer.start();
       SettingsResolver resolver(*catalog);
       const Evaluation e = resolver.evaluate(s);
-      planner::PlanRequest req;
+      planner::SearchRequest req;
       req.base = e.settings.training;
       req.global_batch = e.estimate.global_batch;
       req.top = kSearchTop;

@@ -262,9 +262,9 @@ void TestGuiModels::communication_and_strategies_follow_the_library() {
              it.exposed.value());
   }
 
-  planner::FitRequest req;
+  planner::SearchRequest req;
   req.base = x.training;
-  req.micro_batch_pinned = true;
+  req.micro_batch = req.base.micro_batch;
   const planner::FitResult f = planner::fit(x.arch, x.params, req, x.cluster);
   StrategiesModel sm;
   QAbstractItemModelTester t2(&sm, QAbstractItemModelTester::FailureReportingMode::QtTest);

@@ -234,7 +234,7 @@ void TestGuiWindow::margin_in_the_form_makes_the_strategies_table_tight() {
   request::set_option(q, "margin", "0.5", "--margin");
   const request::Resolved r = request::resolve(catalog_, q, request::command::fit);
   const planner::FitResult f =
-      planner::fit(r.model.arch, model::count_parameters(r.model.arch), r.fit, r.cluster.cluster);
+      planner::fit(r.model.arch, model::count_parameters(r.model.arch), r.search, r.cluster.cluster);
   QCOMPARE(session_->strategies().candidates.size(), f.candidates.size());
   for (std::size_t i = 0; i < f.candidates.size(); ++i)
     QCOMPARE(session_->strategies().candidates[i].verdict.verdict, f.candidates[i].verdict.verdict);

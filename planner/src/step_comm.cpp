@@ -1,0 +1,327 @@
+#include "step_comm.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "trainplan/model/model_states.hpp"
+
+namespace trainplan::planner {
+namespace {
+
+using hardware::Collective;
+
+[[nodiscard]] constexpr double dbl(std::int64_t v) { return static_cast<double>(v); }
+[[nodiscard]] Seconds pos(Seconds s) { return std::max(s, Seconds(0.0)); }
+
+// Whether the framework overlaps the data-parallel gradient reduction with backward.
+[[nodiscard]] bool overlaps_gradient_reduce(const model::Training& tr, const TimeConventions& tc) {
+  switch (tr.framework) {
+    case Framework::pytorch:
+      return true;  // DDP buckets, FSDP post-backward hooks
+    case Framework::deepspeed:
+      return tr.strategy != Strategy::ddp;  // overlap_comm for ZeRO
+    case Framework::megatron:
+      return tc.megatron_overlap_grad_reduce;
+  }
+  return false;
+}
+
+// DDP: one all-reduce of the gradients, bucketed and overlapped with the last micro-batch's
+// backward (PyTorch DDP, 25 MB buckets), or after backward.
+Seconds ddp_term(TermSink& sink, const TermInputs& in, const DataParallelBytes& b,
+                 Seconds bwd_last) {
+  const Placement dpg = data_parallel_group(in.l);
+  const DataParallelVolume v =
+      data_parallel_volume(Strategy::ddp, b.grads, b.params, dpg.ranks, in.tr.grad_accum);
+  const Seconds t = collective_time(in.links, Collective::all_reduce, dpg, b.grads);
+  const Seconds bucket = collective_time(
+      in.links, Collective::all_reduce, dpg,
+      std::min(b.grads, in.tr.framework == Framework::pytorch ? in.tc.ddp_bucket : b.grads));
+  const Seconds ex = overlaps_gradient_reduce(in.tr, in.tc) ? std::max(bucket, t - bwd_last) : t;
+  sink.add(Transfer::all_reduce, CommPurpose::data_parallel_gradients, tier_of(in.links, dpg),
+           dpg.ranks, v.all_reduce, t, ex);
+  return ex;
+}
+
+// ZeRO-1/2: gradients reduce-scattered (every micro-batch under ZeRO-2), overlapped with backward
+// (DeepSpeed overlap_comm), and the updated parameters all-gathered after the step, exposed.
+Seconds zero12_term(TermSink& sink, const TermInputs& in, const DataParallelBytes& b,
+                    Seconds bwd_last) {
+  const Strategy st = in.tr.strategy;
+  const Placement dpg = data_parallel_group(in.l);
+  const DataParallelVolume v =
+      data_parallel_volume(st, b.grads, b.params, dpg.ranks, in.tr.grad_accum);
+  const double reductions = st == Strategy::zero1 ? 1.0 : in.md;
+  const Seconds rs = collective_time(in.links, Collective::reduce_scatter, dpg, b.grads);
+  const Seconds bucket = collective_time(in.links, Collective::reduce_scatter, dpg,
+                                         std::min(b.grads, in.tc.deepspeed_bucket));
+  const Seconds rs_ex = overlaps_gradient_reduce(in.tr, in.tc) ? std::max(bucket, rs - bwd_last) : rs;
+  const Seconds ag = collective_time(in.links, Collective::all_gather, dpg, b.params);
+  const LinkTier tier = tier_of(in.links, dpg);
+  sink.add(Transfer::reduce_scatter, CommPurpose::gradient_reduce_scatter, tier, dpg.ranks,
+           v.reduce_scatter, rs * reductions, rs_ex * reductions);
+  sink.add(Transfer::all_gather, CommPurpose::parameter_gather_step, tier, dpg.ranks, v.all_gather,
+           ag, ag);
+  return rs_ex * reductions + ag;
+}
+
+// One FSDP unit's collectives (per micro-batch): forward and backward gathers, the gradient
+// reduction, the hybrid replicas' all-reduce, with their bytes per step and groups.
+struct UnitComm {
+  Seconds ag_f, ag_b, rs, ar;
+  Bytes ag_f_bytes, ag_b_bytes, rs_bytes, ar_bytes;
+  Placement shard, node, replica;
+};
+
+UnitComm unit_comm(const TermInputs& in, const DataParallelBytes& b, double units, bool zpp) {
+  const Strategy st = in.tr.strategy;
+  UnitComm u;
+  u.shard = shard_group(in.l);
+  u.node = u.shard;
+  const bool regather = st != Strategy::fsdp_grad_op;
+  if (zpp) {  // ZeRO++ (Wang et al. 2023): quantized gathers, hpZ within the node, qgZ all-to-all
+    u.node.ranks = std::max(1, u.shard.per_node);
+    u.node.nodes = 1;
+    const ZeroPlusPlusVolume v =
+        zero_plus_plus_volume(b.psi, u.shard.ranks, u.node.ranks, in.c, in.tr.grad_accum);
+    u.ag_f = collective_time(in.links, Collective::all_gather, u.shard,
+                             Bytes(b.psi * kQwzBytes / units));
+    u.ag_b = collective_time(in.links, Collective::all_gather, u.node, b.params / units);
+    u.rs = collective_time(in.links, Collective::all_to_all, u.shard,
+                           Bytes(b.psi * kQgzBytes / units));
+    u.ag_f_bytes = v.forward_gather;
+    u.ag_b_bytes = v.backward_gather;
+    u.rs_bytes = v.gradient_all_to_all;
+  } else {
+    const DataParallelVolume v =
+        data_parallel_volume(st, b.grads, b.params, u.shard.ranks, in.tr.grad_accum);
+    u.ag_f = collective_time(in.links, Collective::all_gather, u.shard, b.params / units);
+    u.ag_b = regather ? u.ag_f : Seconds(0.0);
+    u.rs = collective_time(in.links, Collective::reduce_scatter, u.shard, b.grads / units);
+    u.ag_f_bytes = regather ? v.all_gather * 0.5 : v.all_gather;
+    u.ag_b_bytes = regather ? v.all_gather * 0.5 : Bytes(0.0);
+    u.rs_bytes = v.reduce_scatter;
+  }
+  if (st == Strategy::fsdp_hybrid) {
+    u.replica = replica_group(in.l);
+    const Bytes shard_grads = b.grads / static_cast<double>(std::max(1, in.l.shard));
+    u.ar = collective_time(in.links, Collective::all_reduce, u.replica, shard_grads / units);
+    u.ar_bytes = bytes_sent(Collective::all_reduce, u.replica.ranks, shard_grads) * in.md;
+  }
+  return u;
+}
+
+// ZeRO-3 / FSDP: units gathered one at a time (one per block, or the whole stage without a wrap
+// policy), the next prefetched while the current computes. Forward: the first unit's gather is
+// waited for, later ones hide behind the previous unit's compute. Backward: gathers, reductions
+// (and replica all-reduces) of each unit overlap the next unit's backward; the last reduction is
+// waited for (Zhao et al. 2023, arXiv:2304.11277, Sec. 3.4).
+Seconds sharded_term(TermSink& sink, const TermInputs& in, const DataParallelBytes& b,
+                     Seconds stage_fwd, Seconds stage_bwd, double layers, bool zero_plus_plus) {
+  const Strategy st = in.tr.strategy;
+  const double units = in.tr.fsdp_wrap == FsdpWrap::none ? 1.0 : layers;
+  const bool zpp = zero_plus_plus && st == Strategy::zero3;
+  const UnitComm u = unit_comm(in, b, units, zpp);
+  const double md = in.md;
+  const Seconds fwd_ex = u.ag_f + pos(u.ag_f - stage_fwd / units) * (units - 1.0);
+  const Seconds bwd_ex = u.rs + u.ar + pos(u.ag_b + u.rs + u.ar - stage_bwd / units) * (units - 1.0);
+  // Split the backward exposure between the kinds in proportion to their time.
+  const Seconds ag_f_t = u.ag_f * (units * md);
+  const Seconds ag_b_t = u.ag_b * (units * md);
+  const Seconds rs_t = u.rs * (units * md);
+  const Seconds ar_t = u.ar * (units * md);
+  const Seconds bwd_t = ag_b_t + rs_t + ar_t;
+  auto share = [&](Seconds part) {
+    return bwd_t.value() > 0.0 ? bwd_ex * md * (part / bwd_t) : Seconds(0.0);
+  };
+  const LinkTier tier = tier_of(in.links, u.shard);
+  sink.add(Transfer::all_gather, CommPurpose::parameter_gather_forward, tier, u.shard.ranks,
+           u.ag_f_bytes, ag_f_t, fwd_ex * md);
+  sink.add(Transfer::all_gather, CommPurpose::parameter_gather_backward,
+           zpp ? tier_of(in.links, u.node) : tier, u.node.ranks, u.ag_b_bytes, ag_b_t,
+           share(ag_b_t));
+  sink.add(zpp ? Transfer::all_to_all : Transfer::reduce_scatter,
+           CommPurpose::gradient_reduce_scatter, tier, u.shard.ranks, u.rs_bytes, rs_t,
+           share(rs_t));
+  if (st == Strategy::fsdp_hybrid)
+    sink.add(Transfer::all_reduce, CommPurpose::replica_gradients, tier_of(in.links, u.replica),
+             u.replica.ranks, u.ar_bytes, ar_t, share(ar_t));
+  return (fwd_ex + bwd_ex) * md;
+}
+
+}  // namespace
+
+// Declared, with what each term counts and its source, in step_comm.hpp.
+
+LayerComm tensor_parallel_comm(const TermInputs& in, double pairs) {
+  LayerComm out;
+  const model::Training& tr = in.tr;
+  if (in.l.tp <= 1) return out;
+  out.group = tensor_parallel_group(in.l);
+  const Bytes x = tensor_parallel_message(tr.micro_batch, tr.seq, in.a.hidden, in.c);
+  const TensorParallelCollectives all =
+      tensor_parallel_collectives(pairs, tr.sequence_parallel, tr.checkpointing);
+  const Seconds one =
+      tr.sequence_parallel
+          ? collective_time(in.links, Collective::all_gather, out.group, x) +
+                collective_time(in.links, Collective::reduce_scatter, out.group, x)
+          : collective_time(in.links, Collective::all_reduce, out.group, x);
+  out.forward = one * pairs;
+  out.backward = one * pairs;
+  out.recompute = one * ((all.all_reduce + all.all_gather) - 2.0 * pairs);
+  out.bytes = tensor_parallel_bytes_per_layer(tr.micro_batch, tr.seq, in.a.hidden, in.l.tp, in.c, pairs,
+                                              tr.sequence_parallel, tr.checkpointing);
+  // Vocabulary-parallel embedding (forward) and LM-head input gradient (backward): one each.
+  const int edges = in.l.pp == 1 ? 2 : 1;
+  out.edge = one * edges;
+  out.edge_bytes =
+      tensor_parallel_bytes(tr.micro_batch, tr.seq, in.a.hidden, in.l.tp, in.c, tr.sequence_parallel, edges);
+  return out;
+}
+
+LayerComm expert_comm(const TermInputs& in, double per_pass) {
+  LayerComm out;
+  const Layout& l = in.l;
+  if (!in.a.is_moe() || l.ep <= 1 || per_pass <= 0.0) return out;
+  out.group.ranks = l.ep;
+  out.group.per_node = std::clamp(l.gpus_per_node / l.tp, 1, out.group.ranks);
+  out.group.nodes = (out.group.ranks + out.group.per_node - 1) / out.group.per_node;
+  const Bytes msg = expert_all_to_all_message(in.a, in.tr);
+  const double per_layer = 2.0 * per_pass;  // forward and backward
+  const Seconds t = collective_time(in.links, Collective::all_to_all, out.group, msg) * per_layer;
+  out.forward = t * 0.5;
+  out.backward = t * 0.5;
+  out.bytes = bytes_sent(Collective::all_to_all, out.group.ranks, msg) * per_layer;
+  return out;
+}
+
+Seconds record_layer_comm(TermSink& sink, const TermInputs& in, const LayerComm& tp,
+                          const LayerComm& moe, double layers) {
+  const double expose = 1.0 - in.tc.tp_overlap;
+  Seconds exposed;
+  if (in.l.tp > 1) {
+    const LinkTier tier = tier_of(in.links, tp.group);
+    const Seconds t = ((tp.forward + tp.backward + tp.recompute) * layers + tp.edge) * in.md;
+    const Bytes bytes = (tp.bytes * layers + tp.edge_bytes) * in.md;
+    if (in.tr.sequence_parallel) {
+      sink.add(Transfer::all_gather, CommPurpose::tensor_parallel, tier, in.l.tp, bytes * 0.5,
+               t * 0.5, t * (0.5 * expose));
+      sink.add(Transfer::reduce_scatter, CommPurpose::tensor_parallel, tier, in.l.tp, bytes * 0.5,
+               t * 0.5, t * (0.5 * expose));
+    } else {
+      sink.add(Transfer::all_reduce, CommPurpose::tensor_parallel, tier, in.l.tp, bytes, t,
+               t * expose);
+    }
+    exposed += t * expose;
+  }
+  const Seconds moe_layer = moe.forward + moe.backward;
+  if (moe_layer.value() > 0.0) {
+    const Seconds t = moe_layer * (layers * in.md);
+    sink.add(Transfer::all_to_all, CommPurpose::expert_all_to_all, tier_of(in.links, moe.group),
+             moe.group.ranks, moe.bytes * (layers * in.md), t, t * expose);
+    exposed += t * expose;
+  }
+  return exposed;
+}
+
+Seconds pipeline_term(TermSink& sink, const TermInputs& in, Seconds stage_micro_batch,
+                      Seconds& bubble) {
+  const Layout& l = in.l;
+  const model::Training& tr = in.tr;
+  if (l.pp <= 1) return Seconds(0.0);
+  const int v = tr.pp_virtual;
+  bubble = stage_micro_batch * (bubble_fraction(l.pp, v, tr.grad_accum) * in.md);
+  const bool split = tr.framework == Framework::megatron || tr.sequence_parallel;
+  const Bytes msg = pipeline_message(tr.micro_batch, tr.seq, in.a.hidden, in.c, l.tp, split);
+  const Placement pair = pipeline_pair(l);
+  const Seconds one = collective_time(in.links, Collective::send_recv, pair, msg);
+  const double sends = 2.0 * (dbl(v) * in.md + (l.pp - 1));
+  const Seconds t = one * sends;
+  sink.add(Transfer::send_recv, CommPurpose::pipeline, tier_of(in.links, pair), 2,
+           msg * (2.0 * dbl(v) * in.md), t, t);
+  return t;
+}
+
+DataParallelBytes data_parallel_bytes(const TermInputs& in, const ModelStates& ms) {
+  const Layout& l = in.l;
+  const model::Training& tr = in.tr;
+  const double expert_share =
+      l.dp > 1 ? hardware::bus_factor(Collective::reduce_scatter, l.dp / l.ep) /
+                     hardware::bus_factor(Collective::reduce_scatter, l.dp)
+               : 1.0;
+  DataParallelBytes out;
+  out.psi = dbl(ms.trainable) - ms.trainable_experts * (1.0 - expert_share);
+  out.local = dbl(ms.local_params) - ms.experts * (1.0 - expert_share);
+  out.grads = Bytes(out.psi * gradient_comm_bytes(tr));
+  // Gathered parameters: trainable in the compute dtype; a frozen base in its stored dtype.
+  const double frozen_bytes =
+      tr.method == Method::qlora
+          ? model::quantized_bytes_per_param(tr.quant, tr.quant_block, in.a.hidden)
+          : in.c;
+  out.params = Bytes(out.psi * in.c + std::max(0.0, out.local - out.psi) * frozen_bytes);
+  return out;
+}
+
+Seconds data_parallel_term(TermSink& sink, const TermInputs& in, const DataParallelBytes& b,
+                           Seconds stage_fwd, Seconds stage_bwd, double layers,
+                           bool zero_plus_plus) {
+  if (in.l.dp <= 1) return Seconds(0.0);
+  switch (in.tr.strategy) {
+    case Strategy::single:
+      return Seconds(0.0);
+    case Strategy::ddp:
+      return ddp_term(sink, in, b, stage_bwd);
+    case Strategy::zero1:
+    case Strategy::zero2:
+      return zero12_term(sink, in, b, stage_bwd);
+    case Strategy::fsdp_grad_op:
+    case Strategy::zero3:
+    case Strategy::fsdp_full:
+    case Strategy::fsdp_hybrid:
+      return sharded_term(sink, in, b, stage_fwd, stage_bwd, layers, zero_plus_plus);
+  }
+  return Seconds(0.0);
+}
+
+Seconds optimizer_offload_term(TermSink& sink, const TermInputs& in, double opt_params,
+                               double local, Seconds stage_fwd, Seconds stage_bwd) {
+  const double md = in.md;
+  const Bytes d2h(opt_params * in.c);
+  const Seconds d2h_t = host_copy_time(in.links, d2h);
+  const Seconds d2h_ex = pos(d2h_t - stage_bwd) * md;
+  const Bytes h2d(opt_params * in.c);
+  const Seconds h2d_t = host_copy_time(in.links, h2d);
+  sink.add(Transfer::device_to_host, CommPurpose::offload_gradients, LinkTier::pcie, 1, d2h * md,
+           d2h_t * md, d2h_ex);
+  Seconds h2d_ex = h2d_t;
+  Bytes h2d_bytes = h2d;
+  Seconds h2d_total = h2d_t;
+  if (in.tr.offload == Offload::optimizer_params) {
+    const double shard = shards_parameters(in.tr.strategy) ? std::max(1, in.l.shard) : 1.0;
+    const Bytes fetch(local / shard * in.c);
+    const Seconds f = host_copy_time(in.links, fetch);
+    const double ov = in.tc.offload_prefetch_overlap;
+    h2d_ex += (f * (2.0 * (1.0 - ov)) + pos(f * ov - stage_fwd) + pos(f * ov - stage_bwd)) * md;
+    h2d_bytes += fetch * (2.0 * md);
+    h2d_total += f * (2.0 * md);
+  }
+  sink.add(Transfer::host_to_device, CommPurpose::offload_parameters, LinkTier::pcie, 1, h2d_bytes,
+           h2d_total, h2d_ex);
+  return d2h_ex + h2d_ex;
+}
+
+Seconds checkpoint_offload_term(TermSink& sink, const TermInputs& in, Seconds layer_fwd,
+                                Seconds layer_bwd_and_replay, double layers) {
+  const double copies = layers * in.md;  // each way
+  const Bytes ckpt = model::checkpoint_bytes(in.a, in.tr);
+  const Seconds copy = host_copy_time(in.links, ckpt);
+  const Seconds out_ex = pos(copy - layer_fwd) * copies;
+  const Seconds back_ex = pos(copy - layer_bwd_and_replay) * copies;
+  sink.add(Transfer::device_to_host, CommPurpose::offload_activations, LinkTier::pcie, 1,
+           ckpt * copies, copy * copies, out_ex);
+  sink.add(Transfer::host_to_device, CommPurpose::offload_activations, LinkTier::pcie, 1,
+           ckpt * copies, copy * copies, back_ex);
+  return out_ex + back_ex;
+}
+
+}  // namespace trainplan::planner

@@ -1,0 +1,103 @@
+#pragma once
+// The communication terms of one training step (Evaluator::cost): each records its transfers in the
+// step's list and returns the time it exposes. Tensor-parallel and expert collectives per layer,
+// pipeline transfers and bubble, data-parallel gradient and parameter traffic by strategy, and the
+// host copies of offloading.
+
+#include "trainplan/model/architecture.hpp"
+#include "trainplan/model/training.hpp"
+#include "trainplan/planner/evaluator.hpp"
+
+namespace trainplan::planner {
+
+struct TermSink {
+  StepCost& out;
+  void add(Transfer kind, CommPurpose purpose, LinkTier tier, int ranks, Bytes bytes, Seconds time,
+           Seconds exposed) {
+    if (!(bytes.value() > 0.0) && !(time.value() > 0.0)) return;
+    for (std::size_t i = 0; i < out.comm_count; ++i) {
+      CommTerm& c = out.comm[i];
+      if (c.kind == kind && c.purpose == purpose && c.tier == tier) {
+        c.bytes += bytes;
+        c.time += time;
+        c.exposed += exposed;
+        return;
+      }
+    }
+    if (out.comm_count >= out.comm.size()) return;
+    out.comm[out.comm_count++] = CommTerm{kind, purpose, tier, ranks, bytes, time, exposed};
+  }
+};
+
+// What every communication term reads: the links, the model, the training, its layout.
+struct TermInputs {
+  const LinkModel& links;
+  const model::Architecture& a;
+  const model::Training& tr;
+  const Layout& l;
+  const TimeConventions& tc;
+  double md;  // micro-batches per step
+  double c;   // compute dtype bytes
+};
+
+// A layer's collectives for one micro-batch: time in forward, backward and recomputation, the
+// edges' (TP: vocabulary-parallel embedding and head), and bytes per layer and of the edges.
+struct LayerComm {
+  Seconds forward;
+  Seconds backward;
+  Seconds recompute;
+  Seconds edge;
+  Bytes bytes;
+  Bytes edge_bytes;
+  Placement group;
+};
+
+// What data parallelism moves per step: gradients (reduced) and parameters (gathered), with the
+// experts' share among the dp / ep ranks holding the same experts, counted as their share of the
+// data-parallel ring's traffic, ((dp/ep - 1)/(dp/ep)) / ((dp - 1)/dp).
+struct DataParallelBytes {
+  double psi = 0;    // trainable parameters, experts weighted by their share
+  double local = 0;  // parameters held, likewise
+  Bytes grads;
+  Bytes params;
+};
+
+// Megatron's f/g operators (Shoeybi et al. 2019; with sequence parallelism each all-reduce becomes
+// an all-gather and a reduce-scatter, Korthikanti et al. 2022 Sec. 4.2.2).
+// `pairs`: the layer's f/g pairs a pass, from its op list (BlockCompute::tensor_parallel_pairs).
+[[nodiscard]] LayerComm tensor_parallel_comm(const TermInputs& in, double pairs);
+
+// MoE dispatch and combine all-to-alls among the expert-parallel ranks, half in each direction;
+// `per_pass`: the layer's all-to-alls a pass, from its op list (BlockCompute::expert_all_to_alls).
+[[nodiscard]] LayerComm expert_comm(const TermInputs& in, double per_pass);
+
+// The tensor-parallel and expert collectives of a stage's layers over the step, exposed unless
+// overlapped (tp_overlap).
+[[nodiscard]] Seconds record_layer_comm(TermSink& sink, const TermInputs& in, const LayerComm& tp,
+                          const LayerComm& moe, double layers);
+
+// Pipeline: the bubble (Narayanan et al. 2021 Sec. 2.2) and the stage-to-stage transfers: each
+// micro-batch crosses each of the stage's v boundaries forward and backward; the fill and drain
+// add p - 1 crossings each way. The 1F1B schedule blocks on them.
+[[nodiscard]] Seconds pipeline_term(TermSink& sink, const TermInputs& in, Seconds stage_micro_batch,
+                      Seconds& bubble);
+
+[[nodiscard]] DataParallelBytes data_parallel_bytes(const TermInputs& in, const ModelStates& ms);
+
+[[nodiscard]] Seconds data_parallel_term(TermSink& sink, const TermInputs& in, const DataParallelBytes& b,
+                           Seconds stage_fwd, Seconds stage_bwd, double layers,
+                           bool zero_plus_plus);
+
+// Optimizer offload (ZeRO-Offload, Ren et al. 2021): gradient partitions to the host every
+// micro-batch (hidden behind that backward where possible), updated 16-bit parameters back after
+// the step; parameter offload adds the shard's fetch for forward and backward of every
+// micro-batch, partly prefetched.
+[[nodiscard]] Seconds optimizer_offload_term(TermSink& sink, const TermInputs& in, double opt_params,
+                               double local, Seconds stage_fwd, Seconds stage_bwd);
+
+// Checkpoints to the host as forward passes each block and back before its backward, each copy
+// behind that block's compute (ZeRO-R, Rajbhandari et al. 2019, Sec. 6.1).
+[[nodiscard]] Seconds checkpoint_offload_term(TermSink& sink, const TermInputs& in, Seconds layer_fwd,
+                                Seconds layer_bwd_and_replay, double layers);
+
+}  // namespace trainplan::planner
