@@ -1,6 +1,7 @@
 #include "options.hpp"
 
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 
 namespace trainplan::calibrate {
@@ -8,14 +9,9 @@ namespace {
 
 // A parameter count as "100000000" or "1e8": a whole number from 1 to 1e12.
 std::int64_t parse_count(const std::string& text) {
-  std::size_t pos = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &pos);
-  } catch (const std::exception&) {
-    pos = 0;
-  }
-  if (pos == 0 || pos != text.size() || !(value >= 1.0 && value <= 1e12) ||
+  const std::optional<LeadingNumber> number = leading_number(text);
+  const double value = number ? number->value : 0.0;
+  if (!number || number->end != text.size() || !(value >= 1.0 && value <= 1e12) ||
       value != std::floor(value)) {
     throw std::invalid_argument("--optimizer-params: '" + text +
                                 "' is not a whole number of parameters from 1 to 1e12 (e.g. 1e8)");
@@ -23,16 +19,21 @@ std::int64_t parse_count(const std::string& text) {
   return static_cast<std::int64_t>(value);
 }
 
-}  // namespace
+// An option that takes a comma-separated list.
+CLI::Option* add_list(CLI::App& app, const std::string& name, std::vector<std::string>& into,
+                      const std::string& help) {
+  return app.add_option(name, into, help)->delimiter(',');
+}
 
-void setup_options(CLI::App& app, Options& o) {
-  app.description(
-      "GPU microbenchmarks for trainplan: NCCL collectives, cuBLASLt GEMMs, attention, memory "
-      "bandwidth, the AdamW step on GPU and CPU, elementwise kernels and launch overhead. Appends "
-      "to RUN_DIR/measurements.jsonl as it measures.");
-  app.add_option("-o,--output", o.run_dir,
-                 "Run directory (created if missing); required unless --replay --dry-run")
-      ->type_name("RUN_DIR");
+// An option whose value the help names by a placeholder (RUN_DIR, ESTIMATE.json, KEY=VALUE).
+template <class T>
+CLI::Option* add_named(CLI::App& app, const std::string& name, T& into, const std::string& placeholder,
+                       const std::string& help) {
+  return app.add_option(name, into, help)->type_name(placeholder);
+}
+
+// Which suites run: --quick, or one flag per suite.
+void setup_suite_flags(CLI::App& app, Options& o) {
   app.add_flag(
       "--quick", o.quick,
       "Small sweep (~2 min on one node): all_reduce/all_gather/reduce_scatter up to 1 GiB, "
@@ -52,6 +53,10 @@ void setup_options(CLI::App& app, Options& o) {
   app.add_flag(
       "--launch", o.launch,
       "Run kernel launch overhead: empty kernels and a chain of small bf16 GEMMs, host-timed");
+}
+
+// How the suites measure: repetitions, sizes, datatypes and shapes.
+void setup_sweep_parameters(CLI::App& app, Options& o) {
   app.add_option("--iters", o.iters, "Timed iterations per point")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -64,27 +69,21 @@ void setup_options(CLI::App& app, Options& o) {
                  "Largest collective size (default 4G, 1G with --quick)");
   app.add_option("--step-factor", o.step_factor, "Multiplicative step between collective sizes")
       ->capture_default_str();
-  app.add_option("--dtype", o.dtype_texts, "Collective datatypes: float, bf16, half")
-      ->delimiter(',')
+  add_list(app, "--dtype", o.dtype_texts, "Collective datatypes: float, bf16, half")
       ->capture_default_str();
-  app.add_option("--collectives", o.collective_texts,
-                 "Collectives: all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, "
-                 "send_recv (default all; --quick: the first three)")
-      ->delimiter(',');
-  app.add_option("--gemm-dtype", o.gemm_dtype_texts,
-                 "GEMM datatypes: bf16, fp16, tf32, fp8 (default all; fp8 on sm_89+ only; "
-                 "--quick: bf16)")
-      ->delimiter(',');
+  add_list(app, "--collectives", o.collective_texts,
+           "Collectives: all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv "
+           "(default all; --quick: the first three)");
+  add_list(app, "--gemm-dtype", o.gemm_dtype_texts,
+           "GEMM datatypes: bf16, fp16, tf32, fp8 (default all; fp8 on sm_89+ only; --quick: bf16)");
   app.add_option("--model-shapes", o.model_shapes_text,
                  "GEMM shapes of a model: h,I,heads,kv_heads,vocab,tokens "
                  "(default 4096,11008,32,32,32000,4096, Llama-2-7B at 4096 tokens)");
   app.add_option("--tp", o.tp, "Tensor-parallel degree applied to --model-shapes")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option(
-         "--optimizer-params", o.optimizer_params_texts,
-         "Parameter counts of the GPU AdamW step, e.g. 1e8,1e9 (default 1e8,1e9; --quick: 1e8)")
-      ->delimiter(',');
+  add_list(app, "--optimizer-params", o.optimizer_params_texts,
+           "Parameter counts of the GPU AdamW step, e.g. 1e8,1e9 (default 1e8,1e9; --quick: 1e8)");
   app.add_option("--launches", o.launches, "Back-to-back launches per launch-overhead point")
       ->check(CLI::Range(10, 1000000))
       ->capture_default_str();
@@ -94,26 +93,40 @@ void setup_options(CLI::App& app, Options& o) {
       ->capture_default_str();
   app.add_flag("--resume", o.resume,
                "Keep RUN_DIR/measurements.jsonl and skip the points already in it");
+}
 
-  app.add_option("--replay", o.replay_file,
-                 "Run what one GPU does in a plan, at its shapes, instead of the sweeps: the JSON "
-                 "of `trainplan estimate --json` or `trainplan plan --json`; prints measured vs "
-                 "predicted per component and writes RUN_DIR/replay.json")
-      ->type_name("ESTIMATE.json");
+// --replay and the flags that go with it.
+void setup_replay_options(CLI::App& app, Options& o) {
+  add_named(app, "--replay", o.replay_file, "ESTIMATE.json",
+            "Run what one GPU does in a plan, at its shapes, instead of the sweeps: the JSON of "
+            "`trainplan estimate --json` or `trainplan plan --json`; prints measured vs predicted "
+            "per component and writes RUN_DIR/replay.json");
   app.add_option("--plan-index", o.plan_index,
                  "With --replay of `plan --json` output: which plan (0, the default, is the best)");
-  app.add_option("--plan-set", o.plan_settings,
-                 "With --replay: KEY=VALUE for a training option the JSON does not record "
-                 "(attention, lora_rank, lora_alpha, lora_dropout, lora_targets, quant, "
-                 "quant_block, fsdp_wrap, optimizer_impl) or one to change; repeatable")
-      ->type_name("KEY=VALUE");
-  app.add_option("--profile", o.profile_file,
-                 "With --replay: the hardware profile the predictions use (as `trainplan "
-                 "estimate --profile`)")
-      ->type_name("PROFILE.json");
+  add_named(app, "--plan-set", o.plan_settings, "KEY=VALUE",
+            "With --replay: KEY=VALUE for a training option the JSON does not record (attention, "
+            "lora_rank, lora_alpha, lora_dropout, lora_targets, quant, quant_block, fsdp_wrap, "
+            "optimizer_impl) or one to change; repeatable");
+  add_named(app, "--profile", o.profile_file, "PROFILE.json",
+            "With --replay: the hardware profile the predictions use (as `trainplan estimate "
+            "--profile`)");
   app.add_flag("--dry-run", o.dry_run,
                "With --replay: print the components and their predictions without running "
                "anything (needs no GPU)");
+}
+
+}  // namespace
+
+void setup_options(CLI::App& app, Options& o) {
+  app.description(
+      "GPU microbenchmarks for trainplan: NCCL collectives, cuBLASLt GEMMs, attention, memory "
+      "bandwidth, the AdamW step on GPU and CPU, elementwise kernels and launch overhead. Appends "
+      "to RUN_DIR/measurements.jsonl as it measures.");
+  add_named(app, "-o,--output", o.run_dir, "RUN_DIR",
+            "Run directory (created if missing); required unless --replay --dry-run");
+  setup_suite_flags(app, o);
+  setup_sweep_parameters(app, o);
+  setup_replay_options(app, o);
 }
 
 void finalize_options(const CLI::App& app, Options& o) {

@@ -43,15 +43,21 @@ std::vector<std::int64_t> sweep_sizes(std::int64_t min_bytes, std::int64_t max_b
   return sizes;
 }
 
-std::int64_t parse_size(const std::string& text) {
-  std::size_t pos = 0;
-  double value = 0;
+std::optional<LeadingNumber> leading_number(const std::string& text) {
+  LeadingNumber n;
   try {
-    value = std::stod(text, &pos);
+    n.value = std::stod(text, &n.end);
   } catch (const std::exception&) {
-    throw std::invalid_argument("bad size '" + text + "' (expected e.g. 8, 64K, 32M, 4G)");
+    return std::nullopt;
   }
-  std::string suffix = text.substr(pos);
+  return n;
+}
+
+std::int64_t parse_size(const std::string& text) {
+  const std::optional<LeadingNumber> number = leading_number(text);
+  if (!number) throw std::invalid_argument("bad size '" + text + "' (expected e.g. 8, 64K, 32M, 4G)");
+  const double value = number->value;
+  std::string suffix = text.substr(number->end);
   std::int64_t unit = 1;
   if (suffix == "K" || suffix == "k" || suffix == "KiB") {
     unit = kKiB;

@@ -23,6 +23,14 @@ inline constexpr std::int64_t kGiB = std::int64_t{1} << 30;
 [[nodiscard]] std::vector<std::int64_t> sweep_sizes(std::int64_t min_bytes, std::int64_t max_bytes,
                                                     double step_factor);
 
+// The number `text` begins with, as std::stod reads it, and the index just past it; nullopt when
+// it begins with none.
+struct LeadingNumber {
+  double value = 0.0;
+  std::size_t end = 0;
+};
+[[nodiscard]] std::optional<LeadingNumber> leading_number(const std::string& text);
+
 // "8K", "64M", "4G" (binary, as nccl-tests -b/-e) or plain bytes. Throws on bad text.
 [[nodiscard]] std::int64_t parse_size(const std::string& text);
 // 8 B, 64 KiB, 1 GiB, 1.5 GiB.
