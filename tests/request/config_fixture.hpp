@@ -1,0 +1,31 @@
+#pragma once
+// What the config-reader tests share (test_config_file.cpp, test_config_file_rules.cpp): the
+// committed configs' folder and the options a read gives.
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "trainplan/core/error.hpp"
+#include "trainplan/request/config_file.hpp"
+
+namespace trainplan::request::config_test {
+
+using Options = std::map<std::string, std::string>;
+
+inline std::string config_path(const std::string& name) {
+  return std::string(TRAINPLAN_CONFIGS) + "/" + name;
+}
+
+inline Options options_of(const ConfigRead& r) {
+  Options o;
+  for (const Setting& s : r.settings) {
+    EXPECT_TRUE(o.emplace(s.option, s.value).second) << "option set twice: " << s.option;
+    EXPECT_EQ(s.source.rfind(r.path.substr(r.path.rfind('/') + 1) + ": ", 0), 0u) << s.source;
+  }
+  return o;
+}
+
+}  // namespace trainplan::request::config_test
