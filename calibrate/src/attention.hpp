@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "device.hpp"
+#include "lt_matmul.hpp"
 #include "names.hpp"
 #include "sweep.hpp"
 
@@ -51,11 +52,8 @@ class AttentionBench {
   class SdpaPlan;  // an executable cuDNN graph (attention.cpp)
 
  private:
-  int device_;
-  StreamPtr stream_;
-  CublasLtPtr lt_;
+  LtContext ctx_;
   CudnnPtr cudnn_;
-  DeviceBuffer workspace_;
   AttentionShape shape_;
   std::unique_ptr<Buffers> buf_;
   std::unique_ptr<SdpaPlan> cudnn_fwd_;
