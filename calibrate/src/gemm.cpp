@@ -31,22 +31,18 @@ GemmTypes types_of(GemmDtype t) {
 
 }  // namespace
 
-GemmBench::GemmBench(int device) : device_(device) {
-  const DeviceGuard guard(device_);
+GemmBench::GemmBench(int device) : ctx_(device) {
   int major = 0;
   int minor = 0;
-  TP_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_));
-  TP_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device_));
+  TP_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ctx_.device));
+  TP_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, ctx_.device));
   cc_ = major * 10 + minor;
-  stream_ = make_stream();
-  lt_ = make_cublaslt();
-  workspace_ = DeviceBuffer(kCublasWorkspaceBytes);
 }
 
 bool GemmBench::supports(GemmDtype t) const { return t != GemmDtype::kFp8 || cc_ >= 89; }
 
 double GemmBench::time_us(const GemmShape& g, GemmDtype t, int warmup, int iters) {
-  const DeviceGuard guard(device_);
+  const DeviceGuard guard(ctx_.device);
   const GemmTypes ty = types_of(t);
   const auto m = static_cast<std::size_t>(g.m);
   const auto n = static_cast<std::size_t>(g.n);
@@ -54,8 +50,9 @@ double GemmBench::time_us(const GemmShape& g, GemmDtype t, int warmup, int iters
   const DeviceBuffer a(m * k * ty.in_bytes);
   const DeviceBuffer w(n * k * ty.in_bytes);
   const DeviceBuffer c(m * n * ty.out_bytes);
-  fill_random(a.get(), m * k, ty.in_elem, 1, 1.0f, stream_.get());
-  fill_random(w.get(), n * k, ty.in_elem, 2, 1.0f, stream_.get());
+  cudaStream_t st = ctx_.stream.get();
+  fill_random(a.get(), m * k, ty.in_elem, 1, 1.0f, st);
+  fill_random(w.get(), n * k, ty.in_elem, 2, 1.0f, st);
 
   MatmulSpec spec;
   spec.a = {ty.in, g.m, g.k, false, 0};
@@ -63,9 +60,9 @@ double GemmBench::time_us(const GemmShape& g, GemmDtype t, int warmup, int iters
   spec.c = {ty.out, g.m, g.n, false, 0};
   spec.compute = ty.compute;
   spec.fast_accum = t == GemmDtype::kFp8;
-  const LtMatmul matmul(lt_.get(), spec, workspace_.bytes());
-  return time_on_stream_us(stream_.get(), warmup, iters, [&] {
-    matmul.run(a.get(), w.get(), c.get(), workspace_.get(), stream_.get());
+  const LtMatmul matmul(ctx_.lt.get(), spec, ctx_.workspace.bytes());
+  return time_on_stream_us(st, warmup, iters, [&] {
+    matmul.run(a.get(), w.get(), c.get(), ctx_.workspace.get(), st);
   });
 }
 

@@ -19,11 +19,8 @@ class GemmBench {
   [[nodiscard]] double time_us(const GemmShape& g, GemmDtype t, int warmup, int iters);
 
  private:
-  int device_;
+  LtContext ctx_;
   int cc_ = 0;  // major * 10 + minor
-  StreamPtr stream_;
-  CublasLtPtr lt_;
-  DeviceBuffer workspace_;
 };
 
 }  // namespace trainplan::calibrate

@@ -28,25 +28,20 @@ double host_us_per_launch(cudaStream_t stream, int launches, int warmup, int rou
 
 }  // namespace
 
-LaunchBench::LaunchBench(int device) : device_(device) {
-  const DeviceGuard guard(device_);
-  stream_ = make_stream();
-  lt_ = make_cublaslt();
-  workspace_ = DeviceBuffer(kCublasWorkspaceBytes);
-}
+LaunchBench::LaunchBench(int device) : ctx_(device) {}
 
 double LaunchBench::empty_kernel_us(int launches, int warmup, int rounds) {
-  const DeviceGuard guard(device_);
-  cudaStream_t st = stream_.get();
+  const DeviceGuard guard(ctx_.device);
+  cudaStream_t st = ctx_.stream.get();
   return host_us_per_launch(st, launches, warmup, rounds,
                             [&](int count) { launch_empty_kernels(count, st); });
 }
 
 double LaunchBench::gemm_us(std::int64_t n, int launches, int warmup, int rounds) {
-  const DeviceGuard guard(device_);
+  const DeviceGuard guard(ctx_.device);
   const auto elems = static_cast<std::size_t>(n * n);
   const DeviceBuffer a(elems * 2), b(elems * 2), c(elems * 2);
-  cudaStream_t st = stream_.get();
+  cudaStream_t st = ctx_.stream.get();
   fill_random(a.get(), elems, ElemType::kBf16, 41, 1.0f, st);
   fill_random(b.get(), elems, ElemType::kBf16, 42, 1.0f, st);
   // C = A W^T, W stored n x n as nn.Linear keeps it.
@@ -54,8 +49,8 @@ double LaunchBench::gemm_us(std::int64_t n, int launches, int warmup, int rounds
   spec.a = {CUDA_R_16BF, n, n, false, 0};
   spec.b = {CUDA_R_16BF, n, n, true, 0};
   spec.c = {CUDA_R_16BF, n, n, false, 0};
-  const LtMatmul mm(lt_.get(), spec, workspace_.bytes());
-  void* ws = workspace_.get();
+  const LtMatmul mm(ctx_.lt.get(), spec, ctx_.workspace.bytes());
+  void* ws = ctx_.workspace.get();
   return host_us_per_launch(st, launches, warmup, rounds, [&](int count) {
     for (int i = 0; i < count; ++i) mm.run(a.get(), b.get(), c.get(), ws, st);
   });

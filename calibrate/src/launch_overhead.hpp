@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "device.hpp"
+#include "lt_matmul.hpp"
 
 namespace trainplan::calibrate {
 
@@ -20,10 +21,7 @@ class LaunchBench {
   [[nodiscard]] double gemm_us(std::int64_t n, int launches, int warmup, int rounds);
 
  private:
-  int device_;
-  StreamPtr stream_;
-  CublasLtPtr lt_;
-  DeviceBuffer workspace_;
+  LtContext ctx_;
 };
 
 }  // namespace trainplan::calibrate

@@ -7,6 +7,14 @@
 #include "gpu_error.hpp"
 
 namespace trainplan::calibrate {
+
+LtContext::LtContext(int device_id) : device(device_id) {
+  const DeviceGuard guard(device);
+  stream = make_stream();
+  lt = make_cublaslt();
+  workspace = DeviceBuffer(kCublasWorkspaceBytes);
+}
+
 namespace {
 
 struct PreferenceDeleter {

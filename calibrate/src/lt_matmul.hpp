@@ -10,6 +10,8 @@
 
 #include <cublasLt.h>
 
+#include "device.hpp"
+
 namespace trainplan::calibrate {
 
 struct MatrixOperand {
@@ -32,6 +34,16 @@ struct MatmulSpec {
 };
 
 inline constexpr std::size_t kCublasWorkspaceBytes = std::size_t{32} << 20;  // 32 MiB, Hopper+
+
+// What a benchmark that runs cuBLASLt on one device holds: the device, a stream, a handle and a
+// workspace of kCublasWorkspaceBytes, made on that device.
+struct LtContext {
+  explicit LtContext(int device_id);
+  int device;
+  StreamPtr stream;
+  CublasLtPtr lt;
+  DeviceBuffer workspace;
+};
 
 class LtMatmul {
  public:

@@ -27,20 +27,6 @@ Types types_of(OptimizerPrecision p) {
 
 std::size_t size_of(ElemType t) { return t == ElemType::kF32 ? 4 : 2; }
 
-// Every tensor cut into chunks of at most kAdamWChunk elements, as multi_tensor_apply does.
-std::vector<TensorChunk> chunk_table(const std::vector<std::int64_t>& tensor_sizes) {
-  std::vector<TensorChunk> chunks;
-  std::int64_t start = 0;
-  for (const std::int64_t n : tensor_sizes) {
-    for (std::int64_t off = 0; off < n; off += kAdamWChunk) {
-      chunks.push_back(
-          {start + off, static_cast<std::int32_t>(std::min<std::int64_t>(kAdamWChunk, n - off))});
-    }
-    start += n;
-  }
-  return chunks;
-}
-
 std::uint16_t to_bf16_bits(float f) {
   std::uint32_t u = 0;
   std::memcpy(&u, &f, sizeof u);
@@ -70,6 +56,24 @@ std::vector<unsigned char> encode(const std::vector<float>& v, ElemType t) {
 }
 
 }  // namespace
+
+std::vector<TensorChunk> chunk_table(const std::vector<std::int64_t>& tensor_sizes) {
+  std::vector<TensorChunk> chunks;
+  std::int64_t start = 0;
+  for (const std::int64_t n : tensor_sizes) {
+    for (std::int64_t off = 0; off < n; off += kAdamWChunk) {
+      chunks.push_back(
+          {start + off, static_cast<std::int32_t>(std::min<std::int64_t>(kAdamWChunk, n - off))});
+    }
+    start += n;
+  }
+  return chunks;
+}
+
+AdamWScalars adamw_kernel_scalars(const AdamWConfig& cfg, int step) {
+  const AdamWStepScalars c = adamw_step_scalars(cfg, step);
+  return {cfg.beta1, cfg.beta2, cfg.eps, c.lr_decay, c.step_size, c.bias2_sqrt};
+}
 
 OptimizerBench::OptimizerBench(int device) : device_(device) {
   const DeviceGuard guard(device_);
@@ -117,14 +121,7 @@ std::optional<std::string> OptimizerBench::prepare(OptimizerPrecision precision,
 }
 
 void OptimizerBench::launch_step(const AdamWConfig& cfg) {
-  const AdamWStepScalars c = adamw_step_scalars(cfg, ++step_);
-  AdamWScalars s;
-  s.beta1 = cfg.beta1;
-  s.beta2 = cfg.beta2;
-  s.eps = cfg.eps;
-  s.lr_decay = c.lr_decay;
-  s.step_size = c.step_size;
-  s.bias2_sqrt = c.bias2_sqrt;
+  const AdamWScalars s = adamw_kernel_scalars(cfg, ++step_);
   const Types t = types_of(precision_);
   adamw_multi_tensor(t.param, t.grad, t.state, param_.get(), grad_.get(), exp_avg_.get(),
                      exp_avg_sq_.get(), chunks_.as<TensorChunk>(), chunk_count_, s, stream_.get());

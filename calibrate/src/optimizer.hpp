@@ -10,9 +10,16 @@
 
 #include "cpu_adam.hpp"
 #include "device.hpp"
+#include "kernels.hpp"
 #include "names.hpp"
 
 namespace trainplan::calibrate {
+
+// Every tensor cut into chunks of at most kAdamWChunk elements, as multi_tensor_apply does.
+[[nodiscard]] std::vector<TensorChunk> chunk_table(const std::vector<std::int64_t>& tensor_sizes);
+
+// The kernel's constants of step `step` (>= 1) of `cfg` (adamw_step_scalars).
+[[nodiscard]] AdamWScalars adamw_kernel_scalars(const AdamWConfig& cfg, int step);
 
 class OptimizerBench {
  public:

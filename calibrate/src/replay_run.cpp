@@ -1,16 +1,17 @@
 #include "replay_run.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "attention.hpp"
@@ -19,6 +20,7 @@
 #include "gpu_error.hpp"
 #include "kernels.hpp"
 #include "lt_matmul.hpp"
+#include "optimizer.hpp"
 #include "progress.hpp"
 #include "provenance.hpp"
 #include "replay_comm.hpp"
@@ -211,22 +213,12 @@ class Streamer {
   DeviceBuffer src_, dst_;
 };
 
-bool same(const AttentionShape& a, const AttentionShape& b) {
-  return a.batch == b.batch && a.heads == b.heads && a.kv_heads == b.kv_heads &&
-         a.head_dim == b.head_dim && a.seq == b.seq && a.causal == b.causal;
-}
-
 class Kernels {
  public:
-  Kernels(int device, const Options& o) : device_(device), warmup_(o.warmup), iters_(o.iters) {
-    const DeviceGuard guard(device_);
-    stream_ = make_stream();
-    lt_ = make_cublaslt();
-    workspace_ = DeviceBuffer(kCublasWorkspaceBytes);
-  }
+  Kernels(int device, const Options& o) : ctx_(device), warmup_(o.warmup), iters_(o.iters) {}
 
   ReplayMeasurement gemm(const planner::GemmWork& g) {
-    const DeviceGuard guard(device_);
+    const DeviceGuard guard(ctx_.device);
     cudaDataType_t type = CUDA_R_16BF;
     cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
     ElemType elem = ElemType::kBf16;
@@ -250,7 +242,7 @@ class Kernels {
     const double need = static_cast<double>((na + nb + nc) * size);
     if (const auto why = too_big(need)) return {std::nullopt, "", *why};
     const DeviceBuffer a(na * size), b(nb * size), c(nc * size);
-    cudaStream_t st = stream_.get();
+    cudaStream_t st = ctx_.stream.get();
     fill_random(a.get(), na, elem, 61, 1.0f, st);
     fill_random(b.get(), nb, elem, 62, 1.0f, st);
     MatmulSpec spec;
@@ -262,9 +254,9 @@ class Kernels {
     spec.batch = static_cast<int>(g.batch);
     spec.compute = compute;
     try {
-      const LtMatmul mm(lt_.get(), spec, workspace_.bytes());
+      const LtMatmul mm(ctx_.lt.get(), spec, ctx_.workspace.bytes());
       const double us = time_on_stream_us(
-          st, warmup_, iters_, [&] { mm.run(a.get(), b.get(), c.get(), workspace_.get(), st); });
+          st, warmup_, iters_, [&] { mm.run(a.get(), b.get(), c.get(), ctx_.workspace.get(), st); });
       return {Seconds(us * 1e-6),
               fmt::format("cuBLASLt {}{}", g.dtype, g.batch > 1 ? ", strided batch" : ""), ""};
     } catch (const Unsupported& e) {
@@ -273,10 +265,10 @@ class Kernels {
   }
 
   ReplayMeasurement attention(const planner::AttentionWork& w, Precision precision) {
-    const DeviceGuard guard(device_);
+    const DeviceGuard guard(ctx_.device);
     const AttentionShape shape{w.batch, w.heads, w.kv_heads, w.head_dim, w.seq, w.causal};
-    if (!attention_) attention_ = std::make_unique<AttentionBench>(device_);
-    if (!shape_ || !same(*shape_, shape)) {
+    if (!attention_) attention_ = std::make_unique<AttentionBench>(ctx_.device);
+    if (!shape_ || *shape_ != shape) {
       shape_.reset();
       attention_->set_shape(shape);
       shape_ = shape;
@@ -301,11 +293,11 @@ class Kernels {
   }
 
   ReplayMeasurement stream(const planner::StreamWork& w) {
-    const DeviceGuard guard(device_);
+    const DeviceGuard guard(ctx_.device);
     if (const auto why = too_big(Streamer::memory(w.bytes.value())))
       return {std::nullopt, "", *why};
     const Streamer s(w.bytes.value(), w.kernels);
-    cudaStream_t st = stream_.get();
+    cudaStream_t st = ctx_.stream.get();
     s.prepare(st);
     const double us = time_on_stream_us(st, warmup_, iters_, [&] { s.enqueue(st); });
     // The model prices eager PyTorch's kernels, many strided or small, below streaming bandwidth.
@@ -315,88 +307,102 @@ class Kernels {
   }
 
   ReplayMeasurement optimizer(const planner::OptimizerWork& w) {
-    const DeviceGuard guard(device_);
-    const bool adam = w.optimizer == Optimizer::adam || w.optimizer == Optimizer::adamw;
-    const bool fused = adam && (w.implementation == OptimizerImpl::fused ||
-                                w.implementation == OptimizerImpl::deepspeed_fused);
-    const ElemType state = w.state_bytes >= 4.0 ? ElemType::kF32 : ElemType::kBf16;
-    const ElemType grad = state == ElemType::kBf16
-                              ? ElemType::kBf16
-                              : (w.grad_bytes >= 4.0 ? ElemType::kF32 : ElemType::kBf16);
-    const double s = state == ElemType::kF32 ? 4.0 : 2.0;
-    const double gb = grad == ElemType::kF32 ? 4.0 : 2.0;
-    // Run on as many parameters as fit, the time scaled to the slice (the step is memory-bound).
-    const double per_param = fused ? 3.0 * s + gb : 0.0;
-    const double kernel_bytes = fused ? 6.0 * s + gb : 0.0;  // p, m, v read and written; g read
-    const double stream_bytes = std::max(0.0, w.bytes_per_param - kernel_bytes);
-    const double free_bytes = 0.8 * static_cast<double>(free_device_memory());
-    double params = w.params;
-    const double need = params * per_param + Streamer::memory(params * stream_bytes);
-    if (need > free_bytes) params = std::floor(params * free_bytes / need);
-    if (params < 1.0) return {std::nullopt, "", "does not fit in device memory"};
-    if (!fused && stream_bytes <= 0.0)
+    const DeviceGuard guard(ctx_.device);
+    const OptimizerSlice x = optimizer_slice(w);
+    if (x.params < 1.0) return {std::nullopt, "", "does not fit in device memory"};
+    if (!x.fused && x.stream_bytes <= 0.0)
       return {std::nullopt, "", "the step moves no bytes on the GPU"};
-    const double scale = w.params / params;
-    const auto n = static_cast<std::int64_t>(params);
-    cudaStream_t st = stream_.get();
+    const double scale = w.params / x.params;
+    cudaStream_t st = ctx_.stream.get();
 
     std::optional<Streamer> streamer;
     // Non-fused implementations make several passes over the states (one per foreach op): one
     // launch per two state-widths of traffic.
-    if (stream_bytes > 0.0)
-      streamer.emplace(params * stream_bytes,
-                       fused ? 1.0 : std::ceil(w.bytes_per_param / (2.0 * s)));
+    if (x.stream_bytes > 0.0)
+      streamer.emplace(x.params * x.stream_bytes,
+                       x.fused ? 1.0 : std::ceil(w.bytes_per_param / (2.0 * x.state_width)));
     if (streamer) streamer->prepare(st);
     std::string method;
     double us = 0.0;
-    if (fused) {
-      const auto tensors =
-          static_cast<std::int64_t>(std::clamp(std::round(w.tensors), 1.0, params));
-      const std::vector<std::int64_t> sizes =
-          optimizer_tensor_sizes(n, (n + tensors - 1) / tensors);
-      std::vector<TensorChunk> chunks;
-      std::int64_t start = 0;
-      for (const std::int64_t size : sizes) {
-        for (std::int64_t off = 0; off < size; off += kAdamWChunk)
-          chunks.push_back({start + off, static_cast<std::int32_t>(
-                                             std::min<std::int64_t>(kAdamWChunk, size - off))});
-        start += size;
-      }
-      const auto elems = static_cast<std::size_t>(n);
-      const auto width = [](ElemType t) { return t == ElemType::kF32 ? std::size_t{4} : 2; };
-      const DeviceBuffer p(elems * width(state)), g(elems * width(grad)), m(elems * width(state)),
-          v(elems * width(state)), table(chunks.size() * sizeof(TensorChunk));
-      TP_CUDA(
-          cudaMemcpyAsync(table.get(), chunks.data(), table.bytes(), cudaMemcpyHostToDevice, st));
-      fill_random(p.get(), elems, state, 71, 0.02f, st);
-      fill_random(g.get(), elems, grad, 72, 1e-3f, st);
-      TP_CUDA(cudaMemsetAsync(m.get(), 0, m.bytes(), st));
-      TP_CUDA(cudaMemsetAsync(v.get(), 0, v.bytes(), st));
-      TP_CUDA(cudaStreamSynchronize(st));
-      const AdamWConfig cfg;
-      int step = 0;
-      us = time_on_stream_us(st, warmup_, iters_, [&] {
-        const AdamWStepScalars k = adamw_step_scalars(cfg, ++step);
-        const AdamWScalars scalars{cfg.beta1,  cfg.beta2,   cfg.eps,
-                                   k.lr_decay, k.step_size, k.bias2_sqrt};
-        adamw_multi_tensor(state, grad, state, p.get(), g.get(), m.get(), v.get(),
-                           table.as<TensorChunk>(), chunks.size(), scalars, st);
-        if (streamer) streamer->enqueue(st);
-      });
-      method = fmt::format("multi-tensor AdamW kernel ({} tensors){}", sizes.size(),
-                           streamer ? " + " + streamer->what() : "");
+    if (x.fused) {
+      std::tie(us, method) = fused_adamw_us(w, x, streamer);
     } else {
       us = time_on_stream_us(st, warmup_, iters_, [&] { streamer->enqueue(st); });
       method = streamer->what() + " moving the step's bytes";
     }
     std::string note;
     if (scale > 1.0 + 1e-9)
-      note = fmt::format("run on {:.3g} parameters (device memory), time scaled x{:.3g}", params,
+      note = fmt::format("run on {:.3g} parameters (device memory), time scaled x{:.3g}", x.params,
                          scale);
     return {Seconds(us * 1e-6 * scale), method, note};
   }
 
  private:
+  // What of an optimizer step runs on the GPU: a fused AdamW kernel (and copies for the rest of
+  // its bytes), or copies alone, over as many parameters as fit; the time is scaled to the whole
+  // step (it is memory-bound).
+  struct OptimizerSlice {
+    bool fused = false;
+    ElemType state = ElemType::kF32;
+    ElemType grad = ElemType::kF32;
+    double state_width = 4.0;
+    double params = 0.0;
+    double stream_bytes = 0.0;  // per parameter, moved by copy kernels
+  };
+
+  [[nodiscard]] static OptimizerSlice optimizer_slice(const planner::OptimizerWork& w) {
+    OptimizerSlice x;
+    const bool adam = w.optimizer == Optimizer::adam || w.optimizer == Optimizer::adamw;
+    x.fused = adam && (w.implementation == OptimizerImpl::fused ||
+                       w.implementation == OptimizerImpl::deepspeed_fused);
+    x.state = w.state_bytes >= 4.0 ? ElemType::kF32 : ElemType::kBf16;
+    x.grad = x.state == ElemType::kBf16 ? ElemType::kBf16
+                                        : (w.grad_bytes >= 4.0 ? ElemType::kF32 : ElemType::kBf16);
+    x.state_width = x.state == ElemType::kF32 ? 4.0 : 2.0;
+    const double gb = x.grad == ElemType::kF32 ? 4.0 : 2.0;
+    const double per_param = x.fused ? 3.0 * x.state_width + gb : 0.0;
+    const double kernel_bytes = x.fused ? 6.0 * x.state_width + gb : 0.0;  // p, m, v read and written; g read
+    x.stream_bytes = std::max(0.0, w.bytes_per_param - kernel_bytes);
+    const double free_bytes = 0.8 * static_cast<double>(free_device_memory());
+    x.params = w.params;
+    const double need = x.params * per_param + Streamer::memory(x.params * x.stream_bytes);
+    if (need > free_bytes) x.params = std::floor(x.params * free_bytes / need);
+    return x;
+  }
+
+  // One multi-tensor AdamW launch over the slice's parameters, split into the step's tensors,
+  // then the streamer's copies: its time and how it ran.
+  [[nodiscard]] std::pair<double, std::string> fused_adamw_us(const planner::OptimizerWork& w,
+                                                             const OptimizerSlice& x,
+                                                             const std::optional<Streamer>& streamer) {
+    cudaStream_t st = ctx_.stream.get();
+    const auto n = static_cast<std::int64_t>(x.params);
+    const auto tensors = static_cast<std::int64_t>(std::clamp(std::round(w.tensors), 1.0, x.params));
+    const std::vector<std::int64_t> sizes = optimizer_tensor_sizes(n, (n + tensors - 1) / tensors);
+    const std::vector<TensorChunk> chunks = chunk_table(sizes);
+    const auto elems = static_cast<std::size_t>(n);
+    const auto width = [](ElemType t) { return t == ElemType::kF32 ? std::size_t{4} : 2; };
+    const DeviceBuffer p(elems * width(x.state)), g(elems * width(x.grad)),
+        m(elems * width(x.state)), v(elems * width(x.state)),
+        table(chunks.size() * sizeof(TensorChunk));
+    TP_CUDA(cudaMemcpyAsync(table.get(), chunks.data(), table.bytes(), cudaMemcpyHostToDevice, st));
+    fill_random(p.get(), elems, x.state, 71, 0.02f, st);
+    fill_random(g.get(), elems, x.grad, 72, 1e-3f, st);
+    TP_CUDA(cudaMemsetAsync(m.get(), 0, m.bytes(), st));
+    TP_CUDA(cudaMemsetAsync(v.get(), 0, v.bytes(), st));
+    TP_CUDA(cudaStreamSynchronize(st));
+    const AdamWConfig cfg;
+    int step = 0;
+    const double us = time_on_stream_us(st, warmup_, iters_, [&] {
+      adamw_multi_tensor(x.state, x.grad, x.state, p.get(), g.get(), m.get(), v.get(),
+                         table.as<TensorChunk>(), chunks.size(), adamw_kernel_scalars(cfg, ++step),
+                         st);
+      if (streamer) streamer->enqueue(st);
+    });
+    return {us, fmt::format("multi-tensor AdamW kernel ({} tensors){}", sizes.size(),
+                            streamer ? " + " + streamer->what() : "")};
+  }
+
   [[nodiscard]] static std::optional<std::string> too_big(double need) {
     const auto free_bytes = static_cast<double>(free_device_memory());
     if (need <= 0.85 * free_bytes) return std::nullopt;
@@ -404,12 +410,9 @@ class Kernels {
                        free_bytes / 1e9);
   }
 
-  int device_;
+  LtContext ctx_;
   int warmup_;
   int iters_;
-  StreamPtr stream_;
-  CublasLtPtr lt_;
-  DeviceBuffer workspace_;
   std::unique_ptr<AttentionBench> attention_;
   std::optional<AttentionShape> shape_;
 };
@@ -434,12 +437,6 @@ Collective bench_collective(hardware::Collective c) {
 
 request::Json provenance_json(const Provenance& p) { return request::Json::parse(to_json(p).dump()); }
 
-std::string this_host() {
-  std::array<char, 256> name{};
-  gethostname(name.data(), name.size() - 1);
-  return name.data();
-}
-
 void write_result(const Options& o, const Loaded& l, const std::vector<ReplayMeasurement>& m,
                   const request::Json& provenance) {
   if (o.run_dir.empty()) return;
@@ -448,6 +445,96 @@ void write_result(const Options& o, const Loaded& l, const std::vector<ReplayMea
   const request::Json j = reports::replay_json(l.in, l.plan, m, provenance);
   request::write_file_atomically((dir / "replay.json").string(), j.dump(2) + "\n");
   fmt::print(stderr, "wrote {}\n", (dir / "replay.json").string());
+}
+
+// Where the job is not the plan's (another GPU, another world size), said before anything runs.
+void note_differences(const Loaded& l, const Bootstrap& boot, int device, const Progress& progress) {
+  const std::string here = gpu_name(device);
+  std::string here_catalogued = here;
+  try {
+    here_catalogued = l.catalog.resolve_gpu(here).spec.name;
+  } catch (const InputError&) {
+  }
+  if (here_catalogued != l.in.cluster.gpu.name)
+    progress.note(
+        fmt::format("the plan is for {}, this GPU is {}: the measurements are this GPU's, the "
+                    "predictions the plan's",
+                    l.in.cluster.gpu.name, here));
+  if (boot.world_size() != l.plan.layout.world)
+    progress.note(
+        fmt::format("the plan runs on {} GPUs, this job has {} ranks: collectives whose groups "
+                    "do not fit in the job are not measured",
+                    l.plan.layout.world, boot.world_size()));
+}
+
+// The plan's collectives among the job's ranks, each where the job holds its groups, into `m`.
+// Collective over all ranks. Returns the job's hosts.
+std::vector<std::string> measure_collectives(const planner::ReplayPlan& plan, const Options& o,
+                                             const Bootstrap& boot, std::size_t collectives,
+                                             std::vector<ReplayMeasurement>& m, Progress& progress) {
+  if (boot.world_size() <= 1 || collectives == 0) {
+    for (std::size_t i = 0; i < plan.components.size(); ++i) {
+      const auto* w = std::get_if<planner::CollectiveWork>(&plan.components[i].work);
+      if (w == nullptr) continue;
+      m[i].note = fmt::format(
+          "one GPU in the job: launch the replay on {} ranks (mpirun, srun or torchrun) to measure "
+          "it",
+          w->stride * w->group.ranks);
+      progress.step(fmt::format("{}  not measured: one GPU in the job", plan.components[i].name));
+    }
+    return {local_hostname()};
+  }
+  ReplayComm comm(boot, o.timeout_s);
+  for (std::size_t i = 0; i < plan.components.size(); ++i) {
+    const auto* w = std::get_if<planner::CollectiveWork>(&plan.components[i].work);
+    if (w == nullptr) continue;
+    const std::string what = plan.components[i].name;
+    if (!comm.fits(w->group.ranks, w->stride)) {
+      m[i].note = fmt::format("needs {} ranks {} apart; the job has {}", w->group.ranks,
+                              w->stride, comm.world());
+      progress.step(fmt::format("{}  not measured: {}", what, m[i].note));
+      continue;
+    }
+    const double us = comm.time_us(bench_collective(w->collective),
+                                   static_cast<std::int64_t>(std::llround(w->size.value())),
+                                   w->group.ranks, w->stride, o.warmup, o.iters);
+    m[i] = {
+        Seconds(us * 1e-6),
+        fmt::format("NCCL, groups of {} ranks {} apart, all at once", w->group.ranks, w->stride),
+        ""};
+    progress.step(fmt::format("{}  {}  (predicted {})", what, duration(*m[i].time),
+                              duration(plan.components[i].predicted)));
+  }
+  comm.shutdown();
+  return comm.hosts();
+}
+
+// The plan's kernels on this process's first GPU, into `m`; one that fails is reported, not fatal.
+void measure_kernels(const Loaded& l, const Options& o, int device,
+                     std::vector<ReplayMeasurement>& m, Progress& progress) {
+  const planner::ReplayPlan& plan = l.plan;
+  Kernels k(device, o);
+  for (std::size_t i = 0; i < plan.components.size(); ++i) {
+    const planner::ReplayComponent& c = plan.components[i];
+    if (!c.runs_on_gpu() || std::holds_alternative<planner::CollectiveWork>(c.work)) continue;
+    try {
+      if (const auto* g = std::get_if<planner::GemmWork>(&c.work)) {
+        m[i] = k.gemm(*g);
+      } else if (const auto* a = std::get_if<planner::AttentionWork>(&c.work)) {
+        m[i] = k.attention(*a, l.in.training.precision);
+      } else if (const auto* s = std::get_if<planner::StreamWork>(&c.work)) {
+        m[i] = k.stream(*s);
+      } else if (const auto* op = std::get_if<planner::OptimizerWork>(&c.work)) {
+        m[i] = k.optimizer(*op);
+      }
+    } catch (const GpuError& e) {
+      m[i] = {std::nullopt, "", std::string("failed: ") + e.what()};
+    }
+    progress.step(fmt::format(
+        "{}  {}  {}", c.name, shape_text(c.work),
+        m[i].time ? fmt::format("{} (predicted {})", duration(*m[i].time), duration(c.predicted))
+                  : "not measured: " + m[i].note));
+  }
 }
 
 }  // namespace
@@ -473,99 +560,14 @@ void run_replay(const Options& o, Bootstrap& boot, const std::string& command) {
       ++kernels;
   }
   Progress progress(collectives + kernels, rank0);
-  if (rank0) {
-    const std::string here = gpu_name(device);
-    std::string here_catalogued = here;
-    try {
-      here_catalogued = l.catalog.resolve_gpu(here).spec.name;
-    } catch (const InputError&) {
-    }
-    if (here_catalogued != l.in.cluster.gpu.name)
-      progress.note(
-          fmt::format("the plan is for {}, this GPU is {}: the measurements are this GPU's, the "
-                      "predictions the plan's",
-                      l.in.cluster.gpu.name, here));
-    if (boot.world_size() != plan.layout.world)
-      progress.note(
-          fmt::format("the plan runs on {} GPUs, this job has {} ranks: collectives whose groups "
-                      "do not fit in the job are not measured",
-                      plan.layout.world, boot.world_size()));
-  }
-
-  Provenance prov;
-  prov.hosts = {this_host()};
-  if (boot.world_size() > 1 && collectives > 0) {
-    ReplayComm comm(boot, o.timeout_s);
-    prov.hosts = comm.hosts();
-    for (std::size_t i = 0; i < plan.components.size(); ++i) {
-      const auto* w = std::get_if<planner::CollectiveWork>(&plan.components[i].work);
-      if (w == nullptr) continue;
-      const std::string what = plan.components[i].name;
-      if (!comm.fits(w->group.ranks, w->stride)) {
-        m[i].note = fmt::format("needs {} ranks {} apart; the job has {}", w->group.ranks,
-                                w->stride, comm.world());
-        progress.step(fmt::format("{}  not measured: {}", what, m[i].note));
-        continue;
-      }
-      const double us = comm.time_us(bench_collective(w->collective),
-                                     static_cast<std::int64_t>(std::llround(w->size.value())),
-                                     w->group.ranks, w->stride, o.warmup, o.iters);
-      m[i] = {
-          Seconds(us * 1e-6),
-          fmt::format("NCCL, groups of {} ranks {} apart, all at once", w->group.ranks, w->stride),
-          ""};
-      progress.step(fmt::format("{}  {}  (predicted {})", what, duration(*m[i].time),
-                                duration(plan.components[i].predicted)));
-    }
-    comm.shutdown();
-  } else {
-    for (std::size_t i = 0; i < plan.components.size(); ++i) {
-      const auto* w = std::get_if<planner::CollectiveWork>(&plan.components[i].work);
-      if (w == nullptr) continue;
-      m[i].note = fmt::format(
-          "one GPU in the job: launch the replay on {} ranks (mpirun, srun or torchrun) to measure "
-          "it",
-          w->stride * w->group.ranks);
-      progress.step(fmt::format("{}  not measured: one GPU in the job", plan.components[i].name));
-    }
-  }
+  if (rank0) note_differences(l, boot, device, progress);
+  const std::vector<std::string> hosts = measure_collectives(plan, o, boot, collectives, m, progress);
   if (!rank0) return;
+  measure_kernels(l, o, device, m, progress);
 
-  Kernels k(device, o);
-  for (std::size_t i = 0; i < plan.components.size(); ++i) {
-    const planner::ReplayComponent& c = plan.components[i];
-    if (!c.runs_on_gpu() || std::holds_alternative<planner::CollectiveWork>(c.work)) continue;
-    try {
-      if (const auto* g = std::get_if<planner::GemmWork>(&c.work)) {
-        m[i] = k.gemm(*g);
-      } else if (const auto* a = std::get_if<planner::AttentionWork>(&c.work)) {
-        m[i] = k.attention(*a, l.in.training.precision);
-      } else if (const auto* s = std::get_if<planner::StreamWork>(&c.work)) {
-        m[i] = k.stream(*s);
-      } else if (const auto* op = std::get_if<planner::OptimizerWork>(&c.work)) {
-        m[i] = k.optimizer(*op);
-      }
-    } catch (const GpuError& e) {
-      m[i] = {std::nullopt, "", std::string("failed: ") + e.what()};
-    }
-    progress.step(fmt::format(
-        "{}  {}  {}", c.name, shape_text(c.work),
-        m[i].time ? fmt::format("{} (predicted {})", duration(*m[i].time), duration(c.predicted))
-                  : "not measured: " + m[i].note));
-  }
-
-  const SoftwareVersions v = query_versions();
-  prov.gpu = gpu_name(device);
-  prov.gpu_count = boot.world_size();
-  prov.nodes = static_cast<int>(prov.hosts.size());
-  prov.ranks = boot.world_size();
-  prov.driver = v.driver;
-  prov.cuda = v.cuda;
-  prov.nccl = v.nccl;
-  prov.cublas = v.cublas;
-  prov.cudnn = v.cudnn;
-  prov.command = command;
-  prov.date = iso8601_utc_now();
+  Provenance prov = run_provenance(device, boot.world_size(), command);
+  prov.hosts = hosts;
+  prov.nodes = static_cast<int>(hosts.size());
   prov.sources = {fmt::format("replay of {} (plan {})", o.replay_file, o.plan_index)};
   print_report(l, m);
   write_result(o, l, m, provenance_json(prov));

@@ -1,10 +1,8 @@
 #include "runner.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -93,6 +91,12 @@ std::string shape_text(const GemmShape& g) { return fmt::format("{}x{}x{}", g.m,
 std::string shape_text(const AttentionShape& a) {
   return fmt::format("b{} h{}/{} d{} s{}{}", a.batch, a.heads, a.kv_heads, a.head_dim, a.seq,
                      a.causal ? " causal" : "");
+}
+
+// The progress line of a memory-bound kernel's point.
+std::string time_and_bandwidth(const Json& line) {
+  return fmt::format("{:.1f} us, {:.1f} GB/s", line.at("time_us").get<double>(),
+                     line.at("GBps").get<double>());
 }
 
 // Why a point has no measurement, and which point, if any, stands in for it.
@@ -260,8 +264,7 @@ void run_optimizer(const ComputePlan& plan, const Options& o, int device, Measur
               return Skipped{"does not fit: " + *why_not, std::nullopt, ""};
             }
             Json line = with_optimizer_result(params, bench.step_us(o.warmup, o.iters));
-            summary = fmt::format("{:.1f} us, {:.1f} GB/s", line["time_us"].get<double>(),
-                                  line["GBps"].get<double>());
+            summary = time_and_bandwidth(line);
             return line;
           });
   }
@@ -276,8 +279,7 @@ void run_elementwise(const ComputePlan& plan, const Options& o, int device, Meas
     point(log, progress, params, fmt::format("elementwise {} {} elements", to_string(op), n),
           [&](std::string& summary) -> Outcome {
             Json line = with_elementwise_result(params, bench.time_us(op, n, o.warmup, o.iters));
-            summary = fmt::format("{:.1f} us, {:.1f} GB/s", line["time_us"].get<double>(),
-                                  line["GBps"].get<double>());
+            summary = time_and_bandwidth(line);
             return line;
           });
   }
@@ -301,12 +303,6 @@ void run_launch(const ComputePlan& plan, const Options& o, int device, Measureme
       return with_launch_result(params, t);
     });
   }
-}
-
-std::string this_host() {
-  std::array<char, 256> name{};
-  gethostname(name.data(), name.size() - 1);
-  return name.data();
 }
 
 }  // namespace
@@ -337,19 +333,9 @@ void run_calibrate(const Options& o, Bootstrap& boot, const std::string& command
   Provenance prov;
   if (rank0) {
     std::filesystem::create_directories(dir);
-    const SoftwareVersions v = query_versions();
-    prov.gpu = gpu_name(device);
-    prov.gpu_count = boot.world_size();
-    prov.hosts = comm ? comm->hosts() : std::vector<std::string>{this_host()};
+    prov = run_provenance(device, boot.world_size(), command);
+    prov.hosts = comm ? comm->hosts() : std::vector<std::string>{local_hostname()};
     prov.nodes = comm ? comm->nodes() : 1;
-    prov.ranks = boot.world_size();
-    prov.driver = v.driver;
-    prov.cuda = v.cuda;
-    prov.nccl = v.nccl;
-    prov.cublas = v.cublas;
-    prov.cudnn = v.cudnn;
-    prov.command = command;
-    prov.date = iso8601_utc_now();
     request::write_file_atomically((dir / "provenance.json").string(), to_json(prov).dump(2) + "\n");
     request::write_file_atomically((dir / "topology.txt").string(), topology_text());
     log = std::make_unique<MeasurementLog>(dir / "measurements.jsonl", o.resume);

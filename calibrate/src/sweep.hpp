@@ -84,6 +84,7 @@ struct AttentionShape {
   std::int64_t head_dim = 128;
   std::int64_t seq = 4096;
   bool causal = true;
+  friend bool operator==(const AttentionShape&, const AttentionShape&) = default;
 };
 [[nodiscard]] std::vector<AttentionShape> attention_shapes(bool quick);
 

@@ -65,6 +65,23 @@ std::string gpu_name(int device) {
   return prop.name;
 }
 
+Provenance run_provenance(int device, int world_size, const std::string& command) {
+  const SoftwareVersions v = query_versions();
+  return {.gpu = gpu_name(device),
+          .gpu_count = world_size,
+          .hosts = {},
+          .nodes = 1,
+          .ranks = world_size,
+          .driver = v.driver,
+          .cuda = v.cuda,
+          .nccl = v.nccl,
+          .cublas = v.cublas,
+          .cudnn = v.cudnn,
+          .command = command,
+          .date = iso8601_utc_now(),
+          .sources = {}};
+}
+
 std::string topology_text() {
   std::string smi = command_output("nvidia-smi topo -m 2>/dev/null");
   if (!smi.empty()) return smi;

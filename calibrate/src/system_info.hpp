@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include "provenance.hpp"
+
 namespace trainplan::calibrate {
 
 struct SoftwareVersions {
@@ -15,6 +17,9 @@ struct SoftwareVersions {
 
 [[nodiscard]] SoftwareVersions query_versions();
 [[nodiscard]] std::string gpu_name(int device);
+// What provenance.json says of every run: the GPU of `device`, the job's ranks, the software
+// versions, the command and the time now. Hosts, nodes and sources are the caller's.
+[[nodiscard]] Provenance run_provenance(int device, int world_size, const std::string& command);
 // `nvidia-smi topo -m` where the program exists, else the cudaDeviceCanAccessPeer matrix.
 [[nodiscard]] std::string topology_text();
 
