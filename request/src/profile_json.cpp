@@ -4,7 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "trainplan/core/error.hpp"
 #include "trainplan/request/files.hpp"
@@ -415,37 +419,46 @@ void read_gemm_section(ObjectReader& r, hardware::HardwareProfile& p, const std:
   gemm.reject_unknown();
 }
 
-void read_attention_section(ObjectReader& r, hardware::HardwareProfile& p, const std::string& what) {
-  if (!r.has("attention")) {
-    r.ignore({"attention"});
+// A section of optional values under fixed keys, each read into its slot where present.
+template <class T, class Read>
+void read_slots(ObjectReader& r, const std::string& section, const std::string& what,
+                const std::vector<std::pair<std::string_view, std::optional<T>*>>& slots,
+                Read&& read) {
+  if (!r.has(section)) {
+    r.ignore({section});
     return;
   }
-  ObjectReader att(r.raw("attention"), what + " attention");
-  att.reject_unknown({"fwd", "bwd", "fwd_causal", "bwd_causal"});
-  for (const auto& [key, slot] :
-       {std::pair{"fwd", &p.attention_fwd}, std::pair{"bwd", &p.attention_bwd},
-        std::pair{"fwd_causal", &p.attention_fwd_causal},
-        std::pair{"bwd_causal", &p.attention_bwd_causal}}) {
-    if (att.has(key)) *slot = read_attention(att.raw(key), what + " attention " + key);
-    att.ignore({key});
+  const std::string where = what + " " + section;
+  ObjectReader s(r.raw(section), where);
+  std::vector<std::string_view> keys;
+  for (const auto& [key, slot] : slots) keys.push_back(key);
+  s.reject_unknown(keys);
+  for (const auto& [key, slot] : slots) {
+    if (s.has(std::string(key))) *slot = read(s, std::string(key), where);
+    s.ignore({key});
   }
-  att.reject_unknown();
+  s.reject_unknown();
+}
+
+void read_attention_section(ObjectReader& r, hardware::HardwareProfile& p, const std::string& what) {
+  read_slots<hardware::AttentionModel>(
+      r, "attention", what,
+      {{"fwd", &p.attention_fwd},
+       {"bwd", &p.attention_bwd},
+       {"fwd_causal", &p.attention_fwd_causal},
+       {"bwd_causal", &p.attention_bwd_causal}},
+      [](ObjectReader& s, const std::string& key, const std::string& where) {
+        return read_attention(s.raw(key), where + " " + key);
+      });
 }
 
 void read_memory_section(ObjectReader& r, hardware::HardwareProfile& p, const std::string& what) {
-  if (!r.has("memory")) {
-    r.ignore({"memory"});
-    return;
-  }
-  ObjectReader mem(r.raw("memory"), what + " memory");
-  mem.reject_unknown({"hbm_GBps", "h2d_GBps", "d2h_GBps"});
-  for (const auto& [key, slot] :
-       {std::pair{"hbm_GBps", &p.memory.hbm}, std::pair{"h2d_GBps", &p.memory.h2d},
-        std::pair{"d2h_GBps", &p.memory.d2h}}) {
-    if (mem.has(key)) *slot = gbps(positive(mem, key));
-    mem.ignore({key});
-  }
-  mem.reject_unknown();
+  read_slots<BytesPerSecond>(
+      r, "memory", what,
+      {{"hbm_GBps", &p.memory.hbm}, {"h2d_GBps", &p.memory.h2d}, {"d2h_GBps", &p.memory.d2h}},
+      [](ObjectReader& s, const std::string& key, const std::string&) {
+        return gbps(positive(s, key));
+      });
 }
 
 }  // namespace
