@@ -2,11 +2,11 @@
 
 #include <array>
 #include <cmath>
-#include <cstring>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "host_values.hpp"
 #include "kernels.hpp"
 #include "lt_matmul.hpp"
 #include "sdpa_plan.hpp"
@@ -167,16 +167,11 @@ std::vector<float> AttentionBench::to_host(Tensor t) {
       src = &buf_->d_v;
       break;
   }
-  std::vector<std::uint16_t> bits(src->bytes() / kBf16Bytes);
-  TP_CUDA(cudaMemcpyAsync(bits.data(), src->get(), src->bytes(), cudaMemcpyDeviceToHost,
+  std::vector<unsigned char> bytes(src->bytes());
+  TP_CUDA(cudaMemcpyAsync(bytes.data(), src->get(), src->bytes(), cudaMemcpyDeviceToHost,
                           ctx_.stream.get()));
   TP_CUDA(cudaStreamSynchronize(ctx_.stream.get()));
-  std::vector<float> out(bits.size());
-  for (std::size_t i = 0; i < bits.size(); ++i) {
-    const std::uint32_t word = static_cast<std::uint32_t>(bits[i]) << 16;  // bf16 = top half of fp32
-    std::memcpy(&out[i], &word, sizeof word);
-  }
-  return out;
+  return decode(bytes, kBf16Bytes);
 }
 
 std::optional<double> AttentionBench::cudnn_us(AttentionPass pass, int warmup, int iters,

@@ -97,14 +97,8 @@ CommSuite::CommSuite(const Bootstrap& boot, double timeout_s)
         for (auto& g : gpus_) std::fill(std::begin(g.comm), std::end(g.comm), nullptr);
       }) {
   const ncclUniqueId id = boot_.unique_id();
-  gpus_.resize(boot_.devices().size());
-  for (std::size_t i = 0; i < gpus_.size(); ++i) {
-    gpus_[i].device = boot_.devices()[i];
-    gpus_[i].world_rank = boot_.first_rank() + static_cast<int>(i);
-    const DeviceGuard guard(gpus_[i].device);
-    gpus_[i].stream = make_stream();
-    gpus_[i].error_count = DeviceBuffer(sizeof(unsigned long long));
-  }
+  gpus_ = rank_gpus<LocalGpu>(
+      boot_, [](LocalGpu& g) { g.error_count = DeviceBuffer(sizeof(unsigned long long)); });
   const std::vector<ncclComm_t> world =
       comms_.init(id, boot_.world_size(), boot_.first_rank(), boot_.devices());
   for (std::size_t i = 0; i < gpus_.size(); ++i) {
@@ -240,29 +234,16 @@ std::vector<double> CommSuite::reduce_doubles(Scope s, const std::vector<std::ve
                                               ncclRedOp_t op) {
   const std::vector<LocalGpu*> in = members(s);
   if (in.empty()) return {};
-  const std::size_t n = values.at(0).size();
-  const std::size_t bytes = n * sizeof(double);
-  ensure_scratch(bytes);
+  ensure_scratch(values.at(0).size() * sizeof(double));
+  std::vector<ScratchGpu> slots;
+  std::vector<std::vector<double>> mine;
   for (std::size_t i = 0; i < gpus_.size(); ++i) {
     auto& g = gpus_[i];
     if (g.comm[idx(s)] == nullptr) continue;
-    const DeviceGuard guard(g.device);
-    std::memcpy(g.host_scratch.get(), values[i].data(), bytes);
-    TP_CUDA(cudaMemcpyAsync(g.scratch.get(), g.host_scratch.get(), bytes, cudaMemcpyHostToDevice,
-                            g.stream.get()));
+    slots.push_back({g.device, g.stream.get(), g.comm[idx(s)], g.scratch.get(), g.host_scratch.get()});
+    mine.push_back(values[i]);
   }
-  const ncclResult_t end = nccl_group(in.size(), "ncclAllReduce (results)", [&](std::size_t i) {
-    return ncclAllReduce(in[i]->scratch.get(), in[i]->scratch.get(), n, ncclFloat64, op,
-                         in[i]->comm[idx(s)], in[i]->stream.get());
-  });
-  comms_.end_group(end, comms_of(in, s), "ncclAllReduce (results)");
-  LocalGpu* first = in[0];
-  const DeviceGuard guard(first->device);
-  TP_CUDA(cudaMemcpyAsync(first->host_scratch.get(), first->scratch.get(), bytes,
-                          cudaMemcpyDeviceToHost, first->stream.get()));
-  comms_.wait_streams(streams_of(in, s), "ncclAllReduce (results)");
-  const double* p = first->host_scratch.as<double>();
-  return {p, p + n};
+  return comms_.all_reduce_doubles(slots, mine, op);
 }
 
 std::vector<std::uint8_t> CommSuite::broadcast_from_rank0(std::vector<std::uint8_t> data) {

@@ -54,10 +54,7 @@ class CommSuite {
   void shutdown();
 
  private:
-  struct LocalGpu {
-    int device = 0;
-    int world_rank = 0;
-    StreamPtr stream;
+  struct LocalGpu : RankGpu {
     // Per Scope (by enum value): the communicator, or null where this GPU is not a member.
     ncclComm_t comm[3] = {nullptr, nullptr, nullptr};
     int rank_in[3] = {0, 0, 0};

@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
 
+#include "host_values.hpp"
 #include "kernels.hpp"
 #include "sweep.hpp"
 
@@ -14,23 +14,8 @@ constexpr float kRmsNormEps = 1e-6f;  // Llama's rms_norm_eps
 
 std::size_t input_size(ElementwiseOp op) { return op == ElementwiseOp::kCast ? 4 : 2; }
 
-std::uint16_t to_bf16_bits(float f) {
-  std::uint32_t u = 0;
-  std::memcpy(&u, &f, sizeof u);
-  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
-  return static_cast<std::uint16_t>(u >> 16);
-}
-
 void upload(const std::vector<float>& v, std::size_t elem_size, void* dst, cudaStream_t st) {
-  std::vector<unsigned char> bytes(v.size() * elem_size);
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (elem_size == 4) {
-      std::memcpy(&bytes[4 * i], &v[i], 4);
-    } else {
-      const std::uint16_t b = to_bf16_bits(v[i]);
-      std::memcpy(&bytes[2 * i], &b, 2);
-    }
-  }
+  const std::vector<unsigned char> bytes = encode(v, elem_size);
   TP_CUDA(cudaMemcpyAsync(dst, bytes.data(), bytes.size(), cudaMemcpyHostToDevice, st));
   TP_CUDA(cudaStreamSynchronize(st));  // `bytes` goes out of scope
 }
@@ -103,16 +88,10 @@ std::vector<float> ElementwiseBench::run(ElementwiseOp op, const std::vector<flo
   if (op == ElementwiseOp::kAdd) upload(b, 2, b_.get(), st);
   if (op == ElementwiseOp::kRmsNorm) upload(weight, 2, weight_.get(), st);
   launch(op, elements);
-  std::vector<std::uint16_t> bits(a.size());
-  TP_CUDA(cudaMemcpyAsync(bits.data(), out_.get(), bits.size() * 2, cudaMemcpyDeviceToHost, st));
+  std::vector<unsigned char> bytes(a.size() * 2);
+  TP_CUDA(cudaMemcpyAsync(bytes.data(), out_.get(), bytes.size(), cudaMemcpyDeviceToHost, st));
   TP_CUDA(cudaStreamSynchronize(st));
-  std::vector<float> out(bits.size());
-  for (std::size_t i = 0; i < bits.size(); ++i) {
-    const std::uint32_t word = static_cast<std::uint32_t>(bits[i])
-                               << 16;  // bf16 = top half of fp32
-    std::memcpy(&out[i], &word, sizeof word);
-  }
-  return out;
+  return decode(bytes, 2);
 }
 
 }  // namespace trainplan::calibrate

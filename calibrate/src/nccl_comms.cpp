@@ -1,5 +1,6 @@
 #include "nccl_comms.hpp"
 
+#include <cstring>
 #include <thread>
 
 #include <fmt/format.h>
@@ -95,6 +96,36 @@ void NcclComms::wait_streams(const std::vector<PolledStream>& work, const std::s
       }
     }
   }
+}
+
+std::vector<double> NcclComms::all_reduce_doubles(const std::vector<ScratchGpu>& gpus,
+                                                  const std::vector<std::vector<double>>& values,
+                                                  ncclRedOp_t op) {
+  const std::size_t n = values.at(0).size();
+  const std::size_t bytes = n * sizeof(double);
+  std::vector<ncclComm_t> comms;
+  std::vector<PolledStream> streams;
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    const ScratchGpu& g = gpus[i];
+    comms.push_back(g.comm);
+    streams.push_back({g.stream, g.comm});
+    const DeviceGuard guard(g.device);
+    std::memcpy(g.host, values[i].data(), bytes);
+    TP_CUDA(cudaMemcpyAsync(g.scratch, g.host, bytes, cudaMemcpyHostToDevice, g.stream));
+  }
+  const ncclResult_t end = nccl_group(gpus.size(), "ncclAllReduce (results)", [&](std::size_t i) {
+    return ncclAllReduce(gpus[i].scratch, gpus[i].scratch, n, ncclFloat64, op, gpus[i].comm,
+                         gpus[i].stream);
+  });
+  end_group(end, comms, "ncclAllReduce (results)");
+  const ScratchGpu& first = gpus.front();
+  {
+    const DeviceGuard guard(first.device);
+    TP_CUDA(cudaMemcpyAsync(first.host, first.scratch, bytes, cudaMemcpyDeviceToHost, first.stream));
+  }
+  wait_streams(streams, "ncclAllReduce (results)");
+  const double* p = static_cast<const double*>(first.host);
+  return {p, p + n};
 }
 
 void NcclComms::abort_all(const std::string& what) {

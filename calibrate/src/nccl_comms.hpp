@@ -14,6 +14,8 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include "bootstrap.hpp"
+#include "device.hpp"
 #include "gpu_error.hpp"
 
 namespace trainplan::calibrate {
@@ -46,11 +48,44 @@ template <class Enqueue>
                     [call](std::size_t, ncclResult_t r) { check_nccl(r, call); });
 }
 
+// One GPU of this process in a job: its device, its world rank (the process's first rank plus its
+// index) and the stream its collectives run on.
+struct RankGpu {
+  int device = 0;
+  int world_rank = 0;
+  StreamPtr stream;
+};
+
+// One Gpu (a RankGpu) per device of `boot`, each with a stream made on it; setup(gpu) runs with
+// the device current.
+template <class Gpu, class Setup>
+[[nodiscard]] std::vector<Gpu> rank_gpus(const Bootstrap& boot, Setup&& setup) {
+  std::vector<Gpu> gpus(boot.devices().size());
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    gpus[i].device = boot.devices()[i];
+    gpus[i].world_rank = boot.first_rank() + static_cast<int>(i);
+    const DeviceGuard guard(gpus[i].device);
+    gpus[i].stream = make_stream();
+    setup(gpus[i]);
+  }
+  return gpus;
+}
+
 // What a stream's work is polled by: the stream and a communicator whose asynchronous errors
 // stop the wait.
 struct PolledStream {
   cudaStream_t stream;
   ncclComm_t comm;
+};
+
+// A GPU taking part in a host-side reduction: its communicator and the device and pinned host
+// buffers the values pass through.
+struct ScratchGpu {
+  int device;
+  cudaStream_t stream;
+  ncclComm_t comm;
+  void* scratch;
+  void* host;
 };
 
 class NcclComms {
@@ -81,6 +116,11 @@ class NcclComms {
   void end_group(ncclResult_t r, const std::vector<ncclComm_t>& comms, const std::string& what);
   // Waits for the streams, polling their communicators for asynchronous errors and the timeout.
   void wait_streams(const std::vector<PolledStream>& work, const std::string& what);
+  // Element-wise all-reduce of values[i], a few doubles on gpus[i], over their communicators: the
+  // result as the first of them has it.
+  [[nodiscard]] std::vector<double> all_reduce_doubles(const std::vector<ScratchGpu>& gpus,
+                                                       const std::vector<std::vector<double>>& values,
+                                                       ncclRedOp_t op);
   // Aborts every communicator and throws the timeout of `what`.
   [[noreturn]] void abort_all(const std::string& what);
 

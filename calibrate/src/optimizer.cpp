@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstring>
 
+#include "host_values.hpp"
 #include "kernels.hpp"
 #include "sweep.hpp"
 
@@ -26,34 +26,6 @@ Types types_of(OptimizerPrecision p) {
 }
 
 std::size_t size_of(ElemType t) { return t == ElemType::kF32 ? 4 : 2; }
-
-std::uint16_t to_bf16_bits(float f) {
-  std::uint32_t u = 0;
-  std::memcpy(&u, &f, sizeof u);
-  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
-  return static_cast<std::uint16_t>(u >> 16);
-}
-
-float from_bf16_bits(std::uint16_t b) {
-  const std::uint32_t u = static_cast<std::uint32_t>(b) << 16;
-  float f = 0;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-// Host values in the device layout of `t`.
-std::vector<unsigned char> encode(const std::vector<float>& v, ElemType t) {
-  std::vector<unsigned char> bytes(v.size() * size_of(t));
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (t == ElemType::kF32) {
-      std::memcpy(&bytes[4 * i], &v[i], 4);
-    } else {
-      const std::uint16_t b = to_bf16_bits(v[i]);
-      std::memcpy(&bytes[2 * i], &b, 2);
-    }
-  }
-  return bytes;
-}
 
 }  // namespace
 
@@ -143,8 +115,8 @@ std::vector<float> OptimizerBench::run_steps(const std::vector<float>& param,
         fmt::format("OptimizerBench::run_steps: {} values for {} parameters", param.size(), n));
   }
   const Types t = types_of(precision_);
-  const auto p_bytes = encode(param, t.param);
-  const auto g_bytes = encode(grad, t.grad);
+  const auto p_bytes = encode(param, size_of(t.param));
+  const auto g_bytes = encode(grad, size_of(t.grad));
   cudaStream_t st = stream_.get();
   TP_CUDA(
       cudaMemcpyAsync(param_.get(), p_bytes.data(), p_bytes.size(), cudaMemcpyHostToDevice, st));
@@ -156,17 +128,7 @@ std::vector<float> OptimizerBench::run_steps(const std::vector<float>& param,
   std::vector<unsigned char> out(param_.bytes());
   TP_CUDA(cudaMemcpyAsync(out.data(), param_.get(), out.size(), cudaMemcpyDeviceToHost, st));
   TP_CUDA(cudaStreamSynchronize(st));
-  std::vector<float> values(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (t.param == ElemType::kF32) {
-      std::memcpy(&values[i], &out[4 * i], 4);
-    } else {
-      std::uint16_t b = 0;
-      std::memcpy(&b, &out[2 * i], 2);
-      values[i] = from_bf16_bits(b);
-    }
-  }
-  return values;
+  return decode(out, size_of(t.param));
 }
 
 }  // namespace trainplan::calibrate

@@ -35,15 +35,10 @@ ReplayComm::ReplayComm(const Bootstrap& boot, double timeout_s)
         }
       }) {
   const ncclUniqueId id = boot_.unique_id();
-  gpus_.resize(boot_.devices().size());
-  for (std::size_t i = 0; i < gpus_.size(); ++i) {
-    gpus_[i].device = boot_.devices()[i];
-    gpus_[i].world_rank = boot_.first_rank() + static_cast<int>(i);
-    const DeviceGuard guard(gpus_[i].device);
-    gpus_[i].stream = make_stream();
-    gpus_[i].scratch = DeviceBuffer(kHostNameBytes * static_cast<std::size_t>(world_));
-    gpus_[i].host = PinnedBuffer(kHostNameBytes * static_cast<std::size_t>(world_));
-  }
+  gpus_ = rank_gpus<Local>(boot_, [&](Local& g) {
+    g.scratch = DeviceBuffer(kHostNameBytes * static_cast<std::size_t>(world_));
+    g.host = PinnedBuffer(kHostNameBytes * static_cast<std::size_t>(world_));
+  });
   const std::vector<ncclComm_t> made = comms_.init(id, world_, boot_.first_rank(), boot_.devices());
   for (std::size_t i = 0; i < gpus_.size(); ++i) gpus_[i].world = made[i];
   gather_hosts();
@@ -116,33 +111,11 @@ void ReplayComm::split(int ranks, int stride) {
 }
 
 std::vector<double> ReplayComm::sum_over_world(const std::vector<std::vector<double>>& values) {
-  const std::size_t n = values.at(0).size();
-  const std::size_t bytes = n * sizeof(double);
-  std::vector<Local*> all;
-  std::vector<ncclComm_t> comms;
-  for (std::size_t i = 0; i < gpus_.size(); ++i) {
-    Local& g = gpus_[i];
-    all.push_back(&g);
-    comms.push_back(g.world);
-    const DeviceGuard guard(g.device);
-    std::memcpy(g.host.get(), values[i].data(), bytes);
-    TP_CUDA(cudaMemcpyAsync(g.scratch.get(), g.host.get(), bytes, cudaMemcpyHostToDevice,
-                            g.stream.get()));
+  std::vector<ScratchGpu> slots;
+  for (Local& g : gpus_) {
+    slots.push_back({g.device, g.stream.get(), g.world, g.scratch.get(), g.host.get()});
   }
-  const ncclResult_t end = nccl_group(all.size(), "ncclAllReduce (results)", [&](std::size_t i) {
-    return ncclAllReduce(all[i]->scratch.get(), all[i]->scratch.get(), n, ncclFloat64, ncclSum,
-                         all[i]->world, all[i]->stream.get());
-  });
-  comms_.end_group(end, comms, "ncclAllReduce (results)");
-  Local& first = gpus_.front();
-  {
-    const DeviceGuard guard(first.device);
-    TP_CUDA(cudaMemcpyAsync(first.host.get(), first.scratch.get(), bytes, cudaMemcpyDeviceToHost,
-                            first.stream.get()));
-  }
-  comms_.wait_streams(world_streams(all), "ncclAllReduce (results)");
-  const double* p = first.host.as<double>();
-  return {p, p + n};
+  return comms_.all_reduce_doubles(slots, values, ncclSum);
 }
 
 double ReplayComm::time_us(Collective c, std::int64_t bytes, int ranks, int stride, int warmup,

@@ -45,10 +45,7 @@ class ReplayComm {
   void shutdown();
 
  private:
-  struct Local {
-    int device = 0;
-    int world_rank = 0;
-    StreamPtr stream;
+  struct Local : RankGpu {
     ncclComm_t world = nullptr;
     std::map<std::pair<int, int>, ncclComm_t> groups;  // by (ranks, stride); null: not a member
     DeviceBuffer send;

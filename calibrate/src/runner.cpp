@@ -93,23 +93,29 @@ std::string shape_text(const AttentionShape& a) {
                      a.causal ? " causal" : "");
 }
 
-// The progress line of a memory-bound kernel's point.
-std::string time_and_bandwidth(const Json& line) {
-  return fmt::format("{:.1f} us, {:.1f} GB/s", line.at("time_us").get<double>(),
-                     line.at("GBps").get<double>());
-}
-
 // Why a point has no measurement, and which point, if any, stands in for it.
 struct Skipped {
   std::string reason;
   std::optional<Json> fallback;
   std::string fallback_what;  // for the progress line
 };
-// What measuring one point gave: its finished line, or why there is none.
-using Outcome = std::variant<Json, Skipped>;
+// A point's finished line and what the progress line says of it.
+struct Measured {
+  Json line;
+  std::string summary;
+};
+// What measuring one point gave: its line, or why there is none.
+using Outcome = std::variant<Measured, Skipped>;
+
+// A memory-bound kernel's line, summarised by its time and bandwidth.
+Measured timed_traffic(Json line) {
+  std::string summary = fmt::format("{:.1f} us, {:.1f} GB/s", line.at("time_us").get<double>(),
+                                    line.at("GBps").get<double>());
+  return {std::move(line), std::move(summary)};
+}
 
 // Skips a point already in the log (--resume) or measures it and logs the line, or a "skipped"
-// line saying why there is none; `measure` fills `summary` for the progress line.
+// line saying why there is none.
 template <class Measure>
 void point(MeasurementLog& log, Progress& progress, const Json& params, const std::string& what,
            Measure&& measure) {
@@ -117,10 +123,11 @@ void point(MeasurementLog& log, Progress& progress, const Json& params, const st
     progress.skip(1);
     return;
   }
+  const Outcome outcome = measure();
   std::string summary;
-  const Outcome outcome = measure(summary);
-  if (const auto* line = std::get_if<Json>(&outcome)) {
-    log.append(*line);
+  if (const auto* measured = std::get_if<Measured>(&outcome)) {
+    log.append(measured->line);
+    summary = measured->summary;
   } else {
     const auto& skipped = std::get<Skipped>(outcome);
     log.append(skipped_line(params, skipped.reason, skipped.fallback));
@@ -138,12 +145,11 @@ void run_gemm(const ComputePlan& plan, const Options& o, int device, Measurement
     const Json params = gemm_params(dt, shape);
     point(log, progress, params,
           fmt::format("gemm {} {} {}", to_string(dt), to_string(shape.label), shape_text(shape)),
-          [&](std::string& summary) -> Outcome {
+          [&]() -> Outcome {
             try {
               const double t = bench.time_us(shape, dt, o.warmup, o.iters);
-              Json line = with_gemm_result(params, shape, t);
-              summary = fmt::format("{:.1f} TFLOP/s", line["tflops"].get<double>());
-              return line;
+              const Json line = with_gemm_result(params, shape, t);
+              return Measured{line, fmt::format("{:.1f} TFLOP/s", line["tflops"].get<double>())};
             } catch (const Unsupported& e) {
               return Skipped{e.what(), std::nullopt, ""};
             }
@@ -167,7 +173,7 @@ void run_attention(const ComputePlan& plan, const Options& o, int device, Measur
         point(
             log, progress, params,
             fmt::format("attention {} {} {}", to_string(pass), to_string(impl), shape_text(shape)),
-            [&](std::string& summary) -> Outcome {
+            [&]() -> Outcome {
               prepare();
               std::optional<double> t;
               std::string graph;
@@ -190,9 +196,9 @@ void run_attention(const ComputePlan& plan, const Options& o, int device, Measur
                 return Skipped{"the s x s score buffers do not fit in device memory", std::nullopt,
                                ""};
               }
-              Json line = with_attention_result(params, shape, pass, *t);
-              summary = fmt::format("{:.1f} TFLOP/s{}", line["tflops"].get<double>(), graph);
-              return line;
+              const Json line = with_attention_result(params, shape, pass, *t);
+              return Measured{line,
+                              fmt::format("{:.1f} TFLOP/s{}", line["tflops"].get<double>(), graph)};
             });
       }
     }
@@ -206,15 +212,15 @@ void run_membw(const ComputePlan& plan, const Options& o, int device, Measuremen
   for (const std::int64_t bytes : plan.d2d_bytes) {
     const Json params = memory_params(MemDirection::kD2D, bytes);
     point(log, progress, params, fmt::format("membw d2d {}", format_bytes(bytes)),
-          [&](std::string& summary) -> Outcome {
+          [&]() -> Outcome {
             const auto t = bench.d2d_us(static_cast<std::size_t>(bytes), o.warmup, o.iters);
             // A copy reads and writes every byte; the faster of the two paths is recorded.
             const double traffic = 2.0 * static_cast<double>(bytes);
-            Json line = with_memory_result(params, traffic, std::min(t.memcpy_us, t.kernel_us));
-            summary = fmt::format("{:.1f} GB/s (copy engine {:.1f}, copy kernel {:.1f})",
-                                  line["GBps"].get<double>(), traffic / t.memcpy_us * 1e-3,
-                                  traffic / t.kernel_us * 1e-3);
-            return line;
+            const Json line =
+                with_memory_result(params, traffic, std::min(t.memcpy_us, t.kernel_us));
+            return Measured{line, fmt::format("{:.1f} GB/s (copy engine {:.1f}, copy kernel {:.1f})",
+                                              line["GBps"].get<double>(), traffic / t.memcpy_us * 1e-3,
+                                              traffic / t.kernel_us * 1e-3)};
           });
   }
   for (const std::int64_t bytes : plan.host_bytes) {
@@ -222,13 +228,12 @@ void run_membw(const ComputePlan& plan, const Options& o, int device, Measuremen
       const Json params = memory_params(dir, bytes);
       point(log, progress, params,
             fmt::format("membw {} pinned {}", to_string(dir), format_bytes(bytes)),
-            [&](std::string& summary) -> Outcome {
+            [&]() -> Outcome {
               const auto n = static_cast<std::size_t>(bytes);
               const double t = dir == MemDirection::kH2D ? bench.h2d_us(n, o.warmup, o.iters)
                                                          : bench.d2h_us(n, o.warmup, o.iters);
-              Json line = with_memory_result(params, static_cast<double>(bytes), t);
-              summary = fmt::format("{:.1f} GB/s", line["GBps"].get<double>());
-              return line;
+              const Json line = with_memory_result(params, static_cast<double>(bytes), t);
+              return Measured{line, fmt::format("{:.1f} GB/s", line["GBps"].get<double>())};
             });
     }
   }
@@ -240,11 +245,10 @@ void run_cpu_adam(const ComputePlan& plan, const Options& o, MeasurementLog& log
   for (const std::int64_t n : plan.adam_params) {
     const Json params = cpu_adam_params(n);
     point(log, progress, params, fmt::format("cpu_adam {} params, {} threads", n, threads),
-          [&](std::string& summary) -> Outcome {
+          [&]() -> Outcome {
             const double t = time_cpu_adam_us(n, std::min(o.warmup, 2), o.iters, threads);
-            Json line = with_cpu_adam_result(params, n, t);
-            summary = fmt::format("{:.3g} params/s", line["params_per_s"].get<double>());
-            return line;
+            const Json line = with_cpu_adam_result(params, n, t);
+            return Measured{line, fmt::format("{:.3g} params/s", line["params_per_s"].get<double>())};
           });
   }
 }
@@ -259,13 +263,11 @@ void run_optimizer(const ComputePlan& plan, const Options& o, int device, Measur
     point(log, progress, params,
           fmt::format("optimizer adamw {} {:.3g} params in {} tensors", to_string(precision),
                       static_cast<double>(n), sizes.size()),
-          [&](std::string& summary) -> Outcome {
+          [&]() -> Outcome {
             if (const auto why_not = bench.prepare(precision, sizes)) {
               return Skipped{"does not fit: " + *why_not, std::nullopt, ""};
             }
-            Json line = with_optimizer_result(params, bench.step_us(o.warmup, o.iters));
-            summary = time_and_bandwidth(line);
-            return line;
+            return timed_traffic(with_optimizer_result(params, bench.step_us(o.warmup, o.iters)));
           });
   }
 }
@@ -277,10 +279,9 @@ void run_elementwise(const ComputePlan& plan, const Options& o, int device, Meas
   for (const auto& [op, n] : plan.elementwise) {
     const Json params = elementwise_params(op, n);
     point(log, progress, params, fmt::format("elementwise {} {} elements", to_string(op), n),
-          [&](std::string& summary) -> Outcome {
-            Json line = with_elementwise_result(params, bench.time_us(op, n, o.warmup, o.iters));
-            summary = time_and_bandwidth(line);
-            return line;
+          [&]() -> Outcome {
+            return timed_traffic(
+                with_elementwise_result(params, bench.time_us(op, n, o.warmup, o.iters)));
           });
   }
 }
@@ -295,12 +296,11 @@ void run_launch(const ComputePlan& plan, const Options& o, int device, Measureme
     const std::string what = op == LaunchOp::kGemm
                                  ? fmt::format("launch gemm bf16 {}^3 x {}", n, o.launches)
                                  : fmt::format("launch empty kernel x {}", o.launches);
-    point(log, progress, params, what, [&](std::string& summary) -> Outcome {
+    point(log, progress, params, what, [&]() -> Outcome {
       const double t = op == LaunchOp::kGemm
                            ? bench.gemm_us(n, o.launches, warmup_rounds, o.iters)
                            : bench.empty_kernel_us(o.launches, warmup_rounds, o.iters);
-      summary = fmt::format("{:.2f} us per launch", t);
-      return with_launch_result(params, t);
+      return Measured{with_launch_result(params, t), fmt::format("{:.2f} us per launch", t)};
     });
   }
 }
