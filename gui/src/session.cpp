@@ -44,10 +44,6 @@ QString Evaluation::cluster_text() const {
   return QStringLiteral("%1 nodes x %2x %3").arg(cluster.nodes).arg(cluster.gpus_per_node).arg(gpu);
 }
 
-std::int64_t default_seq(const model::Architecture& a) {
-  return std::min<std::int64_t>(2048, a.max_seq);
-}
-
 model::Training default_training() {
   model::Training t;
   t.strategy = Strategy::fsdp_full;
@@ -442,7 +438,7 @@ Settings Session::withConfigFile(const Settings& s, const std::string& path, std
 
 std::optional<std::int64_t> Session::defaultSeq(const std::string& model) {
   try {
-    return default_seq(resolver_.model(model).arch);
+    return request::default_seq(resolver_.model(model).arch);
   } catch (const std::exception&) {
     return std::nullopt;
   }

@@ -168,8 +168,6 @@ class SettingsResolver {
   std::map<std::string, hardware::HardwareProfile> profiles_;
 };
 
-// The CLI's default sequence length for a model: min(2048, its maximum).
-[[nodiscard]] std::int64_t default_seq(const model::Architecture& a);
 
 class Session : public QObject {
   Q_OBJECT

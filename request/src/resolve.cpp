@@ -71,7 +71,7 @@ void apply_gpu(const Request& r, Resolved& out, model::Training& t) {
 
 void check_training(const Request& r, Resolved& out, model::Training& t, unsigned cmd) {
   const model::Architecture& a = out.model.arch;
-  if (!r.has("seq")) t.seq = std::min<std::int64_t>(2048, a.max_seq);
+  if (!r.has("seq")) t.seq = default_seq(a);
   check_qlora_precision(r, t);
   t.lora.targets = model::split_targets(r.lora_targets);
   if (t.method != Method::full) (void)model::lora_parameters(a, t.lora);  // checks the targets
@@ -326,6 +326,8 @@ void add_request_json(Json& j, const Resolved& r) {
     list.push_back({{"option", p.option}, {"value", p.value}, {"source", p.source}});
   j["provenance"] = list;
 }
+
+std::int64_t default_seq(const model::Architecture& a) { return std::min<std::int64_t>(2048, a.max_seq); }
 
 double parse_count(const std::string& text, const std::string& what) {
   auto bad = [&] {

@@ -181,6 +181,10 @@ void check_options(const Request& r, unsigned cmd);
 // strings) and "provenance" (a list of {option, value, source}).
 void add_request_json(Json& j, const Resolved& r);
 
+// The sequence length a request without one takes: min(2048, the model's maximum), what the
+// options schema documents for --seq.
+[[nodiscard]] std::int64_t default_seq(const model::Architecture& a);
+
 // A count as people write it: "300B" = 3e11, "1T" = 1e12, "2.5e12", "7M", "10K" (decimal
 // prefixes K, M, B or G, T). Throws InputError naming `what` for anything else or a value <= 0.
 [[nodiscard]] double parse_count(const std::string& text, const std::string& what);
