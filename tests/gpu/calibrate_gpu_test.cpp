@@ -30,6 +30,7 @@
 #include "device.hpp"
 #include "elementwise.hpp"
 #include "gemm.hpp"
+#include "host_values.hpp"
 #include "kernels.hpp"
 #include "launch_overhead.hpp"
 #include "lt_matmul.hpp"
@@ -67,19 +68,8 @@ int attribute(cudaDeviceAttr a, int device) {
   return v;
 }
 
-std::uint16_t to_bf16_bits(float f) {
-  std::uint32_t u = 0;
-  std::memcpy(&u, &f, sizeof u);
-  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
-  return static_cast<std::uint16_t>(u >> 16);
-}
-
-float from_bf16_bits(std::uint16_t b) {
-  const std::uint32_t u = static_cast<std::uint32_t>(b) << 16;
-  float f = 0;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
+using tb::from_bf16_bits;
+using tb::to_bf16_bits;
 
 // Dense bf16 tensor-core FLOP per clock per SM, from datasheet peaks: A100 312 TFLOPS at 1410 MHz
 // on 108 SMs (2048); A10 125 TFLOPS at 1695 MHz on 72 SMs and L40S 362 TFLOPS at 2520 MHz on
