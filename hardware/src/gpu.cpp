@@ -42,15 +42,30 @@ bool GpuCapabilities::runs(FlashAttentionGen g) const {
   return std::find(flash_attention.begin(), flash_attention.end(), g) != flash_attention.end();
 }
 
-FlopsPerSecond peak_flops(const GpuSpec& g, Precision p) {
+std::string_view matmul_dtype(const GpuSpec& g, Precision p, bool tf32) {
   switch (p) {
-    case Precision::fp32: return tflops(g.peak.tf32 > 0 ? g.peak.tf32 : g.peak.fp32);
+    case Precision::fp32: return tf32 && g.peak.tf32 > 0 ? "tf32" : "fp32";
     case Precision::fp16_mixed:
-    case Precision::fp16_true: return tflops(g.peak.fp16);
+    case Precision::fp16_true: return "fp16";
     case Precision::bf16_mixed:
-    case Precision::bf16_true: return tflops(g.peak.bf16 > 0 ? g.peak.bf16 : g.peak.fp16);
+    case Precision::bf16_true:
+      if (emulated_bf16(g, p)) return "fp32";
+      return g.peak.bf16 > 0 ? "bf16" : "fp16";
   }
+  return "fp32";
+}
+
+FlopsPerSecond peak_flops(const GpuSpec& g, Precision p, bool tf32) {
+  const std::string_view units = matmul_dtype(g, p, tf32);
+  if (units == "tf32") return tflops(g.peak.tf32);
+  if (units == "bf16") return tflops(g.peak.bf16);
+  if (units == "fp16") return tflops(g.peak.fp16);
   return tflops(g.peak.fp32);
+}
+
+bool emulated_bf16(const GpuSpec& g, Precision p) {
+  const bool bf16 = p == Precision::bf16_mixed || p == Precision::bf16_true;
+  return bf16 && !g.capabilities.bf16 && g.vendor == "NVIDIA" && g.peak.fp32 > 0;
 }
 
 bool supports(const GpuSpec& g, Precision p) {
@@ -82,7 +97,7 @@ Attention default_attention(const GpuSpec& g) {
 }
 
 void require_supported(const GpuSpec& g, Precision p, Attention a) {
-  if (!supports(g, p)) {
+  if (!supports(g, p) && !emulated_bf16(g, p)) {
     const bool bf16 = p == Precision::bf16_mixed || p == Precision::bf16_true;
     // PyTorch reports bf16 as supported wherever a bf16 tensor can be created and then runs its
     // matmuls without the matrix units (torch/cuda/__init__.py, is_bf16_supported).

@@ -8,6 +8,7 @@
 
 #include "trainplan/model/block_ops.hpp"
 #include "trainplan/model/family.hpp"
+#include "trainplan/model/library.hpp"
 #include "trainplan/model/model_states.hpp"
 #include "trainplan/model/sdpa.hpp"
 
@@ -161,7 +162,7 @@ HeadActivations head_activations(const Architecture& a, const Training& tr, cons
 }  // namespace
 
 HeadActivations head_activations(const Architecture& a, const Training& tr) {
-  return head_activations(a, tr, family_of(a).ops);
+  return head_activations(a, tr, op_variant(a, tr));
 }
 
 namespace {

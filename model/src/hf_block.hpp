@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "block_builder.hpp"
+#include "trainplan/model/library.hpp"
 
 namespace trainplan::model::block_detail {
 
@@ -35,7 +36,7 @@ class HfBlock {
         linears_(linears != nullptr ? *linears : own_),
         x_(shape_of(a, tr)), c_(x_.c), r_(x_.r), mixed_(x_.mixed), full_(x_.full), input_grad_(!first || full_),
         adapted_(full_ ? AdaptedRoles{} : adapted_roles(a, tr.lora)),
-        fused_(!a.fused_qkv_name.empty()), variant_(family_of(a).ops),
+        fused_(!a.fused_qkv_name.empty()), variant_(op_variant(a, tr)),
         run_(out.run), attn_(run_.runs), sdpa_(run_.gpu_sdpa ? run_.sdpa : SdpaChoice{}),
         gpu_sdpa_(run_.gpu_sdpa),
         quant_(tr.method == Method::qlora ? qlora_stack_traits(tr.qlora_stack) : QloraStackTraits{}),

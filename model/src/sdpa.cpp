@@ -1,6 +1,7 @@
 #include "trainplan/model/sdpa.hpp"
 
 #include "trainplan/model/family.hpp"
+#include "trainplan/model/library.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -176,6 +177,15 @@ bool sliding_window_masked(const Architecture& a, const Training& tr) {
 }
 
 HfSdpaCall hf_sdpa_call(const Architecture& a, const Training& tr) {
+  if (library_traits(tr.library).model_code == ModelCode::litgpt) {
+    // litgpt's own attention (library.cpp): SDPA with is_causal and no dropout, grouped K/V
+    // expanded to every query head, a single one too, before the call.
+    return HfSdpaCall{.own_attention = true,
+                      .kv_as_is = true,
+                      .kv_broadcast = true,
+                      .dropout = false,
+                      .source = "litgpt v0.5.7 litgpt/model.py CausalSelfAttention.forward"};
+  }
   HfSdpaCall call = family_of(a).sdpa;
   if (call.sdpa_removed_in > 0 && tr.transformers >= call.sdpa_removed_in) {
     call.supported = false;
@@ -244,7 +254,7 @@ SdpaChoice sdpa_choice(const Architecture& a, const Training& tr) {
   const bool grouped = a.kv_heads != a.heads;
   bool expanded = false;
   if (grouped && call.kv_as_is) {
-    expanded = call.kv_broadcast && a.kv_heads > 1;
+    expanded = call.kv_broadcast && (a.kv_heads > 1 || library_traits(tr.library).kv_expanded);
     in.kv_heads = expanded ? a.heads : a.kv_heads;
     in.enable_gqa = false;
   } else if (grouped) {

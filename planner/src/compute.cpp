@@ -84,11 +84,12 @@ int cuda_sm(const hardware::GpuSpec& g) {
   return major * 10 + minor;
 }
 
-ComputeDevice compute_device(const hardware::GpuSpec& g, Precision p,
+ComputeDevice compute_device(const hardware::GpuSpec& g, Precision p, bool tf32,
                              const hardware::HardwareProfile* profile, const TimeConventions& tc) {
   ComputeDevice d;
-  d.peak = hardware::peak_flops(g, p);
+  d.peak = hardware::peak_flops(g, p, tf32);
   d.gemm_efficiency_max = mamf_efficiency(g, tc) * tc.training_gemm_fraction;
+  if (hardware::emulated_bf16(g, p)) d.gemm_efficiency_max *= tc.emulated_bf16_vs_fp32;
   d.sm_count = g.sm_count;
   d.tile_m = tc.gemm_tile_m;
   d.tile_n = tc.gemm_tile_n;

@@ -19,10 +19,11 @@ using hardware::Collective;
 [[nodiscard]] constexpr double dbl(std::int64_t v) { return static_cast<double>(v); }
 [[nodiscard]] Seconds pos(Seconds s) { return std::max(s, Seconds(0.0)); }
 
-[[nodiscard]] std::size_t precision_index(Precision p) {
+// One compute device per precision, and fp32 twice: on the CUDA cores and with TF32 (index 5).
+[[nodiscard]] std::size_t precision_index(Precision p, bool tf32) {
   switch (p) {
     case Precision::fp32:
-      return 0;
+      return tf32 ? 5 : 0;
     case Precision::fp16_mixed:
       return 1;
     case Precision::bf16_mixed:
@@ -76,10 +77,13 @@ Evaluator::Evaluator(model::Architecture a, model::ParameterCounts n, hardware::
       cuda_sm_(cuda_sm(c_.gpu)) {
   for (Precision p : {Precision::fp32, Precision::fp16_mixed, Precision::bf16_mixed,
                       Precision::fp16_true, Precision::bf16_true})
-    devices_[precision_index(p)] = compute_device(c_.gpu, p, profile_, tc_);
+    devices_[precision_index(p, false)] = compute_device(c_.gpu, p, false, profile_, tc_);
+  devices_[precision_index(Precision::fp32, true)] = compute_device(c_.gpu, Precision::fp32, true, profile_, tc_);
 }
 
-const ComputeDevice& Evaluator::device(Precision p) const { return devices_[precision_index(p)]; }
+const ComputeDevice& Evaluator::device(const model::Training& tr) const {
+  return devices_[precision_index(tr.precision, tr.tf32)];
+}
 
 const Evaluator::Shapes& Evaluator::shapes(const model::Training& tr) const {
   const bool adapters = tr.method != Method::full;
@@ -109,6 +113,8 @@ LayerComputeKey LayerComputeKey::of(const model::Training& tr) {
           tr.method,
           tr.attention,
           tr.framework,
+          tr.library,
+          tr.tf32,
           tr.quant,
           tr.quant_block,
           tr.sequence_parallel,
@@ -129,6 +135,8 @@ void LayerComputeKey::write_to(model::Training& t, const std::vector<std::string
   t.method = method;
   t.attention = attention;
   t.framework = framework;
+  t.library = library;
+  t.tf32 = tf32;
   t.quant = quant;
   t.quant_block = quant_block;
   t.sequence_parallel = sequence_parallel;
@@ -147,7 +155,7 @@ const LayerCompute& Evaluator::layer_compute(const model::Training& given, const
   if (const LayerCompute* kept = compute_cache_.find(key)) return *kept;
   const ShapeOps& so = shape_ops(given);
   const model::Training& tr = so.training;
-  const ComputeDevice& d = device(tr.precision);
+  const ComputeDevice& d = device(tr);
   LayerCompute lc;
   lc.block = block_compute(sh.main, so.ops.of(sh.main.stack), tr, d, tc_);
   if (a_.encoder_decoder) {
@@ -200,7 +208,7 @@ Seconds Evaluator::optimizer_step(const model::Training& tr, const Layout& l, co
     const double tensors = trainable_tensors(a_, sh.main, tr, layers_stage);
     std::optional<BytesPerSecond> measured;
     if (profile_ != nullptr) measured = profile_->optimizer_bandwidth(optimizer_states_fp32(tr));
-    const OptimizerStepTime step = optimizer_step_time(tr, device(tr.precision).hbm / tc_.hbm_efficiency,
+    const OptimizerStepTime step = optimizer_step_time(tr, device(tr).hbm / tc_.hbm_efficiency,
                                                        c_.gpu.peak.fp32, opt_params, tensors, tc_, measured);
     return step.kernels + step.host;
   }
@@ -288,7 +296,7 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
   tb.kernels_backward = host.kernels_backward * md;
   tb.step = tb.compute + tb.memory_bound + tb.host + tb.recompute + exposed + bubble + optimizer +
             offload;
-  throughput(out, tr, sh.flops, device(tr.precision).peak);
+  throughput(out, tr, sh.flops, device(tr).peak);
   return out;
 }
 
@@ -328,7 +336,7 @@ Estimate Evaluator::to_estimate(const model::Training& tr, const StepCost& s,
   e.throughput.mfu = s.mfu;
   e.throughput.hfu = s.hfu;
   e.throughput.peak = s.peak;
-  e.throughput.mfu_formula = mfu_formula(c_.gpu, tr.precision);
+  e.throughput.mfu_formula = mfu_formula(c_.gpu, tr.precision, tr.tf32);
   e.communication.reserve(s.comm_count);
   for (std::size_t i = 0; i < s.comm_count; ++i) {
     const CommTerm& t = s.comm[i];
@@ -346,7 +354,7 @@ Seconds time_to_train(const Estimate& e, double tokens) {
   return Seconds(tokens / e.throughput.tokens_per_s);
 }
 
-std::string mfu_formula(const hardware::GpuSpec& g, Precision p) {
+std::string mfu_formula(const hardware::GpuSpec& g, Precision p, bool tf32) {
   return fmt::format(
       "MFU = model FLOPs per step / (step time x GPUs x peak); model FLOPs = forward + backward "
       "matmul "
@@ -355,11 +363,7 @@ std::string mfu_formula(const hardware::GpuSpec& g, Precision p) {
       "no recomputation (Korthikanti et al. 2022, Eq. 7: 72 B s l h^2 (1 + s/(6h) + V/(12 l h)) "
       "for GPT); "
       "HFU adds the recomputed forward work. Peak: {} dense {} = {:.1f} TFLOP/s per GPU.",
-      g.name,
-      compute_bytes(p) < 4.0
-          ? (p == Precision::fp16_mixed || p == Precision::fp16_true ? "fp16" : "bf16")
-          : "tf32",
-      to_tflops(hardware::peak_flops(g, p)));
+      g.name, hardware::matmul_dtype(g, p, tf32), to_tflops(hardware::peak_flops(g, p, tf32)));
 }
 
 }  // namespace trainplan::planner

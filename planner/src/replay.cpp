@@ -386,7 +386,7 @@ ReplayPlan replay_plan(const model::Architecture& a, const model::ParameterCount
   const Evaluator ev(a, n, c, profile, mc, tc, estimate_options);
   const StepCost cost = ev.cost(tr);
   const Layout& l = cost.layout;
-  const ComputeDevice d = compute_device(c.gpu, tr.precision, profile, tc);
+  const ComputeDevice d = compute_device(c.gpu, tr.precision, tr.tf32, profile, tc);
   const LinkModel links = link_model(c, profile, tc);
 
   ReplayPlan plan;

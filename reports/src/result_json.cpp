@@ -64,6 +64,7 @@ Json candidate_json(const planner::Candidate& c) {
               {"checkpointing", std::string(to_string(t.checkpointing))},
               {"offload", std::string(to_string(t.offload))},
               {"framework", std::string(to_string(t.framework))},
+              {"library", std::string(to_string(t.library))},
               {"expert_parallel", t.ep},
               {"frozen_base_fp32", t.frozen_base_fp32},
               {"micro_batch", t.micro_batch},

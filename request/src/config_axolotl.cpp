@@ -590,6 +590,8 @@ void read_precision_and_kernels(const Json& j, Reader& r) {
     r.set("precision", "bf16-mixed", "bf16", true);
   if (r.boolean(j, "fp16", "", "precision").value_or(false))
     r.set("precision", "fp16-mixed", "fp16", true);
+  // Passed to TrainingArguments.tf32 (torch.backends.cuda.matmul.allow_tf32).
+  if (const auto tf = r.boolean(j, "tf32", "", "tf32")) r.set("tf32", *tf ? "true" : "false", "tf32", j.at("tf32"));
   const Json gc = j.value("gradient_checkpointing", Json());
   if (gc.is_string() && gc.get<std::string>() == "offload")
     r.set("checkpointing", "full-offload", "gradient_checkpointing", gc);
@@ -635,6 +637,7 @@ void read_sharding(const Json& j, Reader& r) {
 }  // namespace
 
 void read_axolotl(const Json& j, Reader& r) {
+  r.set("library", "axolotl", "(an axolotl YAML)", "");
   if (const auto m = r.string(j, "base_model", "", "model"))
     r.set("model", *m, "base_model", j.at("base_model"));
   read_adapter(j, r);

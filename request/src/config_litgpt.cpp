@@ -108,6 +108,7 @@ void read_optimizer(const Json& j, Reader& r) {
 }  // namespace
 
 void read_litgpt(const Json& j, Reader& r) {
+  r.set("library", "litgpt", "(a litgpt YAML)", "");
   if (const auto dir = r.string(j, "checkpoint_dir", "", "model")) {
     // litgpt download puts checkpoints/<org>/<name>: the rest is the Hugging Face repo id.
     std::string id = *dir;

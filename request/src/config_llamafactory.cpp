@@ -106,6 +106,8 @@ void read_training(const Json& j, Reader& r) {
 }  // namespace
 
 void read_llamafactory(const Json& j, Reader& r) {
+  // LLaMA-Factory trains through its subclasses of transformers' Trainer.
+  r.set("library", "hf-trainer", "(a LLaMA-Factory YAML)", "");
   if (const auto m = r.string(j, "model_name_or_path", "", "model"))
     r.set("model", *m, "model_name_or_path", j.at("model_name_or_path"));
   read_method(j, r);

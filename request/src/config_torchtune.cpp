@@ -128,6 +128,7 @@ void read_memory_and_sharding(const Json& j, Reader& r) {
 }  // namespace
 
 void read_torchtune(const Json& j, Reader& r) {
+  r.set("library", "torchtune", "(a torchtune recipe config)", "");
   read_model(j, r);
   r.set_integer(j, "batch_size", "", "micro-batch", 1);
   r.set_integer(j, "gradient_accumulation_steps", "", "grad-accum", 1);

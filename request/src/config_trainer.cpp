@@ -27,7 +27,7 @@ constexpr std::array kOtherKeys = std::to_array<std::string_view>({
     "log_level_replica", "log_on_each_node", "logging_dir", "logging_strategy",
     "logging_first_step", "logging_steps", "logging_nan_inf_filter", "save_strategy",
     "save_steps", "save_total_limit", "save_safetensors", "save_on_each_node", "save_only_model",
-    "seed", "data_seed", "jit_mode_eval", "use_cpu", "bf16_full_eval", "fp16_full_eval", "tf32",
+    "seed", "data_seed", "jit_mode_eval", "use_cpu", "bf16_full_eval", "fp16_full_eval",
     "local_rank", "ddp_backend", "eval_steps", "dataloader_drop_last", "dataloader_num_workers",
     "dataloader_pin_memory", "dataloader_persistent_workers", "dataloader_prefetch_factor",
     "past_index", "run_name", "disable_tqdm", "remove_unused_columns", "label_names",
@@ -91,6 +91,7 @@ void read_trl_model_config(const Json& j, Reader& r) {
 }  // namespace
 
 void read_training_arguments(const Json& j, Reader& r) {
+  r.set("library", "hf-trainer", "(TrainingArguments)", "");
   r.set_integer(j, "per_device_train_batch_size", "", "micro-batch", 1);
   r.set_integer(j, "gradient_accumulation_steps", "", "grad-accum", 1);
   if (const auto bf = r.boolean(j, "bf16", "", "precision"); bf && *bf)
@@ -113,12 +114,16 @@ void read_training_arguments(const Json& j, Reader& r) {
     r.set("offload", "none", "(no deepspeed, no fsdp offload: the Trainer keeps the optimizer on the GPU)", "");
   }
   for (const char* key : {"max_seq_length", "max_length"}) r.set_integer(j, key, "", "seq", 1);
+  // training_args.py: tf32 sets torch.backends.cuda.matmul.allow_tf32; None leaves PyTorch's
+  // default (off).
+  if (const auto tf = r.boolean(j, "tf32", "", "tf32")) r.set("tf32", *tf ? "true" : "false", "tf32", j.at("tf32"));
   set_attn_implementation(r, j);
   read_trl_model_config(j, r);
   r.check_keys(
       j, "",
       {"per_device_train_batch_size",
        "gradient_accumulation_steps",
+       "tf32",
        "bf16",
        "fp16",
        "gradient_checkpointing",

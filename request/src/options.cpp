@@ -226,9 +226,22 @@ std::vector<Option> model_and_method() {
       describe("optimizer-impl", "IMPL", "Optimizer impl.", "method", "how the optimizer step runs",
                "the framework's own (torch foreach on CUDA)"),
       [](auto& r) -> auto& { return r.training.optimizer_impl; }));
+  v.push_back(choice<Library>(describe("library", "LIBRARY", "Library", "method",
+                                       "the training library that runs the job: its kernels, loss, dtype "
+                                       "conventions and defaults",
+                                       "hf-trainer, or what --framework or a --from file names"),
+                              [](auto& r) -> auto& { return r.training.library; }));
   v.push_back(choice<Framework>(describe("framework", "FRAMEWORK", "Framework", "method",
-                                         "accounting conventions of the training framework", "pytorch"),
+                                         "the engine whose accounting holds the model states and the block; "
+                                         "alone, it names the library too (pytorch: hf-trainer)",
+                                         "the library's"),
                                 [](auto& r) -> auto& { return r.training.framework; }));
+  v.push_back(applies(flag(describe("tf32", "", "TF32", "method",
+                                    "fp32 matmuls on TF32 tensor cores (torch.backends.cuda.matmul.allow_tf32)",
+                                    "the library's: off, PyTorch's default"),
+                           [](auto& r) -> auto& { return r.training.tf32; }),
+                      [](const Request& r, unsigned /*cmd*/) { return r.training.precision == Precision::fp32; },
+                      "with --precision fp32"));
   v.push_back(release(describe("transformers", "VERSION", "transformers", "method",
                                "Hugging Face transformers release whose model code runs (what a family passes to "
                                "SDPA, how MoE experts run)",
@@ -466,9 +479,21 @@ constexpr Detail kDetails[] = {
      "single: one GPU. ddp: replicated model. zero1/2/3: shard optimizer / +gradients / "
      "+parameters (arXiv:1910.02054). fsdp-*: PyTorch FSDP full shard, grad-op (ZeRO-2-like) "
      "or hybrid (shard in the node, replicate across nodes; arXiv:2304.11277)."},
+    {"library",
+     "The training library (docs/formulas.md, \"Training libraries\"): hf-trainer, accelerate, "
+     "trl, litgpt, torchtune, axolotl, torchtitan, megatron (LM, Core, NeMo), megatron-deepspeed, "
+     "deepspeed, llm-foundry. It sets the engine (--framework), TF32, its model code's copies "
+     "(litgpt expands grouped K/V to every head), its loss dtype and its adapter layout; what it "
+     "does that is not priced yet is said in a note."},
     {"framework",
-     "Accounting conventions: pytorch (Hugging Face/torch), deepspeed (its estimators and "
-     "buckets), megatron (Megatron-LM's activation formulas)."},
+     "The engine whose conventions hold the model states and the block: pytorch (Hugging "
+     "Face/torch), deepspeed (its estimators and buckets), megatron (Megatron-LM's activation "
+     "formulas). Defaults to the library's; given alone it also names the library "
+     "(pytorch: hf-trainer, deepspeed: deepspeed, megatron: megatron)."},
+    {"tf32",
+     "fp32 matmuls on the TF32 tensor cores (torch.backends.cuda.matmul.allow_tf32 = True or "
+     "torch.set_float32_matmul_precision('high')). PyTorch leaves it off since 1.12, so fp32 "
+     "runs at the CUDA-core rate unless the library or the user turns it on."},
     {"tp",
      "Tensor-parallel degree: splits every layer's matrices (Shoeybi et al. 2019, "
      "arXiv:1909.08053). Must divide the attention heads."},

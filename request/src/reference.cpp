@@ -117,6 +117,8 @@ model::Training read_training(const Json& v, const std::string& what,
   t.attention = r.enumeration<Attention>("attention");
   t.offload = r.enumeration<Offload>("offload");
   t.framework = r.enumeration<Framework>("framework");
+  if (const auto l = r.optional_enumeration<Library>("library")) t.library = *l;
+  t.tf32 = r.optional_boolean("tf32").value_or(false);
   t.pp_virtual = static_cast<int>(r.optional_integer("pp_virtual", 1, kMaxDegree).value_or(1));
   t.sequence_parallel = r.optional_boolean("sequence_parallel").value_or(false);
   t.ep = static_cast<int>(r.optional_integer("expert_parallel", 1, kMaxDegree).value_or(1));

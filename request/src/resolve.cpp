@@ -7,6 +7,7 @@
 #include "trainplan/core/error.hpp"
 #include "trainplan/request/profile_json.hpp"
 #include "trainplan/request/request.hpp"
+#include "trainplan/model/library.hpp"
 #include "trainplan/model/lora.hpp"
 #include "trainplan/model/sdpa.hpp"
 #include "trainplan/planner/memory.hpp"
@@ -55,16 +56,50 @@ void check_shape(const Request& r, const hardware::Cluster& c) {
                                  r.cluster_spec, c.nodes));
 }
 
+// The library and its engine: either names the other when alone (--framework pytorch means the
+// Hugging Face Trainer, as before libraries were asked), and the library's defaults fill what no
+// input gave (model/library.hpp).
+void apply_library(Request& r) {
+  model::Training& t = r.training;
+  if (!r.has("library") && r.has("framework")) t.library = model::library_of(t.framework);
+  const model::LibraryTraits& lib = model::library_traits(t.library);
+  if (!r.has("framework")) t.framework = lib.engine;
+  if (!r.has("tf32")) t.tf32 = lib.tf32;
+  if (!r.has("frozen-base-fp32")) t.frozen_base_fp32 = lib.frozen_base_fp32;
+  t.qlora_stack = lib.qlora_stack;
+}
+
+void library_notes(const Request& r, Resolved& out, model::Training& t) {
+  const model::LibraryTraits& lib = model::library_traits(t.library);
+  if (lib.sdpa_only && t.attention != Attention::sdpa) {
+    if (r.has("attention"))
+      out.warnings.push_back(fmt::format("{} {}: {} always calls torch's SDPA; answered with sdpa",
+                                         r.label("attention"), to_string(t.attention), lib.name));
+    else
+      out.notes.push_back(fmt::format("attention sdpa: {} always calls torch's SDPA", lib.name));
+    t.attention = Attention::sdpa;
+  }
+  if (!lib.unmodelled.empty() && (r.has("library") || r.has("framework")))
+    out.notes.push_back(fmt::format("library {}: {}", lib.name, lib.unmodelled));
+}
+
 // The GPU's own defaults for what was left out, and a refusal of what it cannot run.
 void apply_gpu(const Request& r, Resolved& out, model::Training& t) {
   const hardware::GpuSpec& gpu = out.cluster.cluster.gpu;
   if (!r.has("precision")) t.precision = hardware::default_precision(gpu);
   if (!r.has("attention")) t.attention = hardware::default_attention(gpu);
+  library_notes(r, out, t);
   hardware::require_supported(gpu, t.precision, t.attention);
+  if (hardware::emulated_bf16(gpu, t.precision))
+    out.warnings.push_back(fmt::format(
+        "{} {}: {} has no bf16 tensor cores; PyTorch runs bf16 there emulated, its matmuls on the CUDA "
+        "cores, slower than fp32 and far slower than fp16-mixed on the tensor cores (answered at that "
+        "rate: docs/formulas.md, \"Emulated bf16\")",
+        r.label("precision"), to_string(t.precision), gpu.name));
   if (!r.has("precision") && !gpu.capabilities.bf16)
     out.notes.push_back(fmt::format("precision {}: {} has no bf16 tensor cores ({} to choose)",
                                     to_string(t.precision), gpu.name, r.label("precision")));
-  if (!r.has("attention") && t.attention != Attention::flash)
+  if (!r.has("attention") && t.attention != Attention::flash && !model::library_traits(t.library).sdpa_only)
     out.notes.push_back(fmt::format("attention {}: {} cannot run FlashAttention-2 ({} to choose)",
                                     to_string(t.attention), gpu.name, r.label("attention")));
 }
@@ -219,6 +254,7 @@ Resolved resolve_with(const ResolvedModel& model, const ResolvedCluster& cluster
                       unsigned cmd, Irrelevant irrelevant) {
   Request r = request;
   try {
+    apply_library(r);
     const std::vector<std::string> ignored = check_relevance(r, cmd, irrelevant);
     // A file's gradient accumulation derived from its global batch and micro-batch no longer holds
     // when another input changes the micro-batch: the global batch decides it again.

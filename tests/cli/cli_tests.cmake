@@ -145,10 +145,20 @@ if(last_out MATCHES "\"precision\": \"bf16")
   message("FAIL v100_fit_json_fp16_mixed: a V100 candidate names bf16")
   math(EXPR failures "${failures} + 1")
 endif()
-run_case(v100_bf16_true_refused 2 fit 7b V100-32GB --precision bf16-true
-         ERR "--precision bf16-true: V100-32GB \\(Volta, compute capability 7.0\\) has no bf16 tensor cores"
-             "it supports fp32, fp16-mixed, fp16-true")
-run_case(v100_bf16_mixed_plan_refused 2 plan 7b 8xV100-32GB --precision bf16-mixed ERR "--precision bf16-mixed: V100-32GB")
+# bf16 there is emulated by PyTorch: answered with a warning, never written as a launch config.
+run_case(v100_bf16_true_answered 0 fit tinyllama-1.1b V100-32GB --precision bf16-true
+         ERR "--precision bf16-true: V100-32GB has no bf16 tensor cores; PyTorch runs bf16 there emulated")
+run_case(v100_bf16_mixed_plan_answered 0 plan 7b 8xV100-32GB --precision bf16-mixed --top 1
+         ERR "--precision bf16-mixed: V100-32GB has no bf16 tensor cores")
+run_case(v100_bf16_emit_refused 2 estimate tinyllama-1.1b V100-32GB --precision bf16-mixed --emit deepspeed
+         ERR "--precision bf16-mixed: V100-32GB runs bf16 only emulated" "no launch config is written")
+# The training library (docs/formulas.md, "Training libraries"): litgpt copies grouped K/V to every
+# head, so the LLM lab's TinyLlama run at fp32, micro-batch 32, 512 tokens does not fit an A100-80GB.
+run_case(library_litgpt_lab_oom 1 fit tinyllama-1.1b A100-80GB --library litgpt --precision fp32
+         --micro-batch 32 --seq 512 --strategy single --checkpointing none --offload none
+         MATCH "does not fit" "note: attention sdpa: litgpt always calls torch's SDPA")
+run_case(library_unknown 2 fit 7b A100 --library nope ERR "--library: unknown library 'nope' \\(expected one of: hf-trainer")
+run_case(tf32_without_fp32_warns 0 fit tinyllama-1.1b A100 --tf32 ERR "--tf32 true ignored: it applies with --precision fp32")
 run_case(v100_flash_refused 2 estimate 7b V100-32GB --attention flash
          ERR "--attention flash: V100-32GB" "FlashAttention-2" "it supports sdpa, eager")
 run_case(v100_emit_torchrun_fp16 0 estimate 7b 8xV100-32GB --method lora --strategy ddp --emit torchrun

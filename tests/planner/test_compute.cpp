@@ -15,7 +15,7 @@ hardware::GpuSpec a100() { return test::catalog().resolve_gpu("A100-80GB").spec;
 // The best-shape efficiency is the MAMF row (throughput.md 7) times the training fraction.
 TEST(Compute, DefaultGemmEfficiencyIsMamfTimesTrainingFraction) {
   const TimeConventions tc;
-  const ComputeDevice d = compute_device(a100(), Precision::bf16_mixed, nullptr, tc);
+  const ComputeDevice d = compute_device(a100(), Precision::bf16_mixed, false, nullptr, tc);
   EXPECT_DOUBLE_EQ(mamf_efficiency(a100(), tc), 271.2 / 312.0);
   EXPECT_NEAR(d.gemm_efficiency_max, 271.2 / 312.0 * 0.9, 1e-12);
   EXPECT_DOUBLE_EQ(d.peak.value(), 312e12);
@@ -27,7 +27,7 @@ TEST(Compute, DefaultGemmEfficiencyIsMamfTimesTrainingFraction) {
 
 // NVIDIA Matrix Multiplication Background Guide 3.1: one element past a tile boundary costs a tile.
 TEST(Compute, TileAndWaveQuantizationAndShortReductions) {
-  const ComputeDevice d = compute_device(a100(), Precision::bf16_mixed, nullptr, TimeConventions{});
+  const ComputeDevice d = compute_device(a100(), Precision::bf16_mixed, false, nullptr, TimeConventions{});
   EXPECT_GT(gemm_efficiency(d, 8192, 4096, 4096, 1.0), gemm_efficiency(d, 8192, 4097, 4096, 1.0));
   EXPECT_GT(gemm_time(d, 8192, 4097, 4096), gemm_time(d, 8192, 4096, 4096));
   // 108 tiles fill one wave; 109 need two.
@@ -40,7 +40,7 @@ TEST(Compute, TileAndWaveQuantizationAndShortReductions) {
 
 // A LoRA adapter (N = rank 16) is bandwidth-bound: its time follows its bytes, not its FLOPs.
 TEST(Compute, ThinGemmsAreMemoryBound) {
-  const ComputeDevice d = compute_device(a100(), Precision::bf16_mixed, nullptr, TimeConventions{});
+  const ComputeDevice d = compute_device(a100(), Precision::bf16_mixed, false, nullptr, TimeConventions{});
   const std::int64_t m = 8192, n = 16, k = 4096;
   const Seconds t = gemm_time(d, m, n, k);
   const double bytes = (m * k + k * n + m * n) * 2.0;
@@ -49,7 +49,7 @@ TEST(Compute, ThinGemmsAreMemoryBound) {
 }
 
 TEST(Compute, FusedAttentionEfficiencyRisesWithSequenceLength) {
-  const ComputeDevice d = compute_device(a100(), Precision::bf16_mixed, nullptr, TimeConventions{});
+  const ComputeDevice d = compute_device(a100(), Precision::bf16_mixed, false, nullptr, TimeConventions{});
   EXPECT_LT(attention_efficiency(d, false, 512), attention_efficiency(d, false, 4096));
   EXPECT_LT(attention_efficiency(d, false, 4096), 0.72);
   EXPECT_LT(attention_efficiency(d, true, 4096), attention_efficiency(d, false, 4096));
@@ -63,7 +63,7 @@ TEST(Compute, FullCheckpointingAddsAboutOneThird) {
   model::Training tr = test::megatron_training(1, 1, 1, 1, 1, 1, Checkpointing::full, false);
   const model::StepFlops f = model::micro_batch_flops(a, tr);
   EXPECT_NEAR(f.recompute.value() / (f.forward + f.backward).value(), 1.0 / 3.0, 0.02);
-  const ComputeDevice d = compute_device(a100(), tr.precision, nullptr, TimeConventions{});
+  const ComputeDevice d = compute_device(a100(), tr.precision, false, nullptr, TimeConventions{});
   const BlockCompute b =
       block_compute(a, block_shape(a, model::Stack::decoder, nullptr), tr, d, TimeConventions{});
   const double ratio = b.recompute(Checkpointing::full).value() / (b.forward + b.backward).value();
@@ -83,7 +83,7 @@ TEST(Compute, LoraBackwardSkipsFrozenWeightGradients) {
   full.seq = 2048;
   model::Training lora = full;
   lora.method = Method::lora;
-  const ComputeDevice d = compute_device(a100(), full.precision, nullptr, TimeConventions{});
+  const ComputeDevice d = compute_device(a100(), full.precision, false, nullptr, TimeConventions{});
   const BlockCompute bf =
       block_compute(a, block_shape(a, model::Stack::decoder, nullptr), full, d, TimeConventions{});
   const BlockCompute bl = block_compute(a, block_shape(a, model::Stack::decoder, &lora.lora), lora,

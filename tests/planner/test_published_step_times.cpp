@@ -169,7 +169,7 @@ TEST(PublishedStepTimes, KorthikantiTable4PerLayerWithinTenPercent) {
   for (const auto& r : rows) {
     SCOPED_TRACE(r.name + " (Korthikanti et al. 2022 Table 4)");
     const model::Training tr = test::megatron_training(8, 1, 1, 1, 4, 4, r.ck, r.sp);
-    const planner::ComputeDevice d = planner::compute_device(c.gpu, tr.precision, nullptr, tc);
+    const planner::ComputeDevice d = planner::compute_device(c.gpu, tr.precision, tr.tf32, nullptr, tc);
     const planner::BlockCompute b = planner::block_compute(
         a, planner::block_shape(a, model::Stack::decoder, nullptr), tr, d, tc);
     const Bytes x = planner::tensor_parallel_message(4, 2048, 6144, 2.0);

@@ -25,6 +25,20 @@ enum class FsdpWrap { block, none };
 // late 2023 (lightning Fabric's BitsandbytesPrecision over bitsandbytes 0.41).
 enum class QloraStack { hf_peft, litgpt_2023 };
 enum class Framework { pytorch, deepspeed, megatron };
+// The training library that runs the job (model/library.hpp: what each one changes and why).
+enum class Library {
+  hf_trainer,
+  accelerate,
+  trl,
+  litgpt,
+  torchtune,
+  axolotl,
+  torchtitan,
+  megatron,
+  megatron_deepspeed,
+  deepspeed,
+  llm_foundry
+};
 // How the optimizer step runs (Adam-family, SGD): `default` is what the framework does unasked:
 // torch.optim on CUDA picks foreach (torch/optim/optimizer.py _default_to_fused_or_foreach),
 // DeepSpeed its FusedAdam (or DeepSpeedCPUAdam with an offloaded optimizer), Megatron apex/TE fused
@@ -136,6 +150,22 @@ struct EnumTable<Framework> {
       std::pair{Framework::pytorch, std::string_view{"pytorch"}},
       std::pair{Framework::deepspeed, std::string_view{"deepspeed"}},
       std::pair{Framework::megatron, std::string_view{"megatron"}}};
+};
+template <>
+struct EnumTable<Library> {
+  static constexpr std::string_view kWhat = "library";
+  static constexpr std::array kEntries{
+      std::pair{Library::hf_trainer, std::string_view{"hf-trainer"}},
+      std::pair{Library::accelerate, std::string_view{"accelerate"}},
+      std::pair{Library::trl, std::string_view{"trl"}},
+      std::pair{Library::litgpt, std::string_view{"litgpt"}},
+      std::pair{Library::torchtune, std::string_view{"torchtune"}},
+      std::pair{Library::axolotl, std::string_view{"axolotl"}},
+      std::pair{Library::torchtitan, std::string_view{"torchtitan"}},
+      std::pair{Library::megatron, std::string_view{"megatron"}},
+      std::pair{Library::megatron_deepspeed, std::string_view{"megatron-deepspeed"}},
+      std::pair{Library::deepspeed, std::string_view{"deepspeed"}},
+      std::pair{Library::llm_foundry, std::string_view{"llm-foundry"}}};
 };
 
 // Properties of the modes, one exhaustive switch each.

@@ -2,6 +2,7 @@
 // GPU, node and cluster specifications as plain values (datasheet numbers live in data/gpus/).
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "trainplan/core/modes.hpp"
@@ -66,12 +67,20 @@ struct GpuSpec {
   GpuCapabilities capabilities;
 };
 
-// Peak dense throughput for the dtype the matmuls of this precision run in; V100 has no bf16 and
-// falls back to its fp16 tensor cores only for fp16.
-[[nodiscard]] FlopsPerSecond peak_flops(const GpuSpec& g, Precision p);
+// Peak dense throughput of the units this precision's matmuls run on: fp32 on the CUDA cores
+// unless `tf32` lets them onto the TF32 tensor cores (torch.backends.cuda.matmul.allow_tf32, off
+// by default since PyTorch 1.12); bf16 on a GPU without bf16 matrix units is emulated at the fp32
+// rate (emulated_bf16 below).
+[[nodiscard]] FlopsPerSecond peak_flops(const GpuSpec& g, Precision p, bool tf32);
+// "tf32", "fp32", "fp16" or "bf16": the units peak_flops priced.
+[[nodiscard]] std::string_view matmul_dtype(const GpuSpec& g, Precision p, bool tf32);
 
 // Whether the GPU runs this precision's matrix multiplies on its matrix units (fp32 always runs).
 [[nodiscard]] bool supports(const GpuSpec& g, Precision p);
+// bf16 on an NVIDIA GPU without bf16 matrix units (Volta, Turing): PyTorch accepts it
+// (torch.cuda.is_bf16_supported(including_emulation=True)) and cuBLAS runs its GEMMs on the CUDA
+// cores, so it trains, slowly. require_supported lets it through; the request layer warns.
+[[nodiscard]] bool emulated_bf16(const GpuSpec& g, Precision p);
 // Whether the GPU runs this attention: flash needs FlashAttention-2; SDPA and eager run anywhere
 // (SDPA falls back to its memory-efficient kernel below sm80).
 [[nodiscard]] bool supports(const GpuSpec& g, Attention a);

@@ -31,7 +31,11 @@ struct Training {
   Quant quant = Quant::nf4;
   std::int64_t quant_block = 64;  // bitsandbytes blocksize: weights per absmax constant (4-bit)
   FsdpWrap fsdp_wrap = FsdpWrap::block;
+  // The training library (model/library.hpp) and the engine whose accounting holds (its default).
+  Library library = Library::hf_trainer;
   Framework framework = Framework::pytorch;
+  // fp32 matmuls on TF32 tensor cores (torch.backends.cuda.matmul.allow_tf32); only fp32 reads it.
+  bool tf32 = false;
   bool zero_init = true;        // DeepSpeed zero.Init: ZeRO-3 never materialises the full model on CPU
   OptimizerImpl optimizer_impl = OptimizerImpl::framework_default;
   // Adapters under mixed precision: keep the frozen base in fp32 (litgpt's bf16-mixed autocasts an

@@ -60,7 +60,8 @@ using model::attention_run;
 // MAMF / dense peak of this GPU (TimeConventions rows by architecture and form factor).
 [[nodiscard]] double mamf_efficiency(const hardware::GpuSpec& g, const TimeConventions& tc);
 
-[[nodiscard]] ComputeDevice compute_device(const hardware::GpuSpec& g, Precision p,
+// `tf32`: fp32 matmuls on the TF32 tensor cores (model::Training::tf32).
+[[nodiscard]] ComputeDevice compute_device(const hardware::GpuSpec& g, Precision p, bool tf32,
                                            const hardware::HardwareProfile* profile,
                                            const TimeConventions& tc);
 

@@ -109,6 +109,8 @@ struct LayerComputeKey {
   Method method = Method::full;
   Attention attention = Attention::flash;
   Framework framework = Framework::pytorch;
+  Library library = Library::hf_trainer;  // its model code's copies and loss dtype (op_variant)
+  bool tf32 = false;                      // the fp32 matmuls' units
   Quant quant = Quant::nf4;
   std::int64_t quant_block = 0;
   bool sequence_parallel = false;
@@ -208,7 +210,7 @@ class Evaluator {
     model::FlopCoefficients flops;
   };
   const Shapes& shapes(const model::Training& tr) const;
-  const ComputeDevice& device(Precision p) const;
+  const ComputeDevice& device(const model::Training& tr) const;
 
   const LayerCompute& layer_compute(const model::Training& tr, const Shapes& sh) const;
   // The blocks' activations of tr's shape on this cluster's GPU (model::resolve_blocks). After
@@ -233,7 +235,7 @@ class Evaluator {
   EstimateOptions options_;
   LinkModel links_;
   int cuda_sm_ = 0;  // the GPU's compute capability (cuda_sm), read once
-  std::array<ComputeDevice, 5> devices_;  // by Precision
+  std::array<ComputeDevice, 6> devices_;  // by Precision, and fp32 with TF32
   mutable Shapes shapes_;
   static constexpr std::size_t kShapesKept = 16;
   mutable RecentValues<LayerComputeKey, LayerCompute, kShapesKept> compute_cache_;
@@ -245,7 +247,7 @@ class Evaluator {
 [[nodiscard]] Seconds time_to_train(const Estimate& e, double tokens);
 
 // The MFU/HFU convention the estimate uses, in words.
-[[nodiscard]] std::string mfu_formula(const hardware::GpuSpec& g, Precision p);
+[[nodiscard]] std::string mfu_formula(const hardware::GpuSpec& g, Precision p, bool tf32);
 
 }  // namespace trainplan::planner
 

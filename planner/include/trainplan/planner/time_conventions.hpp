@@ -19,6 +19,11 @@ struct TimeConventions {
   double mamf_cdna3 = 668.4 / 1300.0;
   // GPUs without a MAMF row (Volta, Ada, CDNA2): the lowest NVIDIA row, rounded down.
   double mamf_unlisted = 0.75;
+  // bf16 GEMMs on a GPU without bf16 matrix units (a V100: PyTorch accepts bf16 and cuBLAS runs
+  // it on the CUDA cores) reach this share of an fp32 GEMM of the same shape, measured on V100s:
+  // 10.65 vs 14.5 TFLOP/s (torch 2.7, 8192^3; zzc0721/torch-performance-test-data issue #140) and
+  // 9.6 vs 14.0 (cuBLAS, m = 2048; lablup/mlxcel issue #1654): 0.73 and 0.69, their mean.
+  double emulated_bf16_vs_fp32 = 0.71;
   // Training GEMMs (NT/TN layouts, bias and activation epilogues, framework overhead) land 5-20 %
   // below the best-shape maximum (reference calibration.md 2.4): the middle of that range.
   double training_gemm_fraction = 0.90;

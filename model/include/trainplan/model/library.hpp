@@ -1,0 +1,59 @@
+#pragma once
+// The training library that runs the job, as one record of traits: what it changes in the memory
+// and time of the same model, batch and strategy, each read from the library's own source (the
+// table in library.cpp cites them; docs/formulas.md, "Training libraries", lists them).
+//
+// A library decides, unless a flag or a config file says otherwise:
+// - whose accounting of the model states and the block holds (`engine`, what --framework names);
+// - whether fp32 matmuls run on TF32 tensor cores (PyTorch leaves them off);
+// - what its model code does beyond the Hugging Face family's op list (`model_code`);
+// - the LoRA/QLoRA layout of its adapters.
+// What a library is known to do that is not priced yet is said in `unmodelled`, and the request
+// layer repeats it as a note, so that a user never reads a library's name as more than it is.
+
+#include <string_view>
+
+#include "trainplan/core/modes.hpp"
+#include "trainplan/model/family.hpp"
+
+namespace trainplan::model {
+
+struct Architecture;
+struct Training;
+
+// Whose model code runs the block: transformers' modeling files (the family's op list), or a
+// library's own implementation of the same architecture where it differs in what it keeps.
+enum class ModelCode { transformers, litgpt, torchtune, torchtitan, megatron };
+
+struct LibraryTraits {
+  Library library = Library::hf_trainer;
+  std::string_view name;
+  // The engine whose conventions hold the model states and the block (--framework).
+  Framework engine = Framework::pytorch;
+  // fp32 matmuls on TF32 tensor cores unless the user says otherwise
+  // (torch.backends.cuda.matmul.allow_tf32; PyTorch's default is off since 1.12).
+  bool tf32 = false;
+  ModelCode model_code = ModelCode::transformers;
+  // Grouped-query K/V copied to every query head before attention (expand + reshape), so the
+  // attention kernel reads and keeps n_heads wide K and V.
+  bool kv_expanded = false;
+  // The cross-entropy takes the logits in the dtype the head produced them, without an fp32
+  // upcast (transformers' ForCausalLMLoss upcasts).
+  bool loss_in_model_dtype = false;
+  // Its model code always calls torch's SDPA (no eager or flash-attn switch).
+  bool sdpa_only = false;
+  // Adapters under a *-mixed precision: the frozen base stays fp32 (autocast over an fp32 model).
+  bool frozen_base_fp32 = false;
+  QloraStack qlora_stack = QloraStack::hf_peft;
+  std::string_view source;      // where the traits were read
+  std::string_view unmodelled;  // what the library does that is not priced yet ("" when none)
+};
+
+[[nodiscard]] const LibraryTraits& library_traits(Library l);
+// The library a --framework value stands for when no library is named (the alias kept from before
+// there were libraries): pytorch -> hf-trainer, deepspeed -> deepspeed, megatron -> megatron.
+[[nodiscard]] Library library_of(Framework f);
+// The family's op-list variant with the library's model code applied (block_ops.hpp).
+[[nodiscard]] OpListVariant op_variant(const Architecture& a, const Training& tr);
+
+}  // namespace trainplan::model

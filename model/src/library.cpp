@@ -1,0 +1,133 @@
+// The training libraries' traits (library.hpp), one row each, with the source each was read from.
+#include "trainplan/model/library.hpp"
+
+#include <array>
+
+#include "trainplan/model/architecture.hpp"
+#include "trainplan/model/training.hpp"
+
+namespace trainplan::model {
+namespace {
+
+constexpr std::array<LibraryTraits, 11> kLibraries{{
+    {.library = Library::hf_trainer,
+     .name = "hf-trainer",
+     .source = "huggingface/transformers v5.17.0 src/transformers/trainer.py and training_args.py "
+               "(tf32=None leaves PyTorch's default; optim adamw_torch_fused where available, "
+               "loss_utils.py ForCausalLMLoss upcasts the logits to fp32)",
+     .unmodelled = ""},
+    {.library = Library::accelerate,
+     .name = "accelerate",
+     .source = "huggingface/accelerate src/accelerate/accelerator.py: wraps the user's own loop "
+               "and model (transformers' modeling files in practice); no TF32 switch of its own",
+     .unmodelled = ""},
+    {.library = Library::trl,
+     .name = "trl",
+     .source = "huggingface/trl trl/trainer/sft_trainer.py: SFTTrainer subclasses transformers' "
+               "Trainer (its defaults hold)",
+     .unmodelled = ""},
+    {.library = Library::litgpt,
+     .name = "litgpt",
+     .tf32 = true,
+     .model_code = ModelCode::litgpt,
+     .kv_expanded = true,
+     .loss_in_model_dtype = true,
+     .sdpa_only = true,
+     .frozen_base_fp32 = true,
+     .qlora_stack = QloraStack::litgpt_2023,
+     .source = "Lightning-AI/litgpt v0.5.x: litgpt/__main__.py main() calls "
+               "torch.set_float32_matmul_precision(\"high\") for every CLI command (TF32 on); "
+               "litgpt/model.py CausalSelfAttention.forward copies grouped K/V to every query head "
+               "(expand + reshape up to v0.5.4, repeat_interleave after the rotary embedding from "
+               "v0.5.5) and calls SDPA with is_causal; litgpt/utils.py chunked_cross_entropy "
+               "(cross_entropy over the head's dtype in chunks of 128 rows, no upcast); "
+               "litgpt/finetune/lora.py (under *-mixed the model is fp32, the base frozen); QLoRA "
+               "through lightning Fabric's BitsandbytesPrecision (tutorials/resource-tables.md, "
+               "commit 8641822: bitsandbytes 0.41, 4-bit head)",
+     .unmodelled = "litgpt's chunked cross-entropy only lowers the transient peak of the loss, "
+                   "which is priced as one pass"},
+    {.library = Library::torchtune,
+     .name = "torchtune",
+     .model_code = ModelCode::torchtune,
+     .kv_expanded = true,
+     .sdpa_only = true,
+     .source = "pytorch/torchtune v0.6.1 torchtune/modules/attention.py:285-291 (grouped K/V "
+               "k.unsqueeze(2).expand(...).flatten(1, 2), a copy at every query head, then SDPA); "
+               "torchtune/training/precision.py (_set_float32_precision is never called by a "
+               "recipe: TF32 off); torchtune/modules/loss/ce_chunked_output_loss.py "
+               "(CEWithChunkedOutputLoss: 8 output chunks, each upcast to fp32)",
+     .unmodelled = "torchtune's chunked output projection and loss (8 chunks, each upcast) are "
+                   "priced as one fp32 loss over the whole logits"},
+    {.library = Library::axolotl,
+     .name = "axolotl",
+     .tf32 = true,
+     .source = "axolotl-ai-cloud/axolotl v0.18.0 src/axolotl/utils/schemas/config.py:592 (tf32 "
+               "defaults to \"auto\" from v0.16.0: on where the GPU has TF32; None before) and "
+               "src/axolotl/core/trainers: transformers' Trainer over transformers' models",
+     .unmodelled = "Liger and the other kernel patches an axolotl YAML can turn on are not priced"},
+    {.library = Library::torchtitan,
+     .name = "torchtitan",
+     .source = "pytorch/torchtitan torchtitan/models/llama3/model/model.py (grouped K/V through "
+               "SDPA's enable_gqa from v0.2.2, PR #2259; repeat_kv copies up to v0.2.1); no TF32 "
+               "switch",
+     .unmodelled = "torchtitan's own model code, torch.compile and float8 options are priced as "
+                   "transformers' modeling files in eager mode"},
+    {.library = Library::megatron,
+     .name = "megatron",
+     .engine = Framework::megatron,
+     .model_code = ModelCode::megatron,
+     .source = "NVIDIA/Megatron-LM megatron/core/transformer (fused LayerNorm, bias-GeLU, "
+               "bias-dropout-add, fused softmax or Transformer Engine's attention; Korthikanti "
+               "et al. 2022, arXiv:2205.05198, Sec. 4-5); distributed optimizer with fp32 main "
+               "parameters and gradients",
+     .unmodelled = ""},
+    {.library = Library::megatron_deepspeed,
+     .name = "megatron-deepspeed",
+     .engine = Framework::megatron,
+     .model_code = ModelCode::megatron,
+     .source = "deepspeedai/Megatron-DeepSpeed megatron/model/transformer.py: Megatron-LM's fused "
+               "block under DeepSpeed's engine",
+     .unmodelled = "DeepSpeed's ZeRO accounting of the model states under a Megatron block is "
+                   "priced as Megatron's distributed optimizer"},
+    {.library = Library::deepspeed,
+     .name = "deepspeed",
+     .engine = Framework::deepspeed,
+     .source = "deepspeedai/DeepSpeed deepspeed/runtime/engine.py (FusedAdam by default, its "
+               "buckets and ZeRO stages) over transformers' models",
+     .unmodelled = ""},
+    {.library = Library::llm_foundry,
+     .name = "llm-foundry",
+     .tf32 = true,
+     .source = "mosaicml/composer v0.32.1 composer/devices/device_gpu.py:41-53 (DeviceGPU "
+               "allow_tf32=True by default); mosaicml/llm-foundry v0.21.0 "
+               "llmfoundry/models/mpt/modeling_mpt.py",
+     .unmodelled = "llm-foundry's MPT model code (FlashAttention's fused kernels and loss, "
+                   "low-precision LayerNorm) is priced as transformers' modeling files"},
+}};
+
+}  // namespace
+
+const LibraryTraits& library_traits(Library l) {
+  for (const LibraryTraits& t : kLibraries)
+    if (t.library == l) return t;
+  return kLibraries.front();
+}
+
+Library library_of(Framework f) {
+  switch (f) {
+    case Framework::pytorch: return Library::hf_trainer;
+    case Framework::deepspeed: return Library::deepspeed;
+    case Framework::megatron: return Library::megatron;
+  }
+  return Library::hf_trainer;
+}
+
+OpListVariant op_variant(const Architecture& a, const Training& tr) {
+  OpListVariant v = family_of(a).ops;
+  const LibraryTraits& lib = library_traits(tr.library);
+  if (lib.kv_expanded) v.kv_always_repeated = true;
+  if (lib.loss_in_model_dtype) v.loss_in_model_dtype = true;
+  return v;
+}
+
+}  // namespace trainplan::model
