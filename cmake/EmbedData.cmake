@@ -10,7 +10,9 @@ if(CMAKE_SCRIPT_MODE_FILE)
   foreach(f IN LISTS files)
     file(READ "${DATA_DIR}/${f}" text)
     string(APPEND body "constexpr char kFile${index}[] = R\"tpjson(${text})tpjson\";\n")
-    string(APPEND table "      {\"${f}\", kFile${index}},\n")
+    # The length from sizeof, not a constexpr strlen: the compiler's constexpr step limit counts
+    # every character of every file.
+    string(APPEND table "      {\"${f}\", std::string_view(kFile${index}, sizeof(kFile${index}) - 1)},\n")
     math(EXPR index "${index} + 1")
   endforeach()
   string(APPEND body "}  // namespace\n\nstd::span<const EmbeddedFile> embedded_data() {\n  static constexpr EmbeddedFile kFiles[] = {\n${table}      {\"\", \"\"}};\n  return {kFiles, ${index}};\n}\n\n}  // namespace trainplan::request\n")

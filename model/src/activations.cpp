@@ -42,8 +42,7 @@ ResolvedBlocks resolve_blocks(const Architecture& a, const Training& tr, const M
   ResolvedBlocks r;
   r.attention = ops.decoder.block.run.runs;
   r.explicit_mask = sdpa_explicit_mask(a, tr);
-  const Family& family = family_of(a);
-  r.variant = family.ops;
+  r.variant = op_variant(a, tr);
   const bool hf = tr.framework != Framework::megatron;
   for (Stack stack : {Stack::encoder, Stack::decoder}) {
     if (stack == Stack::encoder && !a.encoder_decoder) continue;
@@ -207,8 +206,12 @@ HeadActivations head_activations(const Architecture& a, const Training& tr, cons
   // Gemma 2 soft-caps the logits, cap * tanh(logits / cap): tanh keeps its output, in the
   // logits' dtype (modeling_gemma2.py Gemma2ForCausalLM.forward).
   const double softcap = a.logit_softcap > 0.0 ? c * t * V / tp : 0.0;
-  const double saved = norm + softcap + loss_bytes * t * V / tp + 8.0 * t;
-  const double transient = std::max(c + loss_bytes, 2.0 * loss_bytes) * t * V / tp;
+  // A loop that keeps the logits (litgpt) holds them beside the log-softmax; the forward moment
+  // then adds only the upcast copy, if any.
+  const double kept = family.logits_kept ? c : 0.0;
+  const double saved = norm + softcap + (kept + loss_bytes) * t * V / tp + 8.0 * t;
+  const double forward = (family.logits_kept ? 0.0 : c) + (family.loss_in_model_dtype ? 0.0 : kFp32);
+  const double transient = std::max(forward, 2.0 * loss_bytes) * t * V / tp;
   return {Bytes(saved), Bytes(transient)};
 }
 }  // namespace

@@ -32,6 +32,7 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
      .model_code = ModelCode::litgpt,
      .kv_expanded = true,
      .loss_in_model_dtype = true,
+     .logits_kept = true,
      .sdpa_only = true,
      .frozen_base_fp32 = true,
      .qlora_stack = QloraStack::litgpt_2023,
@@ -40,8 +41,9 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
                "litgpt/model.py CausalSelfAttention.forward copies grouped K/V to every query head "
                "(expand + reshape up to v0.5.4, repeat_interleave after the rotary embedding from "
                "v0.5.5) and calls SDPA with is_causal; litgpt/utils.py chunked_cross_entropy "
-               "(cross_entropy over the head's dtype in chunks of 128 rows, no upcast); "
-               "litgpt/finetune/lora.py (under *-mixed the model is fp32, the base frozen); QLoRA "
+               "(cross_entropy over the head's dtype in chunks of 128 rows, no upcast, also at "
+               "8641822); finetune/full.py and lora.py keep `logits` in a local through "
+               "fabric.backward; litgpt/finetune/lora.py (under *-mixed the model is fp32, the base frozen); QLoRA "
                "through lightning Fabric's BitsandbytesPrecision (tutorials/resource-tables.md, "
                "commit 8641822: bitsandbytes 0.41, 4-bit head)",
      .unmodelled = "litgpt's chunked cross-entropy only lowers the transient peak of the loss, "
@@ -127,6 +129,7 @@ OpListVariant op_variant(const Architecture& a, const Training& tr) {
   const LibraryTraits& lib = library_traits(tr.library);
   if (lib.kv_expanded) v.kv_always_repeated = true;
   if (lib.loss_in_model_dtype) v.loss_in_model_dtype = true;
+  if (lib.logits_kept) v.logits_kept = true;
   return v;
 }
 

@@ -189,6 +189,7 @@ CaseResult validate_case(const ReferenceCase& c, const MemoryConventions& mc,
       cmp.measured = m.value;
       cmp.tolerance_pct = m.tolerance_pct;
       cmp.what = m.what;
+      cmp.open = m.open;
       if (m.metric == Metric::saved_for_backward_layer &&
           (m.layer < 0 || m.layer >= c.arch.total_layers()))
         throw InputError("layer " + std::to_string(m.layer) + " does not exist (the model has " +
@@ -234,7 +235,10 @@ Summary summarise(std::span<const CaseResult> results, std::optional<CaseKind> o
         acc.out.max_abs_pct = abs_e;
         acc.out.worst = label(r, c);
       }
-      if (!c.within_tolerance()) {
+      if (c.open_gap()) {
+        ++acc.out.open;
+        ++s.open;
+      } else if (!c.within_tolerance()) {
         ++acc.out.outside_tolerance;
         ++s.outside_tolerance;
       }

@@ -196,6 +196,10 @@ Measurement read_measurement(const Json& v, const std::string& what) {
   if (m.tolerance_pct < 0.0) throw InputError(what + ": key 'tolerance_pct' must not be negative");
   if (m.metric == Metric::saved_for_backward_layer)
     m.layer = static_cast<int>(r.integer("layer", 0, kMaxDegree));
+  if (const auto open = r.optional_string("open")) {
+    if (open->empty()) throw InputError(what + ": key 'open' must say why the band is not met yet");
+    m.open = *open;
+  }
   r.reject_unknown();
   return m;
 }
@@ -335,7 +339,7 @@ std::vector<ReferenceCase> parse_oracle(const Json& j, const std::string& file) 
   auto add = [&](Metric m, Unit u, double value, const char* how, double tol, int layer = -1) {
     if (value <= 0.0)
       throw InputError(what + ": " + std::string(to_string(m)) + " must be positive");
-    c.measurements.push_back({m, u, value, how, tol, layer});
+    c.measurements.push_back({m, u, value, how, tol, layer, ""});
   };
   // Parameters, FLOPs and model-state bytes are exact; the activation formulas are held to 5 %.
   constexpr double kExact = 0.0;

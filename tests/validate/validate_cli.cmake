@@ -46,6 +46,10 @@ else()
 endif()
 
 check("one file" 0 "tiny-llama-lora" "" validate ${FIXTURES}/good/minimal.json)
+check("open gap and stale mark in the report" 0 "peak_allocated .* open\n.*ok \\(stale open mark\\)" ""
+      validate ${FIXTURES}/good/open_gaps.json)
+check("open gaps counted apart" 0 "\"open\": 1" "" validate ${FIXTURES}/good/open_gaps.json --json)
+check("empty open reason" nonzero "" "key 'open' must say why" validate ${FIXTURES}/bad/empty_open.json)
 check("unknown metric" nonzero "" "unknown_metric\\.json.*unknown metric 'peak_memory'"
       validate ${FIXTURES}/bad/unknown_metric.json)
 check("missing configuration" nonzero "" "missing_precision\\.json.*key 'precision' is missing"

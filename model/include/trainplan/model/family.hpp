@@ -81,6 +81,9 @@ struct OpListVariant {
   // The loss takes the log-softmax of the logits in the model dtype, not of an fp32 upcast (T5's
   // CrossEntropyLoss on lm_logits; causal LMs' ForCausalLMLoss upcasts).
   bool loss_in_model_dtype = false;
+  // The training loop holds the logits through backward (litgpt's finetune scripts keep `logits`
+  // in a local while fabric.backward runs), beside what the loss saved.
+  bool logits_kept = false;
 };
 
 struct Family {

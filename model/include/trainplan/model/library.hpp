@@ -40,6 +40,8 @@ struct LibraryTraits {
   // The cross-entropy takes the logits in the dtype the head produced them, without an fp32
   // upcast (transformers' ForCausalLMLoss upcasts).
   bool loss_in_model_dtype = false;
+  // The training loop keeps the logits alive through backward.
+  bool logits_kept = false;
   // Its model code always calls torch's SDPA (no eager or flash-attn switch).
   bool sdpa_only = false;
   // Adapters under a *-mixed precision: the frozen base stays fp32 (autocast over an fp32 model).

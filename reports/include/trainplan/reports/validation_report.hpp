@@ -20,5 +20,7 @@ using request::Json;
                                               const std::vector<std::string>& paths);
 // "outside tolerance: CASE METRIC: +E % (tolerance T %)", for --check.
 [[nodiscard]] std::string outside_tolerance_text(const planner::CaseResult& r, const planner::Comparison& c);
+// A value within its tolerance that still carries an open gap: the line validate --check prints.
+[[nodiscard]] std::string stale_open_text(const planner::CaseResult& r, const planner::Comparison& c);
 
 }  // namespace trainplan::reports
