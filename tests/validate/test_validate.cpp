@@ -273,11 +273,47 @@ TEST(MeasuredRuns, StepTimesWithinTheIssuesBands) {
       // steps within the 45 % that five machines spanned for one of them (their tolerance, stated in
       // the file). Median at most 15 %.
       {"measured-h200-families.json", Metric::step_time, 14, 15.0, 45.0, false},
-      // Published FSDP throughput, llm-foundry and IBM/PyTorch, 8 to 512 GPUs: median 12 %.
-      {"fsdp-published.json", Metric::tokens_per_s, 27, 12.0, 30.0, false},
+      // Published FSDP throughput of IBM/PyTorch (fms-fsdp) at 96 and 128 GPUs: median 12 %.
+      {"fsdp-published.json", Metric::tokens_per_s, 6, 12.0, 30.0, false},
   };
   for (const IssueBand& b : bands)
     expect_band(b, [&](const CaseResult& r) { return b.held_out_only && !r.fitted_by.empty(); });
+}
+
+// MosaicML llm-foundry's MPT tables used whole (every bf16 row, data/reference/
+// llm-foundry-benchmarks.json; no constant fitted on them). The training-library issue asks the
+// median |error| within 10 % and the signed bias of short (<= 2048 tokens) and long sequences each
+// within 5 %; what holds today is held here so that it cannot slip: the median within 11 %, the
+// short rows' signed median within 7 %, the 27 rows at 128 to 512 GPUs (FSDP at scale) median
+// within 7 % and each within 20 %. The long rows are over-predicted (their open gap, stated in the
+// file): the bias band for them is not met yet.
+TEST(MeasuredRuns, LlmFoundryTablesWhole) {
+  std::vector<double> all, short_signed, at_scale;
+  for (const CaseResult& r : report().cases) {
+    if (!r.file.ends_with("llm-foundry-benchmarks.json")) continue;
+    const auto& c = r.comparisons.at(0);
+    all.push_back(std::abs(c.error_pct()));
+    const bool long_seq = r.name.find("-s4096-") != std::string::npos || r.name.find("-s8192-") != std::string::npos ||
+                          r.name.find("-s16384-") != std::string::npos ||
+                          r.name.find("-s32768-") != std::string::npos ||
+                          r.name.find("-s65536-") != std::string::npos;
+    if (!long_seq) short_signed.push_back(c.error_pct());
+    if (r.name.find("-128gpu-") != std::string::npos || r.name.find("-256gpu-") != std::string::npos ||
+        r.name.find("-512gpu-") != std::string::npos)
+      at_scale.push_back(std::abs(c.error_pct()));
+  }
+  const auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  };
+  ASSERT_EQ(all.size(), 209u);
+  ASSERT_EQ(short_signed.size(), 125u);
+  ASSERT_EQ(at_scale.size(), 27u);
+  EXPECT_LE(median(all), 11.0);
+  EXPECT_LE(std::abs(median(short_signed)), 7.0);
+  EXPECT_LE(median(at_scale), 7.0);
+  EXPECT_LE(*std::max_element(at_scale.begin(), at_scale.end()), 20.0);
 }
 
 // The same H200 runs predicted with the profile `trainplan calibrate fit` made from the H200
