@@ -81,7 +81,8 @@ bool supports(const GpuSpec& g, Precision p) {
 
 bool supports(const GpuSpec& g, Attention a) {
   switch (a) {
-    case Attention::flash: return g.capabilities.runs(FlashAttentionGen::fa2);
+    case Attention::flash:
+    case Attention::triton: return g.capabilities.runs(FlashAttentionGen::fa2);
     case Attention::sdpa:
     case Attention::eager: return true;
   }

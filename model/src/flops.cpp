@@ -116,6 +116,7 @@ StackRules stack_rules(const Architecture& a, const Training& tr, Stack stack) {
 [[nodiscard]] bool fused_attention(Attention at) {
   switch (at) {
     case Attention::flash:
+    case Attention::triton:
     case Attention::sdpa:
       return true;
     case Attention::eager:

@@ -125,6 +125,7 @@ void HfBlock::attention_saved() {
       b_.keep("attention scores", core_, true);
       return;
     case Attention::flash:
+    case Attention::triton:
     case Attention::sdpa:
       break;
   }

@@ -86,6 +86,7 @@ void megatron_block(const Architecture& a, const Training& tr, Stack stack, Bloc
   switch (tr.attention) {
     case Attention::eager: core_bytes = 5.0 * x.a * x.s * x.s * x.b / x.tp; break;
     case Attention::flash:
+    case Attention::triton:
     case Attention::sdpa: core_bytes = kFp32 * x.a * x.t / x.tp; break;  // log-sum-exp per row
   }
   const std::size_t core_op = b.last();

@@ -208,6 +208,7 @@ AttentionRun attention_run(const Architecture& a, const Training& tr, int cuda_s
   r.runs = attention_executed(a, tr, cuda_sm);
   switch (r.runs) {
     case Attention::flash:
+    case Attention::triton:
       r.fused = true;
       break;
     case Attention::sdpa:

@@ -251,6 +251,10 @@ CoreTimes core_times(const model::BlockOps& ops, const model::Training& tr, cons
   // (attention.cpp _scaled_dot_product_attention_math; Falcon-7B on the H200 ran
   // sm80_xmma_gemm_f32f32 ffma kernels), then takes the softmax of the fp32 scores.
   ComputeDevice dm = d;
+  // The Triton FlashAttention runs at its share of FlashAttention-2's rate (TimeConventions).
+  const bool triton = run.runs == Attention::triton;
+  const double fwd_rate = triton ? tc.triton_fwd_vs_flash : 1.0;
+  const double bwd_rate = triton ? tc.triton_bwd_vs_flash : 1.0;
   if (run.gpu_sdpa && sdpa.fp32_math) {
     dm.peak = d.fp32_peak;
     dm.element_bytes = 4.0;
@@ -268,9 +272,9 @@ CoreTimes core_times(const model::BlockOps& ops, const model::Training& tr, cons
     if (run.fused) {
       const double causal = at.causal ? model::causal_fraction(s) : 1.0;
       const Flops f(2.0 * b * sd * sd * at.heads_per_gpu * dbl(hd + hv) * causal);
-      out.forward += f / (d.peak * attention_efficiency(d, false, s, at.causal, hd));
+      out.forward += f / (d.peak * attention_efficiency(d, false, s, at.causal, hd) * fwd_rate);
       out.backward += (f * model::kFusedAttentionBackwardRatio) /
-                      (d.peak * attention_efficiency(d, true, s, at.causal, hd));
+                      (d.peak * attention_efficiency(d, true, s, at.causal, hd) * bwd_rate);
       continue;
     }
     const double batch = b * at.heads_per_gpu;

@@ -340,6 +340,8 @@ std::string hf_attention(Attention a) {
       return "sdpa";
     case Attention::eager:
       return "eager";
+    case Attention::triton:
+      break;  // refused by emit() before any emitter runs
   }
   return "sdpa";
 }
@@ -640,6 +642,9 @@ Emitted emit(EmitFormat f, const Estimate& e, const hardware::Cluster& c,
                      " runs bf16 only emulated, without its tensor cores; no launch config is written for "
                      "it (fp16-mixed runs on them)");
   hardware::require_supported(c.gpu, e.training.precision, e.training.attention);
+  if (e.training.attention == Attention::triton)
+    throw FieldError("{attention} triton: neither transformers nor Megatron-LM runs the Triton FlashAttention; "
+                     "no launch config is written for it (flash runs FlashAttention-2)");
   Emitted out;  // built first: what the format cannot express is refused, forced or not
   switch (f) {
     case EmitFormat::deepspeed:

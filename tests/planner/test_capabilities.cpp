@@ -13,6 +13,7 @@
 #include "trainplan/request/catalog.hpp"
 #include "trainplan/model/parameters.hpp"
 #include "trainplan/planner/emit.hpp"
+#include "trainplan/planner/evaluator.hpp"
 #include "trainplan/planner/fit.hpp"
 #include "trainplan/planner/search.hpp"
 
@@ -245,6 +246,26 @@ TEST(GpuCapabilities, EmittersWriteFp16AndSdpaForAV100Plan) {
 // (Rajbhandari et al. 2020, arXiv:1910.02054, Sec. 3): 8,030,261,248 x 16 bytes = 119.66 GiB of model
 // states on one GPU, inside an MI355X's 287.98 GiB and beyond an H100's 79.1 GiB, at AMD's dense
 // bf16 2.5 PFLOP/s.
+// The Triton FlashAttention keeps what FlashAttention-2 keeps and runs slower (Dao 2023,
+// arXiv:2307.08691, Sec. 4.1: FlashAttention-2 is 1.3-1.5x faster forward, about 2x backward), so
+// a long-sequence step takes longer by less than the attention's whole backward; a launch config is
+// not written for it.
+TEST(GpuCapabilities, TritonAttentionKeepsFlashMemoryAndRunsSlower) {
+  const Problem p = problem("llama-3.2-1b", "1xA100-80GB");
+  const Evaluator ev(p.a, p.n, p.c);
+  model::Training flash;
+  flash.seq = 8192;
+  flash.attention = Attention::flash;
+  model::Training triton = flash;
+  triton.attention = Attention::triton;
+  const Estimate f = ev.estimate(flash);
+  const Estimate t = ev.estimate(triton);
+  EXPECT_DOUBLE_EQ(t.memory.device_total.value(), f.memory.device_total.value());
+  EXPECT_GT(t.time.compute.value(), f.time.compute.value());
+  EXPECT_LT(t.time.compute.value(), 2.0 * f.time.compute.value());
+  EXPECT_TRUE(contains(error_of([&] { (void)emit(EmitFormat::deepspeed, t, p.c, p.a, {}); }), "attention triton"));
+}
+
 TEST(GpuCapabilities, Llama8bOnOneMI355XByHand) {
   const Problem p = problem("8b", "1xMI355X");
   EXPECT_EQ(p.c.gpu.architecture, "CDNA4");

@@ -16,7 +16,10 @@ enum class Strategy { single, ddp, zero1, zero2, zero3, fsdp_full, fsdp_grad_op,
 // full_offload: full checkpointing with the checkpoints kept in host memory (ZeRO-R's Pa+cpu,
 // Rajbhandari et al. 2019, arXiv:1910.02054, Sec. 6.1; DeepSpeed's cpu_checkpointing).
 enum class Checkpointing { none, selective, full, full_offload };
-enum class Attention { flash, sdpa, eager };
+// flash: FlashAttention-2 (or the fused kernel SDPA dispatches to); triton: the Triton
+// FlashAttention of flash-attn's flash_attn_triton.py (llm-foundry's attn_impl "triton" of 2023),
+// the same memory as flash at its own, lower rate; sdpa: torch's dispatch; eager: the model's ops.
+enum class Attention { flash, sdpa, eager, triton };
 enum class Offload { none, optimizer, optimizer_params };
 enum class Quant { nf4, nf4_dq, fp4, int8 };
 enum class FsdpWrap { block, none };
@@ -102,7 +105,8 @@ struct EnumTable<Attention> {
   static constexpr std::string_view kWhat = "attention";
   static constexpr std::array kEntries{std::pair{Attention::flash, std::string_view{"flash"}},
                                        std::pair{Attention::sdpa, std::string_view{"sdpa"}},
-                                       std::pair{Attention::eager, std::string_view{"eager"}}};
+                                       std::pair{Attention::eager, std::string_view{"eager"}},
+                                       std::pair{Attention::triton, std::string_view{"triton"}}};
 };
 template <>
 struct EnumTable<Offload> {

@@ -80,6 +80,12 @@ struct TimeConventions {
   // peak forward, throughput.md 7).
   double flash_fwd_efficiency = 0.72;
   double flash_bwd_efficiency = 0.55;
+  // The Triton FlashAttention (flash-attn's flash_attn_triton.py; llm-foundry's attn_impl triton)
+  // against FlashAttention-2 on an A100: FlashAttention-2 "is around 1.3-1.5x faster than
+  // FlashAttention in Triton in the forward pass and around 2x faster in the backward pass"
+  // (Dao 2023, arXiv:2307.08691, Sec. 4.1): the middle of the first range, and the second.
+  double triton_fwd_vs_flash = 1.0 / 1.4;
+  double triton_bwd_vs_flash = 1.0 / 2.0;
   // Sequence length at which a kernel reaches half its long-sequence efficiency: eta(s) = eta_max
   // s / (s + s_half). From the cuDNN 9.19 H200 bf16 CSV (reference cudnn_sdpa_bench): 0.49 of peak
   // at s = 2k causal and 0.71 at 16k give s_half of ~960 and ~230; their geometric mean.
