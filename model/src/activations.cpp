@@ -209,6 +209,12 @@ HeadActivations head_activations(const Architecture& a, const Training& tr, cons
   // A loop that keeps the logits (litgpt) holds them beside the log-softmax; the forward moment
   // then adds only the upcast copy, if any.
   const double kept = family.logits_kept ? c : 0.0;
+  if (family.fused_loss) {
+    // The fused kernel keeps the logits (and an fp32 log-sum-exp per row); backward writes one
+    // gradient of the logits.
+    const double saved = norm + softcap + c * t * V / tp + kFp32 * t + 8.0 * t;
+    return {Bytes(saved), Bytes(c * t * V / tp)};
+  }
   const double saved = norm + softcap + (kept + loss_bytes) * t * V / tp + 8.0 * t;
   const double forward = (family.logits_kept ? 0.0 : c) + (family.loss_in_model_dtype ? 0.0 : kFp32);
   const double transient = std::max(forward, 2.0 * loss_bytes) * t * V / tp;

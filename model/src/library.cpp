@@ -100,11 +100,15 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
     {.library = Library::llm_foundry,
      .name = "llm-foundry",
      .tf32 = true,
+     .fused_loss = true,
      .source = "mosaicml/composer v0.32.1 composer/devices/device_gpu.py:41-53 (DeviceGPU "
                "allow_tf32=True by default); mosaicml/llm-foundry v0.21.0 "
-               "llmfoundry/models/mpt/modeling_mpt.py",
-     .unmodelled = "llm-foundry's MPT model code (FlashAttention's fused kernels and loss, "
-                   "low-precision LayerNorm) is priced as transformers' modeling files"},
+               "llmfoundry/models/mpt/configuration_mpt.py (loss_fn defaults to fused_crossentropy: "
+               "flash-attn's flash_attn/ops/triton/cross_entropy.py CrossEntropyLoss, one kernel each "
+               "way over the logits) and llmfoundry/models/mpt/modeling_mpt.py",
+     .unmodelled = "llm-foundry's MPT model code (low-precision LayerNorm, its attention "
+                   "implementations) is priced as transformers' modeling files; its fused "
+                   "cross-entropy is priced"},
 }};
 
 }  // namespace
@@ -130,6 +134,7 @@ OpListVariant op_variant(const Architecture& a, const Training& tr) {
   if (lib.kv_expanded) v.kv_always_repeated = true;
   if (lib.loss_in_model_dtype) v.loss_in_model_dtype = true;
   if (lib.logits_kept) v.logits_kept = true;
+  if (lib.fused_loss) v.fused_loss = true;
   return v;
 }
 

@@ -7,6 +7,7 @@
 
 #include "trainplan/model/block_ops.hpp"
 #include "trainplan/model/flops.hpp"
+#include "trainplan/model/library.hpp"
 #include "trainplan/model/model_states.hpp"
 #include "trainplan/model/sdpa.hpp"
 #include "trainplan/planner/kernel_work.hpp"
@@ -153,6 +154,12 @@ Seconds gemm_time(const ComputeDevice& d, std::int64_t m, std::int64_t n, std::i
 }
 
 Seconds memory_bound_time(const ComputeDevice& d, Bytes traffic) { return traffic / d.hbm; }
+
+LossBytes loss_bytes(const model::Architecture& a, const model::Training& tr, const TimeConventions& tc) {
+  if (!model::op_variant(a, tr).fused_loss) return {tc.loss_bytes_per_logit, tc.loss_backward_bytes_per_logit};
+  const double c = compute_bytes(tr.precision);
+  return {c, 2.0 * c};
+}
 
 double attention_efficiency(const ComputeDevice& d, bool backward, std::int64_t seq, bool causal,
                             std::int64_t head_dim) {
@@ -446,8 +453,9 @@ EdgeCompute edge_compute(const model::Architecture& a, const model::Training& tr
   e.head_forward = gemm_time(d, T, v, a.hidden);
   e.head_backward =
       gemm_time(d, T, a.hidden, v) + (trainable_head ? gemm_time(d, a.hidden, v, T) : Seconds(0.0));
-  const Bytes loss(dbl(T) * dbl(v) * tc.loss_bytes_per_logit);
-  const Bytes loss_backward(dbl(T) * dbl(v) * tc.loss_backward_bytes_per_logit);
+  const LossBytes lb = loss_bytes(a, tr, tc);
+  const Bytes loss(dbl(T) * dbl(v) * lb.forward);
+  const Bytes loss_backward(dbl(T) * dbl(v) * lb.backward);
   // Gemma 2's logit soft-capping, cap * tanh(logits / cap) in the logits' dtype: three
   // elementwise kernels forward (each reads and writes the logits), and backward the two scalings
   // (read, write) and tanh's gradient (reads the gradient and the output, writes one).

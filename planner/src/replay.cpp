@@ -270,8 +270,9 @@ void add_edges(Components& out, const model::Architecture& a, const model::Train
   const Seconds loss_f = (e.head_forward - head_f * heads - proj_f * mtp) / heads;
   const Seconds loss_b = (e.head_backward - head_b * heads - proj_b * mtp) / heads;
   // Cross-entropy in fp32 over the logits: the upcast, log-softmax and nll_loss each way.
-  const Bytes loss(dbl(T) * dbl(v) * tc.loss_bytes_per_logit);
-  const Bytes loss_backward(dbl(T) * dbl(v) * tc.loss_backward_bytes_per_logit);
+  const LossBytes lb = loss_bytes(a, tr, tc);
+  const Bytes loss(dbl(T) * dbl(v) * lb.forward);
+  const Bytes loss_backward(dbl(T) * dbl(v) * lb.backward);
   // The loss's kernels each way, from the head's op list.
   const model::BlockOps head_ops = model::edge_ops(a, tr, model::Edge::head);
   const auto loss_op = std::find_if(head_ops.ops.begin(), head_ops.ops.end(),

@@ -281,13 +281,14 @@ TEST(MeasuredRuns, StepTimesWithinTheIssuesBands) {
 }
 
 // MosaicML llm-foundry's MPT tables used whole (every bf16 row, data/reference/
-// llm-foundry-benchmarks.json, attention the runs' Triton FlashAttention; no constant fitted on
-// them). The training-library issue asks the median |error| within 10 % and the signed bias of
-// short (<= 2048 tokens) and long sequences each within 5 %. Held here: the long rows' signed
-// median within 5 % (met), the median within 11 % and the short rows' signed median within 11 %
-// (not met yet: the short rows are predicted about 10 % slow), the 27 rows at 128 to 512 GPUs
-// (FSDP at scale) median within 6 % and each within 20 %. The H100 rows at 16k-64k tokens are
-// over-predicted (their open gap, stated in the file).
+// llm-foundry-benchmarks.json, the llm-foundry library with its fused cross-entropy, attention
+// the runs' Triton FlashAttention; no constant fitted on them). The training-library issue asks
+// the median |error| within 10 % and the signed bias of short (<= 2048 tokens) and long sequences
+// each within 5 %. Held here: the median within 10 % and the long rows' signed median within 5 %
+// (both met); the short rows' signed median within 11 % (not met yet: they are predicted about
+// 10 % slow, on the A100s); the 27 rows at 128 to 512 GPUs (FSDP at scale) median within 6 % and
+// each within 20 %. The H100 rows at 16k-64k tokens are over-predicted (their open gap, stated in
+// the file).
 TEST(MeasuredRuns, LlmFoundryTablesWhole) {
   std::vector<double> all, short_signed, long_signed, at_scale;
   for (const CaseResult& r : report().cases) {
@@ -312,7 +313,7 @@ TEST(MeasuredRuns, LlmFoundryTablesWhole) {
   ASSERT_EQ(short_signed.size(), 125u);
   ASSERT_EQ(at_scale.size(), 27u);
   ASSERT_EQ(long_signed.size(), 84u);
-  EXPECT_LE(median(all), 11.0);
+  EXPECT_LE(median(all), 10.0);
   EXPECT_LE(std::abs(median(short_signed)), 11.0);
   EXPECT_LE(std::abs(median(long_signed)), 5.0);
   EXPECT_LE(median(at_scale), 6.0);

@@ -84,6 +84,10 @@ struct OpListVariant {
   // The training loop holds the logits through backward (litgpt's finetune scripts keep `logits`
   // in a local while fabric.backward runs), beside what the loss saved.
   bool logits_kept = false;
+  // One fused cross-entropy kernel (flash-attn's Triton cross_entropy, llm-foundry's loss_fn
+  // fused_crossentropy): forward reads the logits once and keeps them with a per-row log-sum-exp,
+  // backward reads them again and writes their gradient; no fp32 log-softmax.
+  bool fused_loss = false;
 };
 
 struct Family {

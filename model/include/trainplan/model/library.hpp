@@ -42,6 +42,8 @@ struct LibraryTraits {
   bool loss_in_model_dtype = false;
   // The training loop keeps the logits alive through backward.
   bool logits_kept = false;
+  // Its loss is one fused cross-entropy kernel (OpListVariant::fused_loss).
+  bool fused_loss = false;
   // Its model code always calls torch's SDPA (no eager or flash-attn switch).
   bool sdpa_only = false;
   // Adapters under a *-mixed precision: the frozen base stays fp32 (autocast over an fp32 model).

@@ -65,6 +65,16 @@ using model::attention_run;
                                            const hardware::HardwareProfile* profile,
                                            const TimeConventions& tc);
 
+// Bytes the loss moves per logit each way: the fp32 cross-entropy's passes (TimeConventions), or a
+// fused kernel's (model::OpListVariant::fused_loss: forward reads the logits, backward reads them
+// and writes their gradient, in the compute dtype).
+struct LossBytes {
+  double forward = 0.0;
+  double backward = 0.0;
+};
+[[nodiscard]] LossBytes loss_bytes(const model::Architecture& a, const model::Training& tr,
+                                   const TimeConventions& tc);
+
 // Efficiency (fraction of the dense peak) of `count` back-to-back (M x K)(K x N) products:
 // eta_max * tile(M, N) * wave(M, N, count) * K / (K + K0). NVIDIA Matrix Multiplication
 // Background User's Guide 3.1-3.2; reference calibration.md 2.4.
