@@ -635,16 +635,7 @@ Emitted emit_torchrun(const Estimate& e, const hardware::Cluster& c, const model
 
 Emitted emit(EmitFormat f, const Estimate& e, const hardware::Cluster& c,
              const model::Architecture& a, const EmitContext& x) {
-  // Never write a config the GPU cannot run (FlashAttention-2 on a V100) or runs only emulated
-  // (bf16 on a V100: an estimate answers it, a launch config would start the slow path).
-  if (hardware::emulated_bf16(c.gpu, e.training.precision))
-    throw FieldError("{precision} " + std::string(to_string(e.training.precision)) + ": " + c.gpu.name +
-                     " runs bf16 only emulated, without its tensor cores; no launch config is written for "
-                     "it (fp16-mixed runs on them)");
-  hardware::require_supported(c.gpu, e.training.precision, e.training.attention);
-  if (e.training.attention == Attention::triton)
-    throw FieldError("{attention} triton: neither transformers nor Megatron-LM runs the Triton FlashAttention; "
-                     "no launch config is written for it (flash runs FlashAttention-2)");
+  require_emittable(f, e.training, c.gpu);
   Emitted out;  // built first: what the format cannot express is refused, forced or not
   switch (f) {
     case EmitFormat::deepspeed:

@@ -157,6 +157,8 @@ run_case(v100_bf16_emit_refused 2 estimate tinyllama-1.1b V100-32GB --precision 
 run_case(library_litgpt_lab_oom 1 fit tinyllama-1.1b A100-80GB --library litgpt --precision fp32
          --micro-batch 32 --seq 512 --strategy single --checkpointing none --offload none
          MATCH "does not fit" "note: attention sdpa: litgpt always calls torch's SDPA")
+run_case(library_emit_refused 2 estimate tinyllama-1.1b A100-80GB --library litgpt --emit torchrun
+         ERR "--library litgpt: it does not start a job from the torchrun launch config")
 run_case(library_unknown 2 fit 7b A100 --library nope ERR "--library: unknown library 'nope' \\(expected one of: hf-trainer")
 run_case(tf32_without_fp32_warns 0 fit tinyllama-1.1b A100 --tf32 ERR "--tf32 true ignored: it applies with --precision fp32")
 run_case(v100_flash_refused 2 estimate 7b V100-32GB --attention flash

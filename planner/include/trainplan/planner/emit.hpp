@@ -66,6 +66,10 @@ class EmitDoesNotFit : public FieldError {
                                       const model::Architecture& a, const EmitContext& x = {});
 [[nodiscard]] Emitted emit_torchrun(const Estimate& e, const hardware::Cluster& c,
                                     const model::Architecture& a, const EmitContext& x = {});
+// Refuses, as a FieldError naming the option, what no emitter writes whatever the plan: a
+// precision the GPU runs only emulated or an attention it cannot run, the Triton FlashAttention,
+// a format the plan's training library does not start jobs from (emit_runnable.cpp).
+void require_emittable(EmitFormat f, const model::Training& t, const hardware::GpuSpec& gpu);
 // The launch config of one plan in format f. Throws EmitRefused when the format cannot express
 // it and EmitDoesNotFit when it does not fit and x.force is off; with x.force such a config opens
 // with a warning the format keeps (a "trainplan_warning" key in JSON, a comment elsewhere).

@@ -1,0 +1,55 @@
+// What the emitters never write, whatever the plan (emit.hpp require_emittable): a config the GPU
+// cannot run or runs only emulated, a kernel no emitted launcher runs, and a format the plan's
+// training library does not read.
+#include <string>
+
+#include "trainplan/core/error.hpp"
+#include "trainplan/hardware/gpu.hpp"
+#include "trainplan/model/library.hpp"
+#include "trainplan/planner/emit.hpp"
+
+namespace trainplan::planner {
+namespace {
+
+// Whether `library` starts its jobs from this format: a DeepSpeed JSON is read by DeepSpeed's
+// engine (the Trainer and axolotl pass it on, Megatron-DeepSpeed takes it); an accelerate YAML by
+// `accelerate launch` (the Trainer, TRL, axolotl); the torchrun command starts the Trainer's
+// script or Megatron-LM's pretrain_gpt.py.
+bool reads(Library library, EmitFormat f) {
+  switch (library) {
+    case Library::hf_trainer:
+    case Library::accelerate:
+    case Library::trl:
+    case Library::deepspeed:  // the Trainer under DeepSpeed's engine, launched any of the three ways
+      return true;
+    case Library::axolotl: return f != EmitFormat::torchrun;
+    case Library::megatron: return f == EmitFormat::torchrun;
+    case Library::megatron_deepspeed: return f == EmitFormat::deepspeed;
+    case Library::litgpt:
+    case Library::torchtune:
+    case Library::torchtitan:
+    case Library::llm_foundry:
+      return false;
+  }
+  return false;
+}
+
+}  // namespace
+
+void require_emittable(EmitFormat f, const model::Training& t, const hardware::GpuSpec& gpu) {
+  // bf16 on a V100: an estimate answers it, a launch config would start the slow path.
+  if (hardware::emulated_bf16(gpu, t.precision))
+    throw FieldError("{precision} " + std::string(to_string(t.precision)) + ": " + gpu.name +
+                     " runs bf16 only emulated, without its tensor cores; no launch config is written for "
+                     "it (fp16-mixed runs on them)");
+  hardware::require_supported(gpu, t.precision, t.attention);
+  if (t.attention == Attention::triton)
+    throw FieldError("{attention} triton: neither transformers nor Megatron-LM runs the Triton FlashAttention; "
+                     "no launch config is written for it (flash runs FlashAttention-2)");
+  if (!reads(t.library, f))
+    throw FieldError("{library} " + std::string(to_string(t.library)) + ": it does not start a job from the " +
+                     std::string(to_string(f)) + " launch config; --emit writes DeepSpeed JSON, accelerate YAML " +
+                     "and torchrun commands for the Hugging Face Trainer, DeepSpeed and Megatron-LM");
+}
+
+}  // namespace trainplan::planner
