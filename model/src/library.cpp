@@ -9,6 +9,14 @@
 namespace trainplan::model {
 namespace {
 
+// litgpt's own attention: SDPA with is_causal and no dropout, grouped K/V expanded to every query
+// head, a single one too, before the call.
+constexpr HfSdpaCall kLitgptSdpa{.own_attention = true,
+                                 .kv_as_is = true,
+                                 .kv_broadcast = true,
+                                 .dropout = false,
+                                 .source = "litgpt v0.5.7 litgpt/model.py CausalSelfAttention.forward"};
+
 constexpr std::array<LibraryTraits, 11> kLibraries{{
     {.library = Library::hf_trainer,
      .name = "hf-trainer",
@@ -29,7 +37,7 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
     {.library = Library::litgpt,
      .name = "litgpt",
      .tf32 = true,
-     .model_code = ModelCode::litgpt,
+     .sdpa_call = &kLitgptSdpa,
      .kv_expanded = true,
      .loss_in_model_dtype = true,
      .logits_kept = true,
@@ -50,7 +58,6 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
                    "which is priced as one pass"},
     {.library = Library::torchtune,
      .name = "torchtune",
-     .model_code = ModelCode::torchtune,
      .kv_expanded = true,
      .sdpa_only = true,
      .source = "pytorch/torchtune v0.6.1 torchtune/modules/attention.py:285-291 (grouped K/V "
@@ -77,7 +84,6 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
     {.library = Library::megatron,
      .name = "megatron",
      .engine = Framework::megatron,
-     .model_code = ModelCode::megatron,
      .source = "NVIDIA/Megatron-LM megatron/core/transformer (fused LayerNorm, bias-GeLU, "
                "bias-dropout-add, fused softmax or Transformer Engine's attention; Korthikanti "
                "et al. 2022, arXiv:2205.05198, Sec. 4-5); distributed optimizer with fp32 main "
@@ -86,7 +92,6 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
     {.library = Library::megatron_deepspeed,
      .name = "megatron-deepspeed",
      .engine = Framework::megatron,
-     .model_code = ModelCode::megatron,
      .source = "deepspeedai/Megatron-DeepSpeed megatron/model/transformer.py: Megatron-LM's fused "
                "block under DeepSpeed's engine",
      .unmodelled = "DeepSpeed's ZeRO accounting of the model states under a Megatron block is "
@@ -113,11 +118,14 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
 
 }  // namespace
 
-const LibraryTraits& library_traits(Library l) {
-  for (const LibraryTraits& t : kLibraries)
-    if (t.library == l) return t;
-  return kLibraries.front();
+constexpr bool in_enum_order() {
+  for (std::size_t i = 0; i < kLibraries.size(); ++i)
+    if (kLibraries[i].library != EnumTable<Library>::kEntries[i].first) return false;
+  return kLibraries.size() == EnumTable<Library>::kEntries.size();
 }
+static_assert(in_enum_order(), "kLibraries must list every Library in the enum's order");
+
+const LibraryTraits& library_traits(Library l) { return kLibraries[static_cast<std::size_t>(l)]; }
 
 Library library_of(Framework f) {
   switch (f) {

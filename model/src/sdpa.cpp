@@ -177,15 +177,7 @@ bool sliding_window_masked(const Architecture& a, const Training& tr) {
 }
 
 HfSdpaCall hf_sdpa_call(const Architecture& a, const Training& tr) {
-  if (library_traits(tr.library).model_code == ModelCode::litgpt) {
-    // litgpt's own attention (library.cpp): SDPA with is_causal and no dropout, grouped K/V
-    // expanded to every query head, a single one too, before the call.
-    return HfSdpaCall{.own_attention = true,
-                      .kv_as_is = true,
-                      .kv_broadcast = true,
-                      .dropout = false,
-                      .source = "litgpt v0.5.7 litgpt/model.py CausalSelfAttention.forward"};
-  }
+  if (const HfSdpaCall* own = library_traits(tr.library).sdpa_call) return *own;
   HfSdpaCall call = family_of(a).sdpa;
   if (call.sdpa_removed_in > 0 && tr.transformers >= call.sdpa_removed_in) {
     call.supported = false;

@@ -6,7 +6,8 @@
 // A library decides, unless a flag or a config file says otherwise:
 // - whose accounting of the model states and the block holds (`engine`, what --framework names);
 // - whether fp32 matmuls run on TF32 tensor cores (PyTorch leaves them off);
-// - what its model code does beyond the Hugging Face family's op list (`model_code`);
+// - what its model code does beyond the Hugging Face family's op list, and the SDPA call it makes
+//   where that is its own (`sdpa_call`);
 // - the LoRA/QLoRA layout of its adapters.
 // What a library is known to do that is not priced yet is said in `unmodelled`, and the request
 // layer repeats it as a note, so that a user never reads a library's name as more than it is.
@@ -21,10 +22,6 @@ namespace trainplan::model {
 struct Architecture;
 struct Training;
 
-// Whose model code runs the block: transformers' modeling files (the family's op list), or a
-// library's own implementation of the same architecture where it differs in what it keeps.
-enum class ModelCode { transformers, litgpt, torchtune, torchtitan, megatron };
-
 struct LibraryTraits {
   Library library = Library::hf_trainer;
   std::string_view name;
@@ -33,7 +30,9 @@ struct LibraryTraits {
   // fp32 matmuls on TF32 tensor cores unless the user says otherwise
   // (torch.backends.cuda.matmul.allow_tf32; PyTorch's default is off since 1.12).
   bool tf32 = false;
-  ModelCode model_code = ModelCode::transformers;
+  // What its own model code passes to SDPA (hf_sdpa_call); null where transformers' modeling
+  // files run (the family's call).
+  const HfSdpaCall* sdpa_call = nullptr;
   // Grouped-query K/V copied to every query head before attention (expand + reshape), so the
   // attention kernel reads and keeps n_heads wide K and V.
   bool kv_expanded = false;
@@ -53,6 +52,7 @@ struct LibraryTraits {
   std::string_view unmodelled;  // what the library does that is not priced yet ("" when none)
 };
 
+// The record of `l`: the table is in Library's order, so this is an index.
 [[nodiscard]] const LibraryTraits& library_traits(Library l);
 // The library a --framework value stands for when no library is named (the alias kept from before
 // there were libraries): pytorch -> hf-trainer, deepspeed -> deepspeed, megatron -> megatron.
