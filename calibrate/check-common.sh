@@ -8,7 +8,7 @@ if [[ $# -ne 1 ]]; then
   exit 2
 fi
 out=$(mkdir -p "$1" && cd "$1" && pwd)
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${BUILD_DIR:-$repo/build-gpu-check}
 jobs=${JOBS:-16}
 summary=$out/summary.txt
