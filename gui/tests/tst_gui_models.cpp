@@ -473,8 +473,8 @@ void TestGuiModels::command_line_rejects_bad_options_data() {
       << QStringList{QStringLiteral("--micro-batch"), QStringLiteral("0")} << "--micro-batch";
   QTest::newRow("unknown option") << QStringList{QStringLiteral("--tpp"), QStringLiteral("2")}
                                   << "tpp";
-  QTest::newRow("unknown GPU") << QStringList{QStringLiteral("--cluster"), QStringLiteral("8xB300")}
-                               << "B300";
+  QTest::newRow("unknown GPU") << QStringList{QStringLiteral("--cluster"), QStringLiteral("8xR100")}
+                               << "R100";
   QTest::newRow("bad size") << QStringList{QStringLiteral("--size"), QStringLiteral("big")}
                             << "--size";
 }

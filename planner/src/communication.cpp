@@ -149,7 +149,7 @@ Bytes expert_all_to_all_message(const model::Architecture& a, const model::Train
 Placement tensor_parallel_group(const Layout& l) {
   Placement g;
   g.ranks = l.tp;
-  g.per_node = std::min(l.tp, l.gpus_per_node);
+  g.per_node = std::min(l.tp, l.gpus_per_domain);
   g.nodes = ceil_div(l.tp, g.per_node);
   return g;
 }
@@ -157,7 +157,7 @@ Placement tensor_parallel_group(const Layout& l) {
 Placement data_parallel_group(const Layout& l) {
   Placement g;
   g.ranks = l.dp;
-  g.per_node = std::clamp(l.gpus_per_node / l.tp, 1, l.dp);
+  g.per_node = std::clamp(l.gpus_per_domain / l.tp, 1, l.dp);
   g.nodes = ceil_div(l.dp, g.per_node);
   return g;
 }
@@ -166,7 +166,7 @@ Placement shard_group(const Layout& l) {
   if (l.shard >= l.dp) return data_parallel_group(l);
   Placement g;
   g.ranks = l.shard;
-  g.per_node = std::clamp(l.gpus_per_node / l.tp, 1, l.shard);
+  g.per_node = std::clamp(l.gpus_per_domain / l.tp, 1, l.shard);
   g.nodes = ceil_div(l.shard, g.per_node);
   return g;
 }
@@ -174,7 +174,15 @@ Placement shard_group(const Layout& l) {
 Placement replica_group(const Layout& l) {
   Placement g;
   g.ranks = std::max(1, l.dp / std::max(1, l.shard));
-  g.per_node = std::clamp(l.gpus_per_node / (l.tp * std::max(1, l.shard)), 1, g.ranks);
+  g.per_node = std::clamp(l.gpus_per_domain / (l.tp * std::max(1, l.shard)), 1, g.ranks);
+  g.nodes = ceil_div(g.ranks, g.per_node);
+  return g;
+}
+
+Placement expert_parallel_group(const Layout& l) {
+  Placement g;
+  g.ranks = l.ep;
+  g.per_node = std::clamp(l.gpus_per_domain / l.tp, 1, g.ranks);
   g.nodes = ceil_div(g.ranks, g.per_node);
   return g;
 }
@@ -182,7 +190,7 @@ Placement replica_group(const Layout& l) {
 Placement pipeline_pair(const Layout& l) {
   Placement g;
   g.ranks = 2;
-  const bool same_node = l.tp * l.dp < l.gpus_per_node;
+  const bool same_node = l.tp * l.dp < l.gpus_per_domain;
   g.per_node = same_node ? 2 : 1;
   g.nodes = same_node ? 1 : 2;
   return g;

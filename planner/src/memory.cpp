@@ -176,6 +176,7 @@ Layout make_layout(const Architecture& a, const Training& tr, const hardware::Cl
   l.world = c.world();
   l.nodes = c.nodes;
   l.gpus_per_node = c.gpus_per_node;
+  l.gpus_per_domain = c.gpus_per_domain();
   l.cuda_sm = cuda_sm;
   l.tp = tr.tp;
   l.pp = tr.pp;
@@ -198,7 +199,7 @@ Layout make_layout(const Architecture& a, const Training& tr, const hardware::Cl
                      " GPUs: choose a data-parallel strategy (ddp, zero1-3, fsdp-*) or --tp/--pp");
   l.shard = l.dp;
   if (tr.strategy == Strategy::fsdp_hybrid)
-    l.shard = std::clamp(c.gpus_per_node / (tr.tp * tr.pp), 1, l.dp);
+    l.shard = std::clamp(c.gpus_per_node / (tr.tp * tr.pp), 1, l.dp);  // torch: one node
   l.ep = tr.ep;
   if (l.shard % l.ep != 0)
     throw FieldError("{expert-parallel} " + str(tr.ep) + " does not divide the " + str(l.shard) +

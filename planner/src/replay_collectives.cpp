@@ -118,10 +118,7 @@ void add_tensor_parallel_collectives(Components& out, const model::Architecture&
 void add_expert_collectives(Components& out, const model::Architecture& a,
                             const model::Training& tr, const Layout& l, const LinkModel& links,
                             double layers, double md, Bytes max_msg, double per_pass) {
-  Placement g;
-  g.ranks = l.ep;
-  g.per_node = std::clamp(l.gpus_per_node / l.tp, 1, g.ranks);
-  g.nodes = (g.ranks + g.per_node - 1) / g.per_node;
+  const Placement g = expert_parallel_group(l);
   const Bytes msg = expert_all_to_all_message(a, tr);
   const CollectiveWork w{Collective::all_to_all, CommPurpose::expert_all_to_all, msg, g, l.tp,
                          tier_of(links, g)};

@@ -183,7 +183,7 @@ void walk_micro_batches(const Evaluator& ev, const SearchRequest& req, model::Tr
       // A searched degree the strategy's shard group cannot split is not worth a line.
       if (!req.expert_parallel && tr.ep > 1) break;
       const int dp = c.world() / (tr.tp * tr.pp);
-      out.invalid.push_back({plan_label(tr, Layout{c.world(), c.nodes, c.gpus_per_node, tr.tp, tr.pp, dp, dp}),
+      out.invalid.push_back({plan_label(tr, Layout{c.world(), c.nodes, c.gpus_per_node, tr.tp, tr.pp, dp, dp, 1, 0, c.gpus_per_domain()}),
                              e.what(), RejectionCode::invalid, {}});
       break;
     }
@@ -266,7 +266,9 @@ std::int64_t grad_accum_for(std::int64_t global_batch, std::int64_t micro_batch,
 std::string plan_label(const model::Training& tr, const Layout& l) {
   std::string s = l.world == 1 ? "single GPU" : strategy_words(tr.strategy);
   const Placement dpg = data_parallel_group(l);
-  if (l.dp > 1 && dpg.nodes > 1) s += fmt::format(" across {} nodes", dpg.nodes);
+  if (l.dp > 1 && dpg.nodes > 1)
+    s += fmt::format(" across {} {}", dpg.nodes,
+                     l.gpus_per_domain > l.gpus_per_node ? "NVLink domains" : "nodes");
   if (l.tp > 1) s += fmt::format(", TP {}{}", l.tp, tr.sequence_parallel ? "+SP" : "");
   if (l.pp > 1)
     s += tr.pp_virtual > 1 ? fmt::format(", PP {}x{}", l.pp, tr.pp_virtual)
@@ -379,7 +381,7 @@ std::vector<std::pair<int, int>> tp_pp_pairs(const model::Architecture& a,
   for (int tp : divisors(world)) {
     if (req.tp && tp != *req.tp) continue;
     if (a.heads % tp != 0) continue;
-    if (!req.tp && !req.tp_across_nodes && tp > c.gpus_per_node) continue;
+    if (!req.tp && !req.tp_across_nodes && tp > c.gpus_per_domain()) continue;
     for (int pp : divisors(world / tp)) {
       if (req.pp && pp != *req.pp) continue;
       if (pp > a.total_layers()) continue;

@@ -183,9 +183,7 @@ LayerComm expert_comm(const TermInputs& in, double per_pass) {
   LayerComm out;
   const Layout& l = in.l;
   if (!in.a.is_moe() || l.ep <= 1 || per_pass <= 0.0) return out;
-  out.group.ranks = l.ep;
-  out.group.per_node = std::clamp(l.gpus_per_node / l.tp, 1, out.group.ranks);
-  out.group.nodes = (out.group.ranks + out.group.per_node - 1) / out.group.per_node;
+  out.group = expert_parallel_group(l);
   const Bytes msg = expert_all_to_all_message(in.a, in.tr);
   const double per_layer = 2.0 * per_pass;  // forward and backward
   const Seconds t = collective_time(in.links, Collective::all_to_all, out.group, msg) * per_layer;

@@ -300,6 +300,13 @@ hardware::Cluster read_cluster(const Catalog& catalog, ObjectReader& cl, const s
     throw InputError(fmt::format("{} cluster: key 'gpu': {}", what, e.what()));
   }
   if (const auto host = cl.optional_number("host_memory_bytes")) cluster.host_memory = Bytes(*host);
+  if (const auto d = cl.optional_integer("gpus_per_nvlink_domain", 1)) {
+    if (*d % per_node != 0)
+      throw InputError(fmt::format("{} cluster: key 'gpus_per_nvlink_domain' {} is not a whole "
+                                   "number of nodes of {}",
+                                   what, *d, per_node));
+    cluster.nvlink_domain = static_cast<int>(*d);
+  }
   return cluster;
 }
 

@@ -37,6 +37,7 @@ Json cluster_json(const hardware::Cluster& c) {
               {"gpus", c.world()},
               {"nodes", c.nodes},
               {"gpus_per_node", c.gpus_per_node},
+              {"gpus_per_nvlink_domain", c.gpus_per_domain()},
               {"gpu_memory_bytes", bytes(c.gpu.memory)},
               {"usable_memory_bytes", bytes(c.gpu.usable_memory)},
               {"host_memory_bytes", c.host_memory.value() > 0.0 ? Json(bytes(c.host_memory)) : Json(nullptr)}};

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <regex>
 
+#include <fmt/format.h>
+
 #include "trainplan/core/checked.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/request/embedded.hpp"
@@ -157,6 +159,11 @@ CatalogGpu parse_gpu(const Json& j, const std::string& what) {
     pc.reject_unknown();
   }
   s.default_gpus_per_node = static_cast<int>(r.integer("default_gpus_per_node", 1, kMaxCount));
+  s.nvlink_domain_gpus = static_cast<int>(r.optional_integer("nvlink_domain_gpus", 1, kMaxCount).value_or(0));
+  if (s.nvlink_domain_gpus > 0 && s.nvlink_domain_gpus % s.default_gpus_per_node != 0)
+    throw InputError(what + ": key 'nvlink_domain_gpus' " + std::to_string(s.nvlink_domain_gpus) +
+                     " is not a whole number of nodes of " + std::to_string(s.default_gpus_per_node) +
+                     " (default_gpus_per_node)");
   s.default_inter_node = parse_inter_node_json(r.raw("default_inter_node"), what + " default_inter_node");
   s.capabilities = parse_capabilities(r.raw("capabilities"), what + " capabilities");
   // The 16-bit tensor-core dtypes it lists have a peak (the training dtypes; others may be unknown).
@@ -322,6 +329,7 @@ struct ClusterSpec {
   bool explicit_nodes = false;  // NODESxGPUSxGPU or a file: the GPUs are never regrouped into nodes
   std::optional<hardware::InterNodeLink> inter_node;
   std::optional<hardware::GpuSpec> inline_gpu;  // a GPU the catalogue lacks, described in the file
+  std::optional<int> nvlink_domain;              // a file's nvlink_domain_gpus
 };
 
 ClusterSpec read_cluster_file(const std::string& spec) {
@@ -343,6 +351,7 @@ ClusterSpec read_cluster_file(const std::string& spec) {
   c.gpus_per_node = static_cast<int>(r.integer("gpus_per_node", 1, kMaxCount));
   if (r.has("inter_node")) out.inter_node = parse_inter_node_json(r.raw("inter_node"), what + " inter_node");
   else r.ignore({"inter_node"});
+  if (const auto d = r.optional_integer("nvlink_domain_gpus", 1, kMaxCount)) out.nvlink_domain = static_cast<int>(*d);
   if (const auto host = r.optional_number("host_memory_GiB")) {
     if (!(*host > 0.0 && *host <= kMaxHostGiB))
       throw InputError(what + ": key 'host_memory_GiB' must be positive and at most " +
@@ -382,6 +391,32 @@ ClusterSpec parse_cluster_spec(const std::string& spec) {
     c.gpus_per_node = 1;
   }
   return out;
+}
+
+// The NVLink domain: the file's, else the GPU's rack-scale domain (GB200 NVL72), else the node.
+// It holds whole nodes; a domain of one node is the node. A GPU's own domain that the nodes
+// typed do not tile (5xGB200 as one node of 5) leaves the node as the domain, said in a note.
+void resolve_nvlink_domain(ResolvedCluster& out, std::optional<int> given, const std::string& spec) {
+  hardware::Cluster& c = out.cluster;
+  const int domain = given.value_or(c.gpu.nvlink_domain_gpus);
+  if (domain <= 0 || domain == c.gpus_per_node) return;
+  if (domain % c.gpus_per_node != 0) {
+    if (given)
+      throw InputError(fmt::format("cluster file '{}': key 'nvlink_domain_gpus' {} is not a whole "
+                                   "number of its nodes of {} GPUs",
+                                   spec, domain, c.gpus_per_node));
+    if (c.world() > c.gpus_per_node)
+      out.notes.push_back(fmt::format("nodes of {} do not tile the {}'s NVLink domain of {}: "
+                                      "NVLink ends at the node here",
+                                      c.gpus_per_node, c.gpu.name, domain));
+    return;
+  }
+  c.nvlink_domain = domain;
+  if (c.world() > c.gpus_per_node)
+    out.notes.push_back(fmt::format("NVLink domains of {} GPUs ({} nodes of {}): collectives inside "
+                                    "one run over NVLink, only what leaves it over the network",
+                                    c.gpus_per_domain(), c.gpus_per_domain() / c.gpus_per_node,
+                                    c.gpus_per_node));
 }
 
 }  // namespace
@@ -447,6 +482,7 @@ ResolvedCluster Catalog::resolve_cluster(const std::string& spec,
   }
   c.inter_node =
       inter_node ? parse_inter_node(*inter_node) : given.inter_node.value_or(c.gpu.default_inter_node);
+  resolve_nvlink_domain(out, given.nvlink_domain, spec);
   return out;
 }
 

@@ -94,7 +94,7 @@ run_case(gpus_json 0 gpus --json MATCH "trainplan.gpus/1")
 
 # --- bad input: a clear message naming the input, a non-zero exit
 run_case(unknown_model 2 fit llama-2-13 4xA100 ERR "unknown model 'llama-2-13'" "did you mean: llama-2-13b")
-run_case(unknown_gpu 2 fit 7b 4xB300 ERR "unknown GPU 'B300'" "known GPUs:")
+run_case(unknown_gpu 2 fit 7b 4xR100 ERR "unknown GPU 'R100'" "known GPUs:")
 run_case(malformed_cluster 2 fit 7b 12xA100-80GB ERR "12 GPUs do not fill nodes of 8")
 run_case(tp_not_dividing 2 fit 7b 4xA100 --tp 8 --strategy ddp ERR "--tp 8 x --pp 1 = 8 GPUs per model replica does not divide the cluster's 4 GPUs")
 run_case(tp_not_dividing_heads 2 fit gpt2 8xA100 --tp 8 --strategy ddp ERR "does not divide the 12 attention heads")

@@ -250,10 +250,11 @@ std::string random_config(Rng& rng) {
 }
 
 std::string random_cluster_file(Rng& rng) {
-  static const std::vector<std::string> gpus{"\"A100-80GB\"", "\"H100\"", "\"B300\"", "42", "null"};
+  static const std::vector<std::string> gpus{"\"A100-80GB\"", "\"H100\"", "\"R100\"", "\"GB200\"", "42", "null"};
   std::string s = "{\"gpu\": " + pick(rng, gpus) + ", \"nodes\": " + json_value(rng) +
                   ", \"gpus_per_node\": " + json_value(rng);
   if (chance(rng, 0.5)) s += ", \"host_memory_GiB\": " + json_value(rng);
+  if (chance(rng, 0.2)) s += ", \"nvlink_domain_gpus\": " + json_value(rng);
   if (chance(rng, 0.3))
     s += ", \"inter_node\": {\"links_per_node\": " + json_value(rng) +
          ", \"link_Gbps\": " + json_value(rng) + ", \"fabric\": \"infiniband\"}";
@@ -278,7 +279,7 @@ std::string model_spec(Rng& rng, const std::string& data, const std::string& wor
 std::string cluster_spec(Rng& rng, const std::string& work, int run, double hostility) {
   static const std::vector<std::string> specs{"A100",   "4xA100",  "8xA100-80GB", "2x8xH100-80GB",
                                               "H200",   "16xH100", "8xV100-16GB", "8xMI300X",
-                                              "4xB300", "12xA100"};
+                                              "4xR100", "12xA100", "64x4xGB200"};
   if (!chance(rng, hostility)) return pick(rng, specs);
   const double p = std::uniform_real_distribution<double>(0, 1)(rng);
   if (p < 0.4) return pick(rng, hostile_values()) + "x" + pick(rng, specs);

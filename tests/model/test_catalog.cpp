@@ -97,7 +97,7 @@ TEST(Catalog, BadClusterSpecsNameTheInput) {
     const char* must_mention;
   };
   const Row rows[] = {
-      {"4xB300", std::nullopt, "unknown GPU 'B300'"},
+      {"4xR100", std::nullopt, "unknown GPU 'R100'"},
       {"0xA100-80GB", std::nullopt, "at least 1"},
       {"12xA100-80GB", std::nullopt, "do not fill nodes of 8"},
       {"2x8xA100-80GB", std::string("fast"), "--inter-node 'fast'"},
@@ -119,7 +119,7 @@ TEST(Catalog, BadClusterSpecsNameTheInput) {
     EXPECT_NE(msg.find(r.must_mention), std::string::npos) << msg;
   }
   // The unknown-GPU message lists the known ones.
-  EXPECT_NE(error_of([] { (void)catalog().resolve_gpu("B300"); }).find("H100-80GB"), std::string::npos);
+  EXPECT_NE(error_of([] { (void)catalog().resolve_gpu("R100"); }).find("H100-80GB"), std::string::npos);
 }
 
 // Cluster files: counts beyond int, and an unknown GPU, are named with the file and the key.
@@ -136,7 +136,9 @@ TEST(Catalog, ClusterFileValuesAreBounded) {
                            "'nodes' must be at most 1000000 (got 4294967304)"},
                        Row{"huge.json", R"({"gpu":"A100-80GB","nodes":99999999999999999999,"gpus_per_node":8})",
                            "'nodes' must be an integer"},
-                       Row{"gpu.json", R"({"gpu":"B300","nodes":1,"gpus_per_node":8})", "key 'gpu': unknown GPU 'B300'"},
+                       Row{"gpu.json", R"({"gpu":"R100","nodes":1,"gpus_per_node":8})", "key 'gpu': unknown GPU 'R100'"},
+                       Row{"domain.json", R"({"gpu":"GB200","nodes":4,"gpus_per_node":4,"nvlink_domain_gpus":10})",
+                           "key 'nvlink_domain_gpus' 10 is not a whole number of its nodes of 4 GPUs"},
                        Row{"link.json",
                            R"({"gpu":"A100-80GB","nodes":2,"gpus_per_node":8,
                                "inter_node":{"links_per_node":8,"link_Gbps":-1,"fabric":"infiniband"}})",

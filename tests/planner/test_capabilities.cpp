@@ -69,6 +69,13 @@ const std::vector<GpuRow> kGpus = {
     {"MI325X", "gfx942", true, true, true, false, "MI325X specifications (MI300X compute)"},
     {"MI355X", "gfx950", true, true, true, false, "MI355X specifications"},
     {"B200", "10.0", true, true, true, false, "DGX B200 datasheet; FlashAttention-3 is Hopper-only"},
+    {"B300", "10.3", true, true, true, false, "HGX B300 / Blackwell Ultra datasheet"},
+    {"GB200", "10.0", true, true, true, false, "GB200 NVL72 specifications"},
+    {"GB300", "10.3", true, true, true, false, "GB300 NVL72 specifications"},
+    {"H20", "9.0", true, true, true, true, "Hopper (GH100); no global datasheet"},
+    {"H100-NVL", "9.0", true, true, true, true, "H100 datasheet, NVL column"},
+    {"RTX-5090", "12.0", true, true, true, false, "RTX Blackwell whitepaper"},
+    {"RTX-PRO-6000", "12.0", true, true, true, false, "RTX Blackwell whitepaper"},
 };
 
 TEST(GpuCapabilities, EveryCatalogueGpuStatesThemWithASource) {
@@ -329,6 +336,38 @@ TEST(GpuCapabilities, Llama70bOnEightB200ByHand) {
   const FitResult hf = fit(h.a, h.n, hreq, h.c);
   EXPECT_FALSE(hf.recommended.has_value());
   for (const Candidate& k : hf.candidates) EXPECT_FALSE(k.fits);
+}
+
+// `trainplan fit llama-3.1-405b 64x4xGB200`: 64 compute trays of 4 GPUs in GB200 NVL72 racks, 72
+// GPUs to an NVLink domain (NVIDIA GB200 NVL72 specifications; data/gpus/GB200.json). By hand:
+// 405,853,388,800 parameters x 16 bytes of mixed-precision Adam (Rajbhandari et al. 2020,
+// arXiv:1910.02054, Sec. 3) / 256 GPUs = 23.62 GiB of model states per GPU fully sharded, inside
+// a GB200's 184.31 GiB; a replica of the 16-bit weights alone (756 GiB) fits no GPU, so every plan
+// shards or splits the model.
+TEST(GpuCapabilities, Llama405bOn64GB200TraysByHand) {
+  const Problem p = problem("llama-3.1-405b", "64x4xGB200");
+  EXPECT_EQ(p.c.world(), 256);
+  EXPECT_EQ(p.c.gpus_per_node, 4);
+  EXPECT_EQ(p.c.gpus_per_domain(), 72);
+  EXPECT_NEAR(to_gib(p.c.gpu.usable_memory), 184.31, 1e-9);
+  EXPECT_DOUBLE_EQ(hardware::peak_flops(p.c.gpu, Precision::bf16_mixed, false).value(), 2500e12);
+  const double states_gib = 16.0 * static_cast<double>(p.n.total) / 256.0 / 1073741824.0;
+  EXPECT_NEAR(states_gib, 23.62, 0.01);
+  SearchRequest req;
+  req.base.precision = hardware::default_precision(p.c.gpu);
+  req.base.attention = hardware::default_attention(p.c.gpu);
+  req.base.seq = 8192;
+  const FitResult f = fit(p.a, p.n, req, p.c);
+  ASSERT_TRUE(f.recommended.has_value());
+  const Candidate& best = f.candidates[*f.recommended];
+  EXPECT_LE(to_gib(best.memory.device_total), 184.31);
+  // Full sharding over all 256: the fp32 master weights (4 bytes) and Adam's two moments (8 bytes)
+  // are 12/16 of the states, exactly their shard; the gradients at least their fp32 shard.
+  ASSERT_EQ(best.training.strategy, Strategy::fsdp_full);
+  ASSERT_EQ(best.training.tp * best.training.pp, 1);
+  const MemoryBreakdown& m = best.memory;
+  EXPECT_NEAR(to_gib(m.weights + m.optimizer), 12.0 / 16.0 * states_gib, 0.001 * states_gib);
+  EXPECT_GE(to_gib(m.gradients), 4.0 / 16.0 * states_gib * 0.999);
 }
 
 }  // namespace

@@ -182,6 +182,7 @@ Layout layout(int nodes, int gpn, int tp, int pp, int shard = 0) {
   Layout l;
   l.nodes = nodes;
   l.gpus_per_node = gpn;
+  l.gpus_per_domain = gpn;
   l.world = nodes * gpn;
   l.tp = tp;
   l.pp = pp;
@@ -238,6 +239,40 @@ TEST(Communication, RingAllReduceReachesTheMeasuredPlateau) {
   const double small_busbw = mib(1.0).value() * 1.75 / small.value() / 1e9;
   EXPECT_LT(small_busbw, 60.0);
   EXPECT_GT(small_busbw, 5.0);
+}
+
+// GB200 NVL72: 18 trays of 4 GPUs share one NVLink 5 fabric (900 GB/s per GPU each way; NVIDIA
+// GB200 NVL72 specifications), each tray with four 400 Gb/s NICs. A 16-way tensor-parallel group
+// spans four trays and stays on NVLink; on DGX B200 nodes of 8 (the same NVLink 5 and NICs per
+// GPU) it crosses the network. A data-parallel all-gather over 64 GPUs is bound by NVLink inside
+// the domain and by the NICs across 8 B200 nodes: the ratio of their bus bandwidths,
+// 900 x 234.9/300 (NVSwitch efficiency) against 8 x 50 GB/s x 0.86 (the NICs of the 8 GPUs of a
+// node each ring crosses, at the network efficiency), within the latency terms.
+TEST(Communication, NvlinkDomainSpansTrays) {
+  const hardware::Cluster nvl = test::catalog().resolve_cluster("64x4xGB200", std::nullopt).cluster;
+  const hardware::Cluster dgx = test::catalog().resolve_cluster("32x8xB200", std::nullopt).cluster;
+  ASSERT_EQ(nvl.gpus_per_domain(), 72);
+  ASSERT_EQ(dgx.gpus_per_domain(), 8);
+  auto layout_of = [](const hardware::Cluster& c, int tp) {
+    Layout l = layout(c.nodes, c.gpus_per_node, tp, 1);
+    l.gpus_per_domain = c.gpus_per_domain();
+    return l;
+  };
+  const LinkModel mn = link_model(nvl, nullptr, TimeConventions{});
+  const LinkModel md = link_model(dgx, nullptr, TimeConventions{});
+  EXPECT_EQ(tier_of(mn, tensor_parallel_group(layout_of(nvl, 16))), LinkTier::nvlink);
+  EXPECT_EQ(tier_of(md, tensor_parallel_group(layout_of(dgx, 16))), LinkTier::network);
+
+  const Placement nvl64{64, 64, 1};
+  const Placement dgx64{64, 8, 8};
+  const Bytes s = gib(8.0);
+  const double ratio = collective_time(md, Collective::all_gather, dgx64, s) /
+                       collective_time(mn, Collective::all_gather, nvl64, s);
+  EXPECT_NEAR(ratio, (900.0 * 234.9 / 300.0) / (8.0 * 50.0 * 0.86), 0.05 * ratio);
+  // 256 GPUs in data parallel: four domains (three full racks and 40 GPUs), 72 ranks in each.
+  const Placement dp = data_parallel_group(layout_of(nvl, 1));
+  EXPECT_EQ(dp.per_node, 72);
+  EXPECT_EQ(dp.nodes, 4);
 }
 
 // Across nodes the node's NICs bound the ring; slower links and wider groups cost more; a group

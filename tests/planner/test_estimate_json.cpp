@@ -180,7 +180,7 @@ TEST(EstimateJson, PlanGoldenShape) {
 bool unit_free_allowed(const std::string& key) {
   static const std::set<std::string> kCounts{
       "tp", "pp", "dp", "pp_virtual", "expert_parallel", "micro_batch", "seq", "grad_accum",
-      "global_batch", "max_micro_batch", "rank", "gpus", "nodes", "gpus_per_node", "parameters",
+      "global_batch", "max_micro_batch", "rank", "gpus", "nodes", "gpus_per_node", "gpus_per_nvlink_domain", "parameters",
       "active_parameters", "trainable_parameters", "lora_rank", "lora_alpha", "lora_dropout",
       "quant_block", "mfu", "hfu", "tokens", "forward", "backward", "micro_batches_in_flight",
       "evaluated", "fitting", "recommended", "global_batch", "data_parallel"};

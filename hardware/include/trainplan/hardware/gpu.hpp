@@ -1,6 +1,7 @@
 #pragma once
 // GPU, node and cluster specifications as plain values (datasheet numbers live in data/gpus/).
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,6 +64,9 @@ struct GpuSpec {
   IntraNodeLink intra_node;
   BytesPerSecond pcie_bandwidth;
   int default_gpus_per_node = 8;
+  // GPUs one NVLink fabric joins when the GPU comes in a rack-scale system (GB200/GB300 NVL72:
+  // 72 GPUs across 18 trays of 4); 0: the fabric ends at the node.
+  int nvlink_domain_gpus = 0;
   InterNodeLink default_inter_node;
   GpuCapabilities capabilities;
 };
@@ -99,7 +103,14 @@ struct Cluster {
   InterNodeLink inter_node;
   Bytes host_memory;        // CPU memory per node for offloaded states; 0: not stated, not checked
   std::string description;  // how it was named, for messages
+  // GPUs in one NVLink domain (a multiple of gpus_per_node); 0: the node. Collectives inside a
+  // domain run at the GPU's NVLink rate across its nodes; the NICs carry only what leaves it.
+  int nvlink_domain = 0;
   [[nodiscard]] int world() const { return nodes * gpus_per_node; }
+  // The scale-up domain a group of ranks can stay inside: the NVLink domain, else the node.
+  [[nodiscard]] int gpus_per_domain() const {
+    return nvlink_domain > gpus_per_node ? std::min(nvlink_domain, world()) : gpus_per_node;
+  }
 };
 
 }  // namespace trainplan::hardware

@@ -106,15 +106,19 @@ struct TensorParallelCollectives {
 
 // Where a group of ranks sits. Rank order is Megatron's: tensor-parallel ranks adjacent, then
 // data-parallel, then pipeline stages (megatron/core/parallel_state.py, order "tp-dp-pp").
+// "Node" here is the scale-up domain (Layout::gpus_per_domain): the node, or the whole NVLink
+// domain of a rack-scale system, whose links price everything that stays inside it.
 struct Placement {
   int ranks = 1;
-  int per_node = 1;  // ranks of the group on one node
-  int nodes = 1;
+  int per_node = 1;  // ranks of the group inside one domain
+  int nodes = 1;     // domains the group spans
 };
 [[nodiscard]] Placement tensor_parallel_group(const Layout& l);
 [[nodiscard]] Placement data_parallel_group(const Layout& l);
 [[nodiscard]] Placement shard_group(const Layout& l);    // ZeRO/FSDP shard (hybrid: inside a node)
 [[nodiscard]] Placement replica_group(const Layout& l);  // hybrid sharding: across shard groups
+// Expert-parallel ranks: ep ranks of the data-parallel group.
+[[nodiscard]] Placement expert_parallel_group(const Layout& l);
 // Two adjacent pipeline stages: on the same node or not.
 [[nodiscard]] Placement pipeline_pair(const Layout& l);
 

@@ -29,6 +29,9 @@ struct Layout {
   int shard = 1;  // ranks a ZeRO/FSDP shard spans (dp, or the node for hybrid sharding)
   int ep = 1;     // ranks the experts are spread over (divides shard)
   int cuda_sm = 0;  // the GPU's CUDA compute capability, major*10+minor; 0: not NVIDIA
+  // GPUs in one scale-up (NVLink) domain: the node, or a rack of NVL72 trays. Placement counts
+  // in these domains: a group inside one never touches the NICs.
+  int gpus_per_domain = 1;
 };
 
 // Bounds on what a user can type, derived from what a cluster can hold: one micro-batch's input ids
