@@ -135,11 +135,13 @@ void BM_Fit13bOn4xA100(benchmark::State& state) {
 }
 BENCHMARK(BM_Fit13bOn4xA100)->Unit(benchmark::kMillisecond);
 
-// The full `trainplan plan gpt3-175b 128x8xA100-80GB --global-batch 1536` search on two threads.
-void BM_PlanGpt3On1024A100(benchmark::State& state) {
-  const Setup s = setup("gpt3-175b", "128x8xA100-80GB");
+// A full plan search on state.range(0) threads, and the configurations it priced per second.
+void plan_search(benchmark::State& state, const char* model, const char* cluster,
+                 std::int64_t global_batch, std::int64_t seq) {
+  const Setup s = setup(model, cluster);
   planner::SearchRequest req;
-  req.global_batch = 1536;
+  req.global_batch = global_batch;
+  req.base.seq = seq;
   req.threads = static_cast<unsigned>(state.range(0));
   std::int64_t configs = 0;
   for (auto _ : state) {
@@ -150,7 +152,19 @@ void BM_PlanGpt3On1024A100(benchmark::State& state) {
   state.counters["configs_per_second"] =
       benchmark::Counter(static_cast<double>(configs), benchmark::Counter::kIsRate);
 }
+
+// `trainplan plan gpt3-175b 128x8xA100-80GB --global-batch 1536`.
+void BM_PlanGpt3On1024A100(benchmark::State& state) {
+  plan_search(state, "gpt3-175b", "128x8xA100-80GB", 1536, 2048);
+}
 BENCHMARK(BM_PlanGpt3On1024A100)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// `trainplan plan llama-3.1-405b 2048x8xH100-80GB --seq 131072 --global-batch 128`: Llama 3's
+// long-context stage (Dubey et al. 2024, Table 4), TP x CP x PP x DP on 16,384 GPUs.
+void BM_PlanLlama405bOn16384H100At128k(benchmark::State& state) {
+  plan_search(state, "llama-3.1-405b", "2048x8xH100-80GB", 128, 131072);
+}
+BENCHMARK(BM_PlanLlama405bOn16384H100At128k)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 

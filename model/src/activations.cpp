@@ -79,6 +79,7 @@ Bytes first_block_extra(const Architecture& a, const Training& tr, Stack stack, 
   if (tr.framework == Framework::megatron) return Bytes(0.0);
   const double c = compute_bytes(tr.precision);
   const double s = static_cast<double>(tr.seq);
+  const double q = static_cast<double>(tr.local_seq());  // positions on this rank
   double extra = 0.0;
   const bool rotary = a.position == PositionKind::rotary;
   // cos, sin: in the model dtype, but fp32 where the model's rotary embedding returns them
@@ -86,14 +87,14 @@ Bytes first_block_extra(const Architecture& a, const Training& tr, Stack stack, 
   const double table = blocks.variant.fp32_rotary_tables ? kFp32 : c;
   // DeepSeek-V2's one complex64 table of s x d/2: 8 bytes per pair of dims.
   if (rotary)
-    extra += (blocks.variant.complex_rotary_table ? 4.0 : 2.0 * table) * s * static_cast<double>(a.rotary_dim());
+    extra += (blocks.variant.complex_rotary_table ? 4.0 : 2.0 * table) * q * static_cast<double>(a.rotary_dim());
   if (recomputes_blocks(tr.checkpointing)) {
-    if (rotary) extra += 8.0 * s;  // int64 position ids
+    if (rotary) extra += 8.0 * q;  // int64 position ids
     // The mask every checkpointed block is handed: eager's additive one in the model dtype, or
     // SDPA's boolean one where the model builds it.
     const double b = static_cast<double>(tr.micro_batch);
-    if (blocks.attention == Attention::eager) extra += c * b * s * s;
-    if (blocks.explicit_mask) extra += kMaskBytes * b * s * s;
+    if (blocks.attention == Attention::eager) extra += c * b * q * s;
+    if (blocks.explicit_mask) extra += kMaskBytes * b * q * s;
     // The encoder output, an input of every checkpointed decoder block.
     if (stack == Stack::decoder && a.encoder_decoder)
       extra += param_bytes(tr.precision) * static_cast<double>(tr.tokens_per_micro_batch() * a.hidden);

@@ -10,6 +10,7 @@ double gelu_new_bytes(const Training& tr) {
 
 Shape shape_of(const Architecture& a, const Training& tr) {
   const double s = dbl(tr.seq);
+  const double q = dbl(tr.local_seq());  // a rank's queries of a sequence (context parallelism)
   const double b = dbl(tr.micro_batch);
   const double tp = static_cast<double>(tr.tp);
   const double c = compute_bytes(tr.precision);
@@ -18,7 +19,7 @@ Shape shape_of(const Architecture& a, const Training& tr) {
   // residual stream; Hugging Face + PEFT load the frozen base in 16 bits.
   const bool fp32_model = is_mixed(tr.precision) && (full || tr.frozen_base_fp32);
   const double stream = fp32_model ? kFp32 : param_bytes(tr.precision) < kFp32 ? c : kFp32;
-  return {s * b,
+  return {q * b,
           s,
           b,
           dbl(a.hidden),
@@ -34,7 +35,7 @@ Shape shape_of(const Architecture& a, const Training& tr) {
           dbl(std::max(a.kv_dim() / tr.tp, a.head_dim)),
           dbl(a.attention_out_dim()) / tp,
           dbl(a.active_intermediate()) / tp,
-          b * dbl(a.heads) / tp * s * s,
+          b * dbl(a.heads) / tp * q * s,
           c,
           param_bytes(tr.precision),
           stream,
@@ -94,6 +95,15 @@ AttentionShape attention_of(const Architecture& a, const Training& tr, bool caus
   s.kv_heads = std::max<std::int64_t>(1, a.kv_heads / tr.tp);
   s.heads_per_gpu = dbl(a.heads) / tr.tp;
   s.seq = tr.seq;
+  s.query_seq = tr.local_seq();
+  if (tr.cp > 1 && tr.cp_comm == CpComm::all_to_all) {
+    // Ulysses: after the all-to-all each rank attends over the whole sequence with 1/cp of the
+    // heads (Jacobs et al. 2023, arXiv:2309.14509, Sec. 3.1).
+    s.heads /= tr.cp;
+    s.kv_heads = std::max<std::int64_t>(1, s.kv_heads / tr.cp);
+    s.heads_per_gpu /= tr.cp;
+    s.query_seq = tr.seq;
+  }
   s.head_dim = a.head_dim;
   s.v_head_dim = a.value_head_dim();
   s.causal = causal;

@@ -24,11 +24,11 @@ std::vector<Strategy> candidate_strategies(Framework f, const hardware::Cluster&
   return {Strategy::single};
 }
 
-std::vector<Strategy> strategies_for(const SearchRequest& req, const hardware::Cluster& c, int dp,
+std::vector<Strategy> strategies_for(const SearchRequest& req, const hardware::Cluster& c, int replicas,
                                      Breadth b) {
   if (req.strategy) return {*req.strategy};
   std::vector<Strategy> all = candidate_strategies(req.base.framework, c);
-  if (b == Breadth::plan && dp == 1) return {all.front()};
+  if (b == Breadth::plan && replicas == 1) return {all.front()};
   return all;
 }
 

@@ -13,10 +13,11 @@ namespace trainplan::planner {
 
 enum class Breadth { fit, plan };
 
-// The strategies for a data-parallel degree `dp` (plan: with one replica the variants coincide,
-// so only the simplest is tried; fit does not know dp before the layout and tries them all).
+// The strategies for `replicas` ranks holding the same weights, data- and context-parallel (plan:
+// with one the variants coincide, so only the simplest is tried; fit does not know the layout
+// yet and tries them all).
 [[nodiscard]] std::vector<Strategy> strategies_for(const SearchRequest& req, const hardware::Cluster& c,
-                                                   int dp, Breadth b);
+                                                   int replicas, Breadth b);
 [[nodiscard]] std::vector<Checkpointing> checkpointings_for(const SearchRequest& req, Breadth b);
 // An optimizer implementation that runs on the GPU rules out offloading it; the CPU one needs it.
 [[nodiscard]] std::vector<Offload> offloads_for(const SearchRequest& req, Strategy s, Breadth b);

@@ -142,7 +142,7 @@ Bytes moe_all_to_all_message(std::int64_t top_k, std::int64_t b, std::int64_t s,
 }
 
 Bytes expert_all_to_all_message(const model::Architecture& a, const model::Training& tr) {
-  return moe_all_to_all_message(a.experts_per_token, tr.micro_batch, tr.seq, a.hidden, compute_bytes(tr.precision)) *
+  return moe_all_to_all_message(a.experts_per_token, tr.micro_batch, tr.local_seq(), a.hidden, compute_bytes(tr.precision)) *
          model::expert_token_share(a, tr) / static_cast<double>(tr.tp);
 }
 
@@ -156,14 +156,22 @@ Placement tensor_parallel_group(const Layout& l) {
 
 Placement data_parallel_group(const Layout& l) {
   Placement g;
-  g.ranks = l.dp;
-  g.per_node = std::clamp(l.gpus_per_domain / l.tp, 1, l.dp);
-  g.nodes = ceil_div(l.dp, g.per_node);
+  g.ranks = l.replicas();
+  g.per_node = std::clamp(l.gpus_per_domain / l.tp, 1, g.ranks);
+  g.nodes = ceil_div(g.ranks, g.per_node);
+  return g;
+}
+
+Placement context_parallel_group(const Layout& l) {
+  Placement g;
+  g.ranks = l.cp;
+  g.per_node = std::clamp(l.gpus_per_domain / l.tp, 1, l.cp);
+  g.nodes = ceil_div(l.cp, g.per_node);
   return g;
 }
 
 Placement shard_group(const Layout& l) {
-  if (l.shard >= l.dp) return data_parallel_group(l);
+  if (l.shard >= l.replicas()) return data_parallel_group(l);
   Placement g;
   g.ranks = l.shard;
   g.per_node = std::clamp(l.gpus_per_domain / l.tp, 1, l.shard);
@@ -173,7 +181,7 @@ Placement shard_group(const Layout& l) {
 
 Placement replica_group(const Layout& l) {
   Placement g;
-  g.ranks = std::max(1, l.dp / std::max(1, l.shard));
+  g.ranks = std::max(1, l.replicas() / std::max(1, l.shard));
   g.per_node = std::clamp(l.gpus_per_domain / (l.tp * std::max(1, l.shard)), 1, g.ranks);
   g.nodes = ceil_div(g.ranks, g.per_node);
   return g;
@@ -190,7 +198,7 @@ Placement expert_parallel_group(const Layout& l) {
 Placement pipeline_pair(const Layout& l) {
   Placement g;
   g.ranks = 2;
-  const bool same_node = l.tp * l.dp < l.gpus_per_domain;
+  const bool same_node = l.tp * l.replicas() < l.gpus_per_domain;
   g.per_node = same_node ? 2 : 1;
   g.nodes = same_node ? 1 : 2;
   return g;

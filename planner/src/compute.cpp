@@ -272,27 +272,31 @@ CoreTimes core_times(const model::BlockOps& ops, const model::Training& tr, cons
     if (op.kind != model::OpKind::attention_core) continue;
     const model::AttentionShape& at = op.attention;
     const std::int64_t s = at.seq;
+    const std::int64_t q = at.query_seq;  // s, or s / cp under context parallelism
     const double sd = dbl(s);
+    const double qd = dbl(q);
     const std::int64_t hd = at.head_dim;
     const std::int64_t hv = at.v_head_dim;
     const double b = dbl(at.batch);
     if (run.fused) {
+      // A rank's queries against the whole sequence's keys: the load-balanced causal split gives
+      // each of the cp ranks 1/cp of the masked work; the kernel runs at the size of its blocks.
       const double causal = at.causal ? model::causal_fraction(s) : 1.0;
-      const Flops f(2.0 * b * sd * sd * at.heads_per_gpu * dbl(hd + hv) * causal);
-      out.forward += f / (d.peak * attention_efficiency(d, false, s, at.causal, hd) * fwd_rate);
+      const Flops f(2.0 * b * qd * sd * at.heads_per_gpu * dbl(hd + hv) * causal);
+      out.forward += f / (d.peak * attention_efficiency(d, false, q, at.causal, hd) * fwd_rate);
       out.backward += (f * model::kFusedAttentionBackwardRatio) /
-                      (d.peak * attention_efficiency(d, true, s, at.causal, hd) * bwd_rate);
+                      (d.peak * attention_efficiency(d, true, q, at.causal, hd) * bwd_rate);
       continue;
     }
     const double batch = b * at.heads_per_gpu;
-    // Scores Q K^T (s x d by d x s) and P V (s x s by s x d); backward: dP (like the scores), dQ,
+    // Scores Q K^T (q x d by d x s) and P V (q x s by s x d); backward: dP (like the scores), dQ,
     // dK and dV (like P V).
-    const Seconds qk = gemm_time(dm, s, s, hd, batch);
-    const Seconds pv = gemm_time(dm, s, hv, s, batch);
+    const Seconds qk = gemm_time(dm, q, s, hd, batch);
+    const Seconds pv = gemm_time(dm, q, hv, s, batch);
     out.forward += qk + pv;
-    // dP = dO V^T (s x d_v by d_v x s), dV = P^T dO, dQ = dS K and dK = dS^T Q (s x s by s x d).
+    // dP = dO V^T (q x d_v by d_v x s), dV = P^T dO, dQ = dS K and dK = dS^T Q (q x s by s x d).
     out.backward += hv == hd ? qk + 3.0 * pv
-                             : gemm_time(dm, s, s, hv, batch) + pv + 2.0 * gemm_time(dm, s, hd, s, batch);
+                             : gemm_time(dm, q, s, hv, batch) + pv + 2.0 * gemm_time(dm, q, hd, s, batch);
     if (run.gpu_sdpa && !sdpa.fused()) {
       // The math kernel's own passes over the scores, which eager attention's kernel work counts
       // for the model's code: forward writes the scores, adds the mask in place (read, write) and
@@ -302,14 +306,14 @@ CoreTimes core_times(const model::BlockOps& ops, const model::Training& tr, cons
       constexpr double kForwardPasses = 5.0;
       constexpr double kBackwardPasses = 4.0;
       const double drop = sdpa.dropout > 0.0 ? 2.0 : 0.0;
-      const double scores = batch * sd * sd * dm.element_bytes;
+      const double scores = batch * qd * sd * dm.element_bytes;
       out.forward += memory_bound_time(d, Bytes(scores * (kForwardPasses + drop)));
       out.backward += memory_bound_time(d, Bytes(scores * (kBackwardPasses + drop)));
     }
     if (fused_kernels(tr.framework)) {
       // Megatron's scaled masked softmax and attention dropout, 16-bit in and out.
       const double c = compute_bytes(tr.precision);
-      out.fused_softmax_bytes += batch * sd * sd * (tc.fused_softmax_passes * c + tc.dropout_passes * c + 1.0);
+      out.fused_softmax_bytes += batch * qd * sd * (tc.fused_softmax_passes * c + tc.dropout_passes * c + 1.0);
     }
   }
   return out;

@@ -46,6 +46,10 @@ void require_emittable(EmitFormat f, const model::Training& t, const hardware::G
   if (t.attention == Attention::triton)
     throw FieldError("{attention} triton: neither transformers nor Megatron-LM runs the Triton FlashAttention; "
                      "no launch config is written for it (flash runs FlashAttention-2)");
+  if (t.cp > 1 && t.library != Library::megatron)
+    throw FieldError("{cp} " + std::to_string(t.cp) + ": neither DeepSpeed, accelerate nor the Trainer's script splits " +
+                     "sequences over ranks; the torchrun command of {library} megatron does " +
+                     "(--context-parallel-size)");
   if (!reads(t.library, f))
     throw FieldError("{library} " + std::string(to_string(t.library)) + ": it does not start a job from the " +
                      std::string(to_string(f)) + " launch config; --emit writes DeepSpeed JSON, accelerate YAML " +

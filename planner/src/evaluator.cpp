@@ -61,6 +61,19 @@ StageHost stage_host(const BlockCompute& blk, const EdgeCompute& edge, const mod
           bwd + replay};
 }
 
+// A layer's forward, backward and recompute on the stage's path, one micro-batch: its kernels and
+// the collectives they wait on (tensor-parallel and MoE exposed unless overlapped, context
+// parallel where attention does not hide it).
+struct LayerPath {
+  Seconds forward, backward, recompute;
+};
+LayerPath layer_path(const BlockCompute& blk, Seconds recompute, const LayerComm& tp, const LayerComm& moe,
+                     const ContextParallelComm& cp, double tp_expose) {
+  return {blk.forward + (tp.forward + moe.forward) * tp_expose + cp.forward_exposed,
+          blk.backward + (tp.backward + moe.backward) * tp_expose + cp.backward_exposed,
+          recompute + tp.recompute * tp_expose + cp.recompute_exposed};
+}
+
 }  // namespace
 
 Evaluator::Evaluator(model::Architecture a, model::ParameterCounts n, hardware::Cluster c,
@@ -124,11 +137,15 @@ LayerComputeKey LayerComputeKey::of(const model::Training& tr) {
           tr.qlora_stack,
           tr.transformers,
           tr.moe_capacity_factor,
-          tr.moe_pad_to_capacity};
+          tr.moe_pad_to_capacity,
+          tr.cp,
+          tr.cp_comm};
 }
 
 void LayerComputeKey::write_to(model::Training& t, const std::vector<std::string>& targets) const {
   t.tp = tp;
+  t.cp = cp;
+  t.cp_comm = cp_comm;
   t.micro_batch = micro_batch;
   t.seq = seq;
   t.precision = precision;
@@ -239,15 +256,14 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
   const EdgeCompute& edge = lc.edge;
   const LayerComm tp = tensor_parallel_comm(in, blk.tensor_parallel_pairs);
   const LayerComm moe = expert_comm(in, blk.expert_all_to_alls);
+  const ContextParallelComm cpc = context_parallel_comm(in, blk.attention_forward);
   const double tp_expose = 1.0 - tc_.tp_overlap;
 
   // The slowest pipeline stage, one micro-batch: GPU work, host work, each phase the longer. The
   // last stage also runs the multi-token prediction modules' blocks (Architecture::mtp_layers).
   const double layers_stage = std::ceil(dbl(a_.total_layers()) / l.pp) + dbl(a_.mtp_layers);
   const Seconds recompute_layer = blk.recompute(tr.checkpointing);
-  const Seconds layer_fwd = blk.forward + (tp.forward + moe.forward) * tp_expose;
-  const Seconds layer_bwd = blk.backward + (tp.backward + moe.backward) * tp_expose;
-  const Seconds layer_rec = recompute_layer + tp.recompute * tp_expose;
+  const auto [layer_fwd, layer_bwd, layer_rec] = layer_path(blk, recompute_layer, tp, moe, cpc, tp_expose);
   Seconds edges_mb = edge.head_forward + edge.head_backward;
   if (l.pp == 1) edges_mb += edge.embedding_forward + edge.embedding_backward;
   const StageHost host = stage_host(blk, edge, tr, layers_stage, l.pp == 1, tc_);
@@ -265,6 +281,7 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
 
   // Communication, each term adding its transfers and returning what it exposes.
   Seconds exposed = record_layer_comm(sink, in, tp, moe, layers_stage);
+  exposed += record_context_parallel(sink, in, cpc, layers_stage);
   Seconds bubble;
   exposed += pipeline_term(sink, in, out.stage_micro_batch, bubble);
   const DataParallelBytes dpb = data_parallel_bytes(in, out.memory.states);
@@ -307,7 +324,8 @@ void Evaluator::throughput(StepCost& out, const model::Training& tr,
   out.tokens_per_s = tokens / step;
   out.samples_per_s = dbl(out.global_batch) / step;
   // MFU: Korthikanti et al. 2022 Eq. 7 (no recomputation); HFU adds the replayed forward (Eq. 8).
-  const double replicas = dbl(tr.grad_accum) * out.layout.dp;
+  // A micro-batch's FLOPs are of one rank's tokens: its cp ranks do the rest of each sequence.
+  const double replicas = dbl(tr.grad_accum) * out.layout.dp * out.layout.cp;
   out.model_flops = model::model_flops(flops, tr) * replicas;
   out.hardware_flops = out.model_flops + model::micro_batch_flops(flops, tr).recompute * replicas;
   out.peak = peak;

@@ -121,6 +121,32 @@ void check_token_counts(const Training& tr) {
                      " (2^50, more than any training run's whole data)");
 }
 
+// Context parallelism as Megatron-Core and Transformer Engine accept it: the sequence in 2 cp
+// chunks for the load-balanced causal split of the ring and all-gather exchanges
+// (megatron/training/arguments.py: seq_length % (2 * context_parallel_size)); all-to-all splits
+// the heads, query and key/value alike (TE attention: num_heads % cp_size). A fused attention
+// kernel: no library splits eager attention's score matrix.
+void validate_context_parallel(const Architecture& a, const Training& tr) {
+  if (tr.cp < 1) throw FieldError("{cp} must be at least 1 (got " + str(tr.cp) + ")");
+  if (tr.cp == 1) return;
+  if (tr.attention == Attention::eager)
+    throw FieldError("{cp} " + str(tr.cp) + " needs a fused attention kernel ({attention} flash or sdpa): "
+                     "context parallelism splits the fused kernel's blocks, not eager attention's scores");
+  if (tr.cp_comm == CpComm::all_to_all) {
+    const std::int64_t q = a.heads / tr.tp;
+    const std::int64_t kv = std::max<std::int64_t>(1, a.kv_heads / tr.tp);
+    if (q % tr.cp != 0 || kv % tr.cp != 0)
+      throw FieldError("{cp} " + str(tr.cp) + " with {cp-comm} all-to-all splits the heads: it must divide the " +
+                       str(q) + " query and " + str(kv) + " key/value heads of model '" + a.name +
+                       "' on each tensor-parallel rank (use {cp-comm} ring)");
+    if (tr.seq % tr.cp != 0)
+      throw FieldError("{cp} " + str(tr.cp) + " does not divide {seq} " + str(tr.seq));
+  } else if (tr.seq % (2 * tr.cp) != 0) {
+    throw FieldError("{seq} " + str(tr.seq) + " is not divisible by 2 x {cp} = " + str(2 * tr.cp) +
+                     ": the load-balanced split cuts each sequence into 2 cp chunks");
+  }
+}
+
 }  // namespace
 
 void validate_training(const Architecture& a, const Training& tr) {
@@ -152,6 +178,7 @@ void validate_training(const Architecture& a, const Training& tr) {
     throw FieldError("{quant-block} must be a power of two from 64 to 4096, as bitsandbytes takes (got " +
                      str(tr.quant_block) + ")");
   if (tr.ep < 1) throw FieldError("{expert-parallel} must be at least 1 (got " + str(tr.ep) + ")");
+  validate_context_parallel(a, tr);
   if (!optimizer_impl_allows(tr.optimizer_impl, tr.offload) && tr.offload == Offload::none)
     throw FieldError("{optimizer-impl} deepspeed-cpu steps on the host: it needs {offload} optimizer");
   if (!optimizer_impl_allows(tr.optimizer_impl, tr.offload))
@@ -180,30 +207,35 @@ Layout make_layout(const Architecture& a, const Training& tr, const hardware::Cl
   l.cuda_sm = cuda_sm;
   l.tp = tr.tp;
   l.pp = tr.pp;
-  if (l.world % (tr.tp * tr.pp) != 0)
-    throw InputError("tensor x pipeline parallel degree " + str(tr.tp) + "x" + str(tr.pp) +
-                     " does not divide the " + str(l.world) + " GPUs of " + c.description);
+  l.cp = tr.cp;
+  if (l.world % (tr.tp * tr.cp * tr.pp) != 0)
+    throw InputError(tr.cp > 1 ? "tensor x context x pipeline parallel degree " + str(tr.tp) + "x" + str(tr.cp) +
+                                     "x" + str(tr.pp) + " does not divide the " + str(l.world) + " GPUs of " +
+                                     c.description
+                               : "tensor x pipeline parallel degree " + str(tr.tp) + "x" + str(tr.pp) +
+                                     " does not divide the " + str(l.world) + " GPUs of " + c.description);
   if (!framework_supports(tr.framework, tr.strategy))
     throw InputError("strategy '" + std::string(to_string(tr.strategy)) +
                      "' does not exist in the megatron framework (use ddp, or zero1 for the "
                      "distributed optimizer)");
-  l.dp = l.world / (tr.tp * tr.pp);
+  l.dp = l.world / (tr.tp * tr.cp * tr.pp);
   std::int64_t step_tokens = 0;
   if (!product_within({tr.micro_batch, tr.seq, tr.grad_accum, l.dp}, kMaxTokensPerStep, step_tokens))
     throw FieldError("{micro-batch} x {seq} x {grad-accum} x data-parallel size = " +
                      product_text({tr.micro_batch, tr.seq, tr.grad_accum, l.dp}) +
                      " tokens in one optimizer step, beyond " + str(kMaxTokensPerStep) +
                      " (2^50, more than any training run's whole data)");
-  if (tr.strategy == Strategy::single && l.world > 1 && l.dp > 1)
-    throw InputError("strategy 'single' on " + str(l.world) +
-                     " GPUs: choose a data-parallel strategy (ddp, zero1-3, fsdp-*) or --tp/--pp");
-  l.shard = l.dp;
+  if (tr.strategy == Strategy::single && l.world > 1 && l.replicas() > 1)
+    throw InputError("strategy 'single' on " + str(l.world) + " GPUs: choose a data-parallel strategy (ddp, zero1-3, fsdp-*)" +
+                     (tr.cp > 1 ? ": the context-parallel ranks reduce their gradients" : " or --tp/--pp"));
+  l.shard = l.replicas();
   if (tr.strategy == Strategy::fsdp_hybrid)
-    l.shard = std::clamp(c.gpus_per_node / (tr.tp * tr.pp), 1, l.dp);  // torch: one node
+    l.shard = std::clamp(c.gpus_per_node / (tr.tp * tr.pp), 1, l.replicas());  // torch: one node
   l.ep = tr.ep;
   if (l.shard % l.ep != 0)
     throw FieldError("{expert-parallel} " + str(tr.ep) + " does not divide the " + str(l.shard) +
-                     (l.shard == l.dp ? " data-parallel ranks" : " ranks a hybrid shard spans") +
+                     (l.shard == l.replicas() ? (tr.cp > 1 ? " data- and context-parallel ranks" : " data-parallel ranks")
+                                               : " ranks a hybrid shard spans") +
                      " of " + c.description);
   return l;
 }
@@ -386,7 +418,7 @@ std::pair<Bytes, Bytes> pytorch_buffers(const Architecture& a, const Training& t
     const double largest = static_cast<double>(std::max(a.hidden * a.intermediate, head ? a.vocab * a.hidden : 0));
     fwd_bwd += Bytes(model::dequantized_bytes_per_weight(tr) * largest / l.tp);
   }
-  if (tr.strategy == Strategy::ddp && l.dp > 1)  // DDP buckets: gradient_as_bucket_view=False
+  if (tr.strategy == Strategy::ddp && l.replicas() > 1)  // DDP buckets: gradient_as_bucket_view=False
     persistent = ms.gradients;
   return {fwd_bwd, persistent};
 }

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "trainplan/core/error.hpp"
 #include "trainplan/model/flops.hpp"
 #include "trainplan/model/model_states.hpp"
 #include "trainplan/planner/compute.hpp"
@@ -113,7 +114,8 @@ Seconds add_attention_core(Components& out, const model::BlockOps& ops, const Co
       const model::AttentionShape& at = op.attention;
       const std::int64_t s = at.seq;
       const double share = at.causal ? model::causal_fraction(s) : 1.0;
-      const Flops f(2.0 * dbl(at.batch) * dbl(s) * dbl(s) * at.heads_per_gpu * dbl(at.head_dim + at.v_head_dim) * share);
+      const Flops f(2.0 * dbl(at.batch) * dbl(at.query_seq) * dbl(s) * at.heads_per_gpu *
+                    dbl(at.head_dim + at.v_head_dim) * share);
       const AttentionWork w{at.batch, at.heads, at.kv_heads, s, at.head_dim, at.causal, false, f};
       kernels.push_back(
           {prefix + std::string(op.name), w, f / (d.peak * attention_efficiency(d, false, s)),
@@ -384,6 +386,10 @@ ReplayPlan replay_plan(const model::Architecture& a, const model::ParameterCount
                        const hardware::HardwareProfile* profile, const ReplayOptions& options,
                        const EstimateOptions& estimate_options, const TimeConventions& tc,
                        const MemoryConventions& mc) {
+  if (tr.cp > 1)
+    throw InputError(fmt::format("context parallelism (cp {}) is not replayed: its attention blocks "
+                                 "and K/V exchange need the cp ranks together, not one GPU",
+                                 tr.cp));
   const Evaluator ev(a, n, c, profile, mc, tc, estimate_options);
   const StepCost cost = ev.cost(tr);
   const Layout& l = cost.layout;

@@ -90,7 +90,7 @@ void add_tensor_parallel_collectives(Components& out, const model::Architecture&
                                      Bytes max_msg, double pairs) {
   const double c_bytes = compute_bytes(tr.precision);
   const Placement g = tensor_parallel_group(l);
-  const Bytes x = tensor_parallel_message(tr.micro_batch, tr.seq, a.hidden, c_bytes);
+  const Bytes x = tensor_parallel_message(tr.micro_batch, tr.local_seq(), a.hidden, c_bytes);
   const TensorParallelCollectives all =
       tensor_parallel_collectives(pairs, tr.sequence_parallel, tr.checkpointing);
   const double replays = (all.all_reduce + all.all_gather) - 2.0 * pairs;
@@ -133,10 +133,10 @@ void add_pipeline_collectives(Components& out, const model::Architecture& a,
                               double md, Bytes max_msg) {
   const double c_bytes = compute_bytes(tr.precision);
   const bool split = tr.framework == Framework::megatron || tr.sequence_parallel;
-  const Bytes msg = pipeline_message(tr.micro_batch, tr.seq, a.hidden, c_bytes, l.tp, split);
+  const Bytes msg = pipeline_message(tr.micro_batch, tr.local_seq(), a.hidden, c_bytes, l.tp, split);
   const Placement pair = pipeline_pair(l);
   const CollectiveWork w{Collective::send_recv, CommPurpose::pipeline, msg, pair,
-                         l.tp * l.dp,           tier_of(links, pair)};
+                         l.tp * l.cp * l.dp,    tier_of(links, pair)};
   // Each micro-batch crosses each of the stage's v boundaries both ways; fill and drain add p - 1
   // crossings each way.
   const double sends = 2.0 * (dbl(tr.pp_virtual) * md + (l.pp - 1));
@@ -152,11 +152,11 @@ void add_data_parallel_collectives(Components& out, const model::Architecture& a
   const Layout& l = cost.layout;
   const double c_bytes = compute_bytes(tr.precision);
   const ModelStates& ms = cost.memory.states;
-  if (l.dp > 1 && tr.strategy != Strategy::single) {
+  if (l.replicas() > 1 && tr.strategy != Strategy::single) {
     // Experts' gradients and parameters travel only among the dp / ep ranks holding the same
     // experts: their share of the data-parallel ring's traffic.
-    const double expert_share = hardware::bus_factor(Collective::reduce_scatter, l.dp / l.ep) /
-                                hardware::bus_factor(Collective::reduce_scatter, l.dp);
+    const double expert_share = hardware::bus_factor(Collective::reduce_scatter, l.replicas() / l.ep) /
+                                hardware::bus_factor(Collective::reduce_scatter, l.replicas());
     const double psi = dbl(ms.trainable) - ms.trainable_experts * (1.0 - expert_share);
     const double local = dbl(ms.local_params) - ms.experts * (1.0 - expert_share);
     const Bytes grads(psi * gradient_comm_bytes(tr));

@@ -89,6 +89,15 @@ struct Infeasible {
   Bytes host_needed;  // per node
 };
 
+// One way to cut the model over the ranks a replica spans: tensor, context and pipeline degrees.
+struct ModelSplit {
+  int tp = 1;
+  int cp = 1;
+  int pp = 1;
+};
+// Context parallelism searched down to this many tokens of a sequence per rank (model_splits).
+constexpr std::int64_t kMinSearchedCpTokens = 4096;
+
 struct PairResult {
   std::vector<Found> best;             // per group that fits
   std::vector<Infeasible> infeasible;  // per group that never fits (smallest micro-batch)
@@ -182,8 +191,9 @@ void walk_micro_batches(const Evaluator& ev, const SearchRequest& req, model::Tr
     } catch (const InputError& e) {
       // A searched degree the strategy's shard group cannot split is not worth a line.
       if (!req.expert_parallel && tr.ep > 1) break;
-      const int dp = c.world() / (tr.tp * tr.pp);
-      out.invalid.push_back({plan_label(tr, Layout{c.world(), c.nodes, c.gpus_per_node, tr.tp, tr.pp, dp, dp, 1, 0, c.gpus_per_domain()}),
+      const int dp = c.world() / (tr.tp * tr.cp * tr.pp);
+      out.invalid.push_back({plan_label(tr, Layout{c.world(), c.nodes, c.gpus_per_node, tr.tp, tr.pp, dp, tr.cp,
+                                                   dp * tr.cp, 1, 0, c.gpus_per_domain()}),
                              e.what(), RejectionCode::invalid, {}});
       break;
     }
@@ -201,20 +211,21 @@ void walk_micro_batches(const Evaluator& ev, const SearchRequest& req, model::Tr
     out.infeasible.push_back(std::move(*leanest));
 }
 
-PairResult explore(const Evaluator& ev, const SearchRequest& req, int tp, int pp,
+PairResult explore(const Evaluator& ev, const SearchRequest& req, const ModelSplit& split,
                    const std::atomic<bool>& stop) {
   PairResult out;
   const hardware::Cluster& c = ev.cluster();
-  const int dp = c.world() / (tp * pp);
+  const auto [tp, cp, pp] = split;
+  const int dp = c.world() / (tp * cp * pp);
   const bool splits = !req.global_batch || *req.global_batch % dp == 0;
   const auto batches = splits ? batches_for(req, dp) : std::vector<std::pair<std::int64_t, std::int64_t>>{};
   if (auto why = batch_split_rejection(req, tp, pp, dp, batches.empty())) {
     out.invalid.push_back(std::move(*why));
     return out;
   }
-  const InnerDegrees d = inner_degrees(ev.architecture(), req, tp, pp, dp);
+  const InnerDegrees d = inner_degrees(ev.architecture(), req, tp, pp, dp * cp);
   const std::vector<Checkpointing> ckpts = checkpointings_for(req, Breadth::plan);
-  for (Strategy s : strategies_for(req, c, dp, Breadth::plan)) {
+  for (Strategy s : strategies_for(req, c, dp * cp, Breadth::plan)) {
     if (stop.load(std::memory_order_relaxed)) break;
     for (int ep : d.expert_parallel)
       for (Offload off : offloads_for(req, s, Breadth::plan))
@@ -224,6 +235,7 @@ PairResult explore(const Evaluator& ev, const SearchRequest& req, int tp, int pp
               model::Training tr = req.base;
               tr.strategy = s;
               tr.tp = tp;
+              tr.cp = cp;
               tr.pp = pp;
               tr.pp_virtual = v;
               tr.sequence_parallel = sp;
@@ -270,6 +282,7 @@ std::string plan_label(const model::Training& tr, const Layout& l) {
     s += fmt::format(" across {} {}", dpg.nodes,
                      l.gpus_per_domain > l.gpus_per_node ? "NVLink domains" : "nodes");
   if (l.tp > 1) s += fmt::format(", TP {}{}", l.tp, tr.sequence_parallel ? "+SP" : "");
+  if (l.cp > 1) s += fmt::format(", CP {} ({})", l.cp, to_string(tr.cp_comm));
   if (l.pp > 1)
     s += tr.pp_virtual > 1 ? fmt::format(", PP {}x{}", l.pp, tr.pp_virtual)
                            : fmt::format(", PP {}", l.pp);
@@ -351,9 +364,10 @@ void check_plan_request(const model::Architecture& a, const hardware::Cluster& c
     probe.ep = *req.expert_parallel;
     validate_training(a, probe);
   }
-  if (req.tp || req.pp || req.pp_virtual) {
+  if (req.tp || req.cp || req.pp || req.pp_virtual) {
     model::Training probe = req.base;
     probe.tp = req.tp.value_or(1);
+    probe.cp = req.cp.value_or(1);
     probe.pp = req.pp.value_or(1);
     probe.pp_virtual = req.pp_virtual.value_or(1);
     probe.strategy = req.strategy.value_or(c.world() == 1 ? Strategy::single : Strategy::ddp);
@@ -362,7 +376,7 @@ void check_plan_request(const model::Architecture& a, const hardware::Cluster& c
       probe.strategy = Strategy::zero1;
     (void)make_layout(a, probe, c);
     if (req.tp && req.pp && req.micro_batch && req.global_batch) {
-      const int dp = c.world() / (probe.tp * probe.pp);
+      const int dp = c.world() / (probe.tp * probe.cp * probe.pp);
       std::int64_t per_step = 0;
       if (!product_within({*req.micro_batch, dp}, *req.global_batch, per_step) || *req.global_batch % per_step != 0)
         throw FieldError(
@@ -373,29 +387,41 @@ void check_plan_request(const model::Architecture& a, const hardware::Cluster& c
   }
 }
 
-// The outer loop's (TP, PP) pairs: divisors of the world the request and the model allow.
-std::vector<std::pair<int, int>> tp_pp_pairs(const model::Architecture& a,
-                                             const hardware::Cluster& c, const SearchRequest& req) {
-  std::vector<std::pair<int, int>> pairs;
+// The outer loop's (TP, CP, PP) splits: divisors of the world the request and the model allow.
+// Context parallelism is searched where each rank keeps at least kMinSearchedCpTokens tokens of a
+// sequence (below that the K/V exchange outlasts the attention blocks that hide it: Ring Attention's
+// block-size condition, Liu et al. 2023, Sec. 3); --cp asks for any degree.
+std::vector<ModelSplit> model_splits(const model::Architecture& a, const hardware::Cluster& c,
+                                     const SearchRequest& req) {
+  std::vector<ModelSplit> splits;
   const int world = c.world();
+  const model::Training& t = req.base;
   for (int tp : divisors(world)) {
     if (req.tp && tp != *req.tp) continue;
     if (a.heads % tp != 0) continue;
     if (!req.tp && !req.tp_across_nodes && tp > c.gpus_per_domain()) continue;
-    for (int pp : divisors(world / tp)) {
-      if (req.pp && pp != *req.pp) continue;
-      if (pp > a.total_layers()) continue;
-      pairs.emplace_back(tp, pp);
+    for (int cp : divisors(world / tp)) {
+      if (req.cp ? cp != *req.cp
+                 : cp > 1 && (t.attention == Attention::eager || t.seq % (2 * cp) != 0 ||
+                              t.seq / cp < kMinSearchedCpTokens))
+        continue;
+      if (cp > 1 && t.cp_comm == CpComm::all_to_all &&
+          ((a.heads / tp) % cp != 0 || std::max<std::int64_t>(1, a.kv_heads / tp) % cp != 0))
+        continue;
+      for (int pp : divisors(world / (tp * cp))) {
+        if (req.pp && pp != *req.pp) continue;
+        if (pp > a.total_layers()) continue;
+        splits.push_back({tp, cp, pp});
+      }
     }
   }
-  return pairs;
+  return splits;
 }
 
 // Explores every pair on up to req.threads threads, each with its own copy of the evaluator;
 // sets `cancelled` when the progress callback asked to stop.
 std::vector<PairResult> explore_pairs(const Evaluator& prototype, const SearchRequest& req,
-                                      const std::vector<std::pair<int, int>>& pairs,
-                                      bool& cancelled) {
+                                      const std::vector<ModelSplit>& pairs, bool& cancelled) {
   unsigned threads =
       req.threads == 0 ? std::max(1u, std::thread::hardware_concurrency()) : req.threads;
   threads = std::max(
@@ -409,7 +435,7 @@ std::vector<PairResult> explore_pairs(const Evaluator& prototype, const SearchRe
     const Evaluator ev = prototype;  // its own shape cache
     for (std::size_t i = k; i < pairs.size(); i += threads) {
       if (stop.load()) break;
-      results[i] = explore(ev, req, pairs[i].first, pairs[i].second, stop);
+      results[i] = explore(ev, req, pairs[i], stop);
       if (req.progress) {
         const std::lock_guard<std::mutex> lock(report);
         if (!stop.load() && !req.progress(++done, pairs.size())) stop.store(true);
@@ -424,9 +450,9 @@ std::vector<PairResult> explore_pairs(const Evaluator& prototype, const SearchRe
   return results;
 }
 
-using Coarse = std::tuple<Strategy, int, int, int>;
+using Coarse = std::tuple<Strategy, int, int, int, int>;
 
-Coarse coarse(const model::Training& t) { return Coarse{t.strategy, t.tp, t.pp, t.ep}; }
+Coarse coarse(const model::Training& t) { return Coarse{t.strategy, t.tp, t.cp, t.pp, t.ep}; }
 
 // Runners-up: the best of each (strategy, TP, PP) shape not already shown.
 void add_slower_rejections(PlanResult& out, const std::vector<Found>& found, std::size_t k,
@@ -487,7 +513,7 @@ PlanResult search(const model::Architecture& a, const model::ParameterCounts& n,
                   const hardware::HardwareProfile* profile, const MemoryConventions& mc,
                   const TimeConventions& tc) {
   check_plan_request(a, c, req);
-  const std::vector<std::pair<int, int>> pairs = tp_pp_pairs(a, c, req);
+  const std::vector<ModelSplit> pairs = model_splits(a, c, req);
   const Evaluator prototype(a, n, c, profile, mc, tc, req.options);
   bool cancelled = false;
   std::vector<PairResult> results = explore_pairs(prototype, req, pairs, cancelled);

@@ -158,7 +158,7 @@ LayerComm tensor_parallel_comm(const TermInputs& in, double pairs) {
   const model::Training& tr = in.tr;
   if (in.l.tp <= 1) return out;
   out.group = tensor_parallel_group(in.l);
-  const Bytes x = tensor_parallel_message(tr.micro_batch, tr.seq, in.a.hidden, in.c);
+  const Bytes x = tensor_parallel_message(tr.micro_batch, tr.local_seq(), in.a.hidden, in.c);
   const TensorParallelCollectives all =
       tensor_parallel_collectives(pairs, tr.sequence_parallel, tr.checkpointing);
   const Seconds one =
@@ -169,13 +169,13 @@ LayerComm tensor_parallel_comm(const TermInputs& in, double pairs) {
   out.forward = one * pairs;
   out.backward = one * pairs;
   out.recompute = one * ((all.all_reduce + all.all_gather) - 2.0 * pairs);
-  out.bytes = tensor_parallel_bytes_per_layer(tr.micro_batch, tr.seq, in.a.hidden, in.l.tp, in.c, pairs,
+  out.bytes = tensor_parallel_bytes_per_layer(tr.micro_batch, tr.local_seq(), in.a.hidden, in.l.tp, in.c, pairs,
                                               tr.sequence_parallel, tr.checkpointing);
   // Vocabulary-parallel embedding (forward) and LM-head input gradient (backward): one each.
   const int edges = in.l.pp == 1 ? 2 : 1;
   out.edge = one * edges;
   out.edge_bytes =
-      tensor_parallel_bytes(tr.micro_batch, tr.seq, in.a.hidden, in.l.tp, in.c, tr.sequence_parallel, edges);
+      tensor_parallel_bytes(tr.micro_batch, tr.local_seq(), in.a.hidden, in.l.tp, in.c, tr.sequence_parallel, edges);
   return out;
 }
 
@@ -191,6 +191,76 @@ LayerComm expert_comm(const TermInputs& in, double per_pass) {
   out.backward = t * 0.5;
   out.bytes = bytes_sent(Collective::all_to_all, out.group.ranks, msg) * per_layer;
   return out;
+}
+
+ContextParallelComm context_parallel_comm(const TermInputs& in, Seconds attention_forward) {
+  ContextParallelComm out;
+  const Layout& l = in.l;
+  const model::Training& tr = in.tr;
+  if (l.cp <= 1) return out;
+  out.group = context_parallel_group(l);
+  const model::Architecture& a = in.a;
+  const double tokens = dbl(tr.tokens_per_micro_batch());
+  const double k_width = dbl(std::max(a.kv_dim() / l.tp, a.head_dim));
+  const double v_width = dbl(std::max<std::int64_t>(1, a.kv_heads / l.tp) * a.value_head_dim());
+  const Bytes chunk(tokens * (k_width + v_width) * in.c);
+  const double passes = tr.checkpointing == Checkpointing::none ? 0.0 : 1.0;
+  const double steps = dbl(l.cp - 1);
+  switch (tr.cp_comm) {
+    case CpComm::ring: {
+      // Neighbours on the ring: a hop leaves the domain only where the group does.
+      const Placement pair{2, out.group.nodes > 1 ? 1 : 2, out.group.nodes > 1 ? 2 : 1};
+      const Seconds send = collective_time(in.links, Collective::send_recv, pair, chunk);
+      out.forward = send * steps;
+      out.backward = send * (2.0 * steps);
+      const Seconds attention_backward = attention_forward * model::kFusedAttentionBackwardRatio;
+      out.forward_exposed = pos(out.forward - attention_forward);
+      out.backward_exposed = pos(out.backward - attention_backward);
+      out.bytes = chunk * (steps * (3.0 + passes));
+      break;
+    }
+    case CpComm::all_gather: {
+      const Bytes gathered = chunk * dbl(l.cp);
+      const Seconds gather = collective_time(in.links, Collective::all_gather, out.group, gathered);
+      const Seconds scatter = collective_time(in.links, Collective::reduce_scatter, out.group, gathered);
+      out.forward = gather;
+      out.backward = gather + scatter;
+      out.forward_exposed = out.forward;
+      out.backward_exposed = out.backward;
+      const Bytes one = bytes_sent(Collective::all_gather, l.cp, gathered);
+      out.bytes = one * (3.0 + passes);
+      break;
+    }
+    case CpComm::all_to_all: {
+      const double q_width = dbl(a.q_dim()) / l.tp;
+      const double o_width = dbl(a.attention_out_dim()) / l.tp;
+      const Bytes each(tokens * (q_width + k_width + v_width + o_width) * in.c);
+      const Seconds t = collective_time(in.links, Collective::all_to_all, out.group, each);
+      out.forward = t;
+      out.backward = t;
+      out.forward_exposed = t;
+      out.backward_exposed = t;
+      out.bytes = bytes_sent(Collective::all_to_all, l.cp, each) * (2.0 + passes);
+      break;
+    }
+  }
+  out.recompute = out.forward * passes;
+  out.recompute_exposed = out.forward_exposed * passes;
+  return out;
+}
+
+Seconds record_context_parallel(TermSink& sink, const TermInputs& in, const ContextParallelComm& cp,
+                                double layers) {
+  if (in.l.cp <= 1) return Seconds(0.0);
+  const double n = layers * in.md;
+  const Seconds t = (cp.forward + cp.backward + cp.recompute) * n;
+  const Seconds exposed = (cp.forward_exposed + cp.backward_exposed + cp.recompute_exposed) * n;
+  const Transfer kind = in.tr.cp_comm == CpComm::ring         ? Transfer::send_recv
+                        : in.tr.cp_comm == CpComm::all_gather ? Transfer::all_gather
+                                                              : Transfer::all_to_all;
+  sink.add(kind, CommPurpose::context_parallel, tier_of(in.links, cp.group), in.l.cp, cp.bytes * n, t,
+           exposed);
+  return exposed;
 }
 
 Seconds record_layer_comm(TermSink& sink, const TermInputs& in, const LayerComm& tp,
@@ -230,7 +300,7 @@ Seconds pipeline_term(TermSink& sink, const TermInputs& in, Seconds stage_micro_
   const int v = tr.pp_virtual;
   bubble = stage_micro_batch * (bubble_fraction(l.pp, v, tr.grad_accum) * in.md);
   const bool split = tr.framework == Framework::megatron || tr.sequence_parallel;
-  const Bytes msg = pipeline_message(tr.micro_batch, tr.seq, in.a.hidden, in.c, l.tp, split);
+  const Bytes msg = pipeline_message(tr.micro_batch, tr.local_seq(), in.a.hidden, in.c, l.tp, split);
   const Placement pair = pipeline_pair(l);
   const Seconds one = collective_time(in.links, Collective::send_recv, pair, msg);
   const double sends = 2.0 * (dbl(v) * in.md + (l.pp - 1));
@@ -244,9 +314,9 @@ DataParallelBytes data_parallel_bytes(const TermInputs& in, const ModelStates& m
   const Layout& l = in.l;
   const model::Training& tr = in.tr;
   const double expert_share =
-      l.dp > 1 ? hardware::bus_factor(Collective::reduce_scatter, l.dp / l.ep) /
-                     hardware::bus_factor(Collective::reduce_scatter, l.dp)
-               : 1.0;
+      l.replicas() > 1 ? hardware::bus_factor(Collective::reduce_scatter, l.replicas() / l.ep) /
+                             hardware::bus_factor(Collective::reduce_scatter, l.replicas())
+                       : 1.0;
   DataParallelBytes out;
   out.psi = dbl(ms.trainable) - ms.trainable_experts * (1.0 - expert_share);
   out.local = dbl(ms.local_params) - ms.experts * (1.0 - expert_share);
@@ -263,7 +333,7 @@ DataParallelBytes data_parallel_bytes(const TermInputs& in, const ModelStates& m
 Seconds data_parallel_term(TermSink& sink, const TermInputs& in, const DataParallelBytes& b,
                            Seconds stage_fwd, Seconds stage_bwd, double layers,
                            bool zero_plus_plus) {
-  if (in.l.dp <= 1) return Seconds(0.0);
+  if (in.l.replicas() <= 1) return Seconds(0.0);
   switch (in.tr.strategy) {
     case Strategy::single:
       return Seconds(0.0);

@@ -71,6 +71,27 @@ struct DataParallelBytes {
 // `per_pass`: the layer's all-to-alls a pass, from its op list (BlockCompute::expert_all_to_alls).
 [[nodiscard]] LayerComm expert_comm(const TermInputs& in, double per_pass);
 
+// Context parallelism's exchange of keys and values, one layer and micro-batch, per rank (C: one
+// rank's K and V chunk, b x seq/cp tokens x the key and value widths on its GPU):
+//  * ring (Liu et al. 2023, arXiv:2310.01889, Sec. 3; TE AttnFuncWithCPAndKVP2P): cp - 1 sends of
+//    C forward; backward the K/V chunk and its gradient each go round, 2 (cp - 1) C. Each send
+//    overlaps the attention block it feeds: exposed only where the sends outlast attention.
+//  * all_gather (Dubey et al. 2024, Sec. 3.3.2): K/V gathered forward (cp C), gathered again and
+//    their gradients reduce-scattered backward; exposed.
+//  * all_to_all (Jacobs et al. 2023, arXiv:2309.14509, Sec. 3.1): Q, K, V in and the output back,
+//    each a rank's b x seq/cp tokens, forward and again backward; exposed.
+// Recomputation (selective or full) repeats the forward exchange.
+struct ContextParallelComm {
+  Seconds forward, backward, recompute;  // every transfer
+  Seconds forward_exposed, backward_exposed, recompute_exposed;
+  Bytes bytes;  // sent per layer: forward, backward and recompute
+  Placement group;
+};
+[[nodiscard]] ContextParallelComm context_parallel_comm(const TermInputs& in,
+                                                        Seconds attention_forward);
+[[nodiscard]] Seconds record_context_parallel(TermSink& sink, const TermInputs& in,
+                                              const ContextParallelComm& cp, double layers);
+
 // The tensor-parallel and expert collectives of a stage's layers over the step, exposed unless
 // overlapped (tp_overlap).
 [[nodiscard]] Seconds record_layer_comm(TermSink& sink, const TermInputs& in, const LayerComm& tp,

@@ -33,6 +33,8 @@ struct TrainingKey {
 constexpr std::array kTrainingKeys{
     TrainingKey{"strategy", KeyType::text, true},
     TrainingKey{"tp", KeyType::integer, true},
+    TrainingKey{"cp", KeyType::integer, true},
+    TrainingKey{"cp_comm", KeyType::text, true},
     TrainingKey{"pp", KeyType::integer, true},
     TrainingKey{"pp_virtual", KeyType::integer, true},
     TrainingKey{"sequence_parallel", KeyType::boolean, true},
@@ -143,12 +145,19 @@ std::vector<std::string> targets_key(ObjectReader& r, const std::string& key) {
       fmt::format("{}: key '{}' must be a list like \"q,v\" or [\"q\", \"v\"]", r.what(), key));
 }
 
+// Context parallelism, absent from files written before it existed (none).
+void read_context_parallel(ObjectReader& r, model::Training& t) {
+  if (r.has("cp")) t.cp = int_key(r, "cp", 1);
+  if (const auto k = r.optional_enumeration<CpComm>("cp_comm")) t.cp_comm = *k;
+}
+
 // The training of one PLAN object (settings applied); `assumed` collects the options taken from the
 // defaults because neither the file nor a setting gave them.
 model::Training read_training(ObjectReader& r, std::vector<std::string>& assumed) {
   model::Training t;
   t.strategy = r.enumeration<Strategy>("strategy");
   t.tp = int_key(r, "tp", 1);
+  read_context_parallel(r, t);
   t.pp = int_key(r, "pp", 1);
   if (r.has("pp_virtual")) t.pp_virtual = int_key(r, "pp_virtual", 1);
   if (const auto sp = r.optional_boolean("sequence_parallel")) t.sequence_parallel = *sp;
@@ -439,6 +448,8 @@ Json work_json(const planner::ReplayWork& w) {
 Json training_json(const model::Training& t) {
   return Json{{"strategy", std::string(to_string(t.strategy))},
               {"tp", t.tp},
+              {"cp", t.cp},
+              {"cp_comm", std::string(to_string(t.cp_comm))},
               {"pp", t.pp},
               {"pp_virtual", t.pp_virtual},
               {"sequence_parallel", t.sequence_parallel},

@@ -57,6 +57,8 @@ Json candidate_json(const planner::Candidate& c) {
   const model::Training& t = c.training;
   return Json{{"strategy", std::string(to_string(t.strategy))},
               {"tp", t.tp},
+              {"cp", t.cp},
+              {"cp_comm", std::string(to_string(t.cp_comm))},
               {"pp", t.pp},
               {"dp", c.layout.dp},
               {"method", std::string(to_string(t.method))},

@@ -112,15 +112,19 @@ void set_megatron_accumulation(Reader& r) {
       const Setting* s = r.read().find(option);
       return s ? std::int64_t{std::stoll(s->value)} : std::int64_t{1};
     };
-    const std::int64_t model_parallel =
-        checked_product({value_of("tp"), value_of("pp")}, r.read().path + ": --tensor-model-parallel-size x --pipeline-model-parallel-size (GPUs)", kMaxClusterGpus);
+    const bool cp = r.read().find("cp") != nullptr;
+    const std::int64_t model_parallel = checked_product(
+        {value_of("tp"), value_of("pp"), value_of("cp")},
+        r.read().path + ": --tensor-model-parallel-size x --pipeline-model-parallel-size" +
+            (cp ? " x --context-parallel-size (GPUs)" : " (GPUs)"),
+        kMaxClusterGpus);
     const std::int64_t dp = std::stoll(gpus->value) / model_parallel;
     const std::int64_t per_step =
         checked_product({std::stoll(mb->value), dp}, r.read().path + ": --micro-batch-size x data-parallel size");
     if (std::stoll(gpus->value) % model_parallel != 0) {
       // Megatron would refuse this world size; example scripts often leave the node count for
       // the user to raise.
-      r.warn("the launcher starts " + gpus->value + " processes, not a multiple of TP x PP = " +
+      r.warn("the launcher starts " + gpus->value + " processes, not a multiple of " + (cp ? "TP x PP x CP" : "TP x PP") + " = " +
              std::to_string(model_parallel) + ": the accumulation is left to the cluster");
       r.unresolved("grad-accum", "--global-batch-size", gb->value,
                    "micro-batches per step depend on the data-parallel size");
@@ -152,7 +156,8 @@ void read_megatron_flag(const std::string& flag, const std::string& value, Reade
       {"--micro-batch-size", "micro-batch"},
       {"--global-batch-size", "global-batch"},
       {"--seq-length", "seq"},
-      {"--expert-model-parallel-size", "expert-parallel"}};
+      {"--expert-model-parallel-size", "expert-parallel"},
+      {"--context-parallel-size", "cp"}};
   if (const auto it = kInts.find(flag); it != kInts.end()) {
     if (!value.empty() && value[0] == '$')
       r.unresolved(it->second, flag, value, "a shell variable this file does not set");
@@ -173,6 +178,14 @@ void read_megatron_flag(const std::string& flag, const std::string& value, Reade
     r.set("sequence-parallel", "true", flag, "");
   } else if (flag == "--moe-expert-capacity-factor") {
     r.set("moe-capacity-factor", value, flag, value);
+  } else if (flag == "--cp-comm-type") {
+    // arguments.py: p2p (the default), a2a, allgather, or a2a+p2p (hierarchical, not modelled).
+    static const std::map<std::string, std::string, std::less<>> kKinds{
+        {"p2p", "ring"}, {"a2a", "all-to-all"}, {"allgather", "all-gather"}};
+    if (const auto k = kKinds.find(value); k != kKinds.end())
+      r.set("cp-comm", k->second, flag, value);
+    else
+      r.fail(flag, value, "must be p2p, a2a or allgather (a2a+p2p, the hierarchical exchange, is not modelled)");
   } else if (flag == "--moe-pad-expert-input-to-capacity") {
     r.set("moe-pad-to-capacity", "true", flag, "");
   } else if (flag == "--use-flash-attn") {

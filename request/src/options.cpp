@@ -312,6 +312,18 @@ std::vector<Option> parallel_options() {
                                },
                                "with --pp above 1"),
                        Searched::by_plan));
+  v.push_back(searched(integer(describe("cp", "N", "Context parallel", "parallelism",
+                                        "context-parallel degree: split each sequence over N ranks", "1"),
+                               1, kMaxDegree, [](auto& r) -> auto& { return r.training.cp; }),
+                       Searched::by_plan));
+  v.push_back(applies(choice<CpComm>(describe("cp-comm", "KIND", "CP exchange", "parallelism",
+                                              "ring | all-gather | all-to-all: how CP ranks share keys and values",
+                                              "ring"),
+                                     [](auto& r) -> auto& { return r.training.cp_comm; }),
+                      [](const Request& r, unsigned cmd) {
+                        return r.training.cp > 1 || (cmd == command::plan && !r.has("cp"));
+                      },
+                      "with --cp above 1"));
   v.push_back(applies(flag(describe("sequence-parallel", "", "Sequence parallel", "parallelism",
                                     "shard norms and dropout along the sequence (Megatron; with --tp)", "off"),
                            [](auto& r) -> auto& { return r.training.sequence_parallel; }),
@@ -525,6 +537,18 @@ constexpr Detail kDetails[] = {
     {"sequence-parallel",
      "With TP: shard norms and dropout along the sequence (Korthikanti et al. 2022, "
      "arXiv:2205.05198)."},
+    {"cp",
+     "Context parallelism: each sequence split over N ranks (2N chunks, load-balanced for causal "
+     "masks), every activation a rank keeps of seq/N tokens, the keys and values exchanged as "
+     "--cp-comm says; the N ranks reduce gradients with the data-parallel ones. Megatron-Core's "
+     "--context-parallel-size, torchtitan's context_parallel_degree. plan searches it where each "
+     "rank keeps at least 4,096 tokens of a sequence."},
+    {"cp-comm",
+     "ring (default; Megatron-Core's p2p): each rank's K/V chunk goes round the ring behind the "
+     "attention blocks (Liu et al. 2023, arXiv:2310.01889); all-gather: K/V gathered before "
+     "attention (Llama 3, arXiv:2407.21783 Sec. 3.3.2; torchtitan's default rotate method); "
+     "all-to-all: Q, K, V re-split by heads (DeepSpeed-Ulysses, arXiv:2309.14509), the heads "
+     "divisible by N."},
     {"micro-batch",
      "Sequences per GPU per forward/backward. Activations grow with it."},
     {"grad-accum",

@@ -148,6 +148,7 @@ void check_training(const Request& r, Resolved& out, model::Training& t, unsigne
   // The checks the planner makes of any configuration, in the words of this request.
   model::Training probe = t;
   if (cmd == command::plan) probe.tp = probe.pp = probe.pp_virtual = 1;
+  if (cmd == command::plan && !r.has("cp")) probe.cp = 1;
   if (cmd == command::plan && !r.has("expert-parallel")) probe.ep = 1;
   planner::validate_training(a, probe);
 }
@@ -174,6 +175,7 @@ void fill_request(const Request& r, Resolved& out, const model::Training& t) {
   if (r.has("offload")) q.offload = t.offload;
   if (r.has("expert-parallel")) q.expert_parallel = t.ep;
   if (r.has("tp")) q.tp = t.tp;
+  if (r.has("cp")) q.cp = t.cp;
   if (r.has("pp")) q.pp = t.pp;
   if (r.has("pp-virtual")) q.pp_virtual = t.pp_virtual;
   if (t.sequence_parallel) q.sequence_parallel = true;

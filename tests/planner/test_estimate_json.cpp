@@ -179,7 +179,7 @@ TEST(EstimateJson, PlanGoldenShape) {
 // copies, so only the copies are checked.
 bool unit_free_allowed(const std::string& key) {
   static const std::set<std::string> kCounts{
-      "tp", "pp", "dp", "pp_virtual", "expert_parallel", "micro_batch", "seq", "grad_accum",
+      "tp", "cp", "pp", "dp", "pp_virtual", "expert_parallel", "micro_batch", "seq", "grad_accum",
       "global_batch", "max_micro_batch", "rank", "gpus", "nodes", "gpus_per_node", "gpus_per_nvlink_domain", "parameters",
       "active_parameters", "trainable_parameters", "lora_rank", "lora_alpha", "lora_dropout",
       "quant_block", "mfu", "hfu", "tokens", "forward", "backward", "micro_batches_in_flight",

@@ -451,6 +451,7 @@ const std::vector<Row>& rows() {
         {"global-batch", "128"},
         {"precision", "bf16-mixed"},
         {"tp", "1"},
+        {"cp", "1"},  // --context-parallel-size $CP_SIZE, CP_SIZE=1 above it
         {"sequence-parallel", "true"},
         {"grad-accum", "16"},
         {"strategy", "zero1"}},

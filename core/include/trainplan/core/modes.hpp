@@ -21,6 +21,12 @@ enum class Checkpointing { none, selective, full, full_offload };
 // the same memory as flash at its own, lower rate; sdpa: torch's dispatch; eager: the model's ops.
 enum class Attention { flash, sdpa, eager, triton };
 enum class Offload { none, optimizer, optimizer_params };
+// How context-parallel ranks exchange keys and values: ring passes each rank's K/V chunk round the
+// ranks, behind the attention blocks (Liu et al. 2023, Ring Attention; Megatron-Core/TE "p2p");
+// all_gather gathers K/V before attention and reduce-scatters their gradients (Llama 3, Dubey et
+// al. 2024 Sec. 3.3.2; torch's context_parallel "allgather"); all_to_all re-splits Q, K, V and the
+// output by heads instead of tokens (DeepSpeed-Ulysses, Jacobs et al. 2023; TE "a2a").
+enum class CpComm { ring, all_gather, all_to_all };
 enum class Quant { nf4, nf4_dq, fp4, int8 };
 enum class FsdpWrap { block, none };
 // The software that ran a QLoRA fine-tuning, where it changes the memory (model/model_states.hpp
@@ -107,6 +113,13 @@ struct EnumTable<Attention> {
                                        std::pair{Attention::sdpa, std::string_view{"sdpa"}},
                                        std::pair{Attention::eager, std::string_view{"eager"}},
                                        std::pair{Attention::triton, std::string_view{"triton"}}};
+};
+template <>
+struct EnumTable<CpComm> {
+  static constexpr std::string_view kWhat = "context-parallel exchange";
+  static constexpr std::array kEntries{std::pair{CpComm::ring, std::string_view{"ring"}},
+                                       std::pair{CpComm::all_gather, std::string_view{"all-gather"}},
+                                       std::pair{CpComm::all_to_all, std::string_view{"all-to-all"}}};
 };
 template <>
 struct EnumTable<Offload> {

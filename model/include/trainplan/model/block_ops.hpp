@@ -94,7 +94,9 @@ struct AttentionShape {
   std::int64_t heads = 1;     // query heads on this GPU
   std::int64_t kv_heads = 1;  // key/value heads on this GPU (at least one)
   double heads_per_gpu = 1;   // a.heads / tp, unrounded (the FLOPs)
-  std::int64_t seq = 1;
+  std::int64_t seq = 1;        // keys a query may attend to: the whole sequence
+  std::int64_t query_seq = 1;  // queries of a sequence on this GPU: seq / cp (all of them under
+                               // the all-to-all exchange, which splits the heads instead)
   std::int64_t head_dim = 1;    // of a query and a key
   std::int64_t v_head_dim = 1;  // of a value (narrower under latent attention)
   bool causal = true;

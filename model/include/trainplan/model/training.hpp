@@ -21,6 +21,11 @@ struct Training {
   int pp_virtual = 1;  // interleaved 1F1B model chunks per stage
   bool sequence_parallel = false;
   int ep = 1;  // expert parallelism: MoE experts spread over this many data-parallel ranks
+  // Context parallelism: each sequence split over cp ranks (load-balanced for causal masks: 2 cp
+  // chunks, rank r holding r and 2cp-1-r), keys and values exchanged as cp_comm says. Every
+  // per-token quantity of a rank is of seq / cp tokens; attention reads the whole sequence's keys.
+  int cp = 1;
+  CpComm cp_comm = CpComm::ring;
   std::int64_t micro_batch = 1;
   std::int64_t grad_accum = 1;
   std::int64_t seq = 2048;
@@ -57,7 +62,9 @@ struct Training {
   int transformers = kNewestTransformers;
   static constexpr int kNewestTransformers = 524;
 
-  [[nodiscard]] std::int64_t tokens_per_micro_batch() const { return seq * micro_batch; }
+  // A rank's share of each sequence, and of the micro-batch's tokens (all of them without CP).
+  [[nodiscard]] std::int64_t local_seq() const { return seq / cp; }
+  [[nodiscard]] std::int64_t tokens_per_micro_batch() const { return local_seq() * micro_batch; }
   [[nodiscard]] OptimizerImpl optimizer_implementation() const {
     return resolved_optimizer_impl(optimizer_impl, framework, offload);
   }

@@ -105,7 +105,8 @@ struct TensorParallelCollectives {
 }
 
 // Where a group of ranks sits. Rank order is Megatron's: tensor-parallel ranks adjacent, then
-// data-parallel, then pipeline stages (megatron/core/parallel_state.py, order "tp-dp-pp").
+// context-, then data-parallel, then pipeline stages (megatron/core/parallel_state.py, order
+// "tp-cp-ep-dp-pp"); the data-parallel group holds the context-parallel ranks too.
 // "Node" here is the scale-up domain (Layout::gpus_per_domain): the node, or the whole NVLink
 // domain of a rack-scale system, whose links price everything that stays inside it.
 struct Placement {
@@ -117,6 +118,8 @@ struct Placement {
 [[nodiscard]] Placement data_parallel_group(const Layout& l);
 [[nodiscard]] Placement shard_group(const Layout& l);    // ZeRO/FSDP shard (hybrid: inside a node)
 [[nodiscard]] Placement replica_group(const Layout& l);  // hybrid sharding: across shard groups
+// Context-parallel ranks: adjacent to the tensor-parallel ones (Megatron's order "tp-cp-ep-dp-pp").
+[[nodiscard]] Placement context_parallel_group(const Layout& l);
 // Expert-parallel ranks: ep ranks of the data-parallel group.
 [[nodiscard]] Placement expert_parallel_group(const Layout& l);
 // Two adjacent pipeline stages: on the same node or not.

@@ -52,6 +52,7 @@ enum class CommPurpose {
   tensor_parallel,            // Megatron f/g operators (and SP gathers/scatters)
   pipeline,                   // stage-to-stage activations and gradients
   expert_all_to_all,          // MoE dispatch and combine
+  context_parallel,           // keys and values among the context-parallel ranks
   offload_gradients,          // gradients to the host optimizer
   offload_parameters,         // parameters back to the GPU
   offload_activations,        // checkpoints to the host and back (full-offload)
@@ -72,7 +73,7 @@ struct CommTerm {
   Seconds exposed;  // of which not hidden behind compute
 };
 
-inline constexpr std::size_t kMaxCommTerms = 14;
+inline constexpr std::size_t kMaxCommTerms = 16;
 
 // Everything the estimate says, without strings or allocations: what the search ranks.
 struct StepCost {
@@ -121,6 +122,8 @@ struct LayerComputeKey {
   int transformers = 0;  // the release whose model code runs (SDPA path, experts)
   double moe_capacity_factor = 0.0;  // Megatron's expert capacity (what each expert multiplies)
   bool moe_pad_to_capacity = false;
+  int cp = 1;                     // a rank's share of each sequence
+  CpComm cp_comm = CpComm::ring;  // all-to-all splits the heads instead
 
   [[nodiscard]] static LayerComputeKey of(const model::Training& tr);
   // Writes the key's fields into `t` (the adapters' targets from `targets`): the training the
@@ -284,6 +287,8 @@ struct EnumTable<planner::CommPurpose> {
                 std::string_view{"tensor-parallel activations"}},
       std::pair{planner::CommPurpose::pipeline, std::string_view{"pipeline activations"}},
       std::pair{planner::CommPurpose::expert_all_to_all, std::string_view{"MoE all-to-all"}},
+      std::pair{planner::CommPurpose::context_parallel,
+                std::string_view{"context-parallel keys and values"}},
       std::pair{planner::CommPurpose::offload_gradients, std::string_view{"gradients to host"}},
       std::pair{planner::CommPurpose::offload_parameters,
                 std::string_view{"parameters to device"}},

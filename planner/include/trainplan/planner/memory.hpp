@@ -26,12 +26,16 @@ struct Layout {
   int tp = 1;
   int pp = 1;
   int dp = 1;
-  int shard = 1;  // ranks a ZeRO/FSDP shard spans (dp, or the node for hybrid sharding)
+  int cp = 1;     // context-parallel ranks: they split sequences and hold the same weights
+  int shard = 1;  // ranks a ZeRO/FSDP shard spans (dp x cp, or the node for hybrid sharding)
   int ep = 1;     // ranks the experts are spread over (divides shard)
   int cuda_sm = 0;  // the GPU's CUDA compute capability, major*10+minor; 0: not NVIDIA
   // GPUs in one scale-up (NVLink) domain: the node, or a rack of NVL72 trays. Placement counts
   // in these domains: a group inside one never touches the NICs.
   int gpus_per_domain = 1;
+  // Ranks that hold the same slice of the model and reduce its gradients: data- and
+  // context-parallel together (Megatron's data-parallel group with context parallelism).
+  [[nodiscard]] int replicas() const { return dp * cp; }
 };
 
 // Bounds on what a user can type, derived from what a cluster can hold: one micro-batch's input ids

@@ -22,6 +22,7 @@ struct SearchRequest {
   std::optional<Checkpointing> checkpointing;
   std::optional<Offload> offload;
   std::optional<int> tp;
+  std::optional<int> cp;  // context parallelism; searched for long sequences (search.cpp)
   std::optional<int> pp;
   std::optional<int> pp_virtual;
   std::optional<bool> sequence_parallel;
