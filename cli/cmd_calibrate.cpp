@@ -303,6 +303,7 @@ void run_calibrate_import(const CalibrateImportOptions& options, std::ostream& o
   for (const std::string& file : options.files) {
     logs.push_back(request::read_collective_log(file, hints));
     for (const request::LogBlock& b : logs.back().blocks) {
+      for (const std::string& w : b.warnings) err << "warning: " << file << ": " << w << "\n";
       if (b.nodes_assumed) {
         err << "note: " << file << " does not say how many nodes ran; assuming " << b.nodes << " ("
             << hints.gpus_per_node_if_unknown << " GPUs per node); pass --nodes to say otherwise\n";

@@ -82,6 +82,40 @@ namespace trainplan::request::log_text {
 
 // Removes what launchers put before a program's output: mpirun --tag-output "[1,0]<stdout>:",
 // "[0] ", torchrun --tee "[default0]:", srun --label "  0: ".
+// The length of an mpirun --tag-output tag ("[1,0]<stdout>:") starting at `at`, or 0.
+[[nodiscard]] inline std::size_t launcher_tag_at(std::string_view s, std::size_t at) {
+  if (at >= s.size() || s[at] != '[') return 0;
+  std::size_t i = at + 1;
+  const auto digits = [&] {
+    const std::size_t from = i;
+    while (i < s.size() && is_digit(s[i])) ++i;
+    return i > from;
+  };
+  if (!digits() || i >= s.size() || s[i] != ',') return 0;
+  ++i;
+  if (!digits()) return 0;
+  const std::string_view rest = s.substr(i);
+  if (rest.starts_with("]<stdout>:") || rest.starts_with("]<stderr>:")) return i + 10 - at;
+  return 0;
+}
+
+// mpirun tags each piece of output it forwards, so a line a rank wrote in two pieces carries a
+// second tag in its middle ("... on node-[1,0]<stdout>:12 device 1 ..."). Writes the line without
+// those tags to `out` and returns true when there were any.
+[[nodiscard]] inline bool splice_launcher_tags(std::string_view line, std::string& out) {
+  bool found = false;
+  out.clear();
+  for (std::size_t i = 0; i < line.size();) {
+    if (const std::size_t n = i > 0 ? launcher_tag_at(line, i) : 0) {
+      found = true;
+      i += n;
+      continue;
+    }
+    out.push_back(line[i++]);
+  }
+  return found;
+}
+
 [[nodiscard]] inline std::string_view strip_launcher_prefix(std::string_view line) {
   while (true) {
     const std::string_view t = trim(line);

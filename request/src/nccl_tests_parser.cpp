@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <array>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -213,6 +214,39 @@ std::optional<std::pair<int, detail::RankInfo>> parse_rank_line(std::string_view
   return std::pair{static_cast<int>(*rank), info};
 }
 
+// The hosts the '# Rank' lines name, in order of appearance. A host named on one rank line, where
+// the others run up to n ranks and as many of them miss one as there are such names, is a line
+// garbled by interleaved output, not a node: it is left out, and the block says so.
+std::vector<std::string> consistent_hosts(const detail::RunContext& ctx, LogBlock& block) {
+  std::vector<std::string> hosts;
+  std::map<std::string, int> ranks_on;
+  for (const auto& [rank, info] : ctx.ranks) {
+    if (ranks_on[info.host]++ == 0) hosts.push_back(info.host);
+  }
+  int most = 0;
+  for (const auto& [host, n] : ranks_on) most = std::max(most, n);
+  std::size_t once = 0;
+  int missing = 0;
+  for (const auto& [host, n] : ranks_on) {
+    if (n == 1)
+      ++once;
+    else
+      missing += most - n;
+  }
+  if (most < 2 || once == 0 || once >= hosts.size() || static_cast<std::size_t>(missing) != once) return hosts;
+  std::vector<std::string> kept;
+  for (const std::string& h : hosts) {
+    if (ranks_on[h] > 1) {
+      kept.push_back(h);
+      continue;
+    }
+    block.warnings.push_back("host '" + h + "' is named on one '# Rank' line only, where the others run up to " +
+                             std::to_string(most) + " ranks and one of them misses a rank: a garbled line, " +
+                             "not counted as a node");
+  }
+  return kept;
+}
+
 }  // namespace
 
 namespace detail {
@@ -279,13 +313,11 @@ void resolve_nccl_tests_block(LogBlock& block, const RunContext& ctx, std::strin
     throw InputError(src + ": cannot tell how many ranks ran (no '# Rank' lines); pass --ranks");
   }
   for (const auto& [rank, info] : ctx.ranks) {
-    if (std::find(block.hosts.begin(), block.hosts.end(), info.host) == block.hosts.end()) {
-      block.hosts.push_back(info.host);
-    }
     if (!info.gpu.empty() && block.gpu.find(info.gpu) == std::string::npos) {
       block.gpu += (block.gpu.empty() ? "" : ", ") + info.gpu;
     }
   }
+  block.hosts = consistent_hosts(ctx, block);
   std::optional<int> known_nodes = hints.nodes;
   if (!known_nodes && !block.hosts.empty()) known_nodes = static_cast<int>(block.hosts.size());
   settle_nodes(block, known_nodes, hints, ratio, source);
@@ -468,8 +500,13 @@ CollectiveLog parse_nccl_tests_log(std::string_view text, std::string_view sourc
   log.tool = LogTool::nccl_tests;
   NcclTestsParse p{log};
 
+  std::string whole;
   for (const std::string_view raw : split_lines(text)) {
-    const std::string_view t = trim(strip_launcher_prefix(raw));
+    std::string_view t = trim(strip_launcher_prefix(raw));
+    if (splice_launcher_tags(t, whole)) {
+      t = trim(whole);
+      ++log.spliced_lines;
+    }
     if (t.empty()) continue;
     const bool comment = t.front() == '#';
     std::string_view content = t;
@@ -487,6 +524,10 @@ CollectiveLog parse_nccl_tests_log(std::string_view text, std::string_view sourc
                                       "algbw busbw') found"));
   }
   for (auto& [b, c] : p.finished) {
+    if (log.spliced_lines > 0)
+      b.warnings.push_back(std::to_string(log.spliced_lines) +
+                           " line(s) carried a launcher's tag in the middle (one rank's output "
+                           "forwarded in pieces): read whole without it");
     detail::resolve_nccl_tests_block(b, c, source, hints);
     take_date_from_rows(b, log);
     log.blocks.push_back(std::move(b));

@@ -63,6 +63,7 @@ struct LogBlock {
   std::vector<std::string> hosts;
   std::vector<LogRow> rows;
   bool footer = false;  // "Out of bounds values" / "Avg bus bandwidth" seen
+  std::vector<std::string> warnings;  // where the log contradicts itself and what was read instead
 };
 
 struct CollectiveLog {
@@ -75,6 +76,7 @@ struct CollectiveLog {
   std::optional<std::string> cuda;
   std::optional<std::string> command;
   std::optional<std::string> date;  // ISO-8601, from -S timestamps
+  int spliced_lines = 0;  // lines a launcher's tag interrupted, read whole (log_text.hpp)
 };
 
 // Detects the tool; throws InputError naming `source` when the text is empty, comes from no known
