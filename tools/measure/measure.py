@@ -74,6 +74,8 @@ class Run:
     lora_targets: str = "qv"  # qv | all-linear
     quant: Optional[str] = None  # nf4 | nf4-dq (qlora only)
     experts: Optional[str] = None  # MoE: transformers' experts_implementation (None: its default, grouped_mm)
+    fp8: Optional[str] = None  # torchao float8 training recipe: tensorwise | rowwise (None: 16-bit GEMMs)
+    compile: bool = False  # torch.compile the model (torchao's float8 casts fuse into its kernels)
 
     @property
     def name(self) -> str:
@@ -87,6 +89,10 @@ class Run:
             parts.append("ckpt")
         if self.experts:
             parts.append(f"experts-{self.experts}")
+        if self.fp8:
+            parts.append(f"fp8-{self.fp8}")
+        if self.compile:
+            parts.append("compile")
         return "-".join(parts)
 
 
@@ -140,7 +146,21 @@ PLAN_FAMILIES: list[Run] = [
     Run("gpt-oss-20b", "lora", "bf16-true", 1024, 1, experts="eager"),
 ]
 
-PLANS = {"default": PLAN, "families": PLAN_FAMILIES}
+# FP8 training with torchao (`--plan fp8`, needs torchao >= 0.18 for torch 2.11): every block linear
+# converted by convert_to_float8_training (the LM head kept in bf16, as torchtitan does), each beside
+# its bf16 baseline, eager and under torch.compile. Full fine-tuning, where the weights' GEMMs are
+# most of the step; sized for one 80 GB GPU.
+PLAN_FP8: list[Run] = [
+    Run("llama-3.2-1b", "full", "bf16-mixed", 2048, 4),
+    Run("llama-3.2-1b", "full", "bf16-mixed", 2048, 4, fp8="tensorwise"),
+    Run("llama-3.2-1b", "full", "bf16-mixed", 2048, 4, fp8="rowwise"),
+    Run("open-llama-3b", "full", "bf16-true", 2048, 4, checkpointing="full"),
+    Run("open-llama-3b", "full", "bf16-true", 2048, 4, checkpointing="full", fp8="tensorwise"),
+    Run("llama-3.2-1b", "full", "bf16-mixed", 2048, 4, compile=True),
+    Run("llama-3.2-1b", "full", "bf16-mixed", 2048, 4, fp8="tensorwise", compile=True),
+]
+
+PLANS = {"default": PLAN, "families": PLAN_FAMILIES, "fp8": PLAN_FP8}
 
 
 # ---- the catalogue ---------------------------------------------------------------------------------
@@ -172,6 +192,8 @@ def planned_seconds(run: Run) -> float:
         passes += 2.0
     step = passes * p * tokens / 350e12 + 0.05 + (2.0 * p * 16 / 3.0e12 if run.method == "full" else 0.0)
     build = 3.0 + p / 1e9 * (1.5 if run.method == "qlora" else 0.8)
+    if run.compile:
+        build += 60.0  # Inductor compiles forward and backward during the first steps
     return build + (WARMUP_STEPS + TIMED_STEPS) * step + 2.0
 
 
@@ -268,6 +290,10 @@ def build_model(run: Run, device: str, tiny: bool):
 
     if run.method == "qlora":
         quantize_block_linears(model, run.quant, device)
+    if run.fp8:
+        convert_to_float8(model, run.fp8, emulate=not device.startswith("cuda"))
+    if run.compile:
+        model.compile()
     targets = None
     if run.method in ("lora", "qlora"):
         from peft import LoraConfig, get_peft_model
@@ -282,6 +308,24 @@ def build_model(run: Run, device: str, tiny: bool):
                 if p.requires_grad:
                     p.data = p.data.to(torch.bfloat16)
     return model, attention, targets, config
+
+
+def convert_to_float8(model, recipe: str, emulate: bool) -> None:
+    """torchao float8 training on every linear layer of the blocks (not the LM head; dimensions
+    divisible by 16, as torch._scaled_mm needs); emulate: the casts without FP8 GEMMs (CPU smoke)."""
+    from torchao.float8 import Float8LinearConfig, convert_to_float8_training
+
+    config = Float8LinearConfig.from_recipe_name(recipe)
+    if emulate:
+        config = dataclasses.replace(config, emulate=True)
+
+    def block_linear(module, fqn: str) -> bool:
+        import torch
+
+        return (isinstance(module, torch.nn.Linear) and "lm_head" not in fqn
+                and module.in_features % 16 == 0 and module.out_features % 16 == 0)
+
+    convert_to_float8_training(model, module_filter_fn=block_linear, config=config)
 
 
 def routers(model) -> list:
@@ -551,6 +595,10 @@ def reference_case(run: Run, m: dict, gpu: str, device_name: str, stamp: str, en
                             "targets": targets if targets == "all-linear" else list(targets)}
     if run.method == "qlora":
         training["quant"] = run.quant
+    if run.fp8:
+        training["fp8"] = f"torchao-{run.fp8}"
+    if run.compile:
+        training["compile"] = True
     steps = f"{WARMUP_STEPS} warm-up and {TIMED_STEPS} timed steps"
     measured = [
         {"metric": "peak_allocated", "value": round(m["peak_allocated"] / gib, 4), "unit": "GiB",
