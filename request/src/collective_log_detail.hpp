@@ -34,6 +34,7 @@ void settle_nodes(LogBlock& block, std::optional<int> known, const ImportHints& 
 struct RankInfo {
   std::string host;
   std::string gpu;
+  int device = -1;  // the GPU's index on its host ("device 3"), -1 if not printed
 };
 
 // What an nccl-tests run said about itself before its rows: the test binary, one entry per rank.

@@ -201,6 +201,10 @@ std::optional<std::pair<int, detail::RankInfo>> parse_rank_line(std::string_view
   info.host = std::string(*(on + 1));
   const std::size_t device = content.find(" device ");
   if (device == std::string_view::npos) return std::nullopt;
+  const auto dev_token = std::find(toks.begin(), toks.end(), "device");
+  if (dev_token != toks.end() && dev_token + 1 != toks.end()) {
+    if (const std::optional<std::int64_t> d = to_int(*(dev_token + 1))) info.device = static_cast<int>(*d);
+  }
   const std::size_t close = content.find(']', device);
   if (close != std::string_view::npos) {
     info.gpu = std::string(trim(content.substr(close + 1)));
@@ -302,10 +306,18 @@ void resolve_nccl_tests_block(LogBlock& block, const RunContext& ctx, std::strin
   block.collective = *collective;
   block.test = ctx.test.empty() ? std::string(binary_of(*collective)) : ctx.test;
 
+  // A device list shortened by hand ("Rank 0, 1, ..., 126, 127"): the highest rank says how many ran.
+  const int listed = static_cast<int>(ctx.ranks.size());
+  const int highest = ctx.ranks.empty() ? 0 : ctx.ranks.rbegin()->first + 1;
+  const bool elided = highest > listed;
   if (hints.ranks) {
     block.ranks = *hints.ranks;
   } else if (!ctx.ranks.empty()) {
-    block.ranks = static_cast<int>(ctx.ranks.size());
+    block.ranks = highest;
+    if (elided)
+      block.warnings.push_back("the device list names " + std::to_string(listed) + " of ranks 0 to " +
+                               std::to_string(highest - 1) + " (the others left out): " + std::to_string(highest) +
+                               " ranks");
   } else if (const std::optional<int> n =
                  ratio ? ranks_from_ratio(*collective, *ratio) : std::nullopt) {
     block.ranks = *n;
@@ -319,6 +331,13 @@ void resolve_nccl_tests_block(LogBlock& block, const RunContext& ctx, std::strin
   }
   block.hosts = consistent_hosts(ctx, block);
   std::optional<int> known_nodes = hints.nodes;
+  int per_host = 0;  // GPUs a host drives, from the device indices
+  for (const auto& [rank, info] : ctx.ranks) per_host = std::max(per_host, info.device + 1);
+  if (!known_nodes && elided && per_host > 0 && !hints.ranks) {
+    known_nodes = (block.ranks + per_host - 1) / per_host;
+    block.warnings.push_back("nodes from the device indices, the hosts being left out too: " +
+                             std::to_string(per_host) + " GPUs a host, " + std::to_string(*known_nodes) + " nodes");
+  }
   if (!known_nodes && !block.hosts.empty()) known_nodes = static_cast<int>(block.hosts.size());
   settle_nodes(block, known_nodes, hints, ratio, source);
 }
