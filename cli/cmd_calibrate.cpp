@@ -151,7 +151,7 @@ std::vector<calibration::PeakThroughput> peaks_of(const CalibrateFitOptions& o,
 void print_curves(const calibration::ProfileFit& fit, std::ostream& out) {
   if (fit.curves.empty()) return;
   Table t({"collective", "scope", "ranks", "nodes", "points", "invalid", "alpha us", "busbw GB/s",
-           "line max err", "regimes", "median err", "max err"});
+           "line max err", "regimes", "median err", "max err", "profile", "held-out scale"});
   for (std::size_t i = 0; i < fit.curves.size(); ++i) {
     const calibration::CurveReport& r = fit.curves[i];
     const hardware::CollectiveCurve& c = fit.profile.collectives[i];
@@ -160,11 +160,16 @@ void print_curves(const calibration::ProfileFit& fit, std::ostream& out) {
            std::to_string(r.invalid), fmt::format("{:.1f}", c.alpha.value() * 1e6),
            fmt::format("{:.1f}", to_gbps(c.busbw)), percent(r.line.max_rel_err),
            std::to_string(r.regimes), percent(r.piecewise.median_rel_err),
-           percent(r.piecewise.max_rel_err)});
+           percent(r.piecewise.max_rel_err),
+           percent(r.profile.median_rel_err) + " / " + percent(r.profile.max_rel_err),
+           r.held_out_scale ? percent(r.held_out_scale->median_rel_err) + " / " + percent(r.held_out_scale->max_rel_err)
+                            : "-"});
   }
   out << t.render();
   out << "alpha, busbw: one alpha-beta line; errors: |predicted - measured| / measured of the "
-         "regimes kept (minimum over regimes).\n";
+         "regimes kept (minimum over regimes); profile: median / max of what the profile answers at "
+         "the measured sizes; held-out scale: the same from the profile without this curve (the nearest "
+         "measured rank and node count on the same side of the node boundary).\n";
 }
 
 void print_families(const calibration::ProfileFit& fit, std::ostream& out) {

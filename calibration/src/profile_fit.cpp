@@ -188,6 +188,27 @@ void fit_collectives(std::span<const Run> runs, const ProfileFitOptions& options
   }
 }
 
+// Each curve's measured sizes as the profile answers them, and as the profile without that curve
+// answers them: its error at a rank and node count nobody measured.
+void report_curve_answers(ProfileFit& out) {
+  for (std::size_t i = 0; i < out.curves.size(); ++i) {
+    const hardware::CollectiveCurve& c = out.profile.collectives[i];
+    hardware::HardwareProfile rest = out.profile;
+    rest.collectives.erase(rest.collectives.begin() + static_cast<std::ptrdiff_t>(i));
+    std::vector<double> in_sample;
+    std::vector<double> held_out;
+    for (const hardware::TimedSize& p : c.points) {
+      const double measured = p.time.value();
+      if (const auto t = out.profile.collective_time(c.collective, c.ranks, c.nodes, p.bytes))
+        in_sample.push_back(t->value() / measured - 1.0);
+      if (const auto t = rest.collective_time(c.collective, c.ranks, c.nodes, p.bytes))
+        held_out.push_back(t->value() / measured - 1.0);
+    }
+    out.curves[i].profile = fit_quality(in_sample);
+    if (!held_out.empty()) out.curves[i].held_out_scale = fit_quality(held_out);
+  }
+}
+
 void fit_gemms(std::span<const Run> runs, const ProfileFitOptions& options, ProfileFit& out) {
   std::vector<GemmMeasurement> points;
   for (const Run& run : runs) {
@@ -587,6 +608,7 @@ ProfileFit fit_profile(std::span<const Run> runs, const ProfileFitOptions& optio
 
   report_skipped(runs, out);
   fit_collectives(runs, options, out);
+  report_curve_answers(out);
   summarise_bandwidth(runs, out);
   fit_gemms(runs, options, out);
   fit_attention(runs, options, out);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "paths.hpp"
+#include "trainplan/calibration/profile_fit.hpp"
 #include "trainplan/request/collective_log.hpp"
 
 namespace trainplan::request {
@@ -62,6 +63,36 @@ TEST(MultinodeLogs, RowsForwardedInPiecesAreReadWhole) {
   ASSERT_EQ(log.blocks.size(), 1u);
   EXPECT_EQ(log.blocks.front().rows.size(), 32u);
   EXPECT_EQ(log.spliced_lines, 32);
+}
+
+// calibrate fit on one cluster's logs at every node count: the profile answers each measured size
+// (median 3 %, max 10 %: issue 27's bar, met by interpolation). Each node count predicted from the
+// others is where the collective model stands, printed; the bounds below guard against a
+// regression and are not the bar (issue 27 asks for a median within 15 %; the nearest-curve model
+// with NCCL's ring latencies is far from it on ABCI's latency-bound sizes, 4 B to 32 MiB).
+TEST(MultinodeLogs, ProfileAnswersEveryScaleAndSaysHowOthersHoldOut) {
+  for (const std::string cluster : {"abci-anode-a100", "alps-gh200"}) {
+    SCOPED_TRACE(cluster);
+    std::vector<CollectiveLog> logs;
+    for (const fs::path& p : multinode_logs())
+      if (p.filename().string().starts_with(cluster)) logs.push_back(read_collective_log(p));
+    ASSERT_GE(logs.size(), 5u);
+    const calibration::Run run = imported_run(logs, cluster);
+    calibration::ProfileFitOptions opt;
+    opt.name = cluster;
+    const calibration::ProfileFit fit = calibration::fit_profile(std::vector<calibration::Run>{run}, opt);
+    ASSERT_EQ(fit.curves.size(), logs.size());
+    for (const calibration::CurveReport& c : fit.curves) {
+      EXPECT_LE(c.profile.median_rel_err, 0.03);
+      EXPECT_LE(c.profile.max_rel_err, 0.10);
+      if (c.nodes == 1) continue;
+      ASSERT_TRUE(c.held_out_scale.has_value());
+      std::cout << cluster << " " << c.ranks << " ranks on " << c.nodes << " nodes, from the others: median "
+                << 100 * c.held_out_scale->median_rel_err << " %, max " << 100 * c.held_out_scale->max_rel_err
+                << " %\n";
+      EXPECT_LE(c.held_out_scale->median_rel_err, 0.9);
+    }
+  }
 }
 
 }  // namespace

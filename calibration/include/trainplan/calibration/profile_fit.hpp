@@ -49,6 +49,11 @@ struct CurveReport {
   hardware::FitQuality line;       // one alpha-beta line
   hardware::FitQuality piecewise;  // the regimes the profile keeps
   int regimes = 0;
+  hardware::FitQuality profile;  // what the profile answers at the measured sizes
+  // The curve's points predicted by the profile without it (the nearest rank and node count on
+  // the same side of the node boundary, its latency scaled: HardwareProfile::collective_time);
+  // nullopt when no other curve is on that side.
+  std::optional<hardware::FitQuality> held_out_scale;
 };
 
 // How well one family of measurements (a GEMM dtype, an attention pass and mask, a kernel) is
