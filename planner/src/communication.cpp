@@ -154,46 +154,32 @@ Placement tensor_parallel_group(const Layout& l) {
   return g;
 }
 
-Placement data_parallel_group(const Layout& l) {
+namespace {
+// `ranks` spaced `stride` apart in Megatron's rank order: as many in one domain as it holds.
+Placement spread(int ranks, int stride, const Layout& l) {
   Placement g;
-  g.ranks = l.replicas();
-  g.per_node = std::clamp(l.gpus_per_domain / l.tp, 1, g.ranks);
-  g.nodes = ceil_div(g.ranks, g.per_node);
+  g.ranks = ranks;
+  g.per_node = std::clamp(l.gpus_per_domain / stride, 1, ranks);
+  g.nodes = ceil_div(ranks, g.per_node);
   return g;
 }
+}  // namespace
 
-Placement context_parallel_group(const Layout& l) {
-  Placement g;
-  g.ranks = l.cp;
-  g.per_node = std::clamp(l.gpus_per_domain / l.tp, 1, l.cp);
-  g.nodes = ceil_div(l.cp, g.per_node);
-  return g;
-}
+Placement data_parallel_group(const Layout& l) { return spread(l.replicas(), l.tp, l); }
+
+Placement context_parallel_group(const Layout& l) { return spread(l.cp, l.tp, l); }
 
 Placement shard_group(const Layout& l) {
   if (l.shard >= l.replicas()) return data_parallel_group(l);
-  Placement g;
-  g.ranks = l.shard;
-  g.per_node = std::clamp(l.gpus_per_domain / l.tp, 1, l.shard);
-  g.nodes = ceil_div(l.shard, g.per_node);
-  return g;
+  return spread(l.shard, l.tp, l);
 }
 
 Placement replica_group(const Layout& l) {
-  Placement g;
-  g.ranks = std::max(1, l.replicas() / std::max(1, l.shard));
-  g.per_node = std::clamp(l.gpus_per_domain / (l.tp * std::max(1, l.shard)), 1, g.ranks);
-  g.nodes = ceil_div(g.ranks, g.per_node);
-  return g;
+  const int shard = std::max(1, l.shard);
+  return spread(std::max(1, l.replicas() / shard), l.tp * shard, l);
 }
 
-Placement expert_parallel_group(const Layout& l) {
-  Placement g;
-  g.ranks = l.ep;
-  g.per_node = std::clamp(l.gpus_per_domain / l.tp, 1, g.ranks);
-  g.nodes = ceil_div(g.ranks, g.per_node);
-  return g;
-}
+Placement expert_parallel_group(const Layout& l) { return spread(l.ep, l.tp, l); }
 
 Placement pipeline_pair(const Layout& l) {
   Placement g;
