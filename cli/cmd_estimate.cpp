@@ -114,12 +114,12 @@ void print_estimate(const request::Resolved& r, const model::ParameterCounts& n,
                            percent(e.throughput.hfu), e.throughput.mfu_formula);
   if (!e.communication.empty()) {
     std::cout << "\nCommunication per GPU per step:\n";
-    Table ct({"collective", "purpose", "tier", "bytes", "time s", "exposed s"});
+    Table ct({"collective", "purpose", "tier", "bytes", "time s", "exposed s", "from"});
     for (const auto& x : e.communication)
       ct.add({x.collective, x.purpose, x.tier, bytes_text(x.bytes), seconds_cell(x.time),
-              seconds_cell(x.exposed)});
+              seconds_cell(x.exposed), x.source});
     ct.add({"total", "", "", bytes_text(e.communication_bytes()), "",
-            seconds_cell(e.time.communication_exposed)});
+            seconds_cell(e.time.communication_exposed), ""});
     std::cout << ct.render();
   }
   if (tokens)

@@ -358,11 +358,33 @@ Estimate Evaluator::to_estimate(const model::Training& tr, const StepCost& s,
   e.communication.reserve(s.comm_count);
   for (std::size_t i = 0; i < s.comm_count; ++i) {
     const CommTerm& t = s.comm[i];
-    e.communication.push_back(
-        CommunicationItem{std::string(to_string(t.kind)), std::string(to_string(t.purpose)),
-                          std::string(to_string(t.tier)), t.bytes, t.time, t.exposed});
+    e.communication.push_back(CommunicationItem{std::string(to_string(t.kind)),
+                                                std::string(to_string(t.purpose)),
+                                                std::string(to_string(t.tier)), t.bytes, t.time,
+                                                t.exposed, measured_by_profile(t) ? "profile" : "datasheet"});
   }
   return e;
+}
+
+// Whether the profile answered this term's time (communication.cpp collective_time and link_model:
+// a curve of the collective on the same side of the node boundary; pinned host copies).
+bool Evaluator::measured_by_profile(const CommTerm& t) const {
+  if (profile_ == nullptr || profile_->empty()) return false;
+  const auto collective = [&]() -> std::optional<Collective> {
+    switch (t.kind) {
+      case Transfer::all_reduce: return Collective::all_reduce;
+      case Transfer::all_gather: return Collective::all_gather;
+      case Transfer::reduce_scatter: return Collective::reduce_scatter;
+      case Transfer::all_to_all: return Collective::all_to_all;
+      case Transfer::send_recv: return Collective::send_recv;
+      case Transfer::device_to_host:
+      case Transfer::host_to_device: return std::nullopt;
+    }
+    return std::nullopt;
+  }();
+  if (!collective) return profile_->h2d_bandwidth() || profile_->d2h_bandwidth();
+  const int nodes = t.tier == LinkTier::network ? 2 : 1;
+  return profile_->collective_time(*collective, std::max(2, t.ranks), nodes, mib(1.0)).has_value();
 }
 
 Estimate Evaluator::estimate(const model::Training& tr) const { return to_estimate(tr, cost(tr)); }

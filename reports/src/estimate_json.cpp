@@ -45,7 +45,8 @@ Json communication_json(const planner::Estimate& e) {
                          {"tier", c.tier},
                          {"bytes", bytes(c.bytes)},
                          {"time_s", c.time.value()},
-                         {"exposed_s", c.exposed.value()}});
+                         {"exposed_s", c.exposed.value()},
+                         {"source", c.source}});
   }
   return Json{{"bytes_per_gpu_per_step", bytes(e.communication_bytes())},
               {"bytes_by_collective", by_collective},

@@ -10,6 +10,9 @@
 #include "trainplan/request/catalog.hpp"
 #include "trainplan/model/block_ops.hpp"
 #include "trainplan/planner/communication.hpp"
+#include "trainplan/planner/evaluator.hpp"
+#include "trainplan/model/parameters.hpp"
+#include "trainplan/hardware/profile.hpp"
 
 namespace trainplan::planner {
 namespace {
@@ -291,6 +294,54 @@ TEST(Communication, InterNodeCollectivesAreBoundByTheNics) {
   const LinkModel ms = link_model(slow, nullptr, TimeConventions{});
   EXPECT_GT(collective_time(ms, Collective::all_gather, Placement{16, 8, 2}, s),
             collective_time(m, Collective::all_gather, Placement{16, 8, 2}, s) * 10.0);
+}
+
+}  // namespace
+}  // namespace trainplan::planner
+
+namespace trainplan::planner {
+namespace {
+
+// The estimate says which communication times a hardware profile answered: a profile that
+// measured all-reduce inside a node prices the tensor-parallel all-reduces of a plan on two DGX
+// H100s ("profile"); the data-parallel all-reduce across the nodes, which it never measured, comes
+// from the links' datasheet rates ("datasheet"). Without a profile everything is "datasheet".
+TEST(Communication, EstimateSaysWhichTimesTheProfileMeasured) {
+  const model::Architecture a = test::catalog().resolve_model("llama-3.1-8b").arch;
+  const model::ParameterCounts n = model::count_parameters(a);
+  const hardware::Cluster c = test::catalog().resolve_cluster("2x8xH100-80GB", std::nullopt).cluster;
+  hardware::HardwareProfile p;
+  p.name = "node";
+  hardware::CollectiveCurve curve;
+  curve.collective = Collective::all_reduce;
+  curve.scope = hardware::LinkScope::intra_node;
+  curve.ranks = 8;
+  curve.nodes = 1;
+  curve.alpha = Seconds(20e-6);
+  curve.busbw = gbps(360.0);
+  p.collectives.push_back(curve);
+  model::Training t;
+  t.strategy = Strategy::ddp;
+  t.tp = 8;
+  const Estimate measured = Evaluator(a, n, c, &p).estimate(t);
+  const Estimate sheet = Evaluator(a, n, c).estimate(t);
+  int from_profile = 0;
+  int from_sheet = 0;
+  for (const CommunicationItem& x : measured.communication) {
+    SCOPED_TRACE(x.purpose + " " + x.tier);
+    if (x.purpose == "tensor-parallel activations") {
+      EXPECT_EQ(x.source, "profile");
+      ++from_profile;
+    }
+    if (x.purpose == "data-parallel gradient all-reduce") {
+      EXPECT_EQ(x.tier, "network");
+      EXPECT_EQ(x.source, "datasheet");
+      ++from_sheet;
+    }
+  }
+  EXPECT_EQ(from_profile, 1);
+  EXPECT_EQ(from_sheet, 1);
+  for (const CommunicationItem& x : sheet.communication) EXPECT_EQ(x.source, "datasheet");
 }
 
 }  // namespace

@@ -47,6 +47,10 @@ struct CommunicationItem {
   Bytes bytes;             // sent per GPU per step
   Seconds time;            // total time of these collectives
   Seconds exposed;         // of which not overlapped with compute
+  // Where the time came from: "profile" (a measured curve of this collective on this side of the
+  // node boundary, or the host copies measured) or "datasheet" (the links' rates and NCCL's
+  // latencies, TimeConventions).
+  std::string source = "datasheet";
 };
 
 struct Throughput {

@@ -228,6 +228,8 @@ class Evaluator {
                          double opt_params) const;
   void throughput(StepCost& out, const model::Training& tr, const model::FlopCoefficients& flops,
                   FlopsPerSecond peak) const;
+  // Whether the hardware profile answered a communication term's time.
+  [[nodiscard]] bool measured_by_profile(const CommTerm& t) const;
 
   model::Architecture a_;
   model::ParameterCounts n_;
