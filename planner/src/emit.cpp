@@ -467,9 +467,9 @@ std::string megatron_training_args(const Estimate& e, const model::Architecture&
   if (t.sequence_parallel) s += " --sequence-parallel";
   if (t.ep > 1) s += fmt::format(" --expert-model-parallel-size {}", t.ep);
   if (t.cp > 1) {
-    // arguments.py --cp-comm-type: p2p, allgather, a2a.
-    const char* kind = t.cp_comm == CpComm::ring ? "p2p" : t.cp_comm == CpComm::all_gather ? "allgather" : "a2a";
-    s += fmt::format(" --context-parallel-size {} --cp-comm-type {}", t.cp, kind);
+    const auto kind = std::find_if(kMegatronCpCommTypes.begin(), kMegatronCpCommTypes.end(),
+                                   [&](const auto& k) { return k.first == t.cp_comm; });
+    s += fmt::format(" --context-parallel-size {} --cp-comm-type {}", t.cp, kind->second);
   }
   if (t.moe_capacity_factor > 0.0) s += fmt::format(" --moe-expert-capacity-factor {}", t.moe_capacity_factor);
   if (t.moe_pad_to_capacity) s += " --moe-pad-expert-input-to-capacity";

@@ -121,33 +121,33 @@ void check_token_counts(const Training& tr) {
                      " (2^50, more than any training run's whole data)");
 }
 
+}  // namespace
+
 // Context parallelism as Megatron-Core and Transformer Engine accept it: the sequence in 2 cp
 // chunks for the load-balanced causal split of the ring and all-gather exchanges
 // (megatron/training/arguments.py: seq_length % (2 * context_parallel_size)); all-to-all splits
 // the heads, query and key/value alike (TE attention: num_heads % cp_size). A fused attention
 // kernel: no library splits eager attention's score matrix.
-void validate_context_parallel(const Architecture& a, const Training& tr) {
-  if (tr.cp < 1) throw FieldError("{cp} must be at least 1 (got " + str(tr.cp) + ")");
-  if (tr.cp == 1) return;
+std::optional<std::string> context_parallel_problem(const Architecture& a, const Training& tr) {
+  if (tr.cp < 1) return "{cp} must be at least 1 (got " + str(tr.cp) + ")";
+  if (tr.cp == 1) return std::nullopt;
   if (tr.attention == Attention::eager)
-    throw FieldError("{cp} " + str(tr.cp) + " needs a fused attention kernel ({attention} flash or sdpa): "
-                     "context parallelism splits the fused kernel's blocks, not eager attention's scores");
+    return "{cp} " + str(tr.cp) + " needs a fused attention kernel ({attention} flash or sdpa): "
+           "context parallelism splits the fused kernel's blocks, not eager attention's scores";
   if (tr.cp_comm == CpComm::all_to_all) {
-    const std::int64_t q = a.heads / tr.tp;
-    const std::int64_t kv = std::max<std::int64_t>(1, a.kv_heads / tr.tp);
+    const std::int64_t q = a.heads / std::max(1, tr.tp);
+    const std::int64_t kv = std::max<std::int64_t>(1, a.kv_heads / std::max(1, tr.tp));
     if (q % tr.cp != 0 || kv % tr.cp != 0)
-      throw FieldError("{cp} " + str(tr.cp) + " with {cp-comm} all-to-all splits the heads: it must divide the " +
-                       str(q) + " query and " + str(kv) + " key/value heads of model '" + a.name +
-                       "' on each tensor-parallel rank (use {cp-comm} ring)");
-    if (tr.seq % tr.cp != 0)
-      throw FieldError("{cp} " + str(tr.cp) + " does not divide {seq} " + str(tr.seq));
+      return "{cp} " + str(tr.cp) + " with {cp-comm} all-to-all splits the heads: it must divide the " + str(q) +
+             " query and " + str(kv) + " key/value heads of model '" + a.name +
+             "' on each tensor-parallel rank (use {cp-comm} ring)";
+    if (tr.seq % tr.cp != 0) return "{cp} " + str(tr.cp) + " does not divide {seq} " + str(tr.seq);
   } else if (tr.seq % (2 * tr.cp) != 0) {
-    throw FieldError("{seq} " + str(tr.seq) + " is not divisible by 2 x {cp} = " + str(2 * tr.cp) +
-                     ": the load-balanced split cuts each sequence into 2 cp chunks");
+    return "{seq} " + str(tr.seq) + " is not divisible by 2 x {cp} = " + str(2 * tr.cp) +
+           ": the load-balanced split cuts each sequence into 2 cp chunks";
   }
+  return std::nullopt;
 }
-
-}  // namespace
 
 void validate_training(const Architecture& a, const Training& tr) {
   if (tr.tp < 1) throw FieldError("{tp} must be at least 1 (got " + str(tr.tp) + ")");
@@ -178,7 +178,7 @@ void validate_training(const Architecture& a, const Training& tr) {
     throw FieldError("{quant-block} must be a power of two from 64 to 4096, as bitsandbytes takes (got " +
                      str(tr.quant_block) + ")");
   if (tr.ep < 1) throw FieldError("{expert-parallel} must be at least 1 (got " + str(tr.ep) + ")");
-  validate_context_parallel(a, tr);
+  if (const auto why = context_parallel_problem(a, tr)) throw FieldError(*why);
   if (!optimizer_impl_allows(tr.optimizer_impl, tr.offload) && tr.offload == Offload::none)
     throw FieldError("{optimizer-impl} deepspeed-cpu steps on the host: it needs {offload} optimizer");
   if (!optimizer_impl_allows(tr.optimizer_impl, tr.offload))
@@ -209,11 +209,9 @@ Layout make_layout(const Architecture& a, const Training& tr, const hardware::Cl
   l.pp = tr.pp;
   l.cp = tr.cp;
   if (l.world % (tr.tp * tr.cp * tr.pp) != 0)
-    throw InputError(tr.cp > 1 ? "tensor x context x pipeline parallel degree " + str(tr.tp) + "x" + str(tr.cp) +
-                                     "x" + str(tr.pp) + " does not divide the " + str(l.world) + " GPUs of " +
-                                     c.description
-                               : "tensor x pipeline parallel degree " + str(tr.tp) + "x" + str(tr.pp) +
-                                     " does not divide the " + str(l.world) + " GPUs of " + c.description);
+    throw InputError((tr.cp > 1 ? "tensor x context x pipeline parallel degree " + str(tr.tp) + "x" + str(tr.cp)
+                                : "tensor x pipeline parallel degree " + str(tr.tp)) +
+                     "x" + str(tr.pp) + " does not divide the " + str(l.world) + " GPUs of " + c.description);
   if (!framework_supports(tr.framework, tr.strategy))
     throw InputError("strategy '" + std::string(to_string(tr.strategy)) +
                      "' does not exist in the megatron framework (use ddp, or zero1 for the "

@@ -192,8 +192,10 @@ void walk_micro_batches(const Evaluator& ev, const SearchRequest& req, model::Tr
       // A searched degree the strategy's shard group cannot split is not worth a line.
       if (!req.expert_parallel && tr.ep > 1) break;
       const int dp = c.world() / (tr.tp * tr.cp * tr.pp);
-      out.invalid.push_back({plan_label(tr, Layout{c.world(), c.nodes, c.gpus_per_node, tr.tp, tr.pp, dp, tr.cp,
-                                                   dp * tr.cp, 1, 0, c.gpus_per_domain()}),
+      const Layout l{.world = c.world(), .nodes = c.nodes, .gpus_per_node = c.gpus_per_node, .tp = tr.tp,
+                     .pp = tr.pp, .dp = dp, .cp = tr.cp, .shard = dp * tr.cp,
+                     .gpus_per_domain = c.gpus_per_domain()};
+      out.invalid.push_back({plan_label(tr, l),
                              e.what(), RejectionCode::invalid, {}});
       break;
     }
@@ -401,13 +403,11 @@ std::vector<ModelSplit> model_splits(const model::Architecture& a, const hardwar
     if (a.heads % tp != 0) continue;
     if (!req.tp && !req.tp_across_nodes && tp > c.gpus_per_domain()) continue;
     for (int cp : divisors(world / tp)) {
-      if (req.cp ? cp != *req.cp
-                 : cp > 1 && (t.attention == Attention::eager || t.seq % (2 * cp) != 0 ||
-                              t.seq / cp < kMinSearchedCpTokens))
-        continue;
-      if (cp > 1 && t.cp_comm == CpComm::all_to_all &&
-          ((a.heads / tp) % cp != 0 || std::max<std::int64_t>(1, a.kv_heads / tp) % cp != 0))
-        continue;
+      if (req.cp ? cp != *req.cp : cp > 1 && t.seq / cp < kMinSearchedCpTokens) continue;
+      model::Training probe = t;
+      probe.tp = tp;
+      probe.cp = cp;
+      if (!req.cp && context_parallel_problem(a, probe)) continue;
       for (int pp : divisors(world / (tp * cp))) {
         if (req.pp && pp != *req.pp) continue;
         if (pp > a.total_layers()) continue;

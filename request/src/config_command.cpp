@@ -18,6 +18,7 @@
 
 #include "config_reader.hpp"
 #include "trainplan/core/checked.hpp"
+#include "trainplan/core/modes.hpp"
 
 namespace trainplan::request::config {
 namespace {
@@ -179,11 +180,10 @@ void read_megatron_flag(const std::string& flag, const std::string& value, Reade
   } else if (flag == "--moe-expert-capacity-factor") {
     r.set("moe-capacity-factor", value, flag, value);
   } else if (flag == "--cp-comm-type") {
-    // arguments.py: p2p (the default), a2a, allgather, or a2a+p2p (hierarchical, not modelled).
-    static const std::map<std::string, std::string, std::less<>> kKinds{
-        {"p2p", "ring"}, {"a2a", "all-to-all"}, {"allgather", "all-gather"}};
-    if (const auto k = kKinds.find(value); k != kKinds.end())
-      r.set("cp-comm", k->second, flag, value);
+    const auto k = std::find_if(kMegatronCpCommTypes.begin(), kMegatronCpCommTypes.end(),
+                                [&](const auto& m) { return m.second == value; });
+    if (k != kMegatronCpCommTypes.end())
+      r.set("cp-comm", std::string(to_string(k->first)), flag, value);
     else
       r.fail(flag, value, "must be p2p, a2a or allgather (a2a+p2p, the hierarchical exchange, is not modelled)");
   } else if (flag == "--moe-pad-expert-input-to-capacity") {

@@ -103,6 +103,7 @@ namespace trainplan::request::log_text {
 // second tag in its middle ("... on node-[1,0]<stdout>:12 device 1 ..."). Writes the line without
 // those tags to `out` and returns true when there were any.
 [[nodiscard]] inline bool splice_launcher_tags(std::string_view line, std::string& out) {
+  if (line.find(">:", 1) == std::string_view::npos) return false;  // no tag past the start
   bool found = false;
   out.clear();
   for (std::size_t i = 0; i < line.size();) {

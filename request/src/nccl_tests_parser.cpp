@@ -245,7 +245,7 @@ std::vector<std::string> consistent_hosts(const detail::RunContext& ctx, LogBloc
       continue;
     }
     block.warnings.push_back("host '" + h + "' is named on one '# Rank' line only, where the others run up to " +
-                             std::to_string(most) + " ranks and one of them misses a rank: a garbled line, " +
+                             std::to_string(most) + " ranks and as many ranks are missing from them: a garbled line, " +
                              "not counted as a node");
   }
   return kept;

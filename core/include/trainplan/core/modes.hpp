@@ -27,6 +27,10 @@ enum class Offload { none, optimizer, optimizer_params };
 // al. 2024 Sec. 3.3.2; torch's context_parallel "allgather"); all_to_all re-splits Q, K, V and the
 // output by heads instead of tokens (DeepSpeed-Ulysses, Jacobs et al. 2023; TE "a2a").
 enum class CpComm { ring, all_gather, all_to_all };
+// Megatron-LM's names for them (megatron/training/arguments.py --cp-comm-type; its fourth,
+// "a2a+p2p", the hierarchical exchange, is not modelled).
+inline constexpr std::array<std::pair<CpComm, std::string_view>, 3> kMegatronCpCommTypes{
+    {{CpComm::ring, "p2p"}, {CpComm::all_gather, "allgather"}, {CpComm::all_to_all, "a2a"}}};
 enum class Quant { nf4, nf4_dq, fp4, int8 };
 enum class FsdpWrap { block, none };
 // The software that ran a QLoRA fine-tuning, where it changes the memory (model/model_states.hpp

@@ -3,6 +3,7 @@
 // strategy, activations, framework buffers, and the overheads nvidia-smi sees but the allocator
 // does not. Derivations in docs/formulas.md.
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -49,6 +50,12 @@ inline constexpr std::int64_t kMaxTokensPerStep = std::int64_t{1} << 50;
 // Throws FieldError naming the option when a value is out of range, its counts leave the bounds
 // above, or the degrees do not fit the model (independent of the cluster and strategy).
 void validate_training(const model::Architecture& a, const model::Training& tr);
+
+// Why tr's context parallelism cannot run (a message with {option} placeholders), or nullopt:
+// the checks of Megatron-Core and Transformer Engine (memory.cpp). validate_training throws it; the
+// search skips such degrees.
+[[nodiscard]] std::optional<std::string> context_parallel_problem(const model::Architecture& a,
+                                                                  const model::Training& tr);
 
 // Throws InputError when the degrees do not divide the cluster or the model, or the strategy does
 // not exist for the framework.
