@@ -70,7 +70,10 @@ void print_estimate(const request::Resolved& r, const model::ParameterCounts& n,
       "  batch: micro-batch {} x grad-accum {} x DP {} = {} sequences of {} tokens ({} tokens) "
       "per step; {}, {}, {} attention\n",
       t.micro_batch, t.grad_accum, e.layout.dp, e.global_batch, t.seq,
-      thousands(e.global_batch * t.seq), to_string(t.precision), to_string(t.optimizer),
+      thousands(e.global_batch * t.seq),
+      t.fp8 == Fp8Recipe::none ? std::string(to_string(t.precision))
+                               : fmt::format("{}, linears in FP8 ({})", to_string(t.precision), to_string(t.fp8)),
+      to_string(t.optimizer),
       to_string(t.attention));
   std::cout << fmt::format(
       "  memory: {} of {} GiB per GPU{} — {} (largest micro-batch that fits: {})\n",

@@ -1,5 +1,7 @@
 #include "block_builder.hpp"
 
+#include "trainplan/model/fp8.hpp"
+
 namespace trainplan::model::block_detail {
 
 double gelu_new_bytes(const Training& tr) {
@@ -39,6 +41,7 @@ Shape shape_of(const Architecture& a, const Training& tr) {
           c,
           param_bytes(tr.precision),
           stream,
+          fp8_saved_input_bytes(tr),
           is_mixed(tr.precision),
           full};
 }

@@ -51,6 +51,9 @@ struct Shape {
   double c;       // compute dtype bytes
   double r;       // parameter dtype bytes
   double stream;  // residual stream dtype bytes (fp32 under autocast of an fp32 model)
+  // Bytes per element a linear keeps of its input for the weight gradient: c, or the FP8 copy a
+  // Transformer Engine recipe saves instead (model/fp8.hpp fp8_saved_input_bytes).
+  double lin;
   bool mixed;     // autocast: linears cast their inputs to c
   bool full;      // weights trained
 };

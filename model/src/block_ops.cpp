@@ -7,6 +7,7 @@
 
 #include "trainplan/model/family.hpp"
 #include "trainplan/model/flops.hpp"
+#include "trainplan/model/fp8.hpp"
 #include "trainplan/model/lora.hpp"
 #include "trainplan/model/model_states.hpp"
 
@@ -84,6 +85,15 @@ void build_block_ops(const Architecture& a, const Training& tr, Stack stack, boo
     case Framework::megatron: megatron_block(a, tr, stack, out, linears); break;
     case Framework::pytorch:
     case Framework::deepspeed: HfBlock(a, tr, stack, first, out, linears).run(); break;
+  }
+  // An FP8 recipe's weight copies saved for backward (model/fp8.hpp fp8_weights_cached).
+  const double copy = fp8_weights_cached(tr) ? 0.0 : fp8_weight_copy_bytes(tr, tr.cuda_sm);
+  if (copy > 0.0) {
+    double weights = 0.0;
+    for (const Op& op : out.ops)
+      if (op.kind == OpKind::gemm && fp8_linear(tr, op.gemm.role, op.gemm.expert()))
+        weights += dbl(op.gemm.n) * dbl(op.gemm.k) * dbl(op.gemm.count);
+    out.saved.push_back({"FP8 weight copies", Bytes(copy * weights), false, out.ops.size() - 1});
   }
 }
 

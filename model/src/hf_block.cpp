@@ -50,7 +50,10 @@ void HfBlock::norm(std::string_view name, bool kernels, bool saves, int consumer
         b_.keep("norm statistics", 2.0 * (mixed_ ? kFp32 : r_) * x_.t / x_.rep);  // mean, rstd in its dtype
         break;
     }
-  if (consumers_saving > 0) b_.keep("norm output (linear input)", (mixed_ ? consumers_saving * c_ : r_) * th);
+  // Under an FP8 recipe that saves its inputs in FP8, each linear keeps its own FP8 copy.
+  const bool fp8_inputs = x_.lin != c_;
+  if (consumers_saving > 0)
+    b_.keep("norm output (linear input)", (mixed_ || fp8_inputs ? consumers_saving * x_.lin : r_) * th);
 }
 
 // The linears of these roles reading one input (in_bytes per element): per linear its GEMM,
@@ -200,21 +203,21 @@ void HfBlock::mlp_saved() {
     // the down projection's input.
     b_.keep("gate_up projection output", 2.0 * c_ * tI);
     b_.keep("clamped gate, its sigmoid, the gate product and up + 1", 4.0 * c_ * tI);
-    if (keeps_input(Role::down)) b_.keep("down projection input", c_ * tI);
+    if (keeps_input(Role::down)) b_.keep("down projection input", x_.lin * tI);
   } else if (a_.mlp == MlpKind::gated) {
     // The activation reads the gate projection (T5 v1.1's gated-gelu: the tanh GELU's intermediates).
     const double gate = a_.activation == Activation::gelu_new ? gelu_new_bytes(tr_) : 1.0;
     b_.keep("gate projection output", gate * c_ * tI);
     b_.keep("activation output", c_ * tI);
     b_.keep("up projection output", c_ * tI);
-    if (keeps_input(Role::down)) b_.keep("down projection input", c_ * tI);
+    if (keeps_input(Role::down)) b_.keep("down projection input", x_.lin * tI);
   } else {
     if (a_.activation == Activation::gelu_new) {
       b_.keep("up projection output", gelu_new_bytes(tr_) * c_ * tI);
     } else {
       b_.keep("up projection output", c_ * tI);
     }
-    if (keeps_input(Role::down)) b_.keep("down projection input", c_ * tI);
+    if (keeps_input(Role::down)) b_.keep("down projection input", x_.lin * tI);
     // T5 drops out inside the feed-forward, between its two matrices.
     if (variant_.feed_forward_dropout && a_.hidden_dropout > 0.0) b_.keep("feed-forward dropout mask", kMaskBytes * tI);
   }

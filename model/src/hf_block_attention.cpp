@@ -204,9 +204,11 @@ void HfBlock::attention_end(double X) {
   const bool sandwich = a_.norm_placement == NormPlacement::sandwich;
   const double q = c_ * x_.t * x_.kvo;
   if (attn_ == Attention::eager || (gpu_sdpa_ && !sdpa_.fused())) {
-    if (keeps_input(Role::o)) b_.keep("attention output (o input)", q);
+    if (keeps_input(Role::o)) b_.keep("attention output (o input)", x_.lin * x_.t * x_.kvo);
   } else {
     b_.keep("attention output", q);  // the kernel's backward needs it
+    // An FP8 recipe that saves its inputs in FP8 keeps the o projection's own copy beside it.
+    if (x_.lin != c_ && keeps_input(Role::o)) b_.keep("o input (FP8 copy)", x_.lin * x_.t * x_.kvo);
     // The kernel lays its output out as its query; the o projection reads it token-major, which
     // is free for a query in the projection's layout (Llama's rotary, GPT-2's views) and a copy
     // for one concatenated head-major (partial rotary: Phi, GPT-NeoX; every litgpt model).
@@ -215,7 +217,7 @@ void HfBlock::attention_end(double X) {
     const bool rotary = a_.position == PositionKind::rotary;
     const bool sliced = fused_ && !hf_sdpa_call(a_, tr_).own_attention;
     const bool head_major = (rotary && (a_.rotary_fraction < 1.0 || sliced)) || quant_.head_major_attention_output;
-    if (head_major && keeps_input(Role::o)) b_.keep("o input (contiguous copy)", q);
+    if (head_major && x_.lin == c_ && keeps_input(Role::o)) b_.keep("o input (contiguous copy)", q);
   }
   // The explicit mask, cast to the model dtype inside each block.
   if (sdpa_explicit_mask(a_, tr_)) {

@@ -1,4 +1,5 @@
 #include "block_builder.hpp"
+#include "trainplan/model/fp8.hpp"
 
 namespace trainplan::model::block_detail {
 namespace {
@@ -25,7 +26,7 @@ void megatron_latent_and_rotary(Builder& b, const Architecture& a, const Shape& 
 }
 
 // The MoE layer's token permutation and unpermutation, and what the routed experts keep of it.
-void megatron_permutation(Builder& b, const Architecture& a, const Shape& x, double routed) {
+void megatron_permutation(Builder& b, const Architecture& a, const Shape& x, double routed, double lin) {
   Op& perm = b.open("token permutation", OpKind::fused);
   perm.collective = OpCollective::expert_all_to_all;
   perm.pass = FusedPass::permute;
@@ -36,7 +37,7 @@ void megatron_permutation(Builder& b, const Architecture& a, const Shape& x, dou
   // routing probabilities scale the activation, so unpermuting keeps nothing more (Megatron-LM
   // @ d98e8a6, moe/experts.py: permuted_probs into the scaled activation; token_dispatcher.py
   // unpermute without probs).
-  b.keep("permuted tokens (routed experts' input)", 2.0 * x.t * dbl(a.experts_per_token) * x.h * routed);
+  b.keep("permuted tokens (routed experts' input)", lin * x.t * dbl(a.experts_per_token) * x.h * routed);
 }
 }  // namespace
 
@@ -75,13 +76,18 @@ void megatron_block(const Architecture& a, const Training& tr, Stack stack, Bloc
   norm.pass = FusedPass::norm;
   norm.elements = norms * T * x.h / x.rep;
   norm.element_bytes = c;
-  b.keep("norm, projection inputs and dropout masks", (4.0 + 2.0 + 2.0 + (dropout ? 2.0 : 0.0)) * sbh / x.rep);
+  // A linear's saved input: 2 bytes, or the FP8 copy a Transformer Engine recipe keeps instead
+  // (LayerNormLinear's ln_out, LayerNormMLP's act_out: model/fp8.hpp).
+  const bool fp8_inputs = fp8_traits(tr.fp8).saves_fp8_input && x.lin != c;
+  const double lin = fp8_inputs ? x.lin : 2.0;
+  b.keep("norm, projection inputs and dropout masks", (4.0 + 2.0 * lin + (dropout ? 2.0 : 0.0)) * sbh / x.rep);
   gemms(true);
   megatron_latent_and_rotary(b, a, x);
   Op& core = b.open("attention", OpKind::attention_core, true);
   core.attention = attention_of(a, tr, !(a.encoder_decoder && stack == Stack::encoder), false);
   b.keep("q, k, v", 2.0 * T * (x.qd + x.kd + x.vd) / x.tp);
   b.keep("attention output", 2.0 * T * x.kvo);
+  if (fp8_inputs) b.keep("projection input (FP8 copy)", lin * T * x.kvo);  // beside the core's output
   double core_bytes = 0.0;
   switch (tr.attention) {
     case Attention::eager: core_bytes = 5.0 * x.a * x.s * x.s * x.b / x.tp; break;
@@ -106,9 +112,9 @@ void megatron_block(const Architecture& a, const Training& tr, Stack stack, Bloc
   act.elements = T * dbl(a.experts_per_token) * dbl(a.intermediate) * routed / x.tp;
   act.element_bytes = c;
   const double mlp_tensors = a.mlp == MlpKind::gated ? 3.0 : 2.0;
-  b.keep("mlp intermediates", mlp_tensors * 2.0 * T * (x.I + routed_intermediate * (routed - 1.0)) / x.tp);
+  b.keep("mlp intermediates", ((mlp_tensors - 1.0) * 2.0 + lin) * T * (x.I + routed_intermediate * (routed - 1.0)) / x.tp);
   b.keep_at(core_op, "attention core", core_bytes, true);
-  if (a.is_moe()) megatron_permutation(b, a, x, routed);
+  if (a.is_moe()) megatron_permutation(b, a, x, routed, lin);
 }
 
 }  // namespace trainplan::model::block_detail

@@ -7,6 +7,7 @@
 
 #include "trainplan/model/block_ops.hpp"
 #include "trainplan/model/flops.hpp"
+#include "trainplan/model/fp8.hpp"
 #include "trainplan/model/library.hpp"
 #include "trainplan/model/model_states.hpp"
 #include "trainplan/model/sdpa.hpp"
@@ -114,7 +115,21 @@ ComputeDevice compute_device(const hardware::GpuSpec& g, Precision p, bool tf32,
   d.gemm_dtype = gemm_dtype_of(p);
   d.cuda_sm = cuda_sm(g);
   d.fp32_peak = tflops(g.peak.fp32);
+  d.fp8_peak = tflops(g.peak.fp8);
   return d;
+}
+
+ComputeDevice fp8_device(const ComputeDevice& d, const TimeConventions& tc) {
+  ComputeDevice d8 = d;
+  d8.peak = d.fp8_peak;
+  d8.gemm_dtype = "fp8";
+  d8.element_bytes = 1.0;
+  d8.gemm_efficiency_max *= tc.fp8_vs_bf16_gemm_efficiency;  // the datasheet path (no profile)
+  // The fixed cost of a K step (loading the next tiles) is as long as at 16 bits while the math of
+  // each K step takes half the time: the reduction length that hides it doubles (the profiles'
+  // fitted k0: 208 vs 99 on the H100, 297 vs 120 on the H200).
+  d8.k0 = 2.0 * d.k0;
+  return d8;
 }
 
 double gemm_efficiency(const ComputeDevice& d, std::int64_t m, std::int64_t n, std::int64_t k,
@@ -207,6 +222,8 @@ LinearTimes linear_times(const model::BlockOps& ops, const model::Training& tr, 
                          const TimeConventions& tc) {
   const double Td = dbl(tr.tokens_per_micro_batch());
   const double c = compute_bytes(tr.precision);
+  const ComputeDevice d8 = fp8_device(d, tc);  // the FP8 recipe's GEMMs
+  const bool wgrad_fp8 = model::fp8_traits(tr.fp8).wgrad_fp8;
   LinearTimes out;
   const model::GemmShape* last = nullptr;  // the previous linear, priced once for its twins
   Seconds last_forward;
@@ -224,9 +241,11 @@ LinearTimes linear_times(const model::BlockOps& ops, const model::Training& tr, 
       last = &g;
       const std::int64_t m = g.m;
       const double count = dbl(g.count);
-      last_forward = gemm_time(d, m, g.n, g.k, count);
-      last_backward = gemm_time(d, m, g.k, g.n, count);                        // activation gradient
-      if (g.weight_grad) last_backward += gemm_time(d, g.k, g.n, m, count);  // weight gradient
+      const bool fp8 = model::fp8_linear(tr, g.role, g.expert());
+      const ComputeDevice& dl = fp8 ? d8 : d;
+      last_forward = gemm_time(dl, m, g.n, g.k, count);
+      last_backward = gemm_time(dl, m, g.k, g.n, count);  // activation gradient
+      if (g.weight_grad) last_backward += gemm_time(fp8 && wgrad_fp8 ? d8 : d, g.k, g.n, m, count);  // weight gradient
       if (g.adapted) {
         // x A^T (rank r), then (.) B^T; both are thin and mostly memory-bound.
         const std::int64_t rank = g.rank;
@@ -372,27 +391,38 @@ BlockCompute kind_compute(const model::BlockOps& block, double params, const mod
   const LinearTimes lin = linear_times(block, tr, d, tc);
   const CoreTimes core = core_times(block, tr, d, tc);
   const Seconds dequant = memory_bound_time(d, Bytes(lin.dequant_bytes));
+  const model::EagerWork casts = model::fp8_cast_work(block, tr, d.cuda_sm);  // an FP8 recipe's quantizations
   BlockCompute out;
   out.gemm_forward = lin.forward;
+  out.gemm_backward = lin.backward;
   if (fused_kernels(tr.framework)) {
     const Seconds ew_fwd =
         memory_bound_time(d, Bytes(fused_elementwise_bytes(block, tc) + lin.lora_elementwise));
     const Seconds softmax = memory_bound_time(d, Bytes(core.fused_softmax_bytes));
-    out.elementwise_forward = ew_fwd + dequant;
-    out.elementwise_backward = (ew_fwd + softmax) * tc.elementwise_backward_ratio + dequant;
+    out.elementwise_forward = ew_fwd + dequant + memory_bound_time(d, Bytes(casts.forward.bytes));
+    out.elementwise_backward = (ew_fwd + softmax) * tc.elementwise_backward_ratio + dequant +
+                               memory_bound_time(d, Bytes(casts.backward.bytes));
     out.attention_forward = core.forward + softmax;
     const double gemms = block.gemm_count();
-    out.launches_forward = gemms + tc.fused_block_kernels;
-    out.launches_backward = 2.0 * gemms + tc.fused_block_kernels;
+    out.launches_forward = gemms + tc.fused_block_kernels + casts.forward.kernels;
+    out.launches_backward = 2.0 * gemms + tc.fused_block_kernels + casts.backward.kernels;
   } else {
     const KernelWork cast_f = autocast_weight_cast(params, tr, false);
     const KernelWork cast_b = autocast_weight_cast(params, tr, true);
     const model::EagerWork w = block.eager_work();
-    out.elementwise_forward = eager_elementwise_time(d, w.forward + cast_f, tc) + dequant;
-    out.elementwise_backward = eager_elementwise_time(d, w.backward + cast_b, tc) + dequant;
+    // Transformer Engine's casts are its own vectorised cast(-transpose) kernels, at the streaming
+    // rate; torchao's are eager PyTorch ops like the rest of the block.
+    const bool tuned_casts = model::fp8_traits(tr.fp8).transformer_engine;
+    const model::KernelWork eager_f = tuned_casts ? cast_f : cast_f + casts.forward;
+    const model::KernelWork eager_b = tuned_casts ? cast_b : cast_b + casts.backward;
+    const model::EagerWork tuned = tuned_casts ? casts : model::EagerWork{};
+    out.elementwise_forward = eager_elementwise_time(d, w.forward + eager_f, tc) + dequant +
+                              memory_bound_time(d, Bytes(tuned.forward.bytes)) + d.kernel_floor * tuned.forward.kernels;
+    out.elementwise_backward = eager_elementwise_time(d, w.backward + eager_b, tc) + dequant +
+                               memory_bound_time(d, Bytes(tuned.backward.bytes)) + d.kernel_floor * tuned.backward.kernels;
     out.attention_forward = core.forward;
-    out.launches_forward = w.forward_launches;
-    out.launches_backward = w.backward_launches;
+    out.launches_forward = w.forward_launches + casts.forward.kernels;
+    out.launches_backward = w.backward_launches + casts.backward.kernels;
   }
   out.forward = lin.forward + out.elementwise_forward + out.attention_forward;
   out.backward = lin.backward + core.backward + out.elementwise_backward;

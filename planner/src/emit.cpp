@@ -1,6 +1,7 @@
 #include "trainplan/planner/emit.hpp"
 
 #include "trainplan/model/family.hpp"
+#include "trainplan/model/fp8.hpp"
 
 #include <fmt/format.h>
 
@@ -464,7 +465,7 @@ std::string megatron_training_args(const Estimate& e, const model::Architecture&
                                      a.layers, t.pp, t.pp_virtual));
     s += fmt::format(" --num-layers-per-virtual-pipeline-stage {}", a.layers / chunks);
   }
-  if (t.sequence_parallel) s += " --sequence-parallel";
+  if (t.sequence_parallel) s += t.tp_comm_overlap ? " --sequence-parallel --tp-comm-overlap" : " --sequence-parallel";
   if (t.ep > 1) s += fmt::format(" --expert-model-parallel-size {}", t.ep);
   if (t.cp > 1) {
     const auto kind = std::find_if(kMegatronCpCommTypes.begin(), kMegatronCpCommTypes.end(),
@@ -474,6 +475,8 @@ std::string megatron_training_args(const Estimate& e, const model::Architecture&
   if (t.moe_capacity_factor > 0.0) s += fmt::format(" --moe-expert-capacity-factor {}", t.moe_capacity_factor);
   if (t.moe_pad_to_capacity) s += " --moe-pad-expert-input-to-capacity";
   if (t.precision == Precision::bf16_mixed) s += " --bf16";
+  for (const model::MegatronFp8Recipe& m : model::kMegatronFp8Recipes)  // others: require_emittable
+    if (m.recipe == t.fp8) s += fmt::format(" --fp8-format {} --fp8-recipe {}", m.format, m.name);
   if (t.precision == Precision::fp16_mixed) s += " --fp16";  // dynamic loss scaling by default
   switch (t.checkpointing) {
     case Checkpointing::none:

@@ -5,6 +5,7 @@
 
 #include "trainplan/core/error.hpp"
 #include "trainplan/hardware/gpu.hpp"
+#include "trainplan/model/fp8.hpp"
 #include "trainplan/model/library.hpp"
 #include "trainplan/planner/emit.hpp"
 
@@ -50,6 +51,12 @@ void require_emittable(EmitFormat f, const model::Training& t, const hardware::G
     throw FieldError("{cp} " + std::to_string(t.cp) + ": neither DeepSpeed, accelerate nor the Trainer's script splits " +
                      "sequences over ranks; the torchrun command of {library} megatron does " +
                      "(--context-parallel-size)");
+  // Megatron-LM's flags name Transformer Engine's recipes; the Trainer's and DeepSpeed's configs
+  // written here carry no FP8 recipe (accelerate's fp8 backend needs its own recipe kwargs).
+  if (t.fp8 != Fp8Recipe::none && !(t.library == Library::megatron && model::fp8_traits(t.fp8).transformer_engine))
+    throw FieldError("{fp8} " + std::string(to_string(t.fp8)) +
+                     ": no launch config written here sets an FP8 recipe but the torchrun command of {library} "
+                     "megatron with a Transformer Engine recipe (--fp8-format, --fp8-recipe)");
   if (!reads(t.library, f))
     throw FieldError("{library} " + std::string(to_string(t.library)) + ": it does not start a job from the " +
                      std::string(to_string(f)) + " launch config; --emit writes DeepSpeed JSON, accelerate YAML " +

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <utility>
 
+#include "trainplan/model/fp8.hpp"
 #include "trainplan/model/model_states.hpp"
 #include "trainplan/planner/memory.hpp"
 #include "trainplan/planner/optimizer_step.hpp"
@@ -68,9 +69,9 @@ struct LayerPath {
   Seconds forward, backward, recompute;
 };
 LayerPath layer_path(const BlockCompute& blk, Seconds recompute, const LayerComm& tp, const LayerComm& moe,
-                     const ContextParallelComm& cp, double tp_expose) {
-  return {blk.forward + (tp.forward + moe.forward) * tp_expose + cp.forward_exposed,
-          blk.backward + (tp.backward + moe.backward) * tp_expose + cp.backward_exposed,
+                     const ContextParallelComm& cp, double tp_expose, double moe_expose) {
+  return {blk.forward + tp.forward * tp_expose + moe.forward * moe_expose + cp.forward_exposed,
+          blk.backward + tp.backward * tp_expose + moe.backward * moe_expose + cp.backward_exposed,
           recompute + tp.recompute * tp_expose + cp.recompute_exposed};
 }
 
@@ -139,13 +140,17 @@ LayerComputeKey LayerComputeKey::of(const model::Training& tr) {
           tr.moe_capacity_factor,
           tr.moe_pad_to_capacity,
           tr.cp,
-          tr.cp_comm};
+          tr.cp_comm,
+          tr.fp8,
+          model::fp8_traits(tr.fp8).transformer_engine && tr.framework == Framework::megatron ? tr.grad_accum : 1};
 }
 
 void LayerComputeKey::write_to(model::Training& t, const std::vector<std::string>& targets) const {
   t.tp = tp;
   t.cp = cp;
   t.cp_comm = cp_comm;
+  t.fp8 = fp8;
+  t.grad_accum = fp8_weight_batches;
   t.micro_batch = micro_batch;
   t.seq = seq;
   t.precision = precision;
@@ -257,13 +262,13 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
   const LayerComm tp = tensor_parallel_comm(in, blk.tensor_parallel_pairs);
   const LayerComm moe = expert_comm(in, blk.expert_all_to_alls);
   const ContextParallelComm cpc = context_parallel_comm(in, blk.attention_forward);
-  const double tp_expose = 1.0 - tc_.tp_overlap;
+  const double tp_expose = tp_exposed_share(tr, tp, blk.gemm_forward, blk.gemm_backward, tc_.tp_overlap);
 
   // The slowest pipeline stage, one micro-batch: GPU work, host work, each phase the longer. The
   // last stage also runs the multi-token prediction modules' blocks (Architecture::mtp_layers).
   const double layers_stage = std::ceil(dbl(a_.total_layers()) / l.pp) + dbl(a_.mtp_layers);
   const Seconds recompute_layer = blk.recompute(tr.checkpointing);
-  const auto [layer_fwd, layer_bwd, layer_rec] = layer_path(blk, recompute_layer, tp, moe, cpc, tp_expose);
+  const auto [layer_fwd, layer_bwd, layer_rec] = layer_path(blk, recompute_layer, tp, moe, cpc, tp_expose, 1.0 - tc_.tp_overlap);
   Seconds edges_mb = edge.head_forward + edge.head_backward;
   if (l.pp == 1) edges_mb += edge.embedding_forward + edge.embedding_backward;
   const StageHost host = stage_host(blk, edge, tr, layers_stage, l.pp == 1, tc_);
@@ -280,7 +285,7 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
       edge.head_memory_bound + (l.pp == 1 ? edge.embedding_memory_bound : Seconds(0.0));
 
   // Communication, each term adding its transfers and returning what it exposes.
-  Seconds exposed = record_layer_comm(sink, in, tp, moe, layers_stage);
+  Seconds exposed = record_layer_comm(sink, in, tp_expose, tp, moe, layers_stage);
   exposed += record_context_parallel(sink, in, cpc, layers_stage);
   Seconds bubble;
   exposed += pipeline_term(sink, in, out.stage_micro_batch, bubble);

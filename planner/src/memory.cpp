@@ -13,6 +13,7 @@
 #include "trainplan/core/checked.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/model/lora.hpp"
+#include "trainplan/model/fp8.hpp"
 #include "trainplan/model/model_states.hpp"
 
 namespace trainplan::planner {
@@ -344,6 +345,12 @@ ModelStates stage_states(const Architecture& a, const model::ParameterCounts& n,
   // Offloading runs the optimizer where its states live: gradients stream to the host too
   // (DeepSpeed ZeRO-Offload, arXiv:2101.06840; torch FSDP CPUOffload).
   ms.weights = offload_params ? Bytes(0.0) : weights;
+  // Transformer Engine's cached FP8 weight workspace under Megatron (with its transpose before
+  // Blackwell), for every layer of the stage at the tensor-parallel shard: the recipe quantizes the
+  // gathered weight, so sharding the parameters does not shard it (elsewhere the copies are saved
+  // tensors of each block, model::fp8_weights_cached).
+  if (model::fp8_weights_cached(tr)) ms.fp8_weights = Bytes(model::fp8_weight_copy_bytes(tr, l.cuda_sm) * sp.block_linear);
+  ms.weights += ms.fp8_weights;
   ms.gradients = offload_opt ? Bytes(0.0) : grads;
   ms.optimizer = (offload_opt ? Bytes(0.0) : opt_side) + (offload_opt || paged ? Bytes(0.0) : moments);
   ms.host = (offload_params ? weights : Bytes(0.0)) + (offload_opt ? grads + opt_side + moments : Bytes(0.0)) +

@@ -390,6 +390,10 @@ ReplayPlan replay_plan(const model::Architecture& a, const model::ParameterCount
     throw InputError(fmt::format("context parallelism (cp {}) is not replayed: its attention blocks "
                                  "and K/V exchange need the cp ranks together, not one GPU",
                                  tr.cp));
+  if (tr.fp8 != Fp8Recipe::none)
+    throw InputError(fmt::format("FP8 training (fp8 {}) is not replayed: the replay runs the block's "
+                                 "GEMMs and kernels in the 16-bit dtype",
+                                 to_string(tr.fp8)));
   const Evaluator ev(a, n, c, profile, mc, tc, estimate_options);
   const StepCost cost = ev.cost(tr);
   const Layout& l = cost.layout;

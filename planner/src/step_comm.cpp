@@ -263,9 +263,25 @@ Seconds record_context_parallel(TermSink& sink, const TermInputs& in, const Cont
   return exposed;
 }
 
-Seconds record_layer_comm(TermSink& sink, const TermInputs& in, const LayerComm& tp,
+double tp_exposed_share(const model::Training& tr, const LayerComm& tp, Seconds gemm_forward,
+                        Seconds gemm_backward, double tp_overlap) {
+  const double fixed = 1.0 - tp_overlap;
+  if (!tr.tp_comm_overlap || tr.tp <= 1) return fixed;
+  // Each collective split into tp chunks, chunk i+1 in flight while the GEMM runs on chunk i: the
+  // first chunk waits, the rest hides behind the layer's GEMMs of the same pass.
+  const double first = 1.0 / static_cast<double>(tr.tp);
+  const auto exposed = [&](Seconds comm, Seconds gemm) {
+    return comm * first + pos(comm * (1.0 - first) - gemm);
+  };
+  const Seconds total = tp.forward + tp.backward;
+  if (total.value() <= 0.0) return fixed;
+  return (exposed(tp.forward, gemm_forward) + exposed(tp.backward, gemm_backward)) / total;
+}
+
+Seconds record_layer_comm(TermSink& sink, const TermInputs& in, double tp_expose, const LayerComm& tp,
                           const LayerComm& moe, double layers) {
-  const double expose = 1.0 - in.tc.tp_overlap;
+  const double expose = tp_expose;
+  const double moe_expose = 1.0 - in.tc.tp_overlap;
   Seconds exposed;
   if (in.l.tp > 1) {
     const LinkTier tier = tier_of(in.links, tp.group);
@@ -286,8 +302,8 @@ Seconds record_layer_comm(TermSink& sink, const TermInputs& in, const LayerComm&
   if (moe_layer.value() > 0.0) {
     const Seconds t = moe_layer * (layers * in.md);
     sink.add(Transfer::all_to_all, CommPurpose::expert_all_to_all, tier_of(in.links, moe.group),
-             moe.group.ranks, moe.bytes * (layers * in.md), t, t * expose);
-    exposed += t * expose;
+             moe.group.ranks, moe.bytes * (layers * in.md), t, t * moe_expose);
+    exposed += t * moe_expose;
   }
   return exposed;
 }

@@ -92,9 +92,15 @@ struct ContextParallelComm {
 [[nodiscard]] Seconds record_context_parallel(TermSink& sink, const TermInputs& in,
                                               const ContextParallelComm& cp, double layers);
 
+// The share of a layer's tensor-parallel time left exposed: 1 - tc.tp_overlap, or under
+// --tp-comm-overlap (model::Training::tp_comm_overlap) each pass's collectives in tp chunks
+// pipelined with that pass's GEMMs: the first chunk waits, what the GEMMs cannot cover waits too.
+[[nodiscard]] double tp_exposed_share(const model::Training& tr, const LayerComm& tp, Seconds gemm_forward,
+                                      Seconds gemm_backward, double tp_overlap);
+
 // The tensor-parallel and expert collectives of a stage's layers over the step, exposed unless
-// overlapped (tp_overlap).
-[[nodiscard]] Seconds record_layer_comm(TermSink& sink, const TermInputs& in, const LayerComm& tp,
+// overlapped (`tp_expose`: the share of the tensor-parallel time left exposed, tp_exposed_share).
+[[nodiscard]] Seconds record_layer_comm(TermSink& sink, const TermInputs& in, double tp_expose, const LayerComm& tp,
                           const LayerComm& moe, double layers);
 
 // Pipeline: the bubble (Narayanan et al. 2021 Sec. 2.2) and the stage-to-stage transfers: each

@@ -76,6 +76,7 @@ Json plan_json(const planner::Estimate& e, std::optional<double> tokens) {
   j["tokens_per_s"] = e.throughput.tokens_per_s;
   j["pp_virtual"] = e.training.pp_virtual;
   j["sequence_parallel"] = e.training.sequence_parallel;
+  j["tp_comm_overlap"] = e.training.tp_comm_overlap;
   j["grad_accum"] = e.training.grad_accum;
   // How it trains beyond the candidate's columns, so that the plan can be read back (replay).
   const model::Training& t = e.training;

@@ -35,9 +35,11 @@ constexpr std::array kTrainingKeys{
     TrainingKey{"tp", KeyType::integer, true},
     TrainingKey{"cp", KeyType::integer, true},
     TrainingKey{"cp_comm", KeyType::text, true},
+    TrainingKey{"fp8", KeyType::text, false},
     TrainingKey{"pp", KeyType::integer, true},
     TrainingKey{"pp_virtual", KeyType::integer, true},
     TrainingKey{"sequence_parallel", KeyType::boolean, true},
+    TrainingKey{"tp_comm_overlap", KeyType::boolean, false},
     TrainingKey{"expert_parallel", KeyType::integer, true},
     TrainingKey{"method", KeyType::text, true},
     TrainingKey{"precision", KeyType::text, true},
@@ -149,19 +151,26 @@ std::vector<std::string> targets_key(ObjectReader& r, const std::string& key) {
 void read_context_parallel(ObjectReader& r, model::Training& t) {
   if (r.has("cp")) t.cp = int_key(r, "cp", 1);
   if (const auto k = r.optional_enumeration<CpComm>("cp_comm")) t.cp_comm = *k;
+  if (const auto f = r.optional_enumeration<Fp8Recipe>("fp8")) t.fp8 = *f;
 }
 
 // The training of one PLAN object (settings applied); `assumed` collects the options taken from the
 // defaults because neither the file nor a setting gave them.
-model::Training read_training(ObjectReader& r, std::vector<std::string>& assumed) {
-  model::Training t;
+// The parallel degrees of one PLAN object and how the model-parallel ranks talk.
+void read_parallelism(ObjectReader& r, model::Training& t) {
   t.strategy = r.enumeration<Strategy>("strategy");
   t.tp = int_key(r, "tp", 1);
   read_context_parallel(r, t);
   t.pp = int_key(r, "pp", 1);
   if (r.has("pp_virtual")) t.pp_virtual = int_key(r, "pp_virtual", 1);
   if (const auto sp = r.optional_boolean("sequence_parallel")) t.sequence_parallel = *sp;
+  if (const auto o = r.optional_boolean("tp_comm_overlap")) t.tp_comm_overlap = *o;
   if (r.has("expert_parallel")) t.ep = int_key(r, "expert_parallel", 1);
+}
+
+model::Training read_training(ObjectReader& r, std::vector<std::string>& assumed) {
+  model::Training t;
+  read_parallelism(r, t);
   t.method = r.enumeration<Method>("method");
   t.precision = r.enumeration<Precision>("precision");
   t.optimizer = r.enumeration<Optimizer>("optimizer");
@@ -450,9 +459,11 @@ Json training_json(const model::Training& t) {
               {"tp", t.tp},
               {"cp", t.cp},
               {"cp_comm", std::string(to_string(t.cp_comm))},
+              {"fp8", std::string(to_string(t.fp8))},
               {"pp", t.pp},
               {"pp_virtual", t.pp_virtual},
               {"sequence_parallel", t.sequence_parallel},
+              {"tp_comm_overlap", t.tp_comm_overlap},
               {"expert_parallel", t.ep},
               {"method", std::string(to_string(t.method))},
               {"precision", std::string(to_string(t.precision))},

@@ -59,6 +59,7 @@ Json candidate_json(const planner::Candidate& c) {
               {"tp", t.tp},
               {"cp", t.cp},
               {"cp_comm", std::string(to_string(t.cp_comm))},
+              {"fp8", std::string(to_string(t.fp8))},
               {"pp", t.pp},
               {"dp", c.layout.dp},
               {"method", std::string(to_string(t.method))},

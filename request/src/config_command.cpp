@@ -11,6 +11,7 @@
 // --optimizer-cpu-offload) or a Hugging Face Trainer script's TrainingArguments flags.
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <map>
 #include <optional>
@@ -19,6 +20,7 @@
 #include "config_reader.hpp"
 #include "trainplan/core/checked.hpp"
 #include "trainplan/core/modes.hpp"
+#include "trainplan/model/fp8.hpp"
 
 namespace trainplan::request::config {
 namespace {
@@ -32,7 +34,31 @@ struct Parsed {
   std::string script_name;
 };
 
-Parsed parse(const std::vector<std::string>& args) {
+// A quoted array element holding a flag and its value ("--fp8-format hybrid") is split into words
+// when the array is expanded unquoted (${ARGS[@]}), the only way argparse can read it.
+std::vector<std::string> split_flag_words(const std::vector<std::string>& given) {
+  std::vector<std::string> args;
+  args.reserve(given.size());
+  for (const std::string& a : given) {
+    if (a.rfind("--", 0) != 0 || a.find_first_of(" \t") == std::string::npos ||
+        a.find('=') < a.find_first_of(" \t")) {
+      args.push_back(a);
+      continue;
+    }
+    std::size_t i = 0;
+    while (i < a.size()) {
+      const std::size_t start = a.find_first_not_of(" \t", i);
+      if (start == std::string::npos) break;
+      const std::size_t end = std::min(a.find_first_of(" \t", start), a.size());
+      args.push_back(a.substr(start, end - start));
+      i = end;
+    }
+  }
+  return args;
+}
+
+Parsed parse(const std::vector<std::string>& given) {
+  const std::vector<std::string> args = split_flag_words(given);
   Parsed p;
   auto* into = &p.launcher;
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -146,7 +172,10 @@ struct MegatronFlags {
   bool distributed_optimizer = false;
   bool sgd = false;
   std::string momentum = "0.9";  // arguments.py: --sgd-momentum defaults to 0.9
+  std::string fp8_format;          // --fp8-format e4m3|hybrid turns FP8 on
+  std::string fp8_recipe = "delayed";  // --fp8-recipe: transformer_config.py's default
 };
+
 
 // One flag of the pretrain script.
 void read_megatron_flag(const std::string& flag, const std::string& value, Reader& r,
@@ -177,6 +206,8 @@ void read_megatron_flag(const std::string& flag, const std::string& value, Reade
     flags.distributed_optimizer = true;
   } else if (flag == "--sequence-parallel") {
     r.set("sequence-parallel", "true", flag, "");
+  } else if (flag == "--tp-comm-overlap") {
+    r.set("tp-comm-overlap", "true", flag, "");
   } else if (flag == "--moe-expert-capacity-factor") {
     r.set("moe-capacity-factor", value, flag, value);
   } else if (flag == "--cp-comm-type") {
@@ -209,10 +240,14 @@ void read_megatron_flag(const std::string& flag, const std::string& value, Reade
       r.set("attention", "eager", flag, value);
     else
       r.unresolved("attention", flag, value, "an attention backend trainplan does not model");
-  } else if (flag.rfind("--fp8-format", 0) == 0) {
-    r.warn(
-        flag +
-        ": Transformer Engine fp8 matmuls are not modelled; estimated at the 16-bit precision");
+  } else if (flag == "--fp8-format") {
+    if (value != "e4m3" && value != "hybrid") r.fail(flag, value, "must be e4m3 or hybrid");
+    flags.fp8_format = value;
+  } else if (flag == "--fp8-recipe") {
+    flags.fp8_recipe = value;
+  } else if (flag == "--fp8-param-gather") {
+    r.warn(flag + ": parameters kept and all-gathered in FP8 are not modelled; answered with 16-bit "
+                  "parameters beside the FP8 weight cache (an over-estimate of memory and of the all-gather)");
   } else if (flag == "--num-layers-per-virtual-pipeline-stage") {
     r.unresolved("pp-virtual", flag, value,
                  "virtual stages = layers / (pipeline size x this); give --pp-virtual");
@@ -239,6 +274,14 @@ void read_megatron_command(const std::vector<std::string>& args, Reader& r) {
     }
     r.set("optimizer", m == 0 ? "sgd" : "sgd-momentum", "--optimizer",
           "sgd, --sgd-momentum " + flags.momentum);
+  }
+  if (!flags.fp8_format.empty()) {
+    const auto k = std::find_if(model::kMegatronFp8Recipes.begin(), model::kMegatronFp8Recipes.end(),
+                                [&](const auto& m) { return m.name == flags.fp8_recipe; });
+    if (k == model::kMegatronFp8Recipes.end())
+      r.fail("--fp8-recipe", flags.fp8_recipe, "must be delayed, tensorwise, mxfp8 or blockwise (custom is not modelled)");
+    r.set("fp8", std::string(to_string(k->recipe)), "--fp8-format",
+          flags.fp8_format + ", --fp8-recipe " + flags.fp8_recipe);
   }
   // Without --bf16 or --fp16 Megatron trains in fp32 (params_dtype defaults to float32).
   if (!r.read().find("precision")) r.set("precision", "fp32", "(no --bf16 or --fp16)", "");

@@ -8,6 +8,7 @@
 
 #include "trainplan/core/error.hpp"
 #include "trainplan/request/request.hpp"
+#include "option_details.hpp"
 
 namespace trainplan::request {
 namespace {
@@ -216,10 +217,32 @@ std::vector<Option> model_and_method() {
   v.push_back(choice<Method>(describe("method", "METHOD", "Method", "method", "full fine-tuning or adapters",
                                       "full"),
                              [](auto& r) -> auto& { return r.training.method; }));
-  v.push_back(choice<Precision>(
-      describe("precision", "PRECISION", "Precision", "method", "weights, compute and gradient precision",
+  Option precision = choice<Precision>(
+      describe("precision", "PRECISION", "Precision", "method",
+               "weights, compute and gradient precision; fp8 or fp8-RECIPE: bf16-mixed with the block's "
+               "linears in FP8 (--fp8)",
                "bf16-mixed where the GPU has bf16 tensor cores, else fp16-mixed"),
-      [](auto& r) -> auto& { return r.training.precision; }));
+      [](auto& r) -> auto& { return r.training.precision; });
+  // fp8 and fp8-RECIPE stand for bf16-mixed with an FP8 recipe: the library's (fp8) or the one named.
+  precision.parse = [n = precision.name, plain = precision.parse](Request& r, std::string_view value) {
+    const std::string_view t = trim(value);
+    if (t != "fp8" && t.rfind("fp8-", 0) != 0) return plain(r, value);
+    r.training.precision = Precision::bf16_mixed;
+    r.fp8_library_default = t == "fp8";
+    if (t != "fp8") r.training.fp8 = parse_choice<Fp8Recipe>(n, t.substr(4));
+    if (r.training.fp8 == Fp8Recipe::none && t != "fp8")
+      bad(n, "'fp8-none' names no FP8 recipe; give bf16-mixed, fp8 or fp8-RECIPE");
+  };
+  precision.choices.emplace_back("fp8");
+  for (const auto& [recipe, name] : EnumTable<Fp8Recipe>::kEntries)
+    if (recipe != Fp8Recipe::none) precision.choices.push_back("fp8-" + std::string(name));
+  v.push_back(precision);
+  v.push_back(choice<Fp8Recipe>(
+      describe("fp8", "RECIPE", "FP8 recipe", "method",
+               "run the block's linear layers in FP8: te-delayed | te-current | te-mxfp8 | te-blockwise "
+               "(Transformer Engine) | torchao-tensorwise | torchao-rowwise | torchao-rowwise-gw-hp",
+               "none"),
+      [](auto& r) -> auto& { return r.training.fp8; }));
   v.push_back(choice<Optimizer>(describe("optimizer", "OPTIMIZER", "Optimizer", "method", "optimizer", "adamw"),
                                 [](auto& r) -> auto& { return r.training.optimizer; }));
   v.push_back(choice<OptimizerImpl>(
@@ -335,17 +358,6 @@ std::vector<Option> parallel_options() {
                                         "MoE: spread the experts over this many data-parallel ranks", "1"),
                                1, kMaxDegree, [](auto& r) -> auto& { return r.training.ep; }),
                        Searched::by_fit_and_plan));
-  const auto megatron = [](const Request& r, unsigned /*cmd*/) { return r.training.framework == Framework::megatron; };
-  v.push_back(applies(real(describe("moe-capacity-factor", "F", "Expert capacity", "parallelism",
-                                    "MoE: each expert takes at most F times its balanced share of tokens; "
-                                    "0: dropless",
-                                    "0"),
-                           0, 1000, false, false, [](auto& r) -> auto& { return r.training.moe_capacity_factor; }),
-                      megatron, "with --framework megatron (transformers' MoE blocks are dropless)"));
-  v.push_back(applies(flag(describe("moe-pad-to-capacity", "", "Pad to capacity", "parallelism",
-                                    "MoE: pad each expert's input to its capacity", "off"),
-                           [](auto& r) -> auto& { return r.training.moe_pad_to_capacity; }),
-                      megatron, "with --framework megatron (transformers' MoE blocks are dropless)"));
   v.push_back(choice<FsdpWrap>(describe("fsdp-wrap", "POLICY", "FSDP wrap", "parallelism",
                                         "block (one unit per transformer block) | none (whole model)", "block"),
                                [](auto& r) -> auto& { return r.training.fsdp_wrap; }));
@@ -362,6 +374,33 @@ std::vector<Option> parallel_options() {
                                  "also try tensor parallelism wider than a node", "off"),
                         [](auto& r) -> auto& { return r.tp_across_nodes; }),
                    command::plan));
+  return v;
+}
+
+// What only Megatron-Core runs: TP communication overlap and the MoE capacity.
+std::vector<Option> megatron_options() {
+  std::vector<Option> v;
+  v.push_back(applies(flag(describe("tp-comm-overlap", "", "TP comm overlap", "parallelism",
+                                    "Megatron-Core's --tp-comm-overlap: tensor-parallel collectives pipelined "
+                                    "with their GEMMs (needs --sequence-parallel)",
+                                    "off"),
+                           [](auto& r) -> auto& { return r.training.tp_comm_overlap; }),
+                      [](const Request& r, unsigned cmd) {
+                        return r.training.framework == Framework::megatron &&
+                               (r.training.tp > 1 || (cmd == command::plan && !r.has("tp")));
+                      },
+                      "with --framework megatron and --tp above 1"));
+  const auto megatron = [](const Request& r, unsigned /*cmd*/) { return r.training.framework == Framework::megatron; };
+  v.push_back(applies(real(describe("moe-capacity-factor", "F", "Expert capacity", "parallelism",
+                                    "MoE: each expert takes at most F times its balanced share of tokens; "
+                                    "0: dropless",
+                                    "0"),
+                           0, 1000, false, false, [](auto& r) -> auto& { return r.training.moe_capacity_factor; }),
+                      megatron, "with --framework megatron (transformers' MoE blocks are dropless)"));
+  v.push_back(applies(flag(describe("moe-pad-to-capacity", "", "Pad to capacity", "parallelism",
+                                    "MoE: pad each expert's input to its capacity", "off"),
+                           [](auto& r) -> auto& { return r.training.moe_pad_to_capacity; }),
+                      megatron, "with --framework megatron (transformers' MoE blocks are dropless)"));
   return v;
 }
 
@@ -467,143 +506,12 @@ std::vector<Option> cluster_and_output_options() {
   return v;
 }
 
-// Longer explanations with their primary sources: the GUI's tooltips.
-struct Detail {
-  std::string_view name;
-  const char* text;
-};
-constexpr Detail kDetails[] = {
-    {"frozen-base-fp32",
-     "Adapters under mixed precision: keep the frozen base in fp32 (litgpt's bf16-mixed, "
-     "from_pretrained without torch_dtype) instead of 16-bit (Hugging Face + PEFT)."},
-    {"method",
-     "full: every parameter trains. lora: frozen base, low-rank adapters train (Hu et al. "
-     "2021, arXiv:2106.09685). qlora: LoRA over a 4-bit quantised base (Dettmers et al. 2023, "
-     "arXiv:2305.14314)."},
-    {"precision",
-     "fp32; fp16-mixed / bf16-mixed: autocast with fp32 master weights (Micikevicius et al. "
-     "2018, arXiv:1710.03740); fp16-true / bf16-true: everything 16-bit."},
-    {"optimizer",
-     "adamw / adam: two fp32 moments; 8-bit variants quantise them (arXiv:2110.02861); "
-     "paged: bitsandbytes paged memory; sgd-momentum: one moment; adafactor: factored "
-     "second moment (arXiv:1804.04235)."},
-    {"strategy",
-     "single: one GPU. ddp: replicated model. zero1/2/3: shard optimizer / +gradients / "
-     "+parameters (arXiv:1910.02054). fsdp-*: PyTorch FSDP full shard, grad-op (ZeRO-2-like) "
-     "or hybrid (shard in the node, replicate across nodes; arXiv:2304.11277)."},
-    {"library",
-     "The training library (docs/formulas.md, \"Training libraries\"): hf-trainer, accelerate, "
-     "trl, litgpt, torchtune, axolotl, torchtitan, megatron (LM, Core, NeMo), megatron-deepspeed, "
-     "deepspeed, llm-foundry. It sets the engine (--framework), TF32, its model code's copies "
-     "(litgpt expands grouped K/V to every head), its loss dtype and its adapter layout; what it "
-     "does that is not priced yet is said in a note."},
-    {"framework",
-     "The engine whose conventions hold the model states and the block: pytorch (Hugging "
-     "Face/torch), deepspeed (its estimators and buckets), megatron (Megatron-LM's activation "
-     "formulas). Defaults to the library's; given alone it also names the library "
-     "(pytorch: hf-trainer, deepspeed: deepspeed, megatron: megatron)."},
-    {"tf32",
-     "fp32 matmuls on the TF32 tensor cores (torch.backends.cuda.matmul.allow_tf32 = True or "
-     "torch.set_float32_matmul_precision('high')). PyTorch leaves it off since 1.12, so fp32 "
-     "runs at the CUDA-core rate unless the library or the user turns it on."},
-    {"tp",
-     "Tensor-parallel degree: splits every layer's matrices (Shoeybi et al. 2019, "
-     "arXiv:1909.08053). Must divide the attention heads."},
-    {"pp",
-     "Pipeline-parallel degree: splits the layers into stages (1F1B schedule, Narayanan et al. "
-     "2021, arXiv:2104.04473)."},
-    {"pp-virtual",
-     "Interleaved model chunks per pipeline stage: a smaller bubble for more "
-     "point-to-point traffic."},
-    {"quant-block",
-     "QLoRA: weights per fp32 absmax constant in bitsandbytes' 4-bit blocks (default 64: "
-     "4 + 32/64 = 4.5 bits per weight; QLoRA, arXiv:2305.14314)."},
-    {"mtp-layers",
-     "Multi-token prediction (DeepSeek-V3, arXiv:2412.19437 Sec. 2.2), as Megatron-Core's "
-     "--mtp-num-layers trains it: each module adds a block, a 2h x h projection, two norms "
-     "and one more pass through the shared output head and a loss, on the last pipeline stage."},
-    {"expert-parallel",
-     "Mixture of experts: spread the experts over this many data-parallel ranks, each holding "
-     "1/n of them; tokens travel to their experts by all-to-all (DeepSpeed-MoE, "
-     "arXiv:2201.05596). Must divide the experts and the data-parallel degree."},
-    {"moe-capacity-factor",
-     "Megatron-Core's --moe-expert-capacity-factor: each expert takes at most "
-     "ceil(t k / E x F) of the t tokens a rank routes (Fedus et al. 2021, Switch Transformer, "
-     "arXiv:2101.03961, Sec. 2.2); under F = 1 the surplus of a balanced router is dropped, so "
-     "the experts' GEMMs, activations and all-to-alls shrink. 0 (the default) is dropless."},
-    {"moe-pad-to-capacity",
-     "Megatron-Core's --moe-pad-expert-input-to-capacity: every expert multiplies exactly its "
-     "capacity, padded, and the all-to-alls carry the padding. Needs --moe-capacity-factor."},
-    {"sequence-parallel",
-     "With TP: shard norms and dropout along the sequence (Korthikanti et al. 2022, "
-     "arXiv:2205.05198)."},
-    {"cp",
-     "Context parallelism: each sequence split over N ranks (2N chunks, load-balanced for causal "
-     "masks), every activation a rank keeps of seq/N tokens, the keys and values exchanged as "
-     "--cp-comm says; the N ranks reduce gradients with the data-parallel ones. Megatron-Core's "
-     "--context-parallel-size, torchtitan's context_parallel_degree. plan searches it where each "
-     "rank keeps at least 4,096 tokens of a sequence."},
-    {"cp-comm",
-     "ring (default; Megatron-Core's p2p): each rank's K/V chunk goes round the ring behind the "
-     "attention blocks (Liu et al. 2023, arXiv:2310.01889); all-gather: K/V gathered before "
-     "attention (Llama 3, arXiv:2407.21783 Sec. 3.3.2; torchtitan's default rotate method); "
-     "all-to-all: Q, K, V re-split by heads (DeepSpeed-Ulysses, arXiv:2309.14509), the heads "
-     "divisible by N."},
-    {"micro-batch",
-     "Sequences per GPU per forward/backward. Activations grow with it."},
-    {"grad-accum",
-     "Micro-batches per optimizer step: a larger global batch at the same memory."},
-    {"seq",
-     "Sequence length in tokens."},
-    {"tokens",
-     "Training tokens, e.g. 300B or 2T: the banner shows how long they take at this "
-     "throughput (planner::time_to_train). Empty: not shown."},
-    {"checkpointing",
-     "none; selective: recompute the attention core; full: keep only each block's input "
-     "and recompute the block (arXiv:2205.05198, arXiv:1604.06174); full-offload: keep those "
-     "inputs in host memory, copied over PCIe behind each block's compute (ZeRO-R, "
-     "arXiv:1910.02054)."},
-    {"attention",
-     "flash / sdpa: no s x s score matrix kept; eager: the Hugging Face eager path keeps "
-     "scores and softmax (s^2 per head)."},
-    {"offload",
-     "optimizer: optimizer state and step on the CPU (ZeRO-Offload, arXiv:2101.06840); "
-     "optimizer+params: parameters too (ZeRO-Infinity, arXiv:2104.07857)."},
-    {"lora-rank",
-     "LoRA rank r: each adapted Linear(in, out) gains r (in + out) trainable parameters."},
-    {"lora-alpha",
-     "LoRA scaling alpha (alpha / r scales the update); no effect on memory."},
-    {"lora-dropout",
-     "Dropout on each adapter's input; when positive each adapted linear keeps a "
-     "dropped-out input copy for backward."},
-    {"lora-targets",
-     "Comma-separated roles (q,k,v,o,gate,up,down,lm_head), the model's module names, or "
-     "all-linear."},
-    {"quant",
-     "QLoRA base weights: nf4, nf4 with double quantisation, fp4, or int8 "
-     "(arXiv:2305.14314)."},
-    {"optimizer-impl",
-     "How the optimizer step runs: default (the framework's own: torch foreach on CUDA, "
-     "DeepSpeed FusedAdam, CPU Adam when offloaded), foreach, fused (AdamW(fused=True)), "
-     "for-loop, deepspeed-fused, deepspeed-cpu. Changes the step's time and its transient "
-     "memory (foreach holds sqrt(v) for every parameter)."},
-    {"fsdp-wrap",
-     "block: one FSDP unit per transformer block (only one block gathered at a time); none: "
-     "the whole model is one unit."},
-};
-
-void add_details(std::vector<Option>& all) {
-  for (const Detail& e : kDetails)
-    for (Option& o : all)
-      if (o.name == e.name) o.details = e.text;
-}
-
 std::vector<Option> build() {
   std::vector<Option> all;
-  for (auto part : {model_and_method(), adapter_options(), parallel_options(), batch_and_memory_options(),
+  for (auto part : {model_and_method(), adapter_options(), parallel_options(), megatron_options(), batch_and_memory_options(),
                     cluster_and_output_options()})
     for (auto& o : part) all.push_back(std::move(o));
-  add_details(all);
+  add_option_details(all);
   return all;
 }
 

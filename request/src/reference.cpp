@@ -121,9 +121,11 @@ model::Training read_training(const Json& v, const std::string& what,
   t.tf32 = r.optional_boolean("tf32").value_or(false);
   t.pp_virtual = static_cast<int>(r.optional_integer("pp_virtual", 1, kMaxDegree).value_or(1));
   t.sequence_parallel = r.optional_boolean("sequence_parallel").value_or(false);
+  t.tp_comm_overlap = r.optional_boolean("tp_comm_overlap").value_or(false);
   t.ep = static_cast<int>(r.optional_integer("expert_parallel", 1, kMaxDegree).value_or(1));
   t.cp = static_cast<int>(r.optional_integer("cp", 1, kMaxDegree).value_or(1));
   if (const auto k = r.optional_enumeration<CpComm>("cp_comm")) t.cp_comm = *k;
+  if (const auto f = r.optional_enumeration<Fp8Recipe>("fp8")) t.fp8 = *f;
   if (const auto w = r.optional_enumeration<FsdpWrap>("fsdp_wrap")) t.fsdp_wrap = *w;
   if (const auto i = r.optional_enumeration<OptimizerImpl>("optimizer_impl")) t.optimizer_impl = *i;
   t.zero_init = r.optional_boolean("zero_init").value_or(true);

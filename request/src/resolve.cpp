@@ -7,9 +7,11 @@
 #include "trainplan/core/error.hpp"
 #include "trainplan/request/profile_json.hpp"
 #include "trainplan/request/request.hpp"
+#include "trainplan/model/fp8.hpp"
 #include "trainplan/model/library.hpp"
 #include "trainplan/model/lora.hpp"
 #include "trainplan/model/sdpa.hpp"
+#include "trainplan/planner/compute.hpp"
 #include "trainplan/planner/memory.hpp"
 
 namespace trainplan::request {
@@ -66,7 +68,40 @@ void apply_library(Request& r) {
   if (!r.has("framework")) t.framework = lib.engine;
   if (!r.has("tf32")) t.tf32 = lib.tf32;
   if (!r.has("frozen-base-fp32")) t.frozen_base_fp32 = lib.frozen_base_fp32;
+  if (r.fp8_library_default && !r.has("fp8")) t.fp8 = model::default_fp8_recipe(t.library);
   t.qlora_stack = lib.qlora_stack;
+}
+
+// An FP8 recipe on a GPU that cannot run it is refused by name; one that changes nothing (QLoRA's
+// 4-bit layers are not nn.Linear, so neither library converts them) is a warning.
+void check_fp8(const Request& r, Resolved& out, model::Training& t) {
+  if (t.fp8 == Fp8Recipe::none) return;
+  const hardware::GpuSpec& gpu = out.cluster.cluster.gpu;
+  const std::string_view recipe = to_string(t.fp8);
+  const std::string given = r.has("fp8") ? r.label("fp8") : r.label("precision");
+  if (!gpu.capabilities.fp8 || gpu.peak.fp8 <= 0.0)
+    throw InputError(fmt::format("{} {}: {} has no FP8 tensor cores (FP8 training needs Ada, Hopper, Blackwell, "
+                                 "MI300 or newer)",
+                                 given, recipe, gpu.name));
+  const int sm = planner::cuda_sm(gpu);
+  if (t.fp8 == Fp8Recipe::te_mxfp8) {
+    // TE's MXFP8BlockScaling: SM 10.x only (refused on Hopper and on SM 12.x, quantization.py
+    // L162-168); AMD's CDNA4 (MI355X) has MX formats on its matrix cores.
+    const bool mx = (sm >= 100 && sm < 120) || gpu.architecture == "CDNA4";
+    if (!mx)
+      throw InputError(fmt::format("{} {}: MXFP8 needs a Blackwell data-centre GPU (SM 10.x) or CDNA4; {} is {} "
+                                   "(te-delayed, te-current or te-blockwise run there)",
+                                   given, recipe, gpu.name, gpu.architecture));
+  }
+  if (t.fp8 == Fp8Recipe::te_blockwise && !(sm >= 90))
+    throw InputError(fmt::format("{} {}: Transformer Engine's Float8BlockScaling needs Hopper or newer (SM 9.0, "
+                                 "CUDA 12.9); {} is {}",
+                                 given, recipe, gpu.name, gpu.architecture));
+  if (t.method == Method::qlora)
+    out.warnings.push_back(fmt::format("{} {} with --method qlora: the 4-bit base layers are not nn.Linear and stay "
+                                       "4-bit; answered without FP8",
+                                       given, recipe));
+  if (t.method == Method::qlora) t.fp8 = Fp8Recipe::none;
 }
 
 void library_notes(const Request& r, Resolved& out, model::Training& t) {
@@ -90,6 +125,7 @@ void apply_gpu(const Request& r, Resolved& out, model::Training& t) {
   if (!r.has("attention")) t.attention = hardware::default_attention(gpu);
   library_notes(r, out, t);
   hardware::require_supported(gpu, t.precision, t.attention);
+  check_fp8(r, out, t);
   if (hardware::emulated_bf16(gpu, t.precision))
     out.warnings.push_back(fmt::format(
         "{} {}: {} has no bf16 tensor cores; PyTorch runs bf16 there emulated, its matmuls on the CUDA "
@@ -133,6 +169,10 @@ void check_training(const Request& r, Resolved& out, model::Training& t, unsigne
     out.warnings.push_back(fmt::format("{} {} is larger than the hidden size {} of model '{}': each adapter is "
                                        "larger than the layer it adapts",
                                        r.label("lora-rank"), t.lora.rank, a.hidden, a.name));
+  if (t.tp_comm_overlap && t.tp > 1 && !t.sequence_parallel)
+    throw InputError(fmt::format("{} needs {}: Megatron-Core overlaps the all-gather and reduce-scatter of "
+                                 "sequence parallelism, not all-reduces",
+                                 r.label("tp-comm-overlap"), r.label("sequence-parallel")));
   if (t.moe_pad_to_capacity && t.moe_capacity_factor <= 0.0)
     throw InputError(fmt::format("{} needs {}: Megatron-Core pads each expert's input to a capacity the factor sets",
                                  r.label("moe-pad-to-capacity"), r.label("moe-capacity-factor")));

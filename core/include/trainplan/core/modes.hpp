@@ -31,6 +31,21 @@ enum class CpComm { ring, all_gather, all_to_all };
 // "a2a+p2p", the hierarchical exchange, is not modelled).
 inline constexpr std::array<std::pair<CpComm, std::string_view>, 3> kMegatronCpCommTypes{
     {{CpComm::ring, "p2p"}, {CpComm::all_gather, "allgather"}, {CpComm::all_to_all, "a2a"}}};
+// FP8 training: the recipe that quantizes the block's linear layers (model/fp8.hpp says what each
+// runs and keeps): Transformer Engine's delayed and current per-tensor scaling, MXFP8 (32-element
+// E8M0 blocks, Blackwell) and DeepSeek-V3-style blockwise scaling (1x128 activations, 128x128
+// weights); torchao's float8 training with per-tensor (tensorwise) or per-row (rowwise) scales, and
+// rowwise with the weight gradient kept in high precision.
+enum class Fp8Recipe {
+  none,
+  te_delayed,
+  te_current,
+  te_mxfp8,
+  te_blockwise,
+  torchao_tensorwise,
+  torchao_rowwise,
+  torchao_rowwise_gw_hp
+};
 enum class Quant { nf4, nf4_dq, fp4, int8 };
 enum class FsdpWrap { block, none };
 // The software that ran a QLoRA fine-tuning, where it changes the memory (model/model_states.hpp
@@ -124,6 +139,19 @@ struct EnumTable<CpComm> {
   static constexpr std::array kEntries{std::pair{CpComm::ring, std::string_view{"ring"}},
                                        std::pair{CpComm::all_gather, std::string_view{"all-gather"}},
                                        std::pair{CpComm::all_to_all, std::string_view{"all-to-all"}}};
+};
+template <>
+struct EnumTable<Fp8Recipe> {
+  static constexpr std::string_view kWhat = "FP8 recipe";
+  static constexpr std::array kEntries{
+      std::pair{Fp8Recipe::none, std::string_view{"none"}},
+      std::pair{Fp8Recipe::te_delayed, std::string_view{"te-delayed"}},
+      std::pair{Fp8Recipe::te_current, std::string_view{"te-current"}},
+      std::pair{Fp8Recipe::te_mxfp8, std::string_view{"te-mxfp8"}},
+      std::pair{Fp8Recipe::te_blockwise, std::string_view{"te-blockwise"}},
+      std::pair{Fp8Recipe::torchao_tensorwise, std::string_view{"torchao-tensorwise"}},
+      std::pair{Fp8Recipe::torchao_rowwise, std::string_view{"torchao-rowwise"}},
+      std::pair{Fp8Recipe::torchao_rowwise_gw_hp, std::string_view{"torchao-rowwise-gw-hp"}}};
 };
 template <>
 struct EnumTable<Offload> {

@@ -20,6 +20,10 @@ struct Training {
   int pp = 1;
   int pp_virtual = 1;  // interleaved 1F1B model chunks per stage
   bool sequence_parallel = false;
+  // Megatron-Core's --tp-comm-overlap: Transformer Engine's userbuffers split each tensor-parallel
+  // all-gather and reduce-scatter into chunks pipelined with the GEMM they feed (Wang et al. 2022,
+  // arXiv:2105.05720, Sec. 3); needs sequence parallelism.
+  bool tp_comm_overlap = false;
   int ep = 1;  // expert parallelism: MoE experts spread over this many data-parallel ranks
   // Context parallelism: each sequence split over cp ranks (load-balanced for causal masks: 2 cp
   // chunks, rank r holding r and 2cp-1-r), keys and values exchanged as cp_comm says. Every
@@ -33,6 +37,9 @@ struct Training {
   Attention attention = Attention::flash;
   Offload offload = Offload::none;
   LoraConfig lora;
+  // FP8 training of the block's linear layers (model/fp8.hpp); none: they run at the precision's
+  // 16-bit dtype. The precision still says what the weights, the rest of the block and the head are.
+  Fp8Recipe fp8 = Fp8Recipe::none;
   Quant quant = Quant::nf4;
   std::int64_t quant_block = 64;  // bitsandbytes blocksize: weights per absmax constant (4-bit)
   FsdpWrap fsdp_wrap = FsdpWrap::block;

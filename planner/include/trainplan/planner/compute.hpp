@@ -40,8 +40,13 @@ struct ComputeDevice {
   int cuda_sm = 0;  // CUDA compute capability major*10+minor (the SDPA kernel); 0: not NVIDIA
   // SIMT fp32 (FFMA): what SDPA's math fallback multiplies at, float32 matmul precision "highest"
   FlopsPerSecond fp32_peak;
+  FlopsPerSecond fp8_peak;  // dense FP8 tensor-core peak: the block's linears under an FP8 recipe
   std::string_view gemm_dtype = "bf16";
 };
+
+// The device an FP8 recipe's GEMMs run on: d's GPU at its FP8 peak, the profile's fp8 curve (or
+// the datasheet efficiency scaled by tc.fp8_vs_bf16_gemm_efficiency), one-byte operands.
+[[nodiscard]] ComputeDevice fp8_device(const ComputeDevice& d, const TimeConventions& tc);
 
 // The per-GPU (K, N) of a linear under tensor parallelism (model/block_ops.hpp).
 using model::LinearShard;
@@ -118,6 +123,7 @@ struct BlockCompute {
   Seconds backward;             // activation and weight gradients
   Seconds attention_forward;    // the attention core (what selective checkpointing recomputes)
   Seconds gemm_forward;         // of forward: the linear layers' GEMMs
+  Seconds gemm_backward;        // of backward: theirs (input and weight gradients)
   Seconds elementwise_forward;  // of forward: memory-bound work (incl. QLoRA dequantization)
   Seconds elementwise_backward;  // of backward: memory-bound work
   double launches_forward = 0;   // kernels launched by forward (what the host must issue)
@@ -129,7 +135,7 @@ struct BlockCompute {
   // Scaled and summed field by field (the average over a stack's kinds of layer).
   [[nodiscard]] BlockCompute operator*(double k) const {
     return {forward * k,          backward * k,          attention_forward * k,    gemm_forward * k,
-            elementwise_forward * k, elementwise_backward * k, launches_forward * k, launches_backward * k,
+            gemm_backward * k,       elementwise_forward * k, elementwise_backward * k, launches_forward * k, launches_backward * k,
             tensor_parallel_pairs * k, expert_all_to_alls * k};
   }
   [[nodiscard]] BlockCompute operator+(const BlockCompute& o) const {
@@ -137,6 +143,7 @@ struct BlockCompute {
             backward + o.backward,
             attention_forward + o.attention_forward,
             gemm_forward + o.gemm_forward,
+            gemm_backward + o.gemm_backward,
             elementwise_forward + o.elementwise_forward,
             elementwise_backward + o.elementwise_backward,
             launches_forward + o.launches_forward,

@@ -124,6 +124,10 @@ struct LayerComputeKey {
   bool moe_pad_to_capacity = false;
   int cp = 1;                     // a rank's share of each sequence
   CpComm cp_comm = CpComm::ring;  // all-to-all splits the heads instead
+  Fp8Recipe fp8 = Fp8Recipe::none;  // the block linears' GEMMs, casts and saved inputs
+  // Micro-batches per step where the recipe quantizes each weight once a step (Transformer Engine
+  // under Megatron, model::fp8_cast_work); 1 otherwise.
+  std::int64_t fp8_weight_batches = 1;
 
   [[nodiscard]] static LayerComputeKey of(const model::Training& tr);
   // Writes the key's fields into `t` (the adapters' targets from `targets`): the training the

@@ -59,6 +59,8 @@ struct Request {
   bool zero_plus_plus = false;
   bool activations = false;
   bool json = false;
+  // `--precision fp8` named no recipe: the library's own (model::default_fp8_recipe) once it is known.
+  bool fp8_library_default = false;
   std::optional<std::int64_t> nodes;  // the cluster shape a config file states
   std::optional<std::int64_t> gpus;   // total processes a config file states
   // Option name -> where its value came from ("--micro-batch", "ds.json: zero_optimization.stage").

@@ -1,0 +1,88 @@
+// FP8 training held to runs nobody on the team wrote (data/reference/published-fp8-cp.json): NVIDIA's
+// Megatron-Bridge performance summary (Megatron-Core + Transformer Engine, H100, B200, GB200;
+// current scaling and MXFP8; Llama 3.1 405B with context parallelism 2) and MosaicML's llm-foundry
+// FP8 table (Composer amp_fp8: TE delayed scaling); and to the eager torchao float8 runs measured on
+// one H100 (data/reference/measured-h100.json). No constant was fitted on any of them.
+//
+// The hardware issue's bar is a median |error| of tokens/s within 10 % over the published rows. Met
+// by the H100 rows (each within 6 %: Megatron-Core with TP communication overlap); not met over all
+// 19 (15.9 % at this writing): the Blackwell rows with small models are over-predicted by 17-33 %
+// (their 405B rows are within 8 %) and two llm-foundry rows at 32k tokens carry the bf16 table's
+// Triton-attention gap on H100s; each states why in its "open" key. Held here: the H100 Megatron
+// rows each within 10 %, the median over all within 16 % (so a drift fails), the torchao runs' step
+// times each within 10 % and their peak allocated within 5 %.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "paths.hpp"
+#include "trainplan/planner/validate.hpp"
+
+namespace trainplan {
+namespace {
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+planner::ValidationReport of_file(const std::string& file) {
+  std::vector<planner::ReferenceCase> cases;
+  for (const planner::ReferenceCase& c : test::reference_cases())
+    if (c.file.ends_with(file)) cases.push_back(c);
+  return planner::validate(cases);
+}
+
+TEST(PublishedFp8, TokensPerSecondOfThePublishedRuns) {
+  const planner::ValidationReport r = of_file("published-fp8-cp.json");
+  std::vector<double> all;
+  std::vector<double> h100_megatron;
+  std::size_t megatron = 0, foundry = 0, cp = 0;
+  for (const planner::CaseResult& c : r.cases) {
+    ASSERT_EQ(c.comparisons.size(), 1u) << c.name;
+    const planner::Comparison& m = c.comparisons.front();
+    ASSERT_EQ(m.metric, planner::Metric::tokens_per_s) << c.name;
+    std::cout << c.name << ": " << m.error_pct() << " %\n";
+    all.push_back(std::abs(m.error_pct()));
+    if (c.name.starts_with("mbridge-")) ++megatron;
+    if (c.name.starts_with("llmfoundry-")) ++foundry;
+    if (c.name.ends_with("-cp2")) ++cp;
+    if (c.name.starts_with("mbridge-") && c.name.find("-h100-") != std::string::npos)
+      h100_megatron.push_back(std::abs(m.error_pct()));
+  }
+  // Two independent publishers, FP8 and FP8 with context parallelism among them.
+  EXPECT_EQ(megatron, 12u);
+  EXPECT_EQ(foundry, 7u);
+  EXPECT_EQ(cp, 4u);
+  ASSERT_EQ(h100_megatron.size(), 4u);
+  for (double e : h100_megatron) EXPECT_LE(e, 10.0);
+  std::cout << "median |error| " << median_of(all) << " % over " << all.size() << " rows\n";
+  EXPECT_LE(median_of(all), 16.0);
+}
+
+TEST(PublishedFp8, EagerTorchaoRunsOnOneH100) {
+  const planner::ValidationReport r = of_file("measured-h100.json");
+  std::size_t fp8_runs = 0;
+  for (const planner::CaseResult& c : r.cases) {
+    if (c.name.find("-fp8-") == std::string::npos) continue;
+    ++fp8_runs;
+    for (const planner::Comparison& m : c.comparisons) {
+      std::cout << c.name << " " << to_string(m.metric) << ": " << m.error_pct() << " %\n";
+      if (m.metric == planner::Metric::step_time) {
+        EXPECT_LE(std::abs(m.error_pct()), 10.0) << c.name;
+      }
+      if (m.metric == planner::Metric::peak_allocated) {
+        EXPECT_LE(std::abs(m.error_pct()), 5.0) << c.name;
+      }
+    }
+  }
+  EXPECT_EQ(fp8_runs, 3u);
+}
+
+}  // namespace
+}  // namespace trainplan
