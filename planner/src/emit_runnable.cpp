@@ -53,9 +53,9 @@ void require_emittable(EmitFormat f, const model::Training& t, const hardware::G
                      "(--context-parallel-size)");
   // Megatron-LM's flags name Transformer Engine's recipes; the Trainer's and DeepSpeed's configs
   // written here carry no FP8 recipe (accelerate's fp8 backend needs its own recipe kwargs).
-  if (t.fp8 != Fp8Recipe::none && !(t.library == Library::megatron && model::fp8_traits(t.fp8).transformer_engine))
+  if (t.fp8 != Fp8Recipe::none && !(t.framework == Framework::megatron && model::fp8_traits(t.fp8).transformer_engine))
     throw FieldError("{fp8} " + std::string(to_string(t.fp8)) +
-                     ": no launch config written here sets an FP8 recipe but the torchrun command of {library} "
+                     ": no launch config written here sets an FP8 recipe but the torchrun command of {framework} "
                      "megatron with a Transformer Engine recipe (--fp8-format, --fp8-recipe)");
   if (!reads(t.library, f))
     throw FieldError("{library} " + std::string(to_string(t.library)) + ": it does not start a job from the " +

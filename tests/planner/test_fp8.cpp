@@ -20,7 +20,9 @@
 #include "trainplan/model/block_ops.hpp"
 #include "trainplan/model/fp8.hpp"
 #include "trainplan/model/parameters.hpp"
+#include "trainplan/core/error.hpp"
 #include "trainplan/planner/compute.hpp"
+#include "trainplan/planner/emit.hpp"
 #include "trainplan/planner/evaluator.hpp"
 #include "trainplan/request/catalog.hpp"
 
@@ -162,6 +164,36 @@ TEST(Fp8Time, RecipesSpeedUpGemmsAndPayForTheirCasts) {
   EXPECT_LT(bf16.time.step.value() / cs.time.step.value(), 2.0);
   // Current scaling reads each tensor twice (amax, then cast), delayed once.
   EXPECT_LT(delayed.time.step.value(), cs.time.step.value());
+}
+
+// Megatron-LM's command carries Transformer Engine's recipe by Megatron's names (--fp8-format,
+// --fp8-recipe: transformer_config.py, tensorwise being TE's current scaling); no other launch
+// config written here names one, and torchao's recipes are code, not flags: refused by name.
+TEST(Fp8Emit, OnlyMegatronCarriesARecipe) {
+  const model::Architecture& a = test::catalog().resolve_model("llama-3.1-8b").arch;
+  const hardware::Cluster c = test::catalog().resolve_cluster("8xH100", std::nullopt).cluster;
+  const Evaluator ev(a, model::count_parameters(a), c);
+  model::Training t = megatron_8b(Fp8Recipe::te_current);
+  t.strategy = Strategy::zero1;
+  t.checkpointing = Checkpointing::full;
+  const Emitted run = emit(EmitFormat::torchrun, ev.estimate(t), c, a, {std::nullopt, false, true});
+  EXPECT_NE(run.text.find("--fp8-format hybrid --fp8-recipe tensorwise"), std::string::npos) << run.text;
+  const auto refusal = [&](EmitFormat f, const model::Training& tr) {
+    try {
+      (void)emit(f, ev.estimate(tr), c, a, {std::nullopt, false, true});
+    } catch (const InputError& x) {
+      return std::string(x.what());
+    }
+    return std::string();
+  };
+  t.fp8 = Fp8Recipe::torchao_tensorwise;
+  EXPECT_NE(refusal(EmitFormat::torchrun, t).find("torchao-tensorwise: no launch config written here sets an FP8 recipe"),
+            std::string::npos);
+  model::Training hf;
+  hf.strategy = Strategy::fsdp_full;
+  hf.checkpointing = Checkpointing::full;
+  hf.fp8 = Fp8Recipe::te_delayed;
+  EXPECT_NE(refusal(EmitFormat::accelerate, hf).find("te-delayed"), std::string::npos);
 }
 
 }  // namespace

@@ -59,6 +59,13 @@ std::vector<Plan> plans() {
   mega.checkpointing = Checkpointing::selective;
   mega.sequence_parallel = true;
   out.push_back({"TP+PP Megatron", "llama-3.1-70b", "2x8xH100-80GB", mega});
+  model::Training fp8 = mega;
+  fp8.fp8 = Fp8Recipe::te_current;
+  fp8.tp_comm_overlap = true;
+  out.push_back({"FP8 Megatron", "llama-3.1-70b", "2x8xH100-80GB", fp8});
+  model::Training mx = mega;
+  mx.fp8 = Fp8Recipe::te_mxfp8;
+  out.push_back({"MXFP8 Megatron", "llama-3.1-70b", "2x8xB200", mx});
   model::Training zpp = base(Strategy::zero3, 2, 4);
   zpp.framework = Framework::deepspeed;
   out.push_back({"ZeRO++", "llama-3.1-8b", "2x8xH100-80GB", zpp, true});
@@ -74,11 +81,14 @@ std::map<std::string, std::string> plan_options(const model::Training& t) {
           {"grad-accum", std::to_string(t.grad_accum)},
           {"precision", std::string(to_string(t.precision))},
           {"checkpointing", std::string(to_string(t.checkpointing))},
-          {"offload", std::string(to_string(t.offload))}};
+          {"offload", std::string(to_string(t.offload))},
+          {"fp8", std::string(to_string(t.fp8))},
+          {"tp-comm-overlap", t.tp_comm_overlap ? "true" : "false"}};
 }
 
 const std::map<std::string, std::string> kCliDefaults{
-    {"tp", "1"}, {"pp", "1"}, {"checkpointing", "none"}, {"offload", "none"}};
+    {"tp", "1"}, {"pp", "1"}, {"checkpointing", "none"}, {"offload", "none"}, {"fp8", "none"},
+    {"tp-comm-overlap", "false"}};
 
 // The options each format carries for a plan (the rest belong to the training script or to
 // another file the emitted one names).
@@ -110,6 +120,8 @@ const std::vector<Case>& cases() {
        {"strategy", "tp", "pp", "micro-batch", "grad-accum", "precision", "checkpointing",
         "offload"}},
       {"ZeRO++", F::deepspeed, {"strategy", "micro-batch", "grad-accum", "precision", "offload"}},
+      {"FP8 Megatron", F::torchrun, {"tp", "pp", "precision", "fp8", "tp-comm-overlap"}},
+      {"MXFP8 Megatron", F::torchrun, {"tp", "pp", "precision", "fp8", "tp-comm-overlap"}},
   };
   return kCases;
 }
