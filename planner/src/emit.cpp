@@ -476,7 +476,8 @@ std::string megatron_training_args(const Estimate& e, const model::Architecture&
   if (t.moe_pad_to_capacity) s += " --moe-pad-expert-input-to-capacity";
   if (t.precision == Precision::bf16_mixed) s += " --bf16";
   for (const model::MegatronFp8Recipe& m : model::kMegatronFp8Recipes)  // others: require_emittable
-    if (m.recipe == t.fp8) s += fmt::format(" --fp8-format {} --fp8-recipe {}", m.format, m.name);
+    if (m.recipe == t.fp8)
+      s += fmt::format(" --fp8-format {} --fp8-recipe {}{}", m.format, m.name, t.fp8_param_gather ? " --fp8-param-gather" : "");
   if (t.precision == Precision::fp16_mixed) s += " --fp16";  // dynamic loss scaling by default
   switch (t.checkpointing) {
     case Checkpointing::none:

@@ -351,6 +351,13 @@ ModelStates stage_states(const Architecture& a, const model::ParameterCounts& n,
   // tensors of each block, model::fp8_weights_cached).
   if (model::fp8_weights_cached(tr)) ms.fp8_weights = Bytes(model::fp8_weight_copy_bytes(tr, l.cuda_sm) * sp.block_linear);
   ms.weights += ms.fp8_weights;
+  if (tr.fp8_param_gather && tr.fp8 != Fp8Recipe::none && tr.method == Method::full) {
+    ms.fp8_gathered = sp.block_linear;
+    // Megatron's fp8_param: the block linears' parameters are the FP8 tensors themselves, their
+    // 16-bit copy gone (MLM param_and_grad_buffer.py: uint8 param buffers).
+    if (tr.framework == Framework::megatron && !offload_params)
+      ms.weights -= Bytes(sb.weights * sp.block_linear * keep.weights);
+  }
   ms.gradients = offload_opt ? Bytes(0.0) : grads;
   ms.optimizer = (offload_opt ? Bytes(0.0) : opt_side) + (offload_opt || paged ? Bytes(0.0) : moments);
   ms.host = (offload_params ? weights : Bytes(0.0)) + (offload_opt ? grads + opt_side + moments : Bytes(0.0)) +

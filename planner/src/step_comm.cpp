@@ -343,6 +343,9 @@ DataParallelBytes data_parallel_bytes(const TermInputs& in, const ModelStates& m
           ? model::quantized_bytes_per_param(tr.quant, tr.quant_block, in.a.hidden)
           : in.c;
   out.params = Bytes(out.psi * in.c + std::max(0.0, out.local - out.psi) * frozen_bytes);
+  // Block linears gathered in FP8: one byte each (torchao fsdp_utils.py fsdp_pre_all_gather; MLM
+  // uint8 param buffers), their scales negligible.
+  out.params -= Bytes(std::min(ms.fp8_gathered, out.psi) * (in.c - 1.0));
   return out;
 }
 

@@ -77,6 +77,7 @@ Json plan_json(const planner::Estimate& e, std::optional<double> tokens) {
   j["pp_virtual"] = e.training.pp_virtual;
   j["sequence_parallel"] = e.training.sequence_parallel;
   j["tp_comm_overlap"] = e.training.tp_comm_overlap;
+  j["fp8_param_gather"] = e.training.fp8_param_gather;
   j["grad_accum"] = e.training.grad_accum;
   // How it trains beyond the candidate's columns, so that the plan can be read back (replay).
   const model::Training& t = e.training;

@@ -36,6 +36,7 @@ constexpr std::array kTrainingKeys{
     TrainingKey{"cp", KeyType::integer, true},
     TrainingKey{"cp_comm", KeyType::text, true},
     TrainingKey{"fp8", KeyType::text, false},
+    TrainingKey{"fp8_param_gather", KeyType::boolean, false},
     TrainingKey{"pp", KeyType::integer, true},
     TrainingKey{"pp_virtual", KeyType::integer, true},
     TrainingKey{"sequence_parallel", KeyType::boolean, true},
@@ -151,12 +152,10 @@ std::vector<std::string> targets_key(ObjectReader& r, const std::string& key) {
 void read_context_parallel(ObjectReader& r, model::Training& t) {
   if (r.has("cp")) t.cp = int_key(r, "cp", 1);
   if (const auto k = r.optional_enumeration<CpComm>("cp_comm")) t.cp_comm = *k;
-  if (const auto f = r.optional_enumeration<Fp8Recipe>("fp8")) t.fp8 = *f;
 }
 
-// The training of one PLAN object (settings applied); `assumed` collects the options taken from the
-// defaults because neither the file nor a setting gave them.
-// The parallel degrees of one PLAN object and how the model-parallel ranks talk.
+// The parallel degrees of one PLAN object, how the model-parallel ranks talk, and the FP8 recipe
+// (whose all-gather is the data-parallel one).
 void read_parallelism(ObjectReader& r, model::Training& t) {
   t.strategy = r.enumeration<Strategy>("strategy");
   t.tp = int_key(r, "tp", 1);
@@ -166,8 +165,12 @@ void read_parallelism(ObjectReader& r, model::Training& t) {
   if (const auto sp = r.optional_boolean("sequence_parallel")) t.sequence_parallel = *sp;
   if (const auto o = r.optional_boolean("tp_comm_overlap")) t.tp_comm_overlap = *o;
   if (r.has("expert_parallel")) t.ep = int_key(r, "expert_parallel", 1);
+  if (const auto f = r.optional_enumeration<Fp8Recipe>("fp8")) t.fp8 = *f;
+  if (const auto g = r.optional_boolean("fp8_param_gather")) t.fp8_param_gather = *g;
 }
 
+// The training of one PLAN object (settings applied); `assumed` collects the options taken from the
+// defaults because neither the file nor a setting gave them.
 model::Training read_training(ObjectReader& r, std::vector<std::string>& assumed) {
   model::Training t;
   read_parallelism(r, t);
@@ -460,6 +463,7 @@ Json training_json(const model::Training& t) {
               {"cp", t.cp},
               {"cp_comm", std::string(to_string(t.cp_comm))},
               {"fp8", std::string(to_string(t.fp8))},
+              {"fp8_param_gather", t.fp8_param_gather},
               {"pp", t.pp},
               {"pp_virtual", t.pp_virtual},
               {"sequence_parallel", t.sequence_parallel},

@@ -246,8 +246,7 @@ void read_megatron_flag(const std::string& flag, const std::string& value, Reade
   } else if (flag == "--fp8-recipe") {
     flags.fp8_recipe = value;
   } else if (flag == "--fp8-param-gather") {
-    r.warn(flag + ": parameters kept and all-gathered in FP8 are not modelled; answered with 16-bit "
-                  "parameters beside the FP8 weight cache (an over-estimate of memory and of the all-gather)");
+    r.set("fp8-param-gather", "true", flag, "");
   } else if (flag == "--num-layers-per-virtual-pipeline-stage") {
     r.unresolved("pp-virtual", flag, value,
                  "virtual stages = layers / (pipeline size x this); give --pp-virtual");

@@ -96,6 +96,12 @@ constexpr Detail kDetails[] = {
      "FP8; torchao keeps the 16-bit ones and casts each operand again in backward, in eager kernels "
      "(torch.compile, which fuses them, is not modelled). te-mxfp8 needs SM 10.x; te-blockwise "
      "Hopper or newer (DeepSeek-V3, arXiv:2412.19437 Sec. 3.3)."},
+    {"fp8-param-gather",
+     "The block linears' parameters all-gathered in FP8, one byte each instead of two: "
+     "Megatron-Core's --fp8-param-gather (with the distributed optimizer or FSDP) also keeps them "
+     "as FP8 tensors, without their 16-bit copy or a separate weight cache; torchao's "
+     "enable_fsdp_float8_all_gather (FSDP2, tensorwise scaling only) casts each shard before the "
+     "gather. Gradients are reduced in 16 bits either way."},
     {"tp-comm-overlap",
      "Megatron-Core with Transformer Engine's userbuffers: each tensor-parallel all-gather and "
      "reduce-scatter split into TP chunks pipelined with the GEMM it feeds (Wang et al. 2022, "

@@ -202,6 +202,30 @@ Option applies(Option o, std::function<bool(const Request&, unsigned)> when, std
 
 bool adapters(const Request& r, unsigned /*cmd*/) { return r.training.method != Method::full; }
 
+// --precision: its dtypes, and fp8 or fp8-RECIPE for bf16-mixed with an FP8 recipe (the
+// library's, or the one named).
+Option precision_option() {
+  Option precision = choice<Precision>(
+      describe("precision", "PRECISION", "Precision", "method",
+               "weights, compute and gradient precision; fp8 or fp8-RECIPE: bf16-mixed with the block's "
+               "linears in FP8 (--fp8)",
+               "bf16-mixed where the GPU has bf16 tensor cores, else fp16-mixed"),
+      [](auto& r) -> auto& { return r.training.precision; });
+  precision.parse = [n = precision.name, plain = precision.parse](Request& r, std::string_view value) {
+    const std::string_view t = trim(value);
+    if (t != "fp8" && t.rfind("fp8-", 0) != 0) return plain(r, value);
+    r.training.precision = Precision::bf16_mixed;
+    r.fp8_library_default = t == "fp8";
+    if (t != "fp8") r.training.fp8 = parse_choice<Fp8Recipe>(n, t.substr(4));
+    if (r.training.fp8 == Fp8Recipe::none && t != "fp8")
+      bad(n, "'fp8-none' names no FP8 recipe; give bf16-mixed, fp8 or fp8-RECIPE");
+  };
+  precision.choices.emplace_back("fp8");
+  for (const auto& [recipe, name] : EnumTable<Fp8Recipe>::kEntries)
+    if (recipe != Fp8Recipe::none) precision.choices.push_back("fp8-" + std::string(name));
+  return precision;
+}
+
 std::vector<Option> model_and_method() {
   std::vector<Option> v;
   Option m = text(describe("model", "MODEL", "Model", "model",
@@ -217,32 +241,20 @@ std::vector<Option> model_and_method() {
   v.push_back(choice<Method>(describe("method", "METHOD", "Method", "method", "full fine-tuning or adapters",
                                       "full"),
                              [](auto& r) -> auto& { return r.training.method; }));
-  Option precision = choice<Precision>(
-      describe("precision", "PRECISION", "Precision", "method",
-               "weights, compute and gradient precision; fp8 or fp8-RECIPE: bf16-mixed with the block's "
-               "linears in FP8 (--fp8)",
-               "bf16-mixed where the GPU has bf16 tensor cores, else fp16-mixed"),
-      [](auto& r) -> auto& { return r.training.precision; });
-  // fp8 and fp8-RECIPE stand for bf16-mixed with an FP8 recipe: the library's (fp8) or the one named.
-  precision.parse = [n = precision.name, plain = precision.parse](Request& r, std::string_view value) {
-    const std::string_view t = trim(value);
-    if (t != "fp8" && t.rfind("fp8-", 0) != 0) return plain(r, value);
-    r.training.precision = Precision::bf16_mixed;
-    r.fp8_library_default = t == "fp8";
-    if (t != "fp8") r.training.fp8 = parse_choice<Fp8Recipe>(n, t.substr(4));
-    if (r.training.fp8 == Fp8Recipe::none && t != "fp8")
-      bad(n, "'fp8-none' names no FP8 recipe; give bf16-mixed, fp8 or fp8-RECIPE");
-  };
-  precision.choices.emplace_back("fp8");
-  for (const auto& [recipe, name] : EnumTable<Fp8Recipe>::kEntries)
-    if (recipe != Fp8Recipe::none) precision.choices.push_back("fp8-" + std::string(name));
-  v.push_back(precision);
+  v.push_back(precision_option());
   v.push_back(choice<Fp8Recipe>(
       describe("fp8", "RECIPE", "FP8 recipe", "method",
                "run the block's linear layers in FP8: te-delayed | te-current | te-mxfp8 | te-blockwise "
                "(Transformer Engine) | torchao-tensorwise | torchao-rowwise | torchao-rowwise-gw-hp",
                "none"),
       [](auto& r) -> auto& { return r.training.fp8; }));
+  v.push_back(applies(flag(describe("fp8-param-gather", "", "FP8 all-gather", "method",
+                                    "all-gather the block linears' parameters in FP8 (Megatron's "
+                                    "--fp8-param-gather; torchao's FSDP2 float8 all-gather)",
+                                    "off"),
+                           [](auto& r) -> auto& { return r.training.fp8_param_gather; }),
+                      [](const Request& r, unsigned /*cmd*/) { return r.training.fp8 != Fp8Recipe::none; },
+                      "with an FP8 recipe (--fp8)"));
   v.push_back(choice<Optimizer>(describe("optimizer", "OPTIMIZER", "Optimizer", "method", "optimizer", "adamw"),
                                 [](auto& r) -> auto& { return r.training.optimizer; }));
   v.push_back(choice<OptimizerImpl>(

@@ -126,6 +126,7 @@ model::Training read_training(const Json& v, const std::string& what,
   t.cp = static_cast<int>(r.optional_integer("cp", 1, kMaxDegree).value_or(1));
   if (const auto k = r.optional_enumeration<CpComm>("cp_comm")) t.cp_comm = *k;
   if (const auto f = r.optional_enumeration<Fp8Recipe>("fp8")) t.fp8 = *f;
+  t.fp8_param_gather = r.optional_boolean("fp8_param_gather").value_or(false);
   if (const auto w = r.optional_enumeration<FsdpWrap>("fsdp_wrap")) t.fsdp_wrap = *w;
   if (const auto i = r.optional_enumeration<OptimizerImpl>("optimizer_impl")) t.optimizer_impl = *i;
   t.zero_init = r.optional_boolean("zero_init").value_or(true);

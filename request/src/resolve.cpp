@@ -102,6 +102,18 @@ void check_fp8(const Request& r, Resolved& out, model::Training& t) {
                                        "4-bit; answered without FP8",
                                        given, recipe));
   if (t.method == Method::qlora) t.fp8 = Fp8Recipe::none;
+  if (!t.fp8_param_gather) return;
+  const bool torchao = !model::fp8_traits(t.fp8).transformer_engine;
+  if (torchao && t.fp8 != Fp8Recipe::torchao_tensorwise)
+    throw InputError(fmt::format("{} needs tensorwise scaling under torchao (float8 config.py: the FP8 all-gather "
+                                 "casts with one scale per tensor); {} {} scales per row",
+                                 r.label("fp8-param-gather"), given, recipe));
+  const bool gathers = shards_parameters(t.strategy) ||
+                       (t.framework == Framework::megatron && t.strategy == Strategy::zero1);
+  if (!gathers)
+    throw InputError(fmt::format("{} needs gathered parameters: the distributed optimizer (zero1 under Megatron) "
+                                 "or sharded parameters (zero3, fsdp-full, fsdp-hybrid), not {} {}",
+                                 r.label("fp8-param-gather"), r.label("strategy"), to_string(t.strategy)));
 }
 
 void library_notes(const Request& r, Resolved& out, model::Training& t) {

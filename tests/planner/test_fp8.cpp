@@ -166,6 +166,43 @@ TEST(Fp8Time, RecipesSpeedUpGemmsAndPayForTheirCasts) {
   EXPECT_LT(delayed.time.step.value(), cs.time.step.value());
 }
 
+Bytes comm_bytes(const StepCost& s, CommPurpose purpose) {
+  for (std::size_t i = 0; i < s.comm_count; ++i)
+    if (s.comm[i].purpose == purpose) return s.comm[i].bytes;
+  return Bytes(0.0);
+}
+
+// Parameters gathered in FP8: torchao's FSDP2 float8 all-gather casts each shard and gathers one
+// byte per element (fsdp_utils.py fsdp_pre_all_gather), the embedding, head and norms still at
+// two; Megatron's --fp8-param-gather keeps the block linears as FP8 tensors (uint8 param buffers,
+// param_and_grad_buffer.py), so their bf16 copy and the separate weight cache both go and the
+// FP8 tensor with its Hopper transpose stays: two bytes per block-linear parameter less.
+TEST(Fp8ParamGather, OneBytePerBlockLinearGathered) {
+  const model::Architecture& a = test::catalog().resolve_model("llama-3.1-8b").arch;
+  const model::ParameterCounts n = model::count_parameters(a);
+  const hardware::Cluster c = test::catalog().resolve_cluster("8xH100", std::nullopt).cluster;
+  const Evaluator ev(a, n, c);
+  model::Training t;
+  t.strategy = Strategy::fsdp_full;
+  t.checkpointing = Checkpointing::full;
+  t.seq = 4096;
+  t.fp8 = Fp8Recipe::torchao_tensorwise;
+  const Bytes bf16 = comm_bytes(ev.cost(t), CommPurpose::parameter_gather_forward);
+  t.fp8_param_gather = true;
+  const Bytes fp8 = comm_bytes(ev.cost(t), CommPurpose::parameter_gather_forward);
+  const double linears = static_cast<double>(n.block_linears);
+  const double others = static_cast<double>(n.total) - linears;
+  ASSERT_GT(bf16.value(), 0.0);
+  EXPECT_NEAR(fp8.value() / bf16.value(), (2.0 * others + linears) / (2.0 * (others + linears)), 1e-9);
+
+  model::Training m = megatron_8b(Fp8Recipe::te_current);
+  m.strategy = Strategy::zero1;
+  m.seq = 4096;
+  const Bytes weights = ev.cost(m).memory.states.weights;
+  m.fp8_param_gather = true;
+  EXPECT_NEAR(weights.value() - ev.cost(m).memory.states.weights.value(), 2.0 * linears, 1.0);
+}
+
 // Megatron-LM's command carries Transformer Engine's recipe by Megatron's names (--fp8-format,
 // --fp8-recipe: transformer_config.py, tensorwise being TE's current scaling); no other launch
 // config written here names one, and torchao's recipes are code, not flags: refused by name.

@@ -455,9 +455,10 @@ const std::vector<Row>& rows() {
         {"sequence-parallel", "true"},
         {"grad-accum", "16"},
         {"fp8", "te-delayed"},  // --fp8-format hybrid, Megatron's default recipe
+        {"fp8-param-gather", "true"},
         {"strategy", "zero1"}},
        {"attention"},
-       {"--fp8-param-gather: parameters kept and all-gathered in FP8 are not modelled"}},
+       {}},
   };
   return kRows;
 }

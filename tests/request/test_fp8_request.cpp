@@ -74,6 +74,21 @@ TEST(Fp8Request, QloraKeepsItsFourBitLayersWithAWarning) {
   }));
 }
 
+// torchao gathers in FP8 only with one scale per tensor (float8 config.py); Megatron only with the
+// distributed optimizer or FSDP (arguments.py).
+TEST(Fp8Request, Fp8ParamGatherNeedsWhatItsLibraryNeeds) {
+  EXPECT_NE(refusal("8xH100", {{"fp8", "torchao-rowwise", "--fp8"}, {"fp8-param-gather", "true", "--fp8-param-gather"}})
+                .find("needs tensorwise scaling"),
+            std::string::npos);
+  EXPECT_NE(refusal("8xH100", {{"fp8", "te-current", "--fp8"},
+                               {"fp8-param-gather", "true", "--fp8-param-gather"},
+                               {"strategy", "ddp", "--strategy"}})
+                .find("needs gathered parameters"),
+            std::string::npos);
+  EXPECT_EQ(refusal("8xH100", {{"fp8", "torchao-tensorwise", "--fp8"}, {"fp8-param-gather", "true", "--fp8-param-gather"}}),
+            "");
+}
+
 TEST(Fp8Request, BadRecipesNameTheOption) {
   EXPECT_NE(refusal("8xH100", {{"fp8", "fp4", "--fp8"}}).find("--fp8"), std::string::npos);
   EXPECT_NE(refusal("8xH100", {{"precision", "fp8-none", "--precision"}}).find("names no FP8 recipe"),

@@ -40,6 +40,10 @@ struct Training {
   // FP8 training of the block's linear layers (model/fp8.hpp); none: they run at the precision's
   // 16-bit dtype. The precision still says what the weights, the rest of the block and the head are.
   Fp8Recipe fp8 = Fp8Recipe::none;
+  // The block linears' parameters all-gathered in FP8 (one byte each): Megatron-Core's
+  // --fp8-param-gather, which also keeps them as FP8 tensors (no 16-bit copy, no separate weight
+  // cache), and torchao's enable_fsdp_float8_all_gather under FSDP2 (tensorwise only).
+  bool fp8_param_gather = false;
   Quant quant = Quant::nf4;
   std::int64_t quant_block = 64;  // bitsandbytes blocksize: weights per absmax constant (4-bit)
   FsdpWrap fsdp_wrap = FsdpWrap::block;

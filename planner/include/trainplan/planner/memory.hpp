@@ -109,6 +109,7 @@ struct MemoryConventions {
 struct ModelStates {
   Bytes weights;         // working weights (trainable and frozen base), FP8 copies included
   Bytes fp8_weights;     // of weights, the FP8 copies a Transformer Engine recipe keeps (model/fp8.hpp)
+  double fp8_gathered = 0;  // parameters this rank gathers in FP8 (Training::fp8_param_gather)
   Bytes gradients;       // gradients as they stand after backward (sharded where the strategy does)
   Bytes optimizer;       // moments, master weights and fp32 gradient partitions on the GPU
   Bytes gather_buffers;  // DeepSpeed ZeRO-3: the largest layer's 16-bit params and grads in flight
