@@ -71,8 +71,7 @@ void print_estimate(const request::Resolved& r, const model::ParameterCounts& n,
       "per step; {}, {}, {} attention\n",
       t.micro_batch, t.grad_accum, e.layout.dp, e.global_batch, t.seq,
       thousands(e.global_batch * t.seq),
-      t.fp8 == Fp8Recipe::none ? std::string(to_string(t.precision))
-                               : fmt::format("{}, linears in FP8 ({})", to_string(t.precision), to_string(t.fp8)),
+      precision_words(t),
       to_string(t.optimizer),
       to_string(t.attention));
   std::cout << fmt::format(
@@ -81,6 +80,9 @@ void print_estimate(const request::Resolved& r, const model::ParameterCounts& n,
       e.memory.peak_stage.empty() ? std::string() : fmt::format(" on the {} pipeline stage", e.memory.peak_stage),
       verdict_text(e.verdict),
       e.max_micro_batch);
+  if (e.memory.states.fp8_weights.value() > 0.0)
+    std::cout << fmt::format("  of the weights, {} GiB are Transformer Engine's cached FP8 weight copies\n",
+                             gib_text(e.memory.states.fp8_weights));
   if (e.memory.host.value() > 0.0)
     std::cout << (c.host_memory.value() > 0.0
                       ? fmt::format("  host: {} of {} GiB of CPU memory per node (offloaded states or "

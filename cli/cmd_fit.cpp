@@ -73,7 +73,7 @@ void run_fit(const request::Catalog& catalog, const request::Request& q) {
   print_context(r);
   std::cout << fmt::format("  model: {} parameters, {} trainable; seq {}, micro-batch {}, {}, {}\n\n",
                            thousands(n.total), thousands(trainable), r.search.base.seq,
-                           r.search.base.micro_batch, to_string(r.search.base.precision),
+                           r.search.base.micro_batch, precision_words(r.search.base),
                            to_string(r.search.base.optimizer));
   Table t({"strategy", "checkpointing", "offload", "fits", "GiB/GPU", "weights", "grads", "optim", "activ",
            "buffers", "overhead", "max micro-batch", "tokens/s"});

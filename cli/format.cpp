@@ -8,6 +8,12 @@
 
 namespace trainplan::cli {
 
+std::string precision_words(const model::Training& t) {
+  if (t.fp8 == Fp8Recipe::none) return std::string(to_string(t.precision));
+  return fmt::format("{}, linears in FP8 ({}{})", to_string(t.precision), to_string(t.fp8),
+                     t.fp8_param_gather ? ", gathered in FP8" : "");
+}
+
 void print_context(const request::Resolved& r) {
   for (const auto& note : r.notes) std::cout << "  note: " << note << "\n";
   // What each config file set, file by file: "option value  <- key = value".

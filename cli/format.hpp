@@ -19,6 +19,9 @@ using reports::verdict_text;
 
 // The notes, warnings and the options read from config files, above a table answer.
 void print_context(const request::Resolved& r);
+// The precision as the answer names it: "bf16-mixed", or with its FP8 recipe
+// "bf16-mixed, linears in FP8 (te-current)".
+[[nodiscard]] std::string precision_words(const model::Training& t);
 // The legal but suspicious parts of the request, on stderr (whatever the output format).
 void print_warnings(const request::Resolved& r);
 

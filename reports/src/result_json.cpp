@@ -19,6 +19,7 @@ Json breakdown_json(const planner::MemoryBreakdown& m) {
   Json j = Json::object();
   for (const auto& [name, b] : parts) j[std::string(name) + "_bytes"] = bytes(b);
   for (const auto& [name, b] : parts) j[name] = bytes(b);
+  j["fp8_weight_cache_bytes"] = bytes(m.states.fp8_weights);  // of weights (model/fp8.hpp)
   return j;
 }
 
