@@ -81,8 +81,9 @@ void print_estimate(const request::Resolved& r, const model::ParameterCounts& n,
       verdict_text(e.verdict),
       e.max_micro_batch);
   if (e.memory.states.fp8_weights.value() > 0.0)
-    std::cout << fmt::format("  of the weights, {} GiB are Transformer Engine's cached FP8 weight copies\n",
-                             gib_text(e.memory.states.fp8_weights));
+    std::cout << fmt::format("  of the weights, {} GiB are {}\n", gib_text(e.memory.states.fp8_weights),
+                             t.fp8_param_gather ? "the FP8 parameters themselves (with their transposes where kept)"
+                                                : "Transformer Engine's cached FP8 weight copies");
   if (e.memory.host.value() > 0.0)
     std::cout << (c.host_memory.value() > 0.0
                       ? fmt::format("  host: {} of {} GiB of CPU memory per node (offloaded states or "

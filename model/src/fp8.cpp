@@ -116,6 +116,11 @@ bool fp8_weights_cached(const Training& tr) {
   return fp8_traits(tr.fp8).weight_cache && tr.framework == Framework::megatron;
 }
 
+bool fp8_gathers(const Training& tr) {
+  if (!tr.fp8_param_gather || tr.fp8 == Fp8Recipe::none || tr.method != Method::full) return false;
+  return shards_parameters(tr.strategy) || (tr.framework == Framework::megatron && tr.strategy == Strategy::zero1);
+}
+
 EagerWork fp8_cast_work(const BlockOps& ops, const Training& tr, int cuda_sm) {
   EagerWork w;
   if (tr.fp8 == Fp8Recipe::none || tr.method == Method::qlora) return w;

@@ -351,7 +351,7 @@ ModelStates stage_states(const Architecture& a, const model::ParameterCounts& n,
   // tensors of each block, model::fp8_weights_cached).
   if (model::fp8_weights_cached(tr)) ms.fp8_weights = Bytes(model::fp8_weight_copy_bytes(tr, l.cuda_sm) * sp.block_linear);
   ms.weights += ms.fp8_weights;
-  if (tr.fp8_param_gather && tr.fp8 != Fp8Recipe::none && tr.method == Method::full) {
+  if (model::fp8_gathers(tr)) {
     ms.fp8_gathered = sp.block_linear;
     // Megatron's fp8_param: the block linears' parameters are the FP8 tensors themselves, their
     // 16-bit copy gone (MLM param_and_grad_buffer.py: uint8 param buffers).

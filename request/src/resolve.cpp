@@ -108,9 +108,8 @@ void check_fp8(const Request& r, Resolved& out, model::Training& t) {
     throw InputError(fmt::format("{} needs tensorwise scaling under torchao (float8 config.py: the FP8 all-gather "
                                  "casts with one scale per tensor); {} {} scales per row",
                                  r.label("fp8-param-gather"), given, recipe));
-  const bool gathers = shards_parameters(t.strategy) ||
-                       (t.framework == Framework::megatron && t.strategy == Strategy::zero1);
-  if (!gathers)
+  // A strategy left to fit and plan is searched; where it gathers nothing the option does nothing.
+  if (r.has("strategy") && t.method == Method::full && !model::fp8_gathers(t))
     throw InputError(fmt::format("{} needs gathered parameters: the distributed optimizer (zero1 under Megatron) "
                                  "or sharded parameters (zero3, fsdp-full, fsdp-hybrid), not {} {}",
                                  r.label("fp8-param-gather"), r.label("strategy"), to_string(t.strategy)));

@@ -90,6 +90,12 @@ inline constexpr std::array<MegatronFp8Recipe, 4> kMegatronFp8Recipes{{{Fp8Recip
 // activations (dropped by full checkpointing, one per micro-batch in flight).
 [[nodiscard]] bool fp8_weights_cached(const Training& tr);
 
+// Whether tr gathers its block linears in FP8 (Training::fp8_param_gather): an FP8 recipe, full
+// training, and a strategy that gathers parameters: Megatron's distributed optimizer (zero1) or
+// FSDP, or ZeRO-3/FSDP elsewhere (Megatron's arguments.py; torchao's FSDP2 all-gather). Under a
+// strategy that gathers nothing the option changes nothing.
+[[nodiscard]] bool fp8_gathers(const Training& tr);
+
 // The cast kernels of one block's FP8 linears for one micro-batch, forward and backward.
 [[nodiscard]] EagerWork fp8_cast_work(const BlockOps& ops, const Training& tr, int cuda_sm);
 
