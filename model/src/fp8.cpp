@@ -67,6 +67,10 @@ bool shares_previous_input(const Training& tr, Role role) {
   return role == Role::k || role == Role::v || role == Role::up;
 }
 
+// Whether tr runs an FP8 recipe at all: QLoRA's 4-bit layers are not nn.Linear, so neither library
+// converts them.
+bool active(const Training& tr) { return tr.fp8 != Fp8Recipe::none && tr.method != Method::qlora; }
+
 }  // namespace
 
 const Fp8Traits& fp8_traits(Fp8Recipe r) { return kRecipes.at(static_cast<std::size_t>(r)); }
@@ -89,7 +93,7 @@ Fp8Recipe default_fp8_recipe(Library l) {
 }
 
 bool fp8_linear(const Training& tr, Role role, bool expert) {
-  if (tr.fp8 == Fp8Recipe::none || tr.method == Method::qlora || role == Role::router) return false;
+  if (!active(tr) || role == Role::router) return false;
   return fp8_traits(tr.fp8).transformer_engine || !expert;
 }
 
@@ -102,13 +106,13 @@ double fp8_copies(const Fp8Traits& t, int cuda_sm) {
 
 double fp8_saved_input_bytes(const Training& tr) {
   const Fp8Traits& t = fp8_traits(tr.fp8);
-  if (!t.saves_fp8_input || tr.method == Method::qlora) return compute_bytes(tr.precision);
+  if (!t.saves_fp8_input || !active(tr)) return compute_bytes(tr.precision);
   return 1.0 + t.scale_overhead;  // the columnwise copy only (linear.py L597-621)
 }
 
 double fp8_weight_copy_bytes(const Training& tr, int cuda_sm) {
   const Fp8Traits& t = fp8_traits(tr.fp8);
-  if (!t.weight_cache || tr.method == Method::qlora) return 0.0;
+  if (!t.weight_cache || !active(tr)) return 0.0;
   return fp8_copies(t, cuda_sm) * (1.0 + weight_scale_overhead(t));
 }
 
@@ -117,13 +121,13 @@ bool fp8_weights_cached(const Training& tr) {
 }
 
 bool fp8_gathers(const Training& tr) {
-  if (!tr.fp8_param_gather || tr.fp8 == Fp8Recipe::none || tr.method != Method::full) return false;
+  if (!tr.fp8_param_gather || !active(tr) || tr.method != Method::full) return false;
   return shards_parameters(tr.strategy) || (tr.framework == Framework::megatron && tr.strategy == Strategy::zero1);
 }
 
 EagerWork fp8_cast_work(const BlockOps& ops, const Training& tr, int cuda_sm) {
   EagerWork w;
-  if (tr.fp8 == Fp8Recipe::none || tr.method == Method::qlora) return w;
+  if (!active(tr)) return w;
   const Fp8Traits& t = fp8_traits(tr.fp8);
   const double c = compute_bytes(tr.precision);
   const double read = t.cast_bytes * c / 2.0;  // the traits count a 16-bit tensor

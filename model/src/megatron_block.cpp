@@ -1,5 +1,4 @@
 #include "block_builder.hpp"
-#include "trainplan/model/fp8.hpp"
 
 namespace trainplan::model::block_detail {
 namespace {
@@ -78,7 +77,7 @@ void megatron_block(const Architecture& a, const Training& tr, Stack stack, Bloc
   norm.element_bytes = c;
   // A linear's saved input: 2 bytes, or the FP8 copy a Transformer Engine recipe keeps instead
   // (LayerNormLinear's ln_out, LayerNormMLP's act_out: model/fp8.hpp).
-  const bool fp8_inputs = fp8_traits(tr.fp8).saves_fp8_input && x.lin != c;
+  const bool fp8_inputs = x.lin != c;
   const double lin = fp8_inputs ? x.lin : 2.0;
   b.keep("norm, projection inputs and dropout masks", (4.0 + 2.0 * lin + (dropout ? 2.0 : 0.0)) * sbh / x.rep);
   gemms(true);

@@ -142,7 +142,7 @@ LayerComputeKey LayerComputeKey::of(const model::Training& tr) {
           tr.cp,
           tr.cp_comm,
           tr.fp8,
-          model::fp8_traits(tr.fp8).transformer_engine && tr.framework == Framework::megatron ? tr.grad_accum : 1};
+          model::fp8_weights_cached(tr) ? tr.grad_accum : 1};
 }
 
 void LayerComputeKey::write_to(model::Training& t, const std::vector<std::string>& targets) const {

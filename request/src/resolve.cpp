@@ -97,11 +97,13 @@ void check_fp8(const Request& r, Resolved& out, model::Training& t) {
     throw InputError(fmt::format("{} {}: Transformer Engine's Float8BlockScaling needs Hopper or newer (SM 9.0, "
                                  "CUDA 12.9); {} is {}",
                                  given, recipe, gpu.name, gpu.architecture));
-  if (t.method == Method::qlora)
+  if (t.method == Method::qlora) {
     out.warnings.push_back(fmt::format("{} {} with --method qlora: the 4-bit base layers are not nn.Linear and stay "
                                        "4-bit; answered without FP8",
                                        given, recipe));
-  if (t.method == Method::qlora) t.fp8 = Fp8Recipe::none;
+    t.fp8 = Fp8Recipe::none;
+    return;
+  }
   if (!t.fp8_param_gather) return;
   const bool torchao = !model::fp8_traits(t.fp8).transformer_engine;
   if (torchao && t.fp8 != Fp8Recipe::torchao_tensorwise)
