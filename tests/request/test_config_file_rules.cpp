@@ -34,6 +34,9 @@ TEST(ConfigFile, BadFilesAreRefusedByName) {
        {"bad-litgpt-qlora-multi-gpu.yaml", "quantize", "\"bnb.nf4\"", "one device"}},
       {"bad-megatron-granularity.sh",
        {"bad-megatron-granularity.sh", "--recompute-granularity", "partial"}},
+      {"bad-megatron-fp8-recipe.sh",
+       {"bad-megatron-fp8-recipe.sh", "--fp8-recipe", "nvfp4", "delayed, tensorwise, mxfp8 or blockwise"}},
+      {"bad-megatron-fp8-format.sh", {"bad-megatron-fp8-format.sh", "--fp8-format", "e5m2", "e4m3 or hybrid"}},
       {"no-such-file.json", {"no-such-file.json"}},
   };
   for (const BadRow& row : bad) {

@@ -89,6 +89,16 @@ TEST(Fp8Request, Fp8ParamGatherNeedsWhatItsLibraryNeeds) {
             "");
 }
 
+// Megatron-Core asserts sequence parallelism for TP communication overlap (its userbuffers overlap
+// the all-gather and reduce-scatter, not all-reduces).
+TEST(Fp8Request, TpCommOverlapNeedsSequenceParallelism) {
+  const std::string why = refusal("8xH100", {{"framework", "megatron", "--framework"},
+                                             {"strategy", "zero1", "--strategy"},
+                                             {"tp", "4", "--tp"},
+                                             {"tp-comm-overlap", "true", "--tp-comm-overlap"}});
+  EXPECT_NE(why.find("--tp-comm-overlap needs --sequence-parallel"), std::string::npos) << why;
+}
+
 TEST(Fp8Request, BadRecipesNameTheOption) {
   EXPECT_NE(refusal("8xH100", {{"fp8", "fp4", "--fp8"}}).find("--fp8"), std::string::npos);
   EXPECT_NE(refusal("8xH100", {{"precision", "fp8-none", "--precision"}}).find("names no FP8 recipe"),
