@@ -18,11 +18,19 @@ double optimizer_state_bytes(Optimizer o, Precision p, double adafactor_elements
   const double state = param_bytes(p);  // torch keeps moments in the parameter dtype
   switch (o) {
     case Optimizer::adamw:
-    case Optimizer::adam: return 2.0 * state;
+    case Optimizer::adam:
+    case Optimizer::lamb: return 2.0 * state;
     case Optimizer::sgd: return 0.0;
     case Optimizer::sgd_momentum: return state;
+    // bitsandbytes' 32-bit optimizers keep fp32 states whatever the parameters' dtype
+    // (optim/optimizer.py, Optimizer2State/Optimizer1State with optim_bits 32), and so does
+    // DeepSpeed's FusedLion beside its fp32 master weights.
+    case Optimizer::lion: return 4.0;
+    case Optimizer::paged_adamw: return 2.0 * 4.0;
     case Optimizer::adamw_8bit:
     case Optimizer::paged_adamw_8bit: return 2.0 * (1.0 + 4.0 / kEightBitBlock);
+    case Optimizer::lion_8bit:
+    case Optimizer::paged_lion_8bit: return 1.0 + 4.0 / kEightBitBlock;
     case Optimizer::adafactor: return 4.0 * adafactor_elements_per_param;
   }
   return 0.0;
@@ -30,13 +38,18 @@ double optimizer_state_bytes(Optimizer o, Precision p, double adafactor_elements
 
 bool is_paged(Optimizer o) {
   switch (o) {
-    case Optimizer::paged_adamw_8bit: return true;
+    case Optimizer::paged_adamw_8bit:
+    case Optimizer::paged_adamw:
+    case Optimizer::paged_lion_8bit: return true;
     case Optimizer::adamw:
     case Optimizer::adam:
     case Optimizer::sgd:
     case Optimizer::sgd_momentum:
     case Optimizer::adamw_8bit:
-    case Optimizer::adafactor: return false;
+    case Optimizer::adafactor:
+    case Optimizer::lion:
+    case Optimizer::lion_8bit:
+    case Optimizer::lamb: return false;
   }
   return false;
 }

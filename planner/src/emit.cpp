@@ -1,5 +1,7 @@
 #include "trainplan/planner/emit.hpp"
 
+#include "emit_optimizer.hpp"
+
 #include "trainplan/model/family.hpp"
 #include "trainplan/model/fp8.hpp"
 
@@ -13,22 +15,17 @@
 namespace trainplan::planner {
 namespace {
 
-using OJson = nlohmann::ordered_json;
+using namespace emit_detail;
 
 bool is_fp16(Precision p) { return p == Precision::fp16_mixed || p == Precision::fp16_true; }
 bool is_bf16(Precision p) { return p == Precision::bf16_mixed || p == Precision::bf16_true; }
 bool is_pure_16bit(Precision p) { return p == Precision::fp16_true || p == Precision::bf16_true; }
-bool is_adam(Optimizer o) { return o == Optimizer::adam || o == Optimizer::adamw; }
 
 bool uses_deepspeed(const model::Training& t) {
   return t.framework == Framework::deepspeed || t.strategy == Strategy::zero1 ||
          t.strategy == Strategy::zero2 || t.strategy == Strategy::zero3;
 }
 
-// `what` names options as {field} (FieldError): each front end words them.
-[[noreturn]] void refuse(const std::string& format, const std::string& what) {
-  throw EmitRefused(fmt::format("{{emit}} {}: {}", format, what));
-}
 
 // micro-batch x accumulation x data-parallel degree, the batch every framework checks
 // (DeepSpeed's DeepSpeedConfig._batch_assertion, Megatron's --global-batch-size).
@@ -101,46 +98,6 @@ int zero_stage(Strategy s) {
       return 3;
   }
   return 0;
-}
-
-// DeepSpeed's "optimizer" section. Adam/AdamW step with DeepSpeed's FusedAdam (DeepSpeedCPUAdam
-// when offloaded) unless torch_adam asks for torch's; other names resolve to torch.optim
-// (DeepSpeed engine.py _is_supported_optimizer / _configure_basic_optimizer, v0.19.6).
-std::optional<OJson> deepspeed_optimizer(const model::Training& t, std::vector<std::string>& notes) {
-  const OptimizerImpl impl = t.optimizer_implementation();
-  switch (t.optimizer) {
-    case Optimizer::adam:
-    case Optimizer::adamw: {
-      OJson params = OJson::object();
-      const bool torch_adam = impl != OptimizerImpl::deepspeed_fused && impl != OptimizerImpl::deepspeed_cpu;
-      if (t.optimizer_impl != OptimizerImpl::framework_default) params["torch_adam"] = torch_adam;
-      if (impl == OptimizerImpl::fused || impl == OptimizerImpl::for_loop)
-        notes.push_back(fmt::format(
-            "DeepSpeed's torch_adam builds torch.optim.AdamW with its defaults (foreach): for {} "
-            "pass the optimizer to deepspeed.initialize instead",
-            to_string(impl)));
-      return OJson{{"type", t.optimizer == Optimizer::adamw ? "AdamW" : "Adam"}, {"params", params}};
-    }
-    case Optimizer::sgd:
-      return OJson{{"type", "SGD"}, {"params", {{"lr", 1e-3}, {"momentum", 0.0}}}};
-    case Optimizer::sgd_momentum:
-      return OJson{{"type", "SGD"}, {"params", {{"lr", 1e-3}, {"momentum", 0.9}}}};
-    case Optimizer::adafactor:
-      return OJson{{"type", "Adafactor"}, {"params", OJson::object()}};  // torch >= 2.5
-    case Optimizer::adamw_8bit:
-    case Optimizer::paged_adamw_8bit:
-      if (t.offload != Offload::none)
-        refuse("deepspeed", fmt::format("ZeRO-Offload steps the optimizer with DeepSpeedCPUAdam; "
-                                        "{} (bitsandbytes) cannot run on the host",
-                                        to_string(t.optimizer)));
-      notes.push_back(fmt::format(
-          "no optimizer section: pass bitsandbytes' {} to deepspeed.initialize (the Trainer's "
-          "--optim {} does)",
-          t.optimizer == Optimizer::adamw_8bit ? "AdamW8bit" : "PagedAdamW8bit",
-          t.optimizer == Optimizer::adamw_8bit ? "adamw_bnb_8bit" : "paged_adamw_8bit"));
-      return std::nullopt;
-  }
-  return std::nullopt;
 }
 
 // The zero_optimization section: stage, offload (ZeRO-Offload) and ZeRO++ (DeepSpeed
@@ -299,38 +256,6 @@ std::string accelerate_fsdp(const model::Training& t, const model::Architecture&
       yaml_bool(t.checkpointing != Checkpointing::none));
 }
 
-// The Hugging Face Trainer's --optim for the optimizer and its implementation
-// (transformers.training_args.OptimizerNames); empty when the DeepSpeed config has it.
-std::string trainer_optim(const model::Training& t) {
-  switch (t.optimizer) {
-    case Optimizer::adam:
-    case Optimizer::adamw:
-      switch (t.optimizer_implementation()) {
-        case OptimizerImpl::fused:
-          return "adamw_torch_fused";
-        case OptimizerImpl::for_loop:
-          return "adamw_torch --optim_args foreach=False";
-        case OptimizerImpl::foreach:
-        case OptimizerImpl::framework_default:
-          return "adamw_torch";
-        case OptimizerImpl::deepspeed_fused:
-        case OptimizerImpl::deepspeed_cpu:
-          return "";
-      }
-      return "adamw_torch";
-    case Optimizer::adamw_8bit:
-      return "adamw_bnb_8bit";
-    case Optimizer::paged_adamw_8bit:
-      return "paged_adamw_8bit";
-    case Optimizer::sgd:
-    case Optimizer::sgd_momentum:
-      return "sgd";
-    case Optimizer::adafactor:
-      return "adafactor";
-  }
-  return "";
-}
-
 // The Hugging Face attn_implementation for the attention kernel (transformers'
 // ALL_ATTENTION_FUNCTIONS keys); sdpa is what V100-class GPUs without FlashAttention-2 run.
 std::string hf_attention(Attention a) {
@@ -391,7 +316,10 @@ Emitted emit_trainer(const Estimate& e, const hardware::Cluster& c, const EmitCo
   const std::string launcher = torchrun_launcher(c, out.notes);
   std::string args = trainer_args(t, x, out.notes);
   const std::string optim = trainer_optim(t);
-  const bool ds_has_optimizer = uses_deepspeed(t) && is_adam(t.optimizer);
+  const bool ds_has_optimizer = uses_deepspeed(t) && in_deepspeed_section(t.optimizer);
+  if (t.optimizer == Optimizer::lamb && !ds_has_optimizer)
+    refuse("torchrun", "the Trainer has no --optim for LAMB (DeepSpeed's optimizer section has); plan "
+                       "with {framework} deepspeed");
   if (!optim.empty() && !ds_has_optimizer) args += " --optim " + optim;
   if (uses_deepspeed(t)) {
     (void)emit_deepspeed(e, x);  // refuses what the DeepSpeed config cannot express

@@ -67,7 +67,19 @@ double optimizer_step_bytes(const model::Training& tr) {
     case Optimizer::sgd:
       return 2.0 * w + 2.0 * g + d.copy;
     case Optimizer::sgd_momentum:
+    case Optimizer::lion:  // one momentum, read and written, as SGD's
       return 4.0 * w + 2.0 * g + d.copy;
+    case Optimizer::paged_adamw:
+      // bitsandbytes' fused 32-bit kernel: weights and gradient once each way, two fp32 moments.
+      return 2.0 * w + g + 4.0 * 4.0 + d.copy;
+    case Optimizer::lion_8bit:
+    case Optimizer::paged_lion_8bit:
+      // bitsandbytes' fused 8-bit kernel: weights and gradient once each way, one 1-byte moment.
+      return 2.0 * w + g + 2.0 * 1.0 + d.copy;
+    case Optimizer::lamb:
+      // DeepSpeed's FusedLamb: Adam's fused pass and one more read of the weights and the update
+      // for the per-layer norms of the trust ratio (ops/lamb/fused_lamb.py).
+      return 8.0 * w + g + d.copy;
     case Optimizer::adafactor:
       return 4.0 * w + 2.0 * g + d.copy;  // the update tensor; factored moments are small
   }

@@ -178,6 +178,19 @@ void read_mixed_precision(const Json& j, Reader& r) {
     r.fail("mixed_precision", v, "must be no, fp16, bf16 or fp8");
 }
 
+// accelerate's ParallelismConfig (accelerate/parallelism_config.py, v1.10): tensor and context
+// parallel sizes of the device mesh; context parallelism runs torch's ring attention.
+void read_parallelism_config(const Json& j, Reader& r) {
+  const Json p = section(j, "parallelism_config");
+  if (const auto tp = r.integer(p, "parallelism_config_tp_size", "parallelism_config", "tp", 1))
+    r.set("tp", std::to_string(*tp), "parallelism_config.parallelism_config_tp_size", p.at("parallelism_config_tp_size"));
+  if (const auto cp = r.integer(p, "parallelism_config_cp_size", "parallelism_config", "cp", 1))
+    r.set("cp", std::to_string(*cp), "parallelism_config.parallelism_config_cp_size", p.at("parallelism_config_cp_size"));
+  r.check_keys(p, "parallelism_config", {"parallelism_config_tp_size", "parallelism_config_cp_size"},
+               {"parallelism_config_dp_replicate_size", "parallelism_config_dp_shard_size",
+                "parallelism_config_cp_comm_strategy", "parallelism_config_cp_backend"});
+}
+
 }  // namespace
 
 void read_accelerate(const Json& j, Reader& r) {
@@ -205,9 +218,10 @@ void read_accelerate(const Json& j, Reader& r) {
     r.fail("distributed_type", dt,
            "trainplan plans NO, MULTI_GPU, FSDP, DEEPSPEED or MEGATRON_LM on GPUs");
   }
+  read_parallelism_config(j, r);
   r.check_keys(j, "",
                {"distributed_type", "use_cpu", "num_machines", "num_processes", "mixed_precision",
-                "fsdp_config", "deepspeed_config", "megatron_lm_config"},
+                "fsdp_config", "deepspeed_config", "megatron_lm_config", "parallelism_config"},
                kOtherKeys);
 }
 

@@ -593,17 +593,20 @@ void read_precision_and_kernels(const Json& j, Reader& r) {
   // Passed to TrainingArguments.tf32 (torch.backends.cuda.matmul.allow_tf32).
   if (const auto tf = r.boolean(j, "tf32", "", "tf32")) r.set("tf32", *tf ? "true" : "false", "tf32", j.at("tf32"));
   const Json gc = j.value("gradient_checkpointing", Json());
+  // activation_offloading keeps the checkpoints in host memory (axolotl's offloaded checkpointing).
+  const bool offload = r.boolean(j, "activation_offloading", "", "checkpointing").value_or(false);
   if (gc.is_string() && gc.get<std::string>() == "offload")
     r.set("checkpointing", "full-offload", "gradient_checkpointing", gc);
   else if (const auto g = r.boolean(j, "gradient_checkpointing", "", "checkpointing"))
-    r.set("checkpointing", *g ? "full" : "none", "gradient_checkpointing", gc);
+    r.set("checkpointing", *g ? (offload ? "full-offload" : "full") : "none",
+          *g && offload ? "gradient_checkpointing (with activation_offloading)" : "gradient_checkpointing", gc);
   set_attn_implementation(r, j);
   if (r.boolean(j, "flash_attention", "", "attention").value_or(false))
     r.set("attention", "flash", "flash_attention", true);
   if (r.boolean(j, "sdp_attention", "", "attention").value_or(false))
     r.set("attention", "sdpa", "sdp_attention", true);
   if (j.contains("optimizer") && !j.at("optimizer").is_null())
-    set_trainer_optim(r, "optimizer", j.at("optimizer"));
+    set_optimizer_name(r, "optimizer", j.at("optimizer"));
 }
 
 void read_sharding(const Json& j, Reader& r) {
@@ -629,9 +632,32 @@ void read_sharding(const Json& j, Reader& r) {
   }
   if (j.contains("deepspeed") && !j.at("deepspeed").is_null()) {
     r.set("framework", "deepspeed", "deepspeed", j.at("deepspeed"));
-    r.unresolved("", "deepspeed", j.at("deepspeed"),
-                 "read that DeepSpeed config with another --from");
+    r.unresolved("strategy", "deepspeed", j.at("deepspeed"), "read that DeepSpeed config with another --from");
   }
+  // accelerate's ParallelismConfig, which axolotl builds from these (utils/schemas/config.py).
+  if (const auto tp = r.integer(j, "tensor_parallel_size", "", "tp", 1))
+    r.set("tp", std::to_string(*tp), "tensor_parallel_size", j.at("tensor_parallel_size"));
+  if (const auto cp = r.integer(j, "context_parallel_size", "", "cp", 1))
+    r.set("cp", std::to_string(*cp), "context_parallel_size", j.at("context_parallel_size"));
+}
+
+// What axolotl does with the keys a file leaves out (utils/schemas/config.py): no gradient
+// checkpointing, and without fsdp or deepspeed the Trainer's DDP; preference training and partial
+// unfreezing under an adapter are said, not priced.
+void read_defaults_and_unpriced(const Json& j, Reader& r) {
+  if (!r.read().find("checkpointing"))
+    r.set("checkpointing", "none", "(no gradient_checkpointing: axolotl's default, false)", "");
+  if (!r.read().find("strategy") && !j.contains("deepspeed"))
+    r.set("strategy", "ddp", "(no fsdp or deepspeed: the Trainer's DDP)", "");
+  if (!r.read().find("offload") && !j.contains("deepspeed"))
+    r.set("offload", "none", "(no fsdp offload or deepspeed: the optimizer stays on the GPU)", "");
+  if (const auto rl = r.string(j, "rl", "", ""))
+    r.warn("rl = " + *rl + ": the reference model and the paired sequences of preference training are not "
+           "counted; priced as supervised training of the policy");
+  if (j.contains("unfrozen_parameters") && !j.at("unfrozen_parameters").is_null() &&
+      !j.at("unfrozen_parameters").empty())
+    r.warn("unfrozen_parameters with an adapter: the base weights it unfreezes are not counted; priced as the "
+           "adapter's training");
 }
 
 }  // namespace
@@ -654,6 +680,7 @@ void read_axolotl(const Json& j, Reader& r) {
   r.set_integer(j, "gradient_accumulation_steps", "", "grad-accum", 1);
   read_precision_and_kernels(j, r);
   read_sharding(j, r);
+  read_defaults_and_unpriced(j, r);
   for (const auto& [k, v] : j.items())
     if (!std::binary_search(kAxolotlKeys.begin(), kAxolotlKeys.end(), std::string_view(k)))
       r.warn("key '" + text_excerpt(k) + "' is not an axolotl key; ignored");

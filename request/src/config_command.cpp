@@ -63,6 +63,15 @@ Parsed parse(const std::vector<std::string>& given) {
   auto* into = &p.launcher;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
+    // A wrapper that runs a launcher after its own script and a "--" (mason.py ... -- accelerate
+    // launch ...): the launcher's command is the one that trains.
+    if (!p.script_name.empty() && i > 0 && args[i - 1] == "--" &&
+        (a == "torchrun" || a == "deepspeed" || (a == "accelerate" && i + 1 < args.size() && args[i + 1] == "launch"))) {
+      p = Parsed{};
+      into = &p.launcher;
+      continue;
+    }
+    if (a == "--") continue;  // the end of a wrapper's options, not a flag
     if (a.rfind("--", 0) != 0) {
       if (p.script_name.empty() && a.size() > 3 && a.substr(a.size() - 3) == ".py" &&
           a.find('=') == std::string::npos) {
@@ -98,7 +107,32 @@ std::int64_t positive(Reader& r, const std::string& flag, const std::string& val
   return v;
 }
 
+// `accelerate launch`'s own options (accelerate/commands/launch.py): --num_processes counts every
+// process of the job, --mixed_precision, and DeepSpeed or FSDP chosen on the command line.
+void read_accelerate_launch(const Parsed& p, Reader& r) {
+  for (const auto& [flag, value] : p.launcher) {
+    if (flag == "--num_processes")
+      r.set("gpus", std::to_string(positive(r, flag, value)), flag, value);
+    else if (flag == "--num_machines")
+      r.set("nodes", std::to_string(positive(r, flag, value)), flag, value);
+    else if (flag == "--mixed_precision" && (value == "bf16" || value == "fp16"))
+      r.set("precision", value + "-mixed", flag, value);
+    else if (flag == "--mixed_precision" && value == "no")
+      r.set("precision", "fp32", flag, value);
+    else if (flag == "--use_deepspeed")
+      r.set("framework", "deepspeed", flag, "");
+    else if (flag == "--zero_stage" && value >= "0" && value <= "3" && value.size() == 1)
+      r.set("strategy", std::array{"ddp", "zero1", "zero2", "zero3"}.at(static_cast<std::size_t>(value[0] - '0')),
+            flag, value);
+    else if (flag == "--deepspeed_config_file")
+      r.unresolved("strategy", flag, value, "the DeepSpeed config the launcher passes (read it too: --from that file)");
+    else if (flag == "--use_fsdp")
+      r.set("strategy", "fsdp-full", flag, "(FULL_SHARD, accelerate's default)");
+  }
+}
+
 void read_launcher(const Parsed& p, Reader& r) {
+  read_accelerate_launch(p, r);
   std::int64_t nodes = 1;
   std::optional<std::int64_t> per_node;
   for (const auto& [flag, value] : p.launcher) {
@@ -174,7 +208,30 @@ struct MegatronFlags {
   std::string momentum = "0.9";  // arguments.py: --sgd-momentum defaults to 0.9
   std::string fp8_format;          // --fp8-format e4m3|hybrid turns FP8 on
   std::string fp8_recipe = "delayed";  // --fp8-recipe: transformer_config.py's default
+  std::string zero_stage;  // Megatron-DeepSpeed's --zero-stage
 };
+
+// Megatron-DeepSpeed's flags (deepspeedai/Megatron-DeepSpeed megatron/arguments.py: --deepspeed,
+// --zero-stage, --checkpoint-activations, the full recomputation of its and old Megatron's
+// scripts), multi-token prediction, and flags that change what runs but have no trainplan option:
+// said, never dropped in silence.
+void read_other_megatron_flag(const std::string& flag, const std::string& value, Reader& r, MegatronFlags& flags) {
+  if (flag == "--deepspeed")
+    r.set("library", "megatron-deepspeed", flag, "");
+  else if (flag == "--zero-stage")
+    flags.zero_stage = value;
+  else if (flag == "--checkpoint-activations")
+    r.set("checkpointing", "full", flag, "");
+  else if (flag == "--mtp-num-layers")
+    r.set("mtp-layers", std::to_string(positive(r, flag, value)), flag, value);
+  else if (flag == "--use-megatron-fsdp" || flag == "--use-torch-fsdp2")
+    r.warn(flag + ": Megatron's FSDP (parameters, gradients and optimizer states sharded) is not modelled under "
+                  "Megatron's accounting; estimated with the distributed optimizer");
+  else if (flag == "--recompute-modules")
+    r.warn(flag + " " + value + ": recomputing chosen modules is priced as selective recomputation");
+  else if (flag == "--deepspeed_config" || flag == "--deepspeed-config")
+    r.warn(flag + " " + value + ": the DeepSpeed config this script passes is not read here (--from it too)");
+}
 
 
 // One flag of the pretrain script.
@@ -219,7 +276,7 @@ void read_megatron_flag(const std::string& flag, const std::string& value, Reade
       r.fail(flag, value, "must be p2p, a2a or allgather (a2a+p2p, the hierarchical exchange, is not modelled)");
   } else if (flag == "--moe-pad-expert-input-to-capacity") {
     r.set("moe-pad-to-capacity", "true", flag, "");
-  } else if (flag == "--use-flash-attn") {
+  } else if (flag == "--use-flash-attn" || flag == "--use-flash-attn-v2") {
     r.set("attention", "flash", flag, "");
   } else if (flag == "--optimizer-cpu-offload") {
     r.set("offload", "optimizer", flag, "");
@@ -250,7 +307,25 @@ void read_megatron_flag(const std::string& flag, const std::string& value, Reade
   } else if (flag == "--num-layers-per-virtual-pipeline-stage") {
     r.unresolved("pp-virtual", flag, value,
                  "virtual stages = layers / (pipeline size x this); give --pp-virtual");
+  } else {
+    read_other_megatron_flag(flag, value, r, flags);
   }
+}
+
+// Megatron-DeepSpeed's --zero-stage under its --deepspeed engine, else Megatron's DDP or its
+// distributed optimizer (which shards the optimizer states).
+void set_megatron_strategy(const MegatronFlags& flags, Reader& r) {
+  if (!flags.zero_stage.empty() && r.read().find("library")) {
+    const std::int64_t stage = flags.zero_stage == "0" ? 0 : positive(r, "--zero-stage", flags.zero_stage);
+    if (stage > 3) r.fail("--zero-stage", flags.zero_stage, "must be 0, 1, 2 or 3");
+    if (stage > 1)
+      r.warn("--zero-stage " + flags.zero_stage + ": ZeRO-2/3 under Megatron's block is priced as ZeRO-1 "
+             "(Megatron's accounting of a sharded optimizer)");
+    r.set("strategy", stage == 0 ? "ddp" : "zero1", "--zero-stage", flags.zero_stage);
+    return;
+  }
+  r.set("strategy", flags.distributed_optimizer ? "zero1" : "ddp",
+        flags.distributed_optimizer ? "--use-distributed-optimizer" : "(no --use-distributed-optimizer)", "");
 }
 
 }  // namespace
@@ -290,10 +365,26 @@ void read_megatron_command(const std::vector<std::string>& args, Reader& r) {
     r.set("checkpointing", "none", "(no --recompute-granularity or --recompute-activations: Megatron's default)", "");
   if (!r.read().find("offload")) r.set("offload", "none", "(no --optimizer-cpu-offload: Megatron's default)", "");
   set_megatron_accumulation(r);
-  // Megatron's DDP all-reduces gradients; the distributed optimizer shards the optimizer states.
-  r.set("strategy", flags.distributed_optimizer ? "zero1" : "ddp",
-        flags.distributed_optimizer ? "--use-distributed-optimizer" : "(no --use-distributed-optimizer)",
-        "");
+  set_megatron_strategy(flags, r);
+  // Megatron-DeepSpeed's attention is the unfused CoreAttention unless --use-flash-attn(-v2).
+  const Setting* lib = r.read().find("library");
+  if (lib && lib->value == "megatron-deepspeed" && !r.read().find("attention"))
+    r.set("attention", "eager", "(no --use-flash-attn: Megatron-DeepSpeed's unfused CoreAttention)", "");
+}
+
+// A word that is a whole number or a decimal, as JSON; nullopt otherwise.
+std::optional<Json> number_word(const std::string& v) {
+  if (v.empty() || v.size() > 18) return std::nullopt;
+  std::size_t used = 0;
+  try {
+    if (v.find_first_not_of("0123456789") == std::string::npos) return Json(std::stoll(v, &used));
+    if (v.find_first_not_of("0123456789.eE-+") == std::string::npos) {
+      const double d = std::stod(v, &used);
+      if (used == v.size()) return Json(d);
+    }
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
 }
 
 // HfArgumentParser's string_to_bool (transformers hf_argparser.py): "--bf16 True" is a boolean
@@ -317,10 +408,12 @@ void read_torchrun_command(const std::vector<std::string>& args, Reader& r) {
     } else {
       Json v = value;
       if (key == "per_device_train_batch_size" || key == "gradient_accumulation_steps" ||
-          key == "max_seq_length")
+          key == "max_seq_length" || key == "model_max_length")
         v = positive(r, flag, value);
       else if (const auto b = hf_bool(value))
         v = *b;
+      else if (const auto n = number_word(value))
+        v = *n;  // argparse types it from the dataclass field: lora_r 8, lora_dropout 0.05
       j[key] = v;
     }
   }
@@ -332,8 +425,122 @@ void read_torchrun_command(const std::vector<std::string>& args, Reader& r) {
   // Without --fsdp or --deepspeed the Trainer wraps the model in DDP when the launcher starts
   // more than one process (transformers trainer.py, _wrap_model).
   const Setting* gpus = r.read().find("gpus");
-  if (gpus && !r.read().find("strategy") && !j.contains("deepspeed"))
+  const Setting* framework = r.read().find("framework");
+  const bool deepspeed = j.contains("deepspeed") || (framework && framework->value == "deepspeed");
+  if (gpus && !r.read().find("strategy") && !deepspeed)
     r.set("strategy", gpus->value == "1" ? "single" : "ddp", "(no --fsdp or --deepspeed)", "");
+}
+
+
+namespace {
+
+// One integer flag of a script's own argparse, set as `option`.
+void set_flag_integer(const Parsed& p, const std::string& flag, const std::string& option, Reader& r) {
+  for (const auto& [f, value] : p.script)
+    if (f == flag) r.set(option, std::to_string(positive(r, flag, value)), flag, value);
+}
+
+bool has_flag(const Parsed& p, const std::string& flag) {
+  return std::any_of(p.script.begin(), p.script.end(), [&](const auto& f) { return f.first == flag; });
+}
+
+std::optional<std::string> flag_value(const Parsed& p, const std::string& flag) {
+  for (const auto& [f, value] : p.script)
+    if (f == flag) return value;
+  return std::nullopt;
+}
+
+}  // namespace
+
+// DeepSpeed-Chat's training scripts (deepspeedai/DeepSpeedExamples applications/DeepSpeed-Chat,
+// training/step1_supervised_finetuning/main.py and dschat/utils/ds_utils.py at 45b4b71): its own
+// argparse, not TrainingArguments. --zero_stage (default 0), --dtype fp16|bf16 (default fp16,
+// fp32 master weights in DeepSpeed's optimizer), --offload (optimizer, and parameters at stage 3,
+// on the host: DeepSpeedCPUAdam; else FusedAdam), --gradient_checkpointing, --max_seq_len (every
+// sample padded to it, default 512), --lora_dim (LoRA on the block's linears, their weights frozen).
+void read_dschat_command(const std::vector<std::string>& args, Reader& r) {
+  const Parsed p = parse(args);
+  read_launcher(p, r);
+  r.set("framework", "deepspeed", "(a DeepSpeed-Chat command)", p.script_name);
+  r.set("library", "deepspeed", "(a DeepSpeed-Chat command: its own loop over DeepSpeed's engine)", "");
+  set_flag_integer(p, "--per_device_train_batch_size", "micro-batch", r);
+  set_flag_integer(p, "--gradient_accumulation_steps", "grad-accum", r);
+  const std::optional<std::string> seq = flag_value(p, "--max_seq_len");
+  if (seq)
+    r.set("seq", std::to_string(positive(r, "--max_seq_len", *seq)), "--max_seq_len", *seq);
+  else
+    r.set("seq", "512", "(no --max_seq_len: DeepSpeed-Chat's default, every sample padded to 512)", "");
+  const std::string stage = flag_value(p, "--zero_stage").value_or("0");
+  static constexpr std::array kStages{"ddp", "zero1", "zero2", "zero3"};
+  const std::int64_t st = stage == "0" ? 0 : positive(r, "--zero_stage", stage);
+  if (st > 3) r.fail("--zero_stage", stage, "must be 0, 1, 2 or 3");
+  r.set("strategy", kStages.at(static_cast<std::size_t>(st)),
+        has_flag(p, "--zero_stage") ? "--zero_stage" : "(no --zero_stage: DeepSpeed-Chat's default, 0)", stage);
+  const std::string dtype = flag_value(p, "--dtype").value_or("fp16");
+  if (dtype != "fp16" && dtype != "bf16" && dtype != "fp32") r.fail("--dtype", dtype, "must be fp16, bf16 or fp32");
+  r.set("precision", dtype == "fp32" ? "fp32" : dtype + "-mixed",
+        has_flag(p, "--dtype") ? "--dtype" : "(no --dtype: DeepSpeed-Chat's default, fp16)", dtype);
+  const bool offload = has_flag(p, "--offload");
+  r.set("offload", !offload ? "none" : (st == 3 ? "optimizer+params" : "optimizer"),
+        offload ? "--offload" : "(no --offload)", "");
+  r.set("optimizer", "adamw", "(DeepSpeed-Chat's AdamW)", "");
+  r.set("optimizer-impl", offload ? "deepspeed-cpu" : "deepspeed-fused",
+        offload ? "--offload (DeepSpeedCPUAdam)" : "(no --offload: FusedAdam)", "");
+  r.set("checkpointing", has_flag(p, "--gradient_checkpointing") ? "full" : "none",
+        has_flag(p, "--gradient_checkpointing") ? "--gradient_checkpointing" : "(no --gradient_checkpointing)", "");
+  if (const auto dim = flag_value(p, "--lora_dim"); dim && *dim != "0") {
+    r.set("method", "lora", "--lora_dim", *dim);
+    r.set("lora-rank", std::to_string(positive(r, "--lora_dim", *dim)), "--lora_dim", *dim);
+    r.set("lora-targets", "all-linear", "--lora_module_name", flag_value(p, "--lora_module_name").value_or("decoder.layers."));
+    if (!has_flag(p, "--only_optimize_lora"))
+      r.warn("--lora_dim without --only_optimize_lora: the embeddings, norms and output layer train too, which "
+             "trainplan does not count");
+  } else {
+    r.set("method", "full", "(no --lora_dim)", "");
+  }
+  // from_pretrained without attn_implementation: transformers' default, SDPA (v4.36 on).
+  r.set("attention", "sdpa", "(no attn_implementation: transformers' default)", "");
+  if (const auto model = flag_value(p, "--model_name_or_path"); model && !model->empty() && (*model)[0] != '$')
+    r.set("model", *model, "--model_name_or_path", *model);
+}
+
+// `llamafactory-cli train`: a LLaMA-Factory YAML (read it with --from) or its keys as flags
+// (HfArgumentParser, hiyouga/LLaMA-Factory src/llamafactory/hparams/parser.py), with NNODES and
+// NPROC_PER_NODE from the environment for FORCE_TORCHRUN launches (launcher.py).
+void read_llamafactory_command(const std::vector<std::string>& args, Reader& r) {
+  const auto cli = std::find_if(args.begin(), args.end(),
+                                [](const std::string& a) { return a == "llamafactory-cli" || a == "lmf"; });
+  for (auto a = args.begin(); a != cli; ++a) {
+    if (a->rfind("NNODES=", 0) == 0) r.set("nodes", std::to_string(positive(r, "NNODES", a->substr(7))), "NNODES", a->substr(7));
+    if (a->rfind("NPROC_PER_NODE=", 0) == 0) r.unresolved("gpus", "NPROC_PER_NODE", a->substr(15), "GPUs per node; give the cluster");
+  }
+  const auto typed = [](const std::string& v) -> Json {
+    if (const auto b = hf_bool(v)) return *b;
+    if (!v.empty() && v.size() < 18 && std::all_of(v.begin(), v.end(), [](unsigned char c) { return std::isdigit(c); }))
+      return std::stoll(v);
+    return v;
+  };
+  std::vector<std::string> rest(cli == args.end() ? args.end() : cli + 1, args.end());
+  if (rest.empty() || rest.front() != "train")
+    r.fail("llamafactory-cli", rest.empty() ? "" : rest.front(), "trainplan reads `llamafactory-cli train`");
+  Json j = Json::object();
+  for (std::size_t i = 1; i < rest.size(); ++i) {
+    const std::string& w = rest[i];
+    if (w.rfind("--", 0) == 0) {
+      const bool has_value = i + 1 < rest.size() && rest[i + 1].rfind("--", 0) != 0;
+      const std::string key = w.substr(2);
+      if (!has_value) {
+        j[key] = true;
+        continue;
+      }
+      j[key] = typed(rest[++i]);
+    } else if (w.ends_with(".yaml") || w.ends_with(".yml") || w.ends_with(".json")) {
+      r.unresolved("", "train", w, "the LLaMA-Factory config this command runs (read it too: --from that file)");
+    } else if (const std::size_t eq = w.find('='); eq != std::string::npos) {
+      j[w.substr(0, eq)] = typed(w.substr(eq + 1));  // OmegaConf overrides after the YAML
+    }
+  }
+  if (!j.empty()) read_llamafactory(j, r);
 }
 
 }  // namespace trainplan::request::config

@@ -63,6 +63,12 @@ void Reader::unresolved(const std::string& option, const std::string& key, const
   out_.unresolved_options.push_back(option);
 }
 
+void Reader::unmodelled(const std::string& option, const std::string& key, const Json& raw,
+                        const std::string& why, const std::string& nearest) {
+  out_.unmodelled.push_back(
+      {out_.path + ": key '" + text_excerpt(key) + "' = " + shown(raw) + ": " + why, option, nearest});
+}
+
 void Reader::warn(const std::string& text) { out_.warnings.push_back(name_ + ": " + text); }
 
 void Reader::check_keys(const Json& obj, const std::string& prefix,
@@ -213,43 +219,6 @@ void set_attn_implementation(Reader& r, const Json& j) {
   else
     r.unresolved("attention", "attn_implementation", j.at("attn_implementation"),
                  "an attention kernel trainplan does not model");
-}
-
-// transformers/training_args.py OptimizerNames (v4.46): the names whose optimizer trainplan models.
-// adamw_torch is torch.optim.AdamW with its default (foreach on CUDA), adamw_torch_fused passes
-// fused=True, adamw_hf was transformers' own per-parameter AdamW; the bitsandbytes names are
-// bnb.optim.AdamW8bit and PagedAdamW8bit.
-void set_trainer_optim(Reader& r, const std::string& key, const Json& raw) {
-  if (!raw.is_string()) r.fail(key, raw, "must be an optimizer name");
-  const std::string name = raw.get<std::string>();
-  struct Row {
-    std::string_view optim, optimizer, impl, note;
-  };
-  // transformers OptimizerNames (training_args.py). bitsandbytes' paged 32-bit AdamW keeps AdamW's
-  // fp32 states and moves them to the host only when the GPU runs out; Apex's fused AdamW keeps
-  // torch's states.
-  static constexpr std::array kRows{
-      Row{"adamw_torch", "adamw", "", ""},
-      Row{"adamw_torch_fused", "adamw", "fused", ""},
-      Row{"adamw_hf", "adamw", "for-loop", ""},
-      Row{"adamw_bnb_8bit", "adamw-8bit", "", ""},
-      Row{"adamw_8bit", "adamw-8bit", "", ""},
-      Row{"paged_adamw_8bit", "paged-adamw-8bit", "", ""},
-      Row{"paged_adamw_32bit", "adamw", "",
-          "paged 32-bit AdamW keeps AdamW's fp32 states (paged to the host only when the GPU runs out): "
-          "priced as AdamW"},
-      Row{"adamw_apex_fused", "adamw", "", "Apex's fused AdamW keeps torch AdamW's states: priced as AdamW"},
-      Row{"adafactor", "adafactor", "", ""},
-      Row{"sgd", "sgd", "", ""}};
-  for (const Row& row : kRows) {
-    if (row.optim != name) continue;
-    r.set("optimizer", std::string(row.optimizer), key, raw);
-    if (!row.impl.empty()) r.set("optimizer-impl", std::string(row.impl), key, raw);
-    if (!row.note.empty()) r.warn(key + " = " + name + ": " + std::string(row.note));
-    return;
-  }
-  r.unresolved("optimizer", key, raw,
-               "an optimizer trainplan does not model; left to other inputs");
 }
 
 namespace {

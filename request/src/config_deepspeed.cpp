@@ -223,16 +223,8 @@ void read_optimizer(const Json& j, bool offloaded, Reader& r) {
   if (!type) return;
   std::string t = *type;
   std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return std::tolower(c); });
-  // LAMB (DeepSpeed's FusedLamb, ops/lamb/fused_lamb.py) keeps Adam's two fp32 moments per
-  // parameter; only its update differs (a per-layer trust ratio).
-  if (t == "lamb") {
-    r.set("optimizer", "adam", "optimizer.type", o.at("type"));
-    r.warn("optimizer.type = " + *type + ": LAMB keeps Adam's two moments per parameter; priced as Adam");
-    return;
-  }
   if (t != "adam" && t != "adamw") {
-    r.unresolved("optimizer", "optimizer.type", o.at("type"),
-                 "an optimizer trainplan does not model; left to other inputs");
+    set_optimizer_name(r, "optimizer.type", o.at("type"), true);
     return;
   }
   const Json params = section(o, "params");

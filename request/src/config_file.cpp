@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstring>
 #include <string_view>
 
@@ -32,8 +33,17 @@ bool looks_like_command(const std::string& text) {
     b = text.find_first_not_of(" \t\r\n", eol);
   }
   if (b == std::string::npos) return false;
-  static constexpr std::array kLaunchers{"torchrun ",          "python ", "python3 ", "deepspeed ",
-                                         "accelerate launch ", "srun ",   "#!"};
+  static constexpr std::array kLaunchers{"torchrun ", "python ",           "python3 ", "deepspeed ",
+                                         "accelerate launch ", "srun ", "llamafactory-cli ", "#!"};
+  // Environment assignments before the command: FORCE_TORCHRUN=1 NNODES=2 llamafactory-cli ...
+  while (b < text.size() && (std::isupper(static_cast<unsigned char>(text[b])) || text[b] == '_')) {
+    const std::size_t eq = text.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_", b);
+    if (eq == std::string::npos || text[eq] != '=') break;
+    const std::size_t next = text.find_first_of(" \t", eq);
+    if (next == std::string::npos) return false;
+    b = text.find_first_not_of(" \t", next);
+    if (b == std::string::npos) return false;
+  }
   return std::any_of(kLaunchers.begin(), kLaunchers.end(),
                      [&](const char* l) { return text.compare(b, std::strlen(l), l) == 0; });
 }
@@ -48,7 +58,20 @@ ConfigRead read_command(const std::string& text, ConfigRead out) {
     return a.rfind("--per_device_train_batch_size", 0) == 0 ||
            a.rfind("--gradient_accumulation_steps", 0) == 0 || a.rfind("--deepspeed", 0) == 0;
   });
-  if (megatron) {
+  const auto has = [&args](std::initializer_list<std::string_view> words) {
+    return std::any_of(args.begin(), args.end(), [&words](const std::string& a) {
+      return std::find(words.begin(), words.end(), a) != words.end();
+    });
+  };
+  if (has({"llamafactory-cli", "lmf"})) {
+    out.kind = "llamafactory-cli command";
+    config::Reader r(out, "LLaMA-Factory");
+    config::read_llamafactory_command(args, r);
+  } else if (has({"--zero_stage"}) && !megatron) {
+    out.kind = "DeepSpeed-Chat command";
+    config::Reader r(out, "DeepSpeed-Chat");
+    config::read_dschat_command(args, r);
+  } else if (megatron) {
     out.kind = "Megatron command";
     config::Reader r(out, "Megatron-LM");
     config::read_megatron_command(args, r);
@@ -116,7 +139,7 @@ const Kind* json_kind(const Json& j) {
 const Kind* yaml_kind(const Json& j) {
   if (has_any(j, {"distributed_type", "compute_environment"})) return &kAccelerate;
   if (is_torchtune(j)) return &kTorchtune;
-  if (j.contains("checkpoint_dir") && j.contains("train")) return &kLitgpt;
+  if (j.contains("train") && has_any(j, {"checkpoint_dir", "model_name"})) return &kLitgpt;  // finetune, pretrain
   if (j.contains("base_model") &&
       has_any(j, {"micro_batch_size", "sequence_len", "adapter", "datasets"}))
     return &kAxolotl;

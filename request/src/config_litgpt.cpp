@@ -90,19 +90,24 @@ void read_train(const Json& j, Reader& r, std::optional<std::int64_t> world) {
                 "max_tokens", "max_steps", "max_time", "tie_embeddings", "max_norm", "min_lr"});
 }
 
-void read_optimizer(const Json& j, Reader& r) {
-  if (!j.contains("optimizer") || j.at("optimizer").is_null()) return;
-  const Json& o = j.at("optimizer");
+// With a bitsandbytes quantization litgpt replaces the AdamW it is given by bitsandbytes'
+// PagedAdamW and refuses any other optimizer (litgpt/utils.py instantiate_bnb_optimizer).
+void read_optimizer(const Json& j, bool quantized, Reader& r) {
+  const bool given = j.contains("optimizer") && !j.at("optimizer").is_null();
+  const Json o = given ? j.at("optimizer") : Json("AdamW");  // finetune/lora.py's default
   const Json cls = o.is_object() ? o.value("class_path", Json()) : o;
   if (!cls.is_string()) r.fail("optimizer", o, "must be a class name or {class_path, init_args}");
   const std::string key = o.is_object() ? "optimizer.class_path" : "optimizer";
-  static constexpr std::array kOptimizers{
-      Named{"torch.optim.AdamW", "adamw"}, Named{"AdamW", "adamw"},
-      Named{"torch.optim.Adam", "adam"},   Named{"Adam", "adam"},
-      Named{"torch.optim.SGD", "sgd"},     Named{"SGD", "sgd"},
-      Named{"bitsandbytes.optim.AdamW8bit", "adamw-8bit"},
-      Named{"bitsandbytes.optim.PagedAdamW8bit", "paged-adamw-8bit"}};
-  set_named(r, "optimizer", kOptimizers, key, cls, "an optimizer trainplan does not model");
+  if (!quantized) {
+    if (given) set_optimizer_name(r, key, cls);
+    return;
+  }
+  if (cls.get<std::string>().find("AdamW") == std::string::npos)
+    r.fail(key, cls, "litgpt's quantized finetuning supports only AdamW (it steps bitsandbytes' PagedAdamW)");
+  r.set("optimizer", "paged-adamw",
+        given ? key + " (with quantize: litgpt's bitsandbytes PagedAdamW)"
+              : "(no optimizer: AdamW, which quantize makes litgpt's bitsandbytes PagedAdamW)",
+        given ? shown(cls) : "");
 }
 
 }  // namespace
@@ -115,6 +120,12 @@ void read_litgpt(const Json& j, Reader& r) {
     if (id.rfind("checkpoints/", 0) == 0) id = id.substr(12);
     r.set("model", id, "checkpoint_dir", j.at("checkpoint_dir"));
   }
+  // litgpt pretrain's YAML names a litgpt model config (model_name) or defines one (model_config).
+  if (const auto name = r.string(j, "model_name", "", "model"))
+    r.set("model", *name, "model_name", j.at("model_name"));
+  if (j.contains("model_config") && !j.at("model_config").is_null())
+    r.warn("model_config: the model this file defines is not read; give the model (a config.json or a catalogue "
+           "name)");
   read_precision(j, r);
   const bool lora = j.contains("lora_r");
   const bool quant = read_quantize(j, r);
@@ -149,13 +160,13 @@ void read_litgpt(const Json& j, Reader& r) {
   }
   if (nodes) r.set("nodes", std::to_string(*nodes), "num_nodes", j.at("num_nodes"));
   read_train(j, r, world);
-  read_optimizer(j, r);
+  read_optimizer(j, quant, r);
   r.check_keys(j, "",
                {"checkpoint_dir", "precision", "quantize", "lora_r", "lora_alpha", "lora_dropout",
                 "lora_query", "lora_key", "lora_value", "lora_projection", "lora_mlp", "lora_head",
-                "devices", "num_nodes", "train", "optimizer"},
+                "devices", "num_nodes", "train", "optimizer", "model_name", "model_config"},
                {"out_dir", "data", "eval", "log", "logger_name", "seed", "resume", "access_token",
-                "initial_checkpoint_dir"});
+                "initial_checkpoint_dir", "tokenizer_dir"});
 }
 
 }  // namespace trainplan::request::config

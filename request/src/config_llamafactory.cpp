@@ -83,10 +83,12 @@ void read_training(const Json& j, Reader& r) {
         j.contains("disable_gradient_checkpointing") ? shown(j.at("disable_gradient_checkpointing")) : "");
   if (const auto fa = r.string(j, "flash_attn", "", "attention"); fa && *fa != "auto")
     r.set("attention", *fa == "fa2" ? "flash" : *fa == "sdpa" ? "sdpa" : "eager", "flash_attn", j.at("flash_attn"));
-  if (j.contains("optim")) set_trainer_optim(r, "optim", j.at("optim"));
-  if (j.contains("deepspeed") && j.at("deepspeed").is_string())
+  if (j.contains("optim")) set_optimizer_name(r, "optim", j.at("optim"));
+  if (j.contains("deepspeed") && j.at("deepspeed").is_string()) {
+    r.set("framework", "deepspeed", "deepspeed", j.at("deepspeed"));
     r.unresolved("strategy", "deepspeed", j.at("deepspeed"),
                  "a DeepSpeed config this file names (read it too: --from that file)");
+  }
   else  // the Trainer offloads only through DeepSpeed or FSDP
     r.set("offload", "none", "(no deepspeed: the Trainer keeps the optimizer on the GPU)", "");
   // Keys that change what runs but are not modelled: said, never dropped in silence.
@@ -96,11 +98,14 @@ void read_training(const Json& j, Reader& r) {
   if (j.contains("additional_target") && !j.at("additional_target").is_null())
     r.warn("additional_target " + shown(j.at("additional_target")) +
            ": these modules train in full, which trainplan does not count");
+  if (r.boolean(j, "fp8", "", "").value_or(false))
+    r.warn("fp8 = true: accelerate's FP8 training (fp8_backend " + r.string(j, "fp8_backend", "", "").value_or("auto") +
+           ") is not read from this file; priced in 16-bit (give --fp8 RECIPE)");
   const std::string stage = r.string(j, "stage", "", "").value_or("sft");
   if (stage != "sft" && stage != "pt")
     r.warn("stage = " + stage +
-           ": the reference, reward or value models of preference training are not counted; priced as the "
-           "policy's training alone");
+           ": the paired sequences and the reference, reward or value models of preference training are not "
+           "counted; priced as supervised training of the policy");
 }
 
 }  // namespace
@@ -130,7 +135,14 @@ void read_llamafactory(const Json& j, Reader& r) {
                 "image_max_pixels", "video_max_pixels", "enable_thinking", "use_unsloth", "enable_liger_kernel",
                 "use_dora", "use_galore", "use_badam", "use_apollo", "use_rslora", "additional_target",
                 "freeze_vision_tower", "streaming", "buffer_size",
-                "mix_strategy", "cache_dir", "hf_hub_token", "push_to_hub", "include_num_input_tokens_seen"});
+                "mix_strategy", "cache_dir", "hf_hub_token", "push_to_hub", "include_num_input_tokens_seen",
+                "fp8", "fp8_backend", "fp8_enable_fsdp_float8_all_gather", "galore_target", "galore_rank",
+                "galore_update_interval", "galore_scale", "galore_proj_type", "galore_layerwise", "badam_mode",
+                "badam_start_block", "badam_switch_mode", "badam_switch_interval", "badam_update_ratio",
+                "badam_mask_mode", "badam_verbose", "apollo_target", "apollo_rank", "apollo_update_interval",
+                "apollo_scale", "apollo_proj", "apollo_proj_type", "apollo_scale_type", "apollo_layerwise",
+                "apollo_scale_front", "freeze_trainable_layers", "freeze_trainable_modules", "freeze_extra_modules",
+                "loraplus_lr_ratio", "pissa_init", "pissa_convert", "create_new_adapter", "use_llama_pro"});
 }
 
 }  // namespace trainplan::request::config

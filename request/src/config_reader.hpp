@@ -43,6 +43,10 @@ class Reader {
   }
   void unresolved(const std::string& option, const std::string& key, const Json& raw,
                   const std::string& why);
+  // A value trainplan does not model: the request is refused unless another input gives `option`,
+  // and the refusal names `nearest`, the modelled value closest to it.
+  void unmodelled(const std::string& option, const std::string& key, const Json& raw, const std::string& why,
+                  const std::string& nearest);
   void warn(const std::string& text);
   // Warns once for each key of `obj` that is neither in `used` nor in `known`.
   void check_keys(const Json& obj, const std::string& prefix, std::span<const std::string_view> used,
@@ -125,9 +129,11 @@ void set_lora_alpha_and_dropout(Reader& r, const Json& obj, const std::string& p
 // or eager, as the Trainer's scripts and axolotl pass it.
 void set_attn_implementation(Reader& r, const Json& j);
 
-// The optimizer (and its implementation) of a Hugging Face Trainer `optim` name
-// (transformers OptimizerNames); shared by TrainingArguments, torchrun and axolotl.
-void set_trainer_optim(Reader& r, const std::string& key, const Json& raw);
+// The optimizer (and its implementation) a file names under `key`: a Hugging Face Trainer `optim`
+// (TrainingArguments, torchrun, axolotl, LLaMA-Factory), an axolotl name, a torch, bitsandbytes
+// or torchao class (torchtune, litgpt) or, `any_case`, a DeepSpeed optimizer type. A name
+// trainplan does not model is left open with the nearest modelled optimizer (config_optimizers.cpp).
+void set_optimizer_name(Reader& r, const std::string& key, const Json& raw, bool any_case = false);
 // A Trainer `fsdp` value ("full_shard auto_wrap offload" or a list of those words).
 void set_trainer_fsdp(Reader& r, const std::string& key, const Json& raw);
 
@@ -142,5 +148,7 @@ void read_llamafactory(const Json& j, Reader& r);
 // Command lines: the tokens after shell-style splitting.
 void read_megatron_command(const std::vector<std::string>& args, Reader& r);
 void read_torchrun_command(const std::vector<std::string>& args, Reader& r);
+void read_dschat_command(const std::vector<std::string>& args, Reader& r);
+void read_llamafactory_command(const std::vector<std::string>& args, Reader& r);
 
 }  // namespace trainplan::request::config

@@ -83,17 +83,11 @@ void read_optimizer(const Json& j, Reader& r) {
   if (!j.contains("optimizer") || !j.at("optimizer").is_object()) return;
   const Json& o = j.at("optimizer");
   if (!r.string(o, "_component_", "optimizer", "optimizer")) return;
-  static constexpr std::array kOptimizers{
-      Named{"torch.optim.AdamW", "adamw"},
-      Named{"torch.optim.Adam", "adam"},
-      Named{"torch.optim.SGD", "sgd"},
-      Named{"bitsandbytes.optim.PagedAdamW8bit", "paged-adamw-8bit"},
-      Named{"bitsandbytes.optim.AdamW8bit", "adamw-8bit"},
-      Named{"torchao.optim.AdamW8bit", "adamw-8bit"}};
-  set_named(r, "optimizer", kOptimizers, "optimizer._component_", o.at("_component_"),
-            "an optimizer trainplan does not model");
+  set_optimizer_name(r, "optimizer._component_", o.at("_component_"));
   if (const auto fused = r.boolean(o, "fused", "optimizer", "optimizer-impl"))
-    r.set("optimizer-impl", *fused ? "fused" : "foreach", "optimizer.fused", o.at("fused"));
+    // torch's AdamW: fused=False given (foreach left unset) is the single-tensor loop, not foreach
+    // (torch/optim/adamw.py: the foreach default applies only when neither is given).
+    r.set("optimizer-impl", *fused ? "fused" : "for-loop", "optimizer.fused", o.at("fused"));
 }
 
 // Activation checkpointing and offloading, and the recipe's sharding.
@@ -110,7 +104,7 @@ void read_memory_and_sharding(const Json& j, Reader& r) {
   const auto cpu_offload = r.boolean(j, "fsdp_cpu_offload", "", "offload");
   for (const char* key :
        {"fsdp_reshard_after_forward", "fsdp_cpu_offload", "custom_sharded_layers"})
-    if (j.contains(key))
+    if (j.contains(key) && !r.read().find("strategy"))  // HSDP's replicas set it already
       r.set("strategy", reshard.value_or(true) ? "fsdp-full" : "fsdp-grad-op", key, j.at(key));
   if (cpu_offload)
     r.set("offload", *cpu_offload ? "optimizer+params" : "none", "fsdp_cpu_offload",
@@ -123,6 +117,25 @@ void read_memory_and_sharding(const Json& j, Reader& r) {
   if (!r.read().find("strategy"))
     r.unresolved("strategy", "(recipe)", "single-device or distributed",
                  "the recipe is named on the tune run command line; left to other inputs");
+}
+
+// The distributed recipes' device mesh (full_finetune_distributed.py, torchtune v0.6): tensor
+// parallel with the models' TP plans (which shard norms along the sequence: SequenceParallel),
+// context parallel, and HSDP's replicas; torch.compile and a second model are said, not priced.
+void read_parallelism(const Json& j, Reader& r) {
+  if (const auto tp = r.integer(j, "tensor_parallel_dim", "", "tp", 1)) {
+    r.set("tp", std::to_string(*tp), "tensor_parallel_dim", j.at("tensor_parallel_dim"));
+    if (*tp > 1) r.set("sequence-parallel", "true", "tensor_parallel_dim (the TP plans' SequenceParallel norms)", "");
+  }
+  if (const auto cp = r.integer(j, "context_parallel_dim", "", "cp", 1))
+    r.set("cp", std::to_string(*cp), "context_parallel_dim", j.at("context_parallel_dim"));
+  if (const auto rep = r.integer(j, "data_parallel_replicate_dim", "", "strategy", 1); rep && *rep > 1)
+    r.set("strategy", "fsdp-hybrid", "data_parallel_replicate_dim", j.at("data_parallel_replicate_dim"));
+  if (r.boolean(j, "compile", "", "").value_or(false))
+    r.warn("compile = true: torch.compile of the model, loss and optimizer step is not modelled; estimated eager");
+  for (const char* key : {"ref_model", "teacher_model"})
+    if (j.contains(key) && !j.at(key).is_null())
+      r.warn(std::string(key) + ": the second model this recipe loads is not counted; priced as the trained model alone");
 }
 
 }  // namespace
@@ -142,6 +155,7 @@ void read_torchtune(const Json& j, Reader& r) {
   }
   if (j.contains("tokenizer") && j.at("tokenizer").is_object())
     r.set_integer(j.at("tokenizer"), "max_seq_len", "tokenizer", "seq", 1);
+  read_parallelism(j, r);
   read_memory_and_sharding(j, r);
   if (r.boolean(j, "optimizer_in_bwd", "", "").value_or(false))
     r.warn(

@@ -60,9 +60,19 @@ void read_trl_model_config(const Json& j, Reader& r) {
   const auto q8 = r.boolean(j, "load_in_8bit", "", "quant");
   if (q4 && *q4 && q8 && *q8) r.fail("load_in_4bit and load_in_8bit are both true");
   const bool quantized = (q4 && *q4) || (q8 && *q8);
-  if (peft && *peft) {
-    r.set("method", quantized ? "qlora" : "lora",
-          quantized ? (q4 && *q4 ? "load_in_4bit" : "load_in_8bit") : "use_peft", true);
+  // A script's own LoRA arguments without TRL's use_peft (FastChat's train_lora.py LoraArguments:
+  // lora_r, lora_alpha, lora_dropout, q_lora = 4-bit NF4 with double quantization): LoRA.
+  const bool own_lora = !peft && j.contains("lora_r");
+  const bool q_lora = own_lora && r.boolean(j, "q_lora", "", "quant").value_or(false);
+  if ((peft && *peft) || own_lora) {
+    if (q_lora) {
+      r.set("method", "qlora", "q_lora", true);
+      r.set("quant", "nf4-dq", "q_lora", true);
+    } else {
+      r.set("method", quantized ? "qlora" : "lora",
+            quantized ? (q4 && *q4 ? "load_in_4bit" : "load_in_8bit") : (own_lora ? "lora_r" : "use_peft"),
+            own_lora ? shown(j.at("lora_r")) : "true");
+    }
     if (q4 && *q4) {
       const std::string type = r.string(j, "bnb_4bit_quant_type", "", "quant").value_or("nf4");
       const bool nested = r.boolean(j, "use_bnb_nested_quant", "", "quant").value_or(false);
@@ -101,23 +111,26 @@ void read_training_arguments(const Json& j, Reader& r) {
   if (const auto gc = r.boolean(j, "gradient_checkpointing", "", "checkpointing"))
     r.set("checkpointing", *gc ? "full" : "none", "gradient_checkpointing",
           j.at("gradient_checkpointing"));
-  if (j.contains("optim") && !j.at("optim").is_null()) set_trainer_optim(r, "optim", j.at("optim"));
+  if (j.contains("optim") && !j.at("optim").is_null()) set_optimizer_name(r, "optim", j.at("optim"));
   if (j.contains("fsdp") && !j.at("fsdp").is_null() && j.at("fsdp") != "" &&
       j.at("fsdp") != Json::array())
     set_trainer_fsdp(r, "fsdp", j.at("fsdp"));
   if (j.contains("deepspeed") && !j.at("deepspeed").is_null()) {
     r.set("framework", "deepspeed", "deepspeed", j.at("deepspeed"));
-    r.unresolved("", "deepspeed", j.at("deepspeed"),
-                 "read that DeepSpeed config with another --from");
+    r.unresolved("strategy", "deepspeed", j.at("deepspeed"), "read that DeepSpeed config with another --from");
   } else if (!r.read().find("offload")) {
     // The Trainer offloads only through DeepSpeed (offload_optimizer) or FSDP's offload option.
     r.set("offload", "none", "(no deepspeed, no fsdp offload: the Trainer keeps the optimizer on the GPU)", "");
   }
-  for (const char* key : {"max_seq_length", "max_length"}) r.set_integer(j, key, "", "seq", 1);
+  // FastChat's and Alpaca's scripts pad every sample to model_max_length.
+  for (const char* key : {"max_seq_length", "max_length", "model_max_length"}) r.set_integer(j, key, "", "seq", 1);
   // training_args.py: tf32 sets torch.backends.cuda.matmul.allow_tf32; None leaves PyTorch's
   // default (off).
   if (const auto tf = r.boolean(j, "tf32", "", "tf32")) r.set("tf32", *tf ? "true" : "false", "tf32", j.at("tf32"));
   set_attn_implementation(r, j);
+  if (r.boolean(j, "use_liger_kernel", "", "").value_or(false))
+    r.warn("use_liger_kernel = true: Liger's fused kernels (its cross-entropy never builds the logits) are not "
+           "priced; estimated with the model's own kernels");
   read_trl_model_config(j, r);
   r.check_keys(
       j, "",
@@ -143,6 +156,8 @@ void read_training_arguments(const Json& j, Reader& r) {
        "lora_alpha",
        "lora_dropout",
        "lora_target_modules",
+       "q_lora",
+       "model_max_length",
        "torch_dtype"},
       kOtherKeys);
 }

@@ -25,8 +25,9 @@ constexpr Detail kDetails[] = {
      "2018, arXiv:1710.03740); fp16-true / bf16-true: everything 16-bit."},
     {"optimizer",
      "adamw / adam: two fp32 moments; 8-bit variants quantise them (arXiv:2110.02861); "
-     "paged: bitsandbytes paged memory; sgd-momentum: one moment; adafactor: factored "
-     "second moment (arXiv:1804.04235)."},
+     "paged: bitsandbytes paged memory (paged-adamw: its 32-bit AdamW, fp32 moments); sgd-momentum: one moment; adafactor: factored "
+     "second moment (arXiv:1804.04235); lion: one moment (arXiv:2302.06675), lion-8bit one "
+     "1-byte moment; lamb: Adam's moments with a per-layer trust ratio (arXiv:1904.00962)."},
     {"strategy",
      "single: one GPU. ddp: replicated model. zero1/2/3: shard optimizer / +gradients / "
      "+parameters (arXiv:1910.02054). fsdp-*: PyTorch FSDP full shard, grad-op (ZeRO-2-like) "

@@ -1,7 +1,9 @@
 #include "trainplan/request/request_files.hpp"
 
+#include <algorithm>
 #include <set>
 
+#include "trainplan/core/error.hpp"
 #include "trainplan/request/config_file.hpp"
 
 namespace trainplan::request {
@@ -22,6 +24,14 @@ Request make_request(const std::vector<std::string>& files, const std::vector<Gi
   for (const auto& [name, source] : r.given) given.insert(name);
   for (const Option& o : options())
     if (!o.in(cmd)) given.insert(o.name);  // this command does not use it: nothing to resolve
+  for (const ConfigRead& read : reads)
+    for (const ConfigRead::Unmodelled& u : read.unmodelled) {
+      const bool elsewhere = std::any_of(reads.begin(), reads.end(),
+                                         [&](const ConfigRead& o) { return o.find(u.option) != nullptr; });
+      if (!given.contains(u.option) && !elsewhere)
+        throw InputError(u.text + " (--" + u.option + " " + u.nearest + " answers for the nearest modelled " +
+                         u.option + ")");
+    }
   for (const LeftOpen& open : left_open(reads, given)) {
     const Option* o = find_option(open.option);
     const std::string omitted = o ? when_omitted(*o, cmd) : std::string();

@@ -41,8 +41,12 @@ std::vector<std::string> check_relevance(Request& r, unsigned cmd, Irrelevant ir
       continue;
     }
     if (!o.applies || o.applies(r, cmd)) continue;
-    if (irrelevant == Irrelevant::warn)
-      warnings.push_back(fmt::format("{} {} ignored: it applies {}", r.label(o.name), o.text(r), o.applies_text));
+    if (irrelevant == Irrelevant::warn) {
+      // A file's label already holds the value ("ax.yml: tf32 = false"); a flag's does not.
+      const std::string label = r.label(o.name);
+      const std::string value = label.find(" = ") == std::string::npos ? " " + o.text(r) : "";
+      warnings.push_back(fmt::format("{}{} ignored: it applies {}", label, value, o.applies_text));
+    }
     o.parse(r, o.text(defaults));
     r.given.erase(o.name);
   }
@@ -119,7 +123,14 @@ void check_fp8(const Request& r, Resolved& out, model::Training& t) {
 
 void library_notes(const Request& r, Resolved& out, model::Training& t) {
   const model::LibraryTraits& lib = model::library_traits(t.library);
-  if (lib.sdpa_only && t.attention != Attention::sdpa) {
+  // torchtune's Gemma 2 attention computes its scores itself (matmul, soft-cap, fp32 softmax, matmul:
+  // torchtune/models/gemma2/_attention.py Gemma2Attention.forward), an eager attention.
+  if (lib.sdpa_only && out.model.arch.attention_softcap > 0.0) {
+    if (!r.has("attention") || t.attention != Attention::eager)
+      out.notes.push_back(fmt::format("attention eager: {} computes the soft-capped attention of model '{}' itself",
+                                      lib.name, out.model.arch.name));
+    t.attention = Attention::eager;
+  } else if (lib.sdpa_only && t.attention != Attention::sdpa) {
     if (r.has("attention"))
       out.warnings.push_back(fmt::format("{} {}: {} always calls torch's SDPA; answered with sdpa",
                                          r.label("attention"), to_string(t.attention), lib.name));
@@ -305,6 +316,25 @@ Resolved resolve(const Catalog& catalog, const Request& r, unsigned cmd, Irrelev
   }
 }
 
+namespace {
+
+// A global batch and an accumulation without a micro-batch: the micro-batch is what DeepSpeed
+// derives (runtime/config.py _set_batch_related_parameters: train_batch_size / (gradient
+// accumulation x data-parallel size)), where it divides.
+void derive_micro_batch(Request& r, const hardware::Cluster& c) {
+  if (!r.has("global-batch") || !r.has("grad-accum") || r.has("micro-batch") || !r.global_batch) return;
+  const model::Training& t = r.training;
+  const std::int64_t replica = static_cast<std::int64_t>(t.tp) * t.pp * t.cp;
+  if (replica < 1 || c.world() % replica != 0) return;
+  const std::int64_t per_micro = t.grad_accum * (c.world() / replica);
+  if (per_micro < 1 || *r.global_batch % per_micro != 0) return;
+  r.training.micro_batch = *r.global_batch / per_micro;
+  r.given["micro-batch"] = fmt::format("{} / ({} x data-parallel size {})", r.label("global-batch"),
+                                       r.label("grad-accum"), c.world() / replica);
+}
+
+}  // namespace
+
 Resolved resolve_with(const ResolvedModel& model, const ResolvedCluster& cluster, const Request& request,
                       unsigned cmd, Irrelevant irrelevant) {
   Request r = request;
@@ -320,6 +350,7 @@ Resolved resolve_with(const ResolvedModel& model, const ResolvedCluster& cluster
                              r.label("micro-batch") + " sets the micro-batch");
       r.given.erase("grad-accum");
     }
+    derive_micro_batch(r, cluster.cluster);
     Resolved out;
     out.warnings = ignored;
     out.force_emit = r.force;

@@ -161,7 +161,10 @@ class ShellReader {
         if (!rest.starts_with(op)) continue;
         const bool empty_counts = op.front() == ':';
         if (set && !(empty_counts && it->second.empty())) return it->second;
-        const std::string word(rest.substr(op.size()));
+        // Bash removes the word's quotes: ${SLURM_NNODES:-"1"} is 1.
+        std::string word;
+        for (const char c : rest.substr(op.size()))
+          if (c != '"' && c != '\'') word += c;
         if (op.back() == '=') vars_[name] = word;
         return word;
       }

@@ -113,7 +113,7 @@ run_case(moe_pad_without_capacity 2 estimate mixtral-8x7b 8xH100 --framework meg
 run_case(quant_block_not_power_of_two 2 fit 7b A100 --method qlora --quant-block 100 ERR "--quant-block must be a power of two")
 run_case(optimizer_impl_unknown 2 estimate 7b A100 --optimizer-impl turbo ERR "--optimizer-impl: unknown optimizer implementation")
 run_case(optimizer_impl_cpu_without_offload 2 estimate 7b A100 --optimizer-impl deepspeed-cpu ERR "--optimizer-impl deepspeed-cpu steps on the host")
-run_case(optimizer_impl_gpu_with_offload 2 estimate 7b 4xA100 --strategy zero2 --offload optimizer --optimizer-impl fused ERR "--optimizer-impl fused runs on the GPU")
+run_case(optimizer_impl_gpu_with_offload 2 estimate 7b 4xA100 --strategy zero2 --offload optimizer --optimizer-impl deepspeed-fused ERR "--optimizer-impl deepspeed-fused runs on the GPU")
 # A family without an SDPA path in the chosen transformers release: the note says eager runs.
 run_case(sdpa_path_gone 0 estimate gemma-2-2b 1xH100 --method lora --attention sdpa MATCH "transformers 5.24 has no SDPA path for gemma2")
 run_case(optimizer_impl_fused 0 estimate 7b 1xH200 --precision bf16-true --checkpointing full --optimizer-impl fused MATCH "optimizer step" "memory-bound" "host")

@@ -55,6 +55,24 @@ TEST(ModelStates, MegatronBytesPerParameter) {
   }
 }
 
+// Optimizer states per trainable parameter as their sources state them: Lion keeps only the momentum,
+// half of AdamW's two fp32 moments (Chen et al. 2023, arXiv:2302.06675, Sec. 2: "more memory-
+// efficient than AdamW as it only keeps track of the momentum"); bitsandbytes' 32-bit optimizers
+// keep fp32 states even for bf16 parameters (bitsandbytes optim/optimizer.py, Optimizer2State:
+// dtype=torch.float32 when optim_bits == 32), paged; its 8-bit Lion one byte and one fp32 absmax
+// per 2048-value block (Dettmers et al. 2022, arXiv:2110.02861, Sec. 2); LAMB Adam's two moments
+// (You et al. 2019, arXiv:1904.00962, Algorithm 2).
+TEST(ModelStates, LionLambAndBitsandbytes32BitStates) {
+  EXPECT_DOUBLE_EQ(model::optimizer_state_bytes(Optimizer::lion, Precision::bf16_mixed, 0),
+                   model::optimizer_state_bytes(Optimizer::adamw, Precision::bf16_mixed, 0) / 2.0);
+  EXPECT_DOUBLE_EQ(model::optimizer_state_bytes(Optimizer::paged_adamw, Precision::bf16_true, 0), 8.0);
+  EXPECT_DOUBLE_EQ(model::optimizer_state_bytes(Optimizer::adamw, Precision::bf16_true, 0), 4.0);  // torch: bf16 moments
+  EXPECT_TRUE(model::is_paged(Optimizer::paged_adamw));
+  EXPECT_NEAR(model::optimizer_state_bytes(Optimizer::lion_8bit, Precision::bf16_mixed, 0), 1.0 + 4.0 / 2048.0, 1e-12);
+  EXPECT_DOUBLE_EQ(model::optimizer_state_bytes(Optimizer::lamb, Precision::fp32, 0),
+                   model::optimizer_state_bytes(Optimizer::adam, Precision::fp32, 0));
+}
+
 // QLoRA (Dettmers et al. 2023, arXiv:2305.14314) Sec. 3 (A15): NF4 with fp32 absmax per 64
 // weights = 4.5 bits; double quantization = 4.127 bits ("saves 0.373 bits per parameter").
 TEST(ModelStates, QloraConstants) {

@@ -246,7 +246,7 @@ const std::vector<Row>& rows() {
         {"micro-batch", "2"},
         {"seq", "512"},
         {"grad-accum", "4"},
-        {"optimizer", "adamw"}},
+        {"optimizer", "paged-adamw"}},  // quantize: litgpt steps bitsandbytes' PagedAdamW
        {},
        {}},
       {"litgpt-llama-3.1-8b-full.yaml",
@@ -346,7 +346,8 @@ const std::vector<Row>& rows() {
         {"grad-accum", "2"},
         {"seq", "2048"},
         {"precision", "bf16-mixed"},
-        {"checkpointing", "full"}},
+        {"checkpointing", "full"},
+        {"framework", "deepspeed"}},  // deepspeed: examples/deepspeed/ds_z3_config.json
        {"strategy"},  // the DeepSpeed file it names is read with a second --from
        {}},
       {"torchtune-llama3_1-8B_full.yaml",
@@ -378,7 +379,9 @@ const std::vector<Row>& rows() {
         {"grad-accum", "4"},
         {"checkpointing", "full"},
         {"attention", "flash"},
-        {"optimizer", "adamw-8bit"}},
+        {"optimizer", "adamw-8bit"},
+        {"strategy", "ddp"},  // no fsdp or deepspeed: the Trainer's DDP
+        {"offload", "none"}},
        {"precision"},
        {"lora_modules_to_save"}},
       {"axolotl-llama-3-qlora.yml",
@@ -397,9 +400,11 @@ const std::vector<Row>& rows() {
         {"grad-accum", "4"},
         {"checkpointing", "full"},
         {"attention", "flash"},
-        {"optimizer", "adamw"}},
+        {"optimizer", "paged-adamw"},
+        {"strategy", "ddp"},  // no fsdp or deepspeed: the Trainer's DDP
+        {"offload", "none"}},
        {"precision"},
-       {"optimizer = paged_adamw_32bit: paged 32-bit AdamW keeps AdamW's fp32 states"}},
+       {}},
       {"axolotl-llama-3-qlora-fsdp-70b.yaml",
        "axolotl config",
        {{"library", "axolotl"},

@@ -11,7 +11,24 @@ namespace trainplan {
 
 enum class Method { full, lora, qlora };
 enum class Precision { fp32, fp16_mixed, bf16_mixed, fp16_true, bf16_true };
-enum class Optimizer { adamw, adam, sgd, sgd_momentum, adamw_8bit, paged_adamw_8bit, adafactor };
+// paged_adamw: bitsandbytes' PagedAdamW (32-bit), two fp32 moments in paged memory whatever the
+// parameters' dtype; lion: Chen et al. 2023 (arXiv:2302.06675), one momentum per parameter; lion_8bit and
+// paged_lion_8bit are bitsandbytes' Lion8bit and PagedLion8bit (1-byte momentum); lamb: You et al.
+// 2019 (arXiv:1904.00962), Adam's two moments and a per-layer trust ratio.
+enum class Optimizer {
+  adamw,
+  adam,
+  sgd,
+  sgd_momentum,
+  adamw_8bit,
+  paged_adamw_8bit,
+  paged_adamw,
+  adafactor,
+  lion,
+  lion_8bit,
+  paged_lion_8bit,
+  lamb
+};
 enum class Strategy { single, ddp, zero1, zero2, zero3, fsdp_full, fsdp_grad_op, fsdp_hybrid };
 // full_offload: full checkpointing with the checkpoints kept in host memory (ZeRO-R's Pa+cpu,
 // Rajbhandari et al. 2019, arXiv:1910.02054, Sec. 6.1; DeepSpeed's cpu_checkpointing).
@@ -101,7 +118,12 @@ struct EnumTable<Optimizer> {
       std::pair{Optimizer::sgd_momentum, std::string_view{"sgd-momentum"}},
       std::pair{Optimizer::adamw_8bit, std::string_view{"adamw-8bit"}},
       std::pair{Optimizer::paged_adamw_8bit, std::string_view{"paged-adamw-8bit"}},
-      std::pair{Optimizer::adafactor, std::string_view{"adafactor"}}};
+      std::pair{Optimizer::paged_adamw, std::string_view{"paged-adamw"}},
+      std::pair{Optimizer::adafactor, std::string_view{"adafactor"}},
+      std::pair{Optimizer::lion, std::string_view{"lion"}},
+      std::pair{Optimizer::lion_8bit, std::string_view{"lion-8bit"}},
+      std::pair{Optimizer::paged_lion_8bit, std::string_view{"paged-lion-8bit"}},
+      std::pair{Optimizer::lamb, std::string_view{"lamb"}}};
 };
 template <>
 struct EnumTable<Strategy> {
@@ -348,15 +370,17 @@ struct EnumTable<Library> {
   return OptimizerImpl::foreach;
 }
 
-// Whether an optimizer implementation can run with this offload: the GPU ones without, the CPU
-// one with; `default` follows the offload.
+// Whether an optimizer implementation can run with this offload: DeepSpeed's FusedAdam without,
+// its CPU Adam with; torch's and `default` follow the offload.
 [[nodiscard]] constexpr bool optimizer_impl_allows(OptimizerImpl impl, Offload o) {
   switch (impl) {
     case OptimizerImpl::framework_default: return true;
     case OptimizerImpl::deepspeed_cpu: return o != Offload::none;
+    // torch's optimizers step wherever the states are: on the host under FSDP's CPU offload
+    // (fused=True has CPU kernels since torch 2.4, torch/optim/adamw.py).
     case OptimizerImpl::foreach:
     case OptimizerImpl::fused:
-    case OptimizerImpl::for_loop:
+    case OptimizerImpl::for_loop: return true;
     case OptimizerImpl::deepspeed_fused: return o == Offload::none;
   }
   return true;

@@ -30,6 +30,15 @@ struct ConfigRead {
   // parallel to `unresolved`.
   std::vector<std::string> unresolved_options;
 
+  // Values trainplan does not model ("optim = galore_adamw: ...; not modelled"): the request is
+  // refused unless another input gives the option, naming the nearest modelled value.
+  struct Unmodelled {
+    std::string text;
+    std::string option;   // "optimizer"
+    std::string nearest;  // "adamw"
+  };
+  std::vector<Unmodelled> unmodelled;
+
   // The value the file gives an option, or nullptr.
   [[nodiscard]] const Setting* find(const std::string& option) const;
 };
