@@ -5,7 +5,10 @@
 // `export NAME="..."`, values spanning lines in quotes) are followed in order, and $NAME, ${NAME}
 // and ${NAME:-default} expand to them; unquoted, the value splits into words at blanks, so
 // `torchrun ... $GPT_ARGS` passes every flag GPT_ARGS holds. What the script computes ($(...),
-// $((...)), $1) or takes from the environment stays as written, for the readers to report.
+// $((...)), $1) or takes from the environment stays as written, for the readers to report. An
+// `if [ ... ]` over values the script set is evaluated and its false branch skipped; one over
+// anything else is read through.
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <optional>
@@ -197,9 +200,71 @@ class ShellReader {
     in_word_ = false;
   }
 
+  // `if [ A = B ]`, `[ A -eq B ]`, `[ -z A ]` and the like over values the script set: true or
+  // false; nullopt where a side is not known (the environment, a positional parameter, a file test).
+  static std::optional<bool> condition(const std::vector<std::string>& w) {
+    const auto open = std::find_if(w.begin(), w.end(), [](const std::string& x) { return x == "[" || x == "[["; });
+    const auto close = std::find_if(w.begin(), w.end(), [](const std::string& x) { return x == "]" || x == "]]"; });
+    if (open == w.end() || close == w.end() || close < open) return std::nullopt;
+    const std::vector<std::string> in(open + 1, close);
+    for (const std::string& x : in)
+      if (x.find('$') != std::string::npos || x.find('`') != std::string::npos) return std::nullopt;
+    if (in.size() == 2 && in[0] == "-z") return in[1].empty();
+    if (in.size() == 2 && in[0] == "-n") return !in[1].empty();
+    if (in.size() != 3) return std::nullopt;
+    const std::string& op = in[1];
+    if (op == "=" || op == "==") return in[0] == in[2];
+    if (op == "!=") return in[0] != in[2];
+    long long a = 0, b = 0;
+    try {
+      std::size_t ua = 0, ub = 0;
+      a = std::stoll(in[0], &ua);
+      b = std::stoll(in[2], &ub);
+      if (ua != in[0].size() || ub != in[2].size()) return std::nullopt;
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+    if (op == "-eq") return a == b;
+    if (op == "-ne") return a != b;
+    if (op == "-lt") return a < b;
+    if (op == "-le") return a <= b;
+    if (op == "-gt") return a > b;
+    if (op == "-ge") return a >= b;
+    return std::nullopt;
+  }
+
+  // Whether the commands being read run: every enclosing `if` true or not known.
+  bool running() const {
+    return std::all_of(branches_.begin(), branches_.end(), [](const std::optional<bool>& b) { return b.value_or(true); });
+  }
+
+  // if / elif / else / fi: a branch whose condition is known to be false is skipped (its
+  // assignments too); one whose condition is not known is read, as before.
+  bool control(std::vector<std::string>& w) {
+    while (!w.empty() && (w[0] == "then" || w[0] == "else" || w[0] == "fi")) {
+      if (w[0] == "else" && !branches_.empty() && branches_.back()) branches_.back() = !*branches_.back();
+      if (w[0] == "fi" && !branches_.empty()) branches_.pop_back();
+      w.erase(w.begin());
+    }
+    if (w.empty()) return true;
+    if (w[0] == "if") {
+      branches_.push_back(condition(w));
+      return true;
+    }
+    if (w[0] == "elif") {
+      if (!branches_.empty()) branches_.back() = std::nullopt;
+      return true;
+    }
+    return !running();
+  }
+
   // A command of assignments only sets variables; any other passes its words on.
   void end_command() {
     end_word();
+    if (control(words_)) {
+      words_.clear();
+      return;
+    }
     const std::size_t first = !words_.empty() && is_declaration(words_[0]) ? 1 : 0;
     bool assignments = words_.size() > first;
     for (std::size_t k = first; k < words_.size() && assignments; ++k)
@@ -224,6 +289,7 @@ class ShellReader {
   std::vector<std::string> words_;  // of the command being read
   std::vector<std::string> out_;
   std::map<std::string, std::string> vars_;
+  std::vector<std::optional<bool>> branches_;  // the enclosing ifs' conditions
 };
 
 }  // namespace

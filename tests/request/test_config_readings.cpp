@@ -101,6 +101,21 @@ TEST(ConfigReadings, TorchtuneGemma2AttentionIsEager) {
   EXPECT_EQ(configuration(r).attention, Attention::eager);
 }
 
+// An `if [ ... ]` over the script's own values runs one branch, as bash does; one over what the
+// script does not set (the environment, $1) is read through.
+TEST(ConfigReadings, ScriptBranchesFollowTheirConditions) {
+  const ConfigRead r = read_training_config_text(
+      "#!/bin/bash\nckpt=\"false\"\nMODE=${1:-x}\nARGS=\"--tensor-model-parallel-size 2\"\n"
+      "if [ \"${ckpt}\" = \"true\" ]; then\n  ARGS=\"$ARGS --recompute-activations\"\nelse\n  ARGS=\"$ARGS --bf16\"\nfi\n"
+      "if [ $MODE == y ]; then ARGS=\"$ARGS --use-distributed-optimizer\"; fi\n"
+      "torchrun --nproc_per_node 8 pretrain_gpt.py $ARGS --micro-batch-size 1\n",
+      "run.sh");
+  const Options o = options_of(r);
+  EXPECT_EQ(o.at("checkpointing"), "none");      // the false branch skipped
+  EXPECT_EQ(o.at("precision"), "bf16-mixed");    // its else taken
+  EXPECT_EQ(o.at("strategy"), "zero1");          // $1 unknown: read through
+}
+
 // The launch scripts' own argument rules: llamafactory-cli's flags are LLaMA-Factory keys,
 // DeepSpeed-Chat's --zero_stage/--dtype/--offload its own, and a wrapper's "-- accelerate launch"
 // starts the command that trains.
