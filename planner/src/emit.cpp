@@ -105,7 +105,7 @@ int zero_stage(Strategy s) {
 OJson deepspeed_zero(const Estimate& e, const EmitContext& x) {
   const model::Training& t = e.training;
   const int stage = zero_stage(t.strategy);
-  OJson z = {{"stage", stage}, {"overlap_comm", true}, {"contiguous_gradients", true}};
+  OJson z = {{"stage", stage}, {"overlap_comm", !t.no_overlap_comm}, {"contiguous_gradients", true}};
   if (t.offload != Offload::none) {
     if (stage == 0)
       refuse("deepspeed", fmt::format("DeepSpeed offloads the optimizer only with ZeRO stage 1-3, "
@@ -205,8 +205,10 @@ std::string accelerate_deepspeed(const Estimate& e, const hardware::Cluster& c, 
   const OJson z = deepspeed_zero(e, x);
   std::string s = "distributed_type: DEEPSPEED\ndeepspeed_config:\n";
   if (c.nodes > 1) s += "  deepspeed_multinode_launcher: standard\n";
-  if (x.zero_plus_plus || t.offload != Offload::none || !is_adam(t.optimizer)) {
-    // accelerate's inline keys have no ZeRO++ or optimizer section (ZeRO-Offload needs
+  // accelerate's generated config leaves overlap_comm to DeepSpeed: on at stage 3 only.
+  const bool overlap_as_planned = (z["stage"].get<int>() == 3) != t.no_overlap_comm;
+  if (x.zero_plus_plus || t.offload != Offload::none || !is_adam(t.optimizer) || !overlap_as_planned) {
+    // accelerate's inline keys have no ZeRO++, optimizer or overlap_comm (ZeRO-Offload needs
     // DeepSpeed's CPU Adam): the full DeepSpeed config.
     notes.push_back("write ds_config.json with {emit} deepspeed (same plan options)");
     return s + "  deepspeed_config_file: ds_config.json\n  zero3_init_flag: " +

@@ -19,7 +19,7 @@ using hardware::Collective;
     case Framework::pytorch:
       return true;  // DDP buckets, FSDP post-backward hooks
     case Framework::deepspeed:
-      return tr.strategy != Strategy::ddp;  // overlap_comm for ZeRO
+      return tr.strategy != Strategy::ddp && !tr.no_overlap_comm;  // overlap_comm for ZeRO
     case Framework::megatron:
       return tc.megatron_overlap_grad_reduce;
   }
@@ -124,7 +124,10 @@ Seconds sharded_term(TermSink& sink, const TermInputs& in, const DataParallelByt
   const UnitComm u = unit_comm(in, b, units, zpp);
   const double md = in.md;
   const Seconds fwd_ex = u.ag_f + pos(u.ag_f - stage_fwd / units) * (units - 1.0);
-  const Seconds bwd_ex = u.rs + u.ar + pos(u.ag_b + u.rs + u.ar - stage_bwd / units) * (units - 1.0);
+  // DeepSpeed without overlap_comm reduces each unit's gradients on the compute stream: waited for.
+  const bool hidden_rs = in.tr.framework != Framework::deepspeed || !in.tr.no_overlap_comm;
+  const Seconds bwd_ex = hidden_rs ? u.rs + u.ar + pos(u.ag_b + u.rs + u.ar - stage_bwd / units) * (units - 1.0)
+                                   : u.rs * units + u.ar + pos(u.ag_b + u.ar - stage_bwd / units) * (units - 1.0);
   // Split the backward exposure between the kinds in proportion to their time.
   const Seconds ag_f_t = u.ag_f * (units * md);
   const Seconds ag_b_t = u.ag_b * (units * md);

@@ -108,6 +108,11 @@ void read_deepspeed_section(const Json& j, Reader& r) {
     static constexpr std::array kStrategy{"ddp", "zero1", "zero2", "zero3"};
     r.set("strategy", kStrategy.at(static_cast<std::size_t>(*st)), p + ".zero_stage",
           d.at("zero_stage"));
+    // The DeepSpeed config accelerate builds from these keys (utils/dataclasses.py DeepSpeedPlugin)
+    // has no overlap_comm: DeepSpeed's default, off below stage 3.
+    if (*st >= 1 && *st <= 2 && !d.contains("deepspeed_config_file"))
+      r.set("no-overlap-comm", "true", "(deepspeed_config without overlap_comm: DeepSpeed's default below stage 3, off)",
+            "");
   }
   r.set_integer(d, "gradient_accumulation_steps", p, "grad-accum", 1);
   const auto device = [&](const char* key) -> std::optional<bool> {

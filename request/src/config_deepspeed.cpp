@@ -207,8 +207,14 @@ int read_zero(const Json& j, Reader& r) {
         "zero_optimization.zenflow: ZenFlow's selective GPU updates are not modelled; "
         "estimated as a plain optimizer offload");
   read_zero_plus_plus(z, stage, r);
+  // runtime/zero/config.py overlap_comm_valid: left out, it is on at stage 3 only.
+  const auto overlap = r.boolean(z, "overlap_comm", "zero_optimization", "no-overlap-comm");
+  if (overlap && !*overlap && stage >= 1)  // stage 0 reduces as DDP does: nothing to overlap
+    r.set("no-overlap-comm", "true", "zero_optimization.overlap_comm", z.at("overlap_comm"));
+  else if (!overlap && stage >= 1 && stage <= 2)
+    r.set("no-overlap-comm", "true", "(no overlap_comm: DeepSpeed's default below stage 3, off)", "");
   r.check_keys(z, "zero_optimization",
-               {"stage", "mics_shard_size", "offload_optimizer", "offload_param", "zenflow",
+               {"stage", "mics_shard_size", "offload_optimizer", "offload_param", "zenflow", "overlap_comm",
                 "zero_quantized_weights", "zero_quantized_gradients", "zero_hpz_partition_size"},
                kZeroOtherKeys);
   return stage;

@@ -382,6 +382,18 @@ std::vector<Option> parallel_options() {
                            },
                            "with --strategy zero3"),
                    command::estimate | command::plan));
+  v.push_back(applies(flag(describe("no-overlap-comm", "", "No overlap_comm", "parallelism",
+                                    "DeepSpeed's overlap_comm false: ZeRO reduces the gradients on the compute "
+                                    "stream, exposed (DeepSpeed's default below stage 3)",
+                                    "off"),
+                           [](auto& r) -> auto& { return r.training.no_overlap_comm; }),
+                      [](const Request& r, unsigned cmd) {
+                        const Strategy s = r.training.strategy;
+                        return (r.training.framework != Framework::megatron &&
+                                (s == Strategy::zero1 || s == Strategy::zero2 || s == Strategy::zero3)) ||
+                               (cmd != command::estimate && !r.has("strategy"));
+                      },
+                      "with --strategy zero1, zero2 or zero3 (DeepSpeed)"));
   v.push_back(only(flag(describe("tp-across-nodes", "", "TP across nodes", "parallelism",
                                  "also try tensor parallelism wider than a node", "off"),
                         [](auto& r) -> auto& { return r.tp_across_nodes; }),

@@ -106,11 +106,22 @@ TEST(Emit, Zero2) {
   EXPECT_TRUE(j["bf16"]["enabled"]);
   EXPECT_FALSE(j.contains("fp16"));
 
+  EXPECT_EQ(j["zero_optimization"]["overlap_comm"], true);
+  // accelerate's inline keys leave overlap_comm to DeepSpeed, off below stage 3
+  // (runtime/zero/config.py): the plan's overlapped reduction needs the full config.
   const auto y = yaml_keys(emit(EmitFormat::accelerate, r.e, r.p.c, r.p.a, r.x).text);
   EXPECT_EQ(y.at("distributed_type"), "DEEPSPEED");
-  EXPECT_EQ(y.at("deepspeed_config.zero_stage"), "2");
-  EXPECT_EQ(y.at("deepspeed_config.gradient_accumulation_steps"), "2");
-  EXPECT_EQ(y.at("deepspeed_config.offload_optimizer_device"), "none");
+  EXPECT_EQ(y.at("deepspeed_config.deepspeed_config_file"), "ds_config.json");
+  Plan serial = plan;
+  serial.t.no_overlap_comm = true;
+  const Emitting rs = emitting(serial);
+  const auto ys = yaml_keys(emit(EmitFormat::accelerate, rs.e, rs.p.c, rs.p.a, rs.x).text);
+  EXPECT_EQ(ys.at("deepspeed_config.zero_stage"), "2");
+  EXPECT_EQ(ys.at("deepspeed_config.gradient_accumulation_steps"), "2");
+  EXPECT_EQ(ys.at("deepspeed_config.offload_optimizer_device"), "none");
+  EXPECT_EQ(nlohmann::json::parse(emit(EmitFormat::deepspeed, rs.e, rs.p.c, rs.p.a, rs.x).text)["zero_optimization"]
+                ["overlap_comm"],
+            false);
 
   const std::string cmd = emit(EmitFormat::torchrun, r.e, r.p.c, r.p.a, r.x).text;
   EXPECT_EQ(flag(cmd, "--deepspeed"), "ds_config.json");

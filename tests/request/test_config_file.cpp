@@ -58,6 +58,7 @@ const std::vector<Row>& rows() {
         {"global-batch", "8"},
         {"precision", "bf16-mixed"},
         {"strategy", "zero2"},
+        {"no-overlap-comm", "true"},  // no overlap_comm: DeepSpeed's default below stage 3
         {"offload", "optimizer"},
         {"optimizer", "adamw"}},
        {},

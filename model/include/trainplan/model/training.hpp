@@ -53,6 +53,9 @@ struct Training {
   // fp32 matmuls on TF32 tensor cores (torch.backends.cuda.matmul.allow_tf32); only fp32 reads it.
   bool tf32 = false;
   bool zero_init = true;        // DeepSpeed zero.Init: ZeRO-3 never materialises the full model on CPU
+  // DeepSpeed's overlap_comm false: ZeRO's gradient reduction runs on the compute stream, exposed
+  // (runtime/zero/config.py: the default below stage 3); false here is overlap_comm true.
+  bool no_overlap_comm = false;
   OptimizerImpl optimizer_impl = OptimizerImpl::framework_default;
   // Adapters under mixed precision: keep the frozen base in fp32 (litgpt's bf16-mixed autocasts an
   // fp32 model) instead of the 16-bit compute dtype (Hugging Face + PEFT practice).
