@@ -100,7 +100,7 @@ void read_deepspeed_section(const Json& j, Reader& r) {
   const std::string p = "deepspeed_config";
   if (d.contains("deepspeed_config_file") && !d.at("deepspeed_config_file").is_null()) {
     // accelerate then takes everything from that JSON and refuses the inline keys.
-    r.unresolved("", p + ".deepspeed_config_file", d.at("deepspeed_config_file"),
+    r.unresolved("strategy", p + ".deepspeed_config_file", d.at("deepspeed_config_file"),
                  "read that DeepSpeed config with another --from");
   }
   if (const auto st = r.integer(d, "zero_stage", p, "strategy", 0)) {

@@ -535,7 +535,7 @@ void read_llamafactory_command(const std::vector<std::string>& args, Reader& r) 
       }
       j[key] = typed(rest[++i]);
     } else if (w.ends_with(".yaml") || w.ends_with(".yml") || w.ends_with(".json")) {
-      r.unresolved("", "train", w, "the LLaMA-Factory config this command runs (read it too: --from that file)");
+      r.warn("train " + w + ": the LLaMA-Factory config this command runs is not read here (--from that file too)");
     } else if (const std::size_t eq = w.find('='); eq != std::string::npos) {
       j[w.substr(0, eq)] = typed(w.substr(eq + 1));  // OmegaConf overrides after the YAML
     }

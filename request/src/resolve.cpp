@@ -378,6 +378,8 @@ Resolved resolve_with(const ResolvedModel& model, const ResolvedCluster& cluster
     std::stable_sort(out.provenance.begin(), out.provenance.end(), [](const Provenance& x, const Provenance& y) {
       return source_file(x.source) < source_file(y.source);
     });
+    for (std::string& w : out.warnings) w = without_repeated_values(std::move(w));
+    for (std::string& n : out.notes) n = without_repeated_values(std::move(n));
     return out;
   } catch (const FieldError& e) {
     throw InputError(e.render([&](std::string_view field) { return r.label(field); }));

@@ -98,7 +98,7 @@ const std::vector<Row>& rows() {
       {"accelerate-deepspeed-file.yaml",
        "accelerate config",
        {{"gpus", "2"}, {"framework", "deepspeed"}},
-       {""},
+       {"strategy"},  // deepspeed_config_file: read that file with a second --from
        {}},
       {"accelerate-peft-sft-zero3.yaml",
        "accelerate config",

@@ -91,6 +91,21 @@ TEST(ConfigReadings, DeepSpeedMicroBatchFromTheGlobalBatch) {
   EXPECT_EQ(t.grad_accum, 1);
 }
 
+// One message style: the file as named, key = value once, then what is wrong (the label of a
+// file's value stands where a flag's name would, without repeating the value).
+TEST(ConfigReadings, RefusalsNameTheFileKeyAndValueOnce) {
+  const std::vector<GivenValue> values{{"model", "llama-3.1-8b", "model"}, {"cluster", "8xH100-80GB", "cluster"}};
+  const std::string path = config_path("ds-dsexamples-sglang-nvme.json");
+  try {
+    (void)configuration(resolve(test::catalog(), make_request({path}, values, command::estimate), command::estimate));
+    ADD_FAILURE() << "a global batch of 1 on 8 GPUs is not refused";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("ds-dsexamples-sglang-nvme.json: train_batch_size = 1 is smaller than"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // torchtune's Gemma 2 attention is its own matmul, soft-cap and fp32 softmax, not torch's SDPA
 // (torchtune/models/gemma2/_attention.py Gemma2Attention.forward).
 TEST(ConfigReadings, TorchtuneGemma2AttentionIsEager) {
@@ -128,8 +143,8 @@ TEST(ConfigReadings, LaunchersReadByTheirOwnArguments) {
   EXPECT_EQ(options_of(lf).at("lora-rank"), "16");
   EXPECT_EQ(options_of(lf).at("nodes"), "2");
   const ConfigRead yaml = read_training_config_text("llamafactory-cli train examples/x.yaml\n", "lf.sh");
-  ASSERT_EQ(yaml.unresolved.size(), 1u);
-  EXPECT_NE(yaml.unresolved[0].find("examples/x.yaml"), std::string::npos);
+  ASSERT_EQ(yaml.warnings.size(), 1u);  // said, not left silently open
+  EXPECT_NE(yaml.warnings[0].find("examples/x.yaml"), std::string::npos);
   const ConfigRead chat = read_training_config_text(
       "deepspeed main.py --zero_stage 3 --offload --dtype bf16 --lora_dim 64 --only_optimize_lora\n", "run.sh");
   EXPECT_EQ(chat.kind, "DeepSpeed-Chat command");

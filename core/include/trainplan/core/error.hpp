@@ -7,10 +7,29 @@
 
 namespace trainplan {
 
-// Bad input from a user or a file. The message names the input; only main() picks the exit code.
+// A message in which a file's "key = value" is followed by the same value again, as when an
+// input's label (a file's "ds.json: train_batch_size = 256") stands where a flag's name would
+// ("--global-batch") before its value: the repeat dropped ("train_batch_size = 256 is ...").
+[[nodiscard]] inline std::string without_repeated_values(std::string m) {
+  for (std::size_t at = m.find(" = "); at != std::string::npos; at = m.find(" = ", at + 3)) {
+    const std::size_t start = at + 3;
+    const std::size_t end = m.find(' ', start);
+    if (end == std::string::npos || end == start) continue;
+    const std::string value = m.substr(start, end - start);
+    const std::size_t after = end + 1 + value.size();
+    const bool repeated = m.compare(end + 1, value.size(), value) == 0 &&
+                          (after == m.size() || m[after] == ' ' || m[after] == ':' || m[after] == ',');
+    if (repeated) m.erase(end, 1 + value.size());
+  }
+  return m;
+}
+
+// Bad input from a user or a file. The message names the input, each value once; only main()
+// picks the exit code.
 class InputError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit InputError(const std::string& message) : std::runtime_error(without_repeated_values(message)) {}
+  explicit InputError(const char* message) : InputError(std::string(message)) {}
 };
 
 // Bad input about training options, named by field ("micro-batch", "tp") rather than by how a

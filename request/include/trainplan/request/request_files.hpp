@@ -17,9 +17,10 @@ struct GivenValue {
 };
 
 // Starting from `base`, reads the files in order (a later file overrides an earlier one), then
-// applies `values`. What a file leaves to other inputs (DeepSpeed's "auto") must be given by another
-// file or a value where command `cmd` uses it, or the request is refused naming the file and key.
-// Throws InputError.
+// applies `values`. What a file leaves to other inputs (DeepSpeed's "auto") that no other file or
+// value gives is left out with a note naming the file and key; a value trainplan does not model
+// (an optimizer it cannot price) is refused, naming the nearest modelled one, unless another input
+// gives the option. Throws InputError.
 [[nodiscard]] Request make_request(const std::vector<std::string>& files, const std::vector<GivenValue>& values,
                                    unsigned cmd, Request base = {});
 
