@@ -591,7 +591,9 @@ void set_option(Request& r, std::string_view name, std::string_view value, const
     throw InputError(e.render([&](std::string_view) { return source; }));
   }
   if (before != r.given.end() && before->second != source && o->text(r) != previous)
-    r.overridden.push_back(source + " " + o->text(r) + " overrides " + before->second + " = " + previous);
+    // A file's source already says its value ("ds.json: stage = 3"); a flag's does not.
+    r.overridden.push_back(source + " " + o->text(r) + " overrides " + before->second +
+                           (before->second.find(" = ") == std::string::npos ? " = " + previous : ""));
   r.given[std::string(name)] = source;
 }
 
