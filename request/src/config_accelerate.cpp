@@ -105,8 +105,7 @@ void read_deepspeed_section(const Json& j, Reader& r) {
   }
   if (const auto st = r.integer(d, "zero_stage", p, "strategy", 0)) {
     if (*st > 3) r.fail(p + ".zero_stage", d.at("zero_stage"), "must be 0, 1, 2 or 3");
-    static constexpr std::array kStrategy{"ddp", "zero1", "zero2", "zero3"};
-    r.set("strategy", kStrategy.at(static_cast<std::size_t>(*st)), p + ".zero_stage",
+    r.set("strategy", zero_stage_strategy(*st), p + ".zero_stage",
           d.at("zero_stage"));
     // The DeepSpeed config accelerate builds from these keys (utils/dataclasses.py DeepSpeedPlugin)
     // has no overlap_comm: DeepSpeed's default, off below stage 3.

@@ -121,9 +121,8 @@ void read_accelerate_launch(const Parsed& p, Reader& r) {
       r.set("precision", "fp32", flag, value);
     else if (flag == "--use_deepspeed")
       r.set("framework", "deepspeed", flag, "");
-    else if (flag == "--zero_stage" && value >= "0" && value <= "3" && value.size() == 1)
-      r.set("strategy", std::array{"ddp", "zero1", "zero2", "zero3"}.at(static_cast<std::size_t>(value[0] - '0')),
-            flag, value);
+    else if (flag == "--zero_stage" && value.size() == 1 && value >= "0" && value <= "3")
+      r.set("strategy", zero_stage_strategy(value[0] - '0'), flag, value);
     else if (flag == "--deepspeed_config_file")
       r.unresolved("strategy", flag, value, "the DeepSpeed config the launcher passes (read it too: --from that file)");
     else if (flag == "--use_fsdp")
@@ -396,6 +395,13 @@ std::optional<bool> hf_bool(std::string v) {
   return std::nullopt;
 }
 
+// A word as HfArgumentParser types it from its dataclass field: a boolean, a number, else text.
+Json argparse_value(const std::string& v) {
+  if (const auto b = hf_bool(v)) return *b;
+  if (const auto n = number_word(v)) return *n;
+  return v;
+}
+
 void read_torchrun_command(const std::vector<std::string>& args, Reader& r) {
   const Parsed p = parse(args);
   read_launcher(p, r);
@@ -410,10 +416,8 @@ void read_torchrun_command(const std::vector<std::string>& args, Reader& r) {
       if (key == "per_device_train_batch_size" || key == "gradient_accumulation_steps" ||
           key == "max_seq_length" || key == "model_max_length")
         v = positive(r, flag, value);
-      else if (const auto b = hf_bool(value))
-        v = *b;
-      else if (const auto n = number_word(value))
-        v = *n;  // argparse types it from the dataclass field: lora_r 8, lora_dropout 0.05
+      else
+        v = argparse_value(value);  // lora_r 8, lora_dropout 0.05, --bf16 True
       j[key] = v;
     }
   }
@@ -471,10 +475,9 @@ void read_dschat_command(const std::vector<std::string>& args, Reader& r) {
   else
     r.set("seq", "512", "(no --max_seq_len: DeepSpeed-Chat's default, every sample padded to 512)", "");
   const std::string stage = flag_value(p, "--zero_stage").value_or("0");
-  static constexpr std::array kStages{"ddp", "zero1", "zero2", "zero3"};
   const std::int64_t st = stage == "0" ? 0 : positive(r, "--zero_stage", stage);
   if (st > 3) r.fail("--zero_stage", stage, "must be 0, 1, 2 or 3");
-  r.set("strategy", kStages.at(static_cast<std::size_t>(st)),
+  r.set("strategy", zero_stage_strategy(st),
         has_flag(p, "--zero_stage") ? "--zero_stage" : "(no --zero_stage: DeepSpeed-Chat's default, 0)", stage);
   const std::string dtype = flag_value(p, "--dtype").value_or("fp16");
   if (dtype != "fp16" && dtype != "bf16" && dtype != "fp32") r.fail("--dtype", dtype, "must be fp16, bf16 or fp32");
@@ -514,12 +517,6 @@ void read_llamafactory_command(const std::vector<std::string>& args, Reader& r) 
     if (a->rfind("NNODES=", 0) == 0) r.set("nodes", std::to_string(positive(r, "NNODES", a->substr(7))), "NNODES", a->substr(7));
     if (a->rfind("NPROC_PER_NODE=", 0) == 0) r.unresolved("gpus", "NPROC_PER_NODE", a->substr(15), "GPUs per node; give the cluster");
   }
-  const auto typed = [](const std::string& v) -> Json {
-    if (const auto b = hf_bool(v)) return *b;
-    if (!v.empty() && v.size() < 18 && std::all_of(v.begin(), v.end(), [](unsigned char c) { return std::isdigit(c); }))
-      return std::stoll(v);
-    return v;
-  };
   std::vector<std::string> rest(cli == args.end() ? args.end() : cli + 1, args.end());
   if (rest.empty() || rest.front() != "train")
     r.fail("llamafactory-cli", rest.empty() ? "" : rest.front(), "trainplan reads `llamafactory-cli train`");
@@ -533,11 +530,11 @@ void read_llamafactory_command(const std::vector<std::string>& args, Reader& r) 
         j[key] = true;
         continue;
       }
-      j[key] = typed(rest[++i]);
+      j[key] = argparse_value(rest[++i]);
     } else if (w.ends_with(".yaml") || w.ends_with(".yml") || w.ends_with(".json")) {
       r.warn("train " + w + ": the LLaMA-Factory config this command runs is not read here (--from that file too)");
     } else if (const std::size_t eq = w.find('='); eq != std::string::npos) {
-      j[w.substr(0, eq)] = typed(w.substr(eq + 1));  // OmegaConf overrides after the YAML
+      j[w.substr(0, eq)] = argparse_value(w.substr(eq + 1));  // OmegaConf overrides after the YAML
     }
   }
   if (!j.empty()) read_llamafactory(j, r);

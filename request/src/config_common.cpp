@@ -69,6 +69,11 @@ void Reader::unmodelled(const std::string& option, const std::string& key, const
       {out_.path + ": key '" + text_excerpt(key) + "' = " + shown(raw) + ": " + why, option, nearest});
 }
 
+std::string zero_stage_strategy(std::int64_t stage) {
+  static constexpr std::array kStrategy{"ddp", "zero1", "zero2", "zero3"};
+  return kStrategy.at(static_cast<std::size_t>(stage));
+}
+
 void Reader::warn(const std::string& text) { out_.warnings.push_back(name_ + ": " + text); }
 
 void Reader::check_keys(const Json& obj, const std::string& prefix,

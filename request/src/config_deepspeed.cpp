@@ -192,14 +192,13 @@ int read_zero(const Json& j, Reader& r) {
   const std::optional<std::int64_t> st = r.integer(z, "stage", "zero_optimization", "strategy", 0);
   const int stage = st ? static_cast<int>(*st) : 0;  // DeepSpeedZeroConfig.stage defaults to 0
   if (st && *st > 3) r.fail("zero_optimization.stage", z.at("stage"), "must be 0, 1, 2 or 3");
-  static constexpr std::array kStrategy{"ddp", "zero1", "zero2", "zero3"};
   // MiCS (mics_shard_size > 0 with stage 3) shards within groups of that size and replicates
   // across them: hybrid sharding.
   const auto mics = r.integer(z, "mics_shard_size", "zero_optimization", "strategy", -1);
   if (mics && *mics > 0 && stage == 3)
     r.set("strategy", "fsdp-hybrid", "zero_optimization.mics_shard_size", z.at("mics_shard_size"));
   else if (st)
-    r.set("strategy", kStrategy.at(static_cast<std::size_t>(stage)), "zero_optimization.stage",
+    r.set("strategy", zero_stage_strategy(stage), "zero_optimization.stage",
           z.at("stage"));
   read_zero_offload(z, stage, r);
   if (z.contains("zenflow") && !z.at("zenflow").is_null())

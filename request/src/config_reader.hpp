@@ -117,6 +117,10 @@ struct Named {
 void set_named(Reader& r, const std::string& option, std::span<const Named> table,
                const std::string& key, const Json& raw, const std::string& why);
 
+// The strategy of a ZeRO stage 0-3 (stage 0: DDP's all-reduce), as DeepSpeed, accelerate and the
+// launch scripts name it.
+[[nodiscard]] std::string zero_stage_strategy(std::int64_t stage);
+
 // torch.distributed.fsdp.ShardingStrategy's names, as accelerate and axolotl spell them, and the
 // strategy each is; HYBRID_SHARD_ZERO2 has none.
 [[nodiscard]] std::span<const Named> fsdp_sharding_strategies();

@@ -41,12 +41,8 @@ std::vector<std::string> check_relevance(Request& r, unsigned cmd, Irrelevant ir
       continue;
     }
     if (!o.applies || o.applies(r, cmd)) continue;
-    if (irrelevant == Irrelevant::warn) {
-      // A file's label already holds the value ("ax.yml: tf32 = false"); a flag's does not.
-      const std::string label = r.label(o.name);
-      const std::string value = label.find(" = ") == std::string::npos ? " " + o.text(r) : "";
-      warnings.push_back(fmt::format("{}{} ignored: it applies {}", label, value, o.applies_text));
-    }
+    if (irrelevant == Irrelevant::warn)
+      warnings.push_back(fmt::format("{} {} ignored: it applies {}", r.label(o.name), o.text(r), o.applies_text));
     o.parse(r, o.text(defaults));
     r.given.erase(o.name);
   }
