@@ -165,5 +165,26 @@ TEST(ConfigReadings, LaunchersReadByTheirOwnArguments) {
   EXPECT_EQ(w.count("strategy"), 0u);  // not the Trainer's DDP: DeepSpeed's config decides
 }
 
+// Bad values in the launch scripts' own arguments are refused naming the script, the flag and
+// the value.
+TEST(ConfigReadings, BadLauncherArgumentsAreRefusedByName) {
+  const auto refusal = [](const std::string& script) {
+    try {
+      (void)read_training_config_text(script, "run.sh");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(read)");
+  };
+  EXPECT_NE(refusal("deepspeed main.py --zero_stage 4\n").find("run.sh: key '--zero_stage' = \"4\": must be 0, 1, 2 or 3"),
+            std::string::npos);
+  EXPECT_NE(refusal("deepspeed main.py --zero_stage 2 --dtype fp8\n").find("run.sh: key '--dtype' = \"fp8\""),
+            std::string::npos);
+  EXPECT_NE(refusal("llamafactory-cli export x.yaml\n").find("trainplan reads `llamafactory-cli train`"),
+            std::string::npos);
+  EXPECT_NE(refusal("NNODES=two llamafactory-cli train --stage sft\n").find("run.sh: key 'NNODES' = \"two\""),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace trainplan::request
