@@ -43,12 +43,21 @@ std::vector<Checkpointing> checkpointings_for(const SearchRequest& req, Breadth 
 std::vector<Offload> offloads_for(const SearchRequest& req, Strategy s, Breadth b) {
   if (req.offload) return {*req.offload};
   std::vector<Offload> out{Offload::none, Offload::optimizer};
-  if (b == Breadth::plan) {
-    if (req.base.framework == Framework::megatron) return {Offload::none};
-    if (shards_parameters(s)) out.push_back(Offload::optimizer_params);
-  }
+  const bool megatron = req.base.framework == Framework::megatron;
+  if (b == Breadth::plan && megatron) return {Offload::none};
+  // Megatron-LM offloads the optimizer (HybridDeviceOptimizer), never the parameters.
+  if (b != Breadth::fit && !megatron && shards_parameters(s)) out.push_back(Offload::optimizer_params);
   std::erase_if(out, [&](Offload x) { return !optimizer_impl_allows(req.base.optimizer_impl, x); });
   return out;
+}
+
+bool in_space(const SearchRequest& req, const model::Training& t, const hardware::Cluster& c, Breadth b) {
+  const auto has = [](const auto& values, auto v) { return std::find(values.begin(), values.end(), v) != values.end(); };
+  const model::Training& given = req.base;
+  return (t.strategy == given.strategy || has(strategies_for(req, c, 0, b), t.strategy)) &&
+         (t.checkpointing == given.checkpointing || has(checkpointings_for(req, b), t.checkpointing)) &&
+         ((t.offload == given.offload && t.strategy == given.strategy) ||
+          has(offloads_for(req, t.strategy, b), t.offload));
 }
 
 void check_searchable(const hardware::Cluster& c, const SearchRequest& req) {

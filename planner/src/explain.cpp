@@ -6,6 +6,7 @@
 #include <set>
 #include <utility>
 
+#include "candidate_space.hpp"
 #include "trainplan/core/error.hpp"
 
 namespace trainplan::planner {
@@ -52,22 +53,17 @@ void micro_batch_changes(const model::Training& t, std::vector<Candidate>& out) 
   }
 }
 
-void checkpointing_changes(const model::Training& t, std::vector<Candidate>& out) {
-  std::vector<Checkpointing> stronger;
-  switch (t.checkpointing) {
-    case Checkpointing::none:
-      stronger = {Checkpointing::selective, Checkpointing::full, Checkpointing::full_offload};
-      break;
-    case Checkpointing::selective:
-      stronger = {Checkpointing::full, Checkpointing::full_offload};
-      break;
-    case Checkpointing::full:
-      stronger = {Checkpointing::full_offload};
-      break;
-    case Checkpointing::full_offload:
-      break;
-  }
-  for (Checkpointing ck : stronger) {
+// The values after `given` in the space's list (stronger checkpointing, more offload: each list
+// runs from the least memory saved to the most).
+template <typename T>
+std::vector<T> after(const std::vector<T>& values, T given) {
+  const auto at = std::find(values.begin(), values.end(), given);
+  return at == values.end() ? std::vector<T>{} : std::vector<T>(at + 1, values.end());
+}
+
+void checkpointing_changes(const SearchRequest& space, std::vector<Candidate>& out) {
+  const model::Training& t = space.base;
+  for (Checkpointing ck : after(checkpointings_for(space, Breadth::explain), t.checkpointing)) {
     Candidate c{t, {}, kCheckpointing};
     c.training.checkpointing = ck;
     c.changes = {
@@ -76,29 +72,17 @@ void checkpointing_changes(const model::Training& t, std::vector<Candidate>& out
   }
 }
 
-// Sharding the framework offers beyond the given strategy: ZeRO stages under DeepSpeed, FSDP under
-// PyTorch, the distributed optimizer (zero1) under Megatron-LM. Needs more than one data-parallel
-// rank to change anything.
-void sharding_changes(const model::Training& t, const hardware::Cluster& cl,
-                      std::vector<Candidate>& out) {
+// Sharding the framework offers beyond the given strategy (the space's strategies: ZeRO stages
+// under DeepSpeed, FSDP under PyTorch, the distributed optimizer under Megatron-LM). Needs more
+// than one data-parallel rank to change anything.
+void sharding_changes(const SearchRequest& space, const hardware::Cluster& cl, std::vector<Candidate>& out) {
+  const model::Training& t = space.base;
   if (cl.world() / (static_cast<std::int64_t>(t.tp) * t.pp) < 2) return;
-  std::vector<Strategy> options;
-  switch (t.framework) {
-    case Framework::deepspeed:
-      options = {Strategy::zero1, Strategy::zero2, Strategy::zero3};
-      break;
-    case Framework::pytorch:
-      options = {Strategy::fsdp_grad_op, Strategy::fsdp_hybrid, Strategy::fsdp_full};
-      break;
-    case Framework::megatron:
-      options = {Strategy::zero1};
-      break;
-  }
   const auto rank = [](Strategy s) {
     return (shards_optimizer(s) ? 1 : 0) + (shards_gradients(s) ? 1 : 0) +
            (shards_parameters(s) ? 1 : 0);
   };
-  for (Strategy s : options) {
+  for (Strategy s : strategies_for(space, cl, 0, Breadth::explain)) {
     if (s == t.strategy || rank(s) < rank(t.strategy)) continue;
     Candidate c{t, {}, kSharding};
     c.training.strategy = s;
@@ -107,19 +91,16 @@ void sharding_changes(const model::Training& t, const hardware::Cluster& cl,
   }
 }
 
-void offload_changes(const model::Training& t, std::vector<Candidate>& out) {
-  std::vector<Offload> more;
-  switch (t.offload) {
-    case Offload::none:
-      more = {Offload::optimizer, Offload::optimizer_params};
-      break;
-    case Offload::optimizer:
-      more = {Offload::optimizer_params};
-      break;
-    case Offload::optimizer_params:
-      break;
-  }
-  for (Offload o : more) {
+// More offload than given: what the space offers under the given strategy or any it may change to
+// (parameter offload needs sharded parameters; a pair with a sharding change can reach it).
+void offload_changes(const SearchRequest& space, const hardware::Cluster& cl, std::vector<Candidate>& out) {
+  const model::Training& t = space.base;
+  std::vector<Offload> all{t.offload};
+  for (Strategy s : strategies_for(space, cl, 0, Breadth::explain))
+    for (Offload o : offloads_for(space, s, Breadth::explain))
+      if (std::find(all.begin(), all.end(), o) == all.end()) all.push_back(o);
+  std::sort(all.begin(), all.end());
+  for (Offload o : after(all, t.offload)) {
     Candidate c{t, {}, kOffload};
     c.training.offload = o;
     c.changes = {{"offload", std::string(to_string(t.offload)), std::string(to_string(o))}};
@@ -145,13 +126,13 @@ void adapter_changes(const model::Training& t, std::vector<Candidate>& out) {
   }
 }
 
-std::vector<Candidate> single_changes(const model::Training& t, const hardware::Cluster& c) {
+std::vector<Candidate> single_changes(const SearchRequest& space, const hardware::Cluster& c) {
   std::vector<Candidate> out;
-  micro_batch_changes(t, out);
-  checkpointing_changes(t, out);
-  sharding_changes(t, c, out);
-  offload_changes(t, out);
-  adapter_changes(t, out);
+  micro_batch_changes(space.base, out);
+  checkpointing_changes(space, out);
+  sharding_changes(space, c, out);
+  offload_changes(space, c, out);
+  adapter_changes(space.base, out);
   return out;
 }
 
@@ -199,7 +180,11 @@ Explanation suggest_changes(const model::Architecture& a, const model::Parameter
   out.given = evaluate(a, n, t, c, profile, mc);
   if (out.given.fits) return out;
   const double base = out.given.throughput.tokens_per_s;
+  // The space around the configuration as given: nothing pinned, every value its framework runs.
+  SearchRequest space;
+  space.base = t;
   const auto price = [&](const Candidate& cand) -> std::optional<Suggestion> {
+    if (!in_space(space, cand.training, c, Breadth::explain)) return std::nullopt;
     try {
       Estimate e = evaluate(a, n, cand.training, c, profile, mc);
       if (!e.fits) return std::nullopt;
@@ -216,7 +201,7 @@ Explanation suggest_changes(const model::Architecture& a, const model::Parameter
     const int k = v[i].kind;
     return k == kMicroBatch || k == kLoraRank ? -1 - k : static_cast<int>(i);
   };
-  const std::vector<Candidate> singles = single_changes(t, c);
+  const std::vector<Candidate> singles = single_changes(space, c);
   std::set<std::pair<int, int>> done;
   for (std::size_t i = 0; i < singles.size(); ++i) {
     if (done.contains({key(singles, i), 0})) continue;

@@ -14,6 +14,7 @@
 #include "../common/catalog.hpp"
 #include "trainplan/request/catalog.hpp"
 #include "trainplan/model/parameters.hpp"
+#include "trainplan/planner/emit.hpp"
 #include "trainplan/planner/explain.hpp"
 
 namespace trainplan::planner {
@@ -129,6 +130,36 @@ TEST(SuggestChanges, Falcon40bLoraDoesNotFitAsGiven) {
   const Explanation x = suggest_changes(s.a, s.n, s.t, s.c);
   ASSERT_FALSE(x.given.fits) << "litgpt's table: OOM without quantization";
   expect_sound(x, s);
+}
+
+// Explain draws strategies, checkpointing and offload from the candidate space fit and search walk,
+// so under Megatron-LM it suggests only what pretrain_gpt.py runs: its optimizer offload
+// (--optimizer-cpu-offload), never parameter or activation offload, which it has no flag for
+// (Megatron-LM arguments.py; planner::emit refuses them). Llama-2-70B, TP8 on 4 nodes of 8 H100,
+// micro-batch 4 at 4096 tokens, does not fit as given.
+TEST(SuggestChanges, UnderMegatronOnlyWhatMegatronRuns) {
+  const request::Catalog& catalog = test::catalog();
+  const model::Architecture a = catalog.resolve_model("llama-2-70b").arch;
+  const model::ParameterCounts n = model::count_parameters(a);
+  const hardware::Cluster c = catalog.resolve_cluster("4x8xH100-80GB", std::nullopt).cluster;
+  model::Training t;
+  t.framework = Framework::megatron;
+  t.optimizer_impl = OptimizerImpl::fused;
+  t.strategy = Strategy::ddp;
+  t.tp = 8;
+  t.sequence_parallel = true;
+  t.micro_batch = 4;
+  t.grad_accum = 4;
+  t.seq = 4096;
+  t.checkpointing = Checkpointing::none;
+  const Explanation x = suggest_changes(a, n, t, c);
+  ASSERT_FALSE(x.given.fits);
+  ASSERT_FALSE(x.suggestions.empty());
+  for (const Suggestion& s : x.suggestions) {
+    EXPECT_NE(s.estimate.training.offload, Offload::optimizer_params);
+    EXPECT_NE(s.estimate.training.checkpointing, Checkpointing::full_offload);
+    EXPECT_NO_THROW((void)emit(EmitFormat::torchrun, s.estimate, c, a)) << s.changes.front().option;
+  }
 }
 
 TEST(SuggestChanges, AConfigurationThatFitsNeedsNoChange) {

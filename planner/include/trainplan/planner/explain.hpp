@@ -2,8 +2,10 @@
 // "It does not fit: what should I change?" For one fully specified configuration, the smallest
 // changes that make it fit, each priced with planner::evaluate: a smaller micro-batch with more
 // accumulation (the global batch kept), activation checkpointing, more sharding, offload, a smaller
-// LoRA rank, QLoRA instead of LoRA. Single changes, and pairs of changes of two kinds: every pair
-// that fits when no single change does, else the pairs faster than every single change.
+// LoRA rank, QLoRA instead of LoRA. Strategies, checkpointing and offload take the values of the
+// candidate space fit and search walk (planner/src/candidate_space.hpp), every one the framework
+// runs. Single changes, and pairs of changes of two kinds: every pair that fits when no single
+// change does, else the pairs faster than every single change.
 // Pure: front ends print the result.
 
 #include <cstdint>
