@@ -34,7 +34,7 @@ void print_explanation(const request::Resolved& r, const planner::Explanation& x
   print_context(r);
   std::cout << fmt::format("  as given: {} of {} GiB per GPU — {}\n", gib_text(g.memory.device_total),
                            gib_text(c.gpu.usable_memory),
-                           g.fits ? std::string(to_string(g.verdict.verdict)) : "does not fit: " + g.verdict.reason);
+                           verdict_text(g.verdict));
   if (g.fits) {
     std::cout << "\nNothing to change: it fits as given.\n";
     return;
@@ -47,7 +47,7 @@ void print_explanation(const request::Resolved& r, const planner::Explanation& x
   Table t({"#", "change", "verdict", "GiB/GPU", "tokens/s", "kept"});
   for (std::size_t i = 0; i < x.suggestions.size(); ++i) {
     const planner::Suggestion& s = x.suggestions[i];
-    t.add({std::to_string(i + 1), change_text(s), std::string(to_string(s.estimate.verdict.verdict)),
+    t.add({std::to_string(i + 1), change_text(s), std::string(verdict_look(s.estimate.verdict.verdict).word),
            gib_text(s.estimate.memory.device_total),
            thousands(static_cast<std::int64_t>(s.estimate.throughput.tokens_per_s)),
            fmt::format("{:.0f} %", 100.0 * s.throughput_kept)});

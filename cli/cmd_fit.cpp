@@ -6,6 +6,7 @@
 
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "format.hpp"
 #include "options.hpp"
@@ -18,38 +19,27 @@ namespace trainplan::cli {
 namespace {
 
 
+// The answer in one sentence (reports::verdict_sentence, the GUI banner's wording): the recommended
+// plan, or why even the leanest candidate does not fit.
 std::string verdict(const request::Resolved& r, const model::ParameterCounts& n, const planner::FitResult& f) {
   const hardware::Cluster& c = r.cluster.cluster;
-  const std::string where = c.world() == 1 ? fmt::format("1x {}", c.gpu.name)
-                                           : fmt::format("{}x {}", c.world(), c.gpu.name);
-  const std::string what = fmt::format("{} ({} params, {})", r.model.arch.name, count_text(n.total),
-                                       to_string(r.search.base.method));
-  if (f.recommended) {
-    const planner::Candidate& k = f.candidates[*f.recommended];
-    std::string mb = r.search.micro_batch.has_value()
-                         ? fmt::format("micro-batch {} (up to {})", k.training.micro_batch, k.max_micro_batch)
-                         : fmt::format("micro-batch up to {}", k.max_micro_batch);
-    const std::string speed =
-        k.tokens_per_s > 0 ? fmt::format(" (~{} tokens/s estimated)", count_text(static_cast<std::int64_t>(k.tokens_per_s)))
-                           : "";
-    if (k.verdict.verdict == planner::Verdict::tight)
-      return fmt::format("Tight — {} on {} with {}: {}; {}{}", what, where, planner::plan_label(k.training, k.layout), k.verdict.reason,
-                         k.max_micro_batch > 0 ? mb : fmt::format("micro-batch {}", k.training.micro_batch), speed);
-    return fmt::format("Yes — {} fits on {} with {}: {} of {} GiB per GPU; {}{}", what, where, planner::plan_label(k.training, k.layout),
-                       gib_text(k.memory.device_total), gib_text(f.usable), mb, speed);
-  }
-  if (f.candidates.empty()) return fmt::format("No — {} has no valid configuration on {}", what, where);
-  const planner::Candidate* best = &f.candidates.front();
-  for (const auto& k : f.candidates)
-    if (k.memory.device_total < best->memory.device_total) best = &k;
-  const hardware::Cluster& cl = r.cluster.cluster;
-  if (best->memory.device_total <= f.usable)
-    return fmt::format("No — {} does not fit on {}: the leanest candidate ({}) fits the GPUs but needs {} of {} "
-                       "GiB of CPU memory per node",
-                       what, where, planner::plan_label(best->training, best->layout), gib_text(best->memory.host),
-                       gib_text(cl.host_memory));
-  return fmt::format("No — {} does not fit on {}: the leanest candidate ({}): {}", what, where,
-                     planner::plan_label(best->training, best->layout), best->verdict.reason);
+  reports::VerdictSubject s{fmt::format("{} ({} params, {})", r.model.arch.name, count_text(n.total),
+                                        to_string(r.search.base.method)),
+                            fmt::format("{}x {}", c.world(), c.gpu.name), {}};
+  if (f.candidates.empty())
+    return fmt::format("{} — {} has no valid configuration on {}", verdict_look(planner::Verdict::no).headline,
+                       s.what, s.where);
+  const planner::Candidate* k = f.recommended ? &f.candidates[*f.recommended] : &f.candidates.front();
+  if (!f.recommended)
+    for (const auto& x : f.candidates)
+      if (x.memory.device_total < k->memory.device_total) k = &x;
+  s.plan = planner::plan_label(k->training, k->layout);
+  if (!f.recommended) s.plan = "its leanest plan (" + s.plan + ")";
+  std::optional<std::int64_t> pinned;
+  if (r.search.micro_batch || k->max_micro_batch == 0) pinned = k->training.micro_batch;
+  return reports::verdict_sentence(
+             s, {k->verdict, k->memory.device_total, f.usable, pinned, k->max_micro_batch, k->tokens_per_s})
+      .text();
 }
 
 void run_fit(const request::Catalog& catalog, const request::Request& q) {
@@ -75,7 +65,7 @@ void run_fit(const request::Catalog& catalog, const request::Request& q) {
                            thousands(n.total), thousands(trainable), r.search.base.seq,
                            r.search.base.micro_batch, precision_words(r.search.base),
                            to_string(r.search.base.optimizer));
-  Table t({"strategy", "checkpointing", "offload", "fits", "GiB/GPU", "weights", "grads", "optim", "activ",
+  Table t({"strategy", "checkpointing", "offload", "verdict", "GiB/GPU", "weights", "grads", "optim", "activ",
            "buffers", "overhead", "max micro-batch", "tokens/s"});
   for (std::size_t i = 0; i < f.candidates.size(); ++i) {
     const auto& k = f.candidates[i];
@@ -84,7 +74,7 @@ void run_fit(const request::Catalog& catalog, const request::Request& q) {
                (k.training.ep > 1 ? fmt::format(" EP{}", k.training.ep) : std::string()) +
                (f.recommended == i ? " *" : ""),
            std::string(to_string(k.training.checkpointing)), std::string(to_string(k.training.offload)),
-           std::string(to_string(k.verdict.verdict)), gib_text(m.device_total), gib_text(m.weights), gib_text(m.gradients),
+           std::string(verdict_look(k.verdict.verdict).word), gib_text(m.device_total), gib_text(m.weights), gib_text(m.gradients),
            gib_text(m.optimizer), gib_text(m.activations), gib_text(m.buffers), gib_text(m.overhead),
            std::to_string(k.max_micro_batch),
            k.tokens_per_s > 0 ? count_text(static_cast<std::int64_t>(k.tokens_per_s)) : "-"});

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "trainplan/reports/text.hpp"
+#include "trainplan/reports/verdict.hpp"
 #include "trainplan/request/request.hpp"
 #include "trainplan/planner/memory.hpp"
 
@@ -15,6 +16,7 @@ using reports::gib_text;
 using reports::strategy_label;
 using reports::Table;
 using reports::thousands;
+using reports::verdict_look;
 using reports::verdict_text;
 
 // The notes, warnings and the options read from config files, above a table answer.

@@ -26,6 +26,7 @@
 
 #include "models.hpp"
 #include "trainplan/planner/search.hpp"
+#include "trainplan/reports/verdict.hpp"
 
 namespace trainplan::gui::charts {
 namespace {
@@ -190,13 +191,11 @@ void build_memory(QChart* chart, const MemoryModel& m, const QPalette& pal) {
     top = std::max({top, total, usable});
     categories << m.columnTitles()[c];
   }
-  const int headroom_row = m.rowOf(Term::headroom).value_or(-1);
-  const double headroom = m.value(headroom_row, 0);
-  chart->setTitle(
-      QStringLiteral("<b>Memory per GPU</b>: %1 of %2 GiB (%3)")
-          .arg(m.value(total_row, 0), 0, 'f', 1)
-          .arg(m.value(usable_row, 0), 0, 'f', 1)
-          .arg(headroom >= 0 ? QStringLiteral("fits") : QStringLiteral("out of memory")));
+  const std::optional<planner::Verdict> verdict = m.verdict(0);
+  chart->setTitle(QStringLiteral("<b>Memory per GPU</b>: %1 of %2 GiB (%3)")
+                      .arg(m.value(total_row, 0), 0, 'f', 1)
+                      .arg(m.value(usable_row, 0), 0, 'f', 1)
+                      .arg(verdict ? verdict_word(*verdict) : QString()));
   chart->legend()->setAlignment(Qt::AlignRight);
   chart->legend()->setReverseMarkers(true);
   auto* x = new QBarCategoryAxis;
@@ -304,7 +303,8 @@ struct SweepSeries {
   QLineSeries* capacity;
   QLineSeries* tokens_oom;
   QLineSeries* tokens_fit;
-  QScatterSeries* fit_points;
+  QScatterSeries* fit_points;  // by verdict (reports::verdict_look)
+  QScatterSeries* tight_points;
   QScatterSeries* oom_points;
   QScatterSeries* current;
   QScatterSeries* oom;
@@ -321,7 +321,9 @@ SweepSeries sweep_series(const QPalette& pal) {
   SweepSeries ss{};
   ss.memory = line(QStringLiteral("memory"), solid(color_for(0), 2.5));
   ss.fit_points = markers(QStringLiteral("fits"), color_for(0), 8);
-  ss.oom_points = markers(QStringLiteral("out of memory"), kCapacity, 9);
+  ss.tight_points = markers(verdict_word(planner::Verdict::tight),
+                            QColor(QRgb(reports::verdict_look(planner::Verdict::tight).rgb)), 8);
+  ss.oom_points = markers(verdict_word(planner::Verdict::no), kCapacity, 9);
   ss.oom_points->setMarkerShape(QScatterSeries::MarkerShapeRectangle);
   ss.tokens_fit = line(QStringLiteral("tokens/s"), solid(color_for(2), 2.5));
   ss.tokens_oom = line(QStringLiteral("tokens/s (would not fit)"), dashed(color_for(2), 1.5));
@@ -346,7 +348,9 @@ Extent plot_sweep(const Sweep& s, const SweepSeries& ss) {
     x.max_gib = std::max(x.max_gib, gib);
     x.max_tokens = std::max(x.max_tokens, tok);
     ss.memory->append(px, gib);
-    (p.estimate.fits ? ss.fit_points : ss.oom_points)->append(px, gib);
+    const planner::Verdict v = p.estimate.verdict.verdict;
+    (v == planner::Verdict::fits ? ss.fit_points : v == planner::Verdict::tight ? ss.tight_points : ss.oom_points)
+        ->append(px, gib);
     if (p.estimate.fits) ss.tokens_fit->append(px, tok);
     // The dashed continuation starts at the last point that fits.
     if (!p.estimate.fits || (i + 1 < s.points.size() && !s.points[i + 1].estimate.fits))
@@ -383,7 +387,7 @@ QString sweep_title(const Sweep& s) {
   QString title = by_mb ? QStringLiteral("<b>Micro-batch sweep</b>")
                         : QStringLiteral("<b>Sequence-length sweep</b>");
   if (s.first_oom)
-    title += QStringLiteral(" — out of memory from %1 %2")
+    title += QStringLiteral(" — does not fit from %1 %2")
                  .arg(s.points[*s.first_oom].x)
                  .arg(by_mb ? QStringLiteral("sequences per GPU") : QStringLiteral("tokens"));
   else
@@ -400,7 +404,7 @@ QString sweep_point_text(const SweepModel& m, QPointF point) {
         .arg(by_mb ? QStringLiteral("micro-batch") : QStringLiteral("sequence length"))
         .arg(p.x)
         .arg(gib_text(p.estimate.memory.device_total),
-             p.estimate.fits ? QStringLiteral("fits") : QStringLiteral("out of memory"),
+             verdict_word(p.estimate.verdict.verdict),
              rate_text(p.estimate.throughput.tokens_per_s, QStringLiteral("tokens/s")),
              seconds_text(p.estimate.time.step));
   }
@@ -418,7 +422,7 @@ void add_sweep_axes(QChart* chart, const Sweep& s, const SweepSeries& ss, const 
                       : QStringLiteral("sequence length (tokens, log scale)"));
   x->setRange(e.min_x / 1.25, e.max_x * 1.25);
   add_axis(chart, x, Qt::AlignBottom, pal,
-           {ss.memory, ss.capacity, ss.tokens_oom, ss.tokens_fit, ss.fit_points, ss.oom_points, ss.current,
+           {ss.memory, ss.capacity, ss.tokens_oom, ss.tokens_fit, ss.fit_points, ss.tight_points, ss.oom_points, ss.current,
             ss.oom});
   auto* y = new QValueAxis;
   y->setTitleText(QStringLiteral("GiB per GPU"));
@@ -426,7 +430,7 @@ void add_sweep_axes(QChart* chart, const Sweep& s, const SweepSeries& ss, const 
   y->applyNiceNumbers();
   y->setLabelFormat(QStringLiteral("%.0f"));
   add_axis(chart, y, Qt::AlignLeft, pal,
-           {ss.memory, ss.capacity, ss.fit_points, ss.oom_points, ss.current, ss.oom});
+           {ss.memory, ss.capacity, ss.fit_points, ss.tight_points, ss.oom_points, ss.current, ss.oom});
   auto* y2 = new QValueAxis;
   const bool kilo = e.max_tokens >= 1e4;
   y2->setTitleText(kilo ? QStringLiteral("thousand tokens/s") : QStringLiteral("tokens/s"));
@@ -457,14 +461,14 @@ void build_sweep(QChart* chart, const SweepModel& m, const QPalette& pal) {
   const double gib_top = std::min(e.max_gib, to_gib(s.usable) * 2.5) * 1.08;
   mark_sweep(s, ss, e, gib_top);
   chart->setTitle(sweep_title(s));
-  for (QScatterSeries* series : {ss.fit_points, ss.oom_points})
+  for (QScatterSeries* series : {ss.fit_points, ss.tight_points, ss.oom_points})
     tooltip_on_hover(series, [&m](QPointF point) { return sweep_point_text(m, point); });
   for (QAbstractSeries* sr :
        std::initializer_list<QAbstractSeries*>{ss.memory, ss.capacity, ss.tokens_oom, ss.tokens_fit,
-                                               ss.fit_points, ss.oom_points, ss.current, ss.oom})
+                                               ss.fit_points, ss.tight_points, ss.oom_points, ss.current, ss.oom})
     chart->addSeries(sr);
   for (QAbstractSeries* sr :
-       std::initializer_list<QAbstractSeries*>{ss.fit_points, ss.oom_points, ss.tokens_oom})
+       std::initializer_list<QAbstractSeries*>{ss.fit_points, ss.tight_points, ss.oom_points, ss.tokens_oom})
     hide_legend_marker(chart, sr);
   if (!s.current) hide_legend_marker(chart, ss.current);
   if (!s.first_oom) hide_legend_marker(chart, ss.oom);

@@ -41,7 +41,7 @@ class MainWindow : public QMainWindow {
   struct Options {
     bool remember = true;  // restore and store the settings and the window state (QSettings)
   };
-  enum class Verdict { fits, does_not_fit, invalid };
+  enum class Verdict { fits, tight, does_not_fit, invalid };
 
   MainWindow(Session& session, Options options, QWidget* parent = nullptr);
   ~MainWindow() override;

@@ -8,6 +8,8 @@
 #include "charts.hpp"
 #include "display.hpp"
 #include "main_window.hpp"
+#include "trainplan/reports/text.hpp"
+#include "trainplan/reports/verdict.hpp"
 
 namespace trainplan::gui {
 namespace {
@@ -18,54 +20,28 @@ QString plain(const QString& rich) {
   return d.toPlainText();
 }
 
-// Why a configuration does not fit is followed by what would: a smaller micro-batch, or the
-// strategy fit recommends.
-QString does_not_fit_hint(const planner::Estimate& est, const planner::FitResult& strategies) {
-  if (est.max_micro_batch > 0) return QStringLiteral(" Micro-batch %1 would fit.").arg(est.max_micro_batch);
-  if (!strategies.recommended) return {};
+// What would fit when the configuration does not and no smaller micro-batch does: the strategy fit
+// recommends.
+QString strategy_hint(const planner::Estimate& est, const planner::FitResult& strategies) {
+  if (est.fits || est.max_micro_batch > 0 || !strategies.recommended) return {};
   return QStringLiteral(" %1 would fit: press Recommend (Ctrl+M) or see the Strategies table.")
       .arg(strategy_label(strategies.candidates[*strategies.recommended].training.strategy));
 }
 
-// The verdict in one sentence: fits, tight or does not fit, by how much, and what would.
+// The verdict in one sentence (reports::verdict_sentence, the CLI's wording): fits, tight or does
+// not fit, by how much, and what would.
 QString headline(const Evaluation& e, const planner::FitResult& strategies, MainWindow::Verdict& verdict) {
   const planner::Estimate& est = e.estimate;
-  const QString what = QStringLiteral("%1 (%2 parameters, %3)")
-                           .arg(qstr(e.arch.name).toHtmlEscaped(), count_text(e.params.total),
-                                qstr(to_string(est.training.method)));
-  const QString where = e.cluster_text().toHtmlEscaped();
-  const Bytes headroom = e.usable() - est.memory.device_total;
-  if (est.fits && est.verdict.verdict == planner::Verdict::tight) {
-    // The peak fits but the allocator's cache may not (planner::judge): it says why.
-    verdict = MainWindow::Verdict::fits;
-    return QStringLiteral("<b>Tight</b> — %1 on %2 with %3: %4.%5")
-        .arg(what, where, e.plan_text().toHtmlEscaped(), qstr(est.verdict.reason).toHtmlEscaped(),
-             est.max_micro_batch > 0
-                 ? QStringLiteral(" Micro-batch %1 fits with room.").arg(est.max_micro_batch)
-                 : QString());
-  }
-  if (est.fits) {
-    verdict = MainWindow::Verdict::fits;
-    return QStringLiteral(
-               "<b>Fits</b> — %1 on %2 with %3: <b>%4</b> of %5 usable per GPU, <b>%6 headroom</b>; "
-               "largest micro-batch %7.")
-        .arg(what, where, e.plan_text().toHtmlEscaped(), gib_text(est.memory.device_total),
-             gib_text(e.usable()), gib_text(headroom))
-        .arg(est.max_micro_batch);
-  }
-  verdict = MainWindow::Verdict::does_not_fit;
-  const QString hint = does_not_fit_hint(est, strategies);
-  if (headroom.value() >= 0.0)  // the GPUs have room: the nodes' CPU memory does not
-    return QStringLiteral(
-               "<b>Does not fit</b> — %1 on %2 with %3 fits the GPUs but needs <b>%4</b> of "
-               "CPU memory per node of %5 for what it offloads.%6")
-        .arg(what, where, e.plan_text().toHtmlEscaped(), gib_text(est.memory.host),
-             gib_text(e.cluster.host_memory), hint);
-  return QStringLiteral(
-             "<b>Does not fit</b> — %1 on %2 with %3 needs <b>%4</b> per GPU of %5 usable "
-             "(<b>%6 over</b>).%7")
-      .arg(what, where, e.plan_text().toHtmlEscaped(), gib_text(est.memory.device_total),
-           gib_text(e.usable()), gib_text(-headroom), hint);
+  const reports::VerdictSubject subject{
+      e.arch.name + " (" + reports::count_text(e.params.total) + " params, " + std::string(to_string(est.training.method)) + ")",
+      sstr(e.cluster_text()), sstr(e.plan_text())};
+  const reports::VerdictSentence s = reports::verdict_sentence(
+      subject, {est.verdict, est.memory.device_total, e.usable(), est.training.micro_batch, est.max_micro_batch, 0.0});
+  verdict = s.verdict == planner::Verdict::fits    ? MainWindow::Verdict::fits
+            : s.verdict == planner::Verdict::tight ? MainWindow::Verdict::tight
+                                                   : MainWindow::Verdict::does_not_fit;
+  return QStringLiteral("<b>%1</b> — %2.%3")
+      .arg(qstr(s.headline), qstr(s.rest).toHtmlEscaped(), strategy_hint(est, strategies));
 }
 
 // The second line: speed, batch, where memory peaks, communication, time to train, whose hardware
@@ -131,31 +107,31 @@ void MainWindow::refreshBanner() {
     details_label_->setText(QStringLiteral(
         "Change the option it names; hover any option for what it means and its valid values."));
   }
-  verdict_label_->setProperty("verdict", verdict_ == Verdict::fits ? QStringLiteral("fits")
-                                         : verdict_ == Verdict::does_not_fit
-                                             ? QStringLiteral("does-not-fit")
-                                             : QStringLiteral("invalid"));
+  verdict_label_->setProperty("verdict", verdict_ == Verdict::fits           ? QStringLiteral("fits")
+                                         : verdict_ == Verdict::tight        ? QStringLiteral("tight")
+                                         : verdict_ == Verdict::does_not_fit ? QStringLiteral("does-not-fit")
+                                                                             : QStringLiteral("invalid"));
   restyle();
 }
 
+// The banner in the verdict's colour (reports::verdict_look, the tables' colour too): the border
+// itself, the background a tint of it over the window's base; grey when nothing was evaluated.
 void MainWindow::restyle() {
   const bool dark = charts::is_dark(palette());
-  QString bg;
-  QString border;
-  switch (verdict_) {
-    case Verdict::fits:
-      bg = dark ? QStringLiteral("#1f3a27") : QStringLiteral("#e3f4e8");
-      border = dark ? QStringLiteral("#4caf50") : QStringLiteral("#2e7d32");
-      break;
-    case Verdict::does_not_fit:
-      bg = dark ? QStringLiteral("#4a1f1f") : QStringLiteral("#fdecea");
-      border = dark ? QStringLiteral("#ef5350") : QStringLiteral("#c62828");
-      break;
-    case Verdict::invalid:
-      bg = dark ? QStringLiteral("#4a3418") : QStringLiteral("#fff4e5");
-      border = dark ? QStringLiteral("#ffa726") : QStringLiteral("#ef6c00");
-      break;
+  QColor colour(0x9e, 0x9e, 0x9e);
+  if (verdict_ != Verdict::invalid) {
+    const planner::Verdict v = verdict_ == Verdict::fits    ? planner::Verdict::fits
+                               : verdict_ == Verdict::tight ? planner::Verdict::tight
+                                                            : planner::Verdict::no;
+    colour = QColor(QRgb(reports::verdict_look(v).rgb));
   }
+  const QColor base = palette().color(QPalette::Base);
+  const double share = dark ? 0.30 : 0.14;
+  const auto mix = [&](int a, int b) { return static_cast<int>(a * share + b * (1.0 - share)); };
+  const QString bg = QColor(mix(colour.red(), base.red()), mix(colour.green(), base.green()),
+                            mix(colour.blue(), base.blue()))
+                         .name();
+  const QString border = colour.name();
   banner_->setStyleSheet(
       QStringLiteral(
           "QFrame#banner { background: %1; border: 1px solid %2; border-left: 6px solid %2; "

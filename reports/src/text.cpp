@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "trainplan/reports/verdict.hpp"
+
 namespace trainplan::reports {
 
 std::string strategy_label(Strategy s) { return std::string(display_name(s)); }
@@ -11,12 +13,8 @@ std::string strategy_label(Strategy s) { return std::string(display_name(s)); }
 std::string gib_text(Bytes b) { return fmt::format("{:.1f}", to_gib(b)); }
 
 std::string verdict_text(const planner::MemoryVerdict& v) {
-  switch (v.verdict) {
-    case planner::Verdict::fits: return "fits";
-    case planner::Verdict::tight: return "tight — " + v.reason;
-    case planner::Verdict::no: return "DOES NOT FIT — " + v.reason;
-  }
-  return "?";
+  const std::string word(verdict_look(v.verdict).word);
+  return v.verdict == planner::Verdict::fits ? word : word + " — " + v.reason;
 }
 
 std::string count_text(std::int64_t n) {

@@ -55,7 +55,7 @@ endfunction()
 
 # --- the headline questions
 run_case(fit_headline 0 fit 13b 4xA100
-         MATCH "^Yes — llama-2-13b" "GiB per GPU" "micro-batch up to" "FSDP full-shard" "A100 = A100-80GB")
+         MATCH "^Fits — llama-2-13b" "GiB per GPU" "micro-batch up to" "FSDP full-shard" "A100 = A100-80GB")
 run_case(fit_lora_json 0 fit llama-2-13b 4xA100-80GB --method lora --lora-rank 16 --json
          MATCH "\"schema\": \"trainplan.fit/1\"")
 string(JSON schema GET "${last_out}" schema)
@@ -86,7 +86,7 @@ if(ratio_x100 LESS 195 OR ratio_x100 GREATER 200)
   message("FAIL fit_base_fp32: weights ${w32} vs ${w16} bytes (expected about twice)")
   math(EXPR failures "${failures} + 1")
 endif()
-run_case(fit_does_not_fit 1 fit llama-2-70b A100-40GB MATCH "^No — llama-2-70b")
+run_case(fit_does_not_fit 1 fit llama-2-70b A100-40GB MATCH "^Does not fit — llama-2-70b")
 run_case(models 0 models MATCH "llama-2-13b" "mixtral-8x7b" "Size aliases")
 run_case(models_json 0 models --json MATCH "trainplan.models/1")
 run_case(gpus 0 gpus MATCH "H100-80GB" "79.15")

@@ -61,6 +61,18 @@ QVariant BreakdownModel::cellValue(int row, int column) const {
   return c < r.values.size() ? QVariant(r.values[c]) : QVariant();
 }
 
+std::optional<planner::Verdict> BreakdownModel::verdict(int column) const {
+  const auto c = static_cast<std::size_t>(column);
+  for (const Row& r : rows_)
+    if (c < r.verdicts.size()) return r.verdicts[c];
+  return std::nullopt;
+}
+
+QVariant BreakdownModel::cellBrush(int row, int column) const {
+  const auto c = static_cast<std::size_t>(column);
+  return c < at(row).verdicts.size() ? verdict_brush(at(row).verdicts[c]) : QVariant();
+}
+
 // The first row after the parts (the total) stands out.
 bool BreakdownModel::boldRow(int row) const { return !at(row).part && row == partRows(); }
 

@@ -21,7 +21,7 @@ class BreakdownModel : public TableModel {
     std::vector<double> values;  // per column, in the model's unit
     std::vector<QString> texts;  // per column, as displayed
     QString tooltip;             // defaults to the term's
-    bool verdict = false;        // values are 1 (fits) or 0 (out of memory): coloured
+    std::vector<planner::Verdict> verdicts{};  // per column, for the verdict row: coloured by it
   };
   using TableModel::TableModel;
 
@@ -30,6 +30,8 @@ class BreakdownModel : public TableModel {
   [[nodiscard]] Term term(int row) const { return rows_[static_cast<std::size_t>(row)].term; }
   [[nodiscard]] double value(int row, int column) const;
   [[nodiscard]] const QStringList& columnTitles() const { return columns_; }
+  // The verdict row's verdict of a column (the memory table's), if the model has one.
+  [[nodiscard]] std::optional<planner::Verdict> verdict(int column) const;
 
  protected:
   void reset(QStringList columns, QStringList column_tooltips, std::vector<Row> rows);
@@ -58,6 +60,7 @@ class BreakdownModel : public TableModel {
   [[nodiscard]] QVariant cellTooltip(int row, int /*column*/) const override { return rowTooltip(row); }
   [[nodiscard]] bool rightAligned(int /*column*/) const override { return true; }
   [[nodiscard]] bool boldRow(int row) const override;
+  [[nodiscard]] QVariant cellBrush(int row, int column) const override;
 
  private:
   [[nodiscard]] const Row& at(int row) const { return rows_[static_cast<std::size_t>(row)]; }

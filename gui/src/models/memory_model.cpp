@@ -36,12 +36,11 @@ void MemoryModel::setEvaluations(const std::vector<const Evaluation*>& configs,
         [&](const Evaluation& e) { return to_gib(d.get(e)); }));
   Row fits = configRow(
       configs, Term::device_total, false,
-      [](const Evaluation& e) { return fits_text(e.estimate.fits); },
+      [](const Evaluation& e) { return verdict_word(e.estimate.verdict.verdict); },
       [](const Evaluation& e) { return e.estimate.fits ? 1.0 : 0.0; });
   fits.label = QStringLiteral("verdict");
-  fits.tooltip = QStringLiteral(
-      "Fits when the device total (what nvidia-smi shows) is at most the GPU's usable capacity.");
-  fits.verdict = true;
+  fits.tooltip = term_tooltip(Term::device_total);
+  for (const Evaluation* e : configs) fits.verdicts.push_back(e->estimate.verdict.verdict);
   rows.push_back(std::move(fits));
   rows.push_back(configRow(
       configs, Term::max_micro_batch, false,

@@ -26,25 +26,6 @@ constexpr ColumnTableModel::Heading kHeadings[] = {
 };
 static_assert(std::size(kHeadings) == StrategiesModel::kColumns);
 
-// fit's three verdicts (planner::judge): tight runs, but inside the margin or on the allocator's
-// cache PyTorch can release.
-QString verdict_text(planner::Verdict v) {
-  switch (v) {
-    case planner::Verdict::fits:
-      return QStringLiteral("fits");
-    case planner::Verdict::tight:
-      return QStringLiteral("tight");
-    case planner::Verdict::no:
-      return QStringLiteral("out of memory");
-  }
-  return {};
-}
-
-QVariant verdict_brush(planner::Verdict v) {
-  if (v == planner::Verdict::tight) return QBrush(QColor(0xc8, 0x8a, 0x1e));  // amber
-  return fits_brush(v != planner::Verdict::no);
-}
-
 // The memory columns, each a part of the candidate's breakdown.
 using Part = Bytes planner::MemoryBreakdown::*;
 constexpr std::pair<StrategiesModel::Column, Part> kParts[] = {
@@ -93,7 +74,7 @@ QVariant StrategiesModel::cellText(int row, int column) const {
     case offload:
       return qstr(to_string(k.training.offload));
     case fits:
-      return verdict_text(k.verdict.verdict);
+      return verdict_word(k.verdict.verdict);
     case max_micro_batch:
       return QString::number(k.max_micro_batch);
     default:

@@ -43,7 +43,7 @@ QVariant SweepModel::cellText(int row, int column) const {
     case device_total:
       return gib_text(e.memory.device_total, 2);
     case fits:
-      return fits_text(e.fits);
+      return verdict_word(e.verdict.verdict);
     case step:
       return seconds_text(e.time.step);
     case tokens_per_s:
@@ -79,7 +79,7 @@ QVariant SweepModel::cellValue(int row, int column) const {
 }
 
 QVariant SweepModel::cellBrush(int row, int column) const {
-  if (column == fits) return fits_brush(sweep_.points[static_cast<std::size_t>(row)].estimate.fits);
+  if (column == fits) return verdict_brush(sweep_.points[static_cast<std::size_t>(row)].estimate.verdict.verdict);
   return {};
 }
 

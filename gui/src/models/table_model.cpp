@@ -3,16 +3,13 @@
 #include <QBrush>
 #include <QFont>
 
+#include "trainplan/reports/verdict.hpp"
+
 namespace trainplan::gui {
 
-QString fits_text(bool fits) {
-  return fits ? QStringLiteral("fits") : QStringLiteral("out of memory");
-}
+QString verdict_word(planner::Verdict v) { return qstr(reports::verdict_look(v).word); }
 
-// Mid-tone green and red: readable on light and dark bases alike.
-QVariant fits_brush(bool fits) {
-  return QBrush(fits ? QColor(0x2e, 0x9e, 0x48) : QColor(0xd6, 0x45, 0x41));
-}
+QVariant verdict_brush(planner::Verdict v) { return QBrush(QColor(QRgb(reports::verdict_look(v).rgb))); }
 
 int TableModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : rows(); }
 

@@ -10,14 +10,16 @@
 #include <span>
 
 #include "display.hpp"
+#include "trainplan/planner/memory.hpp"
 
 namespace trainplan::gui {
 
 // The raw number behind a cell (GiB, seconds, tokens/s, ...), for the charts and the tests.
 inline constexpr int kValueRole = Qt::UserRole + 1;
 
-[[nodiscard]] QString fits_text(bool fits);     // "fits", "out of memory"
-[[nodiscard]] QVariant fits_brush(bool fits);  // green or red
+// The verdict's word and colour in a cell (reports::verdict_look: the CLI's words, the banner's colour).
+[[nodiscard]] QString verdict_word(planner::Verdict v);  // "fits", "tight", "does not fit"
+[[nodiscard]] QVariant verdict_brush(planner::Verdict v);  // green, amber or red
 
 class TableModel : public QAbstractTableModel {
   Q_OBJECT

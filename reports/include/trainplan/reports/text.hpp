@@ -15,7 +15,7 @@ namespace trainplan::reports {
 [[nodiscard]] std::string gib_text(Bytes b);                  // "52.3"
 [[nodiscard]] std::string count_text(std::int64_t n);         // "13.0B", "124.4M"
 [[nodiscard]] std::string thousands(std::int64_t n);          // "13,015,864,320"
-// "fits", "tight — <reason>", "DOES NOT FIT — <reason>"
+// "fits", "tight — <reason>", "does not fit — <reason>" (reports::verdict_look's words)
 [[nodiscard]] std::string verdict_text(const planner::MemoryVerdict& v);
 
 // Left-aligned first column, right-aligned others, two spaces between columns.
