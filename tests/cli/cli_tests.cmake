@@ -55,7 +55,7 @@ endfunction()
 
 # --- the headline questions
 run_case(fit_headline 0 fit 13b 4xA100
-         MATCH "^Fits — llama-2-13b" "GiB per GPU" "micro-batch up to" "FSDP full-shard" "A100 = A100-80GB")
+         MATCH "^Fits — llama-2-13b" "GiB usable per GPU" "micro-batch up to" "FSDP full-shard" "A100 = A100-80GB")
 run_case(fit_lora_json 0 fit llama-2-13b 4xA100-80GB --method lora --lora-rank 16 --json
          MATCH "\"schema\": \"trainplan.fit/1\"")
 string(JSON schema GET "${last_out}" schema)
@@ -129,7 +129,7 @@ run_case(cluster_file_typo 2 fit 7b ${DATA}/cluster_typo.json ERR "unknown keys 
 run_case(bad_host_memory 2 fit 7b A100 --host-memory -3 ERR "--host-memory must be above 0 \\(got -3\\)")
 # Offloaded states beyond the nodes' stated CPU memory do not fit, and the verdict says why.
 run_case(host_memory_too_small 1 fit llama-2-70b 8xA100-80GB --seq 8192 --offload optimizer
-         --checkpointing full-offload --host-memory 100 MATCH "fits the GPUs but needs .* of 100.0 GiB of CPU memory per node")
+         --checkpointing full-offload --host-memory 100 MATCH "the offloaded share needs .* GiB of CPU memory per node, of 100.0 GiB")
 run_case(megatron_has_no_fsdp 2 fit 7b 8xA100 --framework megatron --strategy fsdp-full ERR "megatron framework")
 run_case(cluster_count_overflow 2 fit 7b 99999999999999999999xA100 ERR "count '99999999999999999999' is too large")
 string(REPEAT "1x" 20000 long_cluster)
