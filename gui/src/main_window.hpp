@@ -52,6 +52,7 @@ class MainWindow : public QMainWindow {
   // `error` when given. Returns whether it was applied.
   bool loadTrainingConfig(const QString& path, QString* error = nullptr);
   // What the form says now.
+  [[nodiscard]] request::ClusterShape formCluster() const;
   [[nodiscard]] Settings formSettings() const;
 
   [[nodiscard]] Verdict verdict() const { return verdict_; }

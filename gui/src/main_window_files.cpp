@@ -79,12 +79,18 @@ bool MainWindow::loadTrainingConfig(const QString& path, QString* error) {
 
 void MainWindow::openClusterFile() {
   openFile(QStringLiteral("Open a cluster file"), QStringLiteral("Cluster JSON (*.json)"),
-           [](Settings& s, const QString& path) { s.cluster.file = sstr(path); });
+           [](Settings& s, const QString& path) {
+             request::ClusterShape c = s.cluster();
+             c.file = sstr(path);
+             s.setCluster(c);
+           });
 }
 
 void MainWindow::clearClusterFile() {
   Settings s = session_.settings();
-  s.cluster.file.clear();
+  request::ClusterShape c = formCluster();  // the fields as they were before the file
+  c.file.clear();
+  s.setCluster(c);
   applySettings(s);
 }
 

@@ -340,14 +340,19 @@ void MainWindow::connectForm() {
 
 // ---- Form <-> settings ------------------------------------------------------------------------
 
+// The cluster the form's fields spell, with the cluster file the settings hold (when one is open the
+// fields keep what they showed before it, for when it is closed).
+request::ClusterShape MainWindow::formCluster() const {
+  return {session_.settings().cluster().file, sstr(gpu_->currentText()), gpus_per_node_->value(), nodes_->value()};
+}
+
 Settings MainWindow::formSettings() const {
   Settings s = session_.settings();
   s.model = sstr(model_->currentText().trimmed());
-  s.cluster.gpu = sstr(gpu_->currentText());
-  s.cluster.gpus_per_node = gpus_per_node_->value();
-  s.cluster.nodes = nodes_->value();
-  s.cluster.inter_node = sstr(inter_node_->text().trimmed());
-  s.cluster.host_memory_gib = host_memory_->value();
+  s.setCluster(formCluster());
+  const std::string inter = sstr(inter_node_->text().trimmed());
+  s.inter_node = inter.empty() ? std::nullopt : std::optional(inter);
+  s.host_memory_gib = host_memory_->value() > 0.0 ? std::optional(host_memory_->value()) : std::nullopt;
   for (const auto& [option, w] : option_widgets_) {
     try {
       option->parse(s, sstr(widget_text(w)));
@@ -375,16 +380,18 @@ void MainWindow::syncForm(const Settings& s) {
     else
       model_->setEditText(model);
   }
-  const int g = gpu_->findText(qstr(s.cluster.gpu));
-  if (g >= 0) gpu_->setCurrentIndex(g);
-  gpus_per_node_->setValue(s.cluster.gpus_per_node);
-  nodes_->setValue(s.cluster.nodes);
-  if (inter_node_->text() != qstr(s.cluster.inter_node))
-    inter_node_->setText(qstr(s.cluster.inter_node));
-  host_memory_->setValue(s.cluster.host_memory_gib);
-  cluster_file_->setText(s.cluster.file.empty() ? QStringLiteral("none")
-                                                : QFileInfo(qstr(s.cluster.file)).fileName());
-  cluster_file_->setToolTip(qstr(s.cluster.file));
+  const request::ClusterShape c = s.cluster();
+  if (c.file.empty()) {
+    const int g = gpu_->findText(qstr(c.gpu));
+    if (g >= 0) gpu_->setCurrentIndex(g);
+    gpus_per_node_->setValue(c.gpus_per_node);
+    nodes_->setValue(c.nodes);
+  }
+  const QString inter = qstr(s.inter_node.value_or(""));
+  if (inter_node_->text() != inter) inter_node_->setText(inter);
+  host_memory_->setValue(s.host_memory_gib.value_or(0.0));
+  cluster_file_->setText(c.file.empty() ? QStringLiteral("none") : QFileInfo(qstr(c.file)).fileName());
+  cluster_file_->setToolTip(qstr(c.file));
   profile_file_->setText(s.profile.empty() ? QStringLiteral("datasheet defaults")
                                            : QFileInfo(qstr(s.profile)).fileName());
   profile_file_->setToolTip(qstr(s.profile));
@@ -397,7 +404,7 @@ void MainWindow::syncForm(const Settings& s) {
 
 void MainWindow::updateEnabled() {
   const Settings& s = session_.settings();
-  const bool file = !s.cluster.file.empty();
+  const bool file = !s.cluster().file.empty();
   for (QWidget* w : std::initializer_list<QWidget*>{gpu_, gpus_per_node_, nodes_})
     w->setEnabled(!file);
   clear_cluster_file_->setEnabled(file);
@@ -438,18 +445,20 @@ void MainWindow::clusterEdited() {
   if (syncing_) return;
   loaded_plan_.reset();
   Settings s = formSettings();
-  auto world = [](const ClusterChoice& c) {
+  auto world = [](const request::ClusterShape& c) {
     hardware::Cluster k;
     k.nodes = c.nodes;
     k.gpus_per_node = c.gpus_per_node;
     return k.world();
   };
-  const int before = world(session_.settings().cluster);
-  const int after = world(s.cluster);
+  const request::ClusterShape was = session_.settings().cluster();
+  const request::ClusterShape now = s.cluster();
+  const int before = world(was);
+  const int after = world(now);
   // A GPU without bf16 or FlashAttention-2 (V100) takes its own defaults for what it lacks.
-  if (s.cluster.file.empty() && s.cluster.gpu != session_.settings().cluster.gpu) {
+  if (now.file.empty() && now.gpu != was.gpu) {
     try {
-      const hardware::GpuSpec g = session_.catalog().resolve_gpu(s.cluster.gpu).spec;
+      const hardware::GpuSpec g = session_.catalog().resolve_gpu(now.gpu).spec;
       QStringList changed;
       if (!hardware::supports(g, s.training.precision)) {
         s.training.precision = hardware::default_precision(g);

@@ -16,11 +16,6 @@
 
 namespace trainplan::gui {
 
-std::string ClusterChoice::spec() const {
-  if (!file.empty()) return file;
-  return std::to_string(nodes) + "x" + std::to_string(gpus_per_node) + "x" + gpu;
-}
-
 QString Evaluation::title() const {
   const model::Training& t = estimate.training;
   QStringList parts{strategy_label(t.strategy)};
@@ -52,24 +47,27 @@ model::Training default_training() {
 
 Settings::Settings() {
   model = "llama-2-7b";
+  cluster_spec = request::ClusterShape{}.spec();
   training = default_training();
 }
 
 namespace {
 
-// The settings as a request, the cluster fields as its spec; `given` as the settings hold it.
-request::Request with_cluster(const Settings& s) {
-  request::Request r = s;
-  r.cluster_spec = s.cluster.spec();
-  r.inter_node = s.cluster.inter_node.empty() ? std::nullopt : std::optional(s.cluster.inter_node);
-  r.host_memory_gib = s.cluster.host_memory_gib > 0.0 ? std::optional(s.cluster.host_memory_gib) : std::nullopt;
-  return r;
+// The nodes and GPUs per node a config file states (request::cluster_spec, as the CLI takes them),
+// on the cluster `r` names or else on `gpu` (the window's).
+request::ClusterShape stated_shape(const request::Catalog& catalog, request::Request r, const std::string& gpu) {
+  if (!r.has("cluster")) r.cluster_spec = gpu;
+  const std::string spec = request::cluster_spec(r);
+  request::ClusterShape shape = request::cluster_shape(spec);
+  if (!shape.file.empty()) return shape;
+  const hardware::Cluster c = catalog.resolve_cluster(spec, std::nullopt).cluster;
+  return {"", c.gpu.name, c.gpus_per_node, c.nodes};
 }
 
 }  // namespace
 
 request::Request window_request(const Settings& s) {
-  request::Request r = with_cluster(s);
+  request::Request r = s;
   r.given.clear();
   for (const request::Option& o : request::options())
     if (o.in(request::command::gui) && !o.positional && o.group != "cluster" && !(o.kind == request::OptionKind::text && o.text(r).empty()))
@@ -91,12 +89,13 @@ void store_settings(QSettings& q, const Settings& s) {
     if (o.in(request::command::gui) && !o.positional && o.group != "cluster")
       q.setValue(qstr(o.name), qstr(o.text(s)));
   q.setValue(QStringLiteral("model"), qstr(s.model));
-  q.setValue(QStringLiteral("cluster_file"), qstr(s.cluster.file));
-  q.setValue(QStringLiteral("gpu"), qstr(s.cluster.gpu));
-  q.setValue(QStringLiteral("gpus_per_node"), s.cluster.gpus_per_node);
-  q.setValue(QStringLiteral("nodes"), s.cluster.nodes);
-  q.setValue(QStringLiteral("inter_node"), qstr(s.cluster.inter_node));
-  q.setValue(QStringLiteral("host_memory_gib"), s.cluster.host_memory_gib);
+  const request::ClusterShape c = s.cluster();
+  q.setValue(QStringLiteral("cluster_file"), qstr(c.file));
+  q.setValue(QStringLiteral("gpu"), qstr(c.gpu));
+  q.setValue(QStringLiteral("gpus_per_node"), c.gpus_per_node);
+  q.setValue(QStringLiteral("nodes"), c.nodes);
+  q.setValue(QStringLiteral("inter_node"), qstr(s.inter_node.value_or("")));
+  q.setValue(QStringLiteral("host_memory_gib"), s.host_memory_gib.value_or(0.0));
   q.setValue(QStringLiteral("sweep"), qstr(to_string(s.sweep)));
   q.endGroup();
 }
@@ -117,13 +116,15 @@ Settings restore_settings(const QSettings& stored) {
     }
   }
   if (const QVariant v = value("model"); v.isValid() && !v.toString().isEmpty()) s.model = sstr(v.toString());
-  s.cluster.file = sstr(value("cluster_file").toString());
-  if (const QVariant v = value("gpu"); v.isValid() && !v.toString().isEmpty()) s.cluster.gpu = sstr(v.toString());
-  s.cluster.inter_node = sstr(value("inter_node").toString());
+  request::ClusterShape c;
+  c.file = sstr(value("cluster_file").toString());
+  if (const QVariant v = value("gpu"); v.isValid() && !v.toString().isEmpty()) c.gpu = sstr(v.toString());
   bool ok = false;
-  if (const int g = value("gpus_per_node").toInt(&ok); ok && g >= 1) s.cluster.gpus_per_node = g;
-  if (const int n = value("nodes").toInt(&ok); ok && n >= 1) s.cluster.nodes = n;
-  if (const double host = value("host_memory_gib").toDouble(&ok); ok && host > 0.0) s.cluster.host_memory_gib = host;
+  if (const int g = value("gpus_per_node").toInt(&ok); ok && g >= 1) c.gpus_per_node = g;
+  if (const int n = value("nodes").toInt(&ok); ok && n >= 1) c.nodes = n;
+  s.setCluster(c);
+  if (const QString inter = value("inter_node").toString(); !inter.isEmpty()) s.inter_node = sstr(inter);
+  if (const double host = value("host_memory_gib").toDouble(&ok); ok && host > 0.0) s.host_memory_gib = host;
   if (const auto axis = try_parse<SweepAxis>(sstr(value("sweep").toString()))) s.sweep = *axis;
   return s;
 }
@@ -180,20 +181,7 @@ Settings given_settings(const QCommandLineParser& p, const request::Catalog& cat
   Settings s;
   static_cast<request::Request&>(s) = request::make_request(files, values, request::command::gui, s);
   request::check_options(s, request::command::gui);
-  if (s.has("cluster") || s.gpus || s.nodes) {
-    const std::string spec = request::cluster_spec(s);
-    if (spec.ends_with(".json")) {
-      s.cluster.file = spec;
-    } else {
-      const request::ResolvedCluster c = catalog.resolve_cluster(spec, std::nullopt);
-      s.cluster.file.clear();
-      s.cluster.gpu = c.cluster.gpu.name;
-      s.cluster.nodes = c.cluster.nodes;
-      s.cluster.gpus_per_node = c.cluster.gpus_per_node;
-    }
-  }
-  if (s.inter_node) s.cluster.inter_node = *s.inter_node;
-  if (s.host_memory_gib) s.cluster.host_memory_gib = *s.host_memory_gib;
+  if (s.has("cluster") || s.gpus || s.nodes) s.setCluster(stated_shape(catalog, s, Settings{}.cluster().gpu));
   if (p.isSet(QStringLiteral("sweep")))
     try {
       s.sweep = parse_enum<SweepAxis>(sstr(p.value(QStringLiteral("sweep"))));
@@ -243,15 +231,13 @@ const request::ResolvedModel& SettingsResolver::model(const std::string& spec) {
   return it->second;
 }
 
-const request::ResolvedCluster& SettingsResolver::cluster(const ClusterChoice& c) {
-  const std::string spec = c.spec();
-  const std::string key = spec + "|" + c.inter_node + "|" + std::to_string(c.host_memory_gib);
+const request::ResolvedCluster& SettingsResolver::cluster(const request::Request& r) {
+  const std::string key =
+      r.cluster_spec + "|" + r.inter_node.value_or("") + "|" + std::to_string(r.host_memory_gib.value_or(0.0));
   auto it = clusters_.find(key);
   if (it == clusters_.end()) {
-    const std::optional<std::string> inter =
-        c.inter_node.empty() ? std::nullopt : std::optional<std::string>(c.inter_node);
-    request::ResolvedCluster resolved = catalog_.resolve_cluster(spec, inter);
-    if (c.host_memory_gib > 0.0) resolved.cluster.host_memory = gib(c.host_memory_gib);
+    request::ResolvedCluster resolved = catalog_.resolve_cluster(r.cluster_spec, r.inter_node);
+    if (r.host_memory_gib) resolved.cluster.host_memory = gib(*r.host_memory_gib);
     it = clusters_.emplace(key, std::move(resolved)).first;
   }
   return it->second;
@@ -272,7 +258,7 @@ const hardware::HardwareProfile* SettingsResolver::profile(const std::string& pa
 
 Evaluation SettingsResolver::evaluate(const Settings& s) {
   const request::ResolvedModel& m = model(s.model);
-  const request::ResolvedCluster& c = cluster(s.cluster);
+  const request::ResolvedCluster& c = cluster(s);
   const request::Resolved r =
       request::resolve_with(m, c, window_request(s), request::command::gui, request::Irrelevant::ignore);
   Evaluation e;
@@ -346,7 +332,7 @@ planner::FitResult SettingsResolver::strategies(const Evaluation& e) {
   for (const request::Option& o : request::options())
     if (o.searched == request::Searched::by_fit_and_plan) q.given.erase(o.name);
   try {
-    const request::Resolved r = request::resolve_with(model(e.settings.model), cluster(e.settings.cluster), q,
+    const request::Resolved r = request::resolve_with(model(e.settings.model), cluster(e.settings), q,
                                             request::command::gui, request::Irrelevant::ignore);
     return planner::fit(e.arch, e.params, r.search, r.cluster.cluster, {}, profile(e.settings.profile));
   } catch (const InputError&) {
@@ -393,7 +379,7 @@ Settings Session::recommended(const Settings& s, bool free_strategy, bool free_c
   if (free_strategy) q.given.erase("strategy");
   if (free_checkpointing) q.given.erase("checkpointing");
   if (free_offload) q.given.erase("offload");
-  const request::Resolved r = request::resolve_with(resolver_.model(s.model), resolver_.cluster(s.cluster), q,
+  const request::Resolved r = request::resolve_with(resolver_.model(s.model), resolver_.cluster(s), q,
                                           request::command::gui, request::Irrelevant::ignore);
   const model::Training t = request::configuration(r);
   Settings out = s;
@@ -404,7 +390,7 @@ Settings Session::recommended(const Settings& s, bool free_strategy, bool free_c
 }
 
 Settings Session::completed(const Settings& s) {
-  const request::Resolved r = request::resolve_with(resolver_.model(s.model), resolver_.cluster(s.cluster), with_cluster(s),
+  const request::Resolved r = request::resolve_with(resolver_.model(s.model), resolver_.cluster(s), s,
                                           request::command::gui, request::Irrelevant::ignore);
   Settings out = s;
   out.training = request::configuration(r);
@@ -416,16 +402,8 @@ Settings Session::withConfigFile(const Settings& s, const std::string& path, std
   const request::Request read = request::make_request({path}, {}, request::command::gui, before);
   Settings out = s;
   static_cast<request::Request&>(out) = read;
-  out.cluster_spec.clear();
-  if (read.gpus || read.nodes) {
-    // The shape the file states, on the window's GPU (request::cluster_spec, as the CLI takes it).
-    request::Request shape = read;
-    shape.cluster_spec = s.cluster.gpu;
-    const hardware::Cluster c = catalog_.resolve_cluster(request::cluster_spec(shape), std::nullopt).cluster;
-    out.cluster.file.clear();
-    out.cluster.nodes = c.nodes;
-    out.cluster.gpus_per_node = c.gpus_per_node;
-  }
+  out.cluster_spec = s.cluster_spec;
+  if (read.gpus || read.nodes) out.setCluster(stated_shape(catalog_, read, resolver_.cluster(s).cluster.gpu.name));
   if (notes) {
     *notes = read.file_notes;
     for (const auto& [name, source] : read.given)

@@ -21,6 +21,7 @@
 #include "trainplan/hardware/gpu.hpp"
 #include "trainplan/hardware/profile.hpp"
 #include "trainplan/request/catalog.hpp"
+#include "trainplan/request/cluster_shape.hpp"
 #include "trainplan/request/request.hpp"
 #include "trainplan/model/architecture.hpp"
 #include "trainplan/model/parameters.hpp"
@@ -47,27 +48,17 @@ struct EnumTable<gui::SweepAxis> {
 
 namespace trainplan::gui {
 
-// A catalogue GPU times GPUs per node times nodes, or a cluster JSON file.
-struct ClusterChoice {
-  std::string file;  // when set, the fields below are ignored
-  std::string gpu = "A100-80GB";
-  int gpus_per_node = 8;
-  int nodes = 1;
-  std::string inter_node;  // "8x200Gbps"; empty: the GPU's usual network
-  double host_memory_gib = 0;  // CPU memory per node; 0: the file's, or not checked
-  // What request::Catalog::resolve_cluster reads: "NODESxGPUSxGPU" or the file.
-  [[nodiscard]] std::string spec() const;
-};
-
 // The first start: a 7B model on one 8-GPU node, sharded with FSDP.
 [[nodiscard]] model::Training default_training();
 
 // The request as the window holds it (request::Request: the library's option schema reads and writes
-// it), with the cluster as the window's fields and the sweep axis.
+// it), and the sweep axis. The cluster is the request's alone (cluster_spec, inter_node,
+// host_memory_gib); the form's GPU, GPUs-per-node and node fields read and write its spec.
 struct Settings : request::Request {
   Settings();
-  ClusterChoice cluster;
   SweepAxis sweep = SweepAxis::micro_batch;
+  [[nodiscard]] request::ClusterShape cluster() const { return request::cluster_shape(cluster_spec); }
+  void setCluster(const request::ClusterShape& c) { cluster_spec = c.spec(); }
 };
 
 // The settings as the window remembers them (QSettings); unknown or invalid values keep defaults.
@@ -90,8 +81,7 @@ struct CommandLine {
 [[nodiscard]] CommandLine parse_command_line(const QStringList& arguments,
                                              const request::Catalog& catalog);
 
-// The window's request for the library: the cluster fields as a spec, every option given in the
-// window's words (its labels).
+// The window's request for the library: every option given in the window's words (its labels).
 [[nodiscard]] request::Request window_request(const Settings& s);
 
 // How the window names a field of a FieldError template or an emitter's note: the option's label
@@ -147,7 +137,7 @@ class SettingsResolver {
  public:
   explicit SettingsResolver(const request::Catalog& catalog) : catalog_(catalog) {}
   [[nodiscard]] const request::ResolvedModel& model(const std::string& spec);
-  [[nodiscard]] const request::ResolvedCluster& cluster(const ClusterChoice& c);
+  [[nodiscard]] const request::ResolvedCluster& cluster(const request::Request& r);
   // The profile read from `path` (nullptr for an empty path), kept for the resolver's lifetime.
   [[nodiscard]] const hardware::HardwareProfile* profile(const std::string& path);
   [[nodiscard]] Evaluation evaluate(const Settings& s);

@@ -22,9 +22,7 @@ namespace {
 Settings settings_for(const QString& model, int gpus, Strategy strategy, std::int64_t micro_batch) {
   Settings s;
   s.model = model.toStdString();
-  s.cluster.gpu = "A100-80GB";
-  s.cluster.gpus_per_node = gpus;
-  s.cluster.nodes = 1;
+  s.setCluster({"", "A100-80GB", gpus, 1});
   s.training.strategy = strategy;
   s.training.micro_batch = micro_batch;
   return s;
@@ -43,7 +41,7 @@ Expected library(const request::Catalog& catalog, const Settings& s) {
   Expected x;
   x.arch = catalog.resolve_model(s.model).arch;
   x.params = model::count_parameters(x.arch);
-  x.cluster = catalog.resolve_cluster(s.cluster.spec(), std::nullopt).cluster;
+  x.cluster = catalog.resolve_cluster(s.cluster_spec, std::nullopt).cluster;
   x.training = s.training;
   x.training.lora.targets = model::split_targets(s.lora_targets);
   x.estimate = planner::evaluate(x.arch, x.params, x.training, x.cluster);
@@ -359,7 +357,7 @@ void TestGuiModels::bad_input_is_an_error_message() {
 void TestGuiModels::seventy_b_on_32_gpus_evaluates_each_micro_batch() {
   Session session(catalog_);
   Settings s = settings_for(QStringLiteral("llama-2-70b"), 8, Strategy::fsdp_full, 1);
-  s.cluster.nodes = 4;
+  s.cluster_spec = "4x8xA100-80GB";
   s.training.tp = 2;
   s.training.pp = 2;
   double worst = 0;
@@ -377,8 +375,8 @@ void TestGuiModels::settings_round_trip_through_qsettings() {
   QTemporaryDir dir;
   QVERIFY(dir.isValid());
   Settings s = settings_for(QStringLiteral("mistral-7b"), 4, Strategy::zero2, 3);
-  s.cluster.nodes = 2;
-  s.cluster.inter_node = "4x400Gbps";
+  s.cluster_spec = "2x4xA100-80GB";
+  s.inter_node = "4x400Gbps";
   s.training.method = Method::qlora;
   s.training.precision = Precision::fp16_mixed;
   s.training.optimizer = Optimizer::paged_adamw_8bit;
@@ -399,8 +397,8 @@ void TestGuiModels::settings_round_trip_through_qsettings() {
   QSettings q(dir.filePath(QStringLiteral("t.ini")), QSettings::IniFormat);
   const Settings r = restore_settings(q);
   QCOMPARE(r.model, s.model);
-  QCOMPARE(r.cluster.spec(), s.cluster.spec());
-  QCOMPARE(r.cluster.inter_node, s.cluster.inter_node);
+  QCOMPARE(r.cluster_spec, s.cluster_spec);
+  QCOMPARE(r.inter_node, s.inter_node);
   QCOMPARE(r.training.method, s.training.method);
   QCOMPARE(r.training.precision, s.training.precision);
   QCOMPARE(r.training.optimizer, s.training.optimizer);
@@ -447,9 +445,7 @@ void TestGuiModels::command_line_parses_training_options() {
                          QStringLiteral("--sequence-parallel")};
   const CommandLine cl = parse_command_line(args, catalog_);
   QCOMPARE(cl.settings.model, std::string("llama-2-13b"));
-  QCOMPARE(cl.settings.cluster.nodes, 2);
-  QCOMPARE(cl.settings.cluster.gpus_per_node, 8);
-  QCOMPARE(cl.settings.cluster.gpu, std::string("H100-80GB"));
+  QCOMPARE(cl.settings.cluster(), (request::ClusterShape{"", "H100-80GB", 8, 2}));
   QCOMPARE(cl.settings.training.method, Method::lora);
   QCOMPARE(cl.settings.training.strategy, Strategy::zero3);
   QVERIFY(cl.settings.has("strategy"));

@@ -158,7 +158,7 @@ void TestGuiWindow::bad_input_shows_a_message() {
   QFETCH(QString, text);
   QFETCH(QString, expected);
   Settings s = base_settings(QStringLiteral("llama-2-7b"), 8, Strategy::ddp, 1);
-  s.cluster.nodes = 8;
+  s.cluster_spec = "8x8xA100-80GB";
   window_->applySettings(s);
   QCOMPARE(window_->verdict(), MainWindow::Verdict::does_not_fit);
   if (widget == QLatin1String("model")) {
@@ -271,7 +271,7 @@ void TestGuiWindow::pins_appear_in_charts_and_compare_table() {
 
 void TestGuiWindow::step_time_chart_follows_the_library() {
   Settings s = base_settings(QStringLiteral("llama-2-13b"), 8, Strategy::zero3, 2);
-  s.cluster.nodes = 2;
+  s.cluster_spec = "2x8xA100-80GB";
   s.training.pp = 2;
   s.training.grad_accum = 8;
   window_->applySettings(s);
@@ -325,7 +325,7 @@ void TestGuiWindow::sweep_axis_switches_to_sequence_length() {
 // replicated DDP weights shrink as each GPU holds fewer experts). A dense model greys it out.
 void TestGuiWindow::expert_parallel_spreads_the_experts() {
   Settings s = base_settings(QStringLiteral("mixtral-8x7b"), 8, Strategy::ddp, 1);
-  s.cluster.gpu = "H100-80GB";
+  s.cluster_spec = "1x8xH100-80GB";
   window_->applySettings(s);
   auto* ep = child<QSpinBox>("expertParallel");
   QVERIFY(ep->isEnabled());
@@ -386,7 +386,7 @@ void TestGuiWindow::search_runs_off_the_ui_thread() {
 
 void TestGuiWindow::clicking_a_plan_loads_it() {
   Settings s = base_settings(QStringLiteral("llama-2-13b"), 8, Strategy::fsdp_full, 2);
-  s.cluster.nodes = 2;
+  s.cluster_spec = "2x8xA100-80GB";
   s.training.grad_accum = 8;
   window_->applySettings(s);
   QSignalSpy finished(session_.get(), &Session::searchFinished);

@@ -11,6 +11,7 @@
 #include <QSettings>
 #include <QStandardPaths>
 #include <QTemporaryDir>
+#include <QToolButton>
 #include <QtTest>
 #include <cmath>
 
@@ -111,7 +112,10 @@ void TestGuiWindowFiles::host_memory_of_a_cluster_file_is_checked() {
               "host_memory_GiB": 100})");
   f.close();
   Settings s = base_settings(QStringLiteral("llama-2-70b"), 8, Strategy::fsdp_full, 1);
-  s.cluster.file = path.toStdString();
+  s.cluster_spec = "1x8xH100-80GB";
+  window_->applySettings(s);  // the fields show 8 H100s, the file then names 8 A100s
+  const std::string fields = s.cluster_spec;
+  s.cluster_spec = path.toStdString();
   s.training.seq = 8192;
   s.training.checkpointing = Checkpointing::full_offload;
   s.training.offload = Offload::optimizer;
@@ -120,13 +124,20 @@ void TestGuiWindowFiles::host_memory_of_a_cluster_file_is_checked() {
   QVERIFY2(window_->verdictText().contains(QStringLiteral("CPU memory per node")),
            qPrintable(window_->verdictText()));
   QVERIFY(!session_->current()->estimate.fits);
-  // The same through the form's own field, without a file; a generous node fits.
-  s.cluster.file.clear();
-  window_->applySettings(s);
+  // The same through the form's own field, without a file; a generous node fits. Closing the file
+  // brings back the cluster the fields spelled before it (the request's spec is the one place the
+  // cluster is held; the fields are only its view).
+  QToolButton* clear = nullptr;
+  for (QToolButton* b : window_->findChildren<QToolButton*>())
+    if (b->accessibleName() == QLatin1String("Clear cluster file")) clear = b;
+  QVERIFY(clear && clear->isEnabled());
+  QTest::mouseClick(clear, Qt::LeftButton);
+  QCOMPARE(session_->settings().cluster_spec, fields);
+  QVERIFY(!clear->isEnabled());
   QVERIFY(session_->current()->estimate.fits);  // not stated: not checked
   type_into(child<QDoubleSpinBox>("hostMemory"), QStringLiteral("100"));
   QTest::keyClick(child<QDoubleSpinBox>("hostMemory"), Qt::Key_Return);
-  QCOMPARE(session_->settings().cluster.host_memory_gib, 100.0);
+  QCOMPARE(session_->settings().host_memory_gib, std::optional(100.0));
   QCOMPARE(window_->verdict(), MainWindow::Verdict::does_not_fit);
   type_into(child<QDoubleSpinBox>("hostMemory"), QStringLiteral("4096"));
   QTest::keyClick(child<QDoubleSpinBox>("hostMemory"), Qt::Key_Return);
@@ -233,8 +244,8 @@ void TestGuiWindowFiles::opens_a_training_config() {
   // accelerate's FSDP example starts 2 processes on one machine: the cluster takes that shape.
   QVERIFY2(window_->loadTrainingConfig(QStringLiteral(TRAINPLAN_CONFIGS_DIR "/accelerate-fsdp.yaml"), &error),
            qPrintable(error));
-  QCOMPARE(session_->settings().cluster.nodes, 1);
-  QCOMPARE(session_->settings().cluster.gpus_per_node, 2);
+  QCOMPARE(session_->settings().cluster().nodes, 1);
+  QCOMPARE(session_->settings().cluster().gpus_per_node, 2);
   QCOMPARE(session_->settings().training.strategy, Strategy::fsdp_full);
 }
 
@@ -256,7 +267,7 @@ void TestGuiWindowFiles::settings_are_remembered() {
   }
   const Settings r = restore_settings(QSettings());
   QCOMPARE(r.model, s.model);
-  QCOMPARE(r.cluster.spec(), s.cluster.spec());
+  QCOMPARE(r.cluster_spec, s.cluster_spec);
   QCOMPARE(r.training.strategy, Strategy::zero2);
   QCOMPARE(r.training.micro_batch, std::int64_t{3});
   QCOMPARE(r.training.checkpointing, Checkpointing::selective);

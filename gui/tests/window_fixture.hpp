@@ -42,7 +42,7 @@ class WindowFixture : public QObject {
                                 std::int64_t micro_batch) {
     Settings s;
     s.model = model.toStdString();
-    s.cluster.gpus_per_node = gpus;
+    s.setCluster({"", "A100-80GB", gpus, 1});
     s.training.strategy = strategy;
     s.training.micro_batch = micro_batch;
     return s;
@@ -50,7 +50,7 @@ class WindowFixture : public QObject {
 
   static planner::Estimate library_estimate(const request::Catalog& catalog, const Settings& s) {
     const model::Architecture a = catalog.resolve_model(s.model).arch;
-    const hardware::Cluster c = catalog.resolve_cluster(s.cluster.spec(), std::nullopt).cluster;
+    const hardware::Cluster c = catalog.resolve_cluster(s.cluster_spec, std::nullopt).cluster;
     model::Training t = s.training;
     t.lora.targets = model::split_targets(s.lora_targets);
     return planner::evaluate(a, model::count_parameters(a), t, c);

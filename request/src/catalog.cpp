@@ -1,4 +1,5 @@
 #include "trainplan/request/catalog.hpp"
+#include "trainplan/request/cluster_shape.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -364,9 +365,10 @@ ClusterSpec read_cluster_file(const std::string& spec) {
 }
 
 // A cluster file, NODESxGPUSxGPU, GPUSxGPU or a GPU alone.
+const std::regex kNodes(R"(^(\d+)[xX](\d+)[xX](.+)$)");
+const std::regex kGpus(R"(^(\d+)[xX](.+)$)");
+
 ClusterSpec parse_cluster_spec(const std::string& spec) {
-  static const std::regex kNodes(R"(^(\d+)[xX](\d+)[xX](.+)$)");
-  static const std::regex kGpus(R"(^(\d+)[xX](.+)$)");
   if (spec.empty())
     throw InputError(
         "empty cluster; expected a spec such as 4xA100-80GB or 2x8xH100-80GB, or a cluster JSON path");
@@ -375,21 +377,12 @@ ClusterSpec parse_cluster_spec(const std::string& spec) {
                      " characters long; expected a short spec such as 2x8xH100-80GB or a cluster JSON path");
   if (has_json_suffix(spec)) return read_cluster_file(spec);
   check_spec_length(spec, "cluster");
+  const ClusterShape shape = cluster_shape(spec);
   ClusterSpec out;
-  hardware::Cluster& c = out.cluster;
-  out.gpu_name = spec;
-  std::smatch m;
-  if (std::regex_match(spec, m, kNodes)) {
-    c.nodes = spec_count(m[1].str(), "cluster '" + spec + "'");
-    c.gpus_per_node = spec_count(m[2].str(), "cluster '" + spec + "'");
-    out.gpu_name = m[3].str();
-    out.explicit_nodes = true;
-  } else if (std::regex_match(spec, m, kGpus)) {
-    c.gpus_per_node = spec_count(m[1].str(), "cluster '" + spec + "'");
-    out.gpu_name = m[2].str();
-  } else {
-    c.gpus_per_node = 1;
-  }
+  out.cluster.nodes = shape.nodes;
+  out.cluster.gpus_per_node = shape.gpus_per_node;
+  out.gpu_name = shape.gpu;
+  out.explicit_nodes = std::regex_match(spec, kNodes);
   return out;
 }
 
@@ -483,6 +476,32 @@ ResolvedCluster Catalog::resolve_cluster(const std::string& spec,
   c.inter_node =
       inter_node ? parse_inter_node(*inter_node) : given.inter_node.value_or(c.gpu.default_inter_node);
   resolve_nvlink_domain(out, given.nvlink_domain, spec);
+  return out;
+}
+
+std::string ClusterShape::spec() const {
+  return file.empty() ? fmt::format("{}x{}x{}", nodes, gpus_per_node, gpu) : file;
+}
+
+ClusterShape cluster_shape(const std::string& spec) {
+  ClusterShape out;
+  if (has_json_suffix(spec)) {
+    out.file = spec;
+    return out;
+  }
+  const std::string what = "cluster '" + spec + "'";
+  std::smatch m;
+  if (std::regex_match(spec, m, kNodes)) {
+    out.nodes = spec_count(m[1].str(), what);
+    out.gpus_per_node = spec_count(m[2].str(), what);
+    out.gpu = m[3].str();
+  } else if (std::regex_match(spec, m, kGpus)) {
+    out.gpus_per_node = spec_count(m[1].str(), what);
+    out.gpu = m[2].str();
+  } else {
+    out.gpus_per_node = 1;
+    out.gpu = spec;
+  }
   return out;
 }
 

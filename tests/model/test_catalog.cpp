@@ -7,6 +7,7 @@
 #include "../common/catalog.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/request/catalog.hpp"
+#include "trainplan/request/cluster_shape.hpp"
 
 namespace trainplan {
 namespace {
@@ -88,6 +89,37 @@ TEST(Catalog, ClusterSpecs) {
   EXPECT_EQ(inl.cluster.world(), 8);
   ASSERT_FALSE(inl.notes.empty());
   EXPECT_NE(inl.notes.front().find("not catalogued"), std::string::npos);
+}
+
+// The GUI keeps its cluster in the request's spec and shows it as fields (request::ClusterShape):
+// every spec reads as the fields it spells (a count of GPUs alone is one node of them until the
+// catalogue fills nodes the GPU's way), a file stays a file, and the fields written back spell the
+// nodes, so the catalogue resolves them to the same cluster.
+TEST(Catalog, ClusterShapesRoundTripThroughTheSpec) {
+  const request::ClusterShape two = request::cluster_shape("2x8xH100-80GB");
+  EXPECT_EQ(two, (request::ClusterShape{"", "H100-80GB", 8, 2}));
+  EXPECT_EQ(two.spec(), "2x8xH100-80GB");
+  EXPECT_EQ(request::cluster_shape("4xA100"), (request::ClusterShape{"", "A100", 4, 1}));
+  EXPECT_EQ(request::cluster_shape("8xMI300X"), (request::ClusterShape{"", "MI300X", 8, 1}));
+  EXPECT_EQ(request::cluster_shape("A100-80GB"), (request::ClusterShape{"", "A100-80GB", 1, 1}));
+  EXPECT_EQ(request::cluster_shape("racks/CL.JSON").file, "racks/CL.JSON");
+  EXPECT_EQ(request::cluster_shape("racks/CL.JSON").spec(), "racks/CL.JSON");
+  EXPECT_EQ(request::cluster_shape("16xH100"), (request::ClusterShape{"", "H100", 16, 1}));
+  for (const char* spec : {"2x8xA100-80GB", "8xMI300X", "1x4xH100-80GB", "GB200"}) {
+    SCOPED_TRACE(spec);
+    const hardware::Cluster a = catalog().resolve_cluster(spec, std::nullopt).cluster;
+    const hardware::Cluster b =
+        catalog().resolve_cluster(request::cluster_shape(spec).spec(), std::nullopt).cluster;
+    EXPECT_EQ(b.nodes, a.nodes);
+    EXPECT_EQ(b.gpus_per_node, a.gpus_per_node);
+    EXPECT_EQ(b.gpu.name, a.gpu.name);
+  }
+  try {
+    (void)request::cluster_shape("99999999999999999999x8xA100-80GB");
+    FAIL() << "a count past int was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("99999999999999999999x8xA100-80GB"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Catalog, BadClusterSpecsNameTheInput) {
