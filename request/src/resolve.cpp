@@ -395,8 +395,10 @@ model::Training with_global_batch(const Resolved& r, model::Training t) {
 model::Training recommended(const Resolved& r) {
   model::Training t = r.search.base;
   if (r.search.strategy && r.search.checkpointing && r.search.offload) return t;
-  planner::SearchRequest req = r.search;
-  req.micro_batch = t.micro_batch;
+  // The same pick as `trainplan fit` for this request: with the micro-batch given, the fastest at
+  // it; without, the fastest at each candidate's largest micro-batch (so estimate, explain and the
+  // GUI start from fit's recommendation, evaluated at the micro-batch the request has).
+  const planner::SearchRequest& req = r.search;
   const model::ParameterCounts n = model::count_parameters(r.model.arch);
   const planner::FitResult f =
       planner::fit(r.model.arch, n, req, r.cluster.cluster, {}, r.profile ? &*r.profile : nullptr);
