@@ -60,11 +60,8 @@ void print_estimate(const request::Resolved& r, const model::ParameterCounts& n,
                     std::optional<double> tokens, bool profiled) {
   const hardware::Cluster& c = r.cluster.cluster;
   const model::Training& t = e.training;
-  const std::string where = c.nodes > 1 ? fmt::format("{}x {} ({} nodes x {})", c.world(),
-                                                      c.gpu.name, c.nodes, c.gpus_per_node)
-                                        : fmt::format("{}x {}", c.world(), c.gpu.name);
-  std::cout << fmt::format("{} ({} params, {}) on {}: {}\n", r.model.arch.name, count_text(n.total),
-                           to_string(t.method), where, planner::plan_label(t, e.layout));
+  std::cout << fmt::format("{} on {}: {}\n", model_words(r.model.arch.name, n.total, t.method), cluster_words(c),
+                           planner::plan_label(t, e.layout));
   print_context(r);
   std::cout << fmt::format(
       "  batch: micro-batch {} x grad-accum {} x DP {} = {} sequences of {} tokens ({} tokens) "

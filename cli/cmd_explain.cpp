@@ -28,8 +28,8 @@ std::string change_text(const planner::Suggestion& s) {
 void print_explanation(const request::Resolved& r, const planner::Explanation& x) {
   const hardware::Cluster& c = r.cluster.cluster;
   const planner::Estimate& g = x.given;
-  std::cout << fmt::format("{} on {}x {}: {}, micro-batch {} x grad-accum {}, seq {}\n", r.model.arch.name, c.world(),
-                           c.gpu.name, planner::plan_label(g.training, g.layout), g.training.micro_batch,
+  std::cout << fmt::format("{} on {}: {}, micro-batch {} x grad-accum {}, seq {}\n", r.model.arch.name,
+                           cluster_words(c), planner::plan_label(g.training, g.layout), g.training.micro_batch,
                            g.training.grad_accum, g.training.seq);
   print_context(r);
   std::cout << fmt::format("  as given: {} of {} GiB per GPU — {}\n", gib_text(g.memory.device_total),

@@ -23,9 +23,7 @@ namespace {
 // plan, or why even the leanest candidate does not fit.
 std::string verdict(const request::Resolved& r, const model::ParameterCounts& n, const planner::FitResult& f) {
   const hardware::Cluster& c = r.cluster.cluster;
-  reports::VerdictSubject s{fmt::format("{} ({} params, {})", r.model.arch.name, count_text(n.total),
-                                        to_string(r.search.base.method)),
-                            fmt::format("{}x {}", c.world(), c.gpu.name), {}};
+  reports::VerdictSubject s{model_words(r.model.arch.name, n.total, r.search.base.method), cluster_words(c), {}};
   if (f.candidates.empty())
     return fmt::format("{} — {} has no valid configuration on {}", verdict_look(planner::Verdict::no).headline,
                        s.what, s.where);

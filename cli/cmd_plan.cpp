@@ -23,10 +23,8 @@ void print_plans(const request::Resolved& r, const model::ParameterCounts& n, co
   const hardware::Cluster& c = r.cluster.cluster;
   const model::Training& base = r.search.base;
   std::cout << fmt::format(
-      "{} ({} params, {}) on {}x {}{}: {} configurations tried, {} fit in memory\n",
-      r.model.arch.name, count_text(n.total), to_string(base.method), c.world(), c.gpu.name,
-      c.nodes > 1 ? fmt::format(" ({} nodes)", c.nodes) : "", thousands(p.evaluated),
-      thousands(p.fitting));
+      "{} on {}: {} configurations tried, {} fit in memory\n", model_words(r.model.arch.name, n.total, base.method),
+      cluster_words(c), thousands(p.evaluated), thousands(p.fitting));
   print_context(r);
   std::cout << (global_batch
                     ? fmt::format("  global batch {} sequences of {} tokens\n", *global_batch,

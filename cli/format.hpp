@@ -11,7 +11,9 @@
 
 namespace trainplan::cli {
 
+using reports::cluster_words;
 using reports::count_text;
+using reports::model_words;
 using reports::gib_text;
 using reports::strategy_label;
 using reports::Table;

@@ -33,7 +33,7 @@ QString strategy_hint(const planner::Estimate& est, const planner::FitResult& st
 QString headline(const Evaluation& e, const planner::FitResult& strategies, MainWindow::Verdict& verdict) {
   const planner::Estimate& est = e.estimate;
   const reports::VerdictSubject subject{
-      e.arch.name + " (" + reports::count_text(e.params.total) + " params, " + std::string(to_string(est.training.method)) + ")",
+      reports::model_words(e.arch.name, e.params.total, est.training.method),
       sstr(e.cluster_text()), sstr(e.plan_text())};
   const reports::VerdictSentence s = reports::verdict_sentence(
       subject, {est.verdict, est.memory.device_total, e.usable(), est.training.micro_batch, est.max_micro_batch, 0.0});

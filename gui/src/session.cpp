@@ -9,6 +9,7 @@
 #include "display.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/reports/estimate_json.hpp"
+#include "trainplan/reports/text.hpp"
 #include "trainplan/request/profile_json.hpp"
 #include "trainplan/request/request_files.hpp"
 #include "trainplan/model/lora.hpp"
@@ -33,11 +34,7 @@ QString Evaluation::title() const {
 
 QString Evaluation::plan_text() const { return qstr(planner::plan_label(estimate.training, estimate.layout)); }
 
-QString Evaluation::cluster_text() const {
-  const QString gpu = qstr(cluster.gpu.name);
-  if (cluster.nodes == 1) return QStringLiteral("%1x %2").arg(cluster.gpus_per_node).arg(gpu);
-  return QStringLiteral("%1 nodes x %2x %3").arg(cluster.nodes).arg(cluster.gpus_per_node).arg(gpu);
-}
+QString Evaluation::cluster_text() const { return qstr(reports::cluster_words(cluster)); }
 
 model::Training default_training() {
   model::Training t;

@@ -104,7 +104,7 @@ struct Evaluation {
   [[nodiscard]] Bytes usable() const { return cluster.gpu.usable_memory; }
   [[nodiscard]] QString title() const;         // "FSDP full shard · mb 4 · seq 4096"
   [[nodiscard]] QString plan_text() const;     // "ZeRO-3 + TP2 + PP2 + full checkpointing"
-  [[nodiscard]] QString cluster_text() const;  // "8x A100-80GB (1 node)"
+  [[nodiscard]] QString cluster_text() const;  // reports::cluster_words: "16x H100-80GB (2 nodes x 8)"
 };
 
 struct SweepPoint {

@@ -25,6 +25,15 @@ std::string count_text(std::int64_t n) {
   return fmt::format("{}", n);
 }
 
+std::string model_words(const std::string& name, std::int64_t parameters, Method method) {
+  return fmt::format("{} ({} params, {})", name, count_text(parameters), to_string(method));
+}
+
+std::string cluster_words(const hardware::Cluster& c) {
+  if (c.nodes <= 1) return fmt::format("{}x {}", c.world(), c.gpu.name);
+  return fmt::format("{}x {} ({} nodes x {})", c.world(), c.gpu.name, c.nodes, c.gpus_per_node);
+}
+
 std::string thousands(std::int64_t n) {
   const std::string digits = std::to_string(n < 0 ? -n : n);
   std::string out;
