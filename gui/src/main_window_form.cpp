@@ -2,6 +2,7 @@
 // how it maps to and from the settings.
 #include <QCheckBox>
 #include <QComboBox>
+#include <QCompleter>
 #include <QDoubleSpinBox>
 #include <QFileInfo>
 #include <QFormLayout>
@@ -202,6 +203,9 @@ QGroupBox* MainWindow::buildModelBox() {
   model_->setObjectName(QStringLiteral("model"));
   model_->setEditable(true);
   model_->setInsertPolicy(QComboBox::NoInsert);
+  // Matches in a list below the field, never written into it: "gpt2" stays gpt2 (inline completion
+  // made it gpt2-large, the first name it starts).
+  model_->completer()->setCompletionMode(QCompleter::PopupCompletion);
   model_->setToolTip(option_tooltip("model"));
   for (const request::CatalogModel& m : session_.catalog().models()) {
     model_->addItem(qstr(m.name));
@@ -434,10 +438,9 @@ void MainWindow::modelEdited() {
   Settings s = formSettings();
   if (s.model == session_.settings().model) return;
   loaded_plan_.reset();
-  // A shorter model (GPT-2's 1024 learned positions) would make the sequence length invalid: start
-  // it at the model's default, as the CLI does.
-  if (const auto seq = session_.defaultSeq(s.model); seq && s.training.seq > *seq)
-    s.training.seq = *seq;
+  // The sequence length carries over; one the new model cannot take (GPT-2's 1024 learned
+  // positions) starts at the model's default, as the CLI does.
+  if (const auto seq = session_.seqOn(s.model, s.training.seq)) s.training.seq = *seq;
   session_.setSettings(s);
 }
 

@@ -411,9 +411,10 @@ Settings Session::withConfigFile(const Settings& s, const std::string& path, std
   return out;
 }
 
-std::optional<std::int64_t> Session::defaultSeq(const std::string& model) {
+std::optional<std::int64_t> Session::seqOn(const std::string& model, std::int64_t seq) {
   try {
-    return request::default_seq(resolver_.model(model).arch);
+    const model::Architecture& a = resolver_.model(model).arch;
+    return seq <= a.max_seq ? seq : request::default_seq(a);
   } catch (const std::exception&) {
     return std::nullopt;
   }

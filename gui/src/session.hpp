@@ -183,8 +183,9 @@ class Session : public QObject {
   // read as and each option it set. Throws InputError naming the file and key.
   [[nodiscard]] Settings withConfigFile(const Settings& s, const std::string& path,
                                         std::vector<std::string>* notes);
-  // The model's default sequence length, or nullopt when it cannot be resolved.
-  [[nodiscard]] std::optional<std::int64_t> defaultSeq(const std::string& model);
+  // The sequence length `seq` becomes on `model`: kept where the model takes it, else the model's
+  // default (request::default_seq), as the CLI starts it; nullopt when the model cannot be resolved.
+  [[nodiscard]] std::optional<std::int64_t> seqOn(const std::string& model, std::int64_t seq);
   void reloadFiles();
 
   [[nodiscard]] const std::optional<Evaluation>& current() const { return current_; }
