@@ -592,8 +592,10 @@ void build_plans(QChart* chart, const PlansModel& m, std::optional<int> current,
   hide_legend_marker(chart, ps.front_line);
   if (ps.here->count() == 0) hide_legend_marker(chart, ps.here);
   if (usable <= 0) hide_legend_marker(chart, ps.capacity);
-  chart->setTitle(QStringLiteral("<b>Plan search</b> — %1 plans that fit; click one to load it")
-                      .arg(plans.size()));
+  chart->setTitle(m.staleBecause().isEmpty()
+                      ? QStringLiteral("<b>Plan search</b> — %1 plans that fit; click one to load it").arg(plans.size())
+                      : QStringLiteral("<b>Plan search</b> — stale: found for an earlier request; run it again "
+                                       "(Ctrl+R)"));
   add_plans_axes(chart, ps, x_top, y_low, y_high, pal);
 }
 

@@ -75,6 +75,7 @@ void MainWindow::sessionChanged() {
   updateEnabled();
   refreshModels();
   refreshBanner();
+  refreshSearchState();
   refreshCharts();
   timing_label_->setText(
       QStringLiteral("evaluated in %1 ms").arg(session_.lastEvaluationMs(), 0, 'f', 1));

@@ -114,6 +114,10 @@ class MainWindow : public QMainWindow {
   void searchStarted();
   void searchProgress(int done, int total);
   void searchFinished();
+  // The search's line and the plans' stale mark, for the request as it is now.
+  void refreshSearchState();
+  // Loads plan i, or says why not (its search answered an earlier request).
+  void loadPlan(int i);
   void planClicked(const QPointF& point);
 
   // The verdict (main_window_banner.cpp).

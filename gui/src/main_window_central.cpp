@@ -135,6 +135,7 @@ QWidget* MainWindow::buildPlansPage() {
   search_progress_->setObjectName(QStringLiteral("searchProgress"));
   search_progress_->setVisible(false);
   search_label_ = new QLabel;
+  search_label_->setObjectName(QStringLiteral("searchLabel"));
   search_label_->setWordWrap(true);
   search_row->addWidget(search_button_);
   search_row->addWidget(cancel_button_);
@@ -154,10 +155,7 @@ QWidget* MainWindow::buildTables() {
   table_tabs_->addTab(strategies, QStringLiteral("Strategies"));
   table_tabs_->addTab(table("sweepTable", &sweep_model_), QStringLiteral("Sweep"));
   auto* plans = table("plansTable", &plans_model_);
-  connect(plans, &QTableView::activated, this, [this](const QModelIndex& i) {
-    loaded_plan_ = i.row();
-    session_.loadPlan(static_cast<std::size_t>(i.row()));
-  });
+  connect(plans, &QTableView::activated, this, [this](const QModelIndex& i) { loadPlan(i.row()); });
   table_tabs_->addTab(plans, QStringLiteral("Plans"));
   table_tabs_->addTab(buildComparePage(), QStringLiteral("Compare"));
   return table_tabs_;
@@ -240,10 +238,7 @@ void MainWindow::searchFinished() {
   search_progress_->setVisible(false);
   plans_model_.setPlans(session_.plans(), session_.plansUsable());
   loaded_plan_.reset();
-  search_label_->setText(
-      session_.searchMessage().isEmpty()
-          ? QStringLiteral("%1 plans; bold: the Pareto front.").arg(session_.plans().size())
-          : session_.searchMessage());
+  refreshSearchState();
   if (auto* t = findChild<QTableView*>(QStringLiteral("plansTable"))) t->resizeColumnsToContents();
   refreshCharts();
 }
@@ -255,12 +250,38 @@ void MainWindow::planClicked(const QPointF& point) {
   const QList<QPointF> points = series->points();
   for (qsizetype i = 0; i < points.size() && i < rows.size(); ++i) {
     if (points[i] == point) {
-      loaded_plan_ = rows[i].toInt();
-      session_.loadPlan(static_cast<std::size_t>(*loaded_plan_));
-      statusBar()->showMessage(QStringLiteral("Loaded plan #%1.").arg(*loaded_plan_ + 1), 5000);
+      loadPlan(rows[i].toInt());
       return;
     }
   }
+}
+
+void MainWindow::refreshSearchState() {
+  if (session_.searching()) return;
+  const QStringList why = session_.plansStaleBecause();
+  plans_model_.setStale(why);
+  if (!why.isEmpty())
+    search_label_->setText(QStringLiteral("Stale: these plans answer an earlier request (%1). Run the search "
+                                          "again (Ctrl+R).")
+                               .arg(why.join(QStringLiteral("; "))));
+  else if (!session_.plans().empty() || !session_.searchMessage().isEmpty())
+    search_label_->setText(session_.searchMessage().isEmpty()
+                               ? QStringLiteral("%1 plans; bold: the Pareto front.").arg(session_.plans().size())
+                               : session_.searchMessage());
+}
+
+void MainWindow::loadPlan(int i) {
+  const std::optional<int> before = loaded_plan_;
+  loaded_plan_ = i;  // ringed in the chart the load redraws
+  if (!session_.loadPlan(static_cast<std::size_t>(i))) {
+    loaded_plan_ = before;
+    statusBar()->showMessage(QStringLiteral("Not loaded: these plans answer an earlier request (%1). Run the "
+                                            "search again (Ctrl+R).")
+                                 .arg(session_.plansStaleBecause().join(QStringLiteral("; "))),
+                             8000);
+    return;
+  }
+  statusBar()->showMessage(QStringLiteral("Loaded plan #%1.").arg(i + 1), 5000);
 }
 
 }  // namespace trainplan::gui

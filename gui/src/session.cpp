@@ -519,12 +519,28 @@ void Session::cancelSearch() {
   if (search_cancel_) search_cancel_->store(true);
 }
 
-void Session::loadPlan(std::size_t i) {
-  if (i >= plans_.size()) return;
+QStringList Session::plansStaleBecause() const {
+  QStringList out;
+  if (plans_.empty()) return out;
+  for (const request::Option& o : request::options()) {
+    if (!o.in(request::command::gui) || o.searched != request::Searched::no) continue;
+    const std::string was = o.text(plans_settings_);
+    const std::string now = o.text(settings_);
+    if (was != now)
+      out << QStringLiteral("%1 %2 → %3")
+                 .arg(qstr(o.label), was.empty() ? QStringLiteral("none") : qstr(was),
+                      now.empty() ? QStringLiteral("none") : qstr(now));
+  }
+  return out;
+}
+
+bool Session::loadPlan(std::size_t i) {
+  if (i >= plans_.size() || !plansStaleBecause().isEmpty()) return false;
   Settings s = plans_settings_;
   s.training = plans_[i].estimate.training;
   s.sweep = settings_.sweep;
   setSettings(s);
+  return true;
 }
 
 void mark_pareto_front(std::vector<PlanPoint>& plans) {

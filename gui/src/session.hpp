@@ -211,8 +211,12 @@ class Session : public QObject {
     return plans_usable_;
   }  // the GPU's capacity in that search
   [[nodiscard]] const QString& searchMessage() const { return search_message_; }
-  // Loads the training options of a found plan (keeps model and cluster).
-  void loadPlan(std::size_t i);
+  // What the settings ask differently from the request the plans were found for, one entry per
+  // option the search does not choose ("Model llama-2-7b → llama-2-13b"); empty when the plans
+  // answer the settings as they are (or there are none).
+  [[nodiscard]] QStringList plansStaleBecause() const;
+  // Loads the training options of a found plan; false, loading nothing, when the plans are stale.
+  bool loadPlan(std::size_t i);
 
  Q_SIGNALS:
   void changed();

@@ -359,9 +359,11 @@ std::vector<Option> parallel_options() {
                         return r.training.cp > 1 || (cmd == command::plan && !r.has("cp"));
                       },
                       "with --cp above 1"));
-  v.push_back(applies(flag(describe("sequence-parallel", "", "Sequence parallel", "parallelism",
-                                    "shard norms and dropout along the sequence (Megatron; with --tp)", "off"),
-                           [](auto& r) -> auto& { return r.training.sequence_parallel; }),
+  // plan searches it beside each TP degree above 1 when it is not given (planner/src/search.cpp).
+  v.push_back(applies(searched(flag(describe("sequence-parallel", "", "Sequence parallel", "parallelism",
+                                             "shard norms and dropout along the sequence (Megatron; with --tp)", "off"),
+                                    [](auto& r) -> auto& { return r.training.sequence_parallel; }),
+                               Searched::by_plan),
                       [](const Request& r, unsigned cmd) {
                         return r.training.tp > 1 || (cmd == command::plan && !r.has("tp"));
                       },

@@ -1,5 +1,8 @@
 #include "models/plans_model.hpp"
 
+#include <QBrush>
+#include <QColor>
+
 namespace trainplan::gui {
 namespace {
 
@@ -101,6 +104,17 @@ QVariant PlansModel::cellValue(int row, int column) const {
 }
 
 // A plan's note says why it ranks where it does.
+void PlansModel::setStale(QStringList why) {
+  if (why == stale_) return;
+  beginResetModel();
+  stale_ = std::move(why);
+  endResetModel();
+}
+
+QVariant PlansModel::cellBrush(int /*row*/, int /*column*/) const {
+  return stale_.isEmpty() ? QVariant() : QVariant(QBrush(QColor(0x9e, 0x9e, 0x9e)));
+}
+
 QVariant PlansModel::cellTooltip(int row, int column) const {
   const PlanPoint& p = at(row);
   if (!p.note.empty()) return qstr(p.note);
