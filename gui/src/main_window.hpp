@@ -22,6 +22,7 @@ class QDoubleSpinBox;
 class QFrame;
 class QLabel;
 class QLineEdit;
+class QListWidget;
 class QProgressBar;
 class QPushButton;
 class QSpinBox;
@@ -51,8 +52,14 @@ class MainWindow : public QMainWindow {
   // Applies a training config file (File > Open training config); a bad file is a message box, or
   // `error` when given. Returns whether it was applied.
   bool loadTrainingConfig(const QString& path, QString* error = nullptr);
+  // The training configs in force: the i-th dropped, or read one place earlier (main_window_files.cpp).
+  void removeConfigFile(int i);
+  void moveConfigFile(int i, int by);
   // What the form says now.
   [[nodiscard]] request::ClusterShape formCluster() const;
+  // A change the user made (a field, a loaded strategy, a recommendation): shown and evaluated,
+  // the options it changes the window's own (Session::editSettings).
+  void editSettings(const Settings& s);
   [[nodiscard]] Settings formSettings() const;
 
   [[nodiscard]] Verdict verdict() const { return verdict_; }
@@ -92,6 +99,9 @@ class MainWindow : public QMainWindow {
   QWidget* buildForm();
   QGroupBox* buildModelBox();
   QGroupBox* buildClusterBox();
+  QGroupBox* buildConfigFilesBox();
+  void syncConfigFiles(const Settings& s);
+  void setConfigFiles(std::vector<std::string> files);
   void addFileRows(QFormLayout* form);
   // The fields of every schema option of `group`, one row each.
   void addOptionRows(QFormLayout* form, const char* group);
@@ -172,6 +182,7 @@ class MainWindow : public QMainWindow {
   QSpinBox* nodes_ = nullptr;
   QLineEdit* inter_node_ = nullptr;
   QLabel* cluster_file_ = nullptr;
+  QListWidget* config_files_ = nullptr;
   QToolButton* clear_cluster_file_ = nullptr;
   QLabel* profile_file_ = nullptr;
   QToolButton* clear_profile_ = nullptr;

@@ -1,6 +1,14 @@
 // Files in and out: the model, training, cluster and profile files the window opens, and the
 // charts, estimate and launch plans it exports.
 #include <QComboBox>
+#include <QFileInfo>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QListWidget>
+#include <QPushButton>
+#include <QShortcut>
+#include <QVBoxLayout>
+#include <algorithm>
 #include <QFileDialog>
 #include <QMessageBox>
 #include <QStatusBar>
@@ -39,7 +47,7 @@ void MainWindow::openFile(const QString& title, const QString& filter,
   session_.reloadFiles();
   Settings s = session_.settings();
   use(s, path);
-  applySettings(s);
+  editSettings(s);
 }
 
 void MainWindow::openModelConfig() {
@@ -91,7 +99,7 @@ void MainWindow::clearClusterFile() {
   request::ClusterShape c = formCluster();  // the fields as they were before the file
   c.file.clear();
   s.setCluster(c);
-  applySettings(s);
+  editSettings(s);
 }
 
 void MainWindow::openProfile() {
@@ -223,6 +231,84 @@ void MainWindow::exportPlanDialog(const QString& kind) {
             .arg(path, notes.join(QStringLiteral("\n• "))));
   else
     statusBar()->showMessage(QStringLiteral("Wrote %1").arg(path), 5000);
+}
+
+// ---- Training configs in force -----------------------------------------------------------------
+
+QGroupBox* MainWindow::buildConfigFilesBox() {
+  auto* box = new QGroupBox(QStringLiteral("Training configs"));
+  box->setToolTip(QStringLiteral(
+      "The training config files in force, as trainplan fit --from reads them: a later file over an earlier "
+      "one, and what you set in the window over both (as flags over --from on the command line)."));
+  auto* layout = new QVBoxLayout(box);
+  layout->setContentsMargins(6, 4, 6, 4);
+  config_files_ = new QListWidget;
+  config_files_->setObjectName(QStringLiteral("configFiles"));
+  config_files_->setAccessibleName(QStringLiteral("Training configs in force"));
+  config_files_->setMaximumHeight(4 * config_files_->fontMetrics().height() + 8);
+  layout->addWidget(config_files_);
+  auto* row = new QHBoxLayout;
+  auto* open = new QPushButton(QStringLiteral("Open…"));
+  open->setObjectName(QStringLiteral("openConfigFile"));
+  connect(open, &QPushButton::clicked, this, &MainWindow::openTrainingConfig);
+  auto* up = new QPushButton(QStringLiteral("Earlier"));
+  up->setObjectName(QStringLiteral("earlierConfigFile"));
+  up->setToolTip(QStringLiteral("Read the selected file before the one above it (a later file wins)"));
+  connect(up, &QPushButton::clicked, this, [this] { moveConfigFile(config_files_->currentRow(), -1); });
+  auto* remove = new QPushButton(QStringLiteral("Remove"));
+  remove->setObjectName(QStringLiteral("removeConfigFile"));
+  remove->setToolTip(QStringLiteral("Drop the selected file: what it set goes back to the window's values (Delete)"));
+  connect(remove, &QPushButton::clicked, this, [this] { removeConfigFile(config_files_->currentRow()); });
+  auto* del = new QShortcut(QKeySequence::Delete, config_files_);
+  del->setContext(Qt::WidgetShortcut);
+  connect(del, &QShortcut::activated, this, [this] { removeConfigFile(config_files_->currentRow()); });
+  row->addWidget(open);
+  row->addWidget(up);
+  row->addWidget(remove);
+  layout->addLayout(row);
+  return box;
+}
+
+void MainWindow::syncConfigFiles(const Settings& s) {
+  const int selected = config_files_->currentRow();
+  config_files_->clear();
+  for (const std::string& f : s.files) {
+    auto* item = new QListWidgetItem(QFileInfo(qstr(f)).fileName(), config_files_);
+    item->setToolTip(qstr(f));
+  }
+  if (s.files.empty()) {
+    auto* none = new QListWidgetItem(QStringLiteral("none: File > Open training config"), config_files_);
+    none->setFlags(Qt::NoItemFlags);
+  } else {
+    config_files_->setCurrentRow(std::clamp(selected, 0, static_cast<int>(s.files.size()) - 1));
+  }
+}
+
+void MainWindow::setConfigFiles(std::vector<std::string> files) {
+  try {
+    loaded_plan_.reset();
+    applySettings(session_.withConfigFiles(session_.settings(), std::move(files)));
+  } catch (const std::exception& e) {
+    statusBar()->showMessage(QString::fromUtf8(e.what()), 8000);
+  }
+}
+
+void MainWindow::removeConfigFile(int i) {
+  std::vector<std::string> files = session_.settings().files;
+  if (i < 0 || i >= static_cast<int>(files.size())) return;
+  const QString name = QFileInfo(qstr(files[static_cast<std::size_t>(i)])).fileName();
+  files.erase(files.begin() + i);
+  setConfigFiles(std::move(files));
+  statusBar()->showMessage(QStringLiteral("Removed %1.").arg(name), 5000);
+}
+
+void MainWindow::moveConfigFile(int i, int by) {
+  std::vector<std::string> files = session_.settings().files;
+  const int j = i + by;
+  if (i < 0 || j < 0 || i >= static_cast<int>(files.size()) || j >= static_cast<int>(files.size())) return;
+  std::swap(files[static_cast<std::size_t>(i)], files[static_cast<std::size_t>(j)]);
+  setConfigFiles(std::move(files));
+  config_files_->setCurrentRow(j);
 }
 
 }  // namespace trainplan::gui

@@ -167,6 +167,7 @@ QWidget* MainWindow::buildForm() {
   outer->setContentsMargins(6, 6, 6, 6);
   outer->addWidget(buildModelBox());
   outer->addWidget(buildClusterBox());
+  outer->addWidget(buildConfigFilesBox());
 
   // The training options, group by group, as the schema lists them.
   auto group_box = [&](const QString& title, const char* group) {
@@ -401,6 +402,7 @@ void MainWindow::syncForm(const Settings& s) {
   profile_file_->setToolTip(qstr(s.profile));
   for (const auto& [option, w] : option_widgets_) set_widget_text(w, qstr(option->text(s)));
   set_combo_enum(sweep_axis_, s.sweep);
+  syncConfigFiles(s);
   blockers.clear();
   syncing_ = false;
   updateEnabled();
@@ -427,10 +429,15 @@ void MainWindow::applySettings(const Settings& s) {
   session_.setSettings(s);
 }
 
+void MainWindow::editSettings(const Settings& s) {
+  syncForm(s);
+  session_.editSettings(s);
+}
+
 void MainWindow::formEdited() {
   if (syncing_) return;
   loaded_plan_.reset();
-  session_.setSettings(formSettings());
+  session_.editSettings(formSettings());
 }
 
 void MainWindow::modelEdited() {
@@ -441,7 +448,7 @@ void MainWindow::modelEdited() {
   // The sequence length carries over; one the new model cannot take (GPT-2's 1024 learned
   // positions) starts at the model's default, as the CLI does.
   if (const auto seq = session_.seqOn(s.model, s.training.seq)) s.training.seq = *seq;
-  session_.setSettings(s);
+  session_.editSettings(s);
 }
 
 void MainWindow::clusterEdited() {
@@ -493,7 +500,7 @@ void MainWindow::clusterEdited() {
       // The evaluation below names the problem.
     }
   }
-  session_.setSettings(s);
+  session_.editSettings(s);
 }
 
 void MainWindow::loadStrategy(const QModelIndex& index) {
@@ -503,13 +510,13 @@ void MainWindow::loadStrategy(const QModelIndex& index) {
   s.training.strategy = k->training.strategy;
   s.training.checkpointing = k->training.checkpointing;
   s.training.offload = k->training.offload;
-  applySettings(s);
+  editSettings(s);
 }
 
 void MainWindow::recommend() {
   try {
     const Settings s = session_.recommended(session_.settings());
-    applySettings(s);
+    editSettings(s);
     statusBar()->showMessage(
         QStringLiteral("Recommended: %1, checkpointing %2, offload %3.")
             .arg(strategy_label(s.training.strategy), qstr(to_string(s.training.checkpointing)),

@@ -50,6 +50,11 @@ Settings::Settings() {
 
 namespace {
 
+// The options a window holds beside the model and cluster (which are always its own).
+bool window_option(const request::Option& o) {
+  return o.in(request::command::gui) && !o.positional && o.group != "cluster";
+}
+
 // The nodes and GPUs per node a config file states (request::cluster_spec, as the CLI takes them),
 // on the cluster `r` names or else on `gpu` (the window's).
 request::ClusterShape stated_shape(const request::Catalog& catalog, request::Request r, const std::string& gpu) {
@@ -179,6 +184,14 @@ Settings given_settings(const QCommandLineParser& p, const request::Catalog& cat
   static_cast<request::Request&>(s) = request::make_request(files, values, request::command::gui, s);
   request::check_options(s, request::command::gui);
   if (s.has("cluster") || s.gpus || s.nodes) s.setCluster(stated_shape(catalog, s, Settings{}.cluster().gpu));
+  if (!files.empty()) {
+    // The files stay a list in the window; the flags are its own values and win over them.
+    s.files = files;
+    s.own = request::make_request({}, values, request::command::gui, Settings{});
+    s.own.cluster_spec = s.cluster_spec;
+    for (const request::GivenValue& v : values)
+      if (const request::Option* o = request::find_option(v.option); o && window_option(*o)) s.edited.insert(o->name);
+  }
   if (p.isSet(QStringLiteral("sweep")))
     try {
       s.sweep = parse_enum<SweepAxis>(sstr(p.value(QStringLiteral("sweep"))));
@@ -391,23 +404,98 @@ Settings Session::completed(const Settings& s) {
                                           request::command::gui, request::Irrelevant::ignore);
   Settings out = s;
   out.training = request::configuration(r);
+  // What neither the files nor the flags gave is the window's own (the files are read over it).
+  out.own.training.strategy = out.training.strategy;
+  out.own.training.checkpointing = out.training.checkpointing;
+  out.own.training.offload = out.training.offload;
+  out.own.training.ep = out.training.ep;
   return out;
 }
 
+namespace {
+
+// The request the files make over the window's own values, its edited options winning (as flags
+// do over --from files); the model, the cluster and what only the window holds stay its own.
+void compose(Settings& s) {
+  if (s.files.empty()) return;
+  std::vector<request::GivenValue> values;
+  for (const request::Option& o : request::options())
+    if (window_option(o) && s.edited.contains(o.name)) values.push_back({o.name, o.text(s.own), o.label});
+  request::Request base = s.own;
+  base.given.clear();
+  base.overridden.clear();
+  base.file_notes.clear();
+  request::Request read = request::make_request(s.files, values, request::command::gui, base);
+  read.model = s.own.model;
+  read.cluster_spec = s.own.cluster_spec;
+  read.inter_node = s.own.inter_node;
+  read.host_memory_gib = s.own.host_memory_gib;
+  read.profile = s.own.profile;
+  static_cast<request::Request&>(s) = std::move(read);
+}
+
+}  // namespace
+
+void Session::editSettings(const Settings& s) {
+  Settings next = s;
+  if (next.files.empty()) next.own = {};
+  for (const request::Option& o : request::options()) {
+    if (!o.in(request::command::gui)) continue;
+    const std::string now = o.text(s);
+    if (now == o.text(settings_)) continue;
+    if (window_option(o)) next.edited.insert(o.name);
+    if (!next.files.empty()) {
+      try {
+        o.parse(next.own, now);
+      } catch (const InputError&) {
+        // A value the request shown could not hold is not the user's: it keeps the files'.
+      }
+    }
+  }
+  if (!next.files.empty()) {
+    next.own.cluster_spec = s.cluster_spec;
+    next.own.inter_node = s.inter_node;
+    next.own.host_memory_gib = s.host_memory_gib;
+    try {
+      compose(next);
+    } catch (const InputError& e) {
+      error_ = QString::fromUtf8(e.what());
+    }
+  }
+  setSettings(next);
+}
+
 Settings Session::withConfigFile(const Settings& s, const std::string& path, std::vector<std::string>* notes) {
-  const request::Request before = window_request(s);
-  const request::Request read = request::make_request({path}, {}, request::command::gui, before);
   Settings out = s;
-  static_cast<request::Request&>(out) = read;
-  out.cluster_spec = s.cluster_spec;
-  if (read.gpus || read.nodes) out.setCluster(stated_shape(catalog_, read, resolver_.cluster(s).cluster.gpu.name));
+  if (out.files.empty()) out.own = static_cast<const request::Request&>(s);
+  out.files.push_back(path);
+  const request::Request read = request::make_request({path}, {}, request::command::gui, request::Request{});
+  if (read.gpus || read.nodes)
+    out.own.cluster_spec = stated_shape(catalog_, read, resolver_.cluster(s).cluster.gpu.name).spec();
+  compose(out);
   if (notes) {
     *notes = read.file_notes;
     for (const auto& [name, source] : read.given)
-      if (before.given.find(name) == before.given.end() || before.given.find(name)->second != source)
-        if (const request::Option* o = request::find_option(name)) notes->push_back(source + ": " + name + " " + o->text(read));
+      if (const request::Option* o = request::find_option(name)) notes->push_back(source + ": " + name + " " + o->text(read));
   }
   (void)resolver_.evaluate(out);  // the file's values are checked now, naming the file
+  return out;
+}
+
+Settings Session::withConfigFiles(const Settings& s, std::vector<std::string> files) {
+  Settings out = s;
+  if (out.files.empty()) out.own = static_cast<const request::Request&>(s);
+  out.files = std::move(files);
+  if (out.files.empty()) {
+    const Settings kept = out;
+    static_cast<request::Request&>(out) = kept.own;
+    out.given.clear();
+    out.overridden.clear();
+    out.file_notes.clear();
+    out.own = {};
+  } else {
+    compose(out);
+  }
   return out;
 }
 
@@ -539,7 +627,7 @@ bool Session::loadPlan(std::size_t i) {
   Settings s = plans_settings_;
   s.training = plans_[i].estimate.training;
   s.sweep = settings_.sweep;
-  setSettings(s);
+  editSettings(s);
   return true;
 }
 

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <memory>
 #include <optional>
 #include <string>
@@ -54,9 +55,18 @@ namespace trainplan::gui {
 // The request as the window holds it (request::Request: the library's option schema reads and writes
 // it), and the sweep axis. The cluster is the request's alone (cluster_spec, inter_node,
 // host_memory_gib); the form's GPU, GPUs-per-node and node fields read and write its spec.
+//
+// Training config files opened in the window stay a list (`files`, in the order opened: a later
+// file over an earlier one) over the window's own values (`own`); the options the user set in the
+// window (`edited`) win over every file, as flags do on the command line. With files, the request
+// above is request::make_request over them (Session::editSettings, withConfigFile,
+// withoutConfigFile keep it so); without, it is the window's own values and `own` is not used.
 struct Settings : request::Request {
   Settings();
   SweepAxis sweep = SweepAxis::micro_batch;
+  std::vector<std::string> files;
+  request::Request own;
+  std::set<std::string, std::less<>> edited;
   [[nodiscard]] request::ClusterShape cluster() const { return request::cluster_shape(cluster_spec); }
   void setCluster(const request::ClusterShape& c) { cluster_spec = c.spec(); }
 };
@@ -171,6 +181,10 @@ class Session : public QObject {
   [[nodiscard]] const Settings& settings() const { return settings_; }
   // Evaluates at once (current, sweep, strategies) and emits changed(); bad input leaves an error.
   void setSettings(const Settings& s);
+  // The user changed the window to `s`: each option that differs from the settings shown becomes
+  // the window's own and edited (it then wins over the files), the files are read again under it,
+  // and the result is set as above.
+  void editSettings(const Settings& s);
   // The settings with the strategy, checkpointing and offload planner::fit recommends among those
   // left free (the leanest candidate when none fits). Throws InputError.
   [[nodiscard]] Settings recommended(const Settings& s, bool free_strategy = true,
@@ -178,11 +192,16 @@ class Session : public QObject {
   // Settings from a request in which only s.given holds what was asked (the command line, an
   // opened config file): the rest as `trainplan estimate` takes them (request::configuration).
   [[nodiscard]] Settings completed(const Settings& s);
-  // The settings with what a training config file says (DeepSpeed JSON, accelerate YAML, PEFT
-  // adapter_config.json, ... as `trainplan fit --from`) over them; `notes` gets what the file was
-  // read as and each option it set. Throws InputError naming the file and key.
+  // The settings with a training config file (DeepSpeed JSON, accelerate YAML, PEFT
+  // adapter_config.json, ... as `trainplan fit --from`) added to their files; `notes` gets what the
+  // file was read as and each option it set. A file that states its nodes and processes sets the
+  // window's cluster to that shape. Throws InputError naming the file and key.
   [[nodiscard]] Settings withConfigFile(const Settings& s, const std::string& path,
                                         std::vector<std::string>* notes);
+  // The settings with these files in force instead (one dropped, or the order changed): what a
+  // dropped file set goes back to the window's own values or to the files left. Throws InputError
+  // when the files no longer read.
+  [[nodiscard]] Settings withConfigFiles(const Settings& s, std::vector<std::string> files);
   // The sequence length `seq` becomes on `model`: kept where the model takes it, else the model's
   // default (request::default_seq), as the CLI starts it; nullopt when the model cannot be resolved.
   [[nodiscard]] std::optional<std::int64_t> seqOn(const std::string& model, std::int64_t seq);

@@ -4,6 +4,7 @@
 // charts and the tables.
 #include <QComboBox>
 #include <QLabel>
+#include <QListWidget>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QTableView>
@@ -22,7 +23,13 @@ class TestGuiJourneys : public WindowFixture {
  private Q_SLOTS:
   void changing_the_model_keeps_the_sequence_length();
   void plans_of_an_earlier_request_are_marked_stale();
+  void loaded_configs_are_a_list_one_can_drop_from();
+  void the_windows_fields_win_over_a_file();
 };
+
+namespace {
+QString config(const char* name) { return QStringLiteral(TRAINPLAN_CONFIGS_DIR "/") + QString::fromUtf8(name); }
+}  // namespace
 
 // llama-2-7b at 4096 tokens, then llama-2-13b, which takes 4096 too: the length stays (it once
 // fell back to 2048, the default of a request without one). GPT-2 takes 1024 positions: there the
@@ -85,6 +92,69 @@ void TestGuiJourneys::plans_of_an_earlier_request_are_marked_stale() {
     QVERIFY(session_->loadPlan(i));
     QVERIFY2(session_->plansStaleBecause().isEmpty(), qPrintable(session_->plansStaleBecause().join(QStringLiteral("; "))));
   }
+}
+
+// Three training configs opened in turn stay a list, in order, each visible; dropping one undoes
+// what it set (to the file before it, or to the window's own value) and leaves the others in
+// force. They once piled up, invisible and beyond removal but by View > Reset.
+void TestGuiJourneys::loaded_configs_are_a_list_one_can_drop_from() {
+  window_->applySettings(base_settings(QStringLiteral("llama-2-7b"), 8, Strategy::ddp, 2));
+  QString error;
+  QVERIFY2(window_->loadTrainingConfig(config("ds-accelerate-zero_stage3_offload.json"), &error), qPrintable(error));
+  QVERIFY2(window_->loadTrainingConfig(config("peft-lora-r8.json"), &error), qPrintable(error));
+  QVERIFY2(window_->loadTrainingConfig(config("ds-transformers-zero2.json"), &error), qPrintable(error));
+  auto* list = child<QListWidget>("configFiles");
+  QCOMPARE(list->count(), 3);
+  QCOMPARE(list->item(0)->text(), QStringLiteral("ds-accelerate-zero_stage3_offload.json"));
+  QCOMPARE(list->item(2)->text(), QStringLiteral("ds-transformers-zero2.json"));
+  QCOMPARE(session_->settings().training.strategy, Strategy::zero2);  // the later file wins
+  QCOMPARE(session_->settings().training.method, Method::lora);
+
+  // Drop the last: the strategy is the first file's again; the adapter stays.
+  list->setCurrentRow(2);
+  QTest::mouseClick(child<QPushButton>("removeConfigFile"), Qt::LeftButton);
+  QCOMPARE(list->count(), 2);
+  QCOMPARE(session_->settings().training.strategy, Strategy::zero3);
+  QCOMPARE(session_->settings().training.offload, Offload::optimizer_params);
+  QCOMPARE(session_->settings().training.method, Method::lora);
+  QCOMPARE(child<QComboBox>("strategy")->currentText(), QStringLiteral("zero3"));
+  // Drop the adapter with the keyboard: full fine-tuning again.
+  list->setCurrentRow(1);
+  list->setFocus();
+  QTest::keyClick(list, Qt::Key_Delete);
+  QCOMPARE(list->count(), 1);
+  QCOMPARE(session_->settings().training.method, Method::full);
+  // Drop the last file: the window's own settings come back (DDP, micro-batch 2).
+  list->setCurrentRow(0);
+  QTest::mouseClick(child<QPushButton>("removeConfigFile"), Qt::LeftButton);
+  QVERIFY(session_->settings().files.empty());
+  QCOMPARE(session_->settings().training.strategy, Strategy::ddp);
+  QCOMPARE(session_->settings().training.micro_batch, std::int64_t{2});
+  QVERIFY(session_->current().has_value());
+}
+
+// What the user sets in the window wins over a file, as a flag wins over --from on the command
+// line: the model field over an axolotl file's Hub id (which once replaced it and failed), a
+// micro-batch typed in the form over the file's, each said in a note; the file stays in force for
+// the rest.
+void TestGuiJourneys::the_windows_fields_win_over_a_file() {
+  window_->applySettings(base_settings(QStringLiteral("llama-2-7b"), 8, Strategy::fsdp_full, 1));
+  QString error;
+  QVERIFY2(window_->loadTrainingConfig(config("axolotl-llama-3-lora-8b.yml"), &error), qPrintable(error));
+  QCOMPARE(session_->settings().model, std::string("llama-2-7b"));
+  QCOMPARE(session_->settings().training.method, Method::qlora);  // LoRA over an 8-bit base
+  QVERIFY2(session_->current().has_value(), qPrintable(session_->error()));
+
+  auto* micro_batch = child<QSpinBox>("microBatch");
+  type_into(micro_batch, QStringLiteral("3"));
+  QTest::keyClick(micro_batch, Qt::Key_Return);
+  QCOMPARE(session_->settings().training.micro_batch, std::int64_t{3});
+  QCOMPARE(session_->settings().training.method, Method::qlora);  // the file still in force
+  QCOMPARE(child<QListWidget>("configFiles")->count(), 1);
+  bool said = false;
+  for (const std::string& n : session_->current()->notes)
+    said = said || (n.find("overrides") != std::string::npos && n.find("axolotl-llama-3-lora-8b.yml") != std::string::npos);
+  QVERIFY(said);
 }
 
 QTEST_MAIN(TestGuiJourneys)
