@@ -20,17 +20,36 @@ QString plain(const QString& rich) {
   return d.toPlainText();
 }
 
-// What would fit when the configuration does not and no smaller micro-batch does: the strategy fit
-// recommends.
-QString strategy_hint(const planner::Estimate& est, const planner::FitResult& strategies) {
-  if (est.fits || est.max_micro_batch > 0 || !strategies.recommended) return {};
-  return QStringLiteral(" %1 would fit: press Recommend (Ctrl+M) or see the Strategies table.")
-      .arg(strategy_label(strategies.candidates[*strategies.recommended].training.strategy));
+// What would fit when the configuration does not: the fastest single change `trainplan explain`
+// finds (a pair when no single change fits), in the window's words.
+QString change_hint(const planner::Estimate& est, const std::optional<planner::Explanation>& x) {
+  if (est.fits || !x || x->suggestions.empty()) return {};
+  const planner::Suggestion& s = x->suggestions.front();
+  QStringList parts;
+  for (const planner::OptionChange& c : s.changes)
+    if (!c.to.empty())
+      parts << QStringLiteral("%1 %2").arg(qstr(field_label(c.option)), qstr(c.to));
+  return QStringLiteral(" It fits with %1 (%2 of the tokens/s; trainplan explain lists every change).")
+      .arg(parts.join(QStringLiteral(" and ")), percent_text(s.throughput_kept));
+}
+
+// When the plan search, run on this very request, found a plan well ahead of the settings shown.
+QString plan_hint(const planner::Estimate& est, const Session& session) {
+  if (session.plans().empty() || !session.plansStaleBecause().isEmpty()) return {};
+  const planner::Estimate& best = session.plans().front().estimate;
+  const QString label = qstr(planner::plan_label(best.training, best.layout)).toHtmlEscaped();
+  if (!est.fits) return QStringLiteral(" The plan search found plans that fit, the fastest %1 (Plans tab).").arg(label);
+  const double ratio = est.throughput.tokens_per_s > 0 ? best.throughput.tokens_per_s / est.throughput.tokens_per_s : 0;
+  if (ratio < 1.05) return {};
+  return QStringLiteral(" The plan search found %1x the tokens/s with %2, micro-batch %3 (Plans tab).")
+      .arg(ratio, 0, 'f', 1)
+      .arg(label)
+      .arg(best.training.micro_batch);
 }
 
 // The verdict in one sentence (reports::verdict_sentence, the CLI's wording): fits, tight or does
 // not fit, by how much, and what would.
-QString headline(const Evaluation& e, const planner::FitResult& strategies, MainWindow::Verdict& verdict) {
+QString headline(const Evaluation& e, const Session& session, MainWindow::Verdict& verdict) {
   const planner::Estimate& est = e.estimate;
   const reports::VerdictSubject subject{
       reports::model_words(e.arch.name, e.params.total, est.training.method),
@@ -40,8 +59,9 @@ QString headline(const Evaluation& e, const planner::FitResult& strategies, Main
   verdict = s.verdict == planner::Verdict::fits    ? MainWindow::Verdict::fits
             : s.verdict == planner::Verdict::tight ? MainWindow::Verdict::tight
                                                    : MainWindow::Verdict::does_not_fit;
-  return QStringLiteral("<b>%1</b> — %2.%3")
-      .arg(qstr(s.headline), qstr(s.rest).toHtmlEscaped(), strategy_hint(est, strategies));
+  return QStringLiteral("<b>%1</b> — %2.%3%4")
+      .arg(qstr(s.headline), qstr(s.rest).toHtmlEscaped(), change_hint(est, session.explanation()).toHtmlEscaped(),
+           plan_hint(est, session));
 }
 
 // The second line: speed, batch, where memory peaks, communication, time to train, whose hardware
@@ -98,7 +118,7 @@ QFrame* MainWindow::buildBanner() {
 
 void MainWindow::refreshBanner() {
   if (const auto& cur = session_.current()) {
-    verdict_label_->setText(headline(*cur, session_.strategies(), verdict_));
+    verdict_label_->setText(headline(*cur, session_, verdict_));
     details_label_->setText(details(*cur));
   } else {
     verdict_ = Verdict::invalid;

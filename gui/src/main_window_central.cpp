@@ -239,6 +239,7 @@ void MainWindow::searchFinished() {
   plans_model_.setPlans(session_.plans(), session_.plansUsable());
   loaded_plan_.reset();
   refreshSearchState();
+  refreshBanner();
   if (auto* t = findChild<QTableView*>(QStringLiteral("plansTable"))) t->resizeColumnsToContents();
   refreshCharts();
 }

@@ -290,6 +290,10 @@ Evaluation SettingsResolver::evaluate(const Settings& s) {
   return e;
 }
 
+planner::Explanation SettingsResolver::explain(const Evaluation& e) {
+  return planner::suggest_changes(e.arch, e.params, e.estimate.training, e.cluster, profile(e.settings.profile));
+}
+
 Sweep SettingsResolver::sweep(const Evaluation& e) {
   Sweep out;
   out.axis = e.settings.sweep;
@@ -368,10 +372,12 @@ void Session::setSettings(const Settings& s) {
   error_.clear();
   sweep_ = {};
   strategies_ = {};
+  explanation_.reset();
   try {
     current_ = resolver_.evaluate(s);
     sweep_ = resolver_.sweep(*current_);
     strategies_ = resolver_.strategies(*current_);
+    if (!current_->estimate.fits) explanation_ = resolver_.explain(*current_);
   } catch (const InputError& e) {
     current_.reset();
     error_ = QString::fromUtf8(e.what());

@@ -29,6 +29,7 @@
 #include "trainplan/model/training.hpp"
 #include "trainplan/planner/emit.hpp"
 #include "trainplan/planner/estimate.hpp"
+#include "trainplan/planner/explain.hpp"
 #include "trainplan/planner/fit.hpp"
 
 namespace trainplan::gui {
@@ -155,6 +156,8 @@ class SettingsResolver {
   // Every strategy x checkpointing x offload with the other options as set: planner::fit of the
   // request `trainplan fit` makes of them (request::resolve_with), the margin included.
   [[nodiscard]] planner::FitResult strategies(const Evaluation& e);
+  // The smallest changes that make it fit, as `trainplan explain` finds them.
+  [[nodiscard]] planner::Explanation explain(const Evaluation& e);
   void forget_files() {
     models_.clear();
     clusters_.clear();
@@ -211,6 +214,9 @@ class Session : public QObject {
   [[nodiscard]] const QString& error() const { return error_; }
   [[nodiscard]] const Sweep& sweep() const { return sweep_; }
   [[nodiscard]] const planner::FitResult& strategies() const { return strategies_; }
+  // When the current settings do not fit: the changes that make them fit (planner::suggest_changes,
+  // as `trainplan explain` finds them).
+  [[nodiscard]] const std::optional<planner::Explanation>& explanation() const { return explanation_; }
   [[nodiscard]] double lastEvaluationMs() const { return last_ms_; }
 
   [[nodiscard]] const std::vector<Evaluation>& pins() const { return pins_; }
@@ -259,6 +265,7 @@ class Session : public QObject {
   QString error_;
   Sweep sweep_;
   planner::FitResult strategies_;
+  std::optional<planner::Explanation> explanation_;
   double last_ms_ = 0;
   std::vector<Evaluation> pins_;
   std::vector<PlanPoint> plans_;

@@ -25,6 +25,7 @@ class TestGuiJourneys : public WindowFixture {
   void plans_of_an_earlier_request_are_marked_stale();
   void loaded_configs_are_a_list_one_can_drop_from();
   void the_windows_fields_win_over_a_file();
+  void advice_names_the_change_that_fits_and_the_plan_found();
 };
 
 namespace {
@@ -155,6 +156,30 @@ void TestGuiJourneys::the_windows_fields_win_over_a_file() {
   for (const std::string& n : session_->current()->notes)
     said = said || (n.find("overrides") != std::string::npos && n.find("axolotl-llama-3-lora-8b.yml") != std::string::npos);
   QVERIFY(said);
+}
+
+// What does not fit is followed by what would: the fastest change `trainplan explain` finds for
+// these very settings (the banner once offered "FSDP full-shard would fit" when it was already
+// FSDP full-shard), and after a plan search on them, the plans it found.
+void TestGuiJourneys::advice_names_the_change_that_fits_and_the_plan_found() {
+  Settings s = base_settings(QStringLiteral("llama-2-7b"), 8, Strategy::ddp, 1);
+  s.training.checkpointing = Checkpointing::none;
+  s.training.offload = Offload::none;
+  window_->applySettings(s);
+  QCOMPARE(window_->verdict(), MainWindow::Verdict::does_not_fit);
+  QVERIFY(session_->explanation().has_value());
+  QVERIFY(!session_->explanation()->suggestions.empty());
+  const planner::OptionChange& first = session_->explanation()->suggestions.front().changes.front();
+  const QString change = QStringLiteral("It fits with %1 %2").arg(QString::fromStdString(field_label(first.option)),
+                                                                  QString::fromStdString(first.to));
+  QVERIFY2(window_->verdictText().contains(change), qPrintable(window_->verdictText()));
+  QVERIFY(!window_->verdictText().contains(QStringLiteral("plan search found")));
+  QSignalSpy finished(session_.get(), &Session::searchFinished);
+  QTest::mouseClick(child<QPushButton>("runSearch"), Qt::LeftButton);
+  QVERIFY(finished.count() == 1 || finished.wait(60000));
+  QVERIFY(!session_->plans().empty());
+  QVERIFY2(window_->verdictText().contains(QStringLiteral("The plan search found plans that fit")),
+           qPrintable(window_->verdictText()));
 }
 
 QTEST_MAIN(TestGuiJourneys)
