@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
     const trainplan::request::Catalog catalog = trainplan::request::Catalog::builtin();
     CLI::App app{"trainplan: will this model train on this hardware, how, and how fast"};
     app.require_subcommand(1);
-    app.set_version_flag("--version", "trainplan 0.1.0");
+    app.set_version_flag("--version", "trainplan " TRAINPLAN_VERSION);
     app.footer(
         "Exit codes: 0 the answer is yes (it fits, a plan fits, every value within tolerance); 1 the "
         "answer is no; 2 bad input (the message names it); 3 internal error.");

@@ -230,7 +230,8 @@ void build_memory(QChart* chart, const MemoryModel& m, const QPalette& pal) {
 namespace {
 
 // Each part of the step keeps its colour whichever parts are shown; the communication rows take
-// turns at three.
+// turns at three hues, each round of three a shade darker or lighter than the one before, so no two
+// rows share a colour.
 QColor step_part_color(Term t, int& comm_index) {
   static constexpr std::pair<Term, int> kColours[] = {
       {Term::compute, 0}, {Term::memory_bound, 8},   {Term::host_time, 9},   {Term::recompute, 4},
@@ -239,7 +240,11 @@ QColor step_part_color(Term t, int& comm_index) {
   for (const auto& [term, index] : kColours)
     if (term == t) return color_for(index);
   static constexpr int kComm[] = {1, 7, 6};
-  return color_for(kComm[comm_index++ % 3]);
+  const int i = comm_index++;
+  const QColor base = color_for(kComm[i % 3]);
+  const int round = i / 3;
+  if (round == 0) return base;
+  return round % 2 == 1 ? base.darker(100 + 35 * ((round + 1) / 2)) : base.lighter(100 + 25 * (round / 2));
 }
 
 }  // namespace

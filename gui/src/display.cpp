@@ -7,7 +7,10 @@
 namespace trainplan::gui {
 
 QString gib_text(Bytes b, int decimals) {
-  return QStringLiteral("%1 GiB").arg(to_gib(b), 0, 'f', decimals);
+  const double g = to_gib(b);
+  if (std::abs(g) >= 1024.0 * 1024.0) return QStringLiteral("%1 PiB").arg(g / (1024.0 * 1024.0), 0, 'f', 1);
+  if (std::abs(g) >= 1024.0) return QStringLiteral("%1 TiB").arg(g / 1024.0, 0, 'f', 1);
+  return QStringLiteral("%1 GiB").arg(g, 0, 'f', decimals);
 }
 
 QString bytes_text(Bytes b) {
@@ -18,13 +21,12 @@ QString bytes_text(Bytes b) {
   return QStringLiteral("%1 B").arg(b.value(), 0, 'f', 0);
 }
 
-QString seconds_text(Seconds s) {
+QString seconds_text(Seconds s, std::optional<Seconds> scale) {
   const double v = s.value();
-  const double a = std::abs(v);
-  if (a == 0) return QStringLiteral("0");
+  const double a = std::abs(scale ? scale->value() : v);
   if (a >= 100) return QStringLiteral("%1 s").arg(v, 0, 'f', 0);
   if (a >= 1) return QStringLiteral("%1 s").arg(v, 0, 'f', 2);
-  if (a >= 1e-3) return QStringLiteral("%1 ms").arg(v * 1e3, 0, 'f', a >= 0.1 ? 0 : 1);
+  if (a >= 1e-3 || a == 0) return QStringLiteral("%1 ms").arg(v * 1e3, 0, 'f', a >= 0.1 || v == 0 ? 0 : 1);
   return QStringLiteral("%1 µs").arg(v * 1e6, 0, 'f', 0);
 }
 
@@ -258,8 +260,10 @@ QString option_tooltip(std::string_view option) {
        "The x axis of the sweep chart: micro-batch or sequence length, every other option as set."},
   };
   for (const Entry& e : kEntries)
-    if (e.key == option) return QString::fromUtf8(e.text);
+    if (e.key == option) return wrapped(QString::fromUtf8(e.text));
   return {};
 }
+
+QString wrapped(const QString& plain) { return QStringLiteral("<p>%1</p>").arg(plain.toHtmlEscaped()); }
 
 }  // namespace trainplan::gui

@@ -4,6 +4,7 @@
 
 #include <QComboBox>
 #include <QString>
+#include <optional>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -19,9 +20,11 @@ namespace trainplan::gui {
 }
 [[nodiscard]] inline std::string sstr(const QString& s) { return s.toStdString(); }
 
-[[nodiscard]] QString gib_text(Bytes b, int decimals = 1);  // "52.3 GiB"
+[[nodiscard]] QString gib_text(Bytes b, int decimals = 1);  // "52.3 GiB"; from 1024 GiB on "1.2 TiB", "296.0 PiB"
 [[nodiscard]] QString bytes_text(Bytes b);                  // "512 MiB", "3.2 GiB"
-[[nodiscard]] QString seconds_text(Seconds s);              // "1.23 s", "45.6 ms", "12 µs"
+// "1.23 s", "45.6 ms", "12 µs", "0 ms"; with `scale`, in the unit scale would take (one unit down a
+// column of parts of a step).
+[[nodiscard]] QString seconds_text(Seconds s, std::optional<Seconds> scale = std::nullopt);
 [[nodiscard]] QString duration_text(Seconds s);  // "12.3 days", "5.2 hours", "40 minutes"
 [[nodiscard]] QString rate_text(double per_s, const QString& unit);  // "12.3k tokens/s"
 [[nodiscard]] QString percent_text(double fraction);                 // "41.7 %"
@@ -66,6 +69,9 @@ enum class Term {
 [[nodiscard]] QString term_tooltip(Term t);  // rich text: meaning, then "Source: ..."
 
 // What each training option means, for the form's tooltips.
+// Plain text as a tooltip Qt wraps (rich text): a long explanation stays a paragraph, not one line
+// across the screen.
+[[nodiscard]] QString wrapped(const QString& plain);
 [[nodiscard]] QString option_tooltip(std::string_view option);
 
 // Combo boxes list exactly the strings of the mode's table (the CLI's and JSON's spelling).

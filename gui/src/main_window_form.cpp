@@ -94,7 +94,7 @@ QWidget* option_widget(const request::Option& o) {
       break;
   }
   w->setObjectName(object_name(o.name));
-  w->setToolTip(qstr(o.details.empty() ? request::option_help(o, request::command::estimate) : o.details));
+  w->setToolTip(wrapped(qstr(o.details.empty() ? request::option_help(o, request::command::estimate) : o.details)));
   return w;
 }
 
@@ -366,6 +366,11 @@ Settings MainWindow::formSettings() const {
       // boxes only offer valid ones.
     }
   }
+  // A switch the other options make meaningless (sequence parallelism without TP) goes off rather
+  // than staying ticked under a disabled box.
+  for (const auto& [option, w] : option_widgets_)
+    if (option->kind == request::OptionKind::flag && option->applies && !option->applies(s, request::command::gui))
+      option->parse(s, "false");
   s.sweep = combo_enum<SweepAxis>(sweep_axis_);
   return s;
 }

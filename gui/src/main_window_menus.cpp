@@ -92,7 +92,7 @@ void MainWindow::showAbout() {
   QMessageBox::about(
       this, QStringLiteral("About trainplan-gui"),
       QStringLiteral(
-          "<p><b>trainplan-gui</b> — explore memory, step time and communication of LLM training "
+          "<p><b>trainplan-gui %2</b> — explore memory, step time and communication of LLM training "
           "before booking a cluster.</p><p>Every number comes from the trainplan library; hover "
           "any "
           "term for its meaning and source.</p><p>trainplan-gui is free software: you can "
@@ -106,7 +106,7 @@ void MainWindow::showAbout() {
           "href=\"https://www.gnu.org/licenses/gpl-3.0.html\">https://www.gnu.org/licenses/"
           "gpl-3.0.html</a>."
           "</p><p>Built with Qt %1 and Qt Charts.</p>")
-          .arg(QString::fromLatin1(qVersion())));
+          .arg(QString::fromLatin1(qVersion()), QStringLiteral(TRAINPLAN_VERSION)));
 }
 
 }  // namespace trainplan::gui

@@ -2,7 +2,10 @@
 // user drives it (keyboard and mouse, headless): a model change that reset the sequence length,
 // results of an earlier request shown as current, verdicts that disagreed between the banner, the
 // charts and the tables.
+#include <QCheckBox>
 #include <QComboBox>
+#include <QtCharts/QBarSet>
+#include <QtCharts/QHorizontalStackedBarSeries>
 #include <QLabel>
 #include <QListWidget>
 #include <QPushButton>
@@ -26,6 +29,7 @@ class TestGuiJourneys : public WindowFixture {
   void loaded_configs_are_a_list_one_can_drop_from();
   void the_windows_fields_win_over_a_file();
   void advice_names_the_change_that_fits_and_the_plan_found();
+  void numbers_and_colours_read_alike();
 };
 
 namespace {
@@ -180,6 +184,74 @@ void TestGuiJourneys::advice_names_the_change_that_fits_and_the_plan_found() {
   QVERIFY(!session_->plans().empty());
   QVERIFY2(window_->verdictText().contains(QStringLiteral("The plan search found plans that fit")),
            qPrintable(window_->verdictText()));
+}
+
+// Readability defects a user met, each now held: a micro-batch of 99,999,999 read "310423013.4 GiB";
+// the step-time table mixed s, ms and a bare 0 down one column; two communication parts shared a
+// colour; sequence parallelism stayed ticked under TP 1; an option's tooltip ran 1,400 px on one
+// line.
+void TestGuiJourneys::numbers_and_colours_read_alike() {
+  Settings s = base_settings(QStringLiteral("llama-2-70b"), 8, Strategy::fsdp_full, 1);
+  s.cluster_spec = "2x8xH100-80GB";
+  s.training.tp = 2;
+  s.training.pp = 2;
+  s.training.sequence_parallel = true;
+  s.training.grad_accum = 8;
+  window_->applySettings(s);
+  QVERIFY2(session_->current().has_value(), qPrintable(session_->error()));
+
+  // One unit down the step-time column: the step's.
+  QVERIFY(window_->showTableTab(QStringLiteral("time")));
+  const QAbstractItemModel* time = child<QTableView>("stepTimeTable")->model();
+  const QString unit = session_->current()->estimate.time.step.value() >= 1.0 ? QStringLiteral(" s") : QStringLiteral(" ms");
+  int seconds_rows = 0;
+  for (int r = 0; r < time->rowCount(); ++r) {
+    const QString text = time->index(r, 0).data().toString();
+    if (text.endsWith(QStringLiteral(" s")) || text.endsWith(QStringLiteral(" ms")) || text.endsWith(QStringLiteral(" µs")) ||
+        text == QLatin1String("0")) {
+      ++seconds_rows;
+      QVERIFY2(text.endsWith(unit), qPrintable(time->headerData(r, Qt::Vertical).toString() + QStringLiteral(": ") + text));
+    }
+  }
+  QVERIFY(seconds_rows >= 5);
+  // Every part of the step its own colour.
+  QStringList colours;
+  for (QAbstractSeries* series : window_->stepTimeChart()->series())
+    if (auto* bars = qobject_cast<QHorizontalStackedBarSeries*>(series))
+      for (QBarSet* set : bars->barSets()) {
+        QVERIFY2(!colours.contains(set->color().name()), qPrintable(set->label()));
+        colours << set->color().name();
+      }
+  QVERIFY(colours.size() >= 5);
+
+  // TP back to 1: sequence parallelism goes off with it.
+  auto* tp = child<QSpinBox>("tp");
+  type_into(tp, QStringLiteral("1"));
+  QTest::keyClick(tp, Qt::Key_Return);
+  QCOMPARE(session_->settings().training.tp, 1);
+  QVERIFY(!session_->settings().training.sequence_parallel);
+  QVERIFY(!child<QCheckBox>("sequenceParallel")->isChecked());
+  QVERIFY(child<QSpinBox>("microBatch")->toolTip().startsWith(QStringLiteral("<p>")));
+
+  // A micro-batch past any GPU is refused naming the field; a large one reads in TiB or PiB, not
+  // a nine-digit GiB figure.
+  auto* micro_batch = child<QSpinBox>("microBatch");
+  micro_batch->setValue(99999999);
+  QVERIFY(!session_->current().has_value());
+  QVERIFY2(session_->error().startsWith(QStringLiteral("Micro-batch")), qPrintable(session_->error()));
+  micro_batch->setValue(60000);
+  QVERIFY2(session_->current().has_value(), qPrintable(session_->error()));
+  QVERIFY(window_->showTableTab(QStringLiteral("memory")));
+  const QAbstractItemModel* memory = child<QTableView>("memoryTable")->model();
+  int checked = 0;
+  for (int r = 0; r < memory->rowCount(); ++r)
+    if (memory->headerData(r, Qt::Vertical).toString() == term_label(Term::device_total)) {
+      const QString text = memory->index(r, 0).data().toString();
+      QVERIFY2((text.endsWith(QStringLiteral(" TiB")) || text.endsWith(QStringLiteral(" PiB"))) && text.size() < 12,
+               qPrintable(text));
+      ++checked;
+    }
+  QCOMPARE(checked, 1);
 }
 
 QTEST_MAIN(TestGuiJourneys)

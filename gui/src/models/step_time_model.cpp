@@ -29,7 +29,7 @@ StepTimeModel::Row zero_row(QString label, std::size_t n, QString tooltip) {
           std::move(label),
           true,
           std::vector<double>(n, 0.0),
-          std::vector<QString>(n, QStringLiteral("0")),
+          std::vector<QString>(n, seconds_text(Seconds(0.0))),
           std::move(tooltip)};
 }
 
@@ -39,7 +39,7 @@ void StepTimeModel::setEvaluations(const std::vector<const Evaluation*>& configs
                                    const QStringList& names) {
   auto part_row = [&](const Def& d) {
     return configRow(
-        configs, d.term, true, [&](const Evaluation& e) { return seconds_text(d.get(e.estimate)); },
+        configs, d.term, true, [&](const Evaluation& e) { return seconds_text(d.get(e.estimate), e.estimate.time.step); },
         [&](const Evaluation& e) { return d.get(e.estimate).value(); });
   };
   std::vector<Row> rows;
@@ -61,7 +61,7 @@ void StepTimeModel::addCommunicationRows(const std::vector<const Evaluation*>& c
       auto [it, added] = kinds.emplace(key, rows.size());
       if (added) rows.push_back(zero_row(key, n, {}));
       rows[it->second].values[c] = est.time.communication_exposed.value();
-      rows[it->second].texts[c] = seconds_text(est.time.communication_exposed);
+      rows[it->second].texts[c] = seconds_text(est.time.communication_exposed, est.time.step);
     }
     std::map<QString, int> seen;  // the same kind twice in one configuration gets its own row
     for (const planner::CommunicationItem& item : est.communication) {
@@ -76,9 +76,13 @@ void StepTimeModel::addCommunicationRows(const std::vector<const Evaluation*>& c
                 QStringLiteral("<p>This row: the exposed part of the %1 %2 on the %3 tier.</p>")
                     .arg(qstr(item.purpose).toHtmlEscaped(), qstr(item.collective), qstr(item.tier))));
       rows[it->second].values[c] = item.exposed.value();
-      rows[it->second].texts[c] = seconds_text(item.exposed);
+      rows[it->second].texts[c] = seconds_text(item.exposed, est.time.step);
     }
   }
+  // A configuration without this kind: zero, in its column's unit.
+  for (const auto& [key, row] : kinds)
+    for (std::size_t c = 0; c < n; ++c)
+      if (rows[row].values[c] == 0.0) rows[row].texts[c] = seconds_text(Seconds(0.0), configs[c]->estimate.time.step);
   // Two kinds with one purpose (e.g. intra- and inter-node parts of a hybrid collective): say
   // which.
   std::map<QString, int> label_count;
@@ -86,8 +90,9 @@ void StepTimeModel::addCommunicationRows(const std::vector<const Evaluation*>& c
   for (const auto& [key, row] : kinds) {
     Row& r = rows[row];
     const QStringList k = key.split(QLatin1Char('|'));
+    // What tells them apart goes first: a legend cuts long labels at their end.
     if (label_count[r.label] > 1 && k.size() == 3)
-      r.label += QStringLiteral(" (%1, %2)").arg(k[1], k[2].section(QLatin1Char('#'), 0, 0));
+      r.label = QStringLiteral("comm %1, %2: %3").arg(k[1], k[2].section(QLatin1Char('#'), 0, 0), k[0]);
   }
 }
 
