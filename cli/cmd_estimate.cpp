@@ -49,12 +49,6 @@ namespace {
 
 std::string seconds_cell(Seconds s) { return fmt::format("{:.3f}", s.value()); }
 std::string percent(double x) { return fmt::format("{:.1f} %", 100.0 * x); }
-std::string bytes_text(Bytes b) {
-  const double v = b.value();
-  if (v >= 1e9) return fmt::format("{:.2f} GB", v / 1e9);
-  if (v >= 1e6) return fmt::format("{:.1f} MB", v / 1e6);
-  return fmt::format("{:.0f} KB", v / 1e3);
-}
 
 void print_estimate(const request::Resolved& r, const model::ParameterCounts& n, const planner::Estimate& e,
                     std::optional<double> tokens, bool profiled) {
@@ -111,7 +105,7 @@ void print_estimate(const request::Resolved& r, const model::ParameterCounts& n,
       seconds_cell(e.time.forward_phase), seconds_cell(e.time.backward_phase),
       seconds_cell(e.time.optimizer), e.time.kernels_forward + e.time.kernels_backward);
   std::cout << fmt::format("Throughput: {} tokens/s ({:.0f} per GPU), {:.2f} samples/s\n",
-                           thousands(static_cast<std::int64_t>(e.throughput.tokens_per_s)),
+                           thousands(reports::whole(e.throughput.tokens_per_s)),
                            e.throughput.tokens_per_s / c.world(), e.throughput.samples_per_s);
   std::cout << fmt::format("MFU {}, HFU {}\n  {}\n", percent(e.throughput.mfu),
                            percent(e.throughput.hfu), e.throughput.mfu_formula);

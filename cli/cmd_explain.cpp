@@ -49,7 +49,7 @@ void print_explanation(const request::Resolved& r, const planner::Explanation& x
     const planner::Suggestion& s = x.suggestions[i];
     t.add({std::to_string(i + 1), change_text(s), std::string(verdict_look(s.estimate.verdict.verdict).word),
            gib_text(s.estimate.memory.device_total),
-           thousands(static_cast<std::int64_t>(s.estimate.throughput.tokens_per_s)),
+           thousands(reports::whole(s.estimate.throughput.tokens_per_s)),
            fmt::format("{:.0f} %", 100.0 * s.throughput_kept)});
   }
   std::cout << t.render();

@@ -75,7 +75,7 @@ void run_fit(const request::Catalog& catalog, const request::Request& q) {
            std::string(verdict_look(k.verdict.verdict).word), gib_text(m.device_total), gib_text(m.weights), gib_text(m.gradients),
            gib_text(m.optimizer), gib_text(m.activations), gib_text(m.buffers), gib_text(m.overhead),
            std::to_string(k.max_micro_batch),
-           k.tokens_per_s > 0 ? count_text(static_cast<std::int64_t>(k.tokens_per_s)) : "-"});
+           k.tokens_per_s > 0 ? count_text(reports::whole(k.tokens_per_s)) : "-"});
   }
   std::cout << t.render();
   std::cout << fmt::format(

@@ -47,7 +47,7 @@ void print_plans(const request::Resolved& r, const model::ParameterCounts& n, co
           fmt::format("{}x{}x{}", e.training.micro_batch, e.training.grad_accum, e.layout.dp),
           gib_text(e.memory.device_total),
           fmt::format("{:.3f}", e.time.step.value()),
-          thousands(static_cast<std::int64_t>(e.throughput.tokens_per_s)),
+          thousands(reports::whole(e.throughput.tokens_per_s)),
           fmt::format("{:.1f} %", 100.0 * e.throughput.mfu)};
       if (tokens) row.push_back(duration_text(planner::time_to_train(e, *tokens)));
       row.push_back(i == 0 ? "best" : p.why_slower[i]);

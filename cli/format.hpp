@@ -12,6 +12,7 @@
 namespace trainplan::cli {
 
 using reports::cluster_words;
+using reports::bytes_text;
 using reports::count_text;
 using reports::model_words;
 using reports::gib_text;

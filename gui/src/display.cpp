@@ -1,6 +1,8 @@
 #include "display.hpp"
 
 #include <QLocale>
+
+#include "trainplan/reports/text.hpp"
 #include <cmath>
 #include <iterator>
 
@@ -13,13 +15,7 @@ QString gib_text(Bytes b, int decimals) {
   return QStringLiteral("%1 GiB").arg(g, 0, 'f', decimals);
 }
 
-QString bytes_text(Bytes b) {
-  const double v = std::abs(b.value());
-  if (v >= kGiB) return gib_text(b, v >= 100 * kGiB ? 0 : (v >= 10 * kGiB ? 1 : 2));
-  if (v >= kMiB) return QStringLiteral("%1 MiB").arg(to_mib(b), 0, 'f', v >= 100 * kMiB ? 0 : 1);
-  if (v >= kKiB) return QStringLiteral("%1 KiB").arg(b.value() / kKiB, 0, 'f', 1);
-  return QStringLiteral("%1 B").arg(b.value(), 0, 'f', 0);
-}
+QString bytes_text(Bytes b) { return QString::fromStdString(reports::bytes_text(b)); }
 
 QString seconds_text(Seconds s, std::optional<Seconds> scale) {
   const double v = s.value();

@@ -154,7 +154,9 @@ QString MainWindow::estimateJson() const {
   const auto& cur = session_.current();
   if (!cur) return {};
   const Evaluation& e = *cur;
-  return qstr(reports::estimate_json(e.arch, e.params, e.cluster, e.estimate, e.tokens).dump(2) + "\n");
+  request::Json j = reports::estimate_json(e.arch, e.params, e.cluster, e.estimate, e.tokens);
+  j.update(e.request_json);  // the notes, warnings and provenance `trainplan estimate --json` writes
+  return qstr(j.dump(2) + "\n");
 }
 
 bool MainWindow::exportEstimateJson(const QString& path, QString* error) {

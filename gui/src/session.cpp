@@ -71,9 +71,14 @@ request::ClusterShape stated_shape(const request::Catalog& catalog, request::Req
 request::Request window_request(const Settings& s) {
   request::Request r = s;
   r.given.clear();
-  for (const request::Option& o : request::options())
-    if (o.in(request::command::gui) && !o.positional && o.group != "cluster" && !(o.kind == request::OptionKind::text && o.text(r).empty()))
-      r.given[o.name] = o.label;
+  for (const request::Option& o : request::options()) {
+    if (!o.in(request::command::gui) || o.positional || o.group == "cluster" ||
+        (o.kind == request::OptionKind::text && o.text(r).empty()))
+      continue;
+    // A file's key stays the source of what it set; everything else is the window's field.
+    const auto it = s.given.find(o.name);
+    r.given[o.name] = it != s.given.end() && !it->second.starts_with("--") ? it->second : o.label;
+  }
   return r;
 }
 
@@ -287,6 +292,7 @@ Evaluation SettingsResolver::evaluate(const Settings& s) {
   if (e.tokens) e.time_to_train = planner::time_to_train(e.estimate, *e.tokens);
   e.notes = r.notes;
   e.notes.insert(e.notes.end(), r.warnings.begin(), r.warnings.end());
+  request::add_request_json(e.request_json, r);
   return e;
 }
 
@@ -449,7 +455,10 @@ void Session::editSettings(const Settings& s) {
     if (!o.in(request::command::gui)) continue;
     const std::string now = o.text(s);
     if (now == o.text(settings_)) continue;
-    if (window_option(o)) next.edited.insert(o.name);
+    if (window_option(o)) {
+      next.edited.insert(o.name);
+      next.given[o.name] = o.label;
+    }
     if (!next.files.empty()) {
       try {
         o.parse(next.own, now);

@@ -108,6 +108,7 @@ struct Evaluation {
   hardware::Cluster cluster;
   planner::Estimate estimate;
   std::vector<std::string> notes;
+  request::Json request_json;  // notes, warnings and provenance, as the CLI's JSON gives them
   std::string profile_name;              // empty: datasheet defaults
   planner::EmitContext emit;             // for the launch configs: the Hub id where known
   std::optional<double> tokens;          // to train, when asked

@@ -4,6 +4,7 @@
 #include <QDoubleSpinBox>
 #include <QFile>
 #include <QImage>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
@@ -91,6 +92,15 @@ void TestGuiWindowFiles::exports_write_files() {
                .toDouble(),
            std::round(e.memory.device_total.value()));
   QCOMPARE(plan.value(QStringLiteral("strategy")).toString(), QStringLiteral("fsdp-full"));
+  // What `trainplan estimate --json` adds to the estimate: where each option came from, the notes
+  // and the warnings (the window's fields speak by their labels).
+  QVERIFY(j.value(QStringLiteral("notes")).isArray());
+  QVERIFY(j.value(QStringLiteral("warnings")).isArray());
+  bool micro_batch = false;
+  for (const QJsonValue& p : j.value(QStringLiteral("provenance")).toArray())
+    micro_batch = micro_batch || (p.toObject().value(QStringLiteral("option")).toString() == QLatin1String("micro-batch") &&
+                                  p.toObject().value(QStringLiteral("source")).toString() == QLatin1String("Micro-batch"));
+  QVERIFY(micro_batch);
 
   // Nothing to export while the input is bad: a message, not a crash.
   Settings bad = session_->settings();

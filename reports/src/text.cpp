@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "trainplan/reports/verdict.hpp"
 
@@ -11,6 +12,16 @@ namespace trainplan::reports {
 std::string strategy_label(Strategy s) { return std::string(display_name(s)); }
 
 std::string gib_text(Bytes b) { return fmt::format("{:.1f}", to_gib(b)); }
+
+std::string bytes_text(Bytes b) {
+  const double v = std::abs(b.value());
+  if (v >= kGiB) return fmt::format("{:.{}f} GiB", to_gib(b), v >= 100 * kGiB ? 0 : (v >= 10 * kGiB ? 1 : 2));
+  if (v >= kMiB) return fmt::format("{:.{}f} MiB", to_mib(b), v >= 100 * kMiB ? 0 : 1);
+  if (v >= kKiB) return fmt::format("{:.1f} KiB", b.value() / kKiB);
+  return fmt::format("{:.0f} B", b.value());
+}
+
+std::int64_t whole(double rate) { return std::llround(rate); }
 
 std::string verdict_text(const planner::MemoryVerdict& v) {
   const std::string word(verdict_look(v.verdict).word);

@@ -47,7 +47,7 @@ VerdictSentence verdict_sentence(const VerdictSubject& s, const VerdictFacts& f)
   out.rest = fmt::format("{} on {} with {}: {}", s.what, s.where, s.plan, why);
   if (const std::string mb = micro_batch_clause(f); !mb.empty()) out.rest += "; " + mb;
   if (f.tokens_per_s > 0)
-    out.rest += fmt::format(" (~{} tokens/s estimated)", count_text(static_cast<std::int64_t>(f.tokens_per_s)));
+    out.rest += fmt::format(" (~{} tokens/s estimated)", count_text(whole(f.tokens_per_s)));
   return out;
 }
 

@@ -14,6 +14,11 @@ namespace trainplan::reports {
 
 [[nodiscard]] std::string strategy_label(Strategy s);
 [[nodiscard]] std::string gib_text(Bytes b);                  // "52.3"
+// A size with its binary unit, for both front ends: "1.25 GiB", "12.4 GiB", "140 GiB", "512.0 MiB",
+// "3.0 KiB", "17 B".
+[[nodiscard]] std::string bytes_text(Bytes b);
+// A rate rounded to the nearest whole one, as every table prints it (never truncated).
+[[nodiscard]] std::int64_t whole(double rate);
 [[nodiscard]] std::string count_text(std::int64_t n);         // "13.0B", "124.4M"
 [[nodiscard]] std::string thousands(std::int64_t n);          // "13,015,864,320"
 // What every answer opens with, in one wording for the CLI and the GUI: the model,
