@@ -216,7 +216,8 @@ void build_memory(QChart* chart, const MemoryModel& m, const QPalette& pal) {
   chart->addAxis(hx, Qt::AlignBottom);
   for (int c = 0; c < cols; ++c) {
     const double usable = m.value(usable_row, c);
-    auto* capacity = line(QStringLiteral("usable capacity"), dashed(kCapacity, 2.5));
+    // "capacity", as the sweep names it: short enough for the legend of a 1024-px window.
+    auto* capacity = line(QStringLiteral("capacity"), dashed(kCapacity, 2.5));
     const double half = cols == 1 ? 0.3 : 0.4;
     capacity->append(c - half, usable);
     capacity->append(c + half, usable);
@@ -438,7 +439,7 @@ void add_sweep_axes(QChart* chart, const Sweep& s, const SweepSeries& ss, const 
            {ss.memory, ss.capacity, ss.fit_points, ss.tight_points, ss.oom_points, ss.current, ss.oom});
   auto* y2 = new QValueAxis;
   const bool kilo = e.max_tokens >= 1e4;
-  y2->setTitleText(kilo ? QStringLiteral("thousand tokens/s") : QStringLiteral("tokens/s"));
+  y2->setTitleText(kilo ? QStringLiteral("k tokens/s") : QStringLiteral("tokens/s"));
   if (kilo) {
     for (QLineSeries* l : {ss.tokens_fit, ss.tokens_oom}) {
       QList<QPointF> pts = l->points();
@@ -553,7 +554,7 @@ void add_plans_axes(QChart* chart, const PlanSeries& ps, double x_top, double y_
   x->setLabelFormat(QStringLiteral("%.0f"));
   add_axis(chart, x, Qt::AlignBottom, pal, {ps.capacity, ps.front_line, ps.others, ps.front, ps.here});
   auto* y = new QValueAxis;
-  y->setTitleText(QStringLiteral("thousand tokens/s"));
+  y->setTitleText(QStringLiteral("k tokens/s"));
   y->setRange(y_low, y_high);
   y->applyNiceNumbers();
   add_axis(chart, y, Qt::AlignLeft, pal, {ps.capacity, ps.front_line, ps.others, ps.front, ps.here});
@@ -598,7 +599,7 @@ void build_plans(QChart* chart, const PlansModel& m, std::optional<int> current,
   if (ps.here->count() == 0) hide_legend_marker(chart, ps.here);
   if (usable <= 0) hide_legend_marker(chart, ps.capacity);
   chart->setTitle(m.staleBecause().isEmpty()
-                      ? QStringLiteral("<b>Plan search</b> — %1 plans that fit; click one to load it").arg(plans.size())
+                      ? QStringLiteral("<b>Plan search</b> — %1 plans that fit").arg(plans.size())
                       : QStringLiteral("<b>Plan search</b> — stale: found for an earlier request; run it again "
                                        "(Ctrl+R)"));
   add_plans_axes(chart, ps, x_top, y_low, y_high, pal);

@@ -97,6 +97,7 @@ void MainWindow::refreshModels() {
   strategies_model_.setResult(session_.strategies());
   sweep_model_.setSweep(session_.sweep());
   if (const auto& e = session_.current()) {
+    model_info_->setMinimumHeight(0);
     model_info_->setText(
         QStringLiteral("%1: %2 parameters, %3 trainable · %4 layers · hidden %5 · %6 heads "
                        "(%7 KV) · vocab %8 · max seq %9")
@@ -108,6 +109,8 @@ void MainWindow::refreshModels() {
             .arg(e->arch.vocab)
             .arg(e->arch.max_seq));
   } else {
+    // The line keeps its height: the fields below stay where the next click expects them.
+    model_info_->setMinimumHeight(model_info_->height());
     model_info_->clear();
   }
   for (const char* name : {"memoryTable", "stepTimeTable", "compareTable", "strategiesTable",

@@ -267,7 +267,8 @@ void MainWindow::refreshSearchState() {
                                .arg(why.join(QStringLiteral("; "))));
   else if (!session_.plans().empty() || !session_.searchMessage().isEmpty())
     search_label_->setText(session_.searchMessage().isEmpty()
-                               ? QStringLiteral("%1 plans; bold: the Pareto front.").arg(session_.plans().size())
+                               ? QStringLiteral("%1 plans; bold: the Pareto front; click one to load it.")
+                                     .arg(session_.plans().size())
                                : session_.searchMessage());
 }
 

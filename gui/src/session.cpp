@@ -604,7 +604,7 @@ void Session::startSearch() {
       out.message =
           QStringLiteral(
               "%1 plans at global batch %2 (%3 configurations evaluated, %4 fit) in %5; "
-              "bold: the Pareto front.")
+              "bold: the Pareto front; click a plan to load it.")
               .arg(out.plans.size())
               .arg(e.estimate.global_batch)
               .arg(r.evaluated)

@@ -30,6 +30,7 @@ class TestGuiJourneys : public WindowFixture {
   void the_windows_fields_win_over_a_file();
   void advice_names_the_change_that_fits_and_the_plan_found();
   void numbers_and_colours_read_alike();
+  void layout_holds_at_1024x700();
 };
 
 namespace {
@@ -252,6 +253,26 @@ void TestGuiJourneys::numbers_and_colours_read_alike() {
       ++checked;
     }
   QCOMPARE(checked, 1);
+}
+
+// At 1024x700 the window fits the screen (its minimum no larger), and an error leaves the side
+// panel where it was (it once moved 42 px, and the next click landed in another field).
+void TestGuiJourneys::layout_holds_at_1024x700() {
+  window_->resize(1024, 700);
+  QTest::qWait(20);
+  QVERIFY2(window_->minimumSizeHint().width() <= 1024 && window_->minimumSizeHint().height() <= 700,
+           qPrintable(QStringLiteral("%1x%2").arg(window_->minimumSizeHint().width()).arg(window_->minimumSizeHint().height())));
+  QCOMPARE(window_->size(), QSize(1024, 700));
+  window_->applySettings(base_settings(QStringLiteral("llama-2-7b"), 8, Strategy::fsdp_full, 1));
+  QTest::qWait(20);
+  auto* seq = child<QSpinBox>("seq");
+  const QPoint before = seq->mapTo(window_.get(), QPoint(0, 0));
+  auto* tp = child<QSpinBox>("tp");
+  type_into(tp, QStringLiteral("3"));  // 8 GPUs: TP 3 does not divide them
+  QTest::keyClick(tp, Qt::Key_Return);
+  QVERIFY(!session_->current().has_value());
+  QTest::qWait(20);
+  QCOMPARE(seq->mapTo(window_.get(), QPoint(0, 0)), before);
 }
 
 QTEST_MAIN(TestGuiJourneys)
