@@ -251,7 +251,12 @@ const request::ResolvedCluster& SettingsResolver::cluster(const request::Request
       r.cluster_spec + "|" + r.inter_node.value_or("") + "|" + std::to_string(r.host_memory_gib.value_or(0.0));
   auto it = clusters_.find(key);
   if (it == clusters_.end()) {
-    request::ResolvedCluster resolved = catalog_.resolve_cluster(r.cluster_spec, r.inter_node);
+    request::ResolvedCluster resolved;
+    try {
+      resolved = catalog_.resolve_cluster(r.cluster_spec, r.inter_node);
+    } catch (const FieldError& e) {
+      throw InputError(e.render([](std::string_view f) { return field_label(f); }));  // "Network '...'"
+    }
     if (r.host_memory_gib) resolved.cluster.host_memory = gib(*r.host_memory_gib);
     it = clusters_.emplace(key, std::move(resolved)).first;
   }

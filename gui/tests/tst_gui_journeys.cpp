@@ -31,6 +31,7 @@ class TestGuiJourneys : public WindowFixture {
   void advice_names_the_change_that_fits_and_the_plan_found();
   void numbers_and_colours_read_alike();
   void layout_holds_at_1024x700();
+  void errors_speak_of_the_windows_fields();
 };
 
 namespace {
@@ -273,6 +274,20 @@ void TestGuiJourneys::layout_holds_at_1024x700() {
   QVERIFY(!session_->current().has_value());
   QTest::qWait(20);
   QCOMPARE(seq->mapTo(window_.get(), QPoint(0, 0)), before);
+}
+
+// A bad network spec is named by its field, Network, not by the command line's --inter-node.
+void TestGuiJourneys::errors_speak_of_the_windows_fields() {
+  Settings s = base_settings(QStringLiteral("llama-2-7b"), 8, Strategy::fsdp_full, 1);
+  s.cluster_spec = "2x8xA100-80GB";
+  window_->applySettings(s);
+  auto* network = child<QLineEdit>("interNode");
+  type_into(network, QStringLiteral("fast"));
+  QTest::keyClick(network, Qt::Key_Return);
+  QVERIFY(!session_->current().has_value());
+  QVERIFY2(session_->error().startsWith(QStringLiteral("Network 'fast'")), qPrintable(session_->error()));
+  QVERIFY2(window_->verdictText().contains(QStringLiteral("Network 'fast'")), qPrintable(window_->verdictText()));
+  QVERIFY(!window_->verdictText().contains(QStringLiteral("--")));
 }
 
 QTEST_MAIN(TestGuiJourneys)

@@ -150,7 +150,7 @@ void TestGuiWindow::bad_input_shows_a_message_data() {
                                  << "unknown model 'llama-9-7b'";
   QTest::newRow("bad network") << "interNode"
                                << "lots"
-                               << "--inter-node 'lots'";
+                               << "Network 'lots'";
 }
 
 void TestGuiWindow::bad_input_shows_a_message() {

@@ -415,23 +415,26 @@ void resolve_nvlink_domain(ResolvedCluster& out, std::optional<int> given, const
 }  // namespace
 
 hardware::InterNodeLink parse_inter_node(const std::string& text) {
-  check_spec_length(text, "--inter-node");
+  // Each message names the option as "{inter-node}": the CLI says --inter-node, the GUI its field.
+  const auto bad = [&](const std::string& why) { return FieldError("{inter-node} '" + text + "': " + why); };
+  if (text.size() > 256) throw bad("expected a short spec such as 8x200Gbps");
   static const std::regex kPattern(R"(^(?:(\d+)[xX])?(\d+(?:\.\d+)?)\s*Gb(?:ps|it/s|/s)?$)");
   std::smatch m;
-  if (!std::regex_match(text, m, kPattern))
-    throw InputError("--inter-node '" + text + "': expected NICS x RATE, e.g. 8x200Gbps or 400Gbps");
+  if (!std::regex_match(text, m, kPattern)) throw bad("expected NICS x RATE, e.g. 8x200Gbps or 400Gbps");
   hardware::InterNodeLink l;
-  l.links_per_node = m[1].matched ? spec_count(m[1].str(), "--inter-node '" + text + "'") : 1;
+  l.links_per_node = 1;
+  if (m[1].matched) {
+    if (m[1].length() > 7) throw bad("the NIC count is too large (at most " + std::to_string(kMaxLinks) + " per node)");
+    l.links_per_node = std::stoi(m[1].str());
+  }
   if (l.links_per_node > kMaxLinks)
-    throw InputError("--inter-node '" + text + "': at most " + std::to_string(kMaxLinks) + " NICs per node");
+    throw bad("the NIC count is too large (at most " + std::to_string(kMaxLinks) + " per node)");
   // At most 256 characters of digits: std::stod cannot overflow a double here.
   l.link_Gbps = std::stod(m[2].str());
   l.fabric = "infiniband";
-  if (l.links_per_node < 1 || !(l.link_Gbps > 0))
-    throw InputError("--inter-node '" + text + "': counts and rates must be positive");
+  if (l.links_per_node < 1 || !(l.link_Gbps > 0)) throw bad("counts and rates must be positive");
   if (l.link_Gbps > kMaxLinkGbps)
-    throw InputError("--inter-node '" + text + "': a NIC of at most " + std::to_string(static_cast<int>(kMaxLinkGbps)) +
-                     " Gb/s expected");
+    throw bad("a NIC of at most " + std::to_string(static_cast<int>(kMaxLinkGbps)) + " Gb/s expected");
   return l;
 }
 

@@ -472,7 +472,7 @@ std::vector<Option> batch_and_memory_options() {
 
 std::vector<Option> cluster_and_output_options() {
   std::vector<Option> v;
-  v.push_back(text(describe("inter-node", "SPEC", "Inter-node", "cluster", "NICs per node x rate, e.g. 8x200Gbps",
+  v.push_back(text(describe("inter-node", "SPEC", "Network", "cluster", "NICs per node x rate, e.g. 8x200Gbps",
                             "the GPU's usual network"),
                    [](auto& r) -> auto& { return r.inter_node; }));
   v.push_back(real(describe("host-memory", "GiB", "Host memory", "cluster",

@@ -132,13 +132,13 @@ TEST(Catalog, BadClusterSpecsNameTheInput) {
       {"4xR100", std::nullopt, "unknown GPU 'R100'"},
       {"0xA100-80GB", std::nullopt, "at least 1"},
       {"12xA100-80GB", std::nullopt, "do not fill nodes of 8"},
-      {"2x8xA100-80GB", std::string("fast"), "--inter-node 'fast'"},
+      {"2x8xA100-80GB", std::string("fast"), "inter-node 'fast'"},
       {std::string(TRAINPLAN_TEST_DATA) + "/cluster_typo.json", std::nullopt, "'gpus_per_node' is missing (unknown keys present: 'gpus_per_nodes')"},
       {"missing_cluster.json", std::nullopt, "cannot read cluster file"},
       {std::string(TRAINPLAN_TEST_DATA) + "/cluster_bad_host.json", std::nullopt, "'host_memory_GiB' must be positive"},
       // Counts whose product would overflow int, rates no NIC has, names no catalogue holds.
       {"1000000x1000000xA100-80GB", std::nullopt, "more than 1,000,000 GPUs"},
-      {"2x8xA100-80GB", std::string("2000x200Gbps"), "at most 1024 NICs per node"},
+      {"2x8xA100-80GB", std::string("2000x200Gbps"), "too large (at most 1024 per node)"},
       {"2x8xA100-80GB", std::string("8x99999999Gbps"), "at most 100000 Gb/s"},
       {std::string(5000, 'x') + ".json", std::nullopt, "cluster is 5005 characters long"},
       // A GPU described inline is checked as a catalogue file is.
