@@ -2,7 +2,11 @@
 // user drives it (keyboard and mouse, headless): a model change that reset the sequence length,
 // results of an earlier request shown as current, verdicts that disagreed between the banner, the
 // charts and the tables.
+#include <QAction>
+#include <QApplication>
 #include <QCheckBox>
+#include <QMessageBox>
+#include <QTimer>
 #include <QComboBox>
 #include <QtCharts/QBarSet>
 #include <QtCharts/QHorizontalStackedBarSeries>
@@ -32,6 +36,7 @@ class TestGuiJourneys : public WindowFixture {
   void numbers_and_colours_read_alike();
   void layout_holds_at_1024x700();
   void errors_speak_of_the_windows_fields();
+  void about_shows_the_version();
 };
 
 namespace {
@@ -162,6 +167,19 @@ void TestGuiJourneys::the_windows_fields_win_over_a_file() {
   for (const std::string& n : session_->current()->notes)
     said = said || (n.find("overrides") != std::string::npos && n.find("axolotl-llama-3-lora-8b.yml") != std::string::npos);
   QVERIFY(said);
+
+  // The file leaves precision to other inputs and says so; once the window sets it, the note goes
+  // (it once stayed after the precision was changed).
+  const auto noted = [&](const char* what) {
+    for (const std::string& n : session_->current()->notes)
+      if (n.find(what) != std::string::npos) return true;
+    return false;
+  };
+  QVERIFY(noted("bf16 = \"auto\""));
+  auto* precision = child<QComboBox>("precision");
+  precision->setCurrentIndex(precision->findText(QStringLiteral("fp16-mixed")));
+  QCOMPARE(session_->settings().training.precision, Precision::fp16_mixed);
+  QVERIFY(!noted("bf16 = \"auto\""));
 }
 
 // What does not fit is followed by what would: the fastest change `trainplan explain` finds for
@@ -288,6 +306,24 @@ void TestGuiJourneys::errors_speak_of_the_windows_fields() {
   QVERIFY2(session_->error().startsWith(QStringLiteral("Network 'fast'")), qPrintable(session_->error()));
   QVERIFY2(window_->verdictText().contains(QStringLiteral("Network 'fast'")), qPrintable(window_->verdictText()));
   QVERIFY(!window_->verdictText().contains(QStringLiteral("--")));
+}
+
+// Help > About names the version the CLI's --version prints (one, project()'s).
+void TestGuiJourneys::about_shows_the_version() {
+  QAction* about = nullptr;
+  for (QAction* a : window_->findChildren<QAction*>())
+    if (a->text() == QLatin1String("&About trainplan-gui")) about = a;
+  QVERIFY(about);
+  QString text;
+  QTimer::singleShot(0, [&text] {
+    for (QWidget* w : QApplication::topLevelWidgets())
+      if (auto* box = qobject_cast<QMessageBox*>(w)) {
+        text = box->text();
+        box->accept();
+      }
+  });
+  about->trigger();
+  QVERIFY2(text.contains(QStringLiteral("trainplan-gui " TRAINPLAN_VERSION)), qPrintable(text));
 }
 
 QTEST_MAIN(TestGuiJourneys)
