@@ -478,8 +478,15 @@ void Session::editSettings(const Settings& s) {
     next.own.host_memory_gib = s.host_memory_gib;
     try {
       compose(next);
-    } catch (const InputError& e) {
+    } catch (const InputError& e) {  // a file that no longer reads: said, nothing evaluated
+      settings_ = next;
+      current_.reset();
+      sweep_ = {};
+      strategies_ = {};
+      explanation_.reset();
       error_ = QString::fromUtf8(e.what());
+      Q_EMIT changed();
+      return;
     }
   }
   setSettings(next);
