@@ -336,6 +336,12 @@ void MainWindow::connectForm() {
   connect(sweep_axis_, &QComboBox::currentIndexChanged, this, edited);
   connect(model_, &QComboBox::activated, this, [this] { modelEdited(); });
   connect(model_->lineEdit(), &QLineEdit::editingFinished, this, [this] { modelEdited(); });
+  // While a model name is being typed the results are still the last model's: say so.
+  connect(model_->lineEdit(), &QLineEdit::textEdited, this, [this](const QString& text) {
+    if (sstr(text.trimmed()) != session_.settings().model)
+      statusBar()->showMessage(QStringLiteral("The results are for %1 until you press Enter (or leave the field).")
+                                   .arg(qstr(session_.settings().model)));
+  });
   connect(gpu_, &QComboBox::currentIndexChanged, this, [this] { clusterEdited(); });
   connect(gpus_per_node_, &QSpinBox::valueChanged, this, [this] { clusterEdited(); });
   connect(nodes_, &QSpinBox::valueChanged, this, [this] { clusterEdited(); });

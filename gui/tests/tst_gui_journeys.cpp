@@ -17,6 +17,7 @@
 #include <QTableView>
 #include <QLineEdit>
 #include <QSpinBox>
+#include <QStatusBar>
 
 #include "main_window.hpp"
 #include "session.hpp"
@@ -52,6 +53,10 @@ void TestGuiJourneys::changing_the_model_keeps_the_sequence_length() {
   window_->applySettings(s);
   auto* model = child<QComboBox>("model");
   type_into(model->lineEdit(), QStringLiteral("llama-2-13b"));
+  // Typed, not yet entered: the results are still the 7B's, and the status bar says so.
+  QCOMPARE(session_->settings().model, std::string("llama-2-7b"));
+  QVERIFY2(window_->statusBar()->currentMessage().contains(QStringLiteral("results are for llama-2-7b until")),
+           qPrintable(window_->statusBar()->currentMessage()));
   QTest::keyClick(model->lineEdit(), Qt::Key_Return);
   QCOMPARE(session_->settings().model, std::string("llama-2-13b"));
   QCOMPARE(session_->settings().training.seq, std::int64_t{4096});
