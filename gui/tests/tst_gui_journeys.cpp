@@ -239,13 +239,17 @@ void TestGuiJourneys::numbers_and_colours_read_alike() {
     }
   }
   QVERIFY(seconds_rows >= 5);
-  // Every part of the step its own colour.
+  // Every part of the step its own colour, and a legend label that differs from the others'
+  // within the first 24 characters (where a narrow legend cuts them).
   QStringList colours;
+  QStringList starts;
   for (QAbstractSeries* series : window_->stepTimeChart()->series())
     if (auto* bars = qobject_cast<QHorizontalStackedBarSeries*>(series))
       for (QBarSet* set : bars->barSets()) {
         QVERIFY2(!colours.contains(set->color().name()), qPrintable(set->label()));
+        QVERIFY2(!starts.contains(set->label().left(24)), qPrintable(set->label()));
         colours << set->color().name();
+        starts << set->label().left(24);
       }
   QVERIFY(colours.size() >= 5);
 

@@ -56,6 +56,9 @@ endfunction()
 # --- the headline questions
 run_case(fit_headline 0 fit 13b 4xA100
          MATCH "^Fits — llama-2-13b" "GiB usable per GPU" "micro-batch up to" "FSDP full-shard" "A100 = A100-80GB")
+# One wording of sizes with the GUI: the communication table in binary units (it once said GB).
+run_case(estimate_comm_binary_units 0 estimate llama-2-70b 2x8xH100-80GB
+         MATCH "reduce_scatter +gradient reduce-scatter +network +[0-9.]+ GiB" "total +[0-9.]+ GiB")
 run_case(fit_lora_json 0 fit llama-2-13b 4xA100-80GB --method lora --lora-rank 16 --json
          MATCH "\"schema\": \"trainplan.fit/1\"")
 string(JSON schema GET "${last_out}" schema)
