@@ -248,6 +248,17 @@ QColor step_part_color(Term t, int& comm_index) {
   return round % 2 == 1 ? base.darker(100 + 35 * ((round + 1) / 2)) : base.lighter(100 + 25 * (round / 2));
 }
 
+// A step part's name as a legend beside the chart can hold it (about 20 characters at 1280 px):
+// the table row keeps the full name. "comm: forward parameter all-gather" -> "fwd param all-gather".
+QString legend_words(QString label) {
+  static const std::pair<const char*, const char*> kShort[] = {
+      {"comm: ", ""},          {"forward ", "fwd "},    {"backward ", "bwd "},  {"parameters ", "params "},
+      {"parameter ", "param "}, {"gradients ", "grads "}, {"gradient ", "grad "}, {"activations ", "activ. "},
+  };
+  for (const auto& [from, to] : kShort) label.replace(QString::fromUtf8(from), QString::fromUtf8(to));
+  return label;
+}
+
 }  // namespace
 
 void build_step_time(QChart* chart, const StepTimeModel& m, const QPalette& pal) {
@@ -269,7 +280,7 @@ void build_step_time(QChart* chart, const StepTimeModel& m, const QPalette& pal)
     for (int c = 0; c < cols; ++c) any = any || m.value(r, c) > 0;
     if (!any)
       continue;  // a part no configuration has (no bubble without PP): keep the legend short
-    auto* set = new QBarSet(m.headerData(r, Qt::Vertical, Qt::DisplayRole).toString());
+    auto* set = new QBarSet(legend_words(m.headerData(r, Qt::Vertical, Qt::DisplayRole).toString()));
     const QColor color = step_part_color(m.term(r), comm_index);
     set->setColor(color);
     set->setBorderColor(color);
