@@ -1,28 +1,48 @@
 // trainplan-gui: the Qt6 explorer. Copyright the trainplan authors; GPL-3.0-or-later (gui/LICENSE).
 #include <QApplication>
+#include <QCoreApplication>
 #include <QEventLoop>
 #include <QPalette>
 #include <QSettings>
 #include <cstdio>
+#include <optional>
 
 #include "main_window.hpp"
 #include "session.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/request/catalog.hpp"
 
+namespace {
+
+void name_the_application() {
+  QCoreApplication::setOrganizationName(QStringLiteral("trainplan"));
+  QCoreApplication::setApplicationName(QStringLiteral("trainplan-gui"));
+  QCoreApplication::setApplicationVersion(QStringLiteral(TRAINPLAN_VERSION));
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  QApplication app(argc, argv);
-  QApplication::setOrganizationName(QStringLiteral("trainplan"));
-  QApplication::setApplicationName(QStringLiteral("trainplan-gui"));
-  QApplication::setApplicationVersion(QStringLiteral("0.1.0"));
   using namespace trainplan;
+  gui::CommandLine cl;
+  std::optional<request::Catalog> catalog;
   try {
-    const request::Catalog catalog = request::Catalog::builtin();
-    const gui::CommandLine cl = gui::parse_command_line(QApplication::arguments(), catalog);
+    // The command line is read before any window: --help and a bad option answer without a display.
+    const QCoreApplication probe(argc, argv);
+    name_the_application();
+    catalog = request::Catalog::builtin();
+    cl = gui::parse_command_line(QCoreApplication::arguments(), *catalog);
     if (cl.help) {
       std::fputs(cl.help_text.toLocal8Bit().constData(), stdout);
       return 0;
     }
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  }
+  QApplication app(argc, argv);
+  name_the_application();
+  try {
     if (cl.dark) {
       QApplication::setStyle(QStringLiteral("Fusion"));
       QPalette p;
@@ -47,7 +67,7 @@ int main(int argc, char** argv) {
     // Options on the command line start from the defaults; a bare start resumes the last session.
     const bool from_command_line = QApplication::arguments().size() > 1;
     const bool screenshot = !cl.screenshot.isEmpty();
-    gui::Session session(catalog);
+    gui::Session session(*catalog);
     gui::Settings s = from_command_line ? cl.settings : gui::restore_settings(QSettings());
     if (from_command_line) {
       try {
