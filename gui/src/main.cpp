@@ -20,6 +20,29 @@ void name_the_application() {
   QCoreApplication::setApplicationVersion(QStringLiteral(TRAINPLAN_VERSION));
 }
 
+// A dark Fusion palette instead of the system's (--dark: screenshots of dark mode).
+void use_dark_palette() {
+  QApplication::setStyle(QStringLiteral("Fusion"));
+  QPalette p;
+  const QColor window(0x2b, 0x2b, 0x30), base(0x1e, 0x1e, 0x22), text(0xe8, 0xe8, 0xe8);
+  p.setColor(QPalette::Window, window);
+  p.setColor(QPalette::WindowText, text);
+  p.setColor(QPalette::Base, base);
+  p.setColor(QPalette::AlternateBase, window);
+  p.setColor(QPalette::Text, text);
+  p.setColor(QPalette::Button, window);
+  p.setColor(QPalette::ButtonText, text);
+  p.setColor(QPalette::ToolTipBase, base);
+  p.setColor(QPalette::ToolTipText, text);
+  p.setColor(QPalette::Highlight, QColor(0x3d, 0x7e, 0xc6));
+  p.setColor(QPalette::HighlightedText, Qt::white);
+  p.setColor(QPalette::PlaceholderText, QColor(0x90, 0x90, 0x90));
+  p.setColor(QPalette::Disabled, QPalette::Text, QColor(0x80, 0x80, 0x80));
+  p.setColor(QPalette::Disabled, QPalette::WindowText, QColor(0x80, 0x80, 0x80));
+  p.setColor(QPalette::Disabled, QPalette::ButtonText, QColor(0x80, 0x80, 0x80));
+  QApplication::setPalette(p);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -43,27 +66,7 @@ int main(int argc, char** argv) {
   QApplication app(argc, argv);
   name_the_application();
   try {
-    if (cl.dark) {
-      QApplication::setStyle(QStringLiteral("Fusion"));
-      QPalette p;
-      const QColor window(0x2b, 0x2b, 0x30), base(0x1e, 0x1e, 0x22), text(0xe8, 0xe8, 0xe8);
-      p.setColor(QPalette::Window, window);
-      p.setColor(QPalette::WindowText, text);
-      p.setColor(QPalette::Base, base);
-      p.setColor(QPalette::AlternateBase, window);
-      p.setColor(QPalette::Text, text);
-      p.setColor(QPalette::Button, window);
-      p.setColor(QPalette::ButtonText, text);
-      p.setColor(QPalette::ToolTipBase, base);
-      p.setColor(QPalette::ToolTipText, text);
-      p.setColor(QPalette::Highlight, QColor(0x3d, 0x7e, 0xc6));
-      p.setColor(QPalette::HighlightedText, Qt::white);
-      p.setColor(QPalette::PlaceholderText, QColor(0x90, 0x90, 0x90));
-      p.setColor(QPalette::Disabled, QPalette::Text, QColor(0x80, 0x80, 0x80));
-      p.setColor(QPalette::Disabled, QPalette::WindowText, QColor(0x80, 0x80, 0x80));
-      p.setColor(QPalette::Disabled, QPalette::ButtonText, QColor(0x80, 0x80, 0x80));
-      QApplication::setPalette(p);
-    }
+    if (cl.dark) use_dark_palette();
     // Options on the command line start from the defaults; a bare start resumes the last session.
     const bool from_command_line = QApplication::arguments().size() > 1;
     const bool screenshot = !cl.screenshot.isEmpty();
