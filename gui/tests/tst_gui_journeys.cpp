@@ -33,6 +33,7 @@ class TestGuiJourneys : public WindowFixture {
   void plans_of_an_earlier_request_are_marked_stale();
   void loaded_configs_are_a_list_one_can_drop_from();
   void the_windows_fields_win_over_a_file();
+  void six_files_in_turn_keep_the_model_and_the_window_on_screen();
   void advice_names_the_change_that_fits_and_the_plan_found();
   void numbers_and_colours_read_alike();
   void layout_holds_at_1024x700();
@@ -185,6 +186,26 @@ void TestGuiJourneys::the_windows_fields_win_over_a_file() {
   precision->setCurrentIndex(precision->findText(QStringLiteral("fp16-mixed")));
   QCOMPARE(session_->settings().training.precision, Precision::fp16_mixed);
   QVERIFY(!noted("bf16 = \"auto\""));
+}
+
+// The sequence: a DeepSpeed JSON, a litgpt YAML, a torchtune YAML, a PEFT adapter, an
+// accelerate FSDP file and a Megatron script (last: it states the 4 GPUs its TP x PP needs) opened in
+// turn on mistral-7b. Each opens (the
+// torchtune and litgpt files name Hub models: the window's model stays, as the CLI's argument
+// does), all six are listed, and the window still fits a 1000-px screen (the banner's notes once
+// made its minimum taller than that).
+void TestGuiJourneys::six_files_in_turn_keep_the_model_and_the_window_on_screen() {
+  window_->resize(1600, 1000);
+  window_->applySettings(base_settings(QStringLiteral("mistral-7b"), 8, Strategy::fsdp_full, 1));
+  QString error;
+  for (const char* f : {"ds-transformers-zero2.json", "litgpt-llama-3.1-8b-lora.yaml", "torchtune-llama3_1-8B_lora.yaml",
+                        "peft-lora-r8.json", "accelerate-fsdp.yaml", "megatron-ds-llama2-pretrain.sh"}) {
+    QVERIFY2(window_->loadTrainingConfig(config(f), &error), qPrintable(QString::fromUtf8(f) + QStringLiteral(": ") + error));
+    QCOMPARE(session_->settings().model, std::string("mistral-7b"));
+  }
+  QCOMPARE(child<QListWidget>("configFiles")->count(), 6);
+  QTest::qWait(20);
+  QVERIFY2(window_->minimumSizeHint().height() <= 1000, qPrintable(QString::number(window_->minimumSizeHint().height())));
 }
 
 // What does not fit is followed by what would: the fastest change `trainplan explain` finds for
