@@ -66,6 +66,27 @@ request::ClusterShape stated_shape(const request::Catalog& catalog, request::Req
   return {"", c.gpu.name, c.gpus_per_node, c.nodes};
 }
 
+// The request the files make over the window's own values, its edited options winning (as flags
+// do over --from files); the model, the cluster and what only the window holds stay its own.
+void compose(Settings& s) {
+  if (s.files.empty()) return;
+  std::vector<request::GivenValue> values;
+  for (const request::Option& o : request::options())
+    if (window_option(o) && s.edited.contains(o.name)) values.push_back({o.name, o.text(s.own), o.label});
+  request::Request base = s.own;
+  base.given.clear();
+  base.overridden.clear();
+  base.file_notes.clear();
+  request::Request read = request::make_request(s.files, values, request::command::gui, base);
+  read.model = s.own.model;
+  read.cluster_spec = s.own.cluster_spec;
+  read.inter_node = s.own.inter_node;
+  read.host_memory_gib = s.own.host_memory_gib;
+  read.profile = s.own.profile;
+  static_cast<request::Request&>(s) = std::move(read);
+}
+
+
 }  // namespace
 
 request::Request window_request(const Settings& s) {
@@ -91,10 +112,12 @@ std::string field_label(std::string_view field) {
 
 // Every schema option the window shows, under its schema name, and the window's own.
 void store_settings(QSettings& q, const Settings& s) {
+  // The window's own values; the files in force are stored as a list and read again over them.
+  const request::Request& own = s.files.empty() ? static_cast<const request::Request&>(s) : s.own;
   q.beginGroup(QStringLiteral("settings"));
   for (const request::Option& o : request::options())
     if (o.in(request::command::gui) && !o.positional && o.group != "cluster")
-      q.setValue(qstr(o.name), qstr(o.text(s)));
+      q.setValue(qstr(o.name), qstr(o.text(own)));
   q.setValue(QStringLiteral("model"), qstr(s.model));
   const request::ClusterShape c = s.cluster();
   q.setValue(QStringLiteral("cluster_file"), qstr(c.file));
@@ -104,6 +127,12 @@ void store_settings(QSettings& q, const Settings& s) {
   q.setValue(QStringLiteral("inter_node"), qstr(s.inter_node.value_or("")));
   q.setValue(QStringLiteral("host_memory_gib"), s.host_memory_gib.value_or(0.0));
   q.setValue(QStringLiteral("sweep"), qstr(to_string(s.sweep)));
+  QStringList files;
+  for (const std::string& f : s.files) files << qstr(f);
+  q.setValue(QStringLiteral("files"), files);
+  QStringList edited;
+  for (const std::string& e : s.edited) edited << qstr(e);
+  q.setValue(QStringLiteral("edited"), edited);
   q.endGroup();
 }
 
@@ -133,6 +162,23 @@ Settings restore_settings(const QSettings& stored) {
   if (const QString inter = value("inter_node").toString(); !inter.isEmpty()) s.inter_node = sstr(inter);
   if (const double host = value("host_memory_gib").toDouble(&ok); ok && host > 0.0) s.host_memory_gib = host;
   if (const auto axis = try_parse<SweepAxis>(sstr(value("sweep").toString()))) s.sweep = *axis;
+  for (const QString& e : value("edited").toStringList()) s.edited.insert(sstr(e));
+  // The files in force last time, read again over the window's own values; one that no longer reads
+  // is left out, and the banner says so.
+  const QStringList files = value("files").toStringList();
+  if (!files.isEmpty()) s.own = static_cast<const request::Request&>(s);
+  std::vector<std::string> left_out;
+  for (const QString& f : files) {
+    Settings with = s;
+    with.files.push_back(sstr(f));
+    try {
+      compose(with);
+      s = std::move(with);
+    } catch (const InputError& e) {
+      left_out.push_back("not opened again: " + sstr(f) + ": " + e.what());
+    }
+  }
+  s.file_notes.insert(s.file_notes.end(), left_out.begin(), left_out.end());
   return s;
 }
 
@@ -429,29 +475,6 @@ Settings Session::completed(const Settings& s) {
   return out;
 }
 
-namespace {
-
-// The request the files make over the window's own values, its edited options winning (as flags
-// do over --from files); the model, the cluster and what only the window holds stay its own.
-void compose(Settings& s) {
-  if (s.files.empty()) return;
-  std::vector<request::GivenValue> values;
-  for (const request::Option& o : request::options())
-    if (window_option(o) && s.edited.contains(o.name)) values.push_back({o.name, o.text(s.own), o.label});
-  request::Request base = s.own;
-  base.given.clear();
-  base.overridden.clear();
-  base.file_notes.clear();
-  request::Request read = request::make_request(s.files, values, request::command::gui, base);
-  read.model = s.own.model;
-  read.cluster_spec = s.own.cluster_spec;
-  read.inter_node = s.own.inter_node;
-  read.host_memory_gib = s.own.host_memory_gib;
-  read.profile = s.own.profile;
-  static_cast<request::Request&>(s) = std::move(read);
-}
-
-}  // namespace
 
 void Session::editSettings(const Settings& s) {
   Settings next = s;

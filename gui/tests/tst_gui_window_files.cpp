@@ -283,6 +283,33 @@ void TestGuiWindowFiles::settings_are_remembered() {
   QCOMPARE(r.training.checkpointing, Checkpointing::selective);
   QCOMPARE(r.lora_targets, s.lora_targets);
   QCOMPARE(r.tokens, s.tokens);
+  QVERIFY(r.files.empty());
+
+  // The training configs in force are remembered as a list over the window's own values: the
+  // DeepSpeed file's stage 3 comes back from the file, and dropping it brings back ZeRO-2.
+  QTemporaryDir dir;
+  const QString copy = dir.filePath(QStringLiteral("zero3.json"));
+  QVERIFY(QFile::copy(QStringLiteral(TRAINPLAN_CONFIGS_DIR "/ds-accelerate-zero_stage3_offload.json"), copy));
+  {
+    Session session(catalog_);
+    MainWindow remembering(session, MainWindow::Options{true});
+    remembering.applySettings(s);
+    QString error;
+    QVERIFY2(remembering.loadTrainingConfig(copy, &error), qPrintable(error));
+    QCOMPARE(session.settings().training.strategy, Strategy::zero3);
+    remembering.show();
+    remembering.close();
+  }
+  const Settings again = restore_settings(QSettings());
+  QCOMPARE(again.files, std::vector<std::string>{copy.toStdString()});
+  QCOMPARE(again.training.strategy, Strategy::zero3);
+  QCOMPARE(again.own.training.strategy, Strategy::zero2);
+  // A file gone since is left out, and the banner's notes say so.
+  QVERIFY(QFile::remove(copy));
+  const Settings gone = restore_settings(QSettings());
+  QVERIFY(gone.files.empty());
+  QCOMPARE(gone.training.strategy, Strategy::zero2);
+  QVERIFY(!gone.file_notes.empty() && gone.file_notes.back().find("not opened again") != std::string::npos);
   QSettings().clear();
 }
 
