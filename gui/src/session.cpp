@@ -93,8 +93,7 @@ request::Request window_request(const Settings& s) {
   request::Request r = s;
   r.given.clear();
   for (const request::Option& o : request::options()) {
-    if (!o.in(request::command::gui) || o.positional || o.group == "cluster" ||
-        (o.kind == request::OptionKind::text && o.text(r).empty()))
+    if (!window_option(o) || (o.kind == request::OptionKind::text && o.text(r).empty()))
       continue;
     // A file's key stays the source of what it set; everything else is the window's field.
     const auto it = s.given.find(o.name);
@@ -116,7 +115,7 @@ void store_settings(QSettings& q, const Settings& s) {
   const request::Request& own = s.files.empty() ? static_cast<const request::Request&>(s) : s.own;
   q.beginGroup(QStringLiteral("settings"));
   for (const request::Option& o : request::options())
-    if (o.in(request::command::gui) && !o.positional && o.group != "cluster")
+    if (window_option(o))
       q.setValue(qstr(o.name), qstr(o.text(own)));
   q.setValue(QStringLiteral("model"), qstr(s.model));
   const request::ClusterShape c = s.cluster();
@@ -142,7 +141,7 @@ Settings restore_settings(const QSettings& stored) {
   // QSettings::beginGroup needs a mutable object: read through prefixed keys.
   auto value = [&](const std::string& key) { return stored.value(QStringLiteral("settings/") + qstr(key)); };
   for (const request::Option& o : request::options()) {
-    if (!o.in(request::command::gui) || o.positional || o.group == "cluster") continue;
+    if (!window_option(o)) continue;
     const QVariant v = value(o.name);
     if (!v.isValid() || v.toString().isEmpty()) continue;
     try {

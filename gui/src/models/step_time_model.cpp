@@ -29,7 +29,7 @@ StepTimeModel::Row zero_row(QString label, std::size_t n, QString tooltip) {
           std::move(label),
           true,
           std::vector<double>(n, 0.0),
-          std::vector<QString>(n, seconds_text(Seconds(0.0))),
+          std::vector<QString>(n),  // the zeros are written in each column's unit once all rows are known
           std::move(tooltip)};
 }
 
