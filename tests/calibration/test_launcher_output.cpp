@@ -108,7 +108,8 @@ TEST(LauncherOutput, HostNamedOnceIsNotANode) {
   ASSERT_EQ(b.warnings.size(), 1u);
   EXPECT_NE(b.warnings.front().find("host 'n0[2' is named on one '# Rank' line only"), std::string::npos);
   // The same log read whole: three hosts, no warning.
-  const LogBlock& whole = parse_nccl_tests_log(twelve_ranks("n02"), "all_to_all_perf.txt").blocks.front();
+  const CollectiveLog read_whole = parse_nccl_tests_log(twelve_ranks("n02"), "all_to_all_perf.txt");
+  const LogBlock& whole = read_whole.blocks.front();
   EXPECT_EQ(whole.nodes, 3);
   EXPECT_TRUE(whole.warnings.empty());
 }
@@ -121,7 +122,9 @@ TEST(LauncherOutput, AHostWithOneRankOfItsOwnIsKept) {
               "[1,0]<stdout>:#  Rank 12 Group  0 Pid 5112 on n04 device  0 [0x07] NVIDIA A100-SXM4-80GB\n");
   ImportHints hints;
   hints.ranks = 12;  // the rows' bus factor is of 12 ranks; the host count is what is tested
-  const LogBlock& b = parse_nccl_tests_log(text, "all_to_all_perf.txt", hints).blocks.front();
+  const CollectiveLog log = parse_nccl_tests_log(text, "all_to_all_perf.txt", hints);
+  ASSERT_EQ(log.blocks.size(), 1u);
+  const LogBlock& b = log.blocks.front();
   EXPECT_EQ(b.hosts, (std::vector<std::string>{"n01", "n02", "n03", "n04"}));
   EXPECT_TRUE(b.warnings.empty());
 }

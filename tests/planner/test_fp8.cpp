@@ -71,7 +71,7 @@ std::vector<double> rate_errors(const ComputeDevice& d, const std::vector<std::a
 TEST(Fp8Gemm, DatasheetRateMeetsTheMeasuredFp8Gemms) {
   const TimeConventions tc;
   for (const auto& [gpu, file] : {std::pair{"H100-80GB", "h100.json"}, std::pair{"H200", "h200.json"}}) {
-    const hardware::GpuSpec& g = test::catalog().resolve_cluster(std::string("1x") + gpu, std::nullopt).cluster.gpu;
+    const hardware::GpuSpec g = test::catalog().resolve_cluster(std::string("1x") + gpu, std::nullopt).cluster.gpu;
     const ComputeDevice d = compute_device(g, Precision::bf16_mixed, false, nullptr, tc);
     const std::vector<double> fp8 = rate_errors(fp8_device(d, tc), gemm_points(file, "fp8"), std::string(gpu) + " fp8");
     const std::vector<double> bf16 = rate_errors(d, gemm_points(file, "bf16"), std::string(gpu) + " bf16");
@@ -101,7 +101,7 @@ model::Training megatron_8b(Fp8Recipe recipe) {
 // without FP8. So per token the recipe saves h + h + I bytes (qkv input, MLP input, fc2 input at 1
 // byte instead of 2) and adds the projection's FP8 copy, a*d = h bytes: I + h in all.
 TEST(Fp8Memory, TransformerEngineKeepsLinearInputsInFp8) {
-  const model::Architecture& a = test::catalog().resolve_model("llama-3.1-8b").arch;
+  const model::Architecture a = test::catalog().resolve_model("llama-3.1-8b").arch;
   const double bf16 = model::block_activations(a, megatron_8b(Fp8Recipe::none), model::Stack::decoder).saved.value();
   const double te = model::block_activations(a, megatron_8b(Fp8Recipe::te_delayed), model::Stack::decoder).saved.value();
   const double tokens = 8192.0;
@@ -116,7 +116,7 @@ TEST(Fp8Memory, TransformerEngineKeepsLinearInputsInFp8) {
 // bf16, to the byte; Transformer Engine outside Megatron saves each FP8 weight copy with the block
 // (no is_first_microbatch), which full checkpointing drops with the rest.
 TEST(Fp8Memory, TorchaoKeepsTheSixteenBitTensors) {
-  const model::Architecture& a = test::catalog().resolve_model("llama-3.2-1b").arch;
+  const model::Architecture a = test::catalog().resolve_model("llama-3.2-1b").arch;
   model::Training t;
   t.seq = 2048;
   t.micro_batch = 4;
@@ -145,7 +145,7 @@ TEST(Fp8Memory, TorchaoKeepsTheSixteenBitTensors) {
 // The FP8 linears run at twice the bf16 peak: a block whose GEMMs dominate gets faster, and no
 // recipe is free (the casts).
 TEST(Fp8Time, RecipesSpeedUpGemmsAndPayForTheirCasts) {
-  const model::Architecture& a = test::catalog().resolve_model("llama-3.1-70b").arch;
+  const model::Architecture a = test::catalog().resolve_model("llama-3.1-70b").arch;
   const model::ParameterCounts n = model::count_parameters(a);
   const hardware::Cluster c = test::catalog().resolve_cluster("8xH100", std::nullopt).cluster;
   const Evaluator ev(a, n, c, nullptr, {}, {}, {});
@@ -178,7 +178,7 @@ Bytes comm_bytes(const StepCost& s, CommPurpose purpose) {
 // param_and_grad_buffer.py), so their bf16 copy and the separate weight cache both go and the
 // FP8 tensor with its Hopper transpose stays: two bytes per block-linear parameter less.
 TEST(Fp8ParamGather, OneBytePerBlockLinearGathered) {
-  const model::Architecture& a = test::catalog().resolve_model("llama-3.1-8b").arch;
+  const model::Architecture a = test::catalog().resolve_model("llama-3.1-8b").arch;
   const model::ParameterCounts n = model::count_parameters(a);
   const hardware::Cluster c = test::catalog().resolve_cluster("8xH100", std::nullopt).cluster;
   const Evaluator ev(a, n, c);
@@ -207,7 +207,7 @@ TEST(Fp8ParamGather, OneBytePerBlockLinearGathered) {
 // each pass's tensor-parallel collectives in tp chunks pipelined with that pass's GEMMs, so at
 // least the first chunk waits (1/tp of the time) and at most all of it.
 TEST(TpCommOverlap, FirstChunkWaitsTheRestHidesBehindTheGemms) {
-  const model::Architecture& a = test::catalog().resolve_model("llama-3.1-70b").arch;
+  const model::Architecture a = test::catalog().resolve_model("llama-3.1-70b").arch;
   const hardware::Cluster c = test::catalog().resolve_cluster("8xH100", std::nullopt).cluster;
   const Evaluator ev(a, model::count_parameters(a), c);
   model::Training t = megatron_8b(Fp8Recipe::te_current);
@@ -240,7 +240,7 @@ TEST(TpCommOverlap, FirstChunkWaitsTheRestHidesBehindTheGemms) {
 // --fp8-recipe: transformer_config.py, tensorwise being TE's current scaling); no other launch
 // config written here names one, and torchao's recipes are code, not flags: refused by name.
 TEST(Fp8Emit, OnlyMegatronCarriesARecipe) {
-  const model::Architecture& a = test::catalog().resolve_model("llama-3.1-8b").arch;
+  const model::Architecture a = test::catalog().resolve_model("llama-3.1-8b").arch;
   const hardware::Cluster c = test::catalog().resolve_cluster("8xH100", std::nullopt).cluster;
   const Evaluator ev(a, model::count_parameters(a), c);
   model::Training t = megatron_8b(Fp8Recipe::te_current);
