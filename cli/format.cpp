@@ -9,8 +9,11 @@
 namespace trainplan::cli {
 
 std::string precision_words(const model::Training& t) {
-  if (t.fp8 == Fp8Recipe::none) return std::string(to_string(t.precision));
-  return fmt::format("{}, linears in FP8 ({}{})", to_string(t.precision), to_string(t.fp8),
+  const std::string master = t.bf16_optimizer_states ? " (bf16 master weights, gradients and moments)"
+                             : t.bf16_master          ? " (bf16 master weights and gradients)"
+                                                      : "";
+  if (t.fp8 == Fp8Recipe::none) return std::string(to_string(t.precision)) + master;
+  return fmt::format("{}{}, linears in FP8 ({}{})", to_string(t.precision), master, to_string(t.fp8),
                      t.fp8_param_gather ? ", gathered in FP8" : "");
 }
 

@@ -27,7 +27,9 @@ std::vector<Strategy> candidate_strategies(Framework f, const hardware::Cluster&
 std::vector<Strategy> strategies_for(const SearchRequest& req, const hardware::Cluster& c, int replicas,
                                      Breadth b) {
   if (req.strategy) return {*req.strategy};
-  std::vector<Strategy> all = candidate_strategies(req.base.framework, c);
+  // DeepSpeed's bf16 master weights run with ZeRO only, on one GPU too.
+  std::vector<Strategy> all = req.base.bf16_master ? std::vector{Strategy::zero1, Strategy::zero2, Strategy::zero3}
+                                                   : candidate_strategies(req.base.framework, c);
   if (b == Breadth::plan && replicas == 1) return {all.front()};
   return all;
 }

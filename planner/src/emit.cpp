@@ -207,9 +207,10 @@ std::string accelerate_deepspeed(const Estimate& e, const hardware::Cluster& c, 
   if (c.nodes > 1) s += "  deepspeed_multinode_launcher: standard\n";
   // accelerate's generated config leaves overlap_comm to DeepSpeed: on at stage 3 only.
   const bool overlap_as_planned = (z["stage"].get<int>() == 3) != t.no_overlap_comm;
-  if (x.zero_plus_plus || t.offload != Offload::none || !is_adam(t.optimizer) || !overlap_as_planned) {
-    // accelerate's inline keys have no ZeRO++, optimizer or overlap_comm (ZeRO-Offload needs
-    // DeepSpeed's CPU Adam): the full DeepSpeed config.
+  if (x.zero_plus_plus || t.offload != Offload::none || !is_adam(t.optimizer) || !overlap_as_planned ||
+      t.bf16_master) {
+    // accelerate's inline keys have no ZeRO++, optimizer, overlap_comm or bf16 master weights
+    // (ZeRO-Offload needs DeepSpeed's CPU Adam): the full DeepSpeed config.
     notes.push_back("write ds_config.json with {emit} deepspeed (same plan options)");
     return s + "  deepspeed_config_file: ds_config.json\n  zero3_init_flag: " +
            yaml_bool(z["stage"] == 3) + "\n";
@@ -498,6 +499,8 @@ Emitted emit_deepspeed(const Estimate& e, const EmitContext& x) {
   j["train_micro_batch_size_per_gpu"] = t.micro_batch;
   j["gradient_accumulation_steps"] = t.grad_accum;
   if (is_bf16(t.precision)) j["bf16"] = {{"enabled", true}};
+  if (t.bf16_master) j["bf16"]["bf16_master_weights_and_grads"] = true;
+  if (t.bf16_optimizer_states) j["bf16"]["bf16_optimizer_states"] = true;
   // Dynamic loss scaling: loss_scale 0 (DeepSpeed config-json docs, "fp16 training options").
   if (is_fp16(t.precision))
     j["fp16"] = {{"enabled", true},       {"loss_scale", 0},  {"initial_scale_power", 16},

@@ -179,6 +179,12 @@ void validate_training(const Architecture& a, const Training& tr) {
     throw FieldError("{quant-block} must be a power of two from 64 to 4096, as bitsandbytes takes (got " +
                      str(tr.quant_block) + ")");
   if (tr.ep < 1) throw FieldError("{expert-parallel} must be at least 1 (got " + str(tr.ep) + ")");
+  if (tr.bf16_optimizer_states && !tr.bf16_master)
+    throw FieldError("{bf16-optimizer-states} needs {bf16-master-weights} (DeepSpeed keeps bf16 moments only "
+                     "beside bf16 master weights)");
+  if (tr.bf16_master && (tr.framework != Framework::deepspeed || tr.precision != Precision::bf16_mixed))
+    throw FieldError("{bf16-master-weights} is DeepSpeed's, with bf16-mixed precision (got " +
+                     std::string(to_string(tr.framework)) + ", " + std::string(to_string(tr.precision)) + ")");
   if (const auto why = context_parallel_problem(a, tr)) throw FieldError(*why);
   if (!optimizer_impl_allows(tr.optimizer_impl, tr.offload) && tr.offload == Offload::none)
     throw FieldError("{optimizer-impl} deepspeed-cpu steps on the host: it needs {offload} optimizer");
@@ -217,6 +223,10 @@ Layout make_layout(const Architecture& a, const Training& tr, const hardware::Cl
     throw InputError("strategy '" + std::string(to_string(tr.strategy)) +
                      "' does not exist in the megatron framework (use ddp, or zero1 for the "
                      "distributed optimizer)");
+  if (tr.bf16_master && !(tr.strategy == Strategy::zero1 || tr.strategy == Strategy::zero2 ||
+                          tr.strategy == Strategy::zero3))
+    throw FieldError("{bf16-master-weights} runs with ZeRO stage 1-3 only, as DeepSpeed asserts (got strategy " +
+                     std::string(to_string(tr.strategy)) + ")");
   l.dp = l.world / (tr.tp * tr.cp * tr.pp);
   std::int64_t step_tokens = 0;
   if (!product_within({tr.micro_batch, tr.seq, tr.grad_accum, l.dp}, kMaxTokensPerStep, step_tokens))
@@ -249,8 +259,13 @@ model::StateBytes stage_state_bytes(const Architecture& a, const model::Paramete
                                                                               ? n.total
                                                                               : model::lora_parameters(a, tr.lora)))
                                   : 0.0;
-  const double opt_bytes = model::optimizer_state_bytes(tr.optimizer, tr.precision, ada_elements);
+  // DeepSpeed's bf16_optimizer_states: the moments in bf16, as torch keeps them for bf16 parameters.
+  const Precision states = tr.bf16_optimizer_states ? Precision::bf16_true : tr.precision;
+  const double opt_bytes = model::optimizer_state_bytes(tr.optimizer, states, ada_elements);
   model::StateBytes sb = model::state_bytes(tr.framework, tr.precision, opt_bytes);
+  // bf16_master_weights_and_grads: the master weights and the gradient partition the optimizer
+  // steps from are bf16 (2 + 2 bytes instead of 4 + 4).
+  if (tr.bf16_master) sb.opt_grads = sb.master = 2.0;
   // DeepSpeed ZeRO-3 reduce-scatters each layer's 16-bit gradients straight into the fp32
   // partition: they live only in the per-layer gather buffer (stage3.py estimator, 18/N).
   if (tr.framework == Framework::deepspeed && shards_parameters(tr.strategy) && is_mixed(tr.precision))

@@ -9,9 +9,10 @@ namespace {
 
 constexpr double kFp32 = 4.0;
 
-// Bytes of the stepped weights and moments, and of the gradient the step reads.
+// Bytes of the stepped weights, of the moments, and of the gradient the step reads.
 struct StepDtypes {
-  double state;
+  double master;
+  double moments;
   double grad;
   double copy;  // a 16-bit copy written after the fp32 master update (0 when the model is fp32)
 };
@@ -21,14 +22,18 @@ StepDtypes step_dtypes(const model::Training& tr) {
   switch (tr.framework) {
     case Framework::pytorch:
       // Autocast trains an fp32 model: weights, gradients and moments all in the parameter dtype.
-      return {w, w, 0.0};
+      return {w, w, w, 0.0};
     case Framework::deepspeed:
-    case Framework::megatron:
-      // fp32 master weights and main gradients beside the 16-bit model.
-      return {w, is_mixed(tr.precision) ? kFp32 : w,
-              is_mixed(tr.precision) ? kFp32 + compute_bytes(tr.precision) : 0.0};
+    case Framework::megatron: {
+      // fp32 master weights and main gradients beside the 16-bit model; DeepSpeed's
+      // bf16_master_weights_and_grads and bf16_optimizer_states make them bf16.
+      const double c = compute_bytes(tr.precision);
+      const double master = tr.bf16_master ? 2.0 : w;
+      const double grad = tr.bf16_master ? 2.0 : (is_mixed(tr.precision) ? kFp32 : w);
+      return {master, tr.bf16_optimizer_states ? 2.0 : w, grad, is_mixed(tr.precision) ? master + c : 0.0};
+    }
   }
-  return {w, w, 0.0};
+  return {w, w, w, 0.0};
 }
 
 bool is_adam(Optimizer o) { return o == Optimizer::adam || o == Optimizer::adamw; }
@@ -51,15 +56,16 @@ bool fused_kernel(OptimizerImpl impl) {
 
 double optimizer_step_bytes(const model::Training& tr) {
   const StepDtypes d = step_dtypes(tr);
-  const double w = d.state;
+  const double w = d.master;
+  const double m = d.moments;
   const double g = d.grad;
   const OptimizerImpl impl = tr.optimizer_implementation();
   if (impl == OptimizerImpl::deepspeed_cpu) return 0.0;  // the step runs on the host
   switch (tr.optimizer) {
     case Optimizer::adam:
     case Optimizer::adamw:
-      if (fused_kernel(impl)) return 6.0 * w + g + d.copy;
-      return 18.0 * w + 3.0 * g + d.copy;
+      if (fused_kernel(impl)) return 2.0 * w + 4.0 * m + g + d.copy;
+      return 6.0 * w + 12.0 * m + 3.0 * g + d.copy;
     case Optimizer::adamw_8bit:
     case Optimizer::paged_adamw_8bit:
       // bitsandbytes' fused 8-bit kernel: weights and gradient once each way, 1-byte moments.
@@ -68,7 +74,7 @@ double optimizer_step_bytes(const model::Training& tr) {
       return 2.0 * w + 2.0 * g + d.copy;
     case Optimizer::sgd_momentum:
     case Optimizer::lion:  // one momentum, read and written, as SGD's
-      return 4.0 * w + 2.0 * g + d.copy;
+      return 2.0 * w + 2.0 * m + 2.0 * g + d.copy;
     case Optimizer::paged_adamw:
       // bitsandbytes' fused 32-bit kernel: weights and gradient once each way, two fp32 moments.
       return 2.0 * w + g + 4.0 * 4.0 + d.copy;
@@ -79,7 +85,7 @@ double optimizer_step_bytes(const model::Training& tr) {
     case Optimizer::lamb:
       // DeepSpeed's FusedLamb: Adam's fused pass and one more read of the weights and the update
       // for the per-layer norms of the trust ratio (ops/lamb/fused_lamb.py).
-      return 8.0 * w + g + d.copy;
+      return 4.0 * w + 4.0 * m + g + d.copy;
     case Optimizer::adafactor:
       return 4.0 * w + 2.0 * g + d.copy;  // the update tensor; factored moments are small
   }
@@ -89,7 +95,7 @@ double optimizer_step_bytes(const model::Training& tr) {
 Bytes optimizer_step_transient(const model::Training& tr, double stepped_params,
                                double largest_tensor) {
   if (!is_adam(tr.optimizer)) return Bytes(0.0);
-  const double w = step_dtypes(tr).state;
+  const double w = step_dtypes(tr).moments;  // foreach's sqrt(v)
   switch (tr.optimizer_implementation()) {
     case OptimizerImpl::foreach:
       return Bytes(w * stepped_params);
@@ -122,7 +128,7 @@ double trainable_tensors(const model::Architecture& a, const BlockShape& block,
   return per_block * layers + edges;
 }
 
-bool optimizer_states_fp32(const model::Training& tr) { return step_dtypes(tr).state >= kFp32; }
+bool optimizer_states_fp32(const model::Training& tr) { return step_dtypes(tr).master >= kFp32; }
 
 OptimizerStepTime optimizer_step_time(const model::Training& tr, BytesPerSecond hbm,
                                       double fp32_tflops, double params, double tensors,
@@ -130,7 +136,7 @@ OptimizerStepTime optimizer_step_time(const model::Training& tr, BytesPerSecond 
                                       std::optional<BytesPerSecond> measured) {
   OptimizerStepTime out;
   const double bytes = params * optimizer_step_bytes(tr);
-  const double fraction = step_dtypes(tr).state < kFp32 ? tc.multi_tensor_bandwidth_16bit
+  const double fraction = step_dtypes(tr).master < kFp32 ? tc.multi_tensor_bandwidth_16bit
                                                         : tc.multi_tensor_bandwidth_fp32;
   // A measured rate (the calibration's own multi-tensor kernel) stands in for the streaming rate:
   // torch's kernels reach the same share of it as of the datasheet's achieved streaming rate.

@@ -78,6 +78,8 @@ Json plan_json(const planner::Estimate& e, std::optional<double> tokens) {
   j["sequence_parallel"] = e.training.sequence_parallel;
   j["tp_comm_overlap"] = e.training.tp_comm_overlap;
   j["fp8_param_gather"] = e.training.fp8_param_gather;
+  j["bf16_master_weights"] = e.training.bf16_master;
+  j["bf16_optimizer_states"] = e.training.bf16_optimizer_states;
   j["grad_accum"] = e.training.grad_accum;
   // How it trains beyond the candidate's columns, so that the plan can be read back (replay).
   const model::Training& t = e.training;

@@ -37,6 +37,8 @@ constexpr std::array kTrainingKeys{
     TrainingKey{"cp_comm", KeyType::text, true},
     TrainingKey{"fp8", KeyType::text, false},
     TrainingKey{"fp8_param_gather", KeyType::boolean, false},
+    TrainingKey{"bf16_master_weights", KeyType::boolean, false},
+    TrainingKey{"bf16_optimizer_states", KeyType::boolean, false},
     TrainingKey{"pp", KeyType::integer, true},
     TrainingKey{"pp_virtual", KeyType::integer, true},
     TrainingKey{"sequence_parallel", KeyType::boolean, true},
@@ -167,6 +169,8 @@ void read_parallelism(ObjectReader& r, model::Training& t) {
   if (r.has("expert_parallel")) t.ep = int_key(r, "expert_parallel", 1);
   if (const auto f = r.optional_enumeration<Fp8Recipe>("fp8")) t.fp8 = *f;
   if (const auto g = r.optional_boolean("fp8_param_gather")) t.fp8_param_gather = *g;
+  if (const auto m = r.optional_boolean("bf16_master_weights")) t.bf16_master = *m;
+  if (const auto m = r.optional_boolean("bf16_optimizer_states")) t.bf16_optimizer_states = *m;
 }
 
 // The training of one PLAN object (settings applied); `assumed` collects the options taken from the
@@ -464,6 +468,8 @@ Json training_json(const model::Training& t) {
               {"cp_comm", std::string(to_string(t.cp_comm))},
               {"fp8", std::string(to_string(t.fp8))},
               {"fp8_param_gather", t.fp8_param_gather},
+              {"bf16_master_weights", t.bf16_master},
+              {"bf16_optimizer_states", t.bf16_optimizer_states},
               {"pp", t.pp},
               {"pp_virtual", t.pp_virtual},
               {"sequence_parallel", t.sequence_parallel},

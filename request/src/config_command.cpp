@@ -15,6 +15,7 @@
 #include <cctype>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "config_reader.hpp"
@@ -32,6 +33,9 @@ struct Parsed {
   std::vector<std::pair<std::string, std::string>> launcher;
   std::vector<std::pair<std::string, std::string>> script;
   std::string script_name;
+  // A wrapper that ran the launcher after its own "--" (mason.py): its script and flags.
+  std::string wrapper_name;
+  std::vector<std::pair<std::string, std::string>> wrapper;
 };
 
 // A quoted array element holding a flag and its value ("--fp8-format hybrid") is split into words
@@ -67,10 +71,18 @@ Parsed parse(const std::vector<std::string>& given) {
     // launch ...): the launcher's command is the one that trains.
     if (!p.script_name.empty() && i > 0 && args[i - 1] == "--" &&
         (a == "torchrun" || a == "deepspeed" || (a == "accelerate" && i + 1 < args.size() && args[i + 1] == "launch"))) {
-      p = Parsed{};
+      Parsed launched;
+      launched.wrapper_name = p.script_name;
+      launched.wrapper = p.script;
+      p = std::move(launched);
       into = &p.launcher;
       continue;
     }
+    // A second launch after the script (the other branch of an `if` over the environment, read
+    // through): the first command is the one read.
+    if (!p.script_name.empty() && (i == 0 || args[i - 1] != "--") &&
+        (a == "torchrun" || (a == "accelerate" && i + 1 < args.size() && args[i + 1] == "launch")))
+      break;
     if (a == "--") continue;  // the end of a wrapper's options, not a flag
     if (a.rfind("--", 0) != 0) {
       if (p.script_name.empty() && a.size() > 3 && a.substr(a.size() - 3) == ".py" &&
@@ -110,8 +122,20 @@ std::int64_t positive(Reader& r, const std::string& flag, const std::string& val
 // `accelerate launch`'s own options (accelerate/commands/launch.py): --num_processes counts every
 // process of the job, --mixed_precision, and DeepSpeed or FSDP chosen on the command line.
 void read_accelerate_launch(const Parsed& p, Reader& r) {
+  // allenai/open-instruct mason.py: --num_nodes replicas, each running the command; for more than
+  // one it rewrites accelerate's --num_processes N to N x num_nodes over --num_machines num_nodes.
+  std::int64_t machines = 1;
+  if (p.wrapper_name.ends_with("mason.py"))
+    for (const auto& [flag, value] : p.wrapper)
+      if (flag == "--num_nodes") {
+        machines = positive(r, "mason.py --num_nodes", value);
+        r.set("nodes", std::to_string(machines), "mason.py --num_nodes", value);
+      }
   for (const auto& [flag, value] : p.launcher) {
-    if (flag == "--num_processes")
+    if (flag == "--num_processes" && machines > 1)
+      r.set("gpus", std::to_string(checked_product({machines, positive(r, flag, value)}, "mason.py --num_nodes x " + flag, kMaxClusterGpus)),
+            "mason.py --num_nodes x " + flag, std::to_string(machines) + " x " + value);
+    else if (flag == "--num_processes")
       r.set("gpus", std::to_string(positive(r, flag, value)), flag, value);
     else if (flag == "--num_machines")
       r.set("nodes", std::to_string(positive(r, flag, value)), flag, value);
@@ -454,6 +478,30 @@ std::optional<std::string> flag_value(const Parsed& p, const std::string& flag) 
   return std::nullopt;
 }
 
+// open_instruct/finetune.py's flags: those read, those that change neither memory nor time
+// (FlatArguments and TokenizerConfig fields), and a warning for any other.
+void warn_unpriced_openinstruct_flags(const Parsed& p, Reader& r) {
+  static const std::set<std::string, std::less<>> kQuiet{
+      "--exp_name", "--model_revision", "--tokenizer_name", "--tokenizer_revision", "--use_slow_tokenizer",
+      "--chat_template_name", "--chat_template", "--dataset_mixer_list", "--dataset_mixer_list_splits",
+      "--dataset_name", "--dataset_config_name", "--dataset_transform_fn", "--dataset_target_columns",
+      "--dataset_cache_mode", "--dataset_local_cache_dir", "--dataset_skip_cache", "--add_bos", "--learning_rate",
+      "--lr_scheduler_type", "--warmup_ratio", "--weight_decay", "--num_train_epochs", "--max_train_steps",
+      "--report_to", "--logging_steps", "--seed", "--with_tracking", "--output_dir", "--checkpointing_steps",
+      "--keep_last_n_checkpoints", "--resume_from_checkpoint", "--timeout", "--clip_grad_norm",
+      "--low_cpu_mem_usage", "--push_to_hub", "--hf_entity", "--hf_repo_id", "--wandb_project_name",
+      "--wandb_entity", "--try_launch_beaker_eval_jobs", "--trust_remote_code", "--preprocessing_num_workers",
+      "--overwrite_cache", "--load_balancing_loss", "--load_balancing_weight", "--final_lr_ratio",
+      "--use_8bit_optimizer"};
+  static const std::set<std::string, std::less<>> kRead{
+      "--model_name_or_path", "--max_seq_length", "--per_device_train_batch_size", "--gradient_accumulation_steps",
+      "--gradient_checkpointing", "--use_lora", "--use_qlora", "--lora_rank", "--lora_alpha", "--lora_dropout",
+      "--fused_optimizer", "--use_liger_kernel", "--packing"};
+  for (const auto& [flag, value] : p.script)
+    if (!kQuiet.contains(flag) && !kRead.contains(flag))
+      r.warn(flag + (value.empty() ? "" : " " + value) + ": not an open_instruct/finetune.py flag trainplan prices; ignored");
+}
+
 }  // namespace
 
 // DeepSpeed-Chat's training scripts (deepspeedai/DeepSpeedExamples applications/DeepSpeed-Chat,
@@ -505,6 +553,70 @@ void read_dschat_command(const std::vector<std::string>& args, Reader& r) {
   r.set("attention", "sdpa", "(no attn_implementation: transformers' default)", "");
   if (const auto model = flag_value(p, "--model_name_or_path"); model && !model->empty() && (*model)[0] != '$')
     r.set("model", *model, "--model_name_or_path", *model);
+}
+
+// allenai/open-instruct's open_instruct/finetune.py (at e6c3044a): its own loop over accelerate,
+// not the Trainer. FlatArguments (L76-325) via HfArgumentParser: per_device_train_batch_size 8,
+// gradient_accumulation_steps 1, max_seq_length none, gradient_checkpointing off, use_lora /
+// use_qlora (lora_rank 64, lora_alpha 16, lora_dropout 0.1 on every block linear), fused_optimizer
+// on (torch AdamW, fused=...; bitsandbytes' paged AdamW under QLoRA, 8-bit with
+// use_8bit_optimizer). The model loads in bf16 (dtype=torch.bfloat16, L589-598; without a dtype
+// under use_liger_kernel), so without DeepSpeed the optimizer steps bf16 weights; flash attention
+// (model_utils.detect_hf_attn_implementation).
+void read_openinstruct_command(const std::vector<std::string>& args, Reader& r) {
+  Parsed p = parse(args);
+  std::string mixed = "bf16";
+  std::erase_if(p.launcher, [&mixed](const auto& f) {
+    if (f.first == "--mixed_precision") mixed = f.second;
+    return f.first == "--mixed_precision";
+  });
+  read_launcher(p, r);
+  const bool deepspeed = std::any_of(p.launcher.begin(), p.launcher.end(), [](const auto& f) {
+    return f.first == "--use_deepspeed" || f.first == "--deepspeed_config_file";
+  });
+  r.set("library", "accelerate", "(open_instruct/finetune.py: its own accelerate loop)", p.script_name);
+  if (!deepspeed) r.set("framework", "pytorch", "(no --use_deepspeed)", "");
+  const bool liger = has_flag(p, "--use_liger_kernel");
+  const bool qlora = has_flag(p, "--use_qlora");
+  const bool lora = qlora || has_flag(p, "--use_lora");
+  if (deepspeed || liger || lora || mixed != "bf16")
+    r.set("precision", mixed == "no" ? "fp32" : mixed + "-mixed", "--mixed_precision", mixed);
+  else
+    r.set("precision", "bf16-true", "(open_instruct/finetune.py loads the model in bf16, no --use_deepspeed)", "");
+  if (liger) r.warn("--use_liger_kernel: Liger's fused kernels and cross-entropy are not priced");
+  if (has_flag(p, "--packing")) r.warn("--packing: padding-free packed sequences are priced as one causal sequence");
+  if (!has_flag(p, "--per_device_train_batch_size"))
+    r.set("micro-batch", "8", "(no --per_device_train_batch_size: open-instruct's default)", "");
+  set_flag_integer(p, "--per_device_train_batch_size", "micro-batch", r);
+  if (!has_flag(p, "--gradient_accumulation_steps"))
+    r.set("grad-accum", "1", "(no --gradient_accumulation_steps: open-instruct's default)", "");
+  set_flag_integer(p, "--gradient_accumulation_steps", "grad-accum", r);
+  set_flag_integer(p, "--max_seq_length", "seq", r);
+  const bool ckpt = has_flag(p, "--gradient_checkpointing");
+  r.set("checkpointing", ckpt ? "full" : "none", ckpt ? "--gradient_checkpointing" : "(no --gradient_checkpointing)", "");
+  r.set("attention", "flash", "(open-instruct picks FlashAttention when installed)", "");
+  r.set("optimizer", qlora ? (has_flag(p, "--use_8bit_optimizer") ? "paged-adamw-8bit" : "paged-adamw") : "adamw",
+        qlora ? "--use_qlora (bitsandbytes' paged AdamW)" : "(torch.optim.AdamW)", "");
+  if (!qlora) {
+    const std::string fused = flag_value(p, "--fused_optimizer").value_or("True");
+    r.set("optimizer-impl", fused == "False" || fused == "false" ? "foreach" : "fused", "--fused_optimizer", fused);
+  }
+  r.set("method", qlora ? "qlora" : (lora ? "lora" : "full"), qlora ? "--use_qlora" : (lora ? "--use_lora" : "(no --use_lora)"), "");
+  if (lora) {
+    if (qlora) r.set("quant", "nf4-dq", "--use_qlora", "(nf4, double quantization)");
+    r.set("lora-rank", std::to_string(positive(r, "--lora_rank", flag_value(p, "--lora_rank").value_or("64"))),
+          "--lora_rank", flag_value(p, "--lora_rank").value_or("64"));
+    r.set("lora-alpha", flag_value(p, "--lora_alpha").value_or("16"), "--lora_alpha", flag_value(p, "--lora_alpha").value_or("16"));
+    r.set("lora-dropout", flag_value(p, "--lora_dropout").value_or("0.1"), "--lora_dropout", flag_value(p, "--lora_dropout").value_or("0.1"));
+    r.set("lora-targets", "all-linear", "(q, k, v, o, gate, up and down projections)", "");
+  }
+  if (const auto model = flag_value(p, "--model_name_or_path"); model && !model->empty() && (*model)[0] != '$')
+    r.set("model", *model, "--model_name_or_path", *model);
+  warn_unpriced_openinstruct_flags(p, r);
+  if (!deepspeed && !r.read().find("strategy")) {
+    const Setting* gpus = r.read().find("gpus");
+    if (gpus) r.set("strategy", gpus->value == "1" ? "single" : "ddp", "(accelerate without DeepSpeed or FSDP)", "");
+  }
 }
 
 // `llamafactory-cli train`: a LLaMA-Factory YAML (read it with --from) or its keys as flags

@@ -100,11 +100,19 @@ void read_precision(const Json& j, Reader& r) {
                   "bf16_master_weights_and_grads", "bf16_optimizer_states"});
     const std::string option = "precision";
     const std::optional<bool> on = r.boolean(o, "enabled", key, option);
-    for (const char* kept : {"bf16_master_weights_and_grads", "bf16_optimizer_states", "fp16_master_weights_and_grads"})
-      if (r.boolean(o, kept, key, "").value_or(false))
-        r.warn(std::string(key) + "." + kept +
-               " = true: 16-bit master weights, gradients or optimizer states are not modelled; estimated with "
-               "DeepSpeed's fp32 master weights and states");
+    // DeepSpeed 0.18's bf16 optimizer (runtime/config.py, BFLOAT16_MASTER_WEIGHTS_AND_GRADS and
+    // BFLOAT16_OPTIMIZER_STATES, both false by default).
+    if (std::string(key) != "fp16") {
+      if (r.boolean(o, "bf16_master_weights_and_grads", key, "bf16-master-weights").value_or(false))
+        r.set("bf16-master-weights", "true", std::string(key) + ".bf16_master_weights_and_grads",
+              o.at("bf16_master_weights_and_grads"));
+      if (r.boolean(o, "bf16_optimizer_states", key, "bf16-optimizer-states").value_or(false))
+        r.set("bf16-optimizer-states", "true", std::string(key) + ".bf16_optimizer_states",
+              o.at("bf16_optimizer_states"));
+    }
+    if (r.boolean(o, "fp16_master_weights_and_grads", key, "").value_or(false))
+      r.warn(std::string(key) + ".fp16_master_weights_and_grads = true: fp16 master weights and gradients are not "
+             "modelled; estimated with DeepSpeed's fp32 master weights");
     if (!on || !*on) continue;
     // DeepSpeed keeps fp32 master weights in the optimizer for fp16 and bf16 alike.
     r.set(option, std::string(key) == "fp16" ? "fp16-mixed" : "bf16-mixed",

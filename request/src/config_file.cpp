@@ -67,6 +67,11 @@ ConfigRead read_command(const std::string& text, ConfigRead out) {
     out.kind = "llamafactory-cli command";
     config::Reader r(out, "LLaMA-Factory");
     config::read_llamafactory_command(args, r);
+  } else if (std::any_of(args.begin(), args.end(),
+                         [](const std::string& a) { return a.ends_with("open_instruct/finetune.py"); })) {
+    out.kind = "open-instruct command";
+    config::Reader r(out, "open-instruct");
+    config::read_openinstruct_command(args, r);
   } else if (has({"--zero_stage"}) && !megatron) {
     out.kind = "DeepSpeed-Chat command";
     config::Reader r(out, "DeepSpeed-Chat");

@@ -153,6 +153,7 @@ void read_llamafactory(const Json& j, Reader& r);
 void read_megatron_command(const std::vector<std::string>& args, Reader& r);
 void read_torchrun_command(const std::vector<std::string>& args, Reader& r);
 void read_dschat_command(const std::vector<std::string>& args, Reader& r);
+void read_openinstruct_command(const std::vector<std::string>& args, Reader& r);
 void read_llamafactory_command(const std::vector<std::string>& args, Reader& r);
 
 }  // namespace trainplan::request::config

@@ -289,6 +289,35 @@ std::vector<Option> model_and_method() {
   return v;
 }
 
+// DeepSpeed's low-precision optimizer: bf16 master weights, gradient partition and moments.
+std::vector<Option> deepspeed_precision_options() {
+  std::vector<Option> v;
+  // DeepSpeed asserts ZeRO stage 1-3 and bf16 for both (runtime/engine.py).
+  const auto deepspeed_bf16_zero = [](const Request& r, unsigned cmd) {
+    const Strategy s = r.training.strategy;
+    return r.training.framework == Framework::deepspeed && r.training.precision == Precision::bf16_mixed &&
+           (s == Strategy::zero1 || s == Strategy::zero2 || s == Strategy::zero3 ||
+            (cmd != command::estimate && !r.has("strategy")));
+  };
+  const std::string deepspeed_words = "with --framework deepspeed, bf16-mixed and ZeRO stage 1-3";
+  v.push_back(applies(flag(describe("bf16-master-weights", "", "bf16 master", "method",
+                                    "DeepSpeed's bf16_master_weights_and_grads: the optimizer's master weights "
+                                    "and gradient partition in bf16",
+                                    "off (fp32)"),
+                           [](auto& r) -> auto& { return r.training.bf16_master; }),
+                      deepspeed_bf16_zero, deepspeed_words));
+  v.push_back(applies(flag(describe("bf16-optimizer-states", "", "bf16 moments", "method",
+                                    "DeepSpeed's bf16_optimizer_states: the optimizer's moments in bf16 (with "
+                                    "--bf16-master-weights)",
+                                    "off (fp32)"),
+                           [](auto& r) -> auto& { return r.training.bf16_optimizer_states; }),
+                      [deepspeed_bf16_zero](const Request& r, unsigned cmd) {
+                        return r.training.bf16_master && deepspeed_bf16_zero(r, cmd);
+                      },
+                      "with --bf16-master-weights"));
+  return v;
+}
+
 std::vector<Option> adapter_options() {
   const std::string words = "with --method lora or qlora";
   std::vector<Option> v;
@@ -534,8 +563,8 @@ std::vector<Option> cluster_and_output_options() {
 
 std::vector<Option> build() {
   std::vector<Option> all;
-  for (auto part : {model_and_method(), adapter_options(), parallel_options(), megatron_options(), batch_and_memory_options(),
-                    cluster_and_output_options()})
+  for (auto part : {model_and_method(), deepspeed_precision_options(), adapter_options(), parallel_options(),
+                    megatron_options(), batch_and_memory_options(), cluster_and_output_options()})
     for (auto& o : part) all.push_back(std::move(o));
   add_option_details(all);
   return all;

@@ -123,6 +123,19 @@ TEST(Emit, Zero2) {
                 ["overlap_comm"],
             false);
 
+  // DeepSpeed's bf16 master weights and moments are written back in its bf16 section; accelerate's
+  // inline keys have none, so it points at the full config.
+  Plan low = plan;
+  low.t.bf16_master = low.t.bf16_optimizer_states = true;
+  const Emitting rl = emitting(low);
+  const auto jl = nlohmann::json::parse(emit(EmitFormat::deepspeed, rl.e, rl.p.c, rl.p.a, rl.x).text);
+  EXPECT_EQ(jl["bf16"]["bf16_master_weights_and_grads"], true);
+  EXPECT_EQ(jl["bf16"]["bf16_optimizer_states"], true);
+  EXPECT_FALSE(j["bf16"].contains("bf16_master_weights_and_grads"));
+  EXPECT_EQ(yaml_keys(emit(EmitFormat::accelerate, rl.e, rl.p.c, rl.p.a, rl.x).text)
+                .at("deepspeed_config.deepspeed_config_file"),
+            "ds_config.json");
+
   const std::string cmd = emit(EmitFormat::torchrun, r.e, r.p.c, r.p.a, r.x).text;
   EXPECT_EQ(flag(cmd, "--deepspeed"), "ds_config.json");
   EXPECT_FALSE(flag(cmd, "--optim").has_value()) << cmd;  // the DeepSpeed config's

@@ -244,9 +244,14 @@ TEST(ConfigFile, DeepSpeedOmittedKeysTakeDeepSpeedsDefaults) {
       R"({"train_micro_batch_size_per_gpu": 2, "bf16": {"enabled": "auto", "bf16_master_weights_and_grads": true}})",
       "ds.json");
   EXPECT_EQ(autos.find("precision"), nullptr);  // "auto": left open, not fp32
-  ASSERT_EQ(autos.warnings.size(), 1u);
-  EXPECT_NE(autos.warnings[0].find("bf16.bf16_master_weights_and_grads = true"), std::string::npos)
-      << autos.warnings[0];
+  EXPECT_EQ(value(autos, "bf16-master-weights"), "true <- ds.json: bf16.bf16_master_weights_and_grads = true");
+  EXPECT_TRUE(autos.warnings.empty());
+  const ConfigRead fp16 = read_training_config_text(
+      R"({"train_micro_batch_size_per_gpu": 2, "fp16": {"enabled": true, "fp16_master_weights_and_grads": true}})",
+      "ds.json");
+  ASSERT_EQ(fp16.warnings.size(), 1u);
+  EXPECT_NE(fp16.warnings[0].find("fp16.fp16_master_weights_and_grads = true"), std::string::npos)
+      << fp16.warnings[0];
   // AutoTP's degree is tensor parallelism; Ulysses' sequence parallelism is named, not dropped.
   const ConfigRead tp = read_training_config_text(
       R"({"train_micro_batch_size_per_gpu": 1, "tensor_parallel": {"autotp_size": 4}, "sequence_parallel_size": 2})",

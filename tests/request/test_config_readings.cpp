@@ -76,7 +76,7 @@ TEST(ConfigReadings, ShareOfRealFilesReadRight) {
   std::printf("%d of %d real configs read with every stated option right (%.1f %%)\n", real - misread, real,
               100.0 * share);
   EXPECT_GE(real, 95);
-  EXPECT_GE(share, 0.78);
+  EXPECT_GE(share, 0.84);
 }
 
 // DeepSpeed derives the micro-batch from train_batch_size and the accumulation
@@ -163,6 +163,33 @@ TEST(ConfigReadings, LaunchersReadByTheirOwnArguments) {
   EXPECT_EQ(w.at("framework"), "deepspeed");
   EXPECT_EQ(w.at("precision"), "bf16-mixed");
   EXPECT_EQ(w.count("strategy"), 0u);  // not the Trainer's DDP: DeepSpeed's config decides
+}
+
+// open-instruct's own loop (open_instruct/finetune.py at e6c3044a): its defaults, the model loaded
+// in bf16 (so without DeepSpeed the optimizer steps bf16 weights), bitsandbytes' paged AdamW under
+// QLoRA, and mason.py's --num_nodes multiplying accelerate's per-node --num_processes.
+TEST(ConfigReadings, OpenInstructLoopReadByItsOwnArguments) {
+  const ConfigRead lora = read_training_config_text(
+      "python mason.py --num_nodes 2 --gpus 8 -- accelerate launch --mixed_precision bf16 --num_processes 8 "
+      "open_instruct/finetune.py --model_name_or_path m --use_qlora --max_seq_length 2048 --sync_each_batch\n",
+      "job.sh");
+  EXPECT_EQ(lora.kind, "open-instruct command");
+  const Options q = options_of(lora);
+  EXPECT_EQ(q.at("nodes"), "2");
+  EXPECT_EQ(q.at("gpus"), "16");
+  EXPECT_EQ(q.at("strategy"), "ddp");
+  EXPECT_EQ(q.at("method"), "qlora");
+  EXPECT_EQ(q.at("optimizer"), "paged-adamw");
+  EXPECT_EQ(q.at("lora-rank"), "64");
+  EXPECT_EQ(q.at("micro-batch"), "8");
+  EXPECT_EQ(q.at("precision"), "bf16-mixed");
+  ASSERT_EQ(lora.warnings.size(), 1u);  // a flag that changes memory is said, not dropped
+  EXPECT_NE(lora.warnings[0].find("--sync_each_batch"), std::string::npos);
+  const Options full = options_of(read_training_config_text(
+      "accelerate launch --num_processes 1 open_instruct/finetune.py --model_name_or_path m\n", "run.sh"));
+  EXPECT_EQ(full.at("precision"), "bf16-true");
+  EXPECT_EQ(full.at("optimizer-impl"), "fused");
+  EXPECT_EQ(full.at("strategy"), "single");
 }
 
 // Bad values in the launch scripts' own arguments are refused naming the script, the flag and

@@ -57,6 +57,11 @@ struct Training {
   // (runtime/zero/config.py: the default below stage 3); false here is overlap_comm true.
   bool no_overlap_comm = false;
   OptimizerImpl optimizer_impl = OptimizerImpl::framework_default;
+  // DeepSpeed's bf16.bf16_master_weights_and_grads: the optimizer's master weights and its gradient
+  // partition in bf16 instead of fp32; bf16_optimizer_states: its moments too (needs the first).
+  // DeepSpeed runtime/config.py asserts both need bf16 and ZeRO stage 1-3 (DeepSpeed PR #7700).
+  bool bf16_master = false;
+  bool bf16_optimizer_states = false;
   // Adapters under mixed precision: keep the frozen base in fp32 (litgpt's bf16-mixed autocasts an
   // fp32 model) instead of the 16-bit compute dtype (Hugging Face + PEFT practice).
   bool frozen_base_fp32 = false;
