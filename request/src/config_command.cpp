@@ -133,7 +133,9 @@ void read_accelerate_launch(const Parsed& p, Reader& r) {
       }
   for (const auto& [flag, value] : p.launcher) {
     if (flag == "--num_processes" && machines > 1)
-      r.set("gpus", std::to_string(checked_product({machines, positive(r, flag, value)}, "mason.py --num_nodes x " + flag, kMaxClusterGpus)),
+      r.set("gpus",
+            std::to_string(checked_product({machines, positive(r, flag, value)},
+                                           r.read().path + ": mason.py --num_nodes x " + flag, kMaxClusterGpus)),
             "mason.py --num_nodes x " + flag, std::to_string(machines) + " x " + value);
     else if (flag == "--num_processes")
       r.set("gpus", std::to_string(positive(r, flag, value)), flag, value);
@@ -499,7 +501,8 @@ void warn_unpriced_openinstruct_flags(const Parsed& p, Reader& r) {
       "--fused_optimizer", "--use_liger_kernel", "--packing"};
   for (const auto& [flag, value] : p.script)
     if (!kQuiet.contains(flag) && !kRead.contains(flag))
-      r.warn(flag + (value.empty() ? "" : " " + value) + ": not an open_instruct/finetune.py flag trainplan prices; ignored");
+      r.warn(flag + (value.empty() ? "" : " " + value) +
+             ": not an open_instruct/finetune.py flag trainplan prices; ignored");
 }
 
 }  // namespace
@@ -565,26 +568,36 @@ void read_dschat_command(const std::vector<std::string>& args, Reader& r) {
 // (model_utils.detect_hf_attn_implementation).
 void read_openinstruct_command(const std::vector<std::string>& args, Reader& r) {
   Parsed p = parse(args);
-  std::string mixed = "bf16";
+  std::optional<std::string> mixed;
   std::erase_if(p.launcher, [&mixed](const auto& f) {
     if (f.first == "--mixed_precision") mixed = f.second;
     return f.first == "--mixed_precision";
   });
+  // HfArgumentParser's booleans: "--use_lora" alone or with True/False.
+  const auto on = [&p](const std::string& flag) {
+    const std::optional<std::string> v = flag_value(p, flag);
+    return v && *v != "False" && *v != "false" && *v != "0";
+  };
   read_launcher(p, r);
   const bool deepspeed = std::any_of(p.launcher.begin(), p.launcher.end(), [](const auto& f) {
     return f.first == "--use_deepspeed" || f.first == "--deepspeed_config_file";
   });
   r.set("library", "accelerate", "(open_instruct/finetune.py: its own accelerate loop)", p.script_name);
   if (!deepspeed) r.set("framework", "pytorch", "(no --use_deepspeed)", "");
-  const bool liger = has_flag(p, "--use_liger_kernel");
-  const bool qlora = has_flag(p, "--use_qlora");
-  const bool lora = qlora || has_flag(p, "--use_lora");
-  if (deepspeed || liger || lora || mixed != "bf16")
-    r.set("precision", mixed == "no" ? "fp32" : mixed + "-mixed", "--mixed_precision", mixed);
-  else
+  const bool liger = on("--use_liger_kernel");
+  const bool qlora = on("--use_qlora");
+  const bool lora = qlora || on("--use_lora");
+  // The full model in bf16 under plain accelerate: its optimizer steps bf16 weights whatever the
+  // autocast; DeepSpeed keeps fp32 master weights, adapters train in fp32 (PEFT), Liger's loader
+  // keeps fp32 weights: there accelerate's mixed precision decides.
+  if (!deepspeed && !liger && !lora)
     r.set("precision", "bf16-true", "(open_instruct/finetune.py loads the model in bf16, no --use_deepspeed)", "");
+  else if (mixed)
+    r.set("precision", *mixed == "no" ? "fp32" : *mixed + "-mixed", "--mixed_precision", *mixed);
+  else
+    r.unresolved("precision", "--mixed_precision", Json(""), "accelerate's own config decides");
   if (liger) r.warn("--use_liger_kernel: Liger's fused kernels and cross-entropy are not priced");
-  if (has_flag(p, "--packing")) r.warn("--packing: padding-free packed sequences are priced as one causal sequence");
+  if (on("--packing")) r.warn("--packing: padding-free packed sequences are priced as one causal sequence");
   if (!has_flag(p, "--per_device_train_batch_size"))
     r.set("micro-batch", "8", "(no --per_device_train_batch_size: open-instruct's default)", "");
   set_flag_integer(p, "--per_device_train_batch_size", "micro-batch", r);
@@ -592,16 +605,18 @@ void read_openinstruct_command(const std::vector<std::string>& args, Reader& r) 
     r.set("grad-accum", "1", "(no --gradient_accumulation_steps: open-instruct's default)", "");
   set_flag_integer(p, "--gradient_accumulation_steps", "grad-accum", r);
   set_flag_integer(p, "--max_seq_length", "seq", r);
-  const bool ckpt = has_flag(p, "--gradient_checkpointing");
+  const bool ckpt = on("--gradient_checkpointing");
   r.set("checkpointing", ckpt ? "full" : "none", ckpt ? "--gradient_checkpointing" : "(no --gradient_checkpointing)", "");
   r.set("attention", "flash", "(open-instruct picks FlashAttention when installed)", "");
-  r.set("optimizer", qlora ? (has_flag(p, "--use_8bit_optimizer") ? "paged-adamw-8bit" : "paged-adamw") : "adamw",
+  r.set("optimizer", qlora ? (on("--use_8bit_optimizer") ? "paged-adamw-8bit" : "paged-adamw") : "adamw",
         qlora ? "--use_qlora (bitsandbytes' paged AdamW)" : "(torch.optim.AdamW)", "");
-  if (!qlora) {
-    const std::string fused = flag_value(p, "--fused_optimizer").value_or("True");
-    r.set("optimizer-impl", fused == "False" || fused == "false" ? "foreach" : "fused", "--fused_optimizer", fused);
-  }
-  r.set("method", qlora ? "qlora" : (lora ? "lora" : "full"), qlora ? "--use_qlora" : (lora ? "--use_lora" : "(no --use_lora)"), "");
+  if (!qlora && has_flag(p, "--fused_optimizer"))
+    r.set("optimizer-impl", on("--fused_optimizer") ? "fused" : "foreach", "--fused_optimizer",
+          *flag_value(p, "--fused_optimizer"));
+  else if (!qlora)
+    r.set("optimizer-impl", "fused", "(no --fused_optimizer: open-instruct's default, True)", "");
+  r.set("method", qlora ? "qlora" : (lora ? "lora" : "full"),
+        qlora ? "--use_qlora" : (lora ? "--use_lora" : "(no --use_lora)"), "");
   if (lora) {
     if (qlora) r.set("quant", "nf4-dq", "--use_qlora", "(nf4, double quantization)");
     r.set("lora-rank", std::to_string(positive(r, "--lora_rank", flag_value(p, "--lora_rank").value_or("64"))),
