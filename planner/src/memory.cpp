@@ -223,8 +223,7 @@ Layout make_layout(const Architecture& a, const Training& tr, const hardware::Cl
     throw InputError("strategy '" + std::string(to_string(tr.strategy)) +
                      "' does not exist in the megatron framework (use ddp, or zero1 for the "
                      "distributed optimizer)");
-  if (tr.bf16_master && !(tr.strategy == Strategy::zero1 || tr.strategy == Strategy::zero2 ||
-                          tr.strategy == Strategy::zero3))
+  if (tr.bf16_master && !is_zero(tr.strategy))
     throw FieldError("{bf16-master-weights} runs with ZeRO stage 1-3 only, as DeepSpeed asserts (got strategy " +
                      std::string(to_string(tr.strategy)) + ")");
   l.dp = l.world / (tr.tp * tr.cp * tr.pp);

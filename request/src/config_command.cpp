@@ -17,6 +17,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 
 #include "config_reader.hpp"
 #include "trainplan/core/checked.hpp"
@@ -619,10 +620,15 @@ void read_openinstruct_command(const std::vector<std::string>& args, Reader& r) 
         qlora ? "--use_qlora" : (lora ? "--use_lora" : "(no --use_lora)"), "");
   if (lora) {
     if (qlora) r.set("quant", "nf4-dq", "--use_qlora", "(nf4, double quantization)");
-    r.set("lora-rank", std::to_string(positive(r, "--lora_rank", flag_value(p, "--lora_rank").value_or("64"))),
-          "--lora_rank", flag_value(p, "--lora_rank").value_or("64"));
-    r.set("lora-alpha", flag_value(p, "--lora_alpha").value_or("16"), "--lora_alpha", flag_value(p, "--lora_alpha").value_or("16"));
-    r.set("lora-dropout", flag_value(p, "--lora_dropout").value_or("0.1"), "--lora_dropout", flag_value(p, "--lora_dropout").value_or("0.1"));
+    // FlatArguments' LoRA fields, each the flag's value or open-instruct's default.
+    for (const auto& [flag, option, fallback] : {std::tuple{"--lora_rank", "lora-rank", "64"},
+                                                 std::tuple{"--lora_alpha", "lora-alpha", "16"},
+                                                 std::tuple{"--lora_dropout", "lora-dropout", "0.1"}}) {
+      const std::optional<std::string> given = flag_value(p, flag);
+      r.set(option, given.value_or(fallback),
+            given ? std::string(flag) : "(no " + std::string(flag) + ": open-instruct's default, " + fallback + ")",
+            given.value_or(""));
+    }
     r.set("lora-targets", "all-linear", "(q, k, v, o, gate, up and down projections)", "");
   }
   if (const auto model = flag_value(p, "--model_name_or_path"); model && !model->empty() && (*model)[0] != '$')

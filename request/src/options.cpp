@@ -296,8 +296,7 @@ std::vector<Option> deepspeed_precision_options() {
   const auto deepspeed_bf16_zero = [](const Request& r, unsigned cmd) {
     const Strategy s = r.training.strategy;
     return r.training.framework == Framework::deepspeed && r.training.precision == Precision::bf16_mixed &&
-           (s == Strategy::zero1 || s == Strategy::zero2 || s == Strategy::zero3 ||
-            (cmd != command::estimate && !r.has("strategy")));
+           (is_zero(s) || (cmd != command::estimate && !r.has("strategy")));
   };
   const std::string deepspeed_words = "with --framework deepspeed, bf16-mixed and ZeRO stage 1-3";
   v.push_back(applies(flag(describe("bf16-master-weights", "", "bf16 master", "method",
@@ -421,7 +420,7 @@ std::vector<Option> parallel_options() {
                       [](const Request& r, unsigned cmd) {
                         const Strategy s = r.training.strategy;
                         return (r.training.framework != Framework::megatron &&
-                                (s == Strategy::zero1 || s == Strategy::zero2 || s == Strategy::zero3)) ||
+                                is_zero(s)) ||
                                (cmd != command::estimate && !r.has("strategy"));
                       },
                       "with --strategy zero1, zero2 or zero3 (DeepSpeed)"));

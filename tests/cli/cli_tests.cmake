@@ -112,6 +112,8 @@ run_case(quant_block_without_qlora 0 fit 7b A100 --quant-block 128 ERR "warning:
 run_case(mtp_layers_without_megatron 0 estimate deepseek-v2-lite A100 --method lora --mtp-layers 1 ERR "warning: --mtp-layers 1 ignored: it applies with --framework megatron")
 run_case(moe_capacity_without_megatron 0 estimate mixtral-8x7b 8xH100 --moe-capacity-factor 1.25 ERR "warning: --moe-capacity-factor 1.25 ignored: it applies with --framework megatron")
 run_case(moe_capacity_dense_model 0 estimate llama-2-7b 8xH100 --framework megatron --moe-capacity-factor 1.25 ERR "warning: --moe-capacity-factor 1.25 ignored: model 'llama-2-7b' has no experts")
+run_case(bf16_master_without_deepspeed 0 estimate 7b 4xA100 --bf16-master-weights ERR "warning: --bf16-master-weights true ignored: it applies with --framework deepspeed, bf16-mixed and ZeRO stage 1-3")
+run_case(bf16_states_without_master 0 estimate 7b 4xA100 --framework deepspeed --strategy zero2 --bf16-optimizer-states ERR "warning: --bf16-optimizer-states true ignored: it applies with --bf16-master-weights")
 run_case(moe_pad_without_capacity 2 estimate mixtral-8x7b 8xH100 --framework megatron --moe-pad-to-capacity ERR "--moe-pad-to-capacity needs --moe-capacity-factor")
 run_case(quant_block_not_power_of_two 2 fit 7b A100 --method qlora --quant-block 100 ERR "--quant-block must be a power of two")
 run_case(optimizer_impl_unknown 2 estimate 7b A100 --optimizer-impl turbo ERR "--optimizer-impl: unknown optimizer implementation")

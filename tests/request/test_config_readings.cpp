@@ -190,6 +190,16 @@ TEST(ConfigReadings, OpenInstructLoopReadByItsOwnArguments) {
   EXPECT_EQ(full.at("precision"), "bf16-true");
   EXPECT_EQ(full.at("optimizer-impl"), "fused");
   EXPECT_EQ(full.at("strategy"), "single");
+  // Bad values name the file, the flag and the value.
+  try {
+    (void)read_training_config_text(
+        "python mason.py --num_nodes 0 -- accelerate launch --num_processes 8 open_instruct/finetune.py\n", "job.sh");
+    ADD_FAILURE() << "mason.py --num_nodes 0 read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("job.sh: key 'mason.py --num_nodes' = \"0\": must be a positive integer"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 // Bad values in the launch scripts' own arguments are refused naming the script, the flag and

@@ -328,6 +328,11 @@ struct EnumTable<Library> {
   return false;
 }
 
+// DeepSpeed's ZeRO stages 1-3 (not PyTorch FSDP's variants).
+[[nodiscard]] constexpr bool is_zero(Strategy s) {
+  return s == Strategy::zero1 || s == Strategy::zero2 || s == Strategy::zero3;
+}
+
 [[nodiscard]] constexpr bool is_fsdp(Strategy s) {
   switch (s) {
     case Strategy::fsdp_full:
