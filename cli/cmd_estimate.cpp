@@ -50,6 +50,21 @@ namespace {
 std::string seconds_cell(Seconds s) { return fmt::format("{:.3f}", s.value()); }
 std::string percent(double x) { return fmt::format("{:.1f} %", 100.0 * x); }
 
+// The step's batch in samples (a preference pair is two sequences through the model), tokens and
+// how it computes.
+void print_batch(const model::Training& t, const planner::Estimate& e) {
+  const std::int64_t per = sequences_per_sample(t.objective);
+  const std::string samples =
+      per == 1 ? fmt::format("{} sequences", e.global_batch)
+               : fmt::format("{} {} pairs ({} sequences{})", e.global_batch, to_string(t.objective), e.global_batch * per,
+                             t.runs_reference() ? ", each also through the reference model" : "");
+  std::cout << fmt::format("  batch: micro-batch {} x grad-accum {} x DP {} = {} of {} tokens ({} tokens) per step; "
+                           "{}, {}, {} attention\n",
+                           t.micro_batch, t.grad_accum, e.layout.dp, samples, t.seq,
+                           thousands(e.global_batch * per * t.seq), precision_words(t), to_string(t.optimizer),
+                           to_string(t.attention));
+}
+
 void print_estimate(const request::Resolved& r, const model::ParameterCounts& n, const planner::Estimate& e,
                     std::optional<double> tokens, bool profiled) {
   const hardware::Cluster& c = r.cluster.cluster;
@@ -57,20 +72,16 @@ void print_estimate(const request::Resolved& r, const model::ParameterCounts& n,
   std::cout << fmt::format("{} on {}: {}\n", model_words(r.model.arch.name, n.total, t.method), cluster_words(c),
                            planner::plan_label(t, e.layout));
   print_context(r);
-  std::cout << fmt::format(
-      "  batch: micro-batch {} x grad-accum {} x DP {} = {} sequences of {} tokens ({} tokens) "
-      "per step; {}, {}, {} attention\n",
-      t.micro_batch, t.grad_accum, e.layout.dp, e.global_batch, t.seq,
-      thousands(e.global_batch * t.seq),
-      precision_words(t),
-      to_string(t.optimizer),
-      to_string(t.attention));
+  print_batch(t, e);
   std::cout << fmt::format(
       "  memory: {} of {} GiB per GPU{} — {} (largest micro-batch that fits: {})\n",
       gib_text(e.memory.device_total), gib_text(c.gpu.usable_memory),
       e.memory.peak_stage.empty() ? std::string() : fmt::format(" on the {} pipeline stage", e.memory.peak_stage),
       verdict_text(e.verdict),
       e.max_micro_batch);
+  if (e.memory.states.reference.value() > 0.0)
+    std::cout << fmt::format("  of the weights, {} GiB are the frozen reference model's copy\n",
+                             gib_text(e.memory.states.reference));
   if (e.memory.states.fp8_weights.value() > 0.0)
     std::cout << fmt::format("  of the weights, {} GiB are {}\n", gib_text(e.memory.states.fp8_weights),
                              t.fp8_param_gather ? "the FP8 parameters themselves (with their transposes where kept)"
@@ -97,6 +108,7 @@ void print_estimate(const request::Resolved& r, const model::ParameterCounts& n,
   row("pipeline bubble", e.time.bubble);
   row("optimizer step", e.time.optimizer);
   row("offload (exposed)", e.time.offload);
+  if (e.training.runs_reference()) row("reference forward (DPO)", e.time.reference);
   row("total", e.time.step);
   std::cout << tt.render() << "\n";
   std::cout << fmt::format(

@@ -59,9 +59,12 @@ void run_fit(const request::Catalog& catalog, const request::Request& q) {
   }
   std::cout << summary << "\n";
   print_context(r);
-  std::cout << fmt::format("  model: {} parameters, {} trainable; seq {}, micro-batch {}, {}, {}\n\n",
-                           thousands(n.total), thousands(trainable), r.search.base.seq,
-                           r.search.base.micro_batch, precision_words(r.search.base),
+  const model::Training& base = r.search.base;
+  std::cout << fmt::format("  model: {} parameters, {} trainable; seq {}, micro-batch {}{}, {}, {}\n\n",
+                           thousands(n.total), thousands(trainable), base.seq, base.micro_batch,
+                           base.objective == Objective::sft ? std::string()
+                                                            : fmt::format(" {} pairs", to_string(base.objective)),
+                           precision_words(base),
                            to_string(r.search.base.optimizer));
   Table t({"strategy", "checkpointing", "offload", "verdict", "GiB/GPU", "weights", "grads", "optim", "activ",
            "buffers", "overhead", "max micro-batch", "tokens/s"});

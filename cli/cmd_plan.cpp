@@ -59,10 +59,11 @@ void print_plans(const request::Resolved& r, const model::ParameterCounts& n, co
         "\nBest: {} step = compute {:.3f} + memory-bound {:.3f} + host {:.3f} + recompute {:.3f} + "
         "exposed communication {:.3f} + "
         "bubble {:.3f} + "
-        "optimizer {:.3f} + offload {:.3f} s\n",
+        "optimizer {:.3f} + offload {:.3f}{} s\n",
         planner::plan_label(best.training, best.layout), best.time.compute.value(),
         best.time.memory_bound.value(), best.time.host.value(), best.time.recompute.value(), best.time.communication_exposed.value(),
-        best.time.bubble.value(), best.time.optimizer.value(), best.time.offload.value());
+        best.time.bubble.value(), best.time.optimizer.value(), best.time.offload.value(),
+        best.training.runs_reference() ? fmt::format(" + reference forward {:.3f}", best.time.reference.value()) : "");
   }
   if (!p.rejected.empty()) {
     std::cout << "\nRejected:\n";

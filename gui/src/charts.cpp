@@ -240,6 +240,8 @@ QColor step_part_color(Term t, int& comm_index) {
   };
   for (const auto& [term, index] : kColours)
     if (term == t) return color_for(index);
+  // A second forward: the compute colour, darker (a shade no communication row takes).
+  if (t == Term::reference_forward) return color_for(0).darker(160);
   static constexpr int kComm[] = {1, 7, 6};
   const int i = comm_index++;
   const QColor base = color_for(kComm[i % 3]);

@@ -136,7 +136,7 @@ constexpr TermText kTerms[] = {
      "planner::max_micro_batch (planner/fit.hpp)"},
     {Term::step, "step time",
      "One optimizer step over all micro-batches: compute + memory-bound + host + recompute + exposed "
-     "communication + bubble + optimizer + exposed offload transfers.",
+     "communication + bubble + optimizer + exposed offload transfers + DPO's reference forward.",
      "planner/estimate.hpp TimeBreakdown"},
     {Term::compute, "compute",
      "Forward and backward matrix multiplies and attention kernels of all micro-batches on this GPU: FLOPs "
@@ -179,6 +179,12 @@ constexpr TermText kTerms[] = {
      "PCIe transfers of offloaded gradients, optimizer state and parameters that compute does not hide.",
      "ZeRO-Offload (arXiv:2101.06840); ZeRO-Infinity, Rajbhandari et al. 2021 (arXiv:2104.07857); "
      "planner/evaluator.hpp (docs/formulas.md, Time and communication)"},
+    {Term::reference_forward, "reference forward",
+     "DPO's frozen reference model run over both sequences of every pair, no gradient, priced as the "
+     "policy's forward; under ZeRO-3 or FSDP its parameters are gathered again. Zero for SFT, ORPO and "
+     "SimPO, and with precomputed reference log-probabilities.",
+     "Rafailov et al. 2023 (arXiv:2305.18290); TRL trl/trainer/dpo_trainer.py _compute_loss; "
+     "planner/evaluator.hpp (docs/formulas.md, Preference training)"},
     {Term::tokens_per_s, "tokens/s",
      "Tokens trained per second by the whole cluster: global batch x sequence length / step time.",
      "planner/estimate.hpp Throughput"},

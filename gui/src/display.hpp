@@ -55,6 +55,7 @@ enum class Term {
   bubble,
   optimizer_step,
   offload_time,
+  reference_forward,
   tokens_per_s,
   samples_per_s,
   mfu,

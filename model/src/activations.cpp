@@ -92,7 +92,7 @@ Bytes first_block_extra(const Architecture& a, const Training& tr, Stack stack, 
     if (rotary) extra += 8.0 * q;  // int64 position ids
     // The mask every checkpointed block is handed: eager's additive one in the model dtype, or
     // SDPA's boolean one where the model builds it.
-    const double b = static_cast<double>(tr.micro_batch);
+    const double b = static_cast<double>(tr.sequences());
     if (blocks.attention == Attention::eager) extra += c * b * q * s;
     if (blocks.explicit_mask) extra += kMaskBytes * b * q * s;
     // The encoder output, an input of every checkpointed decoder block.

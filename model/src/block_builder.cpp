@@ -13,7 +13,7 @@ double gelu_new_bytes(const Training& tr) {
 Shape shape_of(const Architecture& a, const Training& tr) {
   const double s = dbl(tr.seq);
   const double q = dbl(tr.local_seq());  // a rank's queries of a sequence (context parallelism)
-  const double b = dbl(tr.micro_batch);
+  const double b = dbl(tr.sequences());
   const double tp = static_cast<double>(tr.tp);
   const double c = compute_bytes(tr.precision);
   const bool full = tr.method == Method::full;
@@ -93,7 +93,7 @@ GemmShape gemm_of(const Architecture& a, const Training& tr, const Linear& l, bo
 
 AttentionShape attention_of(const Architecture& a, const Training& tr, bool causal, bool cross) {
   AttentionShape s;
-  s.batch = tr.micro_batch;
+  s.batch = tr.sequences();
   s.heads = a.heads / tr.tp;
   s.kv_heads = std::max<std::int64_t>(1, a.kv_heads / tr.tp);
   s.heads_per_gpu = dbl(a.heads) / tr.tp;

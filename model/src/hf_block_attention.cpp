@@ -73,7 +73,7 @@ void HfBlock::attention_core(bool cross) {
     b_.launches(2.0, 4.0);  // QK^T, PV; dP, dV, dQ, dK
     // repeat_kv copies grouped K/V (a single head only beside a micro-batch of several: see
     // attention() below).
-    if (a_.kv_heads != a_.heads && (a_.kv_heads > 1 || tr_.micro_batch > 1)) {
+    if (a_.kv_heads != a_.heads && (a_.kv_heads > 1 || tr_.sequences() > 1)) {
       b_.copy(x_.kq, c);
       b_.copy(x_.kq, c);
     }
@@ -165,7 +165,7 @@ void HfBlock::attention() {
       gpu_sdpa_ ? sdpa_.kv_expanded
                 : a_.heads != a_.kv_heads &&
                       (variant_.kv_always_repeated ||
-                       ((a_.kv_heads > 1 || tr_.micro_batch > 1) && attn_ == Attention::eager) ||
+                       ((a_.kv_heads > 1 || tr_.sequences() > 1) && attn_ == Attention::eager) ||
                        (a_.kv_heads > 1 && attn_ == Attention::sdpa && sliding_window_masked(a_, tr_)));
   qk_norms();
   if (a_.position == PositionKind::rotary) {

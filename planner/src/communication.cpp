@@ -142,7 +142,7 @@ Bytes moe_all_to_all_message(std::int64_t top_k, std::int64_t b, std::int64_t s,
 }
 
 Bytes expert_all_to_all_message(const model::Architecture& a, const model::Training& tr) {
-  return moe_all_to_all_message(a.experts_per_token, tr.micro_batch, tr.local_seq(), a.hidden, compute_bytes(tr.precision)) *
+  return moe_all_to_all_message(a.experts_per_token, tr.sequences(), tr.local_seq(), a.hidden, compute_bytes(tr.precision)) *
          model::expert_token_share(a, tr) / static_cast<double>(tr.tp);
 }
 

@@ -79,6 +79,14 @@ void note_script_changes(const model::Training& t, std::vector<std::string>& not
   if (is_pure_16bit(t.precision))
     notes.push_back(fmt::format("{}: load the model in torch.{} (no fp32 master weights)",
                                 to_string(t.precision), is_bf16(t.precision) ? "bfloat16" : "float16"));
+  // TRL's preference trainers take TrainingArguments' fields through their configs.
+  if (t.objective != Objective::sft)
+    notes.push_back(fmt::format(
+        "{}: train with TRL's {} (its config subclasses TrainingArguments; per_device_train_batch_size counts "
+        "pairs){}",
+        to_string(t.objective),
+        t.objective == Objective::dpo ? "DPOTrainer" : (t.objective == Objective::orpo ? "ORPOTrainer" : "CPOTrainer, loss_type='simpo'"),
+        t.reference_precomputed && t.objective == Objective::dpo ? ", precompute_ref_log_probs=True" : ""));
 }
 
 // DeepSpeed's ZeRO stage for each strategy (FSDP FULL_SHARD = stage 3, SHARD_GRAD_OP = 2).

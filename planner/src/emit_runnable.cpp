@@ -57,6 +57,11 @@ void require_emittable(EmitFormat f, const model::Training& t, const hardware::G
     throw FieldError("{fp8} " + std::string(to_string(t.fp8)) +
                      ": no launch config written here sets an FP8 recipe but the torchrun command of {framework} "
                      "megatron with a Transformer Engine recipe (--fp8-format, --fp8-recipe)");
+  // Megatron-LM's pretrain_gpt.py trains next-token prediction only.
+  if (t.objective != Objective::sft && t.framework == Framework::megatron)
+    throw FieldError("{objective} " + std::string(to_string(t.objective)) +
+                     ": Megatron-LM's pretrain_gpt.py has no preference loss; the DeepSpeed, accelerate and "
+                     "torchrun configs of the Hugging Face Trainer (TRL) are written for it");
   if (!reads(t.library, f))
     throw FieldError("{library} " + std::string(to_string(t.library)) + ": it does not start a job from the " +
                      std::string(to_string(f)) + " launch config; --emit writes DeepSpeed JSON, accelerate YAML " +

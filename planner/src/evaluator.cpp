@@ -120,7 +120,7 @@ const Evaluator::Shapes& Evaluator::shapes(const model::Training& tr) const {
 
 LayerComputeKey LayerComputeKey::of(const model::Training& tr) {
   const bool adapters = tr.method != Method::full;
-  return {tr.micro_batch,
+  return {tr.sequences(),
           tr.seq,
           tr.tp,
           tr.precision,
@@ -151,7 +151,7 @@ void LayerComputeKey::write_to(model::Training& t, const std::vector<std::string
   t.cp_comm = cp_comm;
   t.fp8 = fp8;
   t.grad_accum = fp8_weight_batches;
-  t.micro_batch = micro_batch;
+  t.micro_batch = sequences;
   t.seq = seq;
   t.precision = precision;
   t.method = method;
@@ -290,8 +290,7 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
   Seconds bubble;
   exposed += pipeline_term(sink, in, out.stage_micro_batch, bubble);
   const DataParallelBytes dpb = data_parallel_bytes(in, out.memory.states);
-  exposed += data_parallel_term(sink, in, dpb, stage_fwd_mb, stage_bwd_mb, layers_stage,
-                                options_.zero_plus_plus);
+  exposed += data_parallel_term(sink, in, dpb, stage_fwd_mb, stage_bwd_mb, layers_stage, options_.zero_plus_plus);
 
   // Optimizer step and offload.
   const double opt_params = out.memory.states.optimizer_params;
@@ -302,8 +301,9 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
   if (tr.checkpointing == Checkpointing::full_offload)
     offload += checkpoint_offload_term(sink, in, layer_fwd, layer_bwd + layer_rec, layers_stage);
 
-  // The step.
+  // The step, with DPO's reference forward.
   TimeBreakdown& tb = out.time;
+  tb.reference = reference_forward_term(sink, in, dpb, stage_fwd_mb, layers_stage, options_.zero_plus_plus);
   tb.compute = ((blk.forward + blk.backward) * layers_stage + edges_mb - memory_bound_mb) * md;
   tb.memory_bound = memory_bound_mb * md;
   tb.host = (host_fwd_ex + host_bwd_ex) * md;
@@ -312,12 +312,12 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
   tb.bubble = bubble;
   tb.optimizer = optimizer;
   tb.offload = offload;
-  tb.forward_phase = stage_fwd_mb * md;
+  tb.forward_phase = stage_fwd_mb * md + tb.reference;
   tb.backward_phase = stage_bwd_mb * md;
-  tb.kernels_forward = host.kernels_forward * md;
+  tb.kernels_forward = host.kernels_forward * md * (tr.runs_reference() ? 2.0 : 1.0);
   tb.kernels_backward = host.kernels_backward * md;
-  tb.step = tb.compute + tb.memory_bound + tb.host + tb.recompute + exposed + bubble + optimizer +
-            offload;
+  tb.step = tb.compute + tb.memory_bound + tb.host + tb.recompute + exposed + bubble + optimizer + offload +
+            tb.reference;
   throughput(out, tr, sh.flops, device(tr).peak);
   return out;
 }
@@ -325,14 +325,18 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
 void Evaluator::throughput(StepCost& out, const model::Training& tr,
                            const model::FlopCoefficients& flops, FlopsPerSecond peak) const {
   const double step = out.time.step.value();
-  const double tokens = dbl(out.global_batch) * dbl(tr.seq);
+  // Tokens through the model: both sequences of a preference pair (samples count pairs).
+  const double tokens = dbl(out.global_batch) * sequences_per_sample(tr.objective) * dbl(tr.seq);
   out.tokens_per_s = tokens / step;
   out.samples_per_s = dbl(out.global_batch) / step;
   // MFU: Korthikanti et al. 2022 Eq. 7 (no recomputation); HFU adds the replayed forward (Eq. 8).
   // A micro-batch's FLOPs are of one rank's tokens: its cp ranks do the rest of each sequence.
   const double replicas = dbl(tr.grad_accum) * out.layout.dp * out.layout.cp;
   out.model_flops = model::model_flops(flops, tr) * replicas;
-  out.hardware_flops = out.model_flops + model::micro_batch_flops(flops, tr).recompute * replicas;
+  // HFU also counts what runs beside the training: the recomputed forward, and DPO's reference
+  // forward of every micro-batch.
+  const model::StepFlops mb = model::micro_batch_flops(flops, tr);
+  out.hardware_flops = out.model_flops + (mb.recompute + (tr.runs_reference() ? mb.forward : Flops(0.0))) * replicas;
   out.peak = peak;
   const double capacity = step * out.layout.world * peak.value();
   out.mfu = out.model_flops.value() / capacity;
@@ -407,7 +411,8 @@ std::string mfu_formula(const hardware::GpuSpec& g, Precision p, bool tf32) {
       "saving, "
       "no recomputation (Korthikanti et al. 2022, Eq. 7: 72 B s l h^2 (1 + s/(6h) + V/(12 l h)) "
       "for GPT); "
-      "HFU adds the recomputed forward work. Peak: {} dense {} = {:.1f} TFLOP/s per GPU.",
+      "HFU adds the recomputed forward work and a DPO reference forward; a preference pair counts "
+      "its two sequences. Peak: {} dense {} = {:.1f} TFLOP/s per GPU.",
       g.name, hardware::matmul_dtype(g, p, tf32), to_tflops(hardware::peak_flops(g, p, tf32)));
 }
 

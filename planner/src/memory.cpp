@@ -110,14 +110,17 @@ double frozen_base_bytes(const Training& tr) {
 // The bounds on counts that every product the model forms from them stays exact and finite (see
 // memory.hpp).
 void check_token_counts(const Training& tr) {
+  // A preference pair runs two sequences: the counts are of sequences through the model.
+  const std::string b = tr.objective == Objective::sft ? "{micro-batch}" : "2 x {micro-batch} (two sequences a pair)";
   std::int64_t tokens = 0;
-  if (!product_within({tr.micro_batch, tr.seq}, kMaxTokensPerMicroBatch, tokens))
-    throw FieldError("{micro-batch} x {seq} = " + product_text({tr.micro_batch, tr.seq}) +
+  // sequences() doubles the micro-batch of a pair: only once it is bounded.
+  const std::int64_t seqs = tr.micro_batch > kMaxTokensPerMicroBatch ? tr.micro_batch : tr.sequences();
+  if (tr.micro_batch > kMaxTokensPerMicroBatch || !product_within({seqs, tr.seq}, kMaxTokensPerMicroBatch, tokens))
+    throw FieldError(b + " x {seq} = " + product_text({seqs, tr.seq}) +
                      " tokens on each GPU: their input ids alone (8 bytes a token) would need more than "
                      "1 TiB, beyond the memory of any GPU");
-  if (!product_within({tr.micro_batch, tr.seq, tr.grad_accum}, kMaxTokensPerStep, tokens))
-    throw FieldError("{micro-batch} x {seq} x {grad-accum} = " +
-                     product_text({tr.micro_batch, tr.seq, tr.grad_accum}) +
+  if (!product_within({tr.sequences(), tr.seq, tr.grad_accum}, kMaxTokensPerStep, tokens))
+    throw FieldError(b + " x {seq} x {grad-accum} = " + product_text({tr.sequences(), tr.seq, tr.grad_accum}) +
                      " tokens per model replica in one optimizer step, beyond " + str(kMaxTokensPerStep) +
                      " (2^50, more than any training run's whole data)");
 }
@@ -228,9 +231,10 @@ Layout make_layout(const Architecture& a, const Training& tr, const hardware::Cl
                      std::string(to_string(tr.strategy)) + ")");
   l.dp = l.world / (tr.tp * tr.cp * tr.pp);
   std::int64_t step_tokens = 0;
-  if (!product_within({tr.micro_batch, tr.seq, tr.grad_accum, l.dp}, kMaxTokensPerStep, step_tokens))
-    throw FieldError("{micro-batch} x {seq} x {grad-accum} x data-parallel size = " +
-                     product_text({tr.micro_batch, tr.seq, tr.grad_accum, l.dp}) +
+  if (!product_within({tr.sequences(), tr.seq, tr.grad_accum, l.dp}, kMaxTokensPerStep, step_tokens))
+    throw FieldError(std::string(tr.objective == Objective::sft ? "{micro-batch}" : "2 x {micro-batch} (two sequences a pair)") +
+                     " x {seq} x {grad-accum} x data-parallel size = " +
+                     product_text({tr.sequences(), tr.seq, tr.grad_accum, l.dp}) +
                      " tokens in one optimizer step, beyond " + str(kMaxTokensPerStep) +
                      " (2^50, more than any training run's whole data)");
   if (tr.strategy == Strategy::single && l.world > 1 && l.replicas() > 1)
@@ -313,6 +317,19 @@ Bytes deepspeed_host_per_gpu(const model::ParameterCounts& n, const Training& tr
   return Bytes(host_node / gpn);
 }
 
+// DeepSpeed's parameters and gradients in flight (the stage3.py estimator: 4 x the largest layer,
+// its 16-bit params and gradients, for ZeRO-3) and its ZeRO-1/2 reduce bucket of reduce_bucket_size
+// 16-bit elements. FSDP's gathered units are phase buffers instead (memory()).
+void deepspeed_buffers(const model::ParameterCounts& n, const Training& tr, double trainable,
+                       const MemoryConventions& mc, ModelStates& ms) {
+  if (tr.framework != Framework::deepspeed) return;
+  const Strategy st = tr.strategy;
+  if (st == Strategy::zero3 || st == Strategy::fsdp_full || st == Strategy::fsdp_hybrid)
+    ms.gather_buffers = Bytes(4.0 * static_cast<double>(n.largest_module));
+  else if ((st == Strategy::zero1 || st == Strategy::zero2) && tr.offload == Offload::none)
+    ms.buckets = Bytes(2.0 * std::min(mc.deepspeed_reduce_bucket_elements, trainable));
+}
+
 // model_states() of a stage whose parameters are counted already (memory() reads them too).
 ModelStates stage_states(const Architecture& a, const model::ParameterCounts& n, const Training& tr,
                          const Layout& l, const StageParams& sp, const MemoryConventions& mc) {
@@ -359,6 +376,15 @@ ModelStates stage_states(const Architecture& a, const model::ParameterCounts& n,
   // Offloading runs the optimizer where its states live: gradients stream to the host too
   // (DeepSpeed ZeRO-Offload, arXiv:2101.06840; torch FSDP CPUOffload).
   ms.weights = offload_params ? Bytes(0.0) : weights;
+  // DPO's frozen reference model under full training: loaded with the policy's arguments and
+  // prepared by the same engine (TRL dpo_trainer.py: create_model_from_path with the model's init
+  // kwargs, then prepare_deepspeed - ZeRO-3 as the policy, stage 0 below it, in DeepSpeed's 16-bit
+  // dtype - or prepare_fsdp, or a plain copy beside DDP): the policy's working weights, sharded and
+  // offloaded as they are.
+  if (tr.holds_reference()) {
+    ms.reference = offload_params ? Bytes(0.0) : weights;
+    ms.weights += ms.reference;
+  }
   // Transformer Engine's cached FP8 weight workspace under Megatron (with its transpose before
   // Blackwell), for every layer of the stage at the tensor-parallel shard: the recipe quantizes the
   // gathered weight, so sharding the parameters does not shard it (elsewhere the copies are saved
@@ -377,21 +403,9 @@ ModelStates stage_states(const Architecture& a, const model::ParameterCounts& n,
   ms.host = (offload_params ? weights : Bytes(0.0)) + (offload_opt ? grads + opt_side + moments : Bytes(0.0)) +
             (paged && !offload_opt ? moments : Bytes(0.0));
 
-  // Parameters in flight while sharded weights are gathered.
-  switch (tr.framework) {
-    case Framework::deepspeed:
-      // stage3.py estimator: 4 x largest layer (its 16-bit params and gradients) for ZeRO-3; the
-      // ZeRO-1/2 reduce bucket of reduce_bucket_size 16-bit elements.
-      if (st == Strategy::zero3 || st == Strategy::fsdp_full || st == Strategy::fsdp_hybrid)
-        ms.gather_buffers = Bytes(4.0 * static_cast<double>(n.largest_module));
-      else if ((st == Strategy::zero1 || st == Strategy::zero2) && !offload_opt)
-        ms.buckets = Bytes(2.0 * std::min(mc.deepspeed_reduce_bucket_elements, trainable));
-      break;
-    case Framework::pytorch:
-    case Framework::megatron: break;  // FSDP's gathered units are phase buffers, see memory()
-  }
-
+  deepspeed_buffers(n, tr, trainable, mc, ms);
   if (tr.framework == Framework::deepspeed) ms.host = deepspeed_host_per_gpu(n, tr, l, mc);
+  if (offload_params && tr.holds_reference()) ms.host += weights;
   return ms;
 }
 
@@ -464,7 +478,12 @@ MemoryBreakdown stage_memory(const Architecture& a, const model::ParameterCounts
   auto [fwd_bwd, persistent] =
       tr.framework == Framework::pytorch ? pytorch_buffers(a, tr, l, sp, ms) : std::pair<Bytes, Bytes>{};
   persistent += ms.gather_buffers + ms.buckets;
-
+  // The reference forward runs after the policy's, whose activations and logits are alive: its
+  // logits (one row of the vocabulary shard per token, in the compute dtype) add to them until
+  // the loss has read them (TRL dpo_trainer.py _compute_loss).
+  if (tr.runs_reference() && sp.holds_head)
+    fwd_bwd += Bytes(compute_bytes(tr.precision) * static_cast<double>(tr.tokens_per_micro_batch()) *
+                     static_cast<double>(a.vocab) / static_cast<double>(l.tp));
   // First gradients of backward: the LM head's (when trainable and on this stage).
   const Bytes g_start(tr.method == Method::full ? grad_bytes * sp.head : 0.0);
   // Gradients persist across micro-batches under accumulation, and in Megatron's contiguous buffer.

@@ -90,7 +90,7 @@ void add_tensor_parallel_collectives(Components& out, const model::Architecture&
                                      Bytes max_msg, double pairs) {
   const double c_bytes = compute_bytes(tr.precision);
   const Placement g = tensor_parallel_group(l);
-  const Bytes x = tensor_parallel_message(tr.micro_batch, tr.local_seq(), a.hidden, c_bytes);
+  const Bytes x = tensor_parallel_message(tr.sequences(), tr.local_seq(), a.hidden, c_bytes);
   const TensorParallelCollectives all =
       tensor_parallel_collectives(pairs, tr.sequence_parallel, tr.checkpointing);
   const double replays = (all.all_reduce + all.all_gather) - 2.0 * pairs;
@@ -133,7 +133,7 @@ void add_pipeline_collectives(Components& out, const model::Architecture& a,
                               double md, Bytes max_msg) {
   const double c_bytes = compute_bytes(tr.precision);
   const bool split = tr.framework == Framework::megatron || tr.sequence_parallel;
-  const Bytes msg = pipeline_message(tr.micro_batch, tr.local_seq(), a.hidden, c_bytes, l.tp, split);
+  const Bytes msg = pipeline_message(tr.sequences(), tr.local_seq(), a.hidden, c_bytes, l.tp, split);
   const Placement pair = pipeline_pair(l);
   const CollectiveWork w{Collective::send_recv, CommPurpose::pipeline, msg, pair,
                          l.tp * l.cp * l.dp,    tier_of(links, pair)};

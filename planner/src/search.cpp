@@ -310,7 +310,7 @@ std::string why_slower(const StepCost& best, const StepCost& other) {
     Part part;
   };
   const std::array<Delta, 6> deltas{
-      Delta{o.compute - b.compute * scale, Part::compute},
+      Delta{o.compute + o.reference - (b.compute + b.reference) * scale, Part::compute},
       Delta{o.recompute - b.recompute * scale, Part::recompute},
       Delta{o.communication_exposed - b.communication_exposed * scale, Part::communication},
       Delta{o.bubble - b.bubble * scale, Part::bubble},

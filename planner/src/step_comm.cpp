@@ -161,7 +161,7 @@ LayerComm tensor_parallel_comm(const TermInputs& in, double pairs) {
   const model::Training& tr = in.tr;
   if (in.l.tp <= 1) return out;
   out.group = tensor_parallel_group(in.l);
-  const Bytes x = tensor_parallel_message(tr.micro_batch, tr.local_seq(), in.a.hidden, in.c);
+  const Bytes x = tensor_parallel_message(tr.sequences(), tr.local_seq(), in.a.hidden, in.c);
   const TensorParallelCollectives all =
       tensor_parallel_collectives(pairs, tr.sequence_parallel, tr.checkpointing);
   const Seconds one =
@@ -172,13 +172,13 @@ LayerComm tensor_parallel_comm(const TermInputs& in, double pairs) {
   out.forward = one * pairs;
   out.backward = one * pairs;
   out.recompute = one * ((all.all_reduce + all.all_gather) - 2.0 * pairs);
-  out.bytes = tensor_parallel_bytes_per_layer(tr.micro_batch, tr.local_seq(), in.a.hidden, in.l.tp, in.c, pairs,
+  out.bytes = tensor_parallel_bytes_per_layer(tr.sequences(), tr.local_seq(), in.a.hidden, in.l.tp, in.c, pairs,
                                               tr.sequence_parallel, tr.checkpointing);
   // Vocabulary-parallel embedding (forward) and LM-head input gradient (backward): one each.
   const int edges = in.l.pp == 1 ? 2 : 1;
   out.edge = one * edges;
   out.edge_bytes =
-      tensor_parallel_bytes(tr.micro_batch, tr.local_seq(), in.a.hidden, in.l.tp, in.c, tr.sequence_parallel, edges);
+      tensor_parallel_bytes(tr.sequences(), tr.local_seq(), in.a.hidden, in.l.tp, in.c, tr.sequence_parallel, edges);
   return out;
 }
 
@@ -319,7 +319,7 @@ Seconds pipeline_term(TermSink& sink, const TermInputs& in, Seconds stage_micro_
   const int v = tr.pp_virtual;
   bubble = stage_micro_batch * (bubble_fraction(l.pp, v, tr.grad_accum) * in.md);
   const bool split = tr.framework == Framework::megatron || tr.sequence_parallel;
-  const Bytes msg = pipeline_message(tr.micro_batch, tr.local_seq(), in.a.hidden, in.c, l.tp, split);
+  const Bytes msg = pipeline_message(tr.sequences(), tr.local_seq(), in.a.hidden, in.c, l.tp, split);
   const Placement pair = pipeline_pair(l);
   const Seconds one = collective_time(in.links, Collective::send_recv, pair, msg);
   const double sends = 2.0 * (dbl(v) * in.md + (l.pp - 1));
@@ -371,6 +371,21 @@ Seconds data_parallel_term(TermSink& sink, const TermInputs& in, const DataParal
       return sharded_term(sink, in, b, stage_fwd, stage_bwd, layers, zero_plus_plus);
   }
   return Seconds(0.0);
+}
+
+Seconds reference_forward_term(TermSink& sink, const TermInputs& in, const DataParallelBytes& b,
+                               Seconds stage_fwd, double layers, bool zero_plus_plus) {
+  if (!in.tr.runs_reference()) return Seconds(0.0);
+  const Seconds forward = stage_fwd * in.md;
+  const Strategy st = in.tr.strategy;
+  const bool sharded = st == Strategy::zero3 || is_fsdp(st);
+  if (!sharded || in.l.replicas() <= 1) return forward;
+  const double units = in.tr.fsdp_wrap == FsdpWrap::none ? 1.0 : layers;
+  const UnitComm u = unit_comm(in, b, units, zero_plus_plus && st == Strategy::zero3);
+  const Seconds exposed = u.ag_f + pos(u.ag_f - stage_fwd / units) * (units - 1.0);
+  sink.add(Transfer::all_gather, CommPurpose::reference_gather, tier_of(in.links, u.shard), u.shard.ranks,
+           u.ag_f_bytes, u.ag_f * (units * in.md), exposed * in.md);
+  return forward + exposed * in.md;
 }
 
 Seconds optimizer_offload_term(TermSink& sink, const TermInputs& in, double opt_params,

@@ -115,6 +115,15 @@ struct ContextParallelComm {
                            Seconds stage_fwd, Seconds stage_bwd, double layers,
                            bool zero_plus_plus);
 
+// DPO's reference forward (Training::runs_reference; 0 otherwise): the frozen model over the same
+// sequences every micro-batch, no gradient and no recomputation (TRL disables checkpointing for
+// it), priced as the policy's forward phase `stage_fwd`. Under sharded parameters (ZeRO-3, FSDP)
+// its units are gathered again, as for the policy's forward and behind the same compute (TRL
+// prepares the reference with the policy's engine: prepare_deepspeed at stage 3, prepare_fsdp); an
+// adapter method's reference is the policy itself with the adapters off, gathered the same way.
+[[nodiscard]] Seconds reference_forward_term(TermSink& sink, const TermInputs& in, const DataParallelBytes& b,
+                                             Seconds stage_fwd, double layers, bool zero_plus_plus);
+
 // Optimizer offload (ZeRO-Offload, Ren et al. 2021): gradient partitions to the host every
 // micro-batch (hidden behind that backward where possible), updated 16-bit parameters back after
 // the step; parameter offload adds the shard's fetch for forward and backward of every

@@ -27,6 +27,7 @@ Json time_json(const planner::TimeBreakdown& t) {
               {"bubble_s", t.bubble.value()},
               {"optimizer_s", t.optimizer.value()},
               {"offload_s", t.offload.value()},
+              {"reference_s", t.reference.value()},
               {"kernels", {{"forward", t.kernels_forward}, {"backward", t.kernels_backward}}},
               {"phases", {{"forward_s", t.forward_phase.value()},
                           {"backward_s", t.backward_phase.value()},

@@ -45,6 +45,8 @@ constexpr std::array kTrainingKeys{
     TrainingKey{"tp_comm_overlap", KeyType::boolean, false},
     TrainingKey{"expert_parallel", KeyType::integer, true},
     TrainingKey{"method", KeyType::text, true},
+    TrainingKey{"objective", KeyType::text, false},
+    TrainingKey{"reference_precomputed", KeyType::boolean, false},
     TrainingKey{"precision", KeyType::text, true},
     TrainingKey{"optimizer", KeyType::text, true},
     TrainingKey{"checkpointing", KeyType::text, true},
@@ -179,6 +181,12 @@ model::Training read_training(ObjectReader& r, std::vector<std::string>& assumed
   model::Training t;
   read_parallelism(r, t);
   t.method = r.enumeration<Method>("method");
+  // Replay times the kernels of one supervised step; a preference pair and its reference forward
+  // have no components there.
+  if (const auto o = r.optional_enumeration<Objective>("objective"); o && *o != Objective::sft)
+    throw InputError(fmt::format("{}: key 'objective' = \"{}\": replay times a supervised (sft) step; the "
+                                 "preference objectives' pairs and reference forward are not replayed",
+                                 r.what(), to_string(*o)));
   t.precision = r.enumeration<Precision>("precision");
   t.optimizer = r.enumeration<Optimizer>("optimizer");
   t.checkpointing = r.enumeration<Checkpointing>("checkpointing");

@@ -20,6 +20,7 @@ Json breakdown_json(const planner::MemoryBreakdown& m) {
   for (const auto& [name, b] : parts) j[std::string(name) + "_bytes"] = bytes(b);
   for (const auto& [name, b] : parts) j[name] = bytes(b);
   j["fp8_weight_cache_bytes"] = bytes(m.states.fp8_weights);  // of weights (model/fp8.hpp)
+  j["reference_weights_bytes"] = bytes(m.states.reference);   // of weights: DPO's reference model
   return j;
 }
 
@@ -64,6 +65,8 @@ Json candidate_json(const planner::Candidate& c) {
               {"pp", t.pp},
               {"dp", c.layout.dp},
               {"method", std::string(to_string(t.method))},
+              {"objective", std::string(to_string(t.objective))},
+              {"reference_precomputed", t.reference_precomputed},
               {"precision", std::string(to_string(t.precision))},
               {"optimizer", std::string(to_string(t.optimizer))},
               {"checkpointing", std::string(to_string(t.checkpointing))},

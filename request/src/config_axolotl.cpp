@@ -401,6 +401,7 @@ constexpr std::array kAxolotlKeys = std::to_array<std::string_view>({
     "reward_weights",
     "ring_attn_func",
     "rl",
+    "rl_adapter_ref_model",
     "rl_beta",
     "rl_coef",
     "role",
@@ -651,9 +652,7 @@ void read_defaults_and_unpriced(const Json& j, Reader& r) {
     r.set("strategy", "ddp", "(no fsdp or deepspeed: the Trainer's DDP)", "");
   if (!r.read().find("offload") && !j.contains("deepspeed"))
     r.set("offload", "none", "(no fsdp offload or deepspeed: the optimizer stays on the GPU)", "");
-  if (const auto rl = r.string(j, "rl", "", ""))
-    r.warn("rl = " + *rl + ": the reference model and the paired sequences of preference training are not "
-           "counted; priced as supervised training of the policy");
+  read_axolotl_rl(j, r);
   if (j.contains("unfrozen_parameters") && !j.at("unfrozen_parameters").is_null() &&
       !j.at("unfrozen_parameters").empty())
     r.warn("unfrozen_parameters with an adapter: the base weights it unfreezes are not counted; priced as the "

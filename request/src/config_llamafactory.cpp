@@ -101,11 +101,7 @@ void read_training(const Json& j, Reader& r) {
   if (r.boolean(j, "fp8", "", "").value_or(false))
     r.warn("fp8 = true: accelerate's FP8 training (fp8_backend " + r.string(j, "fp8_backend", "", "").value_or("auto") +
            ") is not read from this file; priced in 16-bit (give --fp8 RECIPE)");
-  const std::string stage = r.string(j, "stage", "", "").value_or("sft");
-  if (stage != "sft" && stage != "pt")
-    r.warn("stage = " + stage +
-           ": the paired sequences and the reference, reward or value models of preference training are not "
-           "counted; priced as supervised training of the policy");
+  read_llamafactory_stage(j, r);
 }
 
 }  // namespace

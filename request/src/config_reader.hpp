@@ -156,4 +156,13 @@ void read_dschat_command(const std::vector<std::string>& args, Reader& r);
 void read_openinstruct_command(const std::vector<std::string>& args, Reader& r);
 void read_llamafactory_command(const std::vector<std::string>& args, Reader& r);
 
+// Preference training (config_preference.cpp): TRL's DPOConfig, ORPOConfig and CPOConfig fields in
+// a TrainingArguments file, LLaMA-Factory's stage and pref_loss, axolotl's rl; each sets
+// --objective (and --precomputed-reference) as its framework runs it, or says what it cannot.
+void read_trl_preference(const Json& j, Reader& r);
+void read_llamafactory_stage(const Json& j, Reader& r);
+void read_axolotl_rl(const Json& j, Reader& r);
+// The TRL preference configs' fields, read by read_trl_preference.
+[[nodiscard]] std::span<const std::string_view> trl_preference_keys();
+
 }  // namespace trainplan::request::config

@@ -10,6 +10,7 @@
 #include <array>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "config_reader.hpp"
 
@@ -132,6 +133,9 @@ void read_training_arguments(const Json& j, Reader& r) {
     r.warn("use_liger_kernel = true: Liger's fused kernels (its cross-entropy never builds the logits) are not "
            "priced; estimated with the model's own kernels");
   read_trl_model_config(j, r);
+  read_trl_preference(j, r);
+  std::vector<std::string_view> known(kOtherKeys.begin(), kOtherKeys.end());
+  for (const std::string_view k : trl_preference_keys()) known.push_back(k);
   r.check_keys(
       j, "",
       {"per_device_train_batch_size",
@@ -159,7 +163,7 @@ void read_training_arguments(const Json& j, Reader& r) {
        "q_lora",
        "model_max_length",
        "torch_dtype"},
-      kOtherKeys);
+      known);
 }
 
 }  // namespace trainplan::request::config

@@ -20,6 +20,17 @@ constexpr Detail kDetails[] = {
      "full: every parameter trains. lora: frozen base, low-rank adapters train (Hu et al. "
      "2021, arXiv:2106.09685). qlora: LoRA over a 4-bit quantised base (Dettmers et al. 2023, "
      "arXiv:2305.14314)."},
+    {"objective",
+     "sft: one sequence per sample. dpo (Rafailov et al. 2023, arXiv:2305.18290), orpo (Hong et "
+     "al. 2024, arXiv:2403.07691), simpo (Meng et al. 2024, arXiv:2405.14734; TRL's CPO): a "
+     "chosen and a rejected sequence per sample, run as one batch of 2 x micro-batch sequences "
+     "(TRL's DPOTrainer, ORPOTrainer, CPOTrainer). dpo also runs a frozen reference model over "
+     "both: a second copy of the weights under full training, the model itself with its adapters "
+     "off under LoRA/QLoRA."},
+    {"precomputed-reference",
+     "DPO with precompute_ref_log_probs (TRL): the reference log-probabilities are computed in "
+     "a pass over the data before training, so the steps hold and run no reference model. The "
+     "pass itself is not in the step time."},
     {"precision",
      "fp32; fp16-mixed / bf16-mixed: autocast with fp32 master weights (Micikevicius et al. "
      "2018, arXiv:1710.03740); fp16-true / bf16-true: everything 16-bit."},

@@ -241,6 +241,19 @@ std::vector<Option> model_and_method() {
   v.push_back(choice<Method>(describe("method", "METHOD", "Method", "method", "full fine-tuning or adapters",
                                       "full"),
                              [](auto& r) -> auto& { return r.training.method; }));
+  v.push_back(choice<Objective>(
+      describe("objective", "OBJECTIVE", "Objective", "method",
+               "what each sample trains: sft (one sequence), or a preference pair (chosen and rejected "
+               "sequences together): dpo (with a frozen reference model's forward), orpo, simpo (none)",
+               "sft"),
+      [](auto& r) -> auto& { return r.training.objective; }));
+  v.push_back(applies(flag(describe("precomputed-reference", "", "Precomputed ref.", "method",
+                                    "DPO's reference log-probabilities computed before training (TRL's "
+                                    "precompute_ref_log_probs): no reference model held or run in the steps",
+                                    "off"),
+                           [](auto& r) -> auto& { return r.training.reference_precomputed; }),
+                      [](const Request& r, unsigned /*cmd*/) { return needs_reference(r.training.objective); },
+                      "with --objective dpo"));
   v.push_back(precision_option());
   v.push_back(choice<Fp8Recipe>(
       describe("fp8", "RECIPE", "FP8 recipe", "method",

@@ -114,6 +114,12 @@ run_case(moe_capacity_without_megatron 0 estimate mixtral-8x7b 8xH100 --moe-capa
 run_case(moe_capacity_dense_model 0 estimate llama-2-7b 8xH100 --framework megatron --moe-capacity-factor 1.25 ERR "warning: --moe-capacity-factor 1.25 ignored: model 'llama-2-7b' has no experts")
 run_case(bf16_master_without_deepspeed 0 estimate 7b 4xA100 --bf16-master-weights ERR "warning: --bf16-master-weights true ignored: it applies with --framework deepspeed, bf16-mixed and ZeRO stage 1-3")
 run_case(bf16_states_without_master 0 estimate 7b 4xA100 --framework deepspeed --strategy zero2 --bf16-optimizer-states ERR "warning: --bf16-optimizer-states true ignored: it applies with --bf16-master-weights")
+# Preference training: an unknown objective, the precomputed reference without DPO, a pair's bound.
+run_case(objective_unknown 2 estimate 7b A100 --objective kto ERR "--objective: unknown objective 'kto'" "sft, dpo, orpo, simpo")
+run_case(precomputed_reference_without_dpo 0 estimate 7b A100 --objective orpo --precomputed-reference ERR "warning: --precomputed-reference true ignored: it applies with --objective dpo")
+run_case(dpo_pair_bound 2 estimate 7b 8xA100 --objective dpo --micro-batch 67108864 ERR "2 x --micro-batch .two sequences a pair. x --seq" "beyond the memory of any GPU")
+run_case(dpo_estimate 0 estimate llama-3.1-8b 8xH100 --framework deepspeed --strategy zero3 --checkpointing full --objective dpo MATCH "dpo pairs" "reference forward .DPO." "frozen reference model's copy")
+run_case(dpo_megatron_emit 2 estimate llama-3.1-8b 8xH100 --framework megatron --strategy zero1 --objective dpo --emit torchrun ERR "--objective dpo: Megatron-LM's pretrain_gpt.py has no preference loss")
 run_case(moe_pad_without_capacity 2 estimate mixtral-8x7b 8xH100 --framework megatron --moe-pad-to-capacity ERR "--moe-pad-to-capacity needs --moe-capacity-factor")
 run_case(quant_block_not_power_of_two 2 fit 7b A100 --method qlora --quant-block 100 ERR "--quant-block must be a power of two")
 run_case(optimizer_impl_unknown 2 estimate 7b A100 --optimizer-impl turbo ERR "--optimizer-impl: unknown optimizer implementation")

@@ -1,5 +1,6 @@
 #include "models/step_time_model.hpp"
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -21,6 +22,7 @@ constexpr Def kAfter[] = {
     {Term::bubble, [](const planner::Estimate& e) { return e.time.bubble; }},
     {Term::optimizer_step, [](const planner::Estimate& e) { return e.time.optimizer; }},
     {Term::offload_time, [](const planner::Estimate& e) { return e.time.offload; }},
+    {Term::reference_forward, [](const planner::Estimate& e) { return e.time.reference; }},
 };
 
 // A communication row, every configuration at zero until it says otherwise.
@@ -45,7 +47,11 @@ void StepTimeModel::setEvaluations(const std::vector<const Evaluation*>& configs
   std::vector<Row> rows;
   for (const Def& d : kBefore) rows.push_back(part_row(d));
   addCommunicationRows(configs, rows);
-  for (const Def& d : kAfter) rows.push_back(part_row(d));
+  const bool reference = std::any_of(configs.begin(), configs.end(), [](const Evaluation* e) {
+    return e->estimate.training.runs_reference();
+  });
+  for (const Def& d : kAfter)
+    if (d.term != Term::reference_forward || reference) rows.push_back(part_row(d));
   addThroughputRows(configs, rows);
   reset(names, configTooltips(configs), std::move(rows));
 }

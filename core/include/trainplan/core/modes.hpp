@@ -10,6 +10,15 @@
 namespace trainplan {
 
 enum class Method { full, lora, qlora };
+// What the loss asks of each micro-batch. sft: one sequence per sample. The preference objectives
+// train on pairs: the chosen and the rejected completion of each prompt run through the model
+// together, one batch of 2 x micro-batch sequences (TRL's DPOTrainer concatenates them,
+// trl/trainer/dpo_trainer.py DataCollatorForPreference; ORPOTrainer and CPOTrainer
+// concatenated_forward). dpo (Rafailov et al. 2023, arXiv:2305.18290; IPO, hinge and the other
+// loss_types of the DPOTrainer alike) also needs a frozen reference model's log-probabilities: one
+// more forward of both sequences; orpo (Hong et al. 2024, arXiv:2403.07691) and simpo (Meng et al.
+// 2024, arXiv:2405.14734; TRL's CPO) need none.
+enum class Objective { sft, dpo, orpo, simpo };
 enum class Precision { fp32, fp16_mixed, bf16_mixed, fp16_true, bf16_true };
 // paged_adamw: bitsandbytes' PagedAdamW (32-bit), two fp32 moments in paged memory whatever the
 // parameters' dtype; lion: Chen et al. 2023 (arXiv:2302.06675), one momentum per parameter; lion_8bit and
@@ -97,6 +106,14 @@ struct EnumTable<Method> {
   static constexpr std::array kEntries{std::pair{Method::full, std::string_view{"full"}},
                                        std::pair{Method::lora, std::string_view{"lora"}},
                                        std::pair{Method::qlora, std::string_view{"qlora"}}};
+};
+template <>
+struct EnumTable<Objective> {
+  static constexpr std::string_view kWhat = "objective";
+  static constexpr std::array kEntries{std::pair{Objective::sft, std::string_view{"sft"}},
+                                       std::pair{Objective::dpo, std::string_view{"dpo"}},
+                                       std::pair{Objective::orpo, std::string_view{"orpo"}},
+                                       std::pair{Objective::simpo, std::string_view{"simpo"}}};
 };
 template <>
 struct EnumTable<Precision> {
@@ -391,6 +408,10 @@ struct EnumTable<Library> {
   return true;
 }
 
+// Sequences each sample runs through the model: 2 for a preference pair.
+[[nodiscard]] constexpr int sequences_per_sample(Objective o) { return o == Objective::sft ? 1 : 2; }
+// Whether the loss compares against a frozen reference model's log-probabilities.
+[[nodiscard]] constexpr bool needs_reference(Objective o) { return o == Objective::dpo; }
 [[nodiscard]] constexpr bool is_quantized(Method m) { return m == Method::qlora; }
 [[nodiscard]] constexpr bool is_adapter(Method m) { return m != Method::full; }
 

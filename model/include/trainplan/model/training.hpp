@@ -13,6 +13,10 @@ namespace trainplan::model {
 
 struct Training {
   Method method = Method::full;
+  Objective objective = Objective::sft;
+  // DPO with the reference log-probabilities computed in a pass over the data before training
+  // (TRL's precompute_ref_log_probs): no reference model is held or run during the steps.
+  bool reference_precomputed = false;
   Precision precision = Precision::bf16_mixed;
   Optimizer optimizer = Optimizer::adamw;
   Strategy strategy = Strategy::single;
@@ -82,8 +86,16 @@ struct Training {
   static constexpr int kNewestTransformers = 524;
 
   // A rank's share of each sequence, and of the micro-batch's tokens (all of them without CP).
+  // micro_batch counts samples; a preference pair is two sequences through the model.
   [[nodiscard]] std::int64_t local_seq() const { return seq / cp; }
-  [[nodiscard]] std::int64_t tokens_per_micro_batch() const { return local_seq() * micro_batch; }
+  [[nodiscard]] std::int64_t sequences() const { return micro_batch * sequences_per_sample(objective); }
+  [[nodiscard]] std::int64_t tokens_per_micro_batch() const { return local_seq() * sequences(); }
+  // A frozen reference model runs a forward of every micro-batch (DPO without precomputed
+  // log-probabilities). Under an adapter method it is the same model with its adapters disabled
+  // (TRL: use_adapter(model, None); LLaMA-Factory create_ref_model: None for LoRA), so only full
+  // training holds a second copy of the weights.
+  [[nodiscard]] bool runs_reference() const { return needs_reference(objective) && !reference_precomputed; }
+  [[nodiscard]] bool holds_reference() const { return runs_reference() && method == Method::full; }
   [[nodiscard]] OptimizerImpl optimizer_implementation() const {
     return resolved_optimizer_impl(optimizer_impl, framework, offload);
   }

@@ -29,6 +29,7 @@ struct TimeBreakdown {
   Seconds bubble;                   // pipeline fill and drain
   Seconds optimizer;                // optimizer step: kernels and host work (or CPU when offloaded)
   Seconds offload;                  // exposed PCIe transfers of offloading
+  Seconds reference;                // DPO's reference forward of every micro-batch (and its gathers)
   // The same step by phase, as a profiler with synchronisation between phases sees it (slowest
   // pipeline stage, all micro-batches, communication excluded): forward and backward (with its
   // recomputation), each the longer of its GPU work and its host work.

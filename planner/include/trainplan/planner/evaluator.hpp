@@ -56,6 +56,7 @@ enum class CommPurpose {
   offload_gradients,          // gradients to the host optimizer
   offload_parameters,         // parameters back to the GPU
   offload_activations,        // checkpoints to the host and back (full-offload)
+  reference_gather,           // ZeRO-3 / FSDP gathers of DPO's reference forward
 };
 
 // Options that are strategy choices beyond model::Training.
@@ -103,7 +104,9 @@ struct StepCost {
 struct LayerComputeKey {
   // The fields that differ most between the shapes a search prices come first: a lookup among
   // many kept shapes rejects the others on their first comparison.
-  std::int64_t micro_batch = 0;
+  // Sequences through the model per micro-batch (Training::sequences: a preference pair is two),
+  // written back as an SFT micro-batch of that many.
+  std::int64_t sequences = 0;
   std::int64_t seq = 0;
   int tp = 0;
   Precision precision = Precision::fp32;
@@ -299,6 +302,8 @@ struct EnumTable<planner::CommPurpose> {
       std::pair{planner::CommPurpose::offload_parameters,
                 std::string_view{"parameters to device"}},
       std::pair{planner::CommPurpose::offload_activations,
-                std::string_view{"checkpoints to host and back"}}};
+                std::string_view{"checkpoints to host and back"}},
+      std::pair{planner::CommPurpose::reference_gather,
+                std::string_view{"reference-model parameter all-gather"}}};
 };
 }  // namespace trainplan

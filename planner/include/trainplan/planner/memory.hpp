@@ -108,6 +108,7 @@ struct MemoryConventions {
 // Model states on one GPU and its host share, before any phase logic.
 struct ModelStates {
   Bytes weights;         // working weights (trainable and frozen base), FP8 copies included
+  Bytes reference;       // of weights, a frozen reference model's copy (DPO, Training::holds_reference)
   Bytes fp8_weights;     // of weights, the FP8 copies a Transformer Engine recipe keeps (model/fp8.hpp)
   double fp8_gathered = 0;  // parameters this rank gathers in FP8 (Training::fp8_param_gather)
   Bytes gradients;       // gradients as they stand after backward (sharded where the strategy does)
