@@ -61,6 +61,7 @@ class TestGuiModels : public QObject {
   void memory_model_shows_the_library_numbers_data();
   void memory_model_shows_the_library_numbers();
   void step_time_model_shows_the_library_numbers();
+  void step_time_model_shows_the_reference_forward_for_dpo_only();
   void communication_and_strategies_follow_the_library();
   void sweep_marks_the_first_out_of_memory_point();
   void pins_add_columns();
@@ -237,6 +238,28 @@ void TestGuiModels::step_time_model_shows_the_library_numbers() {
   for (int r = 0; r < tm.partRows(); ++r)
     comm_rows += tm.term(r) == Term::communication_exposed ? 1 : 0;
   QCOMPARE(comm_rows, static_cast<int>(x.estimate.communication.size()));
+}
+
+// DPO's reference forward is a row of its own, with the library's time; SFT has no such row.
+void TestGuiModels::step_time_model_shows_the_reference_forward_for_dpo_only() {
+  Settings s = settings_for(QStringLiteral("llama-2-7b"), 8, Strategy::zero3, 1);
+  s.training.checkpointing = Checkpointing::full;
+  Session session(catalog_);
+  session.setSettings(s);
+  QVERIFY2(session.current(), qPrintable(session.error()));
+  StepTimeModel tm;
+  tm.setEvaluations({&*session.current()}, {QStringLiteral("SFT")});
+  QVERIFY(!tm.rowOf(Term::reference_forward));
+
+  s.training.objective = Objective::dpo;
+  session.setSettings(s);
+  QVERIFY2(session.current(), qPrintable(session.error()));
+  const Expected x = library(catalog_, s);
+  QVERIFY(x.estimate.time.reference.value() > 0.0);
+  tm.setEvaluations({&*session.current()}, {QStringLiteral("DPO")});
+  const auto row = tm.rowOf(Term::reference_forward);
+  QVERIFY(row);
+  QCOMPARE(tm.value(*row, 0), x.estimate.time.reference.value());
 }
 
 void TestGuiModels::communication_and_strategies_follow_the_library() {
