@@ -63,7 +63,7 @@ void run_fit(const request::Catalog& catalog, const request::Request& q) {
   std::cout << fmt::format("  model: {} parameters, {} trainable; seq {}, micro-batch {}{}, {}, {}\n\n",
                            thousands(n.total), thousands(trainable), base.seq, base.micro_batch,
                            base.objective == Objective::sft ? std::string()
-                                                            : fmt::format(" {} pairs", to_string(base.objective)),
+                                                            : fmt::format(" ({} pairs)", to_string(base.objective)),
                            precision_words(base),
                            to_string(r.search.base.optimizer));
   Table t({"strategy", "checkpointing", "offload", "verdict", "GiB/GPU", "weights", "grads", "optim", "activ",
