@@ -107,11 +107,15 @@ double frozen_base_bytes(const Training& tr) {
   return param_bytes(tr.precision);
 }
 
+// The sequences of a micro-batch as the messages name them: a preference pair runs two.
+std::string sequences_words(const Training& tr) {
+  return tr.objective == Objective::sft ? "{micro-batch}" : "2 x {micro-batch} (two sequences a pair)";
+}
+
 // The bounds on counts that every product the model forms from them stays exact and finite (see
 // memory.hpp).
 void check_token_counts(const Training& tr) {
-  // A preference pair runs two sequences: the counts are of sequences through the model.
-  const std::string b = tr.objective == Objective::sft ? "{micro-batch}" : "2 x {micro-batch} (two sequences a pair)";
+  const std::string b = sequences_words(tr);
   std::int64_t tokens = 0;
   // sequences() doubles the micro-batch of a pair: only once it is bounded.
   const std::int64_t seqs = tr.micro_batch > kMaxTokensPerMicroBatch ? tr.micro_batch : tr.sequences();
@@ -232,8 +236,7 @@ Layout make_layout(const Architecture& a, const Training& tr, const hardware::Cl
   l.dp = l.world / (tr.tp * tr.cp * tr.pp);
   std::int64_t step_tokens = 0;
   if (!product_within({tr.sequences(), tr.seq, tr.grad_accum, l.dp}, kMaxTokensPerStep, step_tokens))
-    throw FieldError(std::string(tr.objective == Objective::sft ? "{micro-batch}" : "2 x {micro-batch} (two sequences a pair)") +
-                     " x {seq} x {grad-accum} x data-parallel size = " +
+    throw FieldError(sequences_words(tr) + " x {seq} x {grad-accum} x data-parallel size = " +
                      product_text({tr.sequences(), tr.seq, tr.grad_accum, l.dp}) +
                      " tokens in one optimizer step, beyond " + str(kMaxTokensPerStep) +
                      " (2^50, more than any training run's whole data)");
