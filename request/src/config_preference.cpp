@@ -45,17 +45,21 @@ constexpr std::array kDpoOnlyKeys = std::to_array<std::string_view>(
      "discopop_tau", "loss_weights", "force_use_ref_model"});
 constexpr std::array kCpoOnlyKeys = std::to_array<std::string_view>({"cpo_alpha", "simpo_gamma"});
 constexpr std::array kSharedPreferenceKeys = std::to_array<std::string_view>(
-    {"beta", "max_prompt_length", "max_completion_length", "loss_type", "label_smoothing", "truncation_mode",
-     "padding_value", "label_pad_token_id", "is_encoder_decoder", "disable_dropout", "generate_during_eval",
-     "pad_token"});
+    {"beta", "max_prompt_length", "max_completion_length", "label_smoothing", "truncation_mode", "padding_value",
+     "label_pad_token_id", "is_encoder_decoder", "generate_during_eval"});
+// Fields the preference configs have that SFTConfig or GRPOConfig have too (loss_type "nll" or
+// "dft", pad_token, disable_dropout): known, but they say nothing of the objective.
+constexpr std::array kOtherTrlKeys = std::to_array<std::string_view>({"loss_type", "pad_token", "disable_dropout"});
 
 std::span<const std::string_view> trl_preference_keys() {
   static const auto kAll = [] {
-    std::array<std::string_view, kDpoOnlyKeys.size() + kCpoOnlyKeys.size() + kSharedPreferenceKeys.size()> a{};
+    std::array<std::string_view, kDpoOnlyKeys.size() + kCpoOnlyKeys.size() + kSharedPreferenceKeys.size() +
+                                     kOtherTrlKeys.size()>
+        a{};
     std::size_t i = 0;
     for (const std::span<const std::string_view> list :
          {std::span<const std::string_view>(kDpoOnlyKeys), std::span<const std::string_view>(kCpoOnlyKeys),
-          std::span<const std::string_view>(kSharedPreferenceKeys)})
+          std::span<const std::string_view>(kSharedPreferenceKeys), std::span<const std::string_view>(kOtherTrlKeys)})
       for (const std::string_view k : list) a[i++] = k;
     return a;
   }();

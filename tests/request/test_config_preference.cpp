@@ -45,6 +45,11 @@ TEST(ConfigPreference, TrlConfigsByTheirOwnFields) {
   EXPECT_NE(open.unresolved[0].find("give --objective dpo, orpo or simpo"), std::string::npos) << open.unresolved[0];
   EXPECT_TRUE(open.warnings.empty()) << open.warnings[0];
 
+  // SFTConfig has a loss_type too ("nll", "dft"): it says nothing of pairs.
+  const ConfigRead sft = read_training_config_text("per_device_train_batch_size: 1\nloss_type: dft\n", "sft.yaml");
+  EXPECT_TRUE(sft.unresolved_options.empty());
+  EXPECT_EQ(option(sft, "objective"), "");
+
   try {
     (void)read_training_config_text("per_device_train_batch_size: 1\nrpo_alpha: 1.0\ncpo_alpha: 1.0\n", "both.yaml");
     ADD_FAILURE() << "DPOConfig and CPOConfig fields together accepted";
