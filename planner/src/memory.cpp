@@ -186,6 +186,13 @@ void validate_training(const Architecture& a, const Training& tr) {
     throw FieldError("{quant-block} must be a power of two from 64 to 4096, as bitsandbytes takes (got " +
                      str(tr.quant_block) + ")");
   if (tr.ep < 1) throw FieldError("{expert-parallel} must be at least 1 (got " + str(tr.ep) + ")");
+  if (tr.optimizer_in_backward && tr.framework != Framework::pytorch)
+    throw FieldError("{optimizer-in-backward} is torchtune's, under {framework} pytorch (DeepSpeed and Megatron "
+                     "step after backward)");
+  if (tr.optimizer_in_backward && tr.grad_accum > 1)
+    throw FieldError("{optimizer-in-backward} steps each parameter as soon as its gradient is complete, so "
+                     "gradients cannot accumulate over micro-batches: it needs {grad-accum} 1 (got " +
+                     str(tr.grad_accum) + "; torchtune refuses it too)");
   if (tr.bf16_optimizer_states && !tr.bf16_master)
     throw FieldError("{bf16-optimizer-states} needs {bf16-master-weights} (DeepSpeed keeps bf16 moments only "
                      "beside bf16 master weights)");
@@ -491,7 +498,15 @@ MemoryBreakdown stage_memory(const Architecture& a, const model::ParameterCounts
   const Bytes g_start(tr.method == Method::full ? grad_bytes * sp.head : 0.0);
   // Gradients persist across micro-batches under accumulation, and in Megatron's contiguous buffer.
   const bool grads_persist = tr.grad_accum > 1 || tr.framework == Framework::megatron;
-  const Bytes G = ms.gradients;
+  // The largest parameter on this rank (the tied or untied vocabulary matrix, or an MLP matrix).
+  const double largest = static_cast<double>(std::max(a.vocab * a.hidden, a.hidden * a.intermediate)) /
+                         static_cast<double>(tr.tp);
+  // The optimizer in backward frees each gradient as it is stepped: one parameter's at a time (the
+  // largest, as this rank holds it), and the step's temporaries are one parameter's too.
+  const double in_flight = tr.optimizer_in_backward && ms.trainable > 0
+                               ? std::min(1.0, largest / static_cast<double>(ms.trainable))
+                               : 1.0;
+  const Bytes G = ms.gradients * in_flight;
   const Bytes base = ms.weights + ms.optimizer;
 
   const Bytes bwd_grads = grads_persist ? G : (A + g_start > G ? g_start : G);
@@ -499,9 +514,7 @@ MemoryBreakdown stage_memory(const Architecture& a, const model::ParameterCounts
   const Bytes peak_bwd = base + fwd_bwd + persistent + bwd_grads + bwd_act;
 
   // The step's own allocations (foreach Adam's sqrt(v) for every parameter, optimizer_step.hpp).
-  const double largest = static_cast<double>(std::max(a.vocab * a.hidden, a.hidden * a.intermediate)) /
-                         static_cast<double>(tr.tp);
-  const Bytes step_tmp = optimizer_step_transient(tr, ms.optimizer_params, largest);
+  const Bytes step_tmp = optimizer_step_transient(tr, ms.optimizer_params * in_flight, largest);
   const Bytes peak_step = base + G + step_tmp + persistent;
 
   m.weights = ms.weights;

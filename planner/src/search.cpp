@@ -122,6 +122,7 @@ std::vector<std::pair<std::int64_t, std::int64_t>> batches_for(const SearchReque
       if (req.micro_batch && b != *req.micro_batch) continue;
       const std::int64_t m = per_replica / b;
       if (req.grad_accum && m != *req.grad_accum) continue;
+      if (req.base.optimizer_in_backward && m != 1) continue;  // gradients cannot accumulate
       out.emplace_back(b, m);
     }
     return out;

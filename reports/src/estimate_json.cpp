@@ -81,6 +81,7 @@ Json plan_json(const planner::Estimate& e, std::optional<double> tokens) {
   j["fp8_param_gather"] = e.training.fp8_param_gather;
   j["bf16_master_weights"] = e.training.bf16_master;
   j["bf16_optimizer_states"] = e.training.bf16_optimizer_states;
+  j["optimizer_in_backward"] = e.training.optimizer_in_backward;
   j["grad_accum"] = e.training.grad_accum;
   // How it trains beyond the candidate's columns, so that the plan can be read back (replay).
   const model::Training& t = e.training;

@@ -39,6 +39,7 @@ constexpr std::array kTrainingKeys{
     TrainingKey{"fp8_param_gather", KeyType::boolean, false},
     TrainingKey{"bf16_master_weights", KeyType::boolean, false},
     TrainingKey{"bf16_optimizer_states", KeyType::boolean, false},
+    TrainingKey{"optimizer_in_backward", KeyType::boolean, false},
     TrainingKey{"pp", KeyType::integer, true},
     TrainingKey{"pp_virtual", KeyType::integer, true},
     TrainingKey{"sequence_parallel", KeyType::boolean, true},
@@ -173,6 +174,7 @@ void read_parallelism(ObjectReader& r, model::Training& t) {
   if (const auto g = r.optional_boolean("fp8_param_gather")) t.fp8_param_gather = *g;
   if (const auto m = r.optional_boolean("bf16_master_weights")) t.bf16_master = *m;
   if (const auto m = r.optional_boolean("bf16_optimizer_states")) t.bf16_optimizer_states = *m;
+  if (const auto m = r.optional_boolean("optimizer_in_backward")) t.optimizer_in_backward = *m;
 }
 
 // The training of one PLAN object (settings applied); `assumed` collects the options taken from the

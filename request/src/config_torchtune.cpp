@@ -157,10 +157,14 @@ void read_torchtune(const Json& j, Reader& r) {
     r.set_integer(j.at("tokenizer"), "max_seq_len", "tokenizer", "seq", 1);
   read_parallelism(j, r);
   read_memory_and_sharding(j, r);
-  if (r.boolean(j, "optimizer_in_bwd", "", "").value_or(false))
-    r.warn(
-        "optimizer_in_bwd = true: the optimizer steps during backward and frees each gradient; "
-        "trainplan keeps all gradients until the step");
+  // recipes/full_finetune_single_device.py: optimizer_in_bwd with gradient accumulation raises.
+  if (r.boolean(j, "optimizer_in_bwd", "", "optimizer-in-backward").value_or(false)) {
+    if (const Setting* ga = r.read().find("grad-accum"); ga && ga->value != "1")
+      r.fail("optimizer_in_bwd", j.at("optimizer_in_bwd"),
+             "torchtune steps each parameter in backward and cannot accumulate gradients; "
+             "gradient_accumulation_steps is " + ga->value);
+    r.set("optimizer-in-backward", "true", "optimizer_in_bwd", j.at("optimizer_in_bwd"));
+  }
   read_optimizer(j, r);
   r.check_keys(j, "",
                {"model", "batch_size", "gradient_accumulation_steps", "dtype", "tokenizer",

@@ -31,6 +31,11 @@ constexpr Detail kDetails[] = {
      "DPO with precompute_ref_log_probs (TRL): the reference log-probabilities are computed in "
      "a pass over the data before training, so the steps hold and run no reference model. The "
      "pass itself is not in the step time."},
+    {"optimizer-in-backward",
+     "torchtune's optimizer_in_bwd (torchtune/training/memory.py register_optim_in_bwd_hooks): "
+     "one optimizer per parameter, stepped by a post-accumulate-grad hook as soon as that "
+     "gradient is complete, which then frees it; so only one parameter's gradient is alive at a "
+     "time instead of all of them. It cannot accumulate gradients over micro-batches."},
     {"precision",
      "fp32; fp16-mixed / bf16-mixed: autocast with fp32 master weights (Micikevicius et al. "
      "2018, arXiv:1710.03740); fp16-true / bf16-true: everything 16-bit."},

@@ -241,19 +241,6 @@ std::vector<Option> model_and_method() {
   v.push_back(choice<Method>(describe("method", "METHOD", "Method", "method", "full fine-tuning or adapters",
                                       "full"),
                              [](auto& r) -> auto& { return r.training.method; }));
-  v.push_back(choice<Objective>(
-      describe("objective", "OBJECTIVE", "Objective", "method",
-               "what each sample trains: sft (one sequence), or a preference pair (chosen and rejected "
-               "sequences together): dpo (with a frozen reference model's forward), orpo, simpo (none)",
-               "sft"),
-      [](auto& r) -> auto& { return r.training.objective; }));
-  v.push_back(applies(flag(describe("precomputed-reference", "", "Precomputed ref.", "method",
-                                    "DPO's reference log-probabilities computed before training (TRL's "
-                                    "precompute_ref_log_probs): no reference model held or run in the steps",
-                                    "off"),
-                           [](auto& r) -> auto& { return r.training.reference_precomputed; }),
-                      [](const Request& r, unsigned /*cmd*/) { return needs_reference(r.training.objective); },
-                      "with --objective dpo"));
   v.push_back(precision_option());
   v.push_back(choice<Fp8Recipe>(
       describe("fp8", "RECIPE", "FP8 recipe", "method",
@@ -299,6 +286,32 @@ std::vector<Option> model_and_method() {
                               0, 16, [](auto& r) -> auto& { return r.mtp_layers; }),
                       [](const Request& r, unsigned /*cmd*/) { return r.training.framework == Framework::megatron; },
                       "with --framework megatron (transformers' models have none)"));
+  return v;
+}
+
+// What each sample trains (preference pairs, DPO's reference) and torchtune's optimizer in backward.
+std::vector<Option> objective_options() {
+  std::vector<Option> v;
+  v.push_back(choice<Objective>(
+      describe("objective", "OBJECTIVE", "Objective", "method",
+               "what each sample trains: sft (one sequence), or a preference pair (chosen and rejected "
+               "sequences together): dpo (with a frozen reference model's forward), orpo, simpo (none)",
+               "sft"),
+      [](auto& r) -> auto& { return r.training.objective; }));
+  v.push_back(applies(flag(describe("precomputed-reference", "", "Precomputed ref.", "method",
+                                    "DPO's reference log-probabilities computed before training (TRL's "
+                                    "precompute_ref_log_probs): no reference model held or run in the steps",
+                                    "off"),
+                           [](auto& r) -> auto& { return r.training.reference_precomputed; }),
+                      [](const Request& r, unsigned /*cmd*/) { return needs_reference(r.training.objective); },
+                      "with --objective dpo"));
+  v.push_back(applies(flag(describe("optimizer-in-backward", "", "Optimizer in bwd", "method",
+                                    "step each parameter as soon as its gradient is complete and free it "
+                                    "(torchtune's optimizer_in_bwd); needs --grad-accum 1",
+                                    "off"),
+                           [](auto& r) -> auto& { return r.training.optimizer_in_backward; }),
+                      [](const Request& r, unsigned /*cmd*/) { return r.training.framework == Framework::pytorch; },
+                      "with --framework pytorch (DeepSpeed and Megatron step after backward)"));
   return v;
 }
 
@@ -575,7 +588,7 @@ std::vector<Option> cluster_and_output_options() {
 
 std::vector<Option> build() {
   std::vector<Option> all;
-  for (auto part : {model_and_method(), deepspeed_precision_options(), adapter_options(), parallel_options(),
+  for (auto part : {model_and_method(), objective_options(), deepspeed_precision_options(), adapter_options(), parallel_options(),
                     megatron_options(), batch_and_memory_options(), cluster_and_output_options()})
     for (auto& o : part) all.push_back(std::move(o));
   add_option_details(all);

@@ -120,6 +120,10 @@ run_case(precomputed_reference_without_dpo 0 estimate 7b A100 --objective orpo -
 run_case(dpo_pair_bound 2 estimate 7b 8xA100 --objective dpo --micro-batch 67108864 ERR "2 x --micro-batch .two sequences a pair. x --seq" "beyond the memory of any GPU")
 run_case(dpo_estimate 0 estimate llama-3.1-8b 8xH100 --framework deepspeed --strategy zero3 --checkpointing full --objective dpo MATCH "dpo pairs" "reference forward .DPO." "frozen reference model's copy")
 run_case(dpo_megatron_emit 2 estimate llama-3.1-8b 8xH100 --framework megatron --strategy zero1 --objective dpo --emit torchrun ERR "--objective dpo: Megatron-LM's pretrain_gpt.py has no preference loss")
+# torchtune's optimizer in backward: one gradient at a time, no accumulation, no launch config.
+run_case(optimizer_in_backward_accumulating 2 estimate 7b A100 --optimizer-in-backward --grad-accum 4 ERR "--optimizer-in-backward steps each parameter as soon as its gradient is complete" "needs --grad-accum 1")
+run_case(optimizer_in_backward_megatron 0 estimate llama-3.1-8b 8xH100 --framework megatron --strategy zero1 --optimizer-in-backward ERR "warning: --optimizer-in-backward true ignored: it applies with --framework pytorch")
+run_case(optimizer_in_backward_emit 2 plan 7b A100 --optimizer-in-backward --emit torchrun ERR "--optimizer-in-backward: torchtune's optimizer_in_bwd")
 run_case(moe_pad_without_capacity 2 estimate mixtral-8x7b 8xH100 --framework megatron --moe-pad-to-capacity ERR "--moe-pad-to-capacity needs --moe-capacity-factor")
 run_case(quant_block_not_power_of_two 2 fit 7b A100 --method qlora --quant-block 100 ERR "--quant-block must be a power of two")
 run_case(optimizer_impl_unknown 2 estimate 7b A100 --optimizer-impl turbo ERR "--optimizer-impl: unknown optimizer implementation")

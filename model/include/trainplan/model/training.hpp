@@ -61,6 +61,11 @@ struct Training {
   // (runtime/zero/config.py: the default below stage 3); false here is overlap_comm true.
   bool no_overlap_comm = false;
   OptimizerImpl optimizer_impl = OptimizerImpl::framework_default;
+  // torchtune's optimizer_in_bwd: every parameter has its own optimizer, stepped by a
+  // post-accumulate-grad hook the moment its gradient is complete, which then frees that gradient
+  // (torchtune/training/memory.py register_optim_in_bwd_hooks; PyTorch's "fusing the optimizer
+  // step into the backward pass"). Gradients never all exist at once; needs grad_accum 1.
+  bool optimizer_in_backward = false;
   // DeepSpeed's bf16.bf16_master_weights_and_grads: the optimizer's master weights and its gradient
   // partition in bf16 instead of fp32; bf16_optimizer_states: its moments too (needs the first).
   // DeepSpeed runtime/config.py asserts both need bf16 and ZeRO stage 1-3 (DeepSpeed PR #7700).
@@ -97,6 +102,9 @@ struct Training {
   [[nodiscard]] bool runs_reference() const { return needs_reference(objective) && !reference_precomputed; }
   [[nodiscard]] bool holds_reference() const { return runs_reference() && method == Method::full; }
   [[nodiscard]] OptimizerImpl optimizer_implementation() const {
+    // One optimizer per parameter: torch's default path steps a one-tensor list at a time, as the
+    // for-loop does.
+    if (optimizer_in_backward && optimizer_impl == OptimizerImpl::framework_default) return OptimizerImpl::for_loop;
     return resolved_optimizer_impl(optimizer_impl, framework, offload);
   }
 };
