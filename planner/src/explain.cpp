@@ -19,7 +19,7 @@ struct Candidate {
   int kind = 0;  // which family of change (never paired with itself)
 };
 
-enum Kind { kMicroBatch, kCheckpointing, kSharding, kOffload, kLoraRank, kQlora };
+enum Kind { kMicroBatch, kCheckpointing, kSharding, kOffload, kLoraRank, kQlora, kReference };
 
 std::string str(std::int64_t v) { return std::to_string(v); }
 
@@ -126,6 +126,16 @@ void adapter_changes(const model::Training& t, std::vector<Candidate>& out) {
   }
 }
 
+// DPO holding a reference model: its log-probabilities computed in a pass before training instead
+// (TRL's precompute_ref_log_probs), which frees the reference's weights and its forward.
+void reference_changes(const model::Training& t, std::vector<Candidate>& out) {
+  if (!t.runs_reference()) return;
+  Candidate c{t, {}, kReference};
+  c.training.reference_precomputed = true;
+  c.changes = {{"precomputed-reference", "false", "true"}};
+  out.push_back(std::move(c));
+}
+
 std::vector<Candidate> single_changes(const SearchRequest& space, const hardware::Cluster& c) {
   std::vector<Candidate> out;
   micro_batch_changes(space.base, out);
@@ -133,6 +143,7 @@ std::vector<Candidate> single_changes(const SearchRequest& space, const hardware
   sharding_changes(space, c, out);
   offload_changes(space, c, out);
   adapter_changes(space.base, out);
+  reference_changes(space.base, out);
   return out;
 }
 
@@ -163,6 +174,9 @@ Candidate combine(const Candidate& a, const Candidate& b) {
     case kQlora:
       t.method = u.method;
       t.quant = u.quant;
+      break;
+    case kReference:
+      t.reference_precomputed = u.reference_precomputed;
       break;
     default:
       break;

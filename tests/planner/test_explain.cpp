@@ -162,6 +162,29 @@ TEST(SuggestChanges, UnderMegatronOnlyWhatMegatronRuns) {
   }
 }
 
+// DPO of Llama-2-7B on two A100-80GB under ZeRO-2, micro-batch 2: the policy's model states
+// (2 + 2 + 12/2 bytes a parameter) and the reference's unsharded 16-bit copy (2 more) do not fit;
+// TRL's precompute_ref_log_probs drops the reference, and is offered as a change of its own.
+TEST(SuggestChanges, DpoOffersThePrecomputedReference) {
+  const request::Catalog& catalog = test::catalog();
+  const model::Architecture a = catalog.resolve_model("llama-2-7b").arch;
+  const model::ParameterCounts n = model::count_parameters(a);
+  const hardware::Cluster c = catalog.resolve_cluster("2xA100-80GB", std::nullopt).cluster;
+  model::Training t;
+  t.framework = Framework::deepspeed;
+  t.strategy = Strategy::zero2;
+  t.checkpointing = Checkpointing::full;
+  t.objective = Objective::dpo;
+  t.micro_batch = 2;
+  t.seq = 2048;
+  const Explanation x = suggest_changes(a, n, t, c);
+  ASSERT_FALSE(x.given.fits);
+  const Suggestion* pre = find_change(x, "precomputed-reference");
+  ASSERT_NE(pre, nullptr);
+  EXPECT_EQ(pre->estimate.memory.states.reference, Bytes(0.0));
+  EXPECT_EQ(pre->estimate.time.reference, Seconds(0.0));
+}
+
 TEST(SuggestChanges, AConfigurationThatFitsNeedsNoChange) {
   // litgpt's table: Llama-2-7B micro-batch 2 ran (29.07 GB).
   const LoraRun s = litgpt_lora("llama-2-7b", 2, 1304);
