@@ -45,11 +45,13 @@ constexpr std::array kDpoOnlyKeys = std::to_array<std::string_view>(
      "discopop_tau", "loss_weights", "force_use_ref_model"});
 constexpr std::array kCpoOnlyKeys = std::to_array<std::string_view>({"cpo_alpha", "simpo_gamma"});
 constexpr std::array kSharedPreferenceKeys = std::to_array<std::string_view>(
-    {"beta", "max_prompt_length", "max_completion_length", "label_smoothing", "truncation_mode", "padding_value",
-     "label_pad_token_id", "is_encoder_decoder", "generate_during_eval"});
+    {"beta", "max_prompt_length", "max_completion_length", "label_smoothing", "padding_value", "label_pad_token_id",
+     "is_encoder_decoder", "generate_during_eval"});
 // Fields the preference configs have that SFTConfig or GRPOConfig have too (loss_type "nll" or
-// "dft", pad_token, disable_dropout): known, but they say nothing of the objective.
-constexpr std::array kOtherTrlKeys = std::to_array<std::string_view>({"loss_type", "pad_token", "disable_dropout"});
+// "dft", pad_token, disable_dropout, truncation_mode; TRL v1.9 sft_config.py, grpo_config.py):
+// known, but they say nothing of the objective.
+constexpr std::array kOtherTrlKeys =
+    std::to_array<std::string_view>({"loss_type", "pad_token", "disable_dropout", "truncation_mode"});
 
 std::span<const std::string_view> trl_preference_keys() {
   static const auto kAll = [] {
