@@ -10,6 +10,7 @@
 #include <cctype>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "config_reader.hpp"
 #include "trainplan/core/checked.hpp"
@@ -102,14 +103,11 @@ void read_precision(const Json& j, Reader& r) {
     const std::optional<bool> on = r.boolean(o, "enabled", key, option);
     // DeepSpeed 0.18's bf16 optimizer (runtime/config.py, BFLOAT16_MASTER_WEIGHTS_AND_GRADS and
     // BFLOAT16_OPTIMIZER_STATES, both false by default).
-    if (std::string(key) != "fp16") {
-      if (r.boolean(o, "bf16_master_weights_and_grads", key, "bf16-master-weights").value_or(false))
-        r.set("bf16-master-weights", "true", std::string(key) + ".bf16_master_weights_and_grads",
-              o.at("bf16_master_weights_and_grads"));
-      if (r.boolean(o, "bf16_optimizer_states", key, "bf16-optimizer-states").value_or(false))
-        r.set("bf16-optimizer-states", "true", std::string(key) + ".bf16_optimizer_states",
-              o.at("bf16_optimizer_states"));
-    }
+    if (std::string(key) != "fp16")
+      for (const auto& [field, flag] : {std::pair{"bf16_master_weights_and_grads", "bf16-master-weights"},
+                                        std::pair{"bf16_optimizer_states", "bf16-optimizer-states"}})
+        if (r.boolean(o, field, key, flag).value_or(false))
+          r.set(flag, "true", std::string(key) + "." + field, o.at(field));
     if (r.boolean(o, "fp16_master_weights_and_grads", key, "").value_or(false))
       r.warn(std::string(key) + ".fp16_master_weights_and_grads = true: fp16 master weights and gradients are not "
              "modelled; estimated with DeepSpeed's fp32 master weights");

@@ -13,6 +13,7 @@
 // ORPOTrainer, simpo the CPOTrainer (core/builders/rl.py L71-80); under an adapter the reference is
 // the model with its adapters off unless rl_adapter_ref_model loads one (train.py L137-154).
 
+#include <algorithm>
 #include <array>
 #include <span>
 #include <string>
@@ -22,12 +23,6 @@
 
 namespace trainplan::request::config {
 namespace {
-
-bool contains(std::span<const std::string_view> keys, std::string_view k) {
-  for (const std::string_view x : keys)
-    if (x == k) return true;
-  return false;
-}
 
 void set_precomputed(const Json& j, Reader& r, const std::string& key) {
   if (r.boolean(j, key, "", "precomputed-reference").value_or(false))
@@ -74,9 +69,10 @@ void read_trl_preference(const Json& j, Reader& r) {
   std::string shared_key;
   for (const auto& [k, v] : j.items()) {
     if (v.is_null()) continue;
-    if (dpo_key.empty() && contains(kDpoOnlyKeys, k)) dpo_key = k;
-    if (cpo_key.empty() && contains(kCpoOnlyKeys, k)) cpo_key = k;
-    if (shared_key.empty() && contains(kSharedPreferenceKeys, k)) shared_key = k;
+    if (dpo_key.empty() && std::ranges::find(kDpoOnlyKeys, k) != kDpoOnlyKeys.end()) dpo_key = k;
+    if (cpo_key.empty() && std::ranges::find(kCpoOnlyKeys, k) != kCpoOnlyKeys.end()) cpo_key = k;
+    if (shared_key.empty() && std::ranges::find(kSharedPreferenceKeys, k) != kSharedPreferenceKeys.end())
+      shared_key = k;
   }
   if (!dpo_key.empty() && !cpo_key.empty())
     r.fail(cpo_key, j.at(cpo_key),
