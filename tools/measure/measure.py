@@ -35,6 +35,7 @@ GPUS_DIR = REPO / "data" / "gpus"
 WARMUP_STEPS = 2
 TIMED_STEPS = 5
 SEED = 0
+LIGER_APPLIED = False  # Liger patched transformers' modules in this process (they stay patched)
 ROUTING = "balanced"  # --routing: balanced (noise at the routers' input) | model (as the random model routes)
 
 # Pass bands written next to each value. peak_allocated uses the band the litgpt runs are held to;
@@ -76,6 +77,7 @@ class Run:
     experts: Optional[str] = None  # MoE: transformers' experts_implementation (None: its default, grouped_mm)
     fp8: Optional[str] = None  # torchao float8 training recipe: tensorwise | rowwise (None: 16-bit GEMMs)
     compile: bool = False  # torch.compile the model (torchao's float8 casts fuse into its kernels)
+    liger: bool = False  # Liger's kernels as the Trainer's use_liger_kernel applies them (_apply_liger_kernel_to_instance)
 
     @property
     def name(self) -> str:
@@ -93,6 +95,8 @@ class Run:
             parts.append(f"fp8-{self.fp8}")
         if self.compile:
             parts.append("compile")
+        if self.liger:
+            parts.append("liger")
         return "-".join(parts)
 
 
@@ -160,7 +164,39 @@ PLAN_FP8: list[Run] = [
     Run("llama-3.2-1b", "full", "bf16-mixed", 2048, 4, fp8="tensorwise", compile=True),
 ]
 
-PLANS = {"default": PLAN, "families": PLAN_FAMILIES, "fp8": PLAN_FP8}
+# Liger's kernels (`--plan liger`, needs the liger-kernel wheel): what the Trainer's use_liger_kernel = true
+# does to a model (liger_kernel.transformers._apply_liger_kernel_to_instance with its defaults: RMSNorm,
+# rotary, SwiGLU/GeGLU and the fused linear cross-entropy, which never builds the logits). Each run is
+# one of the default or families plan's with Liger applied, so that its eager twin (already measured
+# on the same GPU) is the comparison; two new pairs measure both sides in the same call.
+PLAN_LIGER: list[Run] = [
+    # Liger patches transformers' modeling modules for the whole process (apply_rotary_pos_emb, the norm
+    # and MLP classes' forward), so the runs without it come first (apply_liger refuses the other order).
+    Run("llama-3.2-1b", "full", "bf16-mixed", 2048, 4),
+    Run("llama-3.1-8b", "lora", "bf16-true", 4096, 2, lora_targets="all-linear"),
+    Run("qwen3-0.6b", "full", "bf16-mixed", 2048, 4, liger=True),
+    Run("llama-3.2-1b", "full", "bf16-mixed", 1024, 4, liger=True),
+    Run("llama-3.2-1b", "full", "bf16-mixed", 2048, 4, liger=True),
+    Run("tinyllama-1.1b", "full", "bf16-mixed", 2048, 8, checkpointing="full", liger=True),
+    Run("llama-3.2-1b", "lora", "bf16-true", 4096, 2, liger=True),
+    Run("gemma-2b", "lora", "bf16-true", 2048, 2, lora_targets="all-linear", liger=True),
+    Run("gemma-2-2b", "lora", "bf16-true", 2048, 2, lora_targets="all-linear", liger=True),
+    Run("qwen2.5-7b", "lora", "bf16-true", 2048, 2, liger=True),
+    Run("qwen3-8b", "lora", "bf16-true", 2048, 2, checkpointing="full", liger=True),
+    Run("llama-3.1-8b", "lora", "bf16-true", 4096, 2, lora_targets="all-linear", liger=True),
+    Run("mistral-7b", "lora", "bf16-true", 4096, 1, checkpointing="full", lora_targets="all-linear", liger=True),
+]
+
+# torch.compile of the whole model (`--plan compile`): runs of the default and families plans compiled,
+# for the compiled stack to come (Inductor fuses the elementwise ops and chooses what to save).
+PLAN_COMPILE: list[Run] = [
+    Run("llama-3.2-1b", "full", "bf16-mixed", 2048, 4, compile=True),
+    Run("llama-3.2-1b", "lora", "bf16-true", 4096, 2, compile=True),
+    Run("qwen3-8b", "lora", "bf16-true", 2048, 2, checkpointing="full", compile=True),
+    Run("llama-3.1-8b", "lora", "bf16-true", 4096, 2, lora_targets="all-linear", compile=True),
+]
+
+PLANS = {"default": PLAN, "families": PLAN_FAMILIES, "fp8": PLAN_FP8, "liger": PLAN_LIGER, "compile": PLAN_COMPILE}
 
 
 # ---- the catalogue ---------------------------------------------------------------------------------
@@ -292,6 +328,13 @@ def build_model(run: Run, device: str, tiny: bool):
         quantize_block_linears(model, run.quant, device)
     if run.fp8:
         convert_to_float8(model, run.fp8, emulate=not device.startswith("cuda"))
+    global LIGER_APPLIED
+    if LIGER_APPLIED and not run.liger:
+        raise RuntimeError("Liger's patches of transformers' modules are already in this process: "
+                           "measure runs without Liger first (or in another process)")
+    if run.liger:
+        apply_liger(model)
+        LIGER_APPLIED = True
     if run.compile:
         model.compile()
     targets = None
@@ -308,6 +351,20 @@ def build_model(run: Run, device: str, tiny: bool):
                 if p.requires_grad:
                     p.data = p.data.to(torch.bfloat16)
     return model, attention, targets, config
+
+
+def apply_liger(model) -> None:
+    """Liger's kernels on this instance, as transformers' Trainer applies them under use_liger_kernel
+    (trainer.py: _apply_liger_kernel_to_instance(model=...) with no arguments, i.e. each model type's
+    defaults). Raises when Liger has nothing for the model type, so that no run is labelled Liger
+    without it."""
+    from liger_kernel.transformers import _apply_liger_kernel_to_instance
+
+    before = {type(m).__name__ for m in model.modules()}
+    _apply_liger_kernel_to_instance(model=model)
+    after = {type(m).__name__ for m in model.modules()}
+    patched = sorted(after - before)
+    print(f"    liger: module types now present {patched or '(forward patched in place)'}", flush=True)
 
 
 def convert_to_float8(model, recipe: str, emulate: bool) -> None:
@@ -599,6 +656,8 @@ def reference_case(run: Run, m: dict, gpu: str, device_name: str, stamp: str, en
         training["fp8"] = f"torchao-{run.fp8}"
     if run.compile:
         training["compile"] = True
+    if run.liger:
+        training["liger"] = True
     steps = f"{WARMUP_STEPS} warm-up and {TIMED_STEPS} timed steps"
     measured = [
         {"metric": "peak_allocated", "value": round(m["peak_allocated"] / gib, 4), "unit": "GiB",
@@ -680,8 +739,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--dry-run", action="store_true", help="print the plan of runs and exit (no CUDA needed)")
     ap.add_argument("--out", type=Path, help="reference file to write (default data/reference/measured-<gpu>.json)")
     ap.add_argument("--plan", choices=sorted(PLANS), default="default",
-                    help="which plan: default (0.1B-8B Llama-era models) or families (Qwen3, Gemma 2/3, Phi-3, "
-                         "OLMo 2, gpt-oss, Qwen3-MoE)")
+                    help="which plan: default (0.1B-8B Llama-era models), families (Qwen3, Gemma 2/3, Phi-3, "
+                         "OLMo 2, gpt-oss, Qwen3-MoE), fp8 (torchao float8), liger (Liger's kernels) or compile (torch.compile)")
     ap.add_argument("--only", action="append", help="only runs whose name contains TEXT (repeatable)")
     ap.add_argument("--budget-s", type=float, default=540.0,
                     help="stop starting new runs when the next would pass this many seconds (default 540)")
