@@ -66,6 +66,11 @@ void norm_kernels(Builder& b, const Architecture& a, const Shape& x, double X) {
   }
 }
 
+void fused_rms_norm_kernels(Builder& b, const Shape& x, double X, double bytes) {
+  b.forward(X * 2.0 * bytes);
+  b.backward(X * 3.0 * bytes, x.full ? 2.0 : 1.0);
+}
+
 GemmShape gemm_of(const Architecture& a, const Training& tr, const Linear& l, bool adapted) {
   const LinearShard kn = linear_shard(a, l, tr.tp);
   const std::int64_t T = tr.tokens_per_micro_batch();

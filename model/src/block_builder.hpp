@@ -150,6 +150,10 @@ class Builder {
 // LayerNorm: one native_layer_norm kernel each way (and the weight/bias reduction).
 // X elements normed (the hidden states, or q or k for their norms).
 void norm_kernels(Builder& b, const Architecture& a, const Shape& x, double X);
+// Liger's RMSNorm (liger-kernel 0.8.5 ops/rms_norm.py): one kernel forward (reads x, writes y and an
+// fp32 rstd per row), one backward (reads dy and x, writes dx over dy; with a trained weight, each
+// SM's partial sums of dw reduced by a second kernel). `bytes`: per element of x.
+void fused_rms_norm_kernels(Builder& b, const Shape& x, double X, double bytes);
 
 // The GEMM of one linear per GPU.
 [[nodiscard]] GemmShape gemm_of(const Architecture& a, const Training& tr, const Linear& l, bool adapted);

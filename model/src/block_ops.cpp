@@ -8,6 +8,7 @@
 #include "trainplan/model/family.hpp"
 #include "trainplan/model/flops.hpp"
 #include "trainplan/model/fp8.hpp"
+#include "trainplan/model/library.hpp"
 #include "trainplan/model/lora.hpp"
 #include "trainplan/model/model_states.hpp"
 
@@ -158,6 +159,18 @@ BlockOps edge_ops(const Architecture& a, const Training& tr, Edge edge) {
   return out;
 }
 
+LossChunks fused_linear_loss_chunks(const Architecture& a, const Training& tr) {
+  const std::int64_t bt = std::max<std::int64_t>(1, tr.tokens_per_micro_batch());
+  const std::int64_t v = std::max<std::int64_t>(1, a.vocab / tr.tp);
+  const std::int64_t h = std::max<std::int64_t>(1, a.hidden);
+  const std::int64_t inc = (v + h - 1) / h;
+  const std::int64_t want = (bt + inc - 1) / inc;
+  std::int64_t rows = 1;
+  while (rows < want) rows *= 2;
+  rows = std::min(rows, bt);
+  return {rows, (bt + rows - 1) / rows};
+}
+
 void build_edge_ops(const Architecture& a, const Training& tr, Edge edge, BlockOps& out) {
   out.framework = tr.framework;
   out.ops.clear();
@@ -170,10 +183,27 @@ void build_edge_ops(const Architecture& a, const Training& tr, Edge edge, BlockO
       b.open("embedding lookup", OpKind::copy_cast);
       b.launches(1.0, x.full ? 3.0 : 0.0);  // lookup; embedding_dense_backward
       break;
-    case Edge::head:
+    case Edge::head: {
+      const OpListVariant variant = op_variant(a, tr);
       if (a.final_norm) {
         b.open("final norm", OpKind::norm);
-        norm_kernels(b, a, x, x.t * x.kh);
+        if (variant.fused_norm && a.norm == NormKind::rmsnorm)
+          fused_rms_norm_kernels(b, x, x.t * x.kh, x.stream);
+        else
+          norm_kernels(b, a, x, x.t * x.kh);
+      }
+      if (variant.fused_linear_loss) {
+        // Per chunk in forward: the logits' product, the loss kernel (writing the logits'
+        // gradient over them), the input gradient's product, and with a trained head the weight
+        // gradient's addmm (its input chunk cast to 16 bits first under autocast); before them
+        // the two gradient buffers zeroed and the ignored labels counted. Backward scales both
+        // gradients by the loss's (the Trainer's sum over its items).
+        const double chunks = static_cast<double>(fused_linear_loss_chunks(a, tr).count);
+        b.open("fused linear cross-entropy", OpKind::gemm).gemm = {
+            Role::lm_head, tr.tokens_per_micro_batch(), std::max<std::int64_t>(1, a.vocab / tr.tp), a.hidden, 1,
+            x.full};
+        b.launches(chunks * (3.0 + (x.full ? (x.mixed ? 2.0 : 1.0) : 0.0)) + 4.0, x.full ? 2.0 : 1.0);
+        break;
       }
       b.open("lm_head", OpKind::gemm).gemm = {Role::lm_head, tr.tokens_per_micro_batch(),
                                               std::max<std::int64_t>(1, a.vocab / tr.tp), a.hidden, 1, x.full};
@@ -186,6 +216,7 @@ void build_edge_ops(const Architecture& a, const Training& tr, Edge edge, BlockO
         b.launches(3.0, 3.0);
       }
       break;
+    }
   }
 }
 

@@ -34,11 +34,18 @@ void HfBlock::norm(std::string_view name, bool kernels, bool saves, int consumer
                    bool norm_input_grad) {
   if (!kernels && !saves) return;
   b_.open(name, OpKind::norm);
-  if (kernels) norm_kernels(x_.t * x_.kh);
+  const bool fused = variant_.fused_norm;  // Liger's kernel (rmsnorm only)
+  if (kernels && fused) fused_rms_norm_kernels(b_, x_, x_.t * x_.kh, x_.stream);
+  if (kernels && !fused) norm_kernels(x_.t * x_.kh);
   if (!saves) return;
   const double th = x_.t * x_.h / x_.rep;
   if (norm_input_grad) switch (a_.norm) {
       case NormKind::rmsnorm:
+        if (fused) {  // its input as it came, and rstd
+          if (!shares_input) b_.keep("norm input", x_.stream * th);
+          b_.keep("norm statistics", kFp32 * x_.t / x_.rep);
+          break;
+        }
         if (!shares_input) b_.keep("norm input (fp32 copy)", rms_input_bytes(variant_, tr_) * th);
         b_.keep("norm statistics", kFp32 * x_.t / x_.rep);
         // Gemma scales by (1 + weight) in fp32, so its normalised input stays fp32.
@@ -162,6 +169,14 @@ void HfBlock::activation() {
   const double n = x_.t * x_.kinter;
   const double c = c_;
   b_.open("activation", OpKind::elementwise);
+  if (liger_glu()) {
+    // Liger's SwiGLU/GeGLU (ops/swiglu.py, geglu.py): forward reads the gate and up outputs and
+    // writes the product; backward reads its gradient and both inputs and writes theirs.
+    b_.forward(3.0 * n * c);
+    b_.backward(5.0 * n * c);
+    mlp_saved();
+    return;
+  }
   if (a_.activation == Activation::gelu_new) {
     b_.unary(n, c, c, true);                // pow(x, 3)
     b_.scale(n, c, c, true, false);         // * 0.044715
@@ -208,7 +223,7 @@ void HfBlock::mlp_saved() {
     // The activation reads the gate projection (T5 v1.1's gated-gelu: the tanh GELU's intermediates).
     const double gate = a_.activation == Activation::gelu_new ? gelu_new_bytes(tr_) : 1.0;
     b_.keep("gate projection output", gate * c_ * tI);
-    b_.keep("activation output", c_ * tI);
+    if (!liger_glu()) b_.keep("activation output", c_ * tI);  // Liger's kernel recomputes it
     b_.keep("up projection output", c_ * tI);
     if (keeps_input(Role::down)) b_.keep("down projection input", x_.lin * tI);
   } else {

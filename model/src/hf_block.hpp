@@ -64,6 +64,9 @@ class HfBlock {
     for (Role role : roles) n += adapts(role) ? 1 : 0;
     return n;
   }
+  // Liger's SwiGLU/GeGLU kernel runs this block's MLP (dense gated MLPs; expert MLPs stay
+  // transformers').
+  bool liger_glu() const { return variant_.fused_glu && !a_.is_moe() && a_.activation != Activation::gelu_new; }
   bool attention_trained() const {
     return adapted({Role::q, Role::k, Role::v, Role::o, Role::q_a, Role::kv_a, Role::kv_b}) > 0;
   }

@@ -10,9 +10,17 @@ void HfBlock::qk_norms() {
   const auto grad = [&](Role role) { return input_grad_ || adapts(role); };
   for (const Role role : {Role::q, Role::k}) {
     b_.open(role == Role::q ? "q norm" : "k norm", OpKind::norm);
-    norm_kernels(x_.t * (role == Role::q ? x_.kq : x_.kkv));
-    if (!grad(role)) continue;
+    const double X = x_.t * (role == Role::q ? x_.kq : x_.kkv);
     const double n = x_.t * (role == Role::q ? x_.qd : x_.kd) / x_.tp;
+    if (variant_.fused_norm) {  // Liger's RMSNorm over the projection's output, in its dtype
+      fused_rms_norm_kernels(b_, x_, X, c_);
+      if (!grad(role)) continue;
+      b_.keep("q/k norm input", c_ * n);
+      b_.keep("q/k norm statistics", kFp32 * (per_head ? n / d : x_.t));
+      continue;
+    }
+    norm_kernels(X);
+    if (!grad(role)) continue;
     b_.keep("q/k norm input (fp32 copy)", rms_input_bytes(variant_, tr_) * n);
     b_.keep("q/k norm statistics", kFp32 * (per_head ? n / d : x_.t));
     if (full_ && weighted) b_.keep("q/k norm normalised input", (variant_.fp32_normalised_norm ? kFp32 : r_) * n);
@@ -20,6 +28,14 @@ void HfBlock::qk_norms() {
 }
 
 void HfBlock::rotary(double n) {
+  if (variant_.fused_rotary) {
+    // Liger's rope (ops/rope.py): one kernel rotates q and k in place each way; cos and sin are
+    // shared by every layer. Its one launch is counted on q's op.
+    const bool first = b_.cur().name == std::string_view("rotary q");
+    b_.forward(2.0 * n * c_, first ? 1.0 : 0.0);
+    b_.backward(2.0 * n * c_, first ? 1.0 : 0.0);
+    return;
+  }
   const double nr = n * a_.rotary_fraction;
   const double rot = x_.stream;
   const double c = c_;

@@ -2,6 +2,7 @@
 #include "trainplan/model/library.hpp"
 
 #include <array>
+#include <string_view>
 
 #include "trainplan/model/architecture.hpp"
 #include "trainplan/model/training.hpp"
@@ -73,7 +74,8 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
      .source = "axolotl-ai-cloud/axolotl v0.18.0 src/axolotl/utils/schemas/config.py:592 (tf32 "
                "defaults to \"auto\" from v0.16.0: on where the GPU has TF32; None before) and "
                "src/axolotl/core/trainers: transformers' Trainer over transformers' models",
-     .unmodelled = "Liger and the other kernel patches an axolotl YAML can turn on are not priced"},
+     .unmodelled = "kernel patches an axolotl YAML can turn on other than Liger's (unsloth, cut cross-entropy) "
+                   "are not priced"},
     {.library = Library::torchtitan,
      .name = "torchtitan",
      .source = "pytorch/torchtitan torchtitan/models/llama3/model/model.py (grouped K/V through "
@@ -136,6 +138,55 @@ Library library_of(Framework f) {
   return Library::hf_trainer;
 }
 
+namespace {
+
+// Liger's apply functions by model type, with the kernels each turns on by default (liger-kernel
+// 0.8.5 monkey_patch.py: rope, rms_norm, swiglu or geglu and fused_linear_cross_entropy default to
+// True; DeepSeek-V2/V3 leave rope False, gpt-oss swiglu False for its own experts). Model types of
+// the catalogue's families only; MODEL_TYPE_TO_APPLY_LIGER_FN has more (vision models, GLM-4,
+// Granite, ...).
+struct LigerRow {
+  std::string_view model_type;
+  LigerKernels kernels;
+};
+constexpr LigerKernels kLigerAll{true, true, true, true, true};
+constexpr LigerKernels kLigerNoRope{true, true, false, true, true};
+constexpr LigerKernels kLigerNoGlu{true, true, true, false, true};
+constexpr std::array<LigerRow, 16> kLiger{{
+    {"llama", kLigerAll},       {"mistral", kLigerAll},       {"mixtral", kLigerAll},
+    {"qwen2", kLigerAll},       {"qwen3", kLigerAll},         {"qwen3_moe", kLigerAll},
+    {"gemma", kLigerAll},       {"gemma2", kLigerAll},        {"gemma3_text", kLigerAll},
+    {"gemma3", kLigerAll},      {"phi3", kLigerAll},          {"olmo2", kLigerAll},
+    {"llama4_text", kLigerAll}, {"deepseek_v2", kLigerNoRope}, {"deepseek_v3", kLigerNoRope},
+    {"gpt_oss", kLigerNoGlu},
+}};
+
+}  // namespace
+
+LigerKernels liger_kernels(const Architecture& a) {
+  for (const std::string_view type : {std::string_view(a.family), std::string_view(family_of(a).model_type)})
+    for (const LigerRow& row : kLiger)
+      if (row.model_type == type) return row.kernels;
+  return {};
+}
+
+bool runs_transformers_models(Library l) {
+  switch (l) {
+    case Library::hf_trainer:
+    case Library::accelerate:
+    case Library::trl:
+    case Library::axolotl:
+    case Library::deepspeed: return true;
+    case Library::litgpt:
+    case Library::torchtune:
+    case Library::torchtitan:
+    case Library::megatron:
+    case Library::megatron_deepspeed:
+    case Library::llm_foundry: return false;
+  }
+  return false;
+}
+
 OpListVariant op_variant(const Architecture& a, const Training& tr) {
   OpListVariant v = family_of(a).ops;
   const LibraryTraits& lib = library_traits(tr.library);
@@ -143,6 +194,13 @@ OpListVariant op_variant(const Architecture& a, const Training& tr) {
   if (lib.loss_in_model_dtype) v.loss_in_model_dtype = true;
   if (lib.logits_kept) v.logits_kept = true;
   if (lib.fused_loss) v.fused_loss = true;
+  if (tr.liger && tr.framework != Framework::megatron && runs_transformers_models(tr.library)) {
+    const LigerKernels k = liger_kernels(a);
+    v.fused_norm = k.rms_norm && a.norm == NormKind::rmsnorm;
+    v.fused_rotary = k.rope && a.position == PositionKind::rotary;
+    v.fused_glu = k.glu && a.mlp == MlpKind::gated;
+    v.fused_linear_loss = k.fused_linear_cross_entropy;
+  }
   return v;
 }
 

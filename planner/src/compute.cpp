@@ -469,19 +469,27 @@ BlockCompute block_compute(const BlockShape& shape, const model::StackOps& ops, 
   return ops.average<BlockCompute>([&](const model::BlockOps& b) { return kind_compute(b, eager ? p.of(b) : 0.0, tr, d, tc); });
 }
 
-EdgeCompute edge_compute(const model::Architecture& a, const model::Training& tr,
-                         const ComputeDevice& d, const TimeConventions& tc) {
-  return edge_compute(a, tr, d, tc, model::edge_ops(a, tr, model::Edge::embedding),
-                      model::edge_ops(a, tr, model::Edge::head));
+namespace {
+
+// A product with too few output tiles to fill the GPU and a long K: cuBLAS splits K over more
+// thread blocks and sums their fp32 partial outputs (the input gradient of a chunk of rows,
+// rows x h over the vocabulary). Priced as `splits` stacked products of K / splits and the
+// partials' read in the reduction; splits fill one wave, each keeping at least 1024 of K.
+Seconds split_k_gemm_time(const ComputeDevice& d, std::int64_t m, std::int64_t n, std::int64_t k) {
+  const std::int64_t tiles = ((m + d.tile_m - 1) / d.tile_m) * ((n + d.tile_n - 1) / d.tile_n);
+  const std::int64_t splits =
+      std::clamp<std::int64_t>(static_cast<std::int64_t>(d.sm_count) / std::max<std::int64_t>(1, tiles), 1,
+                               std::max<std::int64_t>(1, k / 1024));
+  if (splits == 1) return gemm_time(d, m, n, k);
+  return gemm_time(d, m, n, (k + splits - 1) / splits, dbl(splits)) +
+         memory_bound_time(d, Bytes(dbl(splits) * dbl(m) * dbl(n) * 4.0));
 }
 
-EdgeCompute edge_compute(const model::Architecture& a, const model::Training& tr,
-                         const ComputeDevice& d, const TimeConventions& tc,
-                         const model::BlockOps& embedding, const model::BlockOps& head) {
-  EdgeCompute e;
-  const int t = tr.tp;
+// The head's products and the loss as eager PyTorch (or a fused cross-entropy kernel) runs them.
+void eager_head_time(const model::Architecture& a, const model::Training& tr, const ComputeDevice& d,
+                     const TimeConventions& tc, EdgeCompute& e) {
   const std::int64_t T = tr.tokens_per_micro_batch();
-  const std::int64_t v = std::max<std::int64_t>(1, a.vocab / t);
+  const std::int64_t v = std::max<std::int64_t>(1, a.vocab / tr.tp);
   const double c = compute_bytes(tr.precision);
   const bool trainable_head = tr.method == Method::full;
   e.head_forward = gemm_time(d, T, v, a.hidden);
@@ -496,11 +504,63 @@ EdgeCompute edge_compute(const model::Architecture& a, const model::Training& tr
   const Bytes softcap(a.logit_softcap > 0.0 ? dbl(T) * dbl(v) * c : 0.0);
   e.head_forward += memory_bound_time(d, loss + softcap * 6.0);
   e.head_backward += memory_bound_time(d, loss_backward + softcap * 7.0);
+  e.head_memory_bound = memory_bound_time(d, loss + loss_backward + softcap * 13.0);
+}
+
+// Liger's fused linear cross-entropy (model::OpListVariant::fused_linear_loss), all in forward: per
+// chunk of rows the logits' product, the loss kernel reading the chunk's logits and writing their
+// gradient over them, the input gradient's product and, for a trained head, the weight gradient's
+// addmm into the accumulator (the weight's dtype: fp32 under *-mixed). That addmm's K is one chunk
+// of rows, so each tile reads and writes its slice of the accumulator after a short loop: its
+// read-modify-write is added to the product's time rather than hidden under it. Before the chunks
+// the two gradient buffers are zeroed; backward scales them by the loss's gradient (the Trainer's
+// sum over its items: one read and write of each).
+void fused_linear_loss_time(const model::Architecture& a, const model::Training& tr, const ComputeDevice& d,
+                            const TimeConventions& tc, EdgeCompute& e) {
+  const model::LossChunks ch = model::fused_linear_loss_chunks(a, tr);
+  const double n = dbl(ch.count);
+  const std::int64_t v = std::max<std::int64_t>(1, a.vocab / tr.tp);
+  const std::int64_t h = a.hidden;
+  const double T = dbl(tr.tokens_per_micro_batch());
+  const double c = compute_bytes(tr.precision);
+  const double s = is_mixed(tr.precision) ? 4.0 : param_bytes(tr.precision);  // the hidden states
+  const bool trainable_head = tr.method == Method::full;
+  const double acc = trainable_head ? param_bytes(tr.precision) * dbl(v) * dbl(h) : 0.0;
+  // Each chunk's products are launches of their own (no stacking across chunks).
+  Seconds gemms = (gemm_time(d, ch.rows, v, h) + split_k_gemm_time(d, ch.rows, h, v)) * n;
+  if (trainable_head) gemms += gemm_time(d, v, h, ch.rows) * n + memory_bound_time(d, Bytes(2.0 * acc * n));
+  const Bytes loss(T * dbl(v) * 2.0 * c);
+  const Bytes zero(T * dbl(h) * s + acc);
+  e.head_forward = gemms + memory_bound_time(d, loss + zero);
+  e.head_backward = memory_bound_time(d, zero * 2.0);
+  e.head_memory_bound = memory_bound_time(d, loss + zero * 3.0);
+  e.head_host_synchronized = tc.liger_host_per_chunk * n;
+}
+
+}  // namespace
+
+EdgeCompute edge_compute(const model::Architecture& a, const model::Training& tr,
+                         const ComputeDevice& d, const TimeConventions& tc) {
+  return edge_compute(a, tr, d, tc, model::edge_ops(a, tr, model::Edge::embedding),
+                      model::edge_ops(a, tr, model::Edge::head));
+}
+
+EdgeCompute edge_compute(const model::Architecture& a, const model::Training& tr,
+                         const ComputeDevice& d, const TimeConventions& tc,
+                         const model::BlockOps& embedding, const model::BlockOps& head) {
+  EdgeCompute e;
+  const int t = tr.tp;
+  const std::int64_t T = tr.tokens_per_micro_batch();
+  const double c = compute_bytes(tr.precision);
+  const bool trainable_head = tr.method == Method::full;
+  if (model::op_variant(a, tr).fused_linear_loss)
+    fused_linear_loss_time(a, tr, d, tc, e);
+  else
+    eager_head_time(a, tr, d, tc, e);
   const Bytes lookup(dbl(T) * dbl(a.hidden) * c * tc.dropout_passes);
   e.embedding_forward = memory_bound_time(d, lookup);
   e.embedding_backward =
       trainable_head ? memory_bound_time(d, lookup * tc.elementwise_backward_ratio) : Seconds(0.0);
-  e.head_memory_bound = memory_bound_time(d, loss + loss_backward + softcap * 13.0);
   e.embedding_memory_bound = e.embedding_forward + e.embedding_backward;
   const model::EagerWork hw = head.eager_work();
   const model::EagerWork ew = embedding.eager_work();

@@ -129,6 +129,7 @@ LayerComputeKey LayerComputeKey::of(const model::Training& tr) {
           tr.framework,
           tr.library,
           tr.tf32,
+          tr.liger,
           tr.quant,
           tr.quant_block,
           tr.sequence_parallel,
@@ -159,6 +160,7 @@ void LayerComputeKey::write_to(model::Training& t, const std::vector<std::string
   t.framework = framework;
   t.library = library;
   t.tf32 = tf32;
+  t.liger = liger;
   t.quant = quant;
   t.quant_block = quant_block;
   t.sequence_parallel = sequence_parallel;
@@ -274,7 +276,7 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
   const StageHost host = stage_host(blk, edge, tr, layers_stage, l.pp == 1, tc_);
   const Seconds gpu_fwd_mb = layer_fwd * layers_stage + edge.head_forward;
   const Seconds gpu_bwd_mb = (layer_bwd + layer_rec) * layers_stage + edge.head_backward;
-  const Seconds host_fwd_ex = pos(host.forward - gpu_fwd_mb);
+  const Seconds host_fwd_ex = pos(host.forward - gpu_fwd_mb) + pos(edge.head_host_synchronized - edge.head_forward);
   const Seconds host_bwd_ex = pos(host.backward - gpu_bwd_mb);
   const Seconds stage_fwd_mb = gpu_fwd_mb + host_fwd_ex;
   const Seconds stage_bwd_mb = gpu_bwd_mb + host_bwd_ex;

@@ -9,6 +9,7 @@
 
 #include "trainplan/core/error.hpp"
 #include "trainplan/model/flops.hpp"
+#include "trainplan/model/library.hpp"
 #include "trainplan/model/model_states.hpp"
 #include "trainplan/planner/compute.hpp"
 #include "trainplan/planner/kernel_work.hpp"
@@ -394,6 +395,9 @@ ReplayPlan replay_plan(const model::Architecture& a, const model::ParameterCount
     throw InputError(fmt::format("FP8 training (fp8 {}) is not replayed: the replay runs the block's "
                                  "GEMMs and kernels in the 16-bit dtype",
                                  to_string(tr.fp8)));
+  if (model::op_variant(a, tr).fused_linear_loss)
+    throw InputError("Liger's kernels (liger) are not replayed: the replay runs the eager ops and the head's "
+                     "products unchunked");
   const Evaluator ev(a, n, c, profile, mc, tc, estimate_options);
   const StepCost cost = ev.cost(tr);
   const Layout& l = cost.layout;

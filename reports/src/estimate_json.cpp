@@ -82,6 +82,7 @@ Json plan_json(const planner::Estimate& e, std::optional<double> tokens) {
   j["bf16_master_weights"] = e.training.bf16_master;
   j["bf16_optimizer_states"] = e.training.bf16_optimizer_states;
   j["optimizer_in_backward"] = e.training.optimizer_in_backward;
+  j["liger"] = e.training.liger;
   j["grad_accum"] = e.training.grad_accum;
   // How it trains beyond the candidate's columns, so that the plan can be read back (replay).
   const model::Training& t = e.training;

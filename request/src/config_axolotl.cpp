@@ -233,6 +233,8 @@ constexpr std::array kAxolotlKeys = std::to_array<std::string_view>({
     "large_head_attention",
     "layer_offloading",
     "learning_rate",
+    "liger_cross_entropy", "liger_fused_linear_cross_entropy", "liger_glu_activation", "liger_layer_norm",
+    "liger_rms_norm", "liger_rms_norm_gated", "liger_rope", "liger_swiglu", "liger_use_token_scaling",
     "lisa_layers_attribute",
     "lisa_n_layers",
     "lisa_step_interval",
@@ -678,6 +680,7 @@ void read_axolotl(const Json& j, Reader& r) {
   r.set_integer(j, "micro_batch_size", "", "micro-batch", 1);
   r.set_integer(j, "gradient_accumulation_steps", "", "grad-accum", 1);
   read_precision_and_kernels(j, r);
+  read_axolotl_liger(j, r);
   read_sharding(j, r);
   read_defaults_and_unpriced(j, r);
   for (const auto& [k, v] : j.items())

@@ -597,7 +597,8 @@ void read_openinstruct_command(const std::vector<std::string>& args, Reader& r) 
     r.set("precision", *mixed == "no" ? "fp32" : *mixed + "-mixed", "--mixed_precision", *mixed);
   else
     r.unresolved("precision", "--mixed_precision", Json(""), "accelerate's own config decides");
-  if (liger) r.warn("--use_liger_kernel: Liger's fused kernels and cross-entropy are not priced");
+  // finetune.py: AutoLigerKernelForCausalLM with fused_linear_cross_entropy=True (Liger's defaults).
+  if (liger) r.set("liger", "true", "--use_liger_kernel", "true");
   if (on("--packing")) r.warn("--packing: padding-free packed sequences are priced as one causal sequence");
   if (!has_flag(p, "--per_device_train_batch_size"))
     r.set("micro-batch", "8", "(no --per_device_train_batch_size: open-instruct's default)", "");

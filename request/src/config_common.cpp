@@ -277,4 +277,26 @@ void set_trainer_fsdp(Reader& r, const std::string& key, const Json& raw) {
   }
 }
 
+// axolotl's Liger plugin (src/axolotl/integrations/liger, at 067b021c: args.py LigerArgs, each
+// kernel its own key; liger_swiglu is the deprecated name of liger_glu_activation): the four the
+// model types' apply functions turn on by default, together, are what --liger prices.
+void read_axolotl_liger(const Json& j, Reader& r) {
+  int defaults = 0;  // of rope, rms_norm, glu_activation (or swiglu), fused_linear_cross_entropy
+  bool others = false;
+  std::string given;
+  for (const std::string_view key : {"liger_rope", "liger_rms_norm", "liger_glu_activation", "liger_swiglu",
+                                     "liger_fused_linear_cross_entropy", "liger_cross_entropy", "liger_layer_norm"}) {
+    if (!r.boolean(j, std::string(key), "", "liger").value_or(false)) continue;
+    given += (given.empty() ? "" : ", ") + std::string(key);
+    const bool is_default = key != "liger_cross_entropy" && key != "liger_layer_norm";
+    defaults += is_default ? 1 : 0;
+    others = others || !is_default;
+  }
+  if (defaults == 4 && !others)
+    r.set("liger", "true", given, "true");
+  else if (!given.empty())
+    r.warn(given + ": a choice of Liger's kernels other than its four defaults together (rope, rms_norm, "
+           "glu_activation, fused_linear_cross_entropy) is not modelled; estimated without Liger");
+}
+
 }  // namespace trainplan::request::config

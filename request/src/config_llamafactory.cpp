@@ -92,7 +92,18 @@ void read_training(const Json& j, Reader& r) {
   else  // the Trainer offloads only through DeepSpeed or FSDP
     r.set("offload", "none", "(no deepspeed: the Trainer keeps the optimizer on the GPU)", "");
   // Keys that change what runs but are not modelled: said, never dropped in silence.
-  for (const char* key : {"use_unsloth", "enable_liger_kernel", "use_dora", "use_galore", "use_badam", "use_apollo"})
+  // model/model_utils/liger_kernel.py (at ff6d4d12): the model type's apply function with its defaults, but
+  // for stages that need the logits (pairwise losses), which swap the fused linear cross-entropy for
+  // Liger's plain one.
+  if (const auto liger = r.boolean(j, "enable_liger_kernel", "", "liger")) {
+    const std::string stage = r.string(j, "stage", "", "").value_or("sft");
+    if (*liger && stage != "sft" && stage != "pt")
+      r.warn("enable_liger_kernel = true with stage " + stage + ": LLaMA-Factory keeps the logits there (Liger's "
+             "plain cross-entropy instead of the fused linear one), which is not modelled; estimated without Liger");
+    else
+      r.set("liger", *liger ? "true" : "false", "enable_liger_kernel", j.at("enable_liger_kernel"));
+  }
+  for (const char* key : {"use_unsloth", "use_dora", "use_galore", "use_badam", "use_apollo"})
     if (r.boolean(j, key, "", "").value_or(false))
       r.warn(std::string(key) + " = true: not modelled; estimated without it");
   if (j.contains("additional_target") && !j.at("additional_target").is_null())

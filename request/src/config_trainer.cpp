@@ -129,9 +129,9 @@ void read_training_arguments(const Json& j, Reader& r) {
   // default (off).
   if (const auto tf = r.boolean(j, "tf32", "", "tf32")) r.set("tf32", *tf ? "true" : "false", "tf32", j.at("tf32"));
   set_attn_implementation(r, j);
-  if (r.boolean(j, "use_liger_kernel", "", "").value_or(false))
-    r.warn("use_liger_kernel = true: Liger's fused kernels (its cross-entropy never builds the logits) are not "
-           "priced; estimated with the model's own kernels");
+  // trainer.py: use_liger_kernel applies _apply_liger_kernel_to_instance with the model type's defaults.
+  if (const auto liger = r.boolean(j, "use_liger_kernel", "", "liger"))
+    r.set("liger", *liger ? "true" : "false", "use_liger_kernel", j.at("use_liger_kernel"));
   read_trl_model_config(j, r);
   read_trl_preference(j, r);
   std::vector<std::string_view> known(kOtherKeys.begin(), kOtherKeys.end());

@@ -63,6 +63,12 @@ constexpr Detail kDetails[] = {
      "fp32 matmuls on the TF32 tensor cores (torch.backends.cuda.matmul.allow_tf32 = True or "
      "torch.set_float32_matmul_precision('high')). PyTorch leaves it off since 1.12, so fp32 "
      "runs at the CUDA-core rate unless the library or the user turns it on."},
+    {"liger",
+     "Liger's Triton kernels (linkedin/Liger-Kernel), as transformers' Trainer applies them with "
+     "use_liger_kernel = True: for the model types Liger supports, RMSNorm, rotary embedding and "
+     "SwiGLU/GeGLU each one kernel, and the fused linear cross-entropy, which computes the head's "
+     "products and the loss in chunks of rows and never keeps the logits. Expert MLPs stay "
+     "transformers'. A model type Liger has no kernels for runs unchanged (a note says so)."},
     {"tp",
      "Tensor-parallel degree: splits every layer's matrices (Shoeybi et al. 2019, "
      "arXiv:1909.08053). Must divide the attention heads."},

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "trainplan/core/error.hpp"
+#include "trainplan/model/library.hpp"
 #include "trainplan/request/request.hpp"
 #include "option_details.hpp"
 
@@ -277,6 +278,18 @@ std::vector<Option> model_and_method() {
                            [](auto& r) -> auto& { return r.training.tf32; }),
                       [](const Request& r, unsigned /*cmd*/) { return r.training.precision == Precision::fp32; },
                       "with --precision fp32"));
+  v.push_back(applies(flag(describe("liger", "", "Liger kernels", "method",
+                                    "Liger's kernels patched into transformers' model (the Trainer's "
+                                    "use_liger_kernel): fused RMSNorm, rotary, SwiGLU/GeGLU and the fused linear "
+                                    "cross-entropy, as Liger applies them to the model type",
+                                    "off"),
+                           [](auto& r) -> auto& { return r.training.liger; }),
+                      [](const Request& r, unsigned /*cmd*/) {
+                        return r.training.framework != Framework::megatron &&
+                               model::runs_transformers_models(r.training.library);
+                      },
+                      "with a library that runs transformers' modeling files (hf-trainer, accelerate, trl, axolotl, "
+                      "deepspeed), not under --framework megatron"));
   v.push_back(release(describe("transformers", "VERSION", "transformers", "method",
                                "Hugging Face transformers release whose model code runs (what a family passes to "
                                "SDPA, how MoE experts run)",

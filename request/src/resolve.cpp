@@ -136,6 +136,16 @@ void library_notes(const Request& r, Resolved& out, model::Training& t) {
   }
   if (!lib.unmodelled.empty() && (r.has("library") || r.has("framework")))
     out.notes.push_back(fmt::format("library {}: {}", lib.name, lib.unmodelled));
+  // Liger patches by model type; one it has no kernels for runs as it was (Liger logs and goes on).
+  const model::Architecture& arch = out.model.arch;
+  if (t.liger && !model::liger_kernels(arch).supported) {
+    out.warnings.push_back(fmt::format("{}: Liger has no kernels for model type '{}' (model '{}'); answered without them",
+                                       r.label("liger"), arch.family, arch.name));
+    t.liger = false;
+  } else if (t.liger && arch.is_moe()) {
+    out.notes.push_back("liger: the expert MLPs are priced as transformers' experts (Liger's expert kernels are not "
+                        "modelled); its norms, rotary, dense MLPs and loss are");
+  }
 }
 
 // The GPU's own defaults for what was left out, and a refusal of what it cannot run.

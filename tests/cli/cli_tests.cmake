@@ -124,6 +124,14 @@ run_case(dpo_megatron_emit 2 estimate llama-3.1-8b 8xH100 --framework megatron -
 run_case(optimizer_in_backward_accumulating 2 estimate 7b A100 --optimizer-in-backward --grad-accum 4 ERR "--optimizer-in-backward steps each parameter as soon as its gradient is complete" "needs --grad-accum 1")
 run_case(optimizer_in_backward_megatron 0 estimate llama-3.1-8b 8xH100 --framework megatron --strategy zero1 --optimizer-in-backward ERR "warning: --optimizer-in-backward true ignored: it applies with --framework pytorch")
 run_case(optimizer_in_backward_emit 2 plan 7b A100 --optimizer-in-backward --emit torchrun ERR "--optimizer-in-backward: torchtune's optimizer_in_bwd")
+# Liger's kernels: answered with them where Liger patches the model type; said and answered without
+# them where it has none, or where the library's own model code runs.
+run_case(liger_estimate_json 0 estimate llama-3.2-1b H200 --liger --micro-batch 4 --seq 2048 --json MATCH "\"liger\": true")
+run_case(liger_unsupported_model 0 estimate gpt2 H200 --liger ERR "warning: --liger: Liger has no kernels for model type 'gpt2' .model 'gpt2'.; answered without them")
+run_case(liger_megatron 0 estimate llama-3.1-8b 8xH100 --framework megatron --strategy zero1 --liger ERR "warning: --liger true ignored: it applies with a library that runs transformers' modeling files")
+run_case(liger_litgpt 0 estimate llama-3.2-1b H200 --library litgpt --liger ERR "warning: --liger true ignored")
+run_case(liger_moe_note 0 estimate qwen3-30b-a3b 8xH200 --method lora --liger MATCH "liger: the expert MLPs are priced as transformers' experts")
+run_case(liger_emit_note 0 plan llama-3.2-1b 2xH200 --liger --emit accelerate ERR "note: Liger: TrainingArguments.use_liger_kernel=True.")
 run_case(moe_pad_without_capacity 2 estimate mixtral-8x7b 8xH100 --framework megatron --moe-pad-to-capacity ERR "--moe-pad-to-capacity needs --moe-capacity-factor")
 run_case(quant_block_not_power_of_two 2 fit 7b A100 --method qlora --quant-block 100 ERR "--quant-block must be a power of two")
 run_case(optimizer_impl_unknown 2 estimate 7b A100 --optimizer-impl turbo ERR "--optimizer-impl: unknown optimizer implementation")

@@ -224,6 +224,15 @@ void build_model_ops(const Architecture& a, const Training& tr, ModelOps& out, S
 // list gives their kernels.
 enum class Edge { embedding, head };
 [[nodiscard]] BlockOps edge_ops(const Architecture& a, const Training& tr, Edge edge);
+// Liger's fused linear cross-entropy (OpListVariant::fused_linear_loss) works through the micro-batch's
+// rows in chunks sized so that a chunk's logits are about the size of the head's input
+// (fused_linear_cross_entropy.py: inc_factor = ceil(V / H), chunk = next_power_of_2(ceil(BT /
+// inc_factor)), at most BT): `rows` per chunk, `count` chunks.
+struct LossChunks {
+  std::int64_t rows = 1;
+  std::int64_t count = 1;
+};
+[[nodiscard]] LossChunks fused_linear_loss_chunks(const Architecture& a, const Training& tr);
 void build_edge_ops(const Architecture& a, const Training& tr, Edge edge, BlockOps& out);
 
 // A NoPE layer of Llama 4 as a model of its own: no rotary positions, full causal attention (no

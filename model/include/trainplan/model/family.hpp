@@ -88,6 +88,18 @@ struct OpListVariant {
   // fused_crossentropy): forward reads the logits once and keeps them with a per-row log-sum-exp,
   // backward reads them again and writes their gradient; no fp32 log-softmax.
   bool fused_loss = false;
+  // Liger's kernels (model/library.hpp liger_kernels), in place of the eager ops:
+  // - one RMSNorm kernel each way, keeping its input and an fp32 rstd per row (rms_norm.py);
+  // - one rotary kernel each way, rotating q and k in place (rope.py);
+  // - one SwiGLU/GeGLU kernel each way over the gate and up outputs, which it keeps; the
+  //   activation's output is never stored (swiglu.py, geglu.py);
+  // - the fused linear cross-entropy: the head's products and the loss in chunks of rows, the
+  //   gradients of the head's input and weight computed in forward, no logits kept
+  //   (fused_linear_cross_entropy.py).
+  bool fused_norm = false;
+  bool fused_rotary = false;
+  bool fused_glu = false;
+  bool fused_linear_loss = false;
 };
 
 struct Family {

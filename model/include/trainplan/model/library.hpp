@@ -52,6 +52,21 @@ struct LibraryTraits {
   std::string_view unmodelled;  // what the library does that is not priced yet ("" when none)
 };
 
+// What Liger patches into a model type by default (liger-kernel 0.8.5
+// src/liger_kernel/transformers/monkey_patch.py, MODEL_TYPE_TO_APPLY_LIGER_FN and each
+// apply_liger_kernel_to_* function's defaults). `supported` false: Liger has no kernels for it and
+// the model runs unchanged.
+struct LigerKernels {
+  bool supported = false;
+  bool rms_norm = false;
+  bool rope = false;
+  bool glu = false;  // SwiGLU or GeGLU of the dense MLPs (expert MLPs stay transformers')
+  bool fused_linear_cross_entropy = false;
+};
+[[nodiscard]] LigerKernels liger_kernels(const Architecture& a);
+// Whether a library runs transformers' modeling files, the code Liger patches.
+[[nodiscard]] bool runs_transformers_models(Library l);
+
 // The record of `l`: the table is in Library's order, so this is an index.
 [[nodiscard]] const LibraryTraits& library_traits(Library l);
 // The library a --framework value stands for when no library is named (the alias kept from before

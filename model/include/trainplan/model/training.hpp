@@ -56,6 +56,10 @@ struct Training {
   Framework framework = Framework::pytorch;
   // fp32 matmuls on TF32 tensor cores (torch.backends.cuda.matmul.allow_tf32); only fp32 reads it.
   bool tf32 = false;
+  // Liger's kernels patched into transformers' modeling code (the Trainer's use_liger_kernel:
+  // liger_kernel.transformers._apply_liger_kernel_to_instance with the model type's defaults);
+  // what they change is the op list's (model/library.hpp liger_kernels).
+  bool liger = false;
   bool zero_init = true;        // DeepSpeed zero.Init: ZeRO-3 never materialises the full model on CPU
   // DeepSpeed's overlap_comm false: ZeRO's gradient reduction runs on the compute stream, exposed
   // (runtime/zero/config.py: the default below stage 3); false here is overlap_comm true.

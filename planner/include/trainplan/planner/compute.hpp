@@ -188,6 +188,10 @@ struct EdgeCompute {
   double head_launches_backward = 0;
   double embedding_launches_forward = 0;
   double embedding_launches_backward = 0;
+  // A head whose loss loop the host drives chunk by chunk after a sync (Liger's fused linear
+  // cross-entropy): the host's time for it, which the GPU's queue cannot hide (0 otherwise); the
+  // evaluator adds what of it exceeds head_forward to the forward's host-bound excess.
+  Seconds head_host_synchronized;
 };
 
 [[nodiscard]] EdgeCompute edge_compute(const model::Architecture& a, const model::Training& tr,

@@ -115,6 +115,7 @@ struct LayerComputeKey {
   Framework framework = Framework::pytorch;
   Library library = Library::hf_trainer;  // its model code's copies and loss dtype (op_variant)
   bool tf32 = false;                      // the fp32 matmuls' units
+  bool liger = false;                     // Liger's kernels in the op list (op_variant)
   Quant quant = Quant::nf4;
   std::int64_t quant_block = 0;
   bool sequence_parallel = false;

@@ -149,6 +149,14 @@ struct TimeConventions {
   Seconds host_per_forward_kernel = Seconds(32e-6);
   Seconds host_per_backward_kernel = Seconds(31e-6);
   Seconds host_per_checkpointed_kernel = Seconds(64e-6);
+  // Liger's fused linear cross-entropy is a Python loop over chunks of rows (liger-kernel 0.8.5
+  // ops/fused_linear_cross_entropy.py), entered after a host sync (the count of labels not
+  // ignored, `.item()`), so the GPU has no queue to hide it: per chunk, the host's work (slices,
+  // two or three products, the Triton loss kernel's launch, dtype and capability checks). A chunk
+  // takes the longer of it and its GPU work. Fitted on three H200 runs whose head ran with small
+  // chunks (Qwen3-0.6B full, 128 chunks of 64 rows; Gemma-2B LoRA, 64 of 64; Llama-3.2-1B full at
+  // s1024, 32 of 128: data/reference/measured-h200-liger.json); its other runs held out.
+  Seconds liger_host_per_chunk = Seconds(1.4e-3);
   // Per parameter tensor, the Python work of one optimizer step before its kernels run
   // (torch.optim's _init_group and the per-tensor step bookkeeping): foreach and per-tensor
   // loops vs the fused kernel. Fitted on the same step profiles (optimizer phase minus its kernels).
