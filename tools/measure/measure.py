@@ -78,6 +78,7 @@ class Run:
     fp8: Optional[str] = None  # torchao float8 training recipe: tensorwise | rowwise (None: 16-bit GEMMs)
     compile: bool = False  # torch.compile the model (torchao's float8 casts fuse into its kernels)
     liger: bool = False  # Liger's kernels as the Trainer's use_liger_kernel applies them (_apply_liger_kernel_to_instance)
+    liger_only: Optional[str] = None  # one of Liger's kernels alone (rope | rms_norm | swiglu | fused_linear_cross_entropy)
 
     @property
     def name(self) -> str:
@@ -96,7 +97,7 @@ class Run:
         if self.compile:
             parts.append("compile")
         if self.liger:
-            parts.append("liger")
+            parts.append("liger" + (f"-only-{self.liger_only.replace('_', '-')}" if self.liger_only else ""))
         return "-".join(parts)
 
 
@@ -196,7 +197,15 @@ PLAN_COMPILE: list[Run] = [
     Run("llama-3.1-8b", "lora", "bf16-true", 4096, 2, lora_targets="all-linear", compile=True),
 ]
 
-PLANS = {"default": PLAN, "families": PLAN_FAMILIES, "fp8": PLAN_FP8, "liger": PLAN_LIGER, "compile": PLAN_COMPILE}
+# One of Liger's kernels at a time (`--plan liger-parts`), each run in a process of its own (`--only`):
+# what each piece changes in the memory and time of one run.
+PLAN_LIGER_PARTS: list[Run] = [
+    Run("llama-3.2-1b", "full", "bf16-mixed", 2048, 4, liger=True, liger_only=k)
+    for k in ("fused_linear_cross_entropy", "rms_norm", "swiglu", "rope")
+] + [Run("gemma-2b", "lora", "bf16-true", 2048, 2, lora_targets="all-linear", liger=True,
+         liger_only="fused_linear_cross_entropy")]
+
+PLANS = {"default": PLAN, "liger-parts": PLAN_LIGER_PARTS, "families": PLAN_FAMILIES, "fp8": PLAN_FP8, "liger": PLAN_LIGER, "compile": PLAN_COMPILE}
 
 
 # ---- the catalogue ---------------------------------------------------------------------------------
@@ -333,7 +342,7 @@ def build_model(run: Run, device: str, tiny: bool):
         raise RuntimeError("Liger's patches of transformers' modules are already in this process: "
                            "measure runs without Liger first (or in another process)")
     if run.liger:
-        apply_liger(model)
+        apply_liger(model, run.liger_only)
         LIGER_APPLIED = True
     if run.compile:
         model.compile()
@@ -353,7 +362,7 @@ def build_model(run: Run, device: str, tiny: bool):
     return model, attention, targets, config
 
 
-def apply_liger(model) -> None:
+def apply_liger(model, only: Optional[str] = None) -> None:
     """Liger's kernels on this instance, as transformers' Trainer applies them under use_liger_kernel
     (trainer.py: _apply_liger_kernel_to_instance(model=...) with no arguments, i.e. each model type's
     defaults). Raises when Liger has nothing for the model type, so that no run is labelled Liger
@@ -361,7 +370,11 @@ def apply_liger(model) -> None:
     from liger_kernel.transformers import _apply_liger_kernel_to_instance
 
     before = {type(m).__name__ for m in model.modules()}
-    _apply_liger_kernel_to_instance(model=model)
+    if only:  # that kernel alone, the others off
+        kernels = ("rope", "rms_norm", "swiglu", "fused_linear_cross_entropy")
+        _apply_liger_kernel_to_instance(model=model, **{k: k == only for k in kernels})
+    else:
+        _apply_liger_kernel_to_instance(model=model)
     after = {type(m).__name__ for m in model.modules()}
     patched = sorted(after - before)
     print(f"    liger: module types now present {patched or '(forward patched in place)'}", flush=True)
@@ -657,7 +670,7 @@ def reference_case(run: Run, m: dict, gpu: str, device_name: str, stamp: str, en
     if run.compile:
         training["compile"] = True
     if run.liger:
-        training["liger"] = True
+        training["liger"] = True if not run.liger_only else run.liger_only
     steps = f"{WARMUP_STEPS} warm-up and {TIMED_STEPS} timed steps"
     measured = [
         {"metric": "peak_allocated", "value": round(m["peak_allocated"] / gib, 4), "unit": "GiB",
