@@ -433,6 +433,10 @@ std::string megatron_training_args(const Estimate& e, const model::Architecture&
       refuse("torchrun", "Megatron-LM has no activation offload to the host in pretrain_gpt.py");
   }
   if (t.strategy == Strategy::zero1) s += " --use-distributed-optimizer";
+  if (t.strategy == Strategy::zero2 || t.strategy == Strategy::zero3)
+    s += fmt::format(" --use-megatron-fsdp --data-parallel-sharding-strategy {}",
+                     t.strategy == Strategy::zero2 ? "optim_grads" : "optim_grads_params");
+  if (t.strategy == Strategy::fsdp_full) s += " --use-torch-fsdp2";
   s += is_adam(t.optimizer) ? " --optimizer adam"
                             : fmt::format(" --optimizer sgd --sgd-momentum {}",
                                           t.optimizer == Optimizer::sgd ? "0" : "0.9");
@@ -448,9 +452,9 @@ std::string megatron_training_args(const Estimate& e, const model::Architecture&
 void require_megatron(const model::Training& t) {
   auto no = [](const std::string& what) { refuse("torchrun", "Megatron-LM cannot " + what); };
   if (t.method != Method::full) no(fmt::format("train {} adapters (pretrain_gpt.py trains all weights)", to_string(t.method)));
-  if (t.strategy != Strategy::single && t.strategy != Strategy::ddp && t.strategy != Strategy::zero1)
-    no(fmt::format("run {} from pretrain_gpt.py's flags here (DDP or the distributed optimizer, "
-                   "ZeRO-1 style)",
+  if (t.strategy == Strategy::fsdp_grad_op || t.strategy == Strategy::fsdp_hybrid)
+    no(fmt::format("run {} from pretrain_gpt.py's flags here (DDP, the distributed optimizer, Megatron FSDP "
+                   "as zero2/zero3, or PyTorch's FSDP2 as fsdp-full)",
                    to_string(t.strategy)));
   if (t.offload == Offload::optimizer_params)
     no("offload parameters (only the optimizer: --optimizer-cpu-offload)");

@@ -33,9 +33,12 @@ bool framework_supports(Framework f, Strategy s) {
         case Strategy::single:
         case Strategy::ddp:
         case Strategy::zero1: return true;  // zero1 = Megatron's distributed optimizer
+        // Megatron-FSDP (--use-megatron-fsdp, megatron/core/distributed/fsdp): its
+        // --data-parallel-sharding-strategy optim_grads (zero2) and optim_grads_params (zero3, the
+        // default); and PyTorch's FSDP2 under Megatron (--use-torch-fsdp2: fsdp-full).
         case Strategy::zero2:
         case Strategy::zero3:
-        case Strategy::fsdp_full:
+        case Strategy::fsdp_full: return true;
         case Strategy::fsdp_grad_op:
         case Strategy::fsdp_hybrid: return false;
       }
@@ -235,8 +238,8 @@ Layout make_layout(const Architecture& a, const Training& tr, const hardware::Cl
                      "x" + str(tr.pp) + " does not divide the " + str(l.world) + " GPUs of " + c.description);
   if (!framework_supports(tr.framework, tr.strategy))
     throw InputError("strategy '" + std::string(to_string(tr.strategy)) +
-                     "' does not exist in the megatron framework (use ddp, or zero1 for the "
-                     "distributed optimizer)");
+                     "' does not exist in the megatron framework (use ddp, zero1 for the distributed optimizer, "
+                     "zero2/zero3 for Megatron FSDP or fsdp-full for PyTorch's FSDP2)");
   if (tr.bf16_master && !is_zero(tr.strategy))
     throw FieldError("{bf16-master-weights} runs with ZeRO stage 1-3 only, as DeepSpeed asserts (got strategy " +
                      std::string(to_string(tr.strategy)) + ")");

@@ -235,6 +235,8 @@ struct MegatronFlags {
   std::string fp8_format;          // --fp8-format e4m3|hybrid turns FP8 on
   std::string fp8_recipe = "delayed";  // --fp8-recipe: transformer_config.py's default
   std::string zero_stage;  // Megatron-DeepSpeed's --zero-stage
+  std::string fsdp;        // --use-megatron-fsdp or --use-torch-fsdp2
+  std::string sharding = "optim_grads_params";  // --data-parallel-sharding-strategy (arguments.py default)
 };
 
 // Megatron-DeepSpeed's flags (deepspeedai/Megatron-DeepSpeed megatron/arguments.py: --deepspeed,
@@ -251,8 +253,9 @@ void read_other_megatron_flag(const std::string& flag, const std::string& value,
   else if (flag == "--mtp-num-layers")
     r.set("mtp-layers", std::to_string(positive(r, flag, value)), flag, value);
   else if (flag == "--use-megatron-fsdp" || flag == "--use-torch-fsdp2")
-    r.warn(flag + ": Megatron's FSDP (parameters, gradients and optimizer states sharded) is not modelled under "
-                  "Megatron's accounting; estimated with the distributed optimizer");
+    flags.fsdp = flag;
+  else if (flag == "--data-parallel-sharding-strategy")
+    flags.sharding = value;
   else if (flag == "--recompute-modules")
     r.warn(flag + " " + value + ": recomputing chosen modules is priced as selective recomputation");
   else if (flag == "--deepspeed_config" || flag == "--deepspeed-config")
@@ -341,6 +344,24 @@ void read_megatron_flag(const std::string& flag, const std::string& value, Reade
 // Megatron-DeepSpeed's --zero-stage under its --deepspeed engine, else Megatron's DDP or its
 // distributed optimizer (which shards the optimizer states).
 void set_megatron_strategy(const MegatronFlags& flags, Reader& r) {
+  // Megatron-FSDP's sharding strategies are ZeRO's stages (megatron/core/distributed/fsdp:
+  // optim = 1, optim_grads = 2, optim_grads_params = 3); --use-torch-fsdp2 wraps the model in
+  // PyTorch's fully_shard.
+  if (flags.fsdp == "--use-torch-fsdp2") {
+    r.set("strategy", "fsdp-full", flags.fsdp, "");
+    return;
+  }
+  if (!flags.fsdp.empty()) {
+    static const std::array<std::pair<std::string_view, std::string_view>, 4> kStages{
+        {{"no_shard", "ddp"}, {"optim", "zero1"}, {"optim_grads", "zero2"}, {"optim_grads_params", "zero3"}}};
+    for (const auto& [name, strategy] : kStages)
+      if (flags.sharding == name) {
+        r.set("strategy", std::string(strategy), flags.fsdp + " --data-parallel-sharding-strategy", flags.sharding);
+        return;
+      }
+    r.fail("--data-parallel-sharding-strategy", flags.sharding,
+           "must be no_shard, optim, optim_grads or optim_grads_params");
+  }
   if (!flags.zero_stage.empty() && r.read().find("library")) {
     const std::int64_t stage = flags.zero_stage == "0" ? 0 : positive(r, "--zero-stage", flags.zero_stage);
     if (stage > 3) r.fail("--zero-stage", flags.zero_stage, "must be 0, 1, 2 or 3");

@@ -153,7 +153,8 @@ run_case(bad_host_memory 2 fit 7b A100 --host-memory -3 ERR "--host-memory must 
 # Offloaded states beyond the nodes' stated CPU memory do not fit, and the verdict says why.
 run_case(host_memory_too_small 1 fit llama-2-70b 8xA100-80GB --seq 8192 --offload optimizer
          --checkpointing full-offload --host-memory 100 MATCH "the offloaded share needs .* GiB of CPU memory per node, of 100.0 GiB")
-run_case(megatron_has_no_fsdp 2 fit 7b 8xA100 --framework megatron --strategy fsdp-full ERR "megatron framework")
+run_case(megatron_has_no_fsdp_hybrid 2 fit 7b 8xA100 --framework megatron --strategy fsdp-hybrid ERR "megatron framework" "zero2/zero3 for Megatron FSDP")
+run_case(megatron_fsdp_emit 0 plan llama-3.1-8b 8xH100 --framework megatron --strategy zero3 --emit torchrun MATCH "--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params")
 run_case(cluster_count_overflow 2 fit 7b 99999999999999999999xA100 ERR "count '99999999999999999999' is too large")
 string(REPEAT "1x" 20000 long_cluster)
 run_case(cluster_spec_too_long 2 fit 7b "${long_cluster}A100" ERR "the cluster argument: too long \\(40004 characters")
@@ -202,6 +203,7 @@ run_case(emit_note_in_flags 0 estimate llama-2-7b 8xA100-80GB --framework deepsp
 # The request layer: config files read with --from (tests/request/configs holds real ones), fit's margin,
 # explain.
 set(CONFIGS ${DATA}/../../request/configs)
+run_case(megatron_fsdp_bad_sharding 2 estimate llama-3.1-8b 8xH100 --from ${CONFIGS}/bad-megatron-fsdp-sharding.sh ERR "--data-parallel-sharding-strategy" "must be no_shard, optim, optim_grads or optim_grads_params")
 # DeepSpeed's "auto" with nothing to resolve it is answered as if the key were left out, said in a
 # note (fit reports the largest micro-batch that fits; plan searches it).
 run_case(from_deepspeed_auto_left_open 0 fit llama-2-7b 8xA100-80GB --from ${CONFIGS}/ds-accelerate-zero_stage3_offload.json

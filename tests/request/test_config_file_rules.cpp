@@ -37,6 +37,9 @@ TEST(ConfigFile, BadFilesAreRefusedByName) {
       {"bad-megatron-fp8-recipe.sh",
        {"bad-megatron-fp8-recipe.sh", "--fp8-recipe", "nvfp4", "delayed, tensorwise, mxfp8 or blockwise"}},
       {"bad-megatron-fp8-format.sh", {"bad-megatron-fp8-format.sh", "--fp8-format", "e5m2", "e4m3 or hybrid"}},
+      {"bad-megatron-fsdp-sharding.sh",
+       {"bad-megatron-fsdp-sharding.sh", "--data-parallel-sharding-strategy", "optim_params",
+        "no_shard, optim, optim_grads or optim_grads_params"}},
       {"no-such-file.json", {"no-such-file.json"}},
   };
   for (const BadRow& row : bad) {

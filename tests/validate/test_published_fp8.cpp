@@ -55,11 +55,13 @@ TEST(PublishedFp8, TokensPerSecondOfThePublishedRuns) {
     if (c.name.starts_with("mbridge-") && c.name.find("-h100-") != std::string::npos)
       h100_megatron.push_back(std::abs(m.error_pct()));
   }
-  // Two independent publishers, FP8 and FP8 with context parallelism among them.
-  EXPECT_EQ(megatron, 12u);
+  // Two independent publishers, FP8 and FP8 with context parallelism among them; two of the
+  // Megatron-Bridge rows run Megatron FSDP (zero3 under the megatron framework): the H100 one is
+  // held to the H100 band like the others (+8.7 % at this writing).
+  EXPECT_EQ(megatron, 14u);
   EXPECT_EQ(foundry, 7u);
   EXPECT_EQ(cp, 4u);
-  ASSERT_EQ(h100_megatron.size(), 4u);
+  ASSERT_EQ(h100_megatron.size(), 5u);
   for (double e : h100_megatron) EXPECT_LE(e, 10.0);
   std::cout << "median |error| " << median_of(all) << " % over " << all.size() << " rows\n";
   EXPECT_LE(median_of(all), 16.0);

@@ -26,7 +26,7 @@ def mb_case(i, name, model, gpu, per_node, fp8, strategy, tp, pp, vp, cp, sp, no
                 "row":f"{r['model']} | {r['gpu_type']} | {n} GPUs | {r['precision']} | GBS {gb} | MBS {mb} | seq {seq} | TP {r['tp']} | PP {r['pp']} | CP {r['cp']} | VP {r['vp']} | FSDP {r['fsdp']} | {r['metrics']['Tokens / sec / GPU']} tokens/s/GPU | {r['metrics']['Model TFLOP / sec / GPU']} TFLOP/s/GPU"},
       "note":("Megatron-Core with Transformer Engine (Megatron-Bridge performance recipes): "
               f"precision {r['precision']} modelled as bf16-mixed with {fp8}; distributed optimizer (zero1) unless the row names FSDP "
-              "(Megatron FSDP sharding optimizer states, gradients and parameters: fsdp-full); no activation recomputation "
+              "(Megatron FSDP sharding optimizer states, gradients and parameters: zero3); no activation recomputation "
               "(the H100 Llama 3 performance recipes set none: Megatron-Bridge src/megatron/bridge/perf_recipes/llama/h100/llama3.py); "
               "with TP > 1 sequence parallelism and TP communication overlap (tp_comm_overlap, read in the H100 Llama 3 70B recipe; assumed for the other TP > 1 rows); "
               "parameters gathered and kept in FP8 (fp8_param_gather: read in the H100 Llama 3 recipes, assumed for the others); "
@@ -40,8 +40,8 @@ def mb_case(i, name, model, gpu, per_node, fp8, strategy, tp, pp, vp, cp, sp, no
       "measured":[{"metric":"tokens_per_s","value":tps*n,"unit":"tokens/s",
                    "what":f"'Tokens / sec / GPU' ({r['metrics']['Tokens / sec / GPU']}) x {n} GPUs","tolerance_pct":30}]})
 # H100
-# Megatron FSDP (not expressible: the Megatron accounting has DDP and the distributed optimizer):
-# mb_case(231,"mbridge-25.11-h100-llama3-8b-fp8cs-8gpu-fsdp","llama-3.1-8b","H100-80GB",8,"te-current","fsdp-full",1,1,1,1,False,"")
+# Megatron FSDP: its default sharding strategy, optim_grads_params (zero3 under the megatron framework).
+mb_case(231,"mbridge-25.11-h100-llama3-8b-fp8cs-8gpu-fsdp","llama-3.1-8b","H100-80GB",8,"te-current","zero3",1,1,1,1,False,"Megatron FSDP: the row's FSDP group is all 8 GPUs; its --data-parallel-sharding-strategy default, optim_grads_params (parameters, gradients and optimizer states sharded: zero3).")
 mb_case(232,"mbridge-25.11-h100-llama3-70b-fp8cs-64gpu","llama-3.1-70b","H100-80GB",8,"te-current","zero1",4,8,5,1,True,"")
 mb_case(100,"mbridge-26.04.01-h100-llama3-70b-fp8-64gpu","llama-3.1-70b","H100-80GB",8,"te-current","zero1",4,8,5,1,True,"The 26.x tables print plain 'FP8': current scaling assumed, the recipe the H100 Llama 3 performance recipes set (fp8_recipe tensorwise).")
 mb_case(233,"mbridge-25.11-h100-llama31-405b-fp8cs-1024gpu-cp2","llama-3.1-405b","H100-80GB",8,"te-current","zero1",8,8,8,2,True,"Context parallelism 2, its exchange the Megatron-Core default (p2p ring).")
@@ -54,7 +54,7 @@ mb_case(227,"mbridge-25.11-b200-llama31-405b-mxfp8-128gpu-cp2","llama-3.1-405b",
 # GB200
 mb_case(218,"mbridge-25.11-gb200-llama3-8b-fp8cs-8gpu","llama-3.1-8b","GB200",4,"te-current","zero1",1,1,1,1,False,"")
 mb_case(219,"mbridge-25.11-gb200-llama3-8b-mxfp8-8gpu","llama-3.1-8b","GB200",4,"te-mxfp8","zero1",1,1,1,1,False,"")
-# mb_case(220,"mbridge-25.11-gb200-llama3-70b-fp8cs-64gpu-fsdp","llama-3.1-70b","GB200",4,"te-current","fsdp-full",1,1,1,1,False,"")
+mb_case(220,"mbridge-25.11-gb200-llama3-70b-fp8cs-64gpu-fsdp","llama-3.1-70b","GB200",4,"te-current","zero3",1,1,1,1,False,"Megatron FSDP over all 64 GPUs, its default sharding strategy optim_grads_params (zero3).")
 mb_case(221,"mbridge-25.11-gb200-llama31-405b-fp8cs-256gpu","llama-3.1-405b","GB200",4,"te-current","zero1",4,16,4,1,True,"")
 mb_case(99,"mbridge-26.04.01-gb200-llama3-70b-mxfp8-64gpu","llama-3.1-70b","GB200",4,"te-mxfp8","zero1",2,4,5,1,True,"")
 # llm-foundry
