@@ -62,6 +62,13 @@ std::vector<std::string> split_flag_words(const std::vector<std::string>& given)
   return args;
 }
 
+// A word that names a Python script: a path ending in .py, no `=` (a flag's value) and no
+// whitespace (an echoed message that mentions one, "Error: pretrain_gpt.py not found").
+bool script_word(const std::string& a) {
+  return a.size() > 3 && a.ends_with(".py") && a.find('=') == std::string::npos &&
+         a.find_first_of(" \t\n") == std::string::npos;
+}
+
 Parsed parse(const std::vector<std::string>& given) {
   const std::vector<std::string> args = split_flag_words(given);
   Parsed p;
@@ -86,8 +93,7 @@ Parsed parse(const std::vector<std::string>& given) {
       break;
     if (a == "--") continue;  // the end of a wrapper's options, not a flag
     if (a.rfind("--", 0) != 0) {
-      if (p.script_name.empty() && a.size() > 3 && a.substr(a.size() - 3) == ".py" &&
-          a.find('=') == std::string::npos) {
+      if (p.script_name.empty() && script_word(a)) {
         p.script_name = a;
         into = &p.script;
       }
@@ -97,8 +103,7 @@ Parsed parse(const std::vector<std::string>& given) {
     if (eq != std::string::npos) {
       into->emplace_back(a.substr(0, eq), a.substr(eq + 1));
     } else if (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0 && args[i + 1] != ")" &&
-               !(p.script_name.empty() && args[i + 1].size() > 3 &&
-                 args[i + 1].substr(args[i + 1].size() - 3) == ".py")) {
+               !(p.script_name.empty() && script_word(args[i + 1]))) {
       into->emplace_back(a, args[i + 1]);
       ++i;
     } else {  // a bare flag (also "--flag train.py": the word is the script)
