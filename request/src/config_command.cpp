@@ -62,8 +62,7 @@ std::vector<std::string> split_flag_words(const std::vector<std::string>& given)
   return args;
 }
 
-// A word that names a Python script: a path ending in .py, no `=` (a flag's value) and no
-// whitespace (an echoed message that mentions one, "Error: pretrain_gpt.py not found").
+// A word naming a Python script: ends in .py, no `=` (a flag's value), no whitespace (an echo).
 bool script_word(const std::string& a) {
   return a.size() > 3 && a.ends_with(".py") && a.find('=') == std::string::npos &&
          a.find_first_of(" \t\n") == std::string::npos;
@@ -266,7 +265,6 @@ void read_other_megatron_flag(const std::string& flag, const std::string& value,
   else if (flag == "--deepspeed_config" || flag == "--deepspeed-config")
     r.warn(flag + " " + value + ": the DeepSpeed config this script passes is not read here (--from it too)");
 }
-
 
 // One flag of the pretrain script.
 void read_megatron_flag(const std::string& flag, const std::string& value, Reader& r,
@@ -487,7 +485,6 @@ void read_torchrun_command(const std::vector<std::string>& args, Reader& r) {
   if (gpus && !r.read().find("strategy") && !deepspeed)
     r.set("strategy", gpus->value == "1" ? "single" : "ddp", "(no --fsdp or --deepspeed)", "");
 }
-
 
 namespace {
 
