@@ -184,32 +184,25 @@ HeadActivations head_activations(const Architecture& a, const Training& tr, cons
   // Final norm as in a block, then the LM head's input.
   double norm = 0.0;
   const double s = mixed ? kFp32 : r;  // the residual stream's dtype
-  if (family.fused_linear_loss) {
-    // Liger's fused linear cross-entropy computes the gradients of the head's input (in the
-    // hidden states' dtype) and weight in forward and keeps them; no logits survive it. The
-    // weight's gradient is the head's gradient itself, counted with the gradients (it exists
-    // from forward on, as the first gradient of backward does in eager). The final norm (Liger's
-    // or eager) keeps what it keeps in a block; the head's own input is not kept. The int64
-    // labels and the fp32 per-row losses stay. Transient: one chunk's logits in the compute dtype.
-    if (a.final_norm) {
-      if (a.norm == NormKind::rmsnorm && family.fused_norm)
-        norm = s * t * h + kFp32 * t;
-      else if (a.norm == NormKind::rmsnorm)
-        norm = rms_input_bytes(family, tr) * t * h + kFp32 * t +
-               (full ? (family.fp32_normalised_norm ? kFp32 : r) * t * h : 0.0);
-      else
-        norm = s * (t * h + 2.0 * t);
-    }
-    const double chunk = static_cast<double>(fused_linear_loss_chunks(a, tr).rows);
-    return {Bytes(norm + s * t * h + 12.0 * t), Bytes(c * chunk * V / tp)};
-  }
   switch (a.norm) {
     case NormKind::rmsnorm:
-      norm = rms_input_bytes(family, tr) * t * h + kFp32 * t +
-             (full ? (family.fp32_normalised_norm ? kFp32 : r) * t * h : 0.0);
+      // Liger's RMSNorm keeps its input as it came and rstd (block_ops.hpp fused_rms_norm_kernels).
+      norm = family.fused_norm ? s * t * h + kFp32 * t
+                               : rms_input_bytes(family, tr) * t * h + kFp32 * t +
+                                     (full ? (family.fp32_normalised_norm ? kFp32 : r) * t * h : 0.0);
       break;
     case NormKind::layernorm:
-    case NormKind::layernorm_no_bias: norm = (mixed ? kFp32 : r) * (t * h + 2.0 * t); break;
+    case NormKind::layernorm_no_bias: norm = s * (t * h + 2.0 * t); break;
+  }
+  if (family.fused_linear_loss) {
+    // Liger's fused linear cross-entropy computes the gradients of the head's input (in the
+    // hidden states' dtype) and weight in forward and keeps them; no logits survive it, and the
+    // head's own input is not kept. The weight's gradient is the head's gradient itself, counted
+    // with the gradients (it exists from forward on, as the first gradient of backward does in
+    // eager). The int64 labels and the fp32 per-row losses stay. Transient: one chunk's logits in
+    // the compute dtype.
+    const double chunk = static_cast<double>(fused_linear_loss_chunks(a, tr).rows);
+    return {Bytes(norm + s * t * h + 12.0 * t), Bytes(c * chunk * V / tp)};
   }
   if (head_trainable) norm += (mixed ? c : r) * t * h;
   // T5 drops out the final norm's output.

@@ -78,7 +78,8 @@ class HfBlock {
   void lora_dropout(std::initializer_list<Role> roles, double width);
   void lora_a_outputs(std::initializer_list<Role> roles);
   void qk_norms();
-  void rotary(double n);
+  // `paired`: k after q, whose fused kernel rotated both (Liger).
+  void rotary(double n, bool paired = false);
   void attention_inputs(bool repeat);
   void attention_core(bool cross);
   void attention_saved();

@@ -27,13 +27,13 @@ void HfBlock::qk_norms() {
   }
 }
 
-void HfBlock::rotary(double n) {
+void HfBlock::rotary(double n, bool paired) {
   if (variant_.fused_rotary) {
     // Liger's rope (ops/rope.py): one kernel rotates q and k in place each way; cos and sin are
-    // shared by every layer. Its one launch is counted on q's op.
-    const bool first = b_.cur().name == std::string_view("rotary q");
-    b_.forward(2.0 * n * c_, first ? 1.0 : 0.0);
-    b_.backward(2.0 * n * c_, first ? 1.0 : 0.0);
+    // shared by every layer. Its launch is counted on q's op, not again on k's (`paired`).
+    const double launches = paired ? 0.0 : 1.0;
+    b_.forward(2.0 * n * c_, launches);
+    b_.backward(2.0 * n * c_, launches);
     return;
   }
   const double nr = n * a_.rotary_fraction;
@@ -188,7 +188,7 @@ void HfBlock::attention() {
     b_.open("rotary q", OpKind::elementwise);
     rotary(x_.t * x_.kq);
     b_.open("rotary k", OpKind::elementwise);
-    rotary(x_.t * x_.kkv);
+    rotary(x_.t * x_.kkv, true);
   }
   // Llama 4's NoPE layers scale the queries by a per-position temperature (fp32, kept for q's
   // gradient).
