@@ -1,6 +1,6 @@
 #pragma once
-// What the config-reader tests share (test_config_file.cpp, test_config_file_rules.cpp): the
-// committed configs' folder and the options a read gives.
+// What the config-reader tests share (test_config_file.cpp, test_config_file_rules.cpp, the readers' own): the
+// committed configs' folder, the options a read gives and its warnings.
 
 #include <gtest/gtest.h>
 
@@ -26,6 +26,20 @@ inline Options options_of(const ConfigRead& r) {
     EXPECT_EQ(s.source.rfind(r.path.substr(r.path.rfind('/') + 1) + ": ", 0), 0u) << s.source;
   }
   return o;
+}
+
+// The value a read gives an option ("" when it gives none).
+inline std::string option(const ConfigRead& r, const std::string& name) {
+  const Options o = options_of(r);
+  const auto it = o.find(name);
+  return it == o.end() ? "" : it->second;
+}
+
+// Whether a warning of the read contains `part`.
+inline bool has_warning(const ConfigRead& r, const std::string& part) {
+  for (const std::string& w : r.warnings)
+    if (w.find(part) != std::string::npos) return true;
+  return false;
 }
 
 }  // namespace trainplan::request::config_test

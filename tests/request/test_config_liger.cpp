@@ -12,18 +12,6 @@ namespace {
 
 using namespace config_test;
 
-std::string option(const ConfigRead& r, const std::string& name) {
-  const Options o = options_of(r);
-  const auto it = o.find(name);
-  return it == o.end() ? "" : it->second;
-}
-
-bool has_warning(const ConfigRead& r, const std::string& part) {
-  for (const std::string& w : r.warnings)
-    if (w.find(part) != std::string::npos) return true;
-  return false;
-}
-
 TEST(ConfigLiger, TrainerUseLigerKernel) {
   const ConfigRead on = read_training_config_text("per_device_train_batch_size: 2\nuse_liger_kernel: true\n", "sft.yaml");
   EXPECT_EQ(option(on, "liger"), "true");

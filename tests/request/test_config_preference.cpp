@@ -12,18 +12,6 @@ namespace {
 
 using namespace config_test;
 
-std::string option(const ConfigRead& r, const std::string& name) {
-  const Options o = options_of(r);
-  const auto it = o.find(name);
-  return it == o.end() ? "" : it->second;
-}
-
-bool has_warning(const ConfigRead& r, const std::string& part) {
-  for (const std::string& w : r.warnings)
-    if (w.find(part) != std::string::npos) return true;
-  return false;
-}
-
 // TRL's configs: DPOConfig's own fields make it DPO (precompute_ref_log_probs with it), CPOConfig's
 // SimPO; the fields all of them share leave the trainer, and so the objective, open.
 TEST(ConfigPreference, TrlConfigsByTheirOwnFields) {
