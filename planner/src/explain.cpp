@@ -8,6 +8,7 @@
 
 #include "candidate_space.hpp"
 #include "trainplan/core/error.hpp"
+#include "trainplan/model/library.hpp"
 
 namespace trainplan::planner {
 namespace {
@@ -19,7 +20,7 @@ struct Candidate {
   int kind = 0;  // which family of change (never paired with itself)
 };
 
-enum Kind { kMicroBatch, kCheckpointing, kSharding, kOffload, kLoraRank, kQlora, kReference };
+enum Kind { kMicroBatch, kCheckpointing, kSharding, kOffload, kLoraRank, kQlora, kReference, kLiger };
 
 std::string str(std::int64_t v) { return std::to_string(v); }
 
@@ -136,7 +137,20 @@ void reference_changes(const model::Training& t, std::vector<Candidate>& out) {
   out.push_back(std::move(c));
 }
 
-std::vector<Candidate> single_changes(const SearchRequest& space, const hardware::Cluster& c) {
+// Liger's kernels where the library runs transformers' modeling files and Liger patches the model
+// type: the fused loss never keeps the logits, the fused norms and SwiGLU keep less.
+void liger_changes(const model::Architecture& a, const model::Training& t, std::vector<Candidate>& out) {
+  if (t.liger || t.framework == Framework::megatron || !model::runs_transformers_models(t.library) ||
+      !model::liger_kernels(a).supported)
+    return;
+  Candidate c{t, {}, kLiger};
+  c.training.liger = true;
+  c.changes = {{"liger", "false", "true"}};
+  out.push_back(std::move(c));
+}
+
+std::vector<Candidate> single_changes(const model::Architecture& a, const SearchRequest& space,
+                                      const hardware::Cluster& c) {
   std::vector<Candidate> out;
   micro_batch_changes(space.base, out);
   checkpointing_changes(space, out);
@@ -144,6 +158,7 @@ std::vector<Candidate> single_changes(const SearchRequest& space, const hardware
   offload_changes(space, c, out);
   adapter_changes(space.base, out);
   reference_changes(space.base, out);
+  liger_changes(a, space.base, out);
   return out;
 }
 
@@ -177,6 +192,9 @@ Candidate combine(const Candidate& a, const Candidate& b) {
       break;
     case kReference:
       t.reference_precomputed = u.reference_precomputed;
+      break;
+    case kLiger:
+      t.liger = u.liger;
       break;
     default:
       break;
@@ -215,7 +233,7 @@ Explanation suggest_changes(const model::Architecture& a, const model::Parameter
     const int k = v[i].kind;
     return k == kMicroBatch || k == kLoraRank ? -1 - k : static_cast<int>(i);
   };
-  const std::vector<Candidate> singles = single_changes(space, c);
+  const std::vector<Candidate> singles = single_changes(a, space, c);
   std::set<std::pair<int, int>> done;
   for (std::size_t i = 0; i < singles.size(); ++i) {
     if (done.contains({key(singles, i), 0})) continue;
