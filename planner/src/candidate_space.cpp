@@ -19,7 +19,9 @@ std::vector<Strategy> candidate_strategies(Framework f, const hardware::Cluster&
         return {Strategy::ddp, Strategy::fsdp_grad_op, Strategy::fsdp_hybrid, Strategy::fsdp_full};
       return {Strategy::ddp, Strategy::fsdp_grad_op, Strategy::fsdp_full};
     case Framework::deepspeed: return {Strategy::zero1, Strategy::zero2, Strategy::zero3};
-    case Framework::megatron: return {Strategy::ddp, Strategy::zero1};
+    // Megatron-LM: DDP, the distributed optimizer and Megatron FSDP's default sharding
+    // (optim_grads_params, zero3).
+    case Framework::megatron: return {Strategy::ddp, Strategy::zero1, Strategy::zero3};
   }
   return {Strategy::single};
 }

@@ -157,6 +157,7 @@ run_case(bad_host_memory 2 fit 7b A100 --host-memory -3 ERR "--host-memory must 
 run_case(host_memory_too_small 1 fit llama-2-70b 8xA100-80GB --seq 8192 --offload optimizer
          --checkpointing full-offload --host-memory 100 MATCH "the offloaded share needs .* GiB of CPU memory per node, of 100.0 GiB")
 run_case(megatron_has_no_fsdp_hybrid 2 fit 7b 8xA100 --framework megatron --strategy fsdp-hybrid ERR "megatron framework" "zero2/zero3 for Megatron FSDP")
+run_case(megatron_fsdp_searched 0 plan llama-3.1-8b 8xH100 --framework megatron --seq 8192 --top 3 MATCH "1 +ZeRO-3 ")
 run_case(megatron_fsdp_emit 0 plan llama-3.1-8b 8xH100 --framework megatron --strategy zero3 --emit torchrun MATCH "--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params")
 run_case(cluster_count_overflow 2 fit 7b 99999999999999999999xA100 ERR "count '99999999999999999999' is too large")
 string(REPEAT "1x" 20000 long_cluster)
