@@ -109,9 +109,17 @@ void read_training(const Json& j, Reader& r) {
   if (j.contains("additional_target") && !j.at("additional_target").is_null())
     r.warn("additional_target " + shown(j.at("additional_target")) +
            ": these modules train in full, which trainplan does not count");
-  if (r.boolean(j, "fp8", "", "").value_or(false))
-    r.warn("fp8 = true: accelerate's FP8 training (fp8_backend " + r.string(j, "fp8_backend", "", "").value_or("auto") +
-           ") is not read from this file; priced in 16-bit (give --fp8 RECIPE)");
+  // train/fp8_utils.py (at ff6d4d12) builds FP8 recipe kwargs and discards them; only
+  // ACCELERATE_MIXED_PRECISION=fp8 is set. Under transformers 4.x accelerate then runs its default
+  // FP8 recipe (torchao's Float8 tensorwise where torchao is the backend); under 5.x the Trainer
+  // passes mixed_precision="bf16" itself and FP8 stays off. Which release runs, the file does not say.
+  if (r.boolean(j, "fp8", "", "fp8").value_or(false))
+    r.unresolved("fp8", "fp8", j.at("fp8"),
+                 "LLaMA-Factory only sets ACCELERATE_MIXED_PRECISION=fp8 (fp8_backend " +
+                     r.string(j, "fp8_backend", "", "").value_or("auto") +
+                     "): FP8 runs under transformers 4.x (accelerate's default recipe, torchao's tensorwise: "
+                     "give --fp8 torchao-tensorwise) and is off under 5.x, whose Trainer passes bf16; the file "
+                     "does not say which release runs");
   read_llamafactory_stage(j, r);
 }
 
