@@ -476,6 +476,15 @@ std::pair<Bytes, Bytes> pytorch_buffers(const Architecture& a, const Training& t
   return {fwd_bwd, persistent};
 }
 
+// Megatron FSDP's buffers alive through forward and backward under zero3 (optim_grads_params): the
+// layer being computed and the next, prefetched, gathered in 16 bits, and the layer's unsharded
+// fp32 main gradients before their reduce-scatter (megatron/core/distributed/fsdp: one FSDP unit
+// per transformer layer).
+Bytes megatron_fsdp_buffers(const Training& tr, const StageParams& sp) {
+  if (tr.framework != Framework::megatron || !shards_parameters(tr.strategy)) return Bytes(0.0);
+  return Bytes(2.0 * 2.0 * sp.largest_unit + (tr.method == Method::full ? 4.0 * sp.largest_unit : 0.0));
+}
+
 // The memory of one pipeline stage.
 MemoryBreakdown stage_memory(const Architecture& a, const model::ParameterCounts& n, const Training& tr,
                              const Layout& l, model::ActivationMemory activations, const MemoryConventions& mc) {
@@ -489,7 +498,8 @@ MemoryBreakdown stage_memory(const Architecture& a, const model::ParameterCounts
 
   // Buffers alive through forward and backward, and all step.
   auto [fwd_bwd, persistent] =
-      tr.framework == Framework::pytorch ? pytorch_buffers(a, tr, l, sp, ms) : std::pair<Bytes, Bytes>{};
+      tr.framework == Framework::pytorch ? pytorch_buffers(a, tr, l, sp, ms)
+                                         : std::pair<Bytes, Bytes>{megatron_fsdp_buffers(tr, sp), Bytes(0.0)};
   persistent += ms.gather_buffers + ms.buckets;
   // The reference forward runs after the policy's, whose activations and logits are alive: its
   // logits (one row of the vocabulary shard per token, in the compute dtype) add to them until
