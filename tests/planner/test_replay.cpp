@@ -560,5 +560,20 @@ TEST(Replay, ImpossibleLayoutsAreInputErrors) {
   EXPECT_THROW((void)plan_of(s, tr), InputError);
 }
 
+// The replay runs the eager ops and the head unchunked: Liger's kernels are refused by name, not
+// replayed as something else.
+TEST(Replay, LigerIsRefusedByName) {
+  const Subject s = subject("llama-3.2-1b", "H100-80GB");
+  model::Training tr;
+  tr.strategy = Strategy::single;
+  tr.liger = true;
+  try {
+    (void)plan_of(s, tr);
+    ADD_FAILURE() << "Liger's kernels replayed";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("Liger's kernels (liger) are not replayed"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace trainplan::planner
