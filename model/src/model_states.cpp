@@ -1,5 +1,7 @@
 #include "trainplan/model/model_states.hpp"
 
+#include <algorithm>
+
 #include "trainplan/model/lora.hpp"
 #include "trainplan/model/parameters.hpp"
 
@@ -14,7 +16,7 @@ constexpr double kDoubleQuantBlock = 256.0;
 
 }  // namespace
 
-double optimizer_state_bytes(Optimizer o, Precision p, double adafactor_elements_per_param) {
+double optimizer_state_bytes(Optimizer o, Precision p, double shaped_elements_per_param) {
   const double state = param_bytes(p);  // torch keeps moments in the parameter dtype
   switch (o) {
     case Optimizer::adamw:
@@ -31,7 +33,9 @@ double optimizer_state_bytes(Optimizer o, Precision p, double adafactor_elements
     case Optimizer::paged_adamw_8bit: return 2.0 * (1.0 + 4.0 / kEightBitBlock);
     case Optimizer::lion_8bit:
     case Optimizer::paged_lion_8bit: return 1.0 + 4.0 / kEightBitBlock;
-    case Optimizer::adafactor: return 4.0 * adafactor_elements_per_param;
+    case Optimizer::adafactor: return 4.0 * shaped_elements_per_param;
+    // galore_torch's AdamW keeps its moments (and the projection) in the gradient's dtype.
+    case Optimizer::galore_adamw: return state * shaped_elements_per_param;
   }
   return 0.0;
 }
@@ -49,7 +53,8 @@ bool is_paged(Optimizer o) {
     case Optimizer::adafactor:
     case Optimizer::lion:
     case Optimizer::lion_8bit:
-    case Optimizer::lamb: return false;
+    case Optimizer::lamb:
+    case Optimizer::galore_adamw: return false;
   }
   return false;
 }
@@ -153,6 +158,22 @@ std::int64_t adafactor_state_elements(const Architecture& a, const Training& tr)
   }
   // Every remaining parameter (biases, norms, relative position bias) is a vector: kept in full.
   return n + (c.total - matrices);
+}
+
+std::int64_t galore_state_elements(const Architecture& a, const Training& tr) {
+  const ParameterCounts c = count_parameters(a);
+  std::int64_t n = 0;
+  std::int64_t projected = 0;  // parameters of the block linears
+  const auto linears = [&](const Architecture& kind, Stack stack, std::int64_t layers, bool) {
+    for (const Linear& l : block_linears(kind, stack)) {
+      const std::int64_t r = std::min({tr.galore_rank, l.in, l.out});
+      n += layers * l.copies * (2 * r * std::max(l.in, l.out) + r * std::min(l.in, l.out));
+      projected += layers * l.copies * l.in * l.out;
+    }
+  };
+  for_each_layer_kind(a, linears);
+  if (a.mtp_layers > 0) linears(a, Stack::decoder, a.mtp_layers, false);
+  return n + 2 * (c.total - projected);
 }
 
 }  // namespace trainplan::model

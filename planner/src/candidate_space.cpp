@@ -32,6 +32,8 @@ std::vector<Strategy> strategies_for(const SearchRequest& req, const hardware::C
   // DeepSpeed's bf16 master weights run with ZeRO only, on one GPU too.
   std::vector<Strategy> all = req.base.bf16_master ? std::vector{Strategy::zero1, Strategy::zero2, Strategy::zero3}
                                                    : candidate_strategies(req.base.framework, c);
+  // GaLore projects whole gradients: one GPU or DDP (memory.cpp validate_training).
+  if (req.base.optimizer == Optimizer::galore_adamw) all = {c.world() == 1 ? Strategy::single : Strategy::ddp};
   if (b == Breadth::plan && replicas == 1) return {all.front()};
   return all;
 }

@@ -38,6 +38,10 @@ std::optional<OJson> deepspeed_optimizer(const model::Training& t, std::vector<s
       return OJson{{"type", "SGD"}, {"params", {{"lr", 1e-3}, {"momentum", 0.9}}}};
     case Optimizer::adafactor:
       return OJson{{"type", "Adafactor"}, {"params", OJson::object()}};  // torch >= 2.5
+    case Optimizer::galore_adamw:
+      refuse("deepspeed", "GaLore projects each weight's whole gradient; DeepSpeed's partitions are not matrices "
+                          "(train it with the Trainer's optim galore_adamw on one GPU or DDP)");
+      return std::nullopt;
     case Optimizer::lion:  // FusedLion, DeepSpeedCPULion when offloaded (ops/lion)
       return OJson{{"type", "Lion"}, {"params", OJson::object()}};
     case Optimizer::lamb:  // FusedLamb (ops/lamb); ZeRO-Offload has no CPU LAMB
@@ -92,6 +96,9 @@ std::string trainer_optim(const model::Training& t) {
       return "sgd";
     case Optimizer::adafactor:
       return "adafactor";
+    case Optimizer::galore_adamw:  // transformers' Trainer: GaLore on the attention and MLP linears
+      return fmt::format("{} --optim_target_modules attn,mlp --optim_args rank={}",
+                         t.optimizer_in_backward ? "galore_adamw_layerwise" : "galore_adamw", t.galore_rank);
     case Optimizer::lion:
       return "lion_32bit";
     case Optimizer::lion_8bit:
@@ -118,7 +125,8 @@ std::string_view bitsandbytes_class(Optimizer o) {
     case Optimizer::sgd_momentum:
     case Optimizer::adafactor:
     case Optimizer::lion:
-    case Optimizer::lamb: return "";
+    case Optimizer::lamb:
+    case Optimizer::galore_adamw: return "";
   }
   return "";
 }

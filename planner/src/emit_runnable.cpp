@@ -57,7 +57,8 @@ void require_emittable(EmitFormat f, const model::Training& t, const hardware::G
     throw FieldError("{fp8} " + std::string(to_string(t.fp8)) +
                      ": no launch config written here sets an FP8 recipe but the torchrun command of {framework} "
                      "megatron with a Transformer Engine recipe (--fp8-format, --fp8-recipe)");
-  if (t.optimizer_in_backward)
+  // The Trainer steps GaLore layer-wise inside backward (optim galore_adamw_layerwise).
+  if (t.optimizer_in_backward && t.optimizer != Optimizer::galore_adamw)
     throw FieldError("{optimizer-in-backward}: torchtune's optimizer_in_bwd; neither the Trainer, DeepSpeed, "
                      "accelerate nor Megatron-LM steps the optimizer inside backward, and no torchtune config is "
                      "written here");

@@ -189,6 +189,18 @@ void validate_training(const Architecture& a, const Training& tr) {
     throw FieldError("{quant-block} must be a power of two from 64 to 4096, as bitsandbytes takes (got " +
                      str(tr.quant_block) + ")");
   if (tr.ep < 1) throw FieldError("{expert-parallel} must be at least 1 (got " + str(tr.ep) + ")");
+  // galore_torch projects whole 2-D gradients: full fine-tuning of unflattened parameters (one GPU
+  // or DDP; FSDP's flat shards and DeepSpeed's partitions are not matrices).
+  if (tr.optimizer == Optimizer::galore_adamw) {
+    if (tr.method != Method::full)
+      throw FieldError("{optimizer} galore-adamw trains full weights through low-rank gradients; it is not an "
+                       "adapter's optimizer (use --method full)");
+    if (tr.framework != Framework::pytorch || (tr.strategy != Strategy::single && tr.strategy != Strategy::ddp))
+      throw FieldError("{optimizer} galore-adamw projects each weight's whole gradient: one GPU or DDP under "
+                       "{framework} pytorch, not " + std::string(to_string(tr.strategy)) + " under " +
+                       std::string(to_string(tr.framework)));
+    if (tr.galore_rank < 1) throw FieldError("{galore-rank} must be at least 1 (got " + str(tr.galore_rank) + ")");
+  }
   if (tr.optimizer_in_backward && tr.framework != Framework::pytorch)
     throw FieldError("{optimizer-in-backward} is torchtune's, under {framework} pytorch (DeepSpeed and Megatron "
                      "step after backward)");
@@ -269,12 +281,12 @@ namespace {
 
 // Bytes per trainable parameter of each model state (model::state_bytes) for this optimizer.
 model::StateBytes stage_state_bytes(const Architecture& a, const model::ParameterCounts& n, const Training& tr) {
-  const double ada_elements = tr.optimizer == Optimizer::adafactor
-                                  ? static_cast<double>(model::adafactor_state_elements(a, tr)) /
-                                        std::max(1.0, static_cast<double>(tr.method == Method::full
-                                                                              ? n.total
-                                                                              : model::lora_parameters(a, tr.lora)))
-                                  : 0.0;
+  const double trainable = std::max(
+      1.0, static_cast<double>(tr.method == Method::full ? n.total : model::lora_parameters(a, tr.lora)));
+  const double ada_elements =
+      tr.optimizer == Optimizer::adafactor      ? static_cast<double>(model::adafactor_state_elements(a, tr)) / trainable
+      : tr.optimizer == Optimizer::galore_adamw ? static_cast<double>(model::galore_state_elements(a, tr)) / trainable
+                                                : 0.0;
   // DeepSpeed's bf16_optimizer_states: the moments in bf16, as torch keeps them for bf16 parameters.
   const Precision states = tr.bf16_optimizer_states ? Precision::bf16_true : tr.precision;
   const double opt_bytes = model::optimizer_state_bytes(tr.optimizer, states, ada_elements);

@@ -88,6 +88,11 @@ double optimizer_step_bytes(const model::Training& tr) {
       return 4.0 * w + 4.0 * m + g + d.copy;
     case Optimizer::adafactor:
       return 4.0 * w + 2.0 * g + d.copy;  // the update tensor; factored moments are small
+    case Optimizer::galore_adamw:
+      // galore_torch: the gradient projected down (read), the low-rank moments updated, the
+      // update projected back to full size (written, read) and applied: like Adafactor's update
+      // tensor; the projections' small GEMMs and the SVD every update interval are not priced.
+      return 4.0 * w + 2.0 * g + d.copy;
   }
   return 2.0 * w + 2.0 * g + d.copy;
 }

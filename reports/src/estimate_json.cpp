@@ -83,6 +83,7 @@ Json plan_json(const planner::Estimate& e, std::optional<double> tokens) {
   j["bf16_optimizer_states"] = e.training.bf16_optimizer_states;
   j["optimizer_in_backward"] = e.training.optimizer_in_backward;
   j["liger"] = e.training.liger;
+  if (e.training.optimizer == Optimizer::galore_adamw) j["galore_rank"] = e.training.galore_rank;
   j["grad_accum"] = e.training.grad_accum;
   // How it trains beyond the candidate's columns, so that the plan can be read back (replay).
   const model::Training& t = e.training;

@@ -41,6 +41,7 @@ constexpr std::array kTrainingKeys{
     TrainingKey{"bf16_optimizer_states", KeyType::boolean, false},
     TrainingKey{"optimizer_in_backward", KeyType::boolean, false},
     TrainingKey{"liger", KeyType::boolean, false},
+    TrainingKey{"galore_rank", KeyType::integer, false},
     TrainingKey{"pp", KeyType::integer, true},
     TrainingKey{"pp_virtual", KeyType::integer, true},
     TrainingKey{"sequence_parallel", KeyType::boolean, true},
@@ -177,6 +178,7 @@ void read_parallelism(ObjectReader& r, model::Training& t) {
   if (const auto m = r.optional_boolean("bf16_optimizer_states")) t.bf16_optimizer_states = *m;
   if (const auto m = r.optional_boolean("optimizer_in_backward")) t.optimizer_in_backward = *m;
   if (const auto m = r.optional_boolean("liger")) t.liger = *m;
+  if (r.has("galore_rank")) t.galore_rank = int_key(r, "galore_rank", 1);
 }
 
 // The training of one PLAN object (settings applied); `assumed` collects the options taken from the

@@ -62,6 +62,27 @@ void read_method(const Json& j, Reader& r) {
         j.contains("lora_target") ? shown(j.at("lora_target")) : "");
 }
 
+// GaLore (hparams/finetuning_args.py GaloreArguments and train/trainer_utils.py
+// _create_galore_optimizer, at ff6d4d12): galore_torch's GaLoreAdamW on every linear but the head
+// (galore_target all), rank galore_rank (default 16); galore_layerwise steps each parameter from
+// its own hook in backward.
+void read_llamafactory_galore(const Json& j, Reader& r) {
+  if (!r.boolean(j, "use_galore", "", "optimizer").value_or(false)) return;
+  r.set("optimizer", "galore-adamw", "use_galore", j.at("use_galore"));
+  if (j.contains("galore_rank"))
+    r.set_integer(j, "galore_rank", "", "galore-rank", 1);
+  else
+    r.set("galore-rank", "16", "(no galore_rank: LLaMA-Factory's default)", "");
+  if (r.boolean(j, "galore_layerwise", "", "optimizer-in-backward").value_or(false))
+    r.set("optimizer-in-backward", "true", "galore_layerwise", j.at("galore_layerwise"));
+  const std::string target = r.string(j, "galore_target", "", "").value_or("all");
+  if (target != "all")
+    r.warn("galore_target " + target + ": GaLore on these modules only is not modelled; priced on every block linear");
+  if (j.contains("optim") && j.at("optim") != "adamw_torch")
+    r.warn("optim " + shown(j.at("optim")) + " with use_galore: LLaMA-Factory's GaLore for it (8-bit AdamW, "
+           "Adafactor) is priced as GaLore's AdamW");
+}
+
 void read_training(const Json& j, Reader& r) {
   r.set_integer(j, "per_device_train_batch_size", "", "micro-batch", 1);
   r.set_integer(j, "gradient_accumulation_steps", "", "grad-accum", 1);
@@ -103,7 +124,8 @@ void read_training(const Json& j, Reader& r) {
     else
       r.set("liger", *liger ? "true" : "false", "enable_liger_kernel", j.at("enable_liger_kernel"));
   }
-  for (const char* key : {"use_unsloth", "use_dora", "use_galore", "use_badam", "use_apollo"})
+  read_llamafactory_galore(j, r);
+  for (const char* key : {"use_unsloth", "use_dora", "use_badam", "use_apollo"})
     if (r.boolean(j, key, "", "").value_or(false))
       r.warn(std::string(key) + " = true: not modelled; estimated without it");
   if (j.contains("additional_target") && !j.at("additional_target").is_null())

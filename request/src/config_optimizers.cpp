@@ -55,10 +55,12 @@ constexpr std::array kOptimizerNames{
     OptimizerName{"rmsprop_bnb", "", "", "RMSprop keeps one square average per parameter", "sgd-momentum"},
     OptimizerName{"rmsprop_bnb_8bit", "", "", "8-bit RMSprop keeps one 1-byte state", "lion-8bit"},
     OptimizerName{"rmsprop_bnb_32bit", "", "", "RMSprop keeps one square average per parameter", "sgd-momentum"},
-    OptimizerName{"galore_adamw", "", "", "GaLore keeps AdamW's moments in a low-rank projection", "adamw"},
+    // transformers' GaLore (trainer.py: galore_torch's GaLoreAdamW on optim_target_modules; the
+    // _layerwise names step each parameter from its own hook in backward: optimizer-in-backward).
+    OptimizerName{"galore_adamw", "galore-adamw", "", "", ""},
     OptimizerName{"galore_adamw_8bit", "", "", "GaLore keeps AdamW's moments in a low-rank projection", "adamw-8bit"},
     OptimizerName{"galore_adafactor", "", "", "GaLore keeps Adafactor's moments in a low-rank projection", "adafactor"},
-    OptimizerName{"galore_adamw_layerwise", "", "", "layer-wise GaLore steps in the backward pass", "adamw"},
+    OptimizerName{"galore_adamw_layerwise", "galore-adamw", "", "", ""},
     OptimizerName{"galore_adamw_8bit_layerwise", "", "", "layer-wise GaLore steps in the backward pass", "adamw-8bit"},
     OptimizerName{"galore_adafactor_layerwise", "", "", "layer-wise GaLore steps in the backward pass", "adafactor"},
     OptimizerName{"apollo_adamw", "", "", "APOLLO keeps low-rank AdamW states", "adamw"},
@@ -132,6 +134,7 @@ void set_optimizer_name(Reader& r, const std::string& key, const Json& raw, bool
   }
   r.set("optimizer", std::string(row->optimizer), key, raw);
   if (!row->impl.empty()) r.set("optimizer-impl", std::string(row->impl), key, raw);
+  if (row->optimizer == "galore-adamw" && name.ends_with("_layerwise")) r.set("optimizer-in-backward", "true", key, raw);
   if (!row->note.empty()) r.warn(key + " = " + raw.get<std::string>() + ": " + std::string(row->note));
 }
 

@@ -43,7 +43,13 @@ constexpr Detail kDetails[] = {
      "adamw / adam: two fp32 moments; 8-bit variants quantise them (arXiv:2110.02861); "
      "paged: bitsandbytes paged memory (paged-adamw: its 32-bit AdamW, fp32 moments); sgd-momentum: one moment; adafactor: factored "
      "second moment (arXiv:1804.04235); lion: one moment (arXiv:2302.06675), lion-8bit one "
-     "1-byte moment; lamb: Adam's moments with a per-layer trust ratio (arXiv:1904.00962)."},
+     "1-byte moment; lamb: Adam's moments with a per-layer trust ratio (arXiv:1904.00962); "
+     "galore-adamw: AdamW's moments on each block linear's gradient projected to --galore-rank "
+     "(arXiv:2403.03507), full fine-tuning on one GPU or DDP."},
+    {"galore-rank",
+     "The rank GaLore projects each block linear's gradient to: an m x n weight keeps an r x min(m, n) "
+     "projection and two max(m, n) x r moments (galore_torch's GaLoreProjector). transformers' "
+     "optim_args default is 128, LLaMA-Factory's galore_rank 16."},
     {"strategy",
      "single: one GPU. ddp: replicated model. zero1/2/3: shard optimizer / +gradients / "
      "+parameters (arXiv:1910.02054). fsdp-*: PyTorch FSDP full shard, grad-op (ZeRO-2-like) "

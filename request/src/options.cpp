@@ -258,6 +258,11 @@ std::vector<Option> model_and_method() {
                       "with an FP8 recipe (--fp8)"));
   v.push_back(choice<Optimizer>(describe("optimizer", "OPTIMIZER", "Optimizer", "method", "optimizer", "adamw"),
                                 [](auto& r) -> auto& { return r.training.optimizer; }));
+  v.push_back(applies(integer(describe("galore-rank", "R", "GaLore rank", "method",
+                                       "rank GaLore projects each block linear's gradient to", "128"),
+                              1, 1 << 20, [](auto& r) -> auto& { return r.training.galore_rank; }),
+                      [](const Request& r, unsigned /*cmd*/) { return r.training.optimizer == Optimizer::galore_adamw; },
+                      "with --optimizer galore-adamw"));
   v.push_back(choice<OptimizerImpl>(
       describe("optimizer-impl", "IMPL", "Optimizer impl.", "method", "how the optimizer step runs",
                "the framework's own (torch foreach on CUDA)"),

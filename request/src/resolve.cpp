@@ -136,6 +136,9 @@ void library_notes(const Request& r, Resolved& out, model::Training& t) {
   }
   if (!lib.unmodelled.empty() && (r.has("library") || r.has("framework")))
     out.notes.push_back(fmt::format("library {}: {}", lib.name, lib.unmodelled));
+  if (t.optimizer == Optimizer::galore_adamw)
+    out.notes.push_back("optimizer galore-adamw: the SVD that refreshes each projection every update_proj_gap "
+                        "steps (200 by default) and the projections' small products are not priced");
   // Liger patches by model type; one it has no kernels for runs as it was (Liger logs and goes on).
   const model::Architecture& arch = out.model.arch;
   if (t.liger && !model::liger_kernels(arch).supported) {

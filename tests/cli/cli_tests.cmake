@@ -124,6 +124,12 @@ run_case(dpo_megatron_emit 2 estimate llama-3.1-8b 8xH100 --framework megatron -
 run_case(optimizer_in_backward_accumulating 2 estimate 7b A100 --optimizer-in-backward --grad-accum 4 ERR "--optimizer-in-backward steps each parameter as soon as its gradient is complete" "needs --grad-accum 1")
 run_case(optimizer_in_backward_megatron 0 estimate llama-3.1-8b 8xH100 --framework megatron --strategy zero1 --optimizer-in-backward ERR "warning: --optimizer-in-backward true ignored: it applies with --framework pytorch")
 run_case(optimizer_in_backward_emit 2 plan 7b A100 --optimizer-in-backward --emit torchrun ERR "--optimizer-in-backward: torchtune's optimizer_in_bwd")
+# GaLore: full fine-tuning on one GPU or DDP; its rank alone is a warning.
+run_case(galore_adapters_refused 2 estimate llama-3.2-1b H100 --method lora --optimizer galore-adamw ERR "--optimizer galore-adamw trains full weights through low-rank gradients")
+run_case(galore_fsdp_refused 2 estimate llama-3.2-1b 8xH100 --strategy fsdp-full --optimizer galore-adamw ERR "one GPU or DDP under --framework pytorch, not fsdp-full")
+run_case(galore_rank_without_galore 0 estimate llama-3.2-1b H100 --galore-rank 64 ERR "warning: --galore-rank 64 ignored: it applies with --optimizer galore-adamw")
+run_case(galore_fit_ddp 0 fit llama-3.2-1b 8xH100 --optimizer galore-adamw MATCH "with DDP")
+run_case(galore_note 0 estimate llama-3.2-1b H100 --optimizer galore-adamw --galore-rank 256 MATCH "SVD that refreshes each projection")
 # Liger's kernels: answered with them where Liger patches the model type; said and answered without
 # them where it has none, or where the library's own model code runs.
 run_case(liger_estimate_json 0 estimate llama-3.2-1b H200 --liger --micro-batch 4 --seq 2048 --json MATCH "\"liger\": true")

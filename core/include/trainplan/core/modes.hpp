@@ -36,7 +36,8 @@ enum class Optimizer {
   lion,
   lion_8bit,
   paged_lion_8bit,
-  lamb
+  lamb,
+  galore_adamw
 };
 enum class Strategy { single, ddp, zero1, zero2, zero3, fsdp_full, fsdp_grad_op, fsdp_hybrid };
 // full_offload: full checkpointing with the checkpoints kept in host memory (ZeRO-R's Pa+cpu,
@@ -140,7 +141,8 @@ struct EnumTable<Optimizer> {
       std::pair{Optimizer::lion, std::string_view{"lion"}},
       std::pair{Optimizer::lion_8bit, std::string_view{"lion-8bit"}},
       std::pair{Optimizer::paged_lion_8bit, std::string_view{"paged-lion-8bit"}},
-      std::pair{Optimizer::lamb, std::string_view{"lamb"}}};
+      std::pair{Optimizer::lamb, std::string_view{"lamb"}},
+      std::pair{Optimizer::galore_adamw, std::string_view{"galore-adamw"}}};
 };
 template <>
 struct EnumTable<Strategy> {

@@ -33,9 +33,10 @@ struct ShardedBytes {
 };
 [[nodiscard]] ShardedBytes shard(const StateBytes& b, Strategy s, double n, bool weights_rest_sharded = false);
 
-// Optimizer moments per trainable parameter. Adafactor's factored moments depend on the shapes:
-// pass the per-parameter average from adafactor_state_elements.
-[[nodiscard]] double optimizer_state_bytes(Optimizer o, Precision p, double adafactor_elements_per_param);
+// Optimizer moments per trainable parameter. Adafactor's factored moments and GaLore's projected
+// ones depend on the shapes: pass the per-parameter average of adafactor_state_elements or
+// galore_state_elements.
+[[nodiscard]] double optimizer_state_bytes(Optimizer o, Precision p, double shaped_elements_per_param);
 
 // Whether the optimizer's states live in CUDA unified (paged) memory, evicted under pressure and not
 // counted by torch.cuda.max_memory_allocated (QLoRA paper, arXiv:2305.14314, Sec. 3).
@@ -80,5 +81,11 @@ struct QloraStackTraits {
 // Elements of Adafactor's state (Shazeer & Stern 2018, arXiv:1804.04235): a row and a column vector
 // per trainable matrix, a full vector per 1-D parameter; no first moment (HF default beta1=None).
 [[nodiscard]] std::int64_t adafactor_state_elements(const Architecture& a, const Training& tr);
+
+// Elements of GaLore AdamW's state (galore_torch GaLoreProjector, proj_type std): every block
+// linear (m x n) keeps its projection matrix (r x min(m, n)) and AdamW's two moments of the
+// projected gradient (max(m, n) x r), r = min(rank, m, n); every other parameter (embeddings, head,
+// norms) AdamW's two moments in full. Full fine-tuning only.
+[[nodiscard]] std::int64_t galore_state_elements(const Architecture& a, const Training& tr);
 
 }  // namespace trainplan::model

@@ -60,6 +60,9 @@ struct Training {
   // liger_kernel.transformers._apply_liger_kernel_to_instance with the model type's defaults);
   // what they change is the op list's (model/library.hpp liger_kernels).
   bool liger = false;
+  // GaLore's projection rank (Zhao et al. 2024, arXiv:2403.03507; optimizer galore-adamw): each
+  // block linear's gradient projected to this rank, AdamW's moments kept there.
+  std::int64_t galore_rank = 128;
   bool zero_init = true;        // DeepSpeed zero.Init: ZeRO-3 never materialises the full model on CPU
   // DeepSpeed's overlap_comm false: ZeRO's gradient reduction runs on the compute stream, exposed
   // (runtime/zero/config.py: the default below stage 3); false here is overlap_comm true.
