@@ -79,6 +79,9 @@ void note_script_changes(const model::Training& t, std::vector<std::string>& not
   if (is_pure_16bit(t.precision))
     notes.push_back(fmt::format("{}: load the model in torch.{} (no fp32 master weights)",
                                 to_string(t.precision), is_bf16(t.precision) ? "bfloat16" : "float16"));
+  if (t.optimizer == Optimizer::galore_adamw)
+    notes.push_back("GaLore: TrainingArguments(optim_target_modules=['attn', 'mlp']) in the script (the Trainer "
+                    "requires target modules for GaLore)");
   if (t.liger && t.framework != Framework::megatron)
     notes.push_back("Liger: TrainingArguments(use_liger_kernel=True), with the liger-kernel package installed");
   // TRL's preference trainers take TrainingArguments' fields through their configs.

@@ -96,9 +96,9 @@ std::string trainer_optim(const model::Training& t) {
       return "sgd";
     case Optimizer::adafactor:
       return "adafactor";
-    case Optimizer::galore_adamw:  // transformers' Trainer: GaLore on the attention and MLP linears
-      return fmt::format("{} --optim_target_modules attn,mlp --optim_args rank={}",
-                         t.optimizer_in_backward ? "galore_adamw_layerwise" : "galore_adamw", t.galore_rank);
+    case Optimizer::galore_adamw:  // transformers' Trainer; its optim_target_modules in a note (emit.cpp)
+      return fmt::format("{} --optim_args rank={}", t.optimizer_in_backward ? "galore_adamw_layerwise" : "galore_adamw",
+                         t.galore_rank);
     case Optimizer::lion:
       return "lion_32bit";
     case Optimizer::lion_8bit:

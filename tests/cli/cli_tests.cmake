@@ -129,6 +129,7 @@ run_case(galore_adapters_refused 2 estimate llama-3.2-1b H100 --method lora --op
 run_case(galore_fsdp_refused 2 estimate llama-3.2-1b 8xH100 --strategy fsdp-full --optimizer galore-adamw ERR "one GPU or DDP under --framework pytorch, not fsdp-full")
 run_case(galore_rank_without_galore 0 estimate llama-3.2-1b H100 --galore-rank 64 ERR "warning: --galore-rank 64 ignored: it applies with --optimizer galore-adamw")
 run_case(galore_fit_ddp 0 fit llama-3.2-1b 8xH100 --optimizer galore-adamw MATCH "with DDP")
+run_case(galore_emit 0 plan llama-3.2-1b 2xH100 --optimizer galore-adamw --emit torchrun MATCH "--optim galore_adamw --optim_args rank=128" ERR "optim_target_modules=.'attn', 'mlp'.")
 run_case(galore_note 0 estimate llama-3.2-1b H100 --optimizer galore-adamw --galore-rank 256 MATCH "SVD that refreshes each projection")
 # Liger's kernels: answered with them where Liger patches the model type; said and answered without
 # them where it has none, or where the library's own model code runs.
