@@ -114,13 +114,11 @@ void read_training_arguments(const Json& j, Reader& r) {
           j.at("gradient_checkpointing"));
   if (j.contains("optim") && !j.at("optim").is_null()) set_optimizer_name(r, "optim", j.at("optim"));
   // GaLore's rank from optim_args ("rank=64, update_proj_gap=200"; trainer.py's default 128).
-  if (const auto args = r.string(j, "optim_args", "", ""); args && j.contains("optim") &&
-                                                           j.at("optim").is_string() &&
-                                                           j.at("optim").get<std::string>().starts_with("galore_")) {
-    const std::size_t at = args->find("rank=");
-    if (at != std::string::npos)
-      r.set("galore-rank", args->substr(at + 5, args->find_first_of(", ", at) - at - 5), "optim_args", j.at("optim_args"));
-  }
+  const bool galore = j.contains("optim") && j.at("optim").is_string() &&
+                      j.at("optim").get<std::string>().starts_with("galore_");
+  const auto args = galore ? r.string(j, "optim_args", "", "") : std::nullopt;
+  if (const std::size_t at = args ? args->find("rank=") : std::string::npos; at != std::string::npos)
+    r.set("galore-rank", args->substr(at + 5, args->find_first_of(", ", at) - at - 5), "optim_args", j.at("optim_args"));
   if (j.contains("fsdp") && !j.at("fsdp").is_null() && j.at("fsdp") != "" &&
       j.at("fsdp") != Json::array())
     set_trainer_fsdp(r, "fsdp", j.at("fsdp"));
