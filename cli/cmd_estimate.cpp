@@ -69,7 +69,7 @@ void print_estimate(const request::Resolved& r, const model::ParameterCounts& n,
                     std::optional<double> tokens, bool profiled) {
   const hardware::Cluster& c = r.cluster.cluster;
   const model::Training& t = e.training;
-  std::cout << fmt::format("{} on {}: {}\n", model_words(r.model.arch.name, n.total, t.method), cluster_words(c),
+  std::cout << fmt::format("{} on {}: {}\n", model_words(r.model.arch, n, t), cluster_words(c),
                            planner::plan_label(t, e.layout));
   print_context(r);
   print_batch(t, e);

@@ -23,7 +23,7 @@ namespace {
 // plan, or why even the leanest candidate does not fit.
 std::string verdict(const request::Resolved& r, const model::ParameterCounts& n, const planner::FitResult& f) {
   const hardware::Cluster& c = r.cluster.cluster;
-  reports::VerdictSubject s{model_words(r.model.arch.name, n.total, r.search.base.method), cluster_words(c), {}};
+  reports::VerdictSubject s{model_words(r.model.arch, n, r.search.base), cluster_words(c), {}};
   if (f.candidates.empty())
     return fmt::format("{} — {} has no valid configuration on {}", verdict_look(planner::Verdict::no).headline,
                        s.what, s.where);

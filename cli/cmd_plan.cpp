@@ -23,7 +23,7 @@ void print_plans(const request::Resolved& r, const model::ParameterCounts& n, co
   const hardware::Cluster& c = r.cluster.cluster;
   const model::Training& base = r.search.base;
   std::cout << fmt::format(
-      "{} on {}: {} configurations tried, {} fit in memory\n", model_words(r.model.arch.name, n.total, base.method),
+      "{} on {}: {} configurations tried, {} fit in memory\n", model_words(r.model.arch, n, base),
       cluster_words(c), thousands(p.evaluated), thousands(p.fitting));
   print_context(r);
   std::cout << (global_batch

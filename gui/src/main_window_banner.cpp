@@ -52,7 +52,7 @@ QString plan_hint(const planner::Estimate& est, const Session& session) {
 QString headline(const Evaluation& e, const Session& session, MainWindow::Verdict& verdict) {
   const planner::Estimate& est = e.estimate;
   const reports::VerdictSubject subject{
-      reports::model_words(e.arch.name, e.params.total, est.training.method),
+      reports::model_words(e.arch, e.params, est.training),
       sstr(e.cluster_text()), sstr(e.plan_text())};
   const reports::VerdictSentence s = reports::verdict_sentence(
       subject, {est.verdict, est.memory.device_total, e.usable(), est.training.micro_batch, est.max_micro_batch, 0.0});

@@ -10,6 +10,7 @@
 #include "trainplan/model/family.hpp"
 #include "trainplan/model/library.hpp"
 #include "trainplan/model/model_states.hpp"
+#include "trainplan/model/partial.hpp"
 #include "trainplan/model/sdpa.hpp"
 
 namespace trainplan::model {
@@ -18,7 +19,9 @@ namespace {
 constexpr double kMaskBytes = 1.0;  // dropout masks are bool tensors
 constexpr double kFp32 = 4.0;
 
-BlockActivations activations_of(const BlockOps& ops) { return {ops.saved_bytes(), ops.saved_core_bytes()}; }
+BlockActivations activations_of(const BlockOps& ops) {
+  return {ops.saved_bytes(), ops.saved_core_bytes(), ops.runs_backward};
+}
 
 }  // namespace
 
@@ -109,6 +112,11 @@ Bytes first_block_extra(const Architecture& a, const Training& tr, Stack stack, 
 // kept_per_block of a block whose activations without checkpointing are `blk`, `extra` its
 // first_block_extra.
 Bytes kept_after_policy(const Architecture& a, const Training& tr, const BlockActivations& blk, Bytes extra) {
+  // A layer below every one that needs a gradient keeps nothing of its own, but torch's
+  // non-reentrant checkpoint still holds its input through forward (_NoopSaveInputs saves the
+  // arguments whatever needs a gradient; measured by the oracle's partial fine-tuning cases).
+  // What the first block keeps for the others (rotary tables) the first block that records keeps.
+  if (!blk.runs_backward) return tr.checkpointing == Checkpointing::full ? checkpoint_bytes(a, tr) + extra : Bytes(0.0);
   switch (tr.checkpointing) {
     case Checkpointing::none: return blk.saved + extra;
     case Checkpointing::selective: return blk.saved - blk.attention + extra;
@@ -136,7 +144,10 @@ Bytes kept_per_layer(const Architecture& a, const Training& tr, std::int64_t lay
   const bool first = layer == 0 || (a.encoder_decoder && layer == a.layers);
   const Bytes extra = first ? first_block_extra(a, tr, stack, blocks) : Bytes(0.0);
   const std::int64_t in_stack = stack == Stack::decoder && a.encoder_decoder ? layer - a.layers : layer;
-  const BlockActivations own = activations_of(block_ops(layer_architecture(a, stack, in_stack), tr, stack));
+  Training layer_tr = tr;
+  if (stack == Stack::decoder) layer_tr.layer = layer_state(a, tr, in_stack);
+  const bool entry = stack == Stack::decoder && entry_layer(a, tr, in_stack);
+  const BlockActivations own = activations_of(block_ops(layer_architecture(a, stack, in_stack), layer_tr, stack, entry));
   return kept_after_policy(a, tr, own, extra);
 }
 
@@ -153,7 +164,7 @@ Bytes embedding_activations(const Architecture& a, const Training& tr) {
   const double rep = tr.sequence_parallel ? static_cast<double>(tr.tp) : 1.0;
   if (tr.framework == Framework::megatron) return Bytes(th / rep);
   // The token ids (int64) for the embedding's gradient, and the embedding dropout mask.
-  const double ids = tr.method == Method::full ? 8.0 * t : 0.0;
+  const double ids = tr.method == Method::full && (!tr.partial.active || tr.partial.embedding) ? 8.0 * t : 0.0;
   return Bytes(ids + (a.hidden_dropout > 0.0 ? kMaskBytes * th / rep : 0.0));
 }
 
@@ -179,8 +190,12 @@ HeadActivations head_activations(const Architecture& a, const Training& tr, cons
   const double c = compute_bytes(tr.precision);
   const double r = param_bytes(tr.precision);
   const bool mixed = is_mixed(tr.precision);
-  const bool full = tr.method == Method::full;
-  const bool head_trainable = full || lora_targets_lm_head(a, tr.lora);
+  // The final norm's weight trains under full training (not under partial fine-tuning, whose
+  // subset names blocks, the embedding and the head); the head's under full training, partial
+  // fine-tuning that names it, or an adapter on it.
+  const bool full = tr.method == Method::full && !tr.partial.active;
+  const bool head_trainable = (tr.method == Method::full && (!tr.partial.active || tr.partial.head)) ||
+                              lora_targets_lm_head(a, tr.lora);
   // Final norm as in a block, then the LM head's input.
   double norm = 0.0;
   const double s = mixed ? kFp32 : r;  // the residual stream's dtype
@@ -268,10 +283,10 @@ ActivationMemory activation_memory(const Architecture& a, const Training& tr, co
     const double share = part.layers / all_layers * layers_on_stage;
     const StackBlock& sb = blocks.of(part.stack);
     kept += kept_after_policy(a, tr, *part.blk, Bytes(0.0)) * (share * sb.block_share);
-    largest = std::max(largest, part.blk->saved);
+    if (part.blk->runs_backward) largest = std::max(largest, part.blk->saved);
     for (const auto& [blk, variant_share] : sb.variants) {  // the stage's other kinds of layer, in the model's proportion
       kept += kept_after_policy(a, tr, blk, Bytes(0.0)) * (share * variant_share);
-      largest = std::max(largest, blk.saved);
+      if (blk.runs_backward) largest = std::max(largest, blk.saved);
     }
   }
   m.per_block = kept / layers_on_stage;

@@ -1,6 +1,7 @@
 #include "block_builder.hpp"
 
 #include "trainplan/model/fp8.hpp"
+#include "trainplan/model/partial.hpp"
 
 namespace trainplan::model::block_detail {
 
@@ -16,10 +17,15 @@ Shape shape_of(const Architecture& a, const Training& tr) {
   const double b = dbl(tr.sequences());
   const double tp = static_cast<double>(tr.tp);
   const double c = compute_bytes(tr.precision);
-  const bool full = tr.method == Method::full;
+  // The block's own weights train: every one under full training; under partial fine-tuning those
+  // of a trained layer whose norms train (its linears' weight gradients follow trains_weight).
+  const bool full = tr.method == Method::full && (!tr.partial.active || (tr.layer == LayerState::trained && tr.partial.norms));
   // Under mixed precision an fp32 model (full training, or a frozen base kept fp32) carries an fp32
-  // residual stream; Hugging Face + PEFT load the frozen base in 16 bits.
-  const bool fp32_model = is_mixed(tr.precision) && (full || tr.frozen_base_fp32);
+  // residual stream; Hugging Face + PEFT load the frozen base in 16 bits, and so does partial
+  // fine-tuning (LLaMA-Factory upcasts only the trained parameters), whose stream stays 16-bit
+  // unless the embedding trains.
+  const bool fp32_model = is_mixed(tr.precision) && (tr.frozen_base_fp32 || (tr.method == Method::full &&
+                                                                             (!tr.partial.active || tr.partial.embedding)));
   const double stream = fp32_model ? kFp32 : param_bytes(tr.precision) < kFp32 ? c : kFp32;
   return {q * b,
           s,
@@ -86,7 +92,7 @@ GemmShape gemm_of(const Architecture& a, const Training& tr, const Linear& l, bo
   g.n = kn.n;
   g.k = kn.k;
   g.count = expert ? l.copies : 1;
-  g.weight_grad = tr.method == Method::full;
+  g.weight_grad = trains_weight(tr, l.role);
   g.adapted = adapted;
   g.rank = adapted ? tr.lora.rank : 0;
   if (tr.method == Method::qlora && l.role != Role::router)

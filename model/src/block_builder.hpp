@@ -85,6 +85,9 @@ class Builder {
     out_.saved.push_back({name, Bytes(bytes), core, op});
   }
   [[nodiscard]] std::size_t last() const { return out_.ops.size() - 1; }
+  // The tensors kept so far, and forgetting those kept after the first `n` of them.
+  [[nodiscard]] std::size_t kept() const { return out_.saved.size(); }
+  void forget_kept_after(std::size_t n) { out_.saved.resize(std::min(n, out_.saved.size())); }
 
   // The memory-bound kernels of the current op, forward and backward. n is the element count; the
   // other arguments are bytes per element of the tensors involved.

@@ -11,6 +11,7 @@
 #include "trainplan/model/library.hpp"
 #include "trainplan/model/lora.hpp"
 #include "trainplan/model/model_states.hpp"
+#include "trainplan/model/partial.hpp"
 
 #include "block_builder.hpp"
 #include "hf_block.hpp"
@@ -78,6 +79,7 @@ void build_block_ops(const Architecture& a, const Training& tr, Stack stack, boo
   out.stack = stack;
   out.framework = tr.framework;
   out.run = attention_run(a, tr, tr.cuda_sm);
+  out.runs_backward = tr.layer != LayerState::no_backward;
   out.ops.clear();
   out.saved.clear();
   out.ops.reserve(48);
@@ -96,6 +98,28 @@ void build_block_ops(const Architecture& a, const Training& tr, Stack stack, boo
         weights += dbl(op.gemm.n) * dbl(op.gemm.k) * dbl(op.gemm.count);
     out.saved.push_back({"FP8 weight copies", Bytes(copy * weights), false, out.ops.size() - 1});
   }
+  // A layer below every layer that needs a gradient: autograd records none of its ops.
+  if (!out.runs_backward) {
+    out.saved.clear();
+    for (Op& op : out.ops) {
+      op.backward = {};
+      op.backward_launches = 0.0;
+    }
+  }
+}
+
+// The name of a kind of layer beside the main one: dense or expert (an MoE model's), with or
+// without rotary positions (Llama 4's NoPE layers), and under partial fine-tuning its state.
+std::string_view layer_kind_name(bool dense, bool nope, bool partial, LayerState state) {
+  static constexpr std::array<std::array<std::string_view, 4>, 4> kNames{{
+      {"expert layers", "trained layers", "frozen layers", "layers without backward"},
+      {"NoPE layers", "trained NoPE layers", "frozen NoPE layers", "NoPE layers without backward"},
+      {"dense layers", "trained dense layers", "frozen dense layers", "dense layers without backward"},
+      {"dense NoPE layers", "trained dense NoPE layers", "frozen dense NoPE layers",
+       "dense NoPE layers without backward"},
+  }};
+  const std::size_t row = (dense ? 2u : 0u) + (nope ? 1u : 0u);
+  return kNames[row][partial ? 1u + static_cast<std::size_t>(state) : 0u];
 }
 
 // The stack's kinds of layer (an MoE model's expert and dense layers, each with and without rotary
@@ -105,7 +129,8 @@ void build_stack_ops(const Architecture& a, const Training& tr, Stack stack, Sta
   const bool decoder_only = stack == Stack::decoder && !a.encoder_decoder;
   const bool nope = a.nope_interval > 0 && stack == Stack::decoder;
   const double nope_share = nope ? dbl(a.nope_layers()) / dbl(a.layers) : 0.0;
-  if (!decoder_only || a.dense_layers() == 0) {
+  const bool partial = trains_subset(tr) && decoder_only;
+  if (!decoder_only || (a.dense_layers() == 0 && !partial)) {
     build_block_ops(a, tr, stack, false, out.block, linears);
     out.block_share = 1.0 - nope_share;
     out.variants.resize(nope ? 1 : 0);
@@ -116,33 +141,39 @@ void build_stack_ops(const Architecture& a, const Training& tr, Stack stack, Sta
     }
     return;
   }
-  // Each layer's kind: expert or dense, with or without rotary positions, counted layer by layer.
-  const Architecture dense_kind = dense_variant(a);
-  std::array<std::array<std::int64_t, 2>, 2> count{};  // [dense][nope]
+  // Each layer's kind: expert or dense, with or without rotary positions, and under partial
+  // fine-tuning trained, frozen or without backward - counted layer by layer.
+  const Architecture dense_kind = a.dense_layers() > 0 ? dense_variant(a) : a;
+  // [dense][nope][state]: a LayerState, or 3 for the entry layer (partial.hpp entry_layer).
+  std::array<std::array<std::array<std::int64_t, 4>, 2>, 2> count{};
   for (std::int64_t i = 0; i < a.layers; ++i)
-    ++count[a.dense_layer(i) ? 1 : 0][nope && a.nope_layer(i) ? 1 : 0];
+    ++count[a.dense_layer(i) ? 1 : 0][nope && a.nope_layer(i) ? 1 : 0]
+           [entry_layer(a, tr, i) ? 3u : static_cast<std::size_t>(layer_state(a, tr, i))];
   struct Part {
     const Architecture* arch;
     bool nope;
+    LayerState state;
+    bool entry;
     double share;
   };
   std::vector<Part> parts;
   for (int d = 0; d < 2; ++d)
     for (int n = 0; n < 2; ++n)
-      if (count[d][n] > 0) parts.push_back({d == 1 ? &dense_kind : &a, n == 1, dbl(count[d][n]) / dbl(a.layers)});
+      for (int st = 0; st < 4; ++st)
+        if (count[d][n][st] > 0)
+          parts.push_back({d == 1 ? &dense_kind : &a, n == 1, st == 3 ? LayerState::trained : static_cast<LayerState>(st),
+                           st == 3, dbl(count[d][n][st]) / dbl(a.layers)});
   std::stable_sort(parts.begin(), parts.end(), [](const Part& x, const Part& y) { return x.share > y.share; });
   out.variants.resize(parts.size() - 1);
+  Training layer_tr = tr;
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const Part& p = parts[i];
     BlockOps& ops = i == 0 ? out.block : out.variants[i - 1].ops;
     const bool own_linears = p.arch->is_moe() == a.is_moe();
-    build_block_ops(p.nope ? nope_variant(*p.arch) : *p.arch, tr, stack, false, ops, own_linears ? linears : nullptr);
+    layer_tr.layer = p.state;
+    build_block_ops(p.nope ? nope_variant(*p.arch) : *p.arch, layer_tr, stack, p.entry, ops, own_linears ? linears : nullptr);
     (i == 0 ? out.block_share : out.variants[i - 1].share) = p.share;
-    if (i > 0) {
-      const bool dense = !p.arch->is_moe();
-      out.variants[i - 1].kind = dense ? (p.nope ? "dense NoPE layers" : "dense layers")
-                                       : (p.nope ? "NoPE layers" : "expert layers");
-    }
+    if (i > 0) out.variants[i - 1].kind = layer_kind_name(a.is_moe() && !p.arch->is_moe(), p.nope, partial, p.state);
   }
 }
 }  // namespace

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "trainplan/model/partial.hpp"
 #include "trainplan/model/lora.hpp"
 #include "trainplan/model/sdpa.hpp"
 
@@ -125,6 +126,59 @@ StackRules stack_rules(const Architecture& a, const Training& tr, Stack stack) {
   return false;
 }
 
+// The entry layer's input needs no gradient, nor does what only frozen weights produce from it:
+// the projections reading the block input never need theirs; the attention core and its output
+// projection need theirs only when q, k or v train; the MLP's input needs one only when the
+// attention trains, and its down projection's input only when the MLP's gate/up/router do too.
+void entry_skips(const Architecture& ka, const Training& tr, FlopCoefficients& k) {
+  const auto trained = [&](std::uint32_t roles) { return (tr.partial.roles & roles) != 0; };
+  const bool qkv = trained(role_bit(Role::q) | role_bit(Role::k) | role_bit(Role::v) | role_bit(Role::q_a) |
+                           role_bit(Role::kv_a) | role_bit(Role::kv_b));
+  const bool attention = qkv || trained(role_bit(Role::o));
+  const bool mlp_in = trained(role_bit(Role::gate) | role_bit(Role::up) | role_bit(Role::router));
+  for (const Linear& l : block_linears(ka, Stack::decoder)) {
+    bool skip = false;
+    switch (l.role) {
+      case Role::q: case Role::k: case Role::v: case Role::q_a: case Role::kv_a: skip = true; break;
+      case Role::kv_b: case Role::o: skip = !qkv; break;
+      case Role::gate: case Role::up: case Role::router: skip = !attention; break;
+      case Role::down: skip = !attention && !mlp_in; break;
+      case Role::lm_head: break;
+    }
+    if (skip)
+      k.entry_input_grads_skipped +=
+          2.0 * (l.copies > 1 ? static_cast<double>(ka.expert_runs()) : 1.0) * static_cast<double>(l.in * l.out);
+  }
+  if (!qkv) k.entry_attention_skipped += attention_flops_per_token_per_context(ka);
+}
+
+// Partial fine-tuning: the trained weights' FLOPs and the layers that run a backward (the head
+// always passes the gradient down while any layer below needs it).
+void partial_flops(const Architecture& a, const Training& tr, FlopCoefficients& k) {
+  k.partial = true;
+  const TrainedSubset& s = tr.partial;
+  const auto trained_per_token = [&](const Architecture& ka) {
+    double f = 0.0;
+    for (const Linear& l : block_linears(ka, Stack::decoder))
+      if ((s.roles & role_bit(l.role)) != 0)
+        f += 2.0 * (l.copies > 1 ? static_cast<double>(ka.expert_runs()) : 1.0) * static_cast<double>(l.in * l.out);
+    return f;
+  };
+  const double expert_layer = trained_per_token(a);
+  const double dense_layer = a.dense_layers() > 0 ? trained_per_token(dense_variant(a)) : expert_layer;
+  k.trained = 0.0;
+  double backward_layers = 0.0;
+  for (std::int64_t i = 0; i < a.layers; ++i) {
+    const LayerState st = layer_state(a, tr, i);
+    if (st == LayerState::trained) k.trained += a.dense_layer(i) ? dense_layer : expert_layer;
+    if (st != LayerState::no_backward) backward_layers += 1.0;
+  }
+  if (s.head || (a.tie_embeddings && s.embedding)) k.trained += k.head;
+  for (std::int64_t i = 0; i < a.layers; ++i)
+    if (entry_layer(a, tr, i) && !s.norms) entry_skips(a.dense_layer(i) ? dense_variant(a) : a, tr, k);
+  k.backward_share = a.layers > 0 ? backward_layers / static_cast<double>(a.layers) : 0.0;
+}
+
 }  // namespace
 
 FlopCoefficients flop_coefficients(const Architecture& a, const Training& tr) {
@@ -160,6 +214,7 @@ FlopCoefficients flop_coefficients(const Architecture& a, const Training& tr) {
     }
   });
   k.dropout_after_last_matmul = a.hidden_dropout > 0.0;
+  if (trains_subset(tr)) partial_flops(a, tr, k);
   // Multi-token prediction: per module a block of the expert kind (with its adapters), the
   // projection 2h -> h and one more pass through the output head.
   if (a.mtp_layers > 0) {
@@ -187,10 +242,11 @@ StepFlops micro_batch_flops(const FlopCoefficients& k, const Training& tr) {
   // Backward: activation gradients (1x) for everything, weight gradients (1x) for trainable
   // weights; attention has no weights: 2x its forward eager, 2.5x fused (the scores are
   // recomputed).
-  const double weight_grads = k.full ? t * (k.linear + k.head) : t * k.adapters;
+  const double weight_grads = k.partial ? t * k.trained : k.full ? t * (k.linear + k.head) : t * k.adapters;
   const double attention_bwd = (fused ? kFusedAttentionBackwardRatio : 2.0) * attention;
-  double input_grads = k.linear + k.head + k.adapters;
-  double attention_grads = attention_bwd;
+  double input_grads = k.linear * k.backward_share + k.head + k.adapters - k.entry_input_grads_skipped;
+  double attention_grads = attention_bwd * k.backward_share -
+                           (fused ? kFusedAttentionBackwardRatio : 2.0) * k.entry_attention_skipped * s;
   if (!k.full && !recomputes_blocks(tr.checkpointing)) {
     // The first block's input comes from frozen embeddings and needs no gradient.
     input_grads -= k.frozen_input_gradients;
@@ -202,7 +258,7 @@ StepFlops micro_batch_flops(const FlopCoefficients& k, const Training& tr) {
       f.recompute = Flops(0.0);
       break;
     case Checkpointing::selective:
-      f.recompute = Flops(t * attention);
+      f.recompute = Flops(t * attention * k.backward_share);
       break;
     case Checkpointing::full:
     case Checkpointing::full_offload: {
@@ -211,7 +267,8 @@ StepFlops micro_batch_flops(const FlopCoefficients& k, const Training& tr) {
       // mask.
       const bool stops_early = tr.framework != Framework::megatron && !k.dropout_after_last_matmul;
       const double replayed_last = stops_early ? k.last_matmul : 0.0;
-      f.recompute = Flops(fwd - t * (k.head + replayed_last));
+      // Under partial fine-tuning only the layers that run a backward are replayed.
+      f.recompute = Flops((fwd - t * (k.head + replayed_last)) * k.backward_share);
       break;
     }
   }
@@ -222,8 +279,9 @@ Flops model_flops(const FlopCoefficients& k, const Training& tr) {
   const double t = static_cast<double>(tr.tokens_per_micro_batch());
   const double attention = k.attention * static_cast<double>(tr.seq);
   const double fwd = k.linear + attention + k.head + k.adapters;
-  const double bwd = (k.linear + k.head + k.adapters) + 2.0 * attention +
-                     (k.full ? k.linear + k.head : k.adapters);
+  const double bwd = (k.linear * k.backward_share + k.head + k.adapters - k.entry_input_grads_skipped) +
+                     2.0 * (attention * k.backward_share - k.entry_attention_skipped * static_cast<double>(tr.seq)) +
+                     (k.partial ? k.trained : k.full ? k.linear + k.head : k.adapters);
   return Flops(t * (fwd + bwd));
 }
 

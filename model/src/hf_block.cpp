@@ -92,8 +92,9 @@ void HfBlock::linears(std::initializer_list<Role> roles, double in_bytes) {
     if (x_.mixed) b_.cast(T * in, in_bytes, c_, true);
     const double dequant = tr_.method == Method::qlora ? 1.0 : 0.0;
     const double weight_cast = cast_weights ? 1.0 : 0.0;
-    b_.launches(runs * (1.0 + dequant + weight_cast), runs * (1.0 + (full_ ? 1.0 + weight_cast : 0.0) + dequant));
-    if (l.bias && full_) b_.backward(T * out * c_);
+    const bool trained = trains_weight(tr_, l.role);
+    b_.launches(runs * (1.0 + dequant + weight_cast), runs * (1.0 + (trained ? 1.0 + weight_cast : 0.0) + dequant));
+    if (l.bias && trained) b_.backward(T * out * c_);
     if (!adapted) continue;
     ++consumers;
     if (tr_.lora.dropout > 0.0) b_.dropout(T * in, c_);
@@ -257,7 +258,7 @@ void HfBlock::mlp_saved() {
 double HfBlock::router_saved() const {
   const double k = dbl(a_.experts_per_token);
   const double E = dbl(a_.experts);
-  const double input = full_ ? (mixed_ ? c_ : c_ < kFp32 ? kFp32 : 0.0) * x_.h : 0.0;
+  const double input = trains_weight(tr_, Role::router) ? (mixed_ ? c_ : c_ < kFp32 ? kFp32 : 0.0) * x_.h : 0.0;
   switch (a_.router) {
     case RouterKind::softmax_topk: return kFp32 * E + kFp32 + k * (8.0 + kFp32);
     case RouterKind::deepseek_v2: return input + kFp32 * E + 8.0 * k + (a_.expert_groups > 0 ? E : 0.0);
@@ -384,7 +385,7 @@ void HfBlock::dispatch() {
     // Both gathers' index_put sort a few indices in one tile: linear index, sort, scatter.
     b_.backward(hits_ * (2.0 * h + 5.0 * h + n * (2.0 * c_ + 8.0) + 2.0 * gate_up / S * n + X + 2.0 * h + 3.0 * X),
                 (8.0 + 2.0 * 3.0) * hits_);
-    if (full_) {
+    if (trains_weight(tr_, Role::down)) {
       // A trained expert weight is read as a slice (gate_up_proj[e]): the slice's gradient is a
       // zero-filled gradient of every expert's weight with that slice written, summed into the
       // parameter's gradient, per expert hit and per weight (select_backward, AccumulateGrad).
@@ -396,7 +397,11 @@ void HfBlock::dispatch() {
 }
 
 void HfBlock::run() {
+  const std::size_t before = b_.kept();
   attention();
+  // A first block whose attention trains nothing and whose input needs no gradient (partial
+  // fine-tuning's entry layer training only its MLP) keeps nothing of its attention.
+  if (!input_grad_ && !attention_trained()) b_.forget_kept_after(before);
   if (stack_ == Stack::decoder && a_.encoder_decoder) cross_attention();
   mlp();
 }

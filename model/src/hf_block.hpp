@@ -8,6 +8,7 @@
 
 #include "block_builder.hpp"
 #include "trainplan/model/library.hpp"
+#include "trainplan/model/partial.hpp"
 
 namespace trainplan::model::block_detail {
 
@@ -35,7 +36,7 @@ class HfBlock {
         own_(linears != nullptr ? std::vector<Linear>{} : block_linears(a, stack)),
         linears_(linears != nullptr ? *linears : own_),
         x_(shape_of(a, tr)), c_(x_.c), r_(x_.r), mixed_(x_.mixed), full_(x_.full), input_grad_(!first || full_),
-        adapted_(full_ ? AdaptedRoles{} : adapted_roles(a, tr.lora)),
+        adapted_(is_adapter(tr.method) ? adapted_roles(a, tr.lora) : AdaptedRoles{}),
         fused_(!a.fused_qkv_name.empty()), variant_(op_variant(a, tr)),
         run_(out.run), attn_(run_.runs), sdpa_(run_.gpu_sdpa ? run_.sdpa : SdpaChoice{}),
         gpu_sdpa_(run_.gpu_sdpa),
@@ -50,7 +51,7 @@ class HfBlock {
   // (no LoRA dropout), and under a QLoRA stack whose 4-bit matmul keeps its input
   // (model_states.hpp qlora_stack_traits).
   bool keeps_input(Role role) const {
-    return full_ || quant_.keeps_input || (adapts(role) && tr_.lora.dropout <= 0.0);
+    return trains_weight(tr_, role) || quant_.keeps_input || (adapts(role) && tr_.lora.dropout <= 0.0);
   }
   // How many of these linears keep their input (an adapter with dropout keeps its dropped-out copy
   // instead, counted by lora_dropout below).
@@ -67,8 +68,13 @@ class HfBlock {
   // Liger's SwiGLU/GeGLU kernel runs this block's MLP (dense gated MLPs; expert MLPs stay
   // transformers').
   bool liger_glu() const { return variant_.fused_glu && !a_.is_moe() && a_.activation != Activation::gelu_new; }
+  // An adapter on the role, or its own weight under partial fine-tuning: the first block (whose
+  // input needs no gradient) runs the backward of what feeds it.
+  bool trains(Role role) const { return adapts(role) || (tr_.partial.active && trains_weight(tr_, role)); }
   bool attention_trained() const {
-    return adapted({Role::q, Role::k, Role::v, Role::o, Role::q_a, Role::kv_a, Role::kv_b}) > 0;
+    for (Role role : {Role::q, Role::k, Role::v, Role::o, Role::q_a, Role::kv_a, Role::kv_b})
+      if (trains(role)) return true;
+    return false;
   }
 
   void norm(std::string_view name, bool kernels, bool saves, int consumers_saving, bool shares_input,

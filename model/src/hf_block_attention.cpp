@@ -7,7 +7,7 @@ void HfBlock::qk_norms() {
   const bool per_head = a_.qk_norm != QkNorm::full_width;
   const bool weighted = a_.qk_norm != QkNorm::l2;  // Llama 4's L2 norm has no weight
   const double d = dbl(a_.head_dim);
-  const auto grad = [&](Role role) { return input_grad_ || adapts(role); };
+  const auto grad = [&](Role role) { return input_grad_ || trains(role); };
   for (const Role role : {Role::q, Role::k}) {
     b_.open(role == Role::q ? "q norm" : "k norm", OpKind::norm);
     const double X = x_.t * (role == Role::q ? x_.kq : x_.kkv);
@@ -70,7 +70,7 @@ void HfBlock::attention_inputs(bool repeat) {
     if (rotary) b_.keep("rotary q, k", q + kv);
   } else {
     // Q K^T keeps q for the gradient of k and k for that of q.
-    const auto grad = [&](Role role) { return input_grad_ || adapts(role); };
+    const auto grad = [&](Role role) { return input_grad_ || trains(role); };
     if (attn_ != Attention::eager || grad(Role::k)) b_.keep("q", q);
     if (attn_ != Attention::eager || grad(Role::q)) b_.keep("k", k_used);
     b_.keep("v", k_used);
@@ -279,7 +279,7 @@ void HfBlock::latent_attention() {
   linears({q_in, Role::kv_a}, s);
   lora_a_outputs({Role::q_a, Role::q, Role::kv_a, Role::kv_b, Role::o});
   lora_dropout({q_in, Role::kv_a}, x_.h);
-  const auto grad = [&](Role role) { return input_grad_ || adapts(role); };
+  const auto grad = [&](Role role) { return input_grad_ || trains(role); };
   if (compressed) {
     latent_norm("q_a norm", Q, Q, grad(Role::q_a), keeps_input(Role::q));
     linears({Role::q}, c_);

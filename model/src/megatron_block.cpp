@@ -55,14 +55,14 @@ void megatron_block(const Architecture& a, const Training& tr, Stack stack, Bloc
   const bool cross = a.encoder_decoder && stack == Stack::decoder;
   const std::vector<Linear> own = given != nullptr ? std::vector<Linear>{} : block_linears(a, stack);
   const std::vector<Linear>& linears = given != nullptr ? *given : own;
-  const AdaptedRoles adapted = x.full ? AdaptedRoles{} : adapted_roles(a, tr.lora);
+  const AdaptedRoles adapted = is_adapter(tr.method) ? adapted_roles(a, tr.lora) : AdaptedRoles{};
   bool mlp_reduced = false;
   const auto gemms = [&](bool attention) {
     for (const Linear& l : linears) {
       const bool attn = l.role == Role::q || l.role == Role::k || l.role == Role::v || l.role == Role::o ||
                         l.role == Role::q_a || l.role == Role::kv_a || l.role == Role::kv_b;
       if (attn != attention) continue;
-      const bool adapts = !x.full && l.role != Role::router && adapted[static_cast<std::size_t>(l.role)];
+      const bool adapts = is_adapter(tr.method) && l.role != Role::router && adapted[static_cast<std::size_t>(l.role)];
       Op& op = b.open(to_string(l.role), OpKind::gemm);
       op.gemm = gemm_of(a, tr, l, adapts);
       op.collective = sublayer_collective(l.role, mlp_reduced);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "trainplan/model/lora.hpp"
+#include "trainplan/model/partial.hpp"
 
 namespace trainplan::model {
 
@@ -69,6 +70,7 @@ ParameterCounts count_parameters(const Architecture& a) {
 }
 
 std::int64_t trainable_parameters(const Architecture& a, const ParameterCounts& n, const Training& t) {
+  if (trains_subset(t)) return static_cast<std::int64_t>(subset_parameters(a, t, 0, a.layers, true, true).all);
   return t.method == Method::full ? n.total : lora_parameters(a, t.lora);
 }
 

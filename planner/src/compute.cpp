@@ -426,6 +426,13 @@ BlockCompute kind_compute(const model::BlockOps& block, double params, const mod
   }
   out.forward = lin.forward + out.elementwise_forward + out.attention_forward;
   out.backward = lin.backward + core.backward + out.elementwise_backward;
+  out.replayed_forward = out.forward;
+  out.replayed_attention = out.attention_forward;
+  if (!block.runs_backward) {  // below every layer that needs a gradient: forward only
+    out.backward = out.gemm_backward = out.elementwise_backward = Seconds(0.0);
+    out.launches_backward = 0.0;
+    out.replayed_forward = out.replayed_attention = Seconds(0.0);
+  }
   const model::LayerCollectives n = block.collectives();
   out.tensor_parallel_pairs = n.tensor_parallel;
   out.expert_all_to_alls = n.expert_all_to_all;

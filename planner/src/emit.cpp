@@ -4,6 +4,7 @@
 
 #include "trainplan/model/family.hpp"
 #include "trainplan/model/fp8.hpp"
+#include "trainplan/model/partial.hpp"
 
 #include <fmt/format.h>
 
@@ -71,6 +72,10 @@ void note_script_changes(const model::Training& t, std::vector<std::string>& not
   if (t.method != Method::full)
     notes.push_back(fmt::format("LoRA rank {} alpha {} on {}: configure PEFT in the training script",
                                 t.lora.rank, t.lora.alpha, fmt::join(t.lora.targets, ",")));
+  if (model::trains_subset(t))
+    notes.push_back(fmt::format("partial fine-tuning ({}): set requires_grad=False on every other parameter in "
+                                "the training script, the trained ones kept in fp32 under mixed precision",
+                                model::trained_subset_text(t.partial)));
   if (t.method == Method::qlora)
     notes.push_back(fmt::format(
         "QLoRA: load the base model with BitsAndBytesConfig(load_in_4bit=True, "

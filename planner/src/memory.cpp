@@ -15,6 +15,8 @@
 #include "trainplan/model/lora.hpp"
 #include "trainplan/model/fp8.hpp"
 #include "trainplan/model/model_states.hpp"
+#include "trainplan/model/partial.hpp"
+#include "memory_checks.hpp"
 
 namespace trainplan::planner {
 namespace {
@@ -58,6 +60,7 @@ struct StageParams {
   double largest_unit = 0; // one block (the FSDP wrap unit)
   double root = 0;         // what is outside the blocks: embeddings, final norm, head
   bool holds_head = false; // the last stage (or the only one)
+  bool holds_embedding = false;  // the first stage (or the only one)
 };
 
 StageParams stage_params(const Architecture& a, const model::ParameterCounts& n, const Layout& l,
@@ -73,6 +76,7 @@ StageParams stage_params(const Architecture& a, const model::ParameterCounts& n,
   const double block_other = static_cast<double>(n.blocks - n.block_linears);
   StageParams s;
   s.holds_head = last;
+  s.holds_embedding = first;
   s.experts = static_cast<double>(n.experts) / l.ep * share / tp;
   s.block_linear = block_linear * share / tp;
   // Tied embeddings split over stages: the last stage keeps its own copy of the word embedding as
@@ -92,7 +96,21 @@ StageParams stage_params(const Architecture& a, const model::ParameterCounts& n,
 }
 
 // Trainable parameters on this rank (LoRA adapters split with their host layers).
+// Under partial fine-tuning: the trained parameters of the stage's layers (the first stage's
+// first layers, any other stage's as the last one's), linears split over TP, experts over EP.
+model::SubsetParameters stage_subset(const Architecture& a, const Training& tr, const Layout& l, const StageParams& s) {
+  const std::int64_t per = (a.layers + l.pp - 1) / l.pp;
+  const std::int64_t from = l.pp == 1 || s.holds_embedding ? 0 : a.layers - per;
+  model::SubsetParameters sub =
+      model::subset_parameters(a, tr, from, l.pp == 1 ? a.layers : from + per, s.holds_embedding, s.holds_head);
+  sub.experts /= static_cast<double>(l.ep);
+  sub.all = (sub.all - sub.experts * (l.ep - 1)) / l.tp;
+  sub.experts /= l.tp;
+  return sub;
+}
+
 double stage_trainable(const Architecture& a, const Training& tr, const Layout& l, const StageParams& s) {
+  if (model::trains_subset(tr)) return stage_subset(a, tr, l, s).all;
   if (tr.method == Method::full) return s.all;
   const double total_layers = static_cast<double>(a.total_layers());
   const double share = std::ceil(total_layers / l.pp) / total_layers;
@@ -110,124 +128,7 @@ double frozen_base_bytes(const Training& tr) {
   return param_bytes(tr.precision);
 }
 
-// The sequences of a micro-batch as the messages name them: a preference pair runs two.
-std::string sequences_words(const Training& tr) {
-  return tr.objective == Objective::sft ? "{micro-batch}" : "2 x {micro-batch} (two sequences a pair)";
-}
-
-// The bounds on counts that every product the model forms from them stays exact and finite (see
-// memory.hpp).
-void check_token_counts(const Training& tr) {
-  const std::string b = sequences_words(tr);
-  std::int64_t tokens = 0;
-  // sequences() doubles the micro-batch of a pair: only once it is bounded.
-  const std::int64_t seqs = tr.micro_batch > kMaxTokensPerMicroBatch ? tr.micro_batch : tr.sequences();
-  if (tr.micro_batch > kMaxTokensPerMicroBatch || !product_within({seqs, tr.seq}, kMaxTokensPerMicroBatch, tokens))
-    throw FieldError(b + " x {seq} = " + product_text({seqs, tr.seq}) +
-                     " tokens on each GPU: their input ids alone (8 bytes a token) would need more than "
-                     "1 TiB, beyond the memory of any GPU");
-  if (!product_within({tr.sequences(), tr.seq, tr.grad_accum}, kMaxTokensPerStep, tokens))
-    throw FieldError(b + " x {seq} x {grad-accum} = " + product_text({tr.sequences(), tr.seq, tr.grad_accum}) +
-                     " tokens per model replica in one optimizer step, beyond " + str(kMaxTokensPerStep) +
-                     " (2^50, more than any training run's whole data)");
-}
-
 }  // namespace
-
-// Context parallelism as Megatron-Core and Transformer Engine accept it: the sequence in 2 cp
-// chunks for the load-balanced causal split of the ring and all-gather exchanges
-// (megatron/training/arguments.py: seq_length % (2 * context_parallel_size)); all-to-all splits
-// the heads, query and key/value alike (TE attention: num_heads % cp_size). A fused attention
-// kernel: no library splits eager attention's score matrix.
-std::optional<std::string> context_parallel_problem(const Architecture& a, const Training& tr) {
-  if (tr.cp < 1) return "{cp} must be at least 1 (got " + str(tr.cp) + ")";
-  if (tr.cp == 1) return std::nullopt;
-  if (tr.attention == Attention::eager)
-    return "{cp} " + str(tr.cp) + " needs a fused attention kernel ({attention} flash or sdpa): "
-           "context parallelism splits the fused kernel's blocks, not eager attention's scores";
-  if (tr.cp_comm == CpComm::all_to_all) {
-    const std::int64_t q = a.heads / std::max(1, tr.tp);
-    const std::int64_t kv = std::max<std::int64_t>(1, a.kv_heads / std::max(1, tr.tp));
-    if (q % tr.cp != 0 || kv % tr.cp != 0)
-      return "{cp} " + str(tr.cp) + " with {cp-comm} all-to-all splits the heads: it must divide the " + str(q) +
-             " query and " + str(kv) + " key/value heads of model '" + a.name +
-             "' on each tensor-parallel rank (use {cp-comm} ring)";
-    if (tr.seq % tr.cp != 0) return "{cp} " + str(tr.cp) + " does not divide {seq} " + str(tr.seq);
-  } else if (tr.seq % (2 * tr.cp) != 0) {
-    return "{seq} " + str(tr.seq) + " is not divisible by 2 x {cp} = " + str(2 * tr.cp) +
-           ": the load-balanced split cuts each sequence into 2 cp chunks";
-  }
-  return std::nullopt;
-}
-
-void validate_training(const Architecture& a, const Training& tr) {
-  if (tr.tp < 1) throw FieldError("{tp} must be at least 1 (got " + str(tr.tp) + ")");
-  if (tr.pp < 1) throw FieldError("{pp} must be at least 1 (got " + str(tr.pp) + ")");
-  if (tr.pp_virtual < 1)
-    throw FieldError("{pp-virtual} must be at least 1 (got " + str(tr.pp_virtual) + ")");
-  if (tr.micro_batch < 1)
-    throw FieldError("{micro-batch} must be at least 1 (got " + str(tr.micro_batch) + ")");
-  if (tr.grad_accum < 1)
-    throw FieldError("{grad-accum} must be at least 1 (got " + str(tr.grad_accum) + ")");
-  if (tr.seq < 1) throw FieldError("{seq} must be at least 1 (got " + str(tr.seq) + ")");
-  check_token_counts(tr);
-  if (a.position == model::PositionKind::learned && tr.seq > a.max_seq)
-    throw FieldError("{seq} " + str(tr.seq) + " exceeds the " + str(a.max_seq) +
-                     " learned positions of model '" + a.name + "'");
-  if (a.heads % tr.tp != 0)
-    throw FieldError("{tp} " + str(tr.tp) + " does not divide the " + str(a.heads) +
-                     " attention heads of model '" + a.name + "'");
-  if (tr.pp > a.total_layers())
-    throw FieldError("{pp} " + str(tr.pp) + " exceeds the " + str(a.total_layers()) +
-                     " layers of model '" + a.name + "'");
-  if (tr.pp_virtual > 1 && (tr.pp == 1 || a.total_layers() % (tr.pp * tr.pp_virtual) != 0))
-    throw FieldError("{pp-virtual} " + str(tr.pp_virtual) + " needs {pp} > 1 and " +
-                     str(a.total_layers()) + " layers divisible by pp x pp-virtual");
-  if (tr.checkpointing == Checkpointing::full_offload && tr.framework == Framework::megatron)
-    throw FieldError("{checkpointing} full-offload is not modelled for the megatron framework (use full)");
-  if (tr.quant_block < 64 || tr.quant_block > 4096 || (tr.quant_block & (tr.quant_block - 1)) != 0)
-    throw FieldError("{quant-block} must be a power of two from 64 to 4096, as bitsandbytes takes (got " +
-                     str(tr.quant_block) + ")");
-  if (tr.ep < 1) throw FieldError("{expert-parallel} must be at least 1 (got " + str(tr.ep) + ")");
-  // galore_torch projects whole 2-D gradients: full fine-tuning of unflattened parameters (one GPU
-  // or DDP; FSDP's flat shards and DeepSpeed's partitions are not matrices).
-  if (tr.optimizer == Optimizer::galore_adamw) {
-    if (tr.method != Method::full)
-      throw FieldError("{optimizer} galore-adamw trains full weights through low-rank gradients; it is not an "
-                       "adapter's optimizer (use --method full)");
-    if (tr.framework != Framework::pytorch || (tr.strategy != Strategy::single && tr.strategy != Strategy::ddp))
-      throw FieldError("{optimizer} galore-adamw projects each weight's whole gradient: one GPU or DDP under "
-                       "{framework} pytorch, not " + std::string(to_string(tr.strategy)) + " under " +
-                       std::string(to_string(tr.framework)));
-    if (tr.galore_rank < 1) throw FieldError("{galore-rank} must be at least 1 (got " + str(tr.galore_rank) + ")");
-  }
-  if (tr.optimizer_in_backward && tr.framework != Framework::pytorch)
-    throw FieldError("{optimizer-in-backward} is torchtune's, under {framework} pytorch (DeepSpeed and Megatron "
-                     "step after backward)");
-  if (tr.optimizer_in_backward && tr.grad_accum > 1)
-    throw FieldError("{optimizer-in-backward} steps each parameter as soon as its gradient is complete, so "
-                     "gradients cannot accumulate over micro-batches: it needs {grad-accum} 1 (got " +
-                     str(tr.grad_accum) + "; torchtune refuses it too)");
-  if (tr.bf16_optimizer_states && !tr.bf16_master)
-    throw FieldError("{bf16-optimizer-states} needs {bf16-master-weights} (DeepSpeed keeps bf16 moments only "
-                     "beside bf16 master weights)");
-  if (tr.bf16_master && (tr.framework != Framework::deepspeed || tr.precision != Precision::bf16_mixed))
-    throw FieldError("{bf16-master-weights} is DeepSpeed's, with bf16-mixed precision (got " +
-                     std::string(to_string(tr.framework)) + ", " + std::string(to_string(tr.precision)) + ")");
-  if (const auto why = context_parallel_problem(a, tr)) throw FieldError(*why);
-  if (!optimizer_impl_allows(tr.optimizer_impl, tr.offload) && tr.offload == Offload::none)
-    throw FieldError("{optimizer-impl} deepspeed-cpu steps on the host: it needs {offload} optimizer");
-  if (!optimizer_impl_allows(tr.optimizer_impl, tr.offload))
-    throw FieldError(std::string("{optimizer-impl} ") + std::string(to_string(tr.optimizer_impl)) +
-                     " runs on the GPU, but {offload} puts the optimizer on the host (use default "
-                     "or deepspeed-cpu)");
-  if (tr.ep > 1 && !a.is_moe())
-    throw FieldError("{expert-parallel} " + str(tr.ep) + ": model '" + a.name +
-                     "' has no experts (it is not a mixture of experts)");
-  if (tr.ep > 1 && a.experts % tr.ep != 0)
-    throw FieldError("{expert-parallel} " + str(tr.ep) + " does not divide the " + str(a.experts) +
-                     " experts of model '" + a.name + "'");
-}
 
 Layout make_layout(const Architecture& a, const Training& tr, const hardware::Cluster& c) {
   return make_layout(a, tr, c, cuda_sm(c.gpu));
@@ -281,8 +182,7 @@ namespace {
 
 // Bytes per trainable parameter of each model state (model::state_bytes) for this optimizer.
 model::StateBytes stage_state_bytes(const Architecture& a, const model::ParameterCounts& n, const Training& tr) {
-  const double trainable = std::max(
-      1.0, static_cast<double>(tr.method == Method::full ? n.total : model::lora_parameters(a, tr.lora)));
+  const double trainable = std::max(1.0, static_cast<double>(model::trainable_parameters(a, n, tr)));
   const double ada_elements =
       tr.optimizer == Optimizer::adafactor      ? static_cast<double>(model::adafactor_state_elements(a, tr)) / trainable
       : tr.optimizer == Optimizer::galore_adamw ? static_cast<double>(model::galore_state_elements(a, tr)) / trainable
@@ -305,7 +205,14 @@ model::StateBytes stage_state_bytes(const Architecture& a, const model::Paramete
 // Block linears are quantized under QLoRA; otherwise 16-bit under mixed precision (Hugging Face
 // practice: from_pretrained(torch_dtype=bfloat16), PEFT keeps the adapters in fp32) unless the
 // whole model is kept fp32 (litgpt's bf16-mixed). Zero for full fine-tuning.
-std::pair<double, double> frozen_base(const Architecture& a, const Training& tr, const StageParams& sp) {
+std::pair<double, double> frozen_base(const Architecture& a, const Training& tr, const Layout& l, const StageParams& sp) {
+  // Partial fine-tuning: what does not train, in the frozen base's dtype (LLaMA-Factory loads the
+  // model in 16 bits and upcasts only the trained parameters: _setup_freeze_tuning).
+  if (model::trains_subset(tr)) {
+    const model::SubsetParameters sub = stage_subset(a, tr, l, sp);
+    const double base = frozen_base_bytes(tr);
+    return {(sp.all - sub.all) * base, (sp.experts - sub.experts) * base};
+  }
   if (tr.method == Method::full) return {0.0, 0.0};
   const double base = frozen_base_bytes(tr);
   const bool qlora = tr.method == Method::qlora;
@@ -314,6 +221,13 @@ std::pair<double, double> frozen_base(const Architecture& a, const Training& tr,
   const double quantized =
       sp.block_linear + (qlora && model::qlora_stack_traits(tr.qlora_stack).quantizes_head ? sp.head : 0.0);
   return {quantized * linear_bytes + (sp.all - quantized) * base, sp.experts * linear_bytes};
+}
+
+// The share of this stage's parameters that train: all under full fine-tuning, the subset's under
+// partial fine-tuning, none of the base under an adapter method.
+double trained_share(const Training& tr, const ModelStates& ms, const StageParams& sp) {
+  if (tr.method != Method::full) return 0.0;
+  return model::trains_subset(tr) && sp.all > 0.0 ? std::min(1.0, static_cast<double>(ms.trainable) / sp.all) : 1.0;
 }
 
 // DeepSpeed's estimator also charges the host for materialising the model at load time: the host
@@ -373,8 +287,10 @@ ModelStates stage_states(const Architecture& a, const model::ParameterCounts& n,
   const model::StateBytes sb = stage_state_bytes(a, n, tr);
 
   // Expert parts: trainable (full fine-tuning) or frozen (adapters, which stay with the rest).
-  const auto [frozen, frozen_e] = frozen_base(a, tr, sp);
-  const double trainable_e = tr.method == Method::full ? sp.experts : 0.0;
+  const auto [frozen, frozen_e] = frozen_base(a, tr, l, sp);
+  const double trainable_e = model::trains_subset(tr)     ? stage_subset(a, tr, l, sp).experts
+                             : tr.method == Method::full ? sp.experts
+                                                         : 0.0;
   // Bytes this rank keeps of a part: the dense share sharded over N, the experts' over N / ep.
   auto held = [&](double dense, double experts, double model::ShardedBytes::*part) {
     return Bytes(dense * (keep.*part) + experts * (keep_e.*part));
@@ -465,13 +381,15 @@ std::pair<Bytes, Bytes> pytorch_buffers(const Architecture& a, const Training& t
                               tr.strategy == Strategy::zero2;
     const double units = all_gathered ? sp.all : 2.0 * sp.largest_unit + sp.root;
     // Unsharded gradients of the unit being reduced.
-    const double unit_grads = (tr.fsdp_wrap == FsdpWrap::none ? sp.all : sp.largest_unit) *
-                              (tr.method == Method::full ? 1.0 : 0.0);
+    const double unit_grads = (tr.fsdp_wrap == FsdpWrap::none ? sp.all : sp.largest_unit) * trained_share(tr, ms, sp);
     fwd_bwd = Bytes(c * (units + unit_grads));
   } else if (is_mixed(tr.precision)) {
     // Autocast keeps a 16-bit copy of every fp32 linear weight it casts, saved for backward.
+    // Partial fine-tuning: only the trained (fp32) share of them.
     const bool fp32_linears = tr.method == Method::full || frozen_base_bytes(tr) > c;
-    if (fp32_linears) fwd_bwd = Bytes(c * (tr.method == Method::qlora ? sp.head : sp.block_linear + sp.head));
+    const double cast_share = model::trains_subset(tr) && frozen_base_bytes(tr) <= c ? trained_share(tr, ms, sp) : 1.0;
+    if (fp32_linears)
+      fwd_bwd = Bytes(c * (tr.method == Method::qlora ? sp.head : sp.block_linear + sp.head) * cast_share);
   }
   // bitsandbytes dequantizes a 4-bit weight to the compute dtype for every training-size matmul,
   // forward (dequantize + F.linear fallback) and backward (dequantize_4bit then matmul): the
@@ -520,7 +438,8 @@ MemoryBreakdown stage_memory(const Architecture& a, const model::ParameterCounts
     fwd_bwd += Bytes(compute_bytes(tr.precision) * static_cast<double>(tr.tokens_per_micro_batch()) *
                      static_cast<double>(a.vocab) / static_cast<double>(l.tp));
   // First gradients of backward: the LM head's (when trainable and on this stage).
-  const Bytes g_start(tr.method == Method::full ? grad_bytes * sp.head : 0.0);
+  const bool head_trains = tr.method == Method::full && (!tr.partial.active || tr.partial.head);
+  const Bytes g_start(head_trains ? grad_bytes * sp.head : 0.0);
   // Gradients persist across micro-batches under accumulation, and in Megatron's contiguous buffer.
   const bool grads_persist = tr.grad_accum > 1 || tr.framework == Framework::megatron;
   // The largest parameter on this rank (the tied or untied vocabulary matrix, or an MLP matrix).

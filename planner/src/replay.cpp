@@ -11,6 +11,7 @@
 #include "trainplan/model/flops.hpp"
 #include "trainplan/model/library.hpp"
 #include "trainplan/model/model_states.hpp"
+#include "trainplan/model/partial.hpp"
 #include "trainplan/planner/compute.hpp"
 #include "trainplan/planner/kernel_work.hpp"
 #include "trainplan/planner/optimizer_step.hpp"
@@ -395,6 +396,10 @@ ReplayPlan replay_plan(const model::Architecture& a, const model::ParameterCount
     throw InputError(fmt::format("FP8 training (fp8 {}) is not replayed: the replay runs the block's "
                                  "GEMMs and kernels in the 16-bit dtype",
                                  to_string(tr.fp8)));
+  if (model::trains_subset(tr))
+    throw InputError(fmt::format("partial fine-tuning (trainable {}) is not replayed: the replay trains every "
+                                 "weight of the block it runs",
+                                 model::trained_subset_text(tr.partial)));
   if (model::op_variant(a, tr).fused_linear_loss)
     throw InputError("Liger's kernels (liger) are not replayed: the replay runs the eager ops and the head's "
                      "products unchunked");

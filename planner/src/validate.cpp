@@ -76,7 +76,7 @@ struct Predictor {
       case Metric::parameters:
         return static_cast<double>(n.total + adapters());
       case Metric::trainable_parameters:
-        return static_cast<double>(tr.method == Method::full ? n.total : adapters());
+        return static_cast<double>(model::trainable_parameters(a, n, tr));
       case Metric::flops_forward:
         return step_flops().forward.value();
       case Metric::flops_backward:

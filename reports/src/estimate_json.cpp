@@ -9,6 +9,7 @@
 #include "trainplan/reports/result_json.hpp"
 #include "trainplan/model/lora.hpp"
 #include "trainplan/planner/evaluator.hpp"
+#include "trainplan/model/partial.hpp"
 
 namespace trainplan::reports {
 
@@ -84,6 +85,7 @@ Json plan_json(const planner::Estimate& e, std::optional<double> tokens) {
   j["optimizer_in_backward"] = e.training.optimizer_in_backward;
   j["liger"] = e.training.liger;
   if (e.training.optimizer == Optimizer::galore_adamw) j["galore_rank"] = e.training.galore_rank;
+  if (model::trains_subset(e.training)) j["trainable"] = model::trained_subset_text(e.training.partial);
   j["grad_accum"] = e.training.grad_accum;
   // How it trains beyond the candidate's columns, so that the plan can be read back (replay).
   const model::Training& t = e.training;

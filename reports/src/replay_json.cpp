@@ -14,6 +14,7 @@
 #include "trainplan/reports/result_json.hpp"
 #include "trainplan/model/lora.hpp"
 #include "trainplan/planner/memory.hpp"
+#include "trainplan/model/partial.hpp"
 
 namespace trainplan::reports {
 
@@ -42,6 +43,7 @@ constexpr std::array kTrainingKeys{
     TrainingKey{"optimizer_in_backward", KeyType::boolean, false},
     TrainingKey{"liger", KeyType::boolean, false},
     TrainingKey{"galore_rank", KeyType::integer, false},
+    TrainingKey{"trainable", KeyType::text, false},
     TrainingKey{"pp", KeyType::integer, true},
     TrainingKey{"pp_virtual", KeyType::integer, true},
     TrainingKey{"sequence_parallel", KeyType::boolean, true},
@@ -179,6 +181,7 @@ void read_parallelism(ObjectReader& r, model::Training& t) {
   if (const auto m = r.optional_boolean("optimizer_in_backward")) t.optimizer_in_backward = *m;
   if (const auto m = r.optional_boolean("liger")) t.liger = *m;
   if (r.has("galore_rank")) t.galore_rank = int_key(r, "galore_rank", 1);
+  if (const auto spec = r.optional_string("trainable")) t.partial = model::parse_trained_subset(*spec, "trainable");
 }
 
 // The training of one PLAN object (settings applied); `assumed` collects the options taken from the

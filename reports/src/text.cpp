@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "trainplan/model/partial.hpp"
 #include "trainplan/reports/verdict.hpp"
 
 namespace trainplan::reports {
@@ -36,8 +37,11 @@ std::string count_text(std::int64_t n) {
   return fmt::format("{}", n);
 }
 
-std::string model_words(const std::string& name, std::int64_t parameters, Method method) {
-  return fmt::format("{} ({} params, {})", name, count_text(parameters), to_string(method));
+std::string model_words(const model::Architecture& a, const model::ParameterCounts& n, const model::Training& t) {
+  if (model::trains_subset(t))
+    return fmt::format("{} ({} params, full of {}: {} trained)", a.name, count_text(n.total),
+                       model::trained_subset_text(t.partial), count_text(model::trainable_parameters(a, n, t)));
+  return fmt::format("{} ({} params, {})", a.name, count_text(n.total), to_string(t.method));
 }
 
 std::string cluster_words(const hardware::Cluster& c) {

@@ -50,6 +50,13 @@ constexpr Detail kDetails[] = {
      "The rank GaLore projects each block linear's gradient to: an m x n weight keeps an r x min(m, n) "
      "projection and two max(m, n) x r moments (galore_torch's GaLoreProjector). transformers' "
      "optim_args default is 128, LLaMA-Factory's galore_rank 16."},
+    {"trainable",
+     "Partial fine-tuning: a full fine-tune of these weights only, every other one frozen "
+     "(LLaMA-Factory's finetuning_type freeze, axolotl's unfrozen_parameters). Comma-separated: "
+     "decoder layers N or A-B (0-based), embedding, head, and what of those layers trains: all "
+     "(the default), attention, mlp, norms, or roles q, k, v, o, gate, up, down, router. Only the "
+     "trained weights keep gradients and optimizer states (fp32 under mixed precision, the rest in "
+     "16 bits); layers below the lowest trained one keep nothing and run no backward."},
     {"strategy",
      "single: one GPU. ddp: replicated model. zero1/2/3: shard optimizer / +gradients / "
      "+parameters (arXiv:1910.02054). fsdp-*: PyTorch FSDP full shard, grad-op (ZeRO-2-like) "

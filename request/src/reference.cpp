@@ -9,6 +9,7 @@
 #include "trainplan/request/files.hpp"
 #include "trainplan/request/hf_config.hpp"
 #include "trainplan/model/lora.hpp"
+#include "trainplan/model/partial.hpp"
 
 namespace trainplan::request {
 namespace {
@@ -315,6 +316,11 @@ model::Training read_oracle_training(const Json& v, const std::string& what,
     (void)model::lora_parameters(a, t.lora);
   } else {
     r.ignore({"lora"});
+    // Partial fine-tuning: run.py freezes every parameter the spec does not name.
+    if (const auto spec = r.optional_string("trainable")) {
+      t.partial = model::parse_trained_subset(*spec, r.what() + " trainable");
+      model::check_trained_subset(a, t.partial, r.what() + " trainable");
+    }
   }
   r.reject_unknown();
   return t;
@@ -382,6 +388,9 @@ std::vector<ReferenceCase> parse_oracle(const Json& j, const std::string& file) 
     for (std::size_t i = 0; i < per_layer.size(); ++i) {
       if (!per_layer[i].is_number_integer())
         throw InputError(s.what() + ": key 'per_layer' must hold integers");
+      // A block below every trained one (partial fine-tuning) saves nothing: no relative error
+      // to take (tests/model/test_partial.cpp holds those at zero).
+      if (per_layer[i].get<double>() == 0.0 && c.training.partial.active) continue;
       add(Metric::saved_for_backward_layer, Unit::bytes, per_layer[i].get<double>(),
           "storages saved by autograd in the block (saved_tensors_hooks)", kActivationTolerancePct,
           static_cast<int>(i));

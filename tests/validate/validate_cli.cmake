@@ -38,7 +38,7 @@ check("json report" 0 "\"schema\": \"trainplan.validate/1\"" "" validate ${REFER
 # The oracle set: median absolute error at most 5 %.
 string(JSON oracle_median ERROR_VARIABLE json_error GET "${last_out}" summary by_kind oracle median_abs_pct_error)
 string(JSON oracle_cases ERROR_VARIABLE json_error2 GET "${last_out}" summary by_kind oracle cases)
-if(json_error OR json_error2 OR NOT oracle_cases EQUAL 65 OR oracle_median GREATER 5)
+if(json_error OR json_error2 OR NOT oracle_cases EQUAL 71 OR oracle_median GREATER 5)
   message("FAIL json summary: oracle cases ${oracle_cases}, median ${oracle_median} % ${json_error} ${json_error2}")
   math(EXPR failures "${failures} + 1")
 else()

@@ -23,6 +23,12 @@ FAMILIES: dict[str, dict] = {
         max_position_embeddings=512,
     ),
     # Llama with multi-head attention and tied embeddings.
+    # Llama with four blocks: partial fine-tuning's trained, frozen and no-backward layers.
+    "llama-gqa-4l": dict(
+        model_type="llama", vocab_size=1024, hidden_size=128, intermediate_size=352,
+        num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
+        max_position_embeddings=512,
+    ),
     "llama-mha-tied": dict(
         model_type="llama", vocab_size=2048, hidden_size=256, intermediate_size=688,
         num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=4,
@@ -220,6 +226,10 @@ class Case:
     checkpointing: str = "none"  # "none" | "full"
     lora: str | None = None  # None | "qv8" | "all16"
     experts: str | None = None  # MoE experts implementation, for mixtral
+    # Partial fine-tuning: the weights that train, in trainplan's --trainable form (layers N or
+    # A-B, embedding, head, and what of those layers: all, attention, mlp, norms or roles); every
+    # other parameter gets requires_grad False (run.py freeze_except).
+    trainable: str | None = None
     extra: dict = field(default_factory=dict, hash=False, compare=False)
 
     @property
@@ -235,6 +245,8 @@ class Case:
             parts.append("lora8qv")
         elif self.lora == "all16":
             parts.append("lora16all")
+        if self.trainable:
+            parts.append("part" + self.trainable.replace(",", "_").replace("-", "to"))
         return "-".join(parts)
 
     @property
@@ -335,4 +347,12 @@ CASES: list[Case] = [
     Case("deepseek_v3-e4k2", "sdpa", 128, 2, BF16, lora="qv8", experts="grouped_mm"),
     Case("deepseek_v2-e4k2", "sdpa", 128, 2, BF16, experts="grouped_mm"),
     Case("deepseek_v2-e4k2", "eager", 64, 2, F32, experts="eager"),
+    # partial fine-tuning: the last blocks (LLaMA-Factory's freeze), a part of one block with the
+    # head above frozen blocks, the embedding (every block needs its input gradient), MoE experts
+    Case("llama-gqa-4l", "sdpa", 128, 2, F32, trainable="2-3"),
+    Case("llama-gqa-4l", "eager", 128, 2, BF16, trainable="2-3"),
+    Case("llama-gqa-4l", "sdpa", 128, 2, F32, checkpointing="full", trainable="2-3"),
+    Case("llama-gqa-4l", "sdpa", 128, 2, F32, trainable="1,mlp,head"),
+    Case("llama-gqa-4l", "sdpa", 64, 2, BF16, trainable="3,attention,embedding"),
+    Case("mixtral-e4k2", "sdpa", 128, 2, F32, experts="eager", trainable="1,router,gate,up,down,embedding,head"),
 ]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 import warnings
@@ -110,9 +111,62 @@ def build_model(case: Case):
         )
         model = peft.get_peft_model(model, lcfg)
         model.train()
+    if case.trainable:
+        freeze_except(model, case.trainable)
     dtype = torch.float32 if case.dtype == "float32" else torch.bfloat16
     model.to(dtype)
     return model, config
+
+
+# What each part of a block is called in the Hugging Face modules (the roles of trainplan's
+# Role): q_proj ... down_proj, Mixtral's block_sparse_moe.gate (router) and experts' w1/w3/w2.
+_ROLE_PATTERNS = {
+    "q": [r"\.q_proj\."], "k": [r"\.k_proj\."], "v": [r"\.v_proj\."], "o": [r"\.o_proj\."],
+    "gate": [r"\.gate_proj\.", r"\.experts\.gate_up_proj", r"\.experts\..*\.w1\."],
+    "up": [r"\.up_proj\.", r"\.experts\.gate_up_proj", r"\.experts\..*\.w3\."],
+    "down": [r"\.down_proj\.", r"\.experts\.down_proj", r"\.experts\..*\.w2\."],
+    "router": [r"\.block_sparse_moe\.gate\.", r"\.mlp\.gate\.", r"\.router\."],
+}
+_GROUPS = {"attention": ["q", "k", "v", "o"], "mlp": ["gate", "up", "down", "router"]}
+
+
+def freeze_except(model, spec: str) -> None:
+    """requires_grad False on every parameter but those the --trainable spec names."""
+    layers, roles, norms, embedding, head = set(), set(), False, False, False
+    for term in spec.split(","):
+        if term == "embedding":
+            embedding = True
+        elif term == "head":
+            head = True
+        elif term == "norms":
+            norms = True
+        elif term == "all":
+            roles |= set(_ROLE_PATTERNS)
+            norms = True
+        elif term in _GROUPS:
+            roles |= set(_GROUPS[term])
+        elif term in _ROLE_PATTERNS:
+            roles.add(term)
+        else:
+            lo, _, hi = term.partition("-")
+            layers |= set(range(int(lo), int(hi or lo) + 1))
+    if not roles and not norms:
+        roles, norms = set(_ROLE_PATTERNS), True
+    for name, p in model.named_parameters():
+        keep = False
+        m = re.match(r"model\.layers\.(\d+)\.", name)
+        if m and int(m.group(1)) in layers:
+            dotted = "." + name[m.end():]
+            if norms and "norm" in name.rsplit(".", 2)[-2]:
+                keep = True
+            for role in roles:
+                if any(re.search(pat, dotted) for pat in _ROLE_PATTERNS[role]):
+                    keep = True
+        if embedding and name.startswith("model.embed_tokens."):
+            keep = True
+        if head and name.startswith("lm_head."):
+            keep = True
+        p.requires_grad_(keep)
 
 
 def make_inputs(case: Case, vocab: int) -> dict:
@@ -146,6 +200,7 @@ def run_case(case: Case, detail: list | None = None) -> dict:
             "checkpointing": case.checkpointing,
             "method": "lora" if case.lora else "full",
             "lora": case.lora_record(),
+            **({"trainable": case.trainable} if case.trainable else {}),
         },
     }
     record.update(result)

@@ -156,6 +156,9 @@ struct BlockOps {
   Stack stack = Stack::decoder;
   Framework framework = Framework::pytorch;
   AttentionRun run;  // the attention this block runs (model/sdpa.hpp)
+  // False for a layer below every layer that needs a gradient (partial fine-tuning,
+  // model/partial.hpp): it keeps nothing, runs no backward and is not recomputed.
+  bool runs_backward = true;
   std::vector<Op> ops;
   std::vector<SavedTensor> saved;
 
@@ -179,7 +182,10 @@ struct BlockOps {
 struct LayerVariant {
   BlockOps ops;
   double share = 0;
-  std::string_view kind;  // "NoPE layers", "dense layers", "dense NoPE layers", "expert layers"
+  // "NoPE layers", "dense layers", "dense NoPE layers", "expert layers"; under partial fine-tuning
+  // each kind is split further into its trained, frozen and no-backward layers
+  // (partial_layer_kind).
+  std::string_view kind;
 };
 
 // The ops of one stack's layers: the main block (the expert layers, with rotary positions) and the

@@ -27,6 +27,16 @@ struct FlopCoefficients {
   double head = 0;       // forward FLOPs per token of the LM head
   double adapters = 0;   // forward FLOPs per token of all LoRA adapters (0 for full)
   bool full = true;      // full fine-tune: every weight gets a weight-gradient GEMM
+  // Partial fine-tuning (model/partial.hpp): the forward FLOPs per token of the weights that train
+  // (each gets a weight-gradient GEMM), and the share of layers that run a backward at all.
+  bool partial = false;
+  double trained = 0;
+  double backward_share = 1;
+  // Of those, what the entry layer (partial.hpp entry_layer) skips: the input gradients of its
+  // linears no trained weight needs (per token), and its attention's backward (per token per token
+  // of context) when its attention trains nothing.
+  double entry_input_grads_skipped = 0;
+  double entry_attention_skipped = 0;
   // Forward FLOPs per token of each block's last matmul (down projection, and its adapter's B),
   // summed over blocks: what non-reentrant checkpointing does not replay.
   double last_matmul = 0;

@@ -2,6 +2,7 @@
 // One fully specified training configuration: what runs on every GPU. Defaults follow PyTorch and
 // Hugging Face practice (bf16 autocast with fp32 master weights, torch AdamW, FSDP wrapped per block).
 
+#include <bitset>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -10,6 +11,28 @@
 #include "trainplan/model/lora.hpp"
 
 namespace trainplan::model {
+
+// Partial fine-tuning: full fine-tuning (Method::full) of a subset of the weights, every other one
+// frozen (requires_grad False) - LLaMA-Factory's finetuning_type freeze, axolotl's
+// unfrozen_parameters. What it changes (model/partial.hpp): the trained parameters' gradients and
+// optimizer states; the weight gradients of frozen linears; and every layer below the lowest that
+// needs a gradient (the first trained layer, or all of them when the embedding trains), which
+// keeps nothing for backward and runs none.
+struct TrainedSubset {
+  static constexpr std::size_t kMaxLayers = 256;
+  bool active = false;              // false: every weight trains
+  std::bitset<kMaxLayers> layers;   // decoder layers (0-based) whose `roles` (and norms) train
+  std::uint32_t roles = 0;          // bit 1 << Role per trained linear of those layers
+  bool norms = false;               // their norms train too
+  bool embedding = false;
+  bool head = false;                // the untied LM head (a tied one trains with the embedding)
+  friend bool operator==(const TrainedSubset&, const TrainedSubset&) = default;
+};
+
+// How one layer takes part in training (model/partial.hpp layer_state): its weights train; it is
+// frozen but backward passes through it to a trained layer below; or it is below every layer that
+// needs a gradient and runs no backward at all.
+enum class LayerState { trained, frozen, no_backward };
 
 struct Training {
   Method method = Method::full;
@@ -41,6 +64,10 @@ struct Training {
   Attention attention = Attention::flash;
   Offload offload = Offload::none;
   LoraConfig lora;
+  TrainedSubset partial;  // partial fine-tuning (full method only)
+  // The layer a block is built for under partial fine-tuning (set by model::stack_ops per kind of
+  // layer; trained otherwise).
+  LayerState layer = LayerState::trained;
   // FP8 training of the block's linear layers (model/fp8.hpp); none: they run at the precision's
   // 16-bit dtype. The precision still says what the weights, the rest of the block and the head are.
   Fp8Recipe fp8 = Fp8Recipe::none;

@@ -132,11 +132,15 @@ struct BlockCompute {
   // tensor-parallel f/g pairs and the expert-parallel all-to-alls.
   double tensor_parallel_pairs = 0;
   double expert_all_to_alls = 0;
+  // What checkpointing replays: forward and its attention core, of a layer that runs a backward
+  // (partial fine-tuning's layers below every trained one are not replayed).
+  Seconds replayed_forward;
+  Seconds replayed_attention;
   // Scaled and summed field by field (the average over a stack's kinds of layer).
   [[nodiscard]] BlockCompute operator*(double k) const {
     return {forward * k,          backward * k,          attention_forward * k,    gemm_forward * k,
             gemm_backward * k,       elementwise_forward * k, elementwise_backward * k, launches_forward * k, launches_backward * k,
-            tensor_parallel_pairs * k, expert_all_to_alls * k};
+            tensor_parallel_pairs * k, expert_all_to_alls * k, replayed_forward * k, replayed_attention * k};
   }
   [[nodiscard]] BlockCompute operator+(const BlockCompute& o) const {
     return {forward + o.forward,
@@ -149,17 +153,19 @@ struct BlockCompute {
             launches_forward + o.launches_forward,
             launches_backward + o.launches_backward,
             tensor_parallel_pairs + o.tensor_parallel_pairs,
-            expert_all_to_alls + o.expert_all_to_alls};
+            expert_all_to_alls + o.expert_all_to_alls,
+            replayed_forward + o.replayed_forward,
+            replayed_attention + o.replayed_attention};
   }
   [[nodiscard]] Seconds recompute(Checkpointing c) const {
     switch (c) {
       case Checkpointing::none:
         return Seconds(0.0);
       case Checkpointing::selective:
-        return attention_forward;
+        return replayed_attention;
       case Checkpointing::full:
       case Checkpointing::full_offload:
-        return forward;
+        return replayed_forward;
     }
     return Seconds(0.0);
   }

@@ -132,6 +132,7 @@ struct LayerComputeKey {
   // Micro-batches per step where the recipe quantizes each weight once a step (Transformer Engine
   // under Megatron, model::fp8_cast_work); 1 otherwise.
   std::int64_t fp8_weight_batches = 1;
+  model::TrainedSubset partial;  // partial fine-tuning: the layers' states and weight gradients
 
   [[nodiscard]] static LayerComputeKey of(const model::Training& tr);
   // Writes the key's fields into `t` (the adapters' targets from `targets`): the training the
@@ -216,6 +217,7 @@ class Evaluator {
     bool valid = false;
     Method method = Method::full;
     model::LoraConfig lora;
+    model::TrainedSubset partial;  // what the FLOPs count as trained
     BlockShape main;
     BlockShape decoder;  // encoder-decoder only
     model::FlopCoefficients flops;

@@ -8,6 +8,7 @@
 #include "trainplan/core/modes.hpp"
 #include "trainplan/core/units.hpp"
 #include "trainplan/hardware/gpu.hpp"
+#include "trainplan/model/parameters.hpp"
 #include "trainplan/planner/memory.hpp"
 
 namespace trainplan::reports {
@@ -24,7 +25,8 @@ namespace trainplan::reports {
 // What every answer opens with, in one wording for the CLI and the GUI: the model,
 // "llama-2-13b (13.0B params, full)", and the cluster, "8x A100-80GB", over several nodes
 // "16x H100-80GB (2 nodes x 8)".
-[[nodiscard]] std::string model_words(const std::string& name, std::int64_t parameters, Method method);
+[[nodiscard]] std::string model_words(const model::Architecture& a, const model::ParameterCounts& n,
+                                      const model::Training& t);
 [[nodiscard]] std::string cluster_words(const hardware::Cluster& c);
 // "fits", "tight — <reason>", "does not fit — <reason>" (reports::verdict_look's words)
 [[nodiscard]] std::string verdict_text(const planner::MemoryVerdict& v);

@@ -1,0 +1,64 @@
+#pragma once
+// Partial fine-tuning (Training::partial, model/training.hpp): which layers train, what a trained
+// subset costs in parameters, and the --trainable text that states it.
+//
+// What autograd does with a partly frozen model (PyTorch autograd mechanics, "Locally disabling
+// gradient computation": an op records its backward only when an input requires a gradient):
+//  * a trained layer keeps what its backward needs and computes its input and weight gradients;
+//  * a frozen layer above the lowest trained one still passes the gradient down: it keeps what
+//    its input gradient needs and runs that backward, without weight gradients;
+//  * a layer below every layer that needs a gradient (the embedding frozen) records nothing and
+//    runs no backward; nor is it recomputed under checkpointing.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "trainplan/model/architecture.hpp"
+#include "trainplan/model/training.hpp"
+
+namespace trainplan::model {
+
+[[nodiscard]] constexpr std::uint32_t role_bit(Role r) { return 1u << static_cast<unsigned>(r); }
+inline constexpr std::uint32_t kAttentionRoles = role_bit(Role::q) | role_bit(Role::k) | role_bit(Role::v) |
+                                                 role_bit(Role::o) | role_bit(Role::q_a) | role_bit(Role::kv_a) |
+                                                 role_bit(Role::kv_b);
+inline constexpr std::uint32_t kMlpRoles =
+    role_bit(Role::gate) | role_bit(Role::up) | role_bit(Role::down) | role_bit(Role::router);
+
+// Partial fine-tuning is on: full fine-tuning of a subset.
+[[nodiscard]] inline bool trains_subset(const Training& tr) {
+  return tr.method == Method::full && tr.partial.active;
+}
+// Whether the block tr builds computes the weight gradient of a linear of this role.
+[[nodiscard]] bool trains_weight(const Training& tr, Role r);
+
+// The lowest decoder layer whose input needs a gradient: 0 when every weight or the embedding
+// trains, else the first trained layer (a.layers when no layer trains).
+[[nodiscard]] std::int64_t first_backward_layer(const Architecture& a, const Training& tr);
+[[nodiscard]] LayerState layer_state(const Architecture& a, const Training& tr, std::int64_t layer);
+// The lowest trained layer when its own input needs no gradient (the embedding frozen, no
+// checkpointing): like an adapter model's first block, it runs only the backward that leads to
+// what it trains (block_ops' `first` block).
+[[nodiscard]] bool entry_layer(const Architecture& a, const Training& tr, std::int64_t layer);
+
+// Trained parameters of decoder layers [from, to), and of the embedding and the LM head as asked;
+// `experts` of them routed experts; `tensors` the parameter tensors the optimizer steps.
+struct SubsetParameters {
+  double all = 0.0;
+  double experts = 0.0;
+  double tensors = 0.0;
+};
+[[nodiscard]] SubsetParameters subset_parameters(const Architecture& a, const Training& tr, std::int64_t from,
+                                                 std::int64_t to, bool embedding, bool head);
+
+// --trainable: comma-separated terms - decoder layers `N` or `A-B` (0-based), `embedding`, `head`,
+// and what of those layers trains: `all` (the default), `attention`, `mlp`, `norms` or linear roles
+// (q, k, v, o, gate, up, down, router). Throws InputError naming `what`.
+[[nodiscard]] TrainedSubset parse_trained_subset(std::string_view text, std::string_view what);
+// The same subset written back in that form ("24-31", "44-55,router,gate,up,down,embedding,head").
+[[nodiscard]] std::string trained_subset_text(const TrainedSubset& s);
+// A subset the model can train: its layers exist (InputError otherwise, naming `what`).
+void check_trained_subset(const Architecture& a, const TrainedSubset& s, std::string_view what);
+
+}  // namespace trainplan::model
