@@ -20,7 +20,7 @@ constexpr double kMaskBytes = 1.0;  // dropout masks are bool tensors
 constexpr double kFp32 = 4.0;
 
 BlockActivations activations_of(const BlockOps& ops) {
-  return {ops.saved_bytes(), ops.saved_core_bytes(), ops.runs_backward};
+  return {ops.saved_bytes(), ops.saved_core_bytes(), ops.runs_backward, ops.checkpointed};
 }
 
 }  // namespace
@@ -116,7 +116,9 @@ Bytes kept_after_policy(const Architecture& a, const Training& tr, const BlockAc
   // non-reentrant checkpoint still holds its input through forward (_NoopSaveInputs saves the
   // arguments whatever needs a gradient; measured by the oracle's partial fine-tuning cases).
   // What the first block keeps for the others (rotary tables) the first block that records keeps.
-  if (!blk.runs_backward) return tr.checkpointing == Checkpointing::full ? checkpoint_bytes(a, tr) + extra : Bytes(0.0);
+  if (!blk.runs_backward)
+    return tr.checkpointing == Checkpointing::full && blk.checkpointed ? checkpoint_bytes(a, tr) + extra : Bytes(0.0);
+  if (!blk.checkpointed) return blk.saved + extra;
   switch (tr.checkpointing) {
     case Checkpointing::none: return blk.saved + extra;
     case Checkpointing::selective: return blk.saved - blk.attention + extra;
@@ -283,10 +285,10 @@ ActivationMemory activation_memory(const Architecture& a, const Training& tr, co
     const double share = part.layers / all_layers * layers_on_stage;
     const StackBlock& sb = blocks.of(part.stack);
     kept += kept_after_policy(a, tr, *part.blk, Bytes(0.0)) * (share * sb.block_share);
-    if (part.blk->runs_backward) largest = std::max(largest, part.blk->saved);
+    if (part.blk->runs_backward && part.blk->checkpointed) largest = std::max(largest, part.blk->saved);
     for (const auto& [blk, variant_share] : sb.variants) {  // the stage's other kinds of layer, in the model's proportion
       kept += kept_after_policy(a, tr, blk, Bytes(0.0)) * (share * variant_share);
-      if (blk.runs_backward) largest = std::max(largest, blk.saved);
+      if (blk.runs_backward && blk.checkpointed) largest = std::max(largest, blk.saved);
     }
   }
   m.per_block = kept / layers_on_stage;

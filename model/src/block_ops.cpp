@@ -80,6 +80,7 @@ void build_block_ops(const Architecture& a, const Training& tr, Stack stack, boo
   out.framework = tr.framework;
   out.run = attention_run(a, tr, tr.cuda_sm);
   out.runs_backward = tr.layer != LayerState::no_backward;
+  out.checkpointed = checkpointed_layer(tr);
   out.ops.clear();
   out.saved.clear();
   out.ops.reserve(48);

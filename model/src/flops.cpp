@@ -168,15 +168,19 @@ void partial_flops(const Architecture& a, const Training& tr, FlopCoefficients& 
   const double dense_layer = a.dense_layers() > 0 ? trained_per_token(dense_variant(a)) : expert_layer;
   k.trained = 0.0;
   double backward_layers = 0.0;
+  double trained_layers = 0.0;
   for (std::int64_t i = 0; i < a.layers; ++i) {
     const LayerState st = layer_state(a, tr, i);
     if (st == LayerState::trained) k.trained += a.dense_layer(i) ? dense_layer : expert_layer;
+    if (st == LayerState::trained) trained_layers += 1.0;
     if (st != LayerState::no_backward) backward_layers += 1.0;
   }
   if (s.head || (a.tie_embeddings && s.embedding)) k.trained += k.head;
   for (std::int64_t i = 0; i < a.layers; ++i)
     if (entry_layer(a, tr, i) && !s.norms) entry_skips(a.dense_layer(i) ? dense_variant(a) : a, tr, k);
   k.backward_share = a.layers > 0 ? backward_layers / static_cast<double>(a.layers) : 0.0;
+  k.replay_share = tr.checkpoint_trained_only && a.layers > 0 ? trained_layers / static_cast<double>(a.layers)
+                                                               : k.backward_share;
 }
 
 }  // namespace
@@ -258,7 +262,7 @@ StepFlops micro_batch_flops(const FlopCoefficients& k, const Training& tr) {
       f.recompute = Flops(0.0);
       break;
     case Checkpointing::selective:
-      f.recompute = Flops(t * attention * k.backward_share);
+      f.recompute = Flops(t * attention * k.replay_share);
       break;
     case Checkpointing::full:
     case Checkpointing::full_offload: {
@@ -268,7 +272,7 @@ StepFlops micro_batch_flops(const FlopCoefficients& k, const Training& tr) {
       const bool stops_early = tr.framework != Framework::megatron && !k.dropout_after_last_matmul;
       const double replayed_last = stops_early ? k.last_matmul : 0.0;
       // Under partial fine-tuning only the layers that run a backward are replayed.
-      f.recompute = Flops((fwd - t * (k.head + replayed_last)) * k.backward_share);
+      f.recompute = Flops((fwd - t * (k.head + replayed_last)) * k.replay_share);
       break;
     }
   }

@@ -1,5 +1,7 @@
 #include "trainplan/model/partial.hpp"
 
+#include <algorithm>
+#include <array>
 #include <charconv>
 #include <vector>
 
@@ -29,6 +31,10 @@ std::int64_t to_int(std::string_view t, std::string_view what, std::string_view 
 
 }  // namespace
 
+bool checkpointed_layer(const Training& tr) {
+  return !(trains_subset(tr) && tr.checkpoint_trained_only && tr.layer != LayerState::trained);
+}
+
 bool trains_weight(const Training& tr, Role r) {
   if (tr.method != Method::full) return false;
   if (!tr.partial.active) return true;
@@ -41,7 +47,8 @@ std::int64_t first_backward_layer(const Architecture& a, const Training& tr) {
   // gradient (transformers 5 modeling_utils.py gradient_checkpointing_enable: needs_embedding_grads
   // -> enable_input_require_grads; LLaMA-Factory calls it under checkpointing with any release),
   // so every layer passes a gradient down and is replayed.
-  if (recomputes_blocks(tr.checkpointing) && tr.framework != Framework::megatron) return 0;
+  if (recomputes_blocks(tr.checkpointing) && tr.framework != Framework::megatron && !tr.checkpoint_trained_only)
+    return 0;
   for (std::int64_t i = 0; i < a.layers; ++i)
     if (trains_layer(tr.partial, i)) return i;
   return a.layers;
@@ -49,6 +56,8 @@ std::int64_t first_backward_layer(const Architecture& a, const Training& tr) {
 
 bool entry_layer(const Architecture& a, const Training& tr, std::int64_t layer) {
   if (!trains_subset(tr) || tr.partial.embedding || layer != first_backward_layer(a, tr)) return false;
+  // Checkpointed, its input is made to require a gradient (transformers' enable_input_require_grads,
+  // LLaMA-Factory's requires_grad_ on the checkpointed layer's input).
   return !(recomputes_blocks(tr.checkpointing) && tr.framework != Framework::megatron);
 }
 
@@ -139,6 +148,15 @@ TrainedSubset parse_trained_subset(std::string_view text, std::string_view what)
       part(kMlpRoles, false);
     } else if (term == "norms") {
       part(0, true);
+    } else if (const std::size_t colon = term.find(':'); colon != std::string_view::npos) {
+      const std::string_view kind = term.substr(0, colon);
+      const std::int64_t n = to_int(term.substr(colon + 1), what, text);
+      if (n < 1 || n >= static_cast<std::int64_t>(TrainedSubset::kMaxLayers) ||
+          (kind != "last" && kind != "first" && kind != "spread"))
+        throw InputError(std::string(what) + " '" + std::string(text) + "': '" + std::string(term) +
+                         "' is not last:N, first:N or spread:N with N from 1 to " +
+                         std::to_string(TrainedSubset::kMaxLayers - 1));
+      (kind == "last" ? s.last : kind == "first" ? s.first : s.spread) = static_cast<std::int32_t>(n);
     } else if (term.front() >= '0' && term.front() <= '9') {
       const std::size_t dash = term.find('-');
       const std::int64_t lo = to_int(term.substr(0, dash), what, text);
@@ -160,7 +178,7 @@ TrainedSubset parse_trained_subset(std::string_view text, std::string_view what)
     }
   }
   if (!any_part) part(kAllRoles, true);
-  if (s.layers.none() && !s.embedding && !s.head)
+  if (s.layers.none() && s.last == 0 && s.first == 0 && s.spread == 0 && !s.embedding && !s.head)
     throw InputError(std::string(what) + " '" + std::string(text) +
                      "': names nothing to train (give layers, embedding or head)");
   return s;
@@ -175,7 +193,10 @@ std::string trained_subset_text(const TrainedSubset& s) {
     while (j + 1 < TrainedSubset::kMaxLayers && s.layers.test(j + 1)) ++j;
     add(j == i ? std::to_string(i) : std::to_string(i) + "-" + std::to_string(j));
   }
-  if (s.layers.any()) {
+  if (s.first > 0) add("first:" + std::to_string(s.first));
+  if (s.last > 0) add("last:" + std::to_string(s.last));
+  if (s.spread > 0) add("spread:" + std::to_string(s.spread));
+  if (s.layers.any() || s.first > 0 || s.last > 0 || s.spread > 0) {
     if (s.roles != kAllRoles || !s.norms) {  // all of a layer, the default, goes unsaid
       if ((s.roles & kAttentionRoles) == kAttentionRoles) add("attention");
       if ((s.roles & kMlpRoles) == kMlpRoles) add("mlp");
@@ -193,8 +214,32 @@ std::string trained_subset_text(const TrainedSubset& s) {
   return out;
 }
 
+TrainedSubset resolve_trained_subset(const Architecture& a, TrainedSubset s, std::string_view what) {
+  if (!s.active || (s.first == 0 && s.last == 0 && s.spread == 0)) return s;
+  const std::int64_t L = a.layers;
+  const auto fail = [&](const std::string& why) {
+    throw InputError(std::string(what) + " '" + trained_subset_text(s) + "': " + why + " (" + a.name + " has " +
+                     std::to_string(L) + " layers)");
+  };
+  if (std::max({s.first, s.last, s.spread}) > L) fail("names more layers than the model has");
+  if (s.spread > 0 && L % s.spread != 0) fail("spread:" + std::to_string(s.spread) + " must divide the layers");
+  const auto set = [&](std::int64_t i) {
+    if (i >= 0 && i < static_cast<std::int64_t>(TrainedSubset::kMaxLayers)) s.layers.set(static_cast<std::size_t>(i));
+  };
+  for (std::int64_t i = 0; i < s.first; ++i) set(i);
+  for (std::int64_t i = L - s.last; i < L; ++i) set(i);
+  // LLaMA-Factory _setup_freeze_tuning: stride = L / N, layers stride-1, 2 stride-1, ...
+  if (s.spread > 0)
+    for (std::int64_t stride = L / s.spread, i = stride - 1; i < L; i += stride) set(i);
+  s.first = s.last = s.spread = 0;
+  return s;
+}
+
 void check_trained_subset(const Architecture& a, const TrainedSubset& s, std::string_view what) {
   if (!s.active) return;
+  if (s.first > 0 || s.last > 0 || s.spread > 0)
+    throw InputError(std::string(what) + " '" + trained_subset_text(s) +
+                     "': layers named relative to the model are resolved against it first");
   if (a.encoder_decoder)
     throw InputError(std::string(what) + " '" + trained_subset_text(s) + "': partial fine-tuning of " + a.name +
                      ", an encoder-decoder model, is not modelled (decoder-only models only)");
@@ -203,6 +248,48 @@ void check_trained_subset(const Architecture& a, const TrainedSubset& s, std::st
       throw InputError(std::string(what) + " '" + trained_subset_text(s) + "': layer " + std::to_string(i) + " of " +
                        a.name + ", which has " + std::to_string(a.layers) + " layers (0-" +
                        std::to_string(a.layers - 1) + ")");
+}
+
+
+std::vector<ParameterName> hf_parameter_names(const Architecture& a, int transformers) {
+  using K = ParameterName::Kind;
+  static constexpr std::array<std::string_view, 10> kLlamaLayout{
+      "llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "olmo2"};
+  std::vector<ParameterName> out;
+  if (std::find(kLlamaLayout.begin(), kLlamaLayout.end(), a.family) == kLlamaLayout.end()) return out;
+  out.push_back({"model.embed_tokens.weight", K::embedding, -1, 0});
+  const bool v5 = transformers >= 500;
+  const std::string moe = !v5 && a.family == "mixtral" ? "block_sparse_moe" : "mlp";
+  for (std::int64_t i = 0; i < a.layers; ++i) {
+    const std::string at = "model.layers." + std::to_string(i) + ".";
+    const Architecture kind = a.dense_layer(i) ? dense_variant(a) : a;
+    bool fused_done = false;
+    for (const Linear& l : block_linears(kind, Stack::decoder)) {
+      const std::uint32_t bit = role_bit(l.role);
+      if (kAttentionRoles & bit) {
+        out.push_back({at + "self_attn." + l.hf_name + ".weight", K::linear, i, bit});
+      } else if (l.role == Role::router) {
+        out.push_back({at + moe + ".gate.weight", K::linear, i, bit});
+      } else if (l.copies <= 1) {
+        out.push_back({at + "mlp." + l.hf_name + ".weight", K::linear, i, bit});
+      } else if (v5) {  // fused experts: gate_up_proj and down_proj, 3-D
+        if (l.role == Role::down) {
+          out.push_back({at + "mlp.experts.down_proj", K::linear, i, bit});
+        } else if (!fused_done) {
+          out.push_back({at + "mlp.experts.gate_up_proj", K::linear, i, role_bit(Role::gate) | role_bit(Role::up)});
+          fused_done = true;
+        }
+      } else {
+        for (std::int64_t e = 0; e < l.copies; ++e)
+          out.push_back({at + moe + ".experts." + std::to_string(e) + "." + l.hf_name + ".weight", K::linear, i, bit});
+      }
+    }
+    out.push_back({at + "input_layernorm.weight", K::norm, i, 0});
+    out.push_back({at + "post_attention_layernorm.weight", K::norm, i, 0});
+  }
+  out.push_back({"model.norm.weight", K::final_norm, -1, 0});
+  if (!a.tie_embeddings) out.push_back({"lm_head.weight", K::head, -1, 0});
+  return out;
 }
 
 }  // namespace trainplan::model

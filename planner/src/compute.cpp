@@ -428,6 +428,7 @@ BlockCompute kind_compute(const model::BlockOps& block, double params, const mod
   out.backward = lin.backward + core.backward + out.elementwise_backward;
   out.replayed_forward = out.forward;
   out.replayed_attention = out.attention_forward;
+  if (!block.checkpointed) out.replayed_forward = out.replayed_attention = Seconds(0.0);
   if (!block.runs_backward) {  // below every layer that needs a gradient: forward only
     out.backward = out.gemm_backward = out.elementwise_backward = Seconds(0.0);
     out.launches_backward = 0.0;

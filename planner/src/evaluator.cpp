@@ -102,11 +102,13 @@ const ComputeDevice& Evaluator::device(const model::Training& tr) const {
 const Evaluator::Shapes& Evaluator::shapes(const model::Training& tr) const {
   const bool adapters = tr.method != Method::full;
   if (shapes_.valid && shapes_.method == tr.method && shapes_.partial == tr.partial &&
+      shapes_.checkpoint_trained_only == tr.checkpoint_trained_only &&
       (!adapters || (shapes_.lora.rank == tr.lora.rank && shapes_.lora.targets == tr.lora.targets)))
     return shapes_;
   shapes_.valid = true;
   shapes_.method = tr.method;
   shapes_.partial = tr.partial;
+  shapes_.checkpoint_trained_only = tr.checkpoint_trained_only;
   shapes_.lora = tr.lora;
   const model::LoraConfig* lora = adapters ? &tr.lora : nullptr;
   const model::Stack main = a_.encoder_decoder ? model::Stack::encoder : model::Stack::decoder;
@@ -145,7 +147,8 @@ LayerComputeKey LayerComputeKey::of(const model::Training& tr) {
           tr.cp_comm,
           tr.fp8,
           model::fp8_weights_cached(tr) ? tr.grad_accum : 1,
-          tr.method == Method::full ? tr.partial : model::TrainedSubset{}};
+          tr.method == Method::full ? tr.partial : model::TrainedSubset{},
+          tr.checkpoint_trained_only};
 }
 
 void LayerComputeKey::write_to(model::Training& t, const std::vector<std::string>& targets) const {
@@ -175,6 +178,7 @@ void LayerComputeKey::write_to(model::Training& t, const std::vector<std::string
   t.moe_capacity_factor = moe_capacity_factor;
   t.moe_pad_to_capacity = moe_pad_to_capacity;
   t.partial = partial;
+  t.checkpoint_trained_only = checkpoint_trained_only;
 }
 
 const LayerCompute& Evaluator::layer_compute(const model::Training& given, const Shapes& sh) const {

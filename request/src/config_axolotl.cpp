@@ -655,10 +655,6 @@ void read_defaults_and_unpriced(const Json& j, Reader& r) {
   if (!r.read().find("offload") && !j.contains("deepspeed"))
     r.set("offload", "none", "(no fsdp offload or deepspeed: the optimizer stays on the GPU)", "");
   read_axolotl_rl(j, r);
-  if (j.contains("unfrozen_parameters") && !j.at("unfrozen_parameters").is_null() &&
-      !j.at("unfrozen_parameters").empty())
-    r.warn("unfrozen_parameters with an adapter: the base weights it unfreezes are not counted; priced as the "
-           "adapter's training");
 }
 
 }  // namespace
@@ -668,14 +664,7 @@ void read_axolotl(const Json& j, Reader& r) {
   if (const auto m = r.string(j, "base_model", "", "model"))
     r.set("model", *m, "base_model", j.at("base_model"));
   read_adapter(j, r);
-  // unfrozen_parameters trains only the weights its patterns name (axolotl freezes the rest):
-  // partial fine-tuning, which trainplan does not model. Refused by name, never priced as a full
-  // fine-tune of every weight.
-  if (j.contains("unfrozen_parameters") && !j.at("unfrozen_parameters").is_null() &&
-      !j.at("unfrozen_parameters").empty() && r.read().find("method") && r.read().find("method")->value == "full")
-    r.fail("unfrozen_parameters", j.at("unfrozen_parameters"),
-           "training only these parameters (the rest frozen) is not modelled; trainplan would price a full "
-           "fine-tune of every weight (use an adapter, or leave the key out to plan a full fine-tune)");
+  read_unfrozen(j, r);
   r.set_integer(j, "sequence_len", "", "seq", 1);
   r.set_integer(j, "micro_batch_size", "", "micro-batch", 1);
   r.set_integer(j, "gradient_accumulation_steps", "", "grad-accum", 1);

@@ -299,4 +299,34 @@ void read_axolotl_liger(const Json& j, Reader& r) {
            "glu_activation, fused_linear_cross_entropy) is not modelled; estimated without Liger");
 }
 
+// unfrozen_parameters: under full training the weights its patterns name train, the rest frozen
+// (partial fine-tuning, the patterns resolved against the model's names: request/src/unfrozen.cpp).
+// With an adapter axolotl matches them against the PEFT model's names (train.py calls
+// freeze_layers_except after the adapters are added), which begin base_model.model.: a pattern
+// anchored at another start unfreezes nothing, and every parameter, the adapters too, is frozen.
+void read_unfrozen(const Json& j, Reader& r) {
+  if (!j.contains("unfrozen_parameters") || j.at("unfrozen_parameters").is_null()) return;
+  const Json& list = j.at("unfrozen_parameters");
+  std::string spec;
+  bool anchored_elsewhere = true;
+  for (const Json& p : list.is_array() ? list : Json::array({list})) {
+    if (!p.is_string() || p.get<std::string>().empty() || p.get<std::string>().find(',') != std::string::npos)
+      r.fail("unfrozen_parameters", list, "each entry must be a non-empty pattern without a comma");
+    spec += (spec.empty() ? "match:" : ",match:") + p.get<std::string>();
+    anchored_elsewhere = anchored_elsewhere && p.get<std::string>().starts_with("^") &&
+                         !p.get<std::string>().starts_with("^base_model");
+  }
+  const Setting* method = r.read().find("method");
+  if (spec.empty()) return;
+  if (method == nullptr || method->value == "full") r.set("trainable", spec, "unfrozen_parameters", list);
+  else if (anchored_elsewhere)
+    r.warn("unfrozen_parameters with an adapter: axolotl matches them against the PEFT model's names "
+           "(base_model.model....), which none of these anchored patterns can match, so it freezes every "
+           "parameter, the adapters too, and nothing trains ('All parameters are frozen'); priced as the "
+           "adapter's training");
+  else
+    r.warn("unfrozen_parameters with an adapter: the base weights it unfreezes are not counted; priced as the "
+           "adapter's training");
+}
+
 }  // namespace trainplan::request::config

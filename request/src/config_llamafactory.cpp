@@ -15,15 +15,59 @@
 namespace trainplan::request::config {
 namespace {
 
+// finetuning_type freeze (model/adapter.py _setup_freeze_tuning, at ff6d4d12): the last
+// freeze_trainable_layers layers train (default 2; negative: the first ones; with use_llama_pro N
+// layers spread evenly, the last of each of N groups), of them the modules freeze_trainable_modules
+// names ("all" by default), and the freeze_extra_modules outside the blocks; LLaMA-Factory loads the
+// model in the compute dtype and upcasts only what trains to fp32.
+void read_freeze(const Json& j, Reader& r) {
+  r.set("method", "full", "finetuning_type", j.at("finetuning_type"));
+  const std::int64_t n = r.integer(j, "freeze_trainable_layers", "", "trainable", -4096).value_or(2);
+  const bool pro = r.boolean(j, "use_llama_pro", "", "trainable").value_or(false);
+  if (n == 0 || (pro && n < 0))
+    r.fail("freeze_trainable_layers", j.at("freeze_trainable_layers"),
+           pro ? "use_llama_pro needs a positive count of layers" : "trains no layer");
+  std::string spec = (pro ? "spread:" : n > 0 ? "last:" : "first:") + std::to_string(n > 0 ? n : -n);
+  const std::string modules = r.string_list(j, "freeze_trainable_modules", "", "trainable").value_or("all");
+  std::size_t pos = 0;
+  while (pos <= modules.size()) {
+    const std::size_t comma = std::min(modules.find(',', pos), modules.size());
+    const std::string m = modules.substr(pos, comma - pos);
+    pos = comma + 1;
+    if (m == "all" || m == "self_attn" || m == "mlp" || m == "block_sparse_moe")
+      spec += m == "all" ? "" : m == "self_attn" ? ",attention" : ",mlp";
+    else if (m.ends_with("norm"))
+      spec += ",norms";
+    else
+      r.fail("freeze_trainable_modules", j.at("freeze_trainable_modules"),
+             "module '" + m + "' is not one trainplan knows in a block (all, self_attn, mlp, a *norm)");
+  }
+  const std::string extra = r.string_list(j, "freeze_extra_modules", "", "trainable").value_or("");
+  pos = 0;
+  while (!extra.empty() && pos <= extra.size()) {
+    const std::size_t comma = std::min(extra.find(',', pos), extra.size());
+    const std::string m = extra.substr(pos, comma - pos);
+    pos = comma + 1;
+    if (m == "embed_tokens" || m == "lm_head")
+      spec += m == "embed_tokens" ? ",embedding" : ",head";
+    else if (m == "norm")
+      r.warn("freeze_extra_modules norm: the final norm's weights that train are not counted");
+    else
+      r.fail("freeze_extra_modules", j.at("freeze_extra_modules"),
+             "module '" + m + "' is not one trainplan knows outside the blocks (embed_tokens, lm_head, norm)");
+  }
+  r.set("trainable", spec, pro ? "freeze_trainable_layers with use_llama_pro" : "freeze_trainable_layers",
+        std::to_string(n));
+  // LLaMA-Factory checkpoints only the layers with trained weights (model_utils/checkpointing.py
+  // get_custom_gradient_checkpointing_func).
+  r.set("checkpoint-trained-only", "true", "finetuning_type", j.at("finetuning_type"));
+}
+
 void read_method(const Json& j, Reader& r) {
   const std::string type = r.string(j, "finetuning_type", "", "method").value_or("lora");
   const bool given = j.contains("finetuning_type");
   const std::string source = given ? "finetuning_type" : "(no finetuning_type: LLaMA-Factory's default, lora)";
-  if (type == "freeze")
-    r.fail("finetuning_type", j.at("finetuning_type"),
-           "freeze (partial-parameter) fine-tuning trains only some layers, which is not modelled (use lora "
-           "or full)");
-  if (type != "lora" && type != "full")
+  if (type != "lora" && type != "full" && type != "freeze")
     r.fail("finetuning_type", j.at("finetuning_type"), "must be lora, freeze or full");
   const auto bits = r.integer(j, "quantization_bit", "", "quant", 1);
   if (bits && *bits != 4 && *bits != 8)
@@ -31,6 +75,10 @@ void read_method(const Json& j, Reader& r) {
            "trainplan models bitsandbytes' 4- and 8-bit quantization only");
   if (bits && type != "lora")
     r.fail("quantization_bit", j.at("quantization_bit"), "quantizes the frozen base of LoRA only");
+  if (type == "freeze") {
+    read_freeze(j, r);
+    return;
+  }
   const std::string method = r.string(j, "quantization_method", "", "quant").value_or("bitsandbytes");
   if (bits && method != "bitsandbytes" && method != "bnb")
     r.warn("quantization_method = " + method + ": priced as bitsandbytes' " + std::to_string(*bits) + "-bit");

@@ -149,6 +149,7 @@ void read_litgpt(const Json& j, Reader& r);
 void read_torchtune(const Json& j, Reader& r);
 void read_axolotl(const Json& j, Reader& r);
 void read_axolotl_liger(const Json& j, Reader& r);  // config_common.cpp
+void read_unfrozen(const Json& j, Reader& r);       // config_common.cpp: axolotl's unfrozen_parameters
 void read_llamafactory(const Json& j, Reader& r);
 // Command lines: the tokens after shell-style splitting.
 void read_megatron_command(const std::vector<std::string>& args, Reader& r);

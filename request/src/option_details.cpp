@@ -57,6 +57,11 @@ constexpr Detail kDetails[] = {
      "(the default), attention, mlp, norms, or roles q, k, v, o, gate, up, down, router. Only the "
      "trained weights keep gradients and optimizer states (fp32 under mixed precision, the rest in "
      "16 bits); layers below the lowest trained one keep nothing and run no backward."},
+    {"checkpoint-trained-only",
+     "Partial fine-tuning under checkpointing as LLaMA-Factory runs it (model_utils/checkpointing.py "
+     "get_custom_gradient_checkpointing_func): only the layers with trained weights are checkpointed, "
+     "the frozen ones above them keep their activations, those below run no backward. Off: transformers' "
+     "checkpointing, which checkpoints every layer and makes the embedding output require a gradient."},
     {"strategy",
      "single: one GPU. ddp: replicated model. zero1/2/3: shard optimizer / +gradients / "
      "+parameters (arXiv:1910.02054). fsdp-*: PyTorch FSDP full shard, grad-op (ZeRO-2-like) "

@@ -9,4 +9,8 @@ namespace trainplan::request {
 
 void add_option_details(std::vector<Option>& all);
 
+// --trainable (trainable_option.cpp): partial fine-tuning's subset (model/partial.hpp), and its
+// match:PATTERN terms kept in Request::trainable_patterns; empty: every weight trains.
+[[nodiscard]] Option trainable_option(Option o);
+
 }  // namespace trainplan::request

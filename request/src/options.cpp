@@ -8,7 +8,6 @@
 
 #include "trainplan/core/error.hpp"
 #include "trainplan/model/library.hpp"
-#include "trainplan/model/partial.hpp"
 #include "trainplan/request/request.hpp"
 #include "option_details.hpp"
 
@@ -182,26 +181,6 @@ Option release(Option o) {
   };
   o.text = [](const Request& r) {
     return fmt::format("{}.{}", r.training.transformers / 100, r.training.transformers % 100);
-  };
-  return o;
-}
-
-// Partial fine-tuning's subset (model/partial.hpp); empty: every weight trains.
-Option trainable(Option o) {
-  o.kind = OptionKind::text;
-  o.parse = [n = o.name](Request& r, std::string_view v) {
-    const std::string_view t = trim(v);
-    if (t.size() > kMaxText) bad(n, fmt::format("'{}' is longer than {} characters", shown(v), kMaxText));
-    try {
-      r.training.partial = t.empty() ? model::TrainedSubset{} : model::parse_trained_subset(t, "{" + n + "}");
-    } catch (const FieldError&) {
-      throw;
-    } catch (const InputError& e) {
-      throw FieldError(e.what());
-    }
-  };
-  o.text = [](const Request& r) {
-    return r.training.partial.active ? model::trained_subset_text(r.training.partial) : std::string();
   };
   return o;
 }
@@ -385,10 +364,17 @@ std::vector<Option> deepspeed_precision_options() {
 std::vector<Option> adapter_options() {
   const std::string words = "with --method lora or qlora";
   std::vector<Option> v;
-  v.push_back(applies(trainable(describe("trainable", "SPEC", "Trainable", "method",
+  v.push_back(applies(trainable_option(describe("trainable", "SPEC", "Trainable", "method",
                                          "partial fine-tuning: the weights that train, e.g. 24-31", "all weights")),
                       [](const Request& r, unsigned /*cmd*/) { return r.training.method == Method::full; },
                       "with --method full"));
+  v.push_back(applies(flag(describe("checkpoint-trained-only", "", "Checkpoint trained only", "method",
+                                    "checkpoint only the layers with trained weights (LLaMA-Factory)", "off"),
+                           [](auto& r) -> auto& { return r.training.checkpoint_trained_only; }),
+                      [](const Request& r, unsigned /*cmd*/) {
+                        return r.training.partial.active && r.training.method == Method::full;
+                      },
+                      "with --trainable"));
   v.push_back(applies(integer(describe("lora-rank", "N", "Rank", "adapters", "LoRA rank r", "16"), 1, 65536,
                               [](auto& r) -> auto& { return r.training.lora.rank; }),
                       adapters, words));

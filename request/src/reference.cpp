@@ -318,7 +318,8 @@ model::Training read_oracle_training(const Json& v, const std::string& what,
     r.ignore({"lora"});
     // Partial fine-tuning: run.py freezes every parameter the spec does not name.
     if (const auto spec = r.optional_string("trainable")) {
-      t.partial = model::parse_trained_subset(*spec, r.what() + " trainable");
+      t.partial = model::resolve_trained_subset(a, model::parse_trained_subset(*spec, r.what() + " trainable"),
+                                                r.what() + " trainable");
       model::check_trained_subset(a, t.partial, r.what() + " trainable");
     }
   }

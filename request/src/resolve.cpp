@@ -10,9 +10,11 @@
 #include "trainplan/model/fp8.hpp"
 #include "trainplan/model/library.hpp"
 #include "trainplan/model/lora.hpp"
+#include "trainplan/model/partial.hpp"
 #include "trainplan/model/sdpa.hpp"
 #include "trainplan/planner/compute.hpp"
 #include "trainplan/planner/memory.hpp"
+#include "unfrozen.hpp"
 
 namespace trainplan::request {
 namespace {
@@ -178,6 +180,10 @@ void check_training(const Request& r, Resolved& out, model::Training& t, unsigne
   if (!r.has("seq")) t.seq = default_seq(a);
   check_qlora_precision(r, t);
   t.lora.targets = model::split_targets(r.lora_targets);
+  if (t.partial.active && !r.trainable_patterns.empty())
+    t.partial = resolve_trainable_patterns(a, t, r.trainable_patterns,
+                                           r.label("trainable").substr(0, r.label("trainable").find(" = ")), out.warnings);
+  t.partial = model::resolve_trained_subset(a, t.partial, r.label("trainable"));
   if (t.method != Method::full) (void)model::lora_parameters(a, t.lora);  // checks the targets
   if (t.attention == Attention::sdpa && t.framework != Framework::megatron) {
     const model::SdpaChoice sdpa = model::sdpa_choice(a, t);

@@ -269,20 +269,5 @@ TEST(ConfigFile, DeepSpeedOmittedKeysTakeDeepSpeedsDefaults) {
   EXPECT_NE(tp.warnings[0].find("sequence_parallel_size = 2"), std::string::npos) << tp.warnings[0];
 }
 
-// axolotl's unfrozen_parameters trains a subset of the weights: refused by name rather than
-// priced as a full fine-tune of all of them.
-TEST(ConfigFile, AxolotlUnfrozenParametersAreNeverAFullFineTune) {
-  try {
-    (void)read_training_config_text(
-        "base_model: NousResearch/Llama-2-7b-hf\nmicro_batch_size: 1\nunfrozen_parameters:\n"
-        "  - ^lm_head.weight$\n  - model.layers.2[0-9]+.block_sparse_moe.experts.*\n",
-        "ax.yaml");
-    ADD_FAILURE() << "a partial fine-tune was read as a full one";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("ax.yaml: key 'unfrozen_parameters'"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("not modelled"), std::string::npos) << e.what();
-  }
-}
-
 }  // namespace
 }  // namespace trainplan::request

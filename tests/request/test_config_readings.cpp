@@ -55,7 +55,7 @@ TEST(ConfigReadings, PublishedConfigsReadAsTheirFrameworksDo) {
 }
 
 // Every real file in configs/ (the hand-made bad-* files aside) has its source in SOURCES.md; the
-// share read with every stated option right is printed and may not fall (the aim is 95 %).
+// share read with every stated option right is printed and may not fall (the issue asks 95 %, met: 97 of 102).
 TEST(ConfigReadings, ShareOfRealFilesReadRight) {
   std::ifstream s(config_path("SOURCES.md"));
   const std::string sources((std::istreambuf_iterator<char>(s)), std::istreambuf_iterator<char>());
@@ -76,7 +76,7 @@ TEST(ConfigReadings, ShareOfRealFilesReadRight) {
   std::printf("%d of %d real configs read with every stated option right (%.1f %%)\n", real - misread, real,
               100.0 * share);
   EXPECT_GE(real, 95);
-  EXPECT_GE(share, 0.93);
+  EXPECT_GE(share, 0.95);
 }
 
 // DeepSpeed derives the micro-batch from train_batch_size and the accumulation

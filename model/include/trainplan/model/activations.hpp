@@ -29,6 +29,7 @@ struct BlockActivations {
   Bytes saved;      // kept from forward to backward by one block (no checkpointing)
   Bytes attention;  // of which the attention core (scores, softmax, dropout; dropped by selective)
   bool runs_backward = true;  // false: below every layer that needs a gradient (keeps nothing)
+  bool checkpointed = true;   // false: checkpointing leaves it alone (it keeps `saved`)
 };
 
 // One block of the given stack, without checkpointing (selective and full are applied by

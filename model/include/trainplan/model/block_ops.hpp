@@ -159,6 +159,9 @@ struct BlockOps {
   // False for a layer below every layer that needs a gradient (partial fine-tuning,
   // model/partial.hpp): it keeps nothing, runs no backward and is not recomputed.
   bool runs_backward = true;
+  // False for a layer checkpointing leaves alone (Training::checkpoint_trained_only): it keeps what
+  // it saves and is not replayed.
+  bool checkpointed = true;
   std::vector<Op> ops;
   std::vector<SavedTensor> saved;
 

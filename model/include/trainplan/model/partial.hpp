@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "trainplan/model/architecture.hpp"
 #include "trainplan/model/training.hpp"
@@ -30,6 +31,9 @@ inline constexpr std::uint32_t kMlpRoles =
 [[nodiscard]] inline bool trains_subset(const Training& tr) {
   return tr.method == Method::full && tr.partial.active;
 }
+// Whether checkpointing (when on) wraps the block tr builds: every block, but under
+// Training::checkpoint_trained_only only those with trained weights.
+[[nodiscard]] bool checkpointed_layer(const Training& tr);
 // Whether the block tr builds computes the weight gradient of a linear of this role.
 [[nodiscard]] bool trains_weight(const Training& tr, Role r);
 
@@ -52,13 +56,32 @@ struct SubsetParameters {
 [[nodiscard]] SubsetParameters subset_parameters(const Architecture& a, const Training& tr, std::int64_t from,
                                                  std::int64_t to, bool embedding, bool head);
 
-// --trainable: comma-separated terms - decoder layers `N` or `A-B` (0-based), `embedding`, `head`,
-// and what of those layers trains: `all` (the default), `attention`, `mlp`, `norms` or linear roles
-// (q, k, v, o, gate, up, down, router). Throws InputError naming `what`.
+// --trainable: comma-separated terms - decoder layers `N` or `A-B` (0-based), `last:N`, `first:N`
+// or `spread:N` (resolve_trained_subset), `embedding`, `head`, and what of those layers trains:
+// `all` (the default), `attention`, `mlp`, `norms` or linear roles (q, k, v, o, gate, up, down,
+// router). Throws InputError naming `what`.
 [[nodiscard]] TrainedSubset parse_trained_subset(std::string_view text, std::string_view what);
 // The same subset written back in that form ("24-31", "44-55,router,gate,up,down,embedding,head").
 [[nodiscard]] std::string trained_subset_text(const TrainedSubset& s);
-// A subset the model can train: its layers exist (InputError otherwise, naming `what`).
+// The relative layers (last:N, first:N, spread:N) as this model's layers; InputError naming `what`
+// where the model has fewer than N layers, or N does not divide them for spread (LLaMA-Factory's
+// own check).
+[[nodiscard]] TrainedSubset resolve_trained_subset(const Architecture& a, TrainedSubset s, std::string_view what);
+// A subset the model can train: resolved, its layers exist (InputError otherwise, naming `what`).
 void check_trained_subset(const Architecture& a, const TrainedSubset& s, std::string_view what);
+
+// The names of a model's parameters as transformers' named_parameters() gives them, for the
+// families whose modules follow Llama's layout (llama, mistral, mixtral, qwen2, qwen3, qwen3_moe,
+// gemma 1-3, olmo2); empty for the others. `transformers`: the release (Training::transformers):
+// from 5.0 an MoE block is `mlp` with fused experts (mlp.experts.gate_up_proj), before it Mixtral's
+// was `block_sparse_moe` with one module per expert.
+struct ParameterName {
+  enum class Kind { embedding, head, final_norm, norm, linear };
+  std::string name;
+  Kind kind = Kind::linear;
+  std::int64_t layer = -1;    // decoder layer, or -1 outside the blocks
+  std::uint32_t roles = 0;    // role_bit of what the tensor holds (gate_up_proj: gate and up)
+};
+[[nodiscard]] std::vector<ParameterName> hf_parameter_names(const Architecture& a, int transformers);
 
 }  // namespace trainplan::model

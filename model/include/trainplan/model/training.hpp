@@ -26,6 +26,12 @@ struct TrainedSubset {
   bool norms = false;               // their norms train too
   bool embedding = false;
   bool head = false;                // the untied LM head (a tied one trains with the embedding)
+  // Layers named relative to the model, until resolve_trained_subset (model/partial.hpp) turns
+  // them into `layers`: the last N, the first N, or N spread evenly (the last of each of N equal
+  // groups: LLaMA Pro's added blocks, LLaMA-Factory's use_llama_pro).
+  std::int32_t last = 0;
+  std::int32_t first = 0;
+  std::int32_t spread = 0;
   friend bool operator==(const TrainedSubset&, const TrainedSubset&) = default;
 };
 
@@ -65,6 +71,12 @@ struct Training {
   Offload offload = Offload::none;
   LoraConfig lora;
   TrainedSubset partial;  // partial fine-tuning (full method only)
+  // Partial fine-tuning under checkpointing, as LLaMA-Factory runs it
+  // (model_utils/checkpointing.py get_custom_gradient_checkpointing_func): only the layers with
+  // trained weights are checkpointed (reentrant, their input made to require a gradient); the
+  // others run plain, and nothing makes the embedding's output require one (transformers' own
+  // checkpointing does: model/partial.hpp first_backward_layer).
+  bool checkpoint_trained_only = false;
   // The layer a block is built for under partial fine-tuning (set by model::stack_ops per kind of
   // layer; trained otherwise).
   LayerState layer = LayerState::trained;

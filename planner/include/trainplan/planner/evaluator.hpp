@@ -133,6 +133,7 @@ struct LayerComputeKey {
   // under Megatron, model::fp8_cast_work); 1 otherwise.
   std::int64_t fp8_weight_batches = 1;
   model::TrainedSubset partial;  // partial fine-tuning: the layers' states and weight gradients
+  bool checkpoint_trained_only = false;  // which of its layers checkpointing replays
 
   [[nodiscard]] static LayerComputeKey of(const model::Training& tr);
   // Writes the key's fields into `t` (the adapters' targets from `targets`): the training the
@@ -218,6 +219,7 @@ class Evaluator {
     Method method = Method::full;
     model::LoraConfig lora;
     model::TrainedSubset partial;  // what the FLOPs count as trained
+    bool checkpoint_trained_only = false;
     BlockShape main;
     BlockShape decoder;  // encoder-decoder only
     model::FlopCoefficients flops;

@@ -43,6 +43,9 @@ struct Request {
   std::string cluster_spec;  // "4xA100-80GB", "2x8xH100-80GB", "A100" or a cluster JSON path
   model::Training training;         // model::Training's defaults until an option sets a field
   std::string lora_targets = "q,v";  // as given: roles, module names or all-linear
+  // --trainable's match:PATTERN terms: parameter-name patterns, as axolotl's unfrozen_parameters
+  // reads them (request/src/unfrozen.cpp), resolved against the model's parameter names.
+  std::vector<std::string> trainable_patterns;
   std::int64_t mtp_layers = 0;       // multi-token prediction modules (Megatron's --mtp-num-layers)
   std::optional<std::string> inter_node;
   std::optional<double> host_memory_gib;
