@@ -14,6 +14,9 @@ namespace trainplan::model {
 namespace {
 
 constexpr std::uint32_t kAllRoles = kAttentionRoles | kMlpRoles;
+constexpr std::string_view kTerms =
+    "terms: layers N, A-B, last:N, first:N or spread:N, embedding, head, all, attention, mlp, norms, roles q, k, "
+    "v, o, gate, up, down, router, or match:PATTERN";
 
 bool trains_layer(const TrainedSubset& s, std::int64_t layer) {
   return layer >= 0 && static_cast<std::size_t>(layer) < TrainedSubset::kMaxLayers &&
@@ -134,8 +137,7 @@ TrainedSubset parse_trained_subset(std::string_view text, std::string_view what)
     while (!term.empty() && term.back() == ' ') term.remove_suffix(1);
     if (term.empty())
       throw InputError(std::string(what) + " '" + std::string(text) +
-                       "': an empty term (terms: layers N or A-B, embedding, head, all, attention, mlp, norms, "
-                       "or roles q, k, v, o, gate, up, down, router)");
+                       "': an empty term (" + std::string(kTerms) + ")");
     if (term == "embedding") {
       s.embedding = true;
     } else if (term == "head") {
@@ -173,8 +175,7 @@ TrainedSubset parse_trained_subset(std::string_view text, std::string_view what)
       part(role_bit(*r), false);
     } else {
       throw InputError(std::string(what) + " '" + std::string(text) + "': unknown term '" + std::string(term) +
-                       "' (terms: layers N or A-B, embedding, head, all, attention, mlp, norms, or roles q, k, v, "
-                       "o, gate, up, down, router)");
+                       "' (" + std::string(kTerms) + ")");
     }
   }
   if (!any_part) part(kAllRoles, true);

@@ -131,6 +131,18 @@ run_case(galore_rank_without_galore 0 estimate llama-3.2-1b H100 --galore-rank 6
 run_case(galore_fit_ddp 0 fit llama-3.2-1b 8xH100 --optimizer galore-adamw MATCH "with DDP")
 run_case(galore_emit 0 plan llama-3.2-1b 2xH100 --optimizer galore-adamw --emit torchrun MATCH "--optim galore_adamw --optim_args rank=128" ERR "optim_target_modules=.'attn', 'mlp'.")
 run_case(galore_note 0 estimate llama-3.2-1b H100 --optimizer galore-adamw --galore-rank 256 MATCH "SVD that refreshes each projection")
+# Partial fine-tuning: the subset in the headline, relative layers resolved against the model, bad
+# specs and subsets the model cannot train refused by name, an adapter's --trainable a warning.
+run_case(partial_estimate 0 estimate llama-3.2-1b H100 --trainable 12-15 MATCH "full of 12-15: 243.3M trained")
+run_case(partial_last 0 fit llama-3.2-1b 8xH100 --trainable last:4 MATCH "full of 12-15: 243.3M trained")
+run_case(partial_patterns 0 estimate llama-3.2-1b H100 --trainable "match:^model.layers.1[0-5].mlp" MATCH "full of 10-15,gate,up,down")
+run_case(partial_layer_missing 2 estimate llama-3.2-1b H100 --trainable 20 ERR "layer 20 of llama-3.2-1b, which has 16 layers")
+run_case(partial_spread_indivisible 2 estimate llama-3.2-1b H100 --trainable spread:5 ERR "spread:5 must divide the layers")
+run_case(partial_bad_term 2 estimate llama-3.2-1b H100 --trainable 3,feathers ERR "unknown term 'feathers'")
+run_case(partial_nothing_matched 2 estimate llama-3.2-1b H100 --trainable "match:^vision" ERR "unfreezes no parameter of llama-3.2-1b")
+run_case(partial_megatron_refused 2 estimate llama-3.2-1b H100 --trainable 3 --framework megatron ERR "partial fine-tuning under --framework megatron is not modelled")
+run_case(partial_with_adapter 0 estimate llama-3.2-1b H100 --method lora --trainable 3 ERR "warning: --trainable 3 ignored: it applies with --method full")
+run_case(partial_emit_note 0 plan llama-3.2-1b 2xH100 --trainable 12-15 --emit torchrun ERR "partial fine-tuning .12-15.: set requires_grad=False")
 # Liger's kernels: answered with them where Liger patches the model type; said and answered without
 # them where it has none, or where the library's own model code runs.
 run_case(liger_estimate_json 0 estimate llama-3.2-1b H200 --liger --micro-batch 4 --seq 2048 --json MATCH "\"liger\": true")

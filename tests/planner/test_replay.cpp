@@ -16,6 +16,7 @@
 #include "trainplan/model/parameters.hpp"
 #include "trainplan/planner/compute.hpp"
 #include "trainplan/planner/replay.hpp"
+#include "trainplan/model/partial.hpp"
 
 namespace trainplan::planner {
 namespace {
@@ -572,6 +573,22 @@ TEST(Replay, LigerIsRefusedByName) {
     ADD_FAILURE() << "Liger's kernels replayed";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("Liger's kernels (liger) are not replayed"), std::string::npos) << e.what();
+  }
+}
+
+// Partial fine-tuning: the replay trains every weight of the block it runs, so a partly frozen
+// model is refused by name.
+TEST(Replay, PartialFineTuningIsRefusedByName) {
+  const Subject s = subject("llama-3.2-1b", "H100-80GB");
+  model::Training tr;
+  tr.strategy = Strategy::single;
+  tr.partial = model::parse_trained_subset("12-15", "trainable");
+  try {
+    (void)plan_of(s, tr);
+    ADD_FAILURE() << "a partly frozen model replayed";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("partial fine-tuning (trainable 12-15) is not replayed"), std::string::npos)
+        << e.what();
   }
 }
 

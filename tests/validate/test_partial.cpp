@@ -63,6 +63,30 @@ TEST(PartialOracle, CheckpointingMakesEveryBlockPassTheGradient) {
   EXPECT_TRUE(seen);
 }
 
+// LLaMA-Factory's checkpointing of the trained layers only (--checkpoint-trained-only), from the
+// oracle's uncheckpointed 1,mlp,head case: the layer below keeps nothing, the trained one only its
+// checkpointed input, the frozen ones above it run plain and keep what the oracle measured them to
+// keep without checkpointing.
+TEST(PartialOracle, CheckpointingTrainedLayersOnlyKeepsTheFrozenOnesPlain) {
+  bool seen = false;
+  for (const auto& c : test::reference_cases()) {
+    if (c.kind != planner::CaseKind::oracle || c.name != "llama-gqa-4l-sdpa-s128-b2-fp32-part1_mlp_head") continue;
+    seen = true;
+    std::ifstream in(c.file);
+    const json per_layer = json::parse(in).at("saved_for_backward_bytes").at("per_layer");
+    model::Training tr = c.training;
+    tr.checkpointing = Checkpointing::full;
+    tr.checkpoint_trained_only = true;
+    EXPECT_EQ(model::kept_per_layer(c.arch, tr, 0).value(), 0.0);
+    EXPECT_EQ(model::kept_per_layer(c.arch, tr, 1).value(), model::checkpoint_bytes(c.arch, tr).value());
+    for (std::int64_t i : {2, 3}) {
+      const double measured = per_layer[static_cast<std::size_t>(i)].get<double>();
+      EXPECT_NEAR(model::kept_per_layer(c.arch, tr, i).value(), measured, 0.05 * measured) << "layer " << i;
+    }
+  }
+  EXPECT_TRUE(seen);
+}
+
 TEST(TrainableSpec, ReadsLayersPartsEmbeddingAndHead) {
   const model::TrainedSubset s = model::parse_trained_subset("44-47, 50,router,gate,up,down,embedding,head", "x");
   EXPECT_TRUE(s.active);
