@@ -126,30 +126,14 @@ StackRules stack_rules(const Architecture& a, const Training& tr, Stack stack) {
   return false;
 }
 
-// The entry layer's input needs no gradient, nor does what only frozen weights produce from it:
-// the projections reading the block input never need theirs; the attention core and its output
-// projection need theirs only when q, k or v train; the MLP's input needs one only when the
-// attention trains, and its down projection's input only when the MLP's gate/up/router do too.
+// The entry layer's input needs no gradient, nor does what only frozen weights produce from it
+// (partial.hpp entry_input_gradient).
 void entry_skips(const Architecture& ka, const Training& tr, FlopCoefficients& k) {
-  const auto trained = [&](std::uint32_t roles) { return (tr.partial.roles & roles) != 0; };
-  const bool qkv = trained(role_bit(Role::q) | role_bit(Role::k) | role_bit(Role::v) | role_bit(Role::q_a) |
-                           role_bit(Role::kv_a) | role_bit(Role::kv_b));
-  const bool attention = qkv || trained(role_bit(Role::o));
-  const bool mlp_in = trained(role_bit(Role::gate) | role_bit(Role::up) | role_bit(Role::router));
-  for (const Linear& l : block_linears(ka, Stack::decoder)) {
-    bool skip = false;
-    switch (l.role) {
-      case Role::q: case Role::k: case Role::v: case Role::q_a: case Role::kv_a: skip = true; break;
-      case Role::kv_b: case Role::o: skip = !qkv; break;
-      case Role::gate: case Role::up: case Role::router: skip = !attention; break;
-      case Role::down: skip = !attention && !mlp_in; break;
-      case Role::lm_head: break;
-    }
-    if (skip)
+  for (const Linear& l : block_linears(ka, Stack::decoder))
+    if (!entry_input_gradient(tr, l.role))
       k.entry_input_grads_skipped +=
           2.0 * (l.copies > 1 ? static_cast<double>(ka.expert_runs()) : 1.0) * static_cast<double>(l.in * l.out);
-  }
-  if (!qkv) k.entry_attention_skipped += attention_flops_per_token_per_context(ka);
+  if (!entry_attention_backward(tr)) k.entry_attention_skipped += attention_flops_per_token_per_context(ka);
 }
 
 // Partial fine-tuning: the trained weights' FLOPs and the layers that run a backward (the head

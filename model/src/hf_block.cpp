@@ -80,6 +80,7 @@ void HfBlock::linears(std::initializer_list<Role> roles, double in_bytes) {
     const bool adapted = !full_ && adapts(l.role);
     Op& op = b_.open(to_string(l.role), OpKind::gemm);
     op.gemm = gemm_of(a_, tr_, l, adapted);
+    op.gemm.input_grad = !entry() || entry_input_gradient(tr_, l.role);
     const bool row = l.role == Role::o || l.role == Role::down;
     op.collective = sublayer_collective(l.role, mlp_reduced);
     const double in = dbl(l.in) / (row ? x_.tp : 1.0);

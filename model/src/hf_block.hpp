@@ -71,6 +71,8 @@ class HfBlock {
   // An adapter on the role, or its own weight under partial fine-tuning: the first block (whose
   // input needs no gradient) runs the backward of what feeds it.
   bool trains(Role role) const { return adapts(role) || (tr_.partial.active && trains_weight(tr_, role)); }
+  // Partial fine-tuning's entry layer with frozen norms (partial.hpp entry_input_gradient).
+  bool entry() const { return first_ && trains_subset(tr_) && !full_; }
   bool attention_trained() const {
     for (Role role : {Role::q, Role::k, Role::v, Role::o, Role::q_a, Role::kv_a, Role::kv_b})
       if (trains(role)) return true;

@@ -81,6 +81,7 @@ void HfBlock::attention_core(bool cross) {
   const bool fused_kernel = !run_.model_code_core();
   Op& op = b_.open(cross ? "cross-attention" : "attention", OpKind::attention_core, true);
   op.attention = attention_of(a_, tr_, !cross && !(a_.encoder_decoder && stack_ == Stack::encoder), cross);
+  op.attention.backward = !entry() || entry_attention_backward(tr_);
   const double S = x_.scores;
   const double c = c_;
   if (fused_kernel) {

@@ -64,6 +64,26 @@ bool entry_layer(const Architecture& a, const Training& tr, std::int64_t layer) 
   return !(recomputes_blocks(tr.checkpointing) && tr.framework != Framework::megatron);
 }
 
+namespace {
+bool trains_any(const Training& tr, std::uint32_t roles) { return (tr.partial.roles & roles) != 0; }
+constexpr std::uint32_t kQkvRoles = role_bit(Role::q) | role_bit(Role::k) | role_bit(Role::v) | role_bit(Role::q_a) |
+                                    role_bit(Role::kv_a) | role_bit(Role::kv_b);
+}  // namespace
+
+bool entry_attention_backward(const Training& tr) { return trains_any(tr, kQkvRoles); }
+
+bool entry_input_gradient(const Training& tr, Role r) {
+  const bool attention = trains_any(tr, kAttentionRoles);
+  switch (r) {
+    case Role::q: case Role::k: case Role::v: case Role::q_a: case Role::kv_a: return false;
+    case Role::kv_b: case Role::o: return entry_attention_backward(tr);
+    case Role::gate: case Role::up: case Role::router: return attention;
+    case Role::down: return attention || trains_any(tr, role_bit(Role::gate) | role_bit(Role::up) | role_bit(Role::router));
+    case Role::lm_head: return true;
+  }
+  return true;
+}
+
 LayerState layer_state(const Architecture& a, const Training& tr, std::int64_t layer) {
   if (!trains_subset(tr)) return LayerState::trained;
   if (trains_layer(tr.partial, layer)) return LayerState::trained;

@@ -11,6 +11,7 @@
 #include "trainplan/model/library.hpp"
 #include "trainplan/model/model_states.hpp"
 #include "trainplan/model/sdpa.hpp"
+#include "trainplan/model/partial.hpp"
 #include "trainplan/planner/kernel_work.hpp"
 
 namespace trainplan::planner {
@@ -215,6 +216,7 @@ struct LinearTimes {
 // Two linears whose GEMMs take the same time: k and v under grouped-query attention, gate and up.
 bool same_products(const model::GemmShape& x, const model::GemmShape& y) {
   return x.m == y.m && x.n == y.n && x.k == y.k && x.count == y.count && x.weight_grad == y.weight_grad &&
+         x.input_grad == y.input_grad &&
          x.adapted == y.adapted && x.rank == y.rank;
 }
 
@@ -244,7 +246,7 @@ LinearTimes linear_times(const model::BlockOps& ops, const model::Training& tr, 
       const bool fp8 = model::fp8_linear(tr, g.role, g.expert());
       const ComputeDevice& dl = fp8 ? d8 : d;
       last_forward = gemm_time(dl, m, g.n, g.k, count);
-      last_backward = gemm_time(dl, m, g.k, g.n, count);  // activation gradient
+      last_backward = g.input_grad ? gemm_time(dl, m, g.k, g.n, count) : Seconds(0.0);  // activation gradient
       if (g.weight_grad) last_backward += gemm_time(fp8 && wgrad_fp8 ? d8 : d, g.k, g.n, m, count);  // weight gradient
       if (g.adapted) {
         // x A^T (rank r), then (.) B^T; both are thin and mostly memory-bound.
@@ -297,13 +299,14 @@ CoreTimes core_times(const model::BlockOps& ops, const model::Training& tr, cons
     const std::int64_t hd = at.head_dim;
     const std::int64_t hv = at.v_head_dim;
     const double b = dbl(at.batch);
+    const double bw = at.backward ? 1.0 : 0.0;  // partial fine-tuning's entry layer may run none
     if (run.fused) {
       // A rank's queries against the whole sequence's keys: the load-balanced causal split gives
       // each of the cp ranks 1/cp of the masked work; the kernel runs at the size of its blocks.
       const double causal = at.causal ? model::causal_fraction(s) : 1.0;
       const Flops f(2.0 * b * qd * sd * at.heads_per_gpu * dbl(hd + hv) * causal);
       out.forward += f / (d.peak * attention_efficiency(d, false, q, at.causal, hd) * fwd_rate);
-      out.backward += (f * model::kFusedAttentionBackwardRatio) /
+      out.backward += (f * model::kFusedAttentionBackwardRatio * bw) /
                       (d.peak * attention_efficiency(d, true, q, at.causal, hd) * bwd_rate);
       continue;
     }
@@ -314,8 +317,8 @@ CoreTimes core_times(const model::BlockOps& ops, const model::Training& tr, cons
     const Seconds pv = gemm_time(dm, q, hv, s, batch);
     out.forward += qk + pv;
     // dP = dO V^T (q x d_v by d_v x s), dV = P^T dO, dQ = dS K and dK = dS^T Q (q x s by s x d).
-    out.backward += hv == hd ? qk + 3.0 * pv
-                             : gemm_time(dm, q, s, hv, batch) + pv + 2.0 * gemm_time(dm, q, hd, s, batch);
+    out.backward += (hv == hd ? qk + 3.0 * pv
+                              : gemm_time(dm, q, s, hv, batch) + pv + 2.0 * gemm_time(dm, q, hd, s, batch)) * bw;
     if (run.gpu_sdpa && !sdpa.fused()) {
       // The math kernel's own passes over the scores, which eager attention's kernel work counts
       // for the model's code: forward writes the scores, adds the mask in place (read, write) and
@@ -327,7 +330,7 @@ CoreTimes core_times(const model::BlockOps& ops, const model::Training& tr, cons
       const double drop = sdpa.dropout > 0.0 ? 2.0 : 0.0;
       const double scores = batch * qd * sd * dm.element_bytes;
       out.forward += memory_bound_time(d, Bytes(scores * (kForwardPasses + drop)));
-      out.backward += memory_bound_time(d, Bytes(scores * (kBackwardPasses + drop)));
+      out.backward += memory_bound_time(d, Bytes(scores * (kBackwardPasses + drop))) * bw;
     }
     if (fused_kernels(tr.framework)) {
       // Megatron's scaled masked softmax and attention dropout, 16-bit in and out.
@@ -377,12 +380,22 @@ BlockCompute block_compute(const model::Architecture& a, const BlockShape& shape
 
 namespace {
 
-// The weights of a block's GEMMs on one GPU (every expert's).
-double gemm_weights(const model::BlockOps& ops) {
+// The weights of a block's GEMMs on one GPU (every expert's); `trained`: only those whose weight
+// gradient the block computes.
+double gemm_weights(const model::BlockOps& ops, bool trained = false) {
   double n = 0.0;
   for (const model::Op& op : ops.ops)
-    if (op.kind == model::OpKind::gemm) n += dbl(op.gemm.n) * dbl(op.gemm.k) * dbl(op.gemm.count);
+    if (op.kind == model::OpKind::gemm && (!trained || op.gemm.weight_grad))
+      n += dbl(op.gemm.n) * dbl(op.gemm.k) * dbl(op.gemm.count);
   return n;
+}
+
+// The parameters autocast casts in a block: all of them, but under partial fine-tuning only the
+// trained ones (fp32; the frozen ones are loaded in the compute dtype).
+double cast_parameters(const model::BlockOps& ops, double params, const model::Training& tr) {
+  if (!model::trains_subset(tr)) return params;
+  const double all = gemm_weights(ops);
+  return all > 0.0 ? params * gemm_weights(ops, true) / all : 0.0;
 }
 
 // One kind of layer; `params`: the block's parameters on this GPU (what autocast casts).
@@ -471,10 +484,12 @@ BlockCompute block_compute(const BlockShape& shape, const model::StackOps& ops, 
                            const ComputeDevice& d, const TimeConventions& tc) {
   const bool eager = !fused_kernels(tr.framework);  // the weights' casts are eager PyTorch's
   if (ops.variants.empty())
-    return kind_compute(ops.block, eager ? block_parameters_per_gpu(shape, tr.tp) : 0.0, tr, d, tc);
+    return kind_compute(ops.block, eager ? cast_parameters(ops.block, block_parameters_per_gpu(shape, tr.tp), tr) : 0.0,
+                        tr, d, tc);
   // Several kinds of layer: the average layer, each kind with its own weights' casts.
   const KindParameters p(shape, ops, tr.tp);
-  return ops.average<BlockCompute>([&](const model::BlockOps& b) { return kind_compute(b, eager ? p.of(b) : 0.0, tr, d, tc); });
+  return ops.average<BlockCompute>(
+      [&](const model::BlockOps& b) { return kind_compute(b, eager ? cast_parameters(b, p.of(b), tr) : 0.0, tr, d, tc); });
 }
 
 namespace {

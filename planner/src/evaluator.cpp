@@ -10,6 +10,7 @@
 #include "trainplan/model/model_states.hpp"
 #include "trainplan/planner/memory.hpp"
 #include "trainplan/planner/optimizer_step.hpp"
+#include "trainplan/model/partial.hpp"
 #include "step_comm.hpp"
 
 namespace trainplan::planner {
@@ -103,12 +104,14 @@ const Evaluator::Shapes& Evaluator::shapes(const model::Training& tr) const {
   const bool adapters = tr.method != Method::full;
   if (shapes_.valid && shapes_.method == tr.method && shapes_.partial == tr.partial &&
       shapes_.checkpoint_trained_only == tr.checkpoint_trained_only &&
+      (!model::trains_subset(tr) || shapes_.checkpointing == tr.checkpointing) &&
       (!adapters || (shapes_.lora.rank == tr.lora.rank && shapes_.lora.targets == tr.lora.targets)))
     return shapes_;
   shapes_.valid = true;
   shapes_.method = tr.method;
   shapes_.partial = tr.partial;
   shapes_.checkpoint_trained_only = tr.checkpoint_trained_only;
+  shapes_.checkpointing = tr.checkpointing;
   shapes_.lora = tr.lora;
   const model::LoraConfig* lora = adapters ? &tr.lora : nullptr;
   const model::Stack main = a_.encoder_decoder ? model::Stack::encoder : model::Stack::decoder;
@@ -148,7 +151,8 @@ LayerComputeKey LayerComputeKey::of(const model::Training& tr) {
           tr.fp8,
           model::fp8_weights_cached(tr) ? tr.grad_accum : 1,
           tr.method == Method::full ? tr.partial : model::TrainedSubset{},
-          tr.checkpoint_trained_only};
+          tr.checkpoint_trained_only,
+          model::trains_subset(tr) && recomputes_blocks(tr.checkpointing)};
 }
 
 void LayerComputeKey::write_to(model::Training& t, const std::vector<std::string>& targets) const {
@@ -179,6 +183,7 @@ void LayerComputeKey::write_to(model::Training& t, const std::vector<std::string
   t.moe_pad_to_capacity = moe_pad_to_capacity;
   t.partial = partial;
   t.checkpoint_trained_only = checkpoint_trained_only;
+  t.checkpointing = partial_replayed ? Checkpointing::full : Checkpointing::none;
 }
 
 const LayerCompute& Evaluator::layer_compute(const model::Training& given, const Shapes& sh) const {

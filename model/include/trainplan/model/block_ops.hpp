@@ -82,6 +82,7 @@ struct GemmShape {
   std::int64_t k = 0;
   std::int64_t count = 1;
   bool weight_grad = false;      // the weight is trained
+  bool input_grad = true;        // the input's gradient is computed (not in partial fine-tuning's entry layer)
   bool adapted = false;          // carries a LoRA adapter of rank `rank` (two thin products more)
   std::int64_t rank = 0;
   double dequant_bytes = 0.0;    // QLoRA: one pass over the 4-bit weight and its 16-bit copy
@@ -101,6 +102,7 @@ struct AttentionShape {
   std::int64_t v_head_dim = 1;  // of a value (narrower under latent attention)
   bool causal = true;
   bool cross = false;  // an encoder-decoder's cross-attention
+  bool backward = true;  // false: nothing upstream trains (partial fine-tuning's entry layer)
 };
 
 // Megatron's fused kernels, priced by TimeConventions' passes per kind.

@@ -45,6 +45,13 @@ inline constexpr std::uint32_t kMlpRoles =
 // checkpointing): like an adapter model's first block, it runs only the backward that leads to
 // what it trains (block_ops' `first` block).
 [[nodiscard]] bool entry_layer(const Architecture& a, const Training& tr, std::int64_t layer);
+// In the entry layer (its norms frozen), whether a linear of this role computes its input
+// gradient, and whether the attention core runs its backward: the projections reading the block
+// input never need theirs; the attention core and its output projection theirs only when q, k or v
+// train; the MLP's input needs one only when the attention trains, and the down projection's input
+// only when the attention or the MLP's gate/up/router do.
+[[nodiscard]] bool entry_input_gradient(const Training& tr, Role r);
+[[nodiscard]] bool entry_attention_backward(const Training& tr);
 
 // Trained parameters of decoder layers [from, to), and of the embedding and the LM head as asked;
 // `experts` of them routed experts; `tensors` the parameter tensors the optimizer steps.

@@ -134,6 +134,9 @@ struct LayerComputeKey {
   std::int64_t fp8_weight_batches = 1;
   model::TrainedSubset partial;  // partial fine-tuning: the layers' states and weight gradients
   bool checkpoint_trained_only = false;  // which of its layers checkpointing replays
+  // Partial fine-tuning under checkpointing, which decides which layers run a backward
+  // (model/partial.hpp first_backward_layer): the ops are built with checkpointing full.
+  bool partial_replayed = false;
 
   [[nodiscard]] static LayerComputeKey of(const model::Training& tr);
   // Writes the key's fields into `t` (the adapters' targets from `targets`): the training the
@@ -220,6 +223,7 @@ class Evaluator {
     model::LoraConfig lora;
     model::TrainedSubset partial;  // what the FLOPs count as trained
     bool checkpoint_trained_only = false;
+    Checkpointing checkpointing = Checkpointing::none;  // of a partial fine-tune (its FLOPs' layers)
     BlockShape main;
     BlockShape decoder;  // encoder-decoder only
     model::FlopCoefficients flops;
