@@ -46,10 +46,10 @@ bool trains_weight(const Training& tr, Role r) {
 
 std::int64_t first_backward_layer(const Architecture& a, const Training& tr) {
   if (!trains_subset(tr) || tr.partial.embedding) return 0;
-  // Gradient checkpointing of a Hugging Face model makes the embedding's output require a
-  // gradient (transformers 5 modeling_utils.py gradient_checkpointing_enable: needs_embedding_grads
-  // -> enable_input_require_grads; LLaMA-Factory calls it under checkpointing with any release),
-  // so every layer passes a gradient down and is replayed.
+  // transformers' gradient checkpointing makes the embedding's output require a gradient
+  // (transformers 5 modeling_utils.py gradient_checkpointing_enable: needs_embedding_grads ->
+  // enable_input_require_grads), so every layer passes a gradient down and is replayed;
+  // LLaMA-Factory's own checkpointing (checkpoint_trained_only) does not.
   if (recomputes_blocks(tr.checkpointing) && tr.framework != Framework::megatron && !tr.checkpoint_trained_only)
     return 0;
   for (std::int64_t i = 0; i < a.layers; ++i)
