@@ -70,7 +70,7 @@ ParameterCounts count_parameters(const Architecture& a) {
 }
 
 std::int64_t trainable_parameters(const Architecture& a, const ParameterCounts& n, const Training& t) {
-  if (trains_subset(t)) return static_cast<std::int64_t>(subset_parameters(a, t, 0, a.layers, true, true).all);
+  if (trains_subset(t)) return static_cast<std::int64_t>(subset_parameters(a, n, t, 0, a.layers, true, true).all);
   return t.method == Method::full ? n.total : lora_parameters(a, t.lora);
 }
 

@@ -90,8 +90,8 @@ LayerState layer_state(const Architecture& a, const Training& tr, std::int64_t l
   return layer >= first_backward_layer(a, tr) ? LayerState::frozen : LayerState::no_backward;
 }
 
-SubsetParameters subset_parameters(const Architecture& a, const Training& tr, std::int64_t from, std::int64_t to,
-                                   bool embedding, bool head) {
+SubsetParameters subset_parameters(const Architecture& a, const ParameterCounts& n, const Training& tr,
+                                   std::int64_t from, std::int64_t to, bool embedding, bool head) {
   const TrainedSubset& s = tr.partial;
   SubsetParameters out;
   // The two kinds of layer that differ in parameters (an MoE model's expert and dense layers).
@@ -125,7 +125,6 @@ SubsetParameters subset_parameters(const Architecture& a, const Training& tr, st
     out.experts += k.experts;
     out.tensors += k.tensors;
   }
-  const ParameterCounts n = count_parameters(a);
   // A tied head is the embedding's weight: it trains with either.
   const bool tied_trains = a.tie_embeddings && (s.embedding || s.head);
   if (embedding && (s.embedding || tied_trains)) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -98,19 +99,22 @@ StageParams stage_params(const Architecture& a, const model::ParameterCounts& n,
 // Trainable parameters on this rank (LoRA adapters split with their host layers).
 // Under partial fine-tuning: the trained parameters of the stage's layers (the first stage's
 // first layers, any other stage's as the last one's), linears split over TP, experts over EP.
-model::SubsetParameters stage_subset(const Architecture& a, const Training& tr, const Layout& l, const StageParams& s) {
+model::SubsetParameters stage_subset(const Architecture& a, const model::ParameterCounts& n, const Training& tr,
+                                     const Layout& l, const StageParams& s) {
   const std::int64_t per = (a.layers + l.pp - 1) / l.pp;
   const std::int64_t from = l.pp == 1 || s.holds_embedding ? 0 : a.layers - per;
   model::SubsetParameters sub =
-      model::subset_parameters(a, tr, from, l.pp == 1 ? a.layers : from + per, s.holds_embedding, s.holds_head);
+      model::subset_parameters(a, n, tr, from, l.pp == 1 ? a.layers : from + per, s.holds_embedding, s.holds_head);
   sub.experts /= static_cast<double>(l.ep);
   sub.all = (sub.all - sub.experts * (l.ep - 1)) / l.tp;
   sub.experts /= l.tp;
   return sub;
 }
 
-double stage_trainable(const Architecture& a, const Training& tr, const Layout& l, const StageParams& s) {
-  if (model::trains_subset(tr)) return stage_subset(a, tr, l, s).all;
+// `sub`: the stage's subset under partial fine-tuning (stage_subset), else null.
+double stage_trainable(const Architecture& a, const Training& tr, const Layout& l, const StageParams& s,
+                       const model::SubsetParameters* sub) {
+  if (sub != nullptr) return sub->all;
   if (tr.method == Method::full) return s.all;
   const double total_layers = static_cast<double>(a.total_layers());
   const double share = std::ceil(total_layers / l.pp) / total_layers;
@@ -205,13 +209,13 @@ model::StateBytes stage_state_bytes(const Architecture& a, const model::Paramete
 // Block linears are quantized under QLoRA; otherwise 16-bit under mixed precision (Hugging Face
 // practice: from_pretrained(torch_dtype=bfloat16), PEFT keeps the adapters in fp32) unless the
 // whole model is kept fp32 (litgpt's bf16-mixed). Zero for full fine-tuning.
-std::pair<double, double> frozen_base(const Architecture& a, const Training& tr, const Layout& l, const StageParams& sp) {
+std::pair<double, double> frozen_base(const Architecture& a, const Training& tr, const StageParams& sp,
+                                      const model::SubsetParameters* sub) {
   // Partial fine-tuning: what does not train, in the frozen base's dtype (LLaMA-Factory loads the
   // model in 16 bits and upcasts only the trained parameters: _setup_freeze_tuning).
-  if (model::trains_subset(tr)) {
-    const model::SubsetParameters sub = stage_subset(a, tr, l, sp);
+  if (sub != nullptr) {
     const double base = frozen_base_bytes(tr);
-    return {(sp.all - sub.all) * base, (sp.experts - sub.experts) * base};
+    return {(sp.all - sub->all) * base, (sp.experts - sub->experts) * base};
   }
   if (tr.method == Method::full) return {0.0, 0.0};
   const double base = frozen_base_bytes(tr);
@@ -272,7 +276,10 @@ void deepspeed_buffers(const model::ParameterCounts& n, const Training& tr, doub
 // model_states() of a stage whose parameters are counted already (memory() reads them too).
 ModelStates stage_states(const Architecture& a, const model::ParameterCounts& n, const Training& tr,
                          const Layout& l, const StageParams& sp, const MemoryConventions& mc) {
-  const double trainable = stage_trainable(a, tr, l, sp);
+  const std::optional<model::SubsetParameters> subset =
+      model::trains_subset(tr) ? std::optional(stage_subset(a, n, tr, l, sp)) : std::nullopt;
+  const model::SubsetParameters* sub = subset ? &*subset : nullptr;
+  const double trainable = stage_trainable(a, tr, l, sp, sub);
   const double N = l.shard;
   const Strategy st = tr.strategy;
   // Under PyTorch FSDP every variant keeps parameters sharded at rest (SHARD_GRAD_OP only gathers
@@ -287,10 +294,8 @@ ModelStates stage_states(const Architecture& a, const model::ParameterCounts& n,
   const model::StateBytes sb = stage_state_bytes(a, n, tr);
 
   // Expert parts: trainable (full fine-tuning) or frozen (adapters, which stay with the rest).
-  const auto [frozen, frozen_e] = frozen_base(a, tr, l, sp);
-  const double trainable_e = model::trains_subset(tr)     ? stage_subset(a, tr, l, sp).experts
-                             : tr.method == Method::full ? sp.experts
-                                                         : 0.0;
+  const auto [frozen, frozen_e] = frozen_base(a, tr, sp, sub);
+  const double trainable_e = sub != nullptr ? sub->experts : tr.method == Method::full ? sp.experts : 0.0;
   // Bytes this rank keeps of a part: the dense share sharded over N, the experts' over N / ep.
   auto held = [&](double dense, double experts, double model::ShardedBytes::*part) {
     return Bytes(dense * (keep.*part) + experts * (keep_e.*part));

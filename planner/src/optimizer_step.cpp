@@ -120,7 +120,7 @@ double trainable_tensors(const model::Architecture& a, const BlockShape& block,
                          const model::Training& tr, double layers) {
   // Partial fine-tuning: the subset's tensors, in the stage's share of the layers.
   if (model::trains_subset(tr))
-    return model::subset_parameters(a, tr, 0, a.layers, true, true).tensors * layers /
+    return model::subset_parameters(a, model::count_parameters(a), tr, 0, a.layers, true, true).tensors * layers /
            static_cast<double>(std::max<std::int64_t>(1, a.total_layers()));
   if (tr.method != Method::full) {
     double adapted = 0.0;

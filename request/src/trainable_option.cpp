@@ -3,18 +3,14 @@
 
 #include "trainplan/core/error.hpp"
 #include "trainplan/model/partial.hpp"
+#include "log_text.hpp"
 #include "option_details.hpp"
 
 namespace trainplan::request {
 namespace {
 
 constexpr std::size_t kMaxSpec = 4096;
-
-std::string_view trimmed(std::string_view v) {
-  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
-  return v;
-}
+using log_text::trim;
 
 bool names_layers(const model::TrainedSubset& s) {
   return s.layers.any() || s.embedding || s.head || s.last > 0 || s.first > 0 || s.spread > 0;
@@ -25,14 +21,14 @@ bool names_layers(const model::TrainedSubset& s) {
 Option trainable_option(Option o) {
   o.kind = OptionKind::text;
   o.parse = [n = o.name](Request& r, std::string_view v) {
-    const std::string_view t = trimmed(v);
+    const std::string_view t = trim(v);
     if (t.size() > kMaxSpec)
       throw FieldError("{" + n + "}: longer than " + std::to_string(kMaxSpec) + " characters");
     r.trainable_patterns.clear();
     std::string rest;  // the terms other than match:PATTERN
     for (std::size_t pos = 0; pos <= t.size();) {
       const std::size_t comma = std::min(t.find(',', pos), t.size());
-      const std::string_view term = trimmed(t.substr(pos, comma - pos));
+      const std::string_view term = trim(t.substr(pos, comma - pos));
       if (term.starts_with("match:") && term.size() > 6)
         r.trainable_patterns.emplace_back(term.substr(6));
       else

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "trainplan/model/architecture.hpp"
+#include "trainplan/model/parameters.hpp"
 #include "trainplan/model/training.hpp"
 
 namespace trainplan::model {
@@ -60,8 +61,8 @@ struct SubsetParameters {
   double experts = 0.0;
   double tensors = 0.0;
 };
-[[nodiscard]] SubsetParameters subset_parameters(const Architecture& a, const Training& tr, std::int64_t from,
-                                                 std::int64_t to, bool embedding, bool head);
+[[nodiscard]] SubsetParameters subset_parameters(const Architecture& a, const ParameterCounts& n, const Training& tr,
+                                                 std::int64_t from, std::int64_t to, bool embedding, bool head);
 
 // --trainable: comma-separated terms - decoder layers `N` or `A-B` (0-based), `last:N`, `first:N`
 // or `spread:N` (resolve_trained_subset), `embedding`, `head`, and what of those layers trains:
