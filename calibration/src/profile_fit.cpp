@@ -188,24 +188,65 @@ void fit_collectives(std::span<const Run> runs, const ProfileFitOptions& options
   }
 }
 
-// Each curve's measured sizes as the profile answers them, and as the profile without that curve
-// answers them: its error at a rank and node count nobody measured.
+// The (algorithm, protocol) the model takes over a curve's sizes, each with the largest measured
+// size it takes.
+[[nodiscard]] std::vector<ChoiceSpan> choice_spans(const hardware::CollectiveModel& m,
+                                                   const hardware::CollectiveCurve& c) {
+  std::vector<ChoiceSpan> out;
+  for (const hardware::TimedSize& p : c.points) {
+    const std::string now = hardware::choice_text(hardware::nccl_choice(m, c.ranks, c.nodes, p.bytes));
+    if (out.empty() || out.back().choice != now) out.push_back({now, p.bytes});
+    out.back().up_to = p.bytes;
+  }
+  return out;
+}
+
+// Each curve's measured sizes as the profile answers them, as the scope's model alone answers
+// them, and as the profile without that curve answers them (its model refitted to the other
+// curves): its error at a rank and node count nobody measured.
 void report_curve_answers(ProfileFit& out) {
+  out.profile.collective_models = fit_collective_models(out.profile.collectives);
   for (std::size_t i = 0; i < out.curves.size(); ++i) {
     const hardware::CollectiveCurve& c = out.profile.collectives[i];
     hardware::HardwareProfile rest = out.profile;
     rest.collectives.erase(rest.collectives.begin() + static_cast<std::ptrdiff_t>(i));
+    rest.collective_models = fit_collective_models(rest.collectives);
+    const hardware::CollectiveModel* model =
+        out.profile.find_model(c.collective, hardware::scope_of(c.nodes));
     std::vector<double> in_sample;
+    std::vector<double> alone;
     std::vector<double> held_out;
     for (const hardware::TimedSize& p : c.points) {
       const double measured = p.time.value();
       if (const auto t = out.profile.collective_time(c.collective, c.ranks, c.nodes, p.bytes))
         in_sample.push_back(t->value() / measured - 1.0);
+      if (model != nullptr)
+        alone.push_back(hardware::nccl_choice(*model, c.ranks, c.nodes, p.bytes).time.value() /
+                            measured - 1.0);
       if (const auto t = rest.collective_time(c.collective, c.ranks, c.nodes, p.bytes))
         held_out.push_back(t->value() / measured - 1.0);
     }
-    out.curves[i].profile = fit_quality(in_sample);
-    if (!held_out.empty()) out.curves[i].held_out_scale = fit_quality(held_out);
+    CurveReport& r = out.curves[i];
+    r.profile = fit_quality(in_sample);
+    if (model != nullptr) {
+      r.model = fit_quality(alone);
+      r.choices = choice_spans(*model, c);
+    }
+    if (!held_out.empty()) {
+      r.held_out_scale = fit_quality(held_out);
+      r.held_out_errors = std::move(held_out);
+    }
+  }
+  for (const hardware::CollectiveModel& m : out.profile.collective_models) {
+    ScopeReport s{.collective = m.collective, .scope = m.scope};
+    std::vector<double> pooled;
+    for (const CurveReport& r : out.curves) {
+      if (r.collective != m.collective || hardware::scope_of(r.nodes) != m.scope) continue;
+      ++s.curves;
+      pooled.insert(pooled.end(), r.held_out_errors.begin(), r.held_out_errors.end());
+    }
+    if (!pooled.empty()) s.held_out_scale = fit_quality(pooled);
+    out.scopes.push_back(s);
   }
 }
 

@@ -69,6 +69,57 @@ constexpr double kSameShape = 1e-12;
   return std::max(Seconds(0.0), pts.front().time - std::max(Seconds(0.0), less));
 }
 
+// log(measured / model) of a measured curve at `bytes`, the size held inside the measured range
+// (beyond it, the departure at the nearest measured size).
+[[nodiscard]] double curve_departure(const CollectiveCurve& curve, const CollectiveModel& model,
+                                     Bytes bytes) {
+  const Bytes at = std::clamp(bytes, curve.points.front().bytes, curve.points.back().bytes);
+  const Seconds measured = interpolate_log_log(curve.points, at);
+  const Seconds modelled = nccl_choice(model, curve.ranks, curve.nodes, at).time;
+  if (!(measured.value() > 0.0) || !(modelled.value() > 0.0)) return 0.0;
+  return std::log(measured / modelled);
+}
+
+// The measured curves' departure from the model at `bytes`, carried to (ranks, nodes): among the
+// curves of the model's collective and scope with the nearest ranks per node, linear in log2 of
+// the node count (one node: of the rank count) between the nearest counts on either side; beyond
+// them, the nearest one's; 0 without curves.
+[[nodiscard]] double scale_departure(std::span<const CollectiveCurve> curves,
+                                     const CollectiveModel& model, int ranks, int nodes,
+                                     Bytes bytes) {
+  const bool one_node = nodes == 1;
+  const auto coordinate = [&](int r, int n) { return std::log2(static_cast<double>(one_node ? r : n)); };
+  const auto per_node_distance = [&](const CollectiveCurve& k) {
+    return one_node ? 0.0
+                    : std::abs(std::log2(static_cast<double>(ranks) / nodes * k.nodes / k.ranks));
+  };
+  double nearest = std::numeric_limits<double>::infinity();
+  for (const CollectiveCurve& k : curves) {
+    if (k.collective != model.collective || scope_of(k.nodes) != model.scope || k.points.empty() ||
+        k.ranks < 2)
+      continue;
+    nearest = std::min(nearest, per_node_distance(k));
+  }
+  const double x = coordinate(ranks, nodes);
+  const CollectiveCurve* below = nullptr;
+  const CollectiveCurve* above = nullptr;
+  for (const CollectiveCurve& k : curves) {
+    if (k.collective != model.collective || scope_of(k.nodes) != model.scope || k.points.empty() ||
+        k.ranks < 2 || per_node_distance(k) > nearest + 1e-9)
+      continue;
+    const double xk = coordinate(k.ranks, k.nodes);
+    if (xk <= x && (below == nullptr || xk > coordinate(below->ranks, below->nodes))) below = &k;
+    if (xk >= x && (above == nullptr || xk < coordinate(above->ranks, above->nodes))) above = &k;
+  }
+  if (below == nullptr && above == nullptr) return 0.0;
+  if (below == nullptr) return curve_departure(*above, model, bytes);
+  if (above == nullptr || above == below) return curve_departure(*below, model, bytes);
+  const double x0 = coordinate(below->ranks, below->nodes);
+  const double x1 = coordinate(above->ranks, above->nodes);
+  const double w = x1 > x0 ? (x - x0) / (x1 - x0) : 0.0;
+  return (1.0 - w) * curve_departure(*below, model, bytes) + w * curve_departure(*above, model, bytes);
+}
+
 }  // namespace
 
 Seconds interpolate_log_log(std::span<const TimedSize> points, Bytes bytes) {
@@ -254,37 +305,25 @@ const CollectiveCurve* HardwareProfile::find_curve(Collective c, int ranks, int 
   return nullptr;
 }
 
+const CollectiveModel* HardwareProfile::find_model(Collective c, LinkScope scope) const {
+  for (const CollectiveModel& m : collective_models) {
+    if (m.collective == c && m.scope == scope) return &m;
+  }
+  return nullptr;
+}
+
 std::optional<Seconds> HardwareProfile::collective_time(Collective c, int ranks, int nodes,
                                                         Bytes bytes) const {
   if (ranks <= 1) return Seconds(0.0);
   nodes = std::max(nodes, 1);
-  const double factor = bus_factor(c, ranks);
   if (const CollectiveCurve* exact = find_curve(c, ranks, nodes)) {
     if (!exact->points.empty() || has_model(*exact))
-      return measured_curve_time(*exact, factor, bytes);
+      return measured_curve_time(*exact, bus_factor(c, ranks), bytes);
   }
-
-  // Nearest measured curve on the same side of the node boundary: node count first, then
-  // ranks per node.
-  const CollectiveCurve* nearest = nullptr;
-  double nearest_distance = std::numeric_limits<double>::infinity();
-  const double ppn = static_cast<double>(ranks) / nodes;
-  for (const CollectiveCurve& curve : collectives) {
-    if (curve.collective != c || curve.ranks < 2 || curve.nodes < 1 || !has_model(curve)) continue;
-    if ((curve.nodes == 1) != (nodes == 1)) continue;
-    const double curve_ppn = static_cast<double>(curve.ranks) / curve.nodes;
-    const double distance = 2.0 * std::abs(std::log2(static_cast<double>(nodes) / curve.nodes)) +
-                            std::abs(std::log2(ppn / curve_ppn));
-    if (distance < nearest_distance) {
-      nearest_distance = distance;
-      nearest = &curve;
-    }
-  }
-  if (nearest == nullptr) return std::nullopt;
-  const double latency_scale =
-      hardware::ring_latency(latency_weights, c, ranks, nodes) /
-      hardware::ring_latency(latency_weights, c, nearest->ranks, nearest->nodes);
-  return model_time(*nearest, factor, bytes, latency_scale);
+  const CollectiveModel* model = find_model(c, scope_of(nodes));
+  if (model == nullptr) return std::nullopt;
+  return nccl_choice(*model, ranks, nodes, bytes).time *
+         std::exp(scale_departure(collectives, *model, ranks, nodes, bytes));
 }
 
 std::optional<double> HardwareProfile::gemm_efficiency(std::int64_t m, std::int64_t n,

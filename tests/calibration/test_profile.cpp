@@ -104,17 +104,48 @@ TEST(CollectiveTime, InterpolatesBetweenAndExtrapolatesBeyond) {
   EXPECT_GT(at(1.0), 30e-6);
 }
 
-TEST(CollectiveTime, OtherRankCountsScaleByNcclStructure) {
-  const HardwareProfile p = a100_profile();
+// NCCL's own latencies (src/graph/tuning.cc defaults, worked by hand): with a bandwidth so high
+// that bytes cost nothing, a 4-byte all_reduce over 16 ranks on 2 nodes is the tree with LL,
+// 6.8 + 2 (7 x 0.6 + 1 x 5.0) = 25.2 us (the ring with LL: 6.6 + 28 x 0.6 + 2 x 2.7 = 28.8 us);
+// over 128 ranks on 16 nodes 6.8 + 2 (7 x 0.6 + 4 x 5.0) = 55.2 us; on one node of 8 the ring
+// with LL, 6.6 + 14 x 0.6 = 15.0 us, beats the tree's 6.8 + 2 x 7 x 0.6 = 15.2 us.
+TEST(NcclModel, LatencyOfNcclsOwnConstants) {
+  CollectiveModel m;
+  m.busbw = gbps(1e9);
+  m.ll_bandwidth = gbps(1e9);
+  const NcclChoice two = nccl_choice(m, 16, 2, Bytes(4));
+  EXPECT_EQ(choice_text(two), "tree/LL");
+  EXPECT_NEAR(two.time.value(), 25.2e-6, 1e-9);
+  EXPECT_NEAR(nccl_choice(m, 128, 16, Bytes(4)).time.value(), 55.2e-6, 1e-9);
+  const NcclChoice one = nccl_choice(m, 8, 1, Bytes(4));
+  EXPECT_EQ(choice_text(one), "ring/LL");
+  EXPECT_NEAR(one.time.value(), 15.0e-6, 1e-9);
+  // all_gather has no tree: the ring with LL, 6.6 + 7 x 0.6 us on one node.
+  m.collective = Collective::all_gather;
+  EXPECT_NEAR(nccl_choice(m, 8, 1, Bytes(4)).time.value(), 10.8e-6, 1e-9);
+}
+
+// Large messages go to the ring with Simple at the bus bandwidth: 1 GiB over 8 ranks at
+// 100 GB/s is 8.4 + 14 x 3.4 us + 1.75 GiB / 100 GB/s (the tree's 0.92 of it at half the algorithm
+// bandwidth is slower, the LL protocols are capped).
+TEST(NcclModel, LargeMessagesTakeTheRingWithSimple) {
+  CollectiveModel m;
+  m.busbw = gbps(100);
+  m.ll_bandwidth = gbps(10);
+  const NcclChoice c = nccl_choice(m, 8, 1, Bytes(kGiB));
+  EXPECT_EQ(choice_text(c), "ring/Simple");
+  EXPECT_NEAR(c.time.value(), 56e-6 + 1.75 * kGiB / 100e9, 1e-12);
+}
+
+TEST(CollectiveTime, OtherRankCountsFromTheScopesModel) {
+  HardwareProfile p = a100_profile();
+  p.collective_models = calibration::fit_collective_models(p.collectives);
+  ASSERT_EQ(p.collective_models.size(), 1u);
+  EXPECT_EQ(p.collective_models[0].scope, LinkScope::intra_node);
   const auto t4 = p.collective_time(Collective::all_reduce, 4, 1, Bytes(kGiB));
   const auto t8 = p.collective_time(Collective::all_reduce, 8, 1, Bytes(kGiB));
   ASSERT_TRUE(t4 && t8);
   EXPECT_LT(*t4, *t8);
-  // Bandwidth term: bus factor 1.5 instead of 1.75 at the same bus bandwidth.
-  const Regime& big = p.collectives[0].regimes.back();
-  const double scale = ring_latency(p.latency_weights, Collective::all_reduce, 4, 1) /
-                       ring_latency(p.latency_weights, Collective::all_reduce, 8, 1);
-  EXPECT_NEAR(t4->value(), big.alpha.value() * scale + 1.5 * kGiB / big.busbw.value(), 1e-12);
   // No inter-node curve: the profile cannot say; another collective neither.
   EXPECT_FALSE(p.collective_time(Collective::all_reduce, 16, 2, Bytes(kGiB)).has_value());
   EXPECT_FALSE(p.collective_time(Collective::all_gather, 8, 1, Bytes(kGiB)).has_value());
@@ -123,34 +154,35 @@ TEST(CollectiveTime, OtherRankCountsScaleByNcclStructure) {
   EXPECT_EQ(p.find_curve(Collective::all_reduce, 4, 1), nullptr);
 }
 
-TEST(CollectiveTime, NearestCurveOnTheSameSideOfTheNodeBoundary) {
+// Between measured node counts the curves' departure from the model is interpolated in log2 of
+// the node count; beyond them the nearest one's is kept; a measured curve answers itself.
+TEST(CollectiveTime, DepartureCarriedBetweenNodeCounts) {
   HardwareProfile p;
-  CollectiveCurve two;
-  two.collective = Collective::all_reduce;
-  two.scope = LinkScope::inter_node;
-  two.ranks = 16;
-  two.nodes = 2;
-  two.alpha = Seconds(50e-6);
-  two.busbw = gbps(90);
-  two.regimes = {{Bytes(kGiB), Seconds(50e-6), gbps(90)}};
-  CollectiveCurve four = two;
-  four.ranks = 32;
-  four.nodes = 4;
-  four.busbw = gbps(80);
-  four.regimes = {{Bytes(kGiB), Seconds(70e-6), gbps(80)}};
-  p.collectives = {two, four};
-  // 64 ranks on 8 nodes: nearest is the 4-node curve.
-  const auto t = p.collective_time(Collective::all_reduce, 64, 8, Bytes(kGiB));
-  ASSERT_TRUE(t.has_value());
-  const double scale = ring_latency(p.latency_weights, Collective::all_reduce, 64, 8) /
-                       ring_latency(p.latency_weights, Collective::all_reduce, 32, 4);
-  EXPECT_NEAR(t->value(), 70e-6 * scale + bus_factor(Collective::all_reduce, 64) * kGiB / 80e9,
-              1e-12);
-  // One node: nothing on that side.
-  EXPECT_FALSE(p.collective_time(Collective::all_reduce, 8, 1, Bytes(kGiB)).has_value());
-  // A measured curve without points answers from its regimes.
-  EXPECT_NEAR(p.collective_time(Collective::all_reduce, 16, 2, Bytes(kGiB))->value(),
-              50e-6 + 1.875 * kGiB / 90e9, 1e-12);
+  CollectiveModel m;
+  m.scope = LinkScope::inter_node;
+  m.busbw = gbps(50);
+  m.ll_bandwidth = gbps(5);
+  p.collective_models = {m};
+  const auto curve = [&](int nodes, double departure) {
+    CollectiveCurve c;
+    c.scope = LinkScope::inter_node;
+    c.ranks = 8 * nodes;
+    c.nodes = nodes;
+    for (const double b : {1e3, 1e6, 1e9})
+      c.points.push_back({Bytes(b), nccl_choice(m, c.ranks, nodes, Bytes(b)).time * departure});
+    return c;
+  };
+  p.collectives = {curve(2, 1.2), curve(8, 0.9)};
+  const auto at = [&](int nodes) {
+    const Bytes b(1e6);
+    return p.collective_time(Collective::all_reduce, 8 * nodes, nodes, b)->value() /
+           nccl_choice(m, 8 * nodes, nodes, b).time.value();
+  };
+  EXPECT_NEAR(at(2), 1.2, 1e-9);
+  EXPECT_NEAR(at(4), std::sqrt(1.2 * 0.9), 1e-9);
+  EXPECT_NEAR(at(32), 0.9, 1e-9);
+  // One node is another scope: no model there.
+  EXPECT_FALSE(p.collective_time(Collective::all_reduce, 8, 1, Bytes(1e6)).has_value());
 }
 
 TEST(GemmEfficiency, ModelAndAbsence) {

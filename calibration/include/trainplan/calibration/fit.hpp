@@ -52,6 +52,16 @@ struct PiecewiseFit {
 [[nodiscard]] PiecewiseFit fit_piecewise(std::span<const hardware::TimedSize> points,
                                          double bus_factor, const PiecewiseOptions& options = {});
 
+// Points a collective model needs over all curves of its scope: five unknowns, plus one.
+inline constexpr int kMinCollectiveModelPoints = 6;
+
+// One NCCL-structured model (hardware/nccl_model.hpp) per (collective, scope) that has at least
+// kMinCollectiveModelPoints measured points, fitted to all curves of that scope at once:
+// Levenberg-Marquardt on log(predicted / measured time) from three starts, the best kept, the
+// dimensionless unknowns pulled weakly towards NCCL's own values. Curves of one rank are skipped.
+[[nodiscard]] std::vector<hardware::CollectiveModel> fit_collective_models(
+    std::span<const hardware::CollectiveCurve> curves);
+
 // Median and maximum of |residual|.
 [[nodiscard]] hardware::FitQuality fit_quality(std::span<const double> residuals);
 

@@ -37,6 +37,12 @@ struct ProfileFitOptions {
   Bytes elementwise_min_bytes = Bytes(kElementwiseMinBytes);
 };
 
+// An (algorithm, protocol) the collective model takes, "tree/LL", up to a measured size.
+struct ChoiceSpan {
+  std::string choice;
+  Bytes up_to;
+};
+
 // What the summary table shows for one collective curve.
 struct CurveReport {
   hardware::Collective collective = hardware::Collective::all_reduce;
@@ -50,9 +56,23 @@ struct CurveReport {
   hardware::FitQuality piecewise;  // the regimes the profile keeps
   int regimes = 0;
   hardware::FitQuality profile;  // what the profile answers at the measured sizes
-  // The curve's points predicted by the profile without it (the nearest rank and node count on
-  // the same side of the node boundary, its latency scaled: HardwareProfile::collective_time);
-  // nullopt when no other curve is on that side.
+  // The scope's collective model alone (no measured departure) at the measured sizes, and the
+  // (algorithm, protocol) it takes over them; nullopt and empty without a model.
+  std::optional<hardware::FitQuality> model;
+  std::vector<ChoiceSpan> choices;
+  // The curve's points predicted by the profile without it (the scope's model refitted to the
+  // other curves, with their departure from it carried to this rank and node count:
+  // HardwareProfile::collective_time); nullopt when no other curve is on that side.
+  std::optional<hardware::FitQuality> held_out_scale;
+  std::vector<double> held_out_errors;  // (predicted - measured) / measured, per measured size
+};
+
+// The collective model of one (collective, scope), predicting each measured rank and node count
+// from the others: every curve's held-out errors pooled.
+struct ScopeReport {
+  hardware::Collective collective = hardware::Collective::all_reduce;
+  hardware::LinkScope scope = hardware::LinkScope::intra_node;
+  int curves = 0;  // measured (ranks, nodes) counts
   std::optional<hardware::FitQuality> held_out_scale;
 };
 
@@ -80,6 +100,7 @@ struct SkippedReport {
 struct ProfileFit {
   hardware::HardwareProfile profile;
   std::vector<CurveReport> curves;
+  std::vector<ScopeReport> scopes;  // one per collective model of the profile
   std::vector<FamilyReport> families;
   std::vector<SkippedReport> skipped;
   std::vector<std::string> notes;  // choices made that the user should know about

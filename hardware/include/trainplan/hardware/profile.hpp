@@ -15,7 +15,9 @@
 #include "trainplan/core/enum_table.hpp"
 #include "trainplan/core/units.hpp"
 #include "trainplan/hardware/collective.hpp"
+#include "trainplan/hardware/fit_quality.hpp"
 #include "trainplan/hardware/gpu.hpp"
+#include "trainplan/hardware/nccl_model.hpp"
 
 namespace trainplan::hardware {
 
@@ -36,14 +38,6 @@ struct RunProvenance {
   std::optional<std::string> date;  // ISO-8601
   std::vector<std::string> sources;
   friend bool operator==(const RunProvenance&, const RunProvenance&) = default;
-};
-
-// How well a fitted model reproduces the points it was fitted to: relative errors |pred - t| / t.
-struct FitQuality {
-  double median_rel_err = 0.0;
-  double max_rel_err = 0.0;
-  int points = 0;
-  friend bool operator==(const FitQuality&, const FitQuality&) = default;
 };
 
 struct TimedSize {
@@ -190,16 +184,23 @@ struct HardwareProfile {
   std::optional<double> cpu_adam_params_per_s;
   KernelBandwidths kernels;
   LaunchOverheads launch;
-  RingLatency latency_weights;  // relative step latencies for scaling to unmeasured rank counts
+  // NCCL-structured models per (collective, scope), fitted to the curves of that scope
+  // (calibration::fit_collective_models).
+  std::vector<CollectiveModel> collective_models;
 
   // Time of one collective. On a measured (collective, ranks, nodes) curve inside its sizes:
   // log-log linear interpolation of the measured points (exact at them). Outside its sizes: the
   // curve's alpha-beta regimes, anchored to the nearest measured point. For another rank or node
-  // count: the nearest measured curve on the same side of the node boundary, its regimes' alpha
-  // scaled by NCCL's ring latency steps and its bus bandwidth reused with this rank count's bus
-  // factor. nullopt when no curve of this collective is on that side of the boundary.
+  // count: the scope's collective model (nccl_model.hpp) times the measured curves' own
+  // departure from it at this size (log ratio), interpolated in log2 of the node count (one node:
+  // of the rank count) between the nearest measured counts on either side, among the curves of
+  // the nearest ranks per node; beyond the measured counts, the nearest one's. nullopt when the
+  // scope has no model of this collective.
   [[nodiscard]] std::optional<Seconds> collective_time(Collective c, int ranks, int nodes,
                                                        Bytes bytes) const;
+
+  // The model of this collective on this scope, or nullptr.
+  [[nodiscard]] const CollectiveModel* find_model(Collective c, LinkScope scope) const;
 
   // The measured curve for exactly these ranks and nodes, or nullptr.
   [[nodiscard]] const CollectiveCurve* find_curve(Collective c, int ranks, int nodes) const;
