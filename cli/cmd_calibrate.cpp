@@ -147,29 +147,61 @@ std::vector<calibration::PeakThroughput> peaks_of(const CalibrateFitOptions& o,
   return peaks;
 }
 
+std::string quality_text(const std::optional<hardware::FitQuality>& q) {
+  return q ? percent(q->median_rel_err) + " / " + percent(q->max_rel_err) : std::string("-");
+}
+
+// "tree/LL to 64 KiB, ring/Simple": the (algorithm, protocol) the model takes over a curve.
+std::string choices_text(const std::vector<calibration::ChoiceSpan>& spans) {
+  std::string out;
+  for (std::size_t i = 0; i < spans.size(); ++i) {
+    if (!out.empty()) out += ", ";
+    out += spans[i].choice;
+    if (i + 1 < spans.size()) out += " to " + size_text(spans[i].up_to.value());
+  }
+  return out.empty() ? "-" : out;
+}
+
 // The summary of `calibrate fit`, one table per kind of model.
 void print_curves(const calibration::ProfileFit& fit, std::ostream& out) {
   if (fit.curves.empty()) return;
   Table t({"collective", "scope", "ranks", "nodes", "points", "invalid", "alpha us", "busbw GB/s",
-           "line max err", "regimes", "median err", "max err", "profile", "held-out scale"});
+           "regimes", "profile", "model", "NCCL's choice (model)", "held-out scale"});
   for (std::size_t i = 0; i < fit.curves.size(); ++i) {
     const calibration::CurveReport& r = fit.curves[i];
     const hardware::CollectiveCurve& c = fit.profile.collectives[i];
     t.add({std::string(to_string(r.collective)), std::string(to_string(r.scope)),
            std::to_string(r.ranks), std::to_string(r.nodes), std::to_string(r.points),
            std::to_string(r.invalid), fmt::format("{:.1f}", c.alpha.value() * 1e6),
-           fmt::format("{:.1f}", to_gbps(c.busbw)), percent(r.line.max_rel_err),
-           std::to_string(r.regimes), percent(r.piecewise.median_rel_err),
-           percent(r.piecewise.max_rel_err),
-           percent(r.profile.median_rel_err) + " / " + percent(r.profile.max_rel_err),
-           r.held_out_scale ? percent(r.held_out_scale->median_rel_err) + " / " + percent(r.held_out_scale->max_rel_err)
-                            : "-"});
+           fmt::format("{:.1f}", to_gbps(c.busbw)), std::to_string(r.regimes),
+           quality_text(r.profile), quality_text(r.model), choices_text(r.choices),
+           quality_text(r.held_out_scale)});
   }
   out << t.render();
-  out << "alpha, busbw: one alpha-beta line; errors: |predicted - measured| / measured of the "
-         "regimes kept (minimum over regimes); profile: median / max of what the profile answers at "
-         "the measured sizes; held-out scale: the same from the profile without this curve (the nearest "
-         "measured rank and node count on the same side of the node boundary).\n";
+  out << "alpha, busbw: one alpha-beta line over the curve; regimes: alpha-beta lines kept for sizes "
+         "beyond the measured ones; errors are median / max of |predicted - measured| / measured: "
+         "profile: what the profile answers at the measured sizes; model: the scope's collective "
+         "model alone; held-out scale: the profile without this curve (its model refitted to the "
+         "others, their departure from it carried to this rank and node count).\n";
+  if (fit.scopes.empty()) return;
+  out << "\n";
+  Table m({"collective model", "scope", "curves", "latency x", "network latency x", "busbw GB/s",
+           "tree bw x", "LL GB/s", "model", "held-out scale"});
+  for (const calibration::ScopeReport& s : fit.scopes) {
+    const hardware::CollectiveModel* model = fit.profile.find_model(s.collective, s.scope);
+    if (model == nullptr) continue;
+    m.add({std::string(to_string(s.collective)), std::string(to_string(s.scope)),
+           std::to_string(s.curves), fmt::format("{:.2f}", model->latency_scale),
+           fmt::format("{:.2f}", model->network_latency_scale),
+           fmt::format("{:.1f}", to_gbps(model->busbw)), fmt::format("{:.2f}", model->tree_bandwidth),
+           fmt::format("{:.2f}", to_gbps(model->ll_bandwidth)), quality_text(model->fit),
+           quality_text(s.held_out_scale)});
+  }
+  out << m.render();
+  out << "NCCL's cost model (src/graph/tuning.cc) with its latencies x the two fitted factors, the "
+         "ring's Simple bus bandwidth, the tree's relative to it and the LL cap fitted to all curves "
+         "of the scope (docs/calibration.md); held-out scale: every curve's points predicted "
+         "without that curve, pooled.\n";
 }
 
 void print_families(const calibration::ProfileFit& fit, std::ostream& out) {

@@ -238,7 +238,9 @@ void report_curve_answers(ProfileFit& out) {
     }
   }
   for (const hardware::CollectiveModel& m : out.profile.collective_models) {
-    ScopeReport s{.collective = m.collective, .scope = m.scope};
+    ScopeReport s;
+    s.collective = m.collective;
+    s.scope = m.scope;
     std::vector<double> pooled;
     for (const CurveReport& r : out.curves) {
       if (r.collective != m.collective || hardware::scope_of(r.nodes) != m.scope) continue;

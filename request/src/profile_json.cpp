@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "trainplan/calibration/fit.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/request/files.hpp"
 #include "trainplan/request/json_util.hpp"
@@ -52,6 +53,17 @@ OJson curve_json(const hardware::CollectiveCurve& c) {
                {"regimes", regimes},
                {"points", points},
                {"fit", quality_json(c.fit)}};
+}
+
+OJson collective_model_json(const hardware::CollectiveModel& m) {
+  return OJson{{"collective", to_string(m.collective)},
+               {"scope", to_string(m.scope)},
+               {"latency_scale", round_significant(m.latency_scale)},
+               {"network_latency_scale", round_significant(m.network_latency_scale)},
+               {"busbw_GBps", gbps_value(m.busbw)},
+               {"tree_bandwidth", round_significant(m.tree_bandwidth)},
+               {"ll_GBps", gbps_value(m.ll_bandwidth)},
+               {"fit", quality_json(m.fit)}};
 }
 
 OJson gemm_json(const hardware::GemmModel& g) {
@@ -399,6 +411,40 @@ void read_collectives_section(ObjectReader& r, hardware::HardwareProfile& p, con
   }
 }
 
+hardware::CollectiveModel read_collective_model(const Json& j, const std::string& what) {
+  ObjectReader r(j, what);
+  hardware::CollectiveModel m;
+  m.collective = r.enumeration<hardware::Collective>("collective");
+  m.scope = r.enumeration<hardware::LinkScope>("scope");
+  if (m.scope == hardware::LinkScope::world) {
+    throw InputError(what + ": key 'scope' must be \"intra_node\" or \"inter_node\" for a model");
+  }
+  m.latency_scale = positive(r, "latency_scale");
+  m.network_latency_scale = positive(r, "network_latency_scale");
+  m.busbw = gbps(positive(r, "busbw_GBps"));
+  m.tree_bandwidth = positive(r, "tree_bandwidth");
+  m.ll_bandwidth = gbps(positive(r, "ll_GBps"));
+  m.fit = read_quality(r, "fit");
+  r.reject_unknown();
+  return m;
+}
+
+// The collective models as written, or, for a profile written before they existed, fitted to its
+// curves (the same fit `calibrate fit` makes).
+void read_collective_models_section(ObjectReader& r, hardware::HardwareProfile& p,
+                                    const std::string& what) {
+  if (!r.has("collective_models")) {
+    r.ignore({"collective_models"});
+    p.collective_models = calibration::fit_collective_models(p.collectives);
+    return;
+  }
+  int index = 0;
+  for (const Json& m : array_field(r, "collective_models")) {
+    p.collective_models.push_back(
+        read_collective_model(m, what + " collective_models[" + std::to_string(index++) + "]"));
+  }
+}
+
 void read_gemm_section(ObjectReader& r, hardware::HardwareProfile& p, const std::string& what) {
   if (!r.has("gemm")) {
     r.ignore({"gemm"});
@@ -473,6 +519,11 @@ std::string profile_to_json(const hardware::HardwareProfile& p) {
     for (const auto& c : p.collectives) curves.push_back(curve_json(c));
     j["collectives"] = curves;
   }
+  if (!p.collective_models.empty()) {
+    OJson models = OJson::array();
+    for (const auto& m : p.collective_models) models.push_back(collective_model_json(m));
+    j["collective_models"] = models;
+  }
   if (!p.gemm.empty()) {
     OJson dtypes = OJson::object();
     for (const auto& g : p.gemm) dtypes[std::string(to_string(g.dtype))] = gemm_json(g);
@@ -513,8 +564,8 @@ hardware::HardwareProfile parse_profile_json(std::string_view text, std::string_
   const std::string what = "profile " + std::string(source);
   const Json j = parse_json(text, what);
   ObjectReader r(j, what);
-  r.reject_unknown({"schema", "name", "gpu", "provenance", "collectives", "gemm", "attention", "memory",
-                    "cpu_adam_params_per_s", "kernels", "launch"});
+  r.reject_unknown({"schema", "name", "gpu", "provenance", "collectives", "collective_models", "gemm",
+                    "attention", "memory", "cpu_adam_params_per_s", "kernels", "launch"});
   if (r.string("schema") != kProfileSchema) {
     throw InputError(what + ": key 'schema' must be \"" + std::string(kProfileSchema) + "\"");
   }
@@ -527,6 +578,7 @@ hardware::HardwareProfile parse_profile_json(std::string_view text, std::string_
     r.ignore({"provenance"});
   }
   read_collectives_section(r, p, what);
+  read_collective_models_section(r, p, what);
   read_gemm_section(r, p, what);
   read_attention_section(r, p, what);
   read_memory_section(r, p, what);

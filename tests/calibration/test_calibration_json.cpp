@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "trainplan/core/error.hpp"
@@ -43,6 +44,16 @@ hardware::HardwareProfile full_profile() {
               {Bytes(4294967296), Seconds(38180 * 1e-6)}};
   c.fit = {0.03125, 0.125, 3};
   p.collectives.push_back(c);
+  hardware::CollectiveModel cm;
+  cm.collective = Collective::reduce_scatter;
+  cm.scope = hardware::LinkScope::inter_node;
+  cm.latency_scale = 1.25;
+  cm.network_latency_scale = 0.75;
+  cm.busbw = gbps(36.5);
+  cm.tree_bandwidth = 0.5;
+  cm.ll_bandwidth = gbps(5.25);
+  cm.fit = {0.0625, 0.25, 96};
+  p.collective_models.push_back(cm);
   hardware::GemmModel g;
   g.dtype = hardware::GemmDtype::fp8;
   g.peak_efficiency = 0.6875;
@@ -194,6 +205,7 @@ TEST(ProfileJson, UnknownKeysAreNamed) {
       {"memory", "\"hbm_GBps\"", "\"hbm_GiBps\"", "hbm_GiBps"},
       {"provenance", "\"cuda\": \"13.0\"", "\"cuda_version\": \"13.0\"", "cuda_version"},
       {"attention", "\"seq_half\"", "\"seq_halve\"", "seq_halve"},
+      {"collective model", "\"ll_GBps\"", "\"ll_GiBps\"", "ll_GiBps"},
   };
   for (const TypoCase& c : cases) {
     SCOPED_TRACE(c.name);
@@ -225,6 +237,50 @@ TEST(ProfileJson, BadValuesAreNamed) {
     EXPECT_NE(std::string(e.what()).find("reduce_scater"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("all_reduce"), std::string::npos) << e.what();
   }
+}
+
+// A collective model's values are checked like every other: the message names the model and key.
+TEST(ProfileJson, CollectiveModelValuesAreNamed) {
+  const std::string good = profile_to_json(full_profile());
+  const TypoCase cases[] = {
+      {"negative scale", "\"latency_scale\": 1.25", "\"latency_scale\": -1.25", "latency_scale"},
+      {"zero bandwidth", "\"busbw_GBps\": 36.5", "\"busbw_GBps\": 0", "busbw_GBps"},
+      {"world scope", "\"scope\": \"inter_node\",\n      \"latency_scale\"",
+       "\"scope\": \"world\",\n      \"latency_scale\"", "scope"},
+  };
+  for (const TypoCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::string bad = good;
+    const std::size_t at = bad.find(c.from);
+    ASSERT_NE(at, std::string::npos) << good;
+    bad.replace(at, c.from.size(), c.to);
+    try {
+      (void)parse_profile_json(bad, "m.json");
+      ADD_FAILURE() << "accepted " << c.to;
+    } catch (const InputError& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("'" + c.key + "'"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("collective_models[0]"), std::string::npos) << msg;
+    }
+  }
+}
+
+// A profile written before the collective models existed gets them fitted to its curves on
+// reading, as `calibrate fit` would have.
+TEST(ProfileJson, ProfilesWithoutCollectiveModelsGetThemFitted) {
+  hardware::HardwareProfile p = full_profile();
+  p.collective_models.clear();
+  hardware::CollectiveCurve& c = p.collectives.front();
+  c.points.clear();
+  for (int i = 0; i < 8; ++i) {
+    const double bytes = std::pow(16.0, i + 1);
+    c.points.push_back({Bytes(bytes), Seconds(30e-6 + 0.9375 * bytes / 40e9)});
+  }
+  const hardware::HardwareProfile back = parse_profile_json(profile_to_json(p), "old.json");
+  ASSERT_EQ(back.collective_models.size(), 1u);
+  EXPECT_EQ(back.collective_models[0].collective, Collective::reduce_scatter);
+  EXPECT_EQ(back.collective_models[0].scope, hardware::LinkScope::inter_node);
+  EXPECT_TRUE(back.collective_time(Collective::reduce_scatter, 64, 8, Bytes(1e6)).has_value());
 }
 
 calibration::Measurements all_kinds() {

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <regex>
@@ -65,13 +66,17 @@ TEST(MultinodeLogs, RowsForwardedInPiecesAreReadWhole) {
   EXPECT_EQ(log.spliced_lines, 32);
 }
 
-// calibrate fit on one cluster's logs at every node count: the profile answers each measured size
-// (median 3 %, max 10 %: issue 27's bar, met by interpolation). Each node count predicted from the
-// others is where the collective model stands, printed; the bounds below guard against a
-// regression and are not the bar (issue 27 asks for a median within 15 %; the nearest-curve model
-// with NCCL's ring latencies is far from it on ABCI's latency-bound sizes, 4 B to 32 MiB).
-TEST(MultinodeLogs, ProfileAnswersEveryScaleAndSaysHowOthersHoldOut) {
-  for (const std::string cluster : {"abci-anode-a100", "alps-gh200"}) {
+// calibrate fit on one cluster's logs at every node count (issue 27's bars). The profile answers
+// each measured size within median 3 % / max 10 % (interpolation of the measured points). Each
+// multi-node count is then taken out, the collective model refitted to the other counts and the
+// taken-out points predicted (held-out scale): pooled over the counts, the median must be within
+// 15 %. Three clusters at three or more multi-node counts each: ABCI's A100 nodes (2-16 nodes,
+// 4 B - 32 MiB, NCCL 2.8.4), its V100 nodes (2-32) and CSCS Alps GH200 (2-256 nodes, 8 B - 4 GiB,
+// NCCL 2.23.4 over Slingshot). Per count, the held-out errors are printed; where one count is
+// above 15 % (Alps at 2 nodes and at 128-256) the log's own mid-size bumps, which no other count
+// shows, are what is missed.
+TEST(MultinodeLogs, ProfileAnswersEveryScaleAndPredictsTheOthers) {
+  for (const std::string cluster : {"abci-anode-a100", "abci-vnode-v100", "alps-gh200"}) {
     SCOPED_TRACE(cluster);
     std::vector<CollectiveLog> logs;
     for (const fs::path& p : multinode_logs())
@@ -82,16 +87,26 @@ TEST(MultinodeLogs, ProfileAnswersEveryScaleAndSaysHowOthersHoldOut) {
     opt.name = cluster;
     const calibration::ProfileFit fit = calibration::fit_profile(std::vector<calibration::Run>{run}, opt);
     ASSERT_EQ(fit.curves.size(), logs.size());
+    int multi_node_counts = 0;
     for (const calibration::CurveReport& c : fit.curves) {
       EXPECT_LE(c.profile.median_rel_err, 0.03);
       EXPECT_LE(c.profile.max_rel_err, 0.10);
       if (c.nodes == 1) continue;
+      ++multi_node_counts;
       ASSERT_TRUE(c.held_out_scale.has_value());
       std::cout << cluster << " " << c.ranks << " ranks on " << c.nodes << " nodes, from the others: median "
                 << 100 * c.held_out_scale->median_rel_err << " %, max " << 100 * c.held_out_scale->max_rel_err
                 << " %\n";
-      EXPECT_LE(c.held_out_scale->median_rel_err, 0.9);
     }
+    EXPECT_GE(multi_node_counts, 3);
+    const auto inter = std::find_if(fit.scopes.begin(), fit.scopes.end(), [](const calibration::ScopeReport& s) {
+      return s.scope == hardware::LinkScope::inter_node;
+    });
+    ASSERT_NE(inter, fit.scopes.end());
+    ASSERT_TRUE(inter->held_out_scale.has_value());
+    std::cout << cluster << " pooled held-out scale: median " << 100 * inter->held_out_scale->median_rel_err
+              << " %, max " << 100 * inter->held_out_scale->max_rel_err << " %\n";
+    EXPECT_LE(inter->held_out_scale->median_rel_err, 0.15);
   }
 }
 
