@@ -199,6 +199,32 @@ TEST(CalibrateFit, EndToEndOnTheA100Sweep) {
   EXPECT_EQ(request::parse_profile_json(j.out, "stdout"), p);
 }
 
+// ABCI's A100 logs at 1-16 nodes, imported and fitted as a user would: the summary shows the
+// collective models and what each count's points are held out; the profile written answers a
+// node count nobody measured (32) from the inter-node model, above the 16-node time at a latency-
+// bound size (the tree's latency grows with log2 of the nodes).
+TEST(CalibrateFit, MultiNodeLogsGiveACollectiveModelPerScope) {
+  TempDir tmp("fit-multinode");
+  std::vector<fs::path> logs;
+  for (const char* n : {"1n8r", "2n16r", "4n32r", "8n64r", "16n128r"})
+    logs.push_back(fixture(std::string("multinode/abci-anode-a100-all_reduce-") + n + ".txt"));
+  const fs::path run = imported_run(tmp, "abci", logs);
+  CalibrateFitOptions o;
+  o.run_dirs = {run.string()};
+  o.out = (tmp.path() / "abci.json").string();
+  const Output r = fit(o);
+  EXPECT_NE(r.out.find("collective model"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("inter_node"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tree/LL"), std::string::npos) << r.out;
+  const hardware::HardwareProfile p = request::read_profile(o.out);
+  ASSERT_EQ(p.collective_models.size(), 2u);
+  const auto t16 = p.collective_time(hardware::Collective::all_reduce, 128, 16, Bytes(4.0));
+  const auto t32 = p.collective_time(hardware::Collective::all_reduce, 256, 32, Bytes(4.0));
+  ASSERT_TRUE(t16 && t32);
+  EXPECT_GT(*t32, *t16);
+  EXPECT_LT(*t32, *t16 * 1.5);
+}
+
 TEST(CalibrateFit, TooFewPoints) {
   TempDir tmp("fewpoints");
   const fs::path run =
