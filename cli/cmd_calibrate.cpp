@@ -171,7 +171,9 @@ void print_curves(const calibration::ProfileFit& fit, std::ostream& out) {
     const calibration::CurveReport& r = fit.curves[i];
     const hardware::CollectiveCurve& c = fit.profile.collectives[i];
     t.add({std::string(to_string(r.collective)), std::string(to_string(r.scope)),
-           std::to_string(r.ranks), std::to_string(r.nodes), std::to_string(r.points),
+           std::to_string(r.ranks),
+           std::to_string(r.nodes) + (r.hosts != r.nodes ? " (" + std::to_string(r.hosts) + " hosts)" : ""),
+           std::to_string(r.points),
            std::to_string(r.invalid), fmt::format("{:.1f}", c.alpha.value() * 1e6),
            fmt::format("{:.1f}", to_gbps(c.busbw)), std::to_string(r.regimes),
            quality_text(r.profile), quality_text(r.model), choices_text(r.choices),
@@ -398,6 +400,7 @@ void run_calibrate_fit(const CalibrateFitOptions& options, std::ostream& out, st
   fit_options.peaks = peaks_of(options, spec);
   if (spec && spec->hbm_bandwidth.value() > 0.0) fit_options.hbm = spec->hbm_bandwidth;
   fit_options.sm_count = options.sm_count > 0 ? options.sm_count : (spec ? spec->sm_count : 0);
+  fit_options.nvlink_domain_gpus = spec ? spec->nvlink_domain_gpus : 0;
   if (options.sm_count < 0) throw InputError("--sm-count must not be negative");
 
   // Say which flag supplies a missing peak before the fit fails on it.

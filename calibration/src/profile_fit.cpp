@@ -118,13 +118,25 @@ struct CurveGroup {
   std::vector<std::string> runs;
 };
 
+// The nodes NCCL sees: an NVLink domain spanning several nodes counts as one
+// (ProfileFitOptions::nvlink_domain_gpus).
+[[nodiscard]] int nccl_nodes(int ranks, int nodes, int nvlink_domain_gpus) {
+  if (nodes <= 1 || nvlink_domain_gpus <= 0) return nodes;
+  const int per_node = (ranks + nodes - 1) / nodes;
+  const int nodes_per_domain = std::max(1, nvlink_domain_gpus / std::max(1, per_node));
+  return (nodes + nodes_per_domain - 1) / nodes_per_domain;
+}
+
 void fit_collectives(std::span<const Run> runs, const ProfileFitOptions& options, ProfileFit& out) {
   std::map<CurveKey, CurveGroup> groups;
+  std::map<CurveKey, int> hosts;
   for (const Run& run : runs) {
     for (const CollectiveMeasurement& m : run.measurements.collectives) {
-      CurveGroup& g = groups[{m.collective, m.ranks, m.nodes}];
+      const CurveKey key{m.collective, m.ranks, nccl_nodes(m.ranks, m.nodes, options.nvlink_domain_gpus)};
+      CurveGroup& g = groups[key];
       g.measurements.push_back(&m);
       add_unique(g.runs, run.name);
+      hosts[key] = std::max(hosts[key], m.nodes);
     }
   }
   for (const auto& [key, group] : groups) {
@@ -137,6 +149,13 @@ void fit_collectives(std::span<const Run> runs, const ProfileFitOptions& options
     report.collective = key.collective;
     report.ranks = key.ranks;
     report.nodes = key.nodes;
+    report.hosts = hosts[key];
+    if (report.hosts != report.nodes) {
+      out.notes.push_back(curve_name(key.collective, key.ranks, report.hosts) + ": the nodes make " +
+                          plural(key.nodes, "NVLink domain", "NVLink domains") + " of " +
+                          std::to_string(options.nvlink_domain_gpus) +
+                          " GPUs; NCCL takes a domain as one node (MNNVL), and so does the profile");
+    }
     bool all_world = true;
     bool any_out_of_place = false;
     for (const CollectiveMeasurement* m : group.measurements) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <tuple>
 
@@ -320,6 +321,31 @@ TEST(MergeProvenance, CountsTakeTheLargestStringsJoin) {
   EXPECT_EQ(m.hosts, (std::vector<std::string>{"n1", "n2"}));
   EXPECT_EQ(m.sources, (std::vector<std::string>{"a.log", "b.log"}));
   EXPECT_EQ(m.nccl, "2.18.3");
+}
+
+// Nodes of 4 GPUs in NVL72 racks (GB200/GB300: 72 GPUs to a domain, 18 nodes): NCCL takes the
+// domain as one node (MNNVL), so curves are keyed by the domains they span, as the planner asks
+// for a group inside one (ranks, 1). OCI's published GB300 logs (tests/calibration/data/real/
+// multinode) keep two sizes only, too few to fit, so the sweeps here are made up.
+TEST(FitProfile, NodesOfOneNvlinkDomainAreOneNcclNode) {
+  std::vector<calibration::Run> runs;
+  for (const int hosts : {1, 2, 16, 32}) {
+    const LinkScope scope = hosts == 1 ? LinkScope::intra_node : LinkScope::inter_node;
+    runs.push_back(sweep("n" + std::to_string(hosts), Collective::all_reduce, scope, 4 * hosts, hosts, 6));
+  }
+  ProfileFitOptions opt;
+  opt.name = "nvl72";
+  opt.nvlink_domain_gpus = 72;
+  const ProfileFit fit = fit_profile(runs, opt);
+  std::vector<std::tuple<int, int, int>> keys;  // ranks, NCCL's nodes, hosts
+  for (const CurveReport& c : fit.curves) keys.emplace_back(c.ranks, c.nodes, c.hosts);
+  std::sort(keys.begin(), keys.end());
+  EXPECT_EQ(keys, (std::vector<std::tuple<int, int, int>>{{4, 1, 1}, {8, 1, 2}, {64, 1, 16}, {128, 2, 32}}));
+  EXPECT_NE(fit.profile.find_curve(Collective::all_reduce, 64, 1), nullptr);
+  EXPECT_NE(fit.profile.find_model(Collective::all_reduce, LinkScope::intra_node), nullptr);
+  // Without the domain the nodes are the hosts.
+  opt.nvlink_domain_gpus = 0;
+  EXPECT_NE(fit_profile(runs, opt).profile.find_curve(Collective::all_reduce, 64, 16), nullptr);
 }
 
 }  // namespace

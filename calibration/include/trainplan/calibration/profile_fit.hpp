@@ -32,6 +32,10 @@ struct ProfileFitOptions {
   // Datasheet HBM bandwidth: the GEMM fit's bandwidth prior when the runs measured no device
   // copy (with one, the measured rate).
   std::optional<BytesPerSecond> hbm;
+  // GPUs in one NVLink domain that spans nodes (GB200/GB300 NVL72: 72); 0: the node. NCCL fuses
+  // such a domain into one node (MNNVL: src/graph/topo.cc takes the clique's ranks as the local
+  // ones), so curves are keyed by the domains they span, as the planner asks.
+  int nvlink_domain_gpus = 0;
   PiecewiseOptions piecewise;
   GemmRooflineOptions gemm;  // dtypes, sm_count and bandwidth_prior are filled in by fit_profile
   Bytes elementwise_min_bytes = Bytes(kElementwiseMinBytes);
@@ -48,7 +52,8 @@ struct CurveReport {
   hardware::Collective collective = hardware::Collective::all_reduce;
   hardware::LinkScope scope = hardware::LinkScope::intra_node;
   int ranks = 0;
-  int nodes = 0;
+  int nodes = 0;                   // as NCCL counts them: NVLink domains where one spans nodes
+  int hosts = 0;                   // the nodes the benchmark ran on
   int points = 0;                  // distinct sizes fitted
   int invalid = 0;                 // measurements the benchmark flagged wrong, left out
   int outliers = 0;                // dropped by the single line's outlier pass
