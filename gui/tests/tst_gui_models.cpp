@@ -278,6 +278,7 @@ void TestGuiModels::communication_and_strategies_follow_the_library() {
              QString::fromStdString(it.collective));
     QCOMPARE(cm.index(r, CommunicationModel::tier).data().toString(),
              QString::fromStdString(it.tier));
+    QCOMPARE(cm.index(r, CommunicationModel::source).data().toString(), QStringLiteral("datasheet"));
     QCOMPARE(cm.index(r, CommunicationModel::bytes).data(kValueRole).toDouble(), it.bytes.value());
     QCOMPARE(cm.index(r, CommunicationModel::exposed).data(kValueRole).toDouble(),
              it.exposed.value());

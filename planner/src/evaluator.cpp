@@ -390,7 +390,8 @@ Estimate Evaluator::to_estimate(const model::Training& tr, const StepCost& s,
 }
 
 // Whether the profile answered this term's time (communication.cpp collective_time and link_model:
-// a curve of the collective on the same side of the node boundary; pinned host copies).
+// a measured curve or the collective model of that collective on the same side of the node
+// boundary; pinned host copies).
 bool Evaluator::measured_by_profile(const CommTerm& t) const {
   if (profile_ == nullptr || profile_->empty()) return false;
   const auto collective = [&]() -> std::optional<Collective> {

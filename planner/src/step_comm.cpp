@@ -26,17 +26,27 @@ using hardware::Collective;
   return false;
 }
 
-// DDP: one all-reduce of the gradients, bucketed and overlapped with the last micro-batch's
-// backward (PyTorch DDP, 25 MB buckets), or after backward.
+// A collective issued in buckets of `bucket` bytes, the last one partial: each bucket is one
+// collective at its own size (its own latency, and a measured profile's curve at that size), as
+// the framework issues them.
+Seconds bucketed_time(const LinkModel& m, Collective c, const Placement& g, Bytes total,
+                      Bytes bucket) {
+  if (!(bucket.value() > 0.0) || total <= bucket) return collective_time(m, c, g, total);
+  const double full = std::floor(total / bucket);
+  return collective_time(m, c, g, bucket) * full + collective_time(m, c, g, total - bucket * full);
+}
+
+// DDP: the gradients all-reduced in buckets (PyTorch DDP, 25 MB), overlapped with the last
+// micro-batch's backward, or after backward.
 Seconds ddp_term(TermSink& sink, const TermInputs& in, const DataParallelBytes& b,
                  Seconds bwd_last) {
   const Placement dpg = data_parallel_group(in.l);
   const DataParallelVolume v =
       data_parallel_volume(Strategy::ddp, b.grads, b.params, dpg.ranks, in.tr.grad_accum);
-  const Seconds t = collective_time(in.links, Collective::all_reduce, dpg, b.grads);
-  const Seconds bucket = collective_time(
-      in.links, Collective::all_reduce, dpg,
-      std::min(b.grads, in.tr.framework == Framework::pytorch ? in.tc.ddp_bucket : b.grads));
+  const Bytes bucket_bytes =
+      std::min(b.grads, in.tr.framework == Framework::pytorch ? in.tc.ddp_bucket : b.grads);
+  const Seconds t = bucketed_time(in.links, Collective::all_reduce, dpg, b.grads, bucket_bytes);
+  const Seconds bucket = collective_time(in.links, Collective::all_reduce, dpg, bucket_bytes);
   const Seconds ex = overlaps_gradient_reduce(in.tr, in.tc) ? std::max(bucket, t - bwd_last) : t;
   sink.add(Transfer::all_reduce, CommPurpose::data_parallel_gradients, tier_of(in.links, dpg),
            dpg.ranks, v.all_reduce, t, ex);
@@ -52,7 +62,8 @@ Seconds zero12_term(TermSink& sink, const TermInputs& in, const DataParallelByte
   const DataParallelVolume v =
       data_parallel_volume(st, b.grads, b.params, dpg.ranks, in.tr.grad_accum);
   const double reductions = st == Strategy::zero1 ? 1.0 : in.md;
-  const Seconds rs = collective_time(in.links, Collective::reduce_scatter, dpg, b.grads);
+  const Seconds rs =
+      bucketed_time(in.links, Collective::reduce_scatter, dpg, b.grads, in.tc.deepspeed_bucket);
   const Seconds bucket = collective_time(in.links, Collective::reduce_scatter, dpg,
                                          std::min(b.grads, in.tc.deepspeed_bucket));
   const Seconds rs_ex = overlaps_gradient_reduce(in.tr, in.tc) ? std::max(bucket, rs - bwd_last) : rs;

@@ -397,6 +397,34 @@ TEST(Evaluator, AProfileOverridesTheDatasheet) {
   EXPECT_NEAR(measured.time.optimizer / datasheet.time.optimizer, 2.0, 0.03);
 }
 
+// PyTorch DDP reduces the gradients in 25 MB buckets (bucket_cap_mb), one all-reduce each: with
+// a profile whose 4-rank all_reduce takes 1 ms whatever its size (a latency-bound link), the
+// gradient term is one millisecond per bucket, not one for the whole gradient; it says it came
+// from the profile.
+TEST(Evaluator, DataParallelGradientsAreReducedBucketByBucket) {
+  const model::Architecture a = catalog().resolve_model("llama-2-7b").arch;
+  const model::ParameterCounts n = model::count_parameters(a);
+  const hardware::Cluster c = catalog().resolve_cluster("4xA100-80GB", std::nullopt).cluster;
+  hardware::HardwareProfile p;
+  hardware::CollectiveCurve curve;
+  curve.ranks = 4;
+  curve.nodes = 1;
+  curve.points = {{Bytes(1.0), Seconds(1e-3)}, {Bytes(1e12), Seconds(1e-3)}};
+  p.collectives = {curve};
+  model::Training tr;
+  tr.strategy = Strategy::ddp;
+  tr.precision = Precision::bf16_mixed;
+  const Estimate e = Evaluator(a, n, c, &p).estimate(tr);
+  const auto item = std::find_if(e.communication.begin(), e.communication.end(), [](const auto& x) {
+    return x.purpose == "data-parallel gradient all-reduce";
+  });
+  ASSERT_NE(item, e.communication.end());
+  EXPECT_EQ(item->source, "profile");
+  // Gradients all-reduced in fp32 by DDP under bf16-mixed: 4 bytes a parameter.
+  const double buckets = std::ceil(4.0 * static_cast<double>(n.total) / 25e6);
+  EXPECT_NEAR(item->time.value(), buckets * 1e-3, 1e-9);
+}
+
 TEST(Evaluator, ImpossibleDegreesAreInputErrorsNamingTheInput) {
   const Evaluator ev = evaluator("llama-2-13b", "8xA100-80GB");
   model::Training tr;

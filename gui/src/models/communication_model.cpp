@@ -9,6 +9,9 @@ constexpr ColumnTableModel::Heading kHeadings[] = {
      "What the collective moves: gradients, gathered parameters, tensor-parallel activations, "
      "pipeline activations."},
     {Term::link_tier},
+    {"from",
+     "What priced the collective: profile, a hardware profile's measured curve or its collective "
+     "model (docs/calibration.md); datasheet, the links' catalogue rates."},
     {"bytes / GPU / step", Term::communication_bytes},
     {"time / step", Term::communication_exposed,
      "<p>Total time of these collectives in one optimizer step.</p>"},
@@ -36,6 +39,8 @@ QVariant CommunicationModel::cellText(int row, int column) const {
       return qstr(it.purpose);
     case tier:
       return qstr(it.tier);
+    case source:
+      return qstr(it.source);
     case bytes:
       return bytes_text(it.bytes);
     case time:
@@ -59,6 +64,7 @@ QVariant CommunicationModel::cellValue(int row, int column) const {
     case collective:
     case purpose:
     case tier:
+    case source:
     case kColumns:
       return {};
   }

@@ -11,7 +11,7 @@ namespace trainplan::gui {
 class CommunicationModel : public ColumnTableModel {
   Q_OBJECT
  public:
-  enum Column { collective, purpose, tier, bytes, time, exposed, kColumns };
+  enum Column { collective, purpose, tier, source, bytes, time, exposed, kColumns };
   explicit CommunicationModel(QObject* parent = nullptr);
   void setEstimate(const planner::Estimate* e);
 
