@@ -165,13 +165,13 @@ std::string choices_text(const std::vector<calibration::ChoiceSpan>& spans) {
 // The summary of `calibrate fit`, one table per kind of model.
 void print_curves(const calibration::ProfileFit& fit, std::ostream& out) {
   if (fit.curves.empty()) return;
-  Table t({"collective", "scope", "ranks", "nodes", "points", "invalid", "alpha us", "busbw GB/s",
-           "regimes", "profile", "model", "NCCL's choice (model)", "held-out scale"});
+  Table t({"collective", "dtype", "scope", "ranks", "nodes", "points", "invalid", "alpha us",
+           "busbw GB/s", "regimes", "profile", "model", "NCCL's choice (model)", "held-out scale"});
   for (std::size_t i = 0; i < fit.curves.size(); ++i) {
     const calibration::CurveReport& r = fit.curves[i];
     const hardware::CollectiveCurve& c = fit.profile.collectives[i];
-    t.add({std::string(to_string(r.collective)), std::string(to_string(r.scope)),
-           std::to_string(r.ranks),
+    t.add({std::string(to_string(r.collective)), r.dtype.empty() ? "-" : r.dtype,
+           std::string(to_string(r.scope)), std::to_string(r.ranks),
            std::to_string(r.nodes) + (r.hosts != r.nodes ? " (" + std::to_string(r.hosts) + " hosts)" : ""),
            std::to_string(r.points),
            std::to_string(r.invalid), fmt::format("{:.1f}", c.alpha.value() * 1e6),
@@ -187,12 +187,13 @@ void print_curves(const calibration::ProfileFit& fit, std::ostream& out) {
          "others, their departure from it carried to this rank and node count).\n";
   if (fit.scopes.empty()) return;
   out << "\n";
-  Table m({"collective model", "scope", "curves", "latency x", "network latency x", "busbw GB/s",
-           "tree bw x", "LL GB/s", "model", "held-out scale"});
+  Table m({"collective model", "dtype", "scope", "curves", "latency x", "network latency x",
+           "busbw GB/s", "tree bw x", "LL GB/s", "model", "held-out scale"});
   for (const calibration::ScopeReport& s : fit.scopes) {
-    const hardware::CollectiveModel* model = fit.profile.find_model(s.collective, s.scope);
+    const hardware::CollectiveModel* model = fit.profile.find_model(s.collective, s.scope, s.dtype);
     if (model == nullptr) continue;
-    m.add({std::string(to_string(s.collective)), std::string(to_string(s.scope)),
+    m.add({std::string(to_string(s.collective)), s.dtype.empty() ? "-" : s.dtype,
+           std::string(to_string(s.scope)),
            std::to_string(s.curves), fmt::format("{:.2f}", model->latency_scale),
            fmt::format("{:.2f}", model->network_latency_scale),
            fmt::format("{:.1f}", to_gbps(model->busbw)), fmt::format("{:.2f}", model->tree_bandwidth),

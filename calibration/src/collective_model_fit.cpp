@@ -9,6 +9,8 @@
 #include <limits>
 #include <map>
 #include <span>
+#include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -104,10 +106,10 @@ struct Point {
 }  // namespace
 
 std::vector<CollectiveModel> fit_collective_models(std::span<const CollectiveCurve> curves) {
-  std::map<std::pair<hardware::Collective, hardware::LinkScope>, std::vector<Point>> groups;
+  std::map<std::tuple<hardware::Collective, hardware::LinkScope, std::string>, std::vector<Point>> groups;
   for (const CollectiveCurve& c : curves) {
     if (c.ranks < 2 || c.nodes < 1 || c.ranks < c.nodes) continue;
-    std::vector<Point>& g = groups[{c.collective, hardware::scope_of(c.nodes)}];
+    std::vector<Point>& g = groups[{c.collective, hardware::scope_of(c.nodes), c.dtype}];
     for (const hardware::TimedSize& p : c.points) {
       if (p.bytes.value() > 0.0 && p.time.value() > 0.0)
         g.push_back({c.ranks, c.nodes, p.bytes, p.time.value()});
@@ -117,8 +119,9 @@ std::vector<CollectiveModel> fit_collective_models(std::span<const CollectiveCur
   for (const auto& [key, points] : groups) {
     if (static_cast<int>(points.size()) < kMinCollectiveModelPoints) continue;
     CollectiveModel shape;
-    shape.collective = key.first;
-    shape.scope = key.second;
+    shape.collective = std::get<0>(key);
+    shape.scope = std::get<1>(key);
+    shape.dtype = std::get<2>(key);
     out.push_back(fit_one(shape, points));
   }
   return out;

@@ -110,12 +110,14 @@ struct CurveKey {
   Collective collective;
   int ranks;
   int nodes;
+  std::string dtype;
   friend auto operator<=>(const CurveKey&, const CurveKey&) = default;
 };
 
 struct CurveGroup {
   std::vector<const CollectiveMeasurement*> measurements;
   std::vector<std::string> runs;
+  int hosts = 0;  // nodes the benchmark ran on
 };
 
 // The nodes NCCL sees: an NVLink domain spanning several nodes counts as one
@@ -127,20 +129,28 @@ struct CurveGroup {
   return (nodes + nodes_per_domain - 1) / nodes_per_domain;
 }
 
+// Said of a curve whose nodes are NVLink domains (nccl_nodes).
+[[nodiscard]] std::string domain_note(const CurveKey& key, int hosts, int domain_gpus) {
+  return curve_name(key.collective, key.ranks, hosts) + ": the nodes make " +
+         plural(key.nodes, "NVLink domain", "NVLink domains") + " of " + std::to_string(domain_gpus) +
+         " GPUs; NCCL takes a domain as one node (MNNVL), and so does the profile";
+}
+
 void fit_collectives(std::span<const Run> runs, const ProfileFitOptions& options, ProfileFit& out) {
   std::map<CurveKey, CurveGroup> groups;
-  std::map<CurveKey, int> hosts;
   for (const Run& run : runs) {
     for (const CollectiveMeasurement& m : run.measurements.collectives) {
-      const CurveKey key{m.collective, m.ranks, nccl_nodes(m.ranks, m.nodes, options.nvlink_domain_gpus)};
+      const CurveKey key{m.collective, m.ranks,
+                         nccl_nodes(m.ranks, m.nodes, options.nvlink_domain_gpus), m.dtype};
       CurveGroup& g = groups[key];
       g.measurements.push_back(&m);
       add_unique(g.runs, run.name);
-      hosts[key] = std::max(hosts[key], m.nodes);
+      g.hosts = std::max(g.hosts, m.nodes);
     }
   }
   for (const auto& [key, group] : groups) {
-    const std::string name = curve_name(key.collective, key.ranks, key.nodes);
+    const std::string name = curve_name(key.collective, key.ranks, key.nodes) +
+                             (key.dtype.empty() ? "" : " (" + key.dtype + ")");
     if (key.ranks < 2) {
       out.notes.push_back(name + ": one rank does not communicate; not fitted");
       continue;
@@ -149,13 +159,10 @@ void fit_collectives(std::span<const Run> runs, const ProfileFitOptions& options
     report.collective = key.collective;
     report.ranks = key.ranks;
     report.nodes = key.nodes;
-    report.hosts = hosts[key];
-    if (report.hosts != report.nodes) {
-      out.notes.push_back(curve_name(key.collective, key.ranks, report.hosts) + ": the nodes make " +
-                          plural(key.nodes, "NVLink domain", "NVLink domains") + " of " +
-                          std::to_string(options.nvlink_domain_gpus) +
-                          " GPUs; NCCL takes a domain as one node (MNNVL), and so does the profile");
-    }
+    report.hosts = group.hosts;
+    report.dtype = key.dtype;
+    if (report.hosts != report.nodes)
+      out.notes.push_back(domain_note(key, report.hosts, options.nvlink_domain_gpus));
     bool all_world = true;
     bool any_out_of_place = false;
     for (const CollectiveMeasurement* m : group.measurements) {
@@ -192,6 +199,7 @@ void fit_collectives(std::span<const Run> runs, const ProfileFitOptions& options
                                        .scope = report.scope,
                                        .ranks = key.ranks,
                                        .nodes = key.nodes,
+                                       .dtype = key.dtype,
                                        .alpha = line.alpha,
                                        .busbw = line.busbw,
                                        .regimes = pieces.regimes,
@@ -231,18 +239,18 @@ void report_curve_answers(ProfileFit& out) {
     rest.collectives.erase(rest.collectives.begin() + static_cast<std::ptrdiff_t>(i));
     rest.collective_models = fit_collective_models(rest.collectives);
     const hardware::CollectiveModel* model =
-        out.profile.find_model(c.collective, hardware::scope_of(c.nodes));
+        out.profile.find_model(c.collective, hardware::scope_of(c.nodes), c.dtype);
     std::vector<double> in_sample;
     std::vector<double> alone;
     std::vector<double> held_out;
     for (const hardware::TimedSize& p : c.points) {
       const double measured = p.time.value();
-      if (const auto t = out.profile.collective_time(c.collective, c.ranks, c.nodes, p.bytes))
+      if (const auto t = out.profile.collective_time(c.collective, c.ranks, c.nodes, p.bytes, c.dtype))
         in_sample.push_back(t->value() / measured - 1.0);
       if (model != nullptr)
         alone.push_back(hardware::nccl_choice(*model, c.ranks, c.nodes, p.bytes).time.value() /
                             measured - 1.0);
-      if (const auto t = rest.collective_time(c.collective, c.ranks, c.nodes, p.bytes))
+      if (const auto t = rest.collective_time(c.collective, c.ranks, c.nodes, p.bytes, c.dtype))
         held_out.push_back(t->value() / measured - 1.0);
     }
     CurveReport& r = out.curves[i];
@@ -260,9 +268,12 @@ void report_curve_answers(ProfileFit& out) {
     ScopeReport s;
     s.collective = m.collective;
     s.scope = m.scope;
+    s.dtype = m.dtype;
     std::vector<double> pooled;
     for (const CurveReport& r : out.curves) {
-      if (r.collective != m.collective || hardware::scope_of(r.nodes) != m.scope) continue;
+      if (r.collective != m.collective || hardware::scope_of(r.nodes) != m.scope ||
+          r.dtype != m.dtype)
+        continue;
       ++s.curves;
       pooled.insert(pooled.end(), r.held_out_errors.begin(), r.held_out_errors.end());
     }

@@ -45,8 +45,9 @@ constexpr double kTreeCorrection[3][23] = {
     latency_us += (steps - inter) * intra + inter * net;
     if (p == NcclProtocol::ll) bus = std::min(bus * 0.5, m.ll_bandwidth.value());
     if (p == NcclProtocol::ll128) bus *= 0.92;
-    // Algorithm bandwidth = bus x ranks / steps: nccl-tests' bus factor for the ring's own steps.
-    seconds_per_byte = static_cast<double>(steps) / ranks / bus;
+    // Algorithm bandwidth = bus x ranks / steps, which is nccl-tests' bus factor for every ring
+    // collective (send_recv: 1).
+    seconds_per_byte = bus_factor(m.collective, ranks) / bus;
   } else {
     latency_us += 2.0 * ((per_node - 1) * intra + log2i(nodes) * net);
     bus *= 0.92 * m.tree_bandwidth;

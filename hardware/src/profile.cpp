@@ -81,7 +81,7 @@ constexpr double kSameShape = 1e-12;
 }
 
 // The measured curves' departure from the model at `bytes`, carried to (ranks, nodes): among the
-// curves of the model's collective and scope with the nearest ranks per node, linear in log2 of
+// curves of the model's collective, scope and dtype with the nearest ranks per node, linear in log2 of
 // the node count (one node: of the rank count) between the nearest counts on either side; beyond
 // them, the nearest one's; 0 without curves.
 [[nodiscard]] double scale_departure(std::span<const CollectiveCurve> curves,
@@ -95,8 +95,8 @@ constexpr double kSameShape = 1e-12;
   };
   double nearest = std::numeric_limits<double>::infinity();
   for (const CollectiveCurve& k : curves) {
-    if (k.collective != model.collective || scope_of(k.nodes) != model.scope || k.points.empty() ||
-        k.ranks < 2)
+    if (k.collective != model.collective || scope_of(k.nodes) != model.scope ||
+        k.dtype != model.dtype || k.points.empty() || k.ranks < 2)
       continue;
     nearest = std::min(nearest, per_node_distance(k));
   }
@@ -104,8 +104,9 @@ constexpr double kSameShape = 1e-12;
   const CollectiveCurve* below = nullptr;
   const CollectiveCurve* above = nullptr;
   for (const CollectiveCurve& k : curves) {
-    if (k.collective != model.collective || scope_of(k.nodes) != model.scope || k.points.empty() ||
-        k.ranks < 2 || per_node_distance(k) > nearest + 1e-9)
+    if (k.collective != model.collective || scope_of(k.nodes) != model.scope ||
+        k.dtype != model.dtype || k.points.empty() || k.ranks < 2 ||
+        per_node_distance(k) > nearest + 1e-9)
       continue;
     const double xk = coordinate(k.ranks, k.nodes);
     if (xk <= x && (below == nullptr || xk > coordinate(below->ranks, below->nodes))) below = &k;
@@ -298,29 +299,56 @@ double attention_model_efficiency(const AttentionModel& a, std::int64_t seq,
   return std::exp(std::log(lo->second) + t * (std::log(hi->second) - std::log(lo->second)));
 }
 
-const CollectiveCurve* HardwareProfile::find_curve(Collective c, int ranks, int nodes) const {
+std::string HardwareProfile::answering_dtype(Collective c, std::string_view wanted) const {
+  std::map<std::string, std::size_t, std::less<>> points;
   for (const CollectiveCurve& curve : collectives) {
-    if (curve.collective == c && curve.ranks == ranks && curve.nodes == nodes) return &curve;
+    if (curve.collective == c) points[curve.dtype] += curve.points.size();
+  }
+  for (const CollectiveModel& m : collective_models) {
+    if (m.collective == c) points.try_emplace(m.dtype, 0);
+  }
+  if (points.contains(wanted)) return std::string(wanted);
+  std::string best;
+  std::size_t most = 0;
+  bool any = false;
+  for (const auto& [dtype, n] : points) {
+    if (!any || n > most) {
+      best = dtype;
+      most = n;
+      any = true;
+    }
+  }
+  return best;
+}
+
+const CollectiveCurve* HardwareProfile::find_curve(Collective c, int ranks, int nodes,
+                                                   std::string_view dtype) const {
+  const std::string d = answering_dtype(c, dtype);
+  for (const CollectiveCurve& curve : collectives) {
+    if (curve.collective == c && curve.ranks == ranks && curve.nodes == nodes && curve.dtype == d)
+      return &curve;
   }
   return nullptr;
 }
 
-const CollectiveModel* HardwareProfile::find_model(Collective c, LinkScope scope) const {
+const CollectiveModel* HardwareProfile::find_model(Collective c, LinkScope scope,
+                                                   std::string_view dtype) const {
+  const std::string d = answering_dtype(c, dtype);
   for (const CollectiveModel& m : collective_models) {
-    if (m.collective == c && m.scope == scope) return &m;
+    if (m.collective == c && m.scope == scope && m.dtype == d) return &m;
   }
   return nullptr;
 }
 
 std::optional<Seconds> HardwareProfile::collective_time(Collective c, int ranks, int nodes,
-                                                        Bytes bytes) const {
+                                                        Bytes bytes, std::string_view dtype) const {
   if (ranks <= 1) return Seconds(0.0);
   nodes = std::max(nodes, 1);
-  if (const CollectiveCurve* exact = find_curve(c, ranks, nodes)) {
+  if (const CollectiveCurve* exact = find_curve(c, ranks, nodes, dtype)) {
     if (!exact->points.empty() || has_model(*exact))
       return measured_curve_time(*exact, bus_factor(c, ranks), bytes);
   }
-  const CollectiveModel* model = find_model(c, scope_of(nodes));
+  const CollectiveModel* model = find_model(c, scope_of(nodes), dtype);
   if (model == nullptr) return std::nullopt;
   return nccl_choice(*model, ranks, nodes, bytes).time *
          std::exp(scale_departure(collectives, *model, ranks, nodes, bytes));

@@ -248,10 +248,11 @@ LinkTier tier_of(const LinkModel& m, const Placement& g) {
   return m.intra_tier;
 }
 
-Seconds collective_time(const LinkModel& m, Collective c, const Placement& g, Bytes size) {
+Seconds collective_time(const LinkModel& m, Collective c, const Placement& g, Bytes size,
+                        std::string_view dtype) {
   if (g.ranks <= 1 || !(size.value() > 0.0)) return Seconds(0.0);
   if (m.profile != nullptr) {
-    if (const auto t = m.profile->collective_time(c, g.ranks, g.nodes, size)) return *t;
+    if (const auto t = m.profile->collective_time(c, g.ranks, g.nodes, size, dtype)) return *t;
   }
   Seconds best = ring(m, c, g, size);
   if (g.nodes <= 1) return best;
@@ -310,6 +311,12 @@ double gradient_comm_bytes(const model::Training& tr) {
       return param_bytes(tr.precision);
   }
   return compute_bytes(tr.precision);
+}
+
+std::string_view gradient_comm_dtype(const model::Training& tr) {
+  if (gradient_comm_bytes(tr) >= 4.0) return "float";
+  const bool fp16 = tr.precision == Precision::fp16_mixed || tr.precision == Precision::fp16_true;
+  return fp16 ? "half" : "bfloat16";
 }
 
 }  // namespace trainplan::planner

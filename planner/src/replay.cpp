@@ -441,7 +441,7 @@ ReplayPlan replay_plan(const model::Architecture& a, const model::ParameterCount
   if (a.is_moe() && l.ep > 1 && per_layer.expert_all_to_all > 0.0)
     add_expert_collectives(out, a, tr, l, links, layers, md, max_msg, per_layer.expert_all_to_all);
   if (l.pp > 1) add_pipeline_collectives(out, a, tr, l, links, md, max_msg);
-  add_data_parallel_collectives(out, a, tr, cost, links, estimate_options, layers, md, max_msg);
+  add_data_parallel_collectives(out, a, tr, cost, links, estimate_options, tc, layers, md, max_msg);
 
   // ---- Optimizer step ---------------------------------------------------------------------------
   add_step_terms(out, a, main_shape, tr, c, cost, d, options, tc, layers);

@@ -1,5 +1,9 @@
 #include "replay_components.hpp"
 
+#include <cmath>
+#include <string_view>
+
+#include "step_comm.hpp"
 #include "trainplan/model/model_states.hpp"
 #include "trainplan/planner/compute.hpp"
 #include "trainplan/planner/optimizer_step.hpp"
@@ -148,7 +152,8 @@ void add_pipeline_collectives(Components& out, const model::Architecture& a,
 void add_data_parallel_collectives(Components& out, const model::Architecture& a,
                                    const model::Training& tr, const StepCost& cost,
                                    const LinkModel& links, const EstimateOptions& estimate_options,
-                                   double layers, double md, Bytes max_msg) {
+                                   const TimeConventions& tc, double layers, double md,
+                                   Bytes max_msg) {
   const Layout& l = cost.layout;
   const double c_bytes = compute_bytes(tr.precision);
   const ModelStates& ms = cost.memory.states;
@@ -171,23 +176,32 @@ void add_data_parallel_collectives(Components& out, const model::Architecture& a
     };
     const auto step = ReplayPhase::step;
     const auto bwd = ReplayPhase::backward;
+    // The gradients reduced in the framework's buckets (gradient_bucket), as the evaluator prices
+    // them: the full buckets, then the rest.
+    const auto bucketed = [&](Collective k, CommPurpose purpose, const std::string& name,
+                              double times) {
+      const Bytes bucket = gradient_bucket(tr, tc, grads, local, dpg.ranks);
+      const double full = bucket.value() > 0.0 ? std::floor(grads / bucket) : 1.0;
+      const Bytes rest = grads - bucket * full;
+      const std::string_view dtype = gradient_comm_dtype(tr);
+      out.collective(name, bwd, work(k, purpose, bucket, dpg, l.tp),
+                     collective_time(links, k, dpg, bucket, dtype), full * times, 0.0, max_msg);
+      if (rest.value() > 0.0)
+        out.collective(name + " (last bucket)", bwd, work(k, purpose, rest, dpg, l.tp),
+                       collective_time(links, k, dpg, rest, dtype), times, 0.0, max_msg);
+    };
     switch (tr.strategy) {
       case Strategy::single:
         break;
       case Strategy::ddp:
-        out.collective(
-            "data-parallel gradient all_reduce", bwd,
-            work(Collective::all_reduce, CommPurpose::data_parallel_gradients, grads, dpg, l.tp),
-            collective_time(links, Collective::all_reduce, dpg, grads), 1.0, 0.0, max_msg);
+        bucketed(Collective::all_reduce, CommPurpose::data_parallel_gradients,
+                 "data-parallel gradient all_reduce", 1.0);
         break;
       case Strategy::zero1:
       case Strategy::zero2: {
         const double reductions = tr.strategy == Strategy::zero1 ? 1.0 : md;
-        out.collective("gradient reduce_scatter", bwd,
-                       work(Collective::reduce_scatter, CommPurpose::gradient_reduce_scatter, grads,
-                            dpg, l.tp),
-                       collective_time(links, Collective::reduce_scatter, dpg, grads), reductions,
-                       0.0, max_msg);
+        bucketed(Collective::reduce_scatter, CommPurpose::gradient_reduce_scatter,
+                 "gradient reduce_scatter", reductions);
         out.collective(
             "parameter all_gather after the step", step,
             work(Collective::all_gather, CommPurpose::parameter_gather_step, params, dpg, l.tp),

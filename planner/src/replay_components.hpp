@@ -137,6 +137,7 @@ void add_pipeline_collectives(Components& out, const model::Architecture& a,
 void add_data_parallel_collectives(Components& out, const model::Architecture& a,
                                    const model::Training& tr, const StepCost& cost,
                                    const LinkModel& links, const EstimateOptions& estimate_options,
-                                   double layers, double md, Bytes max_msg);
+                                   const TimeConventions& tc, double layers, double md,
+                                   Bytes max_msg);
 
 }  // namespace trainplan::planner::replay_detail

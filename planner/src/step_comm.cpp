@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 
 #include "trainplan/model/model_states.hpp"
 
@@ -30,23 +31,25 @@ using hardware::Collective;
 // collective at its own size (its own latency, and a measured profile's curve at that size), as
 // the framework issues them.
 Seconds bucketed_time(const LinkModel& m, Collective c, const Placement& g, Bytes total,
-                      Bytes bucket) {
-  if (!(bucket.value() > 0.0) || total <= bucket) return collective_time(m, c, g, total);
+                      Bytes bucket, std::string_view dtype) {
+  if (!(bucket.value() > 0.0) || total <= bucket) return collective_time(m, c, g, total, dtype);
   const double full = std::floor(total / bucket);
-  return collective_time(m, c, g, bucket) * full + collective_time(m, c, g, total - bucket * full);
+  return collective_time(m, c, g, bucket, dtype) * full +
+         collective_time(m, c, g, total - bucket * full, dtype);
 }
 
-// DDP: the gradients all-reduced in buckets (PyTorch DDP, 25 MB), overlapped with the last
+// DDP: the gradients all-reduced in buckets (gradient_bucket), overlapped with the last
 // micro-batch's backward, or after backward.
 Seconds ddp_term(TermSink& sink, const TermInputs& in, const DataParallelBytes& b,
                  Seconds bwd_last) {
   const Placement dpg = data_parallel_group(in.l);
   const DataParallelVolume v =
       data_parallel_volume(Strategy::ddp, b.grads, b.params, dpg.ranks, in.tr.grad_accum);
-  const Bytes bucket_bytes =
-      std::min(b.grads, in.tr.framework == Framework::pytorch ? in.tc.ddp_bucket : b.grads);
-  const Seconds t = bucketed_time(in.links, Collective::all_reduce, dpg, b.grads, bucket_bytes);
-  const Seconds bucket = collective_time(in.links, Collective::all_reduce, dpg, bucket_bytes);
+  const Bytes bucket_bytes = gradient_bucket(in.tr, in.tc, b.grads, b.local, dpg.ranks);
+  const std::string_view dtype = gradient_comm_dtype(in.tr);
+  const Seconds t =
+      bucketed_time(in.links, Collective::all_reduce, dpg, b.grads, bucket_bytes, dtype);
+  const Seconds bucket = collective_time(in.links, Collective::all_reduce, dpg, bucket_bytes, dtype);
   const Seconds ex = overlaps_gradient_reduce(in.tr, in.tc) ? std::max(bucket, t - bwd_last) : t;
   sink.add(Transfer::all_reduce, CommPurpose::data_parallel_gradients, tier_of(in.links, dpg),
            dpg.ranks, v.all_reduce, t, ex);
@@ -62,10 +65,12 @@ Seconds zero12_term(TermSink& sink, const TermInputs& in, const DataParallelByte
   const DataParallelVolume v =
       data_parallel_volume(st, b.grads, b.params, dpg.ranks, in.tr.grad_accum);
   const double reductions = st == Strategy::zero1 ? 1.0 : in.md;
+  const Bytes bucket_bytes = gradient_bucket(in.tr, in.tc, b.grads, b.local, dpg.ranks);
+  const std::string_view dtype = gradient_comm_dtype(in.tr);
   const Seconds rs =
-      bucketed_time(in.links, Collective::reduce_scatter, dpg, b.grads, in.tc.deepspeed_bucket);
-  const Seconds bucket = collective_time(in.links, Collective::reduce_scatter, dpg,
-                                         std::min(b.grads, in.tc.deepspeed_bucket));
+      bucketed_time(in.links, Collective::reduce_scatter, dpg, b.grads, bucket_bytes, dtype);
+  const Seconds bucket =
+      collective_time(in.links, Collective::reduce_scatter, dpg, bucket_bytes, dtype);
   const Seconds rs_ex = overlaps_gradient_reduce(in.tr, in.tc) ? std::max(bucket, rs - bwd_last) : rs;
   const Seconds ag = collective_time(in.links, Collective::all_gather, dpg, b.params);
   const LinkTier tier = tier_of(in.links, dpg);
@@ -108,7 +113,8 @@ UnitComm unit_comm(const TermInputs& in, const DataParallelBytes& b, double unit
         data_parallel_volume(st, b.grads, b.params, u.shard.ranks, in.tr.grad_accum);
     u.ag_f = collective_time(in.links, Collective::all_gather, u.shard, b.params / units);
     u.ag_b = regather ? u.ag_f : Seconds(0.0);
-    u.rs = collective_time(in.links, Collective::reduce_scatter, u.shard, b.grads / units);
+    u.rs = collective_time(in.links, Collective::reduce_scatter, u.shard, b.grads / units,
+                           gradient_comm_dtype(in.tr));
     u.ag_f_bytes = regather ? v.all_gather * 0.5 : v.all_gather;
     u.ag_b_bytes = regather ? v.all_gather * 0.5 : Bytes(0.0);
     u.rs_bytes = v.reduce_scatter;
@@ -116,7 +122,8 @@ UnitComm unit_comm(const TermInputs& in, const DataParallelBytes& b, double unit
   if (st == Strategy::fsdp_hybrid) {
     u.replica = replica_group(in.l);
     const Bytes shard_grads = b.grads / static_cast<double>(std::max(1, in.l.shard));
-    u.ar = collective_time(in.links, Collective::all_reduce, u.replica, shard_grads / units);
+    u.ar = collective_time(in.links, Collective::all_reduce, u.replica, shard_grads / units,
+                           gradient_comm_dtype(in.tr));
     u.ar_bytes = bytes_sent(Collective::all_reduce, u.replica.ranks, shard_grads) * in.md;
   }
   return u;
@@ -438,6 +445,24 @@ Seconds checkpoint_offload_term(TermSink& sink, const TermInputs& in, Seconds la
   sink.add(Transfer::host_to_device, CommPurpose::offload_activations, LinkTier::pcie, 1,
            ckpt * copies, copy * copies, back_ex);
   return out_ex + back_ex;
+}
+
+Bytes gradient_bucket(const model::Training& tr, const TimeConventions& tc, Bytes grads,
+                      double local_params, int dp_ranks) {
+  Bytes bucket = grads;
+  switch (tr.framework) {
+    case Framework::pytorch:
+      bucket = tr.strategy == Strategy::ddp ? tc.ddp_bucket : tc.deepspeed_bucket;
+      break;
+    case Framework::deepspeed:
+      bucket = tc.deepspeed_bucket;
+      break;
+    case Framework::megatron:
+      if (tc.megatron_overlap_grad_reduce && local_params > 0.0)
+        bucket = grads * (std::max(40e6, 1e6 * dp_ranks) / local_params);
+      break;
+  }
+  return std::min(grads, bucket);
 }
 
 }  // namespace trainplan::planner

@@ -44,26 +44,30 @@ OJson curve_json(const hardware::CollectiveCurve& c) {
   for (const hardware::TimedSize& p : c.points) {
     points.push_back(OJson::array({whole_bytes(p.bytes), us(p.time)}));
   }
-  return OJson{{"collective", to_string(c.collective)},
-               {"scope", to_string(c.scope)},
-               {"ranks", c.ranks},
-               {"nodes", c.nodes},
-               {"alpha_us", us(c.alpha)},
-               {"busbw_GBps", gbps_value(c.busbw)},
-               {"regimes", regimes},
-               {"points", points},
-               {"fit", quality_json(c.fit)}};
+  OJson j{{"collective", to_string(c.collective)},
+          {"scope", to_string(c.scope)},
+          {"ranks", c.ranks},
+          {"nodes", c.nodes},
+          {"alpha_us", us(c.alpha)},
+          {"busbw_GBps", gbps_value(c.busbw)},
+          {"regimes", regimes},
+          {"points", points},
+          {"fit", quality_json(c.fit)}};
+  if (!c.dtype.empty()) j["dtype"] = c.dtype;
+  return j;
 }
 
 OJson collective_model_json(const hardware::CollectiveModel& m) {
-  return OJson{{"collective", to_string(m.collective)},
-               {"scope", to_string(m.scope)},
-               {"latency_scale", round_significant(m.latency_scale)},
-               {"network_latency_scale", round_significant(m.network_latency_scale)},
-               {"busbw_GBps", gbps_value(m.busbw)},
-               {"tree_bandwidth", round_significant(m.tree_bandwidth)},
-               {"ll_GBps", gbps_value(m.ll_bandwidth)},
-               {"fit", quality_json(m.fit)}};
+  OJson j{{"collective", to_string(m.collective)},
+          {"scope", to_string(m.scope)},
+          {"latency_scale", round_significant(m.latency_scale)},
+          {"network_latency_scale", round_significant(m.network_latency_scale)},
+          {"busbw_GBps", gbps_value(m.busbw)},
+          {"tree_bandwidth", round_significant(m.tree_bandwidth)},
+          {"ll_GBps", gbps_value(m.ll_bandwidth)},
+          {"fit", quality_json(m.fit)}};
+  if (!m.dtype.empty()) j["dtype"] = m.dtype;
+  return j;
 }
 
 OJson gemm_json(const hardware::GemmModel& g) {
@@ -201,10 +205,11 @@ FitQuality read_quality(ObjectReader& parent, const std::string& key) {
 
 hardware::CollectiveCurve read_curve(const Json& j, const std::string& what) {
   ObjectReader r(j, what);
-  r.reject_unknown({"collective", "scope", "ranks", "nodes", "alpha_us", "busbw_GBps", "regimes",
-                    "points", "fit"});
+  r.reject_unknown({"collective", "scope", "ranks", "nodes", "dtype", "alpha_us", "busbw_GBps",
+                    "regimes", "points", "fit"});
   hardware::CollectiveCurve c;
   c.collective = r.enumeration<hardware::Collective>("collective");
+  c.dtype = r.optional_string("dtype").value_or("");
   c.scope = r.enumeration<hardware::LinkScope>("scope");
   c.ranks = static_cast<int>(r.integer("ranks", 1, std::numeric_limits<int>::max()));
   c.nodes = static_cast<int>(r.integer("nodes", 1, std::numeric_limits<int>::max()));
@@ -416,6 +421,7 @@ hardware::CollectiveModel read_collective_model(const Json& j, const std::string
   hardware::CollectiveModel m;
   m.collective = r.enumeration<hardware::Collective>("collective");
   m.scope = r.enumeration<hardware::LinkScope>("scope");
+  m.dtype = r.optional_string("dtype").value_or("");
   if (m.scope == hardware::LinkScope::world) {
     throw InputError(what + ": key 'scope' must be \"intra_node\" or \"inter_node\" for a model");
   }

@@ -367,10 +367,12 @@ TEST(Replay, FsdpGathersEachUnitsParametersForwardAndBackward) {
 }
 
 TEST(Replay, LargeTransfersRunAsSlices) {
-  // DDP on llama-2-7b all-reduces fp32 gradients: 26.95 GB, 26 slices of at most 1 GiB.
+  // Megatron's DDP without overlap_grad_reduce all-reduces llama-2-7b's fp32 gradients in one
+  // bucket: 26.95 GB, 26 slices of at most 1 GiB.
   const Subject s = subject("llama-2-7b", "8xA100-80GB");
   model::Training tr;
   tr.strategy = Strategy::ddp;
+  tr.framework = Framework::megatron;
   const ReplayPlan p = plan_of(s, tr);
   const ReplayComponent* ar = find(p, "data-parallel gradient all_reduce (26 slices)");
   ASSERT_NE(ar, nullptr);
@@ -380,6 +382,15 @@ TEST(Replay, LargeTransfersRunAsSlices) {
   ReplayOptions o;
   o.max_message = gib(64.0);
   EXPECT_NE(find(plan_of(s, tr, o), "data-parallel gradient all_reduce"), nullptr);
+  // PyTorch DDP reduces them in 25 MB buckets (bucket_cap_mb): 1,078 full ones and the rest.
+  tr.framework = Framework::pytorch;
+  const ReplayPlan buckets = plan_of(s, tr);
+  const ReplayComponent* full = find(buckets, "data-parallel gradient all_reduce");
+  const ReplayComponent* last = find(buckets, "data-parallel gradient all_reduce (last bucket)");
+  ASSERT_TRUE(full != nullptr && last != nullptr);
+  EXPECT_DOUBLE_EQ(std::get<CollectiveWork>(full->work).size.value(), 25e6);
+  EXPECT_DOUBLE_EQ(full->count, 1078.0);
+  EXPECT_NEAR(std::get<CollectiveWork>(last->work).size.value(), 6738415616.0 * 4.0 - 1078 * 25e6, 64.0);
 }
 
 // The components add up to the evaluator's terms: kernels to compute + memory-bound + recompute,

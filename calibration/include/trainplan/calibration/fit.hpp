@@ -55,7 +55,7 @@ struct PiecewiseFit {
 // Points a collective model needs over all curves of its scope: five unknowns, plus one.
 inline constexpr int kMinCollectiveModelPoints = 6;
 
-// One NCCL-structured model (hardware/nccl_model.hpp) per (collective, scope) that has at least
+// One NCCL-structured model (hardware/nccl_model.hpp) per (collective, scope, dtype) with at least
 // kMinCollectiveModelPoints measured points, fitted to all curves of that scope at once:
 // Levenberg-Marquardt on log(predicted / measured time) from three starts, the best kept, the
 // dimensionless unknowns pulled weakly towards NCCL's own values. Curves of one rank are skipped.

@@ -54,6 +54,7 @@ struct CurveReport {
   int ranks = 0;
   int nodes = 0;                   // as NCCL counts them: NVLink domains where one spans nodes
   int hosts = 0;                   // the nodes the benchmark ran on
+  std::string dtype;               // nccl-tests' data type
   int points = 0;                  // distinct sizes fitted
   int invalid = 0;                 // measurements the benchmark flagged wrong, left out
   int outliers = 0;                // dropped by the single line's outlier pass
@@ -77,6 +78,7 @@ struct CurveReport {
 struct ScopeReport {
   hardware::Collective collective = hardware::Collective::all_reduce;
   hardware::LinkScope scope = hardware::LinkScope::intra_node;
+  std::string dtype;
   int curves = 0;  // measured (ranks, nodes) counts
   std::optional<hardware::FitQuality> held_out_scale;
 };

@@ -48,11 +48,12 @@ struct EnumTable<hardware::NcclProtocol> {
 
 namespace trainplan::hardware {
 
-// The fitted quantities of one collective's model on one side of the node boundary
-// (scope intra_node: one node or NVLink domain; inter_node: several).
+// The fitted quantities of one collective's model of one data type on one side of the node
+// boundary (scope intra_node: one node or NVLink domain; inter_node: several).
 struct CollectiveModel {
   Collective collective = Collective::all_reduce;
   LinkScope scope = LinkScope::intra_node;
+  std::string dtype;                   // of the curves it was fitted to; empty: not recorded
   double latency_scale = 1.0;          // NCCL's base and intra-node hop latencies x this
   double network_latency_scale = 1.0;  // NCCL's network hop latencies x this
   BytesPerSecond busbw;                // ring, Simple protocol

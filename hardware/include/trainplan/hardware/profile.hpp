@@ -60,6 +60,7 @@ struct CollectiveCurve {
   LinkScope scope = LinkScope::intra_node;
   int ranks = 0;
   int nodes = 0;
+  std::string dtype;  // nccl-tests' data type ("float", "bfloat16", ...); empty: not recorded
   Seconds alpha;  // one alpha-beta line over all points
   BytesPerSecond busbw;
   std::vector<Regime> regimes;    // ascending in size, alpha and busbw
@@ -188,22 +189,32 @@ struct HardwareProfile {
   // (calibration::fit_collective_models).
   std::vector<CollectiveModel> collective_models;
 
-  // Time of one collective. On a measured (collective, ranks, nodes) curve inside its sizes:
-  // log-log linear interpolation of the measured points (exact at them). Outside its sizes: the
-  // curve's alpha-beta regimes, anchored to the nearest measured point. For another rank or node
-  // count: the scope's collective model (nccl_model.hpp) times the measured curves' own
-  // departure from it at this size (log ratio), interpolated in log2 of the node count (one node:
-  // of the rank count) between the nearest measured counts on either side, among the curves of
-  // the nearest ranks per node; beyond the measured counts, the nearest one's. nullopt when the
-  // scope has no model of this collective.
+  // Time of one collective. Of the collective's curves and models, those of `dtype` answer when
+  // the profile measured it, else those of the dtype with the most measured points
+  // (answering_dtype). On a measured (collective, ranks, nodes) curve inside its sizes: log-log
+  // linear interpolation of the measured points (exact at them). Outside its sizes: the curve's
+  // alpha-beta regimes, anchored to the nearest measured point. For another rank or node count:
+  // the scope's collective model (nccl_model.hpp) times the measured curves' own departure from
+  // it at this size (log ratio), interpolated in log2 of the node count (one node: of the rank
+  // count) between the nearest measured counts on either side, among the curves of the nearest
+  // ranks per node; beyond the measured counts, the nearest one's. nullopt when the scope has no
+  // model of this collective.
   [[nodiscard]] std::optional<Seconds> collective_time(Collective c, int ranks, int nodes,
-                                                       Bytes bytes) const;
+                                                       Bytes bytes,
+                                                       std::string_view dtype = {}) const;
 
-  // The model of this collective on this scope, or nullptr.
-  [[nodiscard]] const CollectiveModel* find_model(Collective c, LinkScope scope) const;
+  // The dtype whose curves and models answer for this collective: `wanted` when the profile has
+  // it, else the one with the most measured points ("" when none is recorded).
+  [[nodiscard]] std::string answering_dtype(Collective c, std::string_view wanted = {}) const;
 
-  // The measured curve for exactly these ranks and nodes, or nullptr.
-  [[nodiscard]] const CollectiveCurve* find_curve(Collective c, int ranks, int nodes) const;
+  // The model of this collective on this scope (of answering_dtype(c, dtype)), or nullptr.
+  [[nodiscard]] const CollectiveModel* find_model(Collective c, LinkScope scope,
+                                                  std::string_view dtype = {}) const;
+
+  // The measured curve for exactly these ranks and nodes (of answering_dtype(c, dtype)), or
+  // nullptr.
+  [[nodiscard]] const CollectiveCurve* find_curve(Collective c, int ranks, int nodes,
+                                                  std::string_view dtype = {}) const;
 
   // GEMM efficiency (fraction of the dense peak) of an M x K by K x N product: 2 M N K over the
   // peak times the predicted time (GemmModel), so that a measured shape answers its measured

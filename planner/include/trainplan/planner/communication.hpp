@@ -5,6 +5,7 @@
 // or the calibrated curves of a hardware profile). Derivations: docs/formulas.md.
 
 #include <cstdint>
+#include <string_view>
 
 #include "trainplan/core/enum_table.hpp"
 #include "trainplan/core/modes.hpp"
@@ -150,9 +151,12 @@ struct LinkModel {
 // (all-reduce across nodes) and hierarchical (all-reduce across nodes with several ranks per node:
 // reduce-scatter in node, all-reduce across nodes, all-gather in node), each in two regimes (the
 // low-latency protocols and the pipelined Simple protocol), as NCCL's tuner picks the fastest
-// (NVIDIA/nccl src/graph/tuning.cc). A hardware profile's measured curve wins where it has one.
+// (NVIDIA/nccl src/graph/tuning.cc). A hardware profile's measured curve or collective model wins
+// where it has one, of `dtype` (nccl-tests' name: "float", "bfloat16", "half") where it was
+// measured (HardwareProfile::collective_time).
 [[nodiscard]] Seconds collective_time(const LinkModel& m, hardware::Collective c,
-                                      const Placement& g, Bytes size);
+                                      const Placement& g, Bytes size,
+                                      std::string_view dtype = {});
 
 // Pinned host <-> device copy of one GPU over PCIe.
 [[nodiscard]] Seconds host_copy_time(const LinkModel& m, Bytes size);
@@ -161,6 +165,8 @@ struct LinkModel {
 // under mixed precision; DeepSpeed (communication_data_type) and FSDP's MixedPrecision reduce in
 // the 16-bit compute dtype (accelerate's bf16/fp16 FSDP policy).
 [[nodiscard]] double gradient_comm_bytes(const model::Training& tr);
+// nccl-tests' name of that element type: "float" for 4 bytes, else the 16-bit compute dtype.
+[[nodiscard]] std::string_view gradient_comm_dtype(const model::Training& tr);
 
 }  // namespace trainplan::planner
 
