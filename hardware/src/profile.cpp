@@ -69,6 +69,23 @@ constexpr double kSameShape = 1e-12;
   return std::max(Seconds(0.0), pts.front().time - std::max(Seconds(0.0), less));
 }
 
+[[nodiscard]] const CollectiveCurve* curve_of(std::span<const CollectiveCurve> curves, Collective c,
+                                              int ranks, int nodes, std::string_view dtype) {
+  for (const CollectiveCurve& curve : curves) {
+    if (curve.collective == c && curve.ranks == ranks && curve.nodes == nodes && curve.dtype == dtype)
+      return &curve;
+  }
+  return nullptr;
+}
+
+[[nodiscard]] const CollectiveModel* model_of(std::span<const CollectiveModel> models, Collective c,
+                                              LinkScope scope, std::string_view dtype) {
+  for (const CollectiveModel& m : models) {
+    if (m.collective == c && m.scope == scope && m.dtype == dtype) return &m;
+  }
+  return nullptr;
+}
+
 // log(measured / model) of a measured curve at `bytes`, the size held inside the measured range
 // (beyond it, the departure at the nearest measured size).
 [[nodiscard]] double curve_departure(const CollectiveCurve& curve, const CollectiveModel& model,
@@ -300,6 +317,24 @@ double attention_model_efficiency(const AttentionModel& a, std::int64_t seq,
 }
 
 std::string HardwareProfile::answering_dtype(Collective c, std::string_view wanted) const {
+  // The common case without allocating: the dtype asked for is there, or there is only one.
+  const std::string* only = nullptr;
+  bool several = false;
+  const auto see = [&](const std::string& d) {
+    if (only == nullptr) only = &d;
+    else if (*only != d) several = true;
+  };
+  for (const CollectiveCurve& curve : collectives) {
+    if (curve.collective != c) continue;
+    if (curve.dtype == wanted) return curve.dtype;
+    see(curve.dtype);
+  }
+  for (const CollectiveModel& m : collective_models) {
+    if (m.collective != c) continue;
+    if (m.dtype == wanted) return m.dtype;
+    see(m.dtype);
+  }
+  if (!several) return only != nullptr ? *only : std::string();
   std::map<std::string, std::size_t, std::less<>> points;
   for (const CollectiveCurve& curve : collectives) {
     if (curve.collective == c) points[curve.dtype] += curve.points.size();
@@ -307,48 +342,32 @@ std::string HardwareProfile::answering_dtype(Collective c, std::string_view want
   for (const CollectiveModel& m : collective_models) {
     if (m.collective == c) points.try_emplace(m.dtype, 0);
   }
-  if (points.contains(wanted)) return std::string(wanted);
-  std::string best;
-  std::size_t most = 0;
-  bool any = false;
-  for (const auto& [dtype, n] : points) {
-    if (!any || n > most) {
-      best = dtype;
-      most = n;
-      any = true;
-    }
-  }
-  return best;
+  const auto most = std::max_element(points.begin(), points.end(), [](const auto& a, const auto& b) {
+    return a.second < b.second;
+  });
+  return most->first;
 }
 
 const CollectiveCurve* HardwareProfile::find_curve(Collective c, int ranks, int nodes,
                                                    std::string_view dtype) const {
-  const std::string d = answering_dtype(c, dtype);
-  for (const CollectiveCurve& curve : collectives) {
-    if (curve.collective == c && curve.ranks == ranks && curve.nodes == nodes && curve.dtype == d)
-      return &curve;
-  }
-  return nullptr;
+  return curve_of(collectives, c, ranks, nodes, answering_dtype(c, dtype));
 }
 
 const CollectiveModel* HardwareProfile::find_model(Collective c, LinkScope scope,
                                                    std::string_view dtype) const {
-  const std::string d = answering_dtype(c, dtype);
-  for (const CollectiveModel& m : collective_models) {
-    if (m.collective == c && m.scope == scope && m.dtype == d) return &m;
-  }
-  return nullptr;
+  return model_of(collective_models, c, scope, answering_dtype(c, dtype));
 }
 
 std::optional<Seconds> HardwareProfile::collective_time(Collective c, int ranks, int nodes,
                                                         Bytes bytes, std::string_view dtype) const {
   if (ranks <= 1) return Seconds(0.0);
   nodes = std::max(nodes, 1);
-  if (const CollectiveCurve* exact = find_curve(c, ranks, nodes, dtype)) {
+  const std::string d = answering_dtype(c, dtype);
+  if (const CollectiveCurve* exact = curve_of(collectives, c, ranks, nodes, d)) {
     if (!exact->points.empty() || has_model(*exact))
       return measured_curve_time(*exact, bus_factor(c, ranks), bytes);
   }
-  const CollectiveModel* model = find_model(c, scope_of(nodes), dtype);
+  const CollectiveModel* model = model_of(collective_models, c, scope_of(nodes), d);
   if (model == nullptr) return std::nullopt;
   return nccl_choice(*model, ranks, nodes, bytes).time *
          std::exp(scale_departure(collectives, *model, ranks, nodes, bytes));

@@ -13,7 +13,6 @@
 // the ring Simple bus bandwidth, the tree's bandwidth relative to NCCL's factors, and the LL
 // bandwidth cap. Method: docs/calibration.md ("The collective model").
 
-#include <optional>
 #include <string>
 
 #include "trainplan/core/enum_table.hpp"

@@ -185,8 +185,8 @@ struct HardwareProfile {
   std::optional<double> cpu_adam_params_per_s;
   KernelBandwidths kernels;
   LaunchOverheads launch;
-  // NCCL-structured models per (collective, scope), fitted to the curves of that scope
-  // (calibration::fit_collective_models).
+  // NCCL-structured models per (collective, scope, dtype), fitted to the curves of that scope and
+  // dtype (calibration::fit_collective_models).
   std::vector<CollectiveModel> collective_models;
 
   // Time of one collective. Of the collective's curves and models, those of `dtype` answer when
