@@ -129,6 +129,15 @@ struct CurveGroup {
   return (nodes + nodes_per_domain - 1) / nodes_per_domain;
 }
 
+// nccl-tests' name of a data type (what the estimate asks a profile for): trainplan-calibrate
+// writes "bf16" where nccl-tests writes "bfloat16"; other spellings of the same types likewise.
+[[nodiscard]] std::string nccl_tests_dtype(const std::string& name) {
+  if (name == "bf16") return "bfloat16";
+  if (name == "fp16" || name == "float16") return "half";
+  if (name == "fp32" || name == "float32") return "float";
+  return name;
+}
+
 // Said of a curve whose nodes are NVLink domains (nccl_nodes).
 [[nodiscard]] std::string domain_note(const CurveKey& key, int hosts, int domain_gpus) {
   return curve_name(key.collective, key.ranks, hosts) + ": the nodes make " +
@@ -141,7 +150,8 @@ void fit_collectives(std::span<const Run> runs, const ProfileFitOptions& options
   for (const Run& run : runs) {
     for (const CollectiveMeasurement& m : run.measurements.collectives) {
       const CurveKey key{m.collective, m.ranks,
-                         nccl_nodes(m.ranks, m.nodes, options.nvlink_domain_gpus), m.dtype};
+                         nccl_nodes(m.ranks, m.nodes, options.nvlink_domain_gpus),
+                         nccl_tests_dtype(m.dtype)};
       CurveGroup& g = groups[key];
       g.measurements.push_back(&m);
       add_unique(g.runs, run.name);

@@ -348,5 +348,28 @@ TEST(FitProfile, NodesOfOneNvlinkDomainAreOneNcclNode) {
   EXPECT_NE(fit_profile(runs, opt).profile.find_curve(Collective::all_reduce, 64, 16), nullptr);
 }
 
+// Curves are kept per data type under nccl-tests' names (trainplan-calibrate's "bf16" is
+// nccl-tests' "bfloat16"), and a query for a dtype the profile measured answers from its curves.
+TEST(FitProfile, CurvesPerDataTypeUnderNcclTestsNames) {
+  calibration::Run fp32 = sweep("fp32", Collective::all_reduce, LinkScope::intra_node, 8, 1, 6);
+  calibration::Run bf16 = fp32;
+  bf16.name = "bf16";
+  for (CollectiveMeasurement& m : bf16.measurements.collectives) {
+    m.dtype = "bf16";
+    m.time = m.time * 2.0;
+  }
+  ProfileFitOptions opt;
+  opt.name = "dtypes";
+  const ProfileFit fit = fit_profile(std::vector<calibration::Run>{fp32, bf16}, opt);
+  ASSERT_EQ(fit.curves.size(), 2u);
+  EXPECT_EQ(fit.profile.collective_models.size(), 2u);
+  const Bytes b(1024.0 * 16);
+  const auto f = fit.profile.collective_time(Collective::all_reduce, 8, 1, b, "float");
+  const auto h = fit.profile.collective_time(Collective::all_reduce, 8, 1, b, "bfloat16");
+  ASSERT_TRUE(f && h);
+  EXPECT_NEAR(h->value() / f->value(), 2.0, 1e-9);
+  EXPECT_NE(fit.profile.find_model(Collective::all_reduce, LinkScope::intra_node, "bfloat16"), nullptr);
+}
+
 }  // namespace
 }  // namespace trainplan::calibration
