@@ -132,9 +132,9 @@ struct CurveGroup {
 // nccl-tests' name of a data type (what the estimate asks a profile for): trainplan-calibrate
 // writes "bf16" where nccl-tests writes "bfloat16"; other spellings of the same types likewise.
 [[nodiscard]] std::string nccl_tests_dtype(const std::string& name) {
-  if (name == "bf16") return "bfloat16";
-  if (name == "fp16" || name == "float16") return "half";
-  if (name == "fp32" || name == "float32") return "float";
+  for (const auto& [other, ours] : {std::pair{"bf16", "bfloat16"}, {"fp16", "half"},
+                                     {"float16", "half"}, {"fp32", "float"}, {"float32", "float"}})
+    if (name == other) return ours;
   return name;
 }
 
@@ -250,9 +250,7 @@ void report_curve_answers(ProfileFit& out) {
     rest.collective_models = fit_collective_models(rest.collectives);
     const hardware::CollectiveModel* model =
         out.profile.find_model(c.collective, hardware::scope_of(c.nodes), c.dtype);
-    std::vector<double> in_sample;
-    std::vector<double> alone;
-    std::vector<double> held_out;
+    std::vector<double> in_sample, alone, held_out;  // relative errors at the measured sizes
     for (const hardware::TimedSize& p : c.points) {
       const double measured = p.time.value();
       if (const auto t = out.profile.collective_time(c.collective, c.ranks, c.nodes, p.bytes, c.dtype))
@@ -275,10 +273,7 @@ void report_curve_answers(ProfileFit& out) {
     }
   }
   for (const hardware::CollectiveModel& m : out.profile.collective_models) {
-    ScopeReport s;
-    s.collective = m.collective;
-    s.scope = m.scope;
-    s.dtype = m.dtype;
+    ScopeReport s{m.collective, m.scope, m.dtype, 0, std::nullopt};
     std::vector<double> pooled;
     for (const CurveReport& r : out.curves) {
       if (r.collective != m.collective || hardware::scope_of(r.nodes) != m.scope ||
