@@ -110,21 +110,19 @@ constexpr double kSameShape = 1e-12;
     return one_node ? 0.0
                     : std::abs(std::log2(static_cast<double>(ranks) / nodes * k.nodes / k.ranks));
   };
+  const auto of_model = [&](const CollectiveCurve& k) {
+    return k.collective == model.collective && scope_of(k.nodes) == model.scope &&
+           k.dtype == model.dtype && !k.points.empty() && k.ranks >= 2;
+  };
   double nearest = std::numeric_limits<double>::infinity();
   for (const CollectiveCurve& k : curves) {
-    if (k.collective != model.collective || scope_of(k.nodes) != model.scope ||
-        k.dtype != model.dtype || k.points.empty() || k.ranks < 2)
-      continue;
-    nearest = std::min(nearest, per_node_distance(k));
+    if (of_model(k)) nearest = std::min(nearest, per_node_distance(k));
   }
   const double x = coordinate(ranks, nodes);
   const CollectiveCurve* below = nullptr;
   const CollectiveCurve* above = nullptr;
   for (const CollectiveCurve& k : curves) {
-    if (k.collective != model.collective || scope_of(k.nodes) != model.scope ||
-        k.dtype != model.dtype || k.points.empty() || k.ranks < 2 ||
-        per_node_distance(k) > nearest + 1e-9)
-      continue;
+    if (!of_model(k) || per_node_distance(k) > nearest + 1e-9) continue;
     const double xk = coordinate(k.ranks, k.nodes);
     if (xk <= x && (below == nullptr || xk > coordinate(below->ranks, below->nodes))) below = &k;
     if (xk >= x && (above == nullptr || xk < coordinate(above->ranks, above->nodes))) above = &k;

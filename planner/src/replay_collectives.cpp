@@ -1,6 +1,5 @@
 #include "replay_components.hpp"
 
-#include <cmath>
 #include <string_view>
 
 #include "step_comm.hpp"
@@ -176,19 +175,17 @@ void add_data_parallel_collectives(Components& out, const model::Architecture& a
     };
     const auto step = ReplayPhase::step;
     const auto bwd = ReplayPhase::backward;
-    // The gradients reduced in the framework's buckets (gradient_bucket), as the evaluator prices
+    // The gradients reduced in the framework's buckets (gradient_buckets), as the evaluator prices
     // them: the full buckets, then the rest.
     const auto bucketed = [&](Collective k, CommPurpose purpose, const std::string& name,
                               double times) {
-      const Bytes bucket = gradient_bucket(tr, tc, grads, local, dpg.ranks);
-      const double full = bucket.value() > 0.0 ? std::floor(grads / bucket) : 1.0;
-      const Bytes rest = grads - bucket * full;
+      const GradientBuckets b = gradient_buckets(tr, tc, grads, local, dpg.ranks);
       const std::string_view dtype = gradient_comm_dtype(tr);
-      out.collective(name, bwd, work(k, purpose, bucket, dpg, l.tp),
-                     collective_time(links, k, dpg, bucket, dtype), full * times, 0.0, max_msg);
-      if (rest.value() > 0.0)
-        out.collective(name + " (last bucket)", bwd, work(k, purpose, rest, dpg, l.tp),
-                       collective_time(links, k, dpg, rest, dtype), times, 0.0, max_msg);
+      out.collective(name, bwd, work(k, purpose, b.bucket, dpg, l.tp),
+                     collective_time(links, k, dpg, b.bucket, dtype), b.full * times, 0.0, max_msg);
+      if (b.rest.value() > 0.0)
+        out.collective(name + " (last bucket)", bwd, work(k, purpose, b.rest, dpg, l.tp),
+                       collective_time(links, k, dpg, b.rest, dtype), times, 0.0, max_msg);
     };
     switch (tr.strategy) {
       case Strategy::single:

@@ -27,29 +27,18 @@ using hardware::Collective;
   return false;
 }
 
-// A collective issued in buckets of `bucket` bytes, the last one partial: each bucket is one
-// collective at its own size (its own latency, and a measured profile's curve at that size), as
-// the framework issues them.
-Seconds bucketed_time(const LinkModel& m, Collective c, const Placement& g, Bytes total,
-                      Bytes bucket, std::string_view dtype) {
-  if (!(bucket.value() > 0.0) || total <= bucket) return collective_time(m, c, g, total, dtype);
-  const double full = std::floor(total / bucket);
-  return collective_time(m, c, g, bucket, dtype) * full +
-         collective_time(m, c, g, total - bucket * full, dtype);
-}
-
-// DDP: the gradients all-reduced in buckets (gradient_bucket), overlapped with the last
+// DDP: the gradients all-reduced in buckets (gradient_buckets), overlapped with the last
 // micro-batch's backward, or after backward.
 Seconds ddp_term(TermSink& sink, const TermInputs& in, const DataParallelBytes& b,
                  Seconds bwd_last) {
   const Placement dpg = data_parallel_group(in.l);
   const DataParallelVolume v =
       data_parallel_volume(Strategy::ddp, b.grads, b.params, dpg.ranks, in.tr.grad_accum);
-  const Bytes bucket_bytes = gradient_bucket(in.tr, in.tc, b.grads, b.local, dpg.ranks);
+  const GradientBuckets k = gradient_buckets(in.tr, in.tc, b.grads, b.local, dpg.ranks);
   const std::string_view dtype = gradient_comm_dtype(in.tr);
+  const Seconds bucket = collective_time(in.links, Collective::all_reduce, dpg, k.bucket, dtype);
   const Seconds t =
-      bucketed_time(in.links, Collective::all_reduce, dpg, b.grads, bucket_bytes, dtype);
-  const Seconds bucket = collective_time(in.links, Collective::all_reduce, dpg, bucket_bytes, dtype);
+      bucket * k.full + collective_time(in.links, Collective::all_reduce, dpg, k.rest, dtype);
   const Seconds ex = overlaps_gradient_reduce(in.tr, in.tc) ? std::max(bucket, t - bwd_last) : t;
   sink.add(Transfer::all_reduce, CommPurpose::data_parallel_gradients, tier_of(in.links, dpg),
            dpg.ranks, v.all_reduce, t, ex);
@@ -65,12 +54,11 @@ Seconds zero12_term(TermSink& sink, const TermInputs& in, const DataParallelByte
   const DataParallelVolume v =
       data_parallel_volume(st, b.grads, b.params, dpg.ranks, in.tr.grad_accum);
   const double reductions = st == Strategy::zero1 ? 1.0 : in.md;
-  const Bytes bucket_bytes = gradient_bucket(in.tr, in.tc, b.grads, b.local, dpg.ranks);
+  const GradientBuckets k = gradient_buckets(in.tr, in.tc, b.grads, b.local, dpg.ranks);
   const std::string_view dtype = gradient_comm_dtype(in.tr);
+  const Seconds bucket = collective_time(in.links, Collective::reduce_scatter, dpg, k.bucket, dtype);
   const Seconds rs =
-      bucketed_time(in.links, Collective::reduce_scatter, dpg, b.grads, bucket_bytes, dtype);
-  const Seconds bucket =
-      collective_time(in.links, Collective::reduce_scatter, dpg, bucket_bytes, dtype);
+      bucket * k.full + collective_time(in.links, Collective::reduce_scatter, dpg, k.rest, dtype);
   const Seconds rs_ex = overlaps_gradient_reduce(in.tr, in.tc) ? std::max(bucket, rs - bwd_last) : rs;
   const Seconds ag = collective_time(in.links, Collective::all_gather, dpg, b.params);
   const LinkTier tier = tier_of(in.links, dpg);
@@ -447,8 +435,8 @@ Seconds checkpoint_offload_term(TermSink& sink, const TermInputs& in, Seconds la
   return out_ex + back_ex;
 }
 
-Bytes gradient_bucket(const model::Training& tr, const TimeConventions& tc, Bytes grads,
-                      double local_params, int dp_ranks) {
+GradientBuckets gradient_buckets(const model::Training& tr, const TimeConventions& tc, Bytes grads,
+                                 double local_params, int dp_ranks) {
   Bytes bucket = grads;
   switch (tr.framework) {
     case Framework::pytorch:
@@ -462,7 +450,9 @@ Bytes gradient_bucket(const model::Training& tr, const TimeConventions& tc, Byte
         bucket = grads * (std::max(40e6, 1e6 * dp_ranks) / local_params);
       break;
   }
-  return std::min(grads, bucket);
+  if (!(bucket.value() > 0.0) || grads <= bucket) return {grads, 1.0, Bytes(0.0)};
+  const double full = std::floor(grads / bucket);
+  return {bucket, full, grads - bucket * full};
 }
 
 }  // namespace trainplan::planner

@@ -62,12 +62,17 @@ struct DataParallelBytes {
   Bytes params;
 };
 
-// The bucket (bytes, at most `grads`) a framework reduces the data-parallel gradients in: PyTorch
-// DDP's bucket_cap_mb (25 MB), DeepSpeed's reduce_bucket_size (5e8 elements), Megatron's
-// max(40M, 1M x dp) elements with overlap_grad_reduce and one bucket without
-// (megatron/core/distributed/distributed_data_parallel.py).
-[[nodiscard]] Bytes gradient_bucket(const model::Training& tr, const TimeConventions& tc,
-                                    Bytes grads, double local_params, int dp_ranks);
+// The buckets a framework reduces the data-parallel gradients in: PyTorch DDP's bucket_cap_mb
+// (25 MB), DeepSpeed's reduce_bucket_size (5e8 elements), Megatron's max(40M, 1M x dp) elements
+// with overlap_grad_reduce and one bucket without (megatron/core/distributed/
+// distributed_data_parallel.py). Each bucket is one collective at its own size.
+struct GradientBuckets {
+  Bytes bucket;       // at most the gradients
+  double full = 1.0;  // buckets of that size
+  Bytes rest;         // the last, partial one (0 when the size divides)
+};
+[[nodiscard]] GradientBuckets gradient_buckets(const model::Training& tr, const TimeConventions& tc,
+                                               Bytes grads, double local_params, int dp_ranks);
 
 // Megatron's f/g operators (Shoeybi et al. 2019; with sequence parallelism each all-reduce becomes
 // an all-gather and a reduce-scatter, Korthikanti et al. 2022 Sec. 4.2.2).
