@@ -242,8 +242,9 @@ HeadActivations head_activations(const Architecture& a, const Training& tr, cons
   const double kept = family.logits_kept ? c : 0.0;
   if (family.fused_loss) {
     // The fused kernel keeps the logits (and an fp32 log-sum-exp per row); backward writes one
-    // gradient of the logits.
-    const double saved = norm + softcap + c * t * V / tp + kFp32 * t + 8.0 * t;
+    // gradient of the logits. Compiled, the kept logits are the loss dtype's upcast.
+    const double logits = family.compiled ? loss_bytes : c;
+    const double saved = norm + softcap + logits * t * V / tp + kFp32 * t + 8.0 * t;
     return {Bytes(saved), Bytes(c * t * V / tp)};
   }
   const double saved = norm + softcap + (kept + loss_bytes) * t * V / tp + 8.0 * t;

@@ -59,8 +59,10 @@ void HfBlock::norm(std::string_view name, bool kernels, bool saves, int consumer
     }
   // Under an FP8 recipe that saves its inputs in FP8, each linear keeps its own FP8 copy.
   const bool fp8_inputs = x_.lin != c_;
+  // Compiled, autocast's casts of the one output are one tensor (OpListVariant::compiled).
+  const double copies = fp8_inputs || !variant_.compiled ? consumers_saving : 1.0;
   if (consumers_saving > 0)
-    b_.keep("norm output (linear input)", (mixed_ || fp8_inputs ? consumers_saving * x_.lin : r_) * th);
+    b_.keep("norm output (linear input)", (mixed_ || fp8_inputs ? copies * x_.lin : r_) * th);
 }
 
 // The linears of these roles reading one input (in_bytes per element): per linear its GEMM,
@@ -90,7 +92,7 @@ void HfBlock::linears(std::initializer_list<Role> roles, double in_bytes) {
     const double runs = l.copies > 1 ? hits_ : 1.0;
     width = in;
     ++consumers;
-    if (x_.mixed) b_.cast(T * in, in_bytes, c_, true);
+    if (x_.mixed && !variant_.compiled) b_.cast(T * in, in_bytes, c_, true);  // compiled: in its producer
     const double dequant = tr_.method == Method::qlora ? 1.0 : 0.0;
     const double weight_cast = cast_weights ? 1.0 : 0.0;
     const bool trained = trains_weight(tr_, l.role);

@@ -82,6 +82,7 @@ void HfBlock::attention_core(bool cross) {
   Op& op = b_.open(cross ? "cross-attention" : "attention", OpKind::attention_core, true);
   op.attention = attention_of(a_, tr_, !cross && !(a_.encoder_decoder && stack_ == Stack::encoder), cross);
   op.attention.backward = !entry() || entry_attention_backward(tr_);
+  op.attention.explicit_mask = !cross && sdpa_explicit_mask(a_, tr_);
   const double S = x_.scores;
   const double c = c_;
   if (fused_kernel) {
@@ -236,8 +237,9 @@ void HfBlock::attention_end(double X) {
     const bool head_major = (rotary && (a_.rotary_fraction < 1.0 || sliced)) || quant_.head_major_attention_output;
     if (head_major && x_.lin == c_ && keeps_input(Role::o)) b_.keep("o input (contiguous copy)", q);
   }
-  // The explicit mask, cast to the model dtype inside each block.
-  if (sdpa_explicit_mask(a_, tr_)) {
+  // The explicit mask, cast to the model dtype inside each block (compiled: once for the graph,
+  // the boolean mask the stack keeps).
+  if (sdpa_explicit_mask(a_, tr_) && !variant_.compiled) {
     b_.open("attention mask cast", OpKind::copy_cast);
     b_.keep("attention mask", c_ * x_.b * x_.s * x_.s);
   }

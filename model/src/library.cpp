@@ -81,8 +81,8 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
      .source = "pytorch/torchtitan torchtitan/models/llama3/model/model.py (grouped K/V through "
                "SDPA's enable_gqa from v0.2.2, PR #2259; repeat_kv copies up to v0.2.1); no TF32 "
                "switch",
-     .unmodelled = "torchtitan's own model code, torch.compile and float8 options are priced as "
-                   "transformers' modeling files in eager mode"},
+     .unmodelled = "torchtitan's own model code is priced as transformers' modeling files (its "
+                   "compile and float8 through --compile and --fp8 torchao-*)"},
     {.library = Library::megatron,
      .name = "megatron",
      .engine = Framework::megatron,
@@ -200,6 +200,19 @@ OpListVariant op_variant(const Architecture& a, const Training& tr) {
     v.fused_rotary = k.rope && a.position == PositionKind::rotary;
     v.fused_glu = k.glu && a.mlp == MlpKind::gated;
     v.fused_linear_loss = k.fused_linear_cross_entropy;
+  }
+  // torch.compile (Inductor) of the model and its loss: one kernel per norm, rotary embedding and
+  // gated activation each way (triton_red_fused_..._mean_mul_pow_rsqrt, _cos_mul_neg_sin_...,
+  // _mul_silu_silu_backward in the compiled H200 runs' profiles), the cross-entropy as two
+  // reductions (_log_softmax_..._prepare_softmax_online forward, _log_softmax_backward_data_..._nll_loss
+  // backward: no log-softmax kept), and the casts and saved tensors of OpListVariant::compiled.
+  // Liger's kernels, where patched in, stay what they are (compile traces through them).
+  if (tr.compile && tr.framework != Framework::megatron) {
+    v.compiled = true;
+    v.fused_norm = v.fused_norm || a.norm == NormKind::rmsnorm;
+    v.fused_rotary = v.fused_rotary || a.position == PositionKind::rotary;
+    v.fused_glu = v.fused_glu || a.mlp == MlpKind::gated;
+    v.fused_loss = v.fused_loss || !v.fused_linear_loss;
   }
   return v;
 }

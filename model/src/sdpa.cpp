@@ -183,6 +183,12 @@ HfSdpaCall hf_sdpa_call(const Architecture& a, const Training& tr) {
     call.supported = false;
     call.dropout = false;
   }
+  // Under torch.compile transformers never leaves the causal mask to is_causal: its check that
+  // would skip the mask returns false while dynamo traces (masking_utils.py
+  // _ignore_causal_mask_sdpa, `is_tracing = ... or is_torchdynamo_compiling()`; v5.17.0), so SDPA
+  // gets the b x 1 x s x s mask (the compiled H200 runs ran cuDNN attention at 2.7-3x the eager
+  // kernel time: data/measurements/h200-2026-11-28-compile).
+  if (tr.compile && runs_transformers_models(tr.library)) call.always_mask = true;
   return call;
 }
 

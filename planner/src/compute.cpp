@@ -172,8 +172,11 @@ Seconds gemm_time(const ComputeDevice& d, std::int64_t m, std::int64_t n, std::i
 Seconds memory_bound_time(const ComputeDevice& d, Bytes traffic) { return traffic / d.hbm; }
 
 LossBytes loss_bytes(const model::Architecture& a, const model::Training& tr, const TimeConventions& tc) {
-  if (!model::op_variant(a, tr).fused_loss) return {tc.loss_bytes_per_logit, tc.loss_backward_bytes_per_logit};
+  const model::OpListVariant v = model::op_variant(a, tr);
+  if (!v.fused_loss) return {tc.loss_bytes_per_logit, tc.loss_backward_bytes_per_logit};
   const double c = compute_bytes(tr.precision);
+  constexpr double kFp32 = 4.0;  // compiled: the loss writes, then reads, the fp32 copy it keeps
+  if (v.compiled && !v.loss_in_model_dtype) return {c + kFp32, kFp32 + c};
   return {c, 2.0 * c};
 }
 
@@ -303,11 +306,15 @@ CoreTimes core_times(const model::BlockOps& ops, const model::Training& tr, cons
     if (run.fused) {
       // A rank's queries against the whole sequence's keys: the load-balanced causal split gives
       // each of the cp ranks 1/cp of the masked work; the kernel runs at the size of its blocks.
-      const double causal = at.causal ? model::causal_fraction(s) : 1.0;
-      const Flops f(2.0 * b * qd * sd * at.heads_per_gpu * dbl(hd + hv) * causal);
-      out.forward += f / (d.peak * attention_efficiency(d, false, q, at.causal, hd) * fwd_rate);
+      // A materialised mask: the whole s x s work at the unmasked kernel's rate, slowed by the
+      // mask's reads (TimeConventions::explicit_mask_attention_slowdown).
+      const bool skips = at.causal && !at.explicit_mask;
+      const double causal = skips ? model::causal_fraction(s) : 1.0;
+      const double slowdown = at.explicit_mask ? tc.explicit_mask_attention_slowdown : 1.0;
+      const Flops f(2.0 * b * qd * sd * at.heads_per_gpu * dbl(hd + hv) * causal * slowdown);
+      out.forward += f / (d.peak * attention_efficiency(d, false, q, skips, hd) * fwd_rate);
       out.backward += (f * model::kFusedAttentionBackwardRatio * bw) /
-                      (d.peak * attention_efficiency(d, true, q, at.causal, hd) * bwd_rate);
+                      (d.peak * attention_efficiency(d, true, q, skips, hd) * bwd_rate);
       continue;
     }
     const double batch = b * at.heads_per_gpu;

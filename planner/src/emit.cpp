@@ -89,6 +89,8 @@ void note_script_changes(const model::Training& t, std::vector<std::string>& not
                     "requires target modules for GaLore)");
   if (t.liger && t.framework != Framework::megatron)
     notes.push_back("Liger: TrainingArguments(use_liger_kernel=True), with the liger-kernel package installed");
+  if (t.compile && t.framework != Framework::megatron)
+    notes.push_back("torch.compile: TrainingArguments(torch_compile=True) (Inductor, the default mode)");
   // TRL's preference trainers take TrainingArguments' fields through their configs.
   if (t.objective != Objective::sft)
     notes.push_back(fmt::format(

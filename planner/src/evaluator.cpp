@@ -136,6 +136,7 @@ LayerComputeKey LayerComputeKey::of(const model::Training& tr) {
           tr.library,
           tr.tf32,
           tr.liger,
+          tr.compile,
           tr.quant,
           tr.quant_block,
           tr.sequence_parallel,
@@ -170,6 +171,7 @@ void LayerComputeKey::write_to(model::Training& t, const std::vector<std::string
   t.library = library;
   t.tf32 = tf32;
   t.liger = liger;
+  t.compile = compile;
   t.quant = quant;
   t.quant_block = quant_block;
   t.sequence_parallel = sequence_parallel;

@@ -115,10 +115,11 @@ Seconds add_attention_core(Components& out, const model::BlockOps& ops, const Co
       if (op.kind != model::OpKind::attention_core) continue;
       const model::AttentionShape& at = op.attention;
       const std::int64_t s = at.seq;
-      const double share = at.causal ? model::causal_fraction(s) : 1.0;
+      const bool skips = at.causal && !at.explicit_mask;  // a materialised mask skips nothing
+      const double share = skips ? model::causal_fraction(s) : 1.0;
       const Flops f(2.0 * dbl(at.batch) * dbl(at.query_seq) * dbl(s) * at.heads_per_gpu *
                     dbl(at.head_dim + at.v_head_dim) * share);
-      const AttentionWork w{at.batch, at.heads, at.kv_heads, s, at.head_dim, at.causal, false, f};
+      const AttentionWork w{at.batch, at.heads, at.kv_heads, s, at.head_dim, skips, false, f};
       kernels.push_back(
           {prefix + std::string(op.name), w, f / (d.peak * attention_efficiency(d, false, s)),
            f * model::kFusedAttentionBackwardRatio / (d.peak * attention_efficiency(d, true, s))});
@@ -400,6 +401,9 @@ ReplayPlan replay_plan(const model::Architecture& a, const model::ParameterCount
     throw InputError(fmt::format("partial fine-tuning (trainable {}) is not replayed: the replay trains every "
                                  "weight of the block it runs",
                                  model::trained_subset_text(tr.partial)));
+  if (model::op_variant(a, tr).compiled)
+    throw InputError("torch.compile (compile) is not replayed: the replay runs the eager ops, not Inductor's fused "
+                     "kernels");
   if (model::op_variant(a, tr).fused_linear_loss)
     throw InputError("Liger's kernels (liger) are not replayed: the replay runs the eager ops and the head's "
                      "products unchunked");

@@ -84,6 +84,7 @@ Json plan_json(const planner::Estimate& e, std::optional<double> tokens) {
   j["bf16_optimizer_states"] = e.training.bf16_optimizer_states;
   j["optimizer_in_backward"] = e.training.optimizer_in_backward;
   j["liger"] = e.training.liger;
+  j["compile"] = e.training.compile;
   if (e.training.optimizer == Optimizer::galore_adamw) j["galore_rank"] = e.training.galore_rank;
   if (model::trains_subset(e.training)) j["trainable"] = model::trained_subset_text(e.training.partial);
   j["grad_accum"] = e.training.grad_accum;

@@ -42,6 +42,7 @@ constexpr std::array kTrainingKeys{
     TrainingKey{"bf16_optimizer_states", KeyType::boolean, false},
     TrainingKey{"optimizer_in_backward", KeyType::boolean, false},
     TrainingKey{"liger", KeyType::boolean, false},
+    TrainingKey{"compile", KeyType::boolean, false},
     TrainingKey{"galore_rank", KeyType::integer, false},
     TrainingKey{"trainable", KeyType::text, false},
     TrainingKey{"pp", KeyType::integer, true},
@@ -180,6 +181,7 @@ void read_parallelism(ObjectReader& r, model::Training& t) {
   if (const auto m = r.optional_boolean("bf16_optimizer_states")) t.bf16_optimizer_states = *m;
   if (const auto m = r.optional_boolean("optimizer_in_backward")) t.optimizer_in_backward = *m;
   if (const auto m = r.optional_boolean("liger")) t.liger = *m;
+  if (const auto m = r.optional_boolean("compile")) t.compile = *m;
   if (r.has("galore_rank")) t.galore_rank = int_key(r, "galore_rank", 1);
   if (const auto spec = r.optional_string("trainable")) t.partial = model::parse_trained_subset(*spec, "trainable");
 }

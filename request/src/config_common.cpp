@@ -277,6 +277,39 @@ void set_trainer_fsdp(Reader& r, const std::string& key, const Json& raw) {
   }
 }
 
+// transformers training_args.py __post_init__: "if (self.torch_compile_mode is not None or
+// self.torch_compile_backend is not None) and not self.torch_compile: self.torch_compile = True";
+// axolotl core/builders/base.py _configure_torch_compile passes its truthy torch_compile ("auto"
+// too) to the Trainer. The default mode has no CUDA graphs; reduce-overhead's and max-autotune's
+// graphs and autotuned GEMMs are not priced.
+void read_torch_compile(const Json& j, Reader& r) {
+  std::string given;
+  bool on = false;
+  if (j.contains("torch_compile") && j.at("torch_compile").is_string()) {
+    // Read raw: Reader::string takes "auto" for a value left to the framework, which here it is not.
+    on = j.at("torch_compile").get<std::string>() == "auto";
+    if (!on) r.warn("torch_compile: only true, false or \"auto\" are read; estimated eager");
+    given = "torch_compile";
+  } else if (const auto c = r.boolean(j, "torch_compile", "", "compile")) {
+    on = *c;
+    given = "torch_compile";
+  }
+  for (const char* key : {"torch_compile_mode", "torch_compile_backend"}) {
+    const auto v = r.string(j, key, "", "compile");
+    if (!v) continue;
+    if (given.empty()) {
+      on = true;
+      given = key;
+    }
+    if (std::string_view(key) == "torch_compile_mode" && *v != "default")
+      r.warn("torch_compile_mode = " + *v + ": priced as the default mode (its CUDA graphs and autotuned kernels "
+             "are not modelled)");
+    if (std::string_view(key) == "torch_compile_backend" && *v != "inductor")
+      r.warn("torch_compile_backend = " + *v + ": priced as Inductor's");
+  }
+  if (!given.empty()) r.set("compile", on ? "true" : "false", given, j.at(given));
+}
+
 // axolotl's Liger plugin (src/axolotl/integrations/liger, at 067b021c: args.py LigerArgs, each
 // kernel its own key; liger_swiglu is the deprecated name of liger_glu_activation): the four the
 // model types' apply functions turn on by default, together, are what --liger prices.

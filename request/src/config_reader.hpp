@@ -149,6 +149,9 @@ void read_litgpt(const Json& j, Reader& r);
 void read_torchtune(const Json& j, Reader& r);
 void read_axolotl(const Json& j, Reader& r);
 void read_axolotl_liger(const Json& j, Reader& r);  // config_common.cpp
+// TrainingArguments' torch_compile (and axolotl's, which passes it on, "auto" included): the
+// model compiled by accelerate; a mode or backend given alone turns it on too.
+void read_torch_compile(const Json& j, Reader& r);  // config_common.cpp
 void read_unfrozen(const Json& j, Reader& r);       // config_common.cpp: axolotl's unfrozen_parameters
 void read_llamafactory(const Json& j, Reader& r);
 // Command lines: the tokens after shell-style splitting.

@@ -131,8 +131,10 @@ void read_parallelism(const Json& j, Reader& r) {
     r.set("cp", std::to_string(*cp), "context_parallel_dim", j.at("context_parallel_dim"));
   if (const auto rep = r.integer(j, "data_parallel_replicate_dim", "", "strategy", 1); rep && *rep > 1)
     r.set("strategy", "fsdp-hybrid", "data_parallel_replicate_dim", j.at("data_parallel_replicate_dim"));
-  if (r.boolean(j, "compile", "", "").value_or(false))
-    r.warn("compile = true: torch.compile of the model, loss and optimizer step is not modelled; estimated eager");
+  // recipes' compile: training.compile_model compiles each layer, then the loss
+  // (torchtune/training/_compile.py); the optimizer step stays eager.
+  if (const auto c = r.boolean(j, "compile", "", "compile"))
+    r.set("compile", *c ? "true" : "false", "compile", j.at("compile"));
   for (const char* key : {"ref_model", "teacher_model"})
     if (j.contains(key) && !j.at(key).is_null())
       r.warn(std::string(key) + ": the second model this recipe loads is not counted; priced as the trained model alone");

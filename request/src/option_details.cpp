@@ -87,6 +87,14 @@ constexpr Detail kDetails[] = {
      "SwiGLU/GeGLU each one kernel, and the fused linear cross-entropy, which computes the head's "
      "products and the loss in chunks of rows and never keeps the logits. Expert MLPs stay "
      "transformers'. A model type Liger has no kernels for runs unchanged (a note says so)."},
+    {"compile",
+     "torch.compile of the model with its loss (Inductor, default mode, no CUDA graphs), as "
+     "TrainingArguments' torch_compile, axolotl's torch_compile, torchtune's compile and "
+     "torchtitan's compile do it: each norm, rotary embedding and gated activation one Triton "
+     "kernel each way, the cross-entropy as two reductions keeping the logits' fp32 copy (no "
+     "log-softmax), one 16-bit copy of an input for all the linears reading it, no cast kernels of "
+     "their own. transformers' models then build an explicit causal mask, which SDPA's kernel "
+     "reads and cannot skip above the diagonal. Compilation time itself is not priced."},
     {"tp",
      "Tensor-parallel degree: splits every layer's matrices (Shoeybi et al. 2019, "
      "arXiv:1909.08053). Must divide the attention heads."},

@@ -277,6 +277,21 @@ std::vector<Option> model_and_method() {
                                          "alone, it names the library too (pytorch: hf-trainer)",
                                          "the library's"),
                                 [](auto& r) -> auto& { return r.training.framework; }));
+  v.push_back(release(describe("transformers", "VERSION", "transformers", "method",
+                               "Hugging Face transformers release whose model code runs (what a family passes to "
+                               "SDPA, how MoE experts run)",
+                               "5.24")));
+  v.push_back(applies(integer(describe("mtp-layers", "N", "MTP modules", "method",
+                                       "multi-token prediction modules trained with the model", "0"),
+                              0, 16, [](auto& r) -> auto& { return r.mtp_layers; }),
+                      [](const Request& r, unsigned /*cmd*/) { return r.training.framework == Framework::megatron; },
+                      "with --framework megatron (transformers' models have none)"));
+  return v;
+}
+
+// What the GPU runs of the library's kernels: TF32 matmuls, Liger's kernels, torch.compile.
+std::vector<Option> kernel_options() {
+  std::vector<Option> v;
   v.push_back(applies(flag(describe("tf32", "", "TF32", "method",
                                     "fp32 matmuls on TF32 tensor cores (torch.backends.cuda.matmul.allow_tf32)",
                                     "the library's: off, PyTorch's default"),
@@ -295,15 +310,14 @@ std::vector<Option> model_and_method() {
                       },
                       "with a library that runs transformers' modeling files (hf-trainer, accelerate, trl, axolotl, "
                       "deepspeed), not under --framework megatron"));
-  v.push_back(release(describe("transformers", "VERSION", "transformers", "method",
-                               "Hugging Face transformers release whose model code runs (what a family passes to "
-                               "SDPA, how MoE experts run)",
-                               "5.24")));
-  v.push_back(applies(integer(describe("mtp-layers", "N", "MTP modules", "method",
-                                       "multi-token prediction modules trained with the model", "0"),
-                              0, 16, [](auto& r) -> auto& { return r.mtp_layers; }),
-                      [](const Request& r, unsigned /*cmd*/) { return r.training.framework == Framework::megatron; },
-                      "with --framework megatron (transformers' models have none)"));
+  v.push_back(applies(flag(describe("compile", "", "torch.compile", "method",
+                                    "the model and its loss compiled with torch.compile (Inductor): fused norms, "
+                                    "rotary, activations and loss, fewer saved tensors; transformers' models then "
+                                    "hand SDPA an explicit causal mask",
+                                    "off (eager)"),
+                           [](auto& r) -> auto& { return r.training.compile; }),
+                      [](const Request& r, unsigned /*cmd*/) { return r.training.framework != Framework::megatron; },
+                      "with --framework pytorch or deepspeed (Megatron's own fused kernels are priced as they are)"));
   return v;
 }
 
@@ -617,8 +631,9 @@ std::vector<Option> cluster_and_output_options() {
 
 std::vector<Option> build() {
   std::vector<Option> all;
-  for (auto part : {model_and_method(), objective_options(), deepspeed_precision_options(), adapter_options(), parallel_options(),
-                    megatron_options(), batch_and_memory_options(), cluster_and_output_options()})
+  for (auto part : {model_and_method(), kernel_options(), objective_options(), deepspeed_precision_options(),
+                    adapter_options(), parallel_options(), megatron_options(), batch_and_memory_options(),
+                    cluster_and_output_options()})
     for (auto& o : part) all.push_back(std::move(o));
   add_option_details(all);
   return all;

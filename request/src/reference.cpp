@@ -121,6 +121,7 @@ model::Training read_training(const Json& v, const std::string& what,
   if (const auto l = r.optional_enumeration<Library>("library")) t.library = *l;
   t.tf32 = r.optional_boolean("tf32").value_or(false);
   t.liger = r.optional_boolean("liger").value_or(false);
+  t.compile = r.optional_boolean("compile").value_or(false);
   t.pp_virtual = static_cast<int>(r.optional_integer("pp_virtual", 1, kMaxDegree).value_or(1));
   t.sequence_parallel = r.optional_boolean("sequence_parallel").value_or(false);
   t.tp_comm_overlap = r.optional_boolean("tp_comm_overlap").value_or(false);

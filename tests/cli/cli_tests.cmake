@@ -150,6 +150,10 @@ run_case(liger_unsupported_model 0 estimate gpt2 H200 --liger ERR "warning: --li
 run_case(liger_megatron 0 estimate llama-3.1-8b 8xH100 --framework megatron --strategy zero1 --liger ERR "warning: --liger true ignored: it applies with a library that runs transformers' modeling files")
 run_case(liger_litgpt 0 estimate llama-3.2-1b H200 --library litgpt --liger ERR "warning: --liger true ignored")
 run_case(liger_moe_note 0 estimate qwen3-30b-a3b 8xH200 --method lora --liger MATCH "liger: the expert MLPs are priced as transformers' experts")
+# torch.compile: answered compiled (the JSON says so); under Megatron's accounting it changes
+# nothing (a warning).
+run_case(compile_estimate_json 0 estimate llama-3.2-1b H200 --compile --micro-batch 4 --seq 2048 --json MATCH "\"compile\": true")
+run_case(compile_megatron 0 estimate llama-3.1-8b 8xH100 --framework megatron --strategy zero1 --compile ERR "warning: --compile true ignored: it applies with --framework pytorch or deepspeed")
 # Gemma-2B LoRA at micro-batch 2 and 2048 tokens on an L4: its 256k-vocabulary logits do not fit,
 # Liger's fused loss keeps none (the H200 runs: 27.9 GiB eager, 13.6 GiB with Liger).
 run_case(explain_offers_liger 1 explain gemma-2b L4 --method lora --lora-targets all-linear --precision bf16-true --micro-batch 2 --seq 2048 --checkpointing none MATCH "--liger true .was false.  *fits")

@@ -281,7 +281,8 @@ const std::vector<Row>& rows() {
         {"precision", "bf16-true"},
         {"checkpointing", "none"},
         {"optimizer", "adamw"},
-        {"optimizer-impl", "fused"}},
+        {"optimizer-impl", "fused"},
+        {"compile", "false"}},
        {"model", "strategy"},
        {}},
       {"torchtune-llama3_1-8B_qlora_single_device.yaml",
@@ -299,7 +300,8 @@ const std::vector<Row>& rows() {
         {"checkpointing", "full"},
         {"optimizer", "adamw"},
         {"optimizer-impl", "fused"},
-        {"strategy", "single"}},  // the file name names the single-device recipe
+        {"strategy", "single"},
+        {"compile", "false"}},  // the file name names the single-device recipe
        {"model"},
        {}},
       // LLaMA-Factory: its own defaults where a key is left out (finetuning_args.py, model_args.py).
@@ -361,7 +363,8 @@ const std::vector<Row>& rows() {
         {"checkpointing", "full"},
         {"strategy", "fsdp-full"},
         {"optimizer", "adamw"},
-        {"optimizer-impl", "fused"}},
+        {"optimizer-impl", "fused"},
+        {"compile", "false"}},
        {"model"},
        {}},
       {"axolotl-llama-3-lora-8b.yml",

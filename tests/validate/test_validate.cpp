@@ -266,14 +266,14 @@ TEST(MeasuredRuns, H200MemoryWithinTheIssuesBands) {
 // Step times by source, held to the bands the time-model issue sets: Korthikanti et al. 2022
 // Table 5 median at most 5 %, Megatron-LM 2021 Table 1 median at most 10 %, the H200 runs
 // (tools/measure on one H200) median at most 10 % and max at most 25 %, over all 18 and over the
-// 14 that no constant was fitted on; published FSDP throughput (data/reference/fsdp-published.json)
+// 13 that no constant was fitted on; published FSDP throughput (data/reference/fsdp-published.json)
 // median at most 12 %. Every value is also within the tolerance its file states.
 TEST(MeasuredRuns, StepTimesWithinTheIssuesBands) {
   const std::vector<IssueBand> bands = {
       {"korthikanti-2022-table5.json", Metric::step_time, 8, 5.0, 10.0, false},
       {"megatron-2021-weak-scaling.json", Metric::step_time, 10, 10.0, 15.0, false},
       {"measured-h200.json", Metric::step_time, 18, 10.0, 25.0, false},
-      {"measured-h200.json", Metric::step_time, 14, 10.0, 25.0, true},
+      {"measured-h200.json", Metric::step_time, 13, 10.0, 25.0, true},
       // The families runs, none fitted on: GPU-bound dense runs within 25 %; the host-bound MoE
       // steps within the 45 % that five machines spanned for one of them (their tolerance, stated in
       // the file). Median at most 15 %.

@@ -101,6 +101,9 @@ struct AttentionShape {
   std::int64_t head_dim = 1;    // of a query and a key
   std::int64_t v_head_dim = 1;  // of a value (narrower under latent attention)
   bool causal = true;
+  // SDPA is handed a materialised mask (model/sdpa.hpp SdpaMask::boolean): the kernel reads it and
+  // cannot skip the blocks above the diagonal, so it does the whole s x s work.
+  bool explicit_mask = false;
   bool cross = false;  // an encoder-decoder's cross-attention
   bool backward = true;  // false: nothing upstream trains (partial fine-tuning's entry layer)
 };

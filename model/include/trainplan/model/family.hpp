@@ -100,6 +100,12 @@ struct OpListVariant {
   bool fused_rotary = false;
   bool fused_glu = false;
   bool fused_linear_loss = false;
+  // Inductor's graph (torch.compile): the pointwise ops around the linears are fused into the
+  // kernels beside them, so autocast's input casts are no kernels of their own and one 16-bit
+  // copy of an input serves every linear reading it; the causal mask is built once for the whole
+  // graph; the loss keeps the fp32 upcast of the logits, not the 16-bit logits (the compiled H200
+  // runs' peaks: one 16-bit copy of the logits above a fused kernel's, in all three).
+  bool compiled = false;
 };
 
 struct Family {

@@ -99,6 +99,9 @@ struct Training {
   // liger_kernel.transformers._apply_liger_kernel_to_instance with the model type's defaults);
   // what they change is the op list's (model/library.hpp liger_kernels).
   bool liger = false;
+  // torch.compile of the model with its loss (Inductor, default mode, no CUDA graphs): what it
+  // changes is the op list's (model/library.hpp op_variant; docs/formulas.md "torch.compile").
+  bool compile = false;
   // GaLore's projection rank (Zhao et al. 2024, arXiv:2403.03507; optimizer galore-adamw): each
   // block linear's gradient projected to this rank, AdamW's moments kept there.
   std::int64_t galore_rank = 128;

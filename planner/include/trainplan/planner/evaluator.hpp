@@ -116,6 +116,7 @@ struct LayerComputeKey {
   Library library = Library::hf_trainer;  // its model code's copies and loss dtype (op_variant)
   bool tf32 = false;                      // the fp32 matmuls' units
   bool liger = false;                     // Liger's kernels in the op list (op_variant)
+  bool compile = false;                   // torch.compile's op list (op_variant)
   Quant quant = Quant::nf4;
   std::int64_t quant_block = 0;
   bool sequence_parallel = false;

@@ -92,6 +92,14 @@ struct TimeConventions {
   // (Dao 2023, arXiv:2307.08691, Sec. 4.1): the middle of the first range, and the second.
   double triton_fwd_vs_flash = 1.0 / 1.4;
   double triton_bwd_vs_flash = 1.0 / 2.0;
+  // A fused SDPA kernel handed a materialised mask (transformers' sliding windows, every mask
+  // under torch.compile) does the whole s x s work and reads the mask: its time over the same
+  // kernel's without causal skipping. Fitted on one run: Mistral-7B LoRA s4096 b1 with full
+  // checkpointing on the H200 (data/measurements/h200-2026-11-26/step-profile.json, cuDNN
+  // attention 127.9 ms a step against 68.0 ms for the unmasked kernel at the profile's rate).
+  // Held out: the Phi-3 and Gemma 3 sliding-window runs, Mistral with Liger, and the three
+  // compiled runs (tests/validate/test_h200_step_profile.cpp, test_compile.cpp).
+  double explicit_mask_attention_slowdown = 1.76;
   // Sequence length at which a kernel reaches half its long-sequence efficiency: eta(s) = eta_max
   // s / (s + s_half). From the cuDNN 9.19 H200 bf16 CSV (reference cudnn_sdpa_bench): 0.49 of peak
   // at s = 2k causal and 0.71 at 16k give s_half of ~960 and ~230; their geometric mean.

@@ -1,0 +1,50 @@
+// torch.compile as each framework's file turns it on: TrainingArguments' torch_compile (a mode or
+// backend alone turns it on, as transformers' __post_init__ does), axolotl's torch_compile ("auto"
+// too: axolotl passes any truthy value on to the Trainer), torchtune's compile.
+
+#include <string>
+
+#include "config_fixture.hpp"
+#include "trainplan/request/request_files.hpp"
+
+namespace trainplan::request {
+namespace {
+
+using namespace config_test;
+
+TEST(ConfigCompile, TrainerTorchCompile) {
+  const ConfigRead on = read_training_config_text("per_device_train_batch_size: 2\ntorch_compile: true\n", "sft.yaml");
+  EXPECT_EQ(option(on, "compile"), "true");
+  EXPECT_FALSE(has_warning(on, "compile")) << (on.warnings.empty() ? "" : on.warnings[0]);
+  const ConfigRead off = read_training_config_text("per_device_train_batch_size: 2\ntorch_compile: false\n", "sft.yaml");
+  EXPECT_EQ(option(off, "compile"), "false");
+  // A mode alone turns it on; one other than the default is priced as the default, and said.
+  const ConfigRead mode =
+      read_training_config_text("per_device_train_batch_size: 2\ntorch_compile_mode: max-autotune\n", "sft.yaml");
+  EXPECT_EQ(option(mode, "compile"), "true");
+  EXPECT_TRUE(has_warning(mode, "torch_compile_mode = max-autotune: priced as the default mode"));
+  const ConfigRead backend =
+      read_training_config_text("per_device_train_batch_size: 2\ntorch_compile: true\ntorch_compile_backend: aot_eager\n",
+                                "sft.yaml");
+  EXPECT_EQ(option(backend, "compile"), "true");
+  EXPECT_TRUE(has_warning(backend, "torch_compile_backend = aot_eager: priced as Inductor's"));
+}
+
+TEST(ConfigCompile, AxolotlTorchCompileAutoIsOn) {
+  const std::string base = "base_model: meta-llama/Llama-3.1-8B\nmicro_batch_size: 1\nsequence_len: 2048\n";
+  EXPECT_EQ(option(read_training_config_text(base + "torch_compile: true\n", "ax.yaml"), "compile"), "true");
+  EXPECT_EQ(option(read_training_config_text(base + "torch_compile: auto\n", "ax.yaml"), "compile"), "true");
+  const ConfigRead odd = read_training_config_text(base + "torch_compile: sometimes\n", "ax.yaml");
+  EXPECT_EQ(option(odd, "compile"), "false");
+  EXPECT_TRUE(has_warning(odd, "torch_compile: only true, false or \"auto\" are read"));
+}
+
+TEST(ConfigCompile, TorchtuneCompile) {
+  const ConfigRead on = read_training_config_text(
+      "model:\n  _component_: torchtune.models.llama3_1.llama3_1_8b\nbatch_size: 2\ncompile: True\n", "tt.yaml");
+  EXPECT_EQ(option(on, "compile"), "true");
+  EXPECT_FALSE(has_warning(on, "compile")) << (on.warnings.empty() ? "" : on.warnings[0]);
+}
+
+}  // namespace
+}  // namespace trainplan::request
