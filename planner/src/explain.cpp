@@ -20,7 +20,7 @@ struct Candidate {
   int kind = 0;  // which family of change (never paired with itself)
 };
 
-enum Kind { kMicroBatch, kCheckpointing, kSharding, kOffload, kLoraRank, kQlora, kReference, kLiger };
+enum Kind { kMicroBatch, kCheckpointing, kSharding, kOffload, kLoraRank, kQlora, kReference, kLiger, kCompile };
 
 std::string str(std::int64_t v) { return std::to_string(v); }
 
@@ -149,6 +149,16 @@ void liger_changes(const model::Architecture& a, const model::Training& t, std::
   out.push_back(std::move(c));
 }
 
+// torch.compile where the engine is PyTorch's: the compiled loss keeps no log-softmax, the norms
+// no fp32 copies, the linears one input copy.
+void compile_changes(const model::Training& t, std::vector<Candidate>& out) {
+  if (t.compile || t.framework == Framework::megatron) return;
+  Candidate c{t, {}, kCompile};
+  c.training.compile = true;
+  c.changes = {{"compile", "false", "true"}};
+  out.push_back(std::move(c));
+}
+
 std::vector<Candidate> single_changes(const model::Architecture& a, const SearchRequest& space,
                                       const hardware::Cluster& c) {
   std::vector<Candidate> out;
@@ -159,6 +169,7 @@ std::vector<Candidate> single_changes(const model::Architecture& a, const Search
   adapter_changes(space.base, out);
   reference_changes(space.base, out);
   liger_changes(a, space.base, out);
+  compile_changes(space.base, out);
   return out;
 }
 
@@ -195,6 +206,9 @@ Candidate combine(const Candidate& a, const Candidate& b) {
       break;
     case kLiger:
       t.liger = u.liger;
+      break;
+    case kCompile:
+      t.compile = u.compile;
       break;
     default:
       break;

@@ -384,10 +384,15 @@ std::pair<Bytes, Bytes> pytorch_buffers(const Architecture& a, const Training& t
     // SHARD_GRAD_OP, every unit stays gathered from forward to backward (torch FSDP _post_forward).
     const bool all_gathered = tr.fsdp_wrap == FsdpWrap::none || tr.strategy == Strategy::fsdp_grad_op ||
                               tr.strategy == Strategy::zero2;
-    const double units = all_gathered ? sp.all : 2.0 * sp.largest_unit + sp.root;
+    const double blocks = all_gathered ? sp.all - sp.root : 2.0 * sp.largest_unit;
+    // torchao's FSDP2 float8 all-gather: the blocks' linears arrive as FP8 tensors, one byte each,
+    // which the float8 linears use as they are (torchao float8/fsdp_utils.py
+    // WeightWithDynamicFloat8CastTensor.fsdp_post_all_gather); norms and the root stay 16-bit.
+    const double fp8_share = model::fp8_gathers(tr) && sp.all > sp.root ? sp.block_linear / (sp.all - sp.root) : 0.0;
+    const double gathered = blocks * (fp8_share * 1.0 + (1.0 - fp8_share) * c) + c * sp.root;
     // Unsharded gradients of the unit being reduced.
     const double unit_grads = (tr.fsdp_wrap == FsdpWrap::none ? sp.all : sp.largest_unit) * trained_share(tr, ms, sp);
-    fwd_bwd = Bytes(c * (units + unit_grads));
+    fwd_bwd = Bytes(gathered + c * unit_grads);
   } else if (is_mixed(tr.precision)) {
     // Autocast keeps a 16-bit copy of every fp32 linear weight it casts, saved for backward.
     // Partial fine-tuning: only the trained (fp32) share of them.

@@ -194,6 +194,13 @@ TEST(Fp8ParamGather, OneBytePerBlockLinearGathered) {
   const double others = static_cast<double>(n.total) - linears;
   ASSERT_GT(bf16.value(), 0.0);
   EXPECT_NEAR(fp8.value() / bf16.value(), (2.0 * others + linears) / (2.0 * (others + linears)), 1e-9);
+  // The gathered units held through forward and backward (this block and the next, prefetched)
+  // shrink by one byte per block-linear parameter of the two: Llama-3.1-8B's block has
+  // 4096 x (4096 + 2 x 1024 + 4096) + 3 x 4096 x 14336 = 218,103,808 of them, whole on each rank.
+  t.fp8_param_gather = false;
+  const Bytes peak_bf16 = ev.cost(t).memory.peak_allocated;
+  t.fp8_param_gather = true;
+  EXPECT_NEAR(peak_bf16.value() - ev.cost(t).memory.peak_allocated.value(), 2.0 * 218103808.0, 1e6);
 
   model::Training m = megatron_8b(Fp8Recipe::te_current);
   m.strategy = Strategy::zero1;
