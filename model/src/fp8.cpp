@@ -19,11 +19,16 @@ namespace {
 //    reads 2 and writes 2, max reads 2), the scale from the amax (four one-element kernels), then
 //    x.to(float32) (reads 2, writes 4), * scale (reads 4, writes 4), clamp (reads 4, writes 4) and
 //    .to(float8) (reads 4): 32 bytes, 10 kernels; rowwise rounds its scales to powers of two (one
-//    kernel more). torch.compile fuses these (not modelled: eager PyTorch).
+//    kernel more).
+//  * torchao under torch.compile (--compile): Inductor fuses the chain into the amax reduction
+//    (reads 2) and one scale-clamp-cast kernel (reads 2, writes the FP8 copy): 4 bytes, 2 kernels;
+//    the casts of one input that several linears read are one (the same tensor, the same scale).
 constexpr double kTeOneRead = 2.0;
 constexpr double kTeTwoReads = 4.0;
 constexpr double kTorchaoEagerBytes = 32.0;
 constexpr double kTorchaoEagerKernels = 10.0;
+constexpr double kTorchaoCompiledBytes = 4.0;
+constexpr double kTorchaoCompiledKernels = 2.0;
 
 constexpr std::array<Fp8Traits, 8> kRecipes{{
     {Fp8Recipe::none, "none", false, false, 0.0, false, false, false, 0.0, 0.0, 0.0, 0.0, 0.0, ""},
@@ -60,10 +65,16 @@ double weight_scale_overhead(const Fp8Traits& t) {
   return t.recipe == Fp8Recipe::te_blockwise ? kBlockwiseWeightScale : t.scale_overhead;
 }
 
+// torchao's casts compiled by Inductor (the torchao entry of the comment above).
+bool compiled_torchao(const Training& tr, const Fp8Traits& t) {
+  return tr.compile && tr.framework != Framework::megatron && !t.transformer_engine;
+}
+
 // Megatron's fused linear_qkv and linear_fc1 cast their input once; in Megatron's op list q, k, v
-// and gate, up are separate linears that share it.
-bool shares_previous_input(const Training& tr, Role role) {
-  if (tr.framework != Framework::megatron) return false;
+// and gate, up are separate linears that share it, as the compiled graph's one cast does.
+
+bool shares_previous_input(const Training& tr, const Fp8Traits& t, Role role) {
+  if (tr.framework != Framework::megatron && !compiled_torchao(tr, t)) return false;
   return role == Role::k || role == Role::v || role == Role::up;
 }
 
@@ -130,7 +141,9 @@ EagerWork fp8_cast_work(const BlockOps& ops, const Training& tr, int cuda_sm) {
   if (!active(tr)) return w;
   const Fp8Traits& t = fp8_traits(tr.fp8);
   const double c = compute_bytes(tr.precision);
-  const double read = t.cast_bytes * c / 2.0;  // the traits count a 16-bit tensor
+  const bool compiled = compiled_torchao(tr, t);
+  const double cast_kernels = compiled ? kTorchaoCompiledKernels : t.cast_kernels;
+  const double read = (compiled ? kTorchaoCompiledBytes : t.cast_bytes) * c / 2.0;  // per 16-bit tensor
   const double copies = fp8_copies(t, cuda_sm);
   const double act = read + copies * (1.0 + t.scale_overhead);
   const double wgt = read + copies * (1.0 + weight_scale_overhead(t));
@@ -139,6 +152,12 @@ EagerWork fp8_cast_work(const BlockOps& ops, const Training& tr, int cuda_sm) {
       fp8_weights_cached(tr) && tr.grad_accum > 1
           ? 1.0 / static_cast<double>(tr.grad_accum)
           : 1.0;
+  // A tensor cast again along the other axis for a backward GEMM: compiled with one scale per
+  // tensor, the scale of the first cast serves (the amax is not taken again): one read, one kernel.
+  const bool same_scale = compiled && tr.fp8 == Fp8Recipe::torchao_tensorwise;
+  const double act_again = same_scale ? c + copies : act;
+  const double wgt_again = same_scale ? c + copies : wgt;
+  const double kernels_again = same_scale ? 1.0 : cast_kernels;
   for (const Op& op : ops.ops) {
     if (op.kind != OpKind::gemm) continue;
     const GemmShape& g = op.gemm;
@@ -149,14 +168,15 @@ EagerWork fp8_cast_work(const BlockOps& ops, const Training& tr, int cuda_sm) {
     const double weights = static_cast<double>(g.n) * static_cast<double>(g.k) * n;
     // Without a weight gradient the backward needs neither operand along the other axis.
     const double second = g.weight_grad ? 1.0 : 0.0;
-    const double input_casts = shares_previous_input(tr, g.role) ? 0.0 : 1.0;
-    const double input_back = (t.input_casts - 1.0) * second;
-    const double grad_casts = 1.0 + (t.grad_casts - 1.0) * second;
+    const double input_casts = shares_previous_input(tr, t, g.role) ? 0.0 : 1.0;
+    const double input_back = (t.input_casts - 1.0) * second * (compiled ? input_casts : 1.0);
+    const double grad_again = (t.grad_casts - 1.0) * second;
     const double weight_back = t.weight_casts - 1.0;
     w.forward += KernelWork{in * act * input_casts + weights * wgt * weight_share,
-                            t.cast_kernels * (input_casts + weight_share)};
-    w.backward += KernelWork{in * act * input_back + out * act * grad_casts + weights * wgt * weight_back,
-                             t.cast_kernels * (input_back + grad_casts + weight_back)};
+                            cast_kernels * (input_casts + weight_share)};
+    w.backward += KernelWork{out * act + (in * input_back + out * grad_again) * act_again +
+                                 weights * wgt_again * weight_back,
+                             cast_kernels + kernels_again * (input_back + grad_again + weight_back)};
   }
   return w;
 }
