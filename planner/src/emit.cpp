@@ -90,7 +90,8 @@ void note_script_changes(const model::Training& t, std::vector<std::string>& not
   if (t.liger && t.framework != Framework::megatron)
     notes.push_back("Liger: TrainingArguments(use_liger_kernel=True), with the liger-kernel package installed");
   if (t.compile && t.framework != Framework::megatron)
-    notes.push_back("torch.compile: TrainingArguments(torch_compile=True) (Inductor, the default mode)");
+    notes.push_back("torch.compile: TrainingArguments(torch_compile=True) or accelerate's dynamo_config (Inductor, "
+                    "the default mode)");
   // TRL's preference trainers take TrainingArguments' fields through their configs.
   if (t.objective != Objective::sft)
     notes.push_back(fmt::format(
@@ -567,6 +568,8 @@ Emitted emit_accelerate(const Estimate& e, const hardware::Cluster& c, const mod
       mp == "no" ? "'no'" : mp);
   s += accelerate_machines(c, out.notes);
   s += "main_training_function: main\nrdzv_backend: static\nsame_network: true\n";
+  // The Accelerator compiles the model (accelerate commands/config/cluster.py dynamo_config).
+  if (t.compile) s += "dynamo_config:\n  dynamo_backend: INDUCTOR\n";
   if (uses_deepspeed(t)) {
     s += accelerate_deepspeed(e, c, x, out.notes);
   } else if (x.zero_plus_plus) {

@@ -7,6 +7,7 @@
 // activation recomputation").
 
 #include <array>
+#include <cctype>
 #include <string>
 #include <string_view>
 
@@ -197,6 +198,25 @@ void read_parallelism_config(const Json& j, Reader& r) {
 
 }  // namespace
 
+// accelerate's dynamo_config (commands/config/cluster.py: dynamo_backend among DYNAMO_BACKENDS,
+// "NO" for none; config_args.py reads a top-level dynamo_backend of older files the same way):
+// the Accelerator compiles the model with that backend.
+void read_dynamo(const Json& j, Reader& r) {
+  const bool nested = j.contains("dynamo_config") && j.at("dynamo_config").is_object();
+  const Json& d = nested ? j.at("dynamo_config") : j;
+  const std::string prefix = nested ? "dynamo_config." : "";
+  const auto backend = r.string(d, "dynamo_backend", prefix, "compile");
+  if (!backend) return;
+  std::string upper = *backend;
+  for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  if (upper != "NO" && upper != "INDUCTOR")
+    r.warn(prefix + "dynamo_backend = " + *backend + ": priced as Inductor's");
+  if (d.contains("dynamo_mode") && d.at("dynamo_mode").is_string() && d.at("dynamo_mode").get<std::string>() != "default")
+    r.warn(prefix + "dynamo_mode = " + d.at("dynamo_mode").get<std::string>() +
+           ": priced as the default mode (its CUDA graphs and autotuned kernels are not modelled)");
+  r.set("compile", upper == "NO" ? "false" : "true", prefix + "dynamo_backend", d.at("dynamo_backend"));
+}
+
 void read_accelerate(const Json& j, Reader& r) {
   if (!j.contains("distributed_type"))
     r.fail("no distributed_type: not an accelerate config trainplan can read");
@@ -223,9 +243,10 @@ void read_accelerate(const Json& j, Reader& r) {
            "trainplan plans NO, MULTI_GPU, FSDP, DEEPSPEED or MEGATRON_LM on GPUs");
   }
   read_parallelism_config(j, r);
+  read_dynamo(j, r);
   r.check_keys(j, "",
                {"distributed_type", "use_cpu", "num_machines", "num_processes", "mixed_precision",
-                "fsdp_config", "deepspeed_config", "megatron_lm_config", "parallelism_config"},
+                "fsdp_config", "deepspeed_config", "megatron_lm_config", "parallelism_config", "dynamo_backend"},
                kOtherKeys);
 }
 

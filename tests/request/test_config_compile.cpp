@@ -1,6 +1,7 @@
 // torch.compile as each framework's file turns it on: TrainingArguments' torch_compile (a mode or
 // backend alone turns it on, as transformers' __post_init__ does), axolotl's torch_compile ("auto"
-// too: axolotl passes any truthy value on to the Trainer), torchtune's compile.
+// too: axolotl passes any truthy value on to the Trainer), accelerate's dynamo_config (what
+// --emit accelerate writes back), torchtune's compile.
 
 #include <string>
 
@@ -37,6 +38,20 @@ TEST(ConfigCompile, AxolotlTorchCompileAutoIsOn) {
   const ConfigRead odd = read_training_config_text(base + "torch_compile: sometimes\n", "ax.yaml");
   EXPECT_EQ(option(odd, "compile"), "false");
   EXPECT_TRUE(has_warning(odd, "torch_compile: only true, false or \"auto\" are read"));
+}
+
+TEST(ConfigCompile, AccelerateDynamoConfig) {
+  const std::string base = "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nnum_processes: 8\n";
+  const ConfigRead on = read_training_config_text(base + "dynamo_config:\n  dynamo_backend: INDUCTOR\n", "acc.yaml");
+  EXPECT_EQ(option(on, "compile"), "true");
+  EXPECT_FALSE(has_warning(on, "dynamo")) << (on.warnings.empty() ? "" : on.warnings[0]);
+  const ConfigRead old = read_training_config_text(base + "dynamo_backend: 'NO'\n", "acc.yaml");
+  EXPECT_EQ(option(old, "compile"), "false");
+  const ConfigRead other = read_training_config_text(
+      base + "dynamo_config:\n  dynamo_backend: CUDAGRAPHS\n  dynamo_mode: reduce-overhead\n", "acc.yaml");
+  EXPECT_EQ(option(other, "compile"), "true");
+  EXPECT_TRUE(has_warning(other, "dynamo_config.dynamo_backend = CUDAGRAPHS: priced as Inductor's"));
+  EXPECT_TRUE(has_warning(other, "dynamo_config.dynamo_mode = reduce-overhead: priced as the default mode"));
 }
 
 TEST(ConfigCompile, TorchtuneCompile) {
