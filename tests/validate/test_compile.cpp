@@ -31,28 +31,7 @@ using Json = nlohmann::json;
 using planner::CaseResult;
 using planner::Metric;
 
-const planner::ValidationReport& report() {
-  static const planner::ValidationReport r = planner::validate(test::reference_cases());
-  return r;
-}
-
-double value(const CaseResult& r, Metric m, bool predicted) {
-  for (const auto& c : r.comparisons)
-    if (c.metric == m) return predicted ? c.predicted : c.measured;
-  ADD_FAILURE() << r.name << " has no " << to_string(m);
-  return 0.0;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 double pct(double predicted, double measured) { return 100.0 * (predicted / measured - 1.0); }
-
-// The GPU a measured file's runs took: the same run names recur on the H100 and the H200.
-std::string gpu_of(const CaseResult& r) { return r.file.find("measured-h100") != std::string::npos ? "h100" : "h200"; }
 
 // Each compiled bf16 run with its eager twin on the same GPU (the same name without "-compile"):
 // the three H200 runs and the H100's Llama-3.2-1B (measured-h100.json; its float8 run is held to
@@ -63,12 +42,12 @@ struct Pair {
 };
 std::vector<Pair> pairs() {
   std::map<std::pair<std::string, std::string>, const CaseResult*> by_name;
-  for (const CaseResult& r : report().cases) by_name[{gpu_of(r), r.name}] = &r;
+  for (const CaseResult& r : test::validation_report().cases) by_name[{test::measured_gpu(r), r.name}] = &r;
   std::vector<Pair> out;
-  for (const CaseResult& r : report().cases) {
+  for (const CaseResult& r : test::validation_report().cases) {
     if (r.kind != planner::CaseKind::measured || !r.name.ends_with("-compile") || r.name.find("-fp8-") != std::string::npos)
       continue;
-    const auto twin = by_name.find({gpu_of(r), r.name.substr(0, r.name.size() - 8)});
+    const auto twin = by_name.find({test::measured_gpu(r), r.name.substr(0, r.name.size() - 8)});
     EXPECT_NE(twin, by_name.end()) << r.name << " has no eager twin";
     if (twin != by_name.end()) out.push_back({&r, twin->second});
   }
@@ -83,12 +62,12 @@ std::vector<Pair> pairs() {
 TEST(CompiledRuns, PeakMemoryAndWhatCompileSaves) {
   int n = 0;
   for (const Pair& p : pairs()) {
-    const double mc = value(*p.compiled, Metric::peak_allocated, false);
-    const double pc = value(*p.compiled, Metric::peak_allocated, true);
-    const double measured_saving = value(*p.eager, Metric::peak_allocated, false) - mc;
-    const double predicted_saving = value(*p.eager, Metric::peak_allocated, true) - pc;
+    const double mc = test::metric_value(*p.compiled, Metric::peak_allocated, false);
+    const double pc = test::metric_value(*p.compiled, Metric::peak_allocated, true);
+    const double measured_saving = test::metric_value(*p.eager, Metric::peak_allocated, false) - mc;
+    const double predicted_saving = test::metric_value(*p.eager, Metric::peak_allocated, true) - pc;
     std::cout << fmt::format("  {} ({}): peak {:+.1f} %, saving predicted {:.2f} GiB, measured {:.2f} GiB\n",
-                             p.compiled->name, gpu_of(*p.compiled), pct(pc, mc), predicted_saving, measured_saving);
+                             p.compiled->name, test::measured_gpu(*p.compiled), pct(pc, mc), predicted_saving, measured_saving);
     EXPECT_LE(std::abs(pct(pc, mc)), 6.0) << p.compiled->name;
     EXPECT_LE(std::abs(predicted_saving - measured_saving), 0.15 * measured_saving) << p.compiled->name;
     ++n;
@@ -106,12 +85,12 @@ TEST(CompiledRuns, StepTimesAndTheDirectionOfTheChange) {
   std::vector<double> errors;
   int n = 0;
   for (const Pair& p : pairs()) {
-    const double mc = value(*p.compiled, Metric::step_time, false);
-    const double pc = value(*p.compiled, Metric::step_time, true);
-    const double measured_change = mc / value(*p.eager, Metric::step_time, false) - 1.0;
-    const double predicted_change = pc / value(*p.eager, Metric::step_time, true) - 1.0;
+    const double mc = test::metric_value(*p.compiled, Metric::step_time, false);
+    const double pc = test::metric_value(*p.compiled, Metric::step_time, true);
+    const double measured_change = mc / test::metric_value(*p.eager, Metric::step_time, false) - 1.0;
+    const double predicted_change = pc / test::metric_value(*p.eager, Metric::step_time, true) - 1.0;
     std::cout << fmt::format("  {} ({}): step {:+.1f} %; change measured {:+.1f} %, predicted {:+.1f} %\n",
-                             p.compiled->name, gpu_of(*p.compiled), pct(pc, mc), 100.0 * measured_change,
+                             p.compiled->name, test::measured_gpu(*p.compiled), pct(pc, mc), 100.0 * measured_change,
                              100.0 * predicted_change);
     errors.push_back(std::abs(pct(pc, mc)));
     EXPECT_LE(errors.back(), 15.0) << p.compiled->name;
@@ -121,7 +100,7 @@ TEST(CompiledRuns, StepTimesAndTheDirectionOfTheChange) {
     ++n;
   }
   EXPECT_EQ(n, 4);
-  EXPECT_LE(median(errors), 12.0);
+  EXPECT_LE(test::median(errors), 12.0);
 }
 
 // The attention kernels' time of one step, as the estimate prices them: per layer the core's
@@ -173,10 +152,10 @@ TEST(ExplicitMask, AttentionKernelTimeOfProfiledRuns) {
   }
   ASSERT_GE(masked.size(), 6u);
   ASSERT_GE(unmasked.size(), 10u);
-  EXPECT_LE(median(masked), 15.0);
+  EXPECT_LE(test::median(masked), 15.0);
   for (const double e : masked) EXPECT_LE(e, 30.0);
   std::cout << fmt::format("  median |error|: masked {:.1f} % ({} runs), unmasked {:.1f} % ({} runs)\n",
-                           median(masked), masked.size(), median(unmasked), unmasked.size());
+                           test::median(masked), masked.size(), test::median(unmasked), unmasked.size());
 }
 
 }  // namespace

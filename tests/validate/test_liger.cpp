@@ -25,39 +25,21 @@ using Json = nlohmann::json;
 using planner::CaseResult;
 using planner::Metric;
 
-const planner::ValidationReport& report() {
-  static const planner::ValidationReport r = planner::validate(test::reference_cases());
-  return r;
-}
-
-double value(const CaseResult& r, Metric m, bool predicted) {
-  for (const auto& c : r.comparisons)
-    if (c.metric == m) return predicted ? c.predicted : c.measured;
-  ADD_FAILURE() << r.name << " has no " << to_string(m);
-  return 0.0;
-}
-
 // Each Liger run of the file with its eager twin (the same name without "-liger").
 struct Pair {
   const CaseResult* liger = nullptr;
   const CaseResult* eager = nullptr;
 };
 std::vector<Pair> pairs() {
-  std::map<std::string, const CaseResult*> by_name;
-  for (const CaseResult& r : report().cases) by_name[r.name] = &r;
+  std::map<std::pair<std::string, std::string>, const CaseResult*> by_name;
+  for (const CaseResult& r : test::validation_report().cases) by_name[{test::measured_gpu(r), r.name}] = &r;
   std::vector<Pair> out;
-  for (const CaseResult& r : report().cases) {
+  for (const CaseResult& r : test::validation_report().cases) {
     if (!r.file.ends_with("measured-h200-liger.json") || !r.name.ends_with("-liger")) continue;
-    const auto twin = by_name.find(r.name.substr(0, r.name.size() - 6));
+    const auto twin = by_name.find({"h200", r.name.substr(0, r.name.size() - 6)});
     if (twin != by_name.end()) out.push_back({&r, twin->second});
   }
   return out;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 // The chunks of the fused linear cross-entropy as Liger sizes them, against the kernels the
@@ -102,12 +84,12 @@ TEST(LigerRuns, PeakMemoryAndWhatLigerSaves) {
   std::vector<double> errors;
   int n = 0;
   for (const Pair& p : pairs()) {
-    const double ml = value(*p.liger, Metric::peak_allocated, false);
-    const double pl = value(*p.liger, Metric::peak_allocated, true);
+    const double ml = test::metric_value(*p.liger, Metric::peak_allocated, false);
+    const double pl = test::metric_value(*p.liger, Metric::peak_allocated, true);
     errors.push_back(std::abs(pl / ml - 1.0) * 100.0);
     EXPECT_LE(errors.back(), 8.0) << p.liger->name;
-    const double measured_saving = value(*p.eager, Metric::peak_allocated, false) - ml;
-    const double predicted_saving = value(*p.eager, Metric::peak_allocated, true) - pl;
+    const double measured_saving = test::metric_value(*p.eager, Metric::peak_allocated, false) - ml;
+    const double predicted_saving = test::metric_value(*p.eager, Metric::peak_allocated, true) - pl;
     const bool mixed_full = p.liger->name.find("-full-bf16-mixed-") != std::string::npos;
     const double band = mixed_full ? 2.5 : std::max(0.6, 0.10 * measured_saving);
     EXPECT_LE(std::abs(predicted_saving - measured_saving), band)
@@ -116,7 +98,7 @@ TEST(LigerRuns, PeakMemoryAndWhatLigerSaves) {
     ++n;
   }
   EXPECT_EQ(n, 11);
-  EXPECT_LE(median(errors), 3.0);
+  EXPECT_LE(test::median(errors), 3.0);
 }
 
 // Step time of the held-out Liger runs (median within 12 %, each within 25 %; 10.2 % and 24.2 % at
@@ -128,14 +110,14 @@ TEST(LigerRuns, PeakMemoryAndWhatLigerSaves) {
 TEST(LigerRuns, HeldOutStepTimesAndTheDirectionOfTheChange) {
   std::vector<double> errors;
   for (const Pair& p : pairs()) {
-    const double ml = value(*p.liger, Metric::step_time, false);
-    const double pl = value(*p.liger, Metric::step_time, true);
+    const double ml = test::metric_value(*p.liger, Metric::step_time, false);
+    const double pl = test::metric_value(*p.liger, Metric::step_time, true);
     if (p.liger->fitted_by.empty()) {
       errors.push_back(std::abs(pl / ml - 1.0) * 100.0);
       EXPECT_LE(errors.back(), 25.0) << p.liger->name << fmt::format(": predicted {:.3f} s, measured {:.3f} s", pl, ml);
     }
-    const double measured_change = ml / value(*p.eager, Metric::step_time, false) - 1.0;
-    const double predicted_change = pl / value(*p.eager, Metric::step_time, true) - 1.0;
+    const double measured_change = ml / test::metric_value(*p.eager, Metric::step_time, false) - 1.0;
+    const double predicted_change = pl / test::metric_value(*p.eager, Metric::step_time, true) - 1.0;
     if (std::abs(measured_change) > 0.05) {
       EXPECT_GT(measured_change * predicted_change, 0.0)
           << fmt::format("{}: Liger's change measured {:+.1f} %, predicted {:+.1f} %", p.liger->name,
@@ -143,7 +125,7 @@ TEST(LigerRuns, HeldOutStepTimesAndTheDirectionOfTheChange) {
     }
   }
   EXPECT_EQ(errors.size(), 8u);
-  EXPECT_LE(median(errors), 12.0);
+  EXPECT_LE(test::median(errors), 12.0);
 }
 
 }  // namespace
