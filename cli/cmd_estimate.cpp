@@ -59,10 +59,11 @@ void print_batch(const model::Training& t, const planner::Estimate& e) {
                : fmt::format("{} {} pairs ({} sequences{})", e.global_batch, to_string(t.objective), e.global_batch * per,
                              t.runs_reference() ? ", each also through the reference model" : "");
   std::cout << fmt::format("  batch: micro-batch {} x grad-accum {} x DP {} = {} of {} tokens ({} tokens) per step; "
-                           "{}, {}, {} attention\n",
+                           "{}, {}, {} attention{}{}\n",
                            t.micro_batch, t.grad_accum, e.layout.dp, samples, t.seq,
                            thousands(e.global_batch * per * t.seq), precision_words(t), to_string(t.optimizer),
-                           to_string(t.attention));
+                           to_string(t.attention), t.liger ? ", Liger's kernels" : "",
+                           t.compile ? ", torch.compile" : "");
 }
 
 void print_estimate(const request::Resolved& r, const model::ParameterCounts& n, const planner::Estimate& e,
