@@ -4,6 +4,8 @@
 // --emit accelerate writes back), torchtune's compile.
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "config_fixture.hpp"
 #include "trainplan/request/request_files.hpp"
@@ -59,6 +61,26 @@ TEST(ConfigCompile, TorchtuneCompile) {
       "model:\n  _component_: torchtune.models.llama3_1.llama3_1_8b\nbatch_size: 2\ncompile: True\n", "tt.yaml");
   EXPECT_EQ(option(on, "compile"), "true");
   EXPECT_FALSE(has_warning(on, "compile")) << (on.warnings.empty() ? "" : on.warnings[0]);
+}
+
+// A value of the wrong type is refused, naming the file, the key and the value.
+TEST(ConfigCompile, WrongTypesNameTheKey) {
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"per_device_train_batch_size: 2\ntorch_compile: 3\n", "torch_compile"},
+      {"compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\ndynamo_config:\n  dynamo_backend: 7\n",
+       "dynamo_config.dynamo_backend"},
+      {"model:\n  _component_: torchtune.models.llama3_1.llama3_1_8b\nbatch_size: 2\ncompile: [1]\n", "compile"},
+  };
+  for (const auto& [text, key] : bad) {
+    SCOPED_TRACE(key);
+    try {
+      (void)read_training_config_text(text, "bad.yaml");
+      ADD_FAILURE() << "accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("bad.yaml"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace
