@@ -72,7 +72,6 @@ bool compiled_torchao(const Training& tr, const Fp8Traits& t) {
 
 // Megatron's fused linear_qkv and linear_fc1 cast their input once; in Megatron's op list q, k, v
 // and gate, up are separate linears that share it, as the compiled graph's one cast does.
-
 bool shares_previous_input(const Training& tr, const Fp8Traits& t, Role role) {
   if (tr.framework != Framework::megatron && !compiled_torchao(tr, t)) return false;
   return role == Role::k || role == Role::v || role == Role::up;
