@@ -126,6 +126,10 @@ void read_litgpt(const Json& j, Reader& r) {
   if (j.contains("model_config") && !j.at("model_config").is_null())
     r.warn("model_config: the model this file defines is not read; give the model (a config.json or a catalogue "
            "name)");
+  // litgpt pretrain compiles the model whatever the YAML says (pretrain.py: model =
+  // torch.compile(model) before fabric.setup, litgpt 26857050); finetuning does not.
+  if (j.contains("model_name") || j.contains("model_config"))
+    r.set("compile", "true", "(litgpt pretrain: pretrain.py compiles the model)", "");
   read_precision(j, r);
   const bool lora = j.contains("lora_r");
   const bool quant = read_quantize(j, r);
