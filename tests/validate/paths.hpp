@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -40,6 +42,26 @@ inline double metric_value(const planner::CaseResult& r, planner::Metric m, bool
 // The GPU of a tools/measure file's runs (the same run names recur on the H100 and the H200).
 inline std::string measured_gpu(const planner::CaseResult& r) {
   return r.file.find("measured-h100") != std::string::npos ? "h100" : "h200";
+}
+
+// A measured run with a kernel stack or mode (its name ends with a suffix: "-liger", "-compile")
+// and its eager twin: the same name without the suffix, measured on the same GPU.
+struct Twins {
+  const planner::CaseResult* variant = nullptr;
+  const planner::CaseResult* eager = nullptr;
+};
+template <class Keep>
+std::vector<Twins> eager_twins(const std::string& suffix, Keep keep) {
+  std::map<std::pair<std::string, std::string>, const planner::CaseResult*> by_name;
+  for (const planner::CaseResult& r : validation_report().cases) by_name[{measured_gpu(r), r.name}] = &r;
+  std::vector<Twins> out;
+  for (const planner::CaseResult& r : validation_report().cases) {
+    if (r.kind != planner::CaseKind::measured || !r.name.ends_with(suffix) || !keep(r)) continue;
+    const auto twin = by_name.find({measured_gpu(r), r.name.substr(0, r.name.size() - suffix.size())});
+    EXPECT_NE(twin, by_name.end()) << r.name << " has no eager twin";
+    if (twin != by_name.end()) out.push_back({&r, twin->second});
+  }
+  return out;
 }
 
 // The median (of an even count, the mean of the middle two), as validate's summary takes it.

@@ -36,22 +36,8 @@ double pct(double predicted, double measured) { return 100.0 * (predicted / meas
 // Each compiled bf16 run with its eager twin on the same GPU (the same name without "-compile"):
 // the three H200 runs and the H100's Llama-3.2-1B (measured-h100.json; its float8 run is held to
 // its file's tolerance only: what the compiled float8 graph saves is not modelled).
-struct Pair {
-  const CaseResult* compiled = nullptr;
-  const CaseResult* eager = nullptr;
-};
-std::vector<Pair> pairs() {
-  std::map<std::pair<std::string, std::string>, const CaseResult*> by_name;
-  for (const CaseResult& r : test::validation_report().cases) by_name[{test::measured_gpu(r), r.name}] = &r;
-  std::vector<Pair> out;
-  for (const CaseResult& r : test::validation_report().cases) {
-    if (r.kind != planner::CaseKind::measured || !r.name.ends_with("-compile") || r.name.find("-fp8-") != std::string::npos)
-      continue;
-    const auto twin = by_name.find({test::measured_gpu(r), r.name.substr(0, r.name.size() - 8)});
-    EXPECT_NE(twin, by_name.end()) << r.name << " has no eager twin";
-    if (twin != by_name.end()) out.push_back({&r, twin->second});
-  }
-  return out;
+std::vector<test::Twins> pairs() {
+  return test::eager_twins("-compile", [](const CaseResult& r) { return r.name.find("-fp8-") == std::string::npos; });
 }
 
 // Peak allocated memory of each compiled run within 6 %, and what compile saves against the eager
@@ -61,15 +47,15 @@ std::vector<Pair> pairs() {
 // -0.2 %, savings 10.7, 8.1 and 3.5 GiB.
 TEST(CompiledRuns, PeakMemoryAndWhatCompileSaves) {
   int n = 0;
-  for (const Pair& p : pairs()) {
-    const double mc = test::metric_value(*p.compiled, Metric::peak_allocated, false);
-    const double pc = test::metric_value(*p.compiled, Metric::peak_allocated, true);
+  for (const test::Twins& p : pairs()) {
+    const double mc = test::metric_value(*p.variant, Metric::peak_allocated, false);
+    const double pc = test::metric_value(*p.variant, Metric::peak_allocated, true);
     const double measured_saving = test::metric_value(*p.eager, Metric::peak_allocated, false) - mc;
     const double predicted_saving = test::metric_value(*p.eager, Metric::peak_allocated, true) - pc;
     std::cout << fmt::format("  {} ({}): peak {:+.1f} %, saving predicted {:.2f} GiB, measured {:.2f} GiB\n",
-                             p.compiled->name, test::measured_gpu(*p.compiled), pct(pc, mc), predicted_saving, measured_saving);
-    EXPECT_LE(std::abs(pct(pc, mc)), 6.0) << p.compiled->name;
-    EXPECT_LE(std::abs(predicted_saving - measured_saving), 0.15 * measured_saving) << p.compiled->name;
+                             p.variant->name, test::measured_gpu(*p.variant), pct(pc, mc), predicted_saving, measured_saving);
+    EXPECT_LE(std::abs(pct(pc, mc)), 6.0) << p.variant->name;
+    EXPECT_LE(std::abs(predicted_saving - measured_saving), 0.15 * measured_saving) << p.variant->name;
     ++n;
   }
   EXPECT_EQ(n, 4);
@@ -84,18 +70,18 @@ TEST(CompiledRuns, PeakMemoryAndWhatCompileSaves) {
 TEST(CompiledRuns, StepTimesAndTheDirectionOfTheChange) {
   std::vector<double> errors;
   int n = 0;
-  for (const Pair& p : pairs()) {
-    const double mc = test::metric_value(*p.compiled, Metric::step_time, false);
-    const double pc = test::metric_value(*p.compiled, Metric::step_time, true);
+  for (const test::Twins& p : pairs()) {
+    const double mc = test::metric_value(*p.variant, Metric::step_time, false);
+    const double pc = test::metric_value(*p.variant, Metric::step_time, true);
     const double measured_change = mc / test::metric_value(*p.eager, Metric::step_time, false) - 1.0;
     const double predicted_change = pc / test::metric_value(*p.eager, Metric::step_time, true) - 1.0;
     std::cout << fmt::format("  {} ({}): step {:+.1f} %; change measured {:+.1f} %, predicted {:+.1f} %\n",
-                             p.compiled->name, test::measured_gpu(*p.compiled), pct(pc, mc), 100.0 * measured_change,
+                             p.variant->name, test::measured_gpu(*p.variant), pct(pc, mc), 100.0 * measured_change,
                              100.0 * predicted_change);
     errors.push_back(std::abs(pct(pc, mc)));
-    EXPECT_LE(errors.back(), 15.0) << p.compiled->name;
+    EXPECT_LE(errors.back(), 15.0) << p.variant->name;
     if (std::abs(measured_change) > 0.05) {
-      EXPECT_GT(measured_change * predicted_change, 0.0) << p.compiled->name;
+      EXPECT_GT(measured_change * predicted_change, 0.0) << p.variant->name;
     }
     ++n;
   }

@@ -26,20 +26,8 @@ using planner::CaseResult;
 using planner::Metric;
 
 // Each Liger run of the file with its eager twin (the same name without "-liger").
-struct Pair {
-  const CaseResult* liger = nullptr;
-  const CaseResult* eager = nullptr;
-};
-std::vector<Pair> pairs() {
-  std::map<std::pair<std::string, std::string>, const CaseResult*> by_name;
-  for (const CaseResult& r : test::validation_report().cases) by_name[{test::measured_gpu(r), r.name}] = &r;
-  std::vector<Pair> out;
-  for (const CaseResult& r : test::validation_report().cases) {
-    if (!r.file.ends_with("measured-h200-liger.json") || !r.name.ends_with("-liger")) continue;
-    const auto twin = by_name.find({"h200", r.name.substr(0, r.name.size() - 6)});
-    if (twin != by_name.end()) out.push_back({&r, twin->second});
-  }
-  return out;
+std::vector<test::Twins> pairs() {
+  return test::eager_twins("-liger", [](const CaseResult& r) { return r.file.ends_with("measured-h200-liger.json"); });
 }
 
 // The chunks of the fused linear cross-entropy as Liger sizes them, against the kernels the
@@ -83,17 +71,17 @@ TEST(LigerRuns, LossChunksAsTheProfilesCountThem) {
 TEST(LigerRuns, PeakMemoryAndWhatLigerSaves) {
   std::vector<double> errors;
   int n = 0;
-  for (const Pair& p : pairs()) {
-    const double ml = test::metric_value(*p.liger, Metric::peak_allocated, false);
-    const double pl = test::metric_value(*p.liger, Metric::peak_allocated, true);
+  for (const test::Twins& p : pairs()) {
+    const double ml = test::metric_value(*p.variant, Metric::peak_allocated, false);
+    const double pl = test::metric_value(*p.variant, Metric::peak_allocated, true);
     errors.push_back(std::abs(pl / ml - 1.0) * 100.0);
-    EXPECT_LE(errors.back(), 8.0) << p.liger->name;
+    EXPECT_LE(errors.back(), 8.0) << p.variant->name;
     const double measured_saving = test::metric_value(*p.eager, Metric::peak_allocated, false) - ml;
     const double predicted_saving = test::metric_value(*p.eager, Metric::peak_allocated, true) - pl;
-    const bool mixed_full = p.liger->name.find("-full-bf16-mixed-") != std::string::npos;
+    const bool mixed_full = p.variant->name.find("-full-bf16-mixed-") != std::string::npos;
     const double band = mixed_full ? 2.5 : std::max(0.6, 0.10 * measured_saving);
     EXPECT_LE(std::abs(predicted_saving - measured_saving), band)
-        << fmt::format("{}: saving predicted {:.2f} GiB, measured {:.2f} GiB", p.liger->name, predicted_saving,
+        << fmt::format("{}: saving predicted {:.2f} GiB, measured {:.2f} GiB", p.variant->name, predicted_saving,
                        measured_saving);
     ++n;
   }
@@ -109,18 +97,18 @@ TEST(LigerRuns, PeakMemoryAndWhatLigerSaves) {
 // saves.
 TEST(LigerRuns, HeldOutStepTimesAndTheDirectionOfTheChange) {
   std::vector<double> errors;
-  for (const Pair& p : pairs()) {
-    const double ml = test::metric_value(*p.liger, Metric::step_time, false);
-    const double pl = test::metric_value(*p.liger, Metric::step_time, true);
-    if (p.liger->fitted_by.empty()) {
+  for (const test::Twins& p : pairs()) {
+    const double ml = test::metric_value(*p.variant, Metric::step_time, false);
+    const double pl = test::metric_value(*p.variant, Metric::step_time, true);
+    if (p.variant->fitted_by.empty()) {
       errors.push_back(std::abs(pl / ml - 1.0) * 100.0);
-      EXPECT_LE(errors.back(), 25.0) << p.liger->name << fmt::format(": predicted {:.3f} s, measured {:.3f} s", pl, ml);
+      EXPECT_LE(errors.back(), 25.0) << p.variant->name << fmt::format(": predicted {:.3f} s, measured {:.3f} s", pl, ml);
     }
     const double measured_change = ml / test::metric_value(*p.eager, Metric::step_time, false) - 1.0;
     const double predicted_change = pl / test::metric_value(*p.eager, Metric::step_time, true) - 1.0;
     if (std::abs(measured_change) > 0.05) {
       EXPECT_GT(measured_change * predicted_change, 0.0)
-          << fmt::format("{}: Liger's change measured {:+.1f} %, predicted {:+.1f} %", p.liger->name,
+          << fmt::format("{}: Liger's change measured {:+.1f} %, predicted {:+.1f} %", p.variant->name,
                          100.0 * measured_change, 100.0 * predicted_change);
     }
   }
