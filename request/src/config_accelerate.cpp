@@ -205,16 +205,14 @@ void read_dynamo(const Json& j, Reader& r) {
   const bool nested = j.contains("dynamo_config") && j.at("dynamo_config").is_object();
   const Json& d = nested ? j.at("dynamo_config") : j;
   const std::string prefix = nested ? "dynamo_config" : "";
-  const std::string dot = nested ? "dynamo_config." : "";
   const auto backend = r.string(d, "dynamo_backend", prefix, "compile");
   if (!backend) return;
   std::string upper = *backend;
   for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-  if (upper != "NO" && upper != "INDUCTOR") r.warn(dot + "dynamo_backend = " + *backend + ": priced as Inductor's");
+  if (upper != "NO" && upper != "INDUCTOR") warn_unpriced_compile(r, join_key(prefix, "dynamo_backend"), *backend, true);
   if (const auto mode = r.string(d, "dynamo_mode", prefix, "compile"); mode && *mode != "default")
-    r.warn(dot + "dynamo_mode = " + *mode +
-           ": priced as the default mode (its CUDA graphs and autotuned kernels are not modelled)");
-  r.set("compile", upper == "NO" ? "false" : "true", dot + "dynamo_backend", d.at("dynamo_backend"));
+    warn_unpriced_compile(r, join_key(prefix, "dynamo_mode"), *mode, false);
+  r.set("compile", upper == "NO" ? "false" : "true", join_key(prefix, "dynamo_backend"), d.at("dynamo_backend"));
 }
 
 void read_accelerate(const Json& j, Reader& r) {

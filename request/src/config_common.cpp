@@ -301,13 +301,16 @@ void read_torch_compile(const Json& j, Reader& r) {
       on = true;
       given = key;
     }
-    if (std::string_view(key) == "torch_compile_mode" && *v != "default")
-      r.warn("torch_compile_mode = " + *v + ": priced as the default mode (its CUDA graphs and autotuned kernels "
-             "are not modelled)");
-    if (std::string_view(key) == "torch_compile_backend" && *v != "inductor")
-      r.warn("torch_compile_backend = " + *v + ": priced as Inductor's");
+    const bool backend = std::string_view(key) == "torch_compile_backend";
+    if (*v != (backend ? "inductor" : "default")) warn_unpriced_compile(r, key, *v, backend);
   }
   if (!given.empty()) r.set("compile", on ? "true" : "false", given, j.at(given));
+}
+
+void warn_unpriced_compile(Reader& r, const std::string& key, const std::string& value, bool backend) {
+  r.warn(key + " = " + value +
+         (backend ? ": priced as Inductor's"
+                  : ": priced as the default mode (its CUDA graphs and autotuned kernels are not modelled)"));
 }
 
 // axolotl's Liger plugin (src/axolotl/integrations/liger, at 067b021c: args.py LigerArgs, each

@@ -152,6 +152,9 @@ void read_axolotl_liger(const Json& j, Reader& r);  // config_common.cpp
 // TrainingArguments' torch_compile (and axolotl's, which passes it on, "auto" included): the
 // model compiled by accelerate; a mode or backend given alone turns it on too.
 void read_torch_compile(const Json& j, Reader& r);  // config_common.cpp
+// What --compile does not price, said the same way by every reader: `key` = `value` names a
+// torch.compile backend other than Inductor (`backend`), or a mode other than the default.
+void warn_unpriced_compile(Reader& r, const std::string& key, const std::string& value, bool backend);
 void read_unfrozen(const Json& j, Reader& r);       // config_common.cpp: axolotl's unfrozen_parameters
 void read_llamafactory(const Json& j, Reader& r);
 // Command lines: the tokens after shell-style splitting.
