@@ -24,9 +24,11 @@ Shape shape_of(const Architecture& a, const Training& tr) {
   // residual stream; Hugging Face + PEFT load the frozen base in 16 bits, and so does partial
   // fine-tuning (LLaMA-Factory upcasts only the trained parameters), whose stream stays 16-bit
   // unless the embedding trains.
-  const bool fp32_model = is_mixed(tr.precision) && (tr.frozen_base_fp32 || (tr.method == Method::full &&
-                                                                             (!tr.partial.active || tr.partial.embedding)));
-  const double stream = fp32_model ? kFp32 : param_bytes(tr.precision) < kFp32 ? c : kFp32;
+  // FSDP's gathered 16-bit units compute as a 16-bit model (Training::computes_in_gathered_16bit).
+  const bool fp32_model = is_mixed(tr.precision) && !tr.computes_in_gathered_16bit() &&
+                          (tr.frozen_base_fp32 || (tr.method == Method::full && (!tr.partial.active || tr.partial.embedding)));
+  const double stream =
+      fp32_model ? kFp32 : param_bytes(tr.precision) < kFp32 || tr.computes_in_gathered_16bit() ? c : kFp32;
   return {q * b,
           s,
           b,

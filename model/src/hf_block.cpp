@@ -72,7 +72,7 @@ void HfBlock::norm(std::string_view name, bool kernels, bool saves, int consumer
 // and add; the input's gradients summed.
 
 void HfBlock::linears(std::initializer_list<Role> roles, double in_bytes) {
-  const bool cast_weights = x_.mixed && (full_ || tr_.frozen_base_fp32);
+  const bool cast_weights = x_.mixed && (full_ || tr_.frozen_base_fp32) && !tr_.computes_in_gathered_16bit();
   const double T = x_.t;
   int consumers = 0;
   double width = 0.0;

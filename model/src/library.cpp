@@ -44,6 +44,7 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
      .logits_kept = true,
      .sdpa_only = true,
      .frozen_base_fp32 = true,
+     .fsdp_gathers_fp32 = true,
      .qlora_stack = QloraStack::litgpt_2023,
      .source = "Lightning-AI/litgpt v0.5.x: litgpt/__main__.py main() calls "
                "torch.set_float32_matmul_precision(\"high\") for every CLI command (TF32 on); "
@@ -54,7 +55,9 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
                "8641822); finetune/full.py and lora.py keep `logits` in a local through "
                "fabric.backward; litgpt/finetune/lora.py (under *-mixed the model is fp32, the base frozen); QLoRA "
                "through lightning Fabric's BitsandbytesPrecision (tutorials/resource-tables.md, "
-               "commit 8641822: bitsandbytes 0.41, 4-bit head)",
+               "commit 8641822: bitsandbytes 0.41, 4-bit head); lightning_fabric/plugins/precision/fsdp.py "
+               "FSDPPrecision.mixed_precision_config: bf16-mixed and 16-mixed gather param_dtype float32 "
+               "(torch >= 2.0)",
      .unmodelled = "litgpt's chunked cross-entropy only lowers the transient peak of the loss, "
                    "which is priced as one pass"},
     {.library = Library::torchtune,

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "trainplan/core/error.hpp"
+#include "trainplan/model/library.hpp"
 
 namespace trainplan::model {
 
@@ -28,6 +29,10 @@ int parse_transformers_release(std::string_view text, std::string_view what) {
   if (const auto release = transformers_release(text)) return *release;
   throw InputError(std::string(what) + ": '" + std::string(text) + "' is not a transformers release (" +
                    std::string(kTransformersReleaseForm) + ")");
+}
+
+bool Training::computes_in_gathered_16bit() const {
+  return gathers_parameters() && is_mixed(precision) && !library_traits(library).fsdp_gathers_fp32;
 }
 
 }  // namespace trainplan::model

@@ -274,6 +274,27 @@ struct CoreTimes {
   double fused_softmax_bytes = 0.0;
 };
 
+// A fused attention kernel built on Ampere's warp-level mma.sync, on a GPU whose native kernels
+// (cuDNN, FlashAttention-3) use Hopper's or datacenter Blackwell's wider tensor instructions
+// (compute capability 9.0 to 11.x; 12.x, the RTX Blackwells, have neither): its share of the
+// native rate (TimeConventions::warp_mma_attention_vs_native); 1 elsewhere. Such kernels: the
+// Triton FlashAttention, PyTorch's SDPA flash and efficient kernels, and the flash-attn 2.x
+// package that `flash` means outside Megatron. Megatron's Transformer Engine picks cuDNN's fused
+// attention over flash-attn "on Hopper+ for performance reasons" (transformer_engine/pytorch/
+// attention/dot_product_attention/utils.py get_attention_backend).
+double warp_mma_share(const model::AttentionRun& run, Framework framework, int cuda_sm, const TimeConventions& tc) {
+  const bool wider_instructions = cuda_sm >= 90 && cuda_sm < 120;
+  if (!wider_instructions || !run.fused) return 1.0;
+  bool warp_mma = false;
+  if (run.gpu_sdpa)
+    warp_mma = run.sdpa.kernel == model::SdpaKernel::flash || run.sdpa.kernel == model::SdpaKernel::efficient;
+  else if (run.runs == Attention::triton)
+    warp_mma = true;
+  else if (run.runs == Attention::flash)
+    warp_mma = framework != Framework::megatron;
+  return warp_mma ? tc.warp_mma_attention_vs_native : 1.0;
+}
+
 CoreTimes core_times(const model::BlockOps& ops, const model::Training& tr, const ComputeDevice& d,
                      const TimeConventions& tc) {
   const model::AttentionRun& run = ops.run;
@@ -282,10 +303,12 @@ CoreTimes core_times(const model::BlockOps& ops, const model::Training& tr, cons
   // (attention.cpp _scaled_dot_product_attention_math; Falcon-7B on the H200 ran
   // sm80_xmma_gemm_f32f32 ffma kernels), then takes the softmax of the fp32 scores.
   ComputeDevice dm = d;
-  // The Triton FlashAttention runs at its share of FlashAttention-2's rate (TimeConventions).
+  // The Triton FlashAttention runs at its share of FlashAttention-2's rate (TimeConventions), an
+  // Ampere-instruction kernel at its share of the native kernel's.
   const bool triton = run.runs == Attention::triton;
-  const double fwd_rate = triton ? tc.triton_fwd_vs_flash : 1.0;
-  const double bwd_rate = triton ? tc.triton_bwd_vs_flash : 1.0;
+  const double share = warp_mma_share(run, tr.framework, d.cuda_sm, tc);
+  const double fwd_rate = (triton ? tc.triton_fwd_vs_flash : 1.0) * share;
+  const double bwd_rate = (triton ? tc.triton_bwd_vs_flash : 1.0) * share;
   if (run.gpu_sdpa && sdpa.fp32_math) {
     dm.peak = d.fp32_peak;
     dm.element_bytes = 4.0;

@@ -143,6 +143,7 @@ LayerComputeKey LayerComputeKey::of(const model::Training& tr) {
           adapters ? tr.lora.rank : 0,
           adapters ? tr.lora.dropout : 0.0,
           tr.frozen_base_fp32,
+          tr.computes_in_gathered_16bit(),
           tr.qlora_stack,
           tr.transformers,
           tr.moe_capacity_factor,
@@ -179,6 +180,7 @@ void LayerComputeKey::write_to(model::Training& t, const std::vector<std::string
   t.lora.dropout = lora_dropout;
   t.lora.targets = targets;
   t.frozen_base_fp32 = frozen_base_fp32;
+  if (gathered_16bit) t.strategy = Strategy::fsdp_full;
   t.qlora_stack = qlora_stack;
   t.transformers = transformers;
   t.moe_capacity_factor = moe_capacity_factor;

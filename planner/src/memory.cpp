@@ -378,7 +378,7 @@ std::pair<Bytes, Bytes> pytorch_buffers(const Architecture& a, const Training& t
   const double c = compute_bytes(tr.precision);
   Bytes fwd_bwd;
   Bytes persistent;
-  if (is_fsdp(tr.strategy) || tr.strategy == Strategy::zero3 || tr.strategy == Strategy::zero2) {
+  if (tr.gathers_parameters()) {
     // FSDP gathers each unit in the compute dtype; the root (embeddings, head) is not resharded
     // after forward, and the next unit is prefetched. Without a wrap policy, or with
     // SHARD_GRAD_OP, every unit stays gathered from forward to backward (torch FSDP _post_forward).
@@ -388,11 +388,14 @@ std::pair<Bytes, Bytes> pytorch_buffers(const Architecture& a, const Training& t
     // torchao's FSDP2 float8 all-gather: the blocks' linears arrive as FP8 tensors, one byte each,
     // which the float8 linears use as they are (torchao float8/fsdp_utils.py
     // WeightWithDynamicFloat8CastTensor.fsdp_post_all_gather); norms and the root stay 16-bit.
+    // A library whose FSDP gathers fp32 under mixed precision (Lightning Fabric) holds the unit
+    // and its unsharded gradient in fp32 (Training::computes_in_gathered_16bit).
+    const double g = is_mixed(tr.precision) && !tr.computes_in_gathered_16bit() ? 4.0 : c;
     const double fp8_share = model::fp8_gathers(tr) && sp.all > sp.root ? sp.block_linear / (sp.all - sp.root) : 0.0;
-    const double gathered = blocks * (fp8_share * 1.0 + (1.0 - fp8_share) * c) + c * sp.root;
+    const double gathered = blocks * (fp8_share * 1.0 + (1.0 - fp8_share) * g) + g * sp.root;
     // Unsharded gradients of the unit being reduced.
     const double unit_grads = (tr.fsdp_wrap == FsdpWrap::none ? sp.all : sp.largest_unit) * trained_share(tr, ms, sp);
-    fwd_bwd = Bytes(gathered + c * unit_grads);
+    fwd_bwd = Bytes(gathered + g * unit_grads);
   } else if (is_mixed(tr.precision)) {
     // Autocast keeps a 16-bit copy of every fp32 linear weight it casts, saved for backward.
     // Partial fine-tuning: only the trained (fp32) share of them.

@@ -202,5 +202,32 @@ TEST(BlockOps, MegatronExpertCapacityCapsOrPadsEachExpertsTokens) {
   EXPECT_EQ(expert_m(hf), hf_m);
 }
 
+// PyTorch FSDP under mixed precision gathers each unit's weights in the compute dtype (FSDP
+// MixedPrecision(param_dtype=bf16): accelerate's FullyShardedDataParallelPlugin.set_mixed_precision,
+// Composer's DEFAULT and PURE), so the block computes as a 16-bit model: the same kernels and bytes
+// as bf16-true, no weight casts and a 16-bit residual stream. Without FSDP autocast runs over an fp32
+// model; Lightning Fabric, so litgpt, gathers fp32 under bf16-mixed (FSDPPrecision
+// .mixed_precision_config: param_dtype float32), and its block stays the autocast one.
+TEST(BlockOps, FsdpGathersTheComputeDtypeExceptUnderLightning) {
+  const model::Architecture a = catalog().resolve_model("gpt2").arch;
+  auto work = [&](Precision p, Strategy s, Library lib) {
+    model::Training tr = training(Framework::pytorch);
+    tr.precision = p;
+    tr.strategy = s;
+    tr.library = lib;
+    return model::block_ops(a, tr, model::Stack::decoder).eager_work();
+  };
+  const model::EagerWork true16 = work(Precision::bf16_true, Strategy::fsdp_full, Library::hf_trainer);
+  const model::EagerWork fsdp = work(Precision::bf16_mixed, Strategy::fsdp_full, Library::hf_trainer);
+  const model::EagerWork ddp = work(Precision::bf16_mixed, Strategy::ddp, Library::hf_trainer);
+  const model::EagerWork lightning = work(Precision::bf16_mixed, Strategy::fsdp_full, Library::litgpt);
+  EXPECT_DOUBLE_EQ(fsdp.forward.bytes, true16.forward.bytes);
+  EXPECT_DOUBLE_EQ(fsdp.backward.bytes, true16.backward.bytes);
+  EXPECT_DOUBLE_EQ(fsdp.forward_launches, true16.forward_launches);
+  EXPECT_GT(ddp.forward.bytes, 1.1 * fsdp.forward.bytes);
+  EXPECT_GT(ddp.forward_launches, fsdp.forward_launches);
+  EXPECT_GT(lightning.forward.bytes, 1.1 * fsdp.forward.bytes);
+}
+
 }  // namespace
 }  // namespace trainplan

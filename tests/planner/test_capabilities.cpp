@@ -273,6 +273,26 @@ TEST(GpuCapabilities, TritonAttentionKeepsFlashMemoryAndRunsSlower) {
   EXPECT_TRUE(contains(error_of([&] { (void)emit(EmitFormat::deepspeed, t, p.c, p.a, {}); }), "attention triton"));
 }
 
+// Attention kernels of the Ampere instruction set (the flash-attn 2.x package behind `flash`,
+// PyTorch's SDPA flash kernel) reach 35 % of an H100 where FlashAttention-3 and cuDNN reach 75 %
+// (Shah et al. 2024, arXiv:2407.08608, abstract): slower than SDPA's cuDNN kernel on Hopper, as fast
+// as what SDPA picks on an A100 (its flash kernel) or an RTX 5090 (compute capability 12.0, no
+// wider instructions).
+TEST(GpuCapabilities, AmpereInstructionAttentionIsSlowerOnlyWhereNativeKernelsGoFurther) {
+  auto compute = [](const std::string& gpu, Attention attention) {
+    const Problem p = problem("llama-3.2-1b", "1x" + gpu);
+    const Evaluator ev(p.a, p.n, p.c);
+    model::Training tr;
+    tr.seq = 8192;
+    tr.attention = attention;
+    return ev.estimate(tr).time.compute.value();
+  };
+  EXPECT_DOUBLE_EQ(compute("A100-80GB", Attention::flash), compute("A100-80GB", Attention::sdpa));
+  EXPECT_DOUBLE_EQ(compute("RTX-5090", Attention::flash), compute("RTX-5090", Attention::sdpa));
+  EXPECT_GT(compute("H100-80GB", Attention::flash), 1.05 * compute("H100-80GB", Attention::sdpa));
+  EXPECT_GT(compute("B200", Attention::flash), 1.05 * compute("B200", Attention::sdpa));
+}
+
 TEST(GpuCapabilities, Llama8bOnOneMI355XByHand) {
   const Problem p = problem("8b", "1xMI355X");
   EXPECT_EQ(p.c.gpu.architecture, "CDNA4");

@@ -4,13 +4,13 @@
 // FP8 table (Composer amp_fp8: TE delayed scaling); and to the eager torchao float8 runs measured on
 // one H100 (data/reference/measured-h100.json). No constant was fitted on any of them.
 //
-// The hardware issue's bar is a median |error| of tokens/s within 10 % over the published rows. Met
-// by the H100 rows (each within 6 %: Megatron-Core with TP communication overlap); not met over all
-// 19 (15.9 % at this writing): the Blackwell rows with small models are over-predicted by 17-33 %
-// (their 405B rows are within 8 %) and two llm-foundry rows at 32k tokens carry the bf16 table's
-// Triton-attention gap on H100s; each states why in its "open" key. Held here: the H100 Megatron
-// rows each within 10 %, the median over all within 16 % (so a drift fails), the torchao runs' step
-// times each within 10 % and their peak allocated within 5 %.
+// The hardware issue's bar is a median |error| of tokens/s within 10 % over the published rows:
+// met (6.7 % over the 21 at this writing; it was 15.9 % before the Triton FlashAttention ran at its
+// Ampere-instruction rate on H100s and Composer's FSDP computed with its bf16-gathered weights). The
+// Blackwell rows with small models are still over-predicted by 16-32 % (their 405B rows are within
+// 7 %); the one outside 30 % states why in its "open" key. Held here: the H100 Megatron rows each
+// within 10 %, the median over all within 10 %, the torchao runs' step times each within 10 % and
+// their peak allocated within 5 %.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -64,7 +64,7 @@ TEST(PublishedFp8, TokensPerSecondOfThePublishedRuns) {
   ASSERT_EQ(h100_megatron.size(), 5u);
   for (double e : h100_megatron) EXPECT_LE(e, 10.0);
   std::cout << "median |error| " << median_of(all) << " % over " << all.size() << " rows\n";
-  EXPECT_LE(median_of(all), 16.0);
+  EXPECT_LE(median_of(all), 10.0);
 }
 
 TEST(PublishedFp8, EagerTorchaoRunsOnOneH100) {

@@ -88,8 +88,6 @@ out={"schema":"trainplan.reference/1",
    "source's caveats are listed. Held out: no constant was fitted on them. The issue's bar: median |error| of tokens/s at most 10 %; each row within 30 %."),
  "models":models,"cases":cases}
 OPEN={
- "llmfoundry-h100-80gb-fp8-mpt-3b-s32768-8gpu-mb3":"over-predicted like the bf16 rows of the same table at 16k-64k tokens on H100s (+43 % for this shape in bf16, llm-foundry-benchmarks.json): the Triton FlashAttention's rate is FlashAttention-2's times ratios measured on an A100. Not an FP8 term.",
- "llmfoundry-h100-80gb-fp8-mpt-1b-s32768-8gpu-mb1":"over-predicted like the bf16 rows of the same table at 16k-64k tokens on H100s (+50 % for this shape in bf16, llm-foundry-benchmarks.json): the Triton FlashAttention's rate is FlashAttention-2's times ratios measured on an A100. Not an FP8 term.",
  "mbridge-25.11-gb200-llama3-8b-mxfp8-8gpu":"over-predicted, as every Blackwell row with a small model (8B on 8 B200 or GB200 +17 to +33 %, 70B on 64 GB200 +26 %) while the 405B rows on the same GPUs are within 8 %: attention and the memory-bound kernels on Blackwell are priced from Hopper's efficiencies of the Blackwell peaks (no Blackwell profile or kernel measurement yet); MXFP8 GEMMs' own rate below per-tensor FP8 is not modelled either."}
 for c in cases:
     if c["name"] in OPEN: c["measured"][0]["open"]=OPEN[c["name"]]

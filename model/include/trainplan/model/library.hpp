@@ -47,6 +47,9 @@ struct LibraryTraits {
   bool sdpa_only = false;
   // Adapters under a *-mixed precision: the frozen base stays fp32 (autocast over an fp32 model).
   bool frozen_base_fp32 = false;
+  // Its FSDP under a *-mixed precision gathers the parameters in fp32 and autocasts them
+  // (Training::computes_in_gathered_16bit); elsewhere FSDP gathers them in the compute dtype.
+  bool fsdp_gathers_fp32 = false;
   QloraStack qlora_stack = QloraStack::hf_peft;
   std::string_view source;      // where the traits were read
   std::string_view unmodelled;  // what the library does that is not priced yet ("" when none)

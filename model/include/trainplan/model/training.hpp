@@ -150,6 +150,18 @@ struct Training {
   // training holds a second copy of the weights.
   [[nodiscard]] bool runs_reference() const { return needs_reference(objective) && !reference_precomputed; }
   [[nodiscard]] bool holds_reference() const { return runs_reference() && method == Method::full; }
+  // PyTorch's sharded data parallelism (FSDP, and ZeRO-2/3 run by it) gathers each unit's
+  // parameters for compute and frees them after.
+  [[nodiscard]] bool gathers_parameters() const {
+    return framework == Framework::pytorch &&
+           (is_fsdp(strategy) || strategy == Strategy::zero3 || strategy == Strategy::zero2);
+  }
+  // Under mixed precision it gathers them in the compute dtype (FSDP MixedPrecision(param_dtype):
+  // accelerate's FullyShardedDataParallelPlugin.set_mixed_precision, Composer's DEFAULT and PURE,
+  // torchtitan's MixedPrecisionPolicy): the block computes with 16-bit weights, so autocast casts
+  // none of them and the residual stream is 16-bit, as in a 16-bit model. Not where the library
+  // gathers fp32 (LibraryTraits::fsdp_gathers_fp32: Lightning Fabric's, so litgpt's).
+  [[nodiscard]] bool computes_in_gathered_16bit() const;
   [[nodiscard]] OptimizerImpl optimizer_implementation() const {
     // One optimizer per parameter: torch's default path steps a one-tensor list at a time, as the
     // for-loop does.

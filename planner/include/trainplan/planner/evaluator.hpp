@@ -123,6 +123,9 @@ struct LayerComputeKey {
   std::int64_t lora_rank = 0;
   double lora_dropout = 0.0;
   bool frozen_base_fp32 = false;  // autocast casts an fp32 frozen base every forward
+  // FSDP's units gathered in the compute dtype (Training::computes_in_gathered_16bit): no weight
+  // casts, a 16-bit residual stream; written back as strategy fsdp-full.
+  bool gathered_16bit = false;
   QloraStack qlora_stack = QloraStack::hf_peft;  // what a QLoRA block saves (the resolved blocks)
   int transformers = 0;  // the release whose model code runs (SDPA path, experts)
   double moe_capacity_factor = 0.0;  // Megatron's expert capacity (what each expert multiplies)

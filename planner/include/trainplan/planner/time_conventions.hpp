@@ -92,6 +92,15 @@ struct TimeConventions {
   // (Dao 2023, arXiv:2307.08691, Sec. 4.1): the middle of the first range, and the second.
   double triton_fwd_vs_flash = 1.0 / 1.4;
   double triton_bwd_vs_flash = 1.0 / 2.0;
+  // An attention kernel written with Ampere's warp-level mma.sync (the flash-attn 2.x package,
+  // PyTorch's SDPA flash and efficient kernels, the Triton FlashAttention of 2023) on a GPU whose
+  // full tensor rate needs Hopper's warpgroup wgmma or Blackwell's tcgen05 (compute capability 9.0
+  // to 11.x; PTX ISA: wgmma needs sm_90a, tcgen05 sm_100a and later): its rate over a native
+  // kernel's (cuDNN, FlashAttention-3, Transformer Engine), which flash_*_efficiency and a
+  // calibrated profile's cuDNN points describe. "FlashAttention-2 achieving only 35% utilization
+  // on the H100 GPU", FlashAttention-3 "75% utilization" (Shah et al. 2024, arXiv:2407.08608,
+  // abstract). Measured on an H100; carried to Blackwell's datacenter GPUs unmeasured.
+  double warp_mma_attention_vs_native = 0.35 / 0.75;
   // A fused SDPA kernel handed a materialised mask (transformers' sliding windows, every mask
   // under torch.compile) does the whole s x s work and reads the mask: its time over the same
   // kernel's without causal skipping. Fitted on one run: Mistral-7B LoRA s4096 b1 with full
