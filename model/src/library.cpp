@@ -116,9 +116,10 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
                "llmfoundry/models/mpt/configuration_mpt.py (loss_fn defaults to fused_crossentropy: "
                "flash-attn's flash_attn/ops/triton/cross_entropy.py CrossEntropyLoss, one kernel each "
                "way over the logits) and llmfoundry/models/mpt/modeling_mpt.py",
-     .unmodelled = "llm-foundry's MPT model code (low-precision LayerNorm, its attention "
-                   "implementations) is priced as transformers' modeling files; its fused "
-                   "cross-entropy is priced"},
+     .unmodelled = "llm-foundry's MPT model code (its attention implementations) is priced as "
+                   "transformers' modeling files; its low-precision LayerNorm is what they run "
+                   "under FSDP, where Composer gathers the weights in bf16 and the block computes "
+                   "in 16 bits; its fused cross-entropy is priced"},
 }};
 
 }  // namespace
