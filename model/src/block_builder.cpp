@@ -1,6 +1,7 @@
 #include "block_builder.hpp"
 
 #include "trainplan/model/fp8.hpp"
+#include "trainplan/model/library.hpp"
 #include "trainplan/model/partial.hpp"
 
 namespace trainplan::model::block_detail {
@@ -51,7 +52,8 @@ Shape shape_of(const Architecture& a, const Training& tr) {
           stream,
           fp8_saved_input_bytes(tr),
           is_mixed(tr.precision),
-          full};
+          full,
+          is_mixed(tr.precision) && stream < kFp32 && !library_traits(tr.library).low_precision_norm};
 }
 
 void norm_kernels(Builder& b, const Architecture& a, const Shape& x, double X) {
@@ -67,10 +69,14 @@ void norm_kernels(Builder& b, const Architecture& a, const Shape& x, double X) {
       b.scale(X, s, s, true, x.full);
       break;
     case NormKind::layernorm:
-    case NormKind::layernorm_no_bias:
-      b.forward(X * 2.0 * s);
-      b.backward(X * 3.0 * s + (x.full ? X * 2.0 * s : 0.0), x.full ? 2.0 : 1.0);
+    case NormKind::layernorm_no_bias: {
+      // Under autocast a 16-bit input is cast up first, and the kernel runs in fp32.
+      const double n = x.layernorm_upcast ? kFp32 : s;
+      if (x.layernorm_upcast) b.cast(X, s, kFp32, true);
+      b.forward(X * 2.0 * n);
+      b.backward(X * 3.0 * n + (x.full ? X * 2.0 * n : 0.0), x.full ? 2.0 : 1.0);
       break;
+    }
   }
 }
 

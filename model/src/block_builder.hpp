@@ -56,6 +56,15 @@ struct Shape {
   double lin;
   bool mixed;     // autocast: linears cast their inputs to c
   bool full;      // weights trained
+  // Autocast runs a LayerNorm in fp32 over an upcast copy of its 16-bit input and hands its
+  // consumers an fp32 output (F.layer_norm is on CUDA and CPU autocast's fp32 lists); not where
+  // the library's LayerNorm turns autocast off (LibraryTraits::low_precision_norm).
+  bool layernorm_upcast;
+  // Bytes per element of a norm's output, which its consumers read.
+  [[nodiscard]] double norm_output(const Architecture& arch) const {
+    const bool ln = arch.norm == NormKind::layernorm || arch.norm == NormKind::layernorm_no_bias;
+    return ln && layernorm_upcast ? kFp32 : stream;
+  }
 };
 
 [[nodiscard]] Shape shape_of(const Architecture& a, const Training& tr);

@@ -465,7 +465,7 @@ void HfBlock::mlp() {
     for (const Linear& l : linears_)
       if (l.role == Role::router) router.gemm = gemm_of(a_, tr_, l, false);
   }
-  linears({Role::gate, Role::up}, s);
+  linears({Role::gate, Role::up}, x_.norm_output(a_));
   lora_dropout({Role::gate, Role::up}, x_.h);
   lora_a_outputs({Role::gate, Role::up, Role::down});
   if (a_.is_moe() && a_.experts_dense) {

@@ -165,11 +165,10 @@ void HfBlock::attention() {
     return;
   }
   const double X = x_.t * x_.kh;
-  const double s = x_.stream;
   const int attn_consumers = fused_ ? (saving({Role::q, Role::k, Role::v}) > 0 ? 1 : 0)
                                     : saving({Role::q, Role::k, Role::v});
   norm("input norm", true, true, attn_consumers, false, input_grad_);
-  linears({Role::q, Role::k, Role::v}, s);
+  linears({Role::q, Role::k, Role::v}, x_.norm_output(a_));
   lora_a_outputs({Role::q, Role::k, Role::v, Role::o});
   lora_dropout({Role::q, Role::k, Role::v}, x_.h);
   // Grouped K/V are expanded to every head by eager attention (repeat_kv) and by Falcon's new

@@ -111,15 +111,18 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
      .name = "llm-foundry",
      .tf32 = true,
      .fused_loss = true,
+     .low_precision_norm = true,
      .source = "mosaicml/composer v0.32.1 composer/devices/device_gpu.py:41-53 (DeviceGPU "
                "allow_tf32=True by default); mosaicml/llm-foundry v0.21.0 "
                "llmfoundry/models/mpt/configuration_mpt.py (loss_fn defaults to fused_crossentropy: "
                "flash-attn's flash_attn/ops/triton/cross_entropy.py CrossEntropyLoss, one kernel each "
-               "way over the logits) and llmfoundry/models/mpt/modeling_mpt.py",
+               "way over the logits) and llmfoundry/models/mpt/modeling_mpt.py; "
+               "llmfoundry/models/layers/norm.py LPLayerNorm (input and weight cast to the autocast "
+               "dtype, F.layer_norm with autocast disabled; norm_type low_precision_layernorm, which "
+               "the benchmark script sets: scripts/train/benchmarking/submit_benchmarks.py @v0.3.0)",
      .unmodelled = "llm-foundry's MPT model code (its attention implementations) is priced as "
-                   "transformers' modeling files; its low-precision LayerNorm is what they run "
-                   "under FSDP, where Composer gathers the weights in bf16 and the block computes "
-                   "in 16 bits; its fused cross-entropy is priced"},
+                   "transformers' modeling files; its low-precision LayerNorm and fused "
+                   "cross-entropy are priced"},
 }};
 
 }  // namespace

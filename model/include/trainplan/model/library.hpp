@@ -50,6 +50,9 @@ struct LibraryTraits {
   // Its FSDP under a *-mixed precision gathers the parameters in fp32 and autocasts them
   // (Training::computes_in_gathered_16bit); elsewhere FSDP gathers them in the compute dtype.
   bool fsdp_gathers_fp32 = false;
+  // Its LayerNorm runs in the compute dtype with autocast off (llm-foundry's LPLayerNorm), where
+  // autocast would run F.layer_norm in fp32 over an upcast copy of a 16-bit input.
+  bool low_precision_norm = false;
   QloraStack qlora_stack = QloraStack::hf_peft;
   std::string_view source;      // where the traits were read
   std::string_view unmodelled;  // what the library does that is not priced yet ("" when none)
