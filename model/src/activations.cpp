@@ -19,14 +19,14 @@ namespace {
 constexpr double kMaskBytes = 1.0;  // dropout masks are bool tensors
 constexpr double kFp32 = 4.0;
 
-BlockActivations activations_of(const BlockOps& ops) {
-  return {ops.saved_bytes(), ops.saved_core_bytes(), ops.runs_backward, ops.checkpointed};
+BlockActivations activations_of(const BlockOps& ops, const Training& tr) {
+  return {ops.saved_bytes(), ops.saved_core_bytes(), ops.runs_backward, ops.checkpointed, op_sac_saved_bytes(ops, tr)};
 }
 
 }  // namespace
 
 BlockActivations block_activations(const Architecture& a, const Training& tr, Stack stack) {
-  return activations_of(block_ops(a, tr, stack));
+  return activations_of(block_ops(a, tr, stack), tr);
 }
 
 std::vector<ActivationTerm> block_activation_terms(const Architecture& a, const Training& tr, Stack stack) {
@@ -51,10 +51,10 @@ ResolvedBlocks resolve_blocks(const Architecture& a, const Training& tr, const M
     if (stack == Stack::encoder && !a.encoder_decoder) continue;
     StackBlock& sb = stack == Stack::encoder ? r.encoder : r.decoder;
     const StackOps& so = ops.of(stack);
-    sb.block = activations_of(so.block);
+    sb.block = activations_of(so.block, tr);
     sb.block_share = so.block_share;
     sb.variants.clear();
-    for (const LayerVariant& v : so.variants) sb.variants.emplace_back(activations_of(v.ops), v.share);
+    for (const LayerVariant& v : so.variants) sb.variants.emplace_back(activations_of(v.ops, tr), v.share);
     if (hf && !recomputes_blocks(tr.checkpointing)) {
       // The first block differs where its input needs no gradient (adapters over a frozen
       // embedding) or it keeps what later blocks share (block_ops).
@@ -124,6 +124,7 @@ Bytes kept_after_policy(const Architecture& a, const Training& tr, const BlockAc
     case Checkpointing::selective: return blk.saved - blk.attention + extra;
     case Checkpointing::full: return checkpoint_bytes(a, tr) + extra;
     case Checkpointing::full_offload: return extra;  // the checkpoint itself waits on the host
+    case Checkpointing::selective_op: return checkpoint_bytes(a, tr) + blk.op_sac_outputs + extra;
   }
   return extra;
 }
@@ -149,12 +150,17 @@ Bytes kept_per_layer(const Architecture& a, const Training& tr, std::int64_t lay
   Training layer_tr = tr;
   if (stack == Stack::decoder) layer_tr.layer = layer_state(a, tr, in_stack);
   const bool entry = stack == Stack::decoder && entry_layer(a, tr, in_stack);
-  const BlockActivations own = activations_of(block_ops(layer_architecture(a, stack, in_stack), layer_tr, stack, entry));
+  const BlockActivations own =
+      activations_of(block_ops(layer_architecture(a, stack, in_stack), layer_tr, stack, entry), layer_tr);
   return kept_after_policy(a, tr, own, extra);
 }
 
 Bytes checkpoint_bytes(const Architecture& a, const Training& tr) {
-  const double r = tr.framework == Framework::megatron ? 2.0 : param_bytes(tr.precision);
+  // The block's input in the residual stream's dtype: 16-bit in Megatron and under FSDP's 16-bit
+  // gathering (Training::computes_in_gathered_16bit), the parameters' otherwise.
+  const double r = tr.framework == Framework::megatron ? 2.0
+                   : tr.computes_in_gathered_16bit()   ? compute_bytes(tr.precision)
+                                                       : param_bytes(tr.precision);
   const double rep = tr.sequence_parallel ? static_cast<double>(tr.tp) : 1.0;
   return Bytes(r * static_cast<double>(tr.tokens_per_micro_batch() * a.hidden) / rep);
 }

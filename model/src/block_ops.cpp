@@ -48,6 +48,44 @@ Bytes BlockOps::saved_core_bytes() const {
   return Bytes(s);
 }
 
+bool op_sac_saves_attention(const AttentionRun& run) {
+  if (!run.fused) return false;
+  if (run.gpu_sdpa) return run.sdpa.kernel == SdpaKernel::flash || run.sdpa.kernel == SdpaKernel::efficient;
+  return run.runs == Attention::flash;
+}
+
+std::vector<bool> op_sac_saved(const BlockOps& ops, const Training& tr) {
+  std::vector<bool> saved(ops.ops.size(), false);
+  int mm = 0;
+  const bool attention = op_sac_saves_attention(ops.run);
+  for (std::size_t i = 0; i < ops.ops.size(); ++i) {
+    const Op& op = ops.ops[i];
+    if (op.kind == OpKind::attention_core) saved[i] = attention;
+    if (op.kind != OpKind::gemm || op.gemm.expert() || fp8_linear(tr, op.gemm.role, false)) continue;
+    saved[i] = op_sac_saves_mm(++mm);
+  }
+  return saved;
+}
+
+Bytes op_sac_saved_bytes(const BlockOps& ops, const Training& tr) {
+  constexpr double kLse = 4.0;  // fp32 log-sum-exp per query row and head
+  const double c = compute_bytes(tr.precision);
+  const std::vector<bool> saved = op_sac_saved(ops, tr);
+  double bytes = 0.0;
+  for (std::size_t i = 0; i < ops.ops.size(); ++i) {
+    if (!saved[i]) continue;
+    const Op& op = ops.ops[i];
+    if (op.kind == OpKind::gemm)
+      bytes += c * static_cast<double>(op.gemm.m) * static_cast<double>(op.gemm.n) * static_cast<double>(op.gemm.count);
+    if (op.kind == OpKind::attention_core) {
+      const AttentionShape& at = op.attention;
+      const double rows = static_cast<double>(at.batch) * static_cast<double>(at.query_seq) * static_cast<double>(at.heads_per_gpu);
+      bytes += rows * (c * static_cast<double>(at.v_head_dim) + kLse);
+    }
+  }
+  return Bytes(bytes);
+}
+
 LayerCollectives BlockOps::collectives() const {
   LayerCollectives n;
   for (const Op& op : ops) {

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <string>
 
+#include "trainplan/model/block_ops.hpp"
+#include "trainplan/model/fp8.hpp"
 #include "trainplan/model/partial.hpp"
 #include "trainplan/model/lora.hpp"
 #include "trainplan/model/sdpa.hpp"
@@ -194,6 +196,11 @@ FlopCoefficients flop_coefficients(const Architecture& a, const Training& tr) {
     k.attention += (stack == Stack::decoder && a.encoder_decoder ? 2.0 : 1.0) * layers *
                    attention_flops_per_token_per_context(ka);
     k.adapters += layers * adapter_flops(ka, stack);
+    int mm = 0;
+    for (const Linear& l : block_linears(ka, stack)) {
+      if (l.copies > 1 || fp8_linear(tr, l.role, false)) continue;
+      if (op_sac_saves_mm(++mm)) k.op_sac_saved_linear += layers * 2.0 * static_cast<double>(l.in * l.out);
+    }
     const StackRules m = stack_rules(ka, tr, stack);
     k.last_matmul += layers * m.last_matmul;
     if (first) {  // the stack's first block
@@ -202,6 +209,7 @@ FlopCoefficients flop_coefficients(const Architecture& a, const Training& tr) {
     }
   });
   k.dropout_after_last_matmul = a.hidden_dropout > 0.0;
+  k.op_sac_attention_saved = op_sac_saves_attention(attention_run(a, tr, tr.cuda_sm));
   if (trains_subset(tr)) partial_flops(a, tr, k);
   // Multi-token prediction: per module a block of the expert kind (with its adapters), the
   // projection 2h -> h and one more pass through the output head.
@@ -259,6 +267,10 @@ StepFlops micro_batch_flops(const FlopCoefficients& k, const Training& tr) {
       f.recompute = Flops((fwd - t * (k.head + replayed_last)) * k.replay_share);
       break;
     }
+    case Checkpointing::selective_op:
+      f.recompute = Flops((fwd - t * (k.head + k.op_sac_saved_linear + (k.op_sac_attention_saved ? attention : 0.0))) *
+                          k.replay_share);
+      break;
   }
   return f;
 }

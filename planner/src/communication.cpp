@@ -99,6 +99,7 @@ TensorParallelCollectives tensor_parallel_collectives(double pairs, bool sequenc
       break;
     case Checkpointing::full:
     case Checkpointing::full_offload:
+    case Checkpointing::selective_op:  // its list saves reduce-scatters, not all-reduces or gathers
       n += pairs;
       break;  // the replayed forward
   }

@@ -212,6 +212,7 @@ namespace {
 struct LinearTimes {
   Seconds forward;
   Seconds backward;
+  Seconds op_sac_saved_forward;  // of forward: the GEMMs whose outputs torchtitan's per-op policy saves
   double dequant_bytes = 0.0;     // one pass over the quantized base weights
   double lora_elementwise = 0.0;  // adapter dropout, scaling and add (fused-kernel accounting)
 };
@@ -233,7 +234,9 @@ LinearTimes linear_times(const model::BlockOps& ops, const model::Training& tr, 
   const model::GemmShape* last = nullptr;  // the previous linear, priced once for its twins
   Seconds last_forward;
   Seconds last_backward;
-  for (const model::Op& op : ops.ops) {
+  const std::vector<bool> sac_saved = model::op_sac_saved(ops, tr);
+  for (std::size_t i = 0; i < ops.ops.size(); ++i) {
+    const model::Op& op = ops.ops[i];
     if (op.kind != model::OpKind::gemm) continue;
     const model::GemmShape& g = op.gemm;
     out.dequant_bytes += g.dequant_bytes;
@@ -262,6 +265,7 @@ LinearTimes linear_times(const model::BlockOps& ops, const model::Training& tr, 
     }
     out.forward += last_forward;
     out.backward += last_backward;
+    if (sac_saved[i]) out.op_sac_saved_forward += last_forward;
   }
   return out;
 }
@@ -471,11 +475,13 @@ BlockCompute kind_compute(const model::BlockOps& block, double params, const mod
   out.backward = lin.backward + core.backward + out.elementwise_backward;
   out.replayed_forward = out.forward;
   out.replayed_attention = out.attention_forward;
-  if (!block.checkpointed) out.replayed_forward = out.replayed_attention = Seconds(0.0);
+  out.replayed_op_sac = out.forward - lin.op_sac_saved_forward -
+                        (model::op_sac_saves_attention(block.run) ? out.attention_forward : Seconds(0.0));
+  if (!block.checkpointed) out.replayed_forward = out.replayed_attention = out.replayed_op_sac = Seconds(0.0);
   if (!block.runs_backward) {  // below every layer that needs a gradient: forward only
     out.backward = out.gemm_backward = out.elementwise_backward = Seconds(0.0);
     out.launches_backward = 0.0;
-    out.replayed_forward = out.replayed_attention = Seconds(0.0);
+    out.replayed_forward = out.replayed_attention = out.replayed_op_sac = Seconds(0.0);
   }
   const model::LayerCollectives n = block.collectives();
   out.tensor_parallel_pairs = n.tensor_parallel;

@@ -442,6 +442,8 @@ std::string megatron_training_args(const Estimate& e, const model::Architecture&
       break;
     case Checkpointing::full_offload:
       refuse("torchrun", "Megatron-LM has no activation offload to the host in pretrain_gpt.py");
+    case Checkpointing::selective_op:  // refused for every format by require_emittable
+      break;
   }
   if (t.strategy == Strategy::zero1) s += " --use-distributed-optimizer";
   if (t.strategy == Strategy::zero2 || t.strategy == Strategy::zero3)

@@ -47,6 +47,10 @@ void require_emittable(EmitFormat f, const model::Training& t, const hardware::G
   if (t.attention == Attention::triton)
     throw FieldError("{attention} triton: neither transformers nor Megatron-LM runs the Triton FlashAttention; "
                      "no launch config is written for it (flash runs FlashAttention-2)");
+  if (t.checkpointing == Checkpointing::selective_op)
+    throw FieldError("{checkpointing} selective-op: torchtitan's per-op policy; neither the Trainer, "
+                     "accelerate, DeepSpeed nor Megatron-LM has it, so no launch config is written for it "
+                     "(selective or full run everywhere)");
   if (t.cp > 1 && t.library != Library::megatron)
     throw FieldError("{cp} " + std::to_string(t.cp) + ": neither DeepSpeed, accelerate nor the Trainer's script splits " +
                      "sequences over ranks; the torchrun command of {library} megatron does " +

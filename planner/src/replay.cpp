@@ -401,6 +401,9 @@ ReplayPlan replay_plan(const model::Architecture& a, const model::ParameterCount
     throw InputError(fmt::format("partial fine-tuning (trainable {}) is not replayed: the replay trains every "
                                  "weight of the block it runs",
                                  model::trained_subset_text(tr.partial)));
+  if (tr.checkpointing == Checkpointing::selective_op)
+    throw InputError("checkpointing selective-op (torchtitan's per-op policy) is not replayed: the replay "
+                     "checkpoints whole blocks; replay with selective or full");
   if (model::op_variant(a, tr).compiled)
     throw InputError("torch.compile (compile) is not replayed: the replay runs the eager ops, not Inductor's fused "
                      "kernels");

@@ -112,6 +112,9 @@ void validate_training(const Architecture& a, const Training& tr) {
                      str(a.total_layers()) + " layers divisible by pp x pp-virtual");
   if (tr.checkpointing == Checkpointing::full_offload && tr.framework == Framework::megatron)
     throw FieldError("{checkpointing} full-offload is not modelled for the megatron framework (use full)");
+  if (tr.checkpointing == Checkpointing::selective_op && tr.framework == Framework::megatron)
+    throw FieldError("{checkpointing} selective-op is torchtitan's per-op policy; Megatron-LM has none "
+                     "(use selective or full)");
   if (tr.quant_block < 64 || tr.quant_block > 4096 || (tr.quant_block & (tr.quant_block - 1)) != 0)
     throw FieldError("{quant-block} must be a power of two from 64 to 4096, as bitsandbytes takes (got " +
                      str(tr.quant_block) + ")");

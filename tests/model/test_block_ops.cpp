@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <string_view>
+#include <vector>
 
 #include "../common/catalog.hpp"
 #include "trainplan/model/block_ops.hpp"
@@ -235,6 +236,48 @@ TEST(BlockOps, FsdpGathersTheComputeDtypeExceptUnderLightning) {
   EXPECT_GT(ddp.forward_launches, hf.forward_launches);
   EXPECT_GT(lightning.forward_launches, hf.forward_launches);
   EXPECT_DOUBLE_EQ(lightning.forward_launches, ddp.forward_launches);
+}
+
+// torchtitan's per-op selective checkpointing as of e7c0cae (models/llama3/parallelize_llama.py
+// _save_list, _custom_policy): of a Llama block's plain matmuls (wq, wk, wv, wo, w1, w3, w2 in
+// forward order) it saves every other one's output, the 1st, 3rd, 5th and 7th (q, v, gate, down),
+// and the output of SDPA's flash and efficient kernels; float8 GEMMs (aten._scaled_mm) and cuDNN
+// attention are not in its list.
+TEST(BlockOps, TorchtitanPerOpCheckpointingSavesWhatItsPolicyLists) {
+  const model::Architecture a = catalog().resolve_model("llama-3.1-8b").arch;
+  auto saved_names = [&](model::Training tr) {
+    const model::BlockOps ops = model::block_ops(a, tr, model::Stack::decoder);
+    const std::vector<bool> saved = model::op_sac_saved(ops, tr);
+    std::vector<std::string_view> names;
+    for (std::size_t i = 0; i < ops.ops.size(); ++i)
+      if (saved[i]) names.push_back(ops.ops[i].name);
+    return names;
+  };
+  model::Training tr = training(Framework::pytorch);
+  tr.library = Library::torchtitan;
+  tr.checkpointing = Checkpointing::selective_op;
+  const std::vector<std::string_view> bf16 = saved_names(tr);
+  ASSERT_EQ(bf16.size(), 5u);
+  EXPECT_EQ(bf16[0], "q");
+  EXPECT_EQ(bf16[1], "v");
+  EXPECT_EQ(bf16[2], "attention");
+  EXPECT_EQ(bf16[3], "gate");
+  EXPECT_EQ(bf16[4], "down");
+  model::Training fp8 = tr;
+  fp8.fp8 = Fp8Recipe::torchao_tensorwise;
+  const std::vector<std::string_view> f8 = saved_names(fp8);
+  ASSERT_EQ(f8.size(), 1u);
+  EXPECT_EQ(f8[0], "attention");
+  // SDPA on an H100 picks cuDNN (torch 2.11, cuDNN 9.19): not in the list.
+  model::Training cudnn = fp8;
+  cudnn.attention = Attention::sdpa;
+  EXPECT_TRUE(saved_names(cudnn).empty());
+  // What the block keeps beside its input: q (4096), v (1024), gate (14336), down (4096) wide in
+  // bf16 per token, and the attention output (32 heads x 128) with one fp32 log-sum-exp per head.
+  const double tokens = static_cast<double>(tr.tokens_per_micro_batch());
+  const double per_token = 2.0 * (4096 + 1024 + 14336 + 4096) + 2.0 * 4096 + 4.0 * 32;
+  EXPECT_DOUBLE_EQ(model::op_sac_saved_bytes(model::block_ops(a, tr, model::Stack::decoder), tr).value(),
+                   tokens * per_token);
 }
 
 }  // namespace

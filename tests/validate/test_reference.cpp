@@ -22,12 +22,13 @@ TEST(Reference, CommittedDataParses) {
   // 71 oracle outputs (tools/oracle/cases.py; 6 of partial fine-tuning); 18 litgpt, 1 KAUST, 10 Megatron, 8 Korthikanti
   // runs, 18 + 3 QLoRA H200 runs and 14 runs of the 2025-26 families (tools/measure), 6 published
   // FSDP runs of fms-fsdp, 46 rows of litgpt's config_hub table, 209 rows of llm-foundry's tables,
-  // 2 bf16 and 3 eager torchao float8 runs on an H100 (tools/measure --plan fp8), 19 published
-  // FP8 runs (Megatron-Bridge, llm-foundry; two of them under Megatron FSDP), 11 H200 runs with
+  // 2 bf16 and 3 eager torchao float8 runs on an H100 (tools/measure --plan fp8), 23 published
+  // FP8 runs (Megatron-Bridge, llm-foundry, Trainy's torchtitan runs; two of them under Megatron
+  // FSDP), 11 H200 runs with
   // Liger's kernels and 2 eager twins (tools/measure --plan liger), 3 compiled H200 runs
   // (tools/measure --plan compile) and 2 on an H100 (--plan fp8).
   EXPECT_EQ(oracle, 71u);
-  EXPECT_EQ(measured, 377u);
+  EXPECT_EQ(measured, 379u);
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name + " (" + c.file + ")");
     EXPECT_FALSE(c.source.empty());

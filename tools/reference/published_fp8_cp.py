@@ -81,15 +81,52 @@ for i in range(239,246):
                   "micro_batch":r['micro_batch'],"grad_accum":r['grad_accum'],"seq":seq,"checkpointing":"full" if ac else "none",
                   "attention":"triton","offload":"none","framework":"pytorch","library":"llm-foundry","fsdp_wrap":"block","fp8":"te-delayed"},
       "measured":[{"metric":"tokens_per_s","value":tps,"unit":"tokens/s","what":"'Throughput (T/s)' column: tokens per second over all 8 GPUs (Composer's SpeedMonitor)","tolerance_pct":30}]})
+# Trainy on WhiteFiber (torchtitan community benchmark): Llama 3.1 8B, FSDP over every GPU, float8
+TRAINY_DOC=("pytorch/torchtitan benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md @4a61bd87d3c7e92bcfeb5d5464d9e6bd13ef440a "
+            "(Trainy on WhiteFiber, June 2025; torch 2.8.0a0+5228986c39, torchao 0afa4c1, torchtitan e7c0cae)")
+for i in (26, 27):
+    r=rows[i]
+    n=r['num_gpus']
+    tps=int(r['metrics']['TPS/GPU'])
+    mem=float(r['metrics']['Memory(GiB)'])
+    cases.append({"name":f"trainy-h200-llama31-8b-float8-{n}gpu",
+      "source":{"document":TRAINY_DOC,"table":"Results","row":f"NUM_NODES {n//8} | TPS/GPU {r['metrics']['TPS/GPU']} | Memory(GiB) {r['metrics']['Memory(GiB)']}"},
+      "note":("torchtitan e7c0cae with the command the file gives: torchtitan/models/llama3/train_configs/llama3_8b.toml "
+              "(seq_len 8192, data_parallel_shard_degree -1: FSDP2 over all GPUs, activation_checkpoint mode selective with "
+              "selective_ac_option op: checkpointing selective-op) with local_batch_size 2, compile, the float8 converter with "
+              "enable_fsdp_float8_all_gather, precompute_float8_dynamic_scale_for_fsdp and force_recompute_fp8_weight_in_bwd and no "
+              "recipe name: Float8LinearConfig's tensorwise dynamic scaling (torchtitan components/quantization/float8.py: "
+              "a recipe name and the FSDP float8 all-gather exclude each other), the output layer left in bf16 (filter_fqns); "
+              "FSDP2's MixedPrecisionPolicy param_dtype bf16 (bf16-mixed, gathered in bf16); SDPA with its FLASH backend first "
+              "below compute capability 10.0 (torchtitan models/attention.py _init_backend: cuDNN only from B200): attention "
+              "flash; AdamW; 8 H200s a node, 400 Gb/s per GPU (the file). Not modelled: force_recompute_fp8_weight_in_bwd "
+              "(the weight's float8 cast repeated in backward). TPS sampled at iteration 100 on the logging rank; tokens/s "
+              f"over all GPUs = TPS/GPU x {n}. Memory(GiB) is torchtitan's memory/max_reserved(GiB), "
+              "torch.cuda.memory_stats()['reserved_bytes.all.peak'] (components/metrics.py)."),
+      "model":"llama-3.1-8b",
+      "hardware":{"gpu":"H200","count":n,"nodes":n//8,"inter_node":"8x400Gbps"},
+      "training":{"method":"full","precision":"bf16-mixed","optimizer":"adamw","strategy":"fsdp-full","tp":1,"pp":1,
+                  "micro_batch":2,"grad_accum":1,"seq":8192,"checkpointing":"selective-op","attention":"flash","offload":"none",
+                  "framework":"pytorch","library":"torchtitan","fp8":"torchao-tensorwise","fp8_param_gather":True,"compile":True},
+      "measured":[{"metric":"tokens_per_s","value":tps*n,"unit":"tokens/s","what":f"'TPS/GPU' ({tps}) x {n} GPUs","tolerance_pct":30},
+                  {"metric":"reserved","value":mem,"unit":"GiB","what":"'Memory(GiB)': torchtitan's max reserved (reserved_bytes.all.peak) at iteration 100","tolerance_pct":5}]})
 out={"schema":"trainplan.reference/1",
- "description":("Published FP8 and context-parallel training runs with their full configurations, from two independent sources: NVIDIA's Megatron-Bridge performance summary "
-   "(Megatron-Core + Transformer Engine; Llama 3 8B, 70B and 3.1 405B on H100, B200 and GB200; current scaling and MXFP8; 405B with CP 2) and MosaicML's llm-foundry "
-   "benchmark tables (MPT 1B and 3B on 8 H100, Composer amp_fp8: TE delayed scaling). Every row transcribed from data/published/fp8-cp-rows.jsonl, where each "
+ "description":("Published FP8 and context-parallel training runs with their full configurations, from three independent sources: NVIDIA's Megatron-Bridge performance summary "
+   "(Megatron-Core + Transformer Engine; Llama 3 8B, 70B and 3.1 405B on H100, B200 and GB200; current scaling and MXFP8; 405B with CP 2), MosaicML's llm-foundry "
+   "benchmark tables (MPT 1B and 3B on 8 H100, Composer amp_fp8: TE delayed scaling) and Trainy's torchtitan runs on WhiteFiber (Llama 3.1 8B on 32 and 64 H200, "
+   "FSDP2, torch.compile, torchao float8 tensorwise with the float8 all-gather, per-op selective checkpointing). Every row transcribed from data/published/fp8-cp-rows.jsonl, where each "
    "source's caveats are listed. Held out: no constant was fitted on them. The issue's bar: median |error| of tokens/s at most 10 %; each row within 30 %."),
  "models":models,"cases":cases}
 OPEN={
  "mbridge-25.11-gb200-llama3-8b-mxfp8-8gpu":"over-predicted, as every Blackwell row with a small model (8B on 8 B200 or GB200 +17 to +33 %, 70B on 64 GB200 +26 %) while the 405B rows on the same GPUs are within 8 %: attention and the memory-bound kernels on Blackwell are priced from Hopper's efficiencies of the Blackwell peaks (no Blackwell profile or kernel measurement yet); MXFP8 GEMMs' own rate below per-tensor FP8 is not modelled either."}
+RESERVED_OPEN=("the run's max reserved is a quarter above the predicted reserved: FSDP2 (per-parameter sharding, its "
+  "all-gather and reduce-scatter buffers on their own streams) is priced with FSDP1's accounting, and what torch.compile's "
+  "float8 graph keeps under per-op checkpointing is not measured here; not explained yet (the tokens/s of the same rows "
+  "is within 12 %).")
 for c in cases:
     if c["name"] in OPEN: c["measured"][0]["open"]=OPEN[c["name"]]
+    if c["name"].startswith("trainy-"):
+        for m in c["measured"]:
+            if m["metric"]=="reserved": m["open"]=RESERVED_OPEN
 json.dump(out,open(ROOT / 'data/reference/published-fp8-cp.json', 'w'),indent=1)
 print(len(cases), 'cases')

@@ -42,7 +42,10 @@ enum class Optimizer {
 enum class Strategy { single, ddp, zero1, zero2, zero3, fsdp_full, fsdp_grad_op, fsdp_hybrid };
 // full_offload: full checkpointing with the checkpoints kept in host memory (ZeRO-R's Pa+cpu,
 // Rajbhandari et al. 2019, arXiv:1910.02054, Sec. 6.1; DeepSpeed's cpu_checkpointing).
-enum class Checkpointing { none, selective, full, full_offload };
+// selective_op: torchtitan's per-op selective activation checkpointing ([activation_checkpoint]
+// mode "selective", selective_ac_option "op"): the block's forward is replayed in backward except
+// the ops whose outputs its policy saves (model/block_ops.hpp op_sac_saved).
+enum class Checkpointing { none, selective, full, full_offload, selective_op };
 // flash: FlashAttention-2 (or the fused kernel SDPA dispatches to); triton: the Triton
 // FlashAttention of flash-attn's flash_attn_triton.py (llm-foundry's attn_impl "triton" of 2023),
 // the same memory as flash at its own, lower rate; sdpa: torch's dispatch; eager: the model's ops.
@@ -164,7 +167,8 @@ struct EnumTable<Checkpointing> {
       std::pair{Checkpointing::none, std::string_view{"none"}},
       std::pair{Checkpointing::selective, std::string_view{"selective"}},
       std::pair{Checkpointing::full, std::string_view{"full"}},
-      std::pair{Checkpointing::full_offload, std::string_view{"full-offload"}}};
+      std::pair{Checkpointing::full_offload, std::string_view{"full-offload"}},
+      std::pair{Checkpointing::selective_op, std::string_view{"selective-op"}}};
 };
 template <>
 struct EnumTable<Attention> {
@@ -263,7 +267,8 @@ struct EnumTable<Library> {
 [[nodiscard]] constexpr bool recomputes_blocks(Checkpointing c) {
   switch (c) {
     case Checkpointing::full:
-    case Checkpointing::full_offload: return true;
+    case Checkpointing::full_offload:
+    case Checkpointing::selective_op: return true;
     case Checkpointing::none:
     case Checkpointing::selective: return false;
   }

@@ -30,6 +30,7 @@ struct BlockActivations {
   Bytes attention;  // of which the attention core (scores, softmax, dropout; dropped by selective)
   bool runs_backward = true;  // false: below every layer that needs a gradient (keeps nothing)
   bool checkpointed = true;   // false: checkpointing leaves it alone (it keeps `saved`)
+  Bytes op_sac_outputs;       // what torchtitan's per-op policy saves of it (op_sac_saved_bytes)
 };
 
 // One block of the given stack, without checkpointing (selective and full are applied by

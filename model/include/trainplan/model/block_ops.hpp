@@ -184,6 +184,22 @@ struct BlockOps {
 // embedding, nothing for what needs no gradient yet.
 [[nodiscard]] BlockOps block_ops(const Architecture& a, const Training& tr, Stack stack, bool first = false);
 
+// torchtitan's per-op selective checkpointing (Checkpointing::selective_op), its policy as of
+// torchtitan e7c0cae (2025-06, torchtitan/models/llama3/parallelize_llama.py _save_list and
+// _custom_policy): it saves the outputs of every other aten.mm of the block (the 1st, 3rd, ...: q,
+// v, the MLP's gate and down projections of a Llama block), of SDPA's flash and efficient kernels
+// and of max (float8's amax, a scalar), and replays the rest in backward. Float8 GEMMs
+// (aten._scaled_mm), grouped expert GEMMs and cuDNN attention are not in its list: replayed.
+// Whether it saves the attention kernel's output (SDPA's flash and efficient kernels, flash-attn).
+[[nodiscard]] bool op_sac_saves_attention(const AttentionRun& run);
+// Whether it saves the output of the `mm`-th plain matmul of a block (1-based; float8 and grouped
+// GEMMs are not counted).
+[[nodiscard]] constexpr bool op_sac_saves_mm(int mm) { return mm % 2 == 1; }
+// Per op of `ops`: whether the policy saves its output.
+[[nodiscard]] std::vector<bool> op_sac_saved(const BlockOps& ops, const Training& tr);
+// The bytes of those outputs, per block: what the block keeps beside its input.
+[[nodiscard]] Bytes op_sac_saved_bytes(const BlockOps& ops, const Training& tr);
+
 // A kind of layer of a stack beside its main block, and the share of the stack's layers that run
 // it: Llama 4's NoPE layers (Architecture::nope_interval), the dense layers of an MoE model
 // (Architecture::expert_layers), and the two combined, each counted layer by layer.

@@ -25,6 +25,10 @@ struct FlopCoefficients {
   double linear = 0;     // forward FLOPs per token of all block linears (MoE: top-k experts)
   double attention = 0;  // forward score+value FLOPs per token per token of context (x seq)
   double head = 0;       // forward FLOPs per token of the LM head
+  // Under torchtitan's per-op checkpointing (block_ops.hpp op_sac_saved): the forward FLOPs per
+  // token of the linears whose outputs it saves, and whether it saves the attention kernel's.
+  double op_sac_saved_linear = 0;
+  bool op_sac_attention_saved = false;
   double adapters = 0;   // forward FLOPs per token of all LoRA adapters (0 for full)
   bool full = true;      // full fine-tune: every weight gets a weight-gradient GEMM
   // Partial fine-tuning (model/partial.hpp): the forward FLOPs per token of the weights that train

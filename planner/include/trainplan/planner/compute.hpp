@@ -136,11 +136,15 @@ struct BlockCompute {
   // (partial fine-tuning's layers below every trained one are not replayed).
   Seconds replayed_forward;
   Seconds replayed_attention;
+  // What torchtitan's per-op policy replays: the forward less the ops whose outputs it saves
+  // (model::op_sac_saved).
+  Seconds replayed_op_sac;
   // Scaled and summed field by field (the average over a stack's kinds of layer).
   [[nodiscard]] BlockCompute operator*(double k) const {
     return {forward * k,          backward * k,          attention_forward * k,    gemm_forward * k,
             gemm_backward * k,       elementwise_forward * k, elementwise_backward * k, launches_forward * k, launches_backward * k,
-            tensor_parallel_pairs * k, expert_all_to_alls * k, replayed_forward * k, replayed_attention * k};
+            tensor_parallel_pairs * k, expert_all_to_alls * k, replayed_forward * k, replayed_attention * k,
+            replayed_op_sac * k};
   }
   [[nodiscard]] BlockCompute operator+(const BlockCompute& o) const {
     return {forward + o.forward,
@@ -155,7 +159,8 @@ struct BlockCompute {
             tensor_parallel_pairs + o.tensor_parallel_pairs,
             expert_all_to_alls + o.expert_all_to_alls,
             replayed_forward + o.replayed_forward,
-            replayed_attention + o.replayed_attention};
+            replayed_attention + o.replayed_attention,
+            replayed_op_sac + o.replayed_op_sac};
   }
   [[nodiscard]] Seconds recompute(Checkpointing c) const {
     switch (c) {
@@ -166,6 +171,8 @@ struct BlockCompute {
       case Checkpointing::full:
       case Checkpointing::full_offload:
         return replayed_forward;
+      case Checkpointing::selective_op:
+        return replayed_op_sac;
     }
     return Seconds(0.0);
   }
