@@ -41,7 +41,11 @@ std::vector<Strategy> strategies_for(const SearchRequest& req, const hardware::C
 std::vector<Checkpointing> checkpointings_for(const SearchRequest& req, Breadth b) {
   if (req.checkpointing) return {*req.checkpointing};
   if (b == Breadth::fit) return {Checkpointing::none, Checkpointing::full};
-  std::vector<Checkpointing> out{Checkpointing::none, Checkpointing::selective, Checkpointing::full};
+  // From the least memory saved to the most (explain offers the values after the given one).
+  std::vector<Checkpointing> out{Checkpointing::none, Checkpointing::selective};
+  // torchtitan's own per-op policy (its train configs' default), where torchtitan runs the job.
+  if (req.base.library == Library::torchtitan) out.push_back(Checkpointing::selective_op);
+  out.push_back(Checkpointing::full);
   if (req.base.framework != Framework::megatron) out.push_back(Checkpointing::full_offload);
   return out;
 }

@@ -57,6 +57,24 @@ TEST(Search, PlansFitAreRankedAndHonourTheGlobalBatch) {
   EXPECT_FALSE(r.rejected.empty());
 }
 
+// torchtitan's per-op checkpointing is searched where torchtitan runs the job, and only there
+// (Llama 3.1 8B at 8k tokens on 8 A100-40GBs, where every plan needs some checkpointing).
+TEST(Search, TorchtitanSearchesItsPerOpCheckpointing) {
+  const Problem p = problem("llama-3.1-8b", "8xA100-40GB");
+  SearchRequest req;
+  req.base.seq = 8192;
+  req.global_batch = 64;
+  req.top = 40;
+  auto policies = [&](Library lib) {
+    req.base.library = lib;
+    std::set<Checkpointing> seen;
+    for (const Estimate& e : search(p.a, p.n, p.c, req).plans) seen.insert(e.training.checkpointing);
+    return seen;
+  };
+  EXPECT_TRUE(policies(Library::torchtitan).contains(Checkpointing::selective_op));
+  EXPECT_FALSE(policies(Library::hf_trainer).contains(Checkpointing::selective_op));
+}
+
 TEST(Search, ResultDoesNotDependOnTheNumberOfThreads) {
   const Problem p = problem("llama-2-13b", "2x8xA100-80GB");
   SearchRequest req;
