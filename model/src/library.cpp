@@ -85,7 +85,8 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
                "SDPA's enable_gqa from v0.2.2, PR #2259; repeat_kv copies up to v0.2.1); no TF32 "
                "switch",
      .unmodelled = "torchtitan's own model code is priced as transformers' modeling files (its "
-                   "compile and float8 through --compile and --fp8 torchao-*)"},
+                   "compile, float8 and per-op checkpointing through --compile, --fp8 torchao-* and "
+                   "--checkpointing selective-op)"},
     {.library = Library::megatron,
      .name = "megatron",
      .engine = Framework::megatron,
