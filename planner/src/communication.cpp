@@ -99,7 +99,9 @@ TensorParallelCollectives tensor_parallel_collectives(double pairs, bool sequenc
       break;
     case Checkpointing::full:
     case Checkpointing::full_offload:
-    case Checkpointing::selective_op:  // its list saves reduce-scatters, not all-reduces or gathers
+    // torchtitan's per-op list keeps sequence parallelism's reduce-scatter outputs; counted
+    // replayed here as under full (an over-count with TP + SP).
+    case Checkpointing::selective_op:
       n += pairs;
       break;  // the replayed forward
   }
