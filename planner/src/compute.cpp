@@ -189,6 +189,27 @@ double attention_efficiency(const ComputeDevice& d, bool backward, std::int64_t 
                                          dbl(seq), d.flash_seq_half);
 }
 
+// A fused attention kernel built on Ampere's warp-level mma.sync, on a GPU whose native kernels
+// (cuDNN, FlashAttention-3) use Hopper's or datacenter Blackwell's wider tensor instructions
+// (compute capability 9.0 to 11.x; 12.x, the RTX Blackwells, have neither): its share of the
+// native rate (TimeConventions::warp_mma_attention_vs_native); 1 elsewhere. Such kernels: the
+// Triton FlashAttention, PyTorch's SDPA flash and efficient kernels, and the flash-attn 2.x
+// package that `flash` means outside Megatron. Megatron's Transformer Engine picks cuDNN's fused
+// attention over flash-attn "on Hopper+ for performance reasons" (transformer_engine/pytorch/
+// attention/dot_product_attention/utils.py get_attention_backend).
+double warp_mma_attention_share(const model::AttentionRun& run, Framework framework, int cuda_sm, const TimeConventions& tc) {
+  const bool wider_instructions = cuda_sm >= 90 && cuda_sm < 120;
+  if (!wider_instructions || !run.fused) return 1.0;
+  bool warp_mma = false;
+  if (run.gpu_sdpa)
+    warp_mma = run.sdpa.kernel == model::SdpaKernel::flash || run.sdpa.kernel == model::SdpaKernel::efficient;
+  else if (run.runs == Attention::triton)
+    warp_mma = true;
+  else if (run.runs == Attention::flash)
+    warp_mma = framework != Framework::megatron;
+  return warp_mma ? tc.warp_mma_attention_vs_native : 1.0;
+}
+
 BlockShape block_shape(const model::Architecture& a, model::Stack stack,
                        const model::LoraConfig* lora) {
   BlockShape s;
@@ -278,27 +299,6 @@ struct CoreTimes {
   double fused_softmax_bytes = 0.0;
 };
 
-// A fused attention kernel built on Ampere's warp-level mma.sync, on a GPU whose native kernels
-// (cuDNN, FlashAttention-3) use Hopper's or datacenter Blackwell's wider tensor instructions
-// (compute capability 9.0 to 11.x; 12.x, the RTX Blackwells, have neither): its share of the
-// native rate (TimeConventions::warp_mma_attention_vs_native); 1 elsewhere. Such kernels: the
-// Triton FlashAttention, PyTorch's SDPA flash and efficient kernels, and the flash-attn 2.x
-// package that `flash` means outside Megatron. Megatron's Transformer Engine picks cuDNN's fused
-// attention over flash-attn "on Hopper+ for performance reasons" (transformer_engine/pytorch/
-// attention/dot_product_attention/utils.py get_attention_backend).
-double warp_mma_share(const model::AttentionRun& run, Framework framework, int cuda_sm, const TimeConventions& tc) {
-  const bool wider_instructions = cuda_sm >= 90 && cuda_sm < 120;
-  if (!wider_instructions || !run.fused) return 1.0;
-  bool warp_mma = false;
-  if (run.gpu_sdpa)
-    warp_mma = run.sdpa.kernel == model::SdpaKernel::flash || run.sdpa.kernel == model::SdpaKernel::efficient;
-  else if (run.runs == Attention::triton)
-    warp_mma = true;
-  else if (run.runs == Attention::flash)
-    warp_mma = framework != Framework::megatron;
-  return warp_mma ? tc.warp_mma_attention_vs_native : 1.0;
-}
-
 CoreTimes core_times(const model::BlockOps& ops, const model::Training& tr, const ComputeDevice& d,
                      const TimeConventions& tc) {
   const model::AttentionRun& run = ops.run;
@@ -310,7 +310,7 @@ CoreTimes core_times(const model::BlockOps& ops, const model::Training& tr, cons
   // The Triton FlashAttention runs at its share of FlashAttention-2's rate (TimeConventions), an
   // Ampere-instruction kernel at its share of the native kernel's.
   const bool triton = run.runs == Attention::triton;
-  const double share = warp_mma_share(run, tr.framework, d.cuda_sm, tc);
+  const double share = warp_mma_attention_share(run, tr.framework, d.cuda_sm, tc);
   const double fwd_rate = (triton ? tc.triton_fwd_vs_flash : 1.0) * share;
   const double bwd_rate = (triton ? tc.triton_bwd_vs_flash : 1.0) * share;
   if (run.gpu_sdpa && sdpa.fp32_math) {

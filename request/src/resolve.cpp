@@ -175,6 +175,22 @@ void apply_gpu(const Request& r, Resolved& out, model::Training& t) {
                                     to_string(t.attention), gpu.name, r.label("attention")));
 }
 
+// An attention kernel of Ampere's instruction set on a GPU whose native kernels go further: said,
+// with the rate it is priced at (planner::warp_mma_attention_share).
+void attention_kernel_note(Resolved& out, const model::Training& t) {
+  model::Training probe = t;
+  probe.cuda_sm = planner::cuda_sm(out.cluster.cluster.gpu);
+  const model::AttentionRun run = model::attention_run(out.model.arch, probe, probe.cuda_sm);
+  const double share = planner::warp_mma_attention_share(run, t.framework, probe.cuda_sm, planner::TimeConventions{});
+  if (share >= 1.0) return;
+  const std::string kernel = run.gpu_sdpa ? fmt::format("SDPA's {} kernel ({})", to_string(run.sdpa.kernel), run.sdpa.reason)
+                             : run.runs == Attention::triton ? std::string("the Triton FlashAttention")
+                                                             : std::string("the flash-attn 2.x kernels");
+  out.notes.push_back(fmt::format("attention {}: {} use Ampere's warp-level instructions; on {} priced at {:.2f} of "
+                                  "a native kernel's rate (cuDNN, FlashAttention-3: docs/formulas.md, \"Attention\")",
+                                  to_string(t.attention), kernel, out.cluster.cluster.gpu.name, share));
+}
+
 void check_training(const Request& r, Resolved& out, model::Training& t, unsigned cmd) {
   const model::Architecture& a = out.model.arch;
   if (!r.has("seq")) t.seq = default_seq(a);
@@ -189,6 +205,7 @@ void check_training(const Request& r, Resolved& out, model::Training& t, unsigne
     const model::SdpaChoice sdpa = model::sdpa_choice(a, t);
     if (sdpa.kernel == model::SdpaKernel::unsupported) out.notes.push_back("attention sdpa: " + sdpa.reason);
   }
+  attention_kernel_note(out, t);
   if (t.seq > a.max_seq && a.position != model::PositionKind::learned)
     out.warnings.push_back(fmt::format("{} {} is beyond the {} positions model '{}' was trained with",
                                        r.label("seq"), t.seq, a.max_seq, a.name));

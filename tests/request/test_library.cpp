@@ -124,5 +124,20 @@ TEST(Library, UnmodelledTraitsAreSaidInANote) {
   }
 }
 
+// The attention kernel that runs is said where it is priced below a native one: flash-attn 2.x on
+// an H100 (FlashAttention-3 paper: 35 % against 75 % of the peak); not on an A100, nor under
+// Megatron, whose Transformer Engine runs cuDNN's attention there.
+TEST(Library, AnAmpereAttentionKernelOnHopperIsSaid) {
+  auto notes = [](const std::string& gpu, const std::string& framework) {
+    std::vector<GivenValue> v = {{"model", "llama-3.2-1b", "model"},
+                                 {"attention", "flash", "--attention"},
+                                 {"framework", framework, "--framework"}};
+    return ask({}, v, gpu).resolved.notes;
+  };
+  EXPECT_TRUE(any_contains(notes("H100-80GB", "pytorch"), "warp-level instructions"));
+  EXPECT_FALSE(any_contains(notes("A100-80GB", "pytorch"), "warp-level instructions"));
+  EXPECT_FALSE(any_contains(notes("H100-80GB", "megatron"), "warp-level instructions"));
+}
+
 }  // namespace
 }  // namespace trainplan::request

@@ -59,6 +59,12 @@ using model::linear_shard;
 using model::AttentionRun;
 using model::attention_run;
 
+// The share of a native attention kernel's rate the one `run` executes reaches on a GPU of compute
+// capability `cuda_sm` under `framework`: TimeConventions::warp_mma_attention_vs_native for a kernel
+// of Ampere's instruction set on Hopper or datacenter Blackwell, else 1.
+[[nodiscard]] double warp_mma_attention_share(const model::AttentionRun& run, Framework framework, int cuda_sm,
+                                              const TimeConventions& tc);
+
 // The GPU's CUDA compute capability as major*10+minor ("9.0" -> 90); 0 for AMD or an unknown GPU.
 [[nodiscard]] int cuda_sm(const hardware::GpuSpec& g);
 
