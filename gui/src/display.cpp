@@ -155,7 +155,7 @@ constexpr TermText kTerms[] = {
      "planner/evaluator.hpp stage_host (docs/formulas.md, Memory-bound work and host overhead)"},
     {Term::recompute, "recompute",
      "The extra forward work of activation checkpointing: the whole block for full, the attention core for "
-     "selective.",
+     "selective, the block less the ops torchtitan's per-op policy keeps for selective-op.",
      "Korthikanti et al. 2022 (arXiv:2205.05198) §5; Chen et al. 2016 (arXiv:1604.06174); "
      "planner/evaluator.hpp (docs/formulas.md, Time and communication)"},
     {Term::communication_exposed, "exposed communication",
