@@ -48,16 +48,10 @@ Bytes BlockOps::saved_core_bytes() const {
   return Bytes(s);
 }
 
-bool op_sac_saves_attention(const AttentionRun& run) {
-  if (!run.fused) return false;
-  if (run.gpu_sdpa) return run.sdpa.kernel == SdpaKernel::flash || run.sdpa.kernel == SdpaKernel::efficient;
-  return run.runs == Attention::flash;
-}
-
 std::vector<bool> op_sac_saved(const BlockOps& ops, const Training& tr) {
   std::vector<bool> saved(ops.ops.size(), false);
   int mm = 0;
-  const bool attention = op_sac_saves_attention(ops.run);
+  const bool attention = flash_attention_2_kind(ops.run, tr.framework);
   for (std::size_t i = 0; i < ops.ops.size(); ++i) {
     const Op& op = ops.ops[i];
     if (op.kind == OpKind::attention_core) saved[i] = attention;

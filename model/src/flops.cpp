@@ -209,7 +209,7 @@ FlopCoefficients flop_coefficients(const Architecture& a, const Training& tr) {
     }
   });
   k.dropout_after_last_matmul = a.hidden_dropout > 0.0;
-  k.op_sac_attention_saved = op_sac_saves_attention(attention_run(a, tr, tr.cuda_sm));
+  k.op_sac_attention_saved = flash_attention_2_kind(attention_run(a, tr, tr.cuda_sm), tr.framework);
   if (trains_subset(tr)) partial_flops(a, tr, k);
   // Multi-token prediction: per module a block of the expert kind (with its adapters), the
   // projection 2h -> h and one more pass through the output head.

@@ -270,4 +270,10 @@ SdpaChoice sdpa_choice(const Architecture& a, const Training& tr) {
   return c;
 }
 
+bool flash_attention_2_kind(const AttentionRun& run, Framework framework) {
+  if (!run.fused) return false;
+  if (run.gpu_sdpa) return run.sdpa.kernel == SdpaKernel::flash || run.sdpa.kernel == SdpaKernel::efficient;
+  return run.runs == Attention::flash && framework != Framework::megatron;
+}
+
 }  // namespace trainplan::model

@@ -200,13 +200,7 @@ double attention_efficiency(const ComputeDevice& d, bool backward, std::int64_t 
 double warp_mma_attention_share(const model::AttentionRun& run, Framework framework, int cuda_sm, const TimeConventions& tc) {
   const bool wider_instructions = cuda_sm >= 90 && cuda_sm < 120;
   if (!wider_instructions || !run.fused) return 1.0;
-  bool warp_mma = false;
-  if (run.gpu_sdpa)
-    warp_mma = run.sdpa.kernel == model::SdpaKernel::flash || run.sdpa.kernel == model::SdpaKernel::efficient;
-  else if (run.runs == Attention::triton)
-    warp_mma = true;
-  else if (run.runs == Attention::flash)
-    warp_mma = framework != Framework::megatron;
+  const bool warp_mma = run.runs == Attention::triton || model::flash_attention_2_kind(run, framework);
   return warp_mma ? tc.warp_mma_attention_vs_native : 1.0;
 }
 
@@ -476,7 +470,7 @@ BlockCompute kind_compute(const model::BlockOps& block, double params, const mod
   out.replayed_forward = out.forward;
   out.replayed_attention = out.attention_forward;
   out.replayed_op_sac = out.forward - lin.op_sac_saved_forward -
-                        (model::op_sac_saves_attention(block.run) ? out.attention_forward : Seconds(0.0));
+                        (model::flash_attention_2_kind(block.run, tr.framework) ? out.attention_forward : Seconds(0.0));
   if (!block.checkpointed) out.replayed_forward = out.replayed_attention = out.replayed_op_sac = Seconds(0.0);
   if (!block.runs_backward) {  // below every layer that needs a gradient: forward only
     out.backward = out.gemm_backward = out.elementwise_backward = Seconds(0.0);

@@ -190,8 +190,6 @@ struct BlockOps {
 // v, the MLP's gate and down projections of a Llama block), of SDPA's flash and efficient kernels
 // and of max (float8's amax, a scalar), and replays the rest in backward. Float8 GEMMs
 // (aten._scaled_mm), grouped expert GEMMs and cuDNN attention are not in its list: replayed.
-// Whether it saves the attention kernel's output (SDPA's flash and efficient kernels, flash-attn).
-[[nodiscard]] bool op_sac_saves_attention(const AttentionRun& run);
 // Whether it saves the output of the `mm`-th plain matmul of a block (1-based; float8 and grouped
 // GEMMs are not counted).
 [[nodiscard]] constexpr bool op_sac_saves_mm(int mm) { return mm % 2 == 1; }

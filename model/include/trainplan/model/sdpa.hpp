@@ -111,6 +111,11 @@ struct AttentionRun {
   [[nodiscard]] bool model_code_core() const { return !fused && !gpu_sdpa; }
 };
 [[nodiscard]] AttentionRun attention_run(const Architecture& a, const Training& tr, int cuda_sm);
+// The run is a kernel of FlashAttention-2's kind: PyTorch's SDPA flash or efficient kernel, or the
+// flash-attn 2.x package that `flash` means outside Megatron (whose Transformer Engine runs cuDNN's
+// fused attention on Hopper and later). Built on Ampere's warp-level instructions; what
+// torchtitan's per-op checkpointing saves (block_ops.hpp op_sac_saved).
+[[nodiscard]] bool flash_attention_2_kind(const AttentionRun& run, Framework framework);
 // AttentionRun::runs alone, without the dispatch; the second form for a caller that resolved the
 // family's SDPA path already (hf_sdpa_call(a, tr).supported).
 [[nodiscard]] Attention attention_executed(const Architecture& a, const Training& tr, int cuda_sm);
