@@ -604,4 +604,19 @@ TEST(Replay, PartialFineTuningIsRefusedByName) {
 }
 
 }  // namespace
+// torchtitan's per-op checkpointing keeps some ops' outputs inside a block; the replay checkpoints
+// whole blocks, so it is refused by name, not replayed as full or selective.
+TEST(Replay, PerOpCheckpointingIsRefusedByName) {
+  const Subject s = subject("llama-3.2-1b", "H100-80GB");
+  model::Training tr;
+  tr.strategy = Strategy::single;
+  tr.checkpointing = Checkpointing::selective_op;
+  try {
+    (void)plan_of(s, tr);
+    ADD_FAILURE() << "per-op checkpointing replayed";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("selective-op"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace trainplan::planner
