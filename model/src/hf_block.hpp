@@ -40,7 +40,7 @@ class HfBlock {
         fused_(!a.fused_qkv_name.empty()), variant_(op_variant(a, tr)),
         run_(out.run), attn_(run_.runs), sdpa_(run_.gpu_sdpa ? run_.sdpa : SdpaChoice{}),
         gpu_sdpa_(run_.gpu_sdpa),
-        quant_(tr.method == Method::qlora ? qlora_stack_traits(tr.qlora_stack) : QloraStackTraits{}),
+        quant_(qlora_stack_traits(tr)),
         loop_(experts_loop(a, tr)), hits_(loop_ ? experts_hit(a, tr) : 1.0) {}
 
   void run();

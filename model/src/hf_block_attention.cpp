@@ -228,12 +228,14 @@ void HfBlock::attention_end(double X) {
     if (x_.lin != c_ && keeps_input(Role::o)) b_.keep("o input (FP8 copy)", x_.lin * x_.t * x_.kvo);
     // The kernel lays its output out as its query; the o projection reads it token-major, which
     // is free for a query in the projection's layout (Llama's rotary, GPT-2's views) and a copy
-    // for one concatenated head-major (partial rotary: Phi, GPT-NeoX; every litgpt model).
+    // for one concatenated head-major (partial rotary: Phi, GPT-NeoX; every litgpt model:
+    // lit_gpt/model.py:229 at 8641822, litgpt/model.py y.reshape(B, T, C) at 26857050).
     // A rotated slice of a fused projection (Phi-3's qkv_proj) is not dense either: the rotary
     // products write it head-major (Falcon's own attention splits its projection first).
     const bool rotary = a_.position == PositionKind::rotary;
     const bool sliced = fused_ && !hf_sdpa_call(a_, tr_).own_attention;
-    const bool head_major = (rotary && (a_.rotary_fraction < 1.0 || sliced)) || quant_.head_major_attention_output;
+    const bool head_major = (rotary && (a_.rotary_fraction < 1.0 || sliced)) ||
+                           library_traits(tr_.library).head_major_attention_output;
     if (head_major && x_.lin == c_ && keeps_input(Role::o)) b_.keep("o input (contiguous copy)", q);
   }
   // The explicit mask, cast to the model dtype inside each block (compiled: once for the graph,

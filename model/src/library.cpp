@@ -40,12 +40,13 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
      .tf32 = true,
      .sdpa_call = &kLitgptSdpa,
      .kv_expanded = true,
+     .head_major_attention_output = true,
      .loss_in_model_dtype = true,
      .logits_kept = true,
      .sdpa_only = true,
      .frozen_base_fp32 = true,
      .fsdp_gathers_fp32 = true,
-     .qlora_stack = QloraStack::litgpt_2023,
+     .qlora_stack = QloraStack::lightning,
      .source = "Lightning-AI/litgpt v0.5.x: litgpt/__main__.py main() calls "
                "torch.set_float32_matmul_precision(\"high\") for every CLI command (TF32 on); "
                "litgpt/model.py CausalSelfAttention.forward copies grouped K/V to every query head "
@@ -54,8 +55,8 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
                "(cross_entropy over the head's dtype in chunks of 128 rows, no upcast, also at "
                "8641822); finetune/full.py and lora.py keep `logits` in a local through "
                "fabric.backward; litgpt/finetune/lora.py (under *-mixed the model is fp32, the base frozen); QLoRA "
-               "through lightning Fabric's BitsandbytesPrecision (tutorials/resource-tables.md, "
-               "commit 8641822: bitsandbytes 0.41, 4-bit head); lightning_fabric/plugins/precision/fsdp.py "
+               "through lightning Fabric's BitsandbytesPrecision (4-bit head; the bitsandbytes release is "
+               "--bitsandbytes: litgpt pinned 0.42.0 up to v0.5.4); lightning_fabric/plugins/precision/fsdp.py "
                "FSDPPrecision.mixed_precision_config: bf16-mixed and 16-mixed gather param_dtype float32 "
                "(torch >= 2.0)",
      .unmodelled = "litgpt's chunked cross-entropy only lowers the transient peak of the loss, "

@@ -102,19 +102,17 @@ double quantized_bytes_per_param(Quant q, std::int64_t block, std::int64_t in_fe
   return 2.0;
 }
 
-QloraStackTraits qlora_stack_traits(QloraStack s) {
-  switch (s) {
-    case QloraStack::hf_peft: return {};
-    case QloraStack::litgpt_2023:
-      return {.keeps_input = true, .quantizes_head = true, .dequantizes_to_fp16 = true,
-              .head_major_attention_output = true};
-  }
-  return {};
+QloraStackTraits qlora_stack_traits(const Training& tr) {
+  if (tr.method != Method::qlora) return {};
+  const bool lightning = tr.qlora_stack == QloraStack::lightning;
+  return {.keeps_input = tr.bitsandbytes > 0 && tr.bitsandbytes < kBitsandbytesKeepsNoInput,
+          .quantizes_head = lightning,
+          .dequantizes_to_fp16 = lightning};
 }
 
 double dequantized_bytes_per_weight(const Training& tr) {
   const double c = compute_bytes(tr.precision);
-  if (!qlora_stack_traits(tr.qlora_stack).dequantizes_to_fp16) return c;
+  if (!qlora_stack_traits(tr).dequantizes_to_fp16) return c;
   const bool fp16_compute = tr.precision == Precision::fp16_true || tr.precision == Precision::fp16_mixed;
   return fp16_compute ? 2.0 : 2.0 + c;
 }

@@ -8,27 +8,66 @@
 
 namespace trainplan::model {
 
-std::optional<int> transformers_release(std::string_view text) {
+namespace {
+
+// MAJOR.MINOR or MAJOR.MINOR.PATCH, each part digits only.
+struct Release {
   int major = 0;
   int minor = 0;
+  int patch = 0;
+};
+
+std::optional<Release> release_of(std::string_view text) {
+  Release v;
   const char* end = text.data() + text.size();
-  auto r = std::from_chars(text.data(), end, major);
+  auto r = std::from_chars(text.data(), end, v.major);
   if (r.ec != std::errc() || r.ptr == end || *r.ptr != '.') return std::nullopt;
-  r = std::from_chars(r.ptr + 1, end, minor);
+  r = std::from_chars(r.ptr + 1, end, v.minor);
   if (r.ec != std::errc()) return std::nullopt;
-  if (r.ptr != end) {  // a patch release: digits only
-    if (*r.ptr != '.' || r.ptr + 1 == end) return std::nullopt;
-    for (const char* c = r.ptr + 1; c != end; ++c)
-      if (*c < '0' || *c > '9') return std::nullopt;
+  if (r.ptr != end) {
+    if (*r.ptr != '.' || r.ptr + 1 == end || r.ptr[1] < '0' || r.ptr[1] > '9') return std::nullopt;
+    r = std::from_chars(r.ptr + 1, end, v.patch);
+    if (r.ec != std::errc() || r.ptr != end) return std::nullopt;
   }
-  if (major < 4 || major > 99 || minor < 0 || minor > 99) return std::nullopt;
-  return major * 100 + minor;
+  if (v.major < 0 || v.minor < 0 || v.minor > 99 || v.patch < 0) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+std::optional<int> transformers_release(std::string_view text) {
+  const auto v = release_of(text);
+  if (!v || v->major < 4 || v->major > 99) return std::nullopt;
+  return v->major * 100 + v->minor;
+}
+
+std::optional<int> bitsandbytes_release(std::string_view text) {
+  if (text == "current") return 0;
+  const auto v = release_of(text);
+  if (!v || v->major > 99 || v->patch > 99 || (v->major == 0 && v->minor == 0 && v->patch == 0)) return std::nullopt;
+  return v->major * 10000 + v->minor * 100 + v->patch;
 }
 
 int parse_transformers_release(std::string_view text, std::string_view what) {
   if (const auto release = transformers_release(text)) return *release;
   throw InputError(std::string(what) + ": '" + std::string(text) + "' is not a transformers release (" +
                    std::string(kTransformersReleaseForm) + ")");
+}
+
+std::string transformers_release_text(int release) {
+  return std::to_string(release / 100) + "." + std::to_string(release % 100);
+}
+
+std::string bitsandbytes_release_text(int release) {
+  if (release == 0) return "current";
+  return std::to_string(release / 10000) + "." + std::to_string(release / 100 % 100) + "." +
+         std::to_string(release % 100);
+}
+
+int parse_bitsandbytes_release(std::string_view text, std::string_view what) {
+  if (const auto release = bitsandbytes_release(text)) return *release;
+  throw InputError(std::string(what) + ": '" + std::string(text) + "' is not a bitsandbytes release (" +
+                   std::string(kBitsandbytesReleaseForm) + ")");
 }
 
 bool Training::computes_in_gathered_16bit() const {

@@ -145,6 +145,7 @@ LayerComputeKey LayerComputeKey::of(const model::Training& tr) {
           tr.frozen_base_fp32,
           tr.computes_in_gathered_16bit(),
           tr.qlora_stack,
+          tr.bitsandbytes,
           tr.transformers,
           tr.moe_capacity_factor,
           tr.moe_pad_to_capacity,
@@ -182,6 +183,7 @@ void LayerComputeKey::write_to(model::Training& t, const std::vector<std::string
   t.frozen_base_fp32 = frozen_base_fp32;
   if (gathered_16bit) t.strategy = Strategy::fsdp_full;
   t.qlora_stack = qlora_stack;
+  t.bitsandbytes = bitsandbytes;
   t.transformers = transformers;
   t.moe_capacity_factor = moe_capacity_factor;
   t.moe_pad_to_capacity = moe_pad_to_capacity;

@@ -223,7 +223,7 @@ std::pair<double, double> frozen_base(const Architecture& a, const Training& tr,
   const double linear_bytes = qlora ? model::quantized_bytes_per_param(tr.quant, tr.quant_block, a.hidden) : base;
   // Which linears are 4-bit: the blocks', and the head's under a stack that converts every Linear.
   const double quantized =
-      sp.block_linear + (qlora && model::qlora_stack_traits(tr.qlora_stack).quantizes_head ? sp.head : 0.0);
+      sp.block_linear + (qlora && model::qlora_stack_traits(tr).quantizes_head ? sp.head : 0.0);
   return {quantized * linear_bytes + (sp.all - quantized) * base, sp.experts * linear_bytes};
 }
 
@@ -410,7 +410,7 @@ std::pair<Bytes, Bytes> pytorch_buffers(const Architecture& a, const Training& t
   // are alive at a time (bitsandbytes 0.50.1 backends/cuda/ops.py _dequant_linear_fallback,
   // autograd/_functions.py MatMul4Bit).
   if (tr.method == Method::qlora) {
-    const bool head = model::qlora_stack_traits(tr.qlora_stack).quantizes_head && sp.holds_head;
+    const bool head = model::qlora_stack_traits(tr).quantizes_head && sp.holds_head;
     const double largest = static_cast<double>(std::max(a.hidden * a.intermediate, head ? a.vocab * a.hidden : 0));
     fwd_bwd += Bytes(model::dequantized_bytes_per_weight(tr) * largest / l.tp);
   }

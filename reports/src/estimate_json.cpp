@@ -105,6 +105,8 @@ Json plan_json(const planner::Estimate& e, std::optional<double> tokens) {
   if (t.method == Method::qlora) {
     j["quant"] = std::string(to_string(t.quant));
     j["quant_block"] = t.quant_block;
+    j["qlora_stack"] = std::string(to_string(t.qlora_stack));
+    j["bitsandbytes"] = model::bitsandbytes_release_text(t.bitsandbytes);
   }
   j["global_batch"] = e.global_batch;
   j["time"] = time_json(e.time);

@@ -207,4 +207,27 @@ void add_option_details(std::vector<Option>& all) {
       if (o.name == e.name) o.details = e.text;
 }
 
+std::string when_omitted(const Option& o, unsigned cmd) {
+  const bool by_fit = o.searched == Searched::by_fit_and_plan && (cmd == command::fit || cmd == command::plan);
+  if (o.searched == Searched::by_fit_and_plan && (cmd == command::estimate || cmd == command::explain) &&
+      o.default_text.starts_with("estimate: "))
+    return "default " + o.default_text.substr(10);
+  const bool by_plan = o.searched != Searched::no && cmd == command::plan;
+  if (by_fit || by_plan) return "searched when omitted";
+  if (!o.default_text.empty() && o.kind != OptionKind::flag) return "default " + o.default_text;
+  return {};
+}
+
+std::string option_help(const Option& o, unsigned cmd) {
+  std::string s = o.help;
+  if (o.kind == OptionKind::choice) {
+    std::string list;
+    for (const auto& c : o.choices) list += (list.empty() ? "" : " | ") + c;
+    s += ": " + list;
+  }
+  if (const std::string omitted = when_omitted(o, cmd); !omitted.empty()) s += " (" + omitted + ")";
+  if (!o.applies_text.empty()) s += "; " + o.applies_text;
+  return s;
+}
+
 }  // namespace trainplan::request

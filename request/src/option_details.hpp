@@ -1,5 +1,6 @@
 #pragma once
-// The options' longer explanations (option_details.cpp), set on the schema's options by name.
+// The options' longer explanations (option_details.cpp), set on the schema's options by name, and
+// the help text each command prints (option_help, when_omitted: request.hpp).
 
 #include <vector>
 

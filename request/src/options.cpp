@@ -9,6 +9,7 @@
 #include "trainplan/core/error.hpp"
 #include "trainplan/model/library.hpp"
 #include "trainplan/request/request.hpp"
+#include "log_text.hpp"
 #include "option_details.hpp"
 
 namespace trainplan::request {
@@ -16,11 +17,7 @@ namespace {
 
 constexpr std::size_t kMaxText = 4096;
 
-std::string_view trim(std::string_view v) {
-  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
-  return v;
-}
+using log_text::trim;
 
 std::string shown(std::string_view v) {
   if (v.size() <= 40) return std::string(v);
@@ -170,18 +167,18 @@ Option text(Option o, Field field) {
   return o;
 }
 
-// A transformers release, "5.17" or "5.17.0", held as major*100+minor.
-Option release(Option o) {
+// A release number held as an int: `parse` reads it (nothing for a malformed one), `shown_as`
+// writes it back (model/training.hpp).
+template <class Field>
+Option release(Option o, std::optional<int> (*parse)(std::string_view), std::string_view software,
+               std::string_view form, Field field, std::string (*shown_as)(int)) {
   o.kind = OptionKind::text;
-  o.parse = [n = o.name](Request& r, std::string_view v) {
-    const auto release = model::transformers_release(trim(v));
-    if (!release)
-      bad(n, fmt::format("'{}' is not a transformers release ({})", shown(v), model::kTransformersReleaseForm));
-    r.training.transformers = *release;
+  o.parse = [n = o.name, parse, software, form, field](Request& r, std::string_view v) {
+    const std::optional<int> release = parse(trim(v));
+    if (!release) bad(n, fmt::format("'{}' is not a {} release ({})", shown(v), software, form));
+    field(r) = *release;
   };
-  o.text = [](const Request& r) {
-    return fmt::format("{}.{}", r.training.transformers / 100, r.training.transformers % 100);
-  };
+  o.text = [field, shown_as](const Request& r) { return shown_as(field(r)); };
   return o;
 }
 
@@ -277,10 +274,13 @@ std::vector<Option> model_and_method() {
                                          "alone, it names the library too (pytorch: hf-trainer)",
                                          "the library's"),
                                 [](auto& r) -> auto& { return r.training.framework; }));
-  v.push_back(release(describe("transformers", "VERSION", "transformers", "method",
-                               "Hugging Face transformers release whose model code runs (what a family passes to "
-                               "SDPA, how MoE experts run)",
-                               "5.24")));
+  v.push_back(release(
+      describe("transformers", "VERSION", "transformers", "method",
+               "Hugging Face transformers release whose model code runs (what a family passes to SDPA, how MoE "
+               "experts run)",
+               "5.24"),
+      model::transformers_release, "transformers", model::kTransformersReleaseForm,
+      [](auto& r) -> auto& { return r.training.transformers; }, model::transformers_release_text));
   v.push_back(applies(integer(describe("mtp-layers", "N", "MTP modules", "method",
                                        "multi-token prediction modules trained with the model", "0"),
                               0, 16, [](auto& r) -> auto& { return r.mtp_layers; }),
@@ -410,6 +410,14 @@ std::vector<Option> adapter_options() {
       integer(describe("quant-block", "N", "Block", "adapters",
                        "QLoRA 4-bit blocksize: weights per absmax constant, a power of two", "64"),
               64, 4096, [](auto& r) -> auto& { return r.training.quant_block; }),
+      [](const Request& r, unsigned) { return r.training.method == Method::qlora; }, "with --method qlora"));
+  v.push_back(applies(
+      release(describe("bitsandbytes", "VERSION", "bitsandbytes", "adapters",
+                       "bitsandbytes release that runs the 4-bit layers: before 0.43.2 each 4-bit matmul keeps its "
+                       "input for backward (litgpt up to v0.5.4 pinned 0.42.0)",
+                       "current: a release from 0.43.2 on"),
+              model::bitsandbytes_release, "bitsandbytes", model::kBitsandbytesReleaseForm,
+              [](auto& r) -> auto& { return r.training.bitsandbytes; }, model::bitsandbytes_release_text),
       [](const Request& r, unsigned) { return r.training.method == Method::qlora; }, "with --method qlora"));
   v.push_back(applies(
       flag(describe("frozen-base-fp32", "", "fp32 frozen base", "adapters",
@@ -655,29 +663,6 @@ const Option* find_option(std::string_view name) {
   for (const Option& o : options())
     if (o.name == name) return &o;
   return nullptr;
-}
-
-std::string when_omitted(const Option& o, unsigned cmd) {
-  const bool by_fit = o.searched == Searched::by_fit_and_plan && (cmd == command::fit || cmd == command::plan);
-  if (o.searched == Searched::by_fit_and_plan && (cmd == command::estimate || cmd == command::explain) &&
-      o.default_text.starts_with("estimate: "))
-    return "default " + o.default_text.substr(10);
-  const bool by_plan = o.searched != Searched::no && cmd == command::plan;
-  if (by_fit || by_plan) return "searched when omitted";
-  if (!o.default_text.empty() && o.kind != OptionKind::flag) return "default " + o.default_text;
-  return {};
-}
-
-std::string option_help(const Option& o, unsigned cmd) {
-  std::string s = o.help;
-  if (o.kind == OptionKind::choice) {
-    std::string list;
-    for (const auto& c : o.choices) list += (list.empty() ? "" : " | ") + c;
-    s += ": " + list;
-  }
-  if (const std::string omitted = when_omitted(o, cmd); !omitted.empty()) s += " (" + omitted + ")";
-  if (!o.applies_text.empty()) s += "; " + o.applies_text;
-  return s;
 }
 
 void set_option(Request& r, std::string_view name, std::string_view value, const std::string& source) {

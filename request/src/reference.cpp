@@ -8,6 +8,7 @@
 #include "trainplan/core/error.hpp"
 #include "trainplan/request/files.hpp"
 #include "trainplan/request/hf_config.hpp"
+#include "trainplan/model/library.hpp"
 #include "trainplan/model/lora.hpp"
 #include "trainplan/model/partial.hpp"
 
@@ -101,6 +102,32 @@ hardware::Cluster read_hardware(const Json& v, const std::string& what, const Ca
   }
 }
 
+// QLoRA's keys: the 4-bit format and block, the stack (the library's unless named) and the
+// bitsandbytes release; each refused by name without method qlora.
+void read_quantization(ObjectReader& r, model::Training& t) {
+  const bool quantized = t.method == Method::qlora;
+  if (quantized && !r.has("quant"))
+    throw InputError(r.what() +
+                     ": key 'quant' is missing (method 'qlora' needs nf4, nf4-dq, fp4 or int8)");
+  if (!quantized && r.has("quant"))
+    throw InputError(r.what() + ": key 'quant' is given but method is not 'qlora'");
+  if (quantized) t.quant = r.enumeration<Quant>("quant");
+  r.ignore({"quant"});
+  if (const auto block = r.optional_integer("quant_block", 64)) {
+    if (!quantized) throw InputError(r.what() + ": key 'quant_block' is given but method is not 'qlora'");
+    t.quant_block = *block;
+  }
+  // The stack the library runs (litgpt: lightning Fabric's) unless the case names one.
+  t.qlora_stack = model::library_traits(t.library).qlora_stack;
+  for (const char* key : {"qlora_stack", "bitsandbytes"})
+    if (r.has(key) && !quantized)
+      throw InputError(r.what() + ": key '" + key + "' is given but method is not 'qlora'");
+  if (r.has("qlora_stack")) t.qlora_stack = r.enumeration<QloraStack>("qlora_stack");
+  if (const auto release = r.optional_string("bitsandbytes"))
+    t.bitsandbytes = model::parse_bitsandbytes_release(*release, r.what() + ": key 'bitsandbytes'");
+  r.ignore({"qlora_stack"});
+}
+
 model::Training read_training(const Json& v, const std::string& what,
                               const model::Architecture& a) {
   ObjectReader r(v, what + " training");
@@ -160,23 +187,7 @@ model::Training read_training(const Json& v, const std::string& what,
       throw InputError(l.what() + ": key 'targets': " + e.what());
     }
   }
-  const bool quantized = t.method == Method::qlora;
-  if (quantized && !r.has("quant"))
-    throw InputError(r.what() +
-                     ": key 'quant' is missing (method 'qlora' needs nf4, nf4-dq, fp4 or int8)");
-  if (!quantized && r.has("quant"))
-    throw InputError(r.what() + ": key 'quant' is given but method is not 'qlora'");
-  if (quantized) t.quant = r.enumeration<Quant>("quant");
-  r.ignore({"quant"});
-  if (const auto block = r.optional_integer("quant_block", 64)) {
-    if (!quantized) throw InputError(r.what() + ": key 'quant_block' is given but method is not 'qlora'");
-    t.quant_block = *block;
-  }
-  if (r.has("qlora_stack")) {
-    if (!quantized) throw InputError(r.what() + ": key 'qlora_stack' is given but method is not 'qlora'");
-    t.qlora_stack = r.enumeration<QloraStack>("qlora_stack");
-  }
-  r.ignore({"qlora_stack"});
+  read_quantization(r, t);
   r.reject_unknown();
   return t;
 }

@@ -33,7 +33,7 @@ model::TrainedSubset resolve_trainable_patterns(const model::Architecture& a, co
                                                 std::vector<std::string>& warnings) {
   using K = model::ParameterName::Kind;
   const std::vector<model::ParameterName> names = model::hf_parameter_names(a, t.transformers);
-  const std::string release = fmt::format("{}.{}", t.transformers / 100, t.transformers % 100);
+  const std::string release = model::transformers_release_text(t.transformers);
   if (names.empty())
     throw InputError(fmt::format("{}: the parameter names of family '{}' ({}) are not known here; name the layers "
                                  "instead (e.g. --trainable 24-31,mlp)",

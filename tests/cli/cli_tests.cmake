@@ -109,6 +109,8 @@ run_case(unknown_strategy 2 fit 7b 4xA100 --strategy zero4 ERR "unknown strategy
 run_case(lora_option_without_lora 0 fit 7b A100 --lora-rank 8 ERR "warning: --lora-rank 8 ignored: it applies with --method lora or qlora")
 run_case(frozen_base_without_adapters 0 fit 7b A100 --frozen-base-fp32 ERR "warning: --frozen-base-fp32 true ignored")
 run_case(quant_block_without_qlora 0 fit 7b A100 --quant-block 128 ERR "warning: --quant-block 128 ignored: it applies with --method qlora")
+run_case(bitsandbytes_without_qlora 0 fit 7b A100 --bitsandbytes 0.42.0 ERR "warning: --bitsandbytes 0.42.0 ignored: it applies with --method qlora")
+run_case(bitsandbytes_in_json 0 estimate llama-2-7b A10G --library litgpt --method qlora --bitsandbytes 0.42 --json MATCH "\"bitsandbytes\": \"0.42.0\"" "\"qlora_stack\": \"lightning\"")
 run_case(mtp_layers_without_megatron 0 estimate deepseek-v2-lite A100 --method lora --mtp-layers 1 ERR "warning: --mtp-layers 1 ignored: it applies with --framework megatron")
 run_case(moe_capacity_without_megatron 0 estimate mixtral-8x7b 8xH100 --moe-capacity-factor 1.25 ERR "warning: --moe-capacity-factor 1.25 ignored: it applies with --framework megatron")
 run_case(moe_capacity_dense_model 0 estimate llama-2-7b 8xH100 --framework megatron --moe-capacity-factor 1.25 ERR "warning: --moe-capacity-factor 1.25 ignored: model 'llama-2-7b' has no experts")

@@ -126,6 +126,7 @@ const std::vector<OptionSpec>& options() {
       {"--lora-targets", {"q,v", "all-linear", "q_proj,v_proj"}},
       {"--quant", {"nf4", "nf4-dq", "fp4", "int8"}},
       {"--quant-block", {"64", "128"}},
+      {"--bitsandbytes", {"0.42.0", "0.43.2", "current"}},
       {"--fsdp-wrap", {"block", "none"}},
       {"--framework", {"pytorch", "deepspeed", "megatron"}},
       {"--inter-node", {"8x200Gbps", "400Gbps", "4x400Gbps"}},

@@ -9,8 +9,10 @@
 #include <vector>
 
 #include "../common/catalog.hpp"
+#include "trainplan/model/activations.hpp"
 #include "trainplan/model/block_ops.hpp"
 #include "trainplan/model/flops.hpp"
+#include "trainplan/model/library.hpp"
 
 namespace trainplan {
 namespace {
@@ -236,6 +238,35 @@ TEST(BlockOps, FsdpGathersTheComputeDtypeExceptUnderLightning) {
   EXPECT_GT(ddp.forward_launches, hf.forward_launches);
   EXPECT_GT(lightning.forward_launches, hf.forward_launches);
   EXPECT_DOUBLE_EQ(lightning.forward_launches, ddp.forward_launches);
+}
+
+// bitsandbytes before 0.43.2 keeps every 4-bit matmul's input for backward (MatMul4Bit.forward:
+// ctx.tensors = (A, B)); 0.43.2 keeps none (commit 9e753741, PR #1270). For Llama-2-7B's block under
+// QLoRA on q and v with dropout (each adapter keeps its dropped-out copy instead), the old release
+// adds the inputs no other op keeps, in bf16 over 512 tokens: the two norm outputs (to q/k/v and to
+// gate/up) and the down projection's input (h = 4096, I = 11008); the o projection reads SDPA's
+// output, which the kernel keeps anyway, except under litgpt, whose projection reads a token-major
+// copy of it (litgpt/model.py y.reshape(B, T, C)): one more h.
+TEST(BlockOps, OldBitsandbytesKeepsEveryFourBitInput) {
+  const model::Architecture a = catalog().resolve_model("llama-2-7b").arch;
+  auto saved = [&](Library library, int bitsandbytes) {
+    model::Training tr = training(Framework::pytorch);
+    tr.library = library;
+    tr.qlora_stack = model::library_traits(library).qlora_stack;
+    tr.method = Method::qlora;
+    tr.precision = Precision::bf16_true;
+    tr.lora.targets = {"q", "v"};
+    tr.lora.dropout = 0.05;
+    tr.seq = 512;
+    tr.micro_batch = 1;
+    tr.bitsandbytes = bitsandbytes;
+    return model::block_activations(a, tr, model::Stack::decoder).saved.value();
+  };
+  const double tokens_bytes = 512.0 * 2.0;
+  EXPECT_DOUBLE_EQ(saved(Library::hf_trainer, 4200) - saved(Library::hf_trainer, 4302),
+                   (2.0 * 4096 + 11008) * tokens_bytes);
+  EXPECT_DOUBLE_EQ(saved(Library::litgpt, 4200) - saved(Library::litgpt, 4302), (3.0 * 4096 + 11008) * tokens_bytes);
+  EXPECT_DOUBLE_EQ(saved(Library::hf_trainer, 0), saved(Library::hf_trainer, 4302));  // unset: a current release
 }
 
 // torchtitan's per-op selective checkpointing as of e7c0cae (models/llama3/parallelize_llama.py

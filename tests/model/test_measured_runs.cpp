@@ -68,7 +68,9 @@ TEST(MeasuredRuns, LitgptLoraResourceTables) {
     model::Training tr;
     tr.method = r.method;
     tr.quant = r.quant.value_or(Quant::nf4);
-    tr.qlora_stack = QloraStack::litgpt_2023;  // litgpt of October 2023: Fabric over bitsandbytes 0.41.1
+    tr.library = Library::litgpt;  // litgpt of October 2023: Fabric over bitsandbytes 0.41.1
+    tr.qlora_stack = QloraStack::lightning;
+    tr.bitsandbytes = 4101;
     tr.precision = Precision::bf16_true;
     tr.lora.rank = 8;
     tr.lora.targets = {"q", "v"};

@@ -154,8 +154,8 @@ TEST(MeasuredRuns, MemoryWithinTheIssuesTolerances) {
 
 // litgpt's QLoRA rows (resource-tables.md at 8641822: nf4 and nf4-dq, A100-40GB, bitsandbytes
 // 0.41.1 under lightning Fabric) held to the allocator issue's 7 %, tighter than the file's 15 %:
-// the litgpt-2023 stack (model::qlora_stack_traits) is what they were modelled with; no constant was
-// fitted on them.
+// the lightning stack with bitsandbytes 0.41.1 (model::qlora_stack_traits) is what they were
+// modelled with; no constant was fitted on them.
 TEST(MeasuredRuns, LitgptQloraWithinSevenPercent) {
   std::size_t seen = 0;
   for (const CaseResult& r : report().cases) {
@@ -179,23 +179,29 @@ double median_of(std::vector<double> v) {
 
 // litgpt's config_hub table (data/reference/litgpt-config-hub-a10g.json, used whole: 46 rows on
 // A10Gs, litgpt library traits). The training-library issue asks each row within 7 %; that holds
-// for most LoRA rows but not yet for the QLoRA rows (20-33 % under: a peak the 2024 litgpt QLoRA
-// path reaches that the litgpt-2023 stack does not have) nor for three full-fine-tune rows whose
-// configs cannot fit one A10G as published. Held here: the LoRA rows' median within 5 %, and the
-// table's size, so that a row cannot silently drop out. No constant was fitted on them.
-TEST(MeasuredRuns, LitgptConfigHubLoraRowsMedianWithinFivePercent) {
+// for most LoRA rows but not yet for ten of the sixteen QLoRA rows (bitsandbytes 0.42.0, the
+// release litgpt pinned: every 4-bit matmul keeps its input; what is left grows with the
+// micro-batch's tokens) nor for three full-fine-tune rows whose configs cannot fit one A10G as
+// published. Held here: the LoRA rows' median within 5 %, the QLoRA rows' within 9 % (they were
+// 26 % while priced with a current bitsandbytes), and the table's size, so that a row cannot
+// silently drop out. No constant was fitted on them.
+TEST(MeasuredRuns, LitgptConfigHubAdapterRowsMedians) {
   std::vector<double> lora;
+  std::vector<double> qlora;
   std::size_t rows = 0;
   for (const CaseResult& r : report().cases) {
     if (!r.name.starts_with("hub-litgpt-")) continue;
     ++rows;
-    if (r.name.find("-lora-") == std::string::npos) continue;
+    const bool q = r.name.find("-qlora-") != std::string::npos;
+    if (!q && r.name.find("-lora-") == std::string::npos) continue;
     for (const Comparison& c : r.comparisons)
-      if (c.metric == Metric::peak_allocated) lora.push_back(std::abs(c.error_pct()));
+      if (c.metric == Metric::peak_allocated) (q ? qlora : lora).push_back(std::abs(c.error_pct()));
   }
   EXPECT_EQ(rows, 46u);
   ASSERT_EQ(lora.size(), 22u);
   EXPECT_LE(median_of(lora), 5.0);
+  ASSERT_EQ(qlora.size(), 16u);
+  EXPECT_LE(median_of(qlora), 9.0);
 }
 
 // One issue's band over one reference file: every value of `metric` in its cases (less those

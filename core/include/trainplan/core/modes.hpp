@@ -78,10 +78,11 @@ enum class Fp8Recipe {
 };
 enum class Quant { nf4, nf4_dq, fp4, int8 };
 enum class FsdpWrap { block, none };
-// The software that ran a QLoRA fine-tuning, where it changes the memory (model/model_states.hpp
-// qlora_stack_traits): Hugging Face transformers + PEFT + bitsandbytes >= 0.43.2, or litgpt as of
-// late 2023 (lightning Fabric's BitsandbytesPrecision over bitsandbytes 0.41).
-enum class QloraStack { hf_peft, litgpt_2023 };
+// The software that puts a QLoRA model's linears in 4 bits, where it changes the memory
+// (model/model_states.hpp qlora_stack_traits): transformers' bitsandbytes quantizer under PEFT, or
+// lightning Fabric's BitsandbytesPrecision (litgpt). The bitsandbytes release is a separate input
+// (Training::bitsandbytes).
+enum class QloraStack { hf_peft, lightning };
 enum class Framework { pytorch, deepspeed, megatron };
 // The training library that runs the job (model/library.hpp: what each one changes and why).
 enum class Library {
@@ -224,7 +225,7 @@ template <>
 struct EnumTable<QloraStack> {
   static constexpr std::string_view kWhat = "QLoRA stack";
   static constexpr std::array kEntries{std::pair{QloraStack::hf_peft, std::string_view{"hf-peft"}},
-                                       std::pair{QloraStack::litgpt_2023, std::string_view{"litgpt-2023"}}};
+                                       std::pair{QloraStack::lightning, std::string_view{"lightning"}}};
 };
 template <>
 struct EnumTable<OptimizerImpl> {

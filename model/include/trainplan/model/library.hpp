@@ -36,6 +36,9 @@ struct LibraryTraits {
   // Grouped-query K/V copied to every query head before attention (expand + reshape), so the
   // attention kernel reads and keeps n_heads wide K and V.
   bool kv_expanded = false;
+  // Its attention hands the o projection a token-major copy of the heads' head-major output
+  // (reshape after transpose), which the projection keeps where it keeps its input.
+  bool head_major_attention_output = false;
   // The cross-entropy takes the logits in the dtype the head produced them, without an fp32
   // upcast (transformers' ForCausalLMLoss upcasts).
   bool loss_in_model_dtype = false;

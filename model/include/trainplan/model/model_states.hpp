@@ -51,28 +51,32 @@ struct ShardedBytes {
 // Linear(in, out).
 [[nodiscard]] double quantized_bytes_per_param(Quant q, std::int64_t block, std::int64_t in_features);
 
-// What a QLoRA stack does that changes the memory, from its source:
-// - keeps_input: bitsandbytes before 0.43.2 kept every 4-bit matmul's input for backward
+// What a QLoRA run's software does that changes the memory, from its source:
+// - keeps_input: bitsandbytes before 0.43.2 keeps every 4-bit matmul's input for backward
 //   (autograd/_functions.py MatMul4Bit: ctx.tensors = (A, B)); 0.43.2 on keeps only the packed
-//   weight (commit 9e753741, PR #1270).
+//   weight (commit 9e753741, PR #1270). litgpt pinned bitsandbytes 0.41 (lit-gpt 8641822) and
+//   0.42.0 (pyproject.toml from 2bcb2c3e, March 2024, to d2ed13c3, 2024-12-28: litgpt up to v0.5.4);
+//   from v0.5.5 on, 0.44 or later.
 // - quantizes_head: lightning Fabric's BitsandbytesPrecision replaces every torch.nn.Linear, the LM
-//   head's too (lightning 71aed751, the commit lit-gpt 8641822 pins in requirements.txt:
-//   src/lightning/fabric/plugins/precision/bitsandbytes.py module_init_context; lit-gpt passes no
-//   ignore_modules, finetune/lora.py:74); transformers' bitsandbytes quantizer leaves the output
-//   embedding in 16 bits (get_keys_to_not_convert).
-// - dequantizes_to_fp16: bitsandbytes 0.41 quantized weights cast to fp16 (nn/modules.py
-//   Params4bit.cuda: self.data.contiguous().half()), so each matmul dequantizes to fp16 and casts to
-//   the compute dtype: two 16-bit copies at once under bf16.
-// - head_major_attention_output: lit-gpt's attention returns its heads' outputs head-major and its
-//   projection reads a token-major copy (lit-gpt 8641822 lit_gpt/model.py:229, y.reshape(B, T, C)),
-//   which a kept input keeps.
+//   head's too (src/lightning/fabric/plugins/precision/bitsandbytes.py module_init_context;
+//   litgpt passes no ignore_modules: finetune/lora.py, lit-gpt 8641822 and litgpt 26857050);
+//   transformers' bitsandbytes quantizer leaves the output embedding in 16 bits
+//   (get_keys_to_not_convert).
+// - dequantizes_to_fp16: Fabric's _Linear4bit quantizes a weight cast to fp16
+//   (_quantize_weight: weight.to(dtype=torch.half), at lightning 71aed751 and its current source),
+//   so each matmul dequantizes to fp16 and casts to the compute dtype: two 16-bit copies at once
+//   under bf16.
 struct QloraStackTraits {
   bool keeps_input = false;
   bool quantizes_head = false;
   bool dequantizes_to_fp16 = false;
-  bool head_major_attention_output = false;
 };
-[[nodiscard]] QloraStackTraits qlora_stack_traits(QloraStack s);
+// bitsandbytes 0.43.2 as Training::bitsandbytes holds it: the first release whose 4-bit matmul
+// keeps no input.
+inline constexpr int kBitsandbytesKeepsNoInput = 4302;
+// The traits of tr's stack and bitsandbytes release (the hf-peft stack for a method other than
+// qlora: nothing is 4-bit).
+[[nodiscard]] QloraStackTraits qlora_stack_traits(const Training& tr);
 
 // Bytes per weight of the 16-bit copies alive while one 4-bit matmul runs (the dequantized weight,
 // and under a stack that dequantizes to fp16, its cast to a bf16 compute dtype).

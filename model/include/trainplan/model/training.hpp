@@ -5,6 +5,7 @@
 #include <bitset>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "trainplan/core/modes.hpp"
@@ -123,8 +124,11 @@ struct Training {
   // Adapters under mixed precision: keep the frozen base in fp32 (litgpt's bf16-mixed autocasts an
   // fp32 model) instead of the 16-bit compute dtype (Hugging Face + PEFT practice).
   bool frozen_base_fp32 = false;
-  // QLoRA: the software that runs the 4-bit layers (model/model_states.hpp qlora_stack_traits).
+  // QLoRA: the software that puts the linears in 4 bits, and the bitsandbytes release that runs
+  // them, major*10000+minor*100+patch (0.42.0 -> 4200); 0: a current release, as pip installs
+  // today (model/model_states.hpp qlora_stack_traits).
   QloraStack qlora_stack = QloraStack::hf_peft;
+  int bitsandbytes = 0;
   // MoE under Megatron-Core: the expert capacity factor (--moe-expert-capacity-factor; 0: dropless,
   // its default) and whether each expert's input is padded to its capacity
   // (--moe-pad-expert-input-to-capacity). Hugging Face's MoE blocks are always dropless.
@@ -176,5 +180,14 @@ inline constexpr std::string_view kTransformersReleaseForm =
     "MAJOR.MINOR or MAJOR.MINOR.PATCH, 4.0 or later, e.g. 5.17";
 [[nodiscard]] std::optional<int> transformers_release(std::string_view text);
 [[nodiscard]] int parse_transformers_release(std::string_view text, std::string_view what);
+[[nodiscard]] std::string transformers_release_text(int release);  // 517 -> "5.17"
+
+// "0.42.0" or "0.43" as major*10000+minor*100+patch, "current" as 0; nothing for anything else (a
+// minor or patch over 99). The second form throws InputError naming `what`.
+inline constexpr std::string_view kBitsandbytesReleaseForm =
+    "MAJOR.MINOR or MAJOR.MINOR.PATCH, e.g. 0.42.0, or current";
+[[nodiscard]] std::optional<int> bitsandbytes_release(std::string_view text);
+[[nodiscard]] int parse_bitsandbytes_release(std::string_view text, std::string_view what);
+[[nodiscard]] std::string bitsandbytes_release_text(int release);  // 4200 -> "0.42.0"; 0 -> "current"
 
 }  // namespace trainplan::model
