@@ -173,7 +173,7 @@ Bytes embedding_activations(const Architecture& a, const Training& tr) {
   if (tr.framework == Framework::megatron) return Bytes(th / rep);
   // The token ids (int64) for the embedding's gradient, and the embedding dropout mask.
   const double ids = tr.method == Method::full && (!tr.partial.active || tr.partial.embedding) ? 8.0 * t : 0.0;
-  return Bytes(ids + (a.hidden_dropout > 0.0 ? kMaskBytes * th / rep : 0.0));
+  return Bytes(ids + (hidden_dropout(a, tr) > 0.0 ? kMaskBytes * th / rep : 0.0));
 }
 
 namespace {
@@ -229,7 +229,7 @@ HeadActivations head_activations(const Architecture& a, const Training& tr, cons
   }
   if (head_trainable) norm += (mixed ? c : r) * t * h;
   // T5 drops out the final norm's output.
-  if (family.feed_forward_dropout && a.hidden_dropout > 0.0) norm += kMaskBytes * t * h;
+  if (family.feed_forward_dropout && hidden_dropout(a, tr) > 0.0) norm += kMaskBytes * t * h;
   // The loss: causal LMs upcast the logits and keep the fp32 log-softmax (T5 stays in the model
   // dtype), plus the int64 labels (transformers v5.17.0 loss/loss_utils.py:59 ForCausalLMLoss:
   // logits.float(); torch's cross_entropy is log_softmax then nll_loss, aten/src/ATen/native/

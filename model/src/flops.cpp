@@ -6,6 +6,7 @@
 
 #include "trainplan/model/block_ops.hpp"
 #include "trainplan/model/fp8.hpp"
+#include "trainplan/model/library.hpp"
 #include "trainplan/model/partial.hpp"
 #include "trainplan/model/lora.hpp"
 #include "trainplan/model/sdpa.hpp"
@@ -208,7 +209,7 @@ FlopCoefficients flop_coefficients(const Architecture& a, const Training& tr) {
       k.frozen_kv_gradients += m.frozen_kv;
     }
   });
-  k.dropout_after_last_matmul = a.hidden_dropout > 0.0;
+  k.dropout_after_last_matmul = hidden_dropout(a, tr) > 0.0;
   k.op_sac_attention_saved = flash_attention_2_kind(attention_run(a, tr, tr.cuda_sm), tr.framework);
   if (trains_subset(tr)) partial_flops(a, tr, k);
   // Multi-token prediction: per module a block of the expert kind (with its adapters), the

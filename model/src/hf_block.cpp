@@ -181,7 +181,7 @@ void HfBlock::activation() {
     mlp_saved();
     return;
   }
-  if (a_.activation == Activation::gelu_new) {
+  if (gelu_new()) {
     b_.unary(n, c, c, true);                // pow(x, 3)
     b_.scale(n, c, c, true, false);         // * 0.044715
     b_.add(n, c, c, c);                     // x + .
@@ -225,20 +225,20 @@ void HfBlock::mlp_saved() {
     if (keeps_input(Role::down)) b_.keep("down projection input", x_.lin * tI);
   } else if (a_.mlp == MlpKind::gated) {
     // The activation reads the gate projection (T5 v1.1's gated-gelu: the tanh GELU's intermediates).
-    const double gate = a_.activation == Activation::gelu_new ? gelu_new_bytes(tr_) : 1.0;
+    const double gate = gelu_new() ? gelu_new_bytes(tr_) : 1.0;
     b_.keep("gate projection output", gate * c_ * tI);
     if (!liger_glu()) b_.keep("activation output", c_ * tI);  // Liger's kernel recomputes it
     b_.keep("up projection output", c_ * tI);
     if (keeps_input(Role::down)) b_.keep("down projection input", x_.lin * tI);
   } else {
-    if (a_.activation == Activation::gelu_new) {
+    if (gelu_new()) {
       b_.keep("up projection output", gelu_new_bytes(tr_) * c_ * tI);
     } else {
       b_.keep("up projection output", c_ * tI);
     }
     if (keeps_input(Role::down)) b_.keep("down projection input", x_.lin * tI);
     // T5 drops out inside the feed-forward, between its two matrices.
-    if (variant_.feed_forward_dropout && a_.hidden_dropout > 0.0) b_.keep("feed-forward dropout mask", kMaskBytes * tI);
+    if (variant_.feed_forward_dropout && hidden_dropout(a_, tr_) > 0.0) b_.keep("feed-forward dropout mask", kMaskBytes * tI);
   }
 }
 
@@ -482,7 +482,7 @@ void HfBlock::mlp() {
   lora_dropout({Role::down}, dbl(a_.intermediate) / x_.tp);
   if (sandwich)  // ... and the MLP output
     norm("mlp output norm", true, true, 0, false, mlp_norm_grad || adapted({Role::gate, Role::up, Role::down}) > 0);
-  if (a_.hidden_dropout > 0.0) {
+  if (hidden_dropout(a_, tr_) > 0.0) {
     b_.open("mlp dropout", OpKind::elementwise);
     b_.dropout(X, c_);
     b_.keep("mlp dropout mask", kMaskBytes * th);

@@ -47,6 +47,8 @@ class HfBlock {
 
  private:
   bool adapts(Role role) const { return adapted_[static_cast<std::size_t>(role)]; }
+  // Hugging Face's composite tanh GELU, where it runs op by op.
+  bool gelu_new() const { return a_.activation == Activation::gelu_new && !variant_.one_kernel_gelu; }
   // A linear keeps its input when its weight is trained, when its adapter reads the input directly
   // (no LoRA dropout), and under a QLoRA stack whose 4-bit matmul keeps its input
   // (model_states.hpp qlora_stack_traits).

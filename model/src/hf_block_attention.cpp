@@ -109,7 +109,7 @@ void HfBlock::attention_core(bool cross) {
     }
     b_.unary(S, c, kFp32, true);
     b_.cast(S, kFp32, c, true);
-    if (a_.attention_dropout > 0.0) b_.dropout(S, c);
+    if (attention_dropout(a_, tr_) > 0.0) b_.dropout(S, c);
   }
   if (!cross) attention_saved();
   b_.open("attention output transpose", OpKind::copy_cast);
@@ -139,7 +139,7 @@ void HfBlock::attention_saved() {
         core_ += kFp32 * scores;              // softmax output in fp32
         if (c_ < kFp32) core_ += c_ * scores;  // probabilities cast back for the PV matmul
       }
-      if (a_.attention_dropout > 0.0) core_ += (kMaskBytes + c_) * scores;
+      if (attention_dropout(a_, tr_) > 0.0) core_ += (kMaskBytes + c_) * scores;
       b_.keep("attention scores", core_, true);
       return;
     case Attention::flash:
@@ -248,7 +248,7 @@ void HfBlock::attention_end(double X) {
   lora_dropout({Role::o}, x_.kvo);
   // Gemma 2 and 3 norm the attention output before the residual add.
   if (sandwich) norm("attention output norm", true, true, 0, false, input_grad_ || attention_trained());
-  if (a_.hidden_dropout > 0.0) {
+  if (hidden_dropout(a_, tr_) > 0.0) {
     b_.open("attention dropout", OpKind::elementwise);
     b_.dropout(X, c_);
     b_.keep("attention dropout mask", kMaskBytes * th);

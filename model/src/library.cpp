@@ -41,6 +41,8 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
      .sdpa_call = &kLitgptSdpa,
      .kv_expanded = true,
      .head_major_attention_output = true,
+     .model_without_dropout = true,
+     .one_kernel_gelu = true,
      .loss_in_model_dtype = true,
      .logits_kept = true,
      .sdpa_only = true,
@@ -196,6 +198,14 @@ bool runs_transformers_models(Library l) {
   return false;
 }
 
+double hidden_dropout(const Architecture& a, const Training& tr) {
+  return library_traits(tr.library).model_without_dropout ? 0.0 : a.hidden_dropout;
+}
+
+double attention_dropout(const Architecture& a, const Training& tr) {
+  return library_traits(tr.library).model_without_dropout ? 0.0 : a.attention_dropout;
+}
+
 OpListVariant op_variant(const Architecture& a, const Training& tr) {
   OpListVariant v = family_of(a).ops;
   const LibraryTraits& lib = library_traits(tr.library);
@@ -203,6 +213,7 @@ OpListVariant op_variant(const Architecture& a, const Training& tr) {
   if (lib.loss_in_model_dtype) v.loss_in_model_dtype = true;
   if (lib.logits_kept) v.logits_kept = true;
   if (lib.fused_loss) v.fused_loss = true;
+  if (lib.one_kernel_gelu) v.one_kernel_gelu = true;
   if (tr.liger && tr.framework != Framework::megatron && runs_transformers_models(tr.library)) {
     const LigerKernels k = liger_kernels(a);
     v.fused_norm = k.rms_norm && a.norm == NormKind::rmsnorm;
@@ -221,6 +232,7 @@ OpListVariant op_variant(const Architecture& a, const Training& tr) {
     v.fused_norm = v.fused_norm || a.norm == NormKind::rmsnorm;
     v.fused_rotary = v.fused_rotary || a.position == PositionKind::rotary;
     v.fused_glu = v.fused_glu || a.mlp == MlpKind::gated;
+    v.one_kernel_gelu = true;  // a pointwise chain, one kernel each way keeping its input
     v.fused_loss = v.fused_loss || !v.fused_linear_loss;
   }
   return v;

@@ -99,6 +99,9 @@ struct OpListVariant {
   bool fused_norm = false;
   bool fused_rotary = false;
   bool fused_glu = false;
+  // Hugging Face's composite tanh GELU (Activation::gelu_new) run as one kernel keeping its input
+  // (a library's own F.gelu, torch.compile's fused pointwise chain).
+  bool one_kernel_gelu = false;
   bool fused_linear_loss = false;
   // Inductor's graph (torch.compile): the pointwise ops around the linears are fused into the
   // kernels beside them, so autocast's input casts are no kernels of their own and one 16-bit

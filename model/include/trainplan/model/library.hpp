@@ -39,6 +39,12 @@ struct LibraryTraits {
   // Its attention hands the o projection a token-major copy of the heads' head-major output
   // (reshape after transpose), which the projection keeps where it keeps its input.
   bool head_major_attention_output = false;
+  // Its model code has no dropout layers, whatever the checkpoint's config sets (resid_pdrop,
+  // attention_dropout).
+  bool model_without_dropout = false;
+  // Its model code runs GELU as one torch.nn.functional.gelu kernel (the tanh approximation where
+  // the config names it), not Hugging Face's composite NewGELUActivation (GPT-2, Phi).
+  bool one_kernel_gelu = false;
   // The cross-entropy takes the logits in the dtype the head produced them, without an fp32
   // upcast (transformers' ForCausalLMLoss upcasts).
   bool loss_in_model_dtype = false;
@@ -75,6 +81,10 @@ struct LigerKernels {
 [[nodiscard]] LigerKernels liger_kernels(const Architecture& a);
 // Whether a library runs transformers' modeling files, the code Liger patches.
 [[nodiscard]] bool runs_transformers_models(Library l);
+
+// The dropout probabilities the library's model code applies: the architecture's, or none.
+[[nodiscard]] double hidden_dropout(const Architecture& a, const Training& tr);
+[[nodiscard]] double attention_dropout(const Architecture& a, const Training& tr);
 
 // The record of `l`: the table is in Library's order, so this is an index.
 [[nodiscard]] const LibraryTraits& library_traits(Library l);
