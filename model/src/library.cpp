@@ -43,6 +43,7 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
      .head_major_attention_output = true,
      .model_without_dropout = true,
      .one_kernel_gelu = true,
+     .unties_embeddings = true,
      .loss_in_model_dtype = true,
      .logits_kept = true,
      .sdpa_only = true,
@@ -60,7 +61,9 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
                "through lightning Fabric's BitsandbytesPrecision (4-bit head; the bitsandbytes release is "
                "--bitsandbytes: litgpt pinned 0.42.0 up to v0.5.4); lightning_fabric/plugins/precision/fsdp.py "
                "FSDPPrecision.mixed_precision_config: bf16-mixed and 16-mixed gather param_dtype float32 "
-               "(torch >= 2.0)",
+               "(torch >= 2.0); litgpt/scripts/convert_hf_checkpoint.py copies a tied checkpoint's "
+               "embedding into lm_head.weight and the finetune scripts never tie it (train.tie_embeddings "
+               "unsupported): an untied head; model.py has no dropout and one F.gelu",
      .unmodelled = "litgpt's chunked cross-entropy only lowers the transient peak of the loss, "
                    "which is priced as one pass"},
     {.library = Library::torchtune,
@@ -196,6 +199,11 @@ bool runs_transformers_models(Library l) {
     case Library::llm_foundry: return false;
   }
   return false;
+}
+
+Architecture as_built_by(Architecture a, Library l) {
+  if (library_traits(l).unties_embeddings) a.tie_embeddings = false;
+  return a;
 }
 
 double hidden_dropout(const Architecture& a, const Training& tr) {

@@ -250,6 +250,7 @@ ReferenceCase read_case(const Json& v, const std::string& file, std::size_t inde
   c.arch = read_model(named.raw("model"), what, models, catalog);
   c.cluster = read_hardware(named.raw("hardware"), what, catalog);
   c.training = read_training(named.raw("training"), what, c.arch);
+  c.arch = model::as_built_by(c.arch, c.training.library);
   const Json& ms = named.raw("measured");
   if (!ms.is_array() || ms.empty())
     throw InputError(what + ": key 'measured' must be a non-empty list of measurements");

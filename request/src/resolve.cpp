@@ -396,6 +396,13 @@ Resolved resolve_with(const ResolvedModel& model, const ResolvedCluster& cluster
     out.notes = r.file_notes;
     out.notes.insert(out.notes.end(), r.overridden.begin(), r.overridden.end());
     if (!out.model.note.empty()) out.notes.push_back(out.model.note);
+    if (const model::Architecture built = model::as_built_by(out.model.arch, r.training.library);
+        built.tie_embeddings != out.model.arch.tie_embeddings) {
+      out.model.arch = built;
+      out.notes.push_back(fmt::format("library {}: the output layer is a parameter of its own, a copy of the tied "
+                                      "input embedding",
+                                      model::library_traits(r.training.library).name));
+    }
     out.notes.insert(out.notes.end(), out.cluster.notes.begin(), out.cluster.notes.end());
     out.cluster.notes.clear();
     model::Training t = r.training;

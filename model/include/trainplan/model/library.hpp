@@ -45,6 +45,9 @@ struct LibraryTraits {
   // Its model code runs GELU as one torch.nn.functional.gelu kernel (the tanh approximation where
   // the config names it), not Hugging Face's composite NewGELUActivation (GPT-2, Phi).
   bool one_kernel_gelu = false;
+  // Its model holds the output layer as a parameter of its own, a copy of a checkpoint's tied
+  // input embedding (as_built_by).
+  bool unties_embeddings = false;
   // The cross-entropy takes the logits in the dtype the head produced them, without an fp32
   // upcast (transformers' ForCausalLMLoss upcasts).
   bool loss_in_model_dtype = false;
@@ -81,6 +84,10 @@ struct LigerKernels {
 [[nodiscard]] LigerKernels liger_kernels(const Architecture& a);
 // Whether a library runs transformers' modeling files, the code Liger patches.
 [[nodiscard]] bool runs_transformers_models(Library l);
+
+// The model as the library builds it from a checkpoint: `a` with its embeddings untied where the
+// library holds the output layer apart (LibraryTraits::unties_embeddings).
+[[nodiscard]] Architecture as_built_by(Architecture a, Library l);
 
 // The dropout probabilities the library's model code applies: the architecture's, or none.
 [[nodiscard]] double hidden_dropout(const Architecture& a, const Training& tr);
