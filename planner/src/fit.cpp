@@ -1,5 +1,7 @@
 #include "trainplan/planner/fit.hpp"
 
+#include <algorithm>
+
 #include "candidate_space.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/planner/estimate.hpp"
@@ -54,6 +56,9 @@ FitResult fit(const model::Architecture& a, const model::ParameterCounts& n, con
   }
   // Recommend the fastest plan that fits with the margin: each candidate's estimated throughput at
   // the largest micro-batch it allows (or the pinned one); when none does, the fastest tight one.
+  // Plans within kTieShare of the fastest are a tie, below what the time model resolves: the first
+  // of them in the enumeration's order (no offload before offload, lighter checkpointing first)
+  // is recommended, so that an offload that changes nothing is never the advice.
   for (std::size_t i = 0; i < out.candidates.size(); ++i) {
     Candidate& k = out.candidates[i];
     if (!k.fits) continue;
@@ -61,11 +66,14 @@ FitResult fit(const model::Architecture& a, const model::ParameterCounts& n, con
     if (!req.micro_batch && k.max_micro_batch > 0) at.micro_batch = k.max_micro_batch;
     k.tokens_per_s = evaluate(a, n, at, c, profile, mc).throughput.tokens_per_s;
   }
+  constexpr double kTieShare = 0.01;
   for (Verdict wanted : {Verdict::fits, Verdict::tight}) {
-    for (std::size_t i = 0; i < out.candidates.size(); ++i) {
+    double fastest = -1.0;
+    for (const Candidate& k : out.candidates)
+      if (k.verdict.verdict == wanted) fastest = std::max(fastest, k.tokens_per_s);
+    for (std::size_t i = 0; i < out.candidates.size() && !out.recommended; ++i) {
       const Candidate& k = out.candidates[i];
-      if (k.verdict.verdict != wanted) continue;
-      if (!out.recommended || k.tokens_per_s > out.candidates[*out.recommended].tokens_per_s) out.recommended = i;
+      if (k.verdict.verdict == wanted && k.tokens_per_s >= (1.0 - kTieShare) * fastest) out.recommended = i;
     }
     if (out.recommended) break;
   }
