@@ -21,17 +21,21 @@ constexpr HfSdpaCall kLitgptSdpa{.own_attention = true,
 constexpr std::array<LibraryTraits, 11> kLibraries{{
     {.library = Library::hf_trainer,
      .name = "hf-trainer",
+     .fsdp_no_sync_accumulation = true,
      .source = "huggingface/transformers v5.17.0 src/transformers/trainer.py and training_args.py "
                "(tf32=None leaves PyTorch's default; optim adamw_torch_fused where available, "
-               "loss_utils.py ForCausalLMLoss upcasts the logits to fp32)",
+               "loss_utils.py ForCausalLMLoss upcasts the logits to fp32; every micro-batch but the "
+               "last of an accumulation runs under accelerator.no_sync unless DeepSpeed runs it)",
      .unmodelled = ""},
     {.library = Library::accelerate,
      .name = "accelerate",
+     .fsdp_no_sync_accumulation = true,
      .source = "huggingface/accelerate src/accelerate/accelerator.py: wraps the user's own loop "
                "and model (transformers' modeling files in practice); no TF32 switch of its own",
      .unmodelled = ""},
     {.library = Library::trl,
      .name = "trl",
+     .fsdp_no_sync_accumulation = true,
      .source = "huggingface/trl trl/trainer/sft_trainer.py: SFTTrainer subclasses transformers' "
                "Trainer (its defaults hold)",
      .unmodelled = ""},
@@ -44,6 +48,7 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
      .model_without_dropout = true,
      .one_kernel_gelu = true,
      .unties_embeddings = true,
+     .fsdp_no_sync_accumulation = true,
      .loss_in_model_dtype = true,
      .logits_kept = true,
      .sdpa_only = true,
@@ -63,7 +68,8 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
                "FSDPPrecision.mixed_precision_config: bf16-mixed and 16-mixed gather param_dtype float32 "
                "(torch >= 2.0); litgpt/scripts/convert_hf_checkpoint.py copies a tied checkpoint's "
                "embedding into lm_head.weight and the finetune scripts never tie it (train.tie_embeddings "
-               "unsupported): an untied head; model.py has no dropout and one F.gelu",
+               "unsupported): an untied head; model.py has no dropout and one F.gelu; finetune/full.py "
+               "runs accumulating micro-batches under fabric.no_backward_sync (FSDP no_sync)",
      .unmodelled = "litgpt's chunked cross-entropy only lowers the transient peak of the loss, "
                    "which is priced as one pass"},
     {.library = Library::torchtune,
@@ -80,6 +86,7 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
     {.library = Library::axolotl,
      .name = "axolotl",
      .tf32 = true,
+     .fsdp_no_sync_accumulation = true,
      .source = "axolotl-ai-cloud/axolotl v0.18.0 src/axolotl/utils/schemas/config.py:592 (tf32 "
                "defaults to \"auto\" from v0.16.0: on where the GPU has TF32; None before) and "
                "src/axolotl/core/trainers: transformers' Trainer over transformers' models",

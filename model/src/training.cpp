@@ -70,6 +70,11 @@ int parse_bitsandbytes_release(std::string_view text, std::string_view what) {
                    std::string(kBitsandbytesReleaseForm) + ")");
 }
 
+bool Training::accumulates_unsharded_gradients() const {
+  return framework == Framework::pytorch && is_fsdp(strategy) && grad_accum > 1 &&
+         library_traits(library).fsdp_no_sync_accumulation;
+}
+
 bool Training::computes_in_gathered_16bit() const {
   return gathers_parameters() && is_mixed(precision) && !library_traits(library).fsdp_gathers_fp32;
 }

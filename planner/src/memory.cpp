@@ -273,7 +273,16 @@ void deepspeed_buffers(const model::ParameterCounts& n, const Training& tr, doub
     ms.buckets = Bytes(2.0 * std::min(mc.deepspeed_reduce_bucket_elements, trainable));
 }
 
-// model_states() of a stage whose parameters are counted already (memory() reads them too).
+// Bytes per parameter of an FSDP unit gathered, and of its unsharded gradient: the compute dtype,
+// or fp32 where the library's FSDP gathers fp32 under mixed precision (Lightning Fabric:
+// Training::computes_in_gathered_16bit). FSDP's no_sync leaves the gradient in that dtype
+// (_post_backward_hook returns before any cast).
+double unsharded_gradient_bytes(const Training& tr) {
+  return is_mixed(tr.precision) && !tr.computes_in_gathered_16bit() ? 4.0 : compute_bytes(tr.precision);
+}
+
+// model_states() of a stage whose parameters are counted already (memory() reads them too). Under
+// FSDP's no_sync accumulation every trained parameter's gradient is held unsharded.
 ModelStates stage_states(const Architecture& a, const model::ParameterCounts& n, const Training& tr,
                          const Layout& l, const StageParams& sp, const MemoryConventions& mc) {
   const std::optional<model::SubsetParameters> subset =
@@ -313,7 +322,8 @@ ModelStates stage_states(const Architecture& a, const model::ParameterCounts& n,
   using SB = model::ShardedBytes;
   const double td = trainable - trainable_e;
   const Bytes weights = held(sb.weights * td + frozen - frozen_e, sb.weights * trainable_e + frozen_e, &SB::weights);
-  const Bytes grads = held(sb.grads * td, sb.grads * trainable_e, &SB::grads);
+  const Bytes grads = tr.accumulates_unsharded_gradients() ? Bytes(unsharded_gradient_bytes(tr) * trainable)
+                                                           : held(sb.grads * td, sb.grads * trainable_e, &SB::grads);
   ms.optimizer_params = held(td, trainable_e, &SB::optimizer).value();
   const Bytes opt_side((sb.opt_grads + sb.master) * ms.optimizer_params);
   const Bytes moments(sb.optimizer * ms.optimizer_params);
@@ -388,9 +398,7 @@ std::pair<Bytes, Bytes> pytorch_buffers(const Architecture& a, const Training& t
     // torchao's FSDP2 float8 all-gather: the blocks' linears arrive as FP8 tensors, one byte each,
     // which the float8 linears use as they are (torchao float8/fsdp_utils.py
     // WeightWithDynamicFloat8CastTensor.fsdp_post_all_gather); norms and the root stay 16-bit.
-    // A library whose FSDP gathers fp32 under mixed precision (Lightning Fabric) holds the unit
-    // and its unsharded gradient in fp32 (Training::computes_in_gathered_16bit).
-    const double g = is_mixed(tr.precision) && !tr.computes_in_gathered_16bit() ? 4.0 : c;
+    const double g = unsharded_gradient_bytes(tr);
     const double fp8_share = model::fp8_gathers(tr) && sp.all > sp.root ? sp.block_linear / (sp.all - sp.root) : 0.0;
     const double gathered = blocks * (fp8_share * 1.0 + (1.0 - fp8_share) * g) + g * sp.root;
     // Unsharded gradients of the unit being reduced.

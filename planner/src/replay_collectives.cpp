@@ -20,6 +20,9 @@ void add_sharded_collectives(Components& out, const model::Training& tr, const L
   // Units gathered one at a time: one per block, or the whole stage without a wrap policy.
   const double units = tr.fsdp_wrap == FsdpWrap::none ? 1.0 : layers;
   const double per_step = units * md;
+  // Under FSDP's no_sync accumulation only the last micro-batch reduces (the evaluator's
+  // gradient_reductions).
+  const double reduced_per_step = units * (tr.accumulates_unsharded_gradients() ? 1.0 : md);
   const bool zpp = estimate_options.zero_plus_plus && tr.strategy == Strategy::zero3;
   const bool regather = tr.strategy != Strategy::fsdp_grad_op;
   if (zpp) {
@@ -61,7 +64,7 @@ void add_sharded_collectives(Components& out, const model::Training& tr, const L
                    work(Collective::reduce_scatter, CommPurpose::gradient_reduce_scatter,
                         grads / units, shg, l.tp),
                    collective_time(links, Collective::reduce_scatter, shg, grads / units),
-                   per_step, 0.0, max_msg);
+                   reduced_per_step, 0.0, max_msg);
   }
   if (tr.strategy == Strategy::fsdp_hybrid) {
     const Placement rg = replica_group(l);
@@ -69,7 +72,7 @@ void add_sharded_collectives(Components& out, const model::Training& tr, const L
     out.collective("replica gradient all_reduce (per unit)", bwd,
                    work(Collective::all_reduce, CommPurpose::replica_gradients, shard_grads,
                         rg, l.tp * std::max(1, l.shard)),
-                   collective_time(links, Collective::all_reduce, rg, shard_grads), per_step,
+                   collective_time(links, Collective::all_reduce, rg, shard_grads), reduced_per_step,
                    0.0, max_msg);
   }
 }

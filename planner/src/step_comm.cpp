@@ -69,6 +69,12 @@ Seconds zero12_term(TermSink& sink, const TermInputs& in, const DataParallelByte
   return rs_ex * reductions + ag;
 }
 
+// Micro-batches per step whose backward reduces the gradients: one under FSDP's no_sync
+// accumulation (Training::accumulates_unsharded_gradients), every one otherwise.
+double gradient_reductions(const TermInputs& in) {
+  return in.tr.accumulates_unsharded_gradients() ? 1.0 : in.md;
+}
+
 // One FSDP unit's collectives (per micro-batch): forward and backward gathers, the gradient
 // reduction, the hybrid replicas' all-reduce, with their bytes per step and groups.
 struct UnitComm {
@@ -105,14 +111,14 @@ UnitComm unit_comm(const TermInputs& in, const DataParallelBytes& b, double unit
                            gradient_comm_dtype(in.tr));
     u.ag_f_bytes = regather ? v.all_gather * 0.5 : v.all_gather;
     u.ag_b_bytes = regather ? v.all_gather * 0.5 : Bytes(0.0);
-    u.rs_bytes = v.reduce_scatter;
+    u.rs_bytes = v.reduce_scatter * (gradient_reductions(in) / in.md);
   }
   if (st == Strategy::fsdp_hybrid) {
     u.replica = replica_group(in.l);
     const Bytes shard_grads = b.grads / static_cast<double>(std::max(1, in.l.shard));
     u.ar = collective_time(in.links, Collective::all_reduce, u.replica, shard_grads / units,
                            gradient_comm_dtype(in.tr));
-    u.ar_bytes = bytes_sent(Collective::all_reduce, u.replica.ranks, shard_grads) * in.md;
+    u.ar_bytes = bytes_sent(Collective::all_reduce, u.replica.ranks, shard_grads) * gradient_reductions(in);
   }
   return u;
 }
@@ -134,14 +140,18 @@ Seconds sharded_term(TermSink& sink, const TermInputs& in, const DataParallelByt
   const bool hidden_rs = in.tr.framework != Framework::deepspeed || !in.tr.no_overlap_comm;
   const Seconds bwd_ex = hidden_rs ? u.rs + u.ar + pos(u.ag_b + u.rs + u.ar - stage_bwd / units) * (units - 1.0)
                                    : u.rs * units + u.ar + pos(u.ag_b + u.ar - stage_bwd / units) * (units - 1.0);
+  // A micro-batch that reduces nothing (no_sync) waits only for gathers the compute does not hide.
+  const double reductions = gradient_reductions(in);
+  const Seconds bwd_ex_gather_only = pos(u.ag_b - stage_bwd / units) * (units - 1.0);
+  const Seconds bwd_total = bwd_ex * reductions + bwd_ex_gather_only * (md - reductions);
   // Split the backward exposure between the kinds in proportion to their time.
   const Seconds ag_f_t = u.ag_f * (units * md);
   const Seconds ag_b_t = u.ag_b * (units * md);
-  const Seconds rs_t = u.rs * (units * md);
-  const Seconds ar_t = u.ar * (units * md);
+  const Seconds rs_t = u.rs * (units * reductions);
+  const Seconds ar_t = u.ar * (units * reductions);
   const Seconds bwd_t = ag_b_t + rs_t + ar_t;
   auto share = [&](Seconds part) {
-    return bwd_t.value() > 0.0 ? bwd_ex * md * (part / bwd_t) : Seconds(0.0);
+    return bwd_t.value() > 0.0 ? bwd_total * (part / bwd_t) : Seconds(0.0);
   };
   const LinkTier tier = tier_of(in.links, u.shard);
   sink.add(Transfer::all_gather, CommPurpose::parameter_gather_forward, tier, u.shard.ranks,
@@ -155,7 +165,7 @@ Seconds sharded_term(TermSink& sink, const TermInputs& in, const DataParallelByt
   if (st == Strategy::fsdp_hybrid)
     sink.add(Transfer::all_reduce, CommPurpose::replica_gradients, tier_of(in.links, u.replica),
              u.replica.ranks, u.ar_bytes, ar_t, share(ar_t));
-  return (fwd_ex + bwd_ex) * md;
+  return fwd_ex * md + bwd_total;
 }
 
 }  // namespace

@@ -256,20 +256,21 @@ run_case(margin_out_of_range 2 fit llama-2-7b 4xA100-80GB --margin 1 ERR "--marg
 run_case(seed_ddp_is_tight 0 fit openlm-research/open_llama_7b 4xA100-80GB --precision bf16-true --strategy ddp
          --micro-batch 4 --seq 512 --checkpointing none --offload none MATCH "^Tight")
 run_case(explain_suggests_changes 1 explain meta-llama/Llama-3.1-8B 4xA100-40GB
-         --from ${CONFIGS}/litgpt-llama-3.1-8b-full.yaml --seq 4096 MATCH "does not fit" "--micro-batch 2 \\(was 4\\), --grad-accum 8 \\(was 4\\)")
+         --from ${CONFIGS}/litgpt-llama-3.1-8b-full.yaml --seq 4096 MATCH "does not fit" "--micro-batch 1 \\(was 4\\), --grad-accum 16 \\(was 4\\)")
 run_case(explain_fits_as_given 0 explain llama-2-7b 8xA100-80GB --strategy fsdp-full MATCH "Nothing to change")
 # explain --json: the same answer and exit code; every suggestion names its changes and carries its plan.
 run_case(explain_json 1 explain meta-llama/Llama-3.1-8B 4xA100-40GB
          --from ${CONFIGS}/litgpt-llama-3.1-8b-full.yaml --seq 4096 --json MATCH "\"schema\": \"trainplan.explain/1\"")
 string(JSON fits GET "${last_out}" fits)
 string(JSON nsug LENGTH "${last_out}" suggestions)
-# The fastest change is torch.compile (the loss keeps no log-softmax), the next a smaller micro-batch.
-string(JSON first_option GET "${last_out}" suggestions 1 changes 0 option)
-string(JSON first_to GET "${last_out}" suggestions 1 changes 0 to)
-string(JSON first_verdict GET "${last_out}" suggestions 1 plan verdict)
-string(JSON compile_option GET "${last_out}" suggestions 0 changes 0 option)
-if(fits OR nsug LESS 2 OR NOT first_option STREQUAL "micro-batch" OR NOT first_to STREQUAL "2"
-   OR first_verdict STREQUAL "no" OR NOT compile_option STREQUAL "compile")
+# litgpt accumulates under FSDP's no_sync: every rank holds the whole model's bf16 gradients, which
+# torch.compile's savings do not cover; the fastest change is a smaller micro-batch, then an offload.
+string(JSON first_option GET "${last_out}" suggestions 0 changes 0 option)
+string(JSON first_to GET "${last_out}" suggestions 0 changes 0 to)
+string(JSON first_verdict GET "${last_out}" suggestions 0 plan verdict)
+string(JSON second_option GET "${last_out}" suggestions 1 changes 0 option)
+if(fits OR nsug LESS 2 OR NOT first_option STREQUAL "micro-batch" OR NOT first_to STREQUAL "1"
+   OR first_verdict STREQUAL "no" OR NOT second_option STREQUAL "offload")
   message("FAIL explain_json contents: fits=${fits} suggestions=${nsug} first=${first_option} ${first_to} ${first_verdict}")
   math(EXPR failures "${failures} + 1")
 endif()

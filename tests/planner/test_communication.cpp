@@ -344,5 +344,39 @@ TEST(Communication, EstimateSaysWhichTimesTheProfileMeasured) {
   for (const CommunicationItem& x : sheet.communication) EXPECT_EQ(x.source, "datasheet");
 }
 
+// FSDP with gradient accumulation under transformers' Trainer (and Lightning Fabric) runs every
+// micro-batch but the last under no_sync: each unit's gradient accumulates unsharded and is
+// reduce-scattered once a step (torch FullyShardedDataParallel.no_sync docstring; transformers
+// trainer.py: accelerator.no_sync unless DeepSpeed). Composer (llm-foundry) uses no_sync only
+// under DDP, so its FSDP reduces every micro-batch and keeps the gradients sharded. Llama-3.1-8B,
+// bf16-true, 8 ranks, 4 micro-batches: the Trainer holds all 8.03e9 gradients in bf16 on each rank
+// and sends a quarter of llm-foundry's reduce-scatter bytes.
+TEST(Communication, NoSyncAccumulationHoldsUnshardedGradientsAndReducesOnce) {
+  const model::Architecture a = test::catalog().resolve_model("llama-3.1-8b").arch;
+  const model::ParameterCounts n = model::count_parameters(a);
+  const hardware::Cluster c = test::catalog().resolve_cluster("8xH100-80GB", std::nullopt).cluster;
+  auto run = [&](Library library) {
+    model::Training t;
+    t.library = library;
+    t.strategy = Strategy::fsdp_full;
+    t.precision = Precision::bf16_true;
+    t.grad_accum = 4;
+    t.seq = 1024;
+    return Evaluator(a, n, c).estimate(t);
+  };
+  auto reduce_scatter = [](const Estimate& e) {
+    double bytes = 0.0;
+    for (const CommunicationItem& x : e.communication)
+      if (x.collective == "reduce_scatter") bytes += x.bytes.value();
+    return bytes;
+  };
+  const Estimate trainer = run(Library::hf_trainer);
+  const Estimate foundry = run(Library::llm_foundry);
+  EXPECT_DOUBLE_EQ(trainer.memory.gradients.value(), 2.0 * static_cast<double>(n.total));
+  EXPECT_DOUBLE_EQ(foundry.memory.gradients.value(), 2.0 * static_cast<double>(n.total) / 8.0);
+  EXPECT_GT(reduce_scatter(foundry), 0.0);
+  EXPECT_DOUBLE_EQ(reduce_scatter(trainer) * 4.0, reduce_scatter(foundry));
+}
+
 }  // namespace
 }  // namespace trainplan::planner

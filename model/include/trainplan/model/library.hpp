@@ -48,6 +48,9 @@ struct LibraryTraits {
   // Its model holds the output layer as a parameter of its own, a copy of a checkpoint's tied
   // input embedding (as_built_by).
   bool unties_embeddings = false;
+  // Under FSDP with gradient accumulation it runs every micro-batch but the last under no_sync
+  // (Training::accumulates_unsharded_gradients).
+  bool fsdp_no_sync_accumulation = false;
   // The cross-entropy takes the logits in the dtype the head produced them, without an fp32
   // upcast (transformers' ForCausalLMLoss upcasts).
   bool loss_in_model_dtype = false;

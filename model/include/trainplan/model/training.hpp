@@ -156,6 +156,13 @@ struct Training {
   [[nodiscard]] bool holds_reference() const { return runs_reference() && method == Method::full; }
   // PyTorch's sharded data parallelism (FSDP, and ZeRO-2/3 run by it) gathers each unit's
   // parameters for compute and frees them after.
+  // Gradient accumulation under PyTorch FSDP in a library that runs every micro-batch but the last
+  // under no_sync (LibraryTraits::fsdp_no_sync_accumulation: transformers' Trainer, Lightning
+  // Fabric's no_backward_sync): every unit's gradient accumulates unsharded until the last
+  // micro-batch's backward reduce-scatters it (torch.distributed.fsdp FullyShardedDataParallel.no_sync:
+  // "FSDP will accumulate the full model gradients (instead of gradient shards) until the eventual
+  // sync").
+  [[nodiscard]] bool accumulates_unsharded_gradients() const;
   [[nodiscard]] bool gathers_parameters() const {
     return framework == Framework::pytorch &&
            (is_fsdp(strategy) || strategy == Strategy::zero3 || strategy == Strategy::zero2);
