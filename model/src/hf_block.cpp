@@ -238,7 +238,8 @@ void HfBlock::mlp_saved() {
     }
     if (keeps_input(Role::down)) b_.keep("down projection input", x_.lin * tI);
     // T5 drops out inside the feed-forward, between its two matrices.
-    if (variant_.feed_forward_dropout && hidden_dropout(a_, tr_) > 0.0) b_.keep("feed-forward dropout mask", kMaskBytes * tI);
+    if (variant_.feed_forward_dropout && hidden_dropout(a_, tr_) > 0.0)
+      b_.keep("feed-forward dropout mask", kMaskBytes * tI);
   }
 }
 

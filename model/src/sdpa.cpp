@@ -234,7 +234,8 @@ SdpaChoice sdpa_choice(const Architecture& a, const Training& tr) {
     SdpaChoice c;
     c.kernel = SdpaKernel::unsupported;
     c.mask = SdpaMask::additive;
-    c.reason = "transformers " + transformers_release_text(tr.transformers) + " has no SDPA path for " + a.family + " (" + call.source + "): its eager attention runs";
+    c.reason = "transformers " + transformers_release_text(tr.transformers) + " has no SDPA path for " + a.family +
+               " (" + call.source + "): its eager attention runs";
     return c;
   }
   SdpaInputs in;
