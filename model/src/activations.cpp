@@ -239,23 +239,31 @@ HeadActivations head_activations(const Architecture& a, const Training& tr, cons
   //   log_softmax_backward's output, both in the loss dtype, beside the saved log-softmax. The
   //   logits themselves are gone by then: the Trainer (v5.17.0 trainer.py:2088-2135 compute_loss
   //   returns the loss alone) and a plain `model(...).loss` keep only the loss.
-  const double loss_bytes = family.loss_in_model_dtype ? c : kFp32;
+  // Logits that reach the loop cast to fp32 (lightning Fabric) are the loss's input and the kept
+  // copy; the model-dtype original lives only while it is cast.
+  const double logits = family.logits_fp32 ? kFp32 : c;
+  const double loss_bytes = family.loss_in_model_dtype ? logits : kFp32;
   // Gemma 2 soft-caps the logits, cap * tanh(logits / cap): tanh keeps its output, in the
   // logits' dtype (modeling_gemma2.py Gemma2ForCausalLM.forward).
   const double softcap = a.logit_softcap > 0.0 ? c * t * V / tp : 0.0;
   // A loop that keeps the logits (litgpt) holds them beside the log-softmax; the forward moment
   // then adds only the upcast copy, if any.
-  const double kept = family.logits_kept ? c : 0.0;
+  const double kept = family.logits_kept ? logits : 0.0;
   if (family.fused_loss) {
     // The fused kernel keeps the logits (and an fp32 log-sum-exp per row); backward writes one
     // gradient of the logits. Compiled, the kept logits are the loss dtype's upcast.
-    const double logits = family.compiled ? loss_bytes : c;
-    const double saved = norm + softcap + logits * t * V / tp + kFp32 * t + 8.0 * t;
+    const double fused_logits = family.compiled ? loss_bytes : c;
+    const double saved = norm + softcap + fused_logits * t * V / tp + kFp32 * t + 8.0 * t;
     return {Bytes(saved), Bytes(c * t * V / tp)};
   }
   const double saved = norm + softcap + (kept + loss_bytes) * t * V / tp + 8.0 * t;
-  const double forward = (family.logits_kept ? 0.0 : c) + (family.loss_in_model_dtype ? 0.0 : kFp32);
-  const double transient = std::max(forward, 2.0 * loss_bytes) * t * V / tp;
+  const double forward =
+      (family.logits_kept && !family.logits_fp32 ? 0.0 : c) + (family.loss_in_model_dtype ? 0.0 : kFp32);
+  // A chunked loss (litgpt) holds its backward's dense gradients for one chunk at a time.
+  const double chunk = family.loss_chunk_positions > 0
+                           ? std::min(1.0, static_cast<double>(family.loss_chunk_positions) / static_cast<double>(tr.seq))
+                           : 1.0;
+  const double transient = std::max(forward, 2.0 * loss_bytes * chunk) * t * V / tp;
   return {Bytes(saved), Bytes(transient)};
 }
 }  // namespace

@@ -51,6 +51,8 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
      .fsdp_no_sync_accumulation = true,
      .loss_in_model_dtype = true,
      .logits_kept = true,
+     .output_fp32 = true,
+     .loss_chunk_positions = 128,
      .sdpa_only = true,
      .frozen_base_fp32 = true,
      .fsdp_gathers_fp32 = true,
@@ -60,7 +62,7 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
                "litgpt/model.py CausalSelfAttention.forward copies grouped K/V to every query head "
                "(expand + reshape up to v0.5.4, repeat_interleave after the rotary embedding from "
                "v0.5.5) and calls SDPA with is_causal; litgpt/utils.py chunked_cross_entropy "
-               "(cross_entropy over the head's dtype in chunks of 128 rows, no upcast, also at "
+               "(cross_entropy in chunks of 128 positions, no upcast of its own, also at "
                "8641822); finetune/full.py and lora.py keep `logits` in a local through "
                "fabric.backward; litgpt/finetune/lora.py (under *-mixed the model is fp32, the base frozen); QLoRA "
                "through lightning Fabric's BitsandbytesPrecision (4-bit head; the bitsandbytes release is "
@@ -69,9 +71,10 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
                "(torch >= 2.0); litgpt/scripts/convert_hf_checkpoint.py copies a tied checkpoint's "
                "embedding into lm_head.weight and the finetune scripts never tie it (train.tie_embeddings "
                "unsupported): an untied head; model.py has no dropout and one F.gelu; finetune/full.py "
-               "runs accumulating micro-batches under fabric.no_backward_sync (FSDP no_sync)",
-     .unmodelled = "litgpt's chunked cross-entropy only lowers the transient peak of the loss, "
-                   "which is priced as one pass"},
+               "runs accumulating micro-batches under fabric.no_backward_sync (FSDP no_sync); Fabric's "
+               "precision plugins return the model's floating outputs in fp32 (plugins/precision/half.py, "
+               "bitsandbytes.py convert_output: the default dtype), so the logits reach the loss as fp32",
+     .unmodelled = ""},
     {.library = Library::torchtune,
      .name = "torchtune",
      .kv_expanded = true,
@@ -227,6 +230,8 @@ OpListVariant op_variant(const Architecture& a, const Training& tr) {
   if (lib.kv_expanded) v.kv_always_repeated = true;
   if (lib.loss_in_model_dtype) v.loss_in_model_dtype = true;
   if (lib.logits_kept) v.logits_kept = true;
+  if (lib.output_fp32) v.logits_fp32 = true;
+  v.loss_chunk_positions = lib.loss_chunk_positions;
   if (lib.fused_loss) v.fused_loss = true;
   if (lib.one_kernel_gelu) v.one_kernel_gelu = true;
   if (tr.liger && tr.framework != Framework::megatron && runs_transformers_models(tr.library)) {

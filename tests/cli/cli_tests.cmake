@@ -263,14 +263,13 @@ run_case(explain_json 1 explain meta-llama/Llama-3.1-8B 4xA100-40GB
          --from ${CONFIGS}/litgpt-llama-3.1-8b-full.yaml --seq 4096 --json MATCH "\"schema\": \"trainplan.explain/1\"")
 string(JSON fits GET "${last_out}" fits)
 string(JSON nsug LENGTH "${last_out}" suggestions)
-# litgpt accumulates under FSDP's no_sync: every rank holds the whole model's bf16 gradients, which
-# torch.compile's savings do not cover; the fastest change is a smaller micro-batch, then an offload.
+# litgpt accumulates under FSDP's no_sync: every rank holds the whole model's bf16 gradients; the
+# fastest change that fits takes the micro-batch down to 1 (with torch.compile beside it).
 string(JSON first_option GET "${last_out}" suggestions 0 changes 0 option)
 string(JSON first_to GET "${last_out}" suggestions 0 changes 0 to)
 string(JSON first_verdict GET "${last_out}" suggestions 0 plan verdict)
-string(JSON second_option GET "${last_out}" suggestions 1 changes 0 option)
 if(fits OR nsug LESS 2 OR NOT first_option STREQUAL "micro-batch" OR NOT first_to STREQUAL "1"
-   OR first_verdict STREQUAL "no" OR NOT second_option STREQUAL "offload")
+   OR first_verdict STREQUAL "no")
   message("FAIL explain_json contents: fits=${fits} suggestions=${nsug} first=${first_option} ${first_to} ${first_verdict}")
   math(EXPR failures "${failures} + 1")
 endif()

@@ -139,5 +139,24 @@ TEST(Library, AnAmpereAttentionKernelOnHopperIsSaid) {
   EXPECT_FALSE(any_contains(notes("H100-80GB", "megatron"), "warp-level instructions"));
 }
 
+// litgpt's checkpoint conversion copies a tied embedding into lm_head.weight and its finetuning
+// never ties them again (scripts/convert_hf_checkpoint.py, finetune/*.py: train.tie_embeddings
+// unsupported): Llama 3.2 1B (tied, 128256 x 2048) carries its output layer as a parameter of its
+// own under litgpt, said in a note; under the Trainer it stays tied.
+TEST(Library, LitgptHoldsATiedOutputLayerAsItsOwnParameter) {
+  auto resolved = [](const std::string& library) {
+    std::vector<GivenValue> v = {{"model", "llama-3.2-1b", "model"}, {"library", library, "--library"}};
+    return ask({}, v, "A100-80GB").resolved;
+  };
+  const Resolved litgpt = resolved("litgpt");
+  const Resolved trainer = resolved("hf-trainer");
+  EXPECT_TRUE(trainer.model.arch.tie_embeddings);
+  EXPECT_FALSE(litgpt.model.arch.tie_embeddings);
+  EXPECT_EQ(model::count_parameters(litgpt.model.arch).total - model::count_parameters(trainer.model.arch).total,
+            128256LL * 2048);
+  EXPECT_TRUE(any_contains(litgpt.notes, "a copy of the tied input embedding"));
+  EXPECT_FALSE(any_contains(trainer.notes, "a copy of the tied input embedding"));
+}
+
 }  // namespace
 }  // namespace trainplan::request

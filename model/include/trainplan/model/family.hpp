@@ -84,6 +84,13 @@ struct OpListVariant {
   // The training loop holds the logits through backward (litgpt's finetune scripts keep `logits`
   // in a local while fabric.backward runs), beside what the loss saved.
   bool logits_kept = false;
+  // The model's logits reach the loop cast to fp32 (lightning Fabric's precision plugins return
+  // floating outputs in the default dtype), the model-dtype original freed: the loss and a kept
+  // copy hold fp32.
+  bool logits_fp32 = false;
+  // The loss runs in chunks of this many positions of every sequence (litgpt's
+  // chunked_cross_entropy), so its backward's dense gradients exist one chunk at a time; 0: one pass.
+  int loss_chunk_positions = 0;
   // One fused cross-entropy kernel (flash-attn's Triton cross_entropy, llm-foundry's loss_fn
   // fused_crossentropy): forward reads the logits once and keeps them with a per-row log-sum-exp,
   // backward reads them again and writes their gradient; no fp32 log-softmax.

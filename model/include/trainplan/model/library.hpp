@@ -56,6 +56,10 @@ struct LibraryTraits {
   bool loss_in_model_dtype = false;
   // The training loop keeps the logits alive through backward.
   bool logits_kept = false;
+  // The model's floating outputs come back cast to fp32 (OpListVariant::logits_fp32).
+  bool output_fp32 = false;
+  // Its cross-entropy runs in chunks of this many positions (OpListVariant::loss_chunk_positions).
+  int loss_chunk_positions = 0;
   // Its loss is one fused cross-entropy kernel (OpListVariant::fused_loss).
   bool fused_loss = false;
   // Its model code always calls torch's SDPA (no eager or flash-attn switch).
