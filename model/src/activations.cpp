@@ -260,9 +260,8 @@ HeadActivations head_activations(const Architecture& a, const Training& tr, cons
   const double forward =
       (family.logits_kept && !family.logits_fp32 ? 0.0 : c) + (family.loss_in_model_dtype ? 0.0 : kFp32);
   // A chunked loss (litgpt) holds its backward's dense gradients for one chunk at a time.
-  const double chunk = family.loss_chunk_positions > 0
-                           ? std::min(1.0, static_cast<double>(family.loss_chunk_positions) / static_cast<double>(tr.seq))
-                           : 1.0;
+  const double positions = static_cast<double>(family.loss_chunk_positions);
+  const double chunk = positions > 0.0 ? std::min(1.0, positions / static_cast<double>(tr.seq)) : 1.0;
   const double transient = std::max(forward, 2.0 * loss_bytes * chunk) * t * V / tp;
   return {Bytes(saved), Bytes(transient)};
 }
