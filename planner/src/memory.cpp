@@ -322,8 +322,7 @@ ModelStates stage_states(const Architecture& a, const model::ParameterCounts& n,
   using SB = model::ShardedBytes;
   const double td = trainable - trainable_e;
   const Bytes weights = held(sb.weights * td + frozen - frozen_e, sb.weights * trainable_e + frozen_e, &SB::weights);
-  const Bytes grads = tr.accumulates_unsharded_gradients() ? Bytes(unsharded_gradient_bytes(tr) * trainable)
-                                                           : held(sb.grads * td, sb.grads * trainable_e, &SB::grads);
+  const Bytes grads = held(sb.grads * td, sb.grads * trainable_e, &SB::grads);
   ms.optimizer_params = held(td, trainable_e, &SB::optimizer).value();
   const Bytes opt_side((sb.opt_grads + sb.master) * ms.optimizer_params);
   const Bytes moments(sb.optimizer * ms.optimizer_params);
@@ -354,11 +353,12 @@ ModelStates stage_states(const Architecture& a, const model::ParameterCounts& n,
     if (tr.framework == Framework::megatron && !offload_params)
       ms.weights -= Bytes(sb.weights * sp.block_linear * keep.weights);
   }
-  ms.gradients = offload_opt ? Bytes(0.0) : grads;
+  ms.gradients = ms.step_gradients = offload_opt ? Bytes(0.0) : grads;
+  if (tr.accumulates_unsharded_gradients() && !offload_opt)
+    ms.gradients = Bytes(unsharded_gradient_bytes(tr) * trainable);
   ms.optimizer = (offload_opt ? Bytes(0.0) : opt_side) + (offload_opt || paged ? Bytes(0.0) : moments);
   ms.host = (offload_params ? weights : Bytes(0.0)) + (offload_opt ? grads + opt_side + moments : Bytes(0.0)) +
             (paged && !offload_opt ? moments : Bytes(0.0));
-
   deepspeed_buffers(n, tr, trainable, mc, ms);
   if (tr.framework == Framework::deepspeed) ms.host = deepspeed_host_per_gpu(n, tr, l, mc);
   if (offload_params && tr.holds_reference()) ms.host += weights;
@@ -472,6 +472,7 @@ MemoryBreakdown stage_memory(const Architecture& a, const model::ParameterCounts
                                ? std::min(1.0, largest / static_cast<double>(ms.trainable))
                                : 1.0;
   const Bytes G = ms.gradients * in_flight;
+  const Bytes G_step = ms.step_gradients * in_flight;
   const Bytes base = ms.weights + ms.optimizer;
 
   const Bytes bwd_grads = grads_persist ? G : (A + g_start > G ? g_start : G);
@@ -480,7 +481,7 @@ MemoryBreakdown stage_memory(const Architecture& a, const model::ParameterCounts
 
   // The step's own allocations (foreach Adam's sqrt(v) for every parameter, optimizer_step.hpp).
   const Bytes step_tmp = optimizer_step_transient(tr, ms.optimizer_params * in_flight, largest);
-  const Bytes peak_step = base + G + step_tmp + persistent;
+  const Bytes peak_step = base + G_step + step_tmp + persistent;
 
   m.weights = ms.weights;
   m.optimizer = ms.optimizer;
@@ -492,7 +493,7 @@ MemoryBreakdown stage_memory(const Architecture& a, const model::ParameterCounts
     m.buffers = fwd_bwd + persistent;
   } else {
     m.peak_phase = "optimizer step";
-    m.gradients = G;
+    m.gradients = G_step;
     m.activations = Bytes(0.0);
     m.buffers = step_tmp + persistent;
   }
@@ -500,7 +501,7 @@ MemoryBreakdown stage_memory(const Architecture& a, const model::ParameterCounts
   // What each phase allocates and frees within the step: backward's activations, gathered units and
   // autocast copies; the step's temporaries and the gradients zero_grad(set_to_none) frees.
   const Bytes transient_bwd = bwd_act + fwd_bwd + (grads_persist ? Bytes(0.0) : bwd_grads);
-  const Bytes transient_step = step_tmp + (grads_persist ? Bytes(0.0) : G);
+  const Bytes transient_step = step_tmp + (grads_persist ? Bytes(0.0) : G_step);
   m.transient = backward_peak ? transient_bwd : transient_step;
   // Recomputation churns during backward only.
   const bool recompute = tr.checkpointing != Checkpointing::none && backward_peak;

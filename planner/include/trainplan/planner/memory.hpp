@@ -112,6 +112,9 @@ struct ModelStates {
   Bytes fp8_weights;     // of weights, the FP8 copies a Transformer Engine recipe keeps (model/fp8.hpp)
   double fp8_gathered = 0;  // parameters this rank gathers in FP8 (Training::fp8_param_gather)
   Bytes gradients;       // gradients as they stand after backward (sharded where the strategy does)
+  // The gradients the optimizer steps: `gradients`, except under FSDP's no_sync accumulation,
+  // whose unsharded gradients are reduce-scattered to these shards by the last backward.
+  Bytes step_gradients;
   Bytes optimizer;       // moments, master weights and fp32 gradient partitions on the GPU
   Bytes gather_buffers;  // DeepSpeed ZeRO-3: the largest layer's 16-bit params and grads in flight
   Bytes buckets;         // DeepSpeed ZeRO-1/2 gradient reduce bucket (not in its estimator)
