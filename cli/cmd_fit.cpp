@@ -27,10 +27,7 @@ std::string verdict(const request::Resolved& r, const model::ParameterCounts& n,
   if (f.candidates.empty())
     return fmt::format("{} — {} has no valid configuration on {}", verdict_look(planner::Verdict::no).headline,
                        s.what, s.where);
-  const planner::Candidate* k = f.recommended ? &f.candidates[*f.recommended] : &f.candidates.front();
-  if (!f.recommended)
-    for (const auto& x : f.candidates)
-      if (x.memory.device_total < k->memory.device_total) k = &x;
+  const planner::Candidate* k = &f.candidates[f.recommended ? *f.recommended : f.leanest.value_or(0)];
   s.plan = planner::plan_label(k->training, k->layout);
   if (!f.recommended) s.plan = "its leanest plan (" + s.plan + ")";
   std::optional<std::int64_t> pinned;

@@ -77,6 +77,12 @@ FitResult fit(const model::Architecture& a, const model::ParameterCounts& n, con
     }
     if (out.recommended) break;
   }
+  if (!out.recommended && !out.candidates.empty()) {
+    double least = out.candidates.front().memory.device_total.value();
+    for (const Candidate& k : out.candidates) least = std::min(least, k.memory.device_total.value());
+    for (std::size_t i = 0; i < out.candidates.size() && !out.leanest; ++i)
+      if (out.candidates[i].memory.device_total.value() <= (1.0 + kTieShare) * least) out.leanest = i;
+  }
   return out;
 }
 

@@ -30,6 +30,9 @@ struct FitResult {
   std::vector<Candidate> candidates;
   // Index into candidates: the fastest whose verdict is "fits"; when none is, the fastest "tight".
   std::optional<std::size_t> recommended;
+  // When none is recommended: the candidate that needs the least memory (those within 1 % of it a
+  // tie, the first in the enumeration's order: no offload before an offload that frees nothing).
+  std::optional<std::size_t> leanest;
   Bytes usable;                            // usable memory per GPU
 };
 
