@@ -31,12 +31,18 @@ Problem problem(const std::string& model, const std::string& cluster) {
   return p;
 }
 
+// A search over sequences of `seq` tokens for a global batch, keeping the `top` plans.
+SearchRequest ranked(std::int64_t seq, std::int64_t global_batch, std::size_t top) {
+  SearchRequest req;
+  req.base.seq = seq;
+  req.global_batch = global_batch;
+  req.top = top;
+  return req;
+}
+
 TEST(Search, PlansFitAreRankedAndHonourTheGlobalBatch) {
   const Problem p = problem("llama-3.1-8b", "2x8xA100-80GB");
-  SearchRequest req;
-  req.base.seq = 8192;
-  req.global_batch = 512;
-  req.top = 5;
+  const SearchRequest req = ranked(8192, 512, 5);
   const PlanResult r = search(p.a, p.n, p.c, req);
   ASSERT_EQ(r.plans.size(), 5u);
   EXPECT_GT(r.evaluated, r.fitting);
@@ -61,10 +67,7 @@ TEST(Search, PlansFitAreRankedAndHonourTheGlobalBatch) {
 // (Llama 3.1 8B at 8k tokens on 8 A100-40GBs, where every plan needs some checkpointing).
 TEST(Search, TorchtitanSearchesItsPerOpCheckpointing) {
   const Problem p = problem("llama-3.1-8b", "8xA100-40GB");
-  SearchRequest req;
-  req.base.seq = 8192;
-  req.global_batch = 64;
-  req.top = 40;
+  SearchRequest req = ranked(8192, 64, 40);
   auto policies = [&](Library lib) {
     req.base.library = lib;
     std::set<Checkpointing> seen;
