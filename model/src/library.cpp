@@ -79,11 +79,14 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
      .name = "torchtune",
      .kv_expanded = true,
      .sdpa_only = true,
+     .fsdp_version = 2,
      .source = "pytorch/torchtune v0.6.1 torchtune/modules/attention.py:285-291 (grouped K/V "
                "k.unsqueeze(2).expand(...).flatten(1, 2), a copy at every query head, then SDPA); "
                "torchtune/training/precision.py (_set_float32_precision is never called by a "
                "recipe: TF32 off); torchtune/modules/loss/ce_chunked_output_loss.py "
-               "(CEWithChunkedOutputLoss: 8 output chunks, each upcast to fp32)",
+               "(CEWithChunkedOutputLoss: 8 output chunks, each upcast to fp32); "
+               "torchtune/training/_distributed.py shard_model (fully_shard on every layer and the "
+               "root, no mixed-precision policy: the model is bf16)",
      .unmodelled = "torchtune's chunked output projection and loss (8 chunks, each upcast) are "
                    "priced as one fp32 loss over the whole logits"},
     {.library = Library::axolotl,
@@ -97,9 +100,13 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
                    "are not priced"},
     {.library = Library::torchtitan,
      .name = "torchtitan",
+     .fsdp_version = 2,
+     .fsdp2_reduces_fp32 = true,
      .source = "pytorch/torchtitan torchtitan/models/llama3/model/model.py (grouped K/V through "
                "SDPA's enable_gqa from v0.2.2, PR #2259; repeat_kv copies up to v0.2.1); no TF32 "
-               "switch",
+               "switch; parallelize_llama.py apply_fsdp (fully_shard on every block and the root) "
+               "with config_manager.py mixed_precision_param bfloat16 and mixed_precision_reduce "
+               "float32 (@e7c0cae L221-231)",
      .unmodelled = "torchtitan's own model code is priced as transformers' modeling files (its "
                    "compile, float8 and per-op checkpointing through --compile, --fp8 torchao-* and "
                    "--checkpointing selective-op)"},

@@ -75,6 +75,11 @@ bool Training::accumulates_unsharded_gradients() const {
          library_traits(library).fsdp_no_sync_accumulation;
 }
 
+double Training::fsdp_reduce_bytes() const {
+  if (runs_fsdp2() && is_mixed(precision) && library_traits(library).fsdp2_reduces_fp32) return 4.0;
+  return compute_bytes(precision);
+}
+
 bool Training::computes_in_gathered_16bit() const {
   return gathers_parameters() && is_mixed(precision) && !library_traits(library).fsdp_gathers_fp32;
 }

@@ -310,7 +310,7 @@ double gradient_comm_bytes(const model::Training& tr) {
       return compute_bytes(tr.precision);
     case Framework::pytorch:
       if (is_fsdp(tr.strategy) || tr.strategy == Strategy::zero2 || tr.strategy == Strategy::zero3)
-        return compute_bytes(tr.precision);
+        return tr.fsdp_reduce_bytes();
       return param_bytes(tr.precision);
   }
   return compute_bytes(tr.precision);

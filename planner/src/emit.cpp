@@ -262,6 +262,25 @@ std::string accelerate_fsdp(const model::Training& t, const model::Architecture&
           "_no_split_modules; set fsdp_transformer_layer_cls_to_wrap if it has none",
           a.family));
   }
+  if (t.fsdp_version == 2) {
+    // accelerate's FSDP2 keys (utils/dataclasses.py FullyShardedDataParallelPlugin): sharding is
+    // reshard_after_forward; HSDP needs a parallelism_config replicate size, not written here.
+    if (t.strategy == Strategy::fsdp_hybrid)
+      refuse("accelerate", "accelerate's FSDP2 runs hybrid sharding through parallelism_config "
+                           "(dp_replicate_size), which this config does not write; plan with {fsdp-version} 1");
+    return fmt::format(
+        "distributed_type: FSDP\n"
+        "fsdp_config:\n"
+        "  fsdp_version: 2\n"
+        "  fsdp_reshard_after_forward: {}\n"
+        "{}"
+        "  fsdp_offload_params: {}\n"
+        "  fsdp_state_dict_type: SHARDED_STATE_DICT\n"
+        "  fsdp_cpu_ram_efficient_loading: true\n"
+        "  fsdp_activation_checkpointing: {}\n",
+        yaml_bool(t.strategy != Strategy::fsdp_grad_op), wrap, yaml_bool(t.offload == Offload::optimizer_params),
+        yaml_bool(t.checkpointing != Checkpointing::none));
+  }
   return fmt::format(
       "distributed_type: FSDP\n"
       "fsdp_config:\n"
@@ -356,6 +375,8 @@ Emitted emit_trainer(const Estimate& e, const hardware::Cluster& c, const EmitCo
     if (t.fsdp_wrap == FsdpWrap::block) fsdp += " auto_wrap";
     if (t.offload == Offload::optimizer_params) fsdp += " offload";
     args += fmt::format(" --fsdp \"{}\"", fsdp);
+    // fsdp_config's "version" (transformers training_args.py); its default became 2 with PR #45640.
+    if (t.fsdp_version == 2) args += " --fsdp_config '{\"version\": 2}'";
   } else if (t.offload != Offload::none) {
     refuse("torchrun", "DDP cannot offload the optimizer; plan with {strategy} zero1/zero2/zero3 "
                        "(DeepSpeed) or FSDP");

@@ -76,6 +76,12 @@ LayerPath layer_path(const BlockCompute& blk, Seconds recompute, const LayerComm
           recompute + tp.recompute * tp_expose + cp.recompute_exposed};
 }
 
+// FSDP2's copy kernels of one micro-batch, forward and backward, at the HBM rate (fsdp2_copies).
+std::pair<Seconds, Seconds> fsdp2_copy_time(const TermInputs& in, const DataParallelBytes& b, const ComputeDevice& d) {
+  const Fsdp2Copies copies = fsdp2_copies(in, b);
+  return {memory_bound_time(d, copies.forward), memory_bound_time(d, copies.backward)};
+}
+
 }  // namespace
 
 Evaluator::Evaluator(model::Architecture a, model::ParameterCounts n, hardware::Cluster c,
@@ -284,16 +290,17 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
   const ContextParallelComm cpc = context_parallel_comm(in, blk.attention_forward);
   const double tp_expose = tp_exposed_share(tr, tp, blk.gemm_forward, blk.gemm_backward, tc_.tp_overlap);
 
-  // The slowest pipeline stage, one micro-batch: GPU work, host work, each phase the longer. The
-  // last stage also runs the multi-token prediction modules' blocks (Architecture::mtp_layers).
+  // The slowest pipeline stage, one micro-batch, GPU or host work the longer (the last runs Architecture::mtp_layers).
   const double layers_stage = std::ceil(dbl(a_.total_layers()) / l.pp) + dbl(a_.mtp_layers);
   const Seconds recompute_layer = blk.recompute(tr.checkpointing);
   const auto [layer_fwd, layer_bwd, layer_rec] = layer_path(blk, recompute_layer, tp, moe, cpc, tp_expose, 1.0 - tc_.tp_overlap);
-  Seconds edges_mb = edge.head_forward + edge.head_backward;
+  const DataParallelBytes dpb = data_parallel_bytes(in, out.memory.states);
+  const auto [copies_fwd, copies_bwd] = fsdp2_copy_time(in, dpb, device(tr));
+  Seconds edges_mb = edge.head_forward + edge.head_backward + copies_fwd + copies_bwd;
   if (l.pp == 1) edges_mb += edge.embedding_forward + edge.embedding_backward;
   const StageHost host = stage_host(blk, edge, tr, layers_stage, l.pp == 1, tc_);
-  const Seconds gpu_fwd_mb = layer_fwd * layers_stage + edge.head_forward;
-  const Seconds gpu_bwd_mb = (layer_bwd + layer_rec) * layers_stage + edge.head_backward;
+  const Seconds gpu_fwd_mb = layer_fwd * layers_stage + edge.head_forward + copies_fwd;
+  const Seconds gpu_bwd_mb = (layer_bwd + layer_rec) * layers_stage + edge.head_backward + copies_bwd;
   const Seconds host_fwd_ex = pos(host.forward - gpu_fwd_mb) + pos(edge.head_host_synchronized - edge.head_forward);
   const Seconds host_bwd_ex = pos(host.backward - gpu_bwd_mb);
   const Seconds stage_fwd_mb = gpu_fwd_mb + host_fwd_ex;
@@ -301,15 +308,14 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
   out.stage_micro_batch = (layer_fwd + layer_bwd + layer_rec) * layers_stage + edges_mb +
                           tp.edge * tp_expose + host_fwd_ex + host_bwd_ex;
   const Seconds memory_bound_mb =
-      (blk.elementwise_forward + blk.elementwise_backward) * layers_stage +
-      edge.head_memory_bound + (l.pp == 1 ? edge.embedding_memory_bound : Seconds(0.0));
+      (blk.elementwise_forward + blk.elementwise_backward) * layers_stage + edge.head_memory_bound +
+      (l.pp == 1 ? edge.embedding_memory_bound : Seconds(0.0)) + copies_fwd + copies_bwd;
 
   // Communication, each term adding its transfers and returning what it exposes.
   Seconds exposed = record_layer_comm(sink, in, tp_expose, tp, moe, layers_stage);
   exposed += record_context_parallel(sink, in, cpc, layers_stage);
   Seconds bubble;
   exposed += pipeline_term(sink, in, out.stage_micro_batch, bubble);
-  const DataParallelBytes dpb = data_parallel_bytes(in, out.memory.states);
   exposed += data_parallel_term(sink, in, dpb, stage_fwd_mb, stage_bwd_mb, layers_stage, options_.zero_plus_plus);
 
   // Optimizer step and offload.

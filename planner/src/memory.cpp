@@ -382,12 +382,36 @@ MemoryBreakdown memory(const Architecture& a, const model::ParameterCounts& n, c
 
 namespace {
 
-// PyTorch's buffers of one stage: {alive through forward and backward, alive all step}.
-std::pair<Bytes, Bytes> pytorch_buffers(const Architecture& a, const Training& tr, const Layout& l,
-                                        const StageParams& sp, const ModelStates& ms) {
+// A framework's buffers of one stage.
+struct StageBuffers {
+  Bytes fwd_bwd;     // alive through forward and backward
+  Bytes persistent;  // alive all step
+  // Reserved by another stream's pool and free at the peak: the compute stream cannot use it.
+  Bytes other_stream_cache;
+};
+
+// FSDP2 beside FSDP1 (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py, _fsdp_param_group.py,
+// PyTorch 2.4-2.11): each unit is gathered into one flat all-gather output allocated on the
+// copy-in stream and copied out into the parameters on the compute stream; in forward that output
+// is held until the next unit's all-gather is issued (AllGatherState), so one unit's gathered bytes
+// more are alive. Each unit's gradients are copied (chunk_cat) into one flat reduce-scatter input
+// in the reduce dtype before they are freed, and that input is held until the next unit's
+// reduce-scatter (ReduceScatterState): the unit's gradients in both dtypes. The copy-in stream's
+// pool keeps the largest all-gather output it served, the root's (embeddings, head) where that is
+// the largest unit; at the peak only a block's is in use.
+void add_fsdp2_buffers(const Training& tr, const StageParams& sp, double unit_gathered, double unit_grads,
+                       StageBuffers& b) {
+  const double root_gathered = tr.fsdp_wrap == FsdpWrap::none ? 0.0 : unsharded_gradient_bytes(tr) * sp.root;
+  b.fwd_bwd += Bytes(unit_gathered + tr.fsdp_reduce_bytes() * unit_grads);
+  b.other_stream_cache = Bytes(std::max(0.0, root_gathered - unit_gathered));
+}
+
+// PyTorch's buffers of one stage.
+StageBuffers pytorch_buffers(const Architecture& a, const Training& tr, const Layout& l, const StageParams& sp,
+                             const ModelStates& ms) {
   const double c = compute_bytes(tr.precision);
-  Bytes fwd_bwd;
-  Bytes persistent;
+  StageBuffers out;
+  Bytes& fwd_bwd = out.fwd_bwd;
   if (tr.gathers_parameters()) {
     // FSDP gathers each unit in the compute dtype; the root (embeddings, head) is not resharded
     // after forward, and the next unit is prefetched. Without a wrap policy, or with
@@ -400,10 +424,14 @@ std::pair<Bytes, Bytes> pytorch_buffers(const Architecture& a, const Training& t
     // WeightWithDynamicFloat8CastTensor.fsdp_post_all_gather); norms and the root stay 16-bit.
     const double g = unsharded_gradient_bytes(tr);
     const double fp8_share = model::fp8_gathers(tr) && sp.all > sp.root ? sp.block_linear / (sp.all - sp.root) : 0.0;
-    const double gathered = blocks * (fp8_share * 1.0 + (1.0 - fp8_share) * g) + g * sp.root;
+    const double per_param = fp8_share * 1.0 + (1.0 - fp8_share) * g;
+    const double gathered = blocks * per_param + g * sp.root;
     // Unsharded gradients of the unit being reduced.
     const double unit_grads = (tr.fsdp_wrap == FsdpWrap::none ? sp.all : sp.largest_unit) * trained_share(tr, ms, sp);
     fwd_bwd = Bytes(gathered + g * unit_grads);
+    if (tr.runs_fsdp2())
+      add_fsdp2_buffers(tr, sp, tr.fsdp_wrap == FsdpWrap::none ? gathered : sp.largest_unit * per_param, unit_grads,
+                        out);
   } else if (is_mixed(tr.precision)) {
     // Autocast keeps a 16-bit copy of every fp32 linear weight it casts, saved for backward.
     // Partial fine-tuning: only the trained (fp32) share of them.
@@ -423,8 +451,8 @@ std::pair<Bytes, Bytes> pytorch_buffers(const Architecture& a, const Training& t
     fwd_bwd += Bytes(model::dequantized_bytes_per_weight(tr) * largest / l.tp);
   }
   if (tr.strategy == Strategy::ddp && l.replicas() > 1)  // DDP buckets: gradient_as_bucket_view=False
-    persistent = ms.gradients;
-  return {fwd_bwd, persistent};
+    out.persistent = ms.gradients;
+  return out;
 }
 
 // Megatron FSDP's buffers alive through forward and backward under zero3 (optim_grads_params): the
@@ -448,9 +476,9 @@ MemoryBreakdown stage_memory(const Architecture& a, const model::ParameterCounts
   const double grad_bytes = ms.grad_bytes_per_param;
 
   // Buffers alive through forward and backward, and all step.
-  auto [fwd_bwd, persistent] =
+  auto [fwd_bwd, persistent, other_stream_cache] =
       tr.framework == Framework::pytorch ? pytorch_buffers(a, tr, l, sp, ms)
-                                         : std::pair<Bytes, Bytes>{megatron_fsdp_buffers(tr, sp), Bytes(0.0)};
+                                         : StageBuffers{megatron_fsdp_buffers(tr, sp), Bytes(0.0), Bytes(0.0)};
   persistent += ms.gather_buffers + ms.buckets;
   // The reference forward runs after the policy's, whose activations and logits are alive: its
   // logits (one row of the vocabulary shard per token, in the compute dtype) add to them until
@@ -505,7 +533,7 @@ MemoryBreakdown stage_memory(const Architecture& a, const model::ParameterCounts
   m.transient = backward_peak ? transient_bwd : transient_step;
   // Recomputation churns during backward only.
   const bool recompute = tr.checkpointing != Checkpointing::none && backward_peak;
-  m.allocator_cache = allocator_cache(m.peak_allocated, m.transient, recompute, mc);
+  m.allocator_cache = allocator_cache(m.peak_allocated, m.transient, recompute, mc) + other_stream_cache;
   m.reserved = m.peak_allocated + m.allocator_cache;
   m.outside_torch = mc.cuda_context + (l.world > 1 ? mc.nccl : Bytes(0.0));
   m.overhead = m.outside_torch + m.allocator_cache;

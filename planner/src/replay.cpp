@@ -404,6 +404,9 @@ ReplayPlan replay_plan(const model::Architecture& a, const model::ParameterCount
   if (tr.checkpointing == Checkpointing::selective_op)
     throw InputError("checkpointing selective-op (torchtitan's per-op policy) is not replayed: the replay "
                      "checkpoints whole blocks; replay with selective or full");
+  if (tr.runs_fsdp2())
+    throw InputError("FSDP2 (fsdp_version 2) is not replayed: the replay runs FSDP1's collectives on flat units, "
+                     "not fully_shard's copy-in and copy-out; replay with fsdp_version 1");
   if (model::op_variant(a, tr).compiled)
     throw InputError("torch.compile (compile) is not replayed: the replay runs the eager ops, not Inductor's fused "
                      "kernels");

@@ -280,6 +280,8 @@ std::int64_t grad_accum_for(std::int64_t global_batch, std::int64_t micro_batch,
 
 std::string plan_label(const model::Training& tr, const Layout& l) {
   std::string s = l.world == 1 ? "single GPU" : strategy_words(tr.strategy);
+  // PyTorch's fully_shard: "FSDP2 full-shard", "ZeRO-3 (FSDP2)".
+  if (l.world > 1 && tr.runs_fsdp2()) s = is_fsdp(tr.strategy) ? "FSDP2" + s.substr(4) : s + " (FSDP2)";
   const Placement dpg = data_parallel_group(l);
   if (l.dp > 1 && dpg.nodes > 1)
     s += fmt::format(" across {} {}", dpg.nodes,

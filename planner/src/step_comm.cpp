@@ -368,6 +368,14 @@ DataParallelBytes data_parallel_bytes(const TermInputs& in, const ModelStates& m
   return out;
 }
 
+Fsdp2Copies fsdp2_copies(const TermInputs& in, const DataParallelBytes& b) {
+  if (!in.tr.runs_fsdp2() || in.l.replicas() <= 1) return {};
+  const bool regather = in.tr.strategy != Strategy::fsdp_grad_op && in.tr.strategy != Strategy::zero2;
+  const Bytes copy_out = b.params * 2.0;
+  const Bytes copy_in = b.grads + Bytes(b.psi * in.c);
+  return {copy_out, (regather ? copy_out : Bytes(0.0)) + copy_in * (gradient_reductions(in) / in.md)};
+}
+
 Seconds data_parallel_term(TermSink& sink, const TermInputs& in, const DataParallelBytes& b,
                            Seconds stage_fwd, Seconds stage_bwd, double layers,
                            bool zero_plus_plus) {

@@ -123,6 +123,17 @@ struct ContextParallelComm {
 
 [[nodiscard]] DataParallelBytes data_parallel_bytes(const TermInputs& in, const ModelStates& ms);
 
+// FSDP2's copies on the compute stream, bytes read and written per micro-batch
+// (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py): each all-gather's copy-out
+// (split_with_sizes_copy) reads the flat all-gather output and writes the parameters; each
+// reduce-scatter's copy-in (chunk_cat) reads the unsharded gradients and writes the flat input in
+// the reduce dtype. FSDP1 gathers into and reduces from its flat parameter: none. Zero without
+// data-parallel replicas, as data_parallel_term.
+struct Fsdp2Copies {
+  Bytes forward, backward;
+};
+[[nodiscard]] Fsdp2Copies fsdp2_copies(const TermInputs& in, const DataParallelBytes& b);
+
 [[nodiscard]] Seconds data_parallel_term(TermSink& sink, const TermInputs& in, const DataParallelBytes& b,
                            Seconds stage_fwd, Seconds stage_bwd, double layers,
                            bool zero_plus_plus);

@@ -94,6 +94,7 @@ Json plan_json(const planner::Estimate& e, std::optional<double> tokens) {
   j["optimizer_impl"] = std::string(to_string(t.optimizer_impl));
   j["optimizer_impl_resolved"] = std::string(to_string(t.optimizer_implementation()));
   j["fsdp_wrap"] = std::string(to_string(t.fsdp_wrap));
+  if (t.gathers_parameters()) j["fsdp_version"] = t.fsdp_version;
   if (t.method != Method::full) {
     std::string targets;
     for (const auto& x : t.lora.targets) targets += (targets.empty() ? "" : ",") + x;

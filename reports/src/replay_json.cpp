@@ -65,6 +65,7 @@ constexpr std::array kTrainingKeys{
     TrainingKey{"attention", KeyType::text, false},
     TrainingKey{"optimizer_impl", KeyType::text, false},
     TrainingKey{"fsdp_wrap", KeyType::text, false},
+    TrainingKey{"fsdp_version", KeyType::integer, false},
     TrainingKey{"lora_rank", KeyType::integer, false},
     TrainingKey{"lora_alpha", KeyType::number, false},
     TrainingKey{"lora_dropout", KeyType::number, false},
@@ -182,6 +183,10 @@ void read_parallelism(ObjectReader& r, model::Training& t) {
   if (const auto m = r.optional_boolean("optimizer_in_backward")) t.optimizer_in_backward = *m;
   if (const auto m = r.optional_boolean("liger")) t.liger = *m;
   if (const auto m = r.optional_boolean("compile")) t.compile = *m;
+  if (r.has("fsdp_version")) {
+    t.fsdp_version = int_key(r, "fsdp_version", 1);
+    if (t.fsdp_version > 2) throw InputError(fmt::format("{}: key 'fsdp_version' must be 1 or 2", r.what()));
+  }
   if (r.has("galore_rank")) t.galore_rank = int_key(r, "galore_rank", 1);
   if (const auto spec = r.optional_string("trainable")) t.partial = model::parse_trained_subset(*spec, "trainable");
 }
@@ -503,6 +508,7 @@ Json training_json(const model::Training& t) {
               {"framework", std::string(to_string(t.framework))},
               {"attention", std::string(to_string(t.attention))},
               {"fsdp_wrap", std::string(to_string(t.fsdp_wrap))},
+              {"fsdp_version", t.fsdp_version},
               {"frozen_base_fp32", t.frozen_base_fp32},
               {"micro_batch", t.micro_batch},
               {"grad_accum", t.grad_accum},

@@ -49,7 +49,11 @@ void read_fsdp(const Json& j, Reader& r) {
   r.set("framework", "pytorch", "distributed_type", j.at("distributed_type"));
   const Json f = section(j, "fsdp_config");
   const std::string p = "fsdp_config";
-  const std::int64_t version = r.integer(f, "fsdp_version", p, "", 1).value_or(1);
+  // fsdp_version 2 wraps with fully_shard (FSDP2); 1, FullyShardedDataParallel, when absent.
+  set_fsdp_version(r, f, "fsdp_version", p);
+  if (!f.contains("fsdp_version"))
+    r.set("fsdp-version", "1", "(no fsdp_config.fsdp_version: accelerate's FullyShardedDataParallel)", "");
+  const bool fully_shard = r.read().find("fsdp-version") && r.read().find("fsdp-version")->value == "2";
   if (f.contains("fsdp_sharding_strategy")) {
     set_sharding(f.at("fsdp_sharding_strategy"), p + ".fsdp_sharding_strategy", r);
   } else if (f.contains("fsdp_reshard_after_forward")) {
@@ -63,7 +67,7 @@ void read_fsdp(const Json& j, Reader& r) {
       set_sharding(v, p + ".fsdp_reshard_after_forward", r);
   } else {
     r.set("strategy", "fsdp-full", "distributed_type",
-          version == 2 ? "FSDP (fsdp_version 2 reshards after forward by default)"
+          fully_shard ? "FSDP (fsdp_version 2 reshards after forward by default)"
                        : "FSDP (sharding strategy FULL_SHARD by default)");
   }
   if (const auto off = r.boolean(f, "fsdp_offload_params", p, "offload"))

@@ -632,6 +632,9 @@ void read_sharding(const Json& j, Reader& r) {
                 f.at("fsdp_sharding_strategy"), "a sharding strategy trainplan does not model");
     if (!r.read().find("strategy"))
       r.set("strategy", "fsdp-full", "fsdp_config", "(FSDP, full sharding by default)");
+    // fsdp_version (top level, or fsdp_config's older spelling) 2: accelerate's fully_shard.
+    set_fsdp_version(r, f, "fsdp_version", "fsdp_config");
+    set_fsdp_version(r, j, "fsdp_version", "");
   }
   if (j.contains("deepspeed") && !j.at("deepspeed").is_null()) {
     r.set("framework", "deepspeed", "deepspeed", j.at("deepspeed"));

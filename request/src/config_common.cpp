@@ -277,6 +277,14 @@ void set_trainer_fsdp(Reader& r, const std::string& key, const Json& raw) {
   }
 }
 
+void set_fsdp_version(Reader& r, const Json& obj, const std::string& key, const std::string& prefix) {
+  const auto version = r.integer(obj, key, prefix, "fsdp-version", 1);
+  if (!version) return;
+  if (*version > 2)
+    r.fail(join_key(prefix, key), obj.at(key), "must be 1 (FullyShardedDataParallel) or 2 (fully_shard)");
+  r.set("fsdp-version", std::to_string(*version), join_key(prefix, key), obj.at(key));
+}
+
 // transformers training_args.py __post_init__: "if (self.torch_compile_mode is not None or
 // self.torch_compile_backend is not None) and not self.torch_compile: self.torch_compile = True";
 // axolotl core/builders/base.py _configure_torch_compile passes its truthy torch_compile ("auto"

@@ -140,6 +140,9 @@ void set_attn_implementation(Reader& r, const Json& j);
 void set_optimizer_name(Reader& r, const std::string& key, const Json& raw, bool any_case = false);
 // A Trainer `fsdp` value ("full_shard auto_wrap offload" or a list of those words).
 void set_trainer_fsdp(Reader& r, const std::string& key, const Json& raw);
+// The FSDP version `obj` gives under `key` (1: FullyShardedDataParallel, 2: fully_shard) as
+// fsdp-version; anything else refused by name.
+void set_fsdp_version(Reader& r, const Json& obj, const std::string& key, const std::string& prefix);
 
 void read_deepspeed(const Json& j, Reader& r);
 void read_accelerate(const Json& j, Reader& r);

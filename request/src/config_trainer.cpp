@@ -122,6 +122,11 @@ void read_training_arguments(const Json& j, Reader& r) {
   if (j.contains("fsdp") && !j.at("fsdp").is_null() && j.at("fsdp") != "" &&
       j.at("fsdp") != Json::array())
     set_trainer_fsdp(r, "fsdp", j.at("fsdp"));
+  // fsdp_config's "version" (training_args.py _process_fsdp_args). Left out, the Trainer's default:
+  // FSDP1 up to transformers PR #45640 (merged 2026-04-24), FSDP2 after it; answered with the
+  // library's (1), which the option's help says.
+  if (j.contains("fsdp_config") && j.at("fsdp_config").is_object())
+    set_fsdp_version(r, j.at("fsdp_config"), "version", "fsdp_config");
   if (j.contains("deepspeed") && !j.at("deepspeed").is_null()) {
     r.set("framework", "deepspeed", "deepspeed", j.at("deepspeed"));
     r.unresolved("strategy", "deepspeed", j.at("deepspeed"), "read that DeepSpeed config with another --from");

@@ -194,6 +194,15 @@ constexpr Detail kDetails[] = {
      "DeepSpeed FusedAdam, CPU Adam when offloaded), foreach, fused (AdamW(fused=True)), "
      "for-loop, deepspeed-fused, deepspeed-cpu. Changes the step's time and its transient "
      "memory (foreach holds sqrt(v) for every parameter)."},
+    {"fsdp-version",
+     "1: FullyShardedDataParallel, one flat parameter per unit, gathered straight into it. 2: "
+     "fully_shard (FSDP2), per-parameter shards gathered through one flat buffer and copied out on "
+     "the compute stream, gradients copied into one flat reduce-scatter input: one unit's gathered "
+     "bytes and its gradients in the reduce dtype more at a time, and those copies' time; "
+     "torchtitan reduces in fp32. torchtitan and torchtune always run FSDP2; accelerate's and "
+     "axolotl's fsdp_version and the Trainer's fsdp_config version say which. transformers' "
+     "Trainer runs FSDP2 when fsdp_config leaves the version out after its PR #45640 (April "
+     "2026), FSDP1 before; left out, 1 is answered."},
     {"fsdp-wrap",
      "block: one FSDP unit per transformer block (only one block gathered at a time); none: "
      "the whole model is one unit."},

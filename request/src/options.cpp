@@ -480,6 +480,21 @@ std::vector<Option> parallel_options() {
   v.push_back(choice<FsdpWrap>(describe("fsdp-wrap", "POLICY", "FSDP wrap", "parallelism",
                                         "block (one unit per transformer block) | none (whole model)", "block"),
                                [](auto& r) -> auto& { return r.training.fsdp_wrap; }));
+  return v;
+}
+
+// How PyTorch and DeepSpeed shard, and how wide plan may go.
+std::vector<Option> sharding_options() {
+  std::vector<Option> v;
+  v.push_back(applies(integer(describe("fsdp-version", "N", "FSDP version", "parallelism",
+                                       "PyTorch's FSDP: 1 FullyShardedDataParallel, 2 fully_shard", "the library's"),
+                              1, 2, [](auto& r) -> auto& { return r.training.fsdp_version; }),
+                      [](const Request& r, unsigned cmd) {
+                        const bool searched = cmd != command::estimate && !r.has("strategy") &&
+                                              r.training.framework == Framework::pytorch;
+                        return r.training.gathers_parameters() || searched;
+                      },
+                      "where PyTorch shards the parameters (fsdp-*, or zero2/zero3 under --framework pytorch)"));
   v.push_back(only(applies(flag(describe("zero-plus-plus", "", "ZeRO++", "parallelism",
                                          "DeepSpeed ZeRO++ (quantized gathers, hpZ, qgZ)", "off"),
                                 [](auto& r) -> auto& { return r.zero_plus_plus; }),
@@ -640,8 +655,8 @@ std::vector<Option> cluster_and_output_options() {
 std::vector<Option> build() {
   std::vector<Option> all;
   for (auto part : {model_and_method(), kernel_options(), objective_options(), deepspeed_precision_options(),
-                    adapter_options(), parallel_options(), megatron_options(), batch_and_memory_options(),
-                    cluster_and_output_options()})
+                    adapter_options(), parallel_options(), sharding_options(), megatron_options(),
+                    batch_and_memory_options(), cluster_and_output_options()})
     for (auto& o : part) all.push_back(std::move(o));
   add_option_details(all);
   return all;

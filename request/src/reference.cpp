@@ -158,6 +158,15 @@ model::Training read_training(const Json& v, const std::string& what,
   if (const auto f = r.optional_enumeration<Fp8Recipe>("fp8")) t.fp8 = *f;
   t.fp8_param_gather = r.optional_boolean("fp8_param_gather").value_or(false);
   if (const auto w = r.optional_enumeration<FsdpWrap>("fsdp_wrap")) t.fsdp_wrap = *w;
+  // PyTorch's FSDP: the library's (torchtitan and torchtune run fully_shard) unless the case says.
+  t.fsdp_version = model::library_traits(t.library).fsdp_version;
+  if (const auto version = r.optional_integer("fsdp_version", 1, 2)) {
+    if (!t.gathers_parameters())
+      throw InputError(r.what() + ": key 'fsdp_version' is given but PyTorch does not shard the parameters " +
+                       "(strategy '" + std::string(to_string(t.strategy)) + "', framework '" +
+                       std::string(to_string(t.framework)) + "')");
+    t.fsdp_version = static_cast<int>(*version);
+  }
   if (const auto i = r.optional_enumeration<OptimizerImpl>("optimizer_impl")) t.optimizer_impl = *i;
   t.zero_init = r.optional_boolean("zero_init").value_or(true);
   t.frozen_base_fp32 = r.optional_boolean("frozen_base_fp32").value_or(false);

@@ -115,6 +115,20 @@ run_case(frozen_base_without_adapters 0 fit 7b A100 --frozen-base-fp32 ERR "warn
 run_case(quant_block_without_qlora 0 fit 7b A100 --quant-block 128 ERR "warning: --quant-block 128 ignored: it applies with --method qlora")
 run_case(bitsandbytes_without_qlora 0 fit 7b A100 --bitsandbytes 0.42.0 ERR "warning: --bitsandbytes 0.42.0 ignored: it applies with --method qlora")
 run_case(bitsandbytes_in_json 0 estimate llama-2-7b A10G --library litgpt --method qlora --bitsandbytes 0.42 --json MATCH "\"bitsandbytes\": \"0.42.0\"" "\"qlora_stack\": \"lightning\"")
+run_case(fsdp_version_without_fsdp 0 estimate 7b 4xA100 --strategy ddp --fsdp-version 2 ERR "warning: --fsdp-version 2 ignored: it applies where PyTorch shards the parameters")
+run_case(fsdp_version_in_json 0 estimate llama-3.1-8b 8xH100 --library torchtitan --strategy fsdp-full --json MATCH "\"fsdp_version\": 2")
+run_case(fsdp_version_in_label 0 estimate llama-3.1-8b 8xH100 --library torchtitan --strategy fsdp-full MATCH "FSDP2 full-shard")
+# FSDP2 written by --emit accelerate reads back as FSDP2 (fsdp_version, fsdp_reshard_after_forward).
+run_case(fsdp2_emit 0 estimate llama-3.1-8b 8xH100 --strategy fsdp-grad-op --fsdp-version 2 --emit accelerate
+         MATCH "fsdp_version: 2" "fsdp_reshard_after_forward: false")
+file(WRITE ${WORK}/fsdp2-emitted.yaml "${last_out}")
+run_case(fsdp2_emit_read_back 0 estimate llama-3.1-8b 8xH100 --from ${WORK}/fsdp2-emitted.yaml
+         MATCH "fsdp-version 2 +<- fsdp_config.fsdp_version = 2" "strategy fsdp-grad-op +<- fsdp_config.fsdp_reshard_after_forward = false"
+               "FSDP2 grad-op")
+run_case(fsdp2_emit_hybrid_refused 2 estimate llama-3.1-8b 2x8xH100 --strategy fsdp-hybrid --fsdp-version 2 --emit accelerate
+         ERR "accelerate's FSDP2 runs hybrid sharding through parallelism_config" "--fsdp-version 1")
+run_case(fsdp2_emit_trainer 0 estimate llama-3.1-8b 8xH100 --strategy fsdp-full --fsdp-version 2 --emit torchrun
+         MATCH "--fsdp_config '{\"version\": 2}'")
 run_case(mtp_layers_without_megatron 0 estimate deepseek-v2-lite A100 --method lora --mtp-layers 1 ERR "warning: --mtp-layers 1 ignored: it applies with --framework megatron")
 run_case(moe_capacity_without_megatron 0 estimate mixtral-8x7b 8xH100 --moe-capacity-factor 1.25 ERR "warning: --moe-capacity-factor 1.25 ignored: it applies with --framework megatron")
 run_case(moe_capacity_dense_model 0 estimate llama-2-7b 8xH100 --framework megatron --moe-capacity-factor 1.25 ERR "warning: --moe-capacity-factor 1.25 ignored: model 'llama-2-7b' has no experts")

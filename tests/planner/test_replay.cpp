@@ -622,4 +622,19 @@ TEST(Replay, PerOpCheckpointingIsRefusedByName) {
   }
 }
 
+// FSDP2 gathers through a flat buffer and copies out on the compute stream; the replay runs FSDP1's
+// collectives on flat units, so fully_shard is refused by name, not replayed as FSDP1.
+TEST(Replay, Fsdp2IsRefusedByName) {
+  const Subject s = subject("llama-3.2-1b", "8xH100-80GB");
+  model::Training tr;
+  tr.strategy = Strategy::fsdp_full;
+  tr.fsdp_version = 2;
+  try {
+    (void)plan_of(s, tr);
+    ADD_FAILURE() << "FSDP2 replayed";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("FSDP2 (fsdp_version 2) is not replayed"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace trainplan::planner

@@ -27,6 +27,8 @@ TEST(ConfigFile, BadFilesAreRefusedByName) {
       {"bad-ds-offload-param-stage2.json",
        {"bad-ds-offload-param-stage2.json", "offload_param", "stage 3"}},
       {"bad-accelerate-tpu.yaml", {"bad-accelerate-tpu.yaml", "distributed_type", "\"TPU\""}},
+      {"bad-accelerate-fsdp-version.yaml",
+       {"bad-accelerate-fsdp-version.yaml", "fsdp_config.fsdp_version", "3", "must be 1"}},
       {"bad-litgpt-batch.yaml",
        {"bad-litgpt-batch.yaml", "train.global_batch_size", "6", "micro_batch_size"}},
       {"bad-yaml-syntax.yaml", {"bad-yaml-syntax.yaml", "invalid YAML", "line"}},

@@ -69,6 +69,11 @@ struct LibraryTraits {
   // Its FSDP under a *-mixed precision gathers the parameters in fp32 and autocasts them
   // (Training::computes_in_gathered_16bit); elsewhere FSDP gathers them in the compute dtype.
   bool fsdp_gathers_fp32 = false;
+  // Its PyTorch FSDP: 1, FullyShardedDataParallel; 2, fully_shard (Training::fsdp_version).
+  int fsdp_version = 1;
+  // Its FSDP2 mixed-precision policy reduces the gradients in fp32 (MixedPrecisionPolicy
+  // reduce_dtype); elsewhere in the dtype they were computed in (reduce_dtype None).
+  bool fsdp2_reduces_fp32 = false;
   // Its LayerNorm runs in the compute dtype with autocast off (llm-foundry's LPLayerNorm), where
   // autocast would run F.layer_norm in fp32 over an upcast copy of a 16-bit input.
   bool low_precision_norm = false;

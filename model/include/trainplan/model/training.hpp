@@ -91,6 +91,12 @@ struct Training {
   Quant quant = Quant::nf4;
   std::int64_t quant_block = 64;  // bitsandbytes blocksize: weights per absmax constant (4-bit)
   FsdpWrap fsdp_wrap = FsdpWrap::block;
+  // PyTorch's FSDP: 1, FullyShardedDataParallel (a flat parameter per unit, gathered straight into
+  // it; frees behind recordStream); 2, fully_shard (PyTorch >= 2.4: per-parameter dim-0 shards
+  // gathered through one flat buffer and copied out on the compute stream, gradients copied into
+  // one flat reduce-scatter input; no recordStream). Set from the library unless given
+  // (LibraryTraits::fsdp_version); read where PyTorch gathers the parameters (gathers_parameters).
+  int fsdp_version = 1;
   // The training library (model/library.hpp) and the engine whose accounting holds (its default).
   Library library = Library::hf_trainer;
   Framework framework = Framework::pytorch;
@@ -167,6 +173,12 @@ struct Training {
     return framework == Framework::pytorch &&
            (is_fsdp(strategy) || strategy == Strategy::zero3 || strategy == Strategy::zero2);
   }
+  // FSDP2 (fully_shard) gathering them.
+  [[nodiscard]] bool runs_fsdp2() const { return gathers_parameters() && fsdp_version == 2; }
+  // Bytes per gradient element PyTorch's sharded data parallelism reduce-scatters: the dtype the
+  // gradients were computed in, or fp32 where the library's FSDP2 policy reduces in fp32
+  // (LibraryTraits::fsdp2_reduces_fp32: torchtitan's mixed_precision_reduce).
+  [[nodiscard]] double fsdp_reduce_bytes() const;
   // Under mixed precision it gathers them in the compute dtype (FSDP MixedPrecision(param_dtype):
   // accelerate's FullyShardedDataParallelPlugin.set_mixed_precision, Composer's DEFAULT and PURE,
   // torchtitan's MixedPrecisionPolicy): the block computes with 16-bit weights, so autocast casts

@@ -163,7 +163,8 @@ struct LinkModel {
 
 // Bytes per element of reduced gradients: Megatron and PyTorch DDP reduce the fp32 main gradients
 // under mixed precision; DeepSpeed (communication_data_type) and FSDP's MixedPrecision reduce in
-// the 16-bit compute dtype (accelerate's bf16/fp16 FSDP policy).
+// the 16-bit compute dtype (accelerate's bf16/fp16 FSDP policy), or fp32 where a library's FSDP2
+// policy says so (Training::fsdp_reduce_bytes).
 [[nodiscard]] double gradient_comm_bytes(const model::Training& tr);
 // nccl-tests' name of that element type: "float" for 4 bytes, else the 16-bit compute dtype.
 [[nodiscard]] std::string_view gradient_comm_dtype(const model::Training& tr);
