@@ -71,7 +71,7 @@ int parse_bitsandbytes_release(std::string_view text, std::string_view what) {
 }
 
 bool Training::accumulates_unsharded_gradients() const {
-  return framework == Framework::pytorch && is_fsdp(strategy) && grad_accum > 1 &&
+  return framework == Framework::pytorch && is_fsdp(strategy) && grad_accum > 1 && !sync_each_batch &&
          library_traits(library).fsdp_no_sync_accumulation;
 }
 

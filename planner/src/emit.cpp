@@ -381,6 +381,8 @@ Emitted emit_trainer(const Estimate& e, const hardware::Cluster& c, const EmitCo
     refuse("torchrun", "DDP cannot offload the optimizer; plan with {strategy} zero1/zero2/zero3 "
                        "(DeepSpeed) or FSDP");
   }
+  if (t.sync_each_batch && !uses_deepspeed(t))
+    args += " --accelerator_config '{\"gradient_accumulation_kwargs\": {\"sync_each_batch\": true}}'";
   args += " --attn_implementation " + hf_attention(t.attention);
   out.text = launcher + args + "\n";
   if (t.precision == Precision::fp16_mixed)
@@ -613,6 +615,9 @@ Emitted emit_accelerate(const Estimate& e, const hardware::Cluster& c, const mod
         "per-device batch {} with gradient accumulation {}: Accelerator(gradient_accumulation_steps="
         "{}) in the script (global batch {})",
         t.micro_batch, t.grad_accum, t.grad_accum, checked_global_batch(e)));
+  if (t.sync_each_batch)
+    out.notes.push_back("sync each batch: Accelerator(gradient_accumulation_plugin=GradientAccumulationPlugin("
+                        "num_steps=..., sync_each_batch=True)) in the script");
   if (t.precision == Precision::fp16_mixed)
     out.notes.push_back("fp16-mixed: the loss is scaled dynamically (accelerate's torch.amp.GradScaler)");
   note_script_changes(t, out.notes);

@@ -195,7 +195,7 @@ void add_data_parallel_collectives(Components& out, const model::Architecture& a
         break;
       case Strategy::ddp:
         bucketed(Collective::all_reduce, CommPurpose::data_parallel_gradients,
-                 "data-parallel gradient all_reduce", 1.0);
+                 "data-parallel gradient all_reduce", tr.sync_each_batch ? md : 1.0);
         break;
       case Strategy::zero1:
       case Strategy::zero2: {

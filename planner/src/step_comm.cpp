@@ -28,7 +28,7 @@ using hardware::Collective;
 }
 
 // DDP: the gradients all-reduced in buckets (gradient_buckets), overlapped with the last
-// micro-batch's backward, or after backward.
+// micro-batch's backward, or after backward; after every micro-batch's with sync_each_batch.
 Seconds ddp_term(TermSink& sink, const TermInputs& in, const DataParallelBytes& b,
                  Seconds bwd_last) {
   const Placement dpg = data_parallel_group(in.l);
@@ -40,9 +40,11 @@ Seconds ddp_term(TermSink& sink, const TermInputs& in, const DataParallelBytes& 
   const Seconds t =
       bucket * k.full + collective_time(in.links, Collective::all_reduce, dpg, k.rest, dtype);
   const Seconds ex = overlaps_gradient_reduce(in.tr, in.tc) ? std::max(bucket, t - bwd_last) : t;
+  // Under no_sync only the last micro-batch reduces; with sync_each_batch every one does.
+  const double reductions = in.tr.sync_each_batch ? in.md : 1.0;
   sink.add(Transfer::all_reduce, CommPurpose::data_parallel_gradients, tier_of(in.links, dpg),
-           dpg.ranks, v.all_reduce, t, ex);
-  return ex;
+           dpg.ranks, v.all_reduce * reductions, t * reductions, ex * reductions);
+  return ex * reductions;
 }
 
 // ZeRO-1/2: gradients reduce-scattered (every micro-batch under ZeRO-2), overlapped with backward

@@ -674,6 +674,7 @@ void read_axolotl(const Json& j, Reader& r) {
   read_precision_and_kernels(j, r);
   read_axolotl_liger(j, r);
   read_torch_compile(j, r);
+  read_accelerator_config(j, r);
   read_sharding(j, r);
   read_defaults_and_unpriced(j, r);
   for (const auto& [k, v] : j.items())

@@ -285,6 +285,22 @@ void set_fsdp_version(Reader& r, const Json& obj, const std::string& key, const 
   r.set("fsdp-version", std::to_string(*version), join_key(prefix, key), obj.at(key));
 }
 
+// transformers training_args.py (AcceleratorConfig.gradient_accumulation_kwargs, handed to accelerate's
+// GradientAccumulationPlugin) and trainer.py's loop, which skips no_sync when sync_each_batch is set.
+void read_accelerator_config(const Json& j, Reader& r) {
+  if (!j.contains("accelerator_config") || j.at("accelerator_config").is_null()) return;
+  const Json& a = j.at("accelerator_config");
+  if (!a.is_object()) {
+    r.warn("accelerator_config given as a string (a JSON file's path or text): not read");
+    return;
+  }
+  const Json g = section(a, "gradient_accumulation_kwargs");
+  if (const auto sync = r.boolean(g, "sync_each_batch", "accelerator_config.gradient_accumulation_kwargs",
+                                  "sync-each-batch"))
+    r.set("sync-each-batch", *sync ? "true" : "false",
+          "accelerator_config.gradient_accumulation_kwargs.sync_each_batch", g.at("sync_each_batch"));
+}
+
 // transformers training_args.py __post_init__: "if (self.torch_compile_mode is not None or
 // self.torch_compile_backend is not None) and not self.torch_compile: self.torch_compile = True";
 // axolotl core/builders/base.py _configure_torch_compile passes its truthy torch_compile ("auto"

@@ -143,6 +143,10 @@ void set_trainer_fsdp(Reader& r, const std::string& key, const Json& raw);
 // The FSDP version `obj` gives under `key` (1: FullyShardedDataParallel, 2: fully_shard) as
 // fsdp-version; anything else refused by name.
 void set_fsdp_version(Reader& r, const Json& obj, const std::string& key, const std::string& prefix);
+// TrainingArguments' accelerator_config (an object; axolotl passes its own through):
+// gradient_accumulation_kwargs.sync_each_batch as sync-each-batch. A JSON string or file path is
+// said in a warning, not read.
+void read_accelerator_config(const Json& j, Reader& r);
 
 void read_deepspeed(const Json& j, Reader& r);
 void read_accelerate(const Json& j, Reader& r);

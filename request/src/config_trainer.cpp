@@ -144,6 +144,7 @@ void read_training_arguments(const Json& j, Reader& r) {
   if (const auto liger = r.boolean(j, "use_liger_kernel", "", "liger"))
     r.set("liger", *liger ? "true" : "false", "use_liger_kernel", j.at("use_liger_kernel"));
   read_torch_compile(j, r);
+  read_accelerator_config(j, r);
   read_trl_model_config(j, r);
   read_trl_preference(j, r);
   std::vector<std::string_view> known(kOtherKeys.begin(), kOtherKeys.end());

@@ -10,7 +10,9 @@
 
 namespace trainplan::request {
 
-std::string text_excerpt(const std::string& s) { return s.size() > 40 ? s.substr(0, 37) + "..." : s; }
+std::string text_excerpt(const std::string& s) {
+  return s.size() > 80 ? s.substr(0, 38) + "..." + s.substr(s.size() - 39) : s;
+}
 
 namespace {
 

@@ -18,6 +18,24 @@ std::vector<Option> sharding_options() {
                         return r.training.gathers_parameters() || strategy_searched;
                       },
                       "where PyTorch shards the parameters (fsdp-*, or zero2/zero3 under --framework pytorch)"));
+  v.push_back(applies(flag(describe("sync-each-batch", "", "Sync each batch", "parallelism",
+                                    "accelerate's GradientAccumulationPlugin(sync_each_batch=True): every micro-batch "
+                                    "reduces the gradients (FSDP keeps them sharded, DDP all-reduces each time)",
+                                    "off: no_sync until the last micro-batch"),
+                           [](auto& r) -> auto& { return r.training.sync_each_batch; }),
+                      [](const Request& r, unsigned cmd) {
+                        const model::Training& t = r.training;
+                        const Library l = t.library;
+                        const bool accelerate_loop =
+                            l == Library::hf_trainer || l == Library::accelerate || l == Library::trl ||
+                            l == Library::axolotl;
+                        const bool data_parallel = t.strategy == Strategy::ddp || t.gathers_parameters() ||
+                                                   (cmd != command::estimate && !r.has("strategy"));
+                        return accelerate_loop && t.framework == Framework::pytorch && t.grad_accum > 1 &&
+                               data_parallel;
+                      },
+                      "with --grad-accum above 1, DDP or PyTorch FSDP, under accelerate's accumulation "
+                      "(hf-trainer, accelerate, trl, axolotl)"));
   v.push_back(only(applies(flag(describe("zero-plus-plus", "", "ZeRO++", "parallelism",
                                          "DeepSpeed ZeRO++ (quantized gathers, hpZ, qgZ)", "off"),
                                 [](auto& r) -> auto& { return r.zero_plus_plus; }),

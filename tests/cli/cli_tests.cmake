@@ -129,6 +129,9 @@ run_case(fsdp2_emit_hybrid_refused 2 estimate llama-3.1-8b 2x8xH100 --strategy f
          ERR "accelerate's FSDP2 runs hybrid sharding through parallelism_config" "--fsdp-version 1")
 run_case(fsdp2_emit_trainer 0 estimate llama-3.1-8b 8xH100 --strategy fsdp-full --fsdp-version 2 --emit torchrun
          MATCH "--fsdp_config '{\"version\": 2}'")
+run_case(sync_each_batch_without_accumulation 0 estimate 7b 4xA100 --strategy ddp --sync-each-batch ERR "warning: --sync-each-batch true ignored: it applies with --grad-accum above 1")
+run_case(sync_each_batch_emit 0 estimate llama-3.1-8b 8xH100 --strategy fsdp-full --grad-accum 4 --sync-each-batch --emit torchrun
+         MATCH "--accelerator_config '{\"gradient_accumulation_kwargs\": {\"sync_each_batch\": true}}'")
 run_case(mtp_layers_without_megatron 0 estimate deepseek-v2-lite A100 --method lora --mtp-layers 1 ERR "warning: --mtp-layers 1 ignored: it applies with --framework megatron")
 run_case(moe_capacity_without_megatron 0 estimate mixtral-8x7b 8xH100 --moe-capacity-factor 1.25 ERR "warning: --moe-capacity-factor 1.25 ignored: it applies with --framework megatron")
 run_case(moe_capacity_dense_model 0 estimate llama-2-7b 8xH100 --framework megatron --moe-capacity-factor 1.25 ERR "warning: --moe-capacity-factor 1.25 ignored: model 'llama-2-7b' has no experts")

@@ -378,5 +378,41 @@ TEST(Communication, NoSyncAccumulationHoldsUnshardedGradientsAndReducesOnce) {
   EXPECT_DOUBLE_EQ(reduce_scatter(trainer) * 4.0, reduce_scatter(foundry));
 }
 
+// accelerate's GradientAccumulationPlugin(sync_each_batch=True): the Trainer's loop runs no
+// micro-batch under no_sync (trainer.py: "We sync the gradients in the following cases: 1.
+// sync_each_batch set to True ..."). Under FSDP each rank then keeps its gradients sharded and
+// reduce-scatters every micro-batch, as llm-foundry does (the test above); under DDP it all-reduces
+// every micro-batch instead of the last one only: 4 times the bytes at 4 micro-batches.
+TEST(Communication, SyncEachBatchReducesEveryMicroBatch) {
+  const model::Architecture a = test::catalog().resolve_model("llama-3.1-8b").arch;
+  const model::ParameterCounts n = model::count_parameters(a);
+  const hardware::Cluster c = test::catalog().resolve_cluster("8xH100-80GB", std::nullopt).cluster;
+  auto run = [&](Library library, Strategy strategy, bool sync) {
+    model::Training t;
+    t.library = library;
+    t.strategy = strategy;
+    t.precision = Precision::bf16_true;
+    t.grad_accum = 4;
+    t.seq = 1024;
+    t.sync_each_batch = sync;
+    return Evaluator(a, n, c).estimate(t);
+  };
+  auto sent = [](const Estimate& e, const std::string& collective) {
+    double bytes = 0.0;
+    for (const CommunicationItem& x : e.communication)
+      if (x.collective == collective) bytes += x.bytes.value();
+    return bytes;
+  };
+  const Estimate synced = run(Library::hf_trainer, Strategy::fsdp_full, true);
+  const Estimate foundry = run(Library::llm_foundry, Strategy::fsdp_full, false);
+  EXPECT_DOUBLE_EQ(synced.memory.gradients.value(), 2.0 * static_cast<double>(n.total) / 8.0);
+  EXPECT_DOUBLE_EQ(sent(synced, "reduce_scatter"), sent(foundry, "reduce_scatter"));
+  const Estimate ddp = run(Library::hf_trainer, Strategy::ddp, false);
+  const Estimate ddp_synced = run(Library::hf_trainer, Strategy::ddp, true);
+  EXPECT_GT(sent(ddp, "all_reduce"), 0.0);
+  EXPECT_DOUBLE_EQ(sent(ddp_synced, "all_reduce"), 4.0 * sent(ddp, "all_reduce"));
+  EXPECT_GT(ddp_synced.time.communication_exposed.value(), ddp.time.communication_exposed.value());
+}
+
 }  // namespace
 }  // namespace trainplan::planner

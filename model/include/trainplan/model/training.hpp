@@ -122,6 +122,11 @@ struct Training {
   // (torchtune/training/memory.py register_optim_in_bwd_hooks; PyTorch's "fusing the optimizer
   // step into the backward pass"). Gradients never all exist at once; needs grad_accum 1.
   bool optimizer_in_backward = false;
+  // accelerate's GradientAccumulationPlugin(sync_each_batch=True) (a TrainingArguments'
+  // accelerator_config gradient_accumulation_kwargs): every micro-batch's backward reduces the
+  // gradients instead of accumulating them under no_sync (accelerator.py accumulate; transformers'
+  // trainer.py training loop): DDP all-reduces each micro-batch, FSDP keeps its gradients sharded.
+  bool sync_each_batch = false;
   // DeepSpeed's bf16.bf16_master_weights_and_grads: the optimizer's master weights and its gradient
   // partition in bf16 instead of fp32; bf16_optimizer_states: its moments too (needs the first).
   // DeepSpeed runtime/config.py asserts both need bf16 and ZeRO stage 1-3 (DeepSpeed PR #7700).
@@ -168,6 +173,7 @@ struct Training {
   // micro-batch's backward reduce-scatters it (torch.distributed.fsdp FullyShardedDataParallel.no_sync:
   // "FSDP will accumulate the full model gradients (instead of gradient shards) until the eventual
   // sync").
+  // Not under accelerate's GradientAccumulationPlugin(sync_each_batch=True) (sync_each_batch).
   [[nodiscard]] bool accumulates_unsharded_gradients() const;
   [[nodiscard]] bool gathers_parameters() const {
     return framework == Framework::pytorch &&

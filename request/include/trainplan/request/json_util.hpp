@@ -20,8 +20,9 @@ namespace trainplan::request {
 
 using Json = nlohmann::json;
 
-// A value or text as a message shows it: at most 40 characters, whatever the input holds (a
-// value's text is built only as far as it is shown, so a deep or huge value costs nothing).
+// A value or text as a message shows it: at most 40 characters of a value, whatever the input
+// holds (its text is built only as far as it is shown, so a deep or huge value costs nothing); at
+// most 80 of a text such as a key's path, its start and its end (the key itself) of a longer one.
 [[nodiscard]] std::string json_excerpt(const Json& v);
 [[nodiscard]] std::string text_excerpt(const std::string& s);
 
