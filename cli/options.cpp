@@ -18,8 +18,8 @@ void add_request_options(CLI::App& app, CommandLine& line, unsigned cmd) {
   }
   app.add_option("--from", line.from,
                  "training options from config files: DeepSpeed JSON, accelerate YAML, PEFT "
-                 "adapter_config.json, TrainingArguments JSON, litgpt/torchtune/axolotl YAML, torchrun or "
-                 "Megatron command lines (flags override them)")
+                 "adapter_config.json, TrainingArguments JSON, litgpt/torchtune/axolotl YAML, torchtitan TOML, "
+                 "torchrun or Megatron command lines (flags override them)")
       ->type_name("FILE");
 }
 

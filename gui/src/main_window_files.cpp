@@ -61,7 +61,7 @@ void MainWindow::openModelConfig() {
 void MainWindow::openTrainingConfig() {
   const QString path = QFileDialog::getOpenFileName(
       this, QStringLiteral("Open a training config"), {},
-      QStringLiteral("Training configs (*.json *.yaml *.yml *.sh *.txt);;All files (*)"));
+      QStringLiteral("Training configs (*.json *.yaml *.yml *.toml *.sh *.txt);;All files (*)"));
   if (path.isEmpty()) return;
   loadTrainingConfig(path);
 }

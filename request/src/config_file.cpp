@@ -123,6 +123,7 @@ constexpr Kind kTorchtune{"torchtune config", "torchtune", config::read_torchtun
 constexpr Kind kLitgpt{"litgpt config", "litgpt finetune", config::read_litgpt};
 constexpr Kind kAxolotl{"axolotl config", "axolotl", config::read_axolotl};
 constexpr Kind kLlamaFactory{"LLaMA-Factory config", "LLaMA-Factory", config::read_llamafactory};
+constexpr Kind kTorchtitan{"torchtitan config", "torchtitan job config", config::read_torchtitan};
 
 ConfigRead read_as(const Kind& k, const Json& j, ConfigRead out) {
   out.kind = k.kind;
@@ -173,6 +174,12 @@ ConfigRead read_yaml_kind(const Json& j, ConfigRead out) {
                    "TrainingArguments)");
 }
 
+ConfigRead read_toml_kind(const Json& j, ConfigRead out) {
+  if (has_any(j, {"training", "parallelism", "job"})) return read_as(kTorchtitan, j, std::move(out));
+  throw InputError(out.path + ": TOML that is not a training config trainplan reads (a torchtitan job config, "
+                              "with [training] or [parallelism])");
+}
+
 }  // namespace
 
 namespace {
@@ -189,6 +196,8 @@ ConfigRead read_any_kind(const std::string& text, const std::string& path) {
     return read_json_kind(j, std::move(out));
   }
   if (looks_like_command(text)) return read_command(text, std::move(out));
+  if (path.ends_with(".toml") || config::looks_like_toml(text))
+    return read_toml_kind(config::toml_to_json(text, path), std::move(out));
   return read_yaml_kind(config::yaml_to_json(text, path), std::move(out));
 }
 

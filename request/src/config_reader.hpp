@@ -154,6 +154,11 @@ void read_peft(const Json& j, Reader& r);
 void read_training_arguments(const Json& j, Reader& r);
 void read_litgpt(const Json& j, Reader& r);
 void read_torchtune(const Json& j, Reader& r);
+void read_torchtitan(const Json& j, Reader& r);  // config_torchtitan.cpp
+// TOML as JSON (toml_reader.cpp): the subset training configs use; errors name file and line.
+[[nodiscard]] Json toml_to_json(const std::string& text, const std::string& path);
+// Whether a file's first statement is TOML's (a [table] header or `key = value`).
+[[nodiscard]] bool looks_like_toml(const std::string& text);
 void read_axolotl(const Json& j, Reader& r);
 void read_axolotl_liger(const Json& j, Reader& r);  // config_common.cpp
 // TrainingArguments' torch_compile (and axolotl's, which passes it on, "auto" included): the

@@ -1,5 +1,5 @@
 // Mutated real training configs into --from: every reader (DeepSpeed, accelerate, PEFT,
-// TrainingArguments, litgpt, torchtune, axolotl, Megatron and torchrun command lines) must answer
+// TrainingArguments, litgpt, torchtune, axolotl, torchtitan TOML, Megatron and torchrun command lines) must answer
 // each file with exit 0, 1 or 2 and a message, never a signal, a hang, an internal error (exit 3),
 // more than 2 s or more than 1 GiB of memory.
 //
@@ -49,12 +49,13 @@ const std::vector<std::string>& hostile_tokens() {
   return v;
 }
 
-// A value of the file (what follows a ':' or a flag, up to the end of its line, a ',' or a space)
+// A value of the file (what follows a ':', a TOML '=' or a flag, up to the end of its line, a ',' or a space)
 // replaced by a hostile token: the file still parses, and the reader's checks meet the token.
 std::string replace_value(Rng& rng, std::string s) {
   std::vector<std::size_t> starts;
   for (std::size_t i = 0; i + 1 < s.size(); ++i)
-    if ((s[i] == ':' || (s[i] == ' ' && i > 0 && s[i - 1] != ' ')) && s[i + 1] == ' ') starts.push_back(i + 2);
+    if ((s[i] == ':' || s[i] == '=' || (s[i] == ' ' && i > 0 && s[i - 1] != ' ')) && s[i + 1] == ' ')
+      starts.push_back(i + 2);
   if (starts.empty()) return s;
   const std::size_t at = starts[below(rng, starts.size())];
   std::size_t end = at;
