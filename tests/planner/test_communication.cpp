@@ -344,6 +344,28 @@ TEST(Communication, EstimateSaysWhichTimesTheProfileMeasured) {
   for (const CommunicationItem& x : sheet.communication) EXPECT_EQ(x.source, "datasheet");
 }
 
+// Llama-3.1-8B in bf16 on 8 H100s, 4 micro-batches of 1,024 tokens: the accumulation setups below.
+Estimate accumulating(Library library, Strategy strategy, bool sync_each_batch = false) {
+  const model::Architecture a = test::catalog().resolve_model("llama-3.1-8b").arch;
+  const hardware::Cluster c = test::catalog().resolve_cluster("8xH100-80GB", std::nullopt).cluster;
+  model::Training t;
+  t.library = library;
+  t.strategy = strategy;
+  t.precision = Precision::bf16_true;
+  t.grad_accum = 4;
+  t.seq = 1024;
+  t.sync_each_batch = sync_each_batch;
+  return Evaluator(a, model::count_parameters(a), c).estimate(t);
+}
+
+// The bytes an estimate's transfers of one collective send per step.
+double sent(const Estimate& e, const std::string& collective) {
+  double bytes = 0.0;
+  for (const CommunicationItem& x : e.communication)
+    if (x.collective == collective) bytes += x.bytes.value();
+  return bytes;
+}
+
 // FSDP with gradient accumulation under transformers' Trainer (and Lightning Fabric) runs every
 // micro-batch but the last under no_sync: each unit's gradient accumulates unsharded and is
 // reduce-scattered once a step (torch FullyShardedDataParallel.no_sync docstring; transformers
@@ -352,30 +374,14 @@ TEST(Communication, EstimateSaysWhichTimesTheProfileMeasured) {
 // bf16-true, 8 ranks, 4 micro-batches: the Trainer holds all 8.03e9 gradients in bf16 on each rank
 // and sends a quarter of llm-foundry's reduce-scatter bytes.
 TEST(Communication, NoSyncAccumulationHoldsUnshardedGradientsAndReducesOnce) {
-  const model::Architecture a = test::catalog().resolve_model("llama-3.1-8b").arch;
-  const model::ParameterCounts n = model::count_parameters(a);
-  const hardware::Cluster c = test::catalog().resolve_cluster("8xH100-80GB", std::nullopt).cluster;
-  auto run = [&](Library library) {
-    model::Training t;
-    t.library = library;
-    t.strategy = Strategy::fsdp_full;
-    t.precision = Precision::bf16_true;
-    t.grad_accum = 4;
-    t.seq = 1024;
-    return Evaluator(a, n, c).estimate(t);
-  };
-  auto reduce_scatter = [](const Estimate& e) {
-    double bytes = 0.0;
-    for (const CommunicationItem& x : e.communication)
-      if (x.collective == "reduce_scatter") bytes += x.bytes.value();
-    return bytes;
-  };
-  const Estimate trainer = run(Library::hf_trainer);
-  const Estimate foundry = run(Library::llm_foundry);
-  EXPECT_DOUBLE_EQ(trainer.memory.gradients.value(), 2.0 * static_cast<double>(n.total));
-  EXPECT_DOUBLE_EQ(foundry.memory.gradients.value(), 2.0 * static_cast<double>(n.total) / 8.0);
-  EXPECT_GT(reduce_scatter(foundry), 0.0);
-  EXPECT_DOUBLE_EQ(reduce_scatter(trainer) * 4.0, reduce_scatter(foundry));
+  const double params = static_cast<double>(
+      model::count_parameters(test::catalog().resolve_model("llama-3.1-8b").arch).total);
+  const Estimate trainer = accumulating(Library::hf_trainer, Strategy::fsdp_full);
+  const Estimate foundry = accumulating(Library::llm_foundry, Strategy::fsdp_full);
+  EXPECT_DOUBLE_EQ(trainer.memory.gradients.value(), 2.0 * params);
+  EXPECT_DOUBLE_EQ(foundry.memory.gradients.value(), 2.0 * params / 8.0);
+  EXPECT_GT(sent(foundry, "reduce_scatter"), 0.0);
+  EXPECT_DOUBLE_EQ(sent(trainer, "reduce_scatter") * 4.0, sent(foundry, "reduce_scatter"));
 }
 
 // accelerate's GradientAccumulationPlugin(sync_each_batch=True): the Trainer's loop runs no
@@ -384,31 +390,14 @@ TEST(Communication, NoSyncAccumulationHoldsUnshardedGradientsAndReducesOnce) {
 // reduce-scatters every micro-batch, as llm-foundry does (the test above); under DDP it all-reduces
 // every micro-batch instead of the last one only: 4 times the bytes at 4 micro-batches.
 TEST(Communication, SyncEachBatchReducesEveryMicroBatch) {
-  const model::Architecture a = test::catalog().resolve_model("llama-3.1-8b").arch;
-  const model::ParameterCounts n = model::count_parameters(a);
-  const hardware::Cluster c = test::catalog().resolve_cluster("8xH100-80GB", std::nullopt).cluster;
-  auto run = [&](Library library, Strategy strategy, bool sync) {
-    model::Training t;
-    t.library = library;
-    t.strategy = strategy;
-    t.precision = Precision::bf16_true;
-    t.grad_accum = 4;
-    t.seq = 1024;
-    t.sync_each_batch = sync;
-    return Evaluator(a, n, c).estimate(t);
-  };
-  auto sent = [](const Estimate& e, const std::string& collective) {
-    double bytes = 0.0;
-    for (const CommunicationItem& x : e.communication)
-      if (x.collective == collective) bytes += x.bytes.value();
-    return bytes;
-  };
-  const Estimate synced = run(Library::hf_trainer, Strategy::fsdp_full, true);
-  const Estimate foundry = run(Library::llm_foundry, Strategy::fsdp_full, false);
-  EXPECT_DOUBLE_EQ(synced.memory.gradients.value(), 2.0 * static_cast<double>(n.total) / 8.0);
+  const double params = static_cast<double>(
+      model::count_parameters(test::catalog().resolve_model("llama-3.1-8b").arch).total);
+  const Estimate synced = accumulating(Library::hf_trainer, Strategy::fsdp_full, true);
+  const Estimate foundry = accumulating(Library::llm_foundry, Strategy::fsdp_full);
+  EXPECT_DOUBLE_EQ(synced.memory.gradients.value(), 2.0 * params / 8.0);
   EXPECT_DOUBLE_EQ(sent(synced, "reduce_scatter"), sent(foundry, "reduce_scatter"));
-  const Estimate ddp = run(Library::hf_trainer, Strategy::ddp, false);
-  const Estimate ddp_synced = run(Library::hf_trainer, Strategy::ddp, true);
+  const Estimate ddp = accumulating(Library::hf_trainer, Strategy::ddp);
+  const Estimate ddp_synced = accumulating(Library::hf_trainer, Strategy::ddp, true);
   EXPECT_GT(sent(ddp, "all_reduce"), 0.0);
   EXPECT_DOUBLE_EQ(sent(ddp_synced, "all_reduce"), 4.0 * sent(ddp, "all_reduce"));
   EXPECT_GT(ddp_synced.time.communication_exposed.value(), ddp.time.communication_exposed.value());
