@@ -68,7 +68,7 @@ void run_fit(const request::Catalog& catalog, const request::Request& q) {
   for (std::size_t i = 0; i < f.candidates.size(); ++i) {
     const auto& k = f.candidates[i];
     const auto& m = k.memory;
-    t.add({strategy_label(k.training.strategy) +
+    t.add({strategy_label(k.training) +
                (k.training.ep > 1 ? fmt::format(" EP{}", k.training.ep) : std::string()) +
                (f.recommended == i ? " *" : ""),
            std::string(to_string(k.training.checkpointing)), std::string(to_string(k.training.offload)),

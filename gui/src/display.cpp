@@ -64,6 +64,8 @@ QString strategy_label(Strategy s) {
   return QString::fromUtf8(name.data(), static_cast<qsizetype>(name.size()));
 }
 
+QString strategy_label(const model::Training& t) { return QString::fromStdString(model::strategy_name(t)); }
+
 namespace {
 
 struct TermText {

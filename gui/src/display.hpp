@@ -12,6 +12,7 @@
 #include "trainplan/core/enum_table.hpp"
 #include "trainplan/core/modes.hpp"
 #include "trainplan/core/units.hpp"
+#include "trainplan/model/training.hpp"
 
 namespace trainplan::gui {
 
@@ -31,6 +32,7 @@ namespace trainplan::gui {
 [[nodiscard]] QString count_text(std::int64_t n);                    // "6.74B"
 [[nodiscard]] QString thousands_text(std::int64_t n);                // "6,738,415,616"
 [[nodiscard]] QString strategy_label(Strategy s);                    // "FSDP full shard"
+[[nodiscard]] QString strategy_label(const model::Training& t);      // "FSDP2 full-shard" where it runs
 
 // Every term the window shows, with the sentence and the source its tooltip carries.
 enum class Term {

@@ -19,7 +19,7 @@ namespace trainplan::gui {
 
 QString Evaluation::title() const {
   const model::Training& t = estimate.training;
-  QStringList parts{strategy_label(t.strategy)};
+  QStringList parts{strategy_label(t)};
   if (t.method != Method::full) parts << qstr(to_string(t.method));
   if (t.tp > 1 || t.pp > 1) parts << QStringLiteral("TP%1 PP%2").arg(t.tp).arg(t.pp);
   parts << QStringLiteral("mb %1").arg(t.micro_batch);

@@ -75,6 +75,12 @@ bool Training::accumulates_unsharded_gradients() const {
          library_traits(library).fsdp_no_sync_accumulation;
 }
 
+std::string strategy_name(const Training& t) {
+  const std::string name(display_name(t.strategy));
+  if (!t.runs_fsdp2()) return name;
+  return is_fsdp(t.strategy) ? "FSDP2" + name.substr(4) : name + " (FSDP2)";
+}
+
 double Training::fsdp_reduce_bytes() const {
   if (runs_fsdp2() && is_mixed(precision) && library_traits(library).fsdp2_reduces_fp32) return 4.0;
   return compute_bytes(precision);

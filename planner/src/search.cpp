@@ -27,8 +27,6 @@ constexpr std::array kVirtualStages{1, 2, 3, 4};
 // Throughput differences below this are within any model's error: reported as "as fast".
 constexpr double kAsFast = 0.005;
 
-std::string strategy_words(Strategy s) { return std::string(display_name(s)); }
-
 std::string tier_words(LinkTier t) {
   switch (t) {
     case LinkTier::nvlink:
@@ -279,9 +277,7 @@ std::int64_t grad_accum_for(std::int64_t global_batch, std::int64_t micro_batch,
 }
 
 std::string plan_label(const model::Training& tr, const Layout& l) {
-  std::string s = l.world == 1 ? "single GPU" : strategy_words(tr.strategy);
-  // PyTorch's fully_shard: "FSDP2 full-shard", "ZeRO-3 (FSDP2)".
-  if (l.world > 1 && tr.runs_fsdp2()) s = is_fsdp(tr.strategy) ? "FSDP2" + s.substr(4) : s + " (FSDP2)";
+  std::string s = l.world == 1 ? "single GPU" : model::strategy_name(tr);
   const Placement dpg = data_parallel_group(l);
   if (l.dp > 1 && dpg.nodes > 1)
     s += fmt::format(" across {} {}", dpg.nodes,
@@ -307,13 +303,15 @@ std::string why_slower(const StepCost& best, const StepCost& other) {
       (other.tokens_per_s * other.time.step.value()) / (best.tokens_per_s * best.time.step.value());
   const TimeBreakdown& o = other.time;
   const TimeBreakdown& b = best.time;
-  enum class Part { compute, recompute, communication, bubble, optimizer, offload };
+  enum class Part { compute, memory_bound, host, recompute, communication, bubble, optimizer, offload };
   struct Delta {
     Seconds delta;
     Part part;
   };
-  const std::array<Delta, 6> deltas{
+  const std::array<Delta, 8> deltas{
       Delta{o.compute + o.reference - (b.compute + b.reference) * scale, Part::compute},
+      Delta{o.memory_bound - b.memory_bound * scale, Part::memory_bound},
+      Delta{o.host - b.host * scale, Part::host},
       Delta{o.recompute - b.recompute * scale, Part::recompute},
       Delta{o.communication_exposed - b.communication_exposed * scale, Part::communication},
       Delta{o.bubble - b.bubble * scale, Part::bubble},
@@ -326,6 +324,12 @@ std::string why_slower(const StepCost& best, const StepCost& other) {
   switch (worst.part) {
     case Part::compute:
       what = "more compute on the slowest GPU (uneven stages, smaller or split GEMMs)";
+      break;
+    case Part::memory_bound:
+      what = "memory-bound kernels (elementwise, casts, copies)";
+      break;
+    case Part::host:
+      what = "exposed host work (kernel launches)";
       break;
     case Part::recompute:
       what = "activation recomputation";

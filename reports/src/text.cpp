@@ -11,6 +11,7 @@
 namespace trainplan::reports {
 
 std::string strategy_label(Strategy s) { return std::string(display_name(s)); }
+std::string strategy_label(const model::Training& t) { return model::strategy_name(t); }
 
 std::string gib_text(Bytes b) { return fmt::format("{:.1f}", to_gib(b)); }
 

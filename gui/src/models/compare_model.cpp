@@ -25,7 +25,7 @@ void CompareModel::setEvaluations(const std::vector<const Evaluation*>& configs,
       {"optimizer", std::nullopt,
        [](const Evaluation& e) { return qstr(to_string(e.estimate.training.optimizer)); }},
       {"strategy", std::nullopt,
-       [](const Evaluation& e) { return strategy_label(e.estimate.training.strategy); }},
+       [](const Evaluation& e) { return strategy_label(e.estimate.training); }},
       {"TP x PP x DP", std::nullopt,
        [](const Evaluation& e) {
          return QStringLiteral("%1 x %2 x %3")

@@ -32,7 +32,7 @@ QVariant training_text(const planner::Estimate& e, PlansModel::Column column) {
   using C = PlansModel::Column;
   switch (column) {
     case C::strategy:
-      return strategy_label(t.strategy);
+      return strategy_label(t);
     case C::tp:
       return t.tp;
     case C::pp:

@@ -65,7 +65,7 @@ QVariant StrategiesModel::cellText(int row, int column) const {
   if (auto b = bytes_of(k.memory, column)) return gib_text(*b, 1);
   switch (col) {
     case strategy: {
-      QString s = strategy_label(k.training.strategy);
+      QString s = strategy_label(k.training);
       if (boldRow(row)) s += QStringLiteral("  (recommended)");
       return s;
     }

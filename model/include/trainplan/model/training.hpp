@@ -199,6 +199,10 @@ struct Training {
   }
 };
 
+// The strategy's name (display_name) with PyTorch's FSDP2 said where it runs: "FSDP2 full-shard",
+// "ZeRO-3 (FSDP2)".
+[[nodiscard]] std::string strategy_name(const Training& t);
+
 // "5.17", "5.17.0" or "4.57.1" as major*100+minor; nothing for anything else (a release before 4.0
 // or a minor over 99). The second form throws InputError naming `what`.
 inline constexpr std::string_view kTransformersReleaseForm =

@@ -9,11 +9,13 @@
 #include "trainplan/core/units.hpp"
 #include "trainplan/hardware/gpu.hpp"
 #include "trainplan/model/parameters.hpp"
+#include "trainplan/model/training.hpp"
 #include "trainplan/planner/memory.hpp"
 
 namespace trainplan::reports {
 
 [[nodiscard]] std::string strategy_label(Strategy s);
+[[nodiscard]] std::string strategy_label(const model::Training& t);  // with FSDP2 said (model::strategy_name)
 [[nodiscard]] std::string gib_text(Bytes b);                  // "52.3"
 // A size with its binary unit, for both front ends: "1.25 GiB", "12.4 GiB", "140 GiB", "512.0 MiB",
 // "3.0 KiB", "17 B".
