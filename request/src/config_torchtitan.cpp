@@ -6,9 +6,9 @@
 // -1 (every rank not used by the other dimensions: FSDP2), data_parallel_replicate_degree 1 (above
 // it HSDP, or DDP with shard degree 1), fsdp_reshard_after_forward "default", context_parallel_
 // rotate_method "allgather"; activation_checkpoint.mode "selective" with selective_ac_option "2"
-// (every second block fully checkpointed); compile.enable false. Older files spell a few keys their
-// own way (e7c0cae, 2025-06: training.compile, training.batch_size, a [float8] section and
-// model.converters = ["float8"]); both are read.
+// (every second block fully checkpointed); compile.enable false; training.enable_cpu_offload false.
+// Older files spell a few keys their own way (e7c0cae, 2025-06: training.compile,
+// training.batch_size, a [float8] section and model.converters = ["float8"]); both are read.
 #include <algorithm>
 #include <array>
 #include <string>
@@ -139,7 +139,7 @@ void read_checkpointing(const Json& a, Reader& r) {
     r.set("checkpointing", "full", "activation_checkpoint.selective_ac_option (every block)", option);
   } else if (mode == "selective") {
     r.unmodelled("checkpointing", "activation_checkpoint.selective_ac_option", Json(option),
-                 "every " + option + "th block fully checkpointed, the others not: not modelled", "full");
+                 "one block in " + option + " fully checkpointed, the others not: not modelled", "full");
   } else if (mode == "memory_budget") {
     r.unmodelled("checkpointing", "activation_checkpoint.mode", Json(mode),
                  "the compiler's memory-budget partitioner is not modelled", "selective-op");
@@ -212,6 +212,12 @@ void read_torchtitan(const Json& j, Reader& r) {
   else
     r.set("precision", "bf16-mixed", "(no training.mixed_precision_param: torchtitan's bfloat16)", "");
   read_parallelism(p, r);
+  // training.enable_cpu_offload: FSDP2's CPUOffloadPolicy, parameters, gradients and optimizer
+  // states on the host.
+  if (const auto off = r.boolean(t, "enable_cpu_offload", "training", "offload"))
+    r.set("offload", *off ? "optimizer+params" : "none", "training.enable_cpu_offload", *off ? "true" : "false");
+  else
+    r.set("offload", "none", "(no training.enable_cpu_offload: torchtitan's default, off)", "");
   read_checkpointing(section(j, "activation_checkpoint"), r);
   read_compile(j, r);
   read_quantization(j, m.contains("converters") ? m.at("converters") : Json::array(), r);

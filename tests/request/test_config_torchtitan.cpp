@@ -49,6 +49,8 @@ TEST(ConfigTorchtitan, DefaultsAndPipelineMicroBatches) {
   EXPECT_EQ(option(d, "micro-batch"), "8");
   EXPECT_EQ(option(d, "seq"), "2048");
   EXPECT_EQ(option(d, "strategy"), "fsdp-full");
+  EXPECT_EQ(option(d, "offload"), "none");  // training.enable_cpu_offload false
+  EXPECT_EQ(option(toml("[training]\nenable_cpu_offload = true\n"), "offload"), "optimizer+params");
   ASSERT_EQ(d.unmodelled.size(), 1u);
   EXPECT_EQ(d.unmodelled[0].option, "checkpointing");
   EXPECT_EQ(d.unmodelled[0].nearest, "full");
