@@ -293,6 +293,22 @@ if(fits OR nsug LESS 2 OR NOT first_option STREQUAL "micro-batch" OR NOT first_t
   math(EXPR failures "${failures} + 1")
 endif()
 
+# torchtitan's llama3_8b.toml (e7c0cae) with the flags of Trainy's command line reads as the
+# published-fp8-cp.json case states that run: the same memory and throughput as those options given.
+run_case(torchtitan_toml_as_trainy 0 estimate llama-3.1-8b 4x8xH200 --from ${CONFIGS}/torchtitan-llama3-8b-e7c0cae.toml
+         --micro-batch 2 --compile --fp8 torchao-tensorwise --fp8-param-gather --json)
+string(JSON toml_reserved GET "${last_out}" plan memory reserved_bytes)
+string(JSON toml_tps GET "${last_out}" plan tokens_per_s)
+run_case(torchtitan_flags_as_trainy 0 estimate llama-3.1-8b 4x8xH200 --library torchtitan --strategy fsdp-full
+         --micro-batch 2 --seq 8192 --checkpointing selective-op --attention flash --compile --fp8 torchao-tensorwise
+         --fp8-param-gather --optimizer-impl fused --offload none --json)
+string(JSON flags_reserved GET "${last_out}" plan memory reserved_bytes)
+string(JSON flags_tps GET "${last_out}" plan tokens_per_s)
+if(NOT toml_reserved STREQUAL flags_reserved OR NOT toml_tps STREQUAL flags_tps)
+  message("FAIL torchtitan TOML vs flags: reserved ${toml_reserved} / ${flags_reserved}, tokens/s ${toml_tps} / ${flags_tps}")
+  math(EXPR failures "${failures} + 1")
+endif()
+
 if(failures GREATER 0)
   message(FATAL_ERROR "${failures} command-line case(s) failed")
 endif()
