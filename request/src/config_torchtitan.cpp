@@ -92,15 +92,23 @@ void read_parallelism(const Json& p, Reader& r) {
   const std::int64_t replicate =
       r.integer(p, "data_parallel_replicate_degree", "parallelism", "strategy", 1).value_or(1);
   const auto reshard = r.string(p, "fsdp_reshard_after_forward", "parallelism", "strategy").value_or("default");
+  if (reshard != "default" && reshard != "always" && reshard != "never")
+    r.fail("parallelism.fsdp_reshard_after_forward", p.at("fsdp_reshard_after_forward"),
+           "must be default, always or never");
+  // "default" reshards after forward unless pipeline parallelism runs (parallelize.py apply_fsdp:
+  // reshard_after_forward = not pp_enabled).
+  const bool pp = r.integer(p, "pipeline_parallel_degree", "parallelism", "pp", 1).value_or(1) > 1;
+  const bool kept = reshard == "never" || (reshard == "default" && pp);
   std::string strategy = "fsdp-full";
   if (shard == 1)
     strategy = "ddp";
   else if (replicate > 1)
     strategy = "fsdp-hybrid";
-  else if (reshard == "never")
+  else if (kept)
     strategy = "fsdp-grad-op";
-  r.set("strategy", strategy, "parallelism.data_parallel_shard_degree, data_parallel_replicate_degree",
-        std::to_string(shard) + ", " + std::to_string(replicate) + (reshard == "never" ? ", reshard never" : ""));
+  r.set("strategy", strategy,
+        "parallelism.data_parallel_shard_degree, data_parallel_replicate_degree, fsdp_reshard_after_forward",
+        std::to_string(shard) + ", " + std::to_string(replicate) + ", " + reshard + (pp ? " (with PP)" : ""));
   for (const auto& [key, option] : {std::pair{"tensor_parallel_degree", "tp"},
                                     std::pair{"pipeline_parallel_degree", "pp"},
                                     std::pair{"context_parallel_degree", "cp"},

@@ -63,6 +63,10 @@ TEST(ConfigTorchtitan, DefaultsAndPipelineMicroBatches) {
   EXPECT_EQ(option(pp, "micro-batch"), "2");
   EXPECT_EQ(option(pp, "grad-accum"), "8");
   EXPECT_EQ(option(pp, "strategy"), "fsdp-hybrid");
+  // "default" keeps the gathered parameters from forward to backward under pipeline parallelism.
+  EXPECT_EQ(option(toml("[parallelism]\npipeline_parallel_degree = 2\n[activation_checkpoint]\nmode = \"full\"\n"),
+                   "strategy"),
+            "fsdp-grad-op");
   // A global batch leaves the accumulation to the data-parallel degree, which the cluster decides.
   const ConfigRead g = toml("[training]\nlocal_batch_size = 2\nglobal_batch_size = 64\n"
                             "[activation_checkpoint]\nmode = \"full\"\n");
