@@ -67,7 +67,7 @@ void read_batch(const Json& t, const Json& p, Reader& r) {
     accum = local / micro;
     r.set("micro-batch", std::to_string(micro), "parallelism.pipeline_parallel_microbatch_size", std::to_string(micro));
   } else {
-    r.set("micro-batch", std::to_string(micro), local_from, std::to_string(local));
+    r.set("micro-batch", std::to_string(micro), local_from, t.contains(key) ? std::to_string(local) : "");
   }
   const std::int64_t global = r.integer(t, "global_batch_size", "training", "global-batch", -1).value_or(-1);
   if (global > 0) {
