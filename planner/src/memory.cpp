@@ -399,9 +399,8 @@ struct StageBuffers {
 // reduce-scatter (ReduceScatterState): the unit's gradients in both dtypes. The copy-in stream's
 // pool keeps the largest all-gather output it served, the root's (embeddings, head) where that is
 // the largest unit; at the peak only a block's is in use.
-void add_fsdp2_buffers(const Training& tr, const StageParams& sp, double unit_gathered, double unit_grads,
+void add_fsdp2_buffers(const Training& tr, double unit_gathered, double root_gathered, double unit_grads,
                        StageBuffers& b) {
-  const double root_gathered = tr.fsdp_wrap == FsdpWrap::none ? 0.0 : unsharded_gradient_bytes(tr) * sp.root;
   b.fwd_bwd += Bytes(unit_gathered + tr.fsdp_reduce_bytes() * unit_grads);
   b.other_stream_cache = Bytes(std::max(0.0, root_gathered - unit_gathered));
 }
@@ -429,9 +428,11 @@ StageBuffers pytorch_buffers(const Architecture& a, const Training& tr, const La
     // Unsharded gradients of the unit being reduced.
     const double unit_grads = (tr.fsdp_wrap == FsdpWrap::none ? sp.all : sp.largest_unit) * trained_share(tr, ms, sp);
     fwd_bwd = Bytes(gathered + g * unit_grads);
-    if (tr.runs_fsdp2())
-      add_fsdp2_buffers(tr, sp, tr.fsdp_wrap == FsdpWrap::none ? gathered : sp.largest_unit * per_param, unit_grads,
-                        out);
+    if (tr.runs_fsdp2()) {
+      const bool one_unit = tr.fsdp_wrap == FsdpWrap::none;
+      add_fsdp2_buffers(tr, one_unit ? gathered : sp.largest_unit * per_param, one_unit ? 0.0 : g * sp.root,
+                        unit_grads, out);
+    }
   } else if (is_mixed(tr.precision)) {
     // Autocast keeps a 16-bit copy of every fp32 linear weight it casts, saved for backward.
     // Partial fine-tuning: only the trained (fp32) share of them.

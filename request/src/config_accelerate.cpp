@@ -53,7 +53,7 @@ void read_fsdp(const Json& j, Reader& r) {
   set_fsdp_version(r, f, "fsdp_version", p);
   if (!f.contains("fsdp_version"))
     r.set("fsdp-version", "1", "(no fsdp_config.fsdp_version: accelerate's FullyShardedDataParallel)", "");
-  const bool fully_shard = r.read().find("fsdp-version") && r.read().find("fsdp-version")->value == "2";
+  const bool fully_shard = f.contains("fsdp_version") && f.at("fsdp_version") == 2;
   if (f.contains("fsdp_sharding_strategy")) {
     set_sharding(f.at("fsdp_sharding_strategy"), p + ".fsdp_sharding_strategy", r);
   } else if (f.contains("fsdp_reshard_after_forward")) {

@@ -51,12 +51,11 @@ void read_model(const Json& m, Reader& r) {
 
 // training.local_batch_size per rank; under pipeline parallelism split into micro-batches of
 // parallelism.pipeline_parallel_microbatch_size (default 1), which trainplan's micro-batch is.
-void read_batch(const Json& t, const Json& p, Reader& r) {
+void read_batch(const Json& t, const Json& p, std::int64_t pp, Reader& r) {
   const char* key = t.contains("local_batch_size") ? "local_batch_size" : "batch_size";
   const std::int64_t local = r.integer(t, key, "training", "micro-batch", 1).value_or(8);
   const std::string local_from = t.contains(key) ? "training." + std::string(key)
                                                  : "(no training.local_batch_size: torchtitan's default, 8)";
-  const std::int64_t pp = r.integer(p, "pipeline_parallel_degree", "parallelism", "pp", 1).value_or(1);
   std::int64_t micro = local;
   std::int64_t accum = 1;
   if (pp > 1) {
@@ -87,7 +86,7 @@ void read_batch(const Json& t, const Json& p, Reader& r) {
     r.set("seq", "2048", "(no training.seq_len: torchtitan's default, 2048)", "");
 }
 
-void read_parallelism(const Json& p, Reader& r) {
+void read_parallelism(const Json& p, std::int64_t pp_degree, Reader& r) {
   const std::int64_t shard = r.integer(p, "data_parallel_shard_degree", "parallelism", "strategy", -1).value_or(-1);
   const std::int64_t replicate =
       r.integer(p, "data_parallel_replicate_degree", "parallelism", "strategy", 1).value_or(1);
@@ -97,7 +96,7 @@ void read_parallelism(const Json& p, Reader& r) {
            "must be default, always or never");
   // "default" reshards after forward unless pipeline parallelism runs (parallelize.py apply_fsdp:
   // reshard_after_forward = not pp_enabled).
-  const bool pp = r.integer(p, "pipeline_parallel_degree", "parallelism", "pp", 1).value_or(1) > 1;
+  const bool pp = pp_degree > 1;
   const bool kept = reshard == "never" || (reshard == "default" && pp);
   std::string strategy = "fsdp-full";
   if (shard == 1)
@@ -111,7 +110,6 @@ void read_parallelism(const Json& p, Reader& r) {
         std::to_string(shard) + ", " + std::to_string(replicate) + ", " + reshard + (pp ? " (with PP)" : ""));
   for (const auto& [key, option] : {std::pair{"tensor_parallel_degree", "tp"},
                                     std::pair{"pipeline_parallel_degree", "pp"},
-                                    std::pair{"context_parallel_degree", "cp"},
                                     std::pair{"expert_parallel_degree", "expert-parallel"}})
     r.set_integer(p, key, "parallelism", option, 1);
   if (r.integer(p, "expert_tensor_parallel_degree", "parallelism", "", 1).value_or(1) > 1)
@@ -125,7 +123,7 @@ void read_parallelism(const Json& p, Reader& r) {
   if (rotate != "allgather" && rotate != "alltoall")
     r.fail("parallelism.context_parallel_rotate_method", p.at("context_parallel_rotate_method"),
            "must be allgather or alltoall");
-  const bool cp = r.integer(p, "context_parallel_degree", "parallelism", "cp", 1).value_or(1) > 1;
+  const bool cp = r.set_integer(p, "context_parallel_degree", "parallelism", "cp", 1).value_or(1) > 1;
   if (p.contains("context_parallel_rotate_method"))
     r.set("cp-comm", rotate == "alltoall" ? "ring" : "all-gather", "parallelism.context_parallel_rotate_method",
           rotate);
@@ -211,7 +209,8 @@ void read_torchtitan(const Json& j, Reader& r) {
   read_model(m, r);
   const Json t = section(j, "training");
   const Json p = section(j, "parallelism");
-  read_batch(t, p, r);
+  const std::int64_t pp = r.integer(p, "pipeline_parallel_degree", "parallelism", "pp", 1).value_or(1);
+  read_batch(t, p, pp, r);
   const std::string param = r.string(t, "mixed_precision_param", "training", "precision").value_or("bfloat16");
   if (param != "bfloat16" && param != "float32")
     r.fail("training.mixed_precision_param", t.at("mixed_precision_param"), "must be bfloat16 or float32");
@@ -219,7 +218,7 @@ void read_torchtitan(const Json& j, Reader& r) {
     r.set("precision", param == "float32" ? "fp32" : "bf16-mixed", "training.mixed_precision_param", param);
   else
     r.set("precision", "bf16-mixed", "(no training.mixed_precision_param: torchtitan's bfloat16)", "");
-  read_parallelism(p, r);
+  read_parallelism(p, pp, r);
   // training.enable_cpu_offload: FSDP2's CPUOffloadPolicy, parameters, gradients and optimizer
   // states on the host.
   if (const auto off = r.boolean(t, "enable_cpu_offload", "training", "offload"))
