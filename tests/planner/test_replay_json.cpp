@@ -176,6 +176,10 @@ TEST(ReplayJson, BadInputNamesTheFileAndTheKey) {
                   edited([](Json& j) { j["plan"]["seq"] = "2048"; }),
                   {},
                   "replay input 'x.json' plan: key 'seq' must be an integer"});
+  rows.push_back({"fsdp version",
+                  edited([](Json& j) { j["plan"]["fsdp_version"] = 3; }),
+                  {},
+                  "replay input 'x.json' plan: key 'fsdp_version' must be 1 or 2"});
   rows.push_back({"unknown model",
                   edited([](Json& j) { j["model"]["name"] = "llama-9-7b"; }),
                   {},
