@@ -106,6 +106,7 @@ void print_estimate(const request::Resolved& r, const model::ParameterCounts& n,
   row("host (kernel issue, exposed)", e.time.host);
   row("recompute", e.time.recompute);
   row("communication (exposed)", e.time.communication_exposed);
+  row("overlap slowdown (hidden comm.)", e.time.overlap_slowdown);
   row("pipeline bubble", e.time.bubble);
   row("optimizer step", e.time.optimizer);
   row("offload (exposed)", e.time.offload);

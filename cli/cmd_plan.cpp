@@ -57,12 +57,12 @@ void print_plans(const request::Resolved& r, const model::ParameterCounts& n, co
     const planner::Estimate& best = p.plans.front();
     std::cout << fmt::format(
         "\nBest: {} step = compute {:.3f} + memory-bound {:.3f} + host {:.3f} + recompute {:.3f} + "
-        "exposed communication {:.3f} + "
+        "exposed communication {:.3f} + overlap slowdown {:.3f} + "
         "bubble {:.3f} + "
         "optimizer {:.3f} + offload {:.3f}{} s\n",
         planner::plan_label(best.training, best.layout), best.time.compute.value(),
         best.time.memory_bound.value(), best.time.host.value(), best.time.recompute.value(), best.time.communication_exposed.value(),
-        best.time.bubble.value(), best.time.optimizer.value(), best.time.offload.value(),
+        best.time.overlap_slowdown.value(), best.time.bubble.value(), best.time.optimizer.value(), best.time.offload.value(),
         best.training.runs_reference() ? fmt::format(" + reference forward {:.3f}", best.time.reference.value()) : "");
   }
   if (!p.rejected.empty()) {

@@ -166,6 +166,12 @@ constexpr TermText kTerms[] = {
      "Thakur, Rabenseifner & Gropp 2005 (collective algorithms); nccl-tests doc/PERFORMANCE.md (bus "
      "bandwidth factors); hardware/collective.hpp; planner/evaluator.hpp (docs/formulas.md, Time and "
      "communication)"},
+    {Term::overlap_slowdown, "overlap slowdown",
+     "Compute slowed by the collectives it hides: NCCL's kernels hold SMs and share the memory while they "
+     "run, so the overlapped compute runs 18.9 % slower on average; the step grows by hidden time x "
+     "0.189 / 1.189.",
+     "Lee et al. 2025 (arXiv:2507.03114); planner/step_comm.hpp overlap_slowdown (docs/formulas.md, "
+     "Overlap)"},
     {Term::bubble, "pipeline bubble",
      "Pipeline fill and drain: (p - 1) / (v m) of the compute time for p stages, v interleaved chunks per "
      "stage and m micro-batches.",

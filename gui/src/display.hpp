@@ -54,6 +54,7 @@ enum class Term {
   host_time,
   recompute,
   communication_exposed,
+  overlap_slowdown,
   bubble,
   optimizer_step,
   offload_time,

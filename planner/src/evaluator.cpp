@@ -317,7 +317,6 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
   Seconds bubble;
   exposed += pipeline_term(sink, in, out.stage_micro_batch, bubble);
   exposed += data_parallel_term(sink, in, dpb, stage_fwd_mb, stage_bwd_mb, layers_stage, options_.zero_plus_plus);
-
   // Optimizer step and offload.
   const double opt_params = out.memory.states.optimizer_params;
   const Seconds optimizer = optimizer_step(tr, l, sh, layers_stage, opt_params);
@@ -335,6 +334,7 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
   tb.host = (host_fwd_ex + host_bwd_ex) * md;
   tb.recompute = recompute_layer * (layers_stage * md);
   tb.communication_exposed = exposed;
+  tb.overlap_slowdown = overlap_slowdown(out, tb.compute + tb.memory_bound + tb.recompute, tc_.overlap_compute_slowdown);
   tb.bubble = bubble;
   tb.optimizer = optimizer;
   tb.offload = offload;
@@ -342,8 +342,8 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
   tb.backward_phase = stage_bwd_mb * md;
   tb.kernels_forward = host.kernels_forward * md * (tr.runs_reference() ? 2.0 : 1.0);
   tb.kernels_backward = host.kernels_backward * md;
-  tb.step = tb.compute + tb.memory_bound + tb.host + tb.recompute + exposed + bubble + optimizer + offload +
-            tb.reference;
+  tb.step = tb.compute + tb.memory_bound + tb.host + tb.recompute + exposed + tb.overlap_slowdown + bubble +
+            optimizer + offload + tb.reference;
   throughput(out, tr, sh.flops, device(tr).peak);
   return out;
 }

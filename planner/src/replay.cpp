@@ -340,6 +340,11 @@ void add_step_terms(Components& out, const model::Architecture& a, const BlockSh
     out.add("host kernel issue (exposed)", ReplayPhase::step,
             ModelOnlyWork{"the host issuing eager kernels slower than the GPU runs them"}, 1.0, 0.0,
             cost.time.host);
+  if (cost.time.overlap_slowdown.value() > 0.0)
+    out.add("compute slowed by hidden collectives", ReplayPhase::step,
+            ModelOnlyWork{"the compute that hides a collective runs slower while NCCL's kernels hold SMs "
+                          "(TimeConventions::overlap_compute_slowdown)"},
+            1.0, 0.0, cost.time.overlap_slowdown);
   if (cost.time.bubble.value() > 0.0)
     out.add("pipeline bubble", ReplayPhase::step,
             ModelOnlyWork{"idle time of the pipeline schedule's fill and drain"}, 1.0, 0.0,

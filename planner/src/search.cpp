@@ -313,7 +313,8 @@ std::string why_slower(const StepCost& best, const StepCost& other) {
       Delta{o.memory_bound - b.memory_bound * scale, Part::memory_bound},
       Delta{o.host - b.host * scale, Part::host},
       Delta{o.recompute - b.recompute * scale, Part::recompute},
-      Delta{o.communication_exposed - b.communication_exposed * scale, Part::communication},
+      Delta{o.communication_exposed + o.overlap_slowdown - (b.communication_exposed + b.overlap_slowdown) * scale,
+            Part::communication},
       Delta{o.bubble - b.bubble * scale, Part::bubble},
       Delta{o.optimizer - b.optimizer * scale, Part::optimizer},
       Delta{o.offload - b.offload * scale, Part::offload}};
@@ -335,11 +336,16 @@ std::string why_slower(const StepCost& best, const StepCost& other) {
       what = "activation recomputation";
       break;
     case Part::communication: {
+      // Waited for, or hidden but slowing the compute beside it: whichever grew more.
+      const bool slowed = o.overlap_slowdown - b.overlap_slowdown * scale >
+                          o.communication_exposed - b.communication_exposed * scale;
+      auto weight = [&](const CommTerm& t) { return slowed ? t.time - t.exposed : t.exposed; };
       const CommTerm* top = nullptr;
       for (std::size_t i = 0; i < other.comm_count; ++i)
-        if (top == nullptr || other.comm[i].exposed > top->exposed) top = &other.comm[i];
-      what = top == nullptr ? "exposed communication"
-                            : fmt::format("exposed {} {} ({})", tier_words(top->tier),
+        if (top == nullptr || weight(other.comm[i]) > weight(*top)) top = &other.comm[i];
+      const char* how = slowed ? "compute slowed beside hidden" : "exposed";
+      what = top == nullptr ? fmt::format("{} communication", how)
+                            : fmt::format("{} {} {} ({})", how, tier_words(top->tier),
                                           kind_words(top->kind), to_string(top->purpose));
       break;
     }

@@ -455,6 +455,16 @@ Seconds checkpoint_offload_term(TermSink& sink, const TermInputs& in, Seconds la
   return out_ex + back_ex;
 }
 
+Seconds overlap_slowdown(const StepCost& cost, Seconds busy, double s) {
+  Seconds hidden;
+  for (std::size_t i = 0; i < cost.comm_count; ++i) {
+    const CommTerm& c = cost.comm[i];
+    if (c.kind == Transfer::device_to_host || c.kind == Transfer::host_to_device) continue;
+    hidden += pos(c.time - c.exposed);
+  }
+  return std::min(hidden, busy) * (s / (1.0 + s));
+}
+
 GradientBuckets gradient_buckets(const model::Training& tr, const TimeConventions& tc, Bytes grads,
                                  double local_params, int dp_ranks) {
   Bytes bucket = grads;

@@ -134,6 +134,12 @@ struct Fsdp2Copies {
 };
 [[nodiscard]] Fsdp2Copies fsdp2_copies(const TermInputs& in, const DataParallelBytes& b);
 
+// The compute slowed by the collectives it hides (TimeConventions::overlap_compute_slowdown, s):
+// compute that runs beside a collective for its hidden time H does H / (1 + s) of its work, so
+// H s / (1 + s) of it runs after. H: every collective's time less its exposed part, over the step
+// (the host<->device copies run on the copy engines: none), at most the GPU's busy time `busy`.
+[[nodiscard]] Seconds overlap_slowdown(const StepCost& cost, Seconds busy, double s);
+
 [[nodiscard]] Seconds data_parallel_term(TermSink& sink, const TermInputs& in, const DataParallelBytes& b,
                            Seconds stage_fwd, Seconds stage_bwd, double layers,
                            bool zero_plus_plus);

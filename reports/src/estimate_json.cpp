@@ -25,6 +25,7 @@ Json time_json(const planner::TimeBreakdown& t) {
               {"host_s", t.host.value()},
               {"recompute_s", t.recompute.value()},
               {"communication_exposed_s", t.communication_exposed.value()},
+              {"overlap_slowdown_s", t.overlap_slowdown.value()},
               {"bubble_s", t.bubble.value()},
               {"optimizer_s", t.optimizer.value()},
               {"offload_s", t.offload.value()},

@@ -71,8 +71,8 @@ TEST(Evaluator, StepIsTheSumOfItsPartsAndExposureNeverExceedsTime) {
     const TimeBreakdown& t = e.time;
     EXPECT_NEAR(
         t.step.value(),
-        (t.compute + t.memory_bound + t.host + t.recompute + t.communication_exposed + t.bubble +
-         t.optimizer + t.offload)
+        (t.compute + t.memory_bound + t.host + t.recompute + t.communication_exposed + t.overlap_slowdown +
+         t.bubble + t.optimizer + t.offload)
             .value(),
         1e-12 * t.step.value());
     Seconds exposed;

@@ -12,6 +12,9 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <map>
+#include <string>
+#include <utility>
 
 #include "paths.hpp"
 #include "trainplan/request/profile_json.hpp"
@@ -273,7 +276,7 @@ TEST(MeasuredRuns, H200MemoryWithinTheIssuesBands) {
 // Table 5 median at most 5 %, Megatron-LM 2021 Table 1 median at most 10 %, the H200 runs
 // (tools/measure on one H200) median at most 10 % and max at most 25 %, over all 18 and over the
 // 13 that no constant was fitted on; published FSDP throughput (data/reference/fsdp-published.json)
-// median at most 12 %. Every value is also within the tolerance its file states.
+// median at most 7 %. Every value is also within the tolerance its file states.
 TEST(MeasuredRuns, StepTimesWithinTheIssuesBands) {
   const std::vector<IssueBand> bands = {
       {"korthikanti-2022-table5.json", Metric::step_time, 8, 5.0, 10.0, false},
@@ -284,8 +287,10 @@ TEST(MeasuredRuns, StepTimesWithinTheIssuesBands) {
       // steps within the 45 % that five machines spanned for one of them (their tolerance, stated in
       // the file). Median at most 15 %.
       {"measured-h200-families.json", Metric::step_time, 14, 15.0, 45.0, false},
-      // Published FSDP throughput of IBM/PyTorch (fms-fsdp) at 96 and 128 GPUs: median 12 %.
-      {"fsdp-published.json", Metric::tokens_per_s, 6, 12.0, 30.0, false},
+      // Published FSDP throughput of IBM/PyTorch (fms-fsdp) at 96 and 128 GPUs: median 7 %, each
+      // within 15 % (4.9 % and +11.8 % at this writing; 10.7 % and +20.5 % before the compute
+      // beside hidden collectives was slowed).
+      {"fsdp-published.json", Metric::tokens_per_s, 6, 7.0, 15.0, false},
   };
   for (const IssueBand& b : bands)
     expect_band(b, [&](const CaseResult& r) { return b.held_out_only && !r.fitted_by.empty(); });
@@ -295,11 +300,10 @@ TEST(MeasuredRuns, StepTimesWithinTheIssuesBands) {
 // llm-foundry-benchmarks.json, the llm-foundry library with its fused cross-entropy, Composer's FSDP
 // gathering bf16 weights, the runs' Triton FlashAttention at its Ampere-instruction rate on H100s;
 // no constant fitted on them). The training-library issue asks the median |error| within 10 % and
-// the signed bias of short (<= 2048 tokens) and long sequences each within 5 %: held here (3.1 %,
-// +1.3 % and -0.1 % at this writing). Published ZeRO-3/FSDP runs at >= 128 GPUs within 15 %: not
-// met yet, 25 of the 27 rows are (the 7B rows on 256 and 512 H100s are +15 % and +20 %; on H100s
-// the error grows with the GPU count for every model, 128 -> 512); held: their median within 7 %
-// and each within 21 %, so a drift fails.
+// the signed bias of short (<= 2048 tokens) and long sequences each within 5 % (3.1 %, +0.6 % and
+// -0.4 % at this writing), and the published ZeRO-3/FSDP runs at >= 128 GPUs each within 15 % (the
+// 27 rows at 128-512 GPUs: median 4.7 %, worst +14.4 %, the 7B on 512 H100s; it was +20.4 % before
+// the compute beside hidden collectives was slowed, TimeConventions::overlap_compute_slowdown).
 TEST(MeasuredRuns, LlmFoundryTablesWhole) {
   std::vector<double> all, short_signed, long_signed, at_scale;
   for (const CaseResult& r : report().cases) {
@@ -323,7 +327,34 @@ TEST(MeasuredRuns, LlmFoundryTablesWhole) {
   EXPECT_LE(std::abs(median_of(short_signed)), 5.0);
   EXPECT_LE(std::abs(median_of(long_signed)), 5.0);
   EXPECT_LE(median_of(at_scale), 7.0);
-  EXPECT_LE(*std::max_element(at_scale.begin(), at_scale.end()), 21.0);
+  EXPECT_LE(*std::max_element(at_scale.begin(), at_scale.end()), 15.0);
+}
+
+// The same tables measure every H100 model's tokens/s per GPU falling from 128 to 512 GPUs (1B
+// -9.7 %, 3B -7.5 %, 7B -7.7 %, 13B -2.5 %, 30B -3.8 %, 70B -4.9 %, same micro-batch): the
+// prediction falls too, for each (by 0.4-3.0 % at this writing: the rings' latency grows with the
+// ranks and slows the compute that hides them; the rest of the measured fall is not explained,
+// docs/formulas.md "Overlap"). Before that slowdown the 30B and 70B were predicted to rise.
+TEST(MeasuredRuns, LlmFoundryPerGpuThroughputFallsFrom128To512H100s) {
+  std::map<std::string, std::pair<const planner::Comparison*, const planner::Comparison*>> by_model;
+  for (const CaseResult& r : report().cases) {
+    if (!r.name.starts_with("llmfoundry-h100-80gb-mpt-") || r.name.find("-s2048-") == std::string::npos)
+      continue;
+    const std::string model = r.name.substr(0, r.name.find("-s2048-"));
+    if (r.name.find("-128gpu-") != std::string::npos) by_model[model].first = &r.comparisons.at(0);
+    if (r.name.find("-512gpu-") != std::string::npos) by_model[model].second = &r.comparisons.at(0);
+  }
+  ASSERT_EQ(by_model.size(), 6u);
+  for (const auto& [model, pair] : by_model) {
+    ASSERT_NE(pair.first, nullptr) << model;
+    ASSERT_NE(pair.second, nullptr) << model;
+    const double measured = (pair.second->measured / 512.0) / (pair.first->measured / 128.0);
+    const double predicted = (pair.second->predicted / 512.0) / (pair.first->predicted / 128.0);
+    std::cout << fmt::format("  {}: per GPU 128 -> 512: measured {:+.1f} %, predicted {:+.1f} %\n", model,
+                             100.0 * (measured - 1.0), 100.0 * (predicted - 1.0));
+    EXPECT_LT(measured, 1.0) << model;
+    EXPECT_LT(predicted, 1.0) << model;
+  }
 }
 
 // The same H200 runs predicted with the profile `trainplan calibrate fit` made from the H200

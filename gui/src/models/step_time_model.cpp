@@ -19,6 +19,7 @@ constexpr Def kBefore[] = {
     {Term::recompute, [](const planner::Estimate& e) { return e.time.recompute; }},
 };
 constexpr Def kAfter[] = {
+    {Term::overlap_slowdown, [](const planner::Estimate& e) { return e.time.overlap_slowdown; }},
     {Term::bubble, [](const planner::Estimate& e) { return e.time.bubble; }},
     {Term::optimizer_step, [](const planner::Estimate& e) { return e.time.optimizer; }},
     {Term::offload_time, [](const planner::Estimate& e) { return e.time.offload; }},

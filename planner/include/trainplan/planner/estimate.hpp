@@ -26,6 +26,7 @@ struct TimeBreakdown {
   Seconds host;                     // host work (kernel issue) the GPU waits for
   Seconds recompute;                // activation checkpointing (GPU)
   Seconds communication_exposed;    // communication not hidden behind compute
+  Seconds overlap_slowdown;         // compute slowed by the collectives it hides (they hold SMs)
   Seconds bubble;                   // pipeline fill and drain
   Seconds optimizer;                // optimizer step: kernels and host work (or CPU when offloaded)
   Seconds offload;                  // exposed PCIe transfers of offloading

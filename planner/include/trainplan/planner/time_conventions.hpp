@@ -156,6 +156,12 @@ struct TimeConventions {
   // Fraction of tensor-parallel communication hidden behind compute (0: all exposed; async-TP
   // reached 1.04-1.16x speed-ups in torchtitan, throughput.md 5.5 - not the default anywhere).
   double tp_overlap = 0.0;
+  // Compute that hides a collective runs slower while the collective runs: NCCL's kernels hold one
+  // SM per channel (24 of an H100's 132 for an 8-GPU all-gather: NVIDIA developer forums, "Compute-
+  // Communication Overlap Causes Severe GEMM Performance Degradation") and share the HBM. Average
+  // slowdown of the overlapped compute 18.9 % (max 40 %) over GPT and Llama training steps on A100,
+  // H100, MI250 and MI210 (Lee et al. 2025, arXiv:2507.03114, abstract and Sec. 5). Not fitted here.
+  double overlap_compute_slowdown = 0.189;
 
   // ---- Host: issuing kernels from eager PyTorch -----------------------------------------------
   // CPU time per kernel the host spends in forward (Python module code of the Hugging Face block,
