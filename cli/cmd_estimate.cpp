@@ -9,6 +9,7 @@
 #include "format.hpp"
 #include "options.hpp"
 #include "trainplan/core/error.hpp"
+#include "trainplan/model/partial.hpp"
 #include "trainplan/reports/estimate_json.hpp"
 #include "trainplan/request/files.hpp"
 #include "trainplan/model/lora.hpp"
@@ -167,7 +168,7 @@ void print_activations(const model::Architecture& a, const planner::Estimate& e)
   std::cout << fmt::format(
       "Kept with {} checkpointing: {} MiB per block; all blocks of the stage {} MiB ({} micro-batch{} "
       "in flight); replayed block {} MiB; embedding {} MiB; head {} MiB{}.\n",
-      to_string(t.checkpointing), mib(m.per_block), mib(m.blocks), m.in_flight,
+      model::checkpointing_text(t), mib(m.per_block), mib(m.blocks), m.in_flight,
       m.in_flight == 1.0 ? "" : "es", mib(m.recompute_peak), mib(m.embedding), mib(m.head),
       m.host.value() > 0.0 ? fmt::format("; on the host {} MiB", mib(m.host)) : std::string());
   if (m.sdpa) std::cout << fmt::format("SDPA kernel: {}: {}.\n", to_string(m.sdpa->kernel), m.sdpa->reason);

@@ -149,6 +149,7 @@ Bytes kept_per_layer(const Architecture& a, const Training& tr, std::int64_t lay
   const std::int64_t in_stack = stack == Stack::decoder && a.encoder_decoder ? layer - a.layers : layer;
   Training layer_tr = tr;
   if (stack == Stack::decoder) layer_tr.layer = layer_state(a, tr, in_stack);
+  if (stack == Stack::decoder) layer_tr.layer_checkpointed = checkpoint_picks(a, tr, in_stack);
   const bool entry = stack == Stack::decoder && entry_layer(a, tr, in_stack);
   const BlockActivations own =
       activations_of(block_ops(layer_architecture(a, stack, in_stack), layer_tr, stack, entry), layer_tr);

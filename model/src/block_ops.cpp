@@ -143,16 +143,28 @@ void build_block_ops(const Architecture& a, const Training& tr, Stack stack, boo
 
 // The name of a kind of layer beside the main one: dense or expert (an MoE model's), with or
 // without rotary positions (Llama 4's NoPE layers), and under partial fine-tuning its state.
-std::string_view layer_kind_name(bool dense, bool nope, bool partial, LayerState state) {
-  static constexpr std::array<std::array<std::string_view, 4>, 4> kNames{{
-      {"expert layers", "trained layers", "frozen layers", "layers without backward"},
-      {"NoPE layers", "trained NoPE layers", "frozen NoPE layers", "NoPE layers without backward"},
-      {"dense layers", "trained dense layers", "frozen dense layers", "dense layers without backward"},
-      {"dense NoPE layers", "trained dense NoPE layers", "frozen dense NoPE layers",
-       "dense NoPE layers without backward"},
+std::string_view layer_kind_name(bool dense, bool nope, bool partial, LayerState state, bool plain) {
+  static constexpr std::array<std::array<std::array<std::string_view, 4>, 4>, 2> kNames{{
+      {{
+          {"expert layers", "trained layers", "frozen layers", "layers without backward"},
+          {"NoPE layers", "trained NoPE layers", "frozen NoPE layers", "NoPE layers without backward"},
+          {"dense layers", "trained dense layers", "frozen dense layers", "dense layers without backward"},
+          {"dense NoPE layers", "trained dense NoPE layers", "frozen dense NoPE layers",
+           "dense NoPE layers without backward"},
+      }},
+      {{
+          {"layers not checkpointed", "trained layers not checkpointed", "frozen layers not checkpointed",
+           "layers without backward"},
+          {"NoPE layers not checkpointed", "trained NoPE layers not checkpointed",
+           "frozen NoPE layers not checkpointed", "NoPE layers without backward"},
+          {"dense layers not checkpointed", "trained dense layers not checkpointed",
+           "frozen dense layers not checkpointed", "dense layers without backward"},
+          {"dense NoPE layers not checkpointed", "trained dense NoPE layers not checkpointed",
+           "frozen dense NoPE layers not checkpointed", "dense NoPE layers without backward"},
+      }},
   }};
   const std::size_t row = (dense ? 2u : 0u) + (nope ? 1u : 0u);
-  return kNames[row][partial ? 1u + static_cast<std::size_t>(state) : 0u];
+  return kNames[plain ? 1u : 0u][row][partial ? 1u + static_cast<std::size_t>(state) : 0u];
 }
 
 // The stack's kinds of layer (an MoE model's expert and dense layers, each with and without rotary
@@ -163,7 +175,9 @@ void build_stack_ops(const Architecture& a, const Training& tr, Stack stack, Sta
   const bool nope = a.nope_interval > 0 && stack == Stack::decoder;
   const double nope_share = nope ? dbl(a.nope_layers()) / dbl(a.layers) : 0.0;
   const bool partial = trains_subset(tr) && decoder_only;
-  if (!decoder_only || (a.dense_layers() == 0 && !partial)) {
+  // Checkpointing one block in N (Training::checkpoint_every): the others are kinds of their own.
+  const bool picks = tr.checkpoint_every > 1 && tr.checkpointing == Checkpointing::full && decoder_only;
+  if (!decoder_only || (a.dense_layers() == 0 && !partial && !picks)) {
     build_block_ops(a, tr, stack, false, out.block, linears);
     out.block_share = 1.0 - nope_share;
     out.variants.resize(nope ? 1 : 0);
@@ -174,28 +188,33 @@ void build_stack_ops(const Architecture& a, const Training& tr, Stack stack, Sta
     }
     return;
   }
-  // Each layer's kind: expert or dense, with or without rotary positions, and under partial
-  // fine-tuning trained, frozen or without backward - counted layer by layer.
+  // Each layer's kind: expert or dense, with or without rotary positions, under partial
+  // fine-tuning trained, frozen or without backward, checkpointed or not - counted layer by layer.
   const Architecture dense_kind = a.dense_layers() > 0 ? dense_variant(a) : a;
-  // [dense][nope][state]: a LayerState, or 3 for the entry layer (partial.hpp entry_layer).
-  std::array<std::array<std::array<std::int64_t, 4>, 2>, 2> count{};
+  // [dense][nope][state][plain]: a LayerState, or 3 for the entry layer (partial.hpp entry_layer);
+  // plain: left alone by Training::checkpoint_every.
+  std::array<std::array<std::array<std::array<std::int64_t, 2>, 4>, 2>, 2> count{};
   for (std::int64_t i = 0; i < a.layers; ++i)
     ++count[a.dense_layer(i) ? 1 : 0][nope && a.nope_layer(i) ? 1 : 0]
-           [entry_layer(a, tr, i) ? 3u : static_cast<std::size_t>(layer_state(a, tr, i))];
+           [entry_layer(a, tr, i) ? 3u : static_cast<std::size_t>(layer_state(a, tr, i))]
+           [picks && !checkpoint_picks(a, tr, i) ? 1 : 0];
   struct Part {
     const Architecture* arch;
     bool nope;
     LayerState state;
     bool entry;
+    bool plain;
     double share;
   };
   std::vector<Part> parts;
   for (int d = 0; d < 2; ++d)
     for (int n = 0; n < 2; ++n)
       for (int st = 0; st < 4; ++st)
-        if (count[d][n][st] > 0)
-          parts.push_back({d == 1 ? &dense_kind : &a, n == 1, st == 3 ? LayerState::trained : static_cast<LayerState>(st),
-                           st == 3, dbl(count[d][n][st]) / dbl(a.layers)});
+        for (int pl = 0; pl < 2; ++pl)
+          if (count[d][n][st][pl] > 0)
+            parts.push_back({d == 1 ? &dense_kind : &a, n == 1,
+                             st == 3 ? LayerState::trained : static_cast<LayerState>(st), st == 3, pl == 1,
+                             dbl(count[d][n][st][pl]) / dbl(a.layers)});
   std::stable_sort(parts.begin(), parts.end(), [](const Part& x, const Part& y) { return x.share > y.share; });
   out.variants.resize(parts.size() - 1);
   Training layer_tr = tr;
@@ -204,9 +223,10 @@ void build_stack_ops(const Architecture& a, const Training& tr, Stack stack, Sta
     BlockOps& ops = i == 0 ? out.block : out.variants[i - 1].ops;
     const bool own_linears = p.arch->is_moe() == a.is_moe();
     layer_tr.layer = p.state;
+    layer_tr.layer_checkpointed = !p.plain;
     build_block_ops(p.nope ? nope_variant(*p.arch) : *p.arch, layer_tr, stack, p.entry, ops, own_linears ? linears : nullptr);
     (i == 0 ? out.block_share : out.variants[i - 1].share) = p.share;
-    if (i > 0) out.variants[i - 1].kind = layer_kind_name(a.is_moe() && !p.arch->is_moe(), p.nope, partial, p.state);
+    if (i > 0) out.variants[i - 1].kind = layer_kind_name(a.is_moe() && !p.arch->is_moe(), p.nope, partial, p.state, p.plain);
   }
 }
 }  // namespace

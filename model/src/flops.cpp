@@ -155,19 +155,23 @@ void partial_flops(const Architecture& a, const Training& tr, FlopCoefficients& 
   const double dense_layer = a.dense_layers() > 0 ? trained_per_token(dense_variant(a)) : expert_layer;
   k.trained = 0.0;
   double backward_layers = 0.0;
-  double trained_layers = 0.0;
+  double replayed_trained = 0.0;  // of the layers Training::checkpoint_every picks
+  double replayed_backward = 0.0;
   for (std::int64_t i = 0; i < a.layers; ++i) {
     const LayerState st = layer_state(a, tr, i);
+    const double picked = checkpoint_picks(a, tr, i) ? 1.0 : 0.0;
     if (st == LayerState::trained) k.trained += a.dense_layer(i) ? dense_layer : expert_layer;
-    if (st == LayerState::trained) trained_layers += 1.0;
+    if (st == LayerState::trained) replayed_trained += picked;
     if (st != LayerState::no_backward) backward_layers += 1.0;
+    if (st != LayerState::no_backward) replayed_backward += picked;
   }
   if (s.head || (a.tie_embeddings && s.embedding)) k.trained += k.head;
   for (std::int64_t i = 0; i < a.layers; ++i)
     if (entry_layer(a, tr, i) && !s.norms) entry_skips(a.dense_layer(i) ? dense_variant(a) : a, tr, k);
   k.backward_share = a.layers > 0 ? backward_layers / static_cast<double>(a.layers) : 0.0;
-  k.replay_share = tr.checkpoint_trained_only && a.layers > 0 ? trained_layers / static_cast<double>(a.layers)
-                                                               : k.backward_share;
+  k.replay_share = a.layers > 0 ? (tr.checkpoint_trained_only ? replayed_trained : replayed_backward) /
+                                      static_cast<double>(a.layers)
+                                : 0.0;
 }
 
 }  // namespace
@@ -211,6 +215,7 @@ FlopCoefficients flop_coefficients(const Architecture& a, const Training& tr) {
   });
   k.dropout_after_last_matmul = hidden_dropout(a, tr) > 0.0;
   k.op_sac_attention_saved = flash_attention_2_kind(attention_run(a, tr, tr.cuda_sm), tr.framework);
+  k.replay_share = checkpoint_picked_share(a, tr);
   if (trains_subset(tr)) partial_flops(a, tr, k);
   // Multi-token prediction: per module a block of the expert kind (with its adapters), the
   // projection 2h -> h and one more pass through the output head.

@@ -35,7 +35,28 @@ std::int64_t to_int(std::string_view t, std::string_view what, std::string_view 
 }  // namespace
 
 bool checkpointed_layer(const Training& tr) {
-  return !(trains_subset(tr) && tr.checkpoint_trained_only && tr.layer != LayerState::trained);
+  return tr.layer_checkpointed && !(trains_subset(tr) && tr.checkpoint_trained_only && tr.layer != LayerState::trained);
+}
+
+bool checkpoint_picks(const Architecture& a, const Training& tr, std::int64_t layer) {
+  if (tr.checkpoint_every <= 1 || tr.checkpointing != Checkpointing::full) return true;
+  const std::int64_t pp = std::max(1, tr.pp);
+  const std::int64_t per_stage = std::max<std::int64_t>(1, (a.layers + pp - 1) / pp);
+  return (layer % per_stage + 1) % tr.checkpoint_every == 0;
+}
+
+std::string checkpointing_text(const Training& tr) {
+  std::string s(to_string(tr.checkpointing));
+  if (tr.checkpointing == Checkpointing::full && tr.checkpoint_every > 1)
+    s += " (1 block in " + std::to_string(tr.checkpoint_every) + ")";
+  return s;
+}
+
+double checkpoint_picked_share(const Architecture& a, const Training& tr) {
+  if (tr.checkpoint_every <= 1 || tr.checkpointing != Checkpointing::full || a.layers <= 0) return 1.0;
+  std::int64_t picked = 0;
+  for (std::int64_t i = 0; i < a.layers; ++i) picked += checkpoint_picks(a, tr, i) ? 1 : 0;
+  return static_cast<double>(picked) / static_cast<double>(a.layers);
 }
 
 bool trains_weight(const Training& tr, Role r) {

@@ -471,11 +471,14 @@ BlockCompute kind_compute(const model::BlockOps& block, double params, const mod
   out.replayed_attention = out.attention_forward;
   out.replayed_op_sac = out.forward - lin.op_sac_saved_forward -
                         (model::flash_attention_2_kind(block.run, tr.framework) ? out.attention_forward : Seconds(0.0));
-  if (!block.checkpointed) out.replayed_forward = out.replayed_attention = out.replayed_op_sac = Seconds(0.0);
-  if (!block.runs_backward) {  // below every layer that needs a gradient: forward only
+  out.launches_replayed = out.launches_forward;
+  if (!block.checkpointed || !block.runs_backward) {  // left alone, or below every layer that needs a gradient
+    out.replayed_forward = out.replayed_attention = out.replayed_op_sac = Seconds(0.0);
+    out.launches_replayed = 0.0;
+  }
+  if (!block.runs_backward) {  // forward only
     out.backward = out.gemm_backward = out.elementwise_backward = Seconds(0.0);
     out.launches_backward = 0.0;
-    out.replayed_forward = out.replayed_attention = out.replayed_op_sac = Seconds(0.0);
   }
   const model::LayerCollectives n = block.collectives();
   out.tensor_parallel_pairs = n.tensor_parallel;

@@ -39,7 +39,7 @@ std::int64_t checked_global_batch(const Estimate& e) {
 }
 
 // The launchers below express data parallelism with ZeRO/FSDP only: no tensor, pipeline or
-// expert parallelism, and no Megatron-style selective recomputation.
+// expert parallelism, no Megatron-style selective recomputation, no layer-selective checkpointing.
 void require_data_parallel_only(const model::Training& t, const std::string& format,
                                 const std::string& what) {
   if (t.tp > 1 || t.pp > 1) {
@@ -60,6 +60,10 @@ void require_data_parallel_only(const model::Training& t, const std::string& for
     refuse(format, fmt::format("{} cannot express selective recomputation (Megatron-LM's); plan "
                                "with {{checkpointing}} full or none",
                                what));
+  if (t.checkpointing == Checkpointing::full && t.checkpoint_every > 1)
+    refuse(format, fmt::format("{} cannot express checkpointing one block in {} (torchtitan's layer-selective "
+                               "checkpointing, set in its job config); plan with {{checkpoint-every}} 1",
+                               what, t.checkpoint_every));
 }
 
 // What the training script itself must do, beyond the launcher's configuration.

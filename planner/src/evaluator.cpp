@@ -50,17 +50,15 @@ StageHost stage_host(const BlockCompute& blk, const EdgeCompute& edge, const mod
                      double layers, bool first_stage, const TimeConventions& tc) {
   const double emb_f = first_stage ? edge.embedding_launches_forward : 0.0;
   const double emb_b = first_stage ? edge.embedding_launches_backward : 0.0;
-  const bool replays = recomputes_blocks(tr.checkpointing);
-  const Seconds block_rate = replays && tr.framework != Framework::megatron
-                                 ? tc.host_per_checkpointed_kernel
-                                 : tc.host_per_forward_kernel;
+  // The kernels of the blocks checkpointing wraps, issued again in backward (BlockCompute::launches_replayed).
+  const double replay = recomputes_blocks(tr.checkpointing) ? blk.launches_replayed * layers : 0.0;
+  const Seconds replay_rate =
+      tr.framework != Framework::megatron ? tc.host_per_checkpointed_kernel : tc.host_per_forward_kernel;
   const double blocks_f = blk.launches_forward * layers;
-  const double replay = replays ? blocks_f : 0.0;
   const double edges_f = edge.head_launches_forward + emb_f;
   const double bwd = blk.launches_backward * layers + edge.head_launches_backward + emb_b;
-  return {block_rate * blocks_f + tc.host_per_forward_kernel * edges_f,
-          tc.host_per_backward_kernel * bwd + block_rate * replay, blocks_f + edges_f,
-          bwd + replay};
+  return {replay_rate * replay + tc.host_per_forward_kernel * (blocks_f - replay + edges_f),
+          tc.host_per_backward_kernel * bwd + replay_rate * replay, blocks_f + edges_f, bwd + replay};
 }
 
 // A layer's forward, backward and recompute on the stage's path, one micro-batch: its kernels and
@@ -132,6 +130,7 @@ const Evaluator::Shapes& Evaluator::shapes(const model::Training& tr) const {
 
 LayerComputeKey LayerComputeKey::of(const model::Training& tr) {
   const bool adapters = tr.method != Method::full;
+  const std::int64_t every = tr.checkpointing == Checkpointing::full ? std::max<std::int64_t>(1, tr.checkpoint_every) : 1;
   return {tr.sequences(),
           tr.seq,
           tr.tp,
@@ -161,7 +160,9 @@ LayerComputeKey LayerComputeKey::of(const model::Training& tr) {
           model::fp8_weights_cached(tr) ? tr.grad_accum : 1,
           tr.method == Method::full ? tr.partial : model::TrainedSubset{},
           tr.checkpoint_trained_only,
-          model::trains_subset(tr) && recomputes_blocks(tr.checkpointing)};
+          model::trains_subset(tr) && recomputes_blocks(tr.checkpointing),
+          every,
+          every > 1 ? tr.pp : 1};
 }
 
 void LayerComputeKey::write_to(model::Training& t, const std::vector<std::string>& targets) const {
@@ -195,7 +196,9 @@ void LayerComputeKey::write_to(model::Training& t, const std::vector<std::string
   t.moe_pad_to_capacity = moe_pad_to_capacity;
   t.partial = partial;
   t.checkpoint_trained_only = checkpoint_trained_only;
-  t.checkpointing = partial_replayed ? Checkpointing::full : Checkpointing::none;
+  t.checkpointing = partial_replayed || checkpoint_every > 1 ? Checkpointing::full : Checkpointing::none;
+  t.checkpoint_every = checkpoint_every;
+  t.pp = checkpoint_pp;
 }
 
 const LayerCompute& Evaluator::layer_compute(const model::Training& given, const Shapes& sh) const {

@@ -15,6 +15,7 @@
 #include "candidate_space.hpp"
 #include "trainplan/core/checked.hpp"
 #include "trainplan/core/error.hpp"
+#include "trainplan/model/partial.hpp"
 
 namespace trainplan::planner {
 namespace {
@@ -289,7 +290,7 @@ std::string plan_label(const model::Training& tr, const Layout& l) {
                            : fmt::format(", PP {}", l.pp);
   if (l.ep > 1) s += fmt::format(", EP {}", l.ep);
   if (tr.checkpointing != Checkpointing::none)
-    s += fmt::format(", {} checkpointing", to_string(tr.checkpointing));
+    s += fmt::format(", {} checkpointing", model::checkpointing_text(tr));
   if (tr.offload != Offload::none) s += fmt::format(", {} offload", to_string(tr.offload));
   return s;
 }

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "trainplan/model/model_states.hpp"
+#include "trainplan/model/partial.hpp"
 
 namespace trainplan::planner {
 namespace {
@@ -225,7 +226,10 @@ ContextParallelComm context_parallel_comm(const TermInputs& in, Seconds attentio
   const double k_width = dbl(std::max(a.kv_dim() / l.tp, a.head_dim));
   const double v_width = dbl(std::max<std::int64_t>(1, a.kv_heads / l.tp) * a.value_head_dim());
   const Bytes chunk(tokens * (k_width + v_width) * in.c);
-  const double passes = tr.checkpointing == Checkpointing::none ? 0.0 : 1.0;
+  // Replayed attention exchanges again: in the blocks checkpointing wraps (Training::checkpoint_every).
+  const double passes = tr.checkpointing == Checkpointing::none ? 0.0
+                        : recomputes_blocks(tr.checkpointing) ? model::checkpoint_picked_share(a, tr)
+                                                               : 1.0;
   const double steps = dbl(l.cp - 1);
   switch (tr.cp_comm) {
     case CpComm::ring: {

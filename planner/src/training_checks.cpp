@@ -87,6 +87,24 @@ std::optional<std::string> context_parallel_problem(const Architecture& a, const
   return std::nullopt;
 }
 
+namespace {
+// The checkpointing policies a framework or a model cannot run.
+void check_checkpointing(const Architecture& a, const Training& tr) {
+  if (tr.checkpointing == Checkpointing::full_offload && tr.framework == Framework::megatron)
+    throw FieldError("{checkpointing} full-offload is not modelled for the megatron framework (use full)");
+  if (tr.checkpointing == Checkpointing::selective_op && tr.framework == Framework::megatron)
+    throw FieldError("{checkpointing} selective-op is torchtitan's per-op policy; Megatron-LM has none "
+                     "(use selective or full)");
+  if (tr.checkpoint_every < 1)
+    throw FieldError("{checkpoint-every} must be at least 1 (got " + str(tr.checkpoint_every) + ")");
+  if (tr.checkpoint_every > 1 && tr.checkpointing == Checkpointing::full && tr.framework == Framework::megatron)
+    throw FieldError("{checkpoint-every} is torchtitan's layer-selective checkpointing; Megatron-LM's "
+                     "--recompute-method block is not modelled (use {checkpointing} full or selective)");
+  if (tr.checkpoint_every > 1 && tr.checkpointing == Checkpointing::full && a.encoder_decoder)
+    throw FieldError("{checkpoint-every}: checkpointing one block in N of an encoder-decoder model is not modelled");
+}
+}  // namespace
+
 void validate_training(const Architecture& a, const Training& tr) {
   if (tr.tp < 1) throw FieldError("{tp} must be at least 1 (got " + str(tr.tp) + ")");
   if (tr.pp < 1) throw FieldError("{pp} must be at least 1 (got " + str(tr.pp) + ")");
@@ -110,11 +128,7 @@ void validate_training(const Architecture& a, const Training& tr) {
   if (tr.pp_virtual > 1 && (tr.pp == 1 || a.total_layers() % (tr.pp * tr.pp_virtual) != 0))
     throw FieldError("{pp-virtual} " + str(tr.pp_virtual) + " needs {pp} > 1 and " +
                      str(a.total_layers()) + " layers divisible by pp x pp-virtual");
-  if (tr.checkpointing == Checkpointing::full_offload && tr.framework == Framework::megatron)
-    throw FieldError("{checkpointing} full-offload is not modelled for the megatron framework (use full)");
-  if (tr.checkpointing == Checkpointing::selective_op && tr.framework == Framework::megatron)
-    throw FieldError("{checkpointing} selective-op is torchtitan's per-op policy; Megatron-LM has none "
-                     "(use selective or full)");
+  check_checkpointing(a, tr);
   if (tr.quant_block < 64 || tr.quant_block > 4096 || (tr.quant_block & (tr.quant_block - 1)) != 0)
     throw FieldError("{quant-block} must be a power of two from 64 to 4096, as bitsandbytes takes (got " +
                      str(tr.quant_block) + ")");

@@ -137,15 +137,26 @@ void read_checkpointing(const Json& a, Reader& r) {
       r.string(a, "selective_ac_option", "activation_checkpoint", "checkpointing").value_or("2");
   const std::string from = a.contains("mode") ? "activation_checkpoint.mode" : "(no activation_checkpoint.mode: "
                                                                                "torchtitan's selective, every 2nd block)";
+  const std::string option_from = a.contains("selective_ac_option")
+                                      ? "activation_checkpoint.selective_ac_option"
+                                      : "(no activation_checkpoint.selective_ac_option: torchtitan's \"2\")";
   if (mode == "none" || mode == "full") {
     r.set("checkpointing", mode, from, mode);
   } else if (mode == "selective" && option == "op") {
-    r.set("checkpointing", "selective-op", "activation_checkpoint.selective_ac_option", option);
-  } else if (mode == "selective" && option == "1") {
-    r.set("checkpointing", "full", "activation_checkpoint.selective_ac_option (every block)", option);
+    r.set("checkpointing", "selective-op", option_from, option);
   } else if (mode == "selective") {
-    r.unmodelled("checkpointing", "activation_checkpoint.selective_ac_option", Json(option),
-                 "one block in " + option + " fully checkpointed, the others not: not modelled", "full");
+    // _apply_layer_sac: int(selective_ac_option); 0 or 1 wraps every block, N the N-th, 2N-th, ...
+    // (anything but "op" or digits is torchtitan's ValueError).
+    const bool digits = !option.empty() && option.size() <= 4 &&
+                        std::all_of(option.begin(), option.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+    if (!digits)
+      r.fail("activation_checkpoint.selective_ac_option", Json(option),
+             "must be \"op\" or a whole number N of blocks (one in N fully checkpointed), at most 1024");
+    const int every = std::stoi(option);
+    if (every > 1024)
+      r.fail("activation_checkpoint.selective_ac_option", Json(option), "must be at most 1024 blocks");
+    r.set("checkpointing", "full", option_from, option);
+    if (every > 1) r.set("checkpoint-every", std::to_string(every), option_from, option);
   } else if (mode == "memory_budget") {
     r.unmodelled("checkpointing", "activation_checkpoint.mode", Json(mode),
                  "the compiler's memory-budget partitioner is not modelled", "selective-op");

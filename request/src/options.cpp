@@ -322,6 +322,16 @@ std::vector<Option> batch_and_memory_options() {
                                                       "estimate: what fit recommends"),
                                              [](auto& r) -> auto& { return r.training.checkpointing; }),
                        Searched::by_fit_and_plan));
+  v.push_back(applies(integer(describe("checkpoint-every", "N", "Checkpoint every", "memory",
+                                       "full checkpointing of one block in N, the others run plain (torchtitan's "
+                                       "layer-selective checkpointing, selective_ac_option = N)",
+                                       "1: every block"),
+                              1, 1024, [](auto& r) -> auto& { return r.training.checkpoint_every; }),
+                      [](const Request& r, unsigned /*cmd*/) {
+                        // Left to the search (fit and plan; estimate takes what fit recommends).
+                        return !r.has("checkpointing") || r.training.checkpointing == Checkpointing::full;
+                      },
+                      "with --checkpointing full"));
   v.push_back(choice<Attention>(
       describe("attention", "KIND", "Attention", "memory", "attention kernel",
                "flash where the GPU runs FlashAttention-2, else sdpa"),

@@ -118,6 +118,13 @@ run_case(bitsandbytes_in_json 0 estimate llama-2-7b A10G --library litgpt --meth
 run_case(fsdp_version_without_fsdp 0 estimate 7b 4xA100 --strategy ddp --fsdp-version 2 ERR "warning: --fsdp-version 2 ignored: it applies where PyTorch shards the parameters")
 run_case(fsdp_version_in_json 0 estimate llama-3.1-8b 8xH100 --library torchtitan --strategy fsdp-full --json MATCH "\"fsdp_version\": 2")
 run_case(fsdp_version_in_label 0 estimate llama-3.1-8b 8xH100 --library torchtitan --strategy fsdp-full MATCH "FSDP2 full-shard")
+run_case(checkpoint_every_without_full 0 estimate 7b A100 --checkpointing none --checkpoint-every 2 ERR "warning: --checkpoint-every 2 ignored: it applies with --checkpointing full")
+run_case(checkpoint_every_in_label 0 estimate llama-3.1-8b 8xH100 --library torchtitan --strategy fsdp-full --checkpointing full --checkpoint-every 2 MATCH "full \\(1 block in 2\\) checkpointing")
+# torchtitan's default checkpointing (selective_ac_option "2") from a job config that leaves it out.
+file(WRITE ${WORK}/torchtitan-default-ac.toml "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[training]\nlocal_batch_size = 1\nseq_len = 8192\n")
+run_case(checkpoint_every_from_toml 0 estimate llama-3.1-8b 8xH100 --from ${WORK}/torchtitan-default-ac.toml
+         MATCH "full \\(1 block in 2\\) checkpointing")
+run_case(checkpoint_every_in_json 0 estimate llama-3.1-8b 8xH100 --library torchtitan --strategy fsdp-full --checkpointing full --checkpoint-every 2 --json MATCH "\"checkpoint_every\": 2")
 # FSDP2 written by --emit accelerate reads back as FSDP2 (fsdp_version, fsdp_reshard_after_forward).
 run_case(fsdp2_emit 0 estimate llama-3.1-8b 8xH100 --strategy fsdp-grad-op --fsdp-version 2 --emit accelerate
          MATCH "fsdp_version: 2" "fsdp_reshard_after_forward: false")

@@ -43,17 +43,17 @@ TEST(ConfigTorchtitan, TomlForms) {
 }
 
 TEST(ConfigTorchtitan, DefaultsAndPipelineMicroBatches) {
-  // torchtitan's defaults: local batch 8, seq 2048, FSDP2 over every rank; the default activation
-  // checkpointing (every 2nd block) is not modelled: left to the user, naming the nearest, full.
+  // torchtitan's defaults: local batch 8, seq 2048, FSDP2 over every rank, activation
+  // checkpointing of every 2nd block (selective, selective_ac_option "2").
   const ConfigRead d = toml("[training]\nsteps = 10\n");
   EXPECT_EQ(option(d, "micro-batch"), "8");
   EXPECT_EQ(option(d, "seq"), "2048");
   EXPECT_EQ(option(d, "strategy"), "fsdp-full");
   EXPECT_EQ(option(d, "offload"), "none");  // training.enable_cpu_offload false
   EXPECT_EQ(option(toml("[training]\nenable_cpu_offload = true\n"), "offload"), "optimizer+params");
-  ASSERT_EQ(d.unmodelled.size(), 1u);
-  EXPECT_EQ(d.unmodelled[0].option, "checkpointing");
-  EXPECT_EQ(d.unmodelled[0].nearest, "full");
+  EXPECT_TRUE(d.unmodelled.empty());
+  EXPECT_EQ(option(d, "checkpointing"), "full");
+  EXPECT_EQ(option(d, "checkpoint-every"), "2");
   // Under pipeline parallelism the local batch is split into micro-batches of
   // pipeline_parallel_microbatch_size, which accumulate.
   const ConfigRead pp = toml(
@@ -73,6 +73,32 @@ TEST(ConfigTorchtitan, DefaultsAndPipelineMicroBatches) {
   EXPECT_EQ(option(g, "global-batch"), "64");
   EXPECT_NE(std::find(g.unresolved_options.begin(), g.unresolved_options.end(), "grad-accum"),
             g.unresolved_options.end());
+}
+
+// Layer-selective checkpointing as _apply_layer_sac reads selective_ac_option: int(option), 0 or 1
+// every block, N one block in N; "op" the per-op policy; anything else torchtitan refuses.
+TEST(ConfigTorchtitan, LayerSelectiveCheckpointing) {
+  auto ac = [](const std::string& option) {
+    return toml("[training]\nsteps = 1\n[activation_checkpoint]\nmode = \"selective\"\nselective_ac_option = \"" +
+                option + "\"\n");
+  };
+  EXPECT_EQ(option(ac("3"), "checkpointing"), "full");
+  EXPECT_EQ(option(ac("3"), "checkpoint-every"), "3");
+  for (const std::string every_block : {"0", "1"}) {
+    EXPECT_EQ(option(ac(every_block), "checkpointing"), "full") << every_block;
+    EXPECT_EQ(option(ac(every_block), "checkpoint-every"), "") << every_block;
+  }
+  EXPECT_EQ(option(ac("op"), "checkpointing"), "selective-op");
+  for (const std::string bad : {"two", "-2", "2.5", "", "99999"}) {
+    SCOPED_TRACE(bad);
+    try {
+      (void)ac(bad);
+      ADD_FAILURE() << "accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("activation_checkpoint.selective_ac_option"), std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 TEST(ConfigTorchtitan, TomlErrorsNameTheLine) {

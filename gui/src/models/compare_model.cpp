@@ -3,6 +3,8 @@
 #include <optional>
 #include <utility>
 
+#include "trainplan/model/partial.hpp"
+
 namespace trainplan::gui {
 
 void CompareModel::setEvaluations(const std::vector<const Evaluation*>& configs,
@@ -42,7 +44,7 @@ void CompareModel::setEvaluations(const std::vector<const Evaluation*>& configs,
       {"sequence length", std::nullopt,
        [](const Evaluation& e) { return QString::number(e.estimate.training.seq); }},
       {"checkpointing", std::nullopt,
-       [](const Evaluation& e) { return qstr(to_string(e.estimate.training.checkpointing)); }},
+       [](const Evaluation& e) { return QString::fromStdString(model::checkpointing_text(e.estimate.training)); }},
       {"offload", std::nullopt,
        [](const Evaluation& e) { return qstr(to_string(e.estimate.training.offload)); }},
       {"GiB / GPU", Term::device_total,

@@ -36,7 +36,7 @@ struct FlopCoefficients {
   bool partial = false;
   double trained = 0;
   double backward_share = 1;
-  double replay_share = 1;  // of the layers checkpointing replays (Training::checkpoint_trained_only)
+  double replay_share = 1;  // of the layers checkpointing replays (Training::checkpoint_trained_only, checkpoint_every)
   // Of those, what the entry layer (partial.hpp entry_layer) skips: the input gradients of its
   // linears no trained weight needs (per token), and its attention's backward (per token per token
   // of context) when its attention trains nothing.

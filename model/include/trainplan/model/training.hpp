@@ -78,9 +78,15 @@ struct Training {
   // others run plain, and nothing makes the embedding's output require one (transformers' own
   // checkpointing does: model/partial.hpp first_backward_layer).
   bool checkpoint_trained_only = false;
+  // Full checkpointing of one block in N, the others run plain: torchtitan's layer-selective
+  // checkpointing (activation_checkpoint.mode "selective", selective_ac_option "N"; torchtitan
+  // torchtitan/distributed/activation_checkpoint.py _apply_layer_sac: a counter from 1 over the
+  // blocks a rank builds, the N-th, 2N-th, ... wrapped). 1: every block.
+  std::int64_t checkpoint_every = 1;
   // The layer a block is built for under partial fine-tuning (set by model::stack_ops per kind of
-  // layer; trained otherwise).
+  // layer; trained otherwise), and whether checkpointing wraps it (checkpoint_every).
   LayerState layer = LayerState::trained;
+  bool layer_checkpointed = true;
   // FP8 training of the block's linear layers (model/fp8.hpp); none: they run at the precision's
   // 16-bit dtype. The precision still says what the weights, the rest of the block and the head are.
   Fp8Recipe fp8 = Fp8Recipe::none;

@@ -145,12 +145,15 @@ struct BlockCompute {
   // What torchtitan's per-op policy replays: the forward less the ops whose outputs it saves
   // (model::op_sac_saved).
   Seconds replayed_op_sac;
+  // Kernels of forward in a block checkpointing wraps (launches_forward, or 0 for a layer it
+  // leaves alone): what the host issues again in backward.
+  double launches_replayed = 0;
   // Scaled and summed field by field (the average over a stack's kinds of layer).
   [[nodiscard]] BlockCompute operator*(double k) const {
     return {forward * k,          backward * k,          attention_forward * k,    gemm_forward * k,
             gemm_backward * k,       elementwise_forward * k, elementwise_backward * k, launches_forward * k, launches_backward * k,
             tensor_parallel_pairs * k, expert_all_to_alls * k, replayed_forward * k, replayed_attention * k,
-            replayed_op_sac * k};
+            replayed_op_sac * k, launches_replayed * k};
   }
   [[nodiscard]] BlockCompute operator+(const BlockCompute& o) const {
     return {forward + o.forward,
@@ -166,7 +169,8 @@ struct BlockCompute {
             expert_all_to_alls + o.expert_all_to_alls,
             replayed_forward + o.replayed_forward,
             replayed_attention + o.replayed_attention,
-            replayed_op_sac + o.replayed_op_sac};
+            replayed_op_sac + o.replayed_op_sac,
+            launches_replayed + o.launches_replayed};
   }
   [[nodiscard]] Seconds recompute(Checkpointing c) const {
     switch (c) {

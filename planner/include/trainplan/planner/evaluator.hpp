@@ -142,6 +142,10 @@ struct LayerComputeKey {
   // Partial fine-tuning under checkpointing, which decides which layers run a backward
   // (model/partial.hpp first_backward_layer): the ops are built with checkpointing full.
   bool partial_replayed = false;
+  // Full checkpointing of one block in N (Training::checkpoint_every; 1 otherwise) and the
+  // pipeline degree that sets the blocks a rank counts: the ops are built with checkpointing full.
+  std::int64_t checkpoint_every = 1;
+  int checkpoint_pp = 1;
 
   [[nodiscard]] static LayerComputeKey of(const model::Training& tr);
   // Writes the key's fields into `t` (the adapters' targets from `targets`): the training the

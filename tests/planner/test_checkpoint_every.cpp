@@ -1,0 +1,90 @@
+// Full checkpointing of one block in N (Training::checkpoint_every), as torchtitan's
+// layer-selective checkpointing runs it (torchtitan/distributed/activation_checkpoint.py at
+// 238fa995, _apply_layer_sac): a counter from 1 over the blocks each rank builds wraps the N-th,
+// 2N-th, ... in checkpoint_wrapper; the others run plain. So of a stage's L blocks floor(L / N) keep
+// their input only and replay their forward in backward; the rest keep everything, as without
+// checkpointing. Worked on Llama-3.1-8B (32 blocks) against the same plan with every block and
+// with no block checkpointed.
+#include <gtest/gtest.h>
+
+#include "../common/catalog.hpp"
+#include "trainplan/model/flops.hpp"
+#include "trainplan/model/parameters.hpp"
+#include "trainplan/model/partial.hpp"
+#include "trainplan/planner/evaluator.hpp"
+
+namespace trainplan::planner {
+namespace {
+
+struct Subject {
+  model::Architecture a;
+  model::ParameterCounts n;
+  hardware::Cluster c;
+};
+
+Subject llama_8b() {
+  const model::Architecture a = test::catalog().resolve_model("llama-3.1-8b").arch;
+  return {a, model::count_parameters(a), test::catalog().resolve_cluster("8xH100-80GB", std::nullopt).cluster};
+}
+
+model::Training torchtitan(Checkpointing c, std::int64_t every) {
+  model::Training t;
+  t.library = Library::torchtitan;
+  t.strategy = Strategy::fsdp_full;
+  t.precision = Precision::bf16_mixed;
+  t.seq = 8192;
+  t.micro_batch = 1;
+  t.checkpointing = c;
+  t.checkpoint_every = every;
+  return t;
+}
+
+// Each rank counts the blocks of its own stage: 32 blocks over 4 stages of 8, one in 3 -> blocks 3
+// and 6 of each stage, 8 of 32 (not floor(32 / 3) = 10 over the whole model).
+TEST(CheckpointEvery, EachStageCountsItsOwnBlocks) {
+  const Subject s = llama_8b();
+  model::Training t = torchtitan(Checkpointing::full, 3);
+  EXPECT_DOUBLE_EQ(model::checkpoint_picked_share(s.a, t), 10.0 / 32.0);
+  t.pp = 4;
+  EXPECT_DOUBLE_EQ(model::checkpoint_picked_share(s.a, t), 8.0 / 32.0);
+  EXPECT_FALSE(model::checkpoint_picks(s.a, t, 0));
+  EXPECT_TRUE(model::checkpoint_picks(s.a, t, 2));
+  EXPECT_TRUE(model::checkpoint_picks(s.a, t, 5));
+  EXPECT_FALSE(model::checkpoint_picks(s.a, t, 8));  // the second stage's first block
+  EXPECT_TRUE(model::checkpoint_picks(s.a, t, 10));
+  // Every block at 1; under any other policy the count does nothing.
+  t.checkpoint_every = 1;
+  EXPECT_DOUBLE_EQ(model::checkpoint_picked_share(s.a, t), 1.0);
+  t.checkpoint_every = 3;
+  t.checkpointing = Checkpointing::selective_op;
+  EXPECT_DOUBLE_EQ(model::checkpoint_picked_share(s.a, t), 1.0);
+}
+
+// Every second block: 16 blocks keep their input, 16 keep all they save; the recomputation is
+// half of full checkpointing's, FLOPs and time alike, and so are the kernels replayed from Python.
+TEST(CheckpointEvery, EverySecondBlockIsHalfwayBetweenNoneAndFull) {
+  const Subject s = llama_8b();
+  const Evaluator ev(s.a, s.n, s.c);
+  const Estimate none = ev.estimate(torchtitan(Checkpointing::none, 1));
+  const Estimate full = ev.estimate(torchtitan(Checkpointing::full, 1));
+  const Estimate half = ev.estimate(torchtitan(Checkpointing::full, 2));
+  const double kept_none = none.memory.activation_detail.per_block.value();
+  const double kept_full = full.memory.activation_detail.per_block.value();
+  ASSERT_GT(kept_none, 4.0 * kept_full);
+  EXPECT_NEAR(half.memory.activation_detail.per_block.value(), 0.5 * (kept_none + kept_full), 1e-9 * kept_none);
+  // One block's forward rebuilt in backward, as under full checkpointing.
+  EXPECT_DOUBLE_EQ(half.memory.activation_detail.recompute_peak.value(), full.memory.activation_detail.recompute_peak.value());
+  EXPECT_EQ(none.time.recompute.value(), 0.0);
+  EXPECT_NEAR(half.time.recompute.value(), 0.5 * full.time.recompute.value(), 1e-12);
+  const model::FlopCoefficients k_full = model::flop_coefficients(s.a, torchtitan(Checkpointing::full, 1));
+  const model::FlopCoefficients k_half = model::flop_coefficients(s.a, torchtitan(Checkpointing::full, 2));
+  EXPECT_DOUBLE_EQ(k_half.replay_share, 0.5 * k_full.replay_share);
+  const double replayed_full = full.time.kernels_backward - none.time.kernels_backward;
+  ASSERT_GT(replayed_full, 0.0);
+  EXPECT_NEAR(half.time.kernels_backward - none.time.kernels_backward, 0.5 * replayed_full, 1e-9);
+  EXPECT_GT(half.throughput.tokens_per_s, full.throughput.tokens_per_s);
+  EXPECT_LT(half.throughput.tokens_per_s, none.throughput.tokens_per_s);
+}
+
+}  // namespace
+}  // namespace trainplan::planner
