@@ -175,8 +175,9 @@ void build_stack_ops(const Architecture& a, const Training& tr, Stack stack, Sta
   const bool nope = a.nope_interval > 0 && stack == Stack::decoder;
   const double nope_share = nope ? dbl(a.nope_layers()) / dbl(a.layers) : 0.0;
   const bool partial = trains_subset(tr) && decoder_only;
-  // Checkpointing one block in N (Training::checkpoint_every): the others are kinds of their own.
-  const bool picks = tr.checkpoint_every > 1 && tr.checkpointing == Checkpointing::full && decoder_only;
+  // Full checkpointing of some blocks only (model/partial.hpp checkpoint_picks): the others are kinds
+  // of their own.
+  const bool picks = picks_some_blocks(tr) && decoder_only;
   if (!decoder_only || (a.dense_layers() == 0 && !partial && !picks)) {
     build_block_ops(a, tr, stack, false, out.block, linears);
     out.block_share = 1.0 - nope_share;

@@ -38,8 +38,17 @@ bool checkpointed_layer(const Training& tr) {
   return tr.layer_checkpointed && !(trains_subset(tr) && tr.checkpoint_trained_only && tr.layer != LayerState::trained);
 }
 
+bool picks_some_blocks(const Training& tr) {
+  return tr.checkpointing == Checkpointing::full && (tr.checkpoint_every > 1 || tr.checkpoint_layers > 0);
+}
+
 bool checkpoint_picks(const Architecture& a, const Training& tr, std::int64_t layer) {
-  if (tr.checkpoint_every <= 1 || tr.checkpointing != Checkpointing::full) return true;
+  if (!picks_some_blocks(tr)) return true;
+  if (tr.checkpoint_layers > 0) {  // the first K of each (virtual) pipeline chunk
+    const std::int64_t chunks = static_cast<std::int64_t>(std::max(1, tr.pp)) * std::max(1, tr.pp_virtual);
+    const std::int64_t per_chunk = std::max<std::int64_t>(1, (a.layers + chunks - 1) / chunks);
+    return layer % per_chunk < tr.checkpoint_layers;
+  }
   const std::int64_t pp = std::max(1, tr.pp);
   const std::int64_t per_stage = std::max<std::int64_t>(1, (a.layers + pp - 1) / pp);
   return (layer % per_stage + 1) % tr.checkpoint_every == 0;
@@ -47,13 +56,15 @@ bool checkpoint_picks(const Architecture& a, const Training& tr, std::int64_t la
 
 std::string checkpointing_text(const Training& tr) {
   std::string s(to_string(tr.checkpointing));
-  if (tr.checkpointing == Checkpointing::full && tr.checkpoint_every > 1)
+  if (tr.checkpointing == Checkpointing::full && tr.checkpoint_layers > 0)
+    s += " (first " + std::to_string(tr.checkpoint_layers) + " blocks of each stage)";
+  else if (tr.checkpointing == Checkpointing::full && tr.checkpoint_every > 1)
     s += " (1 block in " + std::to_string(tr.checkpoint_every) + ")";
   return s;
 }
 
 double checkpoint_picked_share(const Architecture& a, const Training& tr) {
-  if (tr.checkpoint_every <= 1 || tr.checkpointing != Checkpointing::full || a.layers <= 0) return 1.0;
+  if (!picks_some_blocks(tr) || a.layers <= 0) return 1.0;
   std::int64_t picked = 0;
   for (std::int64_t i = 0; i < a.layers; ++i) picked += checkpoint_picks(a, tr, i) ? 1 : 0;
   return static_cast<double>(picked) / static_cast<double>(a.layers);

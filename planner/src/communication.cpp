@@ -91,7 +91,8 @@ ZeroPlusPlusVolume zero_plus_plus_volume(double psi, int n, int node_ranks, doub
   return v;
 }
 
-TensorParallelCollectives tensor_parallel_collectives(double pairs, bool sequence_parallel, Checkpointing c) {
+TensorParallelCollectives tensor_parallel_collectives(double pairs, bool sequence_parallel, Checkpointing c,
+                                                      double replayed) {
   double n = 2.0 * pairs;  // one forward, one backward per pair
   switch (c) {
     case Checkpointing::none:
@@ -102,7 +103,7 @@ TensorParallelCollectives tensor_parallel_collectives(double pairs, bool sequenc
     // torchtitan's per-op list keeps sequence parallelism's reduce-scatter outputs; counted
     // replayed here as under full (an over-count with TP + SP).
     case Checkpointing::selective_op:
-      n += pairs;
+      n += pairs * replayed;
       break;  // the replayed forward
   }
   TensorParallelCollectives out;
@@ -129,8 +130,9 @@ Bytes tensor_parallel_bytes(std::int64_t b, std::int64_t s, std::int64_t h, int 
 }
 
 Bytes tensor_parallel_bytes_per_layer(std::int64_t b, std::int64_t s, std::int64_t h, int t,
-                                      double c, double pairs, bool sequence_parallel, Checkpointing ck) {
-  const TensorParallelCollectives n = tensor_parallel_collectives(pairs, sequence_parallel, ck);
+                                      double c, double pairs, bool sequence_parallel, Checkpointing ck,
+                                      double replayed) {
+  const TensorParallelCollectives n = tensor_parallel_collectives(pairs, sequence_parallel, ck, replayed);
   return tensor_parallel_bytes(b, s, h, t, c, sequence_parallel, n.all_reduce + n.all_gather);
 }
 

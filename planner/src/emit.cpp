@@ -64,6 +64,10 @@ void require_data_parallel_only(const model::Training& t, const std::string& for
     refuse(format, fmt::format("{} cannot express checkpointing one block in {} (torchtitan's layer-selective "
                                "checkpointing, set in its job config); plan with {{checkpoint-every}} 1",
                                what, t.checkpoint_every));
+  if (t.checkpointing == Checkpointing::full && t.checkpoint_layers > 0)
+    refuse(format, fmt::format("{} cannot express checkpointing the first {} blocks only (Megatron-LM's "
+                               "--recompute-method block); plan with {{checkpoint-layers}} 0",
+                               what, t.checkpoint_layers));
 }
 
 // What the training script itself must do, beyond the launcher's configuration.
@@ -465,7 +469,10 @@ std::string megatron_training_args(const Estimate& e, const model::Architecture&
       s += " --recompute-granularity selective";
       break;
     case Checkpointing::full:
-      s += " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1";
+      s += t.checkpoint_layers > 0
+               ? fmt::format(" --recompute-granularity full --recompute-method block --recompute-num-layers {}",
+                             t.checkpoint_layers)
+               : std::string(" --recompute-granularity full --recompute-method uniform --recompute-num-layers 1");
       break;
     case Checkpointing::full_offload:
       refuse("torchrun", "Megatron-LM has no activation offload to the host in pretrain_gpt.py");

@@ -130,7 +130,7 @@ const Evaluator::Shapes& Evaluator::shapes(const model::Training& tr) const {
 
 LayerComputeKey LayerComputeKey::of(const model::Training& tr) {
   const bool adapters = tr.method != Method::full;
-  const std::int64_t every = tr.checkpointing == Checkpointing::full ? std::max<std::int64_t>(1, tr.checkpoint_every) : 1;
+  const bool picks = model::picks_some_blocks(tr);
   return {tr.sequences(),
           tr.seq,
           tr.tp,
@@ -161,8 +161,10 @@ LayerComputeKey LayerComputeKey::of(const model::Training& tr) {
           tr.method == Method::full ? tr.partial : model::TrainedSubset{},
           tr.checkpoint_trained_only,
           model::trains_subset(tr) && recomputes_blocks(tr.checkpointing),
-          every,
-          every > 1 ? tr.pp : 1};
+          picks ? tr.checkpoint_every : 1,
+          picks ? tr.checkpoint_layers : 0,
+          picks ? tr.pp : 1,
+          picks ? tr.pp_virtual : 1};
 }
 
 void LayerComputeKey::write_to(model::Training& t, const std::vector<std::string>& targets) const {
@@ -196,9 +198,12 @@ void LayerComputeKey::write_to(model::Training& t, const std::vector<std::string
   t.moe_pad_to_capacity = moe_pad_to_capacity;
   t.partial = partial;
   t.checkpoint_trained_only = checkpoint_trained_only;
-  t.checkpointing = partial_replayed || checkpoint_every > 1 ? Checkpointing::full : Checkpointing::none;
+  const bool picks = checkpoint_every > 1 || checkpoint_layers > 0;
+  t.checkpointing = partial_replayed || picks ? Checkpointing::full : Checkpointing::none;
   t.checkpoint_every = checkpoint_every;
+  t.checkpoint_layers = checkpoint_layers;
   t.pp = checkpoint_pp;
+  t.pp_virtual = checkpoint_pp_virtual;
 }
 
 const LayerCompute& Evaluator::layer_compute(const model::Training& given, const Shapes& sh) const {

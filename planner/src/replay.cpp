@@ -409,10 +409,9 @@ ReplayPlan replay_plan(const model::Architecture& a, const model::ParameterCount
   if (tr.checkpointing == Checkpointing::selective_op)
     throw InputError("checkpointing selective-op (torchtitan's per-op policy) is not replayed: the replay "
                      "checkpoints whole blocks; replay with selective or full");
-  if (tr.checkpointing == Checkpointing::full && tr.checkpoint_every > 1)
-    throw InputError(fmt::format("checkpointing one block in {} (checkpoint_every) is not replayed: the replay "
-                                 "checkpoints every block or none; replay with checkpoint_every 1",
-                                 tr.checkpoint_every));
+  if (model::picks_some_blocks(tr))
+    throw InputError("checkpointing some blocks only (checkpoint_every, checkpoint_layers) is not replayed: the "
+                     "replay checkpoints every block or none; replay with checkpoint_every 1 and checkpoint_layers 0");
   if (tr.runs_fsdp2())
     throw InputError("FSDP2 (fsdp_version 2) is not replayed: the replay runs FSDP1's collectives on flat units, "
                      "not fully_shard's copy-in and copy-out; replay with fsdp_version 1");

@@ -181,8 +181,9 @@ LayerComm tensor_parallel_comm(const TermInputs& in, double pairs) {
   if (in.l.tp <= 1) return out;
   out.group = tensor_parallel_group(in.l);
   const Bytes x = tensor_parallel_message(tr.sequences(), tr.local_seq(), in.a.hidden, in.c);
+  const double replayed = model::checkpoint_picked_share(in.a, tr);
   const TensorParallelCollectives all =
-      tensor_parallel_collectives(pairs, tr.sequence_parallel, tr.checkpointing);
+      tensor_parallel_collectives(pairs, tr.sequence_parallel, tr.checkpointing, replayed);
   const Seconds one =
       tr.sequence_parallel
           ? collective_time(in.links, Collective::all_gather, out.group, x) +
@@ -192,7 +193,7 @@ LayerComm tensor_parallel_comm(const TermInputs& in, double pairs) {
   out.backward = one * pairs;
   out.recompute = one * ((all.all_reduce + all.all_gather) - 2.0 * pairs);
   out.bytes = tensor_parallel_bytes_per_layer(tr.sequences(), tr.local_seq(), in.a.hidden, in.l.tp, in.c, pairs,
-                                              tr.sequence_parallel, tr.checkpointing);
+                                              tr.sequence_parallel, tr.checkpointing, replayed);
   // Vocabulary-parallel embedding (forward) and LM-head input gradient (backward): one each.
   const int edges = in.l.pp == 1 ? 2 : 1;
   out.edge = one * edges;

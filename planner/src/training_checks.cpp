@@ -97,6 +97,10 @@ void check_checkpointing(const Architecture& a, const Training& tr) {
                      "(use selective or full)");
   if (tr.checkpoint_every < 1)
     throw FieldError("{checkpoint-every} must be at least 1 (got " + str(tr.checkpoint_every) + ")");
+  if (tr.checkpoint_layers < 0)
+    throw FieldError("{checkpoint-layers} must be 0 (every block) or more (got " + str(tr.checkpoint_layers) + ")");
+  if (tr.checkpoint_every > 1 && tr.checkpoint_layers > 0)
+    throw FieldError("{checkpoint-every} and {checkpoint-layers} choose the checkpointed blocks two ways; give one");
   if (tr.checkpoint_every > 1 && tr.checkpointing == Checkpointing::full && tr.framework == Framework::megatron)
     throw FieldError("{checkpoint-every} is torchtitan's layer-selective checkpointing; Megatron-LM's "
                      "--recompute-method block is not modelled (use {checkpointing} full or selective)");

@@ -67,6 +67,7 @@ constexpr std::array kTrainingKeys{
     TrainingKey{"fsdp_wrap", KeyType::text, false},
     TrainingKey{"fsdp_version", KeyType::integer, false},
     TrainingKey{"checkpoint_every", KeyType::integer, false},
+    TrainingKey{"checkpoint_layers", KeyType::integer, false},
     TrainingKey{"lora_rank", KeyType::integer, false},
     TrainingKey{"lora_alpha", KeyType::number, false},
     TrainingKey{"lora_dropout", KeyType::number, false},
@@ -190,6 +191,7 @@ void read_parallelism(ObjectReader& r, model::Training& t) {
   }
   if (r.has("galore_rank")) t.galore_rank = int_key(r, "galore_rank", 1);
   if (r.has("checkpoint_every")) t.checkpoint_every = int_key(r, "checkpoint_every", 1);
+  if (r.has("checkpoint_layers")) t.checkpoint_layers = int_key(r, "checkpoint_layers", 0);
   if (const auto spec = r.optional_string("trainable")) t.partial = model::parse_trained_subset(*spec, "trainable");
 }
 
@@ -512,6 +514,7 @@ Json training_json(const model::Training& t) {
               {"fsdp_wrap", std::string(to_string(t.fsdp_wrap))},
               {"fsdp_version", t.fsdp_version},
               {"checkpoint_every", t.checkpoint_every},
+              {"checkpoint_layers", t.checkpoint_layers},
               {"frozen_base_fp32", t.frozen_base_fp32},
               {"micro_batch", t.micro_batch},
               {"grad_accum", t.grad_accum},

@@ -332,6 +332,15 @@ std::vector<Option> batch_and_memory_options() {
                         return !r.has("checkpointing") || r.training.checkpointing == Checkpointing::full;
                       },
                       "with --checkpointing full"));
+  v.push_back(applies(integer(describe("checkpoint-layers", "K", "Checkpoint first", "memory",
+                                       "full checkpointing of the first K blocks of each pipeline chunk, the others run "
+                                       "plain (Megatron-LM's --recompute-method block --recompute-num-layers K)",
+                                       "0: every block"),
+                              0, 100000, [](auto& r) -> auto& { return r.training.checkpoint_layers; }),
+                      [](const Request& r, unsigned /*cmd*/) {
+                        return !r.has("checkpointing") || r.training.checkpointing == Checkpointing::full;
+                      },
+                      "with --checkpointing full"));
   v.push_back(choice<Attention>(
       describe("attention", "KIND", "Attention", "memory", "attention kernel",
                "flash where the GPU runs FlashAttention-2, else sdpa"),

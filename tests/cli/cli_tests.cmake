@@ -124,6 +124,12 @@ run_case(checkpoint_every_in_label 0 estimate llama-3.1-8b 8xH100 --library torc
 file(WRITE ${WORK}/torchtitan-default-ac.toml "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[training]\nlocal_batch_size = 1\nseq_len = 8192\n")
 run_case(checkpoint_every_from_toml 0 estimate llama-3.1-8b 8xH100 --from ${WORK}/torchtitan-default-ac.toml
          MATCH "full \\(1 block in 2\\) checkpointing")
+# Megatron's block method written by the torchrun emitter and read back from it.
+run_case(checkpoint_layers_emitted 0 estimate llama-3.1-8b 8xH100 --framework megatron --tp 2 --strategy zero1
+         --checkpointing full --checkpoint-layers 4 --emit torchrun MATCH "--recompute-method block --recompute-num-layers 4")
+file(WRITE ${WORK}/checkpoint-layers.sh "${last_out}")
+run_case(checkpoint_layers_read_back 0 estimate llama-3.1-8b 8xH100 --from ${WORK}/checkpoint-layers.sh
+         MATCH "full \\(first 4 blocks of each stage\\) checkpointing")
 run_case(checkpoint_every_in_json 0 estimate llama-3.1-8b 8xH100 --library torchtitan --strategy fsdp-full --checkpointing full --checkpoint-every 2 --json MATCH "\"checkpoint_every\": 2")
 # FSDP2 written by --emit accelerate reads back as FSDP2 (fsdp_version, fsdp_reshard_after_forward).
 run_case(fsdp2_emit 0 estimate llama-3.1-8b 8xH100 --strategy fsdp-grad-op --fsdp-version 2 --emit accelerate

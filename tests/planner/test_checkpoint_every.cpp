@@ -1,10 +1,12 @@
-// Full checkpointing of one block in N (Training::checkpoint_every), as torchtitan's
+// Full checkpointing of some blocks only. One block in N (Training::checkpoint_every), as torchtitan's
 // layer-selective checkpointing runs it (torchtitan/distributed/activation_checkpoint.py at
 // 238fa995, _apply_layer_sac): a counter from 1 over the blocks each rank builds wraps the N-th,
 // 2N-th, ... in checkpoint_wrapper; the others run plain. So of a stage's L blocks floor(L / N) keep
 // their input only and replay their forward in backward; the rest keep everything, as without
-// checkpointing. Worked on Llama-3.1-8B (32 blocks) against the same plan with every block and
-// with no block checkpointed.
+// checkpointing. The first K blocks of each pipeline chunk (Training::checkpoint_layers), as
+// Megatron-LM's --recompute-method block runs it (megatron/core/transformer/transformer_block.py
+// _checkpointed_forward: `if l < recompute_num_layers` over the chunk's layers). Worked on
+// Llama-3.1-8B (32 blocks) against the same plan with every block and with no block checkpointed.
 #include <gtest/gtest.h>
 
 #include "../common/catalog.hpp"
@@ -84,6 +86,51 @@ TEST(CheckpointEvery, EverySecondBlockIsHalfwayBetweenNoneAndFull) {
   EXPECT_NEAR(half.time.kernels_backward - none.time.kernels_backward, 0.5 * replayed_full, 1e-9);
   EXPECT_GT(half.throughput.tokens_per_s, full.throughput.tokens_per_s);
   EXPECT_LT(half.throughput.tokens_per_s, none.throughput.tokens_per_s);
+}
+
+// Megatron's block method, 8 of the 16 blocks of each of 2 stages: half the blocks keep their input,
+// the activations per block halfway between none and full; the replayed forward's tensor-parallel
+// collectives half of full's.
+TEST(CheckpointLayers, FirstBlocksOfEachChunkUnderMegatron) {
+  const Subject s = llama_8b();
+  auto megatron = [](Checkpointing c, std::int64_t k) {
+    model::Training t;
+    t.framework = Framework::megatron;
+    t.library = Library::megatron;
+    t.strategy = Strategy::zero1;
+    t.precision = Precision::bf16_mixed;
+    t.tp = 2;
+    t.pp = 2;
+    t.grad_accum = 4;
+    t.sequence_parallel = true;
+    t.checkpointing = c;
+    t.checkpoint_layers = k;
+    return t;
+  };
+  EXPECT_DOUBLE_EQ(model::checkpoint_picked_share(s.a, megatron(Checkpointing::full, 8)), 0.5);
+  EXPECT_TRUE(model::checkpoint_picks(s.a, megatron(Checkpointing::full, 8), 7));
+  EXPECT_FALSE(model::checkpoint_picks(s.a, megatron(Checkpointing::full, 8), 8));
+  EXPECT_TRUE(model::checkpoint_picks(s.a, megatron(Checkpointing::full, 8), 16));  // the second stage's first
+  model::Training v = megatron(Checkpointing::full, 2);
+  v.pp_virtual = 4;  // chunks of 4 layers: 2 of each
+  EXPECT_DOUBLE_EQ(model::checkpoint_picked_share(s.a, v), 0.5);
+  EXPECT_FALSE(model::checkpoint_picks(s.a, v, 6));
+  const Evaluator ev(s.a, s.n, s.c);
+  const Estimate none = ev.estimate(megatron(Checkpointing::none, 0));
+  const Estimate full = ev.estimate(megatron(Checkpointing::full, 0));
+  const Estimate half = ev.estimate(megatron(Checkpointing::full, 8));
+  const double kept_none = none.memory.activation_detail.per_block.value();
+  const double kept_full = full.memory.activation_detail.per_block.value();
+  EXPECT_NEAR(half.memory.activation_detail.per_block.value(), 0.5 * (kept_none + kept_full), 1e-9 * kept_none);
+  EXPECT_NEAR(half.time.recompute.value(), 0.5 * full.time.recompute.value(), 1e-12);
+  auto tp_bytes = [](const Estimate& e) {
+    double b = 0.0;
+    for (const CommunicationItem& x : e.communication)
+      if (x.purpose.find("tensor") != std::string::npos) b += x.bytes.value();
+    return b;
+  };
+  ASSERT_GT(tp_bytes(full), tp_bytes(none));
+  EXPECT_NEAR(tp_bytes(half) - tp_bytes(none), 0.5 * (tp_bytes(full) - tp_bytes(none)), 1e-6 * tp_bytes(full));
 }
 
 }  // namespace

@@ -36,13 +36,17 @@ inline constexpr std::uint32_t kMlpRoles =
 // Training::checkpoint_trained_only only those with trained weights, and one in
 // Training::checkpoint_every (Training::layer_checkpointed).
 [[nodiscard]] bool checkpointed_layer(const Training& tr);
-// Whether Training::checkpoint_every picks decoder layer `layer` (0-based) under full
-// checkpointing: the N-th, 2N-th, ... block of its pipeline stage (each rank counts the blocks it
-// builds from 1). Always true at 1 and under any other checkpointing.
+// Whether full checkpointing wraps some blocks only (Training::checkpoint_every above 1 or
+// checkpoint_layers above 0).
+[[nodiscard]] bool picks_some_blocks(const Training& tr);
+// Whether it wraps decoder layer `layer` (0-based): with checkpoint_layers K the first K blocks of
+// each pipeline chunk; with checkpoint_every N the N-th, 2N-th, ... block of its pipeline stage (each
+// rank counts the blocks it builds from 1). Always true when !picks_some_blocks.
 [[nodiscard]] bool checkpoint_picks(const Architecture& a, const Training& tr, std::int64_t layer);
 // The share of the decoder's layers it picks (1 at 1).
 [[nodiscard]] double checkpoint_picked_share(const Architecture& a, const Training& tr);
-// The checkpointing as plans and tables name it: "full", or "full (1 block in 2)".
+// The checkpointing as plans and tables name it: "full", "full (1 block in 2)", "full (first 4
+// blocks of each stage)".
 [[nodiscard]] std::string checkpointing_text(const Training& tr);
 // Whether the block tr builds computes the weight gradient of a linear of this role.
 [[nodiscard]] bool trains_weight(const Training& tr, Role r);

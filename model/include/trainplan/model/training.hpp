@@ -83,6 +83,10 @@ struct Training {
   // torchtitan/distributed/activation_checkpoint.py _apply_layer_sac: a counter from 1 over the
   // blocks a rank builds, the N-th, 2N-th, ... wrapped). 1: every block.
   std::int64_t checkpoint_every = 1;
+  // Full checkpointing of the first K blocks of each pipeline chunk, the others plain: Megatron-LM's
+  // --recompute-method block --recompute-num-layers K (megatron/core/transformer/transformer_block.py
+  // _checkpointed_forward: `if l < recompute_num_layers` over the chunk's layers). 0: every block.
+  std::int64_t checkpoint_layers = 0;
   // The layer a block is built for under partial fine-tuning (set by model::stack_ops per kind of
   // layer; trained otherwise), and whether checkpointing wraps it (checkpoint_every).
   LayerState layer = LayerState::trained;

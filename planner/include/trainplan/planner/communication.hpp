@@ -61,15 +61,15 @@ inline constexpr double kQgzBytes = 0.5;  // int4 gradients (qgZ)
 // Shoeybi et al. 2019 Sec. 3, Korthikanti et al. 2022 Sec. 4.2.2): `pairs` f/g pairs a pass (the
 // layer's op list: one per sublayer, 2 in a GPT block, 3 in a T5 decoder block), so `pairs`
 // all-reduces forward and as many backward (+`pairs` when full recomputation replays the
-// forward); with sequence parallelism each all-reduce becomes an all-gather plus a reduce-scatter
-// of the same bytes.
+// forward, in the `replayed` share of the layers it wraps); with sequence parallelism each
+// all-reduce becomes an all-gather plus a reduce-scatter of the same bytes.
 struct TensorParallelCollectives {
   double all_reduce = 0;
   double all_gather = 0;
   double reduce_scatter = 0;
 };
 [[nodiscard]] TensorParallelCollectives tensor_parallel_collectives(double pairs, bool sequence_parallel,
-                                                                    Checkpointing c);
+                                                                    Checkpointing c, double replayed = 1.0);
 // The activation each of them moves: b s h elements of the compute dtype.
 [[nodiscard]] Bytes tensor_parallel_message(std::int64_t b, std::int64_t s, std::int64_t h,
                                             double c);
@@ -80,7 +80,8 @@ struct TensorParallelCollectives {
 // Bytes sent per GPU per layer per micro-batch by a layer's collectives above.
 [[nodiscard]] Bytes tensor_parallel_bytes_per_layer(std::int64_t b, std::int64_t s, std::int64_t h,
                                                     int t, double c, double pairs,
-                                                    bool sequence_parallel, Checkpointing ck);
+                                                    bool sequence_parallel, Checkpointing ck,
+                                                    double replayed = 1.0);
 
 // Pipeline point-to-point message per micro-batch per stage boundary and direction: b s h c bytes,
 // divided by t when Megatron's scatter-gather optimisation (Narayanan et al. 2021 Sec. 4.1) or

@@ -142,10 +142,13 @@ struct LayerComputeKey {
   // Partial fine-tuning under checkpointing, which decides which layers run a backward
   // (model/partial.hpp first_backward_layer): the ops are built with checkpointing full.
   bool partial_replayed = false;
-  // Full checkpointing of one block in N (Training::checkpoint_every; 1 otherwise) and the
-  // pipeline degree that sets the blocks a rank counts: the ops are built with checkpointing full.
+  // Full checkpointing of some blocks only (Training::checkpoint_every, checkpoint_layers; 1 and 0
+  // otherwise) and the pipeline degrees that set the blocks a rank counts: the ops are built with
+  // checkpointing full.
   std::int64_t checkpoint_every = 1;
+  std::int64_t checkpoint_layers = 0;
   int checkpoint_pp = 1;
+  int checkpoint_pp_virtual = 1;
 
   [[nodiscard]] static LayerComputeKey of(const model::Training& tr);
   // Writes the key's fields into `t` (the adapters' targets from `targets`): the training the
