@@ -20,7 +20,21 @@ struct Candidate {
   int kind = 0;  // which family of change (never paired with itself)
 };
 
-enum Kind { kMicroBatch, kCheckpointing, kSharding, kOffload, kLoraRank, kQlora, kReference, kLiger, kCompile };
+enum Kind {
+  kMicroBatch,
+  kCheckpointing,
+  kSharding,
+  kOffload,
+  kLoraRank,
+  kQlora,
+  kReference,
+  kLiger,
+  kCompile,
+  kSomeBlocks  // full checkpointing of some blocks only: the checkpointing's field too
+};
+
+// Changes of one field are never paired.
+[[nodiscard]] int field_of(int kind) { return kind == kSomeBlocks ? kCheckpointing : kind; }
 
 std::string str(std::int64_t v) { return std::to_string(v); }
 
@@ -70,6 +84,41 @@ void checkpointing_changes(const SearchRequest& space, std::vector<Candidate>& o
     c.changes = {
         {"checkpointing", std::string(to_string(t.checkpointing)), std::string(to_string(ck))}};
     out.push_back(std::move(c));
+  }
+}
+
+// Full checkpointing of some blocks only, where the library has it: torchtitan's layer-selective
+// checkpointing (one block in N) and Megatron-LM's block method (the first K of each pipeline
+// chunk); from the fewest blocks checkpointed, so the first that fits is the fastest. Offered from
+// checkpointing that replays no whole block.
+void some_blocks_changes(const model::Architecture& a, const SearchRequest& space, std::vector<Candidate>& out) {
+  const model::Training& t = space.base;
+  const bool megatron = t.framework == Framework::megatron;
+  if ((!megatron && t.library != Library::torchtitan) || t.checkpointing == Checkpointing::full ||
+      t.checkpointing == Checkpointing::full_offload || a.encoder_decoder)
+    return;
+  const std::int64_t chunks = std::int64_t{t.pp} * (megatron ? t.pp_virtual : 1);
+  const std::int64_t per_chunk = (a.layers + chunks - 1) / chunks;
+  const std::string from(to_string(t.checkpointing));
+  auto add = [&](std::int64_t k, std::int64_t every) {
+    Candidate c{t, {}, kSomeBlocks};
+    c.training.checkpointing = Checkpointing::full;
+    c.training.checkpoint_layers = k;
+    c.training.checkpoint_every = every;
+    c.changes = {{"checkpointing", from, "full"},
+                 megatron ? OptionChange{"checkpoint-layers", "0", str(k)}
+                          : OptionChange{"checkpoint-every", "1", str(every)}};
+    out.push_back(std::move(c));
+  };
+  if (megatron) {
+    for (std::int64_t k = 1; k < per_chunk; ++k) add(k, 1);
+  } else {  // one block in N wraps floor(L / N) of a stage's L: each count once, the largest N
+    std::int64_t wrapped = 0;
+    for (std::int64_t every = per_chunk; every >= 2; --every)
+      if (per_chunk / every != wrapped) {
+        wrapped = per_chunk / every;
+        add(0, every);
+      }
   }
 }
 
@@ -163,6 +212,7 @@ std::vector<Candidate> single_changes(const model::Architecture& a, const Search
                                       const hardware::Cluster& c) {
   std::vector<Candidate> out;
   micro_batch_changes(space.base, out);
+  some_blocks_changes(a, space, out);
   checkpointing_changes(space, out);
   sharding_changes(space, c, out);
   offload_changes(space, c, out);
@@ -187,6 +237,11 @@ Candidate combine(const Candidate& a, const Candidate& b) {
       break;
     case kCheckpointing:
       t.checkpointing = u.checkpointing;
+      break;
+    case kSomeBlocks:
+      t.checkpointing = u.checkpointing;
+      t.checkpoint_layers = u.checkpoint_layers;
+      t.checkpoint_every = u.checkpoint_every;
       break;
     case kSharding:
       t.strategy = u.strategy;
@@ -240,12 +295,12 @@ Explanation suggest_changes(const model::Architecture& a, const model::Parameter
       return std::nullopt;  // a combination the layout refuses (offload under TP, ...)
     }
   };
-  // Micro-batch and LoRA rank are listed from the smallest change on: only the first that fits
-  // counts, alone or in a pair, and a tight one before it (the peak fits, the allocator's expected
-  // cache may not) is listed too.
+  // Micro-batch, LoRA rank and the blocks checkpointed are listed from the smallest change on: only
+  // the first that fits counts, alone or in a pair, and a tight one before it (the peak fits, the
+  // allocator's expected cache may not) is listed too.
   const auto key = [](const std::vector<Candidate>& v, std::size_t i) {
     const int k = v[i].kind;
-    return k == kMicroBatch || k == kLoraRank ? -1 - k : static_cast<int>(i);
+    return k == kMicroBatch || k == kLoraRank || k == kSomeBlocks ? -1 - k : static_cast<int>(i);
   };
   const std::vector<Candidate> singles = single_changes(a, space, c);
   std::set<std::pair<int, int>> done;
@@ -265,7 +320,7 @@ Explanation suggest_changes(const model::Architecture& a, const model::Parameter
   for (std::size_t i = 0; i < singles.size(); ++i) {
     for (std::size_t j = i + 1; j < singles.size(); ++j) {
       const std::pair<int, int> k{key(singles, i), key(singles, j)};
-      if (singles[i].kind == singles[j].kind || done.contains(k)) continue;
+      if (field_of(singles[i].kind) == field_of(singles[j].kind) || done.contains(k)) continue;
       if (done.contains({key(singles, i), 0}) || done.contains({key(singles, j), 0})) continue;
       if (auto s = price(combine(singles[i], singles[j]))) {
         if (s->estimate.verdict.verdict == Verdict::fits) done.insert(k);

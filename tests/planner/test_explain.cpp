@@ -162,6 +162,44 @@ TEST(SuggestChanges, UnderMegatronOnlyWhatMegatronRuns) {
   }
 }
 
+// Megatron's block method recomputes the first K layers of each pipeline chunk (transformer_block.py
+// _checkpointed_forward): the fewest that fit are offered, and run faster than recomputing every
+// layer. Llama-3.1-70B, TP 8 x PP 4 with sequence parallelism on 4 nodes of 8 H100, 16384 tokens, no
+// recomputation: does not fit.
+TEST(SuggestChanges, UnderMegatronTheFewestRecomputedLayersThatFit) {
+  const request::Catalog& catalog = test::catalog();
+  const model::Architecture a = catalog.resolve_model("llama-3.1-70b").arch;
+  const model::ParameterCounts n = model::count_parameters(a);
+  const hardware::Cluster c = catalog.resolve_cluster("4x8xH100-80GB", std::nullopt).cluster;
+  model::Training t;
+  t.framework = Framework::megatron;
+  t.library = Library::megatron;
+  t.strategy = Strategy::zero1;
+  t.tp = 8;
+  t.pp = 4;
+  t.sequence_parallel = true;
+  t.grad_accum = 8;
+  t.seq = 16384;
+  const Explanation x = suggest_changes(a, n, t, c);
+  ASSERT_FALSE(x.given.fits);
+  const Suggestion* some = nullptr;
+  const Suggestion* every = nullptr;
+  for (const Suggestion& s : x.suggestions) {
+    if (s.pair || s.estimate.verdict.verdict != Verdict::fits) continue;
+    const model::Training& st = s.estimate.training;
+    if (st.checkpointing == Checkpointing::full && st.checkpoint_layers > 0 && !some) some = &s;
+    if (st.checkpointing == Checkpointing::full && st.checkpoint_layers == 0) every = &s;
+  }
+  ASSERT_NE(some, nullptr);
+  ASSERT_NE(every, nullptr);
+  EXPECT_GT(some->estimate.throughput.tokens_per_s, every->estimate.throughput.tokens_per_s);
+  EXPECT_LT(some->estimate.training.checkpoint_layers, 20);  // of the 20 layers of a stage
+  model::Training fewer = some->estimate.training;
+  fewer.checkpoint_layers -= 1;
+  EXPECT_NE(evaluate(a, n, fewer, c).verdict.verdict, Verdict::fits);
+  EXPECT_NO_THROW((void)emit(EmitFormat::torchrun, some->estimate, c, a));
+}
+
 // DPO of Llama-2-7B on two A100-80GB under ZeRO-2, micro-batch 2: the policy's model states
 // (2 + 2 + 12/2 bytes a parameter) and the reference's unsharded 16-bit copy (2 more) do not fit;
 // TRL's precompute_ref_log_probs drops the reference, and is offered as a change of its own.
