@@ -41,6 +41,19 @@ model::Training torchtitan(Checkpointing c, std::int64_t every) {
   return t;
 }
 
+// Half the blocks checkpointed: the activations per block halfway between none and full, one
+// block's forward rebuilt in backward as under full, half of full's recomputation.
+void expect_halfway(const Estimate& none, const Estimate& full, const Estimate& half) {
+  const double kept_none = none.memory.activation_detail.per_block.value();
+  const double kept_full = full.memory.activation_detail.per_block.value();
+  ASSERT_GT(kept_none, 4.0 * kept_full);
+  EXPECT_NEAR(half.memory.activation_detail.per_block.value(), 0.5 * (kept_none + kept_full), 1e-9 * kept_none);
+  EXPECT_DOUBLE_EQ(half.memory.activation_detail.recompute_peak.value(),
+                   full.memory.activation_detail.recompute_peak.value());
+  EXPECT_EQ(none.time.recompute.value(), 0.0);
+  EXPECT_NEAR(half.time.recompute.value(), 0.5 * full.time.recompute.value(), 1e-12);
+}
+
 // Each rank counts the blocks of its own stage: 32 blocks over 4 stages of 8, one in 3 -> blocks 3
 // and 6 of each stage, 8 of 32 (not floor(32 / 3) = 10 over the whole model).
 TEST(CheckpointEvery, EachStageCountsItsOwnBlocks) {
@@ -70,14 +83,7 @@ TEST(CheckpointEvery, EverySecondBlockIsHalfwayBetweenNoneAndFull) {
   const Estimate none = ev.estimate(torchtitan(Checkpointing::none, 1));
   const Estimate full = ev.estimate(torchtitan(Checkpointing::full, 1));
   const Estimate half = ev.estimate(torchtitan(Checkpointing::full, 2));
-  const double kept_none = none.memory.activation_detail.per_block.value();
-  const double kept_full = full.memory.activation_detail.per_block.value();
-  ASSERT_GT(kept_none, 4.0 * kept_full);
-  EXPECT_NEAR(half.memory.activation_detail.per_block.value(), 0.5 * (kept_none + kept_full), 1e-9 * kept_none);
-  // One block's forward rebuilt in backward, as under full checkpointing.
-  EXPECT_DOUBLE_EQ(half.memory.activation_detail.recompute_peak.value(), full.memory.activation_detail.recompute_peak.value());
-  EXPECT_EQ(none.time.recompute.value(), 0.0);
-  EXPECT_NEAR(half.time.recompute.value(), 0.5 * full.time.recompute.value(), 1e-12);
+  expect_halfway(none, full, half);
   const model::FlopCoefficients k_full = model::flop_coefficients(s.a, torchtitan(Checkpointing::full, 1));
   const model::FlopCoefficients k_half = model::flop_coefficients(s.a, torchtitan(Checkpointing::full, 2));
   EXPECT_DOUBLE_EQ(k_half.replay_share, 0.5 * k_full.replay_share);
@@ -119,10 +125,7 @@ TEST(CheckpointLayers, FirstBlocksOfEachChunkUnderMegatron) {
   const Estimate none = ev.estimate(megatron(Checkpointing::none, 0));
   const Estimate full = ev.estimate(megatron(Checkpointing::full, 0));
   const Estimate half = ev.estimate(megatron(Checkpointing::full, 8));
-  const double kept_none = none.memory.activation_detail.per_block.value();
-  const double kept_full = full.memory.activation_detail.per_block.value();
-  EXPECT_NEAR(half.memory.activation_detail.per_block.value(), 0.5 * (kept_none + kept_full), 1e-9 * kept_none);
-  EXPECT_NEAR(half.time.recompute.value(), 0.5 * full.time.recompute.value(), 1e-12);
+  expect_halfway(none, full, half);
   auto tp_bytes = [](const Estimate& e) {
     double b = 0.0;
     for (const CommunicationItem& x : e.communication)
