@@ -172,6 +172,49 @@ InnerDegrees inner_degrees(const model::Architecture& a, const SearchRequest& re
   return d;
 }
 
+// A plan that checkpoints every block where the library can checkpoint fewer (Megatron-LM's block
+// method, the first K layers of each pipeline chunk; torchtitan's one block in N): the fewest that
+// still fit at its batch split run faster (each block checkpointed saves memory and costs its
+// forward again), found by bisection. Only where the request leaves checkpointing to the search.
+void fewest_checkpointed_blocks(const Evaluator& ev, const SearchRequest& req, Found& best, PairResult& out) {
+  const model::Training& given = best.training;
+  const bool megatron = given.framework == Framework::megatron;
+  if (req.checkpointing || given.checkpointing != Checkpointing::full || model::picks_some_blocks(given) ||
+      (!megatron && given.library != Library::torchtitan) || ev.architecture().encoder_decoder)
+    return;
+  const std::int64_t chunks = std::int64_t{given.pp} * (megatron ? given.pp_virtual : 1);
+  const std::int64_t per_chunk = (ev.architecture().layers + chunks - 1) / chunks;
+  // Candidate i, from the fewest blocks checkpointed: K = i + 1, or N = per_chunk - i.
+  auto at = [&](std::int64_t i) {
+    model::Training t = given;
+    (megatron ? t.checkpoint_layers : t.checkpoint_every) = megatron ? i + 1 : per_chunk - i;
+    return t;
+  };
+  auto fitting = [&](const model::Training& t) -> std::optional<StepCost> {
+    ++out.evaluated;
+    try {
+      StepCost c = ev.cost(t, false);
+      if (c.fits) return c;
+    } catch (const InputError&) {
+    }
+    return std::nullopt;
+  };
+  std::int64_t lo = 0;
+  std::int64_t hi = per_chunk - 1;  // i = per_chunk - 1 is every block again: fits
+  std::optional<Found> fewest;
+  while (lo < hi) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    const model::Training t = at(mid);
+    if (auto c = fitting(t)) {
+      fewest = Found{t, std::move(*c)};
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  if (fewest && faster(*fewest, best)) best = std::move(*fewest);  // the last that fitted: index lo
+}
+
 // One configuration but its batch split: the fastest (micro-batch, grad-accum) that fits goes to
 // out.best; when none fits, the smallest micro-batch's needs go to out.infeasible.
 void walk_micro_batches(const Evaluator& ev, const SearchRequest& req, model::Training tr,
@@ -207,9 +250,10 @@ void walk_micro_batches(const Evaluator& ev, const SearchRequest& req, model::Tr
     Found f{tr, cost};
     if (!best || faster(f, *best)) best = f;
   }
-  if (best)
+  if (best) {
+    fewest_checkpointed_blocks(ev, req, *best, out);
     out.best.push_back(std::move(*best));
-  else if (leanest)
+  } else if (leanest)
     out.infeasible.push_back(std::move(*leanest));
 }
 

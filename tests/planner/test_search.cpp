@@ -78,6 +78,34 @@ TEST(Search, TorchtitanSearchesItsPerOpCheckpointing) {
   EXPECT_FALSE(policies(Library::hf_trainer).contains(Checkpointing::selective_op));
 }
 
+// Under Megatron-LM a plan that recomputes layers recomputes the fewest of each pipeline chunk that
+// fit at its batch (--recompute-method block: transformer_block.py _checkpointed_forward), one
+// layer fewer not fitting; a request that pins the checkpointing gets every layer (Llama 3.1 70B at
+// 8k tokens on 4 nodes of 8 H100).
+TEST(Search, MegatronRecomputesTheFewestLayersThatFit) {
+  const Problem p = problem("llama-3.1-70b", "4x8xH100-80GB");
+  SearchRequest req = ranked(8192, 256, 40);
+  req.base.framework = Framework::megatron;
+  req.base.library = Library::megatron;
+  const Evaluator ev(p.a, p.n, p.c);
+  std::size_t some = 0;
+  for (const Estimate& e : search(p.a, p.n, p.c, req).plans) {
+    if (e.training.checkpoint_layers == 0) continue;
+    SCOPED_TRACE(plan_label(e.training, e.layout));
+    ++some;
+    EXPECT_EQ(e.training.checkpointing, Checkpointing::full);
+    EXPECT_TRUE(e.fits);
+    model::Training fewer = e.training;
+    fewer.checkpoint_layers -= 1;
+    if (fewer.checkpoint_layers > 0) {
+      EXPECT_FALSE(ev.cost(fewer, false).fits);
+    }
+  }
+  EXPECT_GT(some, 0u);
+  req.checkpointing = Checkpointing::full;
+  for (const Estimate& e : search(p.a, p.n, p.c, req).plans) EXPECT_EQ(e.training.checkpoint_layers, 0);
+}
+
 TEST(Search, ResultDoesNotDependOnTheNumberOfThreads) {
   const Problem p = problem("llama-2-13b", "2x8xA100-80GB");
   SearchRequest req;
