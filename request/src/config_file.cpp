@@ -124,6 +124,7 @@ constexpr Kind kLitgpt{"litgpt config", "litgpt finetune", config::read_litgpt};
 constexpr Kind kAxolotl{"axolotl config", "axolotl", config::read_axolotl};
 constexpr Kind kLlamaFactory{"LLaMA-Factory config", "LLaMA-Factory", config::read_llamafactory};
 constexpr Kind kTorchtitan{"torchtitan config", "torchtitan job config", config::read_torchtitan};
+constexpr Kind kLlmFoundry{"llm-foundry config", "llm-foundry train", config::read_llmfoundry};
 
 ConfigRead read_as(const Kind& k, const Json& j, ConfigRead out) {
   out.kind = k.kind;
@@ -145,6 +146,7 @@ const Kind* json_kind(const Json& j) {
 const Kind* yaml_kind(const Json& j) {
   if (has_any(j, {"distributed_type", "compute_environment"})) return &kAccelerate;
   if (is_torchtune(j)) return &kTorchtune;
+  if (config::is_llmfoundry(j)) return &kLlmFoundry;
   if (j.contains("train") && has_any(j, {"checkpoint_dir", "model_name"})) return &kLitgpt;  // finetune, pretrain
   if (j.contains("base_model") &&
       has_any(j, {"micro_batch_size", "sequence_len", "adapter", "datasets"}))
@@ -170,7 +172,7 @@ ConfigRead read_yaml_kind(const Json& j, ConfigRead out) {
   if (const Kind* k = yaml_kind(j)) return read_as(*k, j, std::move(out));
   throw InputError(out.path +
                    ": YAML that is not a training config trainplan reads (an "
-                   "accelerate, litgpt, torchtune, axolotl or LLaMA-Factory config, or "
+                   "accelerate, litgpt, torchtune, axolotl, LLaMA-Factory or llm-foundry config, or "
                    "TrainingArguments)");
 }
 

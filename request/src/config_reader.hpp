@@ -155,6 +155,10 @@ void read_training_arguments(const Json& j, Reader& r);
 void read_litgpt(const Json& j, Reader& r);
 void read_torchtune(const Json& j, Reader& r);
 void read_torchtitan(const Json& j, Reader& r);  // config_torchtitan.cpp
+// MosaicML llm-foundry train YAMLs (config_llmfoundry.cpp): a model built by hf_causal_lm or
+// mpt_causal_lm, or the batch keys only llm-foundry names.
+[[nodiscard]] bool is_llmfoundry(const Json& j);
+void read_llmfoundry(const Json& j, Reader& r);
 // TOML as JSON (toml_reader.cpp): the subset training configs use; errors name file and line.
 [[nodiscard]] Json toml_to_json(const std::string& text, const std::string& path);
 // Whether a file's first statement is TOML's (a [table] header or `key = value`).

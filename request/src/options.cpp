@@ -301,7 +301,8 @@ std::vector<Option> batch_and_memory_options() {
                                1, kMaxCount, [](auto& r) -> auto& { return r.training.micro_batch; }),
                        Searched::by_plan));
   v.push_back(searched(integer(describe("grad-accum", "N", "Gradient accumulation", "batch",
-                                        "micro-batches per optimizer step", "1"),
+                                        "micro-batches per optimizer step",
+                                        "1, or --global-batch / (micro-batch x data-parallel ranks)"),
                                1, kMaxCount, [](auto& r) -> auto& { return r.training.grad_accum; }),
                        Searched::by_plan));
   // 2^24 tokens: above the longest contexts trained today (10M).
