@@ -8,7 +8,9 @@
 // enable_activation_checkpointing, enable_activation_offloading, fsdp_cpu_offload,
 // fsdp_reshard_after_forward; the distributed recipes shard with FSDP2 fully_shard).
 
+#include <algorithm>
 #include <array>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -90,11 +92,47 @@ void read_optimizer(const Json& j, Reader& r) {
     r.set("optimizer-impl", *fused ? "fused" : "for-loop", "optimizer.fused", o.at("fused"));
 }
 
+// The distributed recipes' selective checkpointing (full_finetune_distributed.py: with
+// enable_activation_checkpointing off, ac_mode and ac_option go to
+// training.apply_selective_activation_checkpointing, torchtitan's layer policy: "full" every block,
+// "selective" with N one block in N, 0 or 1 every block; with it on as well, neither branch runs).
+// Returns whether ac_mode decided the checkpointing.
+bool read_selective_ac(const Json& j, std::optional<bool> ac, Reader& r) {
+  const auto mode = r.string(j, "ac_mode", "", "checkpointing");
+  if (!mode) return false;
+  if (ac && *ac) {
+    r.warn("ac_mode with enable_activation_checkpointing: true: the recipe applies neither (no checkpointing)");
+    r.set("checkpointing", "none", "ac_mode + enable_activation_checkpointing", *mode);
+    return true;
+  }
+  if (*mode == "full") {
+    r.set("checkpointing", "full", "ac_mode", *mode);
+    return true;
+  }
+  if (*mode != "selective") r.fail("ac_mode", j.at("ac_mode"), "must be full or selective");
+  const Json option = j.contains("ac_option") ? j.at("ac_option") : Json(nullptr);
+  const std::string text = option.is_string() ? option.get<std::string>() : option.dump();
+  if (text == "op") {
+    r.unmodelled("checkpointing", "ac_option", option,
+                 "torchtune's per-op policy (its own list of saved ops) is not modelled", "selective-op");
+    return true;
+  }
+  // int(ac_option): a number, or a string of digits.
+  const bool digits = !text.empty() && text.size() <= 4 &&
+                      std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  const std::int64_t every = digits ? std::stoll(text) : -1;
+  if (every < 0 || every > 1024)
+    r.fail("ac_option", option, "must be \"op\" or a whole number N of blocks (one in N checkpointed), at most 1024");
+  r.set("checkpointing", "full", "ac_mode, ac_option", "selective, " + text);
+  if (every > 1) r.set("checkpoint-every", std::to_string(every), "ac_option", option);
+  return true;
+}
+
 // Activation checkpointing and offloading, and the recipe's sharding.
 void read_memory_and_sharding(const Json& j, Reader& r) {
   const auto ac = r.boolean(j, "enable_activation_checkpointing", "", "checkpointing");
   const auto ao = r.boolean(j, "enable_activation_offloading", "", "checkpointing");
-  if (ac) {
+  if (!read_selective_ac(j, ac, r) && ac) {
     const bool offload = ao && *ao;
     r.set("checkpointing", *ac ? (offload ? "full-offload" : "full") : "none",
           "enable_activation_checkpointing", j.at("enable_activation_checkpointing"));
@@ -172,7 +210,7 @@ void read_torchtune(const Json& j, Reader& r) {
                {"model", "batch_size", "gradient_accumulation_steps", "dtype", "tokenizer",
                 "enable_activation_checkpointing", "enable_activation_offloading",
                 "fsdp_reshard_after_forward", "fsdp_cpu_offload", "custom_sharded_layers",
-                "optimizer_in_bwd", "optimizer"},
+                "optimizer_in_bwd", "optimizer", "ac_mode", "ac_option"},
                kOtherKeys);
 }
 
