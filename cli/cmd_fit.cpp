@@ -12,6 +12,7 @@
 #include "options.hpp"
 #include "trainplan/reports/result_json.hpp"
 #include "trainplan/model/lora.hpp"
+#include "trainplan/model/partial.hpp"
 #include "trainplan/model/parameters.hpp"
 #include "trainplan/planner/search.hpp"
 
@@ -71,7 +72,7 @@ void run_fit(const request::Catalog& catalog, const request::Request& q) {
     t.add({strategy_label(k.training) +
                (k.training.ep > 1 ? fmt::format(" EP{}", k.training.ep) : std::string()) +
                (f.recommended == i ? " *" : ""),
-           std::string(to_string(k.training.checkpointing)), std::string(to_string(k.training.offload)),
+           model::checkpointing_text(k.training), std::string(to_string(k.training.offload)),
            std::string(verdict_look(k.verdict.verdict).word), gib_text(m.device_total), gib_text(m.weights), gib_text(m.gradients),
            gib_text(m.optimizer), gib_text(m.activations), gib_text(m.buffers), gib_text(m.overhead),
            std::to_string(k.max_micro_batch),

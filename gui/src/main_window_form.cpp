@@ -23,6 +23,7 @@
 #include "display.hpp"
 #include "main_window.hpp"
 #include "trainplan/core/error.hpp"
+#include "trainplan/model/partial.hpp"
 
 namespace trainplan::gui {
 namespace {
@@ -530,7 +531,7 @@ void MainWindow::recommend() {
     editSettings(s);
     statusBar()->showMessage(
         QStringLiteral("Recommended: %1, checkpointing %2, offload %3.")
-            .arg(strategy_label(s.training.strategy), qstr(to_string(s.training.checkpointing)),
+            .arg(strategy_label(s.training.strategy), QString::fromStdString(model::checkpointing_text(s.training)),
                  qstr(to_string(s.training.offload))),
         6000);
   } catch (const std::exception& e) {

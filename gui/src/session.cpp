@@ -8,6 +8,7 @@
 
 #include "display.hpp"
 #include "trainplan/core/error.hpp"
+#include "trainplan/model/partial.hpp"
 #include "trainplan/reports/estimate_json.hpp"
 #include "trainplan/reports/text.hpp"
 #include "trainplan/request/profile_json.hpp"
@@ -26,7 +27,7 @@ QString Evaluation::title() const {
   if (t.grad_accum > 1) parts << QStringLiteral("ga %1").arg(t.grad_accum);
   parts << QStringLiteral("seq %1").arg(t.seq);
   if (t.checkpointing != Checkpointing::none)
-    parts << QStringLiteral("ckpt %1").arg(qstr(to_string(t.checkpointing)));
+    parts << QStringLiteral("ckpt %1").arg(QString::fromStdString(model::checkpointing_text(t)));
   if (t.offload != Offload::none)
     parts << QStringLiteral("offload %1").arg(qstr(to_string(t.offload)));
   return parts.join(QStringLiteral(" · "));

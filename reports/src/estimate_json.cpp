@@ -96,8 +96,6 @@ Json plan_json(const planner::Estimate& e, std::optional<double> tokens) {
   j["optimizer_impl_resolved"] = std::string(to_string(t.optimizer_implementation()));
   j["fsdp_wrap"] = std::string(to_string(t.fsdp_wrap));
   if (t.gathers_parameters()) j["fsdp_version"] = t.fsdp_version;
-  if (t.checkpointing == Checkpointing::full && t.checkpoint_every > 1) j["checkpoint_every"] = t.checkpoint_every;
-  if (t.checkpointing == Checkpointing::full && t.checkpoint_layers > 0) j["checkpoint_layers"] = t.checkpoint_layers;
   if (t.method != Method::full) {
     std::string targets;
     for (const auto& x : t.lora.targets) targets += (targets.empty() ? "" : ",") + x;

@@ -70,6 +70,8 @@ Json candidate_json(const planner::Candidate& c) {
               {"precision", std::string(to_string(t.precision))},
               {"optimizer", std::string(to_string(t.optimizer))},
               {"checkpointing", std::string(to_string(t.checkpointing))},
+              {"checkpoint_every", t.checkpoint_every},
+              {"checkpoint_layers", t.checkpoint_layers},
               {"offload", std::string(to_string(t.offload))},
               {"framework", std::string(to_string(t.framework))},
               {"library", std::string(to_string(t.library))},

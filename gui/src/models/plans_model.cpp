@@ -3,6 +3,8 @@
 #include <QBrush>
 #include <QColor>
 
+#include "trainplan/model/partial.hpp"
+
 namespace trainplan::gui {
 namespace {
 
@@ -44,7 +46,7 @@ QVariant training_text(const planner::Estimate& e, PlansModel::Column column) {
     case C::grad_accum:
       return static_cast<qlonglong>(t.grad_accum);
     case C::checkpointing:
-      return qstr(to_string(t.checkpointing));
+      return QString::fromStdString(model::checkpointing_text(t));
     case C::offload:
       return qstr(to_string(t.offload));
     default:

@@ -3,6 +3,8 @@
 #include <QBrush>
 #include <utility>
 
+#include "trainplan/model/partial.hpp"
+
 namespace trainplan::gui {
 namespace {
 
@@ -70,7 +72,7 @@ QVariant StrategiesModel::cellText(int row, int column) const {
       return s;
     }
     case checkpointing:
-      return qstr(to_string(k.training.checkpointing));
+      return QString::fromStdString(model::checkpointing_text(k.training));
     case offload:
       return qstr(to_string(k.training.offload));
     case fits:
