@@ -78,16 +78,18 @@ void read_model(const Json& m, Reader& r) {
   } else if (!name.empty()) {
     r.warn("model.name " + name + ": not a model llm-foundry builds that is read here (hf_causal_lm, mpt_causal_lm)");
   }
-  // MPT's attention (model.attn_config.attn_impl; under hf_causal_lm config_overrides carries it).
-  const Json attn = m.contains("attn_config") ? section(m, "attn_config")
-                                              : section(section(m, "config_overrides"), "attn_config");
-  const std::string key = m.contains("attn_config") ? "model.attn_config" : "model.config_overrides.attn_config";
+  // MPT's attention (model.attn_config.attn_impl); a Hugging Face model's through
+  // use_flash_attention_2 (config_overrides' attn_config is MPT's key: other models ignore it).
+  const Json attn = name == "mpt_causal_lm" ? section(m, "attn_config") : Json::object();
+  const std::string key = "model.attn_config";
   if (const auto impl = r.string(attn, "attn_impl", key, "attention")) {
     const std::string value = *impl == "flash" ? "flash" : *impl == "triton" ? "triton" : *impl == "torch" ? "eager" : "";
     if (value.empty()) r.fail(key + ".attn_impl", attn.at("attn_impl"), "must be flash, triton or torch");
     r.set("attention", value, key + ".attn_impl", attn.at("attn_impl"));
-  } else if (const auto fa2 = r.boolean(m, "use_flash_attention_2", "model", "attention"); fa2 && *fa2) {
-    r.set("attention", "flash", "model.use_flash_attention_2", "true");
+  } else if (name == "hf_causal_lm") {
+    const bool fa2 = r.boolean(m, "use_flash_attention_2", "model", "attention").value_or(false);
+    r.set("attention", fa2 ? "flash" : "sdpa",
+          fa2 ? "model.use_flash_attention_2" : "(no model.use_flash_attention_2: transformers' sdpa)", fa2 ? "true" : "");
   }
   const Json peft = section(m, "peft_config");
   if (peft.empty()) {

@@ -35,6 +35,7 @@ TEST(ConfigLlmFoundry, InterpolationsAndDefaults) {
   EXPECT_EQ(option(r, "strategy"), "ddp");
   EXPECT_EQ(option(r, "checkpointing"), "none");
   EXPECT_EQ(option(r, "compile"), "false");
+  EXPECT_EQ(option(r, "attention"), "sdpa");  // transformers' default without use_flash_attention_2
   const ConfigRead old = yaml("max_seq_len: 2048\nglobal_seed: 17\nmodel:\n  name: mpt_causal_lm\n  d_model: 4096\n"
                               "  n_heads: 32\n  n_layers: 32\n  expansion_ratio: 4\n  max_seq_len: ${max_seq_len}\n"
                               "  attn_config:\n    attn_impl: triton\n");
