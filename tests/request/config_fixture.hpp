@@ -42,4 +42,15 @@ inline bool has_warning(const ConfigRead& r, const std::string& part) {
   return false;
 }
 
+// The message of the InputError a read that must be refused throws, or "accepted" when it reads.
+template <class Read>
+std::string refusal(Read&& read) {
+  try {
+    (void)read();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
 }  // namespace trainplan::request::config_test
