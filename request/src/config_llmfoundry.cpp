@@ -61,6 +61,8 @@ void read_model(const Json& m, Reader& r) {
     if (const auto id = r.string(m, "pretrained_model_name_or_path", "model", "model"))
       r.set("model", *id, "model.pretrained_model_name_or_path", m.at("pretrained_model_name_or_path"));
   } else if (name == "mpt_causal_lm") {
+    // MPTConfig's defaults where the file is silent (llmfoundry/models/mpt/configuration_mpt.py:
+    // d_model 2048, n_heads 16, n_layers 24, expansion_ratio 4).
     const auto d = r.integer(m, "d_model", "model", "model", 1).value_or(2048);
     const auto l = r.integer(m, "n_layers", "model", "model", 1).value_or(24);
     const auto h = r.integer(m, "n_heads", "model", "model", 1).value_or(16);
