@@ -137,11 +137,15 @@ BENCHMARK(BM_Fit13bOn4xA100)->Unit(benchmark::kMillisecond);
 
 // A full plan search on state.range(0) threads, and the configurations it priced per second.
 void plan_search(benchmark::State& state, const char* model, const char* cluster,
-                 std::int64_t global_batch, std::int64_t seq) {
+                 std::int64_t global_batch, std::int64_t seq, bool megatron = false) {
   const Setup s = setup(model, cluster);
   planner::SearchRequest req;
   req.global_batch = global_batch;
   req.base.seq = seq;
+  if (megatron) {
+    req.base.framework = Framework::megatron;
+    req.base.library = Library::megatron;
+  }
   req.threads = static_cast<unsigned>(state.range(0));
   std::int64_t configs = 0;
   for (auto _ : state) {
@@ -165,6 +169,13 @@ void BM_PlanLlama405bOn16384H100At128k(benchmark::State& state) {
   plan_search(state, "llama-3.1-405b", "2048x8xH100-80GB", 128, 131072);
 }
 BENCHMARK(BM_PlanLlama405bOn16384H100At128k)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The same under Megatron-LM, whose plans that recompute every layer are bisected to the fewest
+// layers that fit (--checkpoint-layers).
+void BM_PlanLlama405bMegatronOn16384H100At128k(benchmark::State& state) {
+  plan_search(state, "llama-3.1-405b", "2048x8xH100-80GB", 128, 131072, true);
+}
+BENCHMARK(BM_PlanLlama405bMegatronOn16384H100At128k)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 
