@@ -137,9 +137,10 @@ void read_checkpointing(const Json& a, Reader& r) {
       r.string(a, "selective_ac_option", "activation_checkpoint", "checkpointing").value_or("2");
   const std::string from = a.contains("mode") ? "activation_checkpoint.mode" : "(no activation_checkpoint.mode: "
                                                                                "torchtitan's selective, every 2nd block)";
-  const std::string option_from = a.contains("selective_ac_option")
-                                      ? "activation_checkpoint.selective_ac_option"
-                                      : "(no activation_checkpoint.selective_ac_option: torchtitan's \"2\")";
+  const std::string option_from =
+      a.contains("selective_ac_option") ? "activation_checkpoint.selective_ac_option"
+      : a.contains("mode")              ? "(no activation_checkpoint.selective_ac_option: torchtitan's \"2\")"
+                                        : "(no activation_checkpoint: torchtitan's mode selective, selective_ac_option \"2\")";
   if (mode == "none" || mode == "full") {
     r.set("checkpointing", mode, from, mode);
   } else if (mode == "selective" && option == "op") {
@@ -155,8 +156,9 @@ void read_checkpointing(const Json& a, Reader& r) {
     const int every = std::stoi(option);
     if (every > 1024)
       r.fail("activation_checkpoint.selective_ac_option", Json(option), "must be at most 1024 blocks");
-    r.set("checkpointing", "full", option_from, option);
-    if (every > 1) r.set("checkpoint-every", std::to_string(every), option_from, option);
+    const std::string raw = a.contains("selective_ac_option") ? option : "";  // a default says itself
+    r.set("checkpointing", "full", option_from, raw);
+    if (every > 1) r.set("checkpoint-every", std::to_string(every), option_from, raw);
   } else if (mode == "memory_budget") {
     r.unmodelled("checkpointing", "activation_checkpoint.mode", Json(mode),
                  "the compiler's memory-budget partitioner is not modelled", "selective-op");
