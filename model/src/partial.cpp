@@ -42,16 +42,27 @@ bool picks_some_blocks(const Training& tr) {
   return tr.checkpointing == Checkpointing::full && (tr.checkpoint_every > 1 || tr.checkpoint_layers > 0);
 }
 
+namespace {
+// The decoder's blocks in one of `chunks` equal pipeline chunks (the last may hold fewer).
+std::int64_t blocks_per_chunk(const Architecture& a, std::int64_t chunks) {
+  return std::max<std::int64_t>(1, (a.layers + chunks - 1) / chunks);
+}
+std::int64_t stages(const Training& tr) { return std::max(1, tr.pp); }
+std::int64_t virtual_chunks(const Training& tr) { return stages(tr) * std::max(1, tr.pp_virtual); }
+}  // namespace
+
 bool checkpoint_picks(const Architecture& a, const Training& tr, std::int64_t layer) {
   if (!picks_some_blocks(tr)) return true;
-  if (tr.checkpoint_layers > 0) {  // the first K of each (virtual) pipeline chunk
-    const std::int64_t chunks = static_cast<std::int64_t>(std::max(1, tr.pp)) * std::max(1, tr.pp_virtual);
-    const std::int64_t per_chunk = std::max<std::int64_t>(1, (a.layers + chunks - 1) / chunks);
-    return layer % per_chunk < tr.checkpoint_layers;
-  }
-  const std::int64_t pp = std::max(1, tr.pp);
-  const std::int64_t per_stage = std::max<std::int64_t>(1, (a.layers + pp - 1) / pp);
-  return (layer % per_stage + 1) % tr.checkpoint_every == 0;
+  if (tr.checkpoint_layers > 0)  // the first K of each (virtual) pipeline chunk
+    return layer % blocks_per_chunk(a, virtual_chunks(tr)) < tr.checkpoint_layers;
+  return (layer % blocks_per_chunk(a, stages(tr)) + 1) % tr.checkpoint_every == 0;
+}
+
+SomeBlocksOffer some_blocks_offer(const Architecture& a, const Training& tr) {
+  if (a.encoder_decoder) return {};
+  if (tr.framework == Framework::megatron) return {SomeBlocks::first_layers, blocks_per_chunk(a, virtual_chunks(tr))};
+  if (tr.library == Library::torchtitan) return {SomeBlocks::one_in_n, blocks_per_chunk(a, stages(tr))};
+  return {};
 }
 
 std::string checkpointing_text(const Training& tr) {

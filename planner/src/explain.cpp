@@ -9,6 +9,7 @@
 #include "candidate_space.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/model/library.hpp"
+#include "trainplan/model/partial.hpp"
 
 namespace trainplan::planner {
 namespace {
@@ -93,12 +94,12 @@ void checkpointing_changes(const SearchRequest& space, std::vector<Candidate>& o
 // checkpointing that replays no whole block.
 void some_blocks_changes(const model::Architecture& a, const SearchRequest& space, std::vector<Candidate>& out) {
   const model::Training& t = space.base;
-  const bool megatron = t.framework == Framework::megatron;
-  if ((!megatron && t.library != Library::torchtitan) || t.checkpointing == Checkpointing::full ||
-      t.checkpointing == Checkpointing::full_offload || a.encoder_decoder)
+  const model::SomeBlocksOffer offer = model::some_blocks_offer(a, t);
+  if (offer.kind == model::SomeBlocks::none || t.checkpointing == Checkpointing::full ||
+      t.checkpointing == Checkpointing::full_offload)
     return;
-  const std::int64_t chunks = std::int64_t{t.pp} * (megatron ? t.pp_virtual : 1);
-  const std::int64_t per_chunk = (a.layers + chunks - 1) / chunks;
+  const bool megatron = offer.kind == model::SomeBlocks::first_layers;
+  const std::int64_t per_chunk = offer.blocks;
   const std::string from(to_string(t.checkpointing));
   auto add = [&](std::int64_t k, std::int64_t every) {
     Candidate c{t, {}, kSomeBlocks};

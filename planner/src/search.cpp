@@ -178,12 +178,12 @@ InnerDegrees inner_degrees(const model::Architecture& a, const SearchRequest& re
 // forward again), found by bisection. Only where the request leaves checkpointing to the search.
 void fewest_checkpointed_blocks(const Evaluator& ev, const SearchRequest& req, Found& best, PairResult& out) {
   const model::Training& given = best.training;
-  const bool megatron = given.framework == Framework::megatron;
+  const model::SomeBlocksOffer offer = model::some_blocks_offer(ev.architecture(), given);
   if (req.checkpointing || given.checkpointing != Checkpointing::full || model::picks_some_blocks(given) ||
-      (!megatron && given.library != Library::torchtitan) || ev.architecture().encoder_decoder)
+      offer.kind == model::SomeBlocks::none)
     return;
-  const std::int64_t chunks = std::int64_t{given.pp} * (megatron ? given.pp_virtual : 1);
-  const std::int64_t per_chunk = (ev.architecture().layers + chunks - 1) / chunks;
+  const bool megatron = offer.kind == model::SomeBlocks::first_layers;
+  const std::int64_t per_chunk = offer.blocks;
   // Candidate i, from the fewest blocks checkpointed: K = i + 1, or N = per_chunk - i.
   auto at = [&](std::int64_t i) {
     model::Training t = given;

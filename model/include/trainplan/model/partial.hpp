@@ -43,6 +43,16 @@ inline constexpr std::uint32_t kMlpRoles =
 // each pipeline chunk; with checkpoint_every N the N-th, 2N-th, ... block of its pipeline stage (each
 // rank counts the blocks it builds from 1). Always true when !picks_some_blocks.
 [[nodiscard]] bool checkpoint_picks(const Architecture& a, const Training& tr, std::int64_t layer);
+// Checkpointing some blocks only, as the library offers it: Megatron-LM's block method
+// (Training::checkpoint_layers over each virtual pipeline chunk's blocks), torchtitan's one block
+// in N (Training::checkpoint_every over each stage's); none elsewhere and for encoder-decoders.
+// `blocks`: the blocks of the chunk or stage the option counts over.
+enum class SomeBlocks { none, first_layers, one_in_n };
+struct SomeBlocksOffer {
+  SomeBlocks kind = SomeBlocks::none;
+  std::int64_t blocks = 0;
+};
+[[nodiscard]] SomeBlocksOffer some_blocks_offer(const Architecture& a, const Training& tr);
 // The share of the decoder's layers it picks (1 at 1).
 [[nodiscard]] double checkpoint_picked_share(const Architecture& a, const Training& tr);
 // The checkpointing as plans and tables name it: "full", "full (1 block in 2)", "full (first 4
