@@ -180,6 +180,14 @@ TEST(ReplayJson, BadInputNamesTheFileAndTheKey) {
                   edited([](Json& j) { j["plan"]["fsdp_version"] = 3; }),
                   {},
                   "replay input 'x.json' plan: key 'fsdp_version' must be 1 or 2"});
+  rows.push_back({"checkpoint_every below 1",
+                  edited([](Json& j) { j["plan"]["checkpoint_every"] = 0; }),
+                  {},
+                  "replay input 'x.json' plan: key 'checkpoint_every'"});
+  rows.push_back({"checkpoint_layers negative",
+                  edited([](Json& j) { j["plan"]["checkpoint_layers"] = -1; }),
+                  {},
+                  "replay input 'x.json' plan: key 'checkpoint_layers'"});
   rows.push_back({"unknown model",
                   edited([](Json& j) { j["model"]["name"] = "llama-9-7b"; }),
                   {},
