@@ -20,10 +20,15 @@ constexpr double kMaskBytes = 1.0;  // dropout masks are bool tensors
 constexpr double kFp32 = 4.0;
 
 BlockActivations activations_of(const BlockOps& ops, const Training& tr) {
-  return {ops.saved_bytes(), ops.saved_core_bytes(), ops.runs_backward, ops.checkpointed, op_sac_saved_bytes(ops, tr)};
+  return {ops.saved_bytes(), ops.saved_core_bytes(), ops.runs_backward, ops.checkpointed, op_sac_saved_bytes(ops, tr),
+          ops.held_bytes()};
 }
 
 }  // namespace
+
+bool holds_previous_micro_batch(const Training& tr) {
+  return library_traits(tr.library).logits_kept && qlora_stack_traits(tr).keeps_input;
+}
 
 BlockActivations block_activations(const Architecture& a, const Training& tr, Stack stack) {
   return activations_of(block_ops(a, tr, stack), tr);
@@ -186,6 +191,26 @@ HeadActivations head_activations(const Architecture& a, const Training& tr) {
 }
 
 namespace {
+// What the final norm keeps over t tokens, as a block's norm does.
+double final_norm_bytes(const Architecture& a, const Training& tr, const OpListVariant& family, double t) {
+  const double h = static_cast<double>(a.hidden);
+  const double r = param_bytes(tr.precision);
+  const double s = is_mixed(tr.precision) ? kFp32 : r;  // the residual stream's dtype
+  // Its weight trains under full training (not under partial fine-tuning, whose subset names
+  // blocks, the embedding and the head).
+  const bool full = tr.method == Method::full && !tr.partial.active;
+  switch (a.norm) {
+    case NormKind::rmsnorm:
+      // Liger's RMSNorm keeps its input as it came and rstd (block_ops.hpp fused_rms_norm_kernels).
+      return family.fused_norm ? s * t * h + kFp32 * t
+                               : rms_input_bytes(family, tr) * t * h + kFp32 * t +
+                                     (full ? (family.fp32_normalised_norm ? kFp32 : r) * t * h : 0.0);
+    case NormKind::layernorm:
+    case NormKind::layernorm_no_bias: return s * (t * h + 2.0 * t);
+  }
+  return 0.0;
+}
+
 // The head, the family's op-list variant looked up by the caller (the evaluator's per-shape cache).
 HeadActivations head_activations(const Architecture& a, const Training& tr, const OpListVariant& family) {
   const double t = static_cast<double>(tr.tokens_per_micro_batch());
@@ -194,30 +219,18 @@ HeadActivations head_activations(const Architecture& a, const Training& tr, cons
   const double tp = static_cast<double>(tr.tp);
   if (tr.framework == Framework::megatron) {
     // Korthikanti Sec. 4.3: final norm and output-layer input, fp32 logits for the loss.
-    return {Bytes(4.0 * t * h / tp * (1.0 + V / h)), Bytes(0.0)};
+    return {Bytes(4.0 * t * h / tp * (1.0 + V / h)), Bytes(0.0), Bytes(0.0), Bytes(0.0)};
   }
   const double c = compute_bytes(tr.precision);
   const double r = param_bytes(tr.precision);
   const bool mixed = is_mixed(tr.precision);
-  // The final norm's weight trains under full training (not under partial fine-tuning, whose
-  // subset names blocks, the embedding and the head); the head's under full training, partial
-  // fine-tuning that names it, or an adapter on it.
-  const bool full = tr.method == Method::full && !tr.partial.active;
+  // The head's weight trains under full training, partial fine-tuning that names it, or an adapter
+  // on it.
   const bool head_trainable = (tr.method == Method::full && (!tr.partial.active || tr.partial.head)) ||
                               lora_targets_lm_head(a, tr.lora);
   // Final norm as in a block, then the LM head's input.
-  double norm = 0.0;
+  double norm = final_norm_bytes(a, tr, family, t);
   const double s = mixed ? kFp32 : r;  // the residual stream's dtype
-  switch (a.norm) {
-    case NormKind::rmsnorm:
-      // Liger's RMSNorm keeps its input as it came and rstd (block_ops.hpp fused_rms_norm_kernels).
-      norm = family.fused_norm ? s * t * h + kFp32 * t
-                               : rms_input_bytes(family, tr) * t * h + kFp32 * t +
-                                     (full ? (family.fp32_normalised_norm ? kFp32 : r) * t * h : 0.0);
-      break;
-    case NormKind::layernorm:
-    case NormKind::layernorm_no_bias: norm = s * (t * h + 2.0 * t); break;
-  }
   if (family.fused_linear_loss) {
     // Liger's fused linear cross-entropy computes the gradients of the head's input (in the
     // hidden states' dtype) and weight in forward and keeps them; no logits survive it, and the
@@ -226,9 +239,15 @@ HeadActivations head_activations(const Architecture& a, const Training& tr, cons
     // eager). The int64 labels and the fp32 per-row losses stay. Transient: one chunk's logits in
     // the compute dtype.
     const double chunk = static_cast<double>(fused_linear_loss_chunks(a, tr).rows);
-    return {Bytes(norm + s * t * h + 12.0 * t), Bytes(c * chunk * V / tp)};
+    return {Bytes(norm + s * t * h + 12.0 * t), Bytes(c * chunk * V / tp), Bytes(0.0), Bytes(0.0)};
   }
-  if (head_trainable) norm += (mixed ? c : r) * t * h;
+  // The head's input: kept for its weight's gradient, and by a 4-bit head whose matmul keeps its
+  // input (model_states.hpp QloraStackTraits), which also holds it past backward.
+  const QloraStackTraits quant = qlora_stack_traits(tr);
+  const bool held_by_head = quant.keeps_input && quant.quantizes_head;
+  const double head_input = head_trainable || held_by_head ? (mixed ? c : r) * t * h : 0.0;
+  norm += head_input;
+  const Bytes held(held_by_head ? head_input : 0.0);
   // T5 drops out the final norm's output.
   if (family.feed_forward_dropout && hidden_dropout(a, tr) > 0.0) norm += kMaskBytes * t * h;
   // The loss: causal LMs upcast the logits and keep the fp32 log-softmax (T5 stays in the model
@@ -255,7 +274,7 @@ HeadActivations head_activations(const Architecture& a, const Training& tr, cons
     // gradient of the logits. Compiled, the kept logits are the loss dtype's upcast.
     const double fused_logits = family.compiled ? loss_bytes : c;
     const double saved = norm + softcap + fused_logits * t * V / tp + kFp32 * t + 8.0 * t;
-    return {Bytes(saved), Bytes(c * t * V / tp)};
+    return {Bytes(saved), Bytes(c * t * V / tp), Bytes(0.0), held};
   }
   const double saved = norm + softcap + (kept + loss_bytes) * t * V / tp + 8.0 * t;
   const double forward =
@@ -264,8 +283,30 @@ HeadActivations head_activations(const Architecture& a, const Training& tr, cons
   const double positions = static_cast<double>(family.loss_chunk_positions);
   const double chunk = positions > 0.0 ? std::min(1.0, positions / static_cast<double>(tr.seq)) : 1.0;
   const double transient = std::max(forward, 2.0 * loss_bytes * chunk) * t * V / tp;
-  return {Bytes(saved), Bytes(transient)};
+  // As forward ends, before the loss: the model-dtype logits; the loop's upcast copy of them or,
+  // during the last 4-bit head matmul, its dequantized weight (planner's QLoRA buffers); a loop
+  // that keeps its logits local still holds the previous micro-batch's.
+  const double dequantized = held_by_head ? dequantized_bytes_per_weight(tr) * h * V / tp : 0.0;
+  const double upcast = family.logits_fp32 ? kFp32 * t * V / tp : 0.0;
+  const double forward_end = norm + softcap + (c + kept * tr.previous_share) * t * V / tp +
+                             std::max(upcast, dequantized) + 8.0 * t;
+  return {Bytes(saved), Bytes(transient), Bytes(forward_end), held};
 }
+
+// The head's activations on the last stage and, where a loop keeps the previous micro-batch's
+// graph alive into the next forward (litgpt's `logits` local), the end of that forward: what 4-bit
+// matmuls hold past backward (`held`: the blocks', with the head's own input) is still alive,
+// beside the previous logits (head.forward_end), for the previous micro-batch's tokens
+// (Training::previous_share).
+void add_head(const Architecture& a, const Training& tr, const ResolvedBlocks& blocks, Bytes held,
+              ActivationMemory& m) {
+  const HeadActivations head = head_activations(a, tr, blocks.variant);
+  m.head = head.total();
+  const Bytes previous = (held + head.held) * tr.previous_share;
+  if (holds_previous_micro_batch(tr) && previous.value() > 0.0)
+    m.forward_end = m.blocks + m.embedding + head.forward_end + previous;
+}
+
 }  // namespace
 
 ActivationMemory activation_memory(const Architecture& a, const Training& tr) {
@@ -296,15 +337,18 @@ ActivationMemory activation_memory(const Architecture& a, const Training& tr, co
 
   Bytes kept;        // per micro-batch, all blocks of the stage
   Bytes largest;     // one block's full activations (rebuilt in backward under full checkpointing)
+  Bytes held;        // of kept, what 4-bit matmuls hold past backward (SavedTensor::held)
   for (const auto& part : parts) {
     const double share = part.layers / all_layers * layers_on_stage;
     const StackBlock& sb = blocks.of(part.stack);
-    kept += kept_after_policy(a, tr, *part.blk, Bytes(0.0)) * (share * sb.block_share);
-    if (part.blk->runs_backward && part.blk->checkpointed) largest = std::max(largest, part.blk->saved);
-    for (const auto& [blk, variant_share] : sb.variants) {  // the stage's other kinds of layer, in the model's proportion
-      kept += kept_after_policy(a, tr, blk, Bytes(0.0)) * (share * variant_share);
+    const auto add = [&](const BlockActivations& blk, double of_stage) {
+      kept += kept_after_policy(a, tr, blk, Bytes(0.0)) * of_stage;
       if (blk.runs_backward && blk.checkpointed) largest = std::max(largest, blk.saved);
-    }
+      if (blk.runs_backward && (!blk.checkpointed || !recomputes_blocks(tr.checkpointing))) held += blk.held * of_stage;
+    };
+    add(*part.blk, share * sb.block_share);
+    // The stage's other kinds of layer, in the model's proportion.
+    for (const auto& [blk, variant_share] : sb.variants) add(blk, share * variant_share);
   }
   m.per_block = kept / layers_on_stage;
   if (recomputes_blocks(tr.checkpointing)) m.recompute_peak = largest;
@@ -338,7 +382,7 @@ ActivationMemory activation_memory(const Architecture& a, const Training& tr, co
   m.blocks = (kept + firsts) * m.in_flight + in_transit;
   m.host = m.host * m.in_flight;
   m.embedding = first ? embedding_activations(a, tr) * m.in_flight : Bytes(0.0);
-  m.head = last ? head_activations(a, tr, blocks.variant).total() : Bytes(0.0);
+  if (last) add_head(a, tr, blocks, held, m);
   // Multi-token prediction (last stage, like the head): per module its block (of the main kind),
   // the inputs of its two norms and of its projection (4 h per token) and its head's; they are
   // freed by its backward before the model's last block is replayed, as the head's are.

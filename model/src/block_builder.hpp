@@ -88,6 +88,12 @@ class Builder {
     if (bytes <= 0.0) return;
     keep_at(out_.ops.size() - 1, name, bytes, core);
   }
+  // A linear's input the current op keeps; `held`: also held past backward by a 4-bit matmul
+  // (SavedTensor::held).
+  void keep_input(std::string_view name, double bytes, bool held) {
+    if (bytes <= 0.0) return;
+    out_.saved.push_back({name, Bytes(bytes), false, out_.ops.size() - 1, held});
+  }
   // The same for an op opened earlier.
   void keep_at(std::size_t op, std::string_view name, double bytes, bool core = false) {
     if (bytes <= 0.0) return;

@@ -48,6 +48,13 @@ Bytes BlockOps::saved_core_bytes() const {
   return Bytes(s);
 }
 
+Bytes BlockOps::held_bytes() const {
+  double s = 0.0;
+  for (const SavedTensor& t : saved)
+    if (t.held) s += t.bytes.value();
+  return Bytes(s);
+}
+
 std::vector<bool> op_sac_saved(const BlockOps& ops, const Training& tr) {
   std::vector<bool> saved(ops.ops.size(), false);
   int mm = 0;

@@ -62,7 +62,7 @@ void HfBlock::norm(std::string_view name, bool kernels, bool saves, int consumer
   // Compiled, autocast's casts of the one output are one tensor (OpListVariant::compiled).
   const double copies = fp8_inputs || !variant_.compiled ? consumers_saving : 1.0;
   if (consumers_saving > 0)
-    b_.keep("norm output (linear input)", (mixed_ || fp8_inputs ? copies * x_.lin : r_) * th);
+    b_.keep_input("norm output (linear input)", (mixed_ || fp8_inputs ? copies * x_.lin : r_) * th, quant_.keeps_input);
 }
 
 // The linears of these roles reading one input (in_bytes per element): per linear its GEMM,
@@ -222,21 +222,21 @@ void HfBlock::mlp_saved() {
     // the down projection's input.
     b_.keep("gate_up projection output", 2.0 * c_ * tI);
     b_.keep("clamped gate, its sigmoid, the gate product and up + 1", 4.0 * c_ * tI);
-    if (keeps_input(Role::down)) b_.keep("down projection input", x_.lin * tI);
+    if (keeps_input(Role::down)) b_.keep_input("down projection input", x_.lin * tI, quant_.keeps_input);
   } else if (a_.mlp == MlpKind::gated) {
     // The activation reads the gate projection (T5 v1.1's gated-gelu: the tanh GELU's intermediates).
     const double gate = gelu_new() ? gelu_new_bytes(tr_) : 1.0;
     b_.keep("gate projection output", gate * c_ * tI);
     if (!liger_glu()) b_.keep("activation output", c_ * tI);  // Liger's kernel recomputes it
     b_.keep("up projection output", c_ * tI);
-    if (keeps_input(Role::down)) b_.keep("down projection input", x_.lin * tI);
+    if (keeps_input(Role::down)) b_.keep_input("down projection input", x_.lin * tI, quant_.keeps_input);
   } else {
     if (gelu_new()) {
       b_.keep("up projection output", gelu_new_bytes(tr_) * c_ * tI);
     } else {
       b_.keep("up projection output", c_ * tI);
     }
-    if (keeps_input(Role::down)) b_.keep("down projection input", x_.lin * tI);
+    if (keeps_input(Role::down)) b_.keep_input("down projection input", x_.lin * tI, quant_.keeps_input);
     // T5 drops out inside the feed-forward, between its two matrices.
     if (variant_.feed_forward_dropout && hidden_dropout(a_, tr_) > 0.0)
       b_.keep("feed-forward dropout mask", kMaskBytes * tI);

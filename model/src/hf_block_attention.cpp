@@ -221,11 +221,8 @@ void HfBlock::attention_end(double X) {
   const bool sandwich = a_.norm_placement == NormPlacement::sandwich;
   const double q = c_ * x_.t * x_.kvo;
   if (attn_ == Attention::eager || (gpu_sdpa_ && !sdpa_.fused())) {
-    if (keeps_input(Role::o)) b_.keep("attention output (o input)", x_.lin * x_.t * x_.kvo);
+    if (keeps_input(Role::o)) b_.keep_input("attention output (o input)", x_.lin * x_.t * x_.kvo, quant_.keeps_input);
   } else {
-    b_.keep("attention output", q);  // the kernel's backward needs it
-    // An FP8 recipe that saves its inputs in FP8 keeps the o projection's own copy beside it.
-    if (x_.lin != c_ && keeps_input(Role::o)) b_.keep("o input (FP8 copy)", x_.lin * x_.t * x_.kvo);
     // The kernel lays its output out as its query; the o projection reads it token-major, which
     // is free for a query in the projection's layout (Llama's rotary, GPT-2's views) and a copy
     // for one concatenated head-major (partial rotary: Phi, GPT-NeoX; every litgpt model:
@@ -236,7 +233,12 @@ void HfBlock::attention_end(double X) {
     const bool sliced = fused_ && !hf_sdpa_call(a_, tr_).own_attention;
     const bool head_major = (rotary && (a_.rotary_fraction < 1.0 || sliced)) ||
                            library_traits(tr_.library).head_major_attention_output;
-    if (head_major && x_.lin == c_ && keeps_input(Role::o)) b_.keep("o input (contiguous copy)", q);
+    const bool copied = head_major && x_.lin == c_ && keeps_input(Role::o);
+    // The kernel's backward needs its output, which is the o projection's input unless copied.
+    b_.keep_input("attention output", q, quant_.keeps_input && !copied);
+    // An FP8 recipe that saves its inputs in FP8 keeps the o projection's own copy beside it.
+    if (x_.lin != c_ && keeps_input(Role::o)) b_.keep("o input (FP8 copy)", x_.lin * x_.t * x_.kvo);
+    if (copied) b_.keep_input("o input (contiguous copy)", q, quant_.keeps_input);
   }
   // The explicit mask, cast to the model dtype inside each block (compiled: once for the graph,
   // the boolean mask the stack keeps).

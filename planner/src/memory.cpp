@@ -388,6 +388,8 @@ struct StageBuffers {
   Bytes persistent;  // alive all step
   // Reserved by another stream's pool and free at the peak: the compute stream cannot use it.
   Bytes other_stream_cache;
+  // Of fwd_bwd: a 4-bit weight's 16-bit copy, alive while its matmul runs (none as forward returns).
+  Bytes dequantized;
 };
 
 // FSDP2 beside FSDP1 (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py, _fsdp_param_group.py,
@@ -449,7 +451,8 @@ StageBuffers pytorch_buffers(const Architecture& a, const Training& tr, const La
   if (tr.method == Method::qlora) {
     const bool head = model::qlora_stack_traits(tr).quantizes_head && sp.holds_head;
     const double largest = static_cast<double>(std::max(a.hidden * a.intermediate, head ? a.vocab * a.hidden : 0));
-    fwd_bwd += Bytes(model::dequantized_bytes_per_weight(tr) * largest / l.tp);
+    out.dequantized = Bytes(model::dequantized_bytes_per_weight(tr) * largest / l.tp);
+    fwd_bwd += out.dequantized;
   }
   if (tr.strategy == Strategy::ddp && l.replicas() > 1)  // DDP buckets: gradient_as_bucket_view=False
     out.persistent = ms.gradients;
@@ -465,6 +468,26 @@ Bytes megatron_fsdp_buffers(const Training& tr, const StageParams& sp) {
   return Bytes(2.0 * 2.0 * sp.largest_unit + (tr.method == Method::full ? 4.0 * sp.largest_unit : 0.0));
 }
 
+// The largest moment of forward and backward, beside the weights, optimizer states and persistent
+// buffers: the start of backward (every activation, the first gradients, the buffers of the pass)
+// or, where it holds more (ActivationMemory::forward_end), the end of forward (the accumulated
+// gradients only, no 4-bit weight dequantized).
+struct PassPeak {
+  Bytes buffers;
+  Bytes gradients;
+  Bytes activations;
+  bool end_of_forward = false;
+};
+
+PassPeak pass_peak(Bytes buffers, Bytes dequantized, Bytes A, Bytes forward_end, Bytes G, Bytes g_start,
+                   bool grads_persist) {
+  PassPeak bwd{buffers, grads_persist ? G : (A + g_start > G ? g_start : G),
+               grads_persist ? A : (A + g_start > G ? A : Bytes(0.0)), false};
+  const PassPeak fwd{buffers - dequantized, grads_persist ? G : Bytes(0.0), forward_end, true};
+  auto sum = [](const PassPeak& p) { return p.buffers + p.gradients + p.activations; };
+  return forward_end > A && sum(fwd) > sum(bwd) ? fwd : bwd;
+}
+
 // The memory of one pipeline stage.
 MemoryBreakdown stage_memory(const Architecture& a, const model::ParameterCounts& n, const Training& tr,
                              const Layout& l, model::ActivationMemory activations, const MemoryConventions& mc) {
@@ -477,9 +500,10 @@ MemoryBreakdown stage_memory(const Architecture& a, const model::ParameterCounts
   const double grad_bytes = ms.grad_bytes_per_param;
 
   // Buffers alive through forward and backward, and all step.
-  auto [fwd_bwd, persistent, other_stream_cache] =
-      tr.framework == Framework::pytorch ? pytorch_buffers(a, tr, l, sp, ms)
-                                         : StageBuffers{megatron_fsdp_buffers(tr, sp), Bytes(0.0), Bytes(0.0)};
+  auto [fwd_bwd, persistent, other_stream_cache, dequantized] =
+      tr.framework == Framework::pytorch
+          ? pytorch_buffers(a, tr, l, sp, ms)
+          : StageBuffers{megatron_fsdp_buffers(tr, sp), Bytes(0.0), Bytes(0.0), Bytes(0.0)};
   persistent += ms.gather_buffers + ms.buckets;
   // The reference forward runs after the policy's, whose activations and logits are alive: its
   // logits (one row of the vocabulary shard per token, in the compute dtype) add to them until
@@ -504,9 +528,8 @@ MemoryBreakdown stage_memory(const Architecture& a, const model::ParameterCounts
   const Bytes G_step = ms.step_gradients * in_flight;
   const Bytes base = ms.weights + ms.optimizer;
 
-  const Bytes bwd_grads = grads_persist ? G : (A + g_start > G ? g_start : G);
-  const Bytes bwd_act = grads_persist ? A : (A + g_start > G ? A : Bytes(0.0));
-  const Bytes peak_bwd = base + fwd_bwd + persistent + bwd_grads + bwd_act;
+  const PassPeak pass = pass_peak(fwd_bwd, dequantized, A, m.activation_detail.forward_end, G, g_start, grads_persist);
+  const Bytes peak_bwd = base + pass.buffers + persistent + pass.gradients + pass.activations;
 
   // The step's own allocations (foreach Adam's sqrt(v) for every parameter, optimizer_step.hpp).
   const Bytes step_tmp = optimizer_step_transient(tr, ms.optimizer_params * in_flight, largest);
@@ -516,10 +539,10 @@ MemoryBreakdown stage_memory(const Architecture& a, const model::ParameterCounts
   m.optimizer = ms.optimizer;
   const bool backward_peak = peak_bwd >= peak_step;
   if (backward_peak) {
-    m.peak_phase = "backward";
-    m.gradients = bwd_grads;
-    m.activations = bwd_act;
-    m.buffers = fwd_bwd + persistent;
+    m.peak_phase = pass.end_of_forward ? "end of forward" : "backward";
+    m.gradients = pass.gradients;
+    m.activations = pass.activations;
+    m.buffers = pass.buffers + persistent;
   } else {
     m.peak_phase = "optimizer step";
     m.gradients = G_step;
@@ -529,7 +552,7 @@ MemoryBreakdown stage_memory(const Architecture& a, const model::ParameterCounts
   m.peak_allocated = m.weights + m.gradients + m.optimizer + m.activations + m.buffers;
   // What each phase allocates and frees within the step: backward's activations, gathered units and
   // autocast copies; the step's temporaries and the gradients zero_grad(set_to_none) frees.
-  const Bytes transient_bwd = bwd_act + fwd_bwd + (grads_persist ? Bytes(0.0) : bwd_grads);
+  const Bytes transient_bwd = pass.activations + pass.buffers + (grads_persist ? Bytes(0.0) : pass.gradients);
   const Bytes transient_step = step_tmp + (grads_persist ? Bytes(0.0) : G_step);
   m.transient = backward_peak ? transient_bwd : transient_step;
   // Recomputation churns during backward only.

@@ -7,6 +7,7 @@
 #include "trainplan/core/error.hpp"
 #include "trainplan/request/profile_json.hpp"
 #include "trainplan/reports/result_json.hpp"
+#include "trainplan/model/activations.hpp"
 #include "trainplan/model/lora.hpp"
 #include "trainplan/planner/evaluator.hpp"
 #include "trainplan/model/partial.hpp"
@@ -110,6 +111,7 @@ Json plan_json(const planner::Estimate& e, std::optional<double> tokens) {
     j["qlora_stack"] = std::string(to_string(t.qlora_stack));
     j["bitsandbytes"] = model::bitsandbytes_release_text(t.bitsandbytes);
   }
+  if (model::holds_previous_micro_batch(t)) j["previous_share"] = t.previous_share;
   j["global_batch"] = e.global_batch;
   j["time"] = time_json(e.time);
   j["throughput"] = Json{{"tokens_per_s", e.throughput.tokens_per_s},

@@ -104,6 +104,13 @@ constexpr Detail kDetails[] = {
     {"pp-virtual",
      "Interleaved model chunks per pipeline stage: a smaller bubble for more "
      "point-to-point traffic."},
+    {"previous-share",
+     "litgpt's finetune scripts keep `logits` in a local, and with it the previous micro-batch's "
+     "autograd graph, until the next forward returns; bitsandbytes before 0.43.2 stores each 4-bit "
+     "matmul's input on that graph (MatMul4Bit ctx.tensors, freed by 0.43.2's commit 9e753741), so "
+     "the previous micro-batch's layer inputs are alive as the next forward ends. With padded "
+     "variable-length data the previous micro-batch is often shorter than the longest (a share "
+     "below 1); 0 prices the first micro-batch (lit-gpt 8641822 finetune/lora.py runs the longest sample first)."},
     {"quant-block",
      "QLoRA: weights per fp32 absmax constant in bitsandbytes' 4-bit blocks (default 64: "
      "4 + 32/64 = 4.5 bits per weight; QLoRA, arXiv:2305.14314)."},

@@ -1,5 +1,6 @@
 // The option schema: every option of fit, estimate, plan and the GUI, spelt, parsed, checked and
 // documented once (request.hpp).
+#include "trainplan/model/activations.hpp"
 #include "trainplan/model/library.hpp"
 #include "option_builders.hpp"
 #include "option_details.hpp"
@@ -230,6 +231,16 @@ std::vector<Option> adapter_options() {
               model::bitsandbytes_release, "bitsandbytes", model::kBitsandbytesReleaseForm,
               [](auto& r) -> auto& { return r.training.bitsandbytes; }, model::bitsandbytes_release_text),
       [](const Request& r, unsigned) { return r.training.method == Method::qlora; }, "with --method qlora"));
+  v.push_back(applies(
+      real(describe("previous-share", "F", "Previous micro-batch", "adapters",
+                    "length of the micro-batch before the peak's, as a share of --seq: litgpt keeps that "
+                    "micro-batch's graph into the next forward, where bitsandbytes before 0.43.2 holds its 4-bit "
+                    "layers' inputs; 0: the peak is the first micro-batch (lit-gpt's 2023 scripts ran the "
+                    "longest sample first)",
+                    "1: as long"),
+           0, 1, false, false, [](auto& r) -> auto& { return r.training.previous_share; }),
+      [](const Request& r, unsigned) { return model::holds_previous_micro_batch(r.training); },
+      "with --library litgpt, --method qlora and --bitsandbytes before 0.43.2"));
   v.push_back(applies(
       flag(describe("frozen-base-fp32", "", "fp32 frozen base", "adapters",
                     "adapters under *-mixed: the frozen base stays fp32 (litgpt; from_pretrained without "

@@ -5,9 +5,12 @@
 #include <filesystem>
 #include <optional>
 
+#include <fmt/format.h>
+
 #include "trainplan/core/error.hpp"
 #include "trainplan/request/files.hpp"
 #include "trainplan/request/hf_config.hpp"
+#include "trainplan/model/activations.hpp"
 #include "trainplan/model/library.hpp"
 #include "trainplan/model/lora.hpp"
 #include "trainplan/model/partial.hpp"
@@ -126,6 +129,16 @@ void read_quantization(ObjectReader& r, model::Training& t) {
   if (const auto release = r.optional_string("bitsandbytes"))
     t.bitsandbytes = model::parse_bitsandbytes_release(*release, r.what() + ": key 'bitsandbytes'");
   r.ignore({"qlora_stack"});
+  if (const auto previous = r.optional_number("previous_share")) {
+    if (!(*previous >= 0.0 && *previous <= 1.0))
+      throw InputError(r.what() + ": key 'previous_share' must be a share from 0 to 1 (got " +
+                       fmt::format("{}", *previous) + ")");
+    if (!model::holds_previous_micro_batch(t))
+      throw InputError(r.what() +
+                       ": key 'previous_share' is given but no previous micro-batch's graph is held (it needs "
+                       "library 'litgpt', method 'qlora' and bitsandbytes before 0.43.2)");
+    t.previous_share = *previous;
+  }
 }
 
 model::Training read_training(const Json& v, const std::string& what,

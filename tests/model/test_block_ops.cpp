@@ -272,6 +272,32 @@ TEST(BlockOps, OldBitsandbytesKeepsEveryFourBitInput) {
   EXPECT_DOUBLE_EQ(saved(Library::hf_trainer, 0), saved(Library::hf_trainer, 4302));  // unset: a current release
 }
 
+// Of those inputs, what bitsandbytes before 0.43.2 stores on the 4-bit matmul's context outlives
+// backward (autograd releases saved tensors after a node's backward, not its context's attributes):
+// each 4-bit linear's input once per tensor. Llama-2-7B under litgpt (a fused qkv linear, fc_1 and
+// fc_2 reading one norm output): the two norm outputs, the o projection's token-major copy and the
+// down projection's input, (3h + I) per token. Falcon-7B's parallel block reads one norm output in
+// its attention and its MLP: 2h + 4h. 0.43.2 holds none.
+TEST(BlockOps, OldBitsandbytesHoldsFourBitInputsPastBackward) {
+  auto held = [&](const char* name, int bitsandbytes) {
+    const model::Architecture a = catalog().resolve_model(name).arch;
+    model::Training tr = training(Framework::pytorch);
+    tr.library = Library::litgpt;
+    tr.qlora_stack = model::library_traits(Library::litgpt).qlora_stack;
+    tr.method = Method::qlora;
+    tr.precision = Precision::bf16_true;
+    tr.lora.targets = {"q", "v"};
+    tr.seq = 512;
+    tr.micro_batch = 1;
+    tr.bitsandbytes = bitsandbytes;
+    return model::block_ops(a, tr, model::Stack::decoder).held_bytes().value();
+  };
+  const double tokens_bytes = 512.0 * 2.0;
+  EXPECT_DOUBLE_EQ(held("llama-2-7b", 4200), (3.0 * 4096 + 11008) * tokens_bytes);
+  EXPECT_DOUBLE_EQ(held("falcon-7b", 4200), 6.0 * 4544 * tokens_bytes);
+  EXPECT_DOUBLE_EQ(held("llama-2-7b", 4302), 0.0);
+}
+
 // litgpt's own model code (litgpt/model.py at 5895df10 and 26857050) has no dropout layers and runs
 // GPT-NeoX-style MLPs' GELU as one F.gelu(x, approximate="tanh"): for phi-2 (resid_pdrop 0.1, Hugging
 // Face's composite gelu_new), the block keeps no dropout mask and, of the MLP's activation, only

@@ -31,6 +31,7 @@ struct BlockActivations {
   bool runs_backward = true;  // false: below every layer that needs a gradient (keeps nothing)
   bool checkpointed = true;   // false: checkpointing leaves it alone (it keeps `saved`)
   Bytes op_sac_outputs;       // what torchtitan's per-op policy saves of it (op_sac_saved_bytes)
+  Bytes held;                 // of saved: held past backward by 4-bit matmuls (SavedTensor::held)
 };
 
 // One block of the given stack, without checkpointing (selective and full are applied by
@@ -64,9 +65,17 @@ struct BlockActivations {
 
 // The last stage's head: final norm, LM-head input, the loss's log-softmax and labels (saved), and
 // the larger of the loss's forward copies and its first gradients in backward (transient).
+// The training loop keeps the previous micro-batch's autograd graph alive into the next forward
+// (LibraryTraits::logits_kept: litgpt's `logits` local) while that graph holds tensors past
+// backward (bitsandbytes before 0.43.2: QloraStackTraits::keeps_input): what
+// Training::previous_share prices.
+[[nodiscard]] bool holds_previous_micro_batch(const Training& tr);
+
 struct HeadActivations {
   Bytes saved;
-  Bytes transient;
+  Bytes transient;    // the larger of the loss's forward and backward allocations beyond saved
+  Bytes forward_end;  // alive as forward ends, before the loss (a 4-bit head's dequantized weight too)
+  Bytes held;         // of saved: the head's input, held past backward by a 4-bit head's matmul
   [[nodiscard]] Bytes total() const { return saved + transient; }
 };
 [[nodiscard]] HeadActivations head_activations(const Architecture& a, const Training& tr);
@@ -95,6 +104,9 @@ struct ActivationMemory {
   Bytes head;
   Bytes host;            // full-offload: the checkpoints waiting in host memory (not in total())
   double in_flight = 1;  // micro-batches whose activations are alive at once (pipeline schedules)
+  // Alive as forward returns, where that moment can outgrow total(): with the previous micro-batch's
+  // tensors that 4-bit matmuls hold past backward still alive (activation_memory); 0 elsewhere.
+  Bytes forward_end;
   // The head's backward (its saved tensors and the loss gradients) runs and frees before the last
   // block is replayed, so the two do not coexist: the larger counts.
   [[nodiscard]] Bytes total() const { return blocks + embedding + std::max(head, recompute_peak); }

@@ -155,6 +155,10 @@ struct SavedTensor {
   Bytes bytes;
   bool core = false;  // dropped by selective checkpointing (the attention core's)
   std::size_t op = 0;
+  // Also held outside autograd's saved tensors, so alive after backward until the graph itself is
+  // freed: a linear's input that bitsandbytes' 4-bit matmul before 0.43.2 stores on its context
+  // (autograd/_functions.py MatMul4Bit: ctx.tensors = (A, B); model_states.hpp keeps_input).
+  bool held = false;
 };
 
 struct BlockOps {
@@ -174,6 +178,7 @@ struct BlockOps {
   [[nodiscard]] EagerWork eager_work() const;    // memory-bound work and launches, one pass
   [[nodiscard]] Bytes saved_bytes() const;       // everything kept for backward
   [[nodiscard]] Bytes saved_core_bytes() const;  // of which the attention core's
+  [[nodiscard]] Bytes held_bytes() const;        // of which held past backward (SavedTensor::held)
   [[nodiscard]] double gemm_count() const;        // linear layers (not their adapters)
   [[nodiscard]] LayerCollectives collectives() const;
 };

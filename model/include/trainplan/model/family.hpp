@@ -82,7 +82,7 @@ struct OpListVariant {
   // CrossEntropyLoss on lm_logits; causal LMs' ForCausalLMLoss upcasts).
   bool loss_in_model_dtype = false;
   // The training loop holds the logits through backward (litgpt's finetune scripts keep `logits`
-  // in a local while fabric.backward runs), beside what the loss saved.
+  // in a local while fabric.backward runs, and into the next iteration), beside what the loss saved.
   bool logits_kept = false;
   // The model's logits reach the loop cast to fp32 (lightning Fabric's precision plugins return
   // floating outputs in the default dtype), the model-dtype original freed: the loss and a kept

@@ -54,7 +54,8 @@ struct LibraryTraits {
   // The cross-entropy takes the logits in the dtype the head produced them, without an fp32
   // upcast (transformers' ForCausalLMLoss upcasts).
   bool loss_in_model_dtype = false;
-  // The training loop keeps the logits alive through backward.
+  // The training loop keeps the logits alive through backward, and with them the micro-batch's
+  // autograd graph into the next forward (model/activations.hpp holds_previous_micro_batch).
   bool logits_kept = false;
   // The model's floating outputs come back cast to fp32 (OpListVariant::logits_fp32).
   bool output_fp32 = false;

@@ -67,6 +67,11 @@ struct Training {
   std::int64_t micro_batch = 1;
   std::int64_t grad_accum = 1;
   std::int64_t seq = 2048;
+  // The length of the micro-batch run just before the peak's, as a share of seq, where a loop
+  // keeps its autograd graph alive into the next forward (model/activations.hpp
+  // ActivationMemory::forward_end): 1 as long (every micro-batch seq tokens); 0 none (the peak is
+  // the first micro-batch's).
+  double previous_share = 1.0;
   Checkpointing checkpointing = Checkpointing::none;
   Attention attention = Attention::flash;
   Offload offload = Offload::none;
