@@ -265,7 +265,7 @@ HeadActivations head_activations(const Architecture& a, const Training& tr, cons
   const double loss_bytes = family.loss_in_model_dtype ? logits : kFp32;
   // Gemma 2 soft-caps the logits, cap * tanh(logits / cap): tanh keeps its output, in the
   // logits' dtype (modeling_gemma2.py Gemma2ForCausalLM.forward).
-  const double softcap = a.logit_softcap > 0.0 ? c * t * V / tp : 0.0;
+  const double softcap = softcaps_logits(a, tr) ? c * t * V / tp : 0.0;
   // A loop that keeps the logits (litgpt) holds them beside the log-softmax; the forward moment
   // then adds only the upcast copy, if any.
   const double kept = family.logits_kept ? logits : 0.0;

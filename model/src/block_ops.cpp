@@ -303,7 +303,7 @@ void build_edge_ops(const Architecture& a, const Training& tr, Edge edge, BlockO
       // logits.float(), log_softmax, nll_loss and the labels' shift, each way.
       b.open("loss", OpKind::reduction);
       b.launches(4.0, 4.0);
-      if (a.logit_softcap > 0.0) {  // Gemma 2: / cap, tanh, * cap
+      if (softcaps_logits(a, tr)) {  // Gemma 2: / cap, tanh, * cap
         b.open("logit soft-cap", OpKind::elementwise);
         b.launches(3.0, 3.0);
       }

@@ -161,6 +161,45 @@ static_assert(in_enum_order(), "kLibraries must list every Library in the enum's
 
 const LibraryTraits& library_traits(Library l) { return kLibraries[static_cast<std::size_t>(l)]; }
 
+namespace {
+constexpr VersionedTraits kVersioned[] = {
+    {.library = Library::litgpt,
+     .until = 504,
+     .bitsandbytes = 4200,
+     .adapters_skip_logit_softcap = true,
+     .source = "Lightning-AI/litgpt up to v0.5.4: pyproject.toml pinned bitsandbytes==0.42.0 (extra 'all', from "
+               "2bcb2c3e; v0.5.5 moved to >=0.44.0); litgpt/lora.py GPT.forward returned the head's chunks "
+               "(lm_head_chunk_size=128 from finetune/lora.py and adapter.py) before final_logit_softcapping "
+               "(soft-capped per chunk from 17a58dfa, v0.5.5)"},
+};
+}  // namespace
+
+const VersionedTraits* versioned_traits(const Training& tr) {
+  if (tr.library_version == 0) return nullptr;
+  const VersionedTraits* found = nullptr;  // the earliest range that holds the release
+  for (const VersionedTraits& v : kVersioned)
+    if (v.library == tr.library && tr.library_version <= v.until && (!found || v.until < found->until)) found = &v;
+  return found;
+}
+
+bool has_versioned_traits(Library l) {
+  for (const VersionedTraits& v : kVersioned)
+    if (v.library == l) return true;
+  return false;
+}
+
+int bitsandbytes_release(const Training& tr) {
+  if (tr.bitsandbytes != 0) return tr.bitsandbytes;
+  const VersionedTraits* v = versioned_traits(tr);
+  return v != nullptr ? v->bitsandbytes : 0;
+}
+
+bool softcaps_logits(const Architecture& a, const Training& tr) {
+  if (a.logit_softcap <= 0.0) return false;
+  const VersionedTraits* v = versioned_traits(tr);
+  return !(v != nullptr && v->adapters_skip_logit_softcap && is_adapter(tr.method));
+}
+
 Library library_of(Framework f) {
   switch (f) {
     case Framework::pytorch: return Library::hf_trainer;

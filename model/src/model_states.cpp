@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "trainplan/model/library.hpp"
 #include "trainplan/model/lora.hpp"
 #include "trainplan/model/parameters.hpp"
 
@@ -105,7 +106,8 @@ double quantized_bytes_per_param(Quant q, std::int64_t block, std::int64_t in_fe
 QloraStackTraits qlora_stack_traits(const Training& tr) {
   if (tr.method != Method::qlora) return {};
   const bool lightning = tr.qlora_stack == QloraStack::lightning;
-  return {.keeps_input = tr.bitsandbytes > 0 && tr.bitsandbytes < kBitsandbytesKeepsNoInput,
+  const int release = bitsandbytes_release(tr);
+  return {.keeps_input = release > 0 && release < kBitsandbytesKeepsNoInput,
           .quantizes_head = lightning,
           .dequantizes_to_fp16 = lightning};
 }

@@ -41,7 +41,7 @@ std::optional<int> transformers_release(std::string_view text) {
   return v->major * 100 + v->minor;
 }
 
-std::optional<int> bitsandbytes_release(std::string_view text) {
+std::optional<int> package_release(std::string_view text) {
   if (text == "current") return 0;
   const auto v = release_of(text);
   if (!v || v->major > 99 || v->patch > 99 || (v->major == 0 && v->minor == 0 && v->patch == 0)) return std::nullopt;
@@ -58,16 +58,16 @@ std::string transformers_release_text(int release) {
   return std::to_string(release / 100) + "." + std::to_string(release % 100);
 }
 
-std::string bitsandbytes_release_text(int release) {
+std::string package_release_text(int release) {
   if (release == 0) return "current";
   return std::to_string(release / 10000) + "." + std::to_string(release / 100 % 100) + "." +
          std::to_string(release % 100);
 }
 
-int parse_bitsandbytes_release(std::string_view text, std::string_view what) {
-  if (const auto release = bitsandbytes_release(text)) return *release;
-  throw InputError(std::string(what) + ": '" + std::string(text) + "' is not a bitsandbytes release (" +
-                   std::string(kBitsandbytesReleaseForm) + ")");
+int parse_package_release(std::string_view text, std::string_view package, std::string_view what) {
+  if (const auto release = package_release(text)) return *release;
+  throw InputError(std::string(what) + ": '" + std::string(text) + "' is not a " + std::string(package) +
+                   " release (" + std::string(kPackageReleaseForm) + ")");
 }
 
 bool Training::accumulates_unsharded_gradients() const {

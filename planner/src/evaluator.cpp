@@ -151,6 +151,7 @@ LayerComputeKey LayerComputeKey::of(const model::Training& tr) {
           tr.computes_in_gathered_16bit(),
           tr.qlora_stack,
           tr.bitsandbytes,
+          tr.library_version,
           tr.transformers,
           tr.moe_capacity_factor,
           tr.moe_pad_to_capacity,
@@ -193,6 +194,7 @@ void LayerComputeKey::write_to(model::Training& t, const std::vector<std::string
   if (gathered_16bit) t.strategy = Strategy::fsdp_full;
   t.qlora_stack = qlora_stack;
   t.bitsandbytes = bitsandbytes;
+  t.library_version = library_version;
   t.transformers = transformers;
   t.moe_capacity_factor = moe_capacity_factor;
   t.moe_pad_to_capacity = moe_pad_to_capacity;

@@ -8,6 +8,7 @@
 #include "trainplan/request/profile_json.hpp"
 #include "trainplan/reports/result_json.hpp"
 #include "trainplan/model/activations.hpp"
+#include "trainplan/model/library.hpp"
 #include "trainplan/model/lora.hpp"
 #include "trainplan/planner/evaluator.hpp"
 #include "trainplan/model/partial.hpp"
@@ -109,8 +110,9 @@ Json plan_json(const planner::Estimate& e, std::optional<double> tokens) {
     j["quant"] = std::string(to_string(t.quant));
     j["quant_block"] = t.quant_block;
     j["qlora_stack"] = std::string(to_string(t.qlora_stack));
-    j["bitsandbytes"] = model::bitsandbytes_release_text(t.bitsandbytes);
+    j["bitsandbytes"] = model::package_release_text(model::bitsandbytes_release(t));
   }
+  if (t.library_version != 0) j["library_version"] = model::package_release_text(t.library_version);
   if (model::holds_previous_micro_batch(t)) j["previous_share"] = t.previous_share;
   j["global_batch"] = e.global_batch;
   j["time"] = time_json(e.time);

@@ -104,6 +104,12 @@ constexpr Detail kDetails[] = {
     {"pp-virtual",
      "Interleaved model chunks per pipeline stage: a smaller bubble for more "
      "point-to-point traffic."},
+    {"library-version",
+     "The traits each library record holds are its newest release's (docs/formulas.md, the library "
+     "table); an older release changes what differs: litgpt up to 0.5.4 pinned bitsandbytes 0.42.0 "
+     "(pyproject.toml; --bitsandbytes still wins) and its LoRA/adapter models returned the LM head's "
+     "chunks before Gemma 2's final logit soft-capping (litgpt/lora.py; soft-capped per chunk from "
+     "v0.5.5, commit 17a58dfa)."},
     {"previous-share",
      "litgpt's finetune scripts keep `logits` in a local, and with it the previous micro-batch's "
      "autograd graph, until the next forward returns; bitsandbytes before 0.43.2 stores each 4-bit "

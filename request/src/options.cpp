@@ -81,6 +81,15 @@ std::vector<Option> model_and_method() {
                                        "conventions and defaults",
                                        "hf-trainer, or what --framework or a --from file names"),
                               [](auto& r) -> auto& { return r.training.library; }));
+  v.push_back(applies(
+      release(describe("library-version", "VERSION", "Library release", "method",
+                       "the training library's release, where its traits changed: litgpt up to 0.5.4 pinned "
+                       "bitsandbytes 0.42.0 and ran adapters' chunked LM head without the final logit soft-capping",
+                       "current: the newest release read"),
+              model::package_release, "library", model::kPackageReleaseForm,
+              [](auto& r) -> auto& { return r.training.library_version; }, model::package_release_text),
+      [](const Request& r, unsigned) { return model::has_versioned_traits(r.training.library); },
+      "with --library litgpt"));
   v.push_back(choice<Framework>(describe("framework", "FRAMEWORK", "Framework", "method",
                                          "the engine whose accounting holds the model states and the block; "
                                          "alone, it names the library too (pytorch: hf-trainer)",
@@ -228,8 +237,8 @@ std::vector<Option> adapter_options() {
                        "bitsandbytes release that runs the 4-bit layers: before 0.43.2 each 4-bit matmul keeps its "
                        "input for backward (litgpt up to v0.5.4 pinned 0.42.0)",
                        "current: a release from 0.43.2 on"),
-              model::bitsandbytes_release, "bitsandbytes", model::kBitsandbytesReleaseForm,
-              [](auto& r) -> auto& { return r.training.bitsandbytes; }, model::bitsandbytes_release_text),
+              model::package_release, "bitsandbytes", model::kPackageReleaseForm,
+              [](auto& r) -> auto& { return r.training.bitsandbytes; }, model::package_release_text),
       [](const Request& r, unsigned) { return r.training.method == Method::qlora; }, "with --method qlora"));
   v.push_back(applies(
       real(describe("previous-share", "F", "Previous micro-batch", "adapters",

@@ -127,7 +127,7 @@ void read_quantization(ObjectReader& r, model::Training& t) {
       throw InputError(r.what() + ": key '" + key + "' is given but method is not 'qlora'");
   if (r.has("qlora_stack")) t.qlora_stack = r.enumeration<QloraStack>("qlora_stack");
   if (const auto release = r.optional_string("bitsandbytes"))
-    t.bitsandbytes = model::parse_bitsandbytes_release(*release, r.what() + ": key 'bitsandbytes'");
+    t.bitsandbytes = model::parse_package_release(*release, "bitsandbytes", r.what() + ": key 'bitsandbytes'");
   r.ignore({"qlora_stack"});
   if (const auto previous = r.optional_number("previous_share")) {
     if (!(*previous >= 0.0 && *previous <= 1.0))
@@ -159,6 +159,12 @@ model::Training read_training(const Json& v, const std::string& what,
   t.offload = r.enumeration<Offload>("offload");
   t.framework = r.enumeration<Framework>("framework");
   if (const auto l = r.optional_enumeration<Library>("library")) t.library = *l;
+  if (const auto release = r.optional_string("library_version")) {
+    if (!model::has_versioned_traits(t.library))
+      throw InputError(r.what() + ": key 'library_version' is given but library '" +
+                       std::string(to_string(t.library)) + "' has no release-dependent traits");
+    t.library_version = model::parse_package_release(*release, "library", r.what() + ": key 'library_version'");
+  }
   t.tf32 = r.optional_boolean("tf32").value_or(false);
   t.liger = r.optional_boolean("liger").value_or(false);
   t.compile = r.optional_boolean("compile").value_or(false);

@@ -14,6 +14,7 @@
 #include "trainplan/model/block_ops.hpp"
 #include "trainplan/model/flops.hpp"
 #include "trainplan/model/library.hpp"
+#include "trainplan/model/model_states.hpp"
 
 namespace trainplan {
 namespace {
@@ -296,6 +297,36 @@ TEST(BlockOps, OldBitsandbytesHoldsFourBitInputsPastBackward) {
   EXPECT_DOUBLE_EQ(held("llama-2-7b", 4200), (3.0 * 4096 + 11008) * tokens_bytes);
   EXPECT_DOUBLE_EQ(held("falcon-7b", 4200), 6.0 * 4544 * tokens_bytes);
   EXPECT_DOUBLE_EQ(held("llama-2-7b", 4302), 0.0);
+}
+
+// litgpt's releases up to 0.5.4 (--library-version): pyproject.toml pinned bitsandbytes 0.42.0, whose
+// 4-bit matmuls keep their inputs, unless a release is given; litgpt/lora.py returned the chunked LM
+// head before Gemma 2's final soft-capping (finetune/lora.py passes lm_head_chunk_size=128), which
+// full fine-tuning (model.py, no chunks) and v0.5.5 on (17a58dfa: each chunk soft-capped) apply.
+TEST(BlockOps, LitgptReleasesUpTo054PinnedBitsandbytesAndSkippedChunkedSoftCapping) {
+  const model::Architecture gemma = catalog().resolve_model("gemma-2-2b").arch;
+  ASSERT_GT(gemma.logit_softcap, 0.0);
+  auto tr = [](Method method, int release, int bitsandbytes) {
+    model::Training t = training(Framework::pytorch);
+    t.library = Library::litgpt;
+    t.qlora_stack = model::library_traits(Library::litgpt).qlora_stack;
+    t.method = method;
+    t.library_version = release;
+    t.bitsandbytes = bitsandbytes;
+    return t;
+  };
+  EXPECT_EQ(model::bitsandbytes_release(tr(Method::qlora, 407, 0)), 4200);
+  EXPECT_TRUE(model::qlora_stack_traits(tr(Method::qlora, 504, 0)).keeps_input);
+  EXPECT_FALSE(model::qlora_stack_traits(tr(Method::qlora, 505, 0)).keeps_input);
+  EXPECT_FALSE(model::qlora_stack_traits(tr(Method::qlora, 407, 4302)).keeps_input);  // given, it wins
+  EXPECT_FALSE(model::qlora_stack_traits(tr(Method::qlora, 0, 0)).keeps_input);       // the newest
+  EXPECT_FALSE(model::softcaps_logits(gemma, tr(Method::lora, 407, 0)));
+  EXPECT_TRUE(model::softcaps_logits(gemma, tr(Method::full, 407, 0)));
+  EXPECT_TRUE(model::softcaps_logits(gemma, tr(Method::lora, 505, 0)));
+  EXPECT_TRUE(model::softcaps_logits(gemma, tr(Method::lora, 0, 0)));
+  model::Training hf = tr(Method::lora, 407, 0);
+  hf.library = Library::hf_trainer;  // no release-dependent traits
+  EXPECT_TRUE(model::softcaps_logits(gemma, hf));
 }
 
 // litgpt's own model code (litgpt/model.py at 5895df10 and 26857050) has no dropout layers and runs

@@ -108,6 +108,27 @@ struct LigerKernels {
 
 // The record of `l`: the table is in Library's order, so this is an index.
 [[nodiscard]] const LibraryTraits& library_traits(Library l);
+// What a library's releases up to `until` did otherwise than its traits record (the newest read),
+// selected by Training::library_version.
+struct VersionedTraits {
+  Library library = Library::hf_trainer;
+  int until = 0;  // the last release these hold for (package_release form)
+  // The bitsandbytes release it pinned (what Training::bitsandbytes 0 means there); 0: none.
+  int bitsandbytes = 0;
+  // Its adapter fine-tuning ran the LM head in chunks that skip the final logit soft-capping.
+  bool adapters_skip_logit_softcap = false;
+  const char* source = "";
+};
+// The record that holds for tr's library and release; null for the newest (or a library without
+// versioned traits).
+[[nodiscard]] const VersionedTraits* versioned_traits(const Training& tr);
+[[nodiscard]] bool has_versioned_traits(Library l);
+// The bitsandbytes release that runs tr's 4-bit layers: the one given, else the one tr's library
+// release pinned, else 0 (a current release).
+[[nodiscard]] int bitsandbytes_release(const Training& tr);
+// The model's final logits are soft-capped (Gemma 2), unless the library release skips it.
+[[nodiscard]] bool softcaps_logits(const Architecture& a, const Training& tr);
+
 // The library a --framework value stands for when no library is named (the alias kept from before
 // there were libraries): pytorch -> hf-trainer, deepspeed -> deepspeed, megatron -> megatron.
 [[nodiscard]] Library library_of(Framework f);

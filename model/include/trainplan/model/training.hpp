@@ -155,6 +155,9 @@ struct Training {
   // today (model/model_states.hpp qlora_stack_traits).
   QloraStack qlora_stack = QloraStack::hf_peft;
   int bitsandbytes = 0;
+  // The training library's release, as bitsandbytes' (package_release); 0: the newest its traits
+  // were read from (model/library.hpp versioned_traits: what older releases did otherwise).
+  int library_version = 0;
   // MoE under Megatron-Core: the expert capacity factor (--moe-expert-capacity-factor; 0: dropless,
   // its default) and whether each expert's input is padded to its capacity
   // (--moe-pad-expert-input-to-capacity). Hugging Face's MoE blocks are always dropless.
@@ -226,12 +229,12 @@ inline constexpr std::string_view kTransformersReleaseForm =
 [[nodiscard]] int parse_transformers_release(std::string_view text, std::string_view what);
 [[nodiscard]] std::string transformers_release_text(int release);  // 517 -> "5.17"
 
-// "0.42.0" or "0.43" as major*10000+minor*100+patch, "current" as 0; nothing for anything else (a
-// minor or patch over 99). The second form throws InputError naming `what`.
-inline constexpr std::string_view kBitsandbytesReleaseForm =
-    "MAJOR.MINOR or MAJOR.MINOR.PATCH, e.g. 0.42.0, or current";
-[[nodiscard]] std::optional<int> bitsandbytes_release(std::string_view text);
-[[nodiscard]] int parse_bitsandbytes_release(std::string_view text, std::string_view what);
-[[nodiscard]] std::string bitsandbytes_release_text(int release);  // 4200 -> "0.42.0"; 0 -> "current"
+// A Python package's release (bitsandbytes, the training library): "0.42.0" or "0.43" as
+// major*10000+minor*100+patch, "current" as 0; nothing for anything else (a minor or patch over
+// 99). The second form throws InputError naming `what` and the package.
+inline constexpr std::string_view kPackageReleaseForm = "MAJOR.MINOR or MAJOR.MINOR.PATCH, e.g. 0.42.0, or current";
+[[nodiscard]] std::optional<int> package_release(std::string_view text);
+[[nodiscard]] int parse_package_release(std::string_view text, std::string_view package, std::string_view what);
+[[nodiscard]] std::string package_release_text(int release);  // 4200 -> "0.42.0"; 0 -> "current"
 
 }  // namespace trainplan::model

@@ -128,6 +128,7 @@ struct LayerComputeKey {
   bool gathered_16bit = false;
   QloraStack qlora_stack = QloraStack::hf_peft;  // what a QLoRA block saves (the resolved blocks)
   int bitsandbytes = 0;                          // and the release that runs its 4-bit matmuls
+  int library_version = 0;  // the library's release (versioned traits: a pinned bitsandbytes, soft-capping)
   int transformers = 0;  // the release whose model code runs (SDPA path, experts)
   double moe_capacity_factor = 0.0;  // Megatron's expert capacity (what each expert multiplies)
   bool moe_pad_to_capacity = false;
