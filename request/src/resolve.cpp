@@ -404,6 +404,11 @@ Resolved resolve_with(const ResolvedModel& model, const ResolvedCluster& cluster
                                       "input embedding",
                                       model::library_traits(r.training.library).name));
     }
+    if (const model::VersionedTraits* v = model::versioned_traits(r.training))
+      out.notes.push_back(fmt::format("library {} {}: its traits up to {} ({})",
+                                      model::library_traits(r.training.library).name,
+                                      model::package_release_text(r.training.library_version),
+                                      model::package_release_text(v->until), v->source));
     out.notes.insert(out.notes.end(), out.cluster.notes.begin(), out.cluster.notes.end());
     out.cluster.notes.clear();
     model::Training t = r.training;
