@@ -76,9 +76,10 @@ void print_estimate(const request::Resolved& r, const model::ParameterCounts& n,
   print_context(r);
   print_batch(t, e);
   std::cout << fmt::format(
-      "  memory: {} of {} GiB per GPU{} — {} (largest micro-batch that fits: {})\n",
+      "  memory: {} of {} GiB per GPU{}{} — {} (largest micro-batch that fits: {})\n",
       gib_text(e.memory.device_total), gib_text(c.gpu.usable_memory),
       e.memory.peak_stage.empty() ? std::string() : fmt::format(" on the {} pipeline stage", e.memory.peak_stage),
+      e.memory.peak_phase == "backward" ? std::string() : fmt::format(" (peak: {})", e.memory.peak_phase),
       verdict_text(e.verdict),
       e.max_micro_batch);
   if (e.memory.states.reference.value() > 0.0)
