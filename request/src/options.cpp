@@ -249,7 +249,7 @@ std::vector<Option> adapter_options() {
                     "1: as long"),
            0, 1, false, false, [](auto& r) -> auto& { return r.training.previous_share; }),
       [](const Request& r, unsigned) { return model::holds_previous_micro_batch(r.training); },
-      "with --library litgpt, --method qlora and --bitsandbytes before 0.43.2"));
+      "with --library litgpt, --method qlora and bitsandbytes before 0.43.2 (--bitsandbytes, or --library-version up to 0.5.4)"));
   v.push_back(applies(
       flag(describe("frozen-base-fp32", "", "fp32 frozen base", "adapters",
                     "adapters under *-mixed: the frozen base stays fp32 (litgpt; from_pretrained without "
