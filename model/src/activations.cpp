@@ -219,7 +219,7 @@ HeadActivations head_activations(const Architecture& a, const Training& tr, cons
   const double tp = static_cast<double>(tr.tp);
   if (tr.framework == Framework::megatron) {
     // Korthikanti Sec. 4.3: final norm and output-layer input, fp32 logits for the loss.
-    return {Bytes(4.0 * t * h / tp * (1.0 + V / h)), Bytes(0.0), Bytes(0.0), Bytes(0.0)};
+    return {Bytes(4.0 * t * h / tp * (1.0 + V / h)), Bytes(0.0), Bytes(0.0), Bytes(0.0), Bytes(0.0)};
   }
   const double c = compute_bytes(tr.precision);
   const double r = param_bytes(tr.precision);
@@ -239,7 +239,7 @@ HeadActivations head_activations(const Architecture& a, const Training& tr, cons
     // eager). The int64 labels and the fp32 per-row losses stay. Transient: one chunk's logits in
     // the compute dtype.
     const double chunk = static_cast<double>(fused_linear_loss_chunks(a, tr).rows);
-    return {Bytes(norm + s * t * h + 12.0 * t), Bytes(c * chunk * V / tp), Bytes(0.0), Bytes(0.0)};
+    return {Bytes(norm + s * t * h + 12.0 * t), Bytes(c * chunk * V / tp), Bytes(0.0), Bytes(0.0), Bytes(0.0)};
   }
   // The head's input: kept for its weight's gradient, and by a 4-bit head whose matmul keeps its
   // input (model_states.hpp QloraStackTraits), which also holds it past backward.
@@ -274,7 +274,7 @@ HeadActivations head_activations(const Architecture& a, const Training& tr, cons
     // gradient of the logits. Compiled, the kept logits are the loss dtype's upcast.
     const double fused_logits = family.compiled ? loss_bytes : c;
     const double saved = norm + softcap + fused_logits * t * V / tp + kFp32 * t + 8.0 * t;
-    return {Bytes(saved), Bytes(c * t * V / tp), Bytes(0.0), held};
+    return {Bytes(saved), Bytes(c * t * V / tp), Bytes(0.0), Bytes(0.0), held};
   }
   const double saved = norm + softcap + (kept + loss_bytes) * t * V / tp + 8.0 * t;
   const double forward =
@@ -283,14 +283,14 @@ HeadActivations head_activations(const Architecture& a, const Training& tr, cons
   const double positions = static_cast<double>(family.loss_chunk_positions);
   const double chunk = positions > 0.0 ? std::min(1.0, positions / static_cast<double>(tr.seq)) : 1.0;
   const double transient = std::max(forward, 2.0 * loss_bytes * chunk) * t * V / tp;
-  // As forward ends, before the loss: the model-dtype logits; the loop's upcast copy of them or,
-  // during the last 4-bit head matmul, its dequantized weight (planner's QLoRA buffers); a loop
-  // that keeps its logits local still holds the previous micro-batch's.
+  // As forward ends, before the loss: the model-dtype logits (a loop that keeps its logits local
+  // still holds the previous micro-batch's), and the loop's upcast copy or, during the last 4-bit
+  // head matmul before it, the head's dequantized weight (a buffer), whichever is larger.
   const double dequantized = held_by_head ? dequantized_bytes_per_weight(tr) * h * V / tp : 0.0;
   const double upcast = family.logits_fp32 ? kFp32 * t * V / tp : 0.0;
-  const double forward_end = norm + softcap + (c + kept * tr.previous_share) * t * V / tp +
-                             std::max(upcast, dequantized) + 8.0 * t;
-  return {Bytes(saved), Bytes(transient), Bytes(forward_end), held};
+  const double forward_end = norm + softcap + (c + kept * tr.previous_share) * t * V / tp + 8.0 * t;
+  return {Bytes(saved), Bytes(transient), Bytes(forward_end + (upcast >= dequantized ? upcast : 0.0)),
+          Bytes(upcast >= dequantized ? 0.0 : dequantized), held};
 }
 
 // The head's activations on the last stage and, where a loop keeps the previous micro-batch's
@@ -303,8 +303,10 @@ void add_head(const Architecture& a, const Training& tr, const ResolvedBlocks& b
   const HeadActivations head = head_activations(a, tr, blocks.variant);
   m.head = head.total();
   const Bytes previous = (held + head.held) * tr.previous_share;
-  if (holds_previous_micro_batch(tr) && previous.value() > 0.0)
+  if (holds_previous_micro_batch(tr) && previous.value() > 0.0) {
     m.forward_end = m.blocks + m.embedding + head.forward_end + previous;
+    m.forward_end_weight = head.forward_end_weight;
+  }
 }
 
 }  // namespace

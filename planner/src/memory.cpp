@@ -479,13 +479,14 @@ struct PassPeak {
   bool end_of_forward = false;
 };
 
-PassPeak pass_peak(Bytes buffers, Bytes dequantized, Bytes A, Bytes forward_end, Bytes G, Bytes g_start,
-                   bool grads_persist) {
+PassPeak pass_peak(Bytes buffers, Bytes dequantized, Bytes A, const model::ActivationMemory& act, Bytes G,
+                   Bytes g_start, bool grads_persist) {
+  const Bytes forward_end = act.forward_end;
   PassPeak bwd{buffers, grads_persist ? G : (A + g_start > G ? g_start : G),
                grads_persist ? A : (A + g_start > G ? A : Bytes(0.0)), false};
-  const PassPeak fwd{buffers - dequantized, grads_persist ? G : Bytes(0.0), forward_end, true};
+  const PassPeak fwd{buffers - dequantized + act.forward_end_weight, grads_persist ? G : Bytes(0.0), forward_end, true};
   auto sum = [](const PassPeak& p) { return p.buffers + p.gradients + p.activations; };
-  return forward_end > A && sum(fwd) > sum(bwd) ? fwd : bwd;
+  return forward_end + act.forward_end_weight > A && sum(fwd) > sum(bwd) ? fwd : bwd;
 }
 
 // The memory of one pipeline stage.
@@ -528,7 +529,7 @@ MemoryBreakdown stage_memory(const Architecture& a, const model::ParameterCounts
   const Bytes G_step = ms.step_gradients * in_flight;
   const Bytes base = ms.weights + ms.optimizer;
 
-  const PassPeak pass = pass_peak(fwd_bwd, dequantized, A, m.activation_detail.forward_end, G, g_start, grads_persist);
+  const PassPeak pass = pass_peak(fwd_bwd, dequantized, A, m.activation_detail, G, g_start, grads_persist);
   const Bytes peak_bwd = base + pass.buffers + persistent + pass.gradients + pass.activations;
 
   // The step's own allocations (foreach Adam's sqrt(v) for every parameter, optimizer_step.hpp).

@@ -74,7 +74,8 @@ struct BlockActivations {
 struct HeadActivations {
   Bytes saved;
   Bytes transient;    // the larger of the loss's forward and backward allocations beyond saved
-  Bytes forward_end;  // alive as forward ends, before the loss (a 4-bit head's dequantized weight too)
+  Bytes forward_end;  // alive as forward ends, before the loss
+  Bytes forward_end_weight;  // beside it then: a 4-bit head's dequantized weight (a buffer, not kept)
   Bytes held;         // of saved: the head's input, held past backward by a 4-bit head's matmul
   [[nodiscard]] Bytes total() const { return saved + transient; }
 };
@@ -107,6 +108,7 @@ struct ActivationMemory {
   // Alive as forward returns, where that moment can outgrow total(): with the previous micro-batch's
   // tensors that 4-bit matmuls hold past backward still alive (activation_memory); 0 elsewhere.
   Bytes forward_end;
+  Bytes forward_end_weight;  // beside it: the 4-bit head's dequantized weight during its last matmul
   // The head's backward (its saved tensors and the loss gradients) runs and frees before the last
   // block is replayed, so the two do not coexist: the larger counts.
   [[nodiscard]] Bytes total() const { return blocks + embedding + std::max(head, recompute_peak); }
