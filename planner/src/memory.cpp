@@ -481,12 +481,13 @@ struct PassPeak {
 
 PassPeak pass_peak(Bytes buffers, Bytes dequantized, Bytes A, const model::ActivationMemory& act, Bytes G,
                    Bytes g_start, bool grads_persist) {
-  const Bytes forward_end = act.forward_end;
-  PassPeak bwd{buffers, grads_persist ? G : (A + g_start > G ? g_start : G),
-               grads_persist ? A : (A + g_start > G ? A : Bytes(0.0)), false};
-  const PassPeak fwd{buffers - dequantized + act.forward_end_weight, grads_persist ? G : Bytes(0.0), forward_end, true};
+  const PassPeak bwd{buffers, grads_persist ? G : (A + g_start > G ? g_start : G),
+                     grads_persist ? A : (A + g_start > G ? A : Bytes(0.0)), false};
+  // Without a forward_end the end of forward holds no more than the start of backward.
+  const PassPeak fwd{buffers - dequantized + act.forward_end_weight, grads_persist ? G : Bytes(0.0), act.forward_end,
+                     true};
   auto sum = [](const PassPeak& p) { return p.buffers + p.gradients + p.activations; };
-  return forward_end + act.forward_end_weight > A && sum(fwd) > sum(bwd) ? fwd : bwd;
+  return sum(fwd) > sum(bwd) ? fwd : bwd;
 }
 
 // The memory of one pipeline stage.
@@ -530,7 +531,7 @@ MemoryBreakdown stage_memory(const Architecture& a, const model::ParameterCounts
   const Bytes base = ms.weights + ms.optimizer;
 
   const PassPeak pass = pass_peak(fwd_bwd, dequantized, A, m.activation_detail, G, g_start, grads_persist);
-  const Bytes peak_bwd = base + pass.buffers + persistent + pass.gradients + pass.activations;
+  const Bytes peak_pass = base + pass.buffers + persistent + pass.gradients + pass.activations;
 
   // The step's own allocations (foreach Adam's sqrt(v) for every parameter, optimizer_step.hpp).
   const Bytes step_tmp = optimizer_step_transient(tr, ms.optimizer_params * in_flight, largest);
@@ -538,8 +539,8 @@ MemoryBreakdown stage_memory(const Architecture& a, const model::ParameterCounts
 
   m.weights = ms.weights;
   m.optimizer = ms.optimizer;
-  const bool backward_peak = peak_bwd >= peak_step;
-  if (backward_peak) {
+  const bool pass_peaks = peak_pass >= peak_step;  // forward and backward, or the step
+  if (pass_peaks) {
     m.peak_phase = pass.end_of_forward ? "end of forward" : "backward";
     m.gradients = pass.gradients;
     m.activations = pass.activations;
@@ -555,9 +556,9 @@ MemoryBreakdown stage_memory(const Architecture& a, const model::ParameterCounts
   // autocast copies; the step's temporaries and the gradients zero_grad(set_to_none) frees.
   const Bytes transient_bwd = pass.activations + pass.buffers + (grads_persist ? Bytes(0.0) : pass.gradients);
   const Bytes transient_step = step_tmp + (grads_persist ? Bytes(0.0) : G_step);
-  m.transient = backward_peak ? transient_bwd : transient_step;
+  m.transient = pass_peaks ? transient_bwd : transient_step;
   // Recomputation churns during backward only.
-  const bool recompute = tr.checkpointing != Checkpointing::none && backward_peak;
+  const bool recompute = tr.checkpointing != Checkpointing::none && pass_peaks;
   m.allocator_cache = allocator_cache(m.peak_allocated, m.transient, recompute, mc) + other_stream_cache;
   m.reserved = m.peak_allocated + m.allocator_cache;
   m.outside_torch = mc.cuda_context + (l.world > 1 ? mc.nccl : Bytes(0.0));
