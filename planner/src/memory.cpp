@@ -60,6 +60,7 @@ struct StageParams {
   double head = 0;         // the output layer on this rank (untied head, or the tied copy of the last stage)
   double largest_unit = 0; // one block (the FSDP wrap unit)
   double root = 0;         // what is outside the blocks: embeddings, final norm, head
+  double embedding = 0;    // of which the input embedding (the first stage)
   bool holds_head = false; // the last stage (or the only one)
   bool holds_embedding = false;  // the first stage (or the only one)
 };
@@ -90,7 +91,8 @@ StageParams stage_params(const Architecture& a, const model::ParameterCounts& n,
   // their experts over EP.
   const double finals = static_cast<double>(n.total - n.blocks - n.embedding - n.lm_head - n.mtp);
   const double mtp = (static_cast<double>(n.mtp) - static_cast<double>(n.mtp_experts) * (1.0 - 1.0 / l.ep)) / tp;
-  s.root = (first ? static_cast<double>(n.embedding) / tp : 0.0) + s.head + (last ? finals + mtp : 0.0);
+  s.embedding = first ? static_cast<double>(n.embedding) / tp : 0.0;
+  s.root = s.embedding + s.head + (last ? finals + mtp : 0.0);
   s.all = s.block_linear + block_other * share + s.root;
   s.largest_unit = (static_cast<double>(n.blocks) - elsewhere) / total_layers / tp;
   return s;
@@ -390,6 +392,11 @@ struct StageBuffers {
   Bytes other_stream_cache;
   // Of fwd_bwd: a 4-bit weight's 16-bit copy, alive while its matmul runs (none as forward returns).
   Bytes dequantized;
+  // FSDP's root unit (fsdp_root_gradients): the head's gradient held from the start of backward,
+  // and the end of backward's gathered root, its gradients and their flat copy.
+  Bytes root_head_gradient;
+  Bytes root_end_buffers;
+  Bytes root_end_gradients;
 };
 
 // FSDP2 beside FSDP1 (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py, _fsdp_param_group.py,
@@ -405,6 +412,33 @@ void add_fsdp2_buffers(const Training& tr, double unit_gathered, double root_gat
                        StageBuffers& b) {
   b.fwd_bwd += Bytes(unit_gathered + tr.fsdp_reduce_bytes() * unit_grads);
   b.other_stream_cache = Bytes(std::max(0.0, root_gathered - unit_gathered));
+}
+
+// PyTorch FSDP forms each unit's gradient as one flat tensor once the unit's backward is done:
+// FSDP1 concatenates the gradients of the views its flat parameter hands to the modules (their
+// split_with_sizes backward waits for every view's gradient; torch/distributed/fsdp/_flat_param.py
+// _get_unflat_views), FSDP2 copies its parameters' gradients into the reduce-scatter input
+// (chunk_cat in foreach_reduce, in the reduce dtype). The root unit - what the block wrap leaves:
+// embeddings, final norm, head; the whole model without a wrap - ends its backward last, yet the
+// head's gradient is formed first: it is held through backward beside any accumulated gradients,
+// and at the end of backward the root's gathered parameters, its gradients and their flat copy
+// are alive together (the stage's gradients accumulated or reduced so far beside them).
+void add_fsdp_root_gradients(const Architecture& a, const Training& tr, const Layout& l, const StageParams& sp,
+                             const ModelStates& ms, double g, double gathered, StageBuffers& b) {
+  if (tr.method != Method::full) return;
+  const bool one_unit = tr.fsdp_wrap == FsdpWrap::none;
+  if (!one_unit && !(sp.holds_embedding && sp.holds_head)) return;  // a root whose backward is over at once
+  const bool embedding_trains = !tr.partial.active || tr.partial.embedding;
+  const bool head_trains = a.tie_embeddings ? embedding_trains : !tr.partial.active || tr.partial.head;
+  // The vocabulary matrix as the head uses it: its own, or the tied embedding.
+  const double head = a.tie_embeddings ? static_cast<double>(a.vocab * a.hidden) / l.tp : sp.head;
+  double root = one_unit ? static_cast<double>(ms.trainable) : sp.root;
+  if (!one_unit && tr.partial.active)
+    root = (embedding_trains ? sp.embedding : 0.0) + (head_trains && !a.tie_embeddings ? sp.head : 0.0);
+  const double flat = tr.runs_fsdp2() ? tr.fsdp_reduce_bytes() : g;
+  b.root_head_gradient = Bytes(head_trains ? g * head : 0.0);
+  b.root_end_gradients = Bytes(g * root);
+  b.root_end_buffers = Bytes((one_unit ? gathered : g * sp.root) + flat * root);
 }
 
 // PyTorch's buffers of one stage.
@@ -430,6 +464,7 @@ StageBuffers pytorch_buffers(const Architecture& a, const Training& tr, const La
     // Unsharded gradients of the unit being reduced.
     const double unit_grads = (tr.fsdp_wrap == FsdpWrap::none ? sp.all : sp.largest_unit) * trained_share(tr, ms, sp);
     fwd_bwd = Bytes(gathered + g * unit_grads);
+    add_fsdp_root_gradients(a, tr, l, sp, ms, g, gathered, out);
     if (tr.runs_fsdp2()) {
       const bool one_unit = tr.fsdp_wrap == FsdpWrap::none;
       add_fsdp2_buffers(tr, one_unit ? gathered : sp.largest_unit * per_param, one_unit ? 0.0 : g * sp.root,
@@ -469,25 +504,30 @@ Bytes megatron_fsdp_buffers(const Training& tr, const StageParams& sp) {
 }
 
 // The largest moment of forward and backward, beside the weights, optimizer states and persistent
-// buffers: the start of backward (every activation, the first gradients, the buffers of the pass)
-// or, where it holds more (ActivationMemory::forward_end), the end of forward (the accumulated
-// gradients only, no 4-bit weight dequantized).
+// buffers: the start of backward (every activation, the first gradients, the buffers of the pass);
+// where it holds more, the end of forward (ActivationMemory::forward_end: the accumulated
+// gradients only, no 4-bit weight dequantized) or the end of backward (FSDP's root unit forming
+// its gradient: StageBuffers::root_end_*).
 struct PassPeak {
   Bytes buffers;
   Bytes gradients;
   Bytes activations;
-  bool end_of_forward = false;
+  std::string_view phase;
 };
 
-PassPeak pass_peak(Bytes buffers, Bytes dequantized, Bytes A, const model::ActivationMemory& act, Bytes G,
-                   Bytes g_start, bool grads_persist) {
-  const PassPeak bwd{buffers, grads_persist ? G : (A + g_start > G ? g_start : G),
-                     grads_persist ? A : (A + g_start > G ? A : Bytes(0.0)), false};
+PassPeak pass_peak(const StageBuffers& b, Bytes A, const model::ActivationMemory& act, Bytes G, Bytes g_start,
+                   bool grads_persist) {
+  // The first gradients of backward, and under FSDP the head's, held until the root's are formed.
+  const Bytes first = std::max(g_start, b.root_head_gradient);
+  const PassPeak bwd{b.fwd_bwd, grads_persist ? G + b.root_head_gradient : (A + first > G ? first : G),
+                     grads_persist ? A : (A + first > G ? A : Bytes(0.0)), "backward"};
   // Without a forward_end the end of forward holds no more than the start of backward.
-  const PassPeak fwd{buffers - dequantized + act.forward_end_weight, grads_persist ? G : Bytes(0.0), act.forward_end,
-                     true};
+  const PassPeak fwd{b.fwd_bwd - b.dequantized + act.forward_end_weight, grads_persist ? G : Bytes(0.0),
+                     act.forward_end, "end of forward"};
+  const PassPeak end{b.root_end_buffers, G + b.root_end_gradients, Bytes(0.0), "end of backward"};
   auto sum = [](const PassPeak& p) { return p.buffers + p.gradients + p.activations; };
-  return sum(fwd) > sum(bwd) ? fwd : bwd;
+  const PassPeak& start = sum(fwd) > sum(bwd) ? fwd : bwd;
+  return sum(end) > sum(start) ? end : start;
 }
 
 // The memory of one pipeline stage.
@@ -502,10 +542,13 @@ MemoryBreakdown stage_memory(const Architecture& a, const model::ParameterCounts
   const double grad_bytes = ms.grad_bytes_per_param;
 
   // Buffers alive through forward and backward, and all step.
-  auto [fwd_bwd, persistent, other_stream_cache, dequantized] =
-      tr.framework == Framework::pytorch
-          ? pytorch_buffers(a, tr, l, sp, ms)
-          : StageBuffers{megatron_fsdp_buffers(tr, sp), Bytes(0.0), Bytes(0.0), Bytes(0.0)};
+  StageBuffers buffers;
+  if (tr.framework == Framework::pytorch)
+    buffers = pytorch_buffers(a, tr, l, sp, ms);
+  else
+    buffers.fwd_bwd = megatron_fsdp_buffers(tr, sp);
+  Bytes& fwd_bwd = buffers.fwd_bwd;
+  Bytes& persistent = buffers.persistent;
   persistent += ms.gather_buffers + ms.buckets;
   // The reference forward runs after the policy's, whose activations and logits are alive: its
   // logits (one row of the vocabulary shard per token, in the compute dtype) add to them until
@@ -530,7 +573,7 @@ MemoryBreakdown stage_memory(const Architecture& a, const model::ParameterCounts
   const Bytes G_step = ms.step_gradients * in_flight;
   const Bytes base = ms.weights + ms.optimizer;
 
-  const PassPeak pass = pass_peak(fwd_bwd, dequantized, A, m.activation_detail, G, g_start, grads_persist);
+  const PassPeak pass = pass_peak(buffers, A, m.activation_detail, G, g_start, grads_persist);
   const Bytes peak_pass = base + pass.buffers + persistent + pass.gradients + pass.activations;
 
   // The step's own allocations (foreach Adam's sqrt(v) for every parameter, optimizer_step.hpp).
@@ -541,7 +584,7 @@ MemoryBreakdown stage_memory(const Architecture& a, const model::ParameterCounts
   m.optimizer = ms.optimizer;
   const bool pass_peaks = peak_pass >= peak_step;  // forward and backward, or the step
   if (pass_peaks) {
-    m.peak_phase = pass.end_of_forward ? "end of forward" : "backward";
+    m.peak_phase = pass.phase;
     m.gradients = pass.gradients;
     m.activations = pass.activations;
     m.buffers = pass.buffers + persistent;
@@ -559,7 +602,7 @@ MemoryBreakdown stage_memory(const Architecture& a, const model::ParameterCounts
   m.transient = pass_peaks ? transient_bwd : transient_step;
   // Recomputation churns during backward only.
   const bool recompute = tr.checkpointing != Checkpointing::none && pass_peaks;
-  m.allocator_cache = allocator_cache(m.peak_allocated, m.transient, recompute, mc) + other_stream_cache;
+  m.allocator_cache = allocator_cache(m.peak_allocated, m.transient, recompute, mc) + buffers.other_stream_cache;
   m.reserved = m.peak_allocated + m.allocator_cache;
   m.outside_torch = mc.cuda_context + (l.world > 1 ? mc.nccl : Bytes(0.0));
   m.overhead = m.outside_torch + m.allocator_cache;
@@ -581,115 +624,6 @@ MemoryBreakdown memory(const Architecture& a, const model::ParameterCounts& n, c
   end.peak_stage = "last";
   if (end.peak_allocated > m.peak_allocated) return end;
   return m;
-}
-
-Bytes allocator_cache(Bytes peak_allocated, Bytes transient, bool recompute, const MemoryConventions& mc) {
-  // Round the peak up to the allocator's page: what an expandable segment maps, and at least what
-  // the last 2 MiB-rounded segment adds.
-  const double page = mc.page.value();
-  const Bytes rounding(std::ceil(peak_allocated.value() / page) * page - peak_allocated.value());
-  if (mc.expandable_segments) return rounding;
-  const double f = recompute ? mc.cache_fraction_recompute : mc.cache_fraction;
-  return std::max(rounding, transient * f);
-}
-
-namespace {
-
-// Which band of the verdict a breakdown falls in, and the numbers that say why (GiB).
-enum class Band { host, peak, stuck_cache, tight, fits };
-struct Judged {
-  Band band = Band::fits;
-  double usable = 0, peak = 0, outside = 0, total = 0, budget = 0, stuck = 0;
-};
-
-Judged judged(const MemoryBreakdown& m, const hardware::Cluster& c, double margin, const MemoryConventions& mc) {
-  Judged j;
-  j.usable = to_gib(c.gpu.usable_memory);
-  j.peak = to_gib(m.peak_allocated);
-  j.outside = to_gib(m.outside_torch);
-  j.total = to_gib(m.device_total);
-  j.budget = j.usable * (1.0 - margin);
-  j.stuck = to_gib(m.allocator_cache) * mc.unreleasable_cache_fraction;
-  if (c.host_memory.value() > 0.0 && m.host > c.host_memory)
-    j.band = Band::host;
-  else if (j.peak + j.outside > j.usable)
-    j.band = Band::peak;
-  else if (j.peak + j.outside + j.stuck > j.usable)
-    j.band = Band::stuck_cache;
-  else if (j.total > j.budget)
-    j.band = Band::tight;
-  return j;
-}
-
-Verdict verdict_of_band(Band b) {
-  if (b == Band::fits) return Verdict::fits;
-  return b == Band::tight ? Verdict::tight : Verdict::no;
-}
-
-}  // namespace
-
-Verdict verdict_of(const MemoryBreakdown& m, const hardware::Cluster& c, double margin,
-                   const MemoryConventions& mc) {
-  return verdict_of_band(judged(m, c, margin, mc).band);
-}
-
-MemoryVerdict judge(const MemoryBreakdown& m, const hardware::Cluster& c, double margin,
-                    const MemoryConventions& mc) {
-  const Judged j = judged(m, c, margin, mc);
-  const Verdict v = verdict_of_band(j.band);
-  switch (j.band) {
-    case Band::host:
-      return {v, fmt::format("the offloaded share needs {:.1f} GiB of CPU memory per node, of {:.1f} GiB",
-                             to_gib(m.host), to_gib(c.host_memory))};
-    case Band::peak:
-      return {v, fmt::format("the peak alone ({:.1f} GiB allocated + {:.1f} GiB CUDA context and NCCL) exceeds the "
-                             "{:.1f} GiB usable",
-                             j.peak, j.outside, j.usable)};
-    case Band::stuck_cache:
-      return {v, fmt::format("the peak ({:.1f} GiB allocated + {:.1f} GiB CUDA context and NCCL) and the {:.1f} GiB of "
-                             "the allocator's cache it cannot release (blocks split in segments that hold live "
-                             "tensors) exceed the {:.1f} GiB usable",
-                             j.peak, j.outside, j.stuck, j.usable)};
-    case Band::tight:
-      return {v, fmt::format("the peak fits ({:.1f} GiB allocated + {:.1f} GiB CUDA context and NCCL of {:.1f} GiB "
-                             "usable), but with the allocator's expected cache of {:.1f} GiB it needs {:.1f} GiB{}; "
-                             "PyTorch frees cached blocks and retries before raising out-of-memory, so it runs unless "
-                             "fragmentation strands too much (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
-                             "avoids most of it)",
-                             j.peak, j.outside, j.usable, to_gib(m.allocator_cache), j.total,
-                             j.total <= j.usable ? fmt::format(", more than the {:.1f} GiB the margin leaves", j.budget)
-                                                 : std::string())};
-    case Band::fits:
-      break;
-  }
-  return {v, fmt::format("{:.1f} GiB per GPU ({:.1f} allocated + {:.1f} allocator cache + {:.1f} CUDA context and "
-                         "NCCL) of {:.1f} GiB usable",
-                         j.total, j.peak, to_gib(m.allocator_cache), j.outside, j.usable)};
-}
-
-bool fits(const MemoryBreakdown& m, const hardware::Cluster& c) { return verdict_of(m, c) != Verdict::no; }
-
-std::int64_t max_micro_batch(const model::Architecture& a, const model::ParameterCounts& n,
-                             model::Training tr, const Layout& l, const hardware::Cluster& c,
-                             const MemoryConventions& mc, std::int64_t limit, double margin) {
-  auto ok = [&](std::int64_t b) {
-    tr.micro_batch = b;
-    return verdict_of(memory(a, n, tr, l, mc), c, margin, mc) == Verdict::fits;
-  };
-  if (!ok(1)) return 0;
-  // Memory grows with the micro-batch: double until it no longer fits, then bisect.
-  std::int64_t lo = 1;
-  std::int64_t hi = 2;
-  while (hi <= limit && ok(hi)) {
-    lo = hi;
-    hi *= 2;
-  }
-  if (hi > limit) return lo;
-  while (hi - lo > 1) {
-    const std::int64_t mid = lo + (hi - lo) / 2;
-    (ok(mid) ? lo : hi) = mid;
-  }
-  return lo;
 }
 
 }  // namespace trainplan::planner

@@ -378,8 +378,8 @@ TEST(Communication, NoSyncAccumulationHoldsUnshardedGradientsAndReducesOnce) {
       model::count_parameters(test::catalog().resolve_model("llama-3.1-8b").arch).total);
   const Estimate trainer = accumulating(Library::hf_trainer, Strategy::fsdp_full);
   const Estimate foundry = accumulating(Library::llm_foundry, Strategy::fsdp_full);
-  EXPECT_DOUBLE_EQ(trainer.memory.gradients.value(), 2.0 * params);
-  EXPECT_DOUBLE_EQ(foundry.memory.gradients.value(), 2.0 * params / 8.0);
+  EXPECT_DOUBLE_EQ(trainer.memory.states.gradients.value(), 2.0 * params);
+  EXPECT_DOUBLE_EQ(foundry.memory.states.gradients.value(), 2.0 * params / 8.0);
   EXPECT_GT(sent(foundry, "reduce_scatter"), 0.0);
   EXPECT_DOUBLE_EQ(sent(trainer, "reduce_scatter") * 4.0, sent(foundry, "reduce_scatter"));
 }
@@ -394,7 +394,7 @@ TEST(Communication, SyncEachBatchReducesEveryMicroBatch) {
       model::count_parameters(test::catalog().resolve_model("llama-3.1-8b").arch).total);
   const Estimate synced = accumulating(Library::hf_trainer, Strategy::fsdp_full, true);
   const Estimate foundry = accumulating(Library::llm_foundry, Strategy::fsdp_full);
-  EXPECT_DOUBLE_EQ(synced.memory.gradients.value(), 2.0 * params / 8.0);
+  EXPECT_DOUBLE_EQ(synced.memory.states.gradients.value(), 2.0 * params / 8.0);
   EXPECT_DOUBLE_EQ(sent(synced, "reduce_scatter"), sent(foundry, "reduce_scatter"));
   const Estimate ddp = accumulating(Library::hf_trainer, Strategy::ddp);
   const Estimate ddp_synced = accumulating(Library::hf_trainer, Strategy::ddp, true);

@@ -143,7 +143,7 @@ struct MemoryBreakdown {
   Bytes overhead;        // outside_torch + allocator_cache
   Bytes device_total;    // what nvidia-smi reports: reserved + outside_torch
   Bytes host;            // per node
-  std::string_view peak_phase;  // "backward", "end of forward" or "optimizer step"
+  std::string_view peak_phase;  // "backward", "end of forward", "end of backward" or "optimizer step"
   // With several pipeline stages, the one these numbers are of: "first" (the embedding and the most
   // micro-batches in flight) or "last" (the head, its loss and any prediction modules); "" with one.
   std::string_view peak_stage;
