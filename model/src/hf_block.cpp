@@ -77,6 +77,7 @@ void HfBlock::linears(std::initializer_list<Role> roles, double in_bytes) {
   int consumers = 0;
   double width = 0.0;
   bool mlp_reduced = false;
+  bool qkv_dropped_out = false;  // OpListVariant::one_qkv_lora_dropout: the first adapted part's
   for (const Linear& l : linears_) {
     if (std::find(roles.begin(), roles.end(), l.role) == roles.end()) continue;
     const bool adapted = !full_ && adapts(l.role);
@@ -100,7 +101,9 @@ void HfBlock::linears(std::initializer_list<Role> roles, double in_bytes) {
     if (l.bias && trained) b_.backward(T * out * c_);
     if (!adapted) continue;
     ++consumers;
-    if (tr_.lora.dropout > 0.0) b_.dropout(T * in, c_);
+    const bool one_dropout = variant_.one_qkv_lora_dropout && (l.role == Role::q || l.role == Role::k || l.role == Role::v);
+    if (tr_.lora.dropout > 0.0 && !(one_dropout && qkv_dropped_out)) b_.dropout(T * in, c_);
+    qkv_dropped_out = qkv_dropped_out || one_dropout;
     b_.launches(2.0, 4.0);
     b_.scale(T * out, c_, c_, true, false);
     b_.add(T * out, c_, c_, c_);
@@ -116,7 +119,7 @@ void HfBlock::linears(std::initializer_list<Role> roles, double in_bytes) {
 void HfBlock::lora_dropout(std::initializer_list<Role> roles, double width) {
   if (full_ || tr_.lora.dropout <= 0.0) return;
   int n = adapted(roles);
-  if (fused_ && n > 0 && *roles.begin() == Role::q) n = 1;
+  if ((fused_ || variant_.one_qkv_lora_dropout) && n > 0 && *roles.begin() == Role::q) n = 1;
   b_.keep("LoRA dropout input and mask", n * (c_ + kMaskBytes) * x_.t * width / x_.rep);
 }
 

@@ -59,7 +59,10 @@ void HfBlock::attention_inputs(bool repeat) {
   // its whole output alive through them. SDPA takes contiguous q, k, v: of a fused projection it
   // copies the views (GPT-2: q and v, k stays a view; rotary models: v) and its output.
   const bool sdpa_fused = attn_ == Attention::sdpa && fused_ && !repeat;
-  if ((sdpa_fused || variant_.contiguous_qkv_split) && rotary) {
+  if (variant_.fused_qkv_value_view && attn_ != Attention::eager && !repeat) {
+    if (rotary) b_.keep("rotary q, k", q + kv);
+    b_.keep("q, k, v projection output (the value a view of it)", c_ * x_.t * (x_.qd + 2.0 * x_.kd) / x_.tp);
+  } else if ((sdpa_fused || variant_.contiguous_qkv_split) && rotary) {
     b_.keep("rotary q, k", q + kv);
     b_.keep("v (contiguous copy)", kv);
   } else if (sdpa_fused) {

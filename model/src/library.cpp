@@ -45,6 +45,8 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
      .sdpa_call = &kLitgptSdpa,
      .kv_expanded = true,
      .head_major_attention_output = true,
+     .value_view_of_fused_qkv = true,
+     .one_qkv_lora_dropout = true,
      .model_without_dropout = true,
      .one_kernel_gelu = true,
      .unties_embeddings = true,
@@ -61,7 +63,8 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
                "torch.set_float32_matmul_precision(\"high\") for every CLI command (TF32 on); "
                "litgpt/model.py CausalSelfAttention.forward copies grouped K/V to every query head "
                "(expand + reshape up to v0.5.4, repeat_interleave after the rotary embedding from "
-               "v0.5.5) and calls SDPA with is_causal; litgpt/utils.py chunked_cross_entropy "
+               "v0.5.5) and calls SDPA with is_causal, an ungrouped value as a view of the fused qkv output; "
+               "litgpt/lora.py LoRAQKVLinear drops the input out once for all adapted parts; litgpt/utils.py chunked_cross_entropy "
                "(cross_entropy in chunks of 128 positions, no upcast of its own, also at "
                "8641822); finetune/full.py and lora.py keep `logits` in a local through "
                "fabric.backward and into the next iteration's forward (lit-gpt 8641822 runs the longest "
@@ -275,6 +278,8 @@ OpListVariant op_variant(const Architecture& a, const Training& tr) {
   OpListVariant v = family_of(a).ops;
   const LibraryTraits& lib = library_traits(tr.library);
   if (lib.kv_expanded) v.kv_always_repeated = true;
+  if (lib.value_view_of_fused_qkv) v.fused_qkv_value_view = true;
+  if (lib.one_qkv_lora_dropout) v.one_qkv_lora_dropout = true;
   if (lib.loss_in_model_dtype) v.loss_in_model_dtype = true;
   if (lib.logits_kept) v.logits_kept = true;
   if (lib.output_fp32) v.logits_fp32 = true;

@@ -358,6 +358,47 @@ TEST(BlockOps, LitgptRunsItsOwnGeluWithoutDropout) {
   EXPECT_GT(bytes(hf, "dropout mask"), 0.0);
 }
 
+// litgpt's CausalSelfAttention (lit_gpt/model.py at 8641822, litgpt/model.py v0.5.7) computes q, k
+// and v with one fused projection; q and k come out of the rotary cat as new tensors, but with
+// as many K/V heads as query heads the value reaches SDPA as a view of the projection's output,
+// which the fused kernel saves: the whole output (q, k and v wide) is kept, beside q and k.
+// Grouped K/V are copied to every head first (expand + reshape, repeat_interleave), so Llama-3-8B's
+// value is a copy and the output goes. Its LoRAQKVLinear drops the input out once for every
+// adapted part (F.linear(self.lora_dropout(x), self.lora_A)): one bf16 copy and one mask byte per
+// element, where transformers' Llama runs a dropout per adapted q and v. Llama-2-7B (32 heads,
+// 32 K/V heads of 128) and Llama-3-8B (32 of 128, 8 K/V heads), 512 tokens, bf16.
+TEST(BlockOps, LitgptKeepsTheFusedProjectionThroughTheValueViewAndDropsOutOnce) {
+  auto terms = [&](const char* model, Library library) {
+    const model::Architecture a = catalog().resolve_model(model).arch;
+    model::Training tr = training(Framework::pytorch);
+    tr.library = library;
+    tr.method = Method::lora;
+    tr.lora.rank = 8;
+    tr.lora.targets = {"q", "v"};
+    tr.lora.dropout = 0.05;
+    tr.precision = Precision::bf16_true;
+    tr.attention = Attention::sdpa;
+    tr.seq = 512;
+    tr.micro_batch = 1;
+    return model::block_activation_terms(a, tr, model::Stack::decoder);
+  };
+  auto bytes = [](const std::vector<model::ActivationTerm>& ts, std::string_view part) {
+    double sum = 0.0;
+    for (const auto& t : ts)
+      if (t.name.find(part) != std::string::npos) sum += t.bytes.value();
+    return sum;
+  };
+  const double t = 512.0;
+  const auto mha = terms("llama-2-7b", Library::litgpt);
+  EXPECT_DOUBLE_EQ(bytes(mha, "q, k, v projection output"), t * 3.0 * 4096 * 2);
+  EXPECT_DOUBLE_EQ(bytes(mha, "rotary q, k"), t * 2.0 * 4096 * 2);
+  EXPECT_DOUBLE_EQ(bytes(mha, "LoRA dropout"), t * 4096 * (2 + 1));
+  EXPECT_DOUBLE_EQ(bytes(terms("llama-2-7b", Library::hf_trainer), "LoRA dropout"), 2.0 * t * 4096 * (2 + 1));
+  const auto gqa = terms("llama-3.1-8b", Library::litgpt);
+  EXPECT_EQ(bytes(gqa, "q, k, v projection output"), 0.0);
+  EXPECT_DOUBLE_EQ(bytes(gqa, "LoRA dropout"), t * 4096 * (2 + 1));
+}
+
 // torchtitan's per-op selective checkpointing as of e7c0cae (models/llama3/parallelize_llama.py
 // _save_list, _custom_policy): of a Llama block's plain matmuls (wq, wk, wv, wo, w1, w3, w2 in
 // forward order) it saves every other one's output, the 1st, 3rd, 5th and 7th (q, v, gate, down),

@@ -155,14 +155,16 @@ TEST(MeasuredRuns, MemoryWithinTheIssuesTolerances) {
   }
 }
 
-// litgpt's QLoRA rows (resource-tables.md at 8641822: nf4 and nf4-dq, A100-40GB, bitsandbytes
-// 0.41.1 under lightning Fabric) held to the allocator issue's 7 %, tighter than the file's 15 %:
-// the lightning stack with bitsandbytes 0.41.1 (model::qlora_stack_traits) is what they were
-// modelled with; no constant was fitted on them.
-TEST(MeasuredRuns, LitgptQloraWithinSevenPercent) {
+// litgpt's resource tables (resource-tables.md at 8641822, one A100-40GB: LoRA r=8 on query and
+// value, bf16-true, nf4 and nf4-dq under bitsandbytes 0.41.1, the longest Alpaca sample) held to
+// the training-library issue's 7 %, tighter than the file's 15 %. No constant was fitted on them:
+// what moved them there was read in lit-gpt's sources (the value handed to SDPA as a view of the
+// fused q/k/v output, one LoRA dropout for the fused projection, 4-bit matmuls keeping their
+// inputs). finetune_lora.md's bf16-mixed row is another table.
+TEST(MeasuredRuns, LitgptResourceTableRowsWithinSevenPercent) {
   std::size_t seen = 0;
   for (const CaseResult& r : report().cases) {
-    if (!r.name.starts_with("litgpt-") || r.name.find("-nf4") == std::string::npos) continue;
+    if (!r.name.starts_with("litgpt-") || r.name.find("-bf16-mixed-") != std::string::npos) continue;
     SCOPED_TRACE(trace(r));
     for (const Comparison& c : r.comparisons) {
       if (c.metric != Metric::peak_allocated) continue;
@@ -170,7 +172,7 @@ TEST(MeasuredRuns, LitgptQloraWithinSevenPercent) {
       EXPECT_LE(std::abs(c.error_pct()), 7.0) << describe(c);
     }
   }
-  EXPECT_EQ(seen, 8u);  // phi-1.5, StableLM-3B, Llama-2-7B, Llama-2-13B; nf4 and nf4-dq each
+  EXPECT_EQ(seen, 17u);  // phi-1.5, StableLM-3B, Llama-2-7B, Llama-2-13B at every precision given
 }
 
 // The median (of an even count, the mean of the middle two), as validate's summary takes it.
@@ -181,30 +183,34 @@ double median_of(std::vector<double> v) {
 }
 
 // litgpt's config_hub table (data/reference/litgpt-config-hub-a10g.json, used whole: 46 rows on
-// A10Gs, litgpt library traits). The training-library issue asks each row within 7 %; that holds
-// for 21 of the 22 LoRA rows but not yet for eight of the sixteen QLoRA rows (bitsandbytes 0.42.0,
-// the release litgpt pinned: every 4-bit matmul keeps its input; what is left grows with the
-// micro-batch's tokens) nor for three full-fine-tune rows whose configs cannot fit one A10G as
-// published. Held here: the LoRA rows' median within 3 %, the QLoRA rows' within 9 % (they were
-// 26 % while priced with a current bitsandbytes), and the table's size, so that a row cannot
-// silently drop out. No constant was fitted on them.
-TEST(MeasuredRuns, LitgptConfigHubAdapterRowsMedians) {
-  std::vector<double> lora;
-  std::vector<double> qlora;
+// A10Gs, litgpt library traits), each row within the training-library issue's 7 %, but for three
+// full fine-tuning rows whose configs cannot be the runs published: one A10G at bf16-true with
+// torch AdamW holds 8 bytes a parameter, more than the published peak of Llama-3.2-1B and Phi-3
+// and more than an A10G for Llama-3.2-3B. Those stay over-predicted (the published peak is below
+// the model states alone), and the table's size is held so that a row cannot silently drop out.
+// No constant was fitted on them.
+TEST(MeasuredRuns, LitgptConfigHubRowsWithinSevenPercent) {
+  const std::vector<std::string> impossible = {"hub-litgpt-llama-3.2-1b-full-1xa10g",
+                                               "hub-litgpt-llama-3.2-3b-full-1xa10g", "hub-litgpt-phi-3-full-1xa10g"};
   std::size_t rows = 0;
+  std::size_t within = 0;
   for (const CaseResult& r : report().cases) {
     if (!r.name.starts_with("hub-litgpt-")) continue;
     ++rows;
-    const bool q = r.name.find("-qlora-") != std::string::npos;
-    if (!q && r.name.find("-lora-") == std::string::npos) continue;
-    for (const Comparison& c : r.comparisons)
-      if (c.metric == Metric::peak_allocated) (q ? qlora : lora).push_back(std::abs(c.error_pct()));
+    SCOPED_TRACE(trace(r));
+    const bool excused = std::find(impossible.begin(), impossible.end(), r.name) != impossible.end();
+    for (const Comparison& c : r.comparisons) {
+      if (c.metric != Metric::peak_allocated) continue;
+      if (excused) {
+        EXPECT_GT(c.error_pct(), 100.0) << describe(c);
+        continue;
+      }
+      ++within;
+      EXPECT_LE(std::abs(c.error_pct()), 7.0) << describe(c);
+    }
   }
   EXPECT_EQ(rows, 46u);
-  ASSERT_EQ(lora.size(), 22u);
-  EXPECT_LE(median_of(lora), 3.0);
-  ASSERT_EQ(qlora.size(), 16u);
-  EXPECT_LE(median_of(qlora), 9.0);
+  EXPECT_EQ(within, 43u);
 }
 
 // One issue's band over one reference file: every value of `metric` in its cases (less those

@@ -75,6 +75,17 @@ struct OpListVariant {
   // The fused q/k/v projection split into contiguous q, k, v before the rotary embedding
   // (GPTNeoXAttention), not left as views.
   bool contiguous_qkv_split = false;
+  // One fused q/k/v projection whose value reaches SDPA as a view of its output when K/V are not
+  // expanded (litgpt's CausalSelfAttention: lit_gpt/model.py at 8641822 splits the permuted qkv,
+  // litgpt/model.py v0.5.7 splits it on the last dimension; only a grouped K/V is copied, by expand
+  // and reshape or repeat_interleave). The fused kernels save their inputs as given, so the whole
+  // projection output is kept through the value; q and k are new tensors from the rotary cat.
+  bool fused_qkv_value_view = false;
+  // LoRA on that one projection drops its input out once for all adapted q, k, v parts: one
+  // dropped-out copy and mask, one dropout kernel (litgpt's LoRAQKVLinear.forward:
+  // F.linear(self.lora_dropout(x), self.lora_A), at lit-gpt 8641822 and litgpt v0.5.7 alike),
+  // as transformers' fused projections (Phi-3's qkv_proj) carry one adapter.
+  bool one_qkv_lora_dropout = false;
   // Dropout inside the feed-forward, between its two matrices, and on the final norm's output
   // (T5DenseActDense, T5Stack's final_layer_norm then dropout), where hidden_dropout is set.
   bool feed_forward_dropout = false;

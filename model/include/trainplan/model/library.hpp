@@ -39,6 +39,13 @@ struct LibraryTraits {
   // Its attention hands the o projection a token-major copy of the heads' head-major output
   // (reshape after transpose), which the projection keeps where it keeps its input.
   bool head_major_attention_output = false;
+  // Its attention computes q, k and v with one fused projection and hands SDPA the value as a view
+  // of that projection's output where K/V are not copied to every head (multi-head attention): the
+  // kernel saves the view, so the whole output stays alive (OpListVariant::fused_qkv_value_view).
+  bool value_view_of_fused_qkv = false;
+  // Its LoRA on that fused projection drops the input out once for every adapted part
+  // (OpListVariant::one_qkv_lora_dropout).
+  bool one_qkv_lora_dropout = false;
   // Its model code has no dropout layers, whatever the checkpoint's config sets (resid_pdrop,
   // attention_dropout).
   bool model_without_dropout = false;
