@@ -309,6 +309,16 @@ void add_head(const Architecture& a, const Training& tr, const ResolvedBlocks& b
   }
 }
 
+// Checkpoints on the host (full-offload): every block's input goes to the host as forward passes it
+// and comes back for its backward (m.host); two are on the GPU in transit (one copied out or
+// prefetched while the next computes), returned.
+Bytes offloaded_checkpoints(const Architecture& a, const Training& tr, double layers_on_stage, ActivationMemory& m) {
+  if (tr.checkpointing != Checkpointing::full_offload) return Bytes(0.0);
+  const Bytes ckpt = checkpoint_bytes(a, tr);
+  m.host = ckpt * layers_on_stage;
+  return ckpt * 2.0;
+}
+
 }  // namespace
 
 ActivationMemory activation_memory(const Architecture& a, const Training& tr) {
@@ -352,16 +362,12 @@ ActivationMemory activation_memory(const Architecture& a, const Training& tr, co
     // The stage's other kinds of layer, in the model's proportion.
     for (const auto& [blk, variant_share] : sb.variants) add(blk, share * variant_share);
   }
+  // Groups of blocks checkpointed together keep one input a group and rebuild a group at once.
+  const CheckpointGroups groups = checkpoint_groups(a, tr);
+  kept = kept * groups.kept_share;
   m.per_block = kept / layers_on_stage;
-  if (recomputes_blocks(tr.checkpointing)) m.recompute_peak = largest;
-  Bytes in_transit;
-  if (tr.checkpointing == Checkpointing::full_offload) {
-    // Every block's input goes to the host as forward passes it and comes back for its backward;
-    // two are on the GPU in transit (one copied out or prefetched while the next computes).
-    const Bytes ckpt = checkpoint_bytes(a, tr);
-    m.host = ckpt * layers_on_stage;
-    in_transit = ckpt * 2.0;
-  }
+  if (recomputes_blocks(tr.checkpointing)) m.recompute_peak = largest * groups.rebuilt;
+  const Bytes in_transit = offloaded_checkpoints(a, tr, layers_on_stage, m);
 
   // 1F1B: the first stage holds min(p, m) micro-batches; interleaving with v chunks adds
   // (p-1)/(p*v) (Narayanan et al. 2021, arXiv:2104.04473; Korthikanti Sec. 4.2.3). The last stage

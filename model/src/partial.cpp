@@ -65,12 +65,22 @@ SomeBlocksOffer some_blocks_offer(const Architecture& a, const Training& tr) {
   return {};
 }
 
+CheckpointGroups checkpoint_groups(const Architecture& a, const Training& tr) {
+  if (tr.checkpointing != Checkpointing::full || tr.checkpoint_group <= 1 || picks_some_blocks(tr)) return {};
+  const std::int64_t per_chunk = blocks_per_chunk(a, virtual_chunks(tr));
+  const std::int64_t groups = (per_chunk + tr.checkpoint_group - 1) / tr.checkpoint_group;
+  return {static_cast<double>(groups) / static_cast<double>(per_chunk),
+          static_cast<double>(std::min(tr.checkpoint_group, per_chunk))};
+}
+
 std::string checkpointing_text(const Training& tr) {
   std::string s(to_string(tr.checkpointing));
   if (tr.checkpointing == Checkpointing::full && tr.checkpoint_layers > 0)
     s += " (first " + std::to_string(tr.checkpoint_layers) + " blocks of each stage)";
   else if (tr.checkpointing == Checkpointing::full && tr.checkpoint_every > 1)
     s += " (1 block in " + std::to_string(tr.checkpoint_every) + ")";
+  else if (tr.checkpointing == Checkpointing::full && tr.checkpoint_group > 1)
+    s += " (groups of " + std::to_string(tr.checkpoint_group) + " blocks)";
   return s;
 }
 

@@ -57,17 +57,17 @@ void require_data_parallel_only(const model::Training& t, const std::string& for
                                "MoE layers); use {{emit}} torchrun with {{framework}} megatron",
                                what, t.ep));
   if (t.checkpointing == Checkpointing::selective)
-    refuse(format, fmt::format("{} cannot express selective recomputation (Megatron-LM's); plan "
-                               "with {{checkpointing}} full or none",
-                               what));
-  if (t.checkpointing == Checkpointing::full && t.checkpoint_every > 1)
-    refuse(format, fmt::format("{} cannot express checkpointing one block in {} (torchtitan's layer-selective "
-                               "checkpointing, set in its job config); plan with {{checkpoint-every}} 1",
-                               what, t.checkpoint_every));
-  if (t.checkpointing == Checkpointing::full && t.checkpoint_layers > 0)
-    refuse(format, fmt::format("{} cannot express checkpointing the first {} blocks only (Megatron-LM's "
-                               "--recompute-method block); plan with {{checkpoint-layers}} 0",
-                               what, t.checkpoint_layers));
+    refuse(format, fmt::format("{} cannot express selective recomputation (Megatron-LM's); plan with "
+                               "{{checkpointing}} full or none", what));
+  // Some blocks, or groups of blocks, checkpointed: torchtitan's job config, Megatron-LM's flags.
+  if (t.checkpointing == Checkpointing::full && (model::picks_some_blocks(t) || t.checkpoint_group > 1)) {
+    const char* option = t.checkpoint_every > 1    ? "checkpoint-every"
+                         : t.checkpoint_layers > 0 ? "checkpoint-layers"
+                                                   : "checkpoint-group";
+    refuse(format, fmt::format("{} cannot express {} checkpointing (torchtitan's job config, Megatron-LM's "
+                               "--recompute-method); plan with {{{}}} {}",
+                               what, model::checkpointing_text(t), option, t.checkpoint_layers > 0 ? 0 : 1));
+  }
 }
 
 // What the training script itself must do, beyond the launcher's configuration.
@@ -472,7 +472,8 @@ std::string megatron_training_args(const Estimate& e, const model::Architecture&
       s += t.checkpoint_layers > 0
                ? fmt::format(" --recompute-granularity full --recompute-method block --recompute-num-layers {}",
                              t.checkpoint_layers)
-               : std::string(" --recompute-granularity full --recompute-method uniform --recompute-num-layers 1");
+               : fmt::format(" --recompute-granularity full --recompute-method uniform --recompute-num-layers {}",
+                             t.checkpoint_group);
       break;
     case Checkpointing::full_offload:
       refuse("torchrun", "Megatron-LM has no activation offload to the host in pretrain_gpt.py");

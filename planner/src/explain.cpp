@@ -106,6 +106,7 @@ void some_blocks_changes(const model::Architecture& a, const SearchRequest& spac
     c.training.checkpointing = Checkpointing::full;
     c.training.checkpoint_layers = k;
     c.training.checkpoint_every = every;
+    c.training.checkpoint_group = 1;
     c.changes = {{"checkpointing", from, "full"},
                  megatron ? OptionChange{"checkpoint-layers", "0", str(k)}
                           : OptionChange{"checkpoint-every", "1", str(every)}};

@@ -409,6 +409,9 @@ ReplayPlan replay_plan(const model::Architecture& a, const model::ParameterCount
   if (tr.checkpointing == Checkpointing::selective_op)
     throw InputError("checkpointing selective-op (torchtitan's per-op policy) is not replayed: the replay "
                      "checkpoints whole blocks; replay with selective or full");
+  if (tr.checkpointing == Checkpointing::full && tr.checkpoint_group > 1)
+    throw InputError("checkpointing groups of blocks (checkpoint_group) is not replayed: the replay checkpoints "
+                     "each block on its own; replay with checkpoint_group 1");
   if (model::picks_some_blocks(tr))
     throw InputError("checkpointing some blocks only (checkpoint_every, checkpoint_layers) is not replayed: the "
                      "replay checkpoints every block or none; replay with checkpoint_every 1 and checkpoint_layers 0");

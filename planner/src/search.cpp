@@ -175,12 +175,13 @@ InnerDegrees inner_degrees(const model::Architecture& a, const SearchRequest& re
 // A plan that checkpoints every block where the library can checkpoint fewer (Megatron-LM's block
 // method, the first K layers of each pipeline chunk; torchtitan's one block in N): the fewest that
 // still fit at its batch split run faster (each block checkpointed saves memory and costs its
-// forward again), found by bisection. Only where the request leaves checkpointing to the search.
+// forward again), found by bisection. Only where the request leaves checkpointing to the search
+// (and asks for no groups of blocks: --checkpoint-group).
 void fewest_checkpointed_blocks(const Evaluator& ev, const SearchRequest& req, Found& best, PairResult& out) {
   const model::Training& given = best.training;
   const model::SomeBlocksOffer offer = model::some_blocks_offer(ev.architecture(), given);
   if (req.checkpointing || given.checkpointing != Checkpointing::full || model::picks_some_blocks(given) ||
-      offer.kind == model::SomeBlocks::none)
+      given.checkpoint_group > 1 || offer.kind == model::SomeBlocks::none)
     return;
   const bool megatron = offer.kind == model::SomeBlocks::first_layers;
   const std::int64_t per_chunk = offer.blocks;

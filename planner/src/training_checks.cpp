@@ -101,6 +101,13 @@ void check_checkpointing(const Architecture& a, const Training& tr) {
     throw FieldError("{checkpoint-layers} must be 0 (every block) or more (got " + str(tr.checkpoint_layers) + ")");
   if (tr.checkpoint_every > 1 && tr.checkpoint_layers > 0)
     throw FieldError("{checkpoint-every} and {checkpoint-layers} choose the checkpointed blocks two ways; give one");
+  if (tr.checkpoint_group < 1)
+    throw FieldError("{checkpoint-group} must be at least 1 (got " + str(tr.checkpoint_group) + ")");
+  if (tr.checkpoint_group > 1 && (tr.checkpoint_every > 1 || tr.checkpoint_layers > 0))
+    throw FieldError("{checkpoint-group} checkpoints every block in groups; {checkpoint-every} and "
+                     "{checkpoint-layers} checkpoint some blocks only: give one");
+  if (tr.checkpoint_group > 1 && tr.checkpointing == Checkpointing::full && a.encoder_decoder)
+    throw FieldError("{checkpoint-group}: checkpointing groups of blocks of an encoder-decoder model is not modelled");
   if (tr.checkpoint_every > 1 && tr.checkpointing == Checkpointing::full && tr.framework == Framework::megatron)
     throw FieldError("{checkpoint-every} is torchtitan's layer-selective checkpointing; Megatron-LM's "
                      "--recompute-method block is not modelled (use {checkpointing} full or selective)");

@@ -72,6 +72,7 @@ Json candidate_json(const planner::Candidate& c) {
               {"checkpointing", std::string(to_string(t.checkpointing))},
               {"checkpoint_every", t.checkpoint_every},
               {"checkpoint_layers", t.checkpoint_layers},
+              {"checkpoint_group", t.checkpoint_group},
               {"offload", std::string(to_string(t.offload))},
               {"framework", std::string(to_string(t.framework))},
               {"library", std::string(to_string(t.library))},

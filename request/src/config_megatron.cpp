@@ -217,7 +217,7 @@ void set_megatron_strategy(const MegatronFlags& flags, Reader& r) {
 
 // Full recomputation's method (megatron/core/transformer/transformer_block.py _checkpointed_forward):
 // block K wraps the first K layers of each pipeline chunk and runs the rest plain; uniform N wraps
-// groups of N layers at their input (1: every layer, what full checkpointing prices).
+// groups of N layers at their input (--checkpoint-group N; 1: every layer on its own).
 void set_megatron_recompute_method(const MegatronFlags& flags, Reader& r) {
   if (flags.recompute_method.empty() && flags.recompute_num_layers.empty()) return;
   const Setting* ck = r.read().find("checkpointing");
@@ -232,8 +232,7 @@ void set_megatron_recompute_method(const MegatronFlags& flags, Reader& r) {
       r.fail("--recompute-num-layers", n, "must be a whole number of layers of at least 1 with --recompute-method block");
     r.set("checkpoint-layers", n, "--recompute-method block --recompute-num-layers", n);
   } else if (number && std::stoi(n) > 1) {
-    r.warn("--recompute-method uniform --recompute-num-layers " + n + ": groups of " + n +
-           " layers checkpointed at their input, priced as every layer checkpointed (--checkpointing full)");
+    r.set("checkpoint-group", n, "--recompute-method uniform --recompute-num-layers", n);
   } else if (!n.empty() && !number) {
     r.fail("--recompute-num-layers", n, "must be a whole number of layers");
   }

@@ -362,6 +362,16 @@ std::vector<Option> batch_and_memory_options() {
                         return !r.has("checkpointing") || r.training.checkpointing == Checkpointing::full;
                       },
                       "with --checkpointing full"));
+  v.push_back(applies(integer(describe("checkpoint-group", "N", "Checkpoint groups of", "memory",
+                                       "full checkpointing of groups of N blocks of each pipeline chunk, each keeping "
+                                       "its first block's input and rebuilt at once (Megatron-LM's --recompute-method "
+                                       "uniform --recompute-num-layers N)",
+                                       "1: each block on its own"),
+                              1, 100000, [](auto& r) -> auto& { return r.training.checkpoint_group; }),
+                      [](const Request& r, unsigned /*cmd*/) {
+                        return !r.has("checkpointing") || r.training.checkpointing == Checkpointing::full;
+                      },
+                      "with --checkpointing full"));
   v.push_back(choice<Attention>(
       describe("attention", "KIND", "Attention", "memory", "attention kernel",
                "flash where the GPU runs FlashAttention-2, else sdpa"),

@@ -136,6 +136,13 @@ run_case(checkpoint_layers_emitted 0 estimate llama-3.1-8b 8xH100 --framework me
 file(WRITE ${WORK}/checkpoint-layers.sh "${last_out}")
 run_case(checkpoint_layers_read_back 0 estimate llama-3.1-8b 8xH100 --from ${WORK}/checkpoint-layers.sh
          MATCH "full \\(first 4 blocks of each stage\\) checkpointing")
+# Megatron's uniform method with groups written by the torchrun emitter and read back from it.
+run_case(checkpoint_group_emitted 0 estimate llama-3.1-8b 8xH100 --framework megatron --tp 2 --strategy zero1
+         --checkpointing full --checkpoint-group 4 --emit torchrun MATCH "--recompute-method uniform --recompute-num-layers 4")
+file(WRITE ${WORK}/checkpoint-group.sh "${last_out}")
+run_case(checkpoint_group_read_back 0 estimate llama-3.1-8b 8xH100 --from ${WORK}/checkpoint-group.sh
+         MATCH "full \\(groups of 4 blocks\\) checkpointing")
+run_case(checkpoint_group_in_json 0 estimate llama-3.1-8b 8xH100 --framework megatron --tp 2 --strategy zero1 --checkpointing full --checkpoint-group 4 --json MATCH "\"checkpoint_group\": 4")
 run_case(checkpoint_every_in_json 0 estimate llama-3.1-8b 8xH100 --library torchtitan --strategy fsdp-full --checkpointing full --checkpoint-every 2 --json MATCH "\"checkpoint_every\": 2")
 # FSDP2 written by --emit accelerate reads back as FSDP2 (fsdp_version, fsdp_reshard_after_forward).
 run_case(fsdp2_emit 0 estimate llama-3.1-8b 8xH100 --strategy fsdp-grad-op --fsdp-version 2 --emit accelerate

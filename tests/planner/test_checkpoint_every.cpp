@@ -136,5 +136,46 @@ TEST(CheckpointLayers, FirstBlocksOfEachChunkUnderMegatron) {
   EXPECT_NEAR(tp_bytes(half) - tp_bytes(none), 0.5 * (tp_bytes(full) - tp_bytes(none)), 1e-6 * tp_bytes(full));
 }
 
+// Megatron's uniform method with groups (--recompute-method uniform --recompute-num-layers N,
+// --checkpoint-group N): every block is recomputed, as under full, but each group of N consecutive
+// blocks of a pipeline chunk keeps only its first block's input and is rebuilt at once. Stages of 16
+// blocks: groups of 4 keep 4 inputs (a quarter of full's) and rebuild 4 blocks at a time; groups of
+// 3 keep ceil(16 / 3) = 6. Interleaved chunks of 4 blocks: groups of 3 keep 2 of 4 and rebuild 3.
+// The recomputation itself (FLOPs, time, the replayed tensor-parallel collectives) is full's.
+TEST(CheckpointGroups, UniformGroupsKeepOneInputAGroupAndRebuildAGroup) {
+  const Subject s = llama_8b();
+  auto megatron = [](std::int64_t group, int virtual_chunks = 1) {
+    model::Training t;
+    t.framework = Framework::megatron;
+    t.library = Library::megatron;
+    t.strategy = Strategy::zero1;
+    t.precision = Precision::bf16_mixed;
+    t.tp = 2;
+    t.pp = 2;
+    t.pp_virtual = virtual_chunks;
+    t.grad_accum = 8;
+    t.sequence_parallel = true;
+    t.checkpointing = Checkpointing::full;
+    t.checkpoint_group = group;
+    return t;
+  };
+  const Evaluator ev(s.a, s.n, s.c);
+  auto expect_groups = [&](const model::Training& full_tr, const model::Training& grouped_tr, double kept, double rebuilt) {
+    const Estimate full = ev.estimate(full_tr);
+    const Estimate grouped = ev.estimate(grouped_tr);
+    const model::ActivationMemory& f = full.memory.activation_detail;
+    const model::ActivationMemory& g = grouped.memory.activation_detail;
+    EXPECT_NEAR(g.per_block.value(), kept * f.per_block.value(), 1e-9 * f.per_block.value());
+    EXPECT_NEAR(g.recompute_peak.value(), rebuilt * f.recompute_peak.value(), 1e-9 * f.recompute_peak.value());
+    EXPECT_DOUBLE_EQ(grouped.time.recompute.value(), full.time.recompute.value());
+    EXPECT_EQ(model::checkpointing_text(grouped_tr), "full (groups of " + std::to_string(grouped_tr.checkpoint_group) + " blocks)");
+  };
+  expect_groups(megatron(1), megatron(4), 4.0 / 16.0, 4.0);
+  expect_groups(megatron(1), megatron(3), 6.0 / 16.0, 3.0);
+  expect_groups(megatron(1, 4), megatron(3, 4), 2.0 / 4.0, 3.0);
+  // A group larger than the chunk is the whole chunk.
+  expect_groups(megatron(1), megatron(64), 1.0 / 16.0, 16.0);
+}
+
 }  // namespace
 }  // namespace trainplan::planner

@@ -1,7 +1,7 @@
 // Megatron-LM's full recomputation methods as its command lines give them
 // (megatron/core/transformer/transformer_block.py _checkpointed_forward): block K checkpoints the
-// first K layers of each pipeline chunk (--checkpoint-layers K), uniform 1 every layer; uniform with
-// larger groups is priced as every layer, said in a warning; bad values named.
+// first K layers of each pipeline chunk (--checkpoint-layers K), uniform N groups of N layers
+// (--checkpoint-group N; 1: every layer on its own); bad values named.
 
 #include <string>
 
@@ -34,7 +34,9 @@ TEST(ConfigMegatronRecompute, BlockUniformAndTheirErrors) {
   EXPECT_TRUE(uniform.warnings.empty());
   const ConfigRead groups = megatron("--recompute-granularity full --recompute-method uniform --recompute-num-layers 4");
   EXPECT_EQ(option(groups, "checkpointing"), "full");
-  EXPECT_TRUE(has_warning(groups, "groups of 4 layers"));
+  EXPECT_EQ(option(groups, "checkpoint-group"), "4");
+  EXPECT_TRUE(groups.warnings.empty());
+  EXPECT_EQ(option(uniform, "checkpoint-group"), "");
   // Megatron reads the method with full granularity only.
   const ConfigRead selective = megatron("--recompute-granularity selective --recompute-method block --recompute-num-layers 2");
   EXPECT_EQ(option(selective, "checkpointing"), "selective");

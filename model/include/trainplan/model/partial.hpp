@@ -53,10 +53,18 @@ struct SomeBlocksOffer {
   std::int64_t blocks = 0;
 };
 [[nodiscard]] SomeBlocksOffer some_blocks_offer(const Architecture& a, const Training& tr);
+// Full checkpointing of groups of blocks (Training::checkpoint_group above 1): of each pipeline
+// chunk's L blocks, ceil(L / N) keep a group's input (`kept_share` of the blocks' checkpoint
+// inputs) and backward rebuilds up to `rebuilt` blocks at once (min(N, L)).
+struct CheckpointGroups {
+  double kept_share = 1.0;
+  double rebuilt = 1.0;
+};
+[[nodiscard]] CheckpointGroups checkpoint_groups(const Architecture& a, const Training& tr);
 // The share of the decoder's layers it picks (1 at 1).
 [[nodiscard]] double checkpoint_picked_share(const Architecture& a, const Training& tr);
 // The checkpointing as plans and tables name it: "full", "full (1 block in 2)", "full (first 4
-// blocks of each stage)".
+// blocks of each stage)", "full (groups of 4 blocks)".
 [[nodiscard]] std::string checkpointing_text(const Training& tr);
 // Whether the block tr builds computes the weight gradient of a linear of this role.
 [[nodiscard]] bool trains_weight(const Training& tr, Role r);

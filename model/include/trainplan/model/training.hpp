@@ -92,6 +92,12 @@ struct Training {
   // --recompute-method block --recompute-num-layers K (megatron/core/transformer/transformer_block.py
   // _checkpointed_forward: `if l < recompute_num_layers` over the chunk's layers). 0: every block.
   std::int64_t checkpoint_layers = 0;
+  // Full checkpointing of groups of N consecutive blocks of each pipeline chunk, a group keeping
+  // only its first block's input and rebuilt at once in backward: Megatron-LM's --recompute-method
+  // uniform --recompute-num-layers N (megatron/core/transformer/transformer_block.py
+  // _checkpointed_forward: checkpoint(custom(l, l + recompute_num_layers)), l stepping by N over the
+  // chunk's layers). 1: each block on its own.
+  std::int64_t checkpoint_group = 1;
   // The layer a block is built for under partial fine-tuning (set by model::stack_ops per kind of
   // layer; trained otherwise), and whether checkpointing wraps it (checkpoint_every).
   LayerState layer = LayerState::trained;
