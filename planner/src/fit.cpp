@@ -3,10 +3,34 @@
 #include <algorithm>
 
 #include "candidate_space.hpp"
+#include "fewest_blocks.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/planner/estimate.hpp"
 
 namespace trainplan::planner {
+
+namespace {
+
+void add_candidate(const model::Architecture& a, const model::ParameterCounts& n, const model::Training& tr,
+                   const Layout& l, const hardware::Cluster& c, const MemoryConventions& mc, const SearchRequest& req,
+                   FitResult& out) {
+  Candidate cand{tr, l, memory(a, n, tr, l, mc), {}, false, 0};
+  cand.verdict = judge(cand.memory, c, req.margin, mc);
+  cand.fits = cand.verdict.verdict != Verdict::no;
+  cand.max_micro_batch = max_micro_batch(a, n, tr, l, c, mc, 4096, req.margin);
+  // Where every block checkpointed fits and the library can checkpoint fewer, the fewest blocks
+  // that fit at the micro-batch asked about (1 unless given) are a candidate too, ahead of it
+  // (lighter checkpointing first): less replayed, a smaller largest micro-batch.
+  if (cand.fits && !req.checkpointing && can_checkpoint_fewer(a, tr)) {
+    const std::optional<model::Training> fewest = fewest_checkpointed_blocks(a, tr, [&](const model::Training& t) {
+      return verdict_of(memory(a, n, t, l, mc), c, req.margin, mc) == Verdict::fits;
+    });
+    if (fewest) add_candidate(a, n, *fewest, l, c, mc, req, out);
+  }
+  out.candidates.push_back(std::move(cand));
+}
+
+}  // namespace
 
 FitResult fit(const model::Architecture& a, const model::ParameterCounts& n, const SearchRequest& req,
               const hardware::Cluster& c, const MemoryConventions& mc,
@@ -45,11 +69,7 @@ FitResult fit(const model::Architecture& a, const model::ParameterCounts& n, con
         for (int ep : eps) {
           tr.ep = ep;
           l = make_layout(a, tr, c);
-          Candidate cand{tr, l, memory(a, n, tr, l, mc), {}, false, 0};
-          cand.verdict = judge(cand.memory, c, req.margin, mc);
-          cand.fits = cand.verdict.verdict != Verdict::no;
-          cand.max_micro_batch = max_micro_batch(a, n, tr, l, c, mc, 4096, req.margin);
-          out.candidates.push_back(std::move(cand));
+          add_candidate(a, n, tr, l, c, mc, req, out);
         }
       }
     }

@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "candidate_space.hpp"
+#include "fewest_blocks.hpp"
 #include "trainplan/core/checked.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/model/partial.hpp"
@@ -172,48 +173,27 @@ InnerDegrees inner_degrees(const model::Architecture& a, const SearchRequest& re
   return d;
 }
 
-// A plan that checkpoints every block where the library can checkpoint fewer (Megatron-LM's block
-// method, the first K layers of each pipeline chunk; torchtitan's one block in N): the fewest that
-// still fit at its batch split run faster (each block checkpointed saves memory and costs its
-// forward again), found by bisection. Only where the request leaves checkpointing to the search
-// (and asks for no groups of blocks: --checkpoint-group).
-void fewest_checkpointed_blocks(const Evaluator& ev, const SearchRequest& req, Found& best, PairResult& out) {
-  const model::Training& given = best.training;
-  const model::SomeBlocksOffer offer = model::some_blocks_offer(ev.architecture(), given);
-  if (req.checkpointing || given.checkpointing != Checkpointing::full || model::picks_some_blocks(given) ||
-      given.checkpoint_group > 1 || offer.kind == model::SomeBlocks::none)
-    return;
-  const bool megatron = offer.kind == model::SomeBlocks::first_layers;
-  const std::int64_t per_chunk = offer.blocks;
-  // Candidate i, from the fewest blocks checkpointed: K = i + 1, or N = per_chunk - i.
-  auto at = [&](std::int64_t i) {
-    model::Training t = given;
-    (megatron ? t.checkpoint_layers : t.checkpoint_every) = megatron ? i + 1 : per_chunk - i;
-    return t;
-  };
-  auto fitting = [&](const model::Training& t) -> std::optional<StepCost> {
-    ++out.evaluated;
-    try {
-      StepCost c = ev.cost(t, false);
-      if (c.fits) return c;
-    } catch (const InputError&) {
-    }
-    return std::nullopt;
-  };
-  std::int64_t lo = 0;
-  std::int64_t hi = per_chunk - 1;  // i = per_chunk - 1 is every block again: fits
-  std::optional<Found> fewest;
-  while (lo < hi) {
-    const std::int64_t mid = lo + (hi - lo) / 2;
-    const model::Training t = at(mid);
-    if (auto c = fitting(t)) {
-      fewest = Found{t, std::move(*c)};
-      hi = mid;
-    } else {
-      lo = mid + 1;
-    }
-  }
-  if (fewest && faster(*fewest, best)) best = std::move(*fewest);  // the last that fitted: index lo
+// A plan that checkpoints every block where the library can checkpoint fewer: the fewest that
+// still fit at its batch split (fewest_blocks.hpp) replace it where faster. Only where the request
+// leaves checkpointing to the search.
+void try_fewer_checkpointed_blocks(const Evaluator& ev, const SearchRequest& req, Found& best, PairResult& out) {
+  if (req.checkpointing || !can_checkpoint_fewer(ev.architecture(), best.training)) return;
+  std::optional<StepCost> last;
+  const std::optional<model::Training> fewest =
+      fewest_checkpointed_blocks(ev.architecture(), best.training, [&](const model::Training& t) {
+        ++out.evaluated;
+        try {
+          StepCost c = ev.cost(t, false);
+          if (!c.fits) return false;
+          last = std::move(c);
+          return true;
+        } catch (const InputError&) {
+          return false;
+        }
+      });
+  if (!fewest) return;
+  Found f{*fewest, std::move(*last)};
+  if (faster(f, best)) best = std::move(f);
 }
 
 // One configuration but its batch split: the fastest (micro-batch, grad-accum) that fits goes to
@@ -252,7 +232,7 @@ void walk_micro_batches(const Evaluator& ev, const SearchRequest& req, model::Tr
     if (!best || faster(f, *best)) best = f;
   }
   if (best) {
-    fewest_checkpointed_blocks(ev, req, *best, out);
+    try_fewer_checkpointed_blocks(ev, req, *best, out);
     out.best.push_back(std::move(*best));
   } else if (leanest)
     out.infeasible.push_back(std::move(*leanest));

@@ -10,6 +10,8 @@
 #include "trainplan/core/error.hpp"
 #include "trainplan/request/catalog.hpp"
 #include "trainplan/model/parameters.hpp"
+#include "trainplan/model/partial.hpp"
+#include "trainplan/planner/fit.hpp"
 #include "trainplan/planner/search.hpp"
 
 namespace trainplan::planner {
@@ -104,6 +106,49 @@ TEST(Search, MegatronRecomputesTheFewestLayersThatFit) {
   EXPECT_GT(some, 0u);
   req.checkpointing = Checkpointing::full;
   for (const Estimate& e : search(p.a, p.n, p.c, req).plans) EXPECT_EQ(e.training.checkpoint_layers, 0);
+}
+
+// fit offers the same under Megatron-LM, at the micro-batch it asks about: beside each plan that
+// recomputes every layer and fits, the fewest layers of each chunk that fit (one fewer does not),
+// listed first; a request that pins the checkpointing, or a library without the option (the
+// Trainer), gets none. Llama 3.1 70B at 8k tokens on 4 nodes of 8 H100.
+TEST(Fit, MegatronOffersTheFewestRecomputedLayersThatFit) {
+  const Problem p = problem("llama-3.1-70b", "4x8xH100-80GB");
+  SearchRequest req;
+  req.base.seq = 8192;
+  req.base.framework = Framework::megatron;
+  req.base.library = Library::megatron;
+  const MemoryConventions mc;
+  const FitResult r = fit(p.a, p.n, req, p.c, mc);
+  std::size_t some = 0;
+  for (std::size_t i = 0; i < r.candidates.size(); ++i) {
+    const model::Training& t = r.candidates[i].training;
+    if (t.checkpoint_layers == 0) continue;
+    SCOPED_TRACE(model::checkpointing_text(t));
+    ++some;
+    EXPECT_EQ(r.candidates[i].verdict.verdict, Verdict::fits);
+    model::Training fewer = t;
+    fewer.checkpoint_layers -= 1;
+    const Layout& l = r.candidates[i].layout;
+    if (fewer.checkpoint_layers > 0) {
+      EXPECT_NE(verdict_of(memory(p.a, p.n, fewer, l, mc), p.c, req.margin, mc), Verdict::fits);
+    }
+    // The plan that recomputes every layer follows it.
+    ASSERT_LT(i + 1, r.candidates.size());
+    EXPECT_EQ(r.candidates[i + 1].training.checkpoint_layers, 0);
+    EXPECT_EQ(r.candidates[i + 1].training.strategy, t.strategy);
+    EXPECT_EQ(r.candidates[i + 1].training.checkpointing, Checkpointing::full);
+  }
+  EXPECT_GT(some, 0u);
+  req.checkpointing = Checkpointing::full;
+  for (const Candidate& k : fit(p.a, p.n, req, p.c, mc).candidates) EXPECT_EQ(k.training.checkpoint_layers, 0);
+  req.checkpointing.reset();
+  req.base.framework = Framework::pytorch;
+  req.base.library = Library::hf_trainer;
+  for (const Candidate& k : fit(p.a, p.n, req, p.c, mc).candidates) {
+    EXPECT_EQ(k.training.checkpoint_layers, 0);
+    EXPECT_EQ(k.training.checkpoint_every, 1);
+  }
 }
 
 TEST(Search, ResultDoesNotDependOnTheNumberOfThreads) {
