@@ -77,7 +77,7 @@ void HfBlock::linears(std::initializer_list<Role> roles, double in_bytes) {
   int consumers = 0;
   double width = 0.0;
   bool mlp_reduced = false;
-  bool qkv_dropped_out = false;  // OpListVariant::one_qkv_lora_dropout: the first adapted part's
+  bool qkv_dropped_out = false;  // one_qkv_lora_dropout: an adapted q, k or v dropped its input out
   for (const Linear& l : linears_) {
     if (std::find(roles.begin(), roles.end(), l.role) == roles.end()) continue;
     const bool adapted = !full_ && adapts(l.role);

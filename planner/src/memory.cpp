@@ -392,7 +392,7 @@ struct StageBuffers {
   Bytes other_stream_cache;
   // Of fwd_bwd: a 4-bit weight's 16-bit copy, alive while its matmul runs (none as forward returns).
   Bytes dequantized;
-  // FSDP's root unit (fsdp_root_gradients): the head's gradient held from the start of backward,
+  // FSDP's root unit (add_fsdp_root_gradients): the head's gradient held from the start of backward,
   // and the end of backward's gathered root, its gradients and their flat copy.
   Bytes root_head_gradient;
   Bytes root_end_buffers;

@@ -42,6 +42,14 @@ bool has(const model::BlockOps& ops, std::string_view name) {
   return std::any_of(ops.ops.begin(), ops.ops.end(), [&](const model::Op& op) { return op.name == name; });
 }
 
+// The bytes of a block's saved terms whose name holds `part`.
+double bytes(const std::vector<model::ActivationTerm>& ts, std::string_view part) {
+  double sum = 0.0;
+  for (const auto& t : ts)
+    if (t.name.find(part) != std::string::npos) sum += t.bytes.value();
+  return sum;
+}
+
 // Every linear of the block is one GEMM of the list, for each framework's accounting, and the
 // list's forward GEMM FLOPs are model::flop_coefficients' (2 x in x out per token of each linear,
 // worked out from the linears, not the GEMMs; balanced routing for MoE within the rounding of tokens per expert).
@@ -344,12 +352,6 @@ TEST(BlockOps, LitgptRunsItsOwnGeluWithoutDropout) {
     tr.micro_batch = 4;
     return model::block_activation_terms(a, tr, model::Stack::decoder);
   };
-  auto bytes = [](const std::vector<model::ActivationTerm>& ts, std::string_view part) {
-    double sum = 0.0;
-    for (const auto& t : ts)
-      if (t.name.find(part) != std::string::npos) sum += t.bytes.value();
-    return sum;
-  };
   const auto litgpt = terms(Library::litgpt);
   const auto hf = terms(Library::hf_trainer);
   EXPECT_DOUBLE_EQ(bytes(litgpt, "up projection output"), 2048.0 * 10240 * 2);
@@ -381,12 +383,6 @@ TEST(BlockOps, LitgptKeepsTheFusedProjectionThroughTheValueViewAndDropsOutOnce) 
     tr.seq = 512;
     tr.micro_batch = 1;
     return model::block_activation_terms(a, tr, model::Stack::decoder);
-  };
-  auto bytes = [](const std::vector<model::ActivationTerm>& ts, std::string_view part) {
-    double sum = 0.0;
-    for (const auto& t : ts)
-      if (t.name.find(part) != std::string::npos) sum += t.bytes.value();
-    return sum;
   };
   const double t = 512.0;
   const auto mha = terms("llama-2-7b", Library::litgpt);

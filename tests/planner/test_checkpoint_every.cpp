@@ -41,6 +41,22 @@ model::Training torchtitan(Checkpointing c, std::int64_t every) {
   return t;
 }
 
+// Megatron-LM with the distributed optimizer, TP 2 with sequence parallelism, 2 pipeline stages
+// (16 blocks each), 4 micro-batches.
+model::Training megatron_tp2_pp2(Checkpointing c) {
+  model::Training t;
+  t.framework = Framework::megatron;
+  t.library = Library::megatron;
+  t.strategy = Strategy::zero1;
+  t.precision = Precision::bf16_mixed;
+  t.tp = 2;
+  t.pp = 2;
+  t.grad_accum = 4;
+  t.sequence_parallel = true;
+  t.checkpointing = c;
+  return t;
+}
+
 // Half the blocks checkpointed: the activations per block halfway between none and full, one
 // block's forward rebuilt in backward as under full, half of full's recomputation.
 void expect_halfway(const Estimate& none, const Estimate& full, const Estimate& half) {
@@ -100,16 +116,7 @@ TEST(CheckpointEvery, EverySecondBlockIsHalfwayBetweenNoneAndFull) {
 TEST(CheckpointLayers, FirstBlocksOfEachChunkUnderMegatron) {
   const Subject s = llama_8b();
   auto megatron = [](Checkpointing c, std::int64_t k) {
-    model::Training t;
-    t.framework = Framework::megatron;
-    t.library = Library::megatron;
-    t.strategy = Strategy::zero1;
-    t.precision = Precision::bf16_mixed;
-    t.tp = 2;
-    t.pp = 2;
-    t.grad_accum = 4;
-    t.sequence_parallel = true;
-    t.checkpointing = c;
+    model::Training t = megatron_tp2_pp2(c);
     t.checkpoint_layers = k;
     return t;
   };
@@ -145,17 +152,9 @@ TEST(CheckpointLayers, FirstBlocksOfEachChunkUnderMegatron) {
 TEST(CheckpointGroups, UniformGroupsKeepOneInputAGroupAndRebuildAGroup) {
   const Subject s = llama_8b();
   auto megatron = [](std::int64_t group, int virtual_chunks = 1) {
-    model::Training t;
-    t.framework = Framework::megatron;
-    t.library = Library::megatron;
-    t.strategy = Strategy::zero1;
-    t.precision = Precision::bf16_mixed;
-    t.tp = 2;
-    t.pp = 2;
+    model::Training t = megatron_tp2_pp2(Checkpointing::full);
     t.pp_virtual = virtual_chunks;
     t.grad_accum = 8;
-    t.sequence_parallel = true;
-    t.checkpointing = Checkpointing::full;
     t.checkpoint_group = group;
     return t;
   };
