@@ -101,7 +101,8 @@ void HfBlock::linears(std::initializer_list<Role> roles, double in_bytes) {
     if (l.bias && trained) b_.backward(T * out * c_);
     if (!adapted) continue;
     ++consumers;
-    const bool one_dropout = variant_.one_qkv_lora_dropout && (l.role == Role::q || l.role == Role::k || l.role == Role::v);
+    const bool one_dropout =
+        variant_.one_qkv_lora_dropout && (l.role == Role::q || l.role == Role::k || l.role == Role::v);
     if (tr_.lora.dropout > 0.0 && !(one_dropout && qkv_dropped_out)) b_.dropout(T * in, c_);
     qkv_dropped_out = qkv_dropped_out || one_dropout;
     b_.launches(2.0, 4.0);

@@ -110,7 +110,7 @@ void check_checkpointing(const Architecture& a, const Training& tr) {
     throw FieldError("{checkpoint-group}: checkpointing groups of blocks of an encoder-decoder model is not modelled");
   if (tr.checkpoint_every > 1 && tr.checkpointing == Checkpointing::full && tr.framework == Framework::megatron)
     throw FieldError("{checkpoint-every} is torchtitan's layer-selective checkpointing; Megatron-LM's "
-                     "--recompute-method block is not modelled (use {checkpointing} full or selective)");
+                     "--recompute-method block is {checkpoint-layers}, its uniform groups {checkpoint-group}");
   if (tr.checkpoint_every > 1 && tr.checkpointing == Checkpointing::full && a.encoder_decoder)
     throw FieldError("{checkpoint-every}: checkpointing one block in N of an encoder-decoder model is not modelled");
 }
