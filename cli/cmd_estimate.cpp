@@ -168,10 +168,14 @@ void print_activations(const model::Architecture& a, const planner::Estimate& e)
   }
   std::cout << fmt::format(
       "Kept with {} checkpointing: {} MiB per block; all blocks of the stage {} MiB ({} micro-batch{} "
-      "in flight); replayed block {} MiB; embedding {} MiB; head {} MiB{}.\n",
+      "in flight); replayed block {} MiB{}; embedding {} MiB; head {} MiB{}.\n",
       model::checkpointing_text(t), mib(m.per_block), mib(m.blocks), m.in_flight,
-      m.in_flight == 1.0 ? "" : "es", mib(m.recompute_peak), mib(m.embedding), mib(m.head),
-      m.host.value() > 0.0 ? fmt::format("; on the host {} MiB", mib(m.host)) : std::string());
+      m.in_flight == 1.0 ? "" : "es", mib(m.recompute_peak),
+      m.exchange.backward.value() > 0.0
+          ? fmt::format("; context-parallel exchange {} MiB in a block's forward, {} MiB in its backward",
+                        mib(m.exchange.forward), mib(m.exchange.backward))
+          : std::string(),
+      mib(m.embedding), mib(m.head), m.host.value() > 0.0 ? fmt::format("; on the host {} MiB", mib(m.host)) : std::string());
   if (m.sdpa) std::cout << fmt::format("SDPA kernel: {}: {}.\n", to_string(m.sdpa->kernel), m.sdpa->reason);
 }
 

@@ -21,7 +21,7 @@ constexpr double kFp32 = 4.0;
 
 BlockActivations activations_of(const BlockOps& ops, const Training& tr) {
   return {ops.saved_bytes(), ops.saved_core_bytes(), ops.runs_backward, ops.checkpointed, op_sac_saved_bytes(ops, tr),
-          ops.held_bytes()};
+          ops.held_bytes(), context_exchange(ops, tr)};
 }
 
 }  // namespace
@@ -319,6 +319,20 @@ Bytes offloaded_checkpoints(const Architecture& a, const Training& tr, double la
   return ckpt * 2.0;
 }
 
+// 1F1B: the first stage holds min(p, m) micro-batches; interleaving with v chunks adds
+// (p-1)/(p*v) (Narayanan et al. 2021, arXiv:2104.04473; Korthikanti Sec. 4.2.3). The last stage
+// runs each micro-batch's backward right after its forward: one in flight; interleaved, its
+// warm-up of (v-1) p chunk micro-batches and the one in 1F1B, of m v, each 1/v of the stage's
+// layers (Megatron-LM @ d98e8a6, pipeline_parallel/schedules.py get_pp_rank_microbatches).
+double micro_batches_in_flight(const Training& tr, bool first) {
+  if (tr.pp == 1) return 1.0;
+  const double p = static_cast<double>(tr.pp);
+  const double micro_batches = static_cast<double>(tr.grad_accum);
+  const double v = static_cast<double>(tr.pp_virtual);
+  if (first) return std::min(p, micro_batches) * (tr.pp_virtual > 1 ? 1.0 + (p - 1.0) / (p * v) : 1.0);
+  return std::min((v - 1.0) * p + 1.0, micro_batches * v) / v;
+}
+
 }  // namespace
 
 ActivationMemory activation_memory(const Architecture& a, const Training& tr) {
@@ -356,6 +370,8 @@ ActivationMemory activation_memory(const Architecture& a, const Training& tr, co
     const auto add = [&](const BlockActivations& blk, double of_stage) {
       kept += kept_after_policy(a, tr, blk, Bytes(0.0)) * of_stage;
       if (blk.runs_backward && blk.checkpointed) largest = std::max(largest, blk.saved);
+      m.exchange = {std::max(m.exchange.forward, blk.exchange.forward),
+                    std::max(m.exchange.backward, blk.exchange.backward)};
       if (blk.runs_backward && (!blk.checkpointed || !recomputes_blocks(tr.checkpointing))) held += blk.held * of_stage;
     };
     add(*part.blk, share * sb.block_share);
@@ -369,21 +385,7 @@ ActivationMemory activation_memory(const Architecture& a, const Training& tr, co
   if (recomputes_blocks(tr.checkpointing)) m.recompute_peak = largest * groups.rebuilt;
   const Bytes in_transit = offloaded_checkpoints(a, tr, layers_on_stage, m);
 
-  // 1F1B: the first stage holds min(p, m) micro-batches; interleaving with v chunks adds
-  // (p-1)/(p*v) (Narayanan et al. 2021, arXiv:2104.04473; Korthikanti Sec. 4.2.3). The last stage
-  // runs each micro-batch's backward right after its forward: one in flight; interleaved, its
-  // warm-up of (v-1) p chunk micro-batches and the one in 1F1B, of m v, each 1/v of the stage's
-  // layers (Megatron-LM @ d98e8a6, pipeline_parallel/schedules.py get_pp_rank_microbatches).
-  const double micro_batches = static_cast<double>(tr.grad_accum);
-  const double v = static_cast<double>(tr.pp_virtual);
-  if (tr.pp == 1) {
-    m.in_flight = 1.0;
-  } else if (first) {
-    m.in_flight = std::min(p, micro_batches);
-    if (tr.pp_virtual > 1) m.in_flight *= 1.0 + (p - 1.0) / (p * v);
-  } else {
-    m.in_flight = std::min((v - 1.0) * p + 1.0, micro_batches * v) / v;
-  }
+  m.in_flight = micro_batches_in_flight(tr, first);
   Bytes firsts;  // what the first block of each stack keeps beyond the others
   if (first)
     for (const auto& part : parts) firsts += first_block_extra(a, tr, part.stack, blocks);

@@ -91,7 +91,7 @@ class HfBlock {
   // `paired`: k after q, whose fused kernel rotated both (Liger).
   void rotary(double n, bool paired = false);
   void attention_inputs(bool repeat);
-  void attention_core(bool cross);
+  void attention_core(bool cross, bool kv_expanded = false);
   void attention_saved();
   void activation();
   void mlp_saved();

@@ -80,12 +80,13 @@ void HfBlock::attention_inputs(bool repeat) {
   }
 }
 
-void HfBlock::attention_core(bool cross) {
+void HfBlock::attention_core(bool cross, bool kv_expanded) {
   const bool fused_kernel = !run_.model_code_core();
   Op& op = b_.open(cross ? "cross-attention" : "attention", OpKind::attention_core, true);
   op.attention = attention_of(a_, tr_, !cross && !(a_.encoder_decoder && stack_ == Stack::encoder), cross);
   op.attention.backward = !entry() || entry_attention_backward(tr_);
   op.attention.explicit_mask = !cross && sdpa_explicit_mask(a_, tr_);
+  op.attention.kv_expanded = kv_expanded;
   const double S = x_.scores;
   const double c = c_;
   if (fused_kernel) {
@@ -214,7 +215,7 @@ void HfBlock::attention() {
     b_.open("relative position buckets", OpKind::elementwise);
     b_.keep("relative position buckets", 8.0 * x_.s * x_.s);
   }
-  attention_core(false);
+  attention_core(false, repeat);
   attention_end(X);
 }
 

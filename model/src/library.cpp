@@ -175,6 +175,20 @@ constexpr VersionedTraits kVersioned[] = {
                "2bcb2c3e; v0.5.5 moved to >=0.44.0); litgpt/lora.py GPT.forward returned the head's chunks "
                "(lm_head_chunk_size=128 from finetune/lora.py and adapter.py) before final_logit_softcapping "
                "(soft-capped per chunk from 17a58dfa, v0.5.5)"},
+    {.library = Library::torchtitan,
+     .until = 99,  // every 0.0.x release and checkout before v0.1.0
+     .kv_expanded = true,
+     .compile_leaves_loss_eager = true,
+     .source = "pytorch/torchtitan before v0.1.0: the loss ran eager under training.compile (train.py @9dec370 "
+               "L136-138, 'compiling loss function causes CUDA errors, turning off for now'; compiled with "
+               "the model from bbb1b616, 2025-04-02) and repeat_kv copied K/V (models/llama/model.py @9dec370 "
+               "L201-202)"},
+    {.library = Library::torchtitan,
+     .until = 201,
+     .kv_expanded = true,
+     .source = "pytorch/torchtitan up to v0.2.1: repeat_kv copied the grouped K/V up to the query heads "
+               "before SDPA (models/llama3/model/model.py @v0.2.1 L273-274; SDPA's enable_gqa from v0.2.2, "
+               "PR #2259)"},
 };
 }  // namespace
 
@@ -278,7 +292,8 @@ double attention_dropout(const Architecture& a, const Training& tr) {
 OpListVariant op_variant(const Architecture& a, const Training& tr) {
   OpListVariant v = family_of(a).ops;
   const LibraryTraits& lib = library_traits(tr.library);
-  if (lib.kv_expanded) v.kv_always_repeated = true;
+  const VersionedTraits* release = versioned_traits(tr);
+  if (lib.kv_expanded || (release != nullptr && release->kv_expanded)) v.kv_always_repeated = true;
   if (lib.value_view_of_fused_qkv) v.fused_qkv_value_view = true;
   if (lib.one_qkv_lora_dropout) v.one_qkv_lora_dropout = true;
   if (lib.loss_in_model_dtype) v.loss_in_model_dtype = true;
@@ -306,7 +321,7 @@ OpListVariant op_variant(const Architecture& a, const Training& tr) {
     v.fused_rotary = v.fused_rotary || a.position == PositionKind::rotary;
     v.fused_glu = v.fused_glu || a.mlp == MlpKind::gated;
     v.one_kernel_gelu = true;  // a pointwise chain, one kernel each way keeping its input
-    v.fused_loss = v.fused_loss || !v.fused_linear_loss;
+    v.fused_loss = v.fused_loss || (!v.fused_linear_loss && !(release != nullptr && release->compile_leaves_loss_eager));
   }
   return v;
 }

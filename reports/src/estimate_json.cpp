@@ -145,6 +145,8 @@ Json activations_json(const model::Architecture& /*a*/, const planner::Estimate&
   return Json{{"per_block_kept_bytes", b(m.per_block)},
               {"blocks_bytes", b(m.blocks)},
               {"recompute_peak_bytes", b(m.recompute_peak)},
+              {"context_exchange_forward_bytes", b(m.exchange.forward)},
+              {"context_exchange_backward_bytes", b(m.exchange.backward)},
               {"embedding_bytes", b(m.embedding)},
               {"head_bytes", b(m.head)},
               {"host_bytes", b(m.host)},

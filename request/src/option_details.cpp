@@ -109,7 +109,9 @@ constexpr Detail kDetails[] = {
      "table); an older release changes what differs: litgpt up to 0.5.4 pinned bitsandbytes 0.42.0 "
      "(pyproject.toml; --bitsandbytes still wins) and its LoRA/adapter models returned the LM head's "
      "chunks before Gemma 2's final logit soft-capping (litgpt/lora.py; soft-capped per chunk from "
-     "v0.5.5, commit 17a58dfa)."},
+     "v0.5.5, commit 17a58dfa). torchtitan up to 0.2.1 copied grouped keys and values up to the query heads "
+     "before SDPA (repeat_kv; SDPA's enable_gqa from v0.2.2), and before 0.1.0 its training.compile left the "
+     "loss eager (train.py; compiled with the model from commit bbb1b616)."},
     {"previous-share",
      "litgpt's finetune scripts keep `logits` in a local, and with it the previous micro-batch's "
      "autograd graph, until the next forward returns; bitsandbytes before 0.43.2 stores each 4-bit "

@@ -84,12 +84,14 @@ std::vector<Option> model_and_method() {
   v.push_back(applies(
       release(describe("library-version", "VERSION", "Library release", "method",
                        "the training library's release, where its traits changed: litgpt up to 0.5.4 pinned "
-                       "bitsandbytes 0.42.0 and ran adapters' chunked LM head without the final logit soft-capping",
+                       "bitsandbytes 0.42.0 and ran adapters' chunked LM head without the final logit "
+                       "soft-capping; torchtitan up to 0.2.1 copied grouped K/V, before 0.1.0 left the loss eager "
+                       "under compile",
                        "current: the newest release read"),
               model::package_release, "library", model::kPackageReleaseForm,
               [](auto& r) -> auto& { return r.training.library_version; }, model::package_release_text),
       [](const Request& r, unsigned) { return model::has_versioned_traits(r.training.library); },
-      "with --library litgpt"));
+      "with --library litgpt or torchtitan"));
   v.push_back(choice<Framework>(describe("framework", "FRAMEWORK", "Framework", "method",
                                          "the engine whose accounting holds the model states and the block; "
                                          "alone, it names the library too (pytorch: hf-trainer)",

@@ -115,7 +115,7 @@ run_case(frozen_base_without_adapters 0 fit 7b A100 --frozen-base-fp32 ERR "warn
 run_case(quant_block_without_qlora 0 fit 7b A100 --quant-block 128 ERR "warning: --quant-block 128 ignored: it applies with --method qlora")
 run_case(bitsandbytes_without_qlora 0 fit 7b A100 --bitsandbytes 0.42.0 ERR "warning: --bitsandbytes 0.42.0 ignored: it applies with --method qlora")
 run_case(bitsandbytes_in_json 0 estimate llama-2-7b A10G --library litgpt --method qlora --bitsandbytes 0.42 --json MATCH "\"bitsandbytes\": \"0.42.0\"" "\"qlora_stack\": \"lightning\"")
-run_case(library_version_without_versioned_traits 0 estimate llama-2-7b A10G --method qlora --library-version 0.5.4 ERR "warning: --library-version 0.5.4 ignored: it applies with --library litgpt")
+run_case(library_version_without_versioned_traits 0 estimate llama-2-7b A10G --method qlora --library-version 0.5.4 ERR "warning: --library-version 0.5.4 ignored: it applies with --library litgpt or torchtitan")
 run_case(library_version_note 0 estimate gemma-2-2b A10G --library litgpt --library-version 0.4.7 --method lora --precision bf16-true MATCH "note: library litgpt 0.4.7: its traits up to 0.5.4 \\(Lightning-AI/litgpt up to v0.5.4")
 run_case(peak_phase_in_text 0 estimate llama-2-7b A10G --library litgpt --library-version 0.4.0 --method qlora --precision bf16-true --seq 512 --micro-batch 2 MATCH "GiB per GPU \\(peak: end of forward\\) — fits")
 run_case(library_version_pins_bitsandbytes 0 estimate llama-2-7b A10G --library litgpt --library-version 0.5.4 --method qlora --json MATCH "\"library_version\": \"0.5.4\"" "\"bitsandbytes\": \"0.42.0\"")

@@ -337,6 +337,34 @@ TEST(BlockOps, LitgptReleasesUpTo054PinnedBitsandbytesAndSkippedChunkedSoftCappi
   EXPECT_TRUE(model::softcaps_logits(gemma, hf));
 }
 
+// torchtitan's releases (--library-version): up to 0.2.1 repeat_kv copied Llama 3.1 8B's 8 K/V heads
+// to its 32 query heads before SDPA (models/llama3/model/model.py @v0.2.1; enable_gqa from v0.2.2), so
+// SDPA keeps 32-head K and V; before 0.1.0 training.compile left the loss eager (train.py @9dec370),
+// which keeps the fp32 log-softmax of the logits where the compiled loss keeps the fp32 logits.
+TEST(BlockOps, TorchtitanReleasesCopiedGroupedKvAndLeftTheLossEager) {
+  const model::Architecture a = catalog().resolve_model("llama-3.1-8b").arch;
+  auto tr = [](int release) {
+    model::Training t = training(Framework::pytorch);
+    t.library = Library::torchtitan;
+    t.library_version = release;
+    t.compile = true;
+    t.seq = 4096;
+    t.micro_batch = 1;
+    return t;
+  };
+  EXPECT_FALSE(model::op_variant(a, tr(0)).kv_always_repeated);
+  EXPECT_FALSE(model::op_variant(a, tr(202)).kv_always_repeated);
+  EXPECT_TRUE(model::op_variant(a, tr(201)).kv_always_repeated);
+  EXPECT_TRUE(model::op_variant(a, tr(100)).kv_always_repeated);
+  EXPECT_TRUE(model::op_variant(a, tr(100)).fused_loss);  // compiled with the model from bbb1b616
+  EXPECT_FALSE(model::op_variant(a, tr(2)).fused_loss);
+  EXPECT_TRUE(model::op_variant(a, tr(2)).kv_always_repeated);
+  // The K/V SDPA keeps grow from 8 to 32 heads: 24 x 128 x 2 (K and V) x 2 bytes more a token.
+  const double grouped = model::block_ops(a, tr(0), model::Stack::decoder).saved_bytes().value();
+  const double copied = model::block_ops(a, tr(201), model::Stack::decoder).saved_bytes().value();
+  EXPECT_DOUBLE_EQ(copied - grouped, 4096.0 * 24 * 128 * 2 * 2);
+}
+
 // litgpt's own model code (litgpt/model.py at 5895df10 and 26857050) has no dropout layers and runs
 // GPT-NeoX-style MLPs' GELU as one F.gelu(x, approximate="tanh"): for phi-2 (resid_pdrop 0.1, Hugging
 // Face's composite gelu_new), the block keeps no dropout mask and, of the MLP's activation, only

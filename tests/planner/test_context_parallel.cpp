@@ -9,6 +9,8 @@
 
 #include "../common/catalog.hpp"
 #include "trainplan/core/error.hpp"
+#include "trainplan/model/activations.hpp"
+#include "trainplan/model/library.hpp"
 #include "trainplan/model/parameters.hpp"
 #include "trainplan/planner/communication.hpp"
 #include "trainplan/planner/emit.hpp"
@@ -146,6 +148,91 @@ TEST(ContextParallel, LongSequenceSplitKeepsASliceOfTheActivations) {
   whole.cp = 1;
   EXPECT_FALSE(ev.cost(whole, false).fits);
   EXPECT_TRUE(a.fits);
+}
+
+// The exchange's own buffers, beside the saved tensors, as each implementation's source allocates
+// them (model/src/context_exchange.cpp), worked per token of the rank (T = s/N tokens) with 2-byte
+// K/V and outputs and fp32 accumulators.
+model::ContextExchange exchange_of(const std::string& name, const model::Training& t) {
+  return model::activation_memory(test::catalog().resolve_model(name).arch, t).exchange;
+}
+
+TEST(ContextParallel, PyTorchsExchangeHoldsTheGatheredKeysAndFp32Accumulators) {
+  // Llama 3.1 8B under torchtitan at 256k tokens over 8 ranks: T = 32768; per token Q = O = 32 x
+  // 128 = 4096 elements, K and V 8 x (128 + 128) = 2048.
+  model::Training t = long_context(262144, 8, CpComm::all_gather);
+  t.library = Library::torchtitan;
+  t.checkpointing = Checkpointing::full;
+  const double T = 32768.0;
+  // all-gather: every rank's K/V (8 x 2 x 2048) and the fp32 merge of the output (4 x 4 x 4096)
+  // forward; the K/V again and the fp32 gradients (4 x (3 x 2048 + 2 x 4096)) backward.
+  model::ContextExchange x = exchange_of("llama-3.1-8b", t);
+  EXPECT_DOUBLE_EQ(x.forward.value(), (32768.0 + 65536.0) * T);
+  EXPECT_DOUBLE_EQ(x.backward.value(), (32768.0 + 57344.0) * T);
+  // The ring holds three chunks of K/V (in use, sent on, arriving) instead of eight.
+  t.cp_comm = CpComm::ring;
+  x = exchange_of("llama-3.1-8b", t);
+  EXPECT_DOUBLE_EQ(x.forward.value(), (12288.0 + 65536.0) * T);
+  EXPECT_DOUBLE_EQ(x.backward.value(), (12288.0 + 57344.0) * T);
+  // torchtitan before 0.1.0 copied K/V to all 32 heads (repeat_kv): 8192 elements a token.
+  t.cp_comm = CpComm::all_gather;
+  t.library_version = 2;  // 0.0.2
+  x = exchange_of("llama-3.1-8b", t);
+  EXPECT_DOUBLE_EQ(x.forward.value(), (131072.0 + 65536.0) * T);
+  EXPECT_DOUBLE_EQ(x.backward.value(), (131072.0 + 131072.0) * T);
+  // Ulysses' all-to-alls: two copies each of q, k, v and the output in flight (2 x 2 x 10240).
+  model::Training u = long_context(65536, 8, CpComm::all_to_all);
+  x = exchange_of("llama-3.1-8b", u);
+  EXPECT_DOUBLE_EQ(x.backward.value(), 40960.0 * 8192.0);
+  // No context parallelism, no exchange.
+  EXPECT_EQ(exchange_of("llama-3.1-8b", long_context(8192, 1, CpComm::all_gather)).backward.value(), 0.0);
+}
+
+TEST(ContextParallel, TransformerEnginesExchangeAsItsSourceAllocates) {
+  // Llama 3.1 70B under Megatron-Core, TP 8, CP 2, 8k tokens: T = 4096; per token and GPU 8 query
+  // heads (Q = O = 1024), one K/V head (KV = 256), 8 fp32 log-sum-exp rows.
+  model::Training t = long_context(8192, 2, CpComm::ring);
+  t.framework = Framework::megatron;
+  t.library = Library::megatron;
+  t.strategy = Strategy::ddp;
+  t.tp = 8;
+  t.sequence_parallel = true;
+  const double T = 4096.0;
+  // p2p: forward keeps both ring buffers (one beyond the saved K/V: 256) and both steps' outputs
+  // and log-sum-exps (2 x 1024, 2 x 8 fp32); backward two [kv, dkv] pairs (4 x 256), the query
+  // gradient buffer (1024) and half the log-sum-exp in fp32.
+  model::ContextExchange x = exchange_of("llama-3.1-70b", t);
+  EXPECT_DOUBLE_EQ(x.forward.value(), (2.0 * (256 + 2048) + 64.0) * T);
+  EXPECT_DOUBLE_EQ(x.backward.value(), (2.0 * (1024 + 1024) + 16.0) * T);
+  // all_gather, G = 256 (one gathered K or V): forward max(3G, 2G + 2 O) less the output, backward
+  // (7 + 1/2) G + 2 Q less the input gradients (Q + KV).
+  t.cp_comm = CpComm::all_gather;
+  x = exchange_of("llama-3.1-70b", t);
+  EXPECT_DOUBLE_EQ(x.forward.value(), 2.0 * (2560.0 - 1024.0) * T);
+  EXPECT_DOUBLE_EQ(x.backward.value(), 2.0 * (1920.0 + 2048.0 - 1280.0) * T);
+  // a2a needs the K/V heads split: TP 4, 16 query and 2 K/V heads per GPU (Q = 2048, KV = 512):
+  // forward max(2 Q, Q + 1.5 KV), backward Q + max(3 Q + 1.5 KV, 2 Q + 2.5 KV).
+  t.cp_comm = CpComm::all_to_all;
+  t.tp = 4;
+  x = exchange_of("llama-3.1-70b", t);
+  EXPECT_DOUBLE_EQ(x.forward.value(), 2.0 * 4096.0 * T);
+  EXPECT_DOUBLE_EQ(x.backward.value(), 2.0 * (2048.0 + 6912.0) * T);
+}
+
+// Where a block's backward is the peak (a fused loss leaves a small head), the all-gather's
+// eight K/V chunks against the ring's three are the whole difference: 5 x 2 bytes x T x 32 heads x
+// 256 for Llama 2 7B (MHA) at 128k tokens over 8 ranks, T = 16384.
+TEST(ContextParallel, TheExchangeIsPartOfTheBackwardPeak) {
+  const Problem p = problem("llama-2-7b", "8xH100-80GB");
+  const Evaluator ev(p.a, p.n, p.c);
+  model::Training ring = long_context(131072, 8, CpComm::ring);
+  ring.library = Library::torchtitan;
+  ring.compile = true;
+  ring.checkpointing = Checkpointing::full;
+  model::Training gather = ring;
+  gather.cp_comm = CpComm::all_gather;
+  const double difference = ev.cost(gather).memory.activations.value() - ev.cost(ring).memory.activations.value();
+  EXPECT_DOUBLE_EQ(difference, 5.0 * 2.0 * 16384.0 * 32.0 * 256.0);
 }
 
 // What no library runs, refused with the option's name.

@@ -100,7 +100,9 @@ for i in (26, 27):
               "FSDP2's MixedPrecisionPolicy param_dtype bf16 (bf16-mixed, gathered in bf16); SDPA with its FLASH backend first "
               "below compute capability 10.0 (torchtitan models/attention.py _init_backend: cuDNN only from B200): attention "
               "flash; AdamW, fused (config_manager.py optimizer.implementation default); 8 H200s a node, 400 Gb/s per GPU "
-              "(the file). The TOML itself reads the same through --from (tests/cli/cli_tests.cmake). Not modelled: "
+              "(the file); e7c0cae (2025-06-11) is in torchtitan's v0.1.0 tag (2025-06-17): library_version 0.1.0, whose model "
+              "copies the grouped K/V to every query head (repeat_kv) and whose compile includes the loss. "
+              "The TOML itself reads the same through --from (tests/cli/cli_tests.cmake). Not modelled: "
               "force_recompute_fp8_weight_in_bwd "
               "(the weight's float8 cast repeated in backward). TPS sampled at iteration 100 on the logging rank; tokens/s "
               f"over all GPUs = TPS/GPU x {n}. Memory(GiB) is torchtitan's memory/max_reserved(GiB), "
@@ -110,7 +112,7 @@ for i in (26, 27):
       "training":{"method":"full","precision":"bf16-mixed","optimizer":"adamw","strategy":"fsdp-full","tp":1,"pp":1,
                   "micro_batch":2,"grad_accum":1,"seq":8192,"checkpointing":"selective-op","attention":"flash","offload":"none",
                   "framework":"pytorch","library":"torchtitan","fsdp_version":2,"fp8":"torchao-tensorwise","fp8_param_gather":True,
-                  "compile":True,"optimizer_impl":"fused"},
+                  "compile":True,"optimizer_impl":"fused","library_version":"0.1.0"},
       "measured":[{"metric":"tokens_per_s","value":tps*n,"unit":"tokens/s","what":f"'TPS/GPU' ({tps}) x {n} GPUs","tolerance_pct":30},
                   {"metric":"reserved","value":mem,"unit":"GiB","what":"'Memory(GiB)': torchtitan's max reserved (reserved_bytes.all.peak) at iteration 100","tolerance_pct":5}]})
 out={"schema":"trainplan.reference/1",

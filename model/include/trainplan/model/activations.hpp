@@ -32,6 +32,10 @@ struct BlockActivations {
   bool checkpointed = true;   // false: checkpointing leaves it alone (it keeps `saved`)
   Bytes op_sac_outputs;       // what torchtitan's per-op policy saves of it (op_sac_saved_bytes)
   Bytes held;                 // of saved: held past backward by 4-bit matmuls (SavedTensor::held)
+  // Beside the saved tensors while its attention runs under context parallelism: the other ranks'
+  // keys and values, the partial outputs and the gradient buffers the exchange allocates
+  // (context_exchange).
+  ContextExchange exchange;
 };
 
 // One block of the given stack, without checkpointing (selective and full are applied by
@@ -101,6 +105,7 @@ struct ActivationMemory {
   Bytes per_block;       // saved per block after checkpointing policy (one micro-batch)
   Bytes blocks;          // all blocks of the most loaded stage, times micro-batches in flight
   Bytes recompute_peak;  // full checkpointing: one block's activations rebuilt during its backward
+  ContextExchange exchange;  // context parallelism: the largest block's exchange buffers
   Bytes embedding;
   Bytes head;
   Bytes host;            // full-offload: the checkpoints waiting in host memory (not in total())
@@ -110,8 +115,12 @@ struct ActivationMemory {
   Bytes forward_end;
   Bytes forward_end_weight;  // beside it: the 4-bit head's dequantized weight during its last matmul
   // The head's backward (its saved tensors and the loss gradients) runs and frees before the last
-  // block is replayed, so the two do not coexist: the larger counts.
-  [[nodiscard]] Bytes total() const { return blocks + embedding + std::max(head, recompute_peak); }
+  // block is replayed, so the two do not coexist: the larger counts. A block's context-parallel
+  // exchange comes in its attention's backward, on top of the block rebuilt, and in the last
+  // block's forward, before the head.
+  [[nodiscard]] Bytes total() const {
+    return blocks + embedding + std::max({head, recompute_peak + exchange.backward, exchange.forward});
+  }
 };
 
 // What activation_memory reads of the blocks, resolved for one block shape on one GPU: each stack's

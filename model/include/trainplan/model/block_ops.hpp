@@ -106,6 +106,9 @@ struct AttentionShape {
   bool explicit_mask = false;
   bool cross = false;  // an encoder-decoder's cross-attention
   bool backward = true;  // false: nothing upstream trains (partial fine-tuning's entry layer)
+  // Grouped keys and values copied to every query head before the kernel (repeat_kv): the kernel
+  // reads, and context parallelism exchanges, `heads` of them.
+  bool kv_expanded = false;
 };
 
 // Megatron's fused kernels, priced by TimeConventions' passes per kind.
@@ -182,6 +185,18 @@ struct BlockOps {
   [[nodiscard]] double gemm_count() const;        // linear layers (not their adapters)
   [[nodiscard]] LayerCollectives collectives() const;
 };
+
+// What a block's attention allocates beside its saved tensors and its own output (forward) or input
+// gradients (backward) under context parallelism (tr.cp > 1; zero otherwise): the keys and values of
+// the other ranks as the exchange holds them, the partial outputs it merges, the gradient buffers it
+// accumulates and passes on, at the largest moment of each pass, per the implementation that runs
+// (model/src/context_exchange.cpp: PyTorch's context_parallel, DeepSpeed-Ulysses, Transformer
+// Engine under megatron).
+struct ContextExchange {
+  Bytes forward;
+  Bytes backward;
+};
+[[nodiscard]] ContextExchange context_exchange(const BlockOps& ops, const Training& tr);
 
 // The ops of one block of `stack` for tr's micro-batch on tr's GPU (tr.cuda_sm decides the SDPA
 // kernel). `first`: the first block of a stack, which also keeps what later blocks share with it

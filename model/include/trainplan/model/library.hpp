@@ -124,6 +124,12 @@ struct VersionedTraits {
   int bitsandbytes = 0;
   // Its adapter fine-tuning ran the LM head in chunks that skip the final logit soft-capping.
   bool adapters_skip_logit_softcap = false;
+  // Its model code copied grouped keys and values up to the query heads before attention
+  // (LibraryTraits::kv_expanded).
+  bool kv_expanded = false;
+  // torch.compile compiled the model's blocks but left the loss eager (OpListVariant::fused_loss
+  // not set by --compile).
+  bool compile_leaves_loss_eager = false;
   const char* source = "";
 };
 // The record that holds for tr's library and release; null for the newest (or a library without
