@@ -53,14 +53,18 @@ void HfBlock::norm(std::string_view name, bool kernels, bool saves, int consumer
         break;
       case NormKind::layernorm:
       case NormKind::layernorm_no_bias:
-        if (!shares_input) b_.keep("norm input", (mixed_ ? kFp32 : r_) * th);
+        // Autocast runs F.layer_norm on an fp32 copy of its input and saves that; a library's
+        // low-precision LayerNorm casts the input to the autocast dtype instead (a no-op on a
+        // 16-bit stream) and runs there, saving the 16-bit input.
+        if (!shares_input) b_.keep("norm input", (mixed_ ? (low_precision_ln() ? c_ : kFp32) : r_) * th);
         b_.keep("norm statistics", 2.0 * (mixed_ ? kFp32 : r_) * x_.t / x_.rep);  // mean, rstd in its dtype
         break;
     }
   // Under an FP8 recipe that saves its inputs in FP8, each linear keeps its own FP8 copy.
   const bool fp8_inputs = x_.lin != c_;
-  // Compiled, autocast's casts of the one output are one tensor (OpListVariant::compiled).
-  const double copies = fp8_inputs || !variant_.compiled ? consumers_saving : 1.0;
+  // Compiled, autocast's casts of the one output are one tensor (OpListVariant::compiled); so is a
+  // low-precision LayerNorm's 16-bit output, which autocast does not cast again.
+  const double copies = fp8_inputs || !(variant_.compiled || low_precision_ln()) ? consumers_saving : 1.0;
   if (consumers_saving > 0)
     b_.keep_input("norm output (linear input)", (mixed_ || fp8_inputs ? copies * x_.lin : r_) * th, quant_.keeps_input);
 }

@@ -2,6 +2,7 @@
 // A Hugging Face decoder or encoder block as eager PyTorch runs it: its ops and the tensors autograd
 // saves, built op by op (hf_block.cpp; the attention sublayers in hf_block_attention.cpp).
 
+#include <algorithm>
 #include <initializer_list>
 #include <string_view>
 #include <vector>
@@ -55,12 +56,20 @@ class HfBlock {
   bool keeps_input(Role role) const {
     return trains_weight(tr_, role) || quant_.keeps_input || (adapts(role) && tr_.lora.dropout <= 0.0);
   }
-  // How many of these linears keep their input (an adapter with dropout keeps its dropped-out copy
-  // instead, counted by lora_dropout below).
+  // How many of these linears the block has and keep their input (an adapter with dropout keeps its
+  // dropped-out copy instead, counted by lora_dropout below).
   int saving(std::initializer_list<Role> roles) const {
     int n = 0;
-    for (Role role : roles) n += keeps_input(role) ? 1 : 0;
+    for (Role role : roles) n += has(role) && keeps_input(role) ? 1 : 0;
     return n;
+  }
+  // A LayerNorm the library runs in the autocast dtype (LibraryTraits::low_precision_norm).
+  bool low_precision_ln() const {
+    return mixed_ && library_traits(tr_.library).low_precision_norm &&
+           (a_.norm == NormKind::layernorm || a_.norm == NormKind::layernorm_no_bias);
+  }
+  bool has(Role role) const {
+    return std::any_of(linears_.begin(), linears_.end(), [role](const Linear& l) { return l.role == role; });
   }
   int adapted(std::initializer_list<Role> roles) const {
     int n = 0;

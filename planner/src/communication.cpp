@@ -201,7 +201,7 @@ LinkModel link_model(const hardware::Cluster& c, const hardware::HardwareProfile
   const hardware::IntraNodeLink& in = c.gpu.intra_node;
   const BytesPerSecond pcie =
       c.gpu.pcie_bandwidth.value() > 0.0 ? c.gpu.pcie_bandwidth : in.bandwidth;
-  m.host_copy = pcie * tc.pcie_copy_efficiency;
+  m.host_copy = (c.gpu.host_bandwidth.value() > 0.0 ? c.gpu.host_bandwidth : pcie) * tc.pcie_copy_efficiency;
   switch (in.topology) {
     case hardware::IntraTopology::nvswitch:
       m.intra_tier = LinkTier::nvlink;

@@ -27,7 +27,6 @@ bool uses_deepspeed(const model::Training& t) {
          t.strategy == Strategy::zero2 || t.strategy == Strategy::zero3;
 }
 
-
 // micro-batch x accumulation x data-parallel degree, the batch every framework checks
 // (DeepSpeed's DeepSpeedConfig._batch_assertion, Megatron's --global-batch-size).
 std::int64_t checked_global_batch(const Estimate& e) {
@@ -457,6 +456,7 @@ std::string megatron_training_args(const Estimate& e, const model::Architecture&
   }
   if (t.moe_capacity_factor > 0.0) s += fmt::format(" --moe-expert-capacity-factor {}", t.moe_capacity_factor);
   if (t.moe_pad_to_capacity) s += " --moe-pad-expert-input-to-capacity";
+  if (t.offload_activation_layers > 0) s += fmt::format(" --cpu-offloading --cpu-offloading-num-layers {}", t.offload_activation_layers);
   if (t.precision == Precision::bf16_mixed) s += " --bf16";
   for (const model::MegatronFp8Recipe& m : model::kMegatronFp8Recipes)  // others: require_emittable
     if (m.recipe == t.fp8)

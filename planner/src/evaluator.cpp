@@ -333,8 +333,8 @@ StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) con
   Seconds offload;
   if (tr.offload != Offload::none)
     offload = optimizer_offload_term(sink, in, opt_params, dpb.local, stage_fwd_mb, stage_bwd_mb);
-  if (tr.checkpointing == Checkpointing::full_offload)
-    offload += checkpoint_offload_term(sink, in, layer_fwd, layer_bwd + layer_rec, layers_stage);
+  offload += activation_offload_term(sink, in, layer_fwd, layer_bwd, layer_rec, layers_stage,
+                                     out.memory.activation_detail.per_block);
 
   // The step, with DPO's reference forward.
   TimeBreakdown& tb = out.time;

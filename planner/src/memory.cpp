@@ -128,6 +128,25 @@ double stage_trainable(const Architecture& a, const Training& tr, const Layout& 
   return adapters;
 }
 
+// Transformer Engine's cached FP8 weight workspace under Megatron (with its transpose before
+// Blackwell), for every layer of the stage at the tensor-parallel shard: the recipe quantizes the
+// gathered weight, so sharding the parameters does not shard it (elsewhere the copies are saved
+// tensors of each block, model::fp8_weights_cached). With FP8 parameters (fp8_param_gather) the
+// copies are the parameters themselves, sharded as they are (`kept`: this rank's share): Megatron
+// FSDP keeps its shard and gathers a unit's FP8 weights when it runs (ModelStates::fp8_gathered).
+void add_fp8_weights(const Training& tr, const Layout& l, const StageParams& sp, double weight_bytes, double kept,
+                     bool offload_params, ModelStates& ms) {
+  if (model::fp8_weights_cached(tr))
+    ms.fp8_weights = Bytes(model::fp8_weight_copy_bytes(tr, l.cuda_sm) * sp.block_linear *
+                           (model::fp8_gathers(tr) ? kept : 1.0));
+  ms.weights += ms.fp8_weights;
+  if (!model::fp8_gathers(tr)) return;
+  ms.fp8_gathered = sp.block_linear;
+  // Megatron's fp8_param: the block linears' parameters are the FP8 tensors themselves, their
+  // 16-bit copy gone (MLM param_and_grad_buffer.py: uint8 param buffers).
+  if (tr.framework == Framework::megatron && !offload_params) ms.weights -= Bytes(weight_bytes * sp.block_linear * kept);
+}
+
 // Bytes per frozen base parameter of an adapter method (block linears aside under QLoRA).
 double frozen_base_bytes(const Training& tr) {
   if (is_mixed(tr.precision) && !tr.frozen_base_fp32) return compute_bytes(tr.precision);
@@ -342,19 +361,7 @@ ModelStates stage_states(const Architecture& a, const model::ParameterCounts& n,
     ms.reference = offload_params ? Bytes(0.0) : weights;
     ms.weights += ms.reference;
   }
-  // Transformer Engine's cached FP8 weight workspace under Megatron (with its transpose before
-  // Blackwell), for every layer of the stage at the tensor-parallel shard: the recipe quantizes the
-  // gathered weight, so sharding the parameters does not shard it (elsewhere the copies are saved
-  // tensors of each block, model::fp8_weights_cached).
-  if (model::fp8_weights_cached(tr)) ms.fp8_weights = Bytes(model::fp8_weight_copy_bytes(tr, l.cuda_sm) * sp.block_linear);
-  ms.weights += ms.fp8_weights;
-  if (model::fp8_gathers(tr)) {
-    ms.fp8_gathered = sp.block_linear;
-    // Megatron's fp8_param: the block linears' parameters are the FP8 tensors themselves, their
-    // 16-bit copy gone (MLM param_and_grad_buffer.py: uint8 param buffers).
-    if (tr.framework == Framework::megatron && !offload_params)
-      ms.weights -= Bytes(sb.weights * sp.block_linear * keep.weights);
-  }
+  add_fp8_weights(tr, l, sp, sb.weights, keep.weights, offload_params, ms);
   ms.gradients = ms.step_gradients = offload_opt ? Bytes(0.0) : grads;
   if (tr.accumulates_unsharded_gradients() && !offload_opt)
     ms.gradients = Bytes(unsharded_gradient_bytes(tr) * trainable);

@@ -446,10 +446,20 @@ Seconds optimizer_offload_term(TermSink& sink, const TermInputs& in, double opt_
   return d2h_ex + h2d_ex;
 }
 
+Seconds activation_offload_term(TermSink& sink, const TermInputs& in, Seconds layer_fwd, Seconds layer_bwd,
+                                Seconds layer_replay, double layers, Bytes per_layer) {
+  if (in.tr.checkpointing == Checkpointing::full_offload)
+    return checkpoint_offload_term(sink, in, layer_fwd, layer_bwd + layer_replay, layers,
+                                   model::checkpoint_bytes(in.a, in.tr));
+  if (in.tr.offload_activation_layers > 0)
+    return checkpoint_offload_term(sink, in, layer_fwd, layer_bwd,
+                                   std::min(static_cast<double>(in.tr.offload_activation_layers), layers), per_layer);
+  return Seconds(0.0);
+}
+
 Seconds checkpoint_offload_term(TermSink& sink, const TermInputs& in, Seconds layer_fwd,
-                                Seconds layer_bwd_and_replay, double layers) {
+                                Seconds layer_bwd_and_replay, double layers, Bytes ckpt) {
   const double copies = layers * in.md;  // each way
-  const Bytes ckpt = model::checkpoint_bytes(in.a, in.tr);
   const Seconds copy = host_copy_time(in.links, ckpt);
   const Seconds out_ex = pos(copy - layer_fwd) * copies;
   const Seconds back_ex = pos(copy - layer_bwd_and_replay) * copies;

@@ -160,9 +160,15 @@ struct Fsdp2Copies {
 [[nodiscard]] Seconds optimizer_offload_term(TermSink& sink, const TermInputs& in, double opt_params,
                                double local, Seconds stage_fwd, Seconds stage_bwd);
 
-// Checkpoints to the host as forward passes each block and back before its backward, each copy
-// behind that block's compute (ZeRO-R, Rajbhandari et al. 2019, Sec. 6.1).
+// What `layers` blocks keep (`per_layer` each: a checkpoint, or a layer's saved activations under
+// Megatron-Core's CPU offloading) to the host as forward passes each block and back before its
+// backward, each copy behind that block's compute (ZeRO-R, Rajbhandari et al. 2019, Sec. 6.1;
+// Transformer Engine's double-buffered offload handler).
 [[nodiscard]] Seconds checkpoint_offload_term(TermSink& sink, const TermInputs& in, Seconds layer_fwd,
-                                Seconds layer_bwd_and_replay, double layers);
+                                Seconds layer_bwd_and_replay, double layers, Bytes per_layer);
+// The activations' offload of the step, if any: the checkpoints under full-offload, or the
+// `per_layer` activations of Training::offload_activation_layers layers.
+[[nodiscard]] Seconds activation_offload_term(TermSink& sink, const TermInputs& in, Seconds layer_fwd,
+                                Seconds layer_bwd, Seconds layer_replay, double layers, Bytes per_layer);
 
 }  // namespace trainplan::planner

@@ -114,6 +114,25 @@ void check_checkpointing(const Architecture& a, const Training& tr) {
   if (tr.checkpoint_every > 1 && tr.checkpointing == Checkpointing::full && a.encoder_decoder)
     throw FieldError("{checkpoint-every}: checkpointing one block in N of an encoder-decoder model is not modelled");
 }
+
+// Megatron-Core's CPU offloading of activations, as its TransformerConfig.__post_init__ admits it.
+void check_activation_offload(const Architecture& a, const Training& tr) {
+  const int n = tr.offload_activation_layers;
+  if (n == 0) return;
+  if (n < 0) throw FieldError("{offload-activations} must be 0 (none) or more (got " + str(n) + ")");
+  if (tr.framework != Framework::megatron)
+    throw FieldError("{offload-activations} is Megatron-Core's CPU offloading (Transformer Engine's offload "
+                     "context): it needs {framework} megatron");
+  if (n >= a.total_layers())
+    throw FieldError("{offload-activations} " + str(n) + ": Megatron-Core offloads fewer layers than the model's " +
+                     str(a.total_layers()) + " (cpu_offloading_num_layers < num_layers)");
+  if (tr.pp > 1)
+    throw FieldError("{offload-activations} with {pp} " + str(tr.pp) +
+                     ": Megatron-Core has no CPU offloading under pipeline parallelism");
+  if (tr.checkpointing != Checkpointing::none)
+    throw FieldError("{offload-activations}: Megatron-Core's CPU offloading does not work with activation "
+                     "recomputation (use {checkpointing} none)");
+}
 }  // namespace
 
 void validate_training(const Architecture& a, const Training& tr) {
@@ -140,6 +159,7 @@ void validate_training(const Architecture& a, const Training& tr) {
     throw FieldError("{pp-virtual} " + str(tr.pp_virtual) + " needs {pp} > 1 and " +
                      str(a.total_layers()) + " layers divisible by pp x pp-virtual");
   check_checkpointing(a, tr);
+  check_activation_offload(a, tr);
   if (tr.quant_block < 64 || tr.quant_block > 4096 || (tr.quant_block & (tr.quant_block - 1)) != 0)
     throw FieldError("{quant-block} must be a power of two from 64 to 4096, as bitsandbytes takes (got " +
                      str(tr.quant_block) + ")");

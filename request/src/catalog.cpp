@@ -159,6 +159,13 @@ CatalogGpu parse_gpu(const Json& j, const std::string& what) {
     if (!(s.pcie_bandwidth.value() > 0.0)) throw InputError(what + " pcie: key 'bandwidth_GBps' must be positive");
     pc.reject_unknown();
   }
+  if (r.has("host_link")) {
+    ObjectReader hl(r.raw("host_link"), what + " host_link");
+    hl.ignore({"link"});
+    s.host_bandwidth = gbps(hl.number("bandwidth_GBps"));
+    if (!(s.host_bandwidth.value() > 0.0)) throw InputError(what + " host_link: key 'bandwidth_GBps' must be positive");
+    hl.reject_unknown();
+  }
   s.default_gpus_per_node = static_cast<int>(r.integer("default_gpus_per_node", 1, kMaxCount));
   s.nvlink_domain_gpus = static_cast<int>(r.optional_integer("nvlink_domain_gpus", 1, kMaxCount).value_or(0));
   if (s.nvlink_domain_gpus > 0 && s.nvlink_domain_gpus % s.default_gpus_per_node != 0)

@@ -73,6 +73,8 @@ struct MegatronFlags {
   std::string sharding = "optim_grads_params";  // --data-parallel-sharding-strategy (arguments.py default)
   std::string recompute_method;      // --recompute-method uniform|block (with full granularity)
   std::string recompute_num_layers;  // --recompute-num-layers
+  bool cpu_offloading = false;       // --cpu-offloading
+  std::string cpu_offloading_layers;  // --cpu-offloading-num-layers
 };
 
 // Megatron-DeepSpeed's flags (deepspeedai/Megatron-DeepSpeed megatron/arguments.py: --deepspeed,
@@ -92,6 +94,10 @@ void read_other_megatron_flag(const std::string& flag, const std::string& value,
     flags.fsdp = flag;
   else if (flag == "--data-parallel-sharding-strategy")
     flags.sharding = value;
+  else if (flag == "--cpu-offloading")
+    flags.cpu_offloading = true;
+  else if (flag == "--cpu-offloading-num-layers")
+    flags.cpu_offloading_layers = value;
   else if (flag == "--recompute-modules")
     r.warn(flag + " " + value + ": recomputing chosen modules is priced as selective recomputation");
   else if (flag == "--deepspeed_config" || flag == "--deepspeed-config")
@@ -239,6 +245,17 @@ void set_megatron_recompute_method(const MegatronFlags& flags, Reader& r) {
 }
 
 
+// CPU offloading of activations (TransformerConfig cpu_offloading, cpu_offloading_num_layers: 0 by
+// default, which offloads nothing).
+void set_megatron_cpu_offloading(const MegatronFlags& flags, Reader& r) {
+  if (flags.cpu_offloading_layers.empty() || flags.cpu_offloading_layers == "0") {
+    if (flags.cpu_offloading) r.warn("--cpu-offloading without --cpu-offloading-num-layers offloads no layer");
+    return;
+  }
+  r.set("offload-activations", std::to_string(positive(r, "--cpu-offloading-num-layers", flags.cpu_offloading_layers)),
+        "--cpu-offloading-num-layers", flags.cpu_offloading_layers);
+}
+
 }  // namespace
 
 void read_megatron_command(const std::vector<std::string>& args, Reader& r) {
@@ -276,6 +293,7 @@ void read_megatron_command(const std::vector<std::string>& args, Reader& r) {
     r.set("checkpointing", "none", "(no --recompute-granularity or --recompute-activations: Megatron's default)", "");
   if (!r.read().find("offload")) r.set("offload", "none", "(no --optimizer-cpu-offload: Megatron's default)", "");
   set_megatron_recompute_method(flags, r);
+  set_megatron_cpu_offloading(flags, r);
   set_megatron_accumulation(r);
   set_megatron_strategy(flags, r);
   // Megatron-DeepSpeed's attention is the unfused CoreAttention unless --use-flash-attn(-v2).

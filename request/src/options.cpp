@@ -383,6 +383,13 @@ std::vector<Option> batch_and_memory_options() {
                                                 "estimate: what fit recommends"),
                                        [](auto& r) -> auto& { return r.training.offload; }),
                        Searched::by_fit_and_plan));
+  v.push_back(applies(integer(describe("offload-activations", "N", "Offloaded layers", "memory",
+                                       "what N layers of each pipeline stage save for backward waits in CPU "
+                                       "memory (Megatron-Core's --cpu-offloading --cpu-offloading-num-layers N)",
+                                       "0: none"),
+                              0, 100000, [](auto& r) -> auto& { return r.training.offload_activation_layers; }),
+                      [](const Request& r, unsigned /*cmd*/) { return r.training.framework == Framework::megatron; },
+                      "with --framework megatron"));
   return v;
 }
 

@@ -269,6 +269,8 @@ void fill_request(const Request& r, Resolved& out, const model::Training& t) {
   q.base = t;
   if (r.has("strategy")) q.strategy = t.strategy;
   if (r.has("checkpointing")) q.checkpointing = t.checkpointing;
+  // Megatron-Core's CPU offloading runs without recomputation only (TransformerConfig).
+  else if (t.offload_activation_layers > 0) q.checkpointing = Checkpointing::none;
   if (r.has("offload")) q.offload = t.offload;
   if (r.has("expert-parallel")) q.expert_parallel = t.ep;
   if (r.has("tp")) q.tp = t.tp;

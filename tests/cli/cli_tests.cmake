@@ -142,6 +142,14 @@ run_case(checkpoint_group_emitted 0 estimate llama-3.1-8b 8xH100 --framework meg
 file(WRITE ${WORK}/checkpoint-group.sh "${last_out}")
 run_case(checkpoint_group_read_back 0 estimate llama-3.1-8b 8xH100 --from ${WORK}/checkpoint-group.sh
          MATCH "full \\(groups of 4 blocks\\) checkpointing")
+# Megatron-Core's CPU offloading of activations written by the torchrun emitter and read back.
+run_case(offload_activations_emitted 0 estimate llama-3.1-8b 8xH100 --framework megatron --tp 2 --strategy zero1
+         --offload-activations 20 --emit torchrun MATCH "--cpu-offloading --cpu-offloading-num-layers 20")
+file(WRITE ${WORK}/offload-activations.sh "${last_out}")
+run_case(offload_activations_read_back 0 estimate llama-3.1-8b 8xH100 --from ${WORK}/offload-activations.sh --json
+         MATCH "\"offload_activation_layers\": 20")
+run_case(offload_activations_without_megatron 0 estimate llama-3.1-8b 8xH100 --offload-activations 4
+         ERR "warning: --offload-activations 4 ignored: it applies with --framework megatron")
 run_case(checkpoint_group_in_json 0 estimate llama-3.1-8b 8xH100 --framework megatron --tp 2 --strategy zero1 --checkpointing full --checkpoint-group 4 --json MATCH "\"checkpoint_group\": 4")
 run_case(checkpoint_every_in_json 0 estimate llama-3.1-8b 8xH100 --library torchtitan --strategy fsdp-full --checkpointing full --checkpoint-every 2 --json MATCH "\"checkpoint_every\": 2")
 # FSDP2 written by --emit accelerate reads back as FSDP2 (fsdp_version, fsdp_reshard_after_forward).

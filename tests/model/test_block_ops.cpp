@@ -337,6 +337,23 @@ TEST(BlockOps, LitgptReleasesUpTo054PinnedBitsandbytesAndSkippedChunkedSoftCappi
   EXPECT_TRUE(model::softcaps_logits(gemma, hf));
 }
 
+// Under autocast each linear reading a norm's fp32 output keeps its own 16-bit cast copy, and only
+// the linears the block has: GPT-2's MLP has no gate projection, so its norm's output is kept once
+// (c_fc's bf16 copy, 768 x 2 bytes a token), as the attention's is (the fused c_attn).
+TEST(BlockOps, AMlpWithoutAGateKeepsItsNormOutputOnce) {
+  const model::Architecture a = catalog().resolve_model("gpt2").arch;
+  const model::Training t = training(Framework::pytorch);
+  const model::BlockOps ops = model::block_ops(a, t, model::Stack::decoder);
+  const double tokens = 2.0 * 2048.0;
+  int outputs = 0;
+  for (const model::SavedTensor& s : ops.saved) {
+    if (s.name != "norm output (linear input)") continue;
+    ++outputs;
+    EXPECT_DOUBLE_EQ(s.bytes.value(), 768.0 * 2.0 * tokens);
+  }
+  EXPECT_EQ(outputs, 2);
+}
+
 // torchtitan's releases (--library-version): up to 0.2.1 repeat_kv copied Llama 3.1 8B's 8 K/V heads
 // to its 32 query heads before SDPA (models/llama3/model/model.py @v0.2.1; enable_gqa from v0.2.2), so
 // SDPA keeps 32-head K and V; before 0.1.0 training.compile left the loss eager (train.py @9dec370),

@@ -17,6 +17,8 @@
 #include <utility>
 
 #include "paths.hpp"
+#include "trainplan/model/parameters.hpp"
+#include "trainplan/planner/memory.hpp"
 #include "trainplan/request/profile_json.hpp"
 #include "trainplan/core/error.hpp"
 
@@ -300,6 +302,36 @@ TEST(MeasuredRuns, StepTimesWithinTheIssuesBands) {
   };
   for (const IssueBand& b : bands)
     expect_band(b, [&](const CaseResult& r) { return b.held_out_only && !r.fitted_by.empty(); });
+}
+
+// Every measured run ran: none may be answered "does not fit" (planner::Verdict::no; "tight" is
+// an answer that it runs), but those whose peak carries an open mark (litgpt's config_hub rows
+// published below what their YAML needs) and the known gaps below. llm-foundry's MPT-350M at
+// micro-batch 64 on A100-40GBs was refused until its low-precision LayerNorm was priced as it
+// saves (16-bit input, one output shared by its consumers); Megatron-Bridge's Llama 3 70B on 64
+// GB200s until Megatron FSDP's FP8 parameters were sharded and its CPU offloading of 40 layers'
+// activations priced.
+TEST(MeasuredRuns, EveryRunThatRanIsAnsweredRunnable) {
+  const std::map<std::string, std::string> known = {
+      {"mbridge-25.11-gb200-llama3-70b-fp8cs-64gpu-fsdp",
+       "191 GiB allocated of 184: Megatron-Bridge's Llama recipes run without dropout (hidden_dropout and "
+       "attention_dropout 0), while the megatron block prices Megatron-LM's default dropout masks (2 bytes a "
+       "hidden unit, token and layer: about 10 GiB for the 40 layers on the GPU); no option says so yet"}};
+  std::size_t checked = 0;
+  for (const planner::ReferenceCase& c : test::reference_cases()) {
+    if (c.kind != CaseKind::measured) continue;
+    SCOPED_TRACE(c.name + " (" + c.file + ")");
+    bool open = known.contains(c.name);
+    for (const planner::Measurement& m : c.measurements) open = open || !m.open.empty();
+    const planner::Layout l = planner::make_layout(c.arch, c.training, c.cluster);
+    const planner::MemoryBreakdown mem = planner::memory(c.arch, model::count_parameters(c.arch), c.training, l);
+    const planner::Verdict v = planner::verdict_of(mem, c.cluster);
+    if (!open) {
+      EXPECT_NE(v, planner::Verdict::no);
+    }
+    ++checked;
+  }
+  EXPECT_GT(checked, 350u);
 }
 
 // MosaicML llm-foundry's MPT tables used whole (every bf16 row, data/reference/

@@ -12,7 +12,7 @@ MB_DOC="NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md @4ab94df
 models={}
 cases=[]
 NET={"H100-80GB":"8x400Gbps","B200":"8x400Gbps","GB200":"4x400Gbps"}
-def mb_case(i, name, model, gpu, per_node, fp8, strategy, tp, pp, vp, cp, sp, note_extra, holdout=False):
+def mb_case(i, name, model, gpu, per_node, fp8, strategy, tp, pp, vp, cp, sp, note_extra, holdout=False, offload_layers=0):
     r=rows[i]
     n=r['num_gpus']; mb=r['micro_batch']; gb=r['global_batch']; seq=r['seq_len']
     dp=n//(tp*pp*cp); ga=gb//(mb*dp); assert ga*mb*dp==gb,(i,gb,mb,dp)
@@ -21,6 +21,7 @@ def mb_case(i, name, model, gpu, per_node, fp8, strategy, tp, pp, vp, cp, sp, no
        "pp_virtual":(1 if model=="llama-3.1-405b" else vp),"sequence_parallel":sp,"tp_comm_overlap":tp>1,"cp":cp,"micro_batch":mb,"grad_accum":ga,"seq":seq,
        "checkpointing":"none","attention":"flash","offload":"none","framework":"megatron","library":"megatron","fp8":fp8,"fp8_param_gather":True}
     if cp>1: t["cp_comm"]="ring"
+    if offload_layers: t["offload_activation_layers"]=offload_layers
     cases.append({"name":name,
       "source":{"document":MB_DOC,"table":r['section'],
                 "row":f"{r['model']} | {r['gpu_type']} | {n} GPUs | {r['precision']} | GBS {gb} | MBS {mb} | seq {seq} | TP {r['tp']} | PP {r['pp']} | CP {r['cp']} | VP {r['vp']} | FSDP {r['fsdp']} | {r['metrics']['Tokens / sec / GPU']} tokens/s/GPU | {r['metrics']['Model TFLOP / sec / GPU']} TFLOP/s/GPU"},
@@ -54,7 +55,7 @@ mb_case(227,"mbridge-25.11-b200-llama31-405b-mxfp8-128gpu-cp2","llama-3.1-405b",
 # GB200
 mb_case(218,"mbridge-25.11-gb200-llama3-8b-fp8cs-8gpu","llama-3.1-8b","GB200",4,"te-current","zero1",1,1,1,1,False,"")
 mb_case(219,"mbridge-25.11-gb200-llama3-8b-mxfp8-8gpu","llama-3.1-8b","GB200",4,"te-mxfp8","zero1",1,1,1,1,False,"")
-mb_case(220,"mbridge-25.11-gb200-llama3-70b-fp8cs-64gpu-fsdp","llama-3.1-70b","GB200",4,"te-current","zero3",1,1,1,1,False,"Megatron FSDP over all 64 GPUs, its default sharding strategy optim_grads_params (zero3).")
+mb_case(220,"mbridge-25.11-gb200-llama3-70b-fp8cs-64gpu-fsdp","llama-3.1-70b","GB200",4,"te-current","zero3",1,1,1,1,False,"Megatron FSDP over all 64 GPUs, its default sharding strategy optim_grads_params (zero3). The activations of 40 of the 80 layers offloaded to the Grace CPU's memory (cpu_offloading with cpu_offloading_num_layers 40, weights not: Megatron-Bridge src/megatron/bridge/perf_recipes/llama/gb200/llama3.py llama3_70b_pretrain_64gpu_gb200_fp8cs_config @067f987d, the recipe of a later release, assumed for 25.11).",offload_layers=40)
 mb_case(221,"mbridge-25.11-gb200-llama31-405b-fp8cs-256gpu","llama-3.1-405b","GB200",4,"te-current","zero1",4,16,4,1,True,"")
 mb_case(99,"mbridge-26.04.01-gb200-llama3-70b-mxfp8-64gpu","llama-3.1-70b","GB200",4,"te-mxfp8","zero1",2,4,5,1,True,"")
 # llm-foundry

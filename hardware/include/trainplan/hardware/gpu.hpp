@@ -63,6 +63,9 @@ struct GpuSpec {
   int sm_count = 0;
   IntraNodeLink intra_node;
   BytesPerSecond pcie_bandwidth;
+  // Per direction between the GPU and its host's memory where that is not PCIe (Grace's
+  // NVLink-C2C on GB200/GB300); 0: over PCIe.
+  BytesPerSecond host_bandwidth;
   int default_gpus_per_node = 8;
   // GPUs one NVLink fabric joins when the GPU comes in a rack-scale system (GB200/GB300 NVL72:
   // 72 GPUs across 18 trays of 4); 0: the fabric ends at the node.

@@ -75,6 +75,10 @@ struct Training {
   Checkpointing checkpointing = Checkpointing::none;
   Attention attention = Attention::flash;
   Offload offload = Offload::none;
+  // Megatron-Core's --cpu-offloading with --cpu-offloading-num-layers N (Transformer Engine's CPU
+  // offload context, activations only): what N layers of each stage save for backward goes to host
+  // memory after their forward and comes back before their backward; 0: none.
+  int offload_activation_layers = 0;
   LoraConfig lora;
   TrainedSubset partial;  // partial fine-tuning (full method only)
   // Partial fine-tuning under checkpointing, as LLaMA-Factory runs it
