@@ -9,6 +9,7 @@
 #include <string>
 
 #include "../common/catalog.hpp"
+#include "../common/input_error.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/model/activations.hpp"
 #include "trainplan/model/parameters.hpp"
@@ -65,14 +66,7 @@ TEST(ActivationOffload, RefusesWhatMegatronCoreRefuses) {
   const model::Architecture a = test::catalog().resolve_model("llama-3.1-8b").arch;
   const hardware::Cluster c = test::catalog().resolve_cluster("8xH100-80GB", std::nullopt).cluster;
   const Evaluator ev(a, model::count_parameters(a), c);
-  auto error_of = [&](const model::Training& t) {
-    try {
-      (void)ev.cost(t);
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
+  auto error_of = [&](const model::Training& t) { return test::input_error_of([&] { (void)ev.cost(t); }); };
   model::Training every = megatron_run(32);
   EXPECT_NE(error_of(every).find("fewer layers than the model's 32"), std::string::npos) << error_of(every);
   model::Training piped = megatron_run(4);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "../common/catalog.hpp"
+#include "../common/input_error.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/model/activations.hpp"
 #include "trainplan/model/library.hpp"
@@ -239,14 +240,7 @@ TEST(ContextParallel, TheExchangeIsPartOfTheBackwardPeak) {
 TEST(ContextParallel, RefusesWhatNoLibraryRuns) {
   const Problem p = problem("llama-3.1-8b", "8xH100-80GB");
   const Evaluator ev(p.a, p.n, p.c);
-  auto error_of = [&](const model::Training& t) {
-    try {
-      (void)ev.cost(t);
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
+  auto error_of = [&](const model::Training& t) { return test::input_error_of([&] { (void)ev.cost(t); }); };
   model::Training odd = long_context(4100, 4, CpComm::ring);  // 4100 is not a multiple of 2 x 4
   EXPECT_NE(error_of(odd).find("not divisible by 2 x cp = 8"), std::string::npos) << error_of(odd);
   model::Training heads = long_context(32768, 16, CpComm::all_to_all);  // 8 KV heads
