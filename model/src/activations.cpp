@@ -309,14 +309,14 @@ void add_head(const Architecture& a, const Training& tr, const ResolvedBlocks& b
   }
 }
 
-// Checkpoints on the host (full-offload): every block's input goes to the host as forward passes it
-// and comes back for its backward (m.host); two are on the GPU in transit (one copied out or
-// prefetched while the next computes), returned.
+// What waits on the host. Checkpoints (full-offload): every block's input goes to the host as
+// forward passes it and comes back for its backward (m.host); two are on the GPU in transit (one
+// copied out or prefetched while the next computes), returned.
 // Activations on the host (Training::offload_activation_layers): what N layers keep goes out the
 // same way (Transformer Engine's AsyncDoubleBufferGroupOffloadHandler: a layer's tensors copied
 // out while the next layer runs, prefetched back while the layer after it runs backward): those
 // N layers leave `kept`, one is on the GPU in transit.
-Bytes offloaded_checkpoints(const Architecture& a, const Training& tr, double layers_on_stage, Bytes& kept,
+Bytes offloaded_activations(const Architecture& a, const Training& tr, double layers_on_stage, Bytes& kept,
                             ActivationMemory& m) {
   if (tr.offload_activation_layers > 0) {
     const double n = std::min(static_cast<double>(tr.offload_activation_layers), layers_on_stage);
@@ -395,7 +395,7 @@ ActivationMemory activation_memory(const Architecture& a, const Training& tr, co
   kept = kept * groups.kept_share;
   m.per_block = kept / layers_on_stage;
   if (recomputes_blocks(tr.checkpointing)) m.recompute_peak = largest * groups.rebuilt;
-  const Bytes in_transit = offloaded_checkpoints(a, tr, layers_on_stage, kept, m);
+  const Bytes in_transit = offloaded_activations(a, tr, layers_on_stage, kept, m);
 
   m.in_flight = micro_batches_in_flight(tr, first);
   Bytes firsts;  // what the first block of each stack keeps beyond the others

@@ -82,7 +82,7 @@ Json plan_json(const planner::Estimate& e, std::optional<double> tokens) {
   j["pp_virtual"] = e.training.pp_virtual;
   j["sequence_parallel"] = e.training.sequence_parallel;
   j["tp_comm_overlap"] = e.training.tp_comm_overlap;
-  j["offload_activation_layers"] = e.training.offload_activation_layers;
+  j["offload_activations"] = e.training.offload_activation_layers;
   j["fp8_param_gather"] = e.training.fp8_param_gather;
   j["bf16_master_weights"] = e.training.bf16_master;
   j["bf16_optimizer_states"] = e.training.bf16_optimizer_states;

@@ -172,7 +172,7 @@ model::Training read_training(const Json& v, const std::string& what,
   t.sequence_parallel = r.optional_boolean("sequence_parallel").value_or(false);
   t.tp_comm_overlap = r.optional_boolean("tp_comm_overlap").value_or(false);
   t.offload_activation_layers =
-      static_cast<int>(r.optional_integer("offload_activation_layers", 0, kMaxDegree).value_or(0));
+      static_cast<int>(r.optional_integer("offload_activations", 0, kMaxDegree).value_or(0));
   t.ep = static_cast<int>(r.optional_integer("expert_parallel", 1, kMaxDegree).value_or(1));
   t.cp = static_cast<int>(r.optional_integer("cp", 1, kMaxDegree).value_or(1));
   if (const auto k = r.optional_enumeration<CpComm>("cp_comm")) t.cp_comm = *k;

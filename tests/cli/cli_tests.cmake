@@ -147,7 +147,7 @@ run_case(offload_activations_emitted 0 estimate llama-3.1-8b 8xH100 --framework 
          --offload-activations 20 --emit torchrun MATCH "--cpu-offloading --cpu-offloading-num-layers 20")
 file(WRITE ${WORK}/offload-activations.sh "${last_out}")
 run_case(offload_activations_read_back 0 estimate llama-3.1-8b 8xH100 --from ${WORK}/offload-activations.sh --json
-         MATCH "\"offload_activation_layers\": 20")
+         MATCH "\"offload_activations\": 20")
 run_case(offload_activations_without_megatron 0 estimate llama-3.1-8b 8xH100 --offload-activations 4
          ERR "warning: --offload-activations 4 ignored: it applies with --framework megatron")
 run_case(checkpoint_group_in_json 0 estimate llama-3.1-8b 8xH100 --framework megatron --tp 2 --strategy zero1 --checkpointing full --checkpoint-group 4 --json MATCH "\"checkpoint_group\": 4")

@@ -184,7 +184,7 @@ bool unit_free_allowed(const std::string& key) {
       "active_parameters", "trainable_parameters", "lora_rank", "lora_alpha", "lora_dropout",
       "quant_block", "mfu", "hfu", "tokens", "forward", "backward", "micro_batches_in_flight",
       "evaluated", "fitting", "recommended", "global_batch", "data_parallel", "fsdp_version",
-      "checkpoint_every", "checkpoint_layers", "checkpoint_group", "offload_activation_layers"};
+      "checkpoint_every", "checkpoint_layers", "checkpoint_group", "offload_activations"};
   static const std::set<std::string> kLegacy{"weights",     "gradients", "optimizer", "activations",
                                              "buffers",     "overhead",  "by_collective", "by_tier"};
   return kCounts.contains(key) || kLegacy.contains(key) || key.ends_with("_bytes") ||

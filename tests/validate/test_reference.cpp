@@ -151,6 +151,8 @@ TEST(Reference, BadInputNamesFileCaseAndKey) {
       {"fsdp_version_out_of_range.json", {"case 'tiny-llama-lora' training", "key 'fsdp_version'"}},
       {"transformers_not_a_release.json",
        {"case 'tiny-llama-lora' training", "key 'transformers'", "'latest' is not a transformers release"}},
+      {"offload_activations_outside_megatron.json",
+       {"reference case 'tiny-llama-lora'", "key 'offload_activations'", "key 'framework' megatron"}},
       {"expert_parallel_dense.json", {"reference case 'tiny-llama-lora'", "key 'expert_parallel' 2", "not a mixture of experts"}},
       {"unknown_model.json", {"key 'model'", "'no-such-model'"}},
       {"no_hardware.json", {"key 'hardware' is missing"}},

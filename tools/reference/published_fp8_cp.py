@@ -21,7 +21,7 @@ def mb_case(i, name, model, gpu, per_node, fp8, strategy, tp, pp, vp, cp, sp, no
        "pp_virtual":(1 if model=="llama-3.1-405b" else vp),"sequence_parallel":sp,"tp_comm_overlap":tp>1,"cp":cp,"micro_batch":mb,"grad_accum":ga,"seq":seq,
        "checkpointing":"none","attention":"flash","offload":"none","framework":"megatron","library":"megatron","fp8":fp8,"fp8_param_gather":True}
     if cp>1: t["cp_comm"]="ring"
-    if offload_layers: t["offload_activation_layers"]=offload_layers
+    if offload_layers: t["offload_activations"]=offload_layers
     cases.append({"name":name,
       "source":{"document":MB_DOC,"table":r['section'],
                 "row":f"{r['model']} | {r['gpu_type']} | {n} GPUs | {r['precision']} | GBS {gb} | MBS {mb} | seq {seq} | TP {r['tp']} | PP {r['pp']} | CP {r['cp']} | VP {r['vp']} | FSDP {r['fsdp']} | {r['metrics']['Tokens / sec / GPU']} tokens/s/GPU | {r['metrics']['Model TFLOP / sec / GPU']} TFLOP/s/GPU"},
