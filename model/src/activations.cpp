@@ -201,7 +201,9 @@ double final_norm_bytes(const Architecture& a, const Training& tr, const OpListV
   const bool full = tr.method == Method::full && !tr.partial.active;
   switch (a.norm) {
     case NormKind::rmsnorm:
-      // Liger's RMSNorm keeps its input as it came and rstd (block_ops.hpp fused_rms_norm_kernels).
+      // Liger's RMSNorm keeps its input as it came and rstd (block_ops.hpp fused_rms_norm_kernels);
+      // so does one in the input's dtype, with its normalised input where the weight trains.
+      if (family.rms_norm_in_input_dtype && !family.fused_norm) return s * t * h + kFp32 * t + (full ? s * t * h : 0.0);
       return family.fused_norm ? s * t * h + kFp32 * t
                                : rms_input_bytes(family, tr) * t * h + kFp32 * t +
                                      (full ? (family.fp32_normalised_norm ? kFp32 : r) * t * h : 0.0);
@@ -209,6 +211,23 @@ double final_norm_bytes(const Architecture& a, const Training& tr, const OpListV
     case NormKind::layernorm_no_bias: return s * (t * h + 2.0 * t);
   }
   return 0.0;
+}
+
+// Bytes per logit alive beyond what the loss saves, at the larger of two moments: inside the loss,
+// the model-dtype logits where nothing else holds them and their fp32 upcast; or the start of its
+// backward, the dense gradients of one chunk (a chunked loss, litgpt) or of all the logits. Logits
+// the loop receives cast to fp32 were cast before the loss, the model-dtype originals beside their
+// fp32 copies while the loss had saved nothing yet: that moment counts only by what it exceeds the
+// loss's saved tensors by (lit-gpt 8641822's step replayed on an H200 peaks in backward:
+// data/measurements/h200-2026-11-29-litgpt).
+double loss_transient_per_logit(const OpListVariant& family, const Training& tr, double c, double kept,
+                                double loss_bytes) {
+  const double at_cast = family.logits_fp32 ? c + kFp32 - (kept + loss_bytes) : 0.0;
+  const double in_loss = family.logits_fp32 ? (family.logits_kept ? 0.0 : kFp32)
+                                            : (family.logits_kept ? 0.0 : c) + (family.loss_in_model_dtype ? 0.0 : kFp32);
+  const double positions = static_cast<double>(family.loss_chunk_positions);
+  const double chunk = positions > 0.0 ? std::min(1.0, positions / static_cast<double>(tr.seq)) : 1.0;
+  return std::max({at_cast, in_loss, 2.0 * loss_bytes * chunk});
 }
 
 // The head, the family's op-list variant looked up by the caller (the evaluator's per-shape cache).
@@ -277,12 +296,7 @@ HeadActivations head_activations(const Architecture& a, const Training& tr, cons
     return {Bytes(saved), Bytes(c * t * V / tp), Bytes(0.0), Bytes(0.0), held};
   }
   const double saved = norm + softcap + (kept + loss_bytes) * t * V / tp + 8.0 * t;
-  const double forward =
-      (family.logits_kept && !family.logits_fp32 ? 0.0 : c) + (family.loss_in_model_dtype ? 0.0 : kFp32);
-  // A chunked loss (litgpt) holds its backward's dense gradients for one chunk at a time.
-  const double positions = static_cast<double>(family.loss_chunk_positions);
-  const double chunk = positions > 0.0 ? std::min(1.0, positions / static_cast<double>(tr.seq)) : 1.0;
-  const double transient = std::max(forward, 2.0 * loss_bytes * chunk) * t * V / tp;
+  const double transient = loss_transient_per_logit(family, tr, c, kept, loss_bytes) * t * V / tp;
   // As forward ends, before the loss: the model-dtype logits (a loop that keeps its logits local
   // still holds the previous micro-batch's), and the loop's upcast copy or, during the last 4-bit
   // head matmul before it, the head's dequantized weight (a buffer), whichever is larger.

@@ -41,9 +41,12 @@ void HfBlock::norm(std::string_view name, bool kernels, bool saves, int consumer
   const double th = x_.t * x_.h / x_.rep;
   if (norm_input_grad) switch (a_.norm) {
       case NormKind::rmsnorm:
-        if (fused) {  // its input as it came, and rstd
+        // Liger's kernel, or an RMSNorm in the input's dtype: its input as it came, and rstd; the
+        // latter's weight multiplies the normalised input, in that dtype, kept where it trains.
+        if (fused || variant_.rms_norm_in_input_dtype) {
           if (!shares_input) b_.keep("norm input", x_.stream * th);
           b_.keep("norm statistics", kFp32 * x_.t / x_.rep);
+          if (!fused && full_) b_.keep("norm normalised input", x_.stream * th);
           break;
         }
         if (!shares_input) b_.keep("norm input (fp32 copy)", rms_input_bytes(variant_, tr_) * th);
@@ -126,6 +129,17 @@ void HfBlock::lora_dropout(std::initializer_list<Role> roles, double width) {
   int n = adapted(roles);
   if ((fused_ || variant_.one_qkv_lora_dropout) && n > 0 && *roles.begin() == Role::q) n = 1;
   b_.keep("LoRA dropout input and mask", n * (c_ + kMaskBytes) * x_.t * width / x_.rep);
+}
+
+// A fused q/k/v projection's LoRA update padded to the projection's width by index_copy keeps
+// what it copied: t x the adapted parts' widths (OpListVariant::lora_qkv_update_kept).
+
+void HfBlock::lora_qkv_update() {
+  if (full_ || !variant_.lora_qkv_update_kept) return;
+  const bool q = adapts(Role::q), k = adapts(Role::k), v = adapts(Role::v);
+  if (!(q || k || v) || (q && k && v && !variant_.lora_qkv_always_padded)) return;
+  const double width = (q ? x_.qd : 0.0) + (k ? x_.kd : 0.0) + (v ? x_.kd : 0.0);
+  b_.keep("LoRA q/k/v update (kept by index_copy)", c_ * x_.t * width / x_.tp);
 }
 
 // LoRA: each adapter's A output (t x r) is saved by its B.

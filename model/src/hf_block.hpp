@@ -96,6 +96,7 @@ class HfBlock {
   void linears(std::initializer_list<Role> roles, double in_bytes);
   void lora_dropout(std::initializer_list<Role> roles, double width);
   void lora_a_outputs(std::initializer_list<Role> roles);
+  void lora_qkv_update();
   void qk_norms();
   // `paired`: k after q, whose fused kernel rotated both (Liger).
   void rotary(double n, bool paired = false);

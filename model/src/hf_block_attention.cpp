@@ -175,6 +175,7 @@ void HfBlock::attention() {
   linears({Role::q, Role::k, Role::v}, x_.norm_output(a_));
   lora_a_outputs({Role::q, Role::k, Role::v, Role::o});
   lora_dropout({Role::q, Role::k, Role::v}, x_.h);
+  lora_qkv_update();
   // Grouped K/V are expanded to every head by eager attention (repeat_kv) and by Falcon's new
   // decoder everywhere; SDPA and flash kernels take them grouped (enable_gqa).
   // (A single K/V head broadcasts without a copy, SDPA takes it strided; eager's matmul only while

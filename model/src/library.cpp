@@ -47,6 +47,8 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
      .head_major_attention_output = true,
      .value_view_of_fused_qkv = true,
      .one_qkv_lora_dropout = true,
+     .lora_qkv_update_kept = true,
+     .adapter_head_chunk_positions = 128,
      .model_without_dropout = true,
      .one_kernel_gelu = true,
      .unties_embeddings = true,
@@ -64,7 +66,10 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
                "litgpt/model.py CausalSelfAttention.forward copies grouped K/V to every query head "
                "(expand + reshape up to v0.5.4, repeat_interleave after the rotary embedding from "
                "v0.5.5) and calls SDPA with is_causal, an ungrouped value as a view of the fused qkv "
-               "output; litgpt/lora.py LoRAQKVLinear drops the input out once for all adapted parts; "
+               "output; litgpt/lora.py LoRAQKVLinear drops the input out once for all adapted parts and pads "
+               "their update with index_copy_ unless q, k and v are all adapted (zero_pad; torch's "
+               "IndexCopyBackward keeps the source), and GPT.forward runs lm_head on chunks of "
+               "lm_head_chunk_size=128 positions from finetune/lora.py and adapter.py; "
                "litgpt/utils.py chunked_cross_entropy "
                "(cross_entropy in chunks of 128 positions, no upcast of its own, also at "
                "8641822); finetune/full.py and lora.py keep `logits` in a local through "
@@ -167,6 +172,16 @@ const LibraryTraits& library_traits(Library l) { return kLibraries[static_cast<s
 
 namespace {
 constexpr VersionedTraits kVersioned[] = {
+    {.library = Library::litgpt,
+     .until = 100,  // lit-gpt's setup.py said 0.1.0 from its start to the rename (March 2024)
+     .adapters_skip_logit_softcap = true,
+     .rms_norm_in_input_dtype = true,
+     .lora_qkv_always_padded = true,
+     .source = "Lightning-AI/lit-gpt 0.1.0 (setup.py) as of 8641822: lit_gpt/rmsnorm.py RMSNorm ran in the "
+               "input's dtype (x * torch.rsqrt(norm_x + eps); the fp32 upcast came with 6178c7cc, "
+               "2023-10-24, still 0.1.0: commits after it are priced as this record); lit_gpt/lora.py "
+               "LoRAQKVLinear.zero_pad padded with index_copy whichever parts were adapted; no "
+               "bitsandbytes pin (requirements-all.txt); no soft-capped model"},
     {.library = Library::litgpt,
      .until = 504,
      .bitsandbytes = 4200,
@@ -296,6 +311,9 @@ OpListVariant op_variant(const Architecture& a, const Training& tr) {
   if (lib.kv_expanded || (release != nullptr && release->kv_expanded)) v.kv_always_repeated = true;
   if (lib.value_view_of_fused_qkv) v.fused_qkv_value_view = true;
   if (lib.one_qkv_lora_dropout) v.one_qkv_lora_dropout = true;
+  if (lib.lora_qkv_update_kept) v.lora_qkv_update_kept = true;
+  if (release != nullptr && release->lora_qkv_always_padded) v.lora_qkv_always_padded = true;
+  if (release != nullptr && release->rms_norm_in_input_dtype) v.rms_norm_in_input_dtype = true;
   if (lib.loss_in_model_dtype) v.loss_in_model_dtype = true;
   if (lib.logits_kept) v.logits_kept = true;
   if (lib.output_fp32) v.logits_fp32 = true;

@@ -15,6 +15,7 @@
 #include "trainplan/core/error.hpp"
 #include "trainplan/model/lora.hpp"
 #include "trainplan/model/fp8.hpp"
+#include "trainplan/model/library.hpp"
 #include "trainplan/model/model_states.hpp"
 #include "trainplan/model/partial.hpp"
 #include "memory_checks.hpp"
@@ -145,6 +146,14 @@ void add_fp8_weights(const Training& tr, const Layout& l, const StageParams& sp,
   // Megatron's fp8_param: the block linears' parameters are the FP8 tensors themselves, their
   // 16-bit copy gone (MLM param_and_grad_buffer.py: uint8 param buffers).
   if (tr.framework == Framework::megatron && !offload_params) ms.weights -= Bytes(weight_bytes * sp.block_linear * kept);
+}
+
+// Autocast's 16-bit copies of a frozen fp32 head alive at once: one per chunk where the library
+// runs the head on chunks of positions (LibraryTraits::adapter_head_chunk_positions), else one.
+double head_cast_copies(const Training& tr) {
+  const int positions = model::library_traits(tr.library).adapter_head_chunk_positions;
+  if (positions <= 0 || !is_adapter(tr.method)) return 1.0;
+  return std::ceil(static_cast<double>(tr.seq) / static_cast<double>(positions));
 }
 
 // Bytes per frozen base parameter of an adapter method (block linears aside under QLoRA).
@@ -478,12 +487,14 @@ StageBuffers pytorch_buffers(const Architecture& a, const Training& tr, const La
                         unit_grads, out);
     }
   } else if (is_mixed(tr.precision)) {
-    // Autocast keeps a 16-bit copy of every fp32 linear weight it casts, saved for backward.
-    // Partial fine-tuning: only the trained (fp32) share of them.
+    // Autocast keeps a 16-bit copy of every fp32 linear weight it casts, saved for backward (of a
+    // frozen head run in chunks, one per chunk). Partial fine-tuning: only the trained (fp32)
+    // share of them.
     const bool fp32_linears = tr.method == Method::full || frozen_base_bytes(tr) > c;
     const double cast_share = model::trains_subset(tr) && frozen_base_bytes(tr) <= c ? trained_share(tr, ms, sp) : 1.0;
     if (fp32_linears)
-      fwd_bwd = Bytes(c * (tr.method == Method::qlora ? sp.head : sp.block_linear + sp.head) * cast_share);
+      fwd_bwd = Bytes(c * ((tr.method == Method::qlora ? 0.0 : sp.block_linear) + sp.head * head_cast_copies(tr)) *
+                      cast_share);
   }
   // bitsandbytes dequantizes a 4-bit weight to the compute dtype for every training-size matmul,
   // forward (dequantize + F.linear fallback) and backward (dequantize_4bit then matmul): the

@@ -56,7 +56,7 @@ endfunction()
 # --- the headline questions
 # A plan whose offload changes nothing but a rounding of the time model is not the advice.
 run_case(fit_no_needless_offload 0 fit llama-3.2-1b A10G --method lora MATCH "with single GPU: ")
-run_case(fit_leanest_without_needless_offload 1 fit gemma-2b A10G --library litgpt --method lora
+run_case(fit_leanest_without_needless_offload 1 fit gemma-2b A10G --library litgpt --method lora --precision bf16-true --seq 8192
          MATCH "its leanest plan \\(single GPU, full checkpointing\\):")
 run_case(fit_headline 0 fit 13b 4xA100
          MATCH "^Fits — llama-2-13b" "GiB usable per GPU" "micro-batch up to" "FSDP full-shard" "A100 = A100-80GB")

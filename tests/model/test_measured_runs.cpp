@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "../common/catalog.hpp"
+#include "trainplan/model/activations.hpp"
 #include "trainplan/request/catalog.hpp"
 #include "trainplan/request/hf_config.hpp"
 #include "trainplan/planner/fit.hpp"
@@ -68,9 +69,11 @@ TEST(MeasuredRuns, LitgptLoraResourceTables) {
     model::Training tr;
     tr.method = r.method;
     tr.quant = r.quant.value_or(Quant::nf4);
-    tr.library = Library::litgpt;  // litgpt of October 2023: Fabric over bitsandbytes 0.41.1
+    tr.library = Library::litgpt;  // lit-gpt 0.1.0 of October 2023: Fabric over bitsandbytes 0.41.1
+    tr.library_version = 100;
     tr.qlora_stack = QloraStack::lightning;
     tr.bitsandbytes = 4101;
+    tr.previous_share = 0.0;  // finetune/lora.py runs the longest sample first
     tr.precision = Precision::bf16_true;
     tr.lora.rank = 8;
     tr.lora.targets = {"q", "v"};
@@ -176,6 +179,54 @@ TEST(MeasuredRuns, Bloom560mHfTrainerNvidiaSmi) {
   tr.seq = 512;
   const auto m = planner::memory(a, model::count_parameters(a), tr, planner::make_layout(a, tr, cluster));
   EXPECT_NEAR(to_mib(m.device_total) / 21658.0, 1.0, 0.25) << "predicted " << to_mib(m.device_total) << " MiB";
+}
+
+// lit-gpt 8641822's LoRA step replayed on an H200 (data/measurements/h200-2026-11-29-litgpt,
+// litgpt-replay.json: the allocations alive at the first micro-batch's peak, by source line).
+// (1) LoRAQKVLinear.zero_pad pads the q/v update with index_copy, whose backward keeps it:
+//     StableLM-alpha-3B at 4 x 1034 tokens, lora.py:294 holds 1,085,276,160 bytes over its 16 layers
+//     with 16 index tensors of 512 bytes; Llama-2-7B at 1304 tokens holds it through conv1d's output
+//     (a view at micro-batch 1), lora.py:320, 683,671,552 bytes over 32 layers.
+// (2) lit-gpt 0.1.0's RMSNorm keeps its bf16 input as it came, no fp32 copy: Llama-2-7B's
+//     model.py:168 (x + h, the second norm's input) and :169 (the block output, the next block's
+//     first norm's input) hold 341,835,776 bytes each over 32 layers; rmsnorm.py holds only
+//     its rsqrt rows (166,912 bytes).
+// litgpt v0.4.0 on pads nothing where q, k and v are all adapted (litgpt/lora.py zero_pad:
+// `if all(self.enable_lora): return x`); lit-gpt 0.1.0 padded whatever was adapted.
+TEST(MeasuredRuns, LitgptKeepsTheQkvUpdateItPadsAndItsOldNormItsInput) {
+  auto terms = [&](const std::string& model, std::int64_t micro_batch, std::int64_t seq, int version,
+                   std::vector<std::string> targets) {
+    model::Training tr;
+    tr.library = Library::litgpt;
+    tr.library_version = version;
+    tr.method = Method::lora;
+    tr.precision = Precision::bf16_true;
+    tr.lora.rank = 8;
+    tr.lora.targets = std::move(targets);
+    tr.lora.dropout = 0.05;
+    tr.micro_batch = micro_batch;
+    tr.seq = seq;
+    return model::block_activation_terms(arch(model), tr, model::Stack::decoder);
+  };
+  auto bytes = [](const std::vector<model::ActivationTerm>& ts, std::string_view name) {
+    double sum = 0.0;
+    for (const auto& t : ts)
+      if (t.name == name) sum += t.bytes.value();
+    return sum;
+  };
+  const std::string update = "LoRA q/k/v update (kept by index_copy)";
+  const auto stablelm = terms(kStableLmAlpha3b, 4, 1034, 100, {"q", "v"});
+  EXPECT_NEAR(bytes(stablelm, update), (1085276160.0 - 16 * 512.0) / 16, 0.002 * 1085276160.0 / 16);
+  const auto llama = terms("llama-2-7b", 1, 1304, 100, {"q", "v"});
+  EXPECT_NEAR(bytes(llama, update), 683671552.0 / 32, 0.002 * 683671552.0 / 32);
+  EXPECT_NEAR(bytes(llama, "norm input"), 2.0 * 341835776.0 / 32, 0.002 * 2.0 * 341835776.0 / 32);
+  EXPECT_EQ(bytes(llama, "norm input (fp32 copy)"), 0.0);
+  const auto newest = terms("llama-2-7b", 1, 1304, 0, {"q", "v"});
+  EXPECT_GT(bytes(newest, "norm input (fp32 copy)"), 0.0);
+  EXPECT_EQ(bytes(newest, "norm input"), 0.0);
+  EXPECT_DOUBLE_EQ(bytes(newest, update), bytes(llama, update));
+  EXPECT_EQ(bytes(terms("llama-2-7b", 1, 1304, 0, {"q", "k", "v"}), update), 0.0);
+  EXPECT_GT(bytes(terms("llama-2-7b", 1, 1304, 100, {"q", "k", "v"}), update), 0.0);
 }
 
 }  // namespace

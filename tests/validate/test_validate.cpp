@@ -162,11 +162,12 @@ TEST(MeasuredRuns, MemoryWithinTheIssuesTolerances) {
 // the training-library issue's 7 %, tighter than the file's 15 %. No constant was fitted on them:
 // what moved them there was read in lit-gpt's sources (the value handed to SDPA as a view of the
 // fused q/k/v output, one LoRA dropout for the fused projection, 4-bit matmuls keeping their
-// inputs). finetune_lora.md's bf16-mixed row is another table.
+// inputs, the q/v update index_copy keeps, lit-gpt 0.1.0's RMSNorm in the input's dtype), with
+// finetune_lora.md's bf16-mixed row (the frozen fp32 head cast once per 128-position chunk).
 TEST(MeasuredRuns, LitgptResourceTableRowsWithinSevenPercent) {
   std::size_t seen = 0;
   for (const CaseResult& r : report().cases) {
-    if (!r.name.starts_with("litgpt-") || r.name.find("-bf16-mixed-") != std::string::npos) continue;
+    if (!r.name.starts_with("litgpt-")) continue;
     SCOPED_TRACE(trace(r));
     for (const Comparison& c : r.comparisons) {
       if (c.metric != Metric::peak_allocated) continue;
@@ -174,7 +175,27 @@ TEST(MeasuredRuns, LitgptResourceTableRowsWithinSevenPercent) {
       EXPECT_LE(std::abs(c.error_pct()), 7.0) << describe(c);
     }
   }
-  EXPECT_EQ(seen, 17u);  // phi-1.5, StableLM-3B, Llama-2-7B, Llama-2-13B at every precision given
+  // phi-1.5, StableLM-3B, Llama-2-7B, Llama-2-13B at every precision given, and finetune_lora.md's
+  // StableLM-3B bf16-mixed row
+  EXPECT_EQ(seen, 18u);
+}
+
+// The same rows' training step replayed on an H200 with lit-gpt 8641822's own model code
+// (data/reference/replay-h200-litgpt-0.1.0.json, tools/measure/litgpt_replay.py; the 4-bit rows
+// need bitsandbytes 0.41.1 and are not replayed): the code's own peak, so a tighter band than the
+// published rows', 2 %. No constant was fitted on them.
+TEST(MeasuredRuns, LitgptReplayOnAnH200WithinTwoPercent) {
+  std::size_t seen = 0;
+  for (const CaseResult& r : report().cases) {
+    if (!r.name.starts_with("replay-litgpt-")) continue;
+    SCOPED_TRACE(trace(r));
+    for (const Comparison& c : r.comparisons) {
+      if (c.metric != Metric::peak_allocated) continue;
+      ++seen;
+      EXPECT_LE(std::abs(c.error_pct()), 2.0) << describe(c);
+    }
+  }
+  EXPECT_EQ(seen, 10u);
 }
 
 // The median (of an even count, the mean of the middle two), as validate's summary takes it.

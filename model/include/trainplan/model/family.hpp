@@ -86,6 +86,15 @@ struct OpListVariant {
   // F.linear(self.lora_dropout(x), self.lora_A), at lit-gpt 8641822 and litgpt v0.5.7 alike),
   // as transformers' fused projections (Phi-3's qkv_proj) carry one adapter.
   bool one_qkv_lora_dropout = false;
+  // LoRA on that one projection pads the adapted parts' update to the projection's width with
+  // index_copy, whose backward keeps the update it copied (torch's IndexCopyBackward saves
+  // `source`): t x the adapted parts' widths in the compute dtype (litgpt's LoRAQKVLinear.zero_pad;
+  // from litgpt v0.4.0 nothing is padded where q, k and v are all adapted, before that always).
+  bool lora_qkv_update_kept = false;
+  bool lora_qkv_always_padded = false;
+  // An RMSNorm computed in its input's dtype (no fp32 upcast): it keeps that input as it came
+  // (lit-gpt before 6178c7cc, 2023-10-24: lit_gpt/rmsnorm.py x * torch.rsqrt(norm_x + eps)).
+  bool rms_norm_in_input_dtype = false;
   // Dropout inside the feed-forward, between its two matrices, and on the final norm's output
   // (T5DenseActDense, T5Stack's final_layer_norm then dropout), where hidden_dropout is set.
   bool feed_forward_dropout = false;

@@ -46,6 +46,13 @@ struct LibraryTraits {
   // Its LoRA on that fused projection drops the input out once for every adapted part
   // (OpListVariant::one_qkv_lora_dropout).
   bool one_qkv_lora_dropout = false;
+  // Its LoRA on that fused projection pads the adapted parts' update with index_copy, which keeps
+  // it for backward (OpListVariant::lora_qkv_update_kept).
+  bool lora_qkv_update_kept = false;
+  // Its adapter fine-tuning runs the output layer on chunks of this many positions: under autocast
+  // a frozen fp32 head is cast to 16 bits once per chunk (autocast caches the casts of leaf
+  // tensors that require grad only), each copy kept by its chunk's matmul for the input gradient.
+  int adapter_head_chunk_positions = 0;
   // Its model code has no dropout layers, whatever the checkpoint's config sets (resid_pdrop,
   // attention_dropout).
   bool model_without_dropout = false;
@@ -130,6 +137,11 @@ struct VersionedTraits {
   // torch.compile compiled the model's blocks but left the loss eager (OpListVariant::fused_loss
   // not set by --compile).
   bool compile_leaves_loss_eager = false;
+  // Its RMSNorm ran in the input's dtype (OpListVariant::rms_norm_in_input_dtype).
+  bool rms_norm_in_input_dtype = false;
+  // Its LoRA padded the q/k/v update even where every part was adapted
+  // (OpListVariant::lora_qkv_always_padded).
+  bool lora_qkv_always_padded = false;
   const char* source = "";
 };
 // The record that holds for tr's library and release; null for the newest (or a library without
