@@ -297,11 +297,13 @@ Architecture as_built_by(Architecture a, Library l) {
 }
 
 double hidden_dropout(const Architecture& a, const Training& tr) {
-  return library_traits(tr.library).model_without_dropout ? 0.0 : a.hidden_dropout;
+  if (library_traits(tr.library).model_without_dropout) return 0.0;
+  return tr.hidden_dropout.value_or(a.hidden_dropout);
 }
 
 double attention_dropout(const Architecture& a, const Training& tr) {
-  return library_traits(tr.library).model_without_dropout ? 0.0 : a.attention_dropout;
+  if (library_traits(tr.library).model_without_dropout) return 0.0;
+  return tr.attention_dropout.value_or(a.attention_dropout);
 }
 
 OpListVariant op_variant(const Architecture& a, const Training& tr) {

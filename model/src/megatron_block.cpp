@@ -3,6 +3,8 @@
 namespace trainplan::model::block_detail {
 namespace {
 
+constexpr double kMegatronDropout = 0.1;  // megatron/training/arguments.py --hidden/--attention-dropout
+
 // Megatron-Core's multi-latent attention norms and its fused rotary kernel.
 void megatron_latent_and_rotary(Builder& b, const Architecture& a, const Shape& x) {
   if (a.mla()) {
@@ -69,7 +71,10 @@ void megatron_block(const Architecture& a, const Training& tr, Stack stack, Bloc
     }
   };
   const double sbh = T * x.h;
-  const bool dropout = true;  // Megatron's GPT keeps attention and hidden dropout on
+  // Megatron-LM's hidden and attention dropout, 0.1 each unless the run sets them (arguments.py
+  // --hidden-dropout, --attention-dropout); at 0 torch's dropout returns its input, no mask.
+  const bool dropout = tr.hidden_dropout.value_or(kMegatronDropout) > 0.0;
+  const bool attention_masks = tr.attention_dropout.value_or(kMegatronDropout) > 0.0;
   const double norms = dbl(a.norms_per_layer) + (cross ? 1.0 : 0.0);
   Op& norm = b.open("fused norms", OpKind::fused);
   norm.pass = FusedPass::norm;
@@ -89,7 +94,9 @@ void megatron_block(const Architecture& a, const Training& tr, Stack stack, Bloc
   if (fp8_inputs) b.keep("projection input (FP8 copy)", lin * T * x.kvo);  // beside the core's output
   double core_bytes = 0.0;
   switch (tr.attention) {
-    case Attention::eager: core_bytes = 5.0 * x.a * x.s * x.s * x.b / x.tp; break;
+    // Softmax output, and with dropout its mask and output (without, the softmax output feeds
+    // the value product).
+    case Attention::eager: core_bytes = (attention_masks ? 5.0 : 2.0) * x.a * x.s * x.s * x.b / x.tp; break;
     case Attention::flash:
     case Attention::triton:
     case Attention::sdpa: core_bytes = kFp32 * x.a * x.t / x.tp; break;  // log-sum-exp per row
@@ -100,7 +107,7 @@ void megatron_block(const Architecture& a, const Training& tr, Stack stack, Bloc
   residual.pass = FusedPass::residual;
   residual.elements = (2.0 + (cross ? 1.0 : 0.0)) * T * x.h / x.rep;
   residual.element_bytes = c;
-  residual.mask_bytes = kMaskBytes;
+  residual.mask_bytes = dropout ? kMaskBytes : 0.0;
   gemms(false);
   // Routed experts take a share of the tokens a capacity leaves them (expert_token_share: 1
   // dropless): their activations, intermediates and permuted tokens scale with it.

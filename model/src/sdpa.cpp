@@ -249,7 +249,7 @@ SdpaChoice sdpa_choice(const Architecture& a, const Training& tr) {
   in.q_heads = a.heads;
   const bool masked = call.always_mask || sliding_window_masked(a, tr);
   in.mask = masked ? SdpaMask::boolean : (a.encoder_decoder ? SdpaMask::none : SdpaMask::causal_flag);
-  in.dropout = call.dropout ? a.attention_dropout : 0.0;
+  in.dropout = call.dropout ? attention_dropout(a, tr) : 0.0;
   const bool grouped = a.kv_heads != a.heads;
   bool expanded = false;
   if (grouped && call.kv_as_is) {

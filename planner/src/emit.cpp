@@ -1,11 +1,9 @@
 #include "trainplan/planner/emit.hpp"
 
 #include "emit_optimizer.hpp"
-
 #include "trainplan/model/family.hpp"
 #include "trainplan/model/fp8.hpp"
 #include "trainplan/model/partial.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -457,6 +455,8 @@ std::string megatron_training_args(const Estimate& e, const model::Architecture&
   if (t.moe_capacity_factor > 0.0) s += fmt::format(" --moe-expert-capacity-factor {}", t.moe_capacity_factor);
   if (t.moe_pad_to_capacity) s += " --moe-pad-expert-input-to-capacity";
   if (t.offload_activation_layers > 0) s += fmt::format(" --cpu-offloading --cpu-offloading-num-layers {}", t.offload_activation_layers);
+  for (const auto& [flag, p] : {std::pair{"hidden", t.hidden_dropout}, std::pair{"attention", t.attention_dropout}})
+    if (p) s += fmt::format(" --{}-dropout {}", flag, *p);
   if (t.precision == Precision::bf16_mixed) s += " --bf16";
   for (const model::MegatronFp8Recipe& m : model::kMegatronFp8Recipes)  // others: require_emittable
     if (m.recipe == t.fp8)

@@ -153,6 +153,8 @@ LayerComputeKey LayerComputeKey::of(const model::Training& tr) {
           tr.bitsandbytes,
           tr.library_version,
           tr.transformers,
+          tr.hidden_dropout,
+          tr.attention_dropout,
           tr.moe_capacity_factor,
           tr.moe_pad_to_capacity,
           tr.cp,
@@ -196,6 +198,8 @@ void LayerComputeKey::write_to(model::Training& t, const std::vector<std::string
   t.bitsandbytes = bitsandbytes;
   t.library_version = library_version;
   t.transformers = transformers;
+  t.hidden_dropout = hidden_dropout;
+  t.attention_dropout = attention_dropout;
   t.moe_capacity_factor = moe_capacity_factor;
   t.moe_pad_to_capacity = moe_pad_to_capacity;
   t.partial = partial;

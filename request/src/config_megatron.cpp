@@ -98,6 +98,8 @@ void read_other_megatron_flag(const std::string& flag, const std::string& value,
     flags.cpu_offloading = true;
   else if (flag == "--cpu-offloading-num-layers")
     flags.cpu_offloading_layers = value;
+  else if (flag == "--hidden-dropout" || flag == "--attention-dropout")
+    r.set(flag.substr(2), value, flag, value);
   else if (flag == "--recompute-modules")
     r.warn(flag + " " + value + ": recomputing chosen modules is priced as selective recomputation");
   else if (flag == "--deepspeed_config" || flag == "--deepspeed-config")

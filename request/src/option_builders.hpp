@@ -149,6 +149,21 @@ Option real(Option o, double lo, double hi, bool open_low, bool open_high, Field
   return o;
 }
 
+// A number the request may leave unset (a std::optional field): written as text, so that a form
+// shows it blank until given; blank unsets it.
+template <class Field>
+Option optional_real(Option o, double lo, double hi, bool open_low, bool open_high, Field field) {
+  o = real(std::move(o), lo, hi, open_low, open_high, field);
+  o.kind = OptionKind::text;
+  o.parse = [n = o.name, lo, hi, open_low, open_high, field](Request& r, std::string_view v) {
+    if (trim(v).empty())
+      field(r).reset();
+    else
+      field(r) = parse_real(n, v, lo, hi, open_low, open_high);
+  };
+  return o;
+}
+
 template <class Field>
 Option flag(Option o, Field field) {
   o.kind = OptionKind::flag;

@@ -111,7 +111,8 @@ constexpr Detail kDetails[] = {
      "chunks before Gemma 2's final logit soft-capping (litgpt/lora.py; soft-capped per chunk from "
      "v0.5.5, commit 17a58dfa). torchtitan up to 0.2.1 copied grouped keys and values up to the query heads "
      "before SDPA (repeat_kv; SDPA's enable_gqa from v0.2.2), and before 0.1.0 its training.compile left the "
-     "loss eager (train.py; compiled with the model from commit bbb1b616)."},
+     "loss eager (train.py; compiled with the model from commit bbb1b616). lit-gpt 0.1.0 (commit 8641822, "
+     "October 2023) ran its RMSNorm in the input's dtype and padded the LoRA q/k/v update whatever was adapted."},
     {"previous-share",
      "litgpt's finetune scripts keep `logits` in a local, and with it the previous micro-batch's "
      "autograd graph, until the next forward returns; bitsandbytes before 0.43.2 stores each 4-bit "

@@ -316,6 +316,28 @@ std::vector<Option> parallel_options() {
   return v;
 }
 
+// Dropout, set for the run: a library whose model code has none changes nothing by it.
+std::vector<Option> dropout_options() {
+  std::vector<Option> v;
+  const auto has_dropout = [](const Request& r, unsigned /*cmd*/) {
+    return !model::library_traits(r.training.library).model_without_dropout;
+  };
+  const std::string no_dropout = "with a library whose model code has dropout layers (not litgpt)";
+  v.push_back(applies(optional_real(describe("hidden-dropout", "P", "Hidden dropout", "method",
+                                    "dropout probability on the hidden states (Megatron-LM's --hidden-dropout; "
+                                    "overrides a config's hidden_dropout); 0: no masks kept",
+                                    "the model config's; 0.1 under megatron"),
+                           0, 1, false, true, [](auto& r) -> auto& { return r.training.hidden_dropout; }),
+                      has_dropout, no_dropout));
+  v.push_back(applies(optional_real(describe("attention-dropout", "P", "Attn. dropout", "method",
+                                    "dropout probability on the attention probabilities (Megatron-LM's "
+                                    "--attention-dropout; overrides a config's attention_dropout)",
+                                    "the model config's; 0.1 under megatron"),
+                           0, 1, false, true, [](auto& r) -> auto& { return r.training.attention_dropout; }),
+                      has_dropout, no_dropout));
+  return v;
+}
+
 std::vector<Option> batch_and_memory_options() {
   std::vector<Option> v;
   v.push_back(searched(integer(describe("micro-batch", "N", "Micro-batch", "batch",
@@ -459,7 +481,7 @@ std::vector<Option> build() {
   std::vector<Option> all;
   for (auto part : {model_and_method(), kernel_options(), objective_options(), deepspeed_precision_options(),
                     adapter_options(), parallel_options(), sharding_options(), megatron_options(),
-                    batch_and_memory_options(), cluster_and_output_options()})
+                    batch_and_memory_options(), dropout_options(), cluster_and_output_options()})
     for (auto& o : part) all.push_back(std::move(o));
   add_option_details(all);
   return all;

@@ -141,6 +141,21 @@ void read_quantization(ObjectReader& r, model::Training& t) {
   }
 }
 
+// Dropout set for the run (--hidden-dropout, --attention-dropout): a probability, and only where
+// the library's model code has dropout layers.
+void read_dropout(ObjectReader& r, model::Training& t) {
+  for (const char* key : {"hidden_dropout", "attention_dropout"})
+    if (const auto p = r.optional_number(key)) {
+      if (!(*p >= 0.0 && *p < 1.0))
+        throw InputError(r.what() + ": key '" + key + "' must be a probability from 0 to below 1 (got " +
+                         fmt::format("{}", *p) + ")");
+      if (model::library_traits(t.library).model_without_dropout)
+        throw InputError(r.what() + ": key '" + key + "' is given but library '" + std::string(to_string(t.library)) +
+                         "' runs model code without dropout layers");
+      (std::string_view(key) == "hidden_dropout" ? t.hidden_dropout : t.attention_dropout) = *p;
+    }
+}
+
 model::Training read_training(const Json& v, const std::string& what,
                               const model::Architecture& a) {
   ObjectReader r(v, what + " training");
@@ -173,6 +188,7 @@ model::Training read_training(const Json& v, const std::string& what,
   t.tp_comm_overlap = r.optional_boolean("tp_comm_overlap").value_or(false);
   t.offload_activation_layers =
       static_cast<int>(r.optional_integer("offload_activations", 0, kMaxDegree).value_or(0));
+  read_dropout(r, t);
   t.ep = static_cast<int>(r.optional_integer("expert_parallel", 1, kMaxDegree).value_or(1));
   t.cp = static_cast<int>(r.optional_integer("cp", 1, kMaxDegree).value_or(1));
   if (const auto k = r.optional_enumeration<CpComm>("cp_comm")) t.cp_comm = *k;

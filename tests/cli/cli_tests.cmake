@@ -150,6 +150,15 @@ run_case(offload_activations_read_back 0 estimate llama-3.1-8b 8xH100 --from ${W
          MATCH "\"offload_activations\": 20")
 run_case(offload_activations_without_megatron 0 estimate llama-3.1-8b 8xH100 --offload-activations 4
          ERR "warning: --offload-activations 4 ignored: it applies with --framework megatron")
+# Megatron-LM's dropout flags written by the torchrun emitter and read back; a library without
+# dropout layers changes nothing by them (a warning).
+run_case(dropout_emitted 0 estimate llama-3.1-8b 8xH100 --framework megatron --tp 2 --strategy zero1
+         --hidden-dropout 0 --attention-dropout 0 --emit torchrun MATCH "--hidden-dropout 0 --attention-dropout 0")
+file(WRITE ${WORK}/dropout.sh "${last_out}")
+run_case(dropout_read_back 0 estimate llama-3.1-8b 8xH100 --from ${WORK}/dropout.sh --activations
+         MATCH "norm, projection inputs and dropout masks +64.0")
+run_case(dropout_without_dropout_layers 0 estimate llama-3.1-8b 8xH100 --library litgpt --hidden-dropout 0.1
+         ERR "warning: --hidden-dropout 0.1 ignored: it applies with a library whose model code has dropout layers")
 run_case(checkpoint_group_in_json 0 estimate llama-3.1-8b 8xH100 --framework megatron --tp 2 --strategy zero1 --checkpointing full --checkpoint-group 4 --json MATCH "\"checkpoint_group\": 4")
 run_case(checkpoint_every_in_json 0 estimate llama-3.1-8b 8xH100 --library torchtitan --strategy fsdp-full --checkpointing full --checkpoint-every 2 --json MATCH "\"checkpoint_every\": 2")
 # FSDP2 written by --emit accelerate reads back as FSDP2 (fsdp_version, fsdp_reshard_after_forward).

@@ -468,6 +468,8 @@ const std::vector<Row>& rows() {
         {"grad-accum", "16"},
         {"fp8", "te-delayed"},  // --fp8-format hybrid, Megatron's default recipe
         {"fp8-param-gather", "true"},
+        {"hidden-dropout", "0.0"},
+        {"attention-dropout", "0.0"},
         {"strategy", "zero1"}},
        {"attention"},
        {}},

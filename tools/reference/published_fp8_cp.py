@@ -19,7 +19,8 @@ def mb_case(i, name, model, gpu, per_node, fp8, strategy, tp, pp, vp, cp, sp, no
     tps=int(r['metrics']['Tokens / sec / GPU'].replace(',',''))
     t={"method":"full","precision":"bf16-mixed","optimizer":"adamw","strategy":strategy,"tp":tp,"pp":pp,
        "pp_virtual":(1 if model=="llama-3.1-405b" else vp),"sequence_parallel":sp,"tp_comm_overlap":tp>1,"cp":cp,"micro_batch":mb,"grad_accum":ga,"seq":seq,
-       "checkpointing":"none","attention":"flash","offload":"none","framework":"megatron","library":"megatron","fp8":fp8,"fp8_param_gather":True}
+       "checkpointing":"none","attention":"flash","offload":"none","framework":"megatron","library":"megatron","fp8":fp8,"fp8_param_gather":True,
+       "hidden_dropout":0,"attention_dropout":0}
     if cp>1: t["cp_comm"]="ring"
     if offload_layers: t["offload_activations"]=offload_layers
     cases.append({"name":name,
@@ -32,6 +33,9 @@ def mb_case(i, name, model, gpu, per_node, fp8, strategy, tp, pp, vp, cp, sp, no
               "with TP > 1 sequence parallelism and TP communication overlap (tp_comm_overlap, read in the H100 Llama 3 70B recipe; assumed for the other TP > 1 rows); "
               "parameters gathered and kept in FP8 (fp8_param_gather: read in the H100 Llama 3 recipes, assumed for the others); "
               "the fused TE cross-entropy of those recipes is not modelled; "
+              "no dropout (the recipes build the model with AutoBridge.from_hf_pretrained, recipes/llama/h100/llama3.py:724 @067f987d: "
+              "LlamaBridge sets hidden_dropout 0.0, models/llama/llama_bridge.py:55, and attention_dropout is the Hugging Face config's, 0.0, "
+              "models/conversion/model_bridge.py:469); "
               f"{n//per_node} node(s) of {per_node} GPUs, interconnect assumed {NET[gpu]} per node (the table states none); "
               f"model {model}: Llama 3 and 3.1 share their shapes; tokens/s over all GPUs = the table's tokens/s/GPU x {n}. "+note_extra+
               (f" The row's {vp} virtual stages split 126 layers with the embedding and the loss counted as layers (Megatron's account_for_embedding/loss_in_pipeline_split: 128 = {pp} x {vp} x {128//(pp*vp)}), which trainplan does not express: one chunk per stage, a larger bubble than the run's." if model=="llama-3.1-405b" and vp>1 else "")),

@@ -72,6 +72,12 @@ struct Training {
   // ActivationMemory::forward_end): 1 as long (every micro-batch seq tokens); 0 none (the peak is
   // the first micro-batch's).
   double previous_share = 1.0;
+  // Dropout probabilities set for the run (--hidden-dropout, --attention-dropout: Megatron-LM's
+  // flags, a config's values overridden). Unset: the model config's under the libraries that run
+  // transformers' or their own model code (none where that code has no dropout layers), Megatron-LM's
+  // default 0.1 each under megatron (megatron/training/arguments.py).
+  std::optional<double> hidden_dropout;
+  std::optional<double> attention_dropout;
   Checkpointing checkpointing = Checkpointing::none;
   Attention attention = Attention::flash;
   Offload offload = Offload::none;

@@ -130,6 +130,8 @@ struct LayerComputeKey {
   int bitsandbytes = 0;                          // and the release that runs its 4-bit matmuls
   int library_version = 0;  // the library's release (versioned traits: a pinned bitsandbytes, soft-capping)
   int transformers = 0;  // the release whose model code runs (SDPA path, experts)
+  std::optional<double> hidden_dropout;     // set for the run (Training::hidden_dropout)
+  std::optional<double> attention_dropout;
   double moe_capacity_factor = 0.0;  // Megatron's expert capacity (what each expert multiplies)
   bool moe_pad_to_capacity = false;
   int cp = 1;                     // a rank's share of each sequence
