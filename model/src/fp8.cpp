@@ -126,6 +126,10 @@ double fp8_weight_copy_bytes(const Training& tr, int cuda_sm) {
   return fp8_copies(t, cuda_sm) * (1.0 + weight_scale_overhead(t));
 }
 
+bool compile_recomputes_fp8_inputs(const Training& tr) {
+  return active(tr) && !fp8_traits(tr.fp8).transformer_engine && tr.compile && tr.framework != Framework::megatron;
+}
+
 bool fp8_weights_cached(const Training& tr) {
   return fp8_traits(tr.fp8).weight_cache && tr.framework == Framework::megatron;
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "block_builder.hpp"
+#include "trainplan/model/fp8.hpp"
 #include "trainplan/model/library.hpp"
 #include "trainplan/model/partial.hpp"
 
@@ -54,7 +55,8 @@ class HfBlock {
   // (no LoRA dropout), and under a QLoRA stack whose 4-bit matmul keeps its input
   // (model_states.hpp qlora_stack_traits).
   bool keeps_input(Role role) const {
-    return trains_weight(tr_, role) || quant_.keeps_input || (adapts(role) && tr_.lora.dropout <= 0.0);
+    const bool for_weight = trains_weight(tr_, role) && !(variant_.recomputes_linear_inputs && fp8_linear(tr_, role, false));
+    return for_weight || quant_.keeps_input || (adapts(role) && tr_.lora.dropout <= 0.0);
   }
   // How many of these linears the block has and keep their input (an adapter with dropout keeps its
   // dropped-out copy instead, counted by lora_dropout below).

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "trainplan/model/architecture.hpp"
+#include "trainplan/model/fp8.hpp"
 #include "trainplan/model/training.hpp"
 
 namespace trainplan::model {
@@ -316,6 +317,7 @@ OpListVariant op_variant(const Architecture& a, const Training& tr) {
   if (lib.lora_qkv_update_kept) v.lora_qkv_update_kept = true;
   if (release != nullptr && release->lora_qkv_always_padded) v.lora_qkv_always_padded = true;
   if (release != nullptr && release->rms_norm_in_input_dtype) v.rms_norm_in_input_dtype = true;
+  if (compile_recomputes_fp8_inputs(tr)) v.recomputes_linear_inputs = true;
   if (lib.loss_in_model_dtype) v.loss_in_model_dtype = true;
   if (lib.logits_kept) v.logits_kept = true;
   if (lib.output_fp32) v.logits_fp32 = true;

@@ -492,9 +492,10 @@ StageBuffers pytorch_buffers(const Architecture& a, const Training& tr, const La
     // share of them.
     const bool fp32_linears = tr.method == Method::full || frozen_base_bytes(tr) > c;
     const double cast_share = model::trains_subset(tr) && frozen_base_bytes(tr) <= c ? trained_share(tr, ms, sp) : 1.0;
+    // Compiled torchao float8 recasts the block linears' fp32 weights in backward instead.
+    const bool block_casts = tr.method != Method::qlora && !model::compile_recomputes_fp8_inputs(tr);
     if (fp32_linears)
-      fwd_bwd = Bytes(c * ((tr.method == Method::qlora ? 0.0 : sp.block_linear) + sp.head * head_cast_copies(tr)) *
-                      cast_share);
+      fwd_bwd = Bytes(c * ((block_casts ? sp.block_linear : 0.0) + sp.head * head_cast_copies(tr)) * cast_share);
   }
   // bitsandbytes dequantizes a 4-bit weight to the compute dtype for every training-size matmul,
   // forward (dequantize + F.linear fallback) and backward (dequantize_4bit then matmul): the

@@ -13,6 +13,7 @@
 #include "trainplan/model/activations.hpp"
 #include "trainplan/model/block_ops.hpp"
 #include "trainplan/model/flops.hpp"
+#include "trainplan/model/fp8.hpp"
 #include "trainplan/model/library.hpp"
 #include "trainplan/model/model_states.hpp"
 
@@ -438,6 +439,35 @@ TEST(BlockOps, LitgptKeepsTheFusedProjectionThroughTheValueViewAndDropsOutOnce) 
   const auto gqa = terms("llama-3.1-8b", Library::litgpt);
   EXPECT_EQ(bytes(gqa, "q, k, v projection output"), 0.0);
   EXPECT_DOUBLE_EQ(bytes(gqa, "LoRA dropout"), t * 4096 * (2 + 1));
+}
+
+// What one compiled forward of Llama-3.2-1B (full, bf16-mixed, 4 x 2048 tokens, SDPA) saved for
+// backward on an H200, per block, tensor by tensor through saved_tensors_hooks
+// (data/measurements/h200-2026-11-29-compile-fp8/inventory.json, torch 2.11, transformers 5.17,
+// torchao 0.18; block totals without the weight copies and the fp32 parameters): compiled bf16,
+// 739,311,616 bytes (three 8192 x 8192 MLP intermediates, two 16-bit norm outputs, two fp32 norm
+// inputs, q and the K/V repeat_kv expanded under the mask compile materialises, the output, the
+// statistics); compiled torchao float8 tensorwise, 537,985,024 (no linear input, 16-bit or FP8:
+// the partitioner recomputes them; two MLP intermediates).
+TEST(BlockOps, CompiledFloat8KeepsNoLinearInputAsMeasured) {
+  const model::Architecture a = catalog().resolve_model("llama-3.2-1b").arch;
+  model::Training tr = training(Framework::pytorch);
+  tr.attention = Attention::sdpa;
+  tr.micro_batch = 4;
+  tr.compile = true;
+  auto total = [&](const model::Training& t) {
+    double sum = 0.0;
+    for (const auto& term : model::block_activation_terms(a, t, model::Stack::decoder)) sum += term.bytes.value();
+    return sum;
+  };
+  EXPECT_NEAR(total(tr), 739311616.0, 0.001 * 739311616.0);
+  model::Training fp8 = tr;
+  fp8.fp8 = Fp8Recipe::torchao_tensorwise;
+  EXPECT_NEAR(total(fp8), 537985024.0, 0.001 * 537985024.0);
+  EXPECT_TRUE(model::compile_recomputes_fp8_inputs(fp8));
+  fp8.compile = false;  // eager Float8Linear keeps its inputs
+  EXPECT_FALSE(model::compile_recomputes_fp8_inputs(fp8));
+  EXPECT_GT(total(fp8), total(tr));
 }
 
 // torchtitan's per-op selective checkpointing as of e7c0cae (models/llama3/parallelize_llama.py

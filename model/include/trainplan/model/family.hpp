@@ -95,6 +95,9 @@ struct OpListVariant {
   // An RMSNorm computed in its input's dtype (no fp32 upcast): it keeps that input as it came
   // (lit-gpt before 6178c7cc, 2023-10-24: lit_gpt/rmsnorm.py x * torch.rsqrt(norm_x + eps)).
   bool rms_norm_in_input_dtype = false;
+  // The block linears' inputs are recomputed in backward, not kept for their weights' gradients
+  // (torchao's float8 under torch.compile: model/fp8.hpp compile_recomputes_fp8_inputs).
+  bool recomputes_linear_inputs = false;
   // Dropout inside the feed-forward, between its two matrices, and on the final norm's output
   // (T5DenseActDense, T5Stack's final_layer_norm then dropout), where hidden_dropout is set.
   bool feed_forward_dropout = false;

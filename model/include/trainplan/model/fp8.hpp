@@ -89,6 +89,13 @@ inline constexpr std::array<MegatronFp8Recipe, 4> kMegatronFp8Recipes{{{Fp8Recip
 // quantizes the weight again and saves the copy for backward, a tensor of the block like its
 // activations (dropped by full checkpointing, one per micro-batch in flight).
 [[nodiscard]] bool fp8_weights_cached(const Training& tr);
+// torchao's float8 linears under torch.compile: AOTAutograd's partitioner saves none of their
+// inputs, 16-bit or FP8, nor any weight cast: it recomputes them in backward from what is kept
+// anyway (the fp32 residual the norm saves, the MLP's gate and up outputs, the attention output,
+// the fp32 parameters). Measured on an H200 (data/measurements/h200-2026-11-29-compile-fp8:
+// Llama-3.2-1B, torchao 0.18 tensorwise, torch 2.11: no float8 tensor saved, 2 of compiled bf16's
+// 3 MLP intermediates, no hidden-size 16-bit input, no weight copy).
+[[nodiscard]] bool compile_recomputes_fp8_inputs(const Training& tr);
 
 // Whether tr gathers its block linears in FP8 (Training::fp8_param_gather): an FP8 recipe, full
 // training, and a strategy that gathers parameters: Megatron's distributed optimizer (zero1) or
