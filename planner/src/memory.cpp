@@ -156,6 +156,24 @@ double head_cast_copies(const Training& tr) {
   return std::ceil(static_cast<double>(tr.seq) / static_cast<double>(positions));
 }
 
+// The first block's linears whose input needs no gradient under adapters (the frozen embedding
+// feeds it): nothing of their matmuls is saved, so neither is autocast's cast of their frozen fp32
+// weights. Its attention's input projections read its first norm's output; under a parallel
+// residual its MLP reads the block input too (lit-gpt's LoRA step replayed on an H200,
+// data/measurements/h200-2026-11-29-litgpt: 15 of StableLM's 16 q/k/v casts kept, and 3 weight
+// casts fewer of its parallel MLP and output projection's). Parameters on this rank.
+double first_block_uncast_linears(const Architecture& a, const Training& tr, const Layout& l, const StageParams& sp) {
+  if (!is_adapter(tr.method) || tr.partial.active || !sp.holds_embedding || a.encoder_decoder) return 0.0;
+  double p = 0.0;
+  for (const model::Linear& lin : model::block_linears(a, model::Stack::decoder)) {
+    const bool attention_input = lin.role == model::Role::q || lin.role == model::Role::k || lin.role == model::Role::v ||
+                                 lin.role == model::Role::q_a || lin.role == model::Role::kv_a || lin.role == model::Role::kv_b;
+    const bool mlp = a.parallel_residual && (lin.role == model::Role::gate || lin.role == model::Role::up || lin.role == model::Role::down);
+    if ((attention_input || mlp) && lin.copies == 1) p += static_cast<double>(lin.in * lin.out);
+  }
+  return p / l.tp;
+}
+
 // Bytes per frozen base parameter of an adapter method (block linears aside under QLoRA).
 double frozen_base_bytes(const Training& tr) {
   if (is_mixed(tr.precision) && !tr.frozen_base_fp32) return compute_bytes(tr.precision);
@@ -495,7 +513,10 @@ StageBuffers pytorch_buffers(const Architecture& a, const Training& tr, const La
     // Compiled torchao float8 recasts the block linears' fp32 weights in backward instead.
     const bool block_casts = tr.method != Method::qlora && !model::compile_recomputes_fp8_inputs(tr);
     if (fp32_linears)
-      fwd_bwd = Bytes(c * ((block_casts ? sp.block_linear : 0.0) + sp.head * head_cast_copies(tr)) * cast_share);
+      fwd_bwd = Bytes(c *
+                      ((block_casts ? sp.block_linear - first_block_uncast_linears(a, tr, l, sp) : 0.0) +
+                       sp.head * head_cast_copies(tr)) *
+                      cast_share);
   }
   // bitsandbytes dequantizes a 4-bit weight to the compute dtype for every training-size matmul,
   // forward (dequantize + F.linear fallback) and backward (dequantize_4bit then matmul): the
