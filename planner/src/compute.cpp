@@ -452,15 +452,26 @@ BlockCompute kind_compute(const model::BlockOps& block, double params, const mod
     const KernelWork cast_b = autocast_weight_cast(params, tr, true);
     const model::EagerWork w = block.eager_work();
     // Transformer Engine's casts are its own vectorised cast(-transpose) kernels, at the streaming
-    // rate; torchao's are eager PyTorch ops like the rest of the block.
-    const bool tuned_casts = model::fp8_traits(tr.fp8).transformer_engine;
+    // rate; torchao's are eager PyTorch ops like the rest of the block. Under torch.compile every
+    // memory-bound kernel is Inductor's, fused and contiguous: the streaming rate too (compiled
+    // Llama-3.2-1B on an H200, bf16 and torchao float8: the Triton kernels' time by the profile,
+    // data/measurements/h200-2026-11-30-compile-fp8/profile.json).
+    const bool inductor = tr.compile && tr.framework != Framework::megatron;
+    const bool tuned_casts = model::fp8_traits(tr.fp8).transformer_engine || inductor;
     const model::KernelWork eager_f = tuned_casts ? cast_f : cast_f + casts.forward;
     const model::KernelWork eager_b = tuned_casts ? cast_b : cast_b + casts.backward;
-    const model::EagerWork tuned = tuned_casts ? casts : model::EagerWork{};
-    out.elementwise_forward = eager_elementwise_time(d, w.forward + eager_f, tc) + dequant +
-                              memory_bound_time(d, Bytes(tuned.forward.bytes)) + d.kernel_floor * tuned.forward.kernels;
-    out.elementwise_backward = eager_elementwise_time(d, w.backward + eager_b, tc) + dequant +
-                               memory_bound_time(d, Bytes(tuned.backward.bytes)) + d.kernel_floor * tuned.backward.kernels;
+    model::EagerWork tuned = tuned_casts ? casts : model::EagerWork{};
+    if (inductor) {
+      tuned.forward += cast_f + w.forward;
+      tuned.backward += cast_b + w.backward;
+    }
+    const model::EagerWork eager = inductor ? model::EagerWork{} : w;
+    out.elementwise_forward = eager_elementwise_time(d, eager.forward + (inductor ? KernelWork{} : eager_f), tc) +
+                              dequant + memory_bound_time(d, Bytes(tuned.forward.bytes)) +
+                              d.kernel_floor * tuned.forward.kernels;
+    out.elementwise_backward = eager_elementwise_time(d, eager.backward + (inductor ? KernelWork{} : eager_b), tc) +
+                               dequant + memory_bound_time(d, Bytes(tuned.backward.bytes)) +
+                               d.kernel_floor * tuned.backward.kernels;
     out.attention_forward = core.forward;
     out.launches_forward = w.forward_launches + casts.forward.kernels;
     out.launches_backward = w.backward_launches + casts.backward.kernels;

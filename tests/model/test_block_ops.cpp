@@ -443,7 +443,7 @@ TEST(BlockOps, LitgptKeepsTheFusedProjectionThroughTheValueViewAndDropsOutOnce) 
 
 // What one compiled forward of Llama-3.2-1B (full, bf16-mixed, 4 x 2048 tokens, SDPA) saved for
 // backward on an H200, per block, tensor by tensor through saved_tensors_hooks
-// (data/measurements/h200-2026-11-29-compile-fp8/inventory.json, torch 2.11, transformers 5.17,
+// (data/measurements/h200-2026-11-30-compile-fp8/inventory.json, torch 2.11, transformers 5.17,
 // torchao 0.18; block totals without the weight copies and the fp32 parameters): compiled bf16,
 // 739,311,616 bytes (three 8192 x 8192 MLP intermediates, two 16-bit norm outputs, two fp32 norm
 // inputs, q and the K/V repeat_kv expanded under the mask compile materialises, the output, the

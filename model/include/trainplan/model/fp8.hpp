@@ -92,7 +92,7 @@ inline constexpr std::array<MegatronFp8Recipe, 4> kMegatronFp8Recipes{{{Fp8Recip
 // torchao's float8 linears under torch.compile: AOTAutograd's partitioner saves none of their
 // inputs, 16-bit or FP8, nor any weight cast: it recomputes them in backward from what is kept
 // anyway (the fp32 residual the norm saves, the MLP's gate and up outputs, the attention output,
-// the fp32 parameters). Measured on an H200 (data/measurements/h200-2026-11-29-compile-fp8:
+// the fp32 parameters). Measured on an H200 (data/measurements/h200-2026-11-30-compile-fp8:
 // Llama-3.2-1B, torchao 0.18 tensorwise, torch 2.11: no float8 tensor saved, 2 of compiled bf16's
 // 3 MLP intermediates, no hidden-size 16-bit input, no weight copy).
 [[nodiscard]] bool compile_recomputes_fp8_inputs(const Training& tr);
