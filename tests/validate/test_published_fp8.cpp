@@ -7,7 +7,9 @@
 // (data/reference/measured-h100.json). No constant was fitted on any of them.
 //
 // The hardware issue's bar is a median |error| of tokens/s within 10 % over the published rows:
-// met (7.8 % over the 23 at this writing, 6.7 % before the compute beside hidden collectives was slowed; it was 15.9 % before the Triton FlashAttention ran at its
+// met (6.0 % over the 23 at this writing: Trainy's torchtitan float8 rows -5.7 / -4.2 % with Inductor's kernels at the
+// streaming rate, the Bridge rows without dropout masks; 7.8 % before those, 6.7 % before the compute beside hidden collectives
+// was slowed; it was 15.9 % before the Triton FlashAttention ran at its
 // Ampere-instruction rate on H100s and Composer's FSDP computed with its bf16-gathered weights). The
 // Blackwell rows with small models are still over-predicted by 16-32 % (their 405B rows are within
 // 7 %); the one outside 30 % states why in its "open" key, as do the Trainy rows' max reserved
