@@ -457,21 +457,20 @@ BlockCompute kind_compute(const model::BlockOps& block, double params, const mod
     // Llama-3.2-1B on an H200, bf16 and torchao float8: the Triton kernels' time by the profile,
     // data/measurements/h200-2026-11-30-compile-fp8/profile.json).
     const bool inductor = tr.compile && tr.framework != Framework::megatron;
-    const bool tuned_casts = model::fp8_traits(tr.fp8).transformer_engine || inductor;
-    const model::KernelWork eager_f = tuned_casts ? cast_f : cast_f + casts.forward;
-    const model::KernelWork eager_b = tuned_casts ? cast_b : cast_b + casts.backward;
-    model::EagerWork tuned = tuned_casts ? casts : model::EagerWork{};
+    const bool streamed_casts = model::fp8_traits(tr.fp8).transformer_engine || inductor;
+    KernelWork eager_f = w.forward + cast_f + (streamed_casts ? KernelWork{} : casts.forward);
+    KernelWork eager_b = w.backward + cast_b + (streamed_casts ? KernelWork{} : casts.backward);
+    KernelWork stream_f = streamed_casts ? casts.forward : KernelWork{};
+    KernelWork stream_b = streamed_casts ? casts.backward : KernelWork{};
     if (inductor) {
-      tuned.forward += cast_f + w.forward;
-      tuned.backward += cast_b + w.backward;
+      stream_f += eager_f;
+      stream_b += eager_b;
+      eager_f = eager_b = KernelWork{};
     }
-    const model::EagerWork eager = inductor ? model::EagerWork{} : w;
-    out.elementwise_forward = eager_elementwise_time(d, eager.forward + (inductor ? KernelWork{} : eager_f), tc) +
-                              dequant + memory_bound_time(d, Bytes(tuned.forward.bytes)) +
-                              d.kernel_floor * tuned.forward.kernels;
-    out.elementwise_backward = eager_elementwise_time(d, eager.backward + (inductor ? KernelWork{} : eager_b), tc) +
-                               dequant + memory_bound_time(d, Bytes(tuned.backward.bytes)) +
-                               d.kernel_floor * tuned.backward.kernels;
+    out.elementwise_forward = eager_elementwise_time(d, eager_f, tc) + dequant + memory_bound_time(d, Bytes(stream_f.bytes)) +
+                              d.kernel_floor * stream_f.kernels;
+    out.elementwise_backward = eager_elementwise_time(d, eager_b, tc) + dequant +
+                               memory_bound_time(d, Bytes(stream_b.bytes)) + d.kernel_floor * stream_b.kernels;
     out.attention_forward = core.forward;
     out.launches_forward = w.forward_launches + casts.forward.kernels;
     out.launches_backward = w.backward_launches + casts.backward.kernels;
