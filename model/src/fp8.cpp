@@ -67,7 +67,7 @@ double weight_scale_overhead(const Fp8Traits& t) {
 
 // torchao's casts compiled by Inductor (the torchao entry of the comment above).
 bool compiled_torchao(const Training& tr, const Fp8Traits& t) {
-  return tr.compile && tr.framework != Framework::megatron && !t.transformer_engine;
+  return tr.runs_compiled() && !t.transformer_engine;
 }
 
 // Megatron's fused linear_qkv and linear_fc1 cast their input once; in Megatron's op list q, k, v
@@ -127,7 +127,7 @@ double fp8_weight_copy_bytes(const Training& tr, int cuda_sm) {
 }
 
 bool compile_recomputes_fp8_inputs(const Training& tr) {
-  return active(tr) && !fp8_traits(tr.fp8).transformer_engine && tr.compile && tr.framework != Framework::megatron;
+  return active(tr) && compiled_torchao(tr, fp8_traits(tr.fp8));
 }
 
 bool fp8_weights_cached(const Training& tr) {

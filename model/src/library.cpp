@@ -337,7 +337,7 @@ OpListVariant op_variant(const Architecture& a, const Training& tr) {
   // reductions (_log_softmax_..._prepare_softmax_online forward, _log_softmax_backward_data_..._nll_loss
   // backward: no log-softmax kept), and the casts and saved tensors of OpListVariant::compiled.
   // Liger's kernels, where patched in, stay what they are (compile traces through them).
-  if (tr.compile && tr.framework != Framework::megatron) {
+  if (tr.runs_compiled()) {
     v.compiled = true;
     v.fused_norm = v.fused_norm || a.norm == NormKind::rmsnorm;
     v.fused_rotary = v.fused_rotary || a.position == PositionKind::rotary;

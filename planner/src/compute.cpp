@@ -456,7 +456,7 @@ BlockCompute kind_compute(const model::BlockOps& block, double params, const mod
     // memory-bound kernel is Inductor's, fused and contiguous: the streaming rate too (compiled
     // Llama-3.2-1B on an H200, bf16 and torchao float8: the Triton kernels' time by the profile,
     // data/measurements/h200-2026-11-30-compile-fp8/profile.json).
-    const bool inductor = tr.compile && tr.framework != Framework::megatron;
+    const bool inductor = tr.runs_compiled();
     const bool streamed_casts = model::fp8_traits(tr.fp8).transformer_engine || inductor;
     KernelWork eager_f = w.forward + cast_f + (streamed_casts ? KernelWork{} : casts.forward);
     KernelWork eager_b = w.backward + cast_b + (streamed_casts ? KernelWork{} : casts.backward);

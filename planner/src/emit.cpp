@@ -94,7 +94,7 @@ void note_script_changes(const model::Training& t, std::vector<std::string>& not
                     "requires target modules for GaLore)");
   if (t.liger && t.framework != Framework::megatron)
     notes.push_back("Liger: TrainingArguments(use_liger_kernel=True), with the liger-kernel package installed");
-  if (t.compile && t.framework != Framework::megatron)
+  if (t.runs_compiled())
     notes.push_back("torch.compile: TrainingArguments(torch_compile=True) or accelerate's dynamo_config (Inductor, "
                     "the default mode)");
   // TRL's preference trainers take TrainingArguments' fields through their configs.

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "../common/catalog.hpp"
+#include "../common/megatron_training.hpp"
 #include "../common/input_error.hpp"
 #include "trainplan/core/error.hpp"
 #include "trainplan/model/activations.hpp"
@@ -19,12 +20,7 @@ namespace trainplan::planner {
 namespace {
 
 model::Training megatron_run(int offloaded) {
-  model::Training t;
-  t.framework = Framework::megatron;
-  t.library = Library::megatron;
-  t.strategy = Strategy::zero1;
-  t.tp = 2;
-  t.sequence_parallel = true;
+  model::Training t = test::megatron_tp2();
   t.seq = 8192;
   t.checkpointing = Checkpointing::none;
   t.offload_activation_layers = offloaded;

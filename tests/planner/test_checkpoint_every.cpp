@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "../common/catalog.hpp"
+#include "../common/megatron_training.hpp"
 #include "trainplan/model/flops.hpp"
 #include "trainplan/model/parameters.hpp"
 #include "trainplan/model/partial.hpp"
@@ -44,15 +45,10 @@ model::Training torchtitan(Checkpointing c, std::int64_t every) {
 // Megatron-LM with the distributed optimizer, TP 2 with sequence parallelism, 2 pipeline stages
 // (16 blocks each), 4 micro-batches.
 model::Training megatron_tp2_pp2(Checkpointing c) {
-  model::Training t;
-  t.framework = Framework::megatron;
-  t.library = Library::megatron;
-  t.strategy = Strategy::zero1;
+  model::Training t = test::megatron_tp2();
   t.precision = Precision::bf16_mixed;
-  t.tp = 2;
   t.pp = 2;
   t.grad_accum = 4;
-  t.sequence_parallel = true;
   t.checkpointing = c;
   return t;
 }

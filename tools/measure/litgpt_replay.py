@@ -117,12 +117,14 @@ def import_litgpt(src: Path):
 @contextlib.contextmanager
 def default_dtype(dtype):
     """lightning/fabric/utilities/init.py _DtypeContextManager."""
-    old = __import__("torch").get_default_dtype()
-    __import__("torch").set_default_dtype(dtype)
+    import torch
+
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
     try:
         yield
     finally:
-        __import__("torch").set_default_dtype(old)
+        torch.set_default_dtype(old)
 
 
 class FabricPrecision:

@@ -215,6 +215,8 @@ struct Training {
   }
   // FSDP2 (fully_shard) gathering them.
   [[nodiscard]] bool runs_fsdp2() const { return gathers_parameters() && fsdp_version == 2; }
+  // torch.compile runs the model (Inductor's kernels); Megatron's own fused kernels ignore it.
+  [[nodiscard]] bool runs_compiled() const { return compile && framework != Framework::megatron; }
   // Bytes per gradient element PyTorch's sharded data parallelism reduce-scatters: the dtype the
   // gradients were computed in, or fp32 where the library's FSDP2 policy reduces in fp32
   // (LibraryTraits::fsdp2_reduces_fp32: torchtitan's mixed_precision_reduce).
