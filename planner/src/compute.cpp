@@ -87,6 +87,8 @@ int cuda_sm(const hardware::GpuSpec& g) {
   return major * 10 + minor;
 }
 
+bool datacenter_blackwell(int sm) { return sm >= 100 && sm < 120; }
+
 ComputeDevice compute_device(const hardware::GpuSpec& g, Precision p, bool tf32,
                              const hardware::HardwareProfile* profile, const TimeConventions& tc) {
   ComputeDevice d;
@@ -109,12 +111,20 @@ ComputeDevice compute_device(const hardware::GpuSpec& g, Precision p, bool tf32,
   d.elementwise = d.hbm;
   d.element_bytes = compute_bytes(p);
   d.unaligned_efficiency = tc.unaligned_gemm_efficiency;
-  d.flash_fwd_efficiency = tc.flash_fwd_efficiency;
-  d.flash_bwd_efficiency = tc.flash_bwd_efficiency;
-  d.flash_seq_half = tc.flash_seq_half;
+  d.cuda_sm = cuda_sm(g);
+  if (datacenter_blackwell(d.cuda_sm)) {
+    d.flash_fwd_efficiency = tc.blackwell_flash_fwd_efficiency;
+    d.flash_bwd_efficiency = tc.blackwell_flash_bwd_efficiency;
+    d.flash_seq_half = tc.blackwell_flash_fwd_seq_half;
+    d.flash_bwd_seq_half = tc.blackwell_flash_bwd_seq_half;
+  } else {
+    d.flash_fwd_efficiency = tc.flash_fwd_efficiency;
+    d.flash_bwd_efficiency = tc.flash_bwd_efficiency;
+    d.flash_seq_half = tc.flash_seq_half;
+    d.flash_bwd_seq_half = tc.flash_seq_half;
+  }
   d.profile = profile != nullptr && !profile->empty() ? profile : nullptr;
   d.gemm_dtype = gemm_dtype_of(p);
-  d.cuda_sm = cuda_sm(g);
   d.fp32_peak = tflops(g.peak.fp32);
   d.fp8_peak = tflops(g.peak.fp8);
   return d;
@@ -185,8 +195,8 @@ double attention_efficiency(const ComputeDevice& d, bool backward, std::int64_t 
   if (d.profile != nullptr) {
     if (const auto e = d.profile->attention_efficiency(backward, seq, causal, head_dim)) return *e;
   }
-  return hardware::saturating_efficiency(backward ? d.flash_bwd_efficiency : d.flash_fwd_efficiency,
-                                         dbl(seq), d.flash_seq_half);
+  return backward ? hardware::saturating_efficiency(d.flash_bwd_efficiency, dbl(seq), d.flash_bwd_seq_half)
+                  : hardware::saturating_efficiency(d.flash_fwd_efficiency, dbl(seq), d.flash_seq_half);
 }
 
 // A fused attention kernel built on Ampere's warp-level mma.sync, on a GPU whose native kernels
@@ -201,7 +211,8 @@ double warp_mma_attention_share(const model::AttentionRun& run, Framework framew
   const bool wider_instructions = cuda_sm >= 90 && cuda_sm < 120;
   if (!wider_instructions || !run.fused) return 1.0;
   const bool warp_mma = run.runs == Attention::triton || model::flash_attention_2_kind(run, framework);
-  return warp_mma ? tc.warp_mma_attention_vs_native : 1.0;
+  if (!warp_mma) return 1.0;
+  return datacenter_blackwell(cuda_sm) ? tc.blackwell_warp_mma_attention_vs_native : tc.warp_mma_attention_vs_native;
 }
 
 BlockShape block_shape(const model::Architecture& a, model::Stack stack,

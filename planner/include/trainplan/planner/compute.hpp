@@ -35,7 +35,8 @@ struct ComputeDevice {
   double unaligned_efficiency = 1.0;  // share kept by a GEMM with a dimension off 16-byte alignment
   double flash_fwd_efficiency = 0.0;
   double flash_bwd_efficiency = 0.0;
-  double flash_seq_half = 0.0;
+  double flash_seq_half = 0.0;      // forward's s_half
+  double flash_bwd_seq_half = 0.0;  // backward's
   const hardware::HardwareProfile* profile = nullptr;  // measured GEMM/attention/HBM, or null
   int cuda_sm = 0;  // CUDA compute capability major*10+minor (the SDPA kernel); 0: not NVIDIA
   // SIMT fp32 (FFMA): what SDPA's math fallback multiplies at, float32 matmul precision "highest"
@@ -60,13 +61,17 @@ using model::AttentionRun;
 using model::attention_run;
 
 // The share of a native attention kernel's rate the one `run` executes reaches on a GPU of compute
-// capability `cuda_sm` under `framework`: TimeConventions::warp_mma_attention_vs_native for a kernel
-// of Ampere's instruction set on Hopper or datacenter Blackwell, else 1.
+// capability `cuda_sm` under `framework`: TimeConventions::warp_mma_attention_vs_native (on
+// datacenter Blackwell blackwell_warp_mma_attention_vs_native) for a kernel of Ampere's
+// instruction set on Hopper or datacenter Blackwell, else 1.
 [[nodiscard]] double warp_mma_attention_share(const model::AttentionRun& run, Framework framework, int cuda_sm,
                                               const TimeConventions& tc);
 
 // The GPU's CUDA compute capability as major*10+minor ("9.0" -> 90); 0 for AMD or an unknown GPU.
 [[nodiscard]] int cuda_sm(const hardware::GpuSpec& g);
+// Compute capability 10.x and 11.x (B200, B300, GB200, GB300): tcgen05 tensor instructions, whose
+// attention kernels TimeConventions prices apart (the RTX Blackwells, 12.x, have neither).
+[[nodiscard]] bool datacenter_blackwell(int cuda_sm);
 
 // MAMF / dense peak of this GPU (TimeConventions rows by architecture and form factor).
 [[nodiscard]] double mamf_efficiency(const hardware::GpuSpec& g, const TimeConventions& tc);

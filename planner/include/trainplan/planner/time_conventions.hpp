@@ -101,8 +101,8 @@ struct TimeConventions {
   // on the H100 GPU", FlashAttention-3 "75% utilization" (Shah et al. 2024, arXiv:2407.08608,
   // abstract). The same paper's Fig. 5 (forward only, head dim 128, no causal mask, 16k tokens:
   // FlashAttention-2 370 TFLOPs/s, cuDNN 595, FlashAttention-3 648) reads 0.60; the published runs
-  // held to it sit between (docs/formulas.md, "Attention"). Measured on an H100; carried to
-  // Blackwell's datacenter GPUs unmeasured.
+  // held to it sit between (docs/formulas.md, "Attention"). Measured on an H100; datacenter
+  // Blackwell's own share is blackwell_warp_mma_attention_vs_native below.
   double warp_mma_attention_vs_native = 0.35 / 0.75;
   // A fused SDPA kernel handed a materialised mask (transformers' sliding windows, every mask
   // under torch.compile) does the whole s x s work and reads the mask: its time over the same
@@ -116,6 +116,25 @@ struct TimeConventions {
   // s / (s + s_half). From the cuDNN 9.19 H200 bf16 CSV (reference cudnn_sdpa_bench): 0.49 of peak
   // at s = 2k causal and 0.71 at 16k give s_half of ~960 and ~230; their geometric mean.
   double flash_seq_half = 470.0;
+  // Datacenter Blackwell (compute capability 10.x: B200, B300, GB200, GB300) runs the native
+  // kernels (cuDNN, which Transformer Engine and PyTorch's SDPA pick there) at a smaller share of
+  // its doubled peak than Hopper's figures above: the forward waits on the exponential units, the
+  // backward on shared-memory traffic, neither of which doubled with the tensor cores (Zadouri et
+  // al. 2026, FlashAttention-4, arXiv:2603.05451, Sec. 1-2). Fitted, forward and backward apart,
+  // on cuDNN 9.17's causal bf16 training SDPA on a GB200, the NeMo 25.11 container (128 query
+  // heads, 8 K/V heads, head dim 128, 2k-32k tokens; NVIDIA/cudnn-frontend @d48a60eb
+  // benchmark/sdpa_benchmark_training/artifacts/sdpa_bf16_benchmark_results_NVIDIA_GB200.csv):
+  // forward 0.719 with s_half 1330 (every point within 2.7 %), backward 0.604 with s_half 2400
+  // (within 9.7 %). Held out: cuDNN 9.19 on a GB200 (64 query heads) and cuDNN 9.13 on a GB300
+  // (tests/planner/test_blackwell_attention.cpp).
+  double blackwell_flash_fwd_efficiency = 0.719;
+  double blackwell_flash_bwd_efficiency = 0.604;
+  double blackwell_flash_fwd_seq_half = 1330.0;
+  double blackwell_flash_bwd_seq_half = 2400.0;
+  // warp_mma_attention_vs_native on datacenter Blackwell: PyTorch's FlashAttention-2 kernel over
+  // cuDNN's in the same GB200 run, 8k-32k tokens, forward and backward: 0.258-0.279, their mean.
+  // Held out: the flash-attn 2.7.4 package on a B200 (the same file's B200 artifact @cb560b92).
+  double blackwell_warp_mma_attention_vs_native = 0.266;
 
   // ---- Collectives ---------------------------------------------------------------------------
   // Plateau bus bandwidth over the per-GPU link rate. NVSwitch: 8xA100 all_reduce 234.9 GB/s of
