@@ -113,11 +113,14 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
      .name = "torchtitan",
      .fsdp_version = 2,
      .fsdp2_reduces_fp32 = true,
+     .expandable_segments = true,
      .source = "pytorch/torchtitan torchtitan/models/llama3/model/model.py (grouped K/V through "
                "SDPA's enable_gqa from v0.2.2, PR #2259; repeat_kv copies up to v0.2.1); no TF32 "
                "switch; parallelize_llama.py apply_fsdp (fully_shard on every block and the root) "
                "with config_manager.py mixed_precision_param bfloat16 and mixed_precision_reduce "
-               "float32 (@e7c0cae L221-231)",
+               "float32 (@e7c0cae L221-231); run_train.sh, the launch its README gives, sets "
+               "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (@e7c0cae L24; PYTORCH_ALLOC_CONF in "
+               "later releases)",
      .unmodelled = "torchtitan's own model code is priced as transformers' modeling files (its "
                    "compile, float8 and per-op checkpointing through --compile, --fp8 torchao-* and "
                    "--checkpointing selective-op)"},
@@ -147,6 +150,7 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
      .tf32 = true,
      .fused_loss = true,
      .low_precision_norm = true,
+     .expandable_segments = true,
      .source = "mosaicml/composer v0.32.1 composer/devices/device_gpu.py:41-53 (DeviceGPU "
                "allow_tf32=True by default); mosaicml/llm-foundry v0.21.0 "
                "llmfoundry/models/mpt/configuration_mpt.py (loss_fn defaults to fused_crossentropy: "
@@ -154,7 +158,9 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
                "way over the logits) and llmfoundry/models/mpt/modeling_mpt.py; "
                "llmfoundry/models/layers/norm.py LPLayerNorm (input and weight cast to the autocast "
                "dtype, F.layer_norm with autocast disabled; norm_type low_precision_layernorm, which "
-               "the benchmark script sets: scripts/train/benchmarking/submit_benchmarks.py @v0.3.0)",
+               "the benchmark script sets: scripts/train/benchmarking/submit_benchmarks.py @v0.3.0); "
+               "llmfoundry/utils/config_utils.py TrainConfig expandable_segments: bool = True (from "
+               "v0.10.0), which command_utils/train.py writes into PYTORCH_CUDA_ALLOC_CONF",
      .unmodelled = "llm-foundry's MPT model code (its attention implementations) is priced as "
                    "transformers' modeling files; its low-precision LayerNorm and fused "
                    "cross-entropy are priced"},
@@ -191,6 +197,12 @@ constexpr VersionedTraits kVersioned[] = {
                "2bcb2c3e; v0.5.5 moved to >=0.44.0); litgpt/lora.py GPT.forward returned the head's chunks "
                "(lm_head_chunk_size=128 from finetune/lora.py and adapter.py) before final_logit_softcapping "
                "(soft-capped per chunk from 17a58dfa, v0.5.5)"},
+    {.library = Library::llm_foundry,
+     .until = 901,
+     .no_expandable_segments = true,
+     .source = "mosaicml/llm-foundry up to v0.9.1: no expandable_segments key before v0.8.0; from v0.8.0 "
+               "scripts/train/train.py read it with default False (cfg.pop('expandable_segments', False); "
+               "TrainConfig expandable_segments: bool = False at v0.9.0-v0.9.1); True from v0.10.0"},
     {.library = Library::torchtitan,
      .until = 99,  // every 0.0.x release and checkout before v0.1.0
      .kv_expanded = true,
@@ -226,6 +238,11 @@ int bitsandbytes_release(const Training& tr) {
   if (tr.bitsandbytes != 0) return tr.bitsandbytes;
   const VersionedTraits* v = versioned_traits(tr);
   return v != nullptr ? v->bitsandbytes : 0;
+}
+
+bool expandable_segments_by_default(const Training& tr) {
+  const VersionedTraits* v = versioned_traits(tr);
+  return library_traits(tr.library).expandable_segments && !(v != nullptr && v->no_expandable_segments);
 }
 
 bool softcaps_logits(const Architecture& a, const Training& tr) {

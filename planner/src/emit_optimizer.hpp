@@ -1,6 +1,6 @@
 #pragma once
 // What the launch-config emitters (emit.cpp) share with the optimizer section and names
-// (emit_optimizer.cpp).
+// (emit_optimizer.cpp) and the script-side notes (emit_notes.cpp).
 
 #include <optional>
 #include <string>
@@ -28,5 +28,11 @@ std::string trainer_optim(const model::Training& t);
 std::string_view bitsandbytes_class(Optimizer o);
 // DeepSpeed's "optimizer" section, or nullopt where the script passes the optimizer (notes say so).
 std::optional<OJson> deepspeed_optimizer(const model::Training& t, std::vector<std::string>& notes);
+
+bool is_fp16(Precision p);
+bool is_bf16(Precision p);
+bool is_pure_16bit(Precision p);  // fp16-true or bf16-true: no fp32 master weights
+// What the training script itself must do, beyond the launcher's configuration.
+void note_script_changes(const model::Training& t, std::vector<std::string>& notes);
 
 }  // namespace trainplan::planner::emit_detail

@@ -642,7 +642,9 @@ MemoryBreakdown stage_memory(const Architecture& a, const model::ParameterCounts
   m.transient = pass_peaks ? transient_bwd : transient_step;
   // Recomputation churns during backward only.
   const bool recompute = tr.checkpointing != Checkpointing::none && pass_peaks;
-  m.allocator_cache = allocator_cache(m.peak_allocated, m.transient, recompute, mc) + buffers.other_stream_cache;
+  m.expandable_segments = tr.expandable_segments;
+  m.allocator_cache =
+      allocator_cache(m.peak_allocated, m.transient, recompute, tr.expandable_segments, mc) + buffers.other_stream_cache;
   m.reserved = m.peak_allocated + m.allocator_cache;
   m.outside_torch = mc.cuda_context + (l.world > 1 ? mc.nccl : Bytes(0.0));
   m.overhead = m.outside_torch + m.allocator_cache;

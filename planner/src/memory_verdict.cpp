@@ -11,12 +11,13 @@
 
 namespace trainplan::planner {
 
-Bytes allocator_cache(Bytes peak_allocated, Bytes transient, bool recompute, const MemoryConventions& mc) {
+Bytes allocator_cache(Bytes peak_allocated, Bytes transient, bool recompute, bool expandable_segments,
+                      const MemoryConventions& mc) {
   // Round the peak up to the allocator's page: what an expandable segment maps, and at least what
   // the last 2 MiB-rounded segment adds.
   const double page = mc.page.value();
   const Bytes rounding(std::ceil(peak_allocated.value() / page) * page - peak_allocated.value());
-  if (mc.expandable_segments) return rounding;
+  if (expandable_segments) return rounding;
   const double f = recompute ? mc.cache_fraction_recompute : mc.cache_fraction;
   return std::max(rounding, transient * f);
 }
@@ -82,11 +83,13 @@ MemoryVerdict judge(const MemoryBreakdown& m, const hardware::Cluster& c, double
       return {v, fmt::format("the peak fits ({:.1f} GiB allocated + {:.1f} GiB CUDA context and NCCL of {:.1f} GiB "
                              "usable), but with the allocator's expected cache of {:.1f} GiB it needs {:.1f} GiB{}; "
                              "PyTorch frees cached blocks and retries before raising out-of-memory, so it runs unless "
-                             "fragmentation strands too much (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
-                             "avoids most of it)",
+                             "fragmentation strands too much{}",
                              j.peak, j.outside, j.usable, to_gib(m.allocator_cache), j.total,
                              j.total <= j.usable ? fmt::format(", more than the {:.1f} GiB the margin leaves", j.budget)
-                                                 : std::string())};
+                                                 : std::string(),
+                             m.expandable_segments ? std::string()
+                                                   : " (--expandable-segments on, PYTORCH_CUDA_ALLOC_CONF="
+                                                     "expandable_segments:True, avoids most of it)")};
     case Band::fits:
       break;
   }

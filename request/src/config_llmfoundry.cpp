@@ -224,6 +224,13 @@ void read_llmfoundry(const Json& given, Reader& r) {
   const Json o = section(j, "optimizer");
   if (const auto name = r.string(o, "name", "optimizer", "optimizer"))
     set_named(r, "optimizer", kOptimizers, "optimizer.name", o.at("name"), "an optimizer trainplan does not model");
+  // TrainConfig.expandable_segments, written into PYTORCH_CUDA_ALLOC_CONF (command_utils/train.py);
+  // absent, the library's default (on from v0.10.0).
+  if (const auto e = r.boolean(j, "expandable_segments", "", "expandable-segments"))
+    r.set("expandable-segments", *e ? "on" : "off", "expandable_segments", j.at("expandable_segments"));
+  else
+    r.unresolved("expandable-segments", "(no expandable_segments)", Json("TrainConfig's default"),
+                 "on from llm-foundry v0.10.0, off before it (--library-version)");
   if (j.contains("compile_config") && !j.at("compile_config").is_null())
     r.set("compile", "true", "compile_config", shown(j.at("compile_config")));
   else

@@ -172,6 +172,21 @@ Option flag(Option o, Field field) {
   return o;
 }
 
+// A switch held as a bool that is on or off rather than present or absent (a library may set it
+// unless told otherwise): a choice of the two words.
+template <class Field>
+Option on_off(Option o, Field field) {
+  o.kind = OptionKind::choice;
+  o.choices = {"on", "off"};
+  o.parse = [n = o.name, field](Request& r, std::string_view v) {
+    const std::string_view w = trim(v);
+    if (w != "on" && w != "off") bad(n, fmt::format("'{}' is not on or off", shown(v)));
+    field(r) = w == "on";
+  };
+  o.text = [field](const Request& r) { return std::string(field(r) ? "on" : "off"); };
+  return o;
+}
+
 template <class Field>
 Option text(Option o, Field field) {
   o.kind = OptionKind::text;

@@ -86,12 +86,12 @@ std::vector<Option> model_and_method() {
                        "the training library's release, where its traits changed: litgpt up to 0.5.4 pinned "
                        "bitsandbytes 0.42.0 and ran adapters' chunked LM head without the final logit "
                        "soft-capping; torchtitan up to 0.2.1 copied grouped K/V, before 0.1.0 left the loss eager "
-                       "under compile",
+                       "under compile; llm-foundry up to 0.9.1 left expandable segments off",
                        "current: the newest release read"),
               model::package_release, "library", model::kPackageReleaseForm,
               [](auto& r) -> auto& { return r.training.library_version; }, model::package_release_text),
       [](const Request& r, unsigned) { return model::has_versioned_traits(r.training.library); },
-      "with --library litgpt or torchtitan"));
+      "with --library litgpt, torchtitan or llm-foundry"));
   v.push_back(choice<Framework>(describe("framework", "FRAMEWORK", "Framework", "method",
                                          "the engine whose accounting holds the model states and the block; "
                                          "alone, it names the library too (pytorch: hf-trainer)",
@@ -141,6 +141,12 @@ std::vector<Option> kernel_options() {
                            [](auto& r) -> auto& { return r.training.compile; }),
                       [](const Request& r, unsigned /*cmd*/) { return r.training.framework != Framework::megatron; },
                       "with --framework pytorch or deepspeed (Megatron's own fused kernels are priced as they are)"));
+  v.push_back(on_off(describe("expandable-segments", "on|off", "Expandable segments", "memory",
+                              "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the caching allocator grows one "
+                              "segment per stream, so little of its cache is stranded",
+                              "the library's: on for torchtitan (its run_train.sh) and llm-foundry from 0.10.0, "
+                              "else off"),
+                     [](auto& r) -> auto& { return r.training.expandable_segments; }));
   return v;
 }
 

@@ -156,6 +156,16 @@ void read_dropout(ObjectReader& r, model::Training& t) {
     }
 }
 
+// What runs of the library's kernels (TF32, Liger, torch.compile) and how its allocator is set: the
+// library's release read first, for its default.
+void read_kernels(ObjectReader& r, model::Training& t) {
+  t.tf32 = r.optional_boolean("tf32").value_or(false);
+  t.liger = r.optional_boolean("liger").value_or(false);
+  t.compile = r.optional_boolean("compile").value_or(false);
+  t.expandable_segments =
+      r.optional_boolean("expandable_segments").value_or(model::expandable_segments_by_default(t));
+}
+
 model::Training read_training(const Json& v, const std::string& what,
                               const model::Architecture& a) {
   ObjectReader r(v, what + " training");
@@ -180,9 +190,7 @@ model::Training read_training(const Json& v, const std::string& what,
                        std::string(to_string(t.library)) + "' has no release-dependent traits");
     t.library_version = model::parse_package_release(*release, "library", r.what() + ": key 'library_version'");
   }
-  t.tf32 = r.optional_boolean("tf32").value_or(false);
-  t.liger = r.optional_boolean("liger").value_or(false);
-  t.compile = r.optional_boolean("compile").value_or(false);
+  read_kernels(r, t);
   t.pp_virtual = static_cast<int>(r.optional_integer("pp_virtual", 1, kMaxDegree).value_or(1));
   t.sequence_parallel = r.optional_boolean("sequence_parallel").value_or(false);
   t.tp_comm_overlap = r.optional_boolean("tp_comm_overlap").value_or(false);

@@ -115,12 +115,20 @@ run_case(frozen_base_without_adapters 0 fit 7b A100 --frozen-base-fp32 ERR "warn
 run_case(quant_block_without_qlora 0 fit 7b A100 --quant-block 128 ERR "warning: --quant-block 128 ignored: it applies with --method qlora")
 run_case(bitsandbytes_without_qlora 0 fit 7b A100 --bitsandbytes 0.42.0 ERR "warning: --bitsandbytes 0.42.0 ignored: it applies with --method qlora")
 run_case(bitsandbytes_in_json 0 estimate llama-2-7b A10G --library litgpt --method qlora --bitsandbytes 0.42 --json MATCH "\"bitsandbytes\": \"0.42.0\"" "\"qlora_stack\": \"lightning\"")
-run_case(library_version_without_versioned_traits 0 estimate llama-2-7b A10G --method qlora --library-version 0.5.4 ERR "warning: --library-version 0.5.4 ignored: it applies with --library litgpt or torchtitan")
+run_case(library_version_without_versioned_traits 0 estimate llama-2-7b A10G --method qlora --library-version 0.5.4 ERR "warning: --library-version 0.5.4 ignored: it applies with --library litgpt, torchtitan or llm-foundry")
 run_case(library_version_note 0 estimate gemma-2-2b A10G --library litgpt --library-version 0.4.7 --method lora --precision bf16-true MATCH "note: library litgpt 0.4.7: its traits up to 0.5.4 \\(Lightning-AI/litgpt up to v0.5.4")
 run_case(peak_phase_in_text 0 estimate llama-2-7b A10G --library litgpt --library-version 0.4.0 --method qlora --precision bf16-true --seq 512 --micro-batch 2 MATCH "GiB per GPU \\(peak: end of forward\\) — fits")
 run_case(library_version_pins_bitsandbytes 0 estimate llama-2-7b A10G --library litgpt --library-version 0.5.4 --method qlora --json MATCH "\"library_version\": \"0.5.4\"" "\"bitsandbytes\": \"0.42.0\"")
 run_case(previous_share_without_held_graph 0 estimate llama-2-7b A10G --library litgpt --method qlora --previous-share 0 ERR "warning: --previous-share 0 ignored: it applies with --library litgpt, --method qlora and bitsandbytes before 0.43.2 \\(--bitsandbytes, or --library-version up to 0.5.4\\)")
 run_case(previous_share_in_json 0 estimate llama-2-7b A10G --library litgpt --method qlora --bitsandbytes 0.42 --seq 512 --json MATCH "\"previous_share\": 1.0" "\"peak_phase\": \"end of forward\"")
+# Expandable segments: the library's launcher default (torchtitan's run_train.sh, llm-foundry from
+# 0.10.0), off elsewhere and for llm-foundry up to 0.9.1; given, it wins; the plan's memory keeps
+# only the page rounding as cache, and every launch config says to set it.
+run_case(expandable_segments_torchtitan 0 estimate llama-3.1-8b 8xH100 --library torchtitan --json MATCH "\"expandable_segments\": true")
+run_case(expandable_segments_trainer 0 estimate llama-3.1-8b 8xH100 --json MATCH "\"expandable_segments\": false")
+run_case(expandable_segments_llmfoundry_old 0 estimate llama-3.1-8b 8xH100 --library llm-foundry --library-version 0.9.1 --json MATCH "\"expandable_segments\": false")
+run_case(expandable_segments_off 0 estimate llama-3.1-8b 8xH100 --library torchtitan --expandable-segments off --json MATCH "\"expandable_segments\": false")
+run_case(expandable_segments_emit 0 estimate llama-3.1-8b 8xH100 --strategy fsdp-full --expandable-segments on --emit torchrun ERR "note: the environment of every rank: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
 run_case(fsdp_version_without_fsdp 0 estimate 7b 4xA100 --strategy ddp --fsdp-version 2 ERR "warning: --fsdp-version 2 ignored: it applies where PyTorch shards the parameters")
 run_case(fsdp_version_in_json 0 estimate llama-3.1-8b 8xH100 --library torchtitan --strategy fsdp-full --json MATCH "\"fsdp_version\": 2")
 run_case(fsdp_version_in_label 0 estimate llama-3.1-8b 8xH100 --library torchtitan --strategy fsdp-full MATCH "FSDP2 full-shard")

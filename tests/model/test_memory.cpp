@@ -201,9 +201,9 @@ TEST(Allocator, ReservedLiesBetweenThePeakAndTheDeviceTotal) {
       EXPECT_LE(m.transient, m.peak_allocated);
       EXPECT_NEAR(m.reserved.value(), (m.peak_allocated + m.allocator_cache).value(), 1.0);
       EXPECT_NEAR(m.device_total.value(), (m.reserved + m.outside_torch).value(), 1.0);
-      planner::MemoryConventions expandable;
+      model::Training expandable = tr;
       expandable.expandable_segments = true;
-      const auto e = planner::memory(s.arch, s.n, tr, l, expandable);
+      const auto e = planner::memory(s.arch, s.n, expandable, l);
       EXPECT_LT(e.allocator_cache, mib(2.0));
       EXPECT_LE(e.reserved, m.reserved);
       EXPECT_EQ(e.peak_allocated, m.peak_allocated);

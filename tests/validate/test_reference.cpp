@@ -158,6 +158,7 @@ TEST(Reference, BadInputNamesFileCaseAndKey) {
        {"case 'tiny-llama-lora' training", "key 'hidden_dropout' must be a probability", "1.5"}},
       {"attention_dropout_without_dropout_layers.json",
        {"case 'tiny-llama-lora' training", "key 'attention_dropout' is given but library 'litgpt'"}},
+      {"expandable_segments_not_a_boolean.json", {"case 'tiny-llama-lora' training", "key 'expandable_segments'"}},
       {"expert_parallel_dense.json", {"reference case 'tiny-llama-lora'", "key 'expert_parallel' 2", "not a mixture of experts"}},
       {"unknown_model.json", {"key 'model'", "'no-such-model'"}},
       {"no_hardware.json", {"key 'hardware' is missing"}},

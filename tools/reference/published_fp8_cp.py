@@ -84,7 +84,7 @@ for i in range(239,246):
       "hardware":{"gpu":"H100-80GB","count":8,"nodes":1,"inter_node":"8x400Gbps"},
       "training":{"method":"full","precision":"bf16-mixed","optimizer":"adamw","strategy":"fsdp-full","tp":1,"pp":1,
                   "micro_batch":r['micro_batch'],"grad_accum":r['grad_accum'],"seq":seq,"checkpointing":"full" if ac else "none",
-                  "attention":"triton","offload":"none","framework":"pytorch","library":"llm-foundry","fsdp_wrap":"block","fp8":"te-delayed"},
+                  "attention":"triton","offload":"none","framework":"pytorch","library":"llm-foundry","library_version":"0.3.0","fsdp_wrap":"block","fp8":"te-delayed"},
       "measured":[{"metric":"tokens_per_s","value":tps,"unit":"tokens/s","what":"'Throughput (T/s)' column: tokens per second over all 8 GPUs (Composer's SpeedMonitor)","tolerance_pct":30}]})
 # Trainy on WhiteFiber (torchtitan community benchmark): Llama 3.1 8B, FSDP over every GPU, float8
 TRAINY_DOC=("pytorch/torchtitan benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md @4a61bd87d3c7e92bcfeb5d5464d9e6bd13ef440a "
@@ -107,7 +107,9 @@ for i in (26, 27):
               "flash; AdamW, fused (config_manager.py optimizer.implementation default); 8 H200s a node, 400 Gb/s per GPU "
               "(the file); e7c0cae (2025-06-11) is in torchtitan's v0.1.0 tag (2025-06-17): library_version 0.1.0, whose model "
               "copies the grouped K/V to every query head (repeat_kv) and whose compile includes the loss. "
-              "The TOML itself reads the same through --from (tests/cli/cli_tests.cmake). Not modelled: "
+              "The TOML itself reads the same through --from (tests/cli/cli_tests.cmake). Launched with torchrun itself, "
+              "not torchtitan's run_train.sh (which sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True): the file's "
+              "command sets no allocator configuration, so expandable segments off. Not modelled: "
               "force_recompute_fp8_weight_in_bwd "
               "(the weight's float8 cast repeated in backward). TPS sampled at iteration 100 on the logging rank; tokens/s "
               f"over all GPUs = TPS/GPU x {n}. Memory(GiB) is torchtitan's memory/max_reserved(GiB), "
@@ -117,7 +119,7 @@ for i in (26, 27):
       "training":{"method":"full","precision":"bf16-mixed","optimizer":"adamw","strategy":"fsdp-full","tp":1,"pp":1,
                   "micro_batch":2,"grad_accum":1,"seq":8192,"checkpointing":"selective-op","attention":"flash","offload":"none",
                   "framework":"pytorch","library":"torchtitan","fsdp_version":2,"fp8":"torchao-tensorwise","fp8_param_gather":True,
-                  "compile":True,"optimizer_impl":"fused","library_version":"0.1.0"},
+                  "compile":True,"optimizer_impl":"fused","library_version":"0.1.0","expandable_segments":False},
       "measured":[{"metric":"tokens_per_s","value":tps*n,"unit":"tokens/s","what":f"'TPS/GPU' ({tps}) x {n} GPUs","tolerance_pct":30},
                   {"metric":"reserved","value":mem,"unit":"GiB","what":"'Memory(GiB)': torchtitan's max reserved (reserved_bytes.all.peak) at iteration 100","tolerance_pct":5}]})
 out={"schema":"trainplan.reference/1",

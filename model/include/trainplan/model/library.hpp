@@ -93,6 +93,9 @@ struct LibraryTraits {
   // autocast would run F.layer_norm in fp32 over an upcast copy of a 16-bit input.
   bool low_precision_norm = false;
   QloraStack qlora_stack = QloraStack::hf_peft;
+  // Its launcher or training script sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True unless
+  // the configuration says otherwise (Training::expandable_segments).
+  bool expandable_segments = false;
   std::string_view source;      // where the traits were read
   std::string_view unmodelled;  // what the library does that is not priced yet ("" when none)
 };
@@ -142,6 +145,9 @@ struct VersionedTraits {
   // Its LoRA padded the q/k/v update even where every part was adapted
   // (OpListVariant::lora_qkv_always_padded).
   bool lora_qkv_always_padded = false;
+  // Its launcher left the allocator's configuration alone where the newest sets expandable
+  // segments (LibraryTraits::expandable_segments).
+  bool no_expandable_segments = false;
   const char* source = "";
 };
 // The record that holds for tr's library and release; null for the newest (or a library without
@@ -151,6 +157,9 @@ struct VersionedTraits {
 // The bitsandbytes release that runs tr's 4-bit layers: the one given, else the one tr's library
 // release pinned, else 0 (a current release).
 [[nodiscard]] int bitsandbytes_release(const Training& tr);
+// Whether tr's library release runs with expandable segments when its configuration does not say:
+// its traits, less a release that did not set them.
+[[nodiscard]] bool expandable_segments_by_default(const Training& tr);
 // The model's final logits are soft-capped (Gemma 2), unless the library release skips it.
 [[nodiscard]] bool softcaps_logits(const Architecture& a, const Training& tr);
 

@@ -140,6 +140,11 @@ struct Training {
   // torch.compile of the model with its loss (Inductor, default mode, no CUDA graphs): what it
   // changes is the op list's (model/library.hpp op_variant; docs/formulas.md "torch.compile").
   bool compile = false;
+  // PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: PyTorch's caching allocator maps one growing
+  // segment per stream instead of fixed-size segments, so blocks freed within the step serve
+  // requests of any size and little of its cache is stranded (planner/memory.hpp allocator_cache).
+  // Set from the library's launcher unless given (expandable_segments_by_default).
+  bool expandable_segments = false;
   // GaLore's projection rank (Zhao et al. 2024, arXiv:2403.03507; optimizer galore-adamw): each
   // block linear's gradient projected to this rank, AdamW's moments kept there.
   std::int64_t galore_rank = 128;

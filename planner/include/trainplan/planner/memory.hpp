@@ -89,9 +89,6 @@ struct MemoryConventions {
   // (tests/validate/test_validate.cpp H200MemoryWithinTheIssuesBands).
   double cache_fraction = 0.10;
   double cache_fraction_recompute = 0.33;
-  // PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True maps one growing segment per stream: freed
-  // pages are reused whatever the request sizes, leaving only the 2 MiB page rounding of the peak.
-  bool expandable_segments = false;
   // Of that cache, the share the free-and-retry before out-of-memory cannot return: it frees whole
   // unused segments only (release_cached_blocks), not blocks split off segments that still hold
   // live tensors. Not measured: set between two runs near capacity that bracket it, the seed lab's
@@ -144,6 +141,7 @@ struct MemoryBreakdown {
   Bytes device_total;    // what nvidia-smi reports: reserved + outside_torch
   Bytes host;            // per node
   std::string_view peak_phase;  // "backward", "end of forward", "end of backward" or "optimizer step"
+  bool expandable_segments = false;  // the allocator ran with them (model::Training::expandable_segments)
   // With several pipeline stages, the one these numbers are of: "first" (the embedding and the most
   // micro-batches in flight) or "last" (the head, its loss and any prediction modules); "" with one.
   std::string_view peak_stage;
@@ -177,9 +175,10 @@ struct MemoryBreakdown {
 enum class Verdict { fits, tight, no };
 
 // Reserved but unallocated at the peak: the stranded share of the step's transient bytes
-// (MemoryConventions::cache_fraction*), at least the page rounding of the peak; with expandable
-// segments only the rounding.
-[[nodiscard]] Bytes allocator_cache(Bytes peak_allocated, Bytes transient, bool recompute,
+// (MemoryConventions::cache_fraction*), at least the page rounding of the peak. With expandable
+// segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) each stream maps one growing segment
+// whose freed pages serve requests of any size: only the 2 MiB page rounding of the peak.
+[[nodiscard]] Bytes allocator_cache(Bytes peak_allocated, Bytes transient, bool recompute, bool expandable_segments,
                                     const MemoryConventions& mc);
 
 struct MemoryVerdict {
