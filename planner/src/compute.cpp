@@ -130,9 +130,11 @@ ComputeDevice compute_device(const hardware::GpuSpec& g, Precision p, bool tf32,
   return d;
 }
 
-ComputeDevice fp8_device(const ComputeDevice& d, const TimeConventions& tc) {
+ComputeDevice fp8_device(const ComputeDevice& d, const TimeConventions& tc, Fp8Recipe recipe) {
   ComputeDevice d8 = d;
-  d8.peak = d.fp8_peak;
+  const bool mx_kernels =
+      recipe == Fp8Recipe::te_mxfp8 || (recipe == Fp8Recipe::te_blockwise && datacenter_blackwell(d.cuda_sm));
+  d8.peak = d.fp8_peak * (mx_kernels ? tc.mxfp8_vs_fp8_gemm : 1.0);
   d8.gemm_dtype = "fp8";
   d8.element_bytes = 1.0;
   d8.gemm_efficiency_max *= tc.fp8_vs_bf16_gemm_efficiency;  // the datasheet path (no profile)
@@ -254,7 +256,7 @@ LinearTimes linear_times(const model::BlockOps& ops, const model::Training& tr, 
                          const TimeConventions& tc) {
   const double Td = dbl(tr.tokens_per_micro_batch());
   const double c = compute_bytes(tr.precision);
-  const ComputeDevice d8 = fp8_device(d, tc);  // the FP8 recipe's GEMMs
+  const ComputeDevice d8 = fp8_device(d, tc, tr.fp8);  // the FP8 recipe's GEMMs
   const bool wgrad_fp8 = model::fp8_traits(tr.fp8).wgrad_fp8;
   LinearTimes out;
   const model::GemmShape* last = nullptr;  // the previous linear, priced once for its twins

@@ -132,7 +132,7 @@ out={"schema":"trainplan.reference/1",
 # Notes on rows whose error is large but inside the rows' tolerance (an 'open' mark is for a value
 # outside it: validate --check refuses a stale one).
 LARGE={
- "mbridge-25.11-gb200-llama3-8b-mxfp8-8gpu":" Over-predicted, as every Blackwell row with a small model (8B on 8 B200 or GB200 +14 to +30 %, 70B MXFP8 on 64 GB200 +23 %) while the 405B rows on the same GPUs are within 10 %: attention on Blackwell is priced from NVIDIA's published cuDNN 9.17 GB200 benchmark (docs/formulas.md, 'Attention'), the GEMMs and memory-bound kernels from Hopper's efficiencies of the Blackwell peaks (no Blackwell GEMM profile yet); MXFP8 GEMMs' own rate below per-tensor FP8 is not modelled either."}
+ "mbridge-25.11-gb200-llama3-8b-mxfp8-8gpu":" Over-predicted, as every Blackwell row with a small model (8B on 8 B200 or GB200 +14 to +27 %, 70B MXFP8 on 64 GB200 +20 %) while the 405B rows on the same GPUs are within 10 %: attention on Blackwell is priced from NVIDIA's published cuDNN 9.17 GB200 benchmark (docs/formulas.md, 'Attention'), the GEMMs from Hopper's efficiencies of the Blackwell peaks (within 5 % of Transformer Engine's published B300 GEMM profiling, MXFP8's kernels 5 % slower than per-tensor FP8's: docs/formulas.md, 'FP8 training'); what else makes the small-model rows slower on Blackwell is not known."}
 RESERVED_OPEN=("the run's max reserved is a fifth above the predicted reserved, FSDP2 priced as fully_shard runs it (one "
   "unit's all-gather output and its fp32 reduce-scatter input more, the copy-in stream's pool keeping the root's all-gather "
   "output): what torch.compile's float8 graph keeps under per-op checkpointing and what the allocator strands in FSDP2's "

@@ -46,8 +46,11 @@ struct ComputeDevice {
 };
 
 // The device an FP8 recipe's GEMMs run on: d's GPU at its FP8 peak, the profile's fp8 curve (or
-// the datasheet efficiency scaled by tc.fp8_vs_bf16_gemm_efficiency), one-byte operands.
-[[nodiscard]] ComputeDevice fp8_device(const ComputeDevice& d, const TimeConventions& tc);
+// the datasheet efficiency scaled by tc.fp8_vs_bf16_gemm_efficiency), one-byte operands; a
+// block-scaled recipe's kernels (MXFP8, and TE's blockwise recipe on Blackwell, which runs them)
+// at tc.mxfp8_vs_fp8_gemm of that rate.
+[[nodiscard]] ComputeDevice fp8_device(const ComputeDevice& d, const TimeConventions& tc,
+                                       Fp8Recipe recipe = Fp8Recipe::te_current);
 
 // The per-GPU (K, N) of a linear under tensor parallelism (model/block_ops.hpp).
 using model::LinearShard;

@@ -30,6 +30,15 @@ struct TimeConventions {
   // (data/profiles/h100.json) and 0.6949 / 0.7890 on an H200 (h200.json), 0.931 and 0.881: their
   // mean. Held out: the published FP8 runs (data/reference/published-fp8-cp.json).
   double fp8_vs_bf16_gemm_efficiency = 0.906;
+  // Block-scaled FP8 GEMMs (MXFP8: an E8M0 scale per 32 elements, which the tensor cores apply
+  // inside the MMA) over per-tensor-scaled FP8 GEMMs of the same shapes: Transformer Engine's GEMM
+  // profiling of a 4096-hidden layer on a B300, inputs quantized before the timed loop, 6.812 ms
+  // per layer for FP8 current scaling against 7.161 ms for MXFP8 (NVIDIA/TransformerEngine
+  // @d0067d0d docs/examples/gemm_profiling/gemm_profiling.rst, "Autocast vs Pre-quantized").
+  // Transformer Engine runs its 1x128/128x128 blockwise recipe on Blackwell through the same
+  // MXFP8 kernels (the same file's note). Held out: Megatron-Bridge's MXFP8 rows against their
+  // FP8-CS twins (data/reference/published-fp8-cp.json).
+  double mxfp8_vs_fp8_gemm = 6.812 / 7.161;
   // Training GEMMs (NT/TN layouts, bias and activation epilogues, framework overhead) land 5-20 %
   // below the best-shape maximum (reference calibration.md 2.4): the middle of that range.
   double training_gemm_fraction = 0.90;
