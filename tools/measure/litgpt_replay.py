@@ -50,6 +50,8 @@ import types
 from pathlib import Path
 from typing import Optional
 
+from memory_trace import alive_at_peak
+
 REPO = Path(__file__).resolve().parents[2]
 ROWS = REPO / "data" / "reference" / "litgpt-lora-a100-40gb.json"
 
@@ -188,26 +190,10 @@ def frame_key(frames: list[dict], driver: str) -> str:
 def peak_breakdown(snapshot: dict, device: int) -> dict:
     """The allocations alive when the allocated total was highest, grouped by source line."""
     traces = snapshot["device_traces"][device]
-    size = {}
-    cur = peak = 0
-    peak_at = -1
-    for i, e in enumerate(traces):
-        if e["action"] == "alloc":
-            size[e["addr"]] = e["size"]
-            cur += e["size"]
-            if cur > peak:
-                peak, peak_at = cur, i
-        elif e["action"] in ("free_requested", "free_completed") and e["addr"] in size:
-            cur -= size.pop(e["addr"])
-    alive = {}
-    for e in traces[: peak_at + 1]:
-        if e["action"] == "alloc":
-            alive[e["addr"]] = e
-        elif e["action"] in ("free_requested", "free_completed"):
-            alive.pop(e["addr"], None)
+    peak, peak_at, alive = alive_at_peak(traces)
     driver = str(Path(__file__).resolve())
     groups: dict[str, list[int]] = {}
-    for e in alive.values():
+    for e in alive:
         g = groups.setdefault(frame_key(e.get("frames", []), driver), [0, 0])
         g[0] += e["size"]
         g[1] += 1

@@ -45,6 +45,8 @@ import time
 import types
 from pathlib import Path
 
+from memory_trace import alive_at_peak
+
 # Trainy's rows (data/reference/published-fp8-cp.json): llama3_8b.toml with local_batch_size 2,
 # compile, float8 with the FSDP float8 all-gather, the scale precompute and the forced recompute
 # of the weight's cast in backward; the output layer left in bf16 (the TOML's filter_fqns).
@@ -158,26 +160,10 @@ def frame_key(frames: list) -> str:
 def peak_breakdown(snapshot: dict, device: int) -> dict:
     """The allocations alive when the traced allocated total was highest, by source line and stream."""
     traces = snapshot["device_traces"][device]
-    size: dict[int, int] = {}
-    cur = peak = 0
-    peak_at = -1
-    for i, e in enumerate(traces):
-        if e["action"] == "alloc":
-            size[e["addr"]] = e["size"]
-            cur += e["size"]
-            if cur > peak:
-                peak, peak_at = cur, i
-        elif e["action"] in ("free_requested", "free_completed") and e["addr"] in size:
-            cur -= size.pop(e["addr"])
-    alive: dict[int, dict] = {}
-    for e in traces[: peak_at + 1]:
-        if e["action"] == "alloc":
-            alive[e["addr"]] = e
-        elif e["action"] in ("free_requested", "free_completed"):
-            alive.pop(e["addr"], None)
+    peak, peak_at, alive = alive_at_peak(traces)
     groups: dict[str, list[int]] = {}
     streams: dict[str, int] = {}
-    for e in alive.values():
+    for e in alive:
         g = groups.setdefault(frame_key(e.get("frames", [])), [0, 0])
         g[0] += e["size"]
         g[1] += 1
