@@ -112,7 +112,8 @@ std::vector<Option> model_and_method() {
   return v;
 }
 
-// What the GPU runs of the library's kernels: TF32 matmuls, Liger's kernels, torch.compile.
+// What the GPU runs of the library's kernels (TF32 matmuls, Liger's kernels, torch.compile) and how
+// its launch sets PyTorch's allocator (expandable segments).
 std::vector<Option> kernel_options() {
   std::vector<Option> v;
   v.push_back(applies(flag(describe("tf32", "", "TF32", "method",
