@@ -272,7 +272,7 @@ Seconds collective_time(const LinkModel& m, Collective c, const Placement& g, By
       best = std::min(best, tree);
       if (g.per_node > 1) {
         // Hierarchical: reduce-scatter in node, all-reduce of 1/g across nodes (every rank on its
-        // own NIC), all-gather in node (throughput.md 5.7).
+        // own NIC), all-gather in node.
         const Placement node{g.per_node, g.per_node, 1};
         const Placement across{g.nodes, 1, g.nodes};
         const Seconds hier =

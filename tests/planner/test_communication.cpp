@@ -57,7 +57,7 @@ struct VolumeRow {
 
 // Rajbhandari et al. 2020 (ZeRO, arXiv:1910.02054) Sec. 7.1-7.2: DDP 2 psi, ZeRO-1/2 2 psi,
 // ZeRO-3 3 psi; with accumulation FSDP/ZeRO-3 gather twice and reduce-scatter once per micro-batch
-// (reference throughput.md 5.4: "3k r psi").
+// (3k psi for k micro-batches: the parameters are resharded after each one).
 TEST(Communication, DataParallelVolumesEqualThePublishedFormulas) {
   const double psi = 7e9;
   const int n = 16;
@@ -72,7 +72,7 @@ TEST(Communication, DataParallelVolumesEqualThePublishedFormulas) {
       {"ZeRO-3", Strategy::zero3, 1, 0.0, 1.0, 2.0, "ZeRO Sec. 7.2.2: 3 psi"},
       {"FSDP full-shard", Strategy::fsdp_full, 1, 0.0, 1.0, 2.0, "ZeRO Sec. 7.2.2: 3 psi"},
       {"FSDP full-shard, 4 micro-batches", Strategy::fsdp_full, 4, 0.0, 4.0, 8.0,
-       "throughput.md 5.4: 3k psi"},
+       "3 psi per micro-batch: 3k psi"},
       {"FSDP grad-op, 4 micro-batches", Strategy::fsdp_grad_op, 4, 0.0, 4.0, 4.0,
        "SHARD_GRAD_OP: 2k psi"},
       {"ZeRO-2, 4 micro-batches", Strategy::zero2, 4, 0.0, 4.0, 1.0,
@@ -130,7 +130,7 @@ TEST(Communication, TensorParallelFourAllReducesPerLayer) {
   EXPECT_EQ(sp.all_reduce, 0);
   EXPECT_EQ(sp.all_gather, 4);
   EXPECT_EQ(sp.reduce_scatter, 4);
-  // Worked example (throughput.md 5.5): GPT-3, b = 1, s = 2048, h = 12288, t = 8, bf16: X = 50.3
+  // Worked example (Korthikanti et al. 2022, Sec. 4.2.2's f/g operators): GPT-3, b = 1, s = 2048, h = 12288, t = 8, bf16: X = 50.3
   // MB, 4 all-reduces of 2 (t-1)/t X = 352 MB per GPU per layer per micro-batch.
   const Bytes x = tensor_parallel_message(1, 2048, 12288, 2.0);
   EXPECT_DOUBLE_EQ(x.value(), 2048.0 * 12288.0 * 2.0);
@@ -227,7 +227,7 @@ hardware::Cluster dgx_a100(int nodes) {
 }
 
 // Large all-reduces inside a DGX A100 run at the plateau nccl-tests measures (234.9 GB/s busbw,
-// throughput.md 6): time = size x 2(n-1)/n / busbw, within the latency and pipeline fill.
+// ml-engineering network/README): time = size x 2(n-1)/n / busbw, within the latency and pipeline fill.
 TEST(Communication, RingAllReduceReachesTheMeasuredPlateau) {
   const LinkModel m = link_model(dgx_a100(1), nullptr, TimeConventions{});
   const Placement node{8, 8, 1};

@@ -12,7 +12,7 @@ namespace {
 
 hardware::GpuSpec a100() { return test::catalog().resolve_gpu("A100-80GB").spec; }
 
-// The best-shape efficiency is the MAMF row (throughput.md 7) times the training fraction.
+// The best-shape efficiency is the MAMF row (ml-engineering's MAMF table) times the training fraction.
 TEST(Compute, DefaultGemmEfficiencyIsMamfTimesTrainingFraction) {
   const TimeConventions tc;
   const ComputeDevice d = compute_device(a100(), Precision::bf16_mixed, false, nullptr, tc);
@@ -57,7 +57,8 @@ TEST(Compute, FusedAttentionEfficiencyRisesWithSequenceLength) {
 }
 
 // Full checkpointing replays the forward: about a third of forward + backward (8ND vs 6ND,
-// reference throughput.md 5.1), in FLOPs and in the compute model's time.
+// Korthikanti et al. 2022, Sec. 5, the recompute overhead of full checkpointing), in FLOPs and in
+// the compute model's time.
 TEST(Compute, FullCheckpointingAddsAboutOneThird) {
   const model::Architecture a = test::megatron_gpt("gpt-13b", 5120, 40, 40);
   model::Training tr = test::megatron_training(1, 1, 1, 1, 1, 1, Checkpointing::full, false);

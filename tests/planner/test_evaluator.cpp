@@ -166,8 +166,9 @@ TEST(Evaluator, ModelFlopsFollowKorthikantiEquationSeven) {
 }
 
 // ZeRO-3 gathers every layer's parameters each micro-batch: with a smaller per-GPU batch there is
-// less compute to hide them behind, and a slow network exposes them (reference throughput.md 6:
-// "V100 + ZeRO-3 at 64+ GPUs: 100 Gbps not enough").
+// less compute to hide them behind, and a slow network exposes them (DeepSpeed
+// issue #2928, as ml-engineering's network/README reads it: ZeRO-3 on V100s at 64+ GPUs, 100 Gbps
+// not enough).
 TEST(Evaluator, ZeroThreeSlowsAsThePerGpuBatchShrinksOnSlowLinks) {
   const Evaluator slow = evaluator("llama-2-7b", "2x8xA100-80GB", "1x100Gbps");
   model::Training tr;

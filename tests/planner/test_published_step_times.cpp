@@ -68,7 +68,7 @@ double median_abs(const std::vector<Outcome>& o) {
 
 // Korthikanti et al. 2022 (arXiv:2205.05198) Table 5: end-to-end iteration time, full recompute vs
 // sequence parallel + selective recompute; configurations from Calculon's validation inputs
-// (reference throughput.md 8.3 and 1.5).
+// (calculon-ai/calculon `calculon llm-validation`).
 const std::vector<PublishedRow> kKorthikantiTable5 = {
     {"22B full", 6144, 48, 64, 8, 1, 1, 1, 4, 4, Checkpointing::full, false, 1.42,
      "Korthikanti 2022 Table 5"},
@@ -89,9 +89,8 @@ const std::vector<PublishedRow> kKorthikantiTable5 = {
 };
 
 // Narayanan et al. 2021 (arXiv:2104.04473) Table 1, weak scaling with full recompute; iteration
-// time derived from the published TFLOP/s per GPU with the paper's Eq. 3 (reference throughput.md
-// 8.1). Micro-batch and interleaving per row are not published: micro-batch 1 with pipelining (as
-// the reference notes), 4 without (the largest power of two <= 4 dividing the per-replica batch),
+// time derived from the published TFLOP/s per GPU with the paper's Eq. 3. Micro-batch and
+// interleaving per row are not published: micro-batch 1 with pipelining, 4 without (the largest power of two <= 4 dividing the per-replica batch),
 // plain 1F1B (v = 1) everywhere.
 const std::vector<PublishedRow> kMegatronTable1 = {
     {"1.7B", 2304, 24, 24, 1, 1, 1, 32, 512, 4, Checkpointing::full, false, 3.53,
@@ -152,8 +151,8 @@ struct LayerRow {
   double fwd_ms, bwd_ms;
 };
 
-// Korthikanti et al. 2022 Table 4 (22B, t = 8, one layer, forward and backward ms; reference
-// throughput.md 5.2): the per-layer anchor behind Table 5. Within 10 % each; the full-recompute
+// Korthikanti et al. 2022 Table 4 (22B, t = 8, one layer, forward and backward ms): the per-layer
+// anchor behind Table 5. Within 10 % each; the full-recompute
 // backward includes the replayed forward, the selective one the replayed attention core.
 TEST(PublishedStepTimes, KorthikantiTable4PerLayerWithinTenPercent) {
   const std::vector<LayerRow> rows{

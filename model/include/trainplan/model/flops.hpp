@@ -81,7 +81,8 @@ struct FlopCoefficients {
 [[nodiscard]] Flops model_flops_per_token(const Architecture& a, std::int64_t seq);
 
 // Fraction of the s x s score matrix a causal kernel computes: (s + 1) / (2 s) for a square
-// top-left causal mask (FlashAttention benchmark convention; reference calibration.md 2.5).
+// top-left causal mask (the convention of FlashAttention's and cuDNN's benchmarks: NVIDIA/cudnn-frontend
+// benchmark/sdpa_benchmark_training divides the FLOPs by 2 under the causal mask).
 [[nodiscard]] constexpr double causal_fraction(std::int64_t seq) {
   const double s = static_cast<double>(seq);
   return (s + 1.0) / (2.0 * s);

@@ -33,8 +33,7 @@ enum class LinkTier { nvlink, xgmi, pcie, network };
 // gradients (psi g bytes) and the gathered parameters (psi w bytes) held by the data-parallel
 // group, n ranks sharing the shard and k micro-batches per step. Rajbhandari et al. 2020 (ZeRO,
 // arXiv:1910.02054) Sec. 7: DDP 2 psi, ZeRO-1/2 2 psi, ZeRO-3 3 psi (times (n-1)/n); with
-// accumulation FSDP and ZeRO-3 gather (and ZeRO-2/3, FSDP reduce-scatter) every micro-batch
-// (reference throughput.md 5.4).
+// accumulation FSDP and ZeRO-3 gather (and ZeRO-2/3, FSDP reduce-scatter) every micro-batch.
 struct DataParallelVolume {
   Bytes all_reduce;
   Bytes reduce_scatter;

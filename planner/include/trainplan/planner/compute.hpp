@@ -96,7 +96,7 @@ struct LossBytes {
 
 // Efficiency (fraction of the dense peak) of `count` back-to-back (M x K)(K x N) products:
 // eta_max * tile(M, N) * wave(M, N, count) * K / (K + K0). NVIDIA Matrix Multiplication
-// Background User's Guide 3.1-3.2; reference calibration.md 2.4.
+// Background User's Guide 3.1-3.2.
 [[nodiscard]] double gemm_efficiency(const ComputeDevice& d, std::int64_t m, std::int64_t n,
                                      std::int64_t k, double count);
 
@@ -105,11 +105,11 @@ struct LossBytes {
 [[nodiscard]] Seconds gemm_time(const ComputeDevice& d, std::int64_t m, std::int64_t n,
                                 std::int64_t k, double count = 1.0);
 
-// Streaming work: bytes / achieved HBM bandwidth (calibration.md 2.6).
+// Streaming work: bytes / achieved HBM bandwidth (TimeConventions::hbm_efficiency).
 [[nodiscard]] Seconds memory_bound_time(const ComputeDevice& d, Bytes traffic);
 
 // Fused attention kernel efficiency at sequence length s: eta_max s / (s + s_half)
-// (reference calibration.md 2.5), or the profile's measured fit.
+// (TimeConventions::flash_*), or the profile's measured fit.
 [[nodiscard]] double attention_efficiency(const ComputeDevice& d, bool backward, std::int64_t seq,
                                           bool causal = false, std::int64_t head_dim = 0);
 

@@ -11,7 +11,7 @@ namespace trainplan::planner {
 struct TimeConventions {
   // ---- Matrix multiplies --------------------------------------------------------------------
   // Maximum achievable matmul FLOPS over the dense BF16 peak, best shape of a brute-force sweep
-  // (stas00 ml-engineering compute/accelerator/README.md MAMF table; reference throughput.md 7).
+  // (stas00 ml-engineering @744d01e1 compute/accelerator/README.md MAMF table).
   double mamf_ampere_sxm = 271.2 / 312.0;
   double mamf_ampere_pcie = 252.9 / 312.0;
   double mamf_hopper = 794.5 / 989.0;
@@ -39,24 +39,29 @@ struct TimeConventions {
   // MXFP8 kernels (the same file's note). Held out: Megatron-Bridge's MXFP8 rows against their
   // FP8-CS twins (data/reference/published-fp8-cp.json).
   double mxfp8_vs_fp8_gemm = 6.812 / 7.161;
-  // Training GEMMs (NT/TN layouts, bias and activation epilogues, framework overhead) land 5-20 %
-  // below the best-shape maximum (reference calibration.md 2.4): the middle of that range.
+  // Training GEMMs (NT/TN layouts, bias and activation epilogues, framework overhead) land below
+  // the best-shape maximum: an assumption, not a measurement. Checked since on Transformer Engine's
+  // B300 GEMM profiling (docs/examples/gemm_profiling/gemm_profiling.rst @d0067d0d: a 4096-hidden
+  // layer's bf16 GEMMs at 0.84 of the B200 MAMF row, the datasheet path 2.0 % fast there;
+  // tests/planner/test_blackwell_gemm.cpp).
   double training_gemm_fraction = 0.90;
   // A GEMM with a dimension that is not a multiple of 16 bytes (GPT-2's vocabulary of 50,257)
   // keeps this share of the aligned efficiency. Fitted on the GPT-2-XL H200 step profile's GEMM
   // time (data/measurements/h200-2026-11-26/step-profile.json); GPT-2 and GPT-2-medium held out.
   double unaligned_gemm_efficiency = 0.3;
   // Tile of a typical cuBLAS kernel for tile and wave quantization (NVIDIA Matrix Multiplication
-  // Background User's Guide 3.1-3.2; reference calibration.md 2.4: 128 x 128 typical).
+  // Background User's Guide 3.1-3.2).
   int gemm_tile_m = 128;
   int gemm_tile_n = 128;
-  // K0 of the short-reduction penalty K / (K + K0) (calibration.md 2.4: 64-256 when fitted); the
-  // low end, since the MAMF shapes themselves have K >= 4096.
+  // K0 of the short-reduction penalty K / (K + K0): below the bf16 K0 this project's calibrated
+  // profiles fit (99 on an H100, 120 on an H200: data/profiles), since the MAMF rows the ceiling
+  // comes from were themselves measured at K of 1,024 to 13,312.
   double gemm_k0 = 64.0;
 
   // ---- Memory-bound kernels -----------------------------------------------------------------
-  // Achieved fraction of the HBM datasheet bandwidth by streaming kernels (calibration.md 2.6:
-  // 0.8-0.9 for large copies; SimuMax's H100 starter config uses 0.85).
+  // Achieved fraction of the HBM datasheet bandwidth by streaming kernels: SimuMax's H100 starter
+  // config (MooreThreads/SimuMax @160921ca configs/system/h100_nvlink.json, bandwidth
+  // efficient_factor 0.85).
   double hbm_efficiency = 0.85;
   // Eager PyTorch elementwise kernels (Hugging Face blocks, op by op) reach this fraction of the
   // streaming bandwidth above: many run on non-contiguous views (rotary on transposed heads) with
@@ -90,9 +95,9 @@ struct TimeConventions {
   double loss_backward_bytes_per_logit = 22.0;
 
   // ---- Fused attention kernels (FlashAttention, cuDNN/efficient SDPA) ----------------------
-  // Fraction of the dense peak at long sequences, forward and backward (SimuMax H100 starter
-  // config 0.72 / 0.55, reference calibration.md 2.4; FlashAttention-2 reaches 50-73 % of A100
-  // peak forward, throughput.md 7).
+  // Fraction of the dense peak at long sequences, forward and backward (SimuMax's H100 starter
+  // config, the same file's sdp_fwd 0.72 and sdp_bwd 0.55; FlashAttention-2 reaches "50-73% of the
+  // theoretical maximum FLOPs/s on A100", Dao 2023, arXiv:2307.08691, abstract).
   double flash_fwd_efficiency = 0.72;
   double flash_bwd_efficiency = 0.55;
   // The Triton FlashAttention (flash-attn's flash_attn_triton.py; llm-foundry's attn_impl triton)
@@ -122,7 +127,8 @@ struct TimeConventions {
   // compiled runs (tests/validate/test_h200_step_profile.cpp, test_compile.cpp).
   double explicit_mask_attention_slowdown = 1.76;
   // Sequence length at which a kernel reaches half its long-sequence efficiency: eta(s) = eta_max
-  // s / (s + s_half). From the cuDNN 9.19 H200 bf16 CSV (reference cudnn_sdpa_bench): 0.49 of peak
+  // s / (s + s_half). From the cuDNN 9.19 H200 bf16 CSV (NVIDIA/cudnn-frontend @df73764a benchmark/
+  // sdpa_benchmark_training/results/h200_919_only_cudnn/llama3.1_20260227_034703.csv): 0.49 of peak
   // at s = 2k causal and 0.71 at 16k give s_half of ~960 and ~230; their geometric mean.
   double flash_seq_half = 470.0;
   // Datacenter Blackwell (compute capability 10.x: B200, B300, GB200, GB300) runs the native
@@ -147,28 +153,28 @@ struct TimeConventions {
 
   // ---- Collectives ---------------------------------------------------------------------------
   // Plateau bus bandwidth over the per-GPU link rate. NVSwitch: 8xA100 all_reduce 234.9 GB/s of
-  // 300 (ml-engineering network/README; throughput.md 6); ring on 8xH200: 367 of 450 = 0.82.
+  // 300 (ml-engineering network/README); ring on 8xH200: 367 of 450 = 0.82.
   double nvswitch_busbw_efficiency = 234.9 / 300.0;
-  // Point-to-point copies over NVLink: A100 274 GB/s of 300 (ml-engineering, throughput.md 6).
+  // Point-to-point copies over NVLink: A100 274 GB/s of 300 (ml-engineering network/README).
   double nvlink_p2p_efficiency = 274.0 / 300.0;
   // PCIe-only nodes: 8x RTX 5090 all_reduce 28 GB/s on PCIe5 x16 (63) (NVIDIA/nccl #1639).
   double pcie_busbw_efficiency = 28.0 / 63.0;
-  // AMD xGMI: 8x MI300X all_reduce 312.9 GB/s of 448 (ml-engineering, throughput.md 6).
+  // AMD xGMI: 8x MI300X all_reduce 312.9 GB/s of 448 (ml-engineering network/README).
   double xgmi_busbw_efficiency = 312.9 / 448.0;
   // NIC line rate reached by NCCL across nodes: 86 GB/s of ~100 on 2 nodes x 8 A100 with 4x HDR
-  // (nccl-tests #175; throughput.md 6).
+  // (nccl-tests #175).
   double network_efficiency = 0.86;
   // Message sizes below the bandwidth plateau: NCCL's low-latency protocols reach this fraction of
   // the plateau (8xA100: 163 GB/s slope between 1 and 8 MiB vs 235 plateau = 0.69; 8xH200: 268 vs
   // 475 = 0.57; the mean), and the Simple protocol's pipeline fills after this many bytes (8xA100:
   // 44 MB, 8xH200: 24 MB of extra latency-equivalent bytes; ~32 MiB). Both from the all_reduce
-  // curves of ml-engineering network/README (throughput.md 6).
+  // curves of ml-engineering network/README.
   double small_message_busbw_fraction = 0.63;
   Bytes pipeline_fill_bytes = mib(32.0);
   // NCCL's ring latencies (base, NVLink hop, network hop), Simple protocol (tuning.cc).
   hardware::RingLatency latency;
   // Tree all-reduce: algorithm bandwidth = 0.5 x bus bandwidth, which tree caps at 0.92 of the
-  // ring's (NVIDIA/nccl src/graph/tuning.cc; throughput.md 5.9).
+  // ring's (NVIDIA/nccl src/graph/tuning.cc).
   double tree_bandwidth_fraction = 0.5 * 0.92;
 
   // ---- Overlap of communication with compute -----------------------------------------------
@@ -181,8 +187,8 @@ struct TimeConventions {
   // gradients after the last backward (--overlap-grad-reduce arrived in 2023, Megatron-core 0.3)
   // and did not overlap tensor-parallel communication (Korthikanti Sec. 5 timings).
   bool megatron_overlap_grad_reduce = false;
-  // Fraction of tensor-parallel communication hidden behind compute (0: all exposed; async-TP
-  // reached 1.04-1.16x speed-ups in torchtitan, throughput.md 5.5 - not the default anywhere).
+  // Fraction of tensor-parallel communication hidden behind compute (0: all exposed; torchtitan's
+  // async TP is an option, not the default anywhere: Liang et al. 2024, arXiv:2410.06511).
   double tp_overlap = 0.0;
   // Compute that hides a collective runs slower while the collective runs: NCCL's kernels hold one
   // SM per channel (24 of an H100's 132 for an 8-GPU all-gather: NVIDIA developer forums, "Compute-
