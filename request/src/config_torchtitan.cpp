@@ -215,6 +215,10 @@ void read_torchtitan(const Json& j, Reader& r) {
   r.set("library", "torchtitan", "(a torchtitan job config)", "");
   r.set("framework", "pytorch", "(torchtitan)", "");
   r.set("method", "full", "(torchtitan pretrains every weight)", "");
+  // The allocator is the launch's, not the job config's: run_train.sh sets expandable segments.
+  r.unresolved("expandable-segments", "(the launch)", Json("run_train.sh"),
+               "torchtitan's run_train.sh sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; a launch with "
+               "torchrun itself does not (--expandable-segments off)");
   for (const auto& [k, v] : j.items())
     if (std::find(kSections.begin(), kSections.end(), k) == kSections.end())
       r.warn("section [" + k + "] is not a torchtitan job config section; ignored");
