@@ -188,9 +188,10 @@ void attention_kernel_note(Resolved& out, const model::Training& t) {
   const std::string kernel = run.gpu_sdpa ? fmt::format("SDPA's {} kernel ({})", to_string(run.sdpa.kernel), run.sdpa.reason)
                              : run.runs == Attention::triton ? std::string("the Triton FlashAttention")
                                                              : std::string("the flash-attn 2.x kernels");
+  const char* native = planner::datacenter_blackwell(probe.cuda_sm) ? "cuDNN, FlashAttention-4" : "cuDNN, FlashAttention-3";
   out.notes.push_back(fmt::format("attention {}: {} use Ampere's warp-level instructions; on {} priced at {:.2f} of "
-                                  "a native kernel's rate (cuDNN, FlashAttention-3: docs/formulas.md, \"Attention\")",
-                                  to_string(t.attention), kernel, out.cluster.cluster.gpu.name, share));
+                                  "a native kernel's rate ({}: docs/formulas.md, \"Attention\")",
+                                  to_string(t.attention), kernel, out.cluster.cluster.gpu.name, share, native));
 }
 
 void check_training(const Request& r, Resolved& out, model::Training& t, unsigned cmd) {
