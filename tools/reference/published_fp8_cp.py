@@ -136,7 +136,8 @@ LARGE={
 RESERVED_OPEN=("the run's max reserved is a fifth above the predicted reserved, FSDP2 priced as fully_shard runs it (one "
   "unit's all-gather output and its fp32 reduce-scatter input more, the copy-in stream's pool keeping the root's all-gather "
   "output): what torch.compile's float8 graph keeps under per-op checkpointing and what the allocator strands in FSDP2's "
-  "other streams are not measured here; not explained yet (the tokens/s of the same rows is within 13 %).")
+  "other streams are not measured here; not explained yet (the tokens/s of the same rows is within 13 %). "
+  "tools/measure/torchtitan_replay.py replays one rank of the run with torchtitan's own code on one GPU (not yet run).")
 for c in cases:
     if c["name"] in LARGE: c["note"] += LARGE[c["name"]]
     if c["name"].startswith("trainy-"):
