@@ -112,17 +112,9 @@ ComputeDevice compute_device(const hardware::GpuSpec& g, Precision p, bool tf32,
   d.element_bytes = compute_bytes(p);
   d.unaligned_efficiency = tc.unaligned_gemm_efficiency;
   d.cuda_sm = cuda_sm(g);
-  if (datacenter_blackwell(d.cuda_sm)) {
-    d.flash_fwd_efficiency = tc.blackwell_flash_fwd_efficiency;
-    d.flash_bwd_efficiency = tc.blackwell_flash_bwd_efficiency;
-    d.flash_seq_half = tc.blackwell_flash_fwd_seq_half;
-    d.flash_bwd_seq_half = tc.blackwell_flash_bwd_seq_half;
-  } else {
-    d.flash_fwd_efficiency = tc.flash_fwd_efficiency;
-    d.flash_bwd_efficiency = tc.flash_bwd_efficiency;
-    d.flash_seq_half = tc.flash_seq_half;
-    d.flash_bwd_seq_half = tc.flash_seq_half;
-  }
+  d.flash = datacenter_blackwell(d.cuda_sm)
+                ? tc.blackwell_flash
+                : AttentionCurve{tc.flash_fwd_efficiency, tc.flash_bwd_efficiency, tc.flash_seq_half, tc.flash_seq_half};
   d.profile = profile != nullptr && !profile->empty() ? profile : nullptr;
   d.gemm_dtype = gemm_dtype_of(p);
   d.fp32_peak = tflops(g.peak.fp32);
@@ -197,8 +189,8 @@ double attention_efficiency(const ComputeDevice& d, bool backward, std::int64_t 
   if (d.profile != nullptr) {
     if (const auto e = d.profile->attention_efficiency(backward, seq, causal, head_dim)) return *e;
   }
-  return backward ? hardware::saturating_efficiency(d.flash_bwd_efficiency, dbl(seq), d.flash_bwd_seq_half)
-                  : hardware::saturating_efficiency(d.flash_fwd_efficiency, dbl(seq), d.flash_seq_half);
+  return backward ? hardware::saturating_efficiency(d.flash.bwd_efficiency, dbl(seq), d.flash.bwd_seq_half)
+                  : hardware::saturating_efficiency(d.flash.fwd_efficiency, dbl(seq), d.flash.fwd_seq_half);
 }
 
 // A fused attention kernel built on Ampere's warp-level mma.sync, on a GPU whose native kernels

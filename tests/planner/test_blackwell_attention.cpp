@@ -1,6 +1,6 @@
 // Attention on datacenter Blackwell against NVIDIA's published training SDPA benchmark
 // (cudnn-frontend benchmark/sdpa_benchmark_training; the rows and their commits are in
-// tests/planner/data/cudnn-sdpa-training-blackwell.json). TimeConventions::blackwell_flash_* and
+// tests/planner/data/cudnn-sdpa-training-blackwell.json). TimeConventions::blackwell_flash and
 // blackwell_warp_mma_attention_vs_native were fitted on the GB200 cuDNN 9.17 run; the other runs
 // are held out.
 #include <fstream>
@@ -101,8 +101,8 @@ TEST(BlackwellAttention, HopperKeepsItsFigures) {
   const TimeConventions tc;
   const ComputeDevice h = compute_device(test::catalog().resolve_gpu("H100-80GB").spec, Precision::bf16_mixed,
                                          false, nullptr, tc);
-  EXPECT_DOUBLE_EQ(h.flash_fwd_efficiency, tc.flash_fwd_efficiency);
-  EXPECT_DOUBLE_EQ(h.flash_bwd_seq_half, tc.flash_seq_half);
+  EXPECT_DOUBLE_EQ(h.flash.fwd_efficiency, tc.flash_fwd_efficiency);
+  EXPECT_DOUBLE_EQ(h.flash.bwd_seq_half, tc.flash_seq_half);
   const ComputeDevice rtx = compute_device(test::catalog().resolve_gpu("RTX-5090").spec, Precision::bf16_mixed,
                                            false, nullptr, tc);
   EXPECT_FALSE(datacenter_blackwell(rtx.cuda_sm));

@@ -33,10 +33,7 @@ struct ComputeDevice {
   Seconds kernel_floor;        // shortest time a kernel takes (profile's launch interval, else tc)
   double element_bytes = 2.0;  // bytes of the matmul dtype
   double unaligned_efficiency = 1.0;  // share kept by a GEMM with a dimension off 16-byte alignment
-  double flash_fwd_efficiency = 0.0;
-  double flash_bwd_efficiency = 0.0;
-  double flash_seq_half = 0.0;      // forward's s_half
-  double flash_bwd_seq_half = 0.0;  // backward's
+  AttentionCurve flash;  // the native fused kernel's on this GPU (TimeConventions)
   const hardware::HardwareProfile* profile = nullptr;  // measured GEMM/attention/HBM, or null
   int cuda_sm = 0;  // CUDA compute capability major*10+minor (the SDPA kernel); 0: not NVIDIA
   // SIMT fp32 (FFMA): what SDPA's math fallback multiplies at, float32 matmul precision "highest"

@@ -8,6 +8,14 @@
 
 namespace trainplan::planner {
 
+// A fused attention kernel's efficiency eta(s) = eta_max s / (s + s_half), forward and backward.
+struct AttentionCurve {
+  double fwd_efficiency = 0.0;
+  double bwd_efficiency = 0.0;
+  double fwd_seq_half = 0.0;
+  double bwd_seq_half = 0.0;
+};
+
 struct TimeConventions {
   // ---- Matrix multiplies --------------------------------------------------------------------
   // Maximum achievable matmul FLOPS over the dense BF16 peak, best shape of a brute-force sweep
@@ -142,10 +150,7 @@ struct TimeConventions {
   // forward 0.719 with s_half 1330 (every point within 2.7 %), backward 0.604 with s_half 2400
   // (within 9.7 %). Held out: cuDNN 9.19 on a GB200 (64 query heads) and cuDNN 9.13 on a GB300
   // (tests/planner/test_blackwell_attention.cpp).
-  double blackwell_flash_fwd_efficiency = 0.719;
-  double blackwell_flash_bwd_efficiency = 0.604;
-  double blackwell_flash_fwd_seq_half = 1330.0;
-  double blackwell_flash_bwd_seq_half = 2400.0;
+  AttentionCurve blackwell_flash{0.719, 0.604, 1330.0, 2400.0};
   // warp_mma_attention_vs_native on datacenter Blackwell: PyTorch's FlashAttention-2 kernel over
   // cuDNN's in the same GB200 run, 8k-32k tokens, forward and backward: 0.258-0.279, their mean.
   // Held out: the flash-attn 2.7.4 package on a B200 (the same file's B200 artifact @cb560b92).
