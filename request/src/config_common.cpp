@@ -57,6 +57,13 @@ void Reader::set(const std::string& option, const std::string& value, const std:
   out_.settings.push_back({option, value, source});
 }
 
+void Reader::set_yielding(const std::string& option, const std::string& value, const std::string& key,
+                          const std::string& raw_text) {
+  set(option, value, key, raw_text);
+  for (Setting& s : out_.settings)
+    if (s.option == option) s.yields = true;
+}
+
 void Reader::unresolved(const std::string& option, const std::string& key, const Json& raw,
                         const std::string& why) {
   out_.unresolved.push_back(name_ + ": " + text_excerpt(key) + " = " + shown(raw) + ": " + why);

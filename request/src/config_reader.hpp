@@ -41,6 +41,9 @@ class Reader {
            const char* raw_text) {
     set(option, value, key, std::string(raw_text));
   }
+  // As set(), but what another file read with this one says wins (Setting::yields).
+  void set_yielding(const std::string& option, const std::string& value, const std::string& key,
+                    const std::string& raw_text);
   void unresolved(const std::string& option, const std::string& key, const Json& raw,
                   const std::string& why);
   // A value trainplan does not model: the request is refused unless another input gives `option`,

@@ -91,12 +91,92 @@ void read_trl_model_config(const Json& j, Reader& r) {
     r.fail(q4 && *q4 ? "load_in_4bit" : "load_in_8bit", true,
            "a quantized base needs adapters to train (use_peft: true)");
   }
-  if (const auto dt = r.string(j, "torch_dtype", "", "");
-      dt && (*dt == "bfloat16" || *dt == "float16"))
-    r.warn("torch_dtype = " + *dt +
-           ": the model loads in 16 bits; without DeepSpeed or FSDP mixed "
-           "precision the weights and optimizer stay 16-bit (" +
-           (*dt == "bfloat16" ? "bf16" : "fp16") + "-true), which this file alone does not settle");
+}
+
+// TRL's own configs: a key only its ModelConfig or SFTConfig has (trl/trainer/model_config.py,
+// sft_config.py), so the model is loaded by TRL (trl sft, SFTTrainer given a model name).
+bool trl_loads_model(const Json& j) {
+  for (const char* key : {"use_peft", "load_in_4bit", "load_in_8bit", "use_bnb_nested_quant", "bnb_4bit_quant_type",
+                          "lora_target_modules", "packing", "dataset_text_field", "max_seq_length",
+                          "completion_only_loss", "assistant_only_loss", "model_init_kwargs"})
+    if (j.contains(key)) return true;
+  return false;
+}
+
+// The dtype the script's from_pretrained loads the model in: `dtype` (TRL's ModelConfig from
+// v0.23.0, huggingface/trl #4000; transformers' example scripts' ModelArguments, #39782),
+// `torch_dtype` before; "" where the file gives none.
+std::string load_dtype(const Json& j, Reader& r, std::string& key) {
+  if (j.contains("dtype") && j.contains("torch_dtype") && !j.at("dtype").is_null() &&
+      !j.at("torch_dtype").is_null() && j.at("dtype") != j.at("torch_dtype"))
+    r.fail("dtype", j.at("dtype"), "contradicts torch_dtype = " + shown(j.at("torch_dtype")));
+  key = j.contains("dtype") && !j.at("dtype").is_null() ? "dtype" : "torch_dtype";
+  if (!j.contains(key) || j.at(key).is_null()) return "";
+  const Json& v = j.at(key);
+  if (!v.is_string()) r.fail(key, v, "must be auto, bfloat16, float16 or float32");
+  std::string d = v.get<std::string>();
+  if (d.starts_with("torch.")) d = d.substr(6);
+  if (d == "bf16") d = "bfloat16";
+  if (d == "fp16" || d == "half") d = "float16";
+  if (d == "fp32" || d == "float") d = "float32";
+  if (d != "auto" && d != "bfloat16" && d != "float16" && d != "float32")
+    r.fail(key, v, "must be auto, bfloat16, float16 or float32");
+  return d;
+}
+
+// The precision of a TrainingArguments file: bf16/fp16 autocast over the model as the script
+// loaded it. Only DeepSpeed (fp32 partitions in its optimizer) and accelerate's FSDP under mixed
+// precision (the trainable parameters upcast to fp32: huggingface/accelerate accelerator.py and
+// utils/fsdp_utils.py, from v0.30.0, PR #2674) keep fp32 master weights of a 16-bit model; without
+// either AdamW steps the 16-bit weights themselves, which is *-true. A file without dtype: TRL
+// loads float32 (ModelConfig dtype default "float32" from v0.27.0, #4778; None before, which
+// transformers up to 4.57 loaded as float32), transformers' own scripts pass None, which
+// from_pretrained reads as "auto" from v5.0.0 (PR #42805: the checkpoint's dtype) and as float32
+// before.
+void read_precision(const Json& j, Reader& r) {
+  const bool bf16 = r.boolean(j, "bf16", "", "precision").value_or(false);
+  const bool fp16 = r.boolean(j, "fp16", "", "precision").value_or(false);
+  if (bf16 && fp16) r.fail("bf16 and fp16 are both true");
+  std::string key;
+  const std::string load = load_dtype(j, r, key);
+  const bool adapters = r.read().find("method") && r.read().find("method")->value != "full";
+  const bool engine = (j.contains("deepspeed") && !j.at("deepspeed").is_null()) || r.read().find("strategy");
+  const std::string mixed = bf16 ? "bf16-mixed" : "fp16-mixed";
+  if (load == "auto" && !engine && !adapters) {
+    r.unresolved("precision", key, j.at(key),
+                 "the checkpoint's own dtype, which trainplan does not read: a 16-bit checkpoint trains as bf16-true "
+                 "(fp16-true) here, an fp32 one as " + (bf16 || fp16 ? mixed : std::string("fp32")));
+    return;
+  }
+  if (load == "auto" && adapters && (bf16 || fp16))
+    r.warn(key + " = auto: the frozen base in the checkpoint's own dtype, which trainplan does not read; priced "
+           "16-bit (--frozen-base-fp32 for an fp32 checkpoint)");
+  const bool load16 = load == "bfloat16" || load == "float16";
+  const std::string pure = load == "float16" ? "fp16-true" : "bf16-true";
+  if (load16 && ((bf16 && load == "float16") || (fp16 && load == "bfloat16")))
+    r.warn(key + " = " + load + " with " + (bf16 ? "bf16" : "fp16") + " = true: autocast to the other 16-bit type; "
+           "priced as " + (engine || adapters ? mixed : pure));
+  if (bf16 || fp16) {
+    if (load16 && !engine && !adapters) {
+      r.set_yielding("precision", pure,
+                     key + " = " + load + ", " + (bf16 ? "bf16" : "fp16") +
+                         " = true (no deepspeed or fsdp in this file to keep fp32 master weights: the optimizer "
+                         "steps the 16-bit weights)",
+                     "");
+    } else {
+      const bool trl = load.empty() && trl_loads_model(j);
+      // Without a dtype the script decides; said where it is not TRL's float32.
+      r.set("precision", mixed, bf16 ? "bf16" : "fp16",
+            load.empty() && !trl && !engine && !adapters
+                ? "true (no dtype: fp32 weights, as transformers up to 4.57 loads them; from 5.0 a script that "
+                  "passes none gets the checkpoint's dtype, a 16-bit one training as " + pure + ")"
+                : "true");
+      if (adapters && (load == "float32" || trl))
+        r.set("frozen-base-fp32", "true", trl ? "(no dtype: TRL's ModelConfig loads float32)" : key + " = float32", "");
+    }
+  } else if (load16 && !engine) {
+    r.set("precision", pure, key, j.at(key));
+  }
 }
 
 }  // namespace
@@ -105,10 +185,6 @@ void read_training_arguments(const Json& j, Reader& r) {
   r.set("library", "hf-trainer", "(TrainingArguments)", "");
   r.set_integer(j, "per_device_train_batch_size", "", "micro-batch", 1);
   r.set_integer(j, "gradient_accumulation_steps", "", "grad-accum", 1);
-  if (const auto bf = r.boolean(j, "bf16", "", "precision"); bf && *bf)
-    r.set("precision", "bf16-mixed", "bf16", true);
-  if (const auto fp = r.boolean(j, "fp16", "", "precision"); fp && *fp)
-    r.set("precision", "fp16-mixed", "fp16", true);
   if (const auto gc = r.boolean(j, "gradient_checkpointing", "", "checkpointing"))
     r.set("checkpointing", *gc ? "full" : "none", "gradient_checkpointing",
           j.at("gradient_checkpointing"));
@@ -146,6 +222,7 @@ void read_training_arguments(const Json& j, Reader& r) {
   read_torch_compile(j, r);
   read_accelerator_config(j, r);
   read_trl_model_config(j, r);
+  read_precision(j, r);
   read_trl_preference(j, r);
   std::vector<std::string_view> known(kOtherKeys.begin(), kOtherKeys.end());
   for (const std::string_view k : trl_preference_keys()) known.push_back(k);
@@ -175,7 +252,8 @@ void read_training_arguments(const Json& j, Reader& r) {
        "lora_target_modules",
        "q_lora",
        "model_max_length",
-       "torch_dtype"},
+       "torch_dtype",
+       "dtype"},
       known);
 }
 

@@ -14,8 +14,9 @@ struct Detail {
 };
 constexpr Detail kDetails[] = {
     {"frozen-base-fp32",
-     "Adapters under mixed precision: keep the frozen base in fp32 (litgpt's bf16-mixed, "
-     "from_pretrained without torch_dtype) instead of 16-bit (Hugging Face + PEFT)."},
+     "Adapters under mixed precision: keep the frozen base in fp32 (litgpt's bf16-mixed; TRL, "
+     "whose ModelConfig loads float32 unless its dtype says otherwise) instead of 16-bit (Hugging "
+     "Face + PEFT over a model loaded in 16 bits)."},
     {"method",
      "full: every parameter trains. lora: frozen base, low-rank adapters train (Hu et al. "
      "2021, arXiv:2106.09685). qlora: LoRA over a 4-bit quantised base (Dettmers et al. 2023, "

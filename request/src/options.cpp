@@ -261,8 +261,8 @@ std::vector<Option> adapter_options() {
       "with --library litgpt, --method qlora and bitsandbytes before 0.43.2 (--bitsandbytes, or --library-version up to 0.5.4)"));
   v.push_back(applies(
       flag(describe("frozen-base-fp32", "", "fp32 frozen base", "adapters",
-                    "adapters under *-mixed: the frozen base stays fp32 (litgpt; from_pretrained without "
-                    "torch_dtype) instead of 16-bit",
+                    "adapters under *-mixed: the frozen base stays fp32 (litgpt; TRL, which loads float32 "
+                    "unless told) instead of 16-bit",
                     "off"),
            [](auto& r) -> auto& { return r.training.frozen_base_fp32; }),
       [](const Request& r, unsigned) { return r.training.method != Method::full && is_mixed(r.training.precision); },

@@ -12,11 +12,16 @@ Request make_request(const std::vector<std::string>& files, const std::vector<Gi
                      Request base) {
   Request r = std::move(base);
   std::vector<ConfigRead> reads;
-  for (const std::string& path : files) {
-    reads.push_back(read_training_config(path));
-    const ConfigRead& read = reads.back();
-    r.file_notes.push_back(path + ": read as " + read.kind);
-    for (const Setting& s : read.settings) set_option(r, s.option, s.value, s.source);
+  for (const std::string& path : files) reads.push_back(read_training_config(path));
+  // What a file only implies goes first, so that any file that says otherwise wins, whichever
+  // order they came in (Setting::yields).
+  for (const ConfigRead& read : reads)
+    for (const Setting& s : read.settings)
+      if (s.yields) set_option(r, s.option, s.value, s.source);
+  for (const ConfigRead& read : reads) {
+    r.file_notes.push_back(read.path + ": read as " + read.kind);
+    for (const Setting& s : read.settings)
+      if (!s.yields) set_option(r, s.option, s.value, s.source);
     for (const std::string& w : read.warnings) r.file_notes.push_back("warning: " + w);
   }
   for (const GivenValue& v : values) set_option(r, v.option, v.value, v.source);

@@ -16,6 +16,10 @@ struct Setting {
   std::string option;  // "micro-batch", "strategy", "lora-rank", ...
   std::string value;   // as the CLI would take it: "4", "zero3", "bf16-mixed", "true" for flags
   std::string source;  // "ds_config.json: zero_optimization.stage = 3"
+  // What the file implies only where nothing else it is read with says otherwise (a Trainer's
+  // 16-bit model trains as *-true unless a DeepSpeed or FSDP config, read with it, keeps fp32
+  // master weights): applied before every other file's settings, so theirs override it.
+  bool yields = false;
 };
 
 struct ConfigRead {

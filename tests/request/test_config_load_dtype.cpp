@@ -1,0 +1,85 @@
+// The dtype a TrainingArguments file's script loads the model in (`dtype`, `torch_dtype` before it) and
+// what the Trainer then keeps: bf16/fp16 autocast over that model, fp32 master weights only where
+// DeepSpeed (its optimizer's fp32 partitions) or accelerate's FSDP under mixed precision (the
+// trainable parameters upcast to fp32: huggingface/accelerate src/accelerate/accelerator.py,
+// utils/fsdp_utils.py, PR #2674) keeps them; TRL loads float32 when the file says nothing
+// (huggingface/trl trl/trainer/model_config.py, ModelConfig.dtype default "float32" from v0.27.0).
+
+#include "config_fixture.hpp"
+#include "trainplan/request/request_files.hpp"
+
+namespace trainplan::request {
+namespace {
+
+using namespace config_test;
+
+ConfigRead read(const std::string& text) { return read_training_config_text(text, "sft.yaml"); }
+
+TEST(ConfigLoadDtype, SixteenBitModelWithoutEngineTrainsItsOwnWeights) {
+  const ConfigRead r = read("per_device_train_batch_size: 2\ndtype: bfloat16\nbf16: true\n");
+  EXPECT_EQ(option(r, "precision"), "bf16-true");
+  ASSERT_NE(r.find("precision"), nullptr);
+  EXPECT_TRUE(r.find("precision")->yields);  // another file's DeepSpeed or FSDP config wins
+  EXPECT_NE(r.find("precision")->source.find("dtype = bfloat16"), std::string::npos) << r.find("precision")->source;
+  // transformers' own spelling before v4.56, torch's names, and no autocast flag at all.
+  EXPECT_EQ(option(read("per_device_train_batch_size: 2\ntorch_dtype: torch.float16\n"), "precision"), "fp16-true");
+  // An fp32 model (the default) keeps the autocast reading.
+  EXPECT_EQ(option(read("per_device_train_batch_size: 2\nbf16: true\n"), "precision"), "bf16-mixed");
+  EXPECT_EQ(option(read("per_device_train_batch_size: 2\ndtype: float32\nbf16: true\n"), "precision"), "bf16-mixed");
+}
+
+TEST(ConfigLoadDtype, DeepSpeedOrFsdpKeepFp32MasterWeights) {
+  for (const std::string engine : {"deepspeed: ds_zero3.json\n", "fsdp: full_shard auto_wrap\n"}) {
+    SCOPED_TRACE(engine);
+    const ConfigRead r = read("per_device_train_batch_size: 2\ntorch_dtype: bfloat16\nbf16: true\n" + engine);
+    EXPECT_EQ(option(r, "precision"), "bf16-mixed");
+    EXPECT_FALSE(r.find("precision")->yields);
+  }
+}
+
+TEST(ConfigLoadDtype, AnAccelerateDeepSpeedConfigOverridesInEitherOrder) {
+  // alignment-handbook's recipe and the accelerate config its README launches it with.
+  const std::string recipe = config_path("trainargs-zephyr-sft-full.yaml");
+  const std::string zero3 = config_path("accelerate-handbook-zero3.yaml");
+  for (const std::vector<std::string>& files : {std::vector{recipe, zero3}, std::vector{zero3, recipe}}) {
+    const Request r = make_request(files, {}, command::estimate);
+    EXPECT_EQ(r.training.precision, Precision::bf16_mixed);
+    EXPECT_NE(r.given.at("precision").find("accelerate-handbook-zero3.yaml"), std::string::npos)
+        << r.given.at("precision");
+  }
+  EXPECT_EQ(make_request({recipe}, {}, command::estimate).training.precision, Precision::bf16_true);
+}
+
+TEST(ConfigLoadDtype, TrlAdaptersOverAnFp32Base) {
+  // trl sft with use_peft and no dtype: ModelConfig loads float32, the frozen base stays fp32.
+  const ConfigRead trl = read("per_device_train_batch_size: 2\nmodel_name_or_path: Qwen/Qwen3-8B\nuse_peft: true\nlora_r: 16\nbf16: true\n");
+  EXPECT_EQ(option(trl, "precision"), "bf16-mixed");
+  EXPECT_EQ(option(trl, "frozen-base-fp32"), "true");
+  EXPECT_NE(trl.find("frozen-base-fp32")->source.find("TRL's ModelConfig loads float32"), std::string::npos);
+  // A 16-bit base under autocast: Hugging Face + PEFT's usual layout.
+  const ConfigRead bf = read("per_device_train_batch_size: 2\nmodel_name_or_path: Qwen/Qwen3-8B\nuse_peft: true\ndtype: bfloat16\nbf16: true\n");
+  EXPECT_EQ(option(bf, "precision"), "bf16-mixed");
+  EXPECT_EQ(option(bf, "frozen-base-fp32"), "");
+}
+
+TEST(ConfigLoadDtype, AutoIsTheCheckpointsDtypeLeftOpen) {
+  const ConfigRead r = read("per_device_train_batch_size: 2\ndtype: auto\nbf16: true\n");
+  EXPECT_EQ(option(r, "precision"), "");
+  ASSERT_EQ(r.unresolved_options, std::vector<std::string>{"precision"});
+  EXPECT_NE(r.unresolved[0].find("the checkpoint's own dtype"), std::string::npos) << r.unresolved[0];
+  // Under DeepSpeed the master weights are fp32 whatever was loaded.
+  EXPECT_EQ(option(read("per_device_train_batch_size: 2\ndtype: auto\nbf16: true\ndeepspeed: ds.json\n"), "precision"),
+            "bf16-mixed");
+}
+
+TEST(ConfigLoadDtype, BadValuesNameTheKey) {
+  EXPECT_NE(refusal([] { return read("per_device_train_batch_size: 2\ndtype: float64\nbf16: true\n"); }).find("key 'dtype' = \"float64\""),
+            std::string::npos);
+  EXPECT_NE(refusal([] { return read("per_device_train_batch_size: 2\ntorch_dtype: 16\n"); }).find("torch_dtype"), std::string::npos);
+  EXPECT_NE(refusal([] { return read("per_device_train_batch_size: 2\ndtype: bfloat16\ntorch_dtype: float32\n"); }).find("contradicts torch_dtype"),
+            std::string::npos);
+  EXPECT_NE(refusal([] { return read("per_device_train_batch_size: 2\nbf16: true\nfp16: true\n"); }).find("bf16 and fp16"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace trainplan::request
