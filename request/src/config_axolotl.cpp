@@ -586,11 +586,7 @@ void read_adapter(const Json& j, Reader& r) {
 }
 
 void read_precision_and_kernels(const Json& j, Reader& r) {
-  const Json bf = j.value("bf16", Json());
-  if (is_auto(bf))
-    r.unresolved("precision", "bf16", bf, "bf16 where the GPU supports it; left to other inputs");
-  else if (r.boolean(j, "bf16", "", "precision").value_or(false))
-    r.set("precision", "bf16-mixed", "bf16", true);
+  read_axolotl_bf16(j, r);
   if (r.boolean(j, "fp16", "", "precision").value_or(false))
     r.set("precision", "fp16-mixed", "fp16", true);
   // Passed to TrainingArguments.tf32 (torch.backends.cuda.matmul.allow_tf32).

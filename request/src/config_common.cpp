@@ -396,4 +396,36 @@ void read_unfrozen(const Json& j, Reader& r) {
            "adapter's training");
 }
 
+// axolotl's bf16 (or bfloat16) loads the model in bf16 (axolotl-ai-cloud/axolotl v0.18.0
+// src/axolotl/utils/config/__init__.py: cfg.torch_dtype) and turns on
+// the Trainer's autocast (core/builders/base.py _configure_precision_settings); nothing upcasts what
+// trains, so a full fine-tune keeps fp32 master weights only where DeepSpeed or accelerate's FSDP
+// under mixed precision does (config_trainer.cpp read_precision): without either, bf16-true.
+void read_axolotl_bf16(const Json& j, Reader& r) {
+  const Json bf = j.value("bf16", Json());
+  const Setting* method = r.read().find("method");
+  const bool engine = (j.contains("deepspeed") && !j.at("deepspeed").is_null()) ||
+                      (j.contains("fsdp") && !j.at("fsdp").is_null()) ||
+                      (j.contains("fsdp_config") && j.at("fsdp_config").is_object());
+  const bool own_weights = !engine && !(method && method->value != "full");
+  if (is_auto(bf)) {
+    r.unresolved("precision", "bf16", bf,
+                 own_weights ? "bf16 where the GPU supports it, the model loaded in bf16: left to other inputs "
+                               "(--precision bf16-true: no deepspeed or fsdp here keeps fp32 master weights)"
+                             : "bf16 where the GPU supports it; left to other inputs");
+    return;
+  }
+  const char* key = r.boolean(j, "bf16", "", "precision").value_or(false)       ? "bf16"
+                    : r.boolean(j, "bfloat16", "", "precision").value_or(false) ? "bfloat16"
+                                                                                : nullptr;
+  if (!key) return;
+  if (!own_weights)
+    r.set("precision", "bf16-mixed", key, true);
+  else
+    r.set_yielding("precision", "bf16-true",
+                   std::string(key) + " = true (axolotl loads the model in bf16 and no deepspeed or fsdp in this file "
+                                      "keeps fp32 master weights: the optimizer steps the bf16 weights)",
+                   "");
+}
+
 }  // namespace trainplan::request::config

@@ -168,6 +168,8 @@ void read_llmfoundry(const Json& j, Reader& r);
 [[nodiscard]] bool looks_like_toml(const std::string& text);
 void read_axolotl(const Json& j, Reader& r);
 void read_axolotl_liger(const Json& j, Reader& r);  // config_common.cpp
+// axolotl's bf16 / bfloat16 (config_common.cpp): the model loaded in bf16, autocast on.
+void read_axolotl_bf16(const Json& j, Reader& r);
 // TrainingArguments' torch_compile (and axolotl's, which passes it on, "auto" included): the
 // model compiled by accelerate; a mode or backend given alone turns it on too.
 void read_torch_compile(const Json& j, Reader& r);  // config_common.cpp

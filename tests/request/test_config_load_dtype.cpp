@@ -4,6 +4,8 @@
 // trainable parameters upcast to fp32: huggingface/accelerate src/accelerate/accelerator.py,
 // utils/fsdp_utils.py, PR #2674) keeps them; TRL loads float32 when the file says nothing
 // (huggingface/trl trl/trainer/model_config.py, ModelConfig.dtype default "float32" from v0.27.0).
+// axolotl loads the model in bf16 whenever bf16 (or bfloat16) is on (axolotl-ai-cloud/axolotl
+// src/axolotl/utils/config/__init__.py: cfg.torch_dtype) and upcasts nothing that trains.
 
 #include "config_fixture.hpp"
 #include "trainplan/request/request_files.hpp"
@@ -70,6 +72,27 @@ TEST(ConfigLoadDtype, AutoIsTheCheckpointsDtypeLeftOpen) {
   // Under DeepSpeed the master weights are fp32 whatever was loaded.
   EXPECT_EQ(option(read("per_device_train_batch_size: 2\ndtype: auto\nbf16: true\ndeepspeed: ds.json\n"), "precision"),
             "bf16-mixed");
+}
+
+TEST(ConfigLoadDtype, AxolotlFullFineTuneTrainsBf16WeightsWithoutAnEngine) {
+  const std::string base = "base_model: Qwen/Qwen3-8B\nmicro_batch_size: 1\nsequence_len: 4096\n";
+  const ConfigRead full = read_training_config_text(base + "bf16: true\n", "ax.yaml");
+  EXPECT_EQ(option(full, "precision"), "bf16-true");
+  EXPECT_TRUE(full.find("precision")->yields);
+  EXPECT_EQ(option(read_training_config_text(base + "bfloat16: true\n", "ax.yaml"), "precision"), "bf16-true");
+  // Adapters over the bf16 base (PEFT keeps them fp32), DeepSpeed's and FSDP's fp32 master weights.
+  EXPECT_EQ(option(read_training_config_text(base + "bf16: true\nadapter: lora\n", "ax.yaml"), "precision"),
+            "bf16-mixed");
+  EXPECT_EQ(option(read_training_config_text(base + "bf16: true\ndeepspeed: zero3.json\n", "ax.yaml"), "precision"),
+            "bf16-mixed");
+  EXPECT_EQ(option(read_training_config_text(base + "bf16: true\nfsdp: [full_shard, auto_wrap]\n", "ax.yaml"),
+                   "precision"),
+            "bf16-mixed");
+  // auto depends on the GPU: left open, saying what a full fine-tune then keeps.
+  const ConfigRead automatic = read_training_config_text(base + "bf16: auto\n", "ax.yaml");
+  EXPECT_EQ(option(automatic, "precision"), "");
+  ASSERT_FALSE(automatic.unresolved.empty());
+  EXPECT_NE(automatic.unresolved[0].find("--precision bf16-true"), std::string::npos) << automatic.unresolved[0];
 }
 
 TEST(ConfigLoadDtype, BadValuesNameTheKey) {
