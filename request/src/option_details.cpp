@@ -39,7 +39,10 @@ constexpr Detail kDetails[] = {
      "time instead of all of them. It cannot accumulate gradients over micro-batches."},
     {"precision",
      "fp32; fp16-mixed / bf16-mixed: autocast with fp32 master weights (Micikevicius et al. "
-     "2018, arXiv:1710.03740); fp16-true / bf16-true: everything 16-bit."},
+     "2018, arXiv:1710.03740); fp16-true / bf16-true: everything 16-bit. Under the Hugging Face "
+     "Trainer the weights are what from_pretrained loaded: without a dtype, fp32 up to transformers "
+     "4.57 (bf16: true is then bf16-mixed) and the checkpoint's own dtype from 5.0 (a bf16 checkpoint "
+     "without DeepSpeed or FSDP trains as bf16-true); axolotl loads bf16 whenever bf16 is on."},
     {"optimizer",
      "adamw / adam: two fp32 moments; 8-bit variants quantise them (arXiv:2110.02861); "
      "paged: bitsandbytes paged memory (paged-adamw: its 32-bit AdamW, fp32 moments); sgd-momentum: one moment; adafactor: factored "
