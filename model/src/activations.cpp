@@ -222,11 +222,14 @@ double final_norm_bytes(const Architecture& a, const Training& tr, const OpListV
 // data/measurements/h200-2026-11-29-litgpt).
 double loss_transient_per_logit(const OpListVariant& family, const Training& tr, double c, double kept,
                                 double loss_bytes) {
-  const double at_cast = family.logits_fp32 ? c + kFp32 - (kept + loss_bytes) : 0.0;
-  const double in_loss = family.logits_fp32 ? (family.logits_kept ? 0.0 : kFp32)
-                                            : (family.logits_kept ? 0.0 : c) + (family.loss_in_model_dtype ? 0.0 : kFp32);
   const double positions = static_cast<double>(family.loss_chunk_positions);
   const double chunk = positions > 0.0 ? std::min(1.0, positions / static_cast<double>(tr.seq)) : 1.0;
+  // A chunked loss upcasts chunk by chunk (torchtune's CEWithChunkedOutputLoss: logits.float()
+  // per chunk), so one chunk's upcast copy is alive at a time.
+  const double at_cast = family.logits_fp32 ? c + kFp32 - (kept + loss_bytes) : 0.0;
+  const double in_loss = family.logits_fp32
+                             ? (family.logits_kept ? 0.0 : kFp32)
+                             : (family.logits_kept ? 0.0 : c) + (family.loss_in_model_dtype ? 0.0 : kFp32 * chunk);
   return std::max({at_cast, in_loss, 2.0 * loss_bytes * chunk});
 }
 
@@ -291,9 +294,13 @@ HeadActivations head_activations(const Architecture& a, const Training& tr, cons
   if (family.fused_loss) {
     // The fused kernel keeps the logits (and an fp32 log-sum-exp per row); backward writes one
     // gradient of the logits. Compiled, the kept logits are the loss dtype's upcast.
-    const double fused_logits = family.compiled ? loss_bytes : c;
+    // A loss compiled apart keeps the logits it receives and writes their gradient chunk by chunk.
+    const double positions = static_cast<double>(family.loss_chunk_positions);
+    const double chunk = positions > 0.0 ? std::min(1.0, positions / static_cast<double>(tr.seq)) : 1.0;
+    const double fused_logits = family.loss_compiled_apart ? logits : family.compiled ? loss_bytes : c;
+    const double gradient = family.loss_compiled_apart ? logits * chunk : c;
     const double saved = norm + softcap + fused_logits * t * V / tp + kFp32 * t + 8.0 * t;
-    return {Bytes(saved), Bytes(c * t * V / tp), Bytes(0.0), Bytes(0.0), held};
+    return {Bytes(saved), Bytes(gradient * t * V / tp), Bytes(0.0), Bytes(0.0), held};
   }
   const double saved = norm + softcap + (kept + loss_bytes) * t * V / tp + 8.0 * t;
   const double transient = loss_transient_per_logit(family, tr, c, kept, loss_bytes) * t * V / tp;

@@ -89,17 +89,24 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
     {.library = Library::torchtune,
      .name = "torchtune",
      .kv_expanded = true,
+     .output_chunks = 8,
+     .compiles_loss_apart = true,
      .sdpa_only = true,
      .fsdp_version = 2,
      .source = "pytorch/torchtune v0.6.1 torchtune/modules/attention.py:285-291 (grouped K/V "
                "k.unsqueeze(2).expand(...).flatten(1, 2), a copy at every query head, then SDPA); "
                "torchtune/training/precision.py (_set_float32_precision is never called by a "
                "recipe: TF32 off); torchtune/modules/loss/ce_chunked_output_loss.py "
-               "(CEWithChunkedOutputLoss: 8 output chunks, each upcast to fp32); "
+               "(CEWithChunkedOutputLoss, the recipe configs' loss: num_output_chunks 8, each chunk's "
+               "logits.float() then cross_entropy) with modules/transformer.py "
+               "TransformerDecoder.chunked_output (the output projection on h.chunk(8, dim=1)), and "
+               "without it self.output(h).float(); recipes/full_finetune_single_device.py _loss_step "
+               "(del logits after the loss); "
                "torchtune/training/_distributed.py shard_model (fully_shard on every layer and the "
                "root, no mixed-precision policy: the model is bf16)",
-     .unmodelled = "torchtune's chunked output projection and loss (8 chunks, each upcast) are "
-                   "priced as one fp32 loss over the whole logits"},
+     .unmodelled = "torchtune's own model code is priced as transformers' modeling files with its grouped K/V "
+                   "copies, its per-layer torch.compile as a whole-model compile, and its QLoRA (torchao's NF4 "
+                   "on the adapted linears) as bitsandbytes' NF4 with double quantization on every block linear"},
     {.library = Library::axolotl,
      .name = "axolotl",
      .tf32 = true,
@@ -339,6 +346,10 @@ OpListVariant op_variant(const Architecture& a, const Training& tr) {
   if (lib.logits_kept) v.logits_kept = true;
   if (lib.output_fp32) v.logits_fp32 = true;
   v.loss_chunk_positions = lib.loss_chunk_positions;
+  if (lib.output_chunks > 0 && tr.chunked_loss)
+    v.loss_chunk_positions = static_cast<int>((tr.seq + lib.output_chunks - 1) / lib.output_chunks);
+  else if (lib.output_chunks > 0)
+    v.logits_fp32 = true;
   if (lib.fused_loss) v.fused_loss = true;
   if (lib.one_kernel_gelu) v.one_kernel_gelu = true;
   if (tr.liger && tr.framework != Framework::megatron && runs_transformers_models(tr.library)) {
@@ -361,6 +372,7 @@ OpListVariant op_variant(const Architecture& a, const Training& tr) {
     v.fused_glu = v.fused_glu || a.mlp == MlpKind::gated;
     v.one_kernel_gelu = true;  // a pointwise chain, one kernel each way keeping its input
     v.fused_loss = v.fused_loss || (!v.fused_linear_loss && !(release != nullptr && release->compile_leaves_loss_eager));
+    v.loss_compiled_apart = lib.compiles_loss_apart;
   }
   return v;
 }

@@ -142,6 +142,7 @@ LayerComputeKey LayerComputeKey::of(const model::Training& tr) {
           tr.tf32,
           tr.liger,
           tr.compile,
+          tr.chunked_loss,
           tr.quant,
           tr.quant_block,
           tr.sequence_parallel,
@@ -186,6 +187,7 @@ void LayerComputeKey::write_to(model::Training& t, const std::vector<std::string
   t.tf32 = tf32;
   t.liger = liger;
   t.compile = compile;
+  t.chunked_loss = chunked_loss;
   t.quant = quant;
   t.quant_block = quant_block;
   t.sequence_parallel = sequence_parallel;

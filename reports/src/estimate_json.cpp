@@ -90,6 +90,7 @@ Json plan_json(const planner::Estimate& e, std::optional<double> tokens) {
   j["liger"] = e.training.liger;
   j["compile"] = e.training.compile;
   j["expandable_segments"] = e.training.expandable_segments;
+  j["chunked_loss"] = e.training.chunked_loss;
   if (e.training.optimizer == Optimizer::galore_adamw) j["galore_rank"] = e.training.galore_rank;
   if (model::trains_subset(e.training)) j["trainable"] = model::trained_subset_text(e.training.partial);
   j["grad_accum"] = e.training.grad_accum;

@@ -178,6 +178,31 @@ void read_parallelism(const Json& j, Reader& r) {
       r.warn(std::string(key) + ": the second model this recipe loads is not counted; priced as the trained model alone");
 }
 
+// The loss component: CEWithChunkedOutputLoss has the model return its output projection in chunks
+// and upcasts each in the loss (--chunked-loss on, the configs' default); torch's CrossEntropyLoss
+// takes the model's fp32 logits (off). LinearCrossEntropyLoss (torchtune after v0.6.1) projects
+// inside the loss, chunk by chunk: priced as the chunked loss. Without a loss key the recipe cannot
+// run (config.instantiate(cfg.loss)); the library's default answers.
+void read_loss(const Json& j, Reader& r) {
+  if (!j.contains("loss") || !j.at("loss").is_object()) return;
+  const auto c = r.string(j.at("loss"), "_component_", "loss", "chunked-loss");
+  if (!c) return;
+  const std::string name = c->substr(c->rfind('.') == std::string::npos ? 0 : c->rfind('.') + 1);
+  const Json& raw = j.at("loss").at("_component_");
+  if (name == "CEWithChunkedOutputLoss") {
+    r.set("chunked-loss", "on", "loss._component_", raw);
+  } else if (name == "LinearCrossEntropyLoss") {
+    r.set("chunked-loss", "on", "loss._component_", raw);
+    r.warn("loss LinearCrossEntropyLoss: the output projection runs inside the loss, chunk by chunk, over the "
+           "tokens with labels; priced as CEWithChunkedOutputLoss, which also holds every chunk's 16-bit logits "
+           "until the loss ends (up to 2 bytes a logit more) and projects every token");
+  } else if (name == "CrossEntropyLoss") {
+    r.set("chunked-loss", "off", "loss._component_", raw);
+  } else {
+    r.warn("loss " + *c + ": not a loss trainplan prices; priced as the library's default (--chunked-loss)");
+  }
+}
+
 }  // namespace
 
 void read_torchtune(const Json& j, Reader& r) {
@@ -206,6 +231,7 @@ void read_torchtune(const Json& j, Reader& r) {
     r.set("optimizer-in-backward", "true", "optimizer_in_bwd", j.at("optimizer_in_bwd"));
   }
   read_optimizer(j, r);
+  read_loss(j, r);
   r.check_keys(j, "",
                {"model", "batch_size", "gradient_accumulation_steps", "dtype", "tokenizer",
                 "enable_activation_checkpointing", "enable_activation_offloading",

@@ -148,6 +148,15 @@ std::vector<Option> kernel_options() {
                               "the library's: on for torchtitan (its run_train.sh) and llm-foundry from 0.10.0, "
                               "else off"),
                      [](auto& r) -> auto& { return r.training.expandable_segments; }));
+  v.push_back(applies(
+      on_off(describe("chunked-loss", "on|off", "Chunked output loss", "memory",
+                      "torchtune's CEWithChunkedOutputLoss: the output projection and the loss's fp32 upcast "
+                      "chunk by chunk of the sequence (8 chunks); off: torch's CrossEntropyLoss over logits "
+                      "the model returns in fp32",
+                      "the library's: on for torchtune (its recipe configs' loss)"),
+             [](auto& r) -> auto& { return r.training.chunked_loss; }),
+      [](const Request& r, unsigned) { return model::library_traits(r.training.library).output_chunks > 0; },
+      "with --library torchtune"));
   return v;
 }
 

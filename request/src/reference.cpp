@@ -164,6 +164,21 @@ void read_kernels(ObjectReader& r, model::Training& t) {
   t.compile = r.optional_boolean("compile").value_or(false);
   t.expandable_segments =
       r.optional_boolean("expandable_segments").value_or(model::expandable_segments_by_default(t));
+  const int chunks = model::library_traits(t.library).output_chunks;
+  const std::optional<bool> chunked = r.optional_boolean("chunked_loss");
+  if (chunked && chunks == 0)
+    throw InputError(r.what() + ": key 'chunked_loss' is given but library '" + std::string(to_string(t.library)) +
+                     "' has no chunked output loss");
+  t.chunked_loss = chunked.value_or(chunks > 0);
+}
+
+// How the optimizer runs: its implementation, and stepped in backward (torchtune's optimizer_in_bwd).
+void read_optimizer_run(ObjectReader& r, model::Training& t) {
+  if (const auto i = r.optional_enumeration<OptimizerImpl>("optimizer_impl")) t.optimizer_impl = *i;
+  t.optimizer_in_backward = r.optional_boolean("optimizer_in_backward").value_or(false);
+  if (t.optimizer_in_backward && t.grad_accum != 1)
+    throw InputError(r.what() + ": key 'optimizer_in_backward' needs grad_accum 1 (each gradient is stepped and freed "
+                     "as soon as it is complete)");
 }
 
 model::Training read_training(const Json& v, const std::string& what,
@@ -212,7 +227,7 @@ model::Training read_training(const Json& v, const std::string& what,
                        std::string(to_string(t.framework)) + "')");
     t.fsdp_version = static_cast<int>(*version);
   }
-  if (const auto i = r.optional_enumeration<OptimizerImpl>("optimizer_impl")) t.optimizer_impl = *i;
+  read_optimizer_run(r, t);
   t.zero_init = r.optional_boolean("zero_init").value_or(true);
   t.frozen_base_fp32 = r.optional_boolean("frozen_base_fp32").value_or(false);
   if (const auto release = r.optional_string("transformers"))

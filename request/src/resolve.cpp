@@ -72,6 +72,7 @@ void apply_library(Request& r) {
   if (!r.has("frozen-base-fp32")) t.frozen_base_fp32 = lib.frozen_base_fp32;
   if (!r.has("fsdp-version")) t.fsdp_version = lib.fsdp_version;
   if (!r.has("expandable-segments")) t.expandable_segments = model::expandable_segments_by_default(t);
+  if (!r.has("chunked-loss")) t.chunked_loss = lib.output_chunks > 0;
   if (r.fp8_library_default && !r.has("fp8")) t.fp8 = model::default_fp8_recipe(t.library);
   t.qlora_stack = lib.qlora_stack;
 }

@@ -139,6 +139,10 @@ struct OpListVariant {
   // graph; the loss keeps the fp32 upcast of the logits, not the 16-bit logits (the compiled H200
   // runs' peaks: one 16-bit copy of the logits above a fused kernel's, in all three).
   bool compiled = false;
+  // The loss compiled as a graph of its own, apart from the model's (torchtune's compile_loss after
+  // its per-layer compile_model): it keeps what it receives, the logits as the head returned them
+  // (16-bit chunks, or the model's fp32 cast), and recomputes its own upcast in backward.
+  bool loss_compiled_apart = false;
 };
 
 struct Family {

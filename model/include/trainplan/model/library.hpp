@@ -75,6 +75,13 @@ struct LibraryTraits {
   bool output_fp32 = false;
   // Its cross-entropy runs in chunks of this many positions (OpListVariant::loss_chunk_positions).
   int loss_chunk_positions = 0;
+  // Its recipes' loss runs the output projection on this many chunks of the sequence and upcasts
+  // each chunk in the loss (Training::chunked_loss); without it the model returns its logits cast to
+  // fp32 (OpListVariant::logits_fp32).
+  int output_chunks = 0;
+  // Its torch.compile compiles the blocks one by one and the loss as a graph of its own, the head
+  // left eager (OpListVariant::loss_compiled_apart).
+  bool compiles_loss_apart = false;
   // Its loss is one fused cross-entropy kernel (OpListVariant::fused_loss).
   bool fused_loss = false;
   // Its model code always calls torch's SDPA (no eager or flash-attn switch).

@@ -145,6 +145,10 @@ struct Training {
   // requests of any size and little of its cache is stranded (planner/memory.hpp allocator_cache).
   // Set from the library's launcher unless given (expandable_segments_by_default).
   bool expandable_segments = false;
+  // The library's chunked output loss (LibraryTraits::output_chunks: torchtune's
+  // CEWithChunkedOutputLoss): the output projection and the loss's fp32 upcast run chunk by chunk
+  // of the sequence. Set from the library unless given.
+  bool chunked_loss = false;
   // GaLore's projection rank (Zhao et al. 2024, arXiv:2403.03507; optimizer galore-adamw): each
   // block linear's gradient projected to this rank, AdamW's moments kept there.
   std::int64_t galore_rank = 128;

@@ -117,6 +117,7 @@ struct LayerComputeKey {
   bool tf32 = false;                      // the fp32 matmuls' units
   bool liger = false;                     // Liger's kernels in the op list (op_variant)
   bool compile = false;                   // torch.compile's op list (op_variant)
+  bool chunked_loss = false;              // the library's chunked output loss (op_variant)
   Quant quant = Quant::nf4;
   std::int64_t quant_block = 0;
   bool sequence_parallel = false;
