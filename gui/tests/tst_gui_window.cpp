@@ -438,6 +438,7 @@ void TestGuiWindow::tight_shows_its_reason() {
   // 78.30 GB reserved: it ran, so it is not "does not fit"; the banner says tight, and why.
   Settings s = base_settings(QStringLiteral("openlm-research/open_llama_7b"), 4, Strategy::ddp, 4);
   s.training.precision = Precision::bf16_true;
+  s.training.optimizer_impl = OptimizerImpl::foreach;  // torch.optim.AdamW as the script builds it
   s.training.seq = 512;
   s.training.checkpointing = Checkpointing::none;
   s.training.offload = Offload::none;

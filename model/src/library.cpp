@@ -23,8 +23,11 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
     {.library = Library::hf_trainer,
      .name = "hf-trainer",
      .fsdp_no_sync_accumulation = true,
+     .optimizer_impl = OptimizerImpl::fused,
+     .optimizer_impl_from_transformers = 454,
      .source = "huggingface/transformers v5.17.0 src/transformers/trainer.py and training_args.py "
-               "(tf32=None leaves PyTorch's default; optim adamw_torch_fused where available, "
+               "(tf32=None leaves PyTorch's default; optim defaults to adamw_torch_fused under torch 2.8 "
+               "and later from v4.54.0, PR #37358, adamw_torch before; "
                "loss_utils.py ForCausalLMLoss upcasts the logits to fp32; every micro-batch but the "
                "last of an accumulation runs under accelerator.no_sync unless DeepSpeed runs it)",
      .unmodelled = ""},
@@ -37,8 +40,10 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
     {.library = Library::trl,
      .name = "trl",
      .fsdp_no_sync_accumulation = true,
+     .optimizer_impl = OptimizerImpl::fused,
+     .optimizer_impl_from_transformers = 454,
      .source = "huggingface/trl trl/trainer/sft_trainer.py: SFTTrainer subclasses transformers' "
-               "Trainer (its defaults hold)",
+               "Trainer (its defaults hold, the fused AdamW among them)",
      .unmodelled = ""},
     {.library = Library::litgpt,
      .name = "litgpt",
@@ -93,6 +98,7 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
      .compiles_loss_apart = true,
      .sdpa_only = true,
      .fsdp_version = 2,
+     .optimizer_impl = OptimizerImpl::fused,
      .source = "pytorch/torchtune v0.6.1 torchtune/modules/attention.py:285-291 (grouped K/V "
                "k.unsqueeze(2).expand(...).flatten(1, 2), a copy at every query head, then SDPA); "
                "torchtune/training/precision.py (_set_float32_precision is never called by a "
@@ -101,7 +107,8 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
                "logits.float() then cross_entropy) with modules/transformer.py "
                "TransformerDecoder.chunked_output (the output projection on h.chunk(8, dim=1)), and "
                "without it self.output(h).float(); recipes/full_finetune_single_device.py _loss_step "
-               "(del logits after the loss); "
+               "(del logits after the loss); 118 of the 123 recipe configs with torch.optim.AdamW pass "
+               "fused: True; "
                "torchtune/training/_distributed.py shard_model (fully_shard on every layer and the "
                "root, no mixed-precision policy: the model is bf16)",
      .unmodelled = "torchtune's own model code is priced as transformers' modeling files with its grouped K/V "
@@ -111,8 +118,10 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
      .name = "axolotl",
      .tf32 = true,
      .fsdp_no_sync_accumulation = true,
+     .optimizer_impl = OptimizerImpl::fused,
      .source = "axolotl-ai-cloud/axolotl v0.18.0 src/axolotl/utils/schemas/config.py:592 (tf32 "
-               "defaults to \"auto\" from v0.16.0: on where the GPU has TF32; None before) and "
+               "defaults to \"auto\" from v0.16.0: on where the GPU has TF32; None before), its optimizer "
+               "adamw_torch_fused by default (PR #2293, 2025-01) and "
                "src/axolotl/core/trainers: transformers' Trainer over transformers' models",
      .unmodelled = "kernel patches an axolotl YAML can turn on other than Liger's (unsloth, cut cross-entropy) "
                    "are not priced"},
@@ -120,12 +129,14 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
      .name = "torchtitan",
      .fsdp_version = 2,
      .fsdp2_reduces_fp32 = true,
+     .optimizer_impl = OptimizerImpl::fused,
      .expandable_segments = true,
      .source = "pytorch/torchtitan torchtitan/models/llama3/model/model.py (grouped K/V through "
                "SDPA's enable_gqa from v0.2.2, PR #2259; repeat_kv copies up to v0.2.1); no TF32 "
                "switch; parallelize_llama.py apply_fsdp (fully_shard on every block and the root) "
                "with config_manager.py mixed_precision_param bfloat16 and mixed_precision_reduce "
-               "float32 (@e7c0cae L221-231); run_train.sh, the launch its README gives, sets "
+               "float32 (@e7c0cae L221-231), optimizer implementation \"fused\" by default "
+               "(components/optimizer/optimizer.py); run_train.sh, the launch its README gives, sets "
                "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (@e7c0cae L24; PYTORCH_ALLOC_CONF in "
                "later releases)",
      .unmodelled = "torchtitan's own model code is priced as transformers' modeling files (its "
@@ -233,6 +244,16 @@ const VersionedTraits* versioned_traits(const Training& tr) {
   for (const VersionedTraits& v : kVersioned)
     if (v.library == tr.library && tr.library_version <= v.until && (!found || v.until < found->until)) found = &v;
   return found;
+}
+
+OptimizerImpl library_optimizer_impl(const Training& tr) {
+  const LibraryTraits& lib = library_traits(tr.library);
+  // torch's AdamW/Adam stepped by torch itself: not DeepSpeed's or Megatron's engine, not offloaded.
+  const bool torch_adam = tr.optimizer == Optimizer::adamw || tr.optimizer == Optimizer::adam;
+  if (!torch_adam || tr.framework != Framework::pytorch || tr.offload != Offload::none) return OptimizerImpl::framework_default;
+  if (lib.optimizer_impl_from_transformers > 0 && tr.transformers < lib.optimizer_impl_from_transformers)
+    return OptimizerImpl::framework_default;
+  return lib.optimizer_impl;
 }
 
 bool has_versioned_traits(Library l) {

@@ -74,7 +74,8 @@ std::vector<Option> model_and_method() {
                       "with --optimizer galore-adamw"));
   v.push_back(choice<OptimizerImpl>(
       describe("optimizer-impl", "IMPL", "Optimizer impl.", "method", "how the optimizer step runs",
-               "the framework's own (torch foreach on CUDA)"),
+               "the library's for torch's AdamW: fused for hf-trainer and trl (transformers 4.54 on), axolotl, "
+               "torchtune and torchtitan; else the framework's own (torch foreach on CUDA)"),
       [](auto& r) -> auto& { return r.training.optimizer_impl; }));
   v.push_back(choice<Library>(describe("library", "LIBRARY", "Library", "method",
                                        "the training library that runs the job: its kernels, loss, dtype "

@@ -325,9 +325,9 @@ run_case(from_not_a_config 2 fit llama-2-7b 8xA100-80GB --from ${CONFIGS}/bad-wr
 run_case(margin_out_of_range 2 fit llama-2-7b 4xA100-80GB --margin 1 ERR "--margin must be below 1")
 # The seed lab's DDP run (teaching-on-testbeds/llm-chi torch/a100_llama7b_4ddp.py at 5bb926bb:
 # OpenLLaMA-7B, 4x A100-80GB, micro-batch 4, 512 tokens) ran at 73.98 GB
-# allocated, 78.30 GB reserved: tight, not a no.
+# allocated, 78.30 GB reserved: tight, not a no (its torch.optim.AdamW: foreach).
 run_case(seed_ddp_is_tight 0 fit openlm-research/open_llama_7b 4xA100-80GB --precision bf16-true --strategy ddp
-         --micro-batch 4 --seq 512 --checkpointing none --offload none MATCH "^Tight")
+         --micro-batch 4 --seq 512 --checkpointing none --offload none --optimizer-impl foreach MATCH "^Tight")
 run_case(explain_suggests_changes 1 explain meta-llama/Llama-3.1-8B 4xA100-40GB
          --from ${CONFIGS}/litgpt-llama-3.1-8b-full.yaml --seq 4096 MATCH "does not fit" "--micro-batch 1 \\(was 4\\), --grad-accum 16 \\(was 4\\)")
 run_case(explain_fits_as_given 0 explain llama-2-7b 8xA100-80GB --strategy fsdp-full MATCH "Nothing to change")

@@ -136,6 +136,7 @@ TEST(MeasuredRuns, SeedLabDdpOpenLlama7bRuns) {
   const auto a = arch("open-llama-7b");
   planner::SearchRequest req;
   req.base.precision = Precision::bf16_true;
+  req.base.optimizer_impl = OptimizerImpl::foreach;  // torch.optim.AdamW as the script builds it
   req.base.micro_batch = 4;
   req.base.seq = 512;
   req.micro_batch = req.base.micro_batch;

@@ -216,7 +216,7 @@ TEST(Emit, LoraDdp) {
   const std::string cmd = emit(EmitFormat::torchrun, r.e, r.p.c, r.p.a, r.x).text;
   EXPECT_FALSE(flag(cmd, "--fsdp").has_value()) << cmd;
   EXPECT_FALSE(flag(cmd, "--deepspeed").has_value()) << cmd;
-  EXPECT_EQ(flag(cmd, "--optim"), "adamw_torch");
+  EXPECT_EQ(flag(cmd, "--optim"), "adamw_torch_fused");  // the Trainer's default from transformers 4.54
 }
 
 // --- 7. QLoRA on one GPU ----------------------------------------------------------------------

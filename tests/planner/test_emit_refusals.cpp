@@ -165,7 +165,7 @@ TEST(Emit, OptimizerImplementationInEachFormat) {
     OptimizerImpl impl;
     std::string optim;
   };
-  for (const Row& r : {Row{OptimizerImpl::framework_default, "--optim adamw_torch "},
+  for (const Row& r : {Row{OptimizerImpl::framework_default, "--optim adamw_torch_fused "},  // the Trainer's
                        Row{OptimizerImpl::foreach, "--optim adamw_torch "},
                        Row{OptimizerImpl::fused, "--optim adamw_torch_fused "},
                        Row{OptimizerImpl::for_loop, "--optim adamw_torch --optim_args foreach=False"}}) {

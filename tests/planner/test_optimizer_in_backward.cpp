@@ -37,7 +37,12 @@ TEST(OptimizerInBackward, OneGradientAtATime) {
   EXPECT_LE(hooked.memory.gradients, vocabulary_matrix);
   EXPECT_GT(plain.memory.states.gradients, vocabulary_matrix * 4.0);
   EXPECT_LT(hooked.memory.peak_allocated, plain.memory.peak_allocated);
+  // One optimizer per parameter, built from the config's AdamW kwargs: fused, as torchtune's configs
+  // ask; a library that leaves torch's default steps each one-tensor list as the for-loop does.
+  EXPECT_EQ(t.optimizer_implementation(), OptimizerImpl::fused);
+  t.library = Library::accelerate;
   EXPECT_EQ(t.optimizer_implementation(), OptimizerImpl::for_loop);
+  t.library = Library::torchtune;
 
   t.grad_accum = 2;
   try {

@@ -169,7 +169,7 @@ TEST(Replay, DenseShapesCountsAndSixNFlops) {
   const auto& ow = std::get<OptimizerWork>(opt->work);
   EXPECT_NEAR(ow.params * opt->count, double(s.n.total), 1.0);
   EXPECT_EQ(ow.implementation,
-            OptimizerImpl::foreach);      // torch's default on CUDA
+            OptimizerImpl::fused);        // the Trainer's adamw_torch_fused (transformers 4.54 on)
   EXPECT_DOUBLE_EQ(ow.state_bytes, 4.0);  // autocast: an fp32 model
 }
 

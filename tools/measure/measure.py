@@ -647,6 +647,7 @@ def reference_case(run: Run, m: dict, gpu: str, device_name: str, stamp: str, en
         "method": run.method,
         "precision": run.precision,
         "optimizer": "adamw",
+        "optimizer_impl": "foreach",  # torch.optim.AdamW as the loop below builds it: foreach on CUDA
         "strategy": "single",
         "tp": 1,
         "pp": 1,

@@ -100,6 +100,11 @@ struct LibraryTraits {
   // autocast would run F.layer_norm in fp32 over an upcast copy of a 16-bit input.
   bool low_precision_norm = false;
   QloraStack qlora_stack = QloraStack::hf_peft;
+  // The implementation of torch's Adam/AdamW it asks for unless told otherwise (its default optimizer
+  // name or its configs' `fused: True`), from this transformers release on where it is the Trainer's
+  // (0: any); framework_default where it leaves torch's own (foreach on CUDA).
+  OptimizerImpl optimizer_impl = OptimizerImpl::framework_default;
+  int optimizer_impl_from_transformers = 0;
   // Its launcher or training script sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True unless
   // the configuration says otherwise (Training::expandable_segments).
   bool expandable_segments = false;

@@ -41,6 +41,12 @@ struct TrainedSubset {
 // needs a gradient and runs no backward at all.
 enum class LayerState { trained, frozen, no_backward };
 
+struct Training;
+// The implementation of torch's Adam/AdamW the training library asks for where the request names
+// none (model/library.hpp LibraryTraits::optimizer_impl): framework_default where it leaves torch's
+// own, or where its engine runs the step (DeepSpeed, Megatron, an offloaded optimizer).
+[[nodiscard]] OptimizerImpl library_optimizer_impl(const Training& tr);
+
 struct Training {
   Method method = Method::full;
   Objective objective = Objective::sft;
@@ -237,9 +243,12 @@ struct Training {
   // gathers fp32 (LibraryTraits::fsdp_gathers_fp32: Lightning Fabric's, so litgpt's).
   [[nodiscard]] bool computes_in_gathered_16bit() const;
   [[nodiscard]] OptimizerImpl optimizer_implementation() const {
-    // One optimizer per parameter: torch's default path steps a one-tensor list at a time, as the
-    // for-loop does.
-    if (optimizer_in_backward && optimizer_impl == OptimizerImpl::framework_default) return OptimizerImpl::for_loop;
+    if (optimizer_impl == OptimizerImpl::framework_default) {
+      if (const OptimizerImpl lib = library_optimizer_impl(*this); lib != OptimizerImpl::framework_default) return lib;
+      // One optimizer per parameter: torch's default path steps a one-tensor list at a time, as the
+      // for-loop does.
+      if (optimizer_in_backward) return OptimizerImpl::for_loop;
+    }
     return resolved_optimizer_impl(optimizer_impl, framework, offload);
   }
 };
