@@ -91,6 +91,12 @@ constexpr Detail kDetails[] = {
      "SwiGLU/GeGLU each one kernel, and the fused linear cross-entropy, which computes the head's "
      "products and the loss in chunks of rows and never keeps the logits. Expert MLPs stay "
      "transformers'. A model type Liger has no kernels for runs unchanged (a note says so)."},
+    {"chunked-loss",
+     "torchtune's CEWithChunkedOutputLoss (torchtune/modules/loss/ce_chunked_output_loss.py, the loss of "
+     "its recipe configs): the model runs its output projection on 8 chunks of the sequence and the "
+     "loss upcasts each chunk to fp32 in turn, so one chunk's fp32 copy exists at a time beside the "
+     "saved log-softmax. Off: torch's CrossEntropyLoss over the fp32 logits the model returns "
+     "(self.output(h).float()). Checked against torchtune's README table of memory options."},
     {"compile",
      "torch.compile of the model with its loss (Inductor, default mode, no CUDA graphs), as "
      "TrainingArguments' torch_compile, axolotl's torch_compile, torchtune's compile and "
