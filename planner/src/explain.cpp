@@ -31,6 +31,7 @@ enum Kind {
   kReference,
   kLiger,
   kCompile,
+  kChunkedLoss,
   kSomeBlocks  // full checkpointing of some blocks only: the checkpointing's field too
 };
 
@@ -210,6 +211,16 @@ void compile_changes(const model::Training& t, std::vector<Candidate>& out) {
   out.push_back(std::move(c));
 }
 
+// The library's chunked output loss where it has one and it is off (torchtune's
+// CEWithChunkedOutputLoss): one chunk's fp32 upcast at a time instead of the whole logits'.
+void chunked_loss_changes(const model::Training& t, std::vector<Candidate>& out) {
+  if (t.chunked_loss || model::library_traits(t.library).output_chunks == 0) return;
+  Candidate c{t, {}, kChunkedLoss};
+  c.training.chunked_loss = true;
+  c.changes = {{"chunked-loss", "off", "on"}};
+  out.push_back(std::move(c));
+}
+
 std::vector<Candidate> single_changes(const model::Architecture& a, const SearchRequest& space,
                                       const hardware::Cluster& c) {
   std::vector<Candidate> out;
@@ -222,6 +233,7 @@ std::vector<Candidate> single_changes(const model::Architecture& a, const Search
   reference_changes(space.base, out);
   liger_changes(a, space.base, out);
   compile_changes(space.base, out);
+  chunked_loss_changes(space.base, out);
   return out;
 }
 
@@ -266,6 +278,9 @@ Candidate combine(const Candidate& a, const Candidate& b) {
       break;
     case kCompile:
       t.compile = u.compile;
+      break;
+    case kChunkedLoss:
+      t.chunked_loss = u.chunked_loss;
       break;
     default:
       break;

@@ -233,6 +233,7 @@ run_case(compile_estimate_json 0 estimate llama-3.2-1b H200 --compile --micro-ba
 run_case(compile_megatron 0 estimate llama-3.1-8b 8xH100 --framework megatron --strategy zero1 --compile ERR "warning: --compile true ignored: it applies with --framework pytorch or deepspeed")
 # Gemma-2B LoRA at micro-batch 2 and 2048 tokens on an L4: its 256k-vocabulary logits do not fit,
 # Liger's fused loss keeps none (the H200 runs: 27.9 GiB eager, 13.6 GiB with Liger).
+run_case(explain_offers_chunked_loss 1 explain llama-3.2-1b 1xL4 --library torchtune --precision bf16-true --micro-batch 4 --seq 4096 --checkpointing full --chunked-loss off MATCH "--chunked-loss on .was off.  *fits")
 run_case(explain_offers_liger 1 explain gemma-2b L4 --method lora --lora-targets all-linear --precision bf16-true --micro-batch 2 --seq 2048 --checkpointing none MATCH "--liger true .was false.  *fits")
 run_case(liger_emit_note 0 plan llama-3.2-1b 2xH200 --liger --emit accelerate ERR "note: Liger: TrainingArguments.use_liger_kernel=True.")
 run_case(moe_pad_without_capacity 2 estimate mixtral-8x7b 8xH100 --framework megatron --moe-pad-to-capacity ERR "--moe-pad-to-capacity needs --moe-capacity-factor")
