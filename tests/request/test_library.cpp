@@ -160,3 +160,37 @@ TEST(Library, LitgptHoldsATiedOutputLayerAsItsOwnParameter) {
 
 }  // namespace
 }  // namespace trainplan::request
+
+namespace trainplan::request {
+namespace {
+
+// The AdamW implementation a library asks for: the Trainer's optim default is adamw_torch_fused
+// from transformers 4.54.0 under torch 2.8 (training_args.py of the 4.54.0 wheel; adamw_torch in
+// 4.53.3), torchtune's configs pass fused: True; where DeepSpeed runs the step, or the optimizer is
+// offloaded or not torch's AdamW, the library has no say.
+TEST(Library, TheOptimizerImplementationIsTheLibrarys) {
+  model::Training t;
+  EXPECT_EQ(t.optimizer_implementation(), OptimizerImpl::fused);  // hf-trainer, transformers 5.24
+  t.transformers = 453;
+  EXPECT_EQ(t.optimizer_implementation(), OptimizerImpl::foreach);
+  t.library = Library::torchtune;
+  EXPECT_EQ(t.optimizer_implementation(), OptimizerImpl::fused);  // not the Trainer's: any release
+  t.library = Library::litgpt;
+  EXPECT_EQ(t.optimizer_implementation(), OptimizerImpl::foreach);
+  t.library = Library::hf_trainer;
+  t.transformers = 524;
+  t.optimizer = Optimizer::sgd;
+  EXPECT_EQ(t.optimizer_implementation(), OptimizerImpl::foreach);
+  t.optimizer = Optimizer::adamw;
+  t.framework = Framework::deepspeed;
+  EXPECT_EQ(t.optimizer_implementation(), OptimizerImpl::deepspeed_fused);
+  t.framework = Framework::pytorch;
+  t.offload = Offload::optimizer;
+  EXPECT_EQ(t.optimizer_implementation(), OptimizerImpl::deepspeed_cpu);
+  t.offload = Offload::none;
+  t.optimizer_impl = OptimizerImpl::foreach;  // what a run says wins
+  EXPECT_EQ(t.optimizer_implementation(), OptimizerImpl::foreach);
+}
+
+}  // namespace
+}  // namespace trainplan::request
