@@ -83,6 +83,12 @@ std::string zero_stage_strategy(std::int64_t stage) {
 
 void Reader::warn(const std::string& text) { out_.warnings.push_back(name_ + ": " + text); }
 
+void Reader::from_checkpoint(const std::string& key, const Json& raw, const std::string& autocast,
+                             const std::string& open_text) {
+  out_.precision_from_checkpoint = CheckpointPrecision{name_ + ": " + key + " = " + shown(raw), autocast,
+                                                       name_ + ": " + key + " = " + shown(raw) + ": " + open_text};
+}
+
 void Reader::check_keys(const Json& obj, const std::string& prefix,
                         std::span<const std::string_view> used,
                         std::span<const std::string_view> known) {

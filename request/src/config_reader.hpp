@@ -51,6 +51,8 @@ class Reader {
   void unmodelled(const std::string& option, const std::string& key, const Json& raw, const std::string& why,
                   const std::string& nearest);
   void warn(const std::string& text);
+  // The precision left to the checkpoint's own dtype (ConfigRead::precision_from_checkpoint).
+  void from_checkpoint(const std::string& key, const Json& raw, const std::string& autocast, const std::string& open_text);
   // Warns once for each key of `obj` that is neither in `used` nor in `known`.
   void check_keys(const Json& obj, const std::string& prefix, std::span<const std::string_view> used,
                   std::span<const std::string_view> known);

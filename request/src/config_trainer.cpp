@@ -143,9 +143,10 @@ void read_precision(const Json& j, Reader& r) {
   const bool engine = (j.contains("deepspeed") && !j.at("deepspeed").is_null()) || r.read().find("strategy");
   const std::string mixed = bf16 ? "bf16-mixed" : "fp16-mixed";
   if (load == "auto" && !engine && !adapters) {
-    r.unresolved("precision", key, j.at(key),
-                 "the checkpoint's own dtype, which trainplan does not read: a 16-bit checkpoint trains as bf16-true "
-                 "(fp16-true) here, an fp32 one as " + (bf16 || fp16 ? mixed : std::string("fp32")));
+    r.from_checkpoint(key, j.at(key), bf16 ? "bf16" : fp16 ? "fp16" : "",
+                      "the checkpoint's own dtype, which its config.json does not declare: a 16-bit checkpoint "
+                      "trains as bf16-true (fp16-true) here, an fp32 one as " +
+                          (bf16 || fp16 ? mixed : std::string("fp32")));
     return;
   }
   if (load == "auto" && adapters && (bf16 || fp16))

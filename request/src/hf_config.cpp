@@ -49,6 +49,20 @@ std::string joined(const std::vector<std::string>& notes) {
 
 }  // namespace
 
+namespace {
+// The weights' dtype the config declares: `dtype` (transformers 4.56 on, #39782) or `torch_dtype`.
+model::CheckpointDtype declared_dtype(const Json& config) {
+  for (const char* key : {"dtype", "torch_dtype"}) {
+    if (!config.contains(key) || !config.at(key).is_string()) continue;
+    const std::string d = config.at(key).get<std::string>();
+    if (d == "bfloat16") return model::CheckpointDtype::bf16;
+    if (d == "float16") return model::CheckpointDtype::fp16;
+    if (d == "float32") return model::CheckpointDtype::fp32;
+  }
+  return model::CheckpointDtype::unknown;
+}
+}  // namespace
+
 HfArchitecture hf_architecture(const Json& config, const std::string& name,
                                const std::string& where) {
   if (!config.is_object())
@@ -77,6 +91,7 @@ HfArchitecture hf_architecture(const Json& config, const std::string& name,
     Json text = config.at("text_config");
     text["model_type"] = family->text_config_family;
     HfArchitecture out = hf_architecture(text, name, where + " text_config");
+    if (out.arch.checkpoint_dtype == model::CheckpointDtype::unknown) out.arch.checkpoint_dtype = declared_dtype(config);
     out.notes.push_back(family->model_type + ": the text_config's language model is read; the "
                         "vision tower (vision_config) is not counted");
     return out;
@@ -86,6 +101,7 @@ HfArchitecture hf_architecture(const Json& config, const std::string& name,
   a = family->traits;
   a.name = name;
   a.family = family->model_type;
+  a.checkpoint_dtype = declared_dtype(config);
   HfReader r(config, where, *family, out.notes);
   hf::read_family(r, a);
   // The checkpoint's stored format (DeepSeek-V3's FP8 blocks, a GPTQ or AWQ export) is not the

@@ -25,6 +25,8 @@ Request make_request(const std::vector<std::string>& files, const std::vector<Gi
     for (const std::string& w : read.warnings) r.file_notes.push_back("warning: " + w);
   }
   for (const GivenValue& v : values) set_option(r, v.option, v.value, v.source);
+  for (const ConfigRead& read : reads)
+    if (read.precision_from_checkpoint && !r.has("precision")) r.precision_from_checkpoint = read.precision_from_checkpoint;
   std::set<std::string> given;
   for (const auto& [name, source] : r.given) given.insert(name);
   for (const Option& o : options())

@@ -373,10 +373,34 @@ void derive_micro_batch(Request& r, const hardware::Cluster& c) {
 
 }  // namespace
 
+// A file's model loaded in its checkpoint's own dtype (from_pretrained's dtype "auto"): a 16-bit
+// checkpoint trains its own 16-bit weights, an fp32 one under the file's autocast; a config that
+// declares no dtype leaves the precision to its default, said in a note.
+void apply_checkpoint_precision(Request& r, const model::Architecture& a, unsigned cmd) {
+  if (!r.precision_from_checkpoint || r.has("precision")) return;
+  const CheckpointPrecision& p = *r.precision_from_checkpoint;
+  std::string value;
+  switch (a.checkpoint_dtype) {
+    case model::CheckpointDtype::bf16: value = "bf16-true"; break;
+    case model::CheckpointDtype::fp16: value = "fp16-true"; break;
+    case model::CheckpointDtype::fp32: value = p.autocast.empty() ? "fp32" : p.autocast + "-mixed"; break;
+    case model::CheckpointDtype::unknown: {
+      const Option* o = find_option("precision");
+      r.file_notes.push_back(p.open_text + "; nothing else gives precision: " + (o ? when_omitted(*o, cmd) : ""));
+      return;
+    }
+  }
+  static constexpr const char* kNames[] = {"", "float32", "bfloat16", "float16"};
+  set_option(r, "precision", value,
+             p.source + " (the checkpoint's " + kNames[static_cast<int>(a.checkpoint_dtype)] +
+                 ", its config.json's dtype)");
+}
+
 Resolved resolve_with(const ResolvedModel& model, const ResolvedCluster& cluster, const Request& request,
                       unsigned cmd, Irrelevant irrelevant) {
   Request r = request;
   try {
+    apply_checkpoint_precision(r, model.arch, cmd);
     apply_library(r);
     const std::vector<std::string> ignored = check_relevance(r, cmd, irrelevant);
     // A file's gradient accumulation derived from its global batch and micro-batch no longer holds

@@ -107,6 +107,22 @@ TEST(HfConfig, PartialRotaryFactor) {
   }
 }
 
+// The weights' dtype a config declares, what from_pretrained(dtype="auto") loads: transformers 5
+// writes `dtype`, earlier releases `torch_dtype`; none declared is unknown.
+TEST(HfConfig, DeclaredDtype) {
+  auto read = [](const std::string& extra) {
+    return request::architecture_from_hf_config(
+        request::Json::parse(R"({"model_type":"llama","hidden_size":256,"intermediate_size":512,"num_hidden_layers":2,)"
+                             R"("num_attention_heads":4,"vocab_size":100)" + extra + "}"),
+        "x", "dtype.json");
+  };
+  EXPECT_EQ(read(R"(,"dtype":"bfloat16")").checkpoint_dtype, model::CheckpointDtype::bf16);
+  EXPECT_EQ(read(R"(,"torch_dtype":"float32")").checkpoint_dtype, model::CheckpointDtype::fp32);
+  EXPECT_EQ(read(R"(,"torch_dtype":"float16")").checkpoint_dtype, model::CheckpointDtype::fp16);
+  EXPECT_EQ(read("").checkpoint_dtype, model::CheckpointDtype::unknown);
+  EXPECT_EQ(test::catalog().resolve_model("qwen3-8b").arch.checkpoint_dtype, model::CheckpointDtype::bf16);
+}
+
 TEST(HfConfig, MixtralExpertsImplementation) {
   const std::string base = R"({"model_type":"mixtral","hidden_size":128,"intermediate_size":256,
       "num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"vocab_size":100,

@@ -7,6 +7,10 @@
 // axolotl loads the model in bf16 whenever bf16 (or bfloat16) is on (axolotl-ai-cloud/axolotl
 // src/axolotl/utils/config/__init__.py: cfg.torch_dtype) and upcasts nothing that trains.
 
+#include <algorithm>
+#include <fstream>
+
+#include "../common/catalog.hpp"
 #include "config_fixture.hpp"
 #include "trainplan/request/request_files.hpp"
 
@@ -64,14 +68,42 @@ TEST(ConfigLoadDtype, TrlAdaptersOverAnFp32Base) {
   EXPECT_EQ(option(bf, "frozen-base-fp32"), "");
 }
 
-TEST(ConfigLoadDtype, AutoIsTheCheckpointsDtypeLeftOpen) {
+TEST(ConfigLoadDtype, AutoIsTheCheckpointsDtype) {
   const ConfigRead r = read("per_device_train_batch_size: 2\ndtype: auto\nbf16: true\n");
   EXPECT_EQ(option(r, "precision"), "");
-  ASSERT_EQ(r.unresolved_options, std::vector<std::string>{"precision"});
-  EXPECT_NE(r.unresolved[0].find("the checkpoint's own dtype"), std::string::npos) << r.unresolved[0];
+  EXPECT_TRUE(r.unresolved_options.empty());
+  ASSERT_TRUE(r.precision_from_checkpoint.has_value());
+  EXPECT_EQ(r.precision_from_checkpoint->autocast, "bf16");
   // Under DeepSpeed the master weights are fp32 whatever was loaded.
   EXPECT_EQ(option(read("per_device_train_batch_size: 2\ndtype: auto\nbf16: true\ndeepspeed: ds.json\n"), "precision"),
             "bf16-mixed");
+}
+
+// from_pretrained(dtype="auto") loads what the checkpoint's config.json declares (transformers
+// modeling_utils.py _get_dtype: config.dtype first): Llama 3.2 1B's bfloat16 trains its own 16-bit
+// weights, Gemma 2 9B's float32 under the Trainer's autocast; a config that declares none leaves the
+// precision to its default, said; a flag still wins.
+TEST(ConfigLoadDtype, AutoResolvesAgainstTheModelsConfig) {
+  const std::string path = ::testing::TempDir() + "/auto-dtype.yaml";
+  {
+    std::ofstream f(path);
+    f << "per_device_train_batch_size: 2\ndtype: auto\nbf16: true\n";
+  }
+  const auto resolved = [&](const std::string& model, std::vector<GivenValue> extra = {}) {
+    std::vector<GivenValue> v{{"model", model, "model"}, {"cluster", "1xH100", "cluster"}};
+    v.insert(v.end(), extra.begin(), extra.end());
+    return resolve(test::catalog(), make_request({path}, v, command::estimate), command::estimate);
+  };
+  const Resolved llama = resolved("llama-3.2-1b");
+  EXPECT_EQ(llama.search.base.precision, Precision::bf16_true);
+  EXPECT_EQ(resolved("gemma-2-9b").search.base.precision, Precision::bf16_mixed);
+  const Resolved unknown = resolved("qwen3-0.6b");
+  EXPECT_EQ(unknown.search.base.precision, Precision::bf16_mixed);
+  EXPECT_TRUE(std::any_of(unknown.notes.begin(), unknown.notes.end(), [](const std::string& n) {
+    return n.find("does not declare") != std::string::npos;
+  }));
+  EXPECT_EQ(resolved("llama-3.2-1b", {{"precision", "bf16-mixed", "--precision"}}).search.base.precision,
+            Precision::bf16_mixed);
 }
 
 TEST(ConfigLoadDtype, AxolotlFullFineTuneTrainsBf16WeightsWithoutAnEngine) {

@@ -38,6 +38,9 @@ enum class RouterKind { softmax_topk, deepseek_v2, deepseek_v3 };
 // into every head's key and value.
 enum class Role { q, k, v, o, gate, up, down, router, lm_head, q_a, kv_a, kv_b };
 enum class Stack { decoder, encoder, cross };  // encoder/cross only for encoder-decoder models
+// The weights' dtype a checkpoint's config.json declares (torch_dtype; dtype from transformers
+// 4.56): what from_pretrained(dtype="auto") loads them in; unknown where the config says none.
+enum class CheckpointDtype { unknown, fp32, bf16, fp16 };
 
 struct Architecture {
   std::string name;    // catalogue name or the file it came from
@@ -84,6 +87,7 @@ struct Architecture {
   NormKind norm = NormKind::rmsnorm;
   PositionKind position = PositionKind::rotary;
   bool tie_embeddings = false;
+  CheckpointDtype checkpoint_dtype = CheckpointDtype::unknown;
   bool qkv_bias = false;
   bool out_bias = false;
   bool mlp_bias = false;

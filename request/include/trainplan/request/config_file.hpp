@@ -5,6 +5,7 @@
 // found from the content, never from the file name. What a file leaves to another input
 // (DeepSpeed's "auto") is reported as unresolved, never guessed.
 
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -20,6 +21,14 @@ struct Setting {
   // 16-bit model trains as *-true unless a DeepSpeed or FSDP config, read with it, keeps fp32
   // master weights): applied before every other file's settings, so theirs override it.
   bool yields = false;
+};
+
+// A model loaded in its checkpoint's own dtype (a TrainingArguments' dtype: auto, no DeepSpeed or
+// FSDP in the file): its precision is the checkpoint's, known once the model is (resolve.cpp).
+struct CheckpointPrecision {
+  std::string source;     // "sft.yaml: dtype = \"auto\""
+  std::string autocast;   // "bf16", "fp16", or "" without the Trainer's autocast
+  std::string open_text;  // what is said where the checkpoint's config declares no dtype
 };
 
 struct ConfigRead {
@@ -42,6 +51,9 @@ struct ConfigRead {
     std::string nearest;  // "adamw"
   };
   std::vector<Unmodelled> unmodelled;
+
+  // The precision left to the checkpoint's dtype, where the file loads the model as stored.
+  std::optional<CheckpointPrecision> precision_from_checkpoint;
 
   // The value the file gives an option, or nullptr.
   [[nodiscard]] const Setting* find(const std::string& option) const;

@@ -18,6 +18,7 @@
 
 #include "trainplan/hardware/profile.hpp"
 #include "trainplan/request/catalog.hpp"
+#include "trainplan/request/config_file.hpp"
 #include "trainplan/request/json_util.hpp"
 #include "trainplan/model/training.hpp"
 #include "trainplan/planner/emit.hpp"
@@ -64,6 +65,9 @@ struct Request {
   bool json = false;
   // `--precision fp8` named no recipe: the library's own (model::default_fp8_recipe) once it is known.
   bool fp8_library_default = false;
+  // A file's model loaded in the checkpoint's own dtype: the precision once the model is known,
+  // unless an input gives one (ConfigRead::precision_from_checkpoint).
+  std::optional<CheckpointPrecision> precision_from_checkpoint;
   std::optional<std::int64_t> nodes;  // the cluster shape a config file states
   std::optional<std::int64_t> gpus;   // total processes a config file states
   // Option name -> where its value came from ("--micro-batch", "ds.json: zero_optimization.stage").
