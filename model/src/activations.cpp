@@ -213,6 +213,12 @@ double final_norm_bytes(const Architecture& a, const Training& tr, const OpListV
   return 0.0;
 }
 
+// The share of a sequence's logits one chunk of the loss holds (1 for a loss in one pass).
+double loss_chunk_share(const OpListVariant& family, const Training& tr) {
+  const double positions = static_cast<double>(family.loss_chunk_positions);
+  return positions > 0.0 ? std::min(1.0, positions / static_cast<double>(tr.seq)) : 1.0;
+}
+
 // Bytes per logit alive beyond what the loss saves, at the larger of two moments: inside the loss,
 // the model-dtype logits where nothing else holds them and their fp32 upcast; or the start of its
 // backward, the dense gradients of one chunk (a chunked loss, litgpt) or of all the logits. Logits
@@ -222,8 +228,7 @@ double final_norm_bytes(const Architecture& a, const Training& tr, const OpListV
 // data/measurements/h200-2026-11-29-litgpt).
 double loss_transient_per_logit(const OpListVariant& family, const Training& tr, double c, double kept,
                                 double loss_bytes) {
-  const double positions = static_cast<double>(family.loss_chunk_positions);
-  const double chunk = positions > 0.0 ? std::min(1.0, positions / static_cast<double>(tr.seq)) : 1.0;
+  const double chunk = loss_chunk_share(family, tr);
   // A chunked loss upcasts chunk by chunk (torchtune's CEWithChunkedOutputLoss: logits.float()
   // per chunk), so one chunk's upcast copy is alive at a time.
   const double at_cast = family.logits_fp32 ? c + kFp32 - (kept + loss_bytes) : 0.0;
@@ -295,8 +300,7 @@ HeadActivations head_activations(const Architecture& a, const Training& tr, cons
     // The fused kernel keeps the logits (and an fp32 log-sum-exp per row); backward writes one
     // gradient of the logits. Compiled, the kept logits are the loss dtype's upcast.
     // A loss compiled apart keeps the logits it receives and writes their gradient chunk by chunk.
-    const double positions = static_cast<double>(family.loss_chunk_positions);
-    const double chunk = positions > 0.0 ? std::min(1.0, positions / static_cast<double>(tr.seq)) : 1.0;
+    const double chunk = loss_chunk_share(family, tr);
     const double fused_logits = family.loss_compiled_apart ? logits : family.compiled ? loss_bytes : c;
     const double gradient = family.loss_compiled_apart ? logits * chunk : c;
     const double saved = norm + softcap + fused_logits * t * V / tp + kFp32 * t + 8.0 * t;

@@ -379,21 +379,17 @@ void derive_micro_batch(Request& r, const hardware::Cluster& c) {
 void apply_checkpoint_precision(Request& r, const model::Architecture& a, unsigned cmd) {
   if (!r.precision_from_checkpoint || r.has("precision")) return;
   const CheckpointPrecision& p = *r.precision_from_checkpoint;
-  std::string value;
+  const auto set = [&](const std::string& value, const char* declared) {
+    set_option(r, "precision", value, p.source + " (the checkpoint's " + declared + ", its config.json's dtype)");
+  };
   switch (a.checkpoint_dtype) {
-    case model::CheckpointDtype::bf16: value = "bf16-true"; break;
-    case model::CheckpointDtype::fp16: value = "fp16-true"; break;
-    case model::CheckpointDtype::fp32: value = p.autocast.empty() ? "fp32" : p.autocast + "-mixed"; break;
-    case model::CheckpointDtype::unknown: {
-      const Option* o = find_option("precision");
-      r.file_notes.push_back(p.open_text + "; nothing else gives precision: " + (o ? when_omitted(*o, cmd) : ""));
-      return;
-    }
+    case model::CheckpointDtype::bf16: return set("bf16-true", "bfloat16");
+    case model::CheckpointDtype::fp16: return set("fp16-true", "float16");
+    case model::CheckpointDtype::fp32: return set(p.autocast.empty() ? "fp32" : p.autocast + "-mixed", "float32");
+    case model::CheckpointDtype::unknown: break;
   }
-  static constexpr const char* kNames[] = {"", "float32", "bfloat16", "float16"};
-  set_option(r, "precision", value,
-             p.source + " (the checkpoint's " + kNames[static_cast<int>(a.checkpoint_dtype)] +
-                 ", its config.json's dtype)");
+  const Option* o = find_option("precision");
+  r.file_notes.push_back(p.open_text + "; nothing else gives precision: " + (o ? when_omitted(*o, cmd) : ""));
 }
 
 Resolved resolve_with(const ResolvedModel& model, const ResolvedCluster& cluster, const Request& request,
