@@ -78,7 +78,10 @@ bool Training::accumulates_unsharded_gradients() const {
 std::string strategy_name(const Training& t) {
   const std::string name(display_name(t.strategy));
   if (!t.runs_fsdp2()) return name;
-  return is_fsdp(t.strategy) ? "FSDP2" + name.substr(4) : name + " (FSDP2)";
+  const std::string reshard = t.fsdp_reshard_to > 0 && shards_parameters(t.strategy)
+                                  ? " (reshard_after_forward=" + std::to_string(t.fsdp_reshard_to) + ")"
+                                  : "";
+  return (is_fsdp(t.strategy) ? "FSDP2" + name.substr(4) : name + " (FSDP2)") + reshard;
 }
 
 double Training::fsdp_reduce_bytes() const {

@@ -179,6 +179,8 @@ Placement shard_group(const Layout& l) {
   return spread(l.shard, l.tp, l);
 }
 
+Placement post_forward_group(const Layout& l, int ranks) { return spread(ranks, l.tp, l); }
+
 Placement replica_group(const Layout& l) {
   const int shard = std::max(1, l.shard);
   return spread(std::max(1, l.replicas() / shard), l.tp * shard, l);

@@ -61,6 +61,13 @@ void require_emittable(EmitFormat f, const model::Training& t, const hardware::G
     throw FieldError("{fp8} " + std::string(to_string(t.fp8)) +
                      ": no launch config written here sets an FP8 recipe but the torchrun command of {framework} "
                      "megatron with a Transformer Engine recipe (--fp8-format, --fp8-recipe)");
+  // accelerate's FullyShardedDataParallelPlugin takes a bool under FSDP2 (an int raises), the
+  // Trainer's fsdp_config goes through it, and Megatron-LM's --use-torch-fsdp2 passes none.
+  if (t.fsdp_reshard_to > 0 && t.runs_fsdp2() && shards_parameters(t.strategy))
+    throw FieldError("{reshard-after-forward} " + std::to_string(t.fsdp_reshard_to) +
+                     ": only fully_shard(module, reshard_after_forward=N) itself (or composer's FSDP2Config) "
+                     "takes a group size; accelerate, the Trainer and Megatron-LM take a bool, so no launch config "
+                     "is written for it (plan without it for one)");
   // The Trainer steps GaLore layer-wise inside backward (optim galore_adamw_layerwise).
   if (t.optimizer_in_backward && t.optimizer != Optimizer::galore_adamw)
     throw FieldError("{optimizer-in-backward}: torchtune's optimizer_in_bwd; neither the Trainer, DeepSpeed, "

@@ -221,13 +221,30 @@ Layout make_layout(const Architecture& a, const Training& tr, const hardware::Cl
   l.shard = l.replicas();
   if (tr.strategy == Strategy::fsdp_hybrid)
     l.shard = std::clamp(c.gpus_per_node / (tr.tp * tr.pp), 1, l.replicas());  // torch: one node
+  if (tr.fsdp_reshard_to > 0 && tr.runs_fsdp2() && shards_parameters(tr.strategy)) {
+    if (tr.tp > 1)
+      throw FieldError("{reshard-after-forward} " + str(tr.fsdp_reshard_to) + " with tensor parallelism (tp " +
+                       str(tr.tp) + "): torch's fully_shard does not reshard to a smaller mesh with TP "
+                       "(NotImplementedError); leave it out or use tp 1");
+    if (l.shard % tr.fsdp_reshard_to != 0)
+      throw FieldError("{reshard-after-forward} " + str(tr.fsdp_reshard_to) + " does not divide the " +
+                       str(l.shard) + " ranks of the shard group on " + c.description +
+                       " (torch's fully_shard: it must be a factor of the shard mesh's size)");
+  }
   l.ep = tr.ep;
+  if (l.shard % l.ep != 0)  l.ep = tr.ep;
   if (l.shard % l.ep != 0)
     throw FieldError("{expert-parallel} " + str(tr.ep) + " does not divide the " + str(l.shard) +
                      (l.shard == l.replicas() ? (tr.cp > 1 ? " data- and context-parallel ranks" : " data-parallel ranks")
                                                : " ranks a hybrid shard spans") +
                      " of " + c.description);
   return l;
+}
+
+int post_forward_ranks(const Training& tr, const Layout& l) {
+  const int n = tr.fsdp_reshard_to;
+  if (n <= 0 || n >= l.shard || !tr.runs_fsdp2() || !shards_parameters(tr.strategy)) return 0;
+  return n;
 }
 
 namespace {
@@ -485,8 +502,11 @@ StageBuffers pytorch_buffers(const Architecture& a, const Training& tr, const La
     // FSDP gathers each unit in the compute dtype; the root (embeddings, head) is not resharded
     // after forward, and the next unit is prefetched. Without a wrap policy, or with
     // SHARD_GRAD_OP, every unit stays gathered from forward to backward (torch FSDP _post_forward).
+    // FSDP2's reshard_after_forward=1 keeps them too; =N keeps each rank's 1/N of every block unit
+    // (a copy in the gathered dtype, _fsdp_param.py to_sharded_post_forward) until its backward.
+    const int post_forward = post_forward_ranks(tr, l);
     const bool all_gathered = tr.fsdp_wrap == FsdpWrap::none || tr.strategy == Strategy::fsdp_grad_op ||
-                              tr.strategy == Strategy::zero2;
+                              tr.strategy == Strategy::zero2 || post_forward == 1;
     const double blocks = all_gathered ? sp.all - sp.root : 2.0 * sp.largest_unit;
     // torchao's FSDP2 float8 all-gather: the blocks' linears arrive as FP8 tensors, one byte each,
     // which the float8 linears use as they are (torchao float8/fsdp_utils.py
@@ -497,7 +517,9 @@ StageBuffers pytorch_buffers(const Architecture& a, const Training& tr, const La
     const double gathered = blocks * per_param + g * sp.root;
     // Unsharded gradients of the unit being reduced.
     const double unit_grads = (tr.fsdp_wrap == FsdpWrap::none ? sp.all : sp.largest_unit) * trained_share(tr, ms, sp);
-    fwd_bwd = Bytes(gathered + g * unit_grads);
+    const double post_forward_copies =
+        post_forward > 1 && !all_gathered ? (sp.all - sp.root) * per_param / post_forward : 0.0;
+    fwd_bwd = Bytes(gathered + post_forward_copies + g * unit_grads);
     add_fsdp_root_gradients(a, tr, l, sp, ms, g, gathered, out);
     if (tr.runs_fsdp2()) {
       const bool one_unit = tr.fsdp_wrap == FsdpWrap::none;

@@ -91,7 +91,10 @@ UnitComm unit_comm(const TermInputs& in, const DataParallelBytes& b, double unit
   UnitComm u;
   u.shard = shard_group(in.l);
   u.node = u.shard;
-  const bool regather = st != Strategy::fsdp_grad_op;
+  // FSDP2's reshard_after_forward=N: backward gathers over the N ranks of the post-forward copy;
+  // =1 keeps every unit gathered, as SHARD_GRAD_OP does.
+  const int post_forward = post_forward_ranks(in.tr, in.l);
+  const bool regather = st != Strategy::fsdp_grad_op && post_forward != 1;
   if (zpp) {  // ZeRO++ (Wang et al. 2023): quantized gathers, hpZ within the node, qgZ all-to-all
     u.node.ranks = std::max(1, u.shard.per_node);
     u.node.nodes = 1;
@@ -112,8 +115,14 @@ UnitComm unit_comm(const TermInputs& in, const DataParallelBytes& b, double unit
     u.ag_b = regather ? u.ag_f : Seconds(0.0);
     u.rs = collective_time(in.links, Collective::reduce_scatter, u.shard, b.grads / units,
                            gradient_comm_dtype(in.tr));
-    u.ag_f_bytes = regather ? v.all_gather * 0.5 : v.all_gather;
+    // The volume counts two gathers a micro-batch for a strategy that reshards.
+    u.ag_f_bytes = regather || post_forward == 1 ? v.all_gather * 0.5 : v.all_gather;
     u.ag_b_bytes = regather ? v.all_gather * 0.5 : Bytes(0.0);
+    if (post_forward > 1) {
+      u.node = post_forward_group(in.l, post_forward);
+      u.ag_b = collective_time(in.links, Collective::all_gather, u.node, b.params / units);
+      u.ag_b_bytes = bytes_sent(Collective::all_gather, post_forward, b.params) * static_cast<double>(in.tr.grad_accum);
+    }
     u.rs_bytes = v.reduce_scatter * (gradient_reductions(in) / in.md);
   }
   if (st == Strategy::fsdp_hybrid) {
@@ -159,9 +168,8 @@ Seconds sharded_term(TermSink& sink, const TermInputs& in, const DataParallelByt
   const LinkTier tier = tier_of(in.links, u.shard);
   sink.add(Transfer::all_gather, CommPurpose::parameter_gather_forward, tier, u.shard.ranks,
            u.ag_f_bytes, ag_f_t, fwd_ex * md);
-  sink.add(Transfer::all_gather, CommPurpose::parameter_gather_backward,
-           zpp ? tier_of(in.links, u.node) : tier, u.node.ranks, u.ag_b_bytes, ag_b_t,
-           share(ag_b_t));
+  sink.add(Transfer::all_gather, CommPurpose::parameter_gather_backward, tier_of(in.links, u.node),
+           u.node.ranks, u.ag_b_bytes, ag_b_t, share(ag_b_t));
   sink.add(zpp ? Transfer::all_to_all : Transfer::reduce_scatter,
            CommPurpose::gradient_reduce_scatter, tier, u.shard.ranks, u.rs_bytes, rs_t,
            share(rs_t));
@@ -377,7 +385,8 @@ DataParallelBytes data_parallel_bytes(const TermInputs& in, const ModelStates& m
 
 Fsdp2Copies fsdp2_copies(const TermInputs& in, const DataParallelBytes& b) {
   if (!in.tr.runs_fsdp2() || in.l.replicas() <= 1) return {};
-  const bool regather = in.tr.strategy != Strategy::fsdp_grad_op && in.tr.strategy != Strategy::zero2;
+  const bool regather = in.tr.strategy != Strategy::fsdp_grad_op && in.tr.strategy != Strategy::zero2 &&
+                        post_forward_ranks(in.tr, in.l) != 1;
   const Bytes copy_out = b.params * 2.0;
   const Bytes copy_in = b.grads + Bytes(b.psi * in.c);
   return {copy_out, (regather ? copy_out : Bytes(0.0)) + copy_in * (gradient_reductions(in) / in.md)};

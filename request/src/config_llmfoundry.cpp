@@ -158,6 +158,19 @@ void read_fsdp(const Json& j, Reader& r) {
     r.set("checkpointing", ac ? (ac_offload ? "full-offload" : "full") : "none", ac_from, ac ? "true" : "false");
   if (r.boolean(f, "cpu_offload", "fsdp_config", "offload").value_or(false))
     r.set("offload", "optimizer+params", "fsdp_config.cpu_offload", "true");
+  // Composer's FSDP2Config (FSDP_VERSION=2: composer/utils/parallelism.py, bool | int, True by
+  // default) hands it to fully_shard; FSDP1's FSDPConfig keeps it unused. As torch maps it: False
+  // keeps each unit gathered (1), True reshards over the shard group (0, the default).
+  if (f.contains("reshard_after_forward")) {
+    const Json& v = f.at("reshard_after_forward");
+    const std::string key = "fsdp_config.reshard_after_forward";
+    if (v.is_boolean())
+      r.set("reshard-after-forward", v.get<bool>() ? "0" : "1", key, v);
+    else if (v.is_number_integer() && v.get<std::int64_t>() >= 1)
+      r.set("reshard-after-forward", std::to_string(v.get<std::int64_t>()), key, v);
+    else
+      r.fail(key, v, "must be true, false or the size of the group to reshard to (a whole number from 1)");
+  }
 }
 
 // llm-foundry's optimizer registry (llmfoundry/registry.py optimizers): its decoupled AdamW and

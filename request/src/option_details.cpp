@@ -229,6 +229,16 @@ constexpr Detail kDetails[] = {
      "axolotl's fsdp_version and the Trainer's fsdp_config version say which. transformers' "
      "Trainer runs FSDP2 when fsdp_config leaves the version out after its PR #45640 (April "
      "2026), FSDP1 before; left out, 1 is answered."},
+    {"reshard-after-forward",
+     "PyTorch's fully_shard takes reshard_after_forward as a bool or a group size N. After each "
+     "unit's forward every rank copies its 1/N of the gathered parameters (in the gathered dtype) "
+     "and frees the rest; backward all-gathers the unit from those copies over N consecutive "
+     "ranks, so with N = GPUs per node the backward gathers stay on NVLink while the copies of "
+     "every unit (the blocks' parameters / N) are held from forward to backward. N must divide "
+     "the shard group; 1 keeps every unit gathered (False), the group's size is True. Not with "
+     "tensor parallelism (torch: resharding to a smaller mesh with TP is not supported). "
+     "composer (llm-foundry's fsdp_config under FSDP_VERSION=2) passes it through; accelerate "
+     "and torchtitan take only a bool."},
     {"fsdp-wrap",
      "block: one FSDP unit per transformer block (only one block gathered at a time); none: "
      "the whole model is one unit."},

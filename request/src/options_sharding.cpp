@@ -18,6 +18,21 @@ std::vector<Option> sharding_options() {
                         return r.training.gathers_parameters() || strategy_searched;
                       },
                       "where PyTorch shards the parameters (fsdp-*, or zero2/zero3 under --framework pytorch)"));
+  v.push_back(applies(integer(describe("reshard-after-forward", "N", "Reshard to", "parallelism",
+                                       "FSDP2's fully_shard(reshard_after_forward=N): after forward each rank keeps "
+                                       "1/N of every unit (N consecutive ranks, a node), which backward gathers "
+                                       "over those N ranks only",
+                                       "0: the shard group (True)"),
+                              0, 1 << 20, [](auto& r) -> auto& { return r.training.fsdp_reshard_to; }),
+                      [](const Request& r, unsigned cmd) {
+                        const model::Training& t = r.training;
+                        const bool searched = cmd != command::estimate && !r.has("strategy") &&
+                                              t.framework == Framework::pytorch;
+                        return (t.runs_fsdp2() && shards_parameters(t.strategy)) ||
+                               (searched && t.fsdp_version == 2);
+                      },
+                      "with FSDP2 (--fsdp-version 2) and --strategy fsdp-full, fsdp-hybrid or zero3 under "
+                      "--framework pytorch"));
   v.push_back(applies(flag(describe("sync-each-batch", "", "Sync each batch", "parallelism",
                                     "accelerate's GradientAccumulationPlugin(sync_each_batch=True): every micro-batch "
                                     "reduces the gradients (FSDP keeps them sharded, DDP all-reduces each time)",

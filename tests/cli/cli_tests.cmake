@@ -367,3 +367,15 @@ endif()
 if(failures GREATER 0)
   message(FATAL_ERROR "${failures} command-line case(s) failed")
 endif()
+# FSDP2's reshard_after_forward=N: from the option, and from composer's FSDP2Config in an llm-foundry
+# YAML (false reads as 1, kept gathered); ignored with a warning under FSDP1.
+run_case(reshard_after_forward_label 0 estimate llama-3.1-8b 16xH100 --strategy fsdp-full --fsdp-version 2
+         --reshard-after-forward 8 MATCH "FSDP2 full-shard \\(reshard_after_forward=8\\) across 2 nodes")
+run_case(reshard_after_forward_fsdp1 0 estimate llama-3.1-8b 16xH100 --strategy fsdp-full --reshard-after-forward 8
+         ERR "warning: --reshard-after-forward 8 ignored: it applies with FSDP2")
+file(WRITE ${WORK}/llmfoundry-reshard-8.yaml "max_seq_len: 2048\nmodel:\n  name: hf_causal_lm\n  pretrained_model_name_or_path: meta-llama/Llama-3.1-8B\nprecision: amp_bf16\ndevice_train_microbatch_size: 1\nfsdp_config:\n  sharding_strategy: FULL_SHARD\n  reshard_after_forward: 8\n")
+run_case(reshard_after_forward_llmfoundry 0 estimate llama-3.1-8b 16xH100 --fsdp-version 2
+         --from ${WORK}/llmfoundry-reshard-8.yaml --json MATCH "\"reshard_after_forward\": 8")
+file(WRITE ${WORK}/llmfoundry-reshard-false.yaml "max_seq_len: 2048\nmodel:\n  name: hf_causal_lm\n  pretrained_model_name_or_path: meta-llama/Llama-3.1-8B\nprecision: amp_bf16\ndevice_train_microbatch_size: 1\nfsdp_config:\n  reshard_after_forward: false\n")
+run_case(reshard_after_forward_llmfoundry_false 0 estimate llama-3.1-8b 16xH100 --fsdp-version 2
+         --from ${WORK}/llmfoundry-reshard-false.yaml MATCH "reshard-after-forward 1 +<- fsdp_config.reshard_after_forward = false")

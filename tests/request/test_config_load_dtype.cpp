@@ -97,7 +97,7 @@ TEST(ConfigLoadDtype, AutoResolvesAgainstTheModelsConfig) {
   const Resolved llama = resolved("llama-3.2-1b");
   EXPECT_EQ(llama.search.base.precision, Precision::bf16_true);
   EXPECT_EQ(resolved("gemma-2-9b").search.base.precision, Precision::bf16_mixed);
-  const Resolved unknown = resolved("qwen3-0.6b");
+  const Resolved unknown = resolved("gpt2");
   EXPECT_EQ(unknown.search.base.precision, Precision::bf16_mixed);
   EXPECT_TRUE(std::any_of(unknown.notes.begin(), unknown.notes.end(), [](const std::string& n) {
     return n.find("does not declare") != std::string::npos;

@@ -134,6 +134,13 @@ struct Training {
   // one flat reduce-scatter input; no recordStream). Set from the library unless given
   // (LibraryTraits::fsdp_version); read where PyTorch gathers the parameters (gathers_parameters).
   int fsdp_version = 1;
+  // FSDP2's fully_shard(reshard_after_forward=N): after a unit's forward each rank keeps its 1/N
+  // of the gathered parameters (a copy in the gathered dtype), so backward gathers them again over
+  // N consecutive ranks (a node) instead of the whole shard group. 0: the strategy's own (True for
+  // full and hybrid sharding). N must divide the shard group; 1 is False (kept gathered) and the
+  // group's size is True, as torch's _get_post_forward_mesh_info maps them
+  // (torch/distributed/fsdp/_fully_shard/_fsdp_init.py, torch >= 2.4).
+  int fsdp_reshard_to = 0;
   // The training library (model/library.hpp) and the engine whose accounting holds (its default).
   Library library = Library::hf_trainer;
   Framework framework = Framework::pytorch;

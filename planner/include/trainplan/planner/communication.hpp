@@ -119,6 +119,9 @@ struct Placement {
 [[nodiscard]] Placement data_parallel_group(const Layout& l);
 [[nodiscard]] Placement shard_group(const Layout& l);    // ZeRO/FSDP shard (hybrid: inside a node)
 [[nodiscard]] Placement replica_group(const Layout& l);  // hybrid sharding: across shard groups
+// FSDP2's reshard_after_forward=N: N consecutive ranks of the shard group (torch views the shard
+// mesh as (-1, N)), which hold a unit between its forward and its backward.
+[[nodiscard]] Placement post_forward_group(const Layout& l, int ranks);
 // Context-parallel ranks: adjacent to the tensor-parallel ones (Megatron's order "tp-cp-ep-dp-pp").
 [[nodiscard]] Placement context_parallel_group(const Layout& l);
 // Expert-parallel ranks: ep ranks of the data-parallel group.

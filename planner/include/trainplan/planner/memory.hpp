@@ -57,6 +57,12 @@ void validate_training(const model::Architecture& a, const model::Training& tr);
 [[nodiscard]] std::optional<std::string> context_parallel_problem(const model::Architecture& a,
                                                                   const model::Training& tr);
 
+// FSDP2's reshard_after_forward=N (model::Training::fsdp_reshard_to) as torch maps it for a
+// strategy that reshards after forward: 0 where it does not apply or N is the whole shard group
+// (True); 1, every unit kept gathered to backward (False); else the N consecutive ranks a unit's
+// post-forward copy spans, which its backward all-gather runs over.
+[[nodiscard]] int post_forward_ranks(const model::Training& tr, const Layout& l);
+
 // Throws InputError when the degrees do not divide the cluster or the model, or the strategy does
 // not exist for the framework.
 [[nodiscard]] Layout make_layout(const model::Architecture& a, const model::Training& tr,
