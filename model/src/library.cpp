@@ -112,10 +112,12 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
                "(del logits after the loss); 118 of the 123 recipe configs with torch.optim.AdamW pass "
                "fused: True; "
                "torchtune/training/_distributed.py shard_model (fully_shard on every layer and the "
-               "root, no mixed-precision policy: the model is bf16)",
+               "root, no mixed-precision policy: the model is bf16); QLoRA: models/llama3/_component_builders.py "
+               "quantize_base puts torchao's NF4Tensor (4-bit codes, an int8 scaler per block of 64, a scale "
+               "per 256 scalers: bitsandbytes' NF4 bytes with double quantization) on every block linear "
+               "(FrozenNF4Linear where not adapted) and leaves the output layer 16-bit",
      .unmodelled = "torchtune's own model code is priced as transformers' modeling files with its grouped K/V "
-                   "copies, its per-layer torch.compile as a whole-model compile, and its QLoRA (torchao's NF4 "
-                   "on the adapted linears) as bitsandbytes' NF4 with double quantization on every block linear"},
+                   "copies, and its per-layer torch.compile as a whole-model compile"},
     {.library = Library::axolotl,
      .name = "axolotl",
      .tf32 = true,
