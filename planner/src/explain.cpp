@@ -32,6 +32,7 @@ enum Kind {
   kLiger,
   kCompile,
   kChunkedLoss,
+  kReshard,
   kSomeBlocks  // full checkpointing of some blocks only: the checkpointing's field too
 };
 
@@ -221,6 +222,16 @@ void chunked_loss_changes(const model::Training& t, std::vector<Candidate>& out)
   out.push_back(std::move(c));
 }
 
+// FSDP2's post-forward copies of reshard_after_forward=N freed: each unit resharded over the
+// whole group after forward (N back to True), its backward gathering over that group again.
+void reshard_changes(const model::Training& t, std::vector<Candidate>& out) {
+  if (t.fsdp_reshard_to <= 0 || !t.runs_fsdp2() || !shards_parameters(t.strategy)) return;
+  Candidate c{t, {}, kReshard};
+  c.training.fsdp_reshard_to = 0;
+  c.changes = {{"reshard-after-forward", str(t.fsdp_reshard_to), "0"}};
+  out.push_back(std::move(c));
+}
+
 std::vector<Candidate> single_changes(const model::Architecture& a, const SearchRequest& space,
                                       const hardware::Cluster& c) {
   std::vector<Candidate> out;
@@ -234,6 +245,7 @@ std::vector<Candidate> single_changes(const model::Architecture& a, const Search
   liger_changes(a, space.base, out);
   compile_changes(space.base, out);
   chunked_loss_changes(space.base, out);
+  reshard_changes(space.base, out);
   return out;
 }
 
@@ -281,6 +293,9 @@ Candidate combine(const Candidate& a, const Candidate& b) {
       break;
     case kChunkedLoss:
       t.chunked_loss = u.chunked_loss;
+      break;
+    case kReshard:
+      t.fsdp_reshard_to = u.fsdp_reshard_to;
       break;
     default:
       break;

@@ -379,3 +379,7 @@ run_case(reshard_after_forward_llmfoundry 0 estimate llama-3.1-8b 16xH100 --fsdp
 file(WRITE ${WORK}/llmfoundry-reshard-false.yaml "max_seq_len: 2048\nmodel:\n  name: hf_causal_lm\n  pretrained_model_name_or_path: meta-llama/Llama-3.1-8B\nprecision: amp_bf16\ndevice_train_microbatch_size: 1\nfsdp_config:\n  reshard_after_forward: false\n")
 run_case(reshard_after_forward_llmfoundry_false 0 estimate llama-3.1-8b 16xH100 --fsdp-version 2
          --from ${WORK}/llmfoundry-reshard-false.yaml MATCH "reshard-after-forward 1 +<- fsdp_config.reshard_after_forward = false")
+# explain frees the post-forward copies (back to True) where the plan does not fit.
+run_case(reshard_after_forward_explain 1 explain llama-3.1-70b 32xH100 --strategy fsdp-full --fsdp-version 2
+         --reshard-after-forward 8 --seq 4096 --micro-batch 2 --checkpointing full
+         MATCH "--reshard-after-forward 0 \\(was 8\\)")
