@@ -378,6 +378,7 @@ ModelStates stage_states(const Architecture& a, const model::ParameterCounts& n,
   ModelStates ms;
   ms.trainable = static_cast<std::int64_t>(trainable);
   ms.local_params = static_cast<std::int64_t>(sp.all);
+  ms.root_params = tr.fsdp_wrap == FsdpWrap::none ? sp.all : sp.root;
   ms.experts = sp.experts;
   ms.trainable_experts = trainable_e;
   const bool offload_params = tr.offload == Offload::optimizer_params;

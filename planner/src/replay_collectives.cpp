@@ -12,7 +12,7 @@ namespace trainplan::planner::replay_detail {
 void add_sharded_collectives(Components& out, const model::Training& tr, const Layout& l,
                              const LinkModel& links, const EstimateOptions& estimate_options,
                              double layers, double md, double psi, Bytes grads, Bytes params,
-                             const Placement& shg, Bytes max_msg) {
+                             Bytes regathered, const Placement& shg, Bytes max_msg) {
   const auto work = [&](Collective k, CommPurpose p, Bytes size, const Placement& g, int stride) {
     return CollectiveWork{k, p, size, g, stride, tier_of(links, g)};
   };
@@ -55,11 +55,14 @@ void add_sharded_collectives(Components& out, const model::Training& tr, const L
                    work(Collective::all_gather, CommPurpose::parameter_gather_forward,
                         unit_params, shg, l.tp),
                    ag, per_step, 0.0, max_msg);
-    if (regather)
+    if (regather && regathered.value() > 0.0) {
+      const Bytes unit_regathered = regathered / units;
       out.collective("backward parameter all_gather (per unit)", bwd,
                      work(Collective::all_gather, CommPurpose::parameter_gather_backward,
-                          unit_params, shg, l.tp),
-                     ag, per_step, 0.0, max_msg);
+                          unit_regathered, shg, l.tp),
+                     collective_time(links, Collective::all_gather, shg, unit_regathered), per_step, 0.0,
+                     max_msg);
+    }
     out.collective("gradient reduce_scatter (per unit)", bwd,
                    work(Collective::reduce_scatter, CommPurpose::gradient_reduce_scatter,
                         grads / units, shg, l.tp),
@@ -160,17 +163,12 @@ void add_data_parallel_collectives(Components& out, const model::Architecture& a
   const double c_bytes = compute_bytes(tr.precision);
   const ModelStates& ms = cost.memory.states;
   if (l.replicas() > 1 && tr.strategy != Strategy::single) {
-    // Experts' gradients and parameters travel only among the dp / ep ranks holding the same
-    // experts: their share of the data-parallel ring's traffic.
-    const double expert_share = hardware::bus_factor(Collective::reduce_scatter, l.replicas() / l.ep) /
-                                hardware::bus_factor(Collective::reduce_scatter, l.replicas());
-    const double psi = dbl(ms.trainable) - ms.trainable_experts * (1.0 - expert_share);
-    const double local = dbl(ms.local_params) - ms.experts * (1.0 - expert_share);
-    const Bytes grads(psi * gradient_comm_bytes(tr));
-    const double frozen_bytes = tr.method == Method::qlora ? model::quantized_bytes_per_param(
-                                                                 tr.quant, tr.quant_block, a.hidden)
-                                                           : c_bytes;
-    const Bytes params(psi * c_bytes + std::max(0.0, local - psi) * frozen_bytes);
+    // The data-parallel bytes as the evaluator counts them (experts' at their share of the ring).
+    const DataParallelBytes dpb = data_parallel_bytes(TermInputs{links, a, tr, l, tc, md, c_bytes}, ms);
+    const double psi = dpb.psi;
+    const double local = dpb.local;
+    const Bytes grads = dpb.grads;
+    const Bytes params = dpb.params;
     const Placement dpg = data_parallel_group(l);
     const Placement shg = shard_group(l);
     const auto work = [&](Collective k, CommPurpose p, Bytes size, const Placement& g, int stride) {
@@ -213,7 +211,7 @@ void add_data_parallel_collectives(Components& out, const model::Architecture& a
       case Strategy::fsdp_full:
       case Strategy::fsdp_hybrid: {
         add_sharded_collectives(out, tr, l, links, estimate_options, layers, md, psi, grads, params,
-                                shg, max_msg);
+                                regathered_params(tr, dpb), shg, max_msg);
         break;
       }
     }

@@ -112,7 +112,7 @@ class Components {
 void add_sharded_collectives(Components& out, const model::Training& tr, const Layout& l,
                              const LinkModel& links, const EstimateOptions& estimate_options,
                              double layers, double md, double psi, Bytes grads, Bytes params,
-                             const Placement& shg, Bytes max_msg);
+                             Bytes regathered, const Placement& shg, Bytes max_msg);
 
 // A layer's collectives from its op list, averaged over the stacks as the evaluator averages them.
 model::LayerCollectives layer_collectives(const model::Architecture& a, const model::Training& tr);

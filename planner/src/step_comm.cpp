@@ -112,16 +112,17 @@ UnitComm unit_comm(const TermInputs& in, const DataParallelBytes& b, double unit
     const DataParallelVolume v =
         data_parallel_volume(st, b.grads, b.params, u.shard.ranks, in.tr.grad_accum);
     u.ag_f = collective_time(in.links, Collective::all_gather, u.shard, b.params / units);
-    u.ag_b = regather ? u.ag_f : Seconds(0.0);
     u.rs = collective_time(in.links, Collective::reduce_scatter, u.shard, b.grads / units,
                            gradient_comm_dtype(in.tr));
     // The volume counts two gathers a micro-batch for a strategy that reshards.
     u.ag_f_bytes = regather || post_forward == 1 ? v.all_gather * 0.5 : v.all_gather;
-    u.ag_b_bytes = regather ? v.all_gather * 0.5 : Bytes(0.0);
-    if (post_forward > 1) {
-      u.node = post_forward_group(in.l, post_forward);
-      u.ag_b = collective_time(in.links, Collective::all_gather, u.node, b.params / units);
-      u.ag_b_bytes = bytes_sent(Collective::all_gather, post_forward, b.params) * static_cast<double>(in.tr.grad_accum);
+    // Backward gathers again what was freed after forward: under PyTorch's FSDP not the root unit
+    // (regathered_params), over the post-forward copy's ranks where FSDP2 keeps one.
+    const Bytes again = regathered_params(in.tr, b);
+    if (post_forward > 1) u.node = post_forward_group(in.l, post_forward);
+    if (regather && again.value() > 0.0) {
+      u.ag_b = collective_time(in.links, Collective::all_gather, u.node, again / units);
+      u.ag_b_bytes = bytes_sent(Collective::all_gather, u.node.ranks, again) * static_cast<double>(in.tr.grad_accum);
     }
     u.rs_bytes = v.reduce_scatter * (gradient_reductions(in) / in.md);
   }
@@ -360,6 +361,15 @@ Seconds pipeline_term(TermSink& sink, const TermInputs& in, Seconds stage_micro_
   return t;
 }
 
+// PyTorch's FSDP keeps its root unit (the embeddings, head and final norm; the whole model without
+// a wrap policy) gathered from forward to backward: FSDP1's _post_forward_reshard frees only
+// `not state._is_root`, FSDP2's FSDPState._lazy_init sets the root's post_forward_mesh_info to None
+// (torch/distributed/fsdp/_runtime_utils.py, _fully_shard/_fsdp_state.py). DeepSpeed's ZeRO-3 and
+// Megatron FSDP fetch every module's parameters again.
+Bytes regathered_params(const model::Training& tr, const DataParallelBytes& b) {
+  return tr.gathers_parameters() ? b.params - b.root : b.params;
+}
+
 DataParallelBytes data_parallel_bytes(const TermInputs& in, const ModelStates& ms) {
   const Layout& l = in.l;
   const model::Training& tr = in.tr;
@@ -380,6 +390,7 @@ DataParallelBytes data_parallel_bytes(const TermInputs& in, const ModelStates& m
   // Block linears gathered in FP8: one byte each (torchao fsdp_utils.py fsdp_pre_all_gather; MLM
   // uint8 param buffers), their scales negligible.
   out.params -= Bytes(std::min(ms.fp8_gathered, out.psi) * (in.c - 1.0));
+  out.root = std::min(out.params, Bytes(ms.root_params * in.c));
   return out;
 }
 
@@ -389,7 +400,8 @@ Fsdp2Copies fsdp2_copies(const TermInputs& in, const DataParallelBytes& b) {
                         post_forward_ranks(in.tr, in.l) != 1;
   const Bytes copy_out = b.params * 2.0;
   const Bytes copy_in = b.grads + Bytes(b.psi * in.c);
-  return {copy_out, (regather ? copy_out : Bytes(0.0)) + copy_in * (gradient_reductions(in) / in.md)};
+  return {copy_out, (regather ? regathered_params(in.tr, b) * 2.0 : Bytes(0.0)) +
+                        copy_in * (gradient_reductions(in) / in.md)};
 }
 
 Seconds data_parallel_term(TermSink& sink, const TermInputs& in, const DataParallelBytes& b,

@@ -60,6 +60,7 @@ struct DataParallelBytes {
   double local = 0;  // parameters held, likewise
   Bytes grads;
   Bytes params;
+  Bytes root;  // of params, the FSDP root unit's (ModelStates::root_params), in the compute dtype
 };
 
 // The buckets a framework reduces the data-parallel gradients in: PyTorch DDP's bucket_cap_mb
@@ -122,6 +123,9 @@ struct ContextParallelComm {
                       Seconds& bubble);
 
 [[nodiscard]] DataParallelBytes data_parallel_bytes(const TermInputs& in, const ModelStates& ms);
+// What a sharding strategy gathers again in backward: under PyTorch's FSDP all but the root unit,
+// which stays gathered from forward to backward; everything under DeepSpeed's and Megatron's.
+[[nodiscard]] Bytes regathered_params(const model::Training& tr, const DataParallelBytes& b);
 
 // FSDP2's copies on the compute stream, bytes read and written per micro-batch
 // (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py): each all-gather's copy-out

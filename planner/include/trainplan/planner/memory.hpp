@@ -125,6 +125,9 @@ struct ModelStates {
   std::int64_t trainable = 0;     // trainable parameters held by this rank before sharding
   std::int64_t local_params = 0;  // all parameters held by this rank before sharding
   double experts = 0;             // of local_params, routed experts (this rank's 1/ep)
+  // Of local_params, the FSDP root unit's (embeddings, head, final norm on this stage; everything
+  // without a wrap policy), which FSDP keeps gathered from forward to backward.
+  double root_params = 0;
   double trainable_experts = 0;   // of trainable, routed experts
   double optimizer_params = 0;    // trainable parameters whose optimizer states this rank steps
   double grad_bytes_per_param = 0;  // gradient bytes per trainable parameter on the GPU, unsharded
