@@ -6,8 +6,10 @@
 // reshard_after_forward true by default; MegatronLMPlugin: recompute_activations is "selective
 // activation recomputation").
 
+#include <algorithm>
 #include <array>
 #include <cctype>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -15,6 +17,19 @@
 
 namespace trainplan::request::config {
 namespace {
+
+// accelerate's str_to_bool (utils/environment.py), which FSDP2's reshard_after_forward goes through
+// when it arrives as text: y, yes, t, true, on, 1 and n, no, f, false, off, 0.
+std::optional<bool> accelerate_bool(const Json& v) {
+  if (!v.is_string()) return std::nullopt;
+  std::string t = v.get<std::string>();
+  std::transform(t.begin(), t.end(), t.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  for (const char* yes : {"y", "yes", "t", "true", "on", "1"})
+    if (t == yes) return true;
+  for (const char* no : {"n", "no", "f", "false", "off", "0"})
+    if (t == no) return false;
+  return std::nullopt;
+}
 
 // ClusterConfig's and SageMakerConfig's other fields (config_args.py): read without a warning,
 // though they change nothing trainplan prices.
@@ -63,6 +78,13 @@ void read_fsdp(const Json& j, Reader& r) {
     if (v.is_boolean())
       r.set("strategy", v.get<bool>() ? "fsdp-full" : "fsdp-grad-op",
             p + ".fsdp_reshard_after_forward", v);
+    else if (const std::optional<bool> b = fully_shard ? accelerate_bool(v) : std::nullopt)
+      r.set("strategy", *b ? "fsdp-full" : "fsdp-grad-op", p + ".fsdp_reshard_after_forward", v);
+    else if (fully_shard)
+      // FullyShardedDataParallelPlugin: "This is not supported with FSDP2, please set to a `bool`".
+      r.fail(p + ".fsdp_reshard_after_forward", v,
+             "must be true or false with fsdp_version 2 (accelerate takes a bool; fully_shard's group size "
+             "is --reshard-after-forward N)");
     else
       set_sharding(v, p + ".fsdp_reshard_after_forward", r);
   } else {

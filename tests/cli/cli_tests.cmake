@@ -383,3 +383,7 @@ run_case(reshard_after_forward_llmfoundry_false 0 estimate llama-3.1-8b 16xH100 
 run_case(reshard_after_forward_explain 1 explain llama-3.1-70b 32xH100 --strategy fsdp-full --fsdp-version 2
          --reshard-after-forward 8 --seq 4096 --micro-batch 2 --checkpointing full
          MATCH "--reshard-after-forward 0 \\(was 8\\)")
+# accelerate's FSDP2 takes reshard_after_forward as a bool, text included (str_to_bool).
+file(WRITE ${WORK}/accelerate-fsdp2-reshard-text.yaml "distributed_type: FSDP\nnum_processes: 16\nfsdp_config:\n  fsdp_version: 2\n  fsdp_reshard_after_forward: \"False\"\n")
+run_case(reshard_after_forward_accelerate_text 0 estimate llama-3.1-8b 16xH100 --from ${WORK}/accelerate-fsdp2-reshard-text.yaml
+         MATCH "FSDP2 grad-op across 2 nodes")
