@@ -232,7 +232,6 @@ Layout make_layout(const Architecture& a, const Training& tr, const hardware::Cl
                        " (torch's fully_shard: it must be a factor of the shard mesh's size)");
   }
   l.ep = tr.ep;
-  if (l.shard % l.ep != 0)  l.ep = tr.ep;
   if (l.shard % l.ep != 0)
     throw FieldError("{expert-parallel} " + str(tr.ep) + " does not divide the " + str(l.shard) +
                      (l.shard == l.replicas() ? (tr.cp > 1 ? " data- and context-parallel ranks" : " data-parallel ranks")

@@ -106,9 +106,9 @@ class Components {
   std::vector<ReplayComponent> out_;
 };
 
-// How often a block's kernels run per step: `blocks` times (layers of this stack on the stage x
-// micro-batches), and again in backward where checkpointing replays forward work: the whole block
-
+// ZeRO-3's and FSDP's collectives per unit, as Evaluator::cost prices them: the forward gathers,
+// the backward gathers of `regathered` (what the strategy freed after forward: regathered_params),
+// the gradient reductions, and the hybrid replicas' all-reduce.
 void add_sharded_collectives(Components& out, const model::Training& tr, const Layout& l,
                              const LinkModel& links, const EstimateOptions& estimate_options,
                              double layers, double md, double psi, Bytes grads, Bytes params,
