@@ -45,8 +45,10 @@ constexpr std::array<LibraryTraits, 11> kLibraries{{
      .source = "huggingface/trl trl/trainer/sft_trainer.py: SFTTrainer subclasses transformers' "
                "Trainer (its defaults hold, the fused AdamW among them)",
      .unmodelled = "TRL's SFT loss from v1.7.0, chunked_nll by default (trl/trainer/sft_trainer.py: the output "
-                   "layer and the cross-entropy in checkpointed chunks of 256 labelled tokens, PR #5846), is "
-                   "priced as transformers' loss over the whole logits (loss_type nll, the default up to v1.6)"},
+                   "layer and the cross-entropy in checkpointed chunks of 256 labelled tokens, PR #5846; up to "
+                   "v1.9.0 each chunk, and its recomputation, copies the output layer's weight to fp32: "
+                   "h.float() @ w.float().t()), is priced as transformers' loss over the whole logits "
+                   "(loss_type nll, the default up to v1.6)"},
     {.library = Library::litgpt,
      .name = "litgpt",
      .tf32 = true,
