@@ -144,7 +144,9 @@ void read_precision(const Json& j, Reader& r) {
   const std::string mixed = bf16 ? "bf16-mixed" : "fp16-mixed";
   if (load == "auto" && !engine && !adapters) {
     r.from_checkpoint(key, j.at(key), bf16 ? "bf16" : fp16 ? "fp16" : "",
-                      "the checkpoint's own dtype, which its config.json does not declare: a 16-bit checkpoint "
+                      "the checkpoint's own dtype; where its config.json declares none, from_pretrained takes "
+                      "its first floating weight's (modeling_utils.py _get_dtype), which trainplan does not "
+                      "read: a 16-bit checkpoint "
                       "trains as bf16-true (fp16-true) here, an fp32 one as " +
                           (bf16 || fp16 ? mixed : std::string("fp32")));
     return;

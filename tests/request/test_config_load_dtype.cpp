@@ -100,7 +100,7 @@ TEST(ConfigLoadDtype, AutoResolvesAgainstTheModelsConfig) {
   const Resolved unknown = resolved("gpt2");
   EXPECT_EQ(unknown.search.base.precision, Precision::bf16_mixed);
   EXPECT_TRUE(std::any_of(unknown.notes.begin(), unknown.notes.end(), [](const std::string& n) {
-    return n.find("does not declare") != std::string::npos;
+    return n.find("declares none") != std::string::npos;
   }));
   EXPECT_EQ(resolved("llama-3.2-1b", {{"precision", "bf16-mixed", "--precision"}}).search.base.precision,
             Precision::bf16_mixed);
