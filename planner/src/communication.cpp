@@ -181,6 +181,13 @@ Placement shard_group(const Layout& l) {
 
 Placement post_forward_group(const Layout& l, int ranks) { return spread(ranks, l.tp, l); }
 
+// Declared in memory.hpp beside the Layout it reads.
+int post_forward_ranks(const model::Training& tr, const Layout& l) {
+  const int n = tr.fsdp_reshard_to;
+  if (n <= 0 || n >= l.shard || !tr.runs_fsdp2() || !shards_parameters(tr.strategy)) return 0;
+  return n;
+}
+
 Placement replica_group(const Layout& l) {
   const int shard = std::max(1, l.shard);
   return spread(std::max(1, l.replicas() / shard), l.tp * shard, l);

@@ -283,9 +283,20 @@ Seconds Evaluator::optimizer_step(const model::Training& tr, const Layout& l, co
   return Seconds(opt_params * std::min(l.gpus_per_node, l.world) / rate);
 }
 
+namespace {
+// The layout, with ZeRO++'s hpZ secondary partition (a node's ranks) where the options ask for it.
+Layout layout_with(const model::Architecture& a, const model::Training& tr, const hardware::Cluster& c, int cuda_sm,
+                   const EstimateOptions& o) {
+  Layout l = make_layout(a, tr, c, cuda_sm);
+  if (o.zero_plus_plus && tr.strategy == Strategy::zero3 && tr.framework == Framework::deepspeed)
+    l.secondary_partition = std::max(1, shard_group(l).per_node);
+  return l;
+}
+}  // namespace
+
 StepCost Evaluator::cost(const model::Training& tr, bool time_if_infeasible) const {
   StepCost out;
-  out.layout = make_layout(a_, tr, c_, cuda_sm_);
+  out.layout = layout_with(a_, tr, c_, cuda_sm_, options_);
   const Layout& l = out.layout;
   const Shapes& sh = shapes(tr);
   out.memory = memory(a_, n_, tr, l, resolved_blocks(tr), mc_);

@@ -240,12 +240,6 @@ Layout make_layout(const Architecture& a, const Training& tr, const hardware::Cl
   return l;
 }
 
-int post_forward_ranks(const Training& tr, const Layout& l) {
-  const int n = tr.fsdp_reshard_to;
-  if (n <= 0 || n >= l.shard || !tr.runs_fsdp2() || !shards_parameters(tr.strategy)) return 0;
-  return n;
-}
-
 namespace {
 
 // Bytes per trainable parameter of each model state (model::state_bytes) for this optimizer.
@@ -556,6 +550,15 @@ StageBuffers pytorch_buffers(const Architecture& a, const Training& tr, const La
   return out;
 }
 
+// ZeRO++'s hpZ keeps a secondary partition of every parameter (in its dtype) over the node's ranks:
+// made at the first forward's gather, reused by every backward gather, freed only after the
+// optimizer step (deepspeed/runtime/zero/partition_parameters.py _partition_param_sec,
+// ds_secondary_tensor; stage3.py _post_step invalidate_secondary_tensor): alive at both peaks.
+Bytes hpz_secondary_partition(const Training& tr, const Layout& l, const StageParams& sp) {
+  if (l.secondary_partition <= 1) return Bytes(0.0);
+  return Bytes(sp.all * compute_bytes(tr.precision) / static_cast<double>(l.secondary_partition));
+}
+
 // Megatron FSDP's buffers alive through forward and backward under zero3 (optim_grads_params): the
 // layer being computed and the next, prefetched, gathered in 16 bits, and the layer's unsharded
 // fp32 main gradients before their reduce-scatter (megatron/core/distributed/fsdp: one FSDP unit
@@ -611,7 +614,7 @@ MemoryBreakdown stage_memory(const Architecture& a, const model::ParameterCounts
     buffers.fwd_bwd = megatron_fsdp_buffers(tr, sp);
   Bytes& fwd_bwd = buffers.fwd_bwd;
   Bytes& persistent = buffers.persistent;
-  persistent += ms.gather_buffers + ms.buckets;
+  persistent += ms.gather_buffers + ms.buckets + hpz_secondary_partition(tr, l, sp);
   // The reference forward runs after the policy's, whose activations and logits are alive: its
   // logits (one row of the vocabulary shard per token, in the compute dtype) add to them until
   // the loss has read them (TRL dpo_trainer.py _compute_loss).

@@ -34,6 +34,9 @@ struct Layout {
   // GPUs in one scale-up (NVLink) domain: the node, or a rack of NVL72 trays. Placement counts
   // in these domains: a group inside one never touches the NICs.
   int gpus_per_domain = 1;
+  // DeepSpeed ZeRO++'s hpZ (--zero-plus-plus with ZeRO-3): the ranks of the secondary partition of
+  // the 16-bit parameters (a node); 0 without. The evaluator sets it from its EstimateOptions.
+  int secondary_partition = 0;
   // Ranks that hold the same slice of the model and reduce its gradients: data- and
   // context-parallel together (Megatron's data-parallel group with context parallelism).
   [[nodiscard]] int replicas() const { return dp * cp; }
