@@ -76,7 +76,10 @@ bool Training::accumulates_unsharded_gradients() const {
 }
 
 std::string strategy_name(const Training& t) {
-  const std::string name(display_name(t.strategy));
+  const std::string name = std::string(display_name(t.strategy)) +
+                           (t.strategy == Strategy::fsdp_hybrid && t.hybrid_shard > 0
+                                ? " (groups of " + std::to_string(t.hybrid_shard) + ")"
+                                : "");
   if (!t.runs_fsdp2()) return name;
   const std::string reshard = t.fsdp_reshard_to > 0 && shards_parameters(t.strategy)
                                   ? " (reshard_after_forward=" + std::to_string(t.fsdp_reshard_to) + ")"

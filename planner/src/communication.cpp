@@ -181,7 +181,9 @@ Placement shard_group(const Layout& l) {
 
 Placement post_forward_group(const Layout& l, int ranks) { return spread(ranks, l.tp, l); }
 
-// Declared in memory.hpp beside the Layout it reads.
+// Declared in memory.hpp beside the Layout they read.
+int node_hybrid_shard(const Layout& l) { return std::clamp(l.gpus_per_node / (l.tp * l.pp), 1, l.replicas()); }
+
 int post_forward_ranks(const model::Training& tr, const Layout& l) {
   const int n = tr.fsdp_reshard_to;
   if (n <= 0 || n >= l.shard || !tr.runs_fsdp2() || !shards_parameters(tr.strategy)) return 0;

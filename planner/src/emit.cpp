@@ -601,6 +601,11 @@ Emitted emit_torchrun(const Estimate& e, const hardware::Cluster& c, const model
 Emitted emit(EmitFormat f, const Estimate& e, const hardware::Cluster& c,
              const model::Architecture& a, const EmitContext& x) {
   require_emittable(f, e.training, c.gpu);
+  // Every launcher written here builds HYBRID_SHARD's groups per node (FSDP without a device mesh).
+  if (e.training.strategy == Strategy::fsdp_hybrid && e.layout.shard != node_hybrid_shard(e.layout))
+    throw FieldError(fmt::format("{{hybrid-shard}} {}: the launch configs written here shard within a node ({} "
+                                 "ranks); a shard group of another size needs a device mesh of your own",
+                                 e.layout.shard, node_hybrid_shard(e.layout)));
   Emitted out;  // built first: what the format cannot express is refused, forced or not
   switch (f) {
     case EmitFormat::deepspeed:

@@ -219,8 +219,12 @@ Layout make_layout(const Architecture& a, const Training& tr, const hardware::Cl
     throw InputError("strategy 'single' on " + str(l.world) + " GPUs: choose a data-parallel strategy (ddp, zero1-3, fsdp-*)" +
                      (tr.cp > 1 ? ": the context-parallel ranks reduce their gradients" : " or --tp/--pp"));
   l.shard = l.replicas();
-  if (tr.strategy == Strategy::fsdp_hybrid)
-    l.shard = std::clamp(c.gpus_per_node / (tr.tp * tr.pp), 1, l.replicas());  // torch: one node
+  if (tr.strategy == Strategy::fsdp_hybrid) {
+    if (tr.hybrid_shard > 0 && l.replicas() % tr.hybrid_shard != 0)
+      throw FieldError("{hybrid-shard} " + str(tr.hybrid_shard) + " does not divide the " + str(l.replicas()) +
+                       " data-parallel ranks of " + c.description + " (each shard group is replicated whole)");
+    l.shard = tr.hybrid_shard > 0 ? tr.hybrid_shard : node_hybrid_shard(l);
+  }
   if (tr.fsdp_reshard_to > 0 && tr.runs_fsdp2() && shards_parameters(tr.strategy)) {
     if (tr.tp > 1)
       throw FieldError("{reshard-after-forward} " + str(tr.fsdp_reshard_to) + " with tensor parallelism (tp " +

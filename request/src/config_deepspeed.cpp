@@ -201,8 +201,10 @@ int read_zero(const Json& j, Reader& r) {
   // MiCS (mics_shard_size > 0 with stage 3) shards within groups of that size and replicates
   // across them: hybrid sharding.
   const auto mics = r.integer(z, "mics_shard_size", "zero_optimization", "strategy", -1);
-  if (mics && *mics > 0 && stage == 3)
+  if (mics && *mics > 0 && stage == 3) {
     r.set("strategy", "fsdp-hybrid", "zero_optimization.mics_shard_size", z.at("mics_shard_size"));
+    r.set("hybrid-shard", std::to_string(*mics), "zero_optimization.mics_shard_size", z.at("mics_shard_size"));
+  }
   else if (st)
     r.set("strategy", zero_stage_strategy(stage), "zero_optimization.stage",
           z.at("stage"));

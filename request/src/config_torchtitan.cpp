@@ -108,6 +108,14 @@ void read_parallelism(const Json& p, std::int64_t pp_degree, Reader& r) {
   r.set("strategy", strategy,
         "parallelism.data_parallel_shard_degree, data_parallel_replicate_degree, fsdp_reshard_after_forward",
         std::to_string(shard) + ", " + std::to_string(replicate) + ", " + reshard + (pp ? " (with PP)" : ""));
+  // HSDP's shard dimension; -1 takes the ranks the other degrees leave, which the cluster decides.
+  if (strategy == "fsdp-hybrid" && shard > 1)
+    r.set("hybrid-shard", std::to_string(shard), "parallelism.data_parallel_shard_degree",
+          p.at("data_parallel_shard_degree"));
+  else if (strategy == "fsdp-hybrid")
+    r.unresolved("hybrid-shard", "parallelism.data_parallel_shard_degree", Json(shard),
+                 "the ranks data_parallel_replicate_degree and the other degrees leave (--hybrid-shard: GPUs / "
+                 "(replicate x tp x pp x cp))");
   for (const auto& [key, option] : {std::pair{"tensor_parallel_degree", "tp"},
                                     std::pair{"pipeline_parallel_degree", "pp"},
                                     std::pair{"expert_parallel_degree", "expert-parallel"}})

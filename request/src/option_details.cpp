@@ -229,6 +229,13 @@ constexpr Detail kDetails[] = {
      "axolotl's fsdp_version and the Trainer's fsdp_config version say which. transformers' "
      "Trainer runs FSDP2 when fsdp_config leaves the version out after its PR #45640 (April "
      "2026), FSDP1 before; left out, 1 is answered."},
+    {"hybrid-shard",
+     "Hybrid sharding shards the parameters, gradients and optimizer states over N ranks and "
+     "replicates that group over the other data-parallel ranks: the gathers and reduce-scatters "
+     "run inside a group, an all-reduce of each rank's shard across the groups. PyTorch's FSDP "
+     "builds one group per node for HYBRID_SHARD unless given a device mesh; torchtitan's "
+     "data_parallel_shard_degree and DeepSpeed MiCS's mics_shard_size set N (read from their "
+     "files). N must divide the data-parallel ranks."},
     {"reshard-after-forward",
      "PyTorch's fully_shard takes reshard_after_forward as a bool or a group size N. After each "
      "unit's forward every rank copies its 1/N of the gathered parameters (in the gathered dtype) "

@@ -6,18 +6,10 @@ namespace trainplan::request {
 
 using namespace option_schema;
 
-// How PyTorch and DeepSpeed shard, and how wide plan may go.
-std::vector<Option> sharding_options() {
-  std::vector<Option> v;
-  v.push_back(applies(integer(describe("fsdp-version", "N", "FSDP version", "parallelism",
-                                       "PyTorch's FSDP: 1 FullyShardedDataParallel, 2 fully_shard", "the library's"),
-                              1, 2, [](auto& r) -> auto& { return r.training.fsdp_version; }),
-                      [](const Request& r, unsigned cmd) {
-                        const bool strategy_searched = cmd != command::estimate && !r.has("strategy") &&
-                                                       r.training.framework == Framework::pytorch;
-                        return r.training.gathers_parameters() || strategy_searched;
-                      },
-                      "where PyTorch shards the parameters (fsdp-*, or zero2/zero3 under --framework pytorch)"));
+namespace {
+
+// The groups PyTorch's FSDP shards over: FSDP2's post-forward copy and hybrid sharding's group.
+void fsdp_group_options(std::vector<Option>& v) {
   v.push_back(applies(integer(describe("reshard-after-forward", "N", "Reshard to", "parallelism",
                                        "FSDP2's fully_shard(reshard_after_forward=N): after forward each rank keeps "
                                        "1/N of every unit (N consecutive ranks, a node), which backward gathers "
@@ -33,6 +25,33 @@ std::vector<Option> sharding_options() {
                       },
                       "with FSDP2 (--fsdp-version 2) and --strategy fsdp-full, fsdp-hybrid or zero3 under "
                       "--framework pytorch"));
+  v.push_back(applies(integer(describe("hybrid-shard", "N", "Hybrid shard", "parallelism",
+                                       "hybrid sharding: the ranks one shard group spans, the others replicating "
+                                       "it (HSDP's shard dimension, MiCS's mics_shard_size)",
+                                       "0: one node"),
+                              0, 1 << 20, [](auto& r) -> auto& { return r.training.hybrid_shard; }),
+                      [](const Request& r, unsigned cmd) {
+                        return r.training.strategy == Strategy::fsdp_hybrid ||
+                               (cmd != command::estimate && !r.has("strategy"));
+                      },
+                      "with --strategy fsdp-hybrid"));
+}
+
+}  // namespace
+
+// How PyTorch and DeepSpeed shard, and how wide plan may go.
+std::vector<Option> sharding_options() {
+  std::vector<Option> v;
+  v.push_back(applies(integer(describe("fsdp-version", "N", "FSDP version", "parallelism",
+                                       "PyTorch's FSDP: 1 FullyShardedDataParallel, 2 fully_shard", "the library's"),
+                              1, 2, [](auto& r) -> auto& { return r.training.fsdp_version; }),
+                      [](const Request& r, unsigned cmd) {
+                        const bool strategy_searched = cmd != command::estimate && !r.has("strategy") &&
+                                                       r.training.framework == Framework::pytorch;
+                        return r.training.gathers_parameters() || strategy_searched;
+                      },
+                      "where PyTorch shards the parameters (fsdp-*, or zero2/zero3 under --framework pytorch)"));
+  fsdp_group_options(v);
   v.push_back(applies(flag(describe("sync-each-batch", "", "Sync each batch", "parallelism",
                                     "accelerate's GradientAccumulationPlugin(sync_each_batch=True): every micro-batch "
                                     "reduces the gradients (FSDP keeps them sharded, DDP all-reduces each time)",

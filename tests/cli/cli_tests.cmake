@@ -387,3 +387,12 @@ run_case(reshard_after_forward_explain 1 explain llama-3.1-70b 32xH100 --strateg
 file(WRITE ${WORK}/accelerate-fsdp2-reshard-text.yaml "distributed_type: FSDP\nnum_processes: 16\nfsdp_config:\n  fsdp_version: 2\n  fsdp_reshard_after_forward: \"False\"\n")
 run_case(reshard_after_forward_accelerate_text 0 estimate llama-3.1-8b 16xH100 --from ${WORK}/accelerate-fsdp2-reshard-text.yaml
          MATCH "FSDP2 grad-op across 2 nodes")
+# Hybrid sharding's group size from DeepSpeed MiCS's mics_shard_size and torchtitan's HSDP degrees.
+file(WRITE ${WORK}/ds-mics-16.json "{\"train_micro_batch_size_per_gpu\": 1, \"bf16\": {\"enabled\": true}, \"zero_optimization\": {\"stage\": 3, \"mics_shard_size\": 16}}")
+run_case(hybrid_shard_mics 0 estimate llama-3.1-8b 32xH100 --from ${WORK}/ds-mics-16.json
+         MATCH "hybrid-shard \\(groups of 16\\) across 4 nodes" "hybrid-shard 16 +<- zero_optimization.mics_shard_size = 16")
+file(WRITE ${WORK}/torchtitan-hsdp.toml "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[training]\nlocal_batch_size = 1\nseq_len = 4096\n[parallelism]\ndata_parallel_replicate_degree = 2\ndata_parallel_shard_degree = 16\n")
+run_case(hybrid_shard_torchtitan 0 estimate llama-3.1-8b 32xH100 --from ${WORK}/torchtitan-hsdp.toml --json
+         MATCH "\"hybrid_shard\": 16")
+run_case(hybrid_shard_ignored 0 estimate llama-3.1-8b 32xH100 --strategy fsdp-full --hybrid-shard 16
+         ERR "warning: --hybrid-shard 16 ignored: it applies with --strategy fsdp-hybrid")

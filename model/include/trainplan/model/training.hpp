@@ -141,6 +141,11 @@ struct Training {
   // group's size is True, as torch's _get_post_forward_mesh_info maps them
   // (torch/distributed/fsdp/_fully_shard/_fsdp_init.py, torch >= 2.4).
   int fsdp_reshard_to = 0;
+  // Hybrid sharding (Strategy::fsdp_hybrid): the ranks one shard group spans, the rest replicating
+  // it (the device mesh's shard dimension of HYBRID_SHARD / HSDP, torchtitan's
+  // data_parallel_shard_degree, DeepSpeed MiCS's mics_shard_size). 0: one node, the group torch's
+  // FSDP builds for HYBRID_SHARD without a device mesh.
+  int hybrid_shard = 0;
   // The training library (model/library.hpp) and the engine whose accounting holds (its default).
   Library library = Library::hf_trainer;
   Framework framework = Framework::pytorch;

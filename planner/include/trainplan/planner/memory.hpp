@@ -65,6 +65,9 @@ void validate_training(const model::Architecture& a, const model::Training& tr);
 // (True); 1, every unit kept gathered to backward (False); else the N consecutive ranks a unit's
 // post-forward copy spans, which its backward all-gather runs over.
 [[nodiscard]] int post_forward_ranks(const model::Training& tr, const Layout& l);
+// The shard group of hybrid sharding without --hybrid-shard: the data-parallel ranks of one node,
+// the group torch's FSDP builds for HYBRID_SHARD without a device mesh.
+[[nodiscard]] int node_hybrid_shard(const Layout& l);
 
 // Throws InputError when the degrees do not divide the cluster or the model, or the strategy does
 // not exist for the framework.
