@@ -60,6 +60,28 @@ void set_sharding(const Json& v, const std::string& key, Reader& r) {
            "must be FULL_SHARD, SHARD_GRAD_OP, HYBRID_SHARD, HYBRID_SHARD_ZERO2 or NO_SHARD");
 }
 
+// accelerate's ParallelismConfig under FSDP (parallelism_config.py): dp_replicate_size > 1 with
+// dp_shard_size > 1 is HSDP, shard groups of dp_shard_size replicated dp_replicate_size times;
+// replicating without sharding is refused there (pure DP is MULTI_GPU). True where it is HSDP.
+bool read_hsdp(const Json& j, Reader& r) {
+  if (!j.contains("parallelism_config") || !j.at("parallelism_config").is_object()) return false;
+  const Json& pc = j.at("parallelism_config");
+  const std::string p = "parallelism_config";
+  const std::int64_t replicate =
+      r.integer(pc, "parallelism_config_dp_replicate_size", p, "strategy", 1).value_or(1);
+  if (replicate <= 1) return false;
+  const std::int64_t shard = r.integer(pc, "parallelism_config_dp_shard_size", p, "hybrid-shard", 1).value_or(1);
+  if (shard <= 1)
+    r.fail(p + ".parallelism_config_dp_replicate_size", pc.at("parallelism_config_dp_replicate_size"),
+           "replicates without parallelism_config_dp_shard_size above 1, which accelerate refuses under FSDP "
+           "(pure data parallelism is distributed_type MULTI_GPU)");
+  r.set("strategy", "fsdp-hybrid", p + ".parallelism_config_dp_replicate_size",
+        pc.at("parallelism_config_dp_replicate_size"));
+  r.set("hybrid-shard", std::to_string(shard), p + ".parallelism_config_dp_shard_size",
+        pc.at("parallelism_config_dp_shard_size"));
+  return true;
+}
+
 void read_fsdp(const Json& j, Reader& r) {
   r.set("framework", "pytorch", "distributed_type", j.at("distributed_type"));
   const Json f = section(j, "fsdp_config");
@@ -69,7 +91,12 @@ void read_fsdp(const Json& j, Reader& r) {
   if (!f.contains("fsdp_version"))
     r.set("fsdp-version", "1", "(no fsdp_config.fsdp_version: accelerate's FullyShardedDataParallel)", "");
   const bool fully_shard = f.contains("fsdp_version") && f.at("fsdp_version") == 2;
-  if (f.contains("fsdp_sharding_strategy")) {
+  if (read_hsdp(j, r)) {
+    // HSDP's groups come from the device mesh; what happens after forward is reshard_after_forward's.
+    if (f.contains("fsdp_reshard_after_forward") && f.at("fsdp_reshard_after_forward") == false)
+      r.warn("fsdp_config.fsdp_reshard_after_forward = false under HSDP: priced as resharding after forward "
+             "(hybrid sharding that keeps the units gathered is not modelled)");
+  } else if (f.contains("fsdp_sharding_strategy")) {
     set_sharding(f.at("fsdp_sharding_strategy"), p + ".fsdp_sharding_strategy", r);
   } else if (f.contains("fsdp_reshard_after_forward")) {
     const Json& v = f.at("fsdp_reshard_after_forward");
@@ -217,9 +244,10 @@ void read_parallelism_config(const Json& j, Reader& r) {
     r.set("tp", std::to_string(*tp), "parallelism_config.parallelism_config_tp_size", p.at("parallelism_config_tp_size"));
   if (const auto cp = r.integer(p, "parallelism_config_cp_size", "parallelism_config", "cp", 1))
     r.set("cp", std::to_string(*cp), "parallelism_config.parallelism_config_cp_size", p.at("parallelism_config_cp_size"));
-  r.check_keys(p, "parallelism_config", {"parallelism_config_tp_size", "parallelism_config_cp_size"},
-               {"parallelism_config_dp_replicate_size", "parallelism_config_dp_shard_size",
-                "parallelism_config_cp_comm_strategy", "parallelism_config_cp_backend"});
+  r.check_keys(p, "parallelism_config",
+               {"parallelism_config_tp_size", "parallelism_config_cp_size", "parallelism_config_dp_replicate_size",
+                "parallelism_config_dp_shard_size"},
+               {"parallelism_config_cp_comm_strategy", "parallelism_config_cp_backend"});
 }
 
 }  // namespace

@@ -234,8 +234,9 @@ constexpr Detail kDetails[] = {
      "replicates that group over the other data-parallel ranks: the gathers and reduce-scatters "
      "run inside a group, an all-reduce of each rank's shard across the groups. PyTorch's FSDP "
      "builds one group per node for HYBRID_SHARD unless given a device mesh; torchtitan's "
-     "data_parallel_shard_degree and DeepSpeed MiCS's mics_shard_size set N (read from their "
-     "files). N must divide the data-parallel ranks."},
+     "data_parallel_shard_degree, accelerate's parallelism_config_dp_shard_size (with a replicate "
+     "size above 1) and DeepSpeed MiCS's mics_shard_size set N (read from their files). N must "
+     "divide the data-parallel ranks."},
     {"reshard-after-forward",
      "PyTorch's fully_shard takes reshard_after_forward as a bool or a group size N. After each "
      "unit's forward every rank copies its 1/N of the gathered parameters (in the gathered dtype) "

@@ -396,3 +396,6 @@ run_case(hybrid_shard_torchtitan 0 estimate llama-3.1-8b 32xH100 --from ${WORK}/
          MATCH "\"hybrid_shard\": 16")
 run_case(hybrid_shard_ignored 0 estimate llama-3.1-8b 32xH100 --strategy fsdp-full --hybrid-shard 16
          ERR "warning: --hybrid-shard 16 ignored: it applies with --strategy fsdp-hybrid")
+file(WRITE ${WORK}/accelerate-hsdp.yaml "distributed_type: FSDP\nnum_machines: 4\nnum_processes: 32\nfsdp_config:\n  fsdp_version: 2\nparallelism_config:\n  parallelism_config_dp_replicate_size: 2\n  parallelism_config_dp_shard_size: 16\n")
+run_case(hybrid_shard_accelerate 0 estimate llama-3.1-8b 32xH100 --from ${WORK}/accelerate-hsdp.yaml
+         MATCH "FSDP2 hybrid-shard \\(groups of 16\\) across 4 nodes")
