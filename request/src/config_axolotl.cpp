@@ -612,6 +612,16 @@ void read_sharding(const Json& j, Reader& r) {
   if (j.contains("fsdp") && !j.at("fsdp").is_null()) set_trainer_fsdp(r, "fsdp", j.at("fsdp"));
   if (j.contains("fsdp_config") && j.at("fsdp_config").is_object()) {
     const Json& f = j.at("fsdp_config");
+    // dp_replicate_size above 1 beside dp_shard_size: accelerate's HSDP (ParallelismConfig).
+    const std::int64_t replicate = r.integer(j, "dp_replicate_size", "", "strategy", 1).value_or(1);
+    if (replicate > 1) {
+      const std::int64_t shard = r.integer(j, "dp_shard_size", "", "hybrid-shard", 1).value_or(1);
+      if (shard <= 1)
+        r.fail("dp_replicate_size", j.at("dp_replicate_size"),
+               "replicates without dp_shard_size above 1, which accelerate refuses under FSDP");
+      r.set("strategy", "fsdp-hybrid", "dp_replicate_size", j.at("dp_replicate_size"));
+      r.set("hybrid-shard", std::to_string(shard), "dp_shard_size", j.at("dp_shard_size"));
+    }
     for (const char* key : {"fsdp_offload_params", "offload_params"})
       if (const auto off = r.boolean(f, key, "fsdp_config", "offload"))
         r.set("offload", *off ? "optimizer+params" : "none", std::string("fsdp_config.") + key,
@@ -620,10 +630,10 @@ void read_sharding(const Json& j, Reader& r) {
       if (r.boolean(f, key, "fsdp_config", "checkpointing").value_or(false))
         r.set("checkpointing", "full", std::string("fsdp_config.") + key, true);
     for (const char* key : {"fsdp_reshard_after_forward", "reshard_after_forward"})
-      if (const auto re = r.boolean(f, key, "fsdp_config", "strategy"))
+      if (const auto re = replicate > 1 ? std::nullopt : r.boolean(f, key, "fsdp_config", "strategy"))
         r.set("strategy", *re ? "fsdp-full" : "fsdp-grad-op", std::string("fsdp_config.") + key,
               f.at(key));
-    if (r.string(f, "fsdp_sharding_strategy", "fsdp_config", "strategy"))
+    if (replicate <= 1 && r.string(f, "fsdp_sharding_strategy", "fsdp_config", "strategy"))
       set_named(r, "strategy", fsdp_sharding_strategies(), "fsdp_config.fsdp_sharding_strategy",
                 f.at("fsdp_sharding_strategy"), "a sharding strategy trainplan does not model");
     if (!r.read().find("strategy"))

@@ -399,3 +399,6 @@ run_case(hybrid_shard_ignored 0 estimate llama-3.1-8b 32xH100 --strategy fsdp-fu
 file(WRITE ${WORK}/accelerate-hsdp.yaml "distributed_type: FSDP\nnum_machines: 4\nnum_processes: 32\nfsdp_config:\n  fsdp_version: 2\nparallelism_config:\n  parallelism_config_dp_replicate_size: 2\n  parallelism_config_dp_shard_size: 16\n")
 run_case(hybrid_shard_accelerate 0 estimate llama-3.1-8b 32xH100 --from ${WORK}/accelerate-hsdp.yaml
          MATCH "FSDP2 hybrid-shard \\(groups of 16\\) across 4 nodes")
+file(WRITE ${WORK}/axolotl-hsdp.yaml "base_model: meta-llama/Llama-3.1-8B\nmicro_batch_size: 1\nsequence_len: 4096\nbf16: true\nfsdp_version: 2\nfsdp_config:\n  reshard_after_forward: true\ndp_replicate_size: 2\ndp_shard_size: 16\n")
+run_case(hybrid_shard_axolotl 0 estimate llama-3.1-8b 32xH100 --from ${WORK}/axolotl-hsdp.yaml
+         MATCH "FSDP2 hybrid-shard \\(groups of 16\\) across 4 nodes")
