@@ -210,7 +210,7 @@ std::string accelerate_deepspeed(const Estimate& e, const hardware::Cluster& c, 
                  yaml_bool(z["stage"] == 3));
 }
 
-std::string accelerate_fsdp(const model::Training& t, const model::Architecture& a,
+std::string accelerate_fsdp(const model::Training& t, const Layout& l, const model::Architecture& a,
                             std::vector<std::string>& notes) {
   std::string wrap = "  fsdp_auto_wrap_policy: NO_WRAP\n";
   if (t.fsdp_wrap == FsdpWrap::block) {
@@ -225,11 +225,14 @@ std::string accelerate_fsdp(const model::Training& t, const model::Architecture&
   }
   if (t.fsdp_version == 2) {
     // accelerate's FSDP2 keys (utils/dataclasses.py FullyShardedDataParallelPlugin): sharding is
-    // reshard_after_forward; HSDP needs a parallelism_config replicate size, not written here.
-    if (t.strategy == Strategy::fsdp_hybrid)
-      refuse("accelerate", "accelerate's FSDP2 runs hybrid sharding through parallelism_config "
-                           "(dp_replicate_size), which this config does not write; plan with {fsdp-version} 1");
-    return fmt::format(
+    // reshard_after_forward; HSDP is its ParallelismConfig's replicate and shard sizes.
+    const std::string hsdp =
+        t.strategy == Strategy::fsdp_hybrid
+            ? fmt::format("parallelism_config:\n  parallelism_config_dp_replicate_size: {}\n"
+                          "  parallelism_config_dp_shard_size: {}\n",
+                          l.replicas() / l.shard, l.shard)
+            : std::string();
+    return hsdp + fmt::format(
         "distributed_type: FSDP\n"
         "fsdp_config:\n"
         "  fsdp_version: 2\n"
@@ -568,7 +571,7 @@ Emitted emit_accelerate(const Estimate& e, const hardware::Cluster& c, const mod
   } else if (x.zero_plus_plus) {
     refuse("accelerate", "ZeRO++ is DeepSpeed's: plan with {strategy} zero3");
   } else if (is_fsdp(t.strategy)) {
-    s += accelerate_fsdp(t, a, out.notes);
+    s += accelerate_fsdp(t, e.layout, a, out.notes);
   } else {
     if (t.offload != Offload::none)
       refuse("accelerate", "DDP cannot offload the optimizer; plan with {strategy} "
@@ -601,10 +604,12 @@ Emitted emit_torchrun(const Estimate& e, const hardware::Cluster& c, const model
 Emitted emit(EmitFormat f, const Estimate& e, const hardware::Cluster& c,
              const model::Architecture& a, const EmitContext& x) {
   require_emittable(f, e.training, c.gpu);
-  // Every launcher written here builds HYBRID_SHARD's groups per node (FSDP without a device mesh).
-  if (e.training.strategy == Strategy::fsdp_hybrid && e.layout.shard != node_hybrid_shard(e.layout))
-    throw FieldError(fmt::format("{{hybrid-shard}} {}: the launch configs written here shard within a node ({} "
-                                 "ranks); a shard group of another size needs a device mesh of your own",
+  // FSDP1's HYBRID_SHARD builds its groups per node (no device mesh); accelerate's FSDP2 takes the
+  // sizes from its parallelism_config.
+  const bool mesh = f == EmitFormat::accelerate && e.training.fsdp_version == 2;
+  if (e.training.strategy == Strategy::fsdp_hybrid && !mesh && e.layout.shard != node_hybrid_shard(e.layout))
+    throw FieldError(fmt::format("{{hybrid-shard}} {}: FSDP1's HYBRID_SHARD shards within a node ({} ranks); "
+                                 "accelerate's FSDP2 ({{fsdp-version}} 2, {{emit}} accelerate) takes other sizes",
                                  e.layout.shard, node_hybrid_shard(e.layout)));
   Emitted out;  // built first: what the format cannot express is refused, forced or not
   switch (f) {

@@ -179,8 +179,12 @@ file(WRITE ${WORK}/fsdp2-emitted.yaml "${last_out}")
 run_case(fsdp2_emit_read_back 0 estimate llama-3.1-8b 8xH100 --from ${WORK}/fsdp2-emitted.yaml
          MATCH "fsdp-version 2 +<- fsdp_config.fsdp_version = 2" "strategy fsdp-grad-op +<- fsdp_config.fsdp_reshard_after_forward = false"
                "FSDP2 grad-op")
-run_case(fsdp2_emit_hybrid_refused 2 estimate llama-3.1-8b 2x8xH100 --strategy fsdp-hybrid --fsdp-version 2 --emit accelerate
-         ERR "accelerate's FSDP2 runs hybrid sharding through parallelism_config" "--fsdp-version 1")
+# accelerate's FSDP2 HSDP: its parallelism_config's replicate and shard sizes, read back as the plan.
+run_case(fsdp2_emit_hybrid 0 estimate llama-3.1-8b 4x8xH100 --strategy fsdp-hybrid --hybrid-shard 16 --fsdp-version 2
+         --emit accelerate MATCH "parallelism_config_dp_replicate_size: 2" "parallelism_config_dp_shard_size: 16")
+file(WRITE ${WORK}/fsdp2-hsdp-emitted.yaml "${last_out}")
+run_case(fsdp2_emit_hybrid_read_back 0 estimate llama-3.1-8b 4x8xH100 --from ${WORK}/fsdp2-hsdp-emitted.yaml
+         MATCH "FSDP2 hybrid-shard \\(groups of 16\\) across 4 nodes")
 run_case(fsdp2_emit_trainer 0 estimate llama-3.1-8b 8xH100 --strategy fsdp-full --fsdp-version 2 --emit torchrun
          MATCH "--fsdp_config '{\"version\": 2}'")
 run_case(sync_each_batch_without_accumulation 0 estimate 7b 4xA100 --strategy ddp --sync-each-batch ERR "warning: --sync-each-batch true ignored: it applies with --grad-accum above 1")
