@@ -61,7 +61,7 @@ void set_sharding(const Json& v, const std::string& key, Reader& r) {
 }
 
 // accelerate's ParallelismConfig under FSDP (parallelism_config.py): dp_replicate_size > 1 with
-// dp_shard_size > 1 is HSDP, shard groups of dp_shard_size replicated dp_replicate_size times;
+// dp_shard_size > 1 is HSDP, shard groups of dp_shard_size (x cp) replicated dp_replicate_size times;
 // replicating without sharding is refused there (pure DP is MULTI_GPU). True where it is HSDP.
 bool read_hsdp(const Json& j, Reader& r) {
   if (!j.contains("parallelism_config") || !j.at("parallelism_config").is_object()) return false;
@@ -77,8 +77,10 @@ bool read_hsdp(const Json& j, Reader& r) {
            "(pure data parallelism is distributed_type MULTI_GPU)");
   r.set("strategy", "fsdp-hybrid", p + ".parallelism_config_dp_replicate_size",
         pc.at("parallelism_config_dp_replicate_size"));
-  r.set("hybrid-shard", std::to_string(shard), p + ".parallelism_config_dp_shard_size",
-        pc.at("parallelism_config_dp_shard_size"));
+  // FSDP shards over dp_shard and cp flattened (fsdp_dim_names: "dp_shard_cp").
+  const std::int64_t cp = r.integer(pc, "parallelism_config_cp_size", p, "cp", 1).value_or(1);
+  r.set("hybrid-shard", std::to_string(shard * cp), p + ".parallelism_config_dp_shard_size" +
+        (cp > 1 ? " x parallelism_config_cp_size" : ""), pc.at("parallelism_config_dp_shard_size"));
   return true;
 }
 

@@ -620,7 +620,10 @@ void read_sharding(const Json& j, Reader& r) {
         r.fail("dp_replicate_size", j.at("dp_replicate_size"),
                "replicates without dp_shard_size above 1, which accelerate refuses under FSDP");
       r.set("strategy", "fsdp-hybrid", "dp_replicate_size", j.at("dp_replicate_size"));
-      r.set("hybrid-shard", std::to_string(shard), "dp_shard_size", j.at("dp_shard_size"));
+      // FSDP shards over dp_shard and cp flattened (accelerate's fsdp_dim_names: "dp_shard_cp").
+      const std::int64_t cp = r.integer(j, "context_parallel_size", "", "cp", 1).value_or(1);
+      r.set("hybrid-shard", std::to_string(shard * cp), cp > 1 ? "dp_shard_size x context_parallel_size" : "dp_shard_size",
+            j.at("dp_shard_size"));
     }
     for (const char* key : {"fsdp_offload_params", "offload_params"})
       if (const auto off = r.boolean(f, key, "fsdp_config", "offload"))

@@ -108,9 +108,13 @@ void read_parallelism(const Json& p, std::int64_t pp_degree, Reader& r) {
   r.set("strategy", strategy,
         "parallelism.data_parallel_shard_degree, data_parallel_replicate_degree, fsdp_reshard_after_forward",
         std::to_string(shard) + ", " + std::to_string(replicate) + ", " + reshard + (pp ? " (with PP)" : ""));
-  // HSDP's shard dimension; -1 takes the ranks the other degrees leave, which the cluster decides.
+  // HSDP's shard dimension, flattened with context parallelism (parallel_dims.py "dp_shard_cp"); -1
+  // takes the ranks the other degrees leave, which the cluster decides.
+  const std::int64_t cp_degree = r.integer(p, "context_parallel_degree", "parallelism", "cp", 1).value_or(1);
   if (strategy == "fsdp-hybrid" && shard > 1)
-    r.set("hybrid-shard", std::to_string(shard), "parallelism.data_parallel_shard_degree",
+    r.set("hybrid-shard", std::to_string(shard * cp_degree),
+          cp_degree > 1 ? "parallelism.data_parallel_shard_degree x context_parallel_degree"
+                 : "parallelism.data_parallel_shard_degree",
           p.at("data_parallel_shard_degree"));
   else if (strategy == "fsdp-hybrid")
     r.unresolved("hybrid-shard", "parallelism.data_parallel_shard_degree", Json(shard),

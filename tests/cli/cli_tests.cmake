@@ -406,3 +406,7 @@ run_case(hybrid_shard_accelerate 0 estimate llama-3.1-8b 32xH100 --from ${WORK}/
 file(WRITE ${WORK}/axolotl-hsdp.yaml "base_model: meta-llama/Llama-3.1-8B\nmicro_batch_size: 1\nsequence_len: 4096\nbf16: true\nfsdp_version: 2\nfsdp_config:\n  reshard_after_forward: true\ndp_replicate_size: 2\ndp_shard_size: 16\n")
 run_case(hybrid_shard_axolotl 0 estimate llama-3.1-8b 32xH100 --from ${WORK}/axolotl-hsdp.yaml
          MATCH "FSDP2 hybrid-shard \\(groups of 16\\) across 4 nodes")
+# HSDP shards over dp_shard x cp (torchtitan's and accelerate's "dp_shard_cp" mesh dimension).
+file(WRITE ${WORK}/torchtitan-hsdp-cp.toml "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[training]\nlocal_batch_size = 1\nseq_len = 8192\n[parallelism]\ndata_parallel_replicate_degree = 2\ndata_parallel_shard_degree = 8\ncontext_parallel_degree = 2\n")
+run_case(hybrid_shard_torchtitan_cp 0 estimate llama-3.1-8b 32xH100 --from ${WORK}/torchtitan-hsdp-cp.toml
+         MATCH "hybrid-shard \\(groups of 16\\)")
