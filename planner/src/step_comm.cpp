@@ -361,13 +361,17 @@ Seconds pipeline_term(TermSink& sink, const TermInputs& in, Seconds stage_micro_
   return t;
 }
 
-// PyTorch's FSDP keeps its root unit (the embeddings, head and final norm; the whole model without
-// a wrap policy) gathered from forward to backward: FSDP1's _post_forward_reshard frees only
-// `not state._is_root`, FSDP2's FSDPState._lazy_init sets the root's post_forward_mesh_info to None
-// (torch/distributed/fsdp/_runtime_utils.py, _fully_shard/_fsdp_state.py). DeepSpeed's ZeRO-3 and
-// Megatron FSDP fetch every module's parameters again.
+// FSDP1 keeps its root unit (the embeddings, head and final norm; the whole model without a wrap
+// policy) gathered from forward to backward: _post_forward_reshard frees only `not state._is_root`
+// (torch/distributed/fsdp/_runtime_utils.py). FSDP2 did too until torch 2.8, which reshards a root
+// given reshard_after_forward=True (PRs #154704, #155319; _fully_shard/_fsdp_state.py _lazy_init
+// clears only an unspecified root's post_forward_mesh_info): accelerate's fsdp2_prepare_model and
+// torchtune's shard_model pass it, torchtitan wraps the embeddings and the output as units of their
+// own that stay gathered by default (distributed/fsdp.py: reshard_after_forward_policy ==
+// "always"). DeepSpeed's ZeRO-3 and Megatron FSDP fetch every module's parameters again.
 Bytes regathered_params(const model::Training& tr, const DataParallelBytes& b) {
-  return tr.gathers_parameters() ? b.params - b.root : b.params;
+  const bool keeps_root = tr.gathers_parameters() && (!tr.runs_fsdp2() || tr.library == Library::torchtitan);
+  return keeps_root ? b.params - b.root : b.params;
 }
 
 DataParallelBytes data_parallel_bytes(const TermInputs& in, const ModelStates& ms) {

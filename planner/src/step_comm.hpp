@@ -123,8 +123,8 @@ struct ContextParallelComm {
                       Seconds& bubble);
 
 [[nodiscard]] DataParallelBytes data_parallel_bytes(const TermInputs& in, const ModelStates& ms);
-// What a sharding strategy gathers again in backward: under PyTorch's FSDP all but the root unit,
-// which stays gathered from forward to backward; everything under DeepSpeed's and Megatron's.
+// What a sharding strategy gathers again in backward: all but the root unit where PyTorch's FSDP
+// keeps it gathered from forward to backward (FSDP1; torchtitan's FSDP2); everything otherwise.
 [[nodiscard]] Bytes regathered_params(const model::Training& tr, const DataParallelBytes& b);
 
 // FSDP2's copies on the compute stream, bytes read and written per micro-batch

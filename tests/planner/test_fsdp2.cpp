@@ -77,17 +77,36 @@ TEST(Fsdp2, TorchtitanReducesInFp32) {
 }
 
 // FSDP2's copies run on the compute stream: each all-gather's copy-out reads and writes the
-// gathered parameters (2 x 2 bytes a parameter in forward, and again in backward for the blocks:
-// the root unit stays gathered, _fsdp_state.py _lazy_init), each reduce-scatter's copy-in reads
-// the bf16 gradients and writes the bf16 input (2 + 2 bytes): 8 bytes a parameter and 4 a block
-// parameter per step at the H100's HBM rate (3.35 TB/s datasheet x the elementwise efficiency).
-// FSDP1 gathers into and reduces from its flat parameter. Nothing else moves.
+// gathered parameters (2 x 2 bytes a parameter, forward and again backward: accelerate passes
+// reshard_after_forward=True to the root too, which torch >= 2.8 reshards), each reduce-scatter's
+// copy-in reads the bf16 gradients and writes the bf16 input (2 + 2 bytes): 12 bytes a parameter
+// per step at the H100's HBM rate (3.35 TB/s datasheet x the elementwise efficiency). FSDP1
+// gathers into and reduces from its flat parameter. Nothing else moves.
 TEST(Fsdp2, CopiesRunOnTheComputeStream) {
   const Pair p = estimates(Library::hf_trainer);
   const double rate = 3.35e12 * TimeConventions{}.hbm_efficiency;
   const double more = p.fsdp2.time.memory_bound.value() - p.fsdp1.time.memory_bound.value();
-  EXPECT_NEAR(more, (8.0 * kParams + 4.0 * (kParams - kRoot)) / rate, 1e-9);
+  EXPECT_NEAR(more, 12.0 * kParams / rate, 1e-9);
   EXPECT_NEAR(p.fsdp2.time.compute.value(), p.fsdp1.time.compute.value(), 1e-12);
+}
+
+double backward_gather_bytes(const Estimate& e) {
+  for (const CommunicationItem& x : e.communication)
+    if (x.purpose == "backward parameter all-gather") return x.bytes.value();
+  return 0.0;
+}
+
+// What backward gathers again over 8 GPUs (7/8 of it sent per rank, bf16): FSDP1 keeps its root unit
+// (embeddings, head, final norm) gathered from forward (_post_forward_reshard: not state._is_root),
+// so do torchtitan's own units for the embeddings and the output (reshard_after_forward False by
+// default); accelerate's FSDP2 passes reshard_after_forward=True to the root, which torch >= 2.8
+// reshards (PR #154704), so its backward gathers the root again.
+TEST(Fsdp2, BackwardGathersTheRootWhereItWasResharded) {
+  const Pair trainer = estimates(Library::hf_trainer);
+  const Pair titan = estimates(Library::torchtitan);
+  EXPECT_DOUBLE_EQ(backward_gather_bytes(trainer.fsdp1), (kParams - kRoot) * 2.0 * 7.0 / 8.0);
+  EXPECT_DOUBLE_EQ(backward_gather_bytes(trainer.fsdp2), kParams * 2.0 * 7.0 / 8.0);
+  EXPECT_DOUBLE_EQ(backward_gather_bytes(titan.fsdp2), (kParams - kRoot) * 2.0 * 7.0 / 8.0);
 }
 
 }  // namespace
