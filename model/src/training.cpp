@@ -81,7 +81,7 @@ std::string strategy_name(const Training& t) {
                                 ? " (groups of " + std::to_string(t.hybrid_shard) + ")"
                                 : "");
   if (!t.runs_fsdp2()) return name;
-  const std::string reshard = t.fsdp_reshard_to > 0 && shards_parameters(t.strategy)
+  const std::string reshard = t.reshards_to_group()
                                   ? " (reshard_after_forward=" + std::to_string(t.fsdp_reshard_to) + ")"
                                   : "";
   return (is_fsdp(t.strategy) ? "FSDP2" + name.substr(4) : name + " (FSDP2)") + reshard;

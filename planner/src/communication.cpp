@@ -186,7 +186,7 @@ int node_hybrid_shard(const Layout& l) { return std::clamp(l.gpus_per_node / (l.
 
 int post_forward_ranks(const model::Training& tr, const Layout& l) {
   const int n = tr.fsdp_reshard_to;
-  if (n <= 0 || n >= l.shard || !tr.runs_fsdp2() || !shards_parameters(tr.strategy)) return 0;
+  if (!tr.reshards_to_group() || n >= l.shard) return 0;
   return n;
 }
 

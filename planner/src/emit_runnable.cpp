@@ -63,7 +63,7 @@ void require_emittable(EmitFormat f, const model::Training& t, const hardware::G
                      "megatron with a Transformer Engine recipe (--fp8-format, --fp8-recipe)");
   // accelerate's FullyShardedDataParallelPlugin takes a bool under FSDP2 (an int raises), the
   // Trainer's fsdp_config goes through it, and Megatron-LM's --use-torch-fsdp2 passes none.
-  if (t.fsdp_reshard_to > 0 && t.runs_fsdp2() && shards_parameters(t.strategy))
+  if (t.reshards_to_group())
     throw FieldError("{reshard-after-forward} " + std::to_string(t.fsdp_reshard_to) +
                      ": only fully_shard(module, reshard_after_forward=N) itself (or composer's FSDP2Config) "
                      "takes a group size; accelerate, the Trainer and Megatron-LM take a bool, so no launch config "

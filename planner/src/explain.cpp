@@ -225,7 +225,7 @@ void chunked_loss_changes(const model::Training& t, std::vector<Candidate>& out)
 // FSDP2's post-forward copies of reshard_after_forward=N freed: each unit resharded over the
 // whole group after forward (N back to True), its backward gathering over that group again.
 void reshard_changes(const model::Training& t, std::vector<Candidate>& out) {
-  if (t.fsdp_reshard_to <= 0 || !t.runs_fsdp2() || !shards_parameters(t.strategy)) return;
+  if (!t.reshards_to_group()) return;
   Candidate c{t, {}, kReshard};
   c.training.fsdp_reshard_to = 0;
   c.changes = {{"reshard-after-forward", str(t.fsdp_reshard_to), "0"}};

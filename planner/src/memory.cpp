@@ -225,7 +225,7 @@ Layout make_layout(const Architecture& a, const Training& tr, const hardware::Cl
                        " data-parallel ranks of " + c.description + " (each shard group is replicated whole)");
     l.shard = tr.hybrid_shard > 0 ? tr.hybrid_shard : node_hybrid_shard(l);
   }
-  if (tr.fsdp_reshard_to > 0 && tr.runs_fsdp2() && shards_parameters(tr.strategy)) {
+  if (tr.reshards_to_group()) {
     if (tr.tp > 1)
       throw FieldError("{reshard-after-forward} " + str(tr.fsdp_reshard_to) + " with tensor parallelism (tp " +
                        str(tr.tp) + "): torch's fully_shard does not reshard to a smaller mesh with TP "

@@ -102,7 +102,7 @@ Json plan_json(const planner::Estimate& e, std::optional<double> tokens) {
   j["fsdp_wrap"] = std::string(to_string(t.fsdp_wrap));
   if (t.gathers_parameters()) j["fsdp_version"] = t.fsdp_version;
   if (t.strategy == Strategy::fsdp_hybrid) j["hybrid_shard"] = e.layout.shard;
-  if (t.fsdp_reshard_to > 0 && t.runs_fsdp2() && shards_parameters(t.strategy))
+  if (t.reshards_to_group())
     j["reshard_after_forward"] = t.fsdp_reshard_to;
   if (t.method != Method::full) {
     std::string targets;

@@ -15,11 +15,10 @@
 // Sec. 3).
 #include <gtest/gtest.h>
 
-#include <functional>
 #include <string>
 
 #include "../common/catalog.hpp"
-#include "trainplan/core/error.hpp"
+#include "../common/input_error.hpp"
 #include "trainplan/model/parameters.hpp"
 #include "trainplan/planner/evaluator.hpp"
 
@@ -66,14 +65,6 @@ const CommunicationItem* item(const Estimate& e, std::string_view purpose) {
   return nullptr;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
-}
 
 void expect_same(const Estimate& x, const Estimate& y) {
   EXPECT_EQ(x.memory.peak_allocated.value(), y.memory.peak_allocated.value());
@@ -127,10 +118,10 @@ TEST(Fsdp2Reshard, BackwardGathersInsideTheNode) {
 // What torch refuses: N not dividing the shard mesh (ValueError), and a smaller post-forward mesh
 // under tensor parallelism (NotImplementedError).
 TEST(Fsdp2Reshard, RefusesWhatTorchRefuses) {
-  const std::string indivisible = error_of([] { (void)resharded(Strategy::fsdp_full, 3); });
+  const std::string indivisible = test::input_error_of([] { (void)resharded(Strategy::fsdp_full, 3); });
   EXPECT_NE(indivisible.find("reshard-after-forward 3 does not divide the 16 ranks"), std::string::npos)
       << indivisible;
-  const std::string tp = error_of([] { (void)resharded(Strategy::fsdp_full, 4, 2); });
+  const std::string tp = test::input_error_of([] { (void)resharded(Strategy::fsdp_full, 4, 2); });
   EXPECT_NE(tp.find("reshard-after-forward 4 with tensor parallelism"), std::string::npos) << tp;
 }
 
@@ -163,7 +154,7 @@ TEST(HybridShard, GroupsOfSixteenSpanTwoNodes) {
 }
 
 TEST(HybridShard, RefusesAGroupThatDoesNotDivideTheRanks) {
-  const std::string e = error_of([] { (void)hybrid(Strategy::fsdp_hybrid, 12); });
+  const std::string e = test::input_error_of([] { (void)hybrid(Strategy::fsdp_hybrid, 12); });
   EXPECT_NE(e.find("hybrid-shard 12 does not divide the 32 data-parallel ranks"), std::string::npos) << e;
 }
 

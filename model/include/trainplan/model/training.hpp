@@ -242,6 +242,10 @@ struct Training {
   }
   // FSDP2 (fully_shard) gathering them.
   [[nodiscard]] bool runs_fsdp2() const { return gathers_parameters() && fsdp_version == 2; }
+  // fsdp_reshard_to is given where it applies: FSDP2 under a strategy that reshards after forward.
+  [[nodiscard]] bool reshards_to_group() const {
+    return fsdp_reshard_to > 0 && runs_fsdp2() && shards_parameters(strategy);
+  }
   // torch.compile runs the model (Inductor's kernels); Megatron's own fused kernels ignore it.
   [[nodiscard]] bool runs_compiled() const { return compile && framework != Framework::megatron; }
   // Bytes per gradient element PyTorch's sharded data parallelism reduce-scatters: the dtype the
